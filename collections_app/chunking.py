@@ -1,0 +1,589 @@
+"""Dividing a document's text into paragraphs (pieces) for the index, and a long record into nodes.
+
+Pure: no models, no settings. Every strategy returns pieces that are exact slices of the text
+they were cut from (``text[piece.start:piece.end] == piece.text``), in document order, trimmed of
+whitespace at both ends, and together holding every non-whitespace character of the text. The
+section of a piece is the Markdown ATX heading (``#`` to ``######`` at a line start, outside code
+fences) in force where the piece's first line of text starts, or "Document" before any heading;
+heading lines at the very start of a piece are stepped over, so "# Handbook / ## Leave / text" is
+filed under "Leave". Section names are cut to 300 characters.
+
+Strategies, by name (the vocabulary is `STRATEGIES`; only `AVAILABLE` names are accepted):
+
+``fixed``
+    Pieces of at most ``size`` characters, broken at the last whitespace inside the window, so the
+    break falls in the window's last tenth whenever there is whitespace there. Guarantee: a word (a
+    maximal run of non-whitespace characters) of at most ``size`` characters is never split between
+    pieces. A longer word is the only thing ever cut, at exactly ``size`` characters. Text without
+    spaces (Chinese, Japanese) is one long "word" to this strategy and is cut every ``size``.
+``structure``
+    Heading-aware: whole (blank-line separated) paragraphs of one section packed up to ``size``
+    characters; a heading line travels with the text under it. Every piece is at most ``size``
+    characters. Consecutive pieces of one section overlap by at most ``overlap`` characters: the
+    closing piece's last ``overlap`` characters moved forward to a word start (so "about"
+    ``overlap``: less by at most the word straddling the mark), and less when the carried text and
+    the next whole paragraph would not fit together. No overlap crosses a heading. See `_pack_section`.
+    At most `MAX_PARAGRAPHS_PER_DOCUMENT` pieces are kept; the result reports what was dropped.
+``tokens``
+    Windows of ``size`` model tokens, ``overlap`` tokens shared between neighbours.
+``window``
+    The record-node division of `divide`, against the embedder's token window.
+
+Every strategy returns a `Chunks` list; ``Chunks.truncated`` and ``Chunks.dropped`` say whether the
+per-document cap removed pieces (only ``structure`` has a cap).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+__all__ = [
+    "AVAILABLE",
+    "DEFAULT_SECTION",
+    "DEFAULT_SIZES",
+    "MAX_PARAGRAPHS_PER_DOCUMENT",
+    "MAX_SECTION_LENGTH",
+    "STRATEGIES",
+    "Chunks",
+    "ChunkingError",
+    "Piece",
+    "TokenCounter",
+    "chunk",
+    "divide",
+    "resolve_sizes",
+    "validate_method",
+]
+
+# Each name maps to the version that introduced it, or None while it is only planned. Planned names
+# are kept so that naming one is a clear validation error rather than "unknown".
+STRATEGIES: dict[str, str | None] = {
+    "fixed": "0.1",
+    "structure": "0.1",
+    "tokens": "0.1",
+    "window": "0.1",
+    "semantic": None,
+    "parent-child": None,
+    "page": None,
+    "proposition": None,
+}
+# Derived, never written out, so the two cannot disagree.
+AVAILABLE: tuple[str, ...] = tuple(name for name, version in STRATEGIES.items() if version is not None)
+
+# (size, overlap) when a collection leaves them empty. fixed and structure count characters, tokens
+# counts model tokens, and window's None means "the embedder's own window".
+DEFAULT_SIZES: dict[str, tuple[int | None, int]] = {
+    "fixed": (350, 0),
+    "structure": (1800, 180),
+    "tokens": (200, 32),
+    "window": (None, 0),
+}
+MAX_PARAGRAPHS_PER_DOCUMENT = 240
+MAX_SECTION_LENGTH = 300
+DEFAULT_SECTION = "Document"
+
+
+class ChunkingError(ValueError):
+    """A chunking method or its settings cannot be used; the message is meant for a person."""
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One paragraph of the index: an exact slice of the document's text and the heading over it."""
+
+    text: str
+    start: int
+    end: int
+    section: str
+
+
+class Chunks(list[Piece]):
+    """The pieces of one document, plus whether a per-document cap dropped some.
+
+    A plain list in every other respect (it compares equal to a list of the same pieces). Slicing it
+    gives a plain list, so read ``truncated`` and ``dropped`` from the object `chunk` returned.
+    """
+
+    def __init__(self, pieces: Iterable[Piece] = (), *, dropped: int = 0) -> None:
+        super().__init__(pieces)
+        self.dropped = dropped
+
+    @property
+    def truncated(self) -> bool:
+        """True when pieces after the cap were left out of the result."""
+        return self.dropped > 0
+
+
+class TokenCounter(Protocol):
+    """What the token-aware strategies need from an embedder.
+
+    ``window_end_char(text, window)`` is how many leading characters of ``text`` fit in ``window``
+    tokens (``len(text)`` when all of it fits); ``token_spans(text)`` gives each token's (start, end)
+    character offsets in order. Each method answers None when it cannot count (a remote API without
+    a tokenizer, embeddings switched off): unknown is never "fits".
+    """
+
+    @property
+    def window(self) -> int | None:
+        """The model's token window, or None when unknown. A plain attribute satisfies this too."""
+        ...
+
+    def count_tokens(self, text: str) -> int | None: ...
+
+    def window_end_char(self, text: str, window: int) -> int | None: ...
+
+    def token_spans(self, text: str) -> list[tuple[int, int]] | None: ...
+
+
+def validate_method(name: str) -> str:
+    """Return ``name`` if it is an available chunking method; raise `ChunkingError` naming the choices."""
+    if STRATEGIES.get(name) is not None:
+        return name
+    available = ", ".join(AVAILABLE)
+    if name in STRATEGIES:
+        raise ChunkingError(f'"{name}" is planned but not built yet; available: {available}')
+    raise ChunkingError(f'unknown chunking method "{name}"; available: {available}')
+
+
+def resolve_sizes(method: str, size: int | None = None, overlap: int | None = None) -> tuple[int | None, int]:
+    """The (size, overlap) a method will use: defaults filled in for None, then checked.
+
+    An empty overlap takes the method's default, scaled down in proportion when the default would not
+    be smaller than an explicitly chosen size (structure at size 100: overlap 10, not 180).
+
+    Callers that validate a collection's settings before building (a form, a service) can use this
+    to refuse bad settings up front; `chunk` calls it too. Raises `ChunkingError`.
+    """
+    validate_method(method)
+    default_size, default_overlap = DEFAULT_SIZES[method]
+    size = default_size if size is None else size
+    if overlap is None:
+        overlap = default_overlap
+        # A default overlap too large for a small chosen size shrinks in proportion instead of
+        # turning "leave it empty" into an error.
+        if default_size and isinstance(size, int) and overlap >= size:
+            overlap = default_overlap * size // default_size
+    if size is not None and (not isinstance(size, int) or size < 1):
+        raise ChunkingError(f"{method}: size must be a whole number of at least 1, not {size!r}")
+    if not isinstance(overlap, int) or overlap < 0:
+        raise ChunkingError(f"{method}: overlap must be a whole number of at least 0, not {overlap!r}")
+    if method in ("fixed", "window") and overlap:
+        raise ChunkingError(f"{method} does not overlap its pieces; set overlap to 0 or leave it empty")
+    if size is not None and overlap >= size:
+        raise ChunkingError(f"{method}: overlap ({overlap}) must be smaller than size ({size})")
+    return size, overlap
+
+
+def chunk(
+    text: str,
+    method: str,
+    *,
+    size: int | None = None,
+    overlap: int | None = None,
+    tokens: TokenCounter | None = None,
+) -> Chunks:
+    """Divide ``text`` into pieces with the chunking ``method``; see the module docstring for each one.
+
+    ``size`` and ``overlap`` default to `DEFAULT_SIZES`. ``tokens`` is required by ``tokens`` and
+    ``window``. Raises `ChunkingError` for an unknown or planned method, bad sizes, or a token-aware
+    method whose embedder cannot count.
+    """
+    size, overlap = resolve_sizes(method, size, overlap)
+    dropped = 0
+    if method == "fixed":
+        assert size is not None
+        spans = _fixed(text, size)
+    elif method == "structure":
+        assert size is not None
+        spans = _structure(text, size, overlap)
+        if len(spans) > MAX_PARAGRAPHS_PER_DOCUMENT:
+            dropped = len(spans) - MAX_PARAGRAPHS_PER_DOCUMENT
+            spans = spans[:MAX_PARAGRAPHS_PER_DOCUMENT]
+    elif method == "tokens":
+        assert size is not None
+        spans = _tokens(text, size, overlap, tokens)
+    else:
+        spans = _window(text, size, tokens)
+    outline = _Outline(text)
+    pieces = (Piece(text[s:e], s, e, outline.section_of(text, s, e)) for s, e in spans if e > s)
+    return Chunks(pieces, dropped=dropped)
+
+
+# --- Headings and sections -----------------------------------------------------------------------
+
+# ATX heading: up to three spaces, one to six #, then a space or the end of the line. A closing run
+# of # is dropped only when a space precedes it, so "# C#" keeps its name (CommonMark's rule).
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))??(?:[ \t]+#+)?[ \t]*")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")
+_NON_WS = re.compile(r"\S")
+_WORD_START = re.compile(r"(?<!\S)\S")
+_WS = re.compile(r"\s")
+
+
+def _lines(text: str) -> list[tuple[int, int]]:
+    """(start, end without the line break) of every line."""
+    lines = []
+    for match in _LINE.finditer(text):
+        if match.start() == match.end():  # the empty match after the last line
+            break
+        content = match.group().rstrip("\r\n")
+        lines.append((match.start(), match.start() + len(content)))
+    return lines
+
+
+class _Outline:
+    """The headings of a text, and which one is in force at any offset.
+
+    A "#" line inside a fenced code block is code, not a heading, so fences are tracked.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.starts: list[int] = []  # offset of each heading line
+        self.names: list[str] = []
+        self.ends: list[int] = []  # end of each heading line's content
+        self.line_end_by_marker: dict[int, int] = {}  # offset of a heading's first "#" -> its line end
+        fence: str | None = None
+        for start, end in _lines(text):
+            line = text[start:end]
+            fence_match = _FENCE.match(line)
+            if fence_match:
+                marker = fence_match.group(1)
+                if fence is None:
+                    fence = marker
+                elif marker[0] == fence[0] and len(marker) >= len(fence):
+                    fence = None
+                continue
+            if fence is not None:
+                continue
+            heading = _ATX.fullmatch(line)
+            if heading:
+                name = (heading.group(2) or "").strip()[:MAX_SECTION_LENGTH].rstrip()
+                self.starts.append(start)
+                self.names.append(name or DEFAULT_SECTION)
+                self.ends.append(end)
+                self.line_end_by_marker[heading.start(1) + start] = end
+
+    def section_at(self, offset: int) -> str:
+        """The heading in force at ``offset``: the last heading line starting at or before it."""
+        index = bisect.bisect_right(self.starts, offset) - 1
+        return self.names[index] if index >= 0 else DEFAULT_SECTION
+
+    def section_of(self, text: str, start: int, end: int) -> str:
+        """The section of the piece ``text[start:end]``: the heading over its first line of text.
+
+        Heading lines at the piece's start are stepped over, so a piece opening "# Handbook / ##
+        Leave / text" is filed under "Leave", the heading the text actually sits under.
+        """
+        position = start
+        while position < end and position in self.line_end_by_marker:
+            following = _next_non_ws(text, self.line_end_by_marker[position])
+            if following >= end:
+                break
+            position = following
+        return self.section_at(position)
+
+
+def _next_non_ws(text: str, position: int) -> int:
+    match = _NON_WS.search(text, position)
+    return match.start() if match else len(text)
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+    start = _next_non_ws(text, start)
+    if start >= end:
+        return end, end
+    while text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+# --- fixed ---------------------------------------------------------------------------------------
+
+
+def _fixed(text: str, size: int) -> list[tuple[int, int]]:
+    """Pieces of at most ``size`` characters, each ending before the last whitespace in its window.
+
+    Taking the last whitespace in the window means a break falls in the window's last tenth whenever
+    there is whitespace there, and further back only when there is not. Because a piece always starts
+    at the first character of a word (or of the rest of a word already cut), a word of at most
+    ``size`` characters always has its following whitespace inside the window, so it is never split.
+    Only a window with no whitespace after its first character is cut hard, at ``size``.
+    """
+    spaces = [match.start() for match in _WS.finditer(text)]
+    spans: list[tuple[int, int]] = []
+    length = len(text)
+    position = _next_non_ws(text, 0)
+    while position < length:
+        limit = position + size
+        if limit >= length:
+            end = length
+        else:
+            index = bisect.bisect_right(spaces, limit) - 1
+            end = spaces[index] if index >= 0 and spaces[index] > position else limit
+        start, end = _trim(text, position, end)
+        spans.append((start, end))
+        position = _next_non_ws(text, end)
+    return spans
+
+
+# --- structure -----------------------------------------------------------------------------------
+
+
+def _structure(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
+    outline = _Outline(text)
+    spans: list[tuple[int, int]] = []
+    for section_start, section_end in _sections(text, outline):
+        units = _paragraphs(text, section_start, section_end)
+        # A heading belongs with the text under it: a unit that is nothing but a heading line (or a
+        # run of them, "# Handbook" then "## Leave") is joined to the paragraph that follows.
+        lead = 0
+        while lead < len(units) - 1 and outline.line_end_by_marker.get(units[lead][0], -1) >= units[lead][1]:
+            lead += 1
+        if lead:
+            units[lead] = (units[0][0], units[lead][1])
+            del units[:lead]
+        spans.extend(_pack_section(text, units, size, overlap))
+    return spans
+
+
+def _sections(text: str, outline: _Outline) -> list[tuple[int, int]]:
+    """(start, end) of each section. A heading with nothing under it opens no section of its own:
+    it is carried into the next one, so a title line does not become a paragraph by itself."""
+    bounds = [0, *outline.starts, len(text)]
+    sections: list[tuple[int, int]] = []
+    carried: int | None = None
+    for index in range(len(bounds) - 1):
+        start, end = bounds[index], bounds[index + 1]
+        if start == end:
+            continue
+        if carried is not None:
+            start, carried = carried, None
+        is_heading = index > 0
+        body_start = outline.ends[index - 1] if is_heading else start
+        has_body = _next_non_ws(text, body_start) < end
+        if is_heading and not has_body and end < len(text):
+            carried = start
+            continue
+        if has_body or is_heading:
+            sections.append((start, end))
+    return sections
+
+
+def _paragraphs(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Trimmed spans of the blank-line separated blocks in ``text[start:end]``."""
+    blocks: list[tuple[int, int]] = []
+    block_start: int | None = None
+    block_end = start
+    for line_start, line_end in _lines(text[start:end]):
+        line_start += start
+        line_end += start
+        line = text[line_start:line_end]
+        if line.strip():
+            if block_start is None:
+                block_start = line_start + (len(line) - len(line.lstrip()))
+            block_end = line_start + len(line.rstrip())
+        elif block_start is not None:
+            blocks.append((block_start, block_end))
+            block_start = None
+    if block_start is not None:
+        blocks.append((block_start, block_end))
+    return blocks
+
+
+def _pack_section(text: str, units: list[tuple[int, int]], size: int, overlap: int) -> list[tuple[int, int]]:
+    """Pack one section's paragraphs into pieces of at most ``size`` characters.
+
+    Whole paragraphs are added while the piece still fits. When a piece closes, its last ``overlap``
+    characters, moved forward to the start of a word, open the next piece of the section, so a
+    sentence across the join can be found from either side. If that carried text and the next
+    paragraph do not fit together although the paragraph alone does, less is carried (the paragraph
+    stays whole; the overlap shrinks). A paragraph longer than ``size`` is split at the last
+    whitespace of each window (a hard cut only when a window has none), keeping the overlap.
+    Every piece ends further on than the one before, so the loop always finishes.
+    """
+    spans: list[tuple[int, int]] = []
+    if not units:
+        return spans
+    index = 0
+    cursor = units[0][0]
+    last_end = units[0][0]
+    while index < len(units):
+        unit_start, unit_end = units[index]
+        if cursor < unit_start and unit_end - cursor > size and unit_end - unit_start <= size:
+            shrunk = _word_start(text, unit_end - size, unit_start + 1)
+            cursor = shrunk if shrunk is not None else unit_start
+        # The first character this piece adds beyond the previous one. If the carried text leaves
+        # no room for it (only possible across a huge run of whitespace), nothing is carried.
+        fresh = _next_non_ws(text, max(unit_start, last_end))
+        if fresh - cursor >= size:
+            cursor = fresh
+        start = cursor
+        if unit_end - start <= size:
+            last = index
+            while last + 1 < len(units) and units[last + 1][1] - start <= size:
+                last += 1
+            end = units[last][1]
+            index = last + 1
+        else:
+            # Split inside the paragraph: end just before the last whitespace of the window that
+            # follows new text; with none, cut hard at the window's end (a word longer than the room).
+            limit = start + size
+            end = limit
+            for position in range(limit, fresh, -1):
+                if text[position].isspace() and not text[position - 1].isspace():
+                    end = position
+                    break
+        spans.append((start, end))
+        last_end = end
+        if index >= len(units):
+            break
+        carried = _carry(text, start, end, overlap)
+        cursor = carried if carried is not None else _next_non_ws(text, end)
+    return spans
+
+
+def _word_start(text: str, lo: int, hi: int) -> int | None:
+    match = _WORD_START.search(text, lo, hi)
+    return match.start() if match else None
+
+
+def _carry(text: str, start: int, end: int, overlap: int) -> int | None:
+    """Where the next piece starts so that it repeats the end of ``text[start:end]``, or None."""
+    if overlap <= 0:
+        return None
+    lo = max(end - overlap, start + 1)
+    if lo >= end:
+        return None
+    found = _word_start(text, lo, end)
+    if found is not None:
+        return found
+    # The piece was cut inside a word longer than the overlap (or unspaced CJK text): there is no
+    # word start to align to, and the word is split anyway, so overlap by characters.
+    if end < len(text) and not text[end].isspace() and not text[end - 1].isspace():
+        return lo
+    return None
+
+
+# --- tokens and window ---------------------------------------------------------------------------
+
+
+def _tokens(text: str, size: int, overlap: int, tokens: TokenCounter | None) -> list[tuple[int, int]]:
+    """Windows of ``size`` tokens stepping by ``size - overlap``, cut at the token offsets.
+
+    A window runs from its first token's start to the next window-external token's start, so the
+    whitespace (and anything the tokenizer skipped) between tokens is never lost; trimming then
+    removes the whitespace. Zero-width spans (special tokens) are ignored.
+    """
+    spans = tokens.token_spans(text) if tokens is not None else None
+    if spans is None:
+        raise ChunkingError('"tokens" needs an embedder that can split text into tokens, and this one cannot')
+    length = len(text)
+    offsets = sorted(
+        (max(0, min(s, length)), max(0, min(e, length))) for s, e in spans if e > s and s < length
+    )
+    if not offsets:
+        return [_trim(text, 0, length)]
+    pieces: list[tuple[int, int]] = []
+    first = 0
+    while True:
+        after = min(first + size, len(offsets))
+        start = 0 if first == 0 else offsets[first][0]
+        end = length if after == len(offsets) else offsets[after][0]
+        pieces.append(_trim(text, start, end))
+        if after == len(offsets):
+            break
+        first = after - overlap
+    return pieces
+
+
+def _window(text: str, size: int | None, tokens: TokenCounter | None) -> list[tuple[int, int]]:
+    if tokens is None:
+        raise ChunkingError('"window" needs an embedder that can count tokens, and none was given')
+    window = size if size is not None else tokens.window
+    if window is None:
+        raise ChunkingError('"window" needs the embedder\'s token window, and this embedder has none')
+    spans = divide(text, lambda remaining: tokens.window_end_char(remaining, window))
+    if spans is None:
+        raise ChunkingError('"window" needs an embedder that can count tokens, and this one cannot')
+    return [_trim(text, start, end) for start, end in spans]
+
+
+# --- divide: the record-node division ------------------------------------------------------------
+
+_BREAK = r"(?:\r\n|\n|\r)"
+_CLOSERS = "\"'\u201d\u2019)\\]}\u300d\u300f\uff09\u3011\u3015\u3009\u300b"
+# Boundary classes in the order they are tried. Each match's end is where the separator ends.
+# Blank lines are matched inside a lookahead so that overlapping runs ("\n\n\n") offer every end.
+_BOUNDARY_CLASSES: tuple[re.Pattern[str], ...] = (
+    re.compile(rf"(?=({_BREAK}[^\S\r\n]*{_BREAK}))"),  # a blank line: paragraph
+    re.compile(_BREAK),  # a line break: line or list item
+    # Full-width stops end a sentence anywhere; half-width ones only before whitespace or the end,
+    # so "3.14" and "file.txt" are not sentence ends. Closing quotes/brackets stay with the sentence.
+    re.compile(rf"[\u3002\uff0e\uff01\uff1f][{_CLOSERS}]*|[.!?][{_CLOSERS}]*(?=\s|\Z)"),
+    re.compile(r"\s"),  # any whitespace
+)
+
+
+def divide(text: str, window_end_char: Callable[[str], int | None]) -> list[tuple[int, int]] | None:
+    """Divide ``text`` into nodes that each fit an embedder's window (seed 002, section 2).
+
+    ``window_end_char(t)`` answers how many leading characters of ``t`` fit the window: ``len(t)`` when
+    all of it fits, None when the embedder cannot tell. Applied to the remaining text until nothing
+    remains:
+
+    1. If the remaining text fits, it is the last node.
+    2. Otherwise, with ``w`` the answer, cut at the last boundary whose separator ends at or before
+       ``w``, trying in order: a blank line, a line break, a sentence end (full-width 。．！？
+       anywhere; half-width . ! ? only before whitespace or the end of the text), whitespace.
+    3. A cut that would leave the node shorter than ``w / 2`` is not taken; the next class is tried.
+    4. With no acceptable boundary, cut at ``w`` itself.
+
+    Cut placement: the cut goes AFTER the separator, and then after any whitespace directly following
+    it, as far as ``w`` allows. So a separator (the blank line, the line break, the stop and its
+    closing quotes, the space) stays at the end of the node it closes, and the next node starts at
+    the first non-whitespace character when the window reaches it. Nodes are not trimmed.
+
+    Returns (start, end) offsets covering ``[0, len(text))`` contiguously, without gap or overlap; text
+    that fits (including empty text) is one span ``[(0, len(text))]``. Returns None as soon as the
+    callback does: unknown is never "fits". A callback answering 0 or less would never progress, so
+    the node is then cut one character long (which is all that can be done; it may not fit).
+    Deterministic for a given text and callback.
+    """
+    spans: list[tuple[int, int]] = []
+    position = 0
+    length = len(text)
+    while True:
+        remaining = text[position:]
+        answer = window_end_char(remaining)
+        if answer is None:
+            return None
+        if answer >= len(remaining):
+            spans.append((position, length))
+            return spans
+        cut = _cut(remaining, max(answer, 1))
+        spans.append((position, position + cut))
+        position += cut
+        if position == length:  # only after a zero answer's one-character cut took the last character
+            return spans
+
+
+def _cut(remaining: str, window: int) -> int:
+    """Where a node of ``remaining`` ends, given that its first ``window`` characters fit."""
+    for pattern in _BOUNDARY_CLASSES:
+        best = 0
+        # endpos one past the window lets a lookahead see the character after a stop at the edge.
+        for match in pattern.finditer(remaining, 0, window + 1):
+            end = match.end(1) if match.groups() else match.end()
+            if end <= window:
+                best = max(best, end)
+        if not best:
+            continue
+        while best < window and remaining[best].isspace():
+            best += 1
+        if 2 * best >= window:
+            return best
+    return window

@@ -1,0 +1,30 @@
+from collections_app.chunking import AVAILABLE
+from collections_app.management.base import ServiceCommand
+from collections_app.services.agents import create_collection, get_agent
+
+
+class Command(ServiceCommand):
+    help = "Create a collection for an agent."
+
+    def add_arguments(self, parser):
+        parser.add_argument("agent_id")
+        parser.add_argument("name")
+        parser.add_argument("--method", default="structure", help=f"chunking method: {', '.join(AVAILABLE)}")
+        parser.add_argument("--size", type=int, default=None)
+        parser.add_argument("--overlap", type=int, default=None)
+        parser.add_argument("--built-from", default="", help='what the documents are, for people ("the HR share")')
+        parser.add_argument("--per-reader", action="store_true", help="searches must name a reader")
+        parser.add_argument("--judge", action="store_true", help="ask the judge model whether paragraphs answer")
+
+    def handle(self, *args, **o):
+        collection = create_collection(
+            agent=get_agent(o["agent_id"]),
+            name=o["name"],
+            method=o["method"],
+            built_from=o["built_from"],
+            per_reader=o["per_reader"],
+            judge=o["judge"],
+            size=o["size"],
+            overlap=o["overlap"],
+        )
+        self.stdout.write(f'Created collection "{collection.name}" for agent "{collection.agent.agent_id}" ({collection.method}).')

@@ -1,0 +1,127 @@
+"""Agents, their keys, their collections, and readers."""
+
+import re
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from ragsite.errors import Conflict, NotFound, RagsiteError
+
+from ..chunking import ChunkingError, validate_method
+from ..models import Agent, ApiKey, Collection, Label, Reader
+
+SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
+
+
+def _require_slug(value: str, what: str) -> str:
+    if not SLUG.match(value or ""):
+        raise RagsiteError(
+            f"{what} must be 1-100 letters, digits, '-' or '_', starting with a letter or digit; got {value!r}",
+            code="invalid_name",
+        )
+    return value
+
+
+def get_agent(agent_id: str) -> Agent:
+    try:
+        return Agent.objects.get(agent_id=agent_id)
+    except Agent.DoesNotExist:
+        raise NotFound(f'no agent "{agent_id}"', code="unknown_agent") from None
+
+
+def create_agent(*, agent_id: str, name: str = "") -> tuple[Agent, str]:
+    """Create an agent with its first API key; returns the agent and the key, which is never shown again."""
+    _require_slug(agent_id, "agent id")
+    with transaction.atomic():
+        if Agent.objects.filter(agent_id=agent_id).exists():
+            raise Conflict(f'agent "{agent_id}" already exists', code="duplicate_agent")
+        agent = Agent.objects.create(agent_id=agent_id, name=name[:200])
+        _key, raw = issue_key(agent=agent, name="first key")
+    return agent, raw
+
+
+def issue_key(*, agent: Agent, name: str = "", may_act_for_others: bool = False) -> tuple[ApiKey, str]:
+    raw = ApiKey.generate()
+    key = ApiKey.objects.create(
+        agent=agent, name=name[:100], prefix=raw[:12], hashed=ApiKey.hash(raw), may_act_for_others=may_act_for_others
+    )
+    return key, raw
+
+
+def revoke_key(*, key: ApiKey) -> None:
+    if key.revoked_at is None:
+        key.revoked_at = timezone.now()
+        key.save(update_fields=["revoked_at"])
+
+
+def authenticate(raw: str) -> ApiKey | None:
+    """The active key matching `raw`, or None. Records when it was last used (at most once a minute)."""
+    if not raw or len(raw) > 200:
+        return None
+    key = ApiKey.objects.active().select_related("agent").filter(hashed=ApiKey.hash(raw)).first()
+    if key is not None:
+        now = timezone.now()
+        if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
+            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+    return key
+
+
+def create_collection(
+    *,
+    agent: Agent,
+    name: str,
+    method: str = "structure",
+    built_from: str = "",
+    per_reader: bool = False,
+    judge: bool = False,
+    size: int | None = None,
+    overlap: int | None = None,
+) -> Collection:
+    _require_slug(name, "collection name")
+    try:
+        validate_method(method)
+    except ChunkingError as exc:
+        raise RagsiteError(str(exc), code="invalid_method") from None
+    if size is not None and not 1 <= size <= 100_000:
+        raise RagsiteError("size must be between 1 and 100000", code="invalid_size")
+    if overlap is not None and (overlap < 0 or (size is not None and overlap >= size)):
+        raise RagsiteError("overlap must be at least 0 and smaller than size", code="invalid_overlap")
+    if len(built_from) > 200:
+        raise RagsiteError("built_from is at most 200 characters", code="invalid_built_from")
+    try:
+        with transaction.atomic():
+            return Collection.objects.create(
+                agent=agent,
+                name=name,
+                method=method,
+                built_from=built_from,
+                per_reader=per_reader,
+                judge=judge,
+                size=size,
+                overlap=overlap,
+            )
+    except IntegrityError:
+        raise Conflict(f'agent "{agent.agent_id}" already has a collection "{name}"', code="duplicate_collection") from None
+
+
+def get_collection(*, agent: Agent, name: str) -> Collection:
+    """The agent's own collection; another agent's answers exactly as a missing one does."""
+    try:
+        return Collection.objects.select_related("agent").get(agent=agent, name=name)
+    except Collection.DoesNotExist:
+        raise NotFound(f'no collection "{name}"', code="unknown_collection") from None
+
+
+def create_reader(*, external_id: str, labels: list[str]) -> Reader:
+    """A reader holding the named labels (created when new)."""
+    external_id = (external_id or "").strip()
+    if not external_id or len(external_id) > 200:
+        raise RagsiteError("a reader's id is 1-200 characters", code="invalid_reader")
+    for label in labels:
+        _require_slug(label, "label")
+    with transaction.atomic():
+        if Reader.objects.filter(external_id=external_id).exists():
+            raise Conflict(f'reader "{external_id}" already exists', code="duplicate_reader")
+        reader = Reader.objects.create(external_id=external_id)
+        reader.labels.set([Label.objects.get_or_create(name=name)[0] for name in labels])
+    return reader

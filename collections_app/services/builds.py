@@ -1,0 +1,500 @@
+"""Building a collection: read, extract, chunk, embed — then one short transaction that replaces it.
+
+The slow work (reading files, extracting text, embedding) happens before any
+write to the collection. The swap itself is one transaction, so a reader sees
+the old collection until the moment it sees the whole new one, and a build that
+fails half way leaves the collection exactly as it was, still answering.
+"""
+
+import hashlib
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+
+from ragsite.errors import Conflict, RagsiteError
+
+from .. import conf
+from ..chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
+from ..conf import settings
+from ..embedders import EmbeddingError
+from ..extract import SUPPORTED_SUFFIXES, Unreadable, extract, summarize_opening
+from ..models import Agent, BuildRun, Collection, CollectionBuilt, Document, ModelCall, Paragraph
+
+logger = logging.getLogger("ragsite.builds")
+
+ACTIVE_STATES = (BuildRun.QUEUED, BuildRun.RUNNING)
+MAX_DOCUMENT_BYTES = 100 * 1024 * 1024
+
+
+class EmptyBuild(RagsiteError):
+    """A build would leave the collection with no paragraphs; the old ones keep answering."""
+
+    code = "empty_build"
+    status = 409
+
+
+# --- Starting and sweeping --------------------------------------------------
+
+
+def request_build(*, collection: Collection, requested_by: str = "", enqueue: bool = True) -> BuildRun:
+    """Queue a build of `collection`; refuse while another is queued or running.
+
+    The task is enqueued when this transaction commits, so the worker never
+    looks for a BuildRun that is not there yet.
+    """
+    fail_stale_builds()
+    with transaction.atomic():
+        # Lock the collection row so two requests cannot both see "no build running".
+        Collection.objects.select_for_update().filter(pk=collection.pk).first()
+        running = collection.runs.filter(status__in=ACTIVE_STATES).first()
+        if running is not None:
+            raise Conflict(
+                f'a build of "{collection.name}" is already {running.status} (build {running.pk})', code="build_running"
+            )
+        run = BuildRun.objects.create(collection=collection, requested_by=requested_by[:200], heartbeat_at=timezone.now())
+        if enqueue:
+            transaction.on_commit(lambda: _enqueue(run.pk))
+    return run
+
+
+def _enqueue(build_id: int) -> None:
+    from django_q.tasks import async_task
+
+    async_task("collections_app.tasks.run_build", build_id, task_name=f"build-{build_id}")
+
+
+def fail_stale_builds(now=None) -> int:
+    """A build whose heartbeat is older than BUILD_HEARTBEAT_TIMEOUT lost its worker: mark it failed."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=int(settings.BUILD_HEARTBEAT_TIMEOUT))
+    return BuildRun.objects.filter(status__in=ACTIVE_STATES, heartbeat_at__lt=cutoff).update(
+        status=BuildRun.FAILED, finished_at=now, error="the build stopped reporting progress (its worker died)"
+    )
+
+
+# --- Sources ----------------------------------------------------------------
+
+
+@dataclass
+class Source:
+    """One document to read: its name within the collection and how to get its bytes."""
+
+    name: str
+    read: Callable[[], bytes]
+    kind: str = Document.FOLDER
+
+
+def collection_sources(collection: Collection) -> list[Source]:
+    """The folder's documents (named relative to it) followed by uploads, sorted by name."""
+    sources: dict[str, Source] = {}
+    folder = conf.knowledge_folder(collection.name)
+    if folder is not None:
+        if not folder.is_dir():
+            # Say which variable, never what it holds.
+            raise RagsiteError(
+                f"{conf.folder_variable(collection.name)} does not name a readable folder", code="no_source"
+            )
+        for path in sorted(folder.rglob("*")):
+            relative = path.relative_to(folder)
+            if any(part.startswith(".") for part in relative.parts) or not path.is_file() or path.is_symlink():
+                continue
+            name = relative.as_posix()
+            sources[name] = Source(name=name, read=path.read_bytes)
+    for document in collection.documents.filter(source=Document.UPLOAD).exclude(upload=""):
+        sources.setdefault(document.name, Source(name=document.name, read=_upload_reader(document), kind=Document.UPLOAD))
+    if not sources:
+        raise RagsiteError(
+            f'collection "{collection.name}" has no documents: set {conf.folder_variable(collection.name)} '
+            "or upload files in the admin",
+            code="no_source",
+        )
+    return [sources[name] for name in sorted(sources)]
+
+
+def _upload_reader(document: Document) -> Callable[[], bytes]:
+    def read() -> bytes:
+        with document.upload.open("rb") as handle:
+            return handle.read()
+
+    return read
+
+
+# --- The build --------------------------------------------------------------
+
+
+@dataclass
+class Prepared:
+    """One document after the slow work, before anything is written."""
+
+    name: str
+    kind: str
+    fingerprint: str
+    status: str = Document.ACTIVE
+    reused: bool = False
+    summary: str = ""
+    warnings: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    pieces: list = field(default_factory=list)  # chunking.Piece
+    tokens: list = field(default_factory=list)
+    vectors: list = field(default_factory=list)  # bytes | None per piece
+
+
+class Progress:
+    """Writes progress and a heartbeat to the BuildRun, at most every half second."""
+
+    def __init__(self, run: BuildRun, report: Callable[[BuildRun], None] | None = None):
+        self.run, self.report, self._last = run, report, 0.0
+
+    def save(self, force: bool = False, **fields) -> None:
+        for name, value in fields.items():
+            setattr(self.run, name, value)
+        now = time.monotonic()
+        if force or now - self._last >= 0.5:
+            self._last = now
+            self.run.heartbeat_at = timezone.now()
+            BuildRun.objects.filter(pk=self.run.pk).update(
+                heartbeat_at=self.run.heartbeat_at,
+                documents_total=self.run.documents_total,
+                documents_done=self.run.documents_done,
+                paragraphs_total=self.run.paragraphs_total,
+                paragraphs_done=self.run.paragraphs_done,
+            )
+        if self.report:
+            self.report(self.run)
+
+
+def run_build(build_id: int, *, report: Callable[[BuildRun], None] | None = None) -> BuildRun:
+    """Carry out a queued build. Never raises for a refusal or failure: the BuildRun records it."""
+    run = BuildRun.objects.select_related("collection__agent").get(pk=build_id)
+    if run.status != BuildRun.QUEUED:
+        return run
+    run.status, run.started_at, run.heartbeat_at = BuildRun.RUNNING, timezone.now(), timezone.now()
+    run.save(update_fields=["status", "started_at", "heartbeat_at"])
+    collection = run.collection
+    try:
+        _build(collection, run, Progress(run, report))
+    except (RagsiteError, ChunkingError, EmbeddingError) as exc:
+        status = BuildRun.REFUSED if isinstance(exc, EmptyBuild) else BuildRun.FAILED
+        _finish(run, status, error=str(exc))
+        logger.warning("build %s of %s/%s %s: %s", run.pk, collection.agent.agent_id, collection.name, status, exc)
+    except Exception as exc:
+        _finish(run, BuildRun.FAILED, error=f"unexpected {type(exc).__name__}; see the server log")
+        logger.exception("build %s of %s/%s failed", run.pk, collection.agent.agent_id, collection.name)
+    return run
+
+
+def build_collection(*, collection: Collection, requested_by: str = "", report=None) -> BuildRun:
+    """Request a build and carry it out in this process (the command's --sync and the tests)."""
+    run = request_build(collection=collection, requested_by=requested_by, enqueue=False)
+    return run_build(run.pk, report=report)
+
+
+def _finish(run: BuildRun, status: str, *, error: str = "") -> None:
+    run.status, run.error, run.finished_at = status, error[:2000], timezone.now()
+    run.save()
+
+
+def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
+    embedder = conf.get_embedder()
+    method, size, overlap = collection.method, collection.chunk_size, collection.chunk_overlap
+    previous = CollectionBuilt.objects.filter(collection=collection).first()
+    sources = collection_sources(collection)
+    existing = {d.name: d for d in collection.documents.all()}
+    progress.save(force=True, documents_total=len(sources))
+
+    run.model, run.dimensions = embedder.model, embedder.dimensions
+    if previous is not None:
+        run.previous_model = previous.model
+        if (previous.model, previous.dimensions) != (embedder.model, embedder.dimensions):
+            run.problems.append(
+                f"the model changed from {previous.model} ({previous.dimensions} dimensions) "
+                f"to {embedder.model} ({embedder.dimensions} dimensions); every paragraph is embedded again"
+            )
+
+    # Embeddings already made by this model, by text fingerprint: an edited
+    # document only re-embeds the paragraphs whose text changed.
+    known_vectors = _known_vectors(collection, embedder.model)
+
+    prepared: list[Prepared] = []
+    for number, source in enumerate(sources, start=1):
+        prepared.append(_prepare(source, existing.get(source.name), collection, embedder, method, size, overlap, run))
+        progress.save(documents_done=number)
+
+    _review(prepared, collection)
+    _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
+
+    refused = [p.name for p in prepared if p.status == Document.REFUSED]
+    passages = sum(len(p.pieces) for p in prepared if p.status != Document.REFUSED)
+    if passages == 0:
+        raise EmptyBuild(
+            f'the build of "{collection.name}" produced no paragraphs; the collection keeps its current ones'
+        )
+    _commit(collection, run, prepared, existing, embedder, refused, previous)
+
+
+def _known_vectors(collection: Collection, model: str) -> dict[str, bytes]:
+    rows = Paragraph.objects.filter(collection=collection, document__built_model=model, embedding__isnull=False)
+    return dict(rows.values_list("fingerprint", "embedding"))
+
+
+def _prepare(source, document, collection, embedder, method, size, overlap, run) -> Prepared:
+    try:
+        data = source.read()
+    except OSError as exc:
+        logger.warning("document %s in %s/%s could not be opened: %s", source.name, collection.agent.agent_id,
+                       collection.name, exc.strerror or type(exc).__name__)
+        return Prepared(name=source.name, kind=source.kind, fingerprint="", status=Document.REFUSED)
+    fingerprint = hashlib.sha256(data).hexdigest()
+    item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint)
+    if len(data) > MAX_DOCUMENT_BYTES:
+        return _refuse(item, collection, f"larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB")
+    if source.name.lower().endswith(SUPPORTED_SUFFIXES) is False:
+        return _refuse(item, collection, "unsupported type")
+    unchanged = (
+        document is not None
+        and document.status != Document.REFUSED
+        and document.fingerprint == fingerprint
+        and (document.built_method, document.built_size, document.built_overlap, document.built_model)
+        == (method, size, overlap, embedder.model)
+    )
+    if unchanged:
+        item.reused = True
+        item.summary, item.warnings = document.summary, list(document.scan_warnings)
+        run.documents_reused += 1
+        return item
+    try:
+        extracted = extract(source.name, data)
+    except Unreadable as exc:
+        return _refuse(item, collection, exc.reason)
+    pieces = chunk(extracted.text, method, size=size, overlap=overlap, tokens=embedder)
+    item.warnings = list(extracted.warnings)
+    if getattr(pieces, "truncated", False):
+        item.warnings.append(f"only the first {MAX_PARAGRAPHS_PER_DOCUMENT} paragraphs were kept")
+    item.pieces = list(pieces)
+    item.tokens = [embedder.count_tokens(p.text) for p in item.pieces]
+    item.summary = summarize_opening(extracted.text)
+    if not item.pieces:
+        return _refuse(item, collection, "no text")
+    run.documents_read += 1
+    return item
+
+
+def _refuse(item: Prepared, collection: Collection, reason: str) -> Prepared:
+    # The reason goes to the server log, with the document's name but never its path.
+    logger.warning("document %s in %s/%s was refused: %s", item.name, collection.agent.agent_id, collection.name, reason)
+    item.status, item.pieces = Document.REFUSED, []
+    return item
+
+
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def _review(prepared: list[Prepared], collection: Collection) -> None:
+    """Seed 003's review: scan warnings and detected conflicts put a document in needs_review."""
+    readable = [p for p in prepared if p.status != Document.REFUSED]
+    by_fingerprint: dict[str, list[str]] = {}
+    for item in readable:
+        by_fingerprint.setdefault(item.fingerprint, []).append(item.name)
+    for item in readable:
+        twins = [n for n in by_fingerprint[item.fingerprint] if n != item.name]
+        if twins:
+            item.conflicts.append(f"exact duplicate of {', '.join(twins)}")
+
+    # Near-identical paragraphs that differ only in their numbers ("five days" vs "ten days" is
+    # a different sentence; "5 days" vs "10 days" is caught here). Reused documents take part
+    # through their stored paragraphs.
+    shapes: dict[str, list[tuple[str, str]]] = {}
+    for item in readable:
+        texts = [p.text for p in item.pieces] if not item.reused else _stored_texts(collection, item.name)
+        for text in texts:
+            if NUMBER.search(text) and len(text) >= 40:
+                shapes.setdefault(NUMBER.sub("#", " ".join(text.split())), []).append((item.name, text))
+    for entries in shapes.values():
+        if len({" ".join(t.split()) for _n, t in entries}) < 2:
+            continue
+        names = sorted({n for n, _t in entries})
+        for item in readable:
+            if item.name in names:
+                others = [n for n in names if n != item.name] or [item.name]
+                item.conflicts.append(f"a paragraph matches one in {', '.join(others)} except for its numbers")
+    for item in readable:
+        item.conflicts = sorted(set(item.conflicts))
+        if item.warnings or item.conflicts:
+            item.status = Document.NEEDS_REVIEW
+
+
+def _stored_texts(collection: Collection, name: str) -> list[str]:
+    return list(Paragraph.objects.filter(collection=collection, document__name=name).values_list("text", flat=True))
+
+
+def _embed_missing(prepared, embedder, known_vectors, run, progress, collection) -> None:
+    todo: list[tuple[Prepared, int]] = []
+    lexical_only = embedder.backend == "none"
+    for item in prepared:
+        if item.reused or item.status == Document.REFUSED:
+            continue
+        item.vectors = [None] * len(item.pieces)
+        for i, piece in enumerate(item.pieces):
+            vector = known_vectors.get(_fingerprint(piece.text))
+            if vector is not None:
+                item.vectors[i] = bytes(vector)
+            elif not lexical_only:
+                todo.append((item, i))
+    progress.save(force=True, paragraphs_total=len(todo), paragraphs_done=0)
+    if not todo:
+        return
+    batch = max(1, int(settings.EMBED_BATCH_SIZE))
+    tokens_used = 0
+    for start in range(0, len(todo), batch):
+        chunk_of = todo[start : start + batch]
+        embedded = embedder.embed_with_usage([item.pieces[i].text for item, i in chunk_of])
+        vectors = np.asarray(embedded.vectors, dtype="<f4")
+        for (item, i), vector in zip(chunk_of, vectors, strict=True):
+            item.vectors[i] = vector.tobytes()
+        tokens_used += embedded.tokens or 0
+        run.paragraphs_embedded += len(chunk_of)
+        progress.save(paragraphs_done=run.paragraphs_embedded)
+    if embedder.backend == "http" and tokens_used:
+        from .ledger import record_call
+
+        record_call(agent=collection.agent, collection=collection, purpose=ModelCall.EMBED, model=embedder.model,
+                    tokens_in=tokens_used)
+
+
+def _fingerprint(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _commit(collection, run, prepared, existing, embedder, refused, previous) -> None:
+    """The one short transaction: documents, paragraphs, labels, the build record."""
+    agent: Agent = collection.agent
+    now = timezone.now()
+    with transaction.atomic():
+        names = {p.name for p in prepared}
+        # Documents gone from the source go, with their paragraphs. Uploads are
+        # listed among the sources, so they never vanish here.
+        for name, document in existing.items():
+            if name not in names:
+                document.delete()
+        ordinal = 0
+        for item in prepared:
+            document = existing.get(item.name)
+            if document is None:
+                document = Document(collection=collection, name=item.name, source=item.kind)
+            approved = bool(document.approved_fingerprint) and document.approved_fingerprint == item.fingerprint
+            status = item.status
+            if status == Document.NEEDS_REVIEW and approved:
+                status = Document.ACTIVE  # a person approved this very version
+            document.fingerprint, document.status, document.updated_at = item.fingerprint, status, now
+            document.summary, document.scan_warnings, document.conflicts = item.summary, item.warnings, item.conflicts
+            if item.status == Document.REFUSED:
+                document.paragraph_count = 0
+                document.built_method, document.built_model = "", ""
+                document.save()
+                document.paragraphs.all().delete()
+                continue
+            if not item.reused:
+                document.built_method, document.built_size = collection.method, collection.chunk_size
+                document.built_overlap, document.built_model = collection.chunk_overlap, embedder.model
+            document.save()
+            if item.reused:
+                ordinal = _renumber(document, ordinal)
+            else:
+                ordinal = _replace_paragraphs(document, item, agent, ordinal)
+        Paragraph.objects.guard_not_empty(collection)
+        for document in collection.documents.all():
+            count = document.paragraphs.count()
+            if document.paragraph_count != count:
+                Document.objects.filter(pk=document.pk).update(paragraph_count=count)
+        passages = Paragraph.objects.filter(collection=collection).count()
+        if collection.per_reader:
+            unlabelled = Paragraph.objects.filter(collection=collection, labels__isnull=True).count()
+            if unlabelled:
+                run.warnings.append(f"{unlabelled} paragraphs have no label, so any reader may read them")
+        for item in prepared:
+            if item.status == Document.NEEDS_REVIEW:
+                run.warnings.append(f"{item.name} needs review: {'; '.join(item.warnings + item.conflicts)}")
+        CollectionBuilt.objects.update_or_create(
+            collection=collection,
+            defaults=dict(
+                agent_id=agent.agent_id,
+                model=embedder.model,
+                dimensions=embedder.dimensions,
+                method=collection.method,
+                built_from=collection.built_from,
+                passages=passages,
+                built_at=now,
+                refused=refused,
+            ),
+        )
+        run.passages, run.refused, run.documents_refused = passages, refused, len(refused)
+        run.documents_done = run.documents_total
+        run.paragraphs_done = run.paragraphs_total
+        run.status, run.finished_at, run.heartbeat_at = BuildRun.SUCCEEDED, now, now
+        run.save()
+    logger.info(
+        "build %s of %s/%s: %s paragraphs, %s documents read, %s reused, %s refused, %s embedded",
+        run.pk, agent.agent_id, collection.name, passages, run.documents_read, run.documents_reused,
+        len(refused), run.paragraphs_embedded,
+    )
+
+
+def _renumber(document: Document, ordinal: int) -> int:
+    """Give a reused document's paragraphs their new ordinals; unchanged ones are not written."""
+    rows = list(document.paragraphs.order_by("index").only("pk", "ordinal"))
+    changed = []
+    for row in rows:
+        if row.ordinal != ordinal:
+            row.ordinal = ordinal
+            changed.append(row)
+        ordinal += 1
+    if changed:
+        Paragraph.objects.bulk_update(changed, ["ordinal"], batch_size=500)
+    return ordinal
+
+
+def _replace_paragraphs(document: Document, item: Prepared, agent: Agent, ordinal: int) -> int:
+    """Swap a changed document's paragraphs, keeping the labels of paragraphs whose text is unchanged."""
+    old_labels: dict[str, set[int]] = {}
+    through = Paragraph.labels.through
+    for fingerprint, label_id in through.objects.filter(paragraph__document=document).values_list(
+        "paragraph__fingerprint", "label_id"
+    ):
+        old_labels.setdefault(fingerprint, set()).add(label_id)
+    document.paragraphs.all().delete()
+    defaults = set(document.default_labels.values_list("pk", flat=True))
+    rows = []
+    for index, piece in enumerate(item.pieces):
+        rows.append(
+            Paragraph(
+                agent_id=agent.agent_id,
+                collection_id=document.collection_id,
+                document=document,
+                ordinal=ordinal + index,
+                index=index,
+                section=(piece.section or "")[:300],
+                text=piece.text,
+                start_char=piece.start,
+                end_char=piece.end,
+                token_count=item.tokens[index] if index < len(item.tokens) else None,
+                fingerprint=_fingerprint(piece.text),
+                embedding=item.vectors[index] if item.vectors else None,
+            )
+        )
+    created = Paragraph.objects.bulk_create(rows, batch_size=500)
+    if not all(p.pk for p in created):  # backends that do not return ids on bulk insert
+        created = list(document.paragraphs.order_by("index"))
+    links = []
+    for paragraph in created:
+        for label_id in old_labels.get(paragraph.fingerprint, set()) | defaults:
+            links.append(through(paragraph_id=paragraph.pk, label_id=label_id))
+    through.objects.bulk_create(links, batch_size=1000, ignore_conflicts=True)
+    return ordinal + len(rows)
+

@@ -1,0 +1,174 @@
+"""Bringing each hit back with the paragraphs around it, stitched in document order.
+
+The behaviour is seed 000 ("The collection format", *A hit may arrive with the paragraphs
+around it*) and DESIGN.md §5 (*Around*):
+
+* each hit comes back with up to ``around`` paragraphs either side, in document order,
+  joined by a single space, carrying the best score of its pieces and a ``passages`` count;
+* neighbours come only from the rows this reader may read, and a row the reader may not
+  read breaks the run rather than being closed over;
+* a run never crosses from one document into the next, although ordinals run on across the
+  whole collection;
+* overlapping hits merge, and text that two chunks share is not repeated.
+
+Pure: no Django models, no settings. The caller passes the readable rows it already holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Row:
+    """One stored paragraph, as far as stitching needs it."""
+
+    ordinal: int  # position across the whole collection
+    document: int  # document id; the ordinals of one document are consecutive
+    start: int  # character offsets of the paragraph in its document's text
+    end: int
+    text: str  # == document_text[start:end]
+    section: str
+
+
+@dataclass(frozen=True)
+class Stitched:
+    """A run of consecutive readable paragraphs of one document, around one or more hits."""
+
+    first: int  # first and last ordinal of the run
+    last: int
+    document: int
+    section: str  # the section of the best-scoring hit in the run
+    text: str
+    score: float  # the best score among the hits in the run
+    passages: int  # how many stored paragraphs the run stitches (last - first + 1)
+
+
+def stitch(hits: Sequence[tuple[int, float]], readable: Mapping[int, Row], around: int) -> list[Stitched]:
+    """Widen each hit by up to ``around`` readable rows either side and merge what meets.
+
+    ``hits`` are (ordinal, score) pairs of the top paragraphs, each of which must be in
+    ``readable``; ``readable`` maps ordinal → row for the rows this reader may read (and that
+    are searchable), nothing else. A hit repeated in ``hits`` counts once, at its best score.
+
+    Decisions (seed 000's where it makes one; the merging of touching runs and the choice
+    of section are this module's):
+
+    * Widening walks ordinal by ordinal and stops at the first ordinal missing from
+      ``readable`` (a gap) or belonging to another document (a seam), so a run is always a
+      gap-free stretch of one document.
+    * Runs of one document that overlap *or touch* (the next run's first ordinal is the
+      previous run's last plus one) merge into one. Touching runs are contiguous text, and
+      returning them apart would split a clause at an arbitrary paragraph boundary and, for
+      a model reading them, look like two separate findings. The exception is
+      ``around = 0``, which seed 000 defines as the behaviour before stitching existed,
+      somebody deciding "that the matching paragraph alone is what they want": there each
+      distinct hit comes back alone, even beside another hit (only repeats merge).
+    * A run's score is the best score among the hits it contains (neighbours bring no score
+      of their own): ranking by the mean would push a long clause below a single sharp
+      unrelated hit. Its section is that best hit's section (the earliest such hit on a
+      tie), since that is the paragraph the question matched.
+    * Text is joined in document order by :func:`join_rows`.
+    * Runs come back best score first, ties by first ordinal.
+    """
+    if around < 0:
+        raise ValueError(f"around must not be negative, got {around}")
+
+    best: dict[int, float] = {}
+    for ordinal, score in hits:
+        if ordinal not in readable:
+            # A hit the reader may not read would be a disclosure; it can only come from a
+            # caller that ranked before filtering, which DESIGN.md §5 forbids.
+            raise ValueError(f"hit {ordinal} is not among the readable rows")
+        if ordinal not in best or score > best[ordinal]:
+            best[ordinal] = score
+
+    spans = sorted(_widen(ordinal, readable, around) for ordinal in best)
+
+    # With around = 0 every span is one distinct hit, and touching ones stay apart.
+    reach = 1 if around > 0 else 0
+    merged: list[list[int]] = []
+    for first, last in spans:
+        previous = merged[-1] if merged else None
+        if (
+            previous is not None
+            and first <= previous[1] + reach
+            and readable[first].document == readable[previous[1]].document
+        ):
+            previous[1] = max(previous[1], last)
+        else:
+            merged.append([first, last])
+
+    runs = [_run(first, last, readable, best) for first, last in merged]
+    runs.sort(key=lambda run: (-run.score, run.first))
+    return runs
+
+
+def _widen(ordinal: int, readable: Mapping[int, Row], around: int) -> tuple[int, int]:
+    """The widest stretch around ``ordinal``, at most ``around`` either side, without a gap or seam."""
+    document = readable[ordinal].document
+    first = last = ordinal
+    for _ in range(around):
+        row = readable.get(first - 1)
+        if row is None or row.document != document:
+            break
+        first -= 1
+    for _ in range(around):
+        row = readable.get(last + 1)
+        if row is None or row.document != document:
+            break
+        last += 1
+    return first, last
+
+
+def _run(first: int, last: int, readable: Mapping[int, Row], best: Mapping[int, float]) -> Stitched:
+    """Assemble one merged stretch of rows into a :class:`Stitched`."""
+    rows = [readable[ordinal] for ordinal in range(first, last + 1)]
+    # max over (score, -ordinal): the best hit, the earliest of equals.
+    top = max((ordinal for ordinal in range(first, last + 1) if ordinal in best), key=lambda o: (best[o], -o))
+    return Stitched(
+        first=first,
+        last=last,
+        document=rows[0].document,
+        section=readable[top].section,
+        text=join_rows(rows),
+        score=best[top],
+        passages=len(rows),
+    )
+
+
+def join_rows(rows: Sequence[Row]) -> str:
+    """The text of consecutive rows of one document, in order, without repeating shared text.
+
+    Rows that do not overlap in the document are joined with a single space (seed 000: the
+    chunker trims each piece and steps over the whitespace it broke on, so joining with
+    nothing would glue two words together).
+
+    A row that starts before the text so far ends (chunks made with an overlap, such as the
+    structure strategy's 180 characters) contributes only what lies past that end:
+    ``text[covered_end - start:]``, nothing when the row is wholly inside. That remainder
+    continues the document exactly where the previous text stopped, so:
+
+    * if it begins with whitespace, the whitespace is replaced by a single space (the same
+      normalisation as the plain join);
+    * otherwise it is appended directly, because the cut fell inside a word, and a space
+      there would split the word in two.
+
+    Either way the result reads as the document from the first row's start to the last
+    row's end, with the whitespace at each seam collapsed.
+    """
+    if not rows:
+        return ""
+    parts = [rows[0].text]
+    covered_end = rows[0].end
+    for row in rows[1:]:
+        if row.start < covered_end:
+            tail = row.text[covered_end - row.start :]
+            stripped = tail.lstrip()
+            if stripped:
+                parts.append(" " + stripped if stripped != tail else stripped)
+        else:
+            parts.append(" " + row.text)
+        covered_end = max(covered_end, row.end)
+    return "".join(parts)

@@ -1,0 +1,99 @@
+"""The JSON API under /api/v1/: one NinjaAPI, agent keys as bearer tokens, one error shape.
+
+Every failure answers `{"error": {"code": ..., "message": ...}}` with the right
+status, whatever raised it: a service's RagsiteError, request validation,
+authentication, a missing route, or an unexpected exception (500, logged
+without the request's contents).
+"""
+
+import logging
+
+from django.http import Http404
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.security import HttpBearer
+
+from collections_app.services.agents import authenticate
+
+from .errors import RagsiteError, error_body
+
+logger = logging.getLogger("ragsite.api")
+
+
+class AgentKey(HttpBearer):
+    """`Authorization: Bearer <key>`; the request's `auth` becomes the ApiKey (with its agent)."""
+
+    def authenticate(self, request, token):
+        return authenticate(token)
+
+
+api = NinjaAPI(
+    title="ragsite",
+    version="1",
+    description="Knowledge collections and long memories for AI agents.",
+    auth=AgentKey(),
+    urls_namespace="api-v1",
+)
+
+
+def _error(request, status: int, code: str, message: str, headers=None):
+    response = api.create_response(request, error_body(code, message), status=status)
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response
+
+
+@api.exception_handler(RagsiteError)
+def on_service_error(request, exc: RagsiteError):
+    return _error(request, exc.status, exc.code, exc.message, exc.headers)
+
+
+@api.exception_handler(AuthenticationError)
+def on_unauthenticated(request, exc):
+    response = _error(request, 401, "unauthorized", "a valid API key is required: Authorization: Bearer <key>")
+    response["WWW-Authenticate"] = "Bearer"
+    return response
+
+
+@api.exception_handler(ValidationError)
+def on_invalid(request, exc: ValidationError):
+    return _error(request, 400, "invalid_request", describe_validation(exc.errors))
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request, exc: HttpError):
+    code = "malformed_json" if exc.status_code == 400 else "http_error"
+    message = "the request body is not valid JSON" if code == "malformed_json" else str(exc)
+    return _error(request, exc.status_code, code, message)
+
+
+@api.exception_handler(Http404)
+def on_not_found(request, exc):
+    return _error(request, 404, "not_found", "not found")
+
+
+@api.exception_handler(Exception)
+def on_unexpected(request, exc):
+    # The exception's text may quote input; log its type and where, not its arguments.
+    logger.error("unexpected %s in %s", type(exc).__name__, request.path, exc_info=exc)
+    return _error(request, 500, "internal_error", "the server failed to answer this request")
+
+
+def describe_validation(errors: list[dict]) -> str:
+    """One readable sentence from pydantic's error list: `question: String should have at most 2000 characters`."""
+    parts = []
+    for err in errors[:5]:
+        loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path", "payload")]
+        where = ".".join(loc) or "body"
+        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts) or "invalid request"
+
+
+def register_routers() -> None:
+    """Each app's routers join the API here, once."""
+    from collections_app.api import router as collections_router
+
+    api.add_router("/collections", collections_router)
+
+
+register_routers()

@@ -1,0 +1,152 @@
+"""Settings for ragsite: the one place that reads the environment.
+
+Every variable comes from the process environment or an optional `.env` beside
+`manage.py`, through django-environ. Application code never reads `os.environ`;
+it reads `django.conf.settings` lazily through each app's `conf.py`, so
+`override_settings` works in tests. Every setting below is documented in
+`docs/configuration.md` (a test fails when one is missing there).
+"""
+
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+# --- Django core -----------------------------------------------------------
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = env("SECRET_KEY", default="ragsite-insecure-development-key-change-me")
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_q",
+    "collections_app",
+    "memory_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "ragsite.urls"
+WSGI_APPLICATION = "ragsite.wsgi.application"
+ASGI_APPLICATION = "ragsite.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Store -----------------------------------------------------------------
+
+DATA_DIR = Path(env("DATA_DIR", default=str(BASE_DIR / "data")))
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'ragsite.sqlite3'}")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets readers keep answering while a build writes; IMMEDIATE takes the
+    # write lock at BEGIN so two writers queue on the busy timeout instead of
+    # failing half way with "database is locked".
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": env.int("SQLITE_BUSY_TIMEOUT", default=20),
+    }
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-ragsite.sqlite3")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Task queue (django-q2) ------------------------------------------------
+
+REDIS_URL = env("REDIS_URL", default="")
+Q_WORKERS = env.int("Q_WORKERS", default=2)
+Q_CLUSTER = {
+    "name": "ragsite",
+    "workers": Q_WORKERS,
+    "timeout": env.int("Q_TIMEOUT", default=3600),
+    "retry": env.int("Q_TIMEOUT", default=3600) + 60,
+    "max_attempts": 1,
+    "catch_up": False,
+    "poll": 0.5,
+    "sync": env.bool("Q_SYNC", default=False),
+    "label": "Task queue",
+}
+if REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+
+# --- Embedding, judge and search -------------------------------------------
+
+EMBED_BACKEND = env("EMBED_BACKEND", default="local")
+EMBED_MODEL_DIR = env("EMBED_MODEL_DIR", default="")
+EMBED_URL = env("EMBED_URL", default="")
+EMBED_MODEL = env("EMBED_MODEL", default="")
+EMBED_API_KEY = env("EMBED_API_KEY", default="")
+EMBED_TIMEOUT = env.float("EMBED_TIMEOUT", default=30.0)
+EMBED_BATCH_SIZE = env.int("EMBED_BATCH_SIZE", default=64)
+
+JUDGE_URL = env("JUDGE_URL", default="")
+JUDGE_MODEL = env("JUDGE_MODEL", default="")
+JUDGE_API_KEY = env("JUDGE_API_KEY", default="")
+JUDGE_TIMEOUT = env.float("JUDGE_TIMEOUT", default=20.0)
+
+MIN_SCORE = env.float("MIN_SCORE", default=0.25)
+AROUND = env.int("AROUND", default=1)
+MODEL_PRICES = env.json("MODEL_PRICES", default={})
+
+# KNOWLEDGE_<COLLECTION>_FOLDER variables are read by name when a build runs
+# (collections_app.conf.knowledge_folder); they are deliberately not copied here
+# so that no path is ever listed with the rest of the settings.
+
+BUILD_HEARTBEAT_TIMEOUT = env.int("BUILD_HEARTBEAT_TIMEOUT", default=300)
+MAX_UPLOAD_BYTES = env.int("MAX_UPLOAD_BYTES", default=50 * 1024 * 1024)
+HEALTH_REPAIR_MINUTES = env.int("HEALTH_REPAIR_MINUTES", default=15)
+
+# --- Files, static, i18n ---------------------------------------------------
+
+MEDIA_ROOT = Path(env("MEDIA_ROOT", default=str(BASE_DIR / "media")))
+MEDIA_URL = "/media/"
+STATIC_URL = "/static/"
+STATIC_ROOT = Path(env("STATIC_ROOT", default=str(DATA_DIR / "static")))
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# --- Logging ---------------------------------------------------------------
+
+LOG_LEVEL = env("LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {"django_q": {"level": "WARNING"}},
+}

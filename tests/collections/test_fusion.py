@@ -1,0 +1,130 @@
+"""collections_app.fusion: every fused score stays in [0, 1], and each mode is the right one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from collections_app.fusion import (
+    DEFAULT_WEIGHT,
+    convex,
+    hybrid_scores,
+    normalise_bm25,
+    normalise_bm25_by_max,
+    normalise_cosine,
+    reciprocal_rank,
+)
+from collections_app.lexical import BM25Index
+
+cosines = arrays(np.float64, st.integers(0, 30), elements=st.floats(-1.0, 1.0000001))
+weights = st.floats(0.0, 1.0)
+
+
+def in_unit_interval(values: np.ndarray) -> bool:
+    return bool(((values >= 0.0) & (values <= 1.0)).all())
+
+
+def test_default_weight_is_a_half():
+    assert DEFAULT_WEIGHT == 0.5
+
+
+def test_negative_cosines_clip_to_zero_and_positive_ones_are_kept():
+    np.testing.assert_array_equal(
+        normalise_cosine(np.array([-0.4, 0.0, 0.3, 1.0000001])), [0.0, 0.0, 0.3, 1.0]
+    )
+
+
+def test_bm25_over_its_upper_bound_is_absolute_and_zero_without_a_bound():
+    np.testing.assert_allclose(normalise_bm25(np.array([0.0, 1.0, 3.0]), 4.0), [0.0, 0.25, 0.75])
+    np.testing.assert_array_equal(normalise_bm25(np.array([0.0, 0.0]), 0.0), [0.0, 0.0])
+
+
+def test_bm25_by_max_puts_the_top_at_one():
+    np.testing.assert_allclose(normalise_bm25_by_max(np.array([1.0, 4.0, 2.0])), [0.25, 1.0, 0.5])
+    np.testing.assert_array_equal(normalise_bm25_by_max(np.zeros(3)), np.zeros(3))
+    assert normalise_bm25_by_max(np.zeros(0)).shape == (0,)
+
+
+def test_convex_endpoints_are_one_side_only():
+    vector, lexical = np.array([0.2, 0.9]), np.array([0.7, 0.1])
+    np.testing.assert_array_equal(convex(vector, lexical, 1.0), vector)
+    np.testing.assert_array_equal(convex(vector, lexical, 0.0), lexical)
+    np.testing.assert_allclose(
+        convex(vector, lexical, 0.25), [0.25 * 0.2 + 0.75 * 0.7, 0.25 * 0.9 + 0.75 * 0.1]
+    )
+
+
+def test_convex_refuses_a_weight_outside_the_unit_interval_and_mismatched_shapes():
+    with pytest.raises(ValueError):
+        convex(np.zeros(2), np.zeros(2), 1.5)
+    with pytest.raises(ValueError):
+        convex(np.zeros(2), np.zeros(3), 0.5)
+
+
+def test_mode_follows_which_scores_are_present():
+    cosine, bm25 = np.array([0.5, -0.1]), np.array([2.0, 0.0])
+    fused, mode = hybrid_scores(cosine, bm25, 4.0, weight=0.5)
+    assert mode == "hybrid"
+    np.testing.assert_allclose(fused, [0.5 * 0.5 + 0.5 * 0.5, 0.0])
+
+    fused, mode = hybrid_scores(cosine, None, 4.0, weight=0.5)
+    assert mode == "vector"
+    np.testing.assert_allclose(fused, [0.5, 0.0])
+
+    fused, mode = hybrid_scores(None, bm25, 4.0, weight=0.5)
+    assert mode == "lexical"
+    np.testing.assert_allclose(fused, [0.5, 0.0])
+
+    with pytest.raises(ValueError):
+        hybrid_scores(None, None, 0.0, weight=0.5)
+    with pytest.raises(ValueError):
+        hybrid_scores(cosine, None, 0.0, weight=-0.1)
+
+
+def test_reciprocal_rank_fusion_on_a_hand_example():
+    # k = 60. "a": 1/61 + 1/63; "b": 1/62 + 1/61; "c": 1/63; "d": 1/62.
+    fused = reciprocal_rank([["a", "b", "c"], ["b", "d", "a"]])
+    assert fused == pytest.approx({"a": 1 / 61 + 1 / 63, "b": 1 / 62 + 1 / 61, "c": 1 / 63, "d": 1 / 62})
+    assert max(fused, key=fused.__getitem__) == "b"
+
+
+def test_reciprocal_rank_counts_a_repeat_at_its_first_rank_and_honours_k():
+    assert reciprocal_rank([[1, 1, 2]], k=0) == pytest.approx({1: 1.0, 2: 1 / 3})
+
+
+@given(cosines)
+def test_normalised_cosine_is_in_the_unit_interval(cosine):
+    assert in_unit_interval(normalise_cosine(cosine))
+
+
+@given(
+    st.lists(st.lists(st.sampled_from("abcdef"), max_size=12), min_size=1, max_size=20),
+    st.lists(st.sampled_from("abcdefz"), max_size=6),
+    weights,
+)
+def test_fused_scores_from_a_real_index_are_in_the_unit_interval(documents, query, weight):
+    index = BM25Index.from_terms(documents)
+    bm25 = index.scores(query)
+    bound = index.upper_bound(query)
+    assert in_unit_interval(normalise_bm25(bm25, bound))
+    assert in_unit_interval(normalise_bm25_by_max(bm25))
+    cosine = np.linspace(-1.0, 1.0, num=len(documents))
+    for given_cosine, given_bm25 in ((cosine, bm25), (cosine, None), (None, bm25)):
+        fused, _ = hybrid_scores(given_cosine, given_bm25, bound, weight=weight)
+        assert fused.shape == (len(documents),)
+        assert in_unit_interval(fused)
+
+
+@given(
+    st.integers(0, 20).flatmap(lambda n: st.tuples(*(arrays(np.float64, n, elements=st.floats(0, 1)),) * 2)),
+    weights,
+)
+def test_convex_of_unit_scores_stays_in_the_unit_interval(pair, weight):
+    vector, lexical = pair
+    fused = convex(vector, lexical, weight)
+    assert in_unit_interval(fused)
+    assert (fused >= np.minimum(vector, lexical) - 1e-12).all()
+    assert (fused <= np.maximum(vector, lexical) + 1e-12).all()

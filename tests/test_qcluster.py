@@ -1,0 +1,52 @@
+"""A real django-q2 cluster, in its own process, picks up a task and finishes it."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def database_url() -> str:
+    s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{s['NAME']}"
+    return f"postgres://{s['USER'] or ''}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+@pytest.mark.qcluster
+@pytest.mark.django_db(transaction=True)
+def test_a_real_qcluster_runs_an_enqueued_task(tmp_path):
+    from django_q.conf import Conf
+    from django_q.models import Success
+    from django_q.tasks import async_task
+
+    Conf.SYNC = False
+    try:
+        task_id = async_task("collections_app.tasks.sweep_stale_builds")
+    finally:
+        Conf.SYNC = True
+    env = {**os.environ, "DATABASE_URL": database_url(), "Q_WORKERS": "1", "LOG_LEVEL": "INFO"}
+    log = (tmp_path / "qcluster.log").open("w+")
+    cluster = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env,
+                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not Success.objects.filter(id=task_id).exists():
+            assert cluster.poll() is None, (tmp_path / "qcluster.log").read_text()[-2000:]
+            time.sleep(0.3)
+        done = Success.objects.filter(id=task_id).first()
+        assert done is not None, (tmp_path / "qcluster.log").read_text()[-2000:]
+        assert done.result == 0  # no stale builds to sweep
+    finally:
+        os.killpg(cluster.pid, signal.SIGTERM)
+        try:
+            cluster.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(cluster.pid, signal.SIGKILL)
