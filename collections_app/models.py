@@ -146,24 +146,18 @@ class Collection(models.Model):
     def clean(self):
         from django.core.exceptions import ValidationError
 
-        from .chunking import ChunkingError, validate_method
+        from .chunking import ChunkingError, resolve_sizes
 
         try:
-            validate_method(self.method)
+            resolve_sizes(self.method, self.size, self.overlap)
         except ChunkingError as exc:
             raise ValidationError({"method": str(exc)}) from exc
 
-    @property
-    def chunk_size(self) -> int | None:
-        from .chunking import DEFAULT_SIZES
+    def chunk_sizes(self) -> tuple[int | None, int]:
+        """(size, overlap) the chunker will use: this collection's, or the method's defaults."""
+        from .chunking import resolve_sizes
 
-        return self.size if self.size is not None else DEFAULT_SIZES[self.method][0]
-
-    @property
-    def chunk_overlap(self) -> int:
-        from .chunking import DEFAULT_SIZES
-
-        return self.overlap if self.overlap is not None else DEFAULT_SIZES[self.method][1]
+        return resolve_sizes(self.method, self.size, self.overlap)
 
 
 def upload_to(instance, filename):

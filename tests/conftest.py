@@ -1,17 +1,29 @@
 """Fixtures shared by the whole suite."""
 
+import shutil
+from pathlib import Path
+
 import pytest
+
+SAMPLE_DOCS = Path(__file__).resolve().parents[1] / "collections_app" / "sample_docs"
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _tasks_run_synchronously():
     # Tests run django-q tasks in-process, at the moment they are enqueued;
-    # one test (test_qcluster) starts a real cluster instead.
+    # test_qcluster starts a real cluster instead.
     from django_q.conf import Conf
 
     previous, Conf.SYNC = Conf.SYNC, True
     yield
     Conf.SYNC = previous
+
+
+@pytest.fixture(autouse=True)
+def _test_embedder(request, settings):
+    """The deterministic "hash" embedder, unless a test is marked to use the real model."""
+    if request.node.get_closest_marker("model") is None:
+        settings.EMBED_BACKEND = "hash"
 
 
 @pytest.fixture
@@ -28,3 +40,28 @@ def agent_key(db):
     from collections_app.services.agents import create_agent
 
     return create_agent(agent_id="keyed", name="Keyed")
+
+
+@pytest.fixture
+def knowledge_folder(tmp_path, monkeypatch):
+    """Make a folder for a collection and point its KNOWLEDGE_<NAME>_FOLDER at it."""
+    from collections_app.conf import folder_variable
+
+    def make(collection_name: str, files: dict[str, str | bytes] | None = None, samples: bool = False) -> Path:
+        folder = tmp_path / f"deployment-secret-{collection_name}"
+        folder.mkdir(parents=True, exist_ok=True)
+        if samples:
+            for path in SAMPLE_DOCS.iterdir():
+                if path.suffix in (".md", ".txt", ".html", ".docx", ".pdf"):
+                    shutil.copy(path, folder / path.name)
+        for name, content in (files or {}).items():
+            target = folder / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, str):
+                target.write_text(content)
+            else:
+                target.write_bytes(content)
+        monkeypatch.setenv(folder_variable(collection_name), str(folder))
+        return folder
+
+    return make

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from ragsite.errors import Conflict, NotFound, RagsiteError
 
-from ..chunking import ChunkingError, validate_method
+from ..chunking import ChunkingError, resolve_sizes
 from ..models import Agent, ApiKey, Collection, Label, Reader
 
 SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
@@ -79,13 +79,11 @@ def create_collection(
 ) -> Collection:
     _require_slug(name, "collection name")
     try:
-        validate_method(method)
+        resolve_sizes(method, size, overlap)
     except ChunkingError as exc:
         raise RagsiteError(str(exc), code="invalid_method") from None
-    if size is not None and not 1 <= size <= 100_000:
-        raise RagsiteError("size must be between 1 and 100000", code="invalid_size")
-    if overlap is not None and (overlap < 0 or (size is not None and overlap >= size)):
-        raise RagsiteError("overlap must be at least 0 and smaller than size", code="invalid_overlap")
+    if size is not None and size > 100_000:
+        raise RagsiteError("size must be at most 100000", code="invalid_size")
     if len(built_from) > 200:
         raise RagsiteError("built_from is at most 200 characters", code="invalid_built_from")
     try:

@@ -142,6 +142,7 @@ class Prepared:
     warnings: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     pieces: list = field(default_factory=list)  # chunking.Piece
+    kept: int = 0  # paragraphs a reused document already has
     tokens: list = field(default_factory=list)
     vectors: list = field(default_factory=list)  # bytes | None per piece
 
@@ -203,7 +204,8 @@ def _finish(run: BuildRun, status: str, *, error: str = "") -> None:
 
 def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
     embedder = conf.get_embedder()
-    method, size, overlap = collection.method, collection.chunk_size, collection.chunk_overlap
+    method = collection.method
+    size, overlap = collection.chunk_sizes()
     previous = CollectionBuilt.objects.filter(collection=collection).first()
     sources = collection_sources(collection)
     existing = {d.name: d for d in collection.documents.all()}
@@ -231,7 +233,7 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
     _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
 
     refused = [p.name for p in prepared if p.status == Document.REFUSED]
-    passages = sum(len(p.pieces) for p in prepared if p.status != Document.REFUSED)
+    passages = sum(len(p.pieces) + p.kept for p in prepared if p.status != Document.REFUSED)
     if passages == 0:
         raise EmptyBuild(
             f'the build of "{collection.name}" produced no paragraphs; the collection keeps its current ones'
@@ -265,7 +267,7 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run)
         == (method, size, overlap, embedder.model)
     )
     if unchanged:
-        item.reused = True
+        item.reused, item.kept = True, document.paragraph_count
         item.summary, item.warnings = document.summary, list(document.scan_warnings)
         run.documents_reused += 1
         return item
@@ -294,6 +296,7 @@ def _refuse(item: Prepared, collection: Collection, reason: str) -> Prepared:
 
 
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+BLOCK_BREAK = re.compile(r"\n[ \t]*\n")
 
 
 def _review(prepared: list[Prepared], collection: Collection) -> None:
@@ -313,9 +316,10 @@ def _review(prepared: list[Prepared], collection: Collection) -> None:
     shapes: dict[str, list[tuple[str, str]]] = {}
     for item in readable:
         texts = [p.text for p in item.pieces] if not item.reused else _stored_texts(collection, item.name)
-        for text in texts:
-            if NUMBER.search(text) and len(text) >= 40:
-                shapes.setdefault(NUMBER.sub("#", " ".join(text.split())), []).append((item.name, text))
+        for block in (b for text in texts for b in BLOCK_BREAK.split(text)):
+            block = " ".join(line for line in block.splitlines() if not line.lstrip().startswith("#"))
+            if NUMBER.search(block) and len(block) >= 40:
+                shapes.setdefault(NUMBER.sub("#", " ".join(block.split())), []).append((item.name, block))
     for entries in shapes.values():
         if len({" ".join(t.split()) for _n, t in entries}) < 2:
             continue
@@ -401,8 +405,8 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                 document.paragraphs.all().delete()
                 continue
             if not item.reused:
-                document.built_method, document.built_size = collection.method, collection.chunk_size
-                document.built_overlap, document.built_model = collection.chunk_overlap, embedder.model
+                document.built_method, document.built_model = collection.method, embedder.model
+                document.built_size, document.built_overlap = collection.chunk_sizes()
             document.save()
             if item.reused:
                 ordinal = _renumber(document, ordinal)

@@ -1,5 +1,7 @@
 import sys
 
+from django.core.management import CommandError
+
 from collections_app.management.base import ServiceCommand
 from collections_app.models import BuildRun
 from collections_app.services.agents import get_agent, get_collection
@@ -34,7 +36,7 @@ class Command(ServiceCommand):
         else:
             self.stdout.write(describe(run))
         if run.status != BuildRun.SUCCEEDED:
-            raise SystemExit(1)
+            raise CommandError(f"build {run.pk} {run.status}", returncode=1)
 
     def _bar(self, run: BuildRun) -> None:
         width = 30
