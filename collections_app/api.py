@@ -1,11 +1,14 @@
 """Collections in the JSON API: thin adapters over the services."""
 
 from datetime import datetime
+from typing import Literal
 
-from ninja import Router, Schema
+from ninja import Field, Router, Schema
 
 from .models import Collection
 from .services.agents import get_collection
+from .services.builds import request_build
+from .services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, search_collection
 
 router = Router(tags=["collections"])
 
@@ -60,3 +63,64 @@ def list_collections(request):
 @router.get("/{name}", response=CollectionOut, summary="One collection and what built it")
 def read_collection(request, name: str):
     return collection_out(get_collection(agent=request.auth.agent, name=name))
+
+
+class SearchIn(Schema):
+    question: str = Field(..., min_length=1, max_length=MAX_QUESTION_CHARS)
+    reader: str | None = Field(None, max_length=200, description="Required when the collection answers per reader.")
+    onBehalfOf: str | None = Field(None, max_length=100, description="The agent model calls are charged to.")
+    most: int = Field(5, ge=1, le=MAX_MOST)
+    around: int | None = Field(None, ge=0, le=MAX_AROUND, description="Paragraphs either side of a hit.")
+    min_score: float | None = Field(None, ge=0, le=1, description="The floor; 0 turns it off.")
+
+
+class ParagraphOut(Schema):
+    text: str
+    score: float
+    document: str
+    section: str
+    passages: int = Field(..., description="How many stored paragraphs this one stitches together.")
+    first: int
+    last: int
+
+
+class JudgeOut(Schema):
+    status: Literal["answered", "not configured", "unavailable", "over budget", "nothing to judge"]
+    model: str | None = None
+
+
+class SearchOut(Schema):
+    paragraphs: list[ParagraphOut]
+    floor: float
+    around: int
+    mode: Literal["hybrid", "vector", "lexical"]
+    model: str
+    refused: bool | None = Field(..., description="true: withheld by the judge; false: approved; null: not judged.")
+    judge: JudgeOut | None = None
+
+
+@router.post("/{name}/search", response=SearchOut, summary="Search a collection")
+def search(request, name: str, payload: SearchIn):
+    return search_collection(
+        agent=request.auth.agent,
+        collection=name,
+        question=payload.question,
+        reader=payload.reader,
+        on_behalf_of=payload.onBehalfOf,
+        most=payload.most,
+        around=payload.around,
+        min_score=payload.min_score,
+        key=request.auth,
+    )
+
+
+class BuildOut(Schema):
+    build: int
+    status: str
+
+
+@router.post("/{name}/build", response={202: BuildOut}, summary="Queue a build of a collection")
+def build(request, name: str):
+    run = request_build(collection=get_collection(agent=request.auth.agent, name=name), requested_by="api")
+    run.refresh_from_db()
+    return 202, {"build": run.pk, "status": run.status}

@@ -418,28 +418,42 @@ def _gelu(x: np.ndarray) -> None:
 _HEAD_GROUP = 4
 
 
+# Below this, a row's softmax denominator is near float32's smallest normal numbers; see `_attend`.
+_SMALLEST_TOTAL = 1e-25
+
+
 def _attend(qkv: np.ndarray, out: np.ndarray, heads: int) -> None:
     """Scaled dot-product self-attention of one sequence, written into `out` (length, hidden).
 
-    `qkv` is the sequence's (length, 3 * hidden) projection with the queries already scaled. The
-    softmax is normalised after multiplying by the values, which divides (length, head) numbers
-    instead of (length, length).
+    `qkv` is the sequence's (length, 3 * hidden) projection with the queries already scaled.
+    Softmax is shift-invariant; the usual shift is each row's maximum, but a row-wise maximum costs
+    a slow reduction per row, so each head's scores are shifted by that head's maximum instead
+    (no exp can overflow either way). Row sums come from a matrix-vector product, and the
+    normalisation is applied after multiplying by the values, dividing (length, head) numbers
+    rather than (length, length). A row whose maximum lies so far below its head's that its sum
+    nears the float32 underflow range is redone with the row-wise shift, so the result never
+    loses precision.
     """
     length = qkv.shape[0]
     head_size = qkv.shape[1] // (3 * heads)
     # (length, 3, heads, head) -> three contiguous (heads, length, head) blocks, so that matmul hands
     # each head to BLAS.
     q, k, v = np.ascontiguousarray(qkv.reshape(length, 3, heads, head_size).transpose(1, 2, 0, 3))
-    keys = k.transpose(0, 2, 1)
+    ones = np.ones(length, dtype=np.float32)
     target = out.reshape(length, heads, head_size)
     for first in range(0, heads, _HEAD_GROUP):
         group = slice(first, first + _HEAD_GROUP)
-        scores = q[group] @ keys[group]
-        scores -= scores.max(axis=-1, keepdims=True)  # the row maximum keeps exp from overflowing
+        scores = q[group] @ k[group].transpose(0, 2, 1)
+        scores -= scores.max(axis=(1, 2), keepdims=True)
         np.exp(scores, out=scores)
-        total = scores.sum(axis=-1, keepdims=True)
+        totals = scores @ ones
+        if totals.min() < _SMALLEST_TOTAL:
+            scores = q[group] @ k[group].transpose(0, 2, 1)
+            scores -= scores.max(axis=2, keepdims=True)
+            np.exp(scores, out=scores)
+            totals = scores @ ones
         context = scores @ v[group]
-        context /= total
+        context /= totals[:, :, None]
         target[:, group] = context.transpose(1, 0, 2)
 
 

@@ -1,0 +1,344 @@
+"""Searching a collection: rank, floor, filter by reader, stitch, judge, and charge the asking agent.
+
+The ranking itself is pure (`lexical`, `fusion`, `stitch`); this module loads a
+collection's index once per build and per process, decides who may read what,
+and records model calls in the ledger. The question and the paragraphs never
+reach the ledger or a log line.
+"""
+
+import logging
+import threading
+from dataclasses import dataclass
+from datetime import timedelta
+
+import numpy as np
+from django.db.models import Sum
+from django.utils import timezone
+
+from ragsite.errors import Conflict, Forbidden, NotFound, RagsiteError, TooManyRequests
+
+from .. import conf
+from ..conf import settings
+from ..embedders import EmbeddingError
+from ..fusion import DEFAULT_WEIGHT, hybrid_scores
+from ..judge import JudgeUnavailable, ask_judge
+from ..lexical import BM25Index, terms
+from ..models import Agent, ApiKey, Collection, CollectionBuilt, Document, ModelCall, Paragraph, Reader
+from ..stitch import Row, stitch
+from .agents import get_collection
+from .ledger import record_call
+
+logger = logging.getLogger("ragsite.search")
+
+MAX_QUESTION_CHARS = 2000
+MAX_MOST = 50
+MAX_AROUND = 5
+# Weight of the cosine in the convex fusion; chosen on SciFact train (docs/decisions.md).
+FUSION_WEIGHT = DEFAULT_WEIGHT
+
+
+@dataclass
+class CollectionIndex:
+    """Everything a search needs from one build of one collection, held in memory."""
+
+    built_at: object
+    model: str
+    dimensions: int
+    ids: np.ndarray  # paragraph id per row
+    documents: np.ndarray  # document id per row
+    rows: list[Row]  # stitch rows, in ordinal order
+    matrix: np.ndarray | None  # (n, d) float32, unit rows; None when nothing was embedded
+    has_vector: np.ndarray  # bool per row
+    bm25: BM25Index
+    document_names: dict[int, str]
+
+    @property
+    def size(self) -> int:
+        return len(self.rows)
+
+
+_cache: dict[int, CollectionIndex] = {}
+_cache_lock = threading.Lock()
+
+
+def collection_index(collection: Collection, built: CollectionBuilt) -> CollectionIndex:
+    """The in-memory index of `collection`'s current build, loaded once per build per process."""
+    cached = _cache.get(collection.pk)
+    if cached is not None and cached.built_at == built.built_at:
+        return cached
+    with _cache_lock:
+        cached = _cache.get(collection.pk)
+        if cached is not None and cached.built_at == built.built_at:
+            return cached
+        index = _load_index(collection, built)
+        _cache[collection.pk] = index
+        return index
+
+
+def forget_index(collection_id: int) -> None:
+    _cache.pop(collection_id, None)
+
+
+def _load_index(collection: Collection, built: CollectionBuilt) -> CollectionIndex:
+    records = list(
+        Paragraph.objects.filter(collection=collection)
+        .order_by("ordinal")
+        .values_list("id", "ordinal", "document_id", "start_char", "end_char", "text", "section", "embedding")
+    )
+    rows = [Row(ordinal=o, document=d, start=s, end=e, text=t, section=sec) for _i, o, d, s, e, t, sec, _v in records]
+    widths = {len(v) // 4 for *_rest, v in records if v is not None}
+    if len(widths) > 1:
+        raise Conflict(
+            f'collection "{collection.name}" holds vectors of several widths ({sorted(widths)}); rebuild it',
+            code="width_mismatch",
+        )
+    has_vector = np.array([v is not None for *_rest, v in records], dtype=bool)
+    matrix = None
+    if widths:
+        width = widths.pop()
+        matrix = np.zeros((len(records), width), dtype=np.float32)
+        for i, (*_rest, vector) in enumerate(records):
+            if vector is not None:
+                matrix[i] = np.frombuffer(bytes(vector), dtype="<f4")
+    names = dict(Document.objects.filter(collection=collection).values_list("id", "name"))
+    return CollectionIndex(
+        built_at=built.built_at,
+        model=built.model,
+        dimensions=built.dimensions,
+        ids=np.array([r[0] for r in records], dtype=np.int64),
+        documents=np.array([r[2] for r in records], dtype=np.int64),
+        rows=rows,
+        matrix=matrix,
+        has_vector=has_vector,
+        bm25=BM25Index.from_texts(r.text for r in rows),
+        document_names=names,
+    )
+
+
+# --- Who may read, who pays ---------------------------------------------------
+
+
+def _readable_mask(collection: Collection, index: CollectionIndex, reader: Reader | None) -> np.ndarray:
+    """Rows this search may rank and stitch: active documents, and for a per-reader collection the reader's labels."""
+    active = set(collection.documents.filter(status=Document.ACTIVE).values_list("id", flat=True))
+    mask = np.isin(index.documents, np.fromiter(active, dtype=np.int64, count=len(active)))
+    if collection.per_reader and reader is not None:
+        through = Paragraph.labels.through
+        labelled = set(through.objects.filter(paragraph__collection=collection).values_list("paragraph_id", flat=True))
+        allowed = set(
+            through.objects.filter(
+                paragraph__collection=collection, label__in=reader.labels.all()
+            ).values_list("paragraph_id", flat=True)
+        )
+        # A paragraph with no labels is readable by anybody (seed 000's decision);
+        # a labelled one needs at least one label the reader holds.
+        forbidden = labelled - allowed
+        if forbidden:
+            mask &= ~np.isin(index.ids, np.fromiter(forbidden, dtype=np.int64, count=len(forbidden)))
+    return mask
+
+
+def _resolve_reader(collection: Collection, reader: str | None) -> Reader | None:
+    if reader is None or reader == "":
+        if collection.per_reader:
+            raise RagsiteError(
+                f'collection "{collection.name}" answers per reader: say which reader with "reader"',
+                code="reader_required",
+            )
+        return None
+    found = Reader.objects.filter(external_id=reader).first()
+    if found is None:
+        raise Forbidden("this reader is not known here", code="unknown_reader")
+    return found
+
+
+def resolve_payer(key: ApiKey | None, on_behalf_of: str | None) -> Agent | None:
+    """The agent model calls are charged to; None when nobody was named (then nothing is recorded)."""
+    if not on_behalf_of:
+        return None
+    payer = Agent.objects.filter(agent_id=on_behalf_of).first()
+    if payer is None:
+        raise RagsiteError(f'onBehalfOf names no known agent ("{on_behalf_of[:100]}")', code="unknown_agent")
+    if key is not None and payer.pk != key.agent_id and not key.may_act_for_others:
+        raise Forbidden("this key may only charge its own agent", code="not_allowed_for_agent")
+    return payer
+
+
+def _check_runaway(payer: Agent | None) -> None:
+    if payer is None or not payer.runaway_limit:
+        return
+    since = timezone.now() - timedelta(seconds=60)
+    recent = ModelCall.objects.filter(agent=payer, created_at__gte=since)
+    if recent.count() >= payer.runaway_limit:
+        oldest = recent.order_by("created_at").values_list("created_at", flat=True).first()
+        wait = max(1, int(60 - (timezone.now() - oldest).total_seconds()) + 1) if oldest else 60
+        raise TooManyRequests(
+            f'agent "{payer.agent_id}" made {payer.runaway_limit} model calls in the last minute; try again later',
+            code="runaway_limit",
+            headers={"Retry-After": str(wait)},
+        )
+
+
+def spent_today(agent: Agent) -> float:
+    start = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    total = ModelCall.objects.filter(agent=agent, created_at__gte=start).aggregate(total=Sum("cost"))["total"]
+    return float(total or 0)
+
+
+def _over_budget(payer: Agent | None) -> bool:
+    return payer is not None and payer.daily_budget is not None and spent_today(payer) >= float(payer.daily_budget)
+
+
+# --- The search ---------------------------------------------------------------
+
+
+def validate_request(question: str, most: int, around: int | None, min_score: float | None) -> str:
+    question = (question or "").strip()
+    if not question:
+        raise RagsiteError("question must not be empty", code="invalid_question")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise RagsiteError(f"question is at most {MAX_QUESTION_CHARS} characters", code="invalid_question")
+    if not isinstance(most, int) or not 1 <= most <= MAX_MOST:
+        raise RagsiteError(f"most must be between 1 and {MAX_MOST}", code="invalid_most")
+    if around is not None and (not isinstance(around, int) or not 0 <= around <= MAX_AROUND):
+        raise RagsiteError(f"around must be between 0 and {MAX_AROUND}", code="invalid_around")
+    if min_score is not None and not 0 <= min_score <= 1:
+        raise RagsiteError("min_score must be between 0 and 1", code="invalid_min_score")
+    return question
+
+
+def search_collection(
+    *,
+    agent: Agent,
+    collection: str | Collection,
+    question: str,
+    reader: str | None = None,
+    on_behalf_of: str | None = None,
+    most: int = 5,
+    around: int | None = None,
+    min_score: float | None = None,
+    key: ApiKey | None = None,
+) -> dict:
+    """Search one of `agent`'s collections; returns the answer as a JSON-ready dict."""
+    question = validate_request(question, most, around, min_score)
+    if not isinstance(collection, Collection):
+        collection = get_collection(agent=agent, name=collection)
+    elif collection.agent_id != agent.pk:
+        raise NotFound(f'no collection "{collection.name}"', code="unknown_collection")
+    reader_obj = _resolve_reader(collection, reader)
+    payer = resolve_payer(key, on_behalf_of)
+    _check_runaway(payer)
+
+    floor = _first_set(min_score, collection.min_score, settings.MIN_SCORE)
+    around = int(_first_set(around, collection.around, settings.AROUND))
+    built = CollectionBuilt.objects.filter(collection=collection).first()
+    if built is None:
+        raise Conflict(f'collection "{collection.name}" has never been built', code="not_built")
+    index = collection_index(collection, built)
+
+    cosine, model = _cosine(collection, index, question, payer)
+    bm25 = index.bm25.scores(terms(question))
+    upper = index.bm25.upper_bound(terms(question))
+    if cosine is None:
+        scores, mode = hybrid_scores(None, bm25, upper, weight=FUSION_WEIGHT)
+    else:
+        scores, mode = hybrid_scores(cosine, bm25, upper, weight=FUSION_WEIGHT)
+
+    mask = _readable_mask(collection, index, reader_obj)
+    eligible = np.flatnonzero(mask & (scores >= floor)) if index.size else np.zeros(0, dtype=np.int64)
+    top = eligible[np.argsort(-scores[eligible], kind="stable")[:most]]
+    readable = {index.rows[i].ordinal: index.rows[i] for i in np.flatnonzero(mask)}
+    runs = stitch([(index.rows[i].ordinal, float(scores[i])) for i in top], readable, around)
+    paragraphs = [
+        {
+            "text": run.text,
+            "score": round(run.score, 6),
+            "document": index.document_names.get(run.document, ""),
+            "section": run.section,
+            "passages": run.passages,
+            "first": run.first,
+            "last": run.last,
+        }
+        for run in runs
+    ]
+    answer = {
+        "paragraphs": paragraphs,
+        "floor": floor,
+        "around": around,
+        "mode": mode,
+        "model": model,
+        "refused": None,
+    }
+    _judge(answer, collection, question, payer)
+    logger.info(
+        "search %s/%s: mode %s, %d paragraphs, refused %s",
+        agent.agent_id, collection.name, mode, len(answer["paragraphs"]), answer["refused"],
+    )
+    return answer
+
+
+def _first_set(*values):
+    return next(v for v in values if v is not None)
+
+
+def _cosine(collection, index: CollectionIndex, question: str, payer: Agent | None):
+    """Cosine of the question against every row, or None when the collection holds no vectors."""
+    if index.matrix is None or not index.has_vector.any():
+        return None, index.model  # lexical: the question is not embedded at all
+    embedder = conf.get_embedder()
+    if embedder.model != index.model:
+        raise Conflict(
+            f'collection "{collection.name}" was built with {index.model} but this server embeds with '
+            f"{embedder.model}; rebuild the collection or restore the embedder",
+            code="model_mismatch",
+        )
+    try:
+        embedded = embedder.embed_with_usage([question])
+    except EmbeddingError as exc:
+        raise RagsiteError(f"the embedder failed: {exc}", code="embedder_unavailable", status=503) from None
+    vector = np.asarray(embedded.vectors[0], dtype=np.float32)
+    if vector.shape[0] != index.matrix.shape[1]:
+        raise Conflict(
+            f"the question was embedded with {vector.shape[0]} dimensions but the collection's rows have "
+            f"{index.matrix.shape[1]}; rebuild the collection",
+            code="width_mismatch",
+        )
+    if payer is not None and embedder.backend == "http":
+        record_call(agent=payer, collection=collection, purpose=ModelCall.EMBED, model=embedder.model,
+                    tokens_in=embedded.tokens or 0)
+    cosine = index.matrix @ vector
+    cosine[~index.has_vector] = 0.0
+    return cosine, index.model
+
+
+def _judge(answer: dict, collection: Collection, question: str, payer: Agent | None) -> None:
+    """Ask the judge, when this collection has one; `refused` stays null unless a verdict came back."""
+    if not collection.judge or not settings.JUDGE_URL:
+        answer["judge"] = {"status": "not configured"}
+        return
+    if not answer["paragraphs"]:
+        answer["judge"] = {"status": "nothing to judge"}
+        return
+    if _over_budget(payer):
+        answer["judge"] = {"status": "over budget"}
+        return
+    try:
+        verdict = ask_judge(
+            url=settings.JUDGE_URL,
+            model=settings.JUDGE_MODEL,
+            api_key=settings.JUDGE_API_KEY,
+            timeout=float(settings.JUDGE_TIMEOUT),
+            question=question,
+            paragraphs=[p["text"] for p in answer["paragraphs"]],
+        )
+    except JudgeUnavailable as exc:
+        logger.warning("judge unavailable for %s/%s: %s", collection.agent.agent_id, collection.name, exc)
+        answer["judge"] = {"status": "unavailable"}
+        return
+    if payer is not None:
+        record_call(agent=payer, collection=collection, purpose=ModelCall.JUDGE, model=verdict.model,
+                    tokens_in=verdict.tokens_in, tokens_out=verdict.tokens_out)
+    answer["refused"] = not verdict.answers
+    answer["judge"] = {"status": "answered", "model": verdict.model}
+    if answer["refused"]:
+        answer["paragraphs"] = []  # withheld: the answering call never sees them

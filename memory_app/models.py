@@ -1,0 +1,139 @@
+"""An agent's long memory: memories, episodes, and the record nodes that divide the long ones.
+
+A memory and an episode are both a *record*: one text of at most `MAX_TEXT_LENGTH` characters
+owned by one agent. (Seed 002 calls an episode's text its "summary"; here both kinds name it
+`text`, so every path treats the two alike.) A record whose text runs past the embedder's token
+window is divided into `RecordNode` rows: offsets into the record's text, never a copy of it.
+
+Ids are never reused, so a node can never come to point at a different record: on SQLite Django
+declares an auto field `INTEGER PRIMARY KEY AUTOINCREMENT`, and on PostgreSQL an identity
+column, whose sequence never hands out a number twice (both are pinned by a test).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from django.db import models
+from django.db.models.functions import Length
+from django.db.models.lookups import GreaterThan, LessThanOrEqual
+from django.utils import timezone
+
+from collections_app.models import Agent
+
+# The store's limit on one record's text, in characters (seed 002 §7 keeps it).
+MAX_TEXT_LENGTH = 16_000
+
+# The parent_kind values of record_nodes, as seed 002 names them.
+MEMORY = "mem"
+EPISODE = "ep"
+KINDS = (MEMORY, EPISODE)
+
+
+def text_length_constraint(table: str) -> models.CheckConstraint:
+    """1 to MAX_TEXT_LENGTH characters, enforced by the database as well as by the services."""
+    length = Length("text")
+    return models.CheckConstraint(
+        condition=GreaterThan(length, 0) & LessThanOrEqual(length, MAX_TEXT_LENGTH),
+        name=f"{table}_text_length",
+    )
+
+
+class Record(models.Model):
+    """What a memory and an episode share. Abstract: each kind has its own table."""
+
+    KIND: ClassVar[str]
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    text = models.TextField()
+    token_count = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Model tokens of the whole text, counted by embedding_model; empty = unknown."
+    )
+    # float32 little-endian, L2-normalised; empty when the store has no embedding model.
+    embedding = models.BinaryField(null=True, blank=True)
+    embedding_model = models.CharField(max_length=200, blank=True, default="")
+    locked = models.BooleanField(default=False, help_text="A locked record's text cannot be changed or deleted.")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self):
+        return f"{self.KIND}:{self.pk}"
+
+    @property
+    def kind(self) -> str:
+        return self.KIND
+
+    @property
+    def vector(self) -> np.ndarray | None:
+        if self.embedding is None:
+            return None
+        return np.frombuffer(bytes(self.embedding), dtype="<f4")
+
+
+class Memory(Record):
+    """Something an agent chose to remember."""
+
+    KIND = MEMORY
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="memories")
+
+    class Meta:
+        db_table = "memories"
+        ordering = ["created_at", "id"]
+        verbose_name_plural = "memories"
+        constraints = [text_length_constraint("memories")]
+
+
+class Episode(Record):
+    """The summary of something that happened (seed 002's episode `summary`, named `text` here)."""
+
+    KIND = EPISODE
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="episodes")
+
+    class Meta:
+        db_table = "episodes"
+        ordering = ["created_at", "id"]
+        constraints = [text_length_constraint("episodes")]
+
+
+RECORD_MODELS: dict[str, type[Record]] = {MEMORY: Memory, EPISODE: Episode}
+
+
+class RecordNode(models.Model):
+    """One span of a long record, small enough to be embedded whole (seed 002 §1, column for column).
+
+    The node's text is `parent.text[start_char:end_char]`. Rows are written only by
+    `services.build_nodes` and deleted by database triggers when the parent is deleted or its
+    text changes (`memory_app.triggers`). `parent_id` is not a foreign key because it points
+    into one of two tables, chosen by `parent_kind`.
+    """
+
+    pk = models.CompositePrimaryKey("parent_kind", "parent_id", "node_index")
+    parent_kind = models.TextField(choices=[(MEMORY, "memory"), (EPISODE, "episode")])
+    parent_id = models.BigIntegerField()
+    node_index = models.IntegerField(help_text="0, 1, 2, … in text order.")
+    start_char = models.IntegerField(help_text="Inclusive offset into the parent's text.")
+    end_char = models.IntegerField(help_text="Exclusive offset.")
+    token_count = models.IntegerField(help_text="Tokens of this span, as counted by the embedder.")
+    window = models.IntegerField(help_text="The token window the span was cut against.")
+    embedding = models.BinaryField(null=True, blank=True)
+    embedding_model = models.TextField(default="", db_default="", blank=True)
+
+    class Meta:
+        db_table = "record_nodes"
+        ordering = ["parent_kind", "parent_id", "node_index"]
+        verbose_name = "record node"
+
+    def __str__(self):
+        return f"{self.parent_kind}:{self.parent_id}#{self.node_index}"
+
+    @property
+    def vector(self) -> np.ndarray | None:
+        if self.embedding is None:
+            return None
+        return np.frombuffer(bytes(self.embedding), dtype="<f4")
