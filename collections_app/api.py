@@ -3,7 +3,7 @@
 from datetime import datetime
 from typing import Literal
 
-from ninja import Field, Router, Schema
+from ninja import Field, Router, Schema, Status
 
 from .models import Collection
 from .services.agents import get_collection
@@ -123,4 +123,4 @@ class BuildOut(Schema):
 def build(request, name: str):
     run = request_build(collection=get_collection(agent=request.auth.agent, name=name), requested_by="api")
     run.refresh_from_db()
-    return 202, {"build": run.pk, "status": run.status}
+    return Status(202, {"build": run.pk, "status": run.status})

@@ -1,0 +1,43 @@
+"""Memory's settings and limits, read lazily in one place.
+
+Settings are looked up through `collections_app.conf` when used, never at import time, so
+`override_settings` works in tests. The limits below are the API's contract, not settings.
+"""
+
+from __future__ import annotations
+
+from collections_app import conf as collections_conf
+from collections_app.embedders import Embedder
+
+from .models import MAX_TEXT_LENGTH
+
+__all__ = [
+    "MAX_MOST",
+    "MAX_QUERY_LENGTH",
+    "MAX_TEXT_LENGTH",
+    "OPENING_LENGTH",
+    "REPAIR_LIMIT",
+    "get_embedder",
+    "health_repair_minutes",
+]
+
+MAX_QUERY_LENGTH = 2_000
+MAX_MOST = 50
+DEFAULT_MOST = 5
+# One health repair builds at most this many records' nodes (seed 002 §3); a backlog converges
+# over successive runs instead of holding the queue for minutes.
+REPAIR_LIMIT = 50
+# A record without nodes is quoted by its opening, about this many characters.
+OPENING_LENGTH = 300
+# The health report lists at most this many record ids; its counts are always exact.
+REPORT_IDS = 1_000
+
+
+def get_embedder() -> Embedder:
+    """The configured embedder; looked up on `collections_app.conf` at call time (tests patch it there)."""
+    return collections_conf.get_embedder()
+
+
+def health_repair_minutes() -> int:
+    """`HEALTH_REPAIR_MINUTES`: how often the scheduled repair runs; at least 1."""
+    return max(1, int(collections_conf.settings.HEALTH_REPAIR_MINUTES))
