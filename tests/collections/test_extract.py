@@ -8,7 +8,7 @@ import pytest
 from pypdf import PdfReader, PdfWriter
 
 from collections_app.extract import SUPPORTED_SUFFIXES, Extracted, Unreadable, extract, summarize_opening
-from collections_app.sample_docs.make import SAFETY_PAGES, pdf_bytes
+from collections_app.samples import SAFETY_PAGES, pdf_bytes
 
 SAMPLES = Path(__file__).resolve().parents[2] / "collections_app" / "sample_docs"
 

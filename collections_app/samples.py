@@ -1,6 +1,6 @@
 """Write the sample documents of the fictional Northwind Robotics handbook next to this file.
 
-Run it standalone (``python collections_app/sample_docs/make.py``). The Markdown, text and HTML
+Run it standalone (``python collections_app/samples.py``). The Markdown, text and HTML
 files are written from the strings below; ``benefits.docx`` is made with python-docx and
 ``safety.pdf`` with `pdf_bytes`, a deliberately small PDF writer: one standard Type1 font, a text
 layer pypdf can extract, nothing else. Outputs are byte-for-byte reproducible, so regenerating
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent / "sample_docs"
 
 HANDBOOK_MD = """\
 # Northwind Robotics Employee Handbook
