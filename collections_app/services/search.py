@@ -192,14 +192,19 @@ def _over_budget(payer: Agent | None) -> bool:
 # --- The search ---------------------------------------------------------------
 
 
-def validate_request(question: str, most: int, around: int | None, min_score: float | None) -> str:
+MODES = ("hybrid", "vector", "lexical")
+
+
+def validate_request(
+    question: str, most: int, around: int | None, min_score: float | None, max_most: int = MAX_MOST
+) -> str:
     question = (question or "").strip()
     if not question:
         raise RagsiteError("question must not be empty", code="invalid_question")
     if len(question) > MAX_QUESTION_CHARS:
         raise RagsiteError(f"question is at most {MAX_QUESTION_CHARS} characters", code="invalid_question")
-    if not isinstance(most, int) or not 1 <= most <= MAX_MOST:
-        raise RagsiteError(f"most must be between 1 and {MAX_MOST}", code="invalid_most")
+    if not isinstance(most, int) or not 1 <= most <= max_most:
+        raise RagsiteError(f"most must be between 1 and {max_most}", code="invalid_most")
     if around is not None and (not isinstance(around, int) or not 0 <= around <= MAX_AROUND):
         raise RagsiteError(f"around must be between 0 and {MAX_AROUND}", code="invalid_around")
     if min_score is not None and not 0 <= min_score <= 1:
@@ -218,9 +223,18 @@ def search_collection(
     around: int | None = None,
     min_score: float | None = None,
     key: ApiKey | None = None,
+    mode: str | None = None,
+    max_most: int = MAX_MOST,
 ) -> dict:
-    """Search one of `agent`'s collections; returns the answer as a JSON-ready dict."""
-    question = validate_request(question, most, around, min_score)
+    """Search one of `agent`'s collections; returns the answer as a JSON-ready dict.
+
+    `mode` narrows the ranking to one arm ("vector" or "lexical"); by default a
+    collection with vectors is searched "hybrid". `max_most` lets in-process
+    callers such as the benchmarks ask for more than an agent may.
+    """
+    question = validate_request(question, most, around, min_score, max_most)
+    if mode is not None and mode not in MODES:
+        raise RagsiteError(f"mode must be one of {', '.join(MODES)}", code="invalid_mode")
     if not isinstance(collection, Collection):
         collection = get_collection(agent=agent, name=collection)
     elif collection.agent_id != agent.pk:
@@ -236,13 +250,12 @@ def search_collection(
         raise Conflict(f'collection "{collection.name}" has never been built', code="not_built")
     index = collection_index(collection, built)
 
-    cosine, model = _cosine(collection, index, question, payer)
-    bm25 = index.bm25.scores(terms(question))
-    upper = index.bm25.upper_bound(terms(question))
-    if cosine is None:
-        scores, mode = hybrid_scores(None, bm25, upper, weight=FUSION_WEIGHT)
-    else:
-        scores, mode = hybrid_scores(cosine, bm25, upper, weight=FUSION_WEIGHT)
+    cosine, model = (None, index.model) if mode == "lexical" else _cosine(collection, index, question, payer)
+    if mode == "vector" and cosine is None:
+        raise Conflict(f'collection "{collection.name}" holds no vectors to search', code="no_vectors")
+    question_terms = terms(question)
+    bm25 = None if mode == "vector" else index.bm25.scores(question_terms)
+    scores, mode = hybrid_scores(cosine, bm25, index.bm25.upper_bound(question_terms), weight=FUSION_WEIGHT)
 
     mask = _readable_mask(collection, index, reader_obj)
     eligible = np.flatnonzero(mask & (scores >= floor)) if index.size else np.zeros(0, dtype=np.int64)

@@ -1,0 +1,136 @@
+"""Retrieval quality on a BEIR dataset, through the real build and search path.
+
+    python bench/beir.py ../shared/datasets/scifact --mode hybrid --split test
+    python bench/beir.py ../shared/datasets/scifact --mode hybrid --split train --sweep
+
+Each corpus document (title and text) becomes one file of a collection folder; the
+collection is built by `build_collection` with the configured embedder (the local
+all-MiniLM-L6-v2 unless EMBED_BACKEND says otherwise; `lexical` mode builds with
+none), and every query is asked through `search_collection`, unfloored, with no
+neighbours, 100 deep. Prints `nDCG@10 <value>` and `recall@100 <value>`.
+
+The scratch store lives under data/bench/ and is reused: a second run over the
+same corpus finds every document unchanged and embeds nothing.
+"""
+
+import argparse
+import gzip
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def load(dataset: Path, split: str):
+    corpus = {}
+    with gzip.open(dataset / "corpus.jsonl.gz", "rt", encoding="utf-8") as handle:
+        for line in handle:
+            doc = json.loads(line)
+            corpus[doc["_id"]] = (doc.get("title") or "", doc.get("text") or "")
+    queries = {}
+    with open(dataset / "queries.jsonl", encoding="utf-8") as handle:
+        for line in handle:
+            query = json.loads(line)
+            queries[query["_id"]] = query["text"]  # metadata is never shown to the retriever
+    qrels: dict[str, dict[str, float]] = {}
+    with open(dataset / "qrels" / f"{split}.tsv", encoding="utf-8") as handle:
+        next(handle)
+        for line in handle:
+            qid, did, score = line.rstrip("\n").split("\t")
+            if float(score) > 0:
+                qrels.setdefault(qid, {})[did] = float(score)
+    return corpus, {q: queries[q] for q in qrels}, qrels
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("dataset", type=Path)
+    parser.add_argument("--mode", choices=["lexical", "vector", "hybrid"], default="hybrid")
+    parser.add_argument("--split", choices=["test", "train"], default="test")
+    parser.add_argument("--sweep", action="store_true", help="hybrid only: nDCG@10 for fusion weights 0.0-1.0")
+    parser.add_argument("--weight", type=float, default=None, help="hybrid only: the cosine weight to use")
+    parser.add_argument("--limit", type=int, default=None, help="ask only the first N queries")
+    args = parser.parse_args()
+
+    name = args.dataset.resolve().name
+    work = ROOT / "data" / "bench"
+    work.mkdir(parents=True, exist_ok=True)
+    lexical_build = args.mode == "lexical"
+    backend = "none" if lexical_build else os.environ.get("EMBED_BACKEND", "local")
+    os.environ["EMBED_BACKEND"] = backend
+    os.environ["DATABASE_URL"] = f"sqlite:///{work / f'{name}-{backend}.sqlite3'}"
+    folder = work / f"{name}-docs"
+    os.environ[f"KNOWLEDGE_{name.upper()}_FOLDER"] = str(folder)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from collections_app.metrics import ndcg_at_k, recall_at_k
+    from collections_app.models import Agent, Collection
+    from collections_app.services import search as search_service
+    from collections_app.services.agents import create_agent, create_collection
+    from collections_app.services.builds import build_collection
+
+    call_command("migrate", verbosity=0)
+    corpus, queries, qrels = load(args.dataset, args.split)
+    if not folder.exists() or len(list(folder.iterdir())) != len(corpus):
+        folder.mkdir(exist_ok=True)
+        for doc_id, (title, text) in corpus.items():
+            (folder / f"{doc_id}.txt").write_text(f"{title}\n\n{text}".strip() + "\n", encoding="utf-8")
+    agent = Agent.objects.filter(agent_id="bench").first() or create_agent(agent_id="bench")[0]
+    collection = Collection.objects.filter(agent=agent, name=name).first() or create_collection(
+        agent=agent, name=name, method="structure", size=100_000, overlap=0, built_from=f"the {name} corpus"
+    )
+    started = time.perf_counter()
+    run = build_collection(collection=collection, requested_by="bench")
+    if run.status != "succeeded":
+        raise SystemExit(f"build {run.status}: {run.error}")
+    print(f"# build: {run.passages} paragraphs, {run.paragraphs_embedded} embedded, {run.documents_reused} reused, "
+          f"{time.perf_counter() - started:.1f}s, model {run.model}", file=sys.stderr)
+
+    items = list(queries.items())[: args.limit]
+
+    def evaluate(weight: float | None) -> tuple[float, float, float]:
+        if weight is not None:
+            search_service.FUSION_WEIGHT = weight
+        ndcg = recall = 0.0
+        started = time.perf_counter()
+        for qid, text in items:
+            answer = search_service.search_collection(
+                agent=agent, collection=collection, question=text, most=100, around=0, min_score=0.0,
+                mode=args.mode, max_most=100,
+            )
+            ranked, seen = [], set()
+            for paragraph in answer["paragraphs"]:
+                doc_id = paragraph["document"].removesuffix(".txt")
+                if doc_id not in seen:
+                    seen.add(doc_id)
+                    ranked.append(doc_id)
+            ndcg += ndcg_at_k(ranked, qrels[qid], k=10)
+            recall += recall_at_k(ranked, set(qrels[qid]), k=100)
+        elapsed = time.perf_counter() - started
+        return ndcg / len(items), recall / len(items), 1000 * elapsed / len(items)
+
+    if args.sweep:
+        for step in range(11):
+            weight = step / 10
+            ndcg, recall, ms = evaluate(weight)
+            print(f"weight {weight:.1f}  nDCG@10 {ndcg:.4f}  recall@100 {recall:.4f}")
+        return
+    ndcg, recall, ms = evaluate(args.weight)
+    print(f"# {name} {args.split}, {len(items)} queries, mode {args.mode}, weight {search_service.FUSION_WEIGHT}, "
+          f"{ms:.1f} ms per search", file=sys.stderr)
+    print(f"nDCG@10 {ndcg:.4f}")
+    print(f"recall@100 {recall:.4f}")
+
+
+if __name__ == "__main__":
+    main()
