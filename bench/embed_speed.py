@@ -80,7 +80,9 @@ def load_sentence_transformers(batch_size: int):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("corpus", nargs="?", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("-n", type=int, default=256, help="paragraphs to embed (default 256)")
     parser.add_argument("--batch-size", type=int, default=64, help="local: most texts per batch")
@@ -88,8 +90,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="local: worker threads (default: CPUs)")
     parser.add_argument("--st-batch-size", type=int, default=32, help="sentence-transformers batch size")
     parser.add_argument(
-        "--repeat", type=int, default=3, help="rounds, each embedding all paragraphs with each embedder in turn; "
-        "the best round of each is reported, so that a burst of other work on the machine counts against neither"
+        "--repeat",
+        type=int,
+        default=3,
+        help="rounds, each embedding all paragraphs with each embedder in turn; "
+        "the best round of each is reported, so that a burst of other work on the machine counts against neither",
     )
     args = parser.parse_args()
 
@@ -101,8 +106,10 @@ def main() -> None:
     if theirs is not None:
         candidates["sentence-transformers"] = theirs
     tokens = [min(embedder.count_tokens(p), embedder.window) for p in paragraphs]
-    print(f"corpus: {args.corpus.name}, {len(paragraphs)} paragraphs, {sum(tokens) / len(tokens):.0f} tokens each "
-          f"on average after truncation to {embedder.window}; {os.cpu_count()} CPUs")
+    print(
+        f"corpus: {args.corpus.name}, {len(paragraphs)} paragraphs, {sum(tokens) / len(tokens):.0f} tokens each "
+        f"on average after truncation to {embedder.window}; {os.cpu_count()} CPUs"
+    )
     print(f"local: threads={embedder._threads} batch_size={args.batch_size} batch_tokens={args.batch_tokens}")
     if theirs is None:
         print("sentence-transformers is not importable here: no comparison")
@@ -123,12 +130,16 @@ def main() -> None:
     rates = {name: len(paragraphs) / seconds for name, seconds in bulk.items()}
     best_latency = {name: min(values) for name, values in latency.items()}
     for name in candidates:
-        print(f"{name:24s}{rates[name]:7.1f} paragraphs/s   question latency {best_latency[name] * 1000:6.1f} ms "
-              f"(median of {len(questions)})")
+        print(
+            f"{name:24s}{rates[name]:7.1f} paragraphs/s   question latency {best_latency[name] * 1000:6.1f} ms "
+            f"(median of {len(questions)})"
+        )
     if theirs is not None:
         ours, other = "local numpy", "sentence-transformers"
-        print(f"{'ratio local / st':24s}{rates[ours] / rates[other]:7.2f}x throughput   "
-              f"{best_latency[other] / best_latency[ours]:.2f}x latency (above 1: local is faster)")
+        print(
+            f"{'ratio local / st':24s}{rates[ours] / rates[other]:7.2f}x throughput   "
+            f"{best_latency[other] / best_latency[ours]:.2f}x latency (above 1: local is faster)"
+        )
         agreement = np.sum(np.asarray(vectors[ours]) * np.asarray(vectors[other]), axis=1)
         print(f"agreement: min cosine {agreement.min():.6f} over {len(paragraphs)} paragraphs")
 

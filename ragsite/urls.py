@@ -2,6 +2,9 @@ from django.contrib import admin
 from django.http import JsonResponse
 from django.urls import path, re_path
 
+from collections_app import embedding_server
+from collections_app.mcp import mcp_endpoint
+
 from .api import api
 from .errors import error_body
 
@@ -14,5 +17,9 @@ def api_not_found(request, rest=""):
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    path("v1/embeddings", embedding_server.embeddings, name="embeddings"),
+    path("v1/tokenize", embedding_server.tokenize, name="tokenize"),
+    path("count_tokens", embedding_server.count_tokens, name="count-tokens"),
+    path("mcp", mcp_endpoint, name="mcp"),
     re_path(r"^api/(?P<rest>.*)$", api_not_found),
 ]
