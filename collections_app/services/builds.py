@@ -10,6 +10,7 @@ import hashlib
 import logging
 import re
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -220,16 +221,16 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
                 f"to {embedder.model} ({embedder.dimensions} dimensions); every paragraph is embedded again"
             )
 
-    # Embeddings already made by this model, by text fingerprint: an edited
-    # document only re-embeds the paragraphs whose text changed.
-    known_vectors = _known_vectors(collection, embedder.model)
-
     prepared: list[Prepared] = []
     for number, source in enumerate(sources, start=1):
         prepared.append(_prepare(source, existing.get(source.name), collection, embedder, method, size, overlap, run))
         progress.save(documents_done=number)
 
     _review(prepared, collection)
+    # Embeddings already made by this model, by text fingerprint: an edited
+    # document only re-embeds the paragraphs whose text changed.
+    changed = any(not p.reused and p.status != Document.REFUSED for p in prepared)
+    known_vectors = _known_vectors(collection, embedder.model) if changed else {}
     _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
 
     refused = [p.name for p in prepared if p.status == Document.REFUSED]
@@ -314,8 +315,9 @@ def _review(prepared: list[Prepared], collection: Collection) -> None:
     # a different sentence; "5 days" vs "10 days" is caught here). Reused documents take part
     # through their stored paragraphs.
     shapes: dict[str, list[tuple[str, str]]] = {}
+    stored = _stored_texts(collection, [item.name for item in readable if item.reused])
     for item in readable:
-        texts = [p.text for p in item.pieces] if not item.reused else _stored_texts(collection, item.name)
+        texts = stored.get(item.name, []) if item.reused else [p.text for p in item.pieces]
         for block in (b for text in texts for b in BLOCK_BREAK.split(text)):
             block = " ".join(line for line in block.splitlines() if not line.lstrip().startswith("#"))
             if NUMBER.search(block) and len(block) >= 40:
@@ -334,8 +336,17 @@ def _review(prepared: list[Prepared], collection: Collection) -> None:
             item.status = Document.NEEDS_REVIEW
 
 
-def _stored_texts(collection: Collection, name: str) -> list[str]:
-    return list(Paragraph.objects.filter(collection=collection, document__name=name).values_list("text", flat=True))
+def _stored_texts(collection: Collection, names: list[str]) -> dict[str, list[str]]:
+    """The stored paragraph texts of reused documents, by document name, in one query."""
+    texts: dict[str, list[str]] = defaultdict(list)
+    wanted = set(names)
+    if wanted:
+        # One scan of the collection rather than an IN list that could outgrow SQLite's variable limit.
+        rows = Paragraph.objects.filter(collection=collection).order_by("ordinal")
+        for name, text in rows.values_list("document__name", "text").iterator(chunk_size=2000):
+            if name in wanted:
+                texts[name].append(text)
+    return texts
 
 
 def _embed_missing(prepared, embedder, known_vectors, run, progress, collection) -> None:
@@ -377,47 +388,60 @@ def _fingerprint(text: str) -> str:
 
 
 def _commit(collection, run, prepared, existing, embedder, refused, previous) -> None:
-    """The one short transaction: documents, paragraphs, labels, the build record."""
+    """The one short transaction: documents, paragraphs, labels, the build record.
+
+    Only what changed is written: an unchanged folder costs a handful of queries
+    and the build record, however many documents it holds.
+    """
     agent: Agent = collection.agent
     now = timezone.now()
+    size, overlap = collection.chunk_sizes()
     with transaction.atomic():
         names = {p.name for p in prepared}
         # Documents gone from the source go, with their paragraphs. Uploads are
         # listed among the sources, so they never vanish here.
-        for name, document in existing.items():
-            if name not in names:
-                document.delete()
-        ordinal = 0
+        gone = [document.pk for name, document in existing.items() if name not in names]
+        if gone:
+            Document.objects.filter(pk__in=gone).delete()
+        stored: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        for pk, document_id, ordinal in (
+            Paragraph.objects.filter(collection=collection).order_by("document_id", "index")
+            .values_list("pk", "document_id", "ordinal")
+        ):
+            stored[document_id].append((pk, ordinal))
+        renumbered: list[Paragraph] = []
+        passages = ordinal = 0
         for item in prepared:
-            document = existing.get(item.name)
-            if document is None:
-                document = Document(collection=collection, name=item.name, source=item.kind)
+            document = existing.get(item.name) or Document(collection=collection, name=item.name, source=item.kind)
+            before = _document_state(document)
             approved = bool(document.approved_fingerprint) and document.approved_fingerprint == item.fingerprint
-            status = item.status
-            if status == Document.NEEDS_REVIEW and approved:
-                status = Document.ACTIVE  # a person approved this very version
-            document.fingerprint, document.status, document.updated_at = item.fingerprint, status, now
-            document.summary, document.scan_warnings, document.conflicts = item.summary, item.warnings, item.conflicts
+            # A person approved this very version: it stays searchable.
+            document.status = Document.ACTIVE if item.status == Document.NEEDS_REVIEW and approved else item.status
+            document.fingerprint, document.summary = item.fingerprint, item.summary
+            document.scan_warnings, document.conflicts = item.warnings, item.conflicts
             if item.status == Document.REFUSED:
-                document.paragraph_count = 0
-                document.built_method, document.built_model = "", ""
-                document.save()
-                document.paragraphs.all().delete()
-                continue
-            if not item.reused:
-                document.built_method, document.built_model = collection.method, embedder.model
-                document.built_size, document.built_overlap = collection.chunk_sizes()
-            document.save()
-            if item.reused:
-                ordinal = _renumber(document, ordinal)
+                document.paragraph_count, document.built_method, document.built_model = 0, "", ""
+                if document.pk and stored.get(document.pk):
+                    Paragraph.objects.filter(document=document).delete()
+            elif item.reused:
+                for pk, old in stored.get(document.pk, []):
+                    if old != ordinal:
+                        renumbered.append(Paragraph(pk=pk, ordinal=ordinal))
+                    ordinal += 1
+                document.paragraph_count = len(stored.get(document.pk, []))
             else:
+                document.built_method, document.built_model = collection.method, embedder.model
+                document.built_size, document.built_overlap = size, overlap
+                document.paragraph_count = len(item.pieces)
+            if document.pk is None or _document_state(document) != before:
+                document.updated_at = now
+                document.save()
+            if item.status != Document.REFUSED and not item.reused:
                 ordinal = _replace_paragraphs(document, item, agent, ordinal)
+            passages += document.paragraph_count
+        if renumbered:
+            Paragraph.objects.bulk_update(renumbered, ["ordinal"], batch_size=500)
         Paragraph.objects.guard_not_empty(collection)
-        for document in collection.documents.all():
-            count = document.paragraphs.count()
-            if document.paragraph_count != count:
-                Document.objects.filter(pk=document.pk).update(paragraph_count=count)
-        passages = Paragraph.objects.filter(collection=collection).count()
         if collection.per_reader:
             unlabelled = Paragraph.objects.filter(collection=collection, labels__isnull=True).count()
             if unlabelled:
@@ -450,18 +474,12 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
     )
 
 
-def _renumber(document: Document, ordinal: int) -> int:
-    """Give a reused document's paragraphs their new ordinals; unchanged ones are not written."""
-    rows = list(document.paragraphs.order_by("index").only("pk", "ordinal"))
-    changed = []
-    for row in rows:
-        if row.ordinal != ordinal:
-            row.ordinal = ordinal
-            changed.append(row)
-        ordinal += 1
-    if changed:
-        Paragraph.objects.bulk_update(changed, ["ordinal"], batch_size=500)
-    return ordinal
+def _document_state(document: Document) -> tuple:
+    return (
+        document.fingerprint, document.status, document.summary, document.scan_warnings, document.conflicts,
+        document.paragraph_count, document.built_method, document.built_size, document.built_overlap,
+        document.built_model,
+    )
 
 
 def _replace_paragraphs(document: Document, item: Prepared, agent: Agent, ordinal: int) -> int:

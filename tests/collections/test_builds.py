@@ -248,3 +248,18 @@ def test_the_command_builds_and_answers_one_json_line(handbook, knowledge_folder
 def test_the_command_refuses_an_unknown_collection():
     with pytest.raises(CommandError, match='no agent "nobody"'):
         call_command("build_collection", "nobody", "handbook", "--sync")
+
+
+def test_a_rebuild_of_an_unchanged_folder_writes_nothing_but_the_build_record(handbook, knowledge_folder):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    knowledge_folder("handbook", {f"doc{i}.md": f"# Doc {i}\n\nParagraph {i} text." for i in range(30)})
+    build_collection(collection=handbook)
+    with CaptureQueriesContext(connection) as queries:
+        run = build_collection(collection=handbook)
+    assert run.documents_reused == 30
+    writes = [q["sql"] for q in queries if q["sql"].split()[0].upper() in ("INSERT", "UPDATE", "DELETE")]
+    touched = {table for sql in writes for table in ("agents_chunks", "collections_app_document") if table in sql}
+    assert touched == set(), writes
+    assert len(queries) < 40  # not a query per document
