@@ -12,11 +12,13 @@ from collections_app.embedders import Embedder
 from .models import MAX_TEXT_LENGTH
 
 __all__ = [
+    "DEFAULT_MOST",
     "MAX_MOST",
     "MAX_QUERY_LENGTH",
     "MAX_TEXT_LENGTH",
     "OPENING_LENGTH",
     "REPAIR_LIMIT",
+    "REPORT_IDS",
     "get_embedder",
     "health_repair_minutes",
 ]

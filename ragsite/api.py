@@ -92,8 +92,10 @@ def describe_validation(errors: list[dict]) -> str:
 def register_routers() -> None:
     """Each app's routers join the API here, once."""
     from collections_app.api import router as collections_router
+    from memory_app.api import router as memory_router
 
     api.add_router("/collections", collections_router)
+    api.add_router("/memory", memory_router)
 
 
 register_routers()

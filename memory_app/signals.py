@@ -1,0 +1,22 @@
+"""post_migrate: after every migrate, recreate missing record-node triggers and the schedules."""
+
+import logging
+
+from django.db import connections
+
+from .checks import triggers_expected
+from .schedules import ensure_schedules
+from .triggers import SUPPORTED_VENDORS, ensure_triggers
+
+logger = logging.getLogger("memory_app")
+
+
+def after_migrate(sender, using="default", **kwargs) -> None:
+    """Connected for memory_app only, so it runs once per migrate."""
+    connection = connections[using]
+    if connection.vendor in SUPPORTED_VENDORS and triggers_expected(connection):
+        created = ensure_triggers(connection)
+        if created:
+            logger.warning("recreated missing record-node triggers: %s", ", ".join(created))
+    if "django_q_schedule" in connection.introspection.table_names():
+        ensure_schedules(using)

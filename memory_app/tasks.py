@@ -1,0 +1,19 @@
+"""django-q2 tasks: thin adapters that take ids and call one service."""
+
+from . import services
+
+
+def build_record_nodes(kind: str, id: int) -> dict:
+    """Build the nodes of one record (queued when a long record is stored, changed or imported)."""
+    return services.build_nodes(kind, id).as_dict()
+
+
+def repair_record_nodes() -> dict:
+    """The scheduled health repair: at most REPAIR_LIMIT records per run; returns a short summary."""
+    report = services.repair_all()
+    return {
+        "missing_nodes": report["missing_nodes"],
+        "repaired": len(report["repaired"]),
+        "remaining": report["remaining"],
+        "missing_triggers": report["missing_triggers"],
+    }

@@ -1,0 +1,55 @@
+"""Record nodes with the real local model (all-MiniLM-L6-v2, a 256-token window)."""
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from memory_app import services
+from memory_app.models import MEMORY
+
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "scifact" / "corpus.jsonl.gz"
+
+FALLBACK = (
+    "Mitochondria supply most of a cell's energy. Their inner membrane folds into cristae, which "
+    "raises the surface available for oxidative phosphorylation; e.g. heart muscle has dense cristae.\n\n"
+    "Damage to mitochondrial DNA accumulates with age (about 1.5-fold per decade in some tissues). "
+)
+
+
+def about_3000_characters() -> str:
+    if CORPUS.is_file():
+        parts, size = [], 0
+        with gzip.open(CORPUS, "rt", encoding="utf-8") as lines:
+            for line in lines:
+                text = json.loads(line)["text"].strip()
+                parts.append(text)
+                size += len(text) + 2
+                if size >= 3000:
+                    break
+        return "\n\n".join(parts)[:3200]
+    return (FALLBACK * 20)[:3000]
+
+
+@pytest.mark.model
+@pytest.mark.django_db
+def test_a_3000_character_memory_divides_into_nodes_that_each_fit_256_tokens(agent, settings, run_on_commit):
+    from collections_app.conf import get_embedder
+
+    settings.EMBED_BACKEND = "local"
+    embedder = get_embedder()
+    assert embedder.window == 256
+    text = about_3000_characters()
+    assert len(text) >= 2900
+    memory, nodes = run_on_commit(services.store_memory, agent=agent, text=text)
+    assert nodes == {"status": "queued"}
+    built = services.record_nodes(MEMORY, memory.pk)
+    assert len(built) >= 2
+    assert built[0].start_char == 0 and built[-1].end_char == len(text)
+    for node in built:
+        assert node.window == 256 and node.embedding_model == embedder.model
+        own = embedder.count_tokens(text[node.start_char : node.end_char])
+        assert own == node.token_count <= 256
+    (hit,) = services.recall(agent=agent, query=text[built[-1].start_char :][:200], most=1)
+    assert hit["excerpt"]["node_index"] == len(built) - 1
