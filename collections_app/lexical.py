@@ -251,19 +251,25 @@ class BM25Index:
         return result
 
     def upper_bound(self, query_terms: Iterable[str]) -> float:
-        """The supremum of any document's score for this question: ``sum idf(q) * (k1 + 1)``.
+        """What a document holding every question term would approach: ``sum idf(q) * (k1 + 1)``.
 
         The per-term weight ``tf (k1 + 1) / (tf + K)`` rises towards ``k1 + 1`` as tf grows and
-        never reaches it, so no document can score this much; it is the per-question scale
+        never reaches it, so no document scores this much; it is the per-question scale
         DESIGN.md §5 divides BM25 by to put it on an absolute [0, 1]. Counted with the same
-        multiplicity as :meth:`scores`, over the terms in the vocabulary only (a term no
-        document contains cannot contribute), so it is 0.0 when none is.
+        multiplicity as :meth:`scores`, over *all* the question's terms: a term no paragraph
+        contains weighs in at the idf of df = 0, the rarest a term can be. So a question whose
+        only match is a common word ("recipe for sourdough" against a handbook, matching "for")
+        stays near 0 instead of scoring as if "for" were the whole question.
         """
-        ids, counts = self._query_counts(query_terms)
+        question = list(query_terms)
+        ids, counts = self._query_counts(question)
         total = 0.0
         for term_id, count in zip(ids.tolist(), counts.tolist(), strict=True):
-            total += count * float(self.idf[term_id]) * (self.k1 + 1)
-        return total
+            total += count * float(self.idf[term_id])
+        unknown = sum(1 for term in question if term not in self.term_ids)
+        if unknown:
+            total += unknown * float(idf(self.n_docs, np.zeros(1))[0])
+        return total * (self.k1 + 1)
 
     @property
     def n_terms(self) -> int:
