@@ -70,6 +70,8 @@ def main() -> None:
     parser.add_argument("--mode", choices=["lexical", "vector", "hybrid"], default="hybrid")
     parser.add_argument("--split", choices=["test", "train"], default="test")
     parser.add_argument("--sweep", action="store_true", help="hybrid only: nDCG@10 for fusion weights 0.0-1.0")
+    parser.add_argument("--weights", type=float, nargs="+", default=None,
+                        help="with --sweep: these weights instead of 0.0, 0.1, ... 1.0")
     parser.add_argument("--weight", type=float, default=None, help="hybrid only: the cosine weight to use")
     parser.add_argument("--limit", type=int, default=None, help="ask only the first N queries")
     args = parser.parse_args()
@@ -144,10 +146,9 @@ def main() -> None:
         return ndcg / len(items), recall / len(items), 1000 * elapsed / len(items)
 
     if args.sweep:
-        for step in range(11):
-            weight = step / 10
+        for weight in args.weights or [step / 10 for step in range(11)]:
             ndcg, recall, ms = evaluate(weight)
-            print(f"weight {weight:.1f}  nDCG@10 {ndcg:.4f}  recall@100 {recall:.4f}")
+            print(f"weight {weight:.2f}  nDCG@10 {ndcg:.4f}  recall@100 {recall:.4f}")
         return
     ndcg, recall, ms = evaluate(args.weight)
     print(f"# {name} {args.split}, {len(items)} queries, mode {args.mode}, weight {search_service.FUSION_WEIGHT}, "

@@ -8,6 +8,7 @@ reach the ledger or a log line.
 
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -51,10 +52,30 @@ class CollectionIndex:
     has_vector: np.ndarray  # bool per row
     bm25: BM25Index
     document_names: dict[int, str]
+    position: dict[int, int]  # ordinal -> row
 
     @property
     def size(self) -> int:
         return len(self.rows)
+
+
+class ReadableRows(Mapping):
+    """The rows a search may use, by ordinal, without building a dict of them on every search."""
+
+    def __init__(self, index: CollectionIndex, mask: np.ndarray):
+        self.index, self.mask = index, mask
+
+    def __getitem__(self, ordinal: int) -> Row:
+        position = self.index.position.get(ordinal)
+        if position is None or not self.mask[position]:
+            raise KeyError(ordinal)
+        return self.index.rows[position]
+
+    def __iter__(self):
+        return (self.index.rows[i].ordinal for i in np.flatnonzero(self.mask))
+
+    def __len__(self) -> int:
+        return int(self.mask.sum())
 
 
 _cache: dict[int, CollectionIndex] = {}
@@ -112,6 +133,7 @@ def _load_index(collection: Collection, built: CollectionBuilt) -> CollectionInd
         has_vector=has_vector,
         bm25=BM25Index.from_texts(r.text for r in rows),
         document_names=names,
+        position={row.ordinal: i for i, row in enumerate(rows)},
     )
 
 
@@ -120,8 +142,9 @@ def _load_index(collection: Collection, built: CollectionBuilt) -> CollectionInd
 
 def _readable_mask(collection: Collection, index: CollectionIndex, reader: Reader | None) -> np.ndarray:
     """Rows this search may rank and stitch: active documents, and for a per-reader collection the reader's labels."""
-    active = set(collection.documents.filter(status=Document.ACTIVE).values_list("id", flat=True))
-    mask = np.isin(index.documents, np.fromiter(active, dtype=np.int64, count=len(active)))
+    # Documents out of search (in review, refused) are few; list those rather than the active ones.
+    held_back = list(collection.documents.exclude(status=Document.ACTIVE).values_list("id", flat=True))
+    mask = ~np.isin(index.documents, np.asarray(held_back, dtype=np.int64))
     if collection.per_reader and reader is not None:
         through = Paragraph.labels.through
         labelled = set(through.objects.filter(paragraph__collection=collection).values_list("paragraph_id", flat=True))
@@ -260,7 +283,7 @@ def search_collection(
     mask = _readable_mask(collection, index, reader_obj)
     eligible = np.flatnonzero(mask & (scores >= floor)) if index.size else np.zeros(0, dtype=np.int64)
     top = eligible[np.argsort(-scores[eligible], kind="stable")[:most]]
-    readable = {index.rows[i].ordinal: index.rows[i] for i in np.flatnonzero(mask)}
+    readable = ReadableRows(index, mask)
     runs = stitch([(index.rows[i].ordinal, float(scores[i])) for i in top], readable, around)
     paragraphs = [
         {
