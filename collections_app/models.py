@@ -311,11 +311,17 @@ class BuildRun(models.Model):
 
     @property
     def percent(self) -> int:
+        """How far the build is, never going backwards: reading is the first half, embedding the second.
+
+        The number of paragraphs to embed is only known once every document is read, so
+        dividing all work done by all work known would reach 100 and then fall back.
+        """
         if self.status == self.SUCCEEDED:
             return 100
-        total = self.documents_total + self.paragraphs_total
-        done = self.documents_done + self.paragraphs_done
-        return int(100 * done / total) if total else 0
+        read = self.documents_done / self.documents_total if self.documents_total else 0.0
+        if not self.paragraphs_total:
+            return int(50 * min(read, 1.0))
+        return int(50 + 50 * min(self.paragraphs_done / self.paragraphs_total, 1.0))
 
 
 class ModelCall(models.Model):

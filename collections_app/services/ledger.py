@@ -1,6 +1,12 @@
 """The ledger: model calls charged to agents. It records counts and costs, never text."""
 
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
 from decimal import Decimal
+
+from django.db.models import Count, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
 
 from ..conf import settings
 from ..models import Agent, Collection, ModelCall
@@ -26,3 +32,43 @@ def record_call(
         tokens_out=max(0, int(tokens_out)),
         cost=price(model, tokens_in, tokens_out),
     )
+
+
+@dataclass(frozen=True)
+class DaySpend:
+    """One day of an agent's ledger: calls, tokens and cost."""
+
+    day: date
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    cost: Decimal
+
+
+def spend_by_day(agent: Agent, days: int = 30) -> list[DaySpend]:
+    """The agent's spend per day over the last `days` days (today included), oldest first, empty days as zero."""
+    days = max(1, min(int(days), 366))
+    today = timezone.localdate()
+    first = today - timedelta(days=days - 1)
+    start = timezone.make_aware(datetime.combine(first, time.min))
+    rows = (
+        ModelCall.objects.filter(agent=agent, created_at__gte=start)
+        .annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(calls=Count("id"), tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"), cost=Sum("cost"))
+    )
+    by_day = {row["day"]: row for row in rows}
+    result = []
+    for offset in range(days):
+        day = first + timedelta(days=offset)
+        row = by_day.get(day) or {}
+        result.append(
+            DaySpend(
+                day=day,
+                calls=row.get("calls") or 0,
+                tokens_in=row.get("tokens_in") or 0,
+                tokens_out=row.get("tokens_out") or 0,
+                cost=Decimal(row.get("cost") or 0),
+            )
+        )
+    return result

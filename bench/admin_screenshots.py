@@ -1,0 +1,245 @@
+"""Screenshots of every admin screen for docs/admin.md, taken with the browser the tests use.
+
+    .venv/bin/python bench/admin_screenshots.py [--out docs/img] [--backend local|hash]
+
+Builds a throwaway installation in a temporary folder (its own SQLite store, uploads
+and a copy of the sample documents), starts `runserver` on it, and drives Debian's
+chromium headless through each screen. Nothing outside the temporary folder and the
+output folder is written. Needs /usr/bin/chromium (`apt-get install -y chromium`).
+"""
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+MAX_BYTES = 150 * 1024
+CONFLICTING = {
+    "leave-2023.md": "# Leave\n\nCarry-over of annual leave is capped at 5 days in every calendar year.\n",
+    "leave-2024.md": "# Leave\n\nCarry-over of annual leave is capped at 10 days in every calendar year.\n",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def configure(workdir: Path, backend: str) -> dict:
+    folder = workdir / "deployment" / "handbook"
+    shutil.copytree(ROOT / "collections_app" / "sample_docs", folder,
+                    ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    policies = workdir / "deployment" / "policies"
+    policies.mkdir(parents=True)
+    for name, text in CONFLICTING.items():
+        (policies / name).write_text(text)
+    env = {
+        "DATA_DIR": str(workdir / "data"),
+        "MEDIA_ROOT": str(workdir / "media"),
+        "DATABASE_URL": f"sqlite:///{workdir / 'data' / 'ragsite.sqlite3'}",
+        "EMBED_BACKEND": backend,
+        "Q_SYNC": "true",
+        "DEBUG": "false",
+        "LOG_LEVEL": "WARNING",
+        "MODEL_PRICES": '{"judge-mini": {"input": 0.15, "output": 0.6}}',
+        "KNOWLEDGE_HANDBOOK_FOLDER": str(folder),
+        "KNOWLEDGE_POLICIES_FOLDER": str(policies),
+        "DJANGO_SETTINGS_MODULE": "ragsite.settings",
+    }
+    (workdir / "data").mkdir()
+    os.environ.update(env)
+    return env
+
+
+def populate() -> dict:
+    """A small, plausible installation: two agents' worth of collections, labels, readers, spend."""
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from collections_app.models import BuildRun, Label, ModelCall, Paragraph
+    from collections_app.services.agents import create_agent, create_collection, create_reader
+    from collections_app.services.builds import build_collection
+    from collections_app.services.labels import add_labels
+    from collections_app.services.ledger import record_call
+
+    call_command("migrate", verbosity=0)
+    get_user_model().objects.create_superuser("admin", "admin@example.com", "screenshots")
+    helpdesk, _ = create_agent(agent_id="helpdesk", name="Helpdesk assistant")
+    helpdesk.daily_budget, helpdesk.runaway_limit = 2, 60
+    helpdesk.save()
+    create_agent(agent_id="onboarding", name="Onboarding guide")
+    handbook = create_collection(agent=helpdesk, name="handbook", built_from="the HR share", method="structure")
+    policies = create_collection(agent=helpdesk, name="policies", built_from="the policy site", method="fixed",
+                                 size=350, per_reader=True)
+    create_collection(agent=helpdesk, name="benefits", built_from="the benefits wiki")
+    for collection in (handbook, policies):
+        run = build_collection(collection=collection, requested_by="admin:admin")
+        assert run.status == BuildRun.SUCCEEDED, run.error
+    build_collection(collection=handbook, requested_by="admin:admin")  # an unchanged rebuild: all reused
+
+    hr, staff = Label.objects.create(name="hr", description="People team"), Label.objects.create(name="staff")
+    Label.objects.create(name="finance", description="Finance team")
+    create_reader(external_id="alice@example.com", labels=["hr", "staff"])
+    create_reader(external_id="bob@example.com", labels=["staff"])
+    create_reader(external_id="carol@example.com", labels=["finance"])
+    add_labels(Paragraph.objects.filter(collection=handbook, document__name="handbook.md"), [staff])
+    add_labels(Paragraph.objects.filter(collection=handbook, document__name="benefits.docx"), [hr])
+
+    now = timezone.now()
+    for days_ago in range(0, 30):
+        for _ in range((days_ago * 7) % 5 + (3 if days_ago % 6 == 0 else 0)):
+            call = record_call(agent=helpdesk, collection=handbook, purpose=ModelCall.JUDGE, model="judge-mini",
+                               tokens_in=900 + 37 * days_ago, tokens_out=12)
+            ModelCall.objects.filter(pk=call.pk).update(created_at=now - timedelta(days=days_ago, minutes=days_ago))
+
+    # A build caught half way, for the progress bar (its worker is imaginary; the store is thrown away).
+    staged = create_collection(agent=helpdesk, name="archive", built_from="the old intranet export")
+    BuildRun.objects.create(collection=staged, status=BuildRun.RUNNING, requested_by="admin:admin",
+                            started_at=now, heartbeat_at=now + timedelta(hours=1), documents_total=48,
+                            documents_done=48, paragraphs_total=1200, paragraphs_done=530, model="all-MiniLM-L6-v2")
+    return {
+        "handbook": handbook.pk,
+        "policies": policies.pk,
+        "archive": staged.pk,
+        "helpdesk": helpdesk.pk,
+        "paragraph": Paragraph.objects.filter(collection=handbook, document__name="handbook.md").order_by("index")[1].pk,
+    }
+
+
+def serve(env: dict, port: int) -> subprocess.Popen:
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload", "--insecure"],
+        cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return server
+        except OSError:
+            time.sleep(0.2)
+    server.terminate()
+    raise SystemExit("the server did not start")
+
+
+def shoot(base: str, ids: dict, out: Path) -> list[Path]:
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    from playwright.sync_api import sync_playwright
+
+    taken = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = browser.new_context(base_url=base, viewport={"width": 1200, "height": 760})
+        # The admin's navigation sidebar folded away, so each screen gets the width.
+        context.add_init_script("window.localStorage.setItem('django.admin.navSidebarIsOpen', 'false')")
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+
+        def snap(name: str, full: bool = False):
+            path = out / f"{name}.png"
+            page.screenshot(path=str(path), full_page=full)
+            taken.append(path)
+
+        page.goto("/admin/login/")
+        page.fill("#id_username", "admin")
+        page.fill("#id_password", "screenshots")
+        page.click("#login-form input[type=submit]")
+        page.wait_for_selector("#user-tools")
+
+        page.goto("/admin/collections_app/collection/")
+        snap("admin-collections")
+        page.goto(f"/admin/collections_app/collection/{ids['handbook']}/change/")
+        page.click("#rebuild-button")
+        page.wait_for_selector("ul.messagelist")
+        snap("admin-collection")
+        page.locator("fieldset:has(h2:text('Builds'))").scroll_into_view_if_needed()
+        snap("admin-build-history")
+        page.goto(f"/admin/collections_app/collection/{ids['archive']}/change/")
+        page.wait_for_selector("#build-progress")
+        snap("admin-build-progress")
+
+        page.goto("/admin/collections_app/document/?status__exact=needs_review")
+        snap("admin-documents-review")
+        page.goto(f"/admin/collections_app/document/upload/?collection={ids['handbook']}")
+        snap("admin-upload")
+
+        page.goto(f"/admin/collections_app/paragraph/?collection__id__exact={ids['handbook']}")
+        snap("admin-paragraphs")
+        for box in page.locator('input[name="_selected_action"]').all()[:3]:
+            box.check()
+        page.select_option("select[name=action]", "add_labels_action")
+        page.click("button[name=index]")
+        page.wait_for_selector("#label-form")
+        page.fill("#id_new_labels", "onboarding")
+        snap("admin-add-labels")
+        page.goto(f"/admin/collections_app/paragraph/{ids['paragraph']}/change/")
+        snap("admin-paragraph")
+
+        page.goto("/admin/collections_app/label/")
+        snap("admin-labels")
+        page.goto(f"/admin/collections_app/agent/{ids['helpdesk']}/change/")
+        page.locator(".field-spend").scroll_into_view_if_needed()
+        snap("admin-agent-spend")
+        page.goto(f"/admin/collections_app/agent/{ids['helpdesk']}/change/")
+        page.click("#issue-key-button")
+        page.wait_for_selector("[data-role=raw-key]")
+        snap("admin-key-issued")
+
+        page.goto(f"/admin/collections_app/collection/playground/?collection={ids['handbook']}")
+        page.fill("#id_question", "How many days of leave can I carry over?")
+        page.click("#playground-submit")
+        page.wait_for_selector("#playground-result")
+        page.locator("#playground-result").scroll_into_view_if_needed()
+        snap("admin-playground")
+        browser.close()
+    return taken
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "docs" / "img"))
+    parser.add_argument("--backend", default="local", choices=["local", "hash"],
+                        help="the embedder for the throwaway store (hash: no model, fast, meaningless vectors)")
+    args = parser.parse_args()
+    if not Path(CHROMIUM).exists():
+        raise SystemExit(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    sys.path.insert(0, str(ROOT))
+    os.chdir(ROOT)
+    with tempfile.TemporaryDirectory(prefix="ragsite-screens-") as tmp:
+        env = configure(Path(tmp), args.backend)
+        ids = populate()
+        from django.db import connections
+
+        connections.close_all()
+        port = free_port()
+        server = serve(env, port)
+        try:
+            taken = shoot(f"http://127.0.0.1:{port}", ids, out)
+        finally:
+            server.terminate()
+            server.wait(10)
+    for path in taken:
+        size = path.stat().st_size
+        flag = "" if size <= MAX_BYTES else f"  (over {MAX_BYTES // 1024} KB)"
+        print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}  {size // 1024} KB{flag}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""Fixtures for the admin tests: built collections, users of each kind, uploads kept in a temporary folder."""
+
+import pytest
+
+from collections_app.models import BuildRun, Collection
+from collections_app.services.agents import create_collection
+from collections_app.services.builds import build_collection
+
+HANDBOOK = {
+    "leave.md": "# Leave\n\nCarry-over of annual leave is capped at five days a year.\n\n"
+    "Unused days beyond five lapse on the first of April.\n\n"
+    "Requests for leave go to your line manager two weeks ahead.\n",
+    "security.md": "# Security\n\nLaptops must use full-disk encryption.\n\n"
+    "Badges are worn at all times on site.\n\nLost badges are reported to reception the same day.\n",
+    "travel.md": "# Travel\n\nMileage is reimbursed at 0.42 per kilometre.\n\nTrains are booked in standard class.\n",
+}
+# Two documents whose paragraphs differ only in their numbers: the build puts both in review.
+CONFLICTING = {
+    "policy-2023.md": "# Leave\n\nCarry-over of annual leave is capped at 5 days in every calendar year.\n",
+    "policy-2024.md": "# Leave\n\nCarry-over of annual leave is capped at 10 days in every calendar year.\n",
+}
+
+
+@pytest.fixture(autouse=True)
+def _uploads_in_a_temporary_folder(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media-root"
+
+
+def make_built(agent, knowledge_folder, name: str, files: dict, **options) -> Collection:
+    collection = create_collection(agent=agent, name=name, **{"method": "fixed", "size": 80, **options})
+    knowledge_folder(name, files)
+    run = build_collection(collection=collection)
+    assert run.status == BuildRun.SUCCEEDED, run.error
+    return collection
+
+
+@pytest.fixture
+def handbook(agent, knowledge_folder):
+    return make_built(agent, knowledge_folder, "handbook", HANDBOOK, built_from="the HR share")
+
+
+@pytest.fixture
+def conflicting(agent, knowledge_folder):
+    return make_built(agent, knowledge_folder, "policies", CONFLICTING)
+
+
+@pytest.fixture
+def staff_user(django_user_model):
+    """Staff, but holding no permission at all."""
+    return django_user_model.objects.create_user("clerk", password="pw-clerk-123", is_staff=True)
+
+
+@pytest.fixture
+def plain_user(django_user_model):
+    return django_user_model.objects.create_user("visitor", password="pw-visitor-123")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """Keep each phase's report on the test item, so a fixture can tell at teardown whether the test failed."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report

@@ -1,0 +1,638 @@
+"""The admin with Django's test client: who may see it, what each screen shows, and that every action reaches its service."""
+
+import json
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.contrib.messages import get_messages
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from collections_app.models import (
+    ApiKey,
+    BuildRun,
+    Collection,
+    CollectionBuilt,
+    Document,
+    Label,
+    ModelCall,
+    Paragraph,
+)
+from collections_app.services.agents import authenticate, create_collection, create_reader, issue_key
+from collections_app.services.builds import build_collection
+from collections_app.services.labels import add_labels, labels_named, remove_labels, set_default_labels
+from collections_app.services.ledger import record_call, spend_by_day
+from collections_app.services.review import approve_documents
+from collections_app.services.uploads import UploadRefused, upload_document
+from ragsite.errors import Conflict, RagsiteError
+
+from .conftest import HANDBOOK, make_built
+
+pytestmark = pytest.mark.django_db
+
+
+def url(name, *args, query=""):
+    return reverse(f"admin:collections_app_{name}", args=args) + (f"?{query}" if query else "")
+
+
+@pytest.fixture
+def run_on_commit(django_capture_on_commit_callbacks):
+    """Builds are enqueued on commit; these tests run inside a transaction that never commits."""
+    return django_capture_on_commit_callbacks
+
+
+def texts(response) -> list[str]:
+    return [str(m) for m in get_messages(response.wsgi_request)]
+
+
+# --- Who may use it -------------------------------------------------------------------
+
+
+def admin_urls(collection, agent, key, document, paragraph):
+    return [
+        url("collection_changelist"),
+        url("collection_change", collection.pk),
+        url("collection_progress", collection.pk),
+        url("collection_playground"),
+        url("document_changelist"),
+        url("document_change", document.pk),
+        url("document_upload"),
+        url("paragraph_changelist"),
+        url("paragraph_change", paragraph.pk),
+        url("label_changelist"),
+        url("reader_changelist"),
+        url("agent_changelist"),
+        url("agent_change", agent.pk),
+        url("apikey_changelist"),
+        url("apikey_revoke", key.pk),
+        url("buildrun_changelist"),
+        url("modelcall_changelist"),
+    ]
+
+
+@pytest.fixture
+def every_page(handbook, agent):
+    key = agent.keys.first()
+    document = handbook.documents.first()
+    paragraph = Paragraph.objects.filter(collection=handbook).first()
+    return admin_urls(handbook, agent, key, document, paragraph)
+
+
+def test_anonymous_visitors_are_sent_to_the_login_page(client, every_page):
+    for page in every_page:
+        response = client.get(page)
+        assert response.status_code == 302 and response["Location"].startswith("/admin/login/"), page
+
+
+def test_signed_in_users_who_are_not_staff_are_refused(client, plain_user, every_page, handbook):
+    client.force_login(plain_user)
+    for page in every_page:
+        response = client.get(page)
+        assert response.status_code == 302 and response["Location"].startswith("/admin/login/"), page
+    response = client.post(url("collection_rebuild", handbook.pk))
+    assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
+    assert handbook.runs.count() == 1
+
+
+def test_staff_without_permissions_cannot_use_the_custom_pages(client, staff_user, handbook, agent):
+    client.force_login(staff_user)
+    key = agent.keys.first()
+    assert client.get(url("collection_progress", handbook.pk)).status_code == 403
+    assert client.get(url("collection_playground")).status_code == 403
+    assert client.get(url("document_upload")).status_code == 403
+    assert client.post(url("collection_rebuild", handbook.pk)).status_code == 403
+    assert client.post(url("agent_issue_key", agent.pk)).status_code == 403
+    assert client.post(url("apikey_revoke", key.pk)).status_code == 403
+    assert handbook.runs.count() == 1 and agent.keys.count() == 1 and agent.keys.get().revoked_at is None
+
+
+def test_posts_without_a_csrf_token_are_refused(admin_user, handbook, agent):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(admin_user)
+    assert client.post(url("collection_rebuild", handbook.pk)).status_code == 403
+    assert client.post(url("agent_issue_key", agent.pk)).status_code == 403
+    assert handbook.runs.count() == 1 and agent.keys.count() == 1
+    page = client.get(url("collection_change", handbook.pk)).content.decode()
+    assert 'action="{}"'.format(url("collection_rebuild", handbook.pk)) in page and "csrfmiddlewaretoken" in page
+
+
+def test_no_admin_page_shows_a_filesystem_path(admin_client, handbook, agent, settings, tmp_path):
+    upload_document(collection=handbook, name="extra.md", content=b"# Extra\n\nUploaded paragraph about parking.\n")
+    assert build_collection(collection=handbook).status == BuildRun.SUCCEEDED
+    uploaded = handbook.documents.get(name="extra.md")
+    paragraph = Paragraph.objects.filter(document=uploaded).first()
+    pages = admin_urls(handbook, agent, agent.keys.first(), uploaded, paragraph) + [
+        url("document_change", handbook.documents.get(name="leave.md").pk),
+        url("buildrun_change", handbook.runs.first().pk),
+        url("collectionbuilt_changelist"),
+        url("paragraph_changelist", query=f"collection__id__exact={handbook.pk}"),
+    ]
+    forbidden = ["deployment-secret", str(tmp_path), str(settings.MEDIA_ROOT), "uploads/"]
+    for page in pages:
+        body = admin_client.get(page).content.decode()
+        assert not [f for f in forbidden if f in body], page
+    answer = admin_client.post(url("collection_playground"), {"collection": handbook.pk, "question": "parking", "most": 5})
+    body = answer.content.decode()
+    assert "Uploaded paragraph about parking" in body
+    assert not [f for f in forbidden if f in body]
+
+
+# --- Collections ----------------------------------------------------------------------
+
+
+def test_the_changelist_shows_status_paragraphs_model_and_the_three_refused_answers(
+    admin_client, agent, handbook, knowledge_folder
+):
+    broken = make_built(agent, knowledge_folder, "mixed", {"ok.md": HANDBOOK["leave.md"], "broken.pdf": b"%PDF-1 junk"})
+    unrecorded = create_collection(agent=agent, name="legacy")
+    CollectionBuilt.objects.create(collection=unrecorded, agent_id="alpha", model="hash-64", dimensions=64,
+                                   method="fixed", passages=3, built_at=timezone.now(), refused=None)
+    create_collection(agent=agent, name="fresh")
+    body = admin_client.get(url("collection_changelist")).content.decode()
+    assert '<span class="rs-refused-empty">nothing refused</span>' in body  # handbook
+    assert '<span class="rs-refused-names">broken.pdf</span>' in body  # mixed
+    assert "not recorded</span>" in body  # legacy: a row that never said
+    assert body.count("never built") >= 2  # fresh: no build status and no build record
+    assert "rs-status-succeeded" in body and "hash-64 (64)" in body
+    assert f">{handbook.built.passages}<" in body and f">{broken.built.passages}<" in body
+
+
+def test_the_changelist_shows_the_last_builds_warnings(admin_client, agent, knowledge_folder):
+    collection = make_built(agent, knowledge_folder, "readers", {"a.md": HANDBOOK["leave.md"]}, per_reader=True)
+    body = admin_client.get(url("collection_changelist")).content.decode()
+    assert "paragraphs have no label, so any reader may read them" in body
+    assert collection.runs.first().warnings
+
+
+def test_only_available_chunking_strategies_are_offered(admin_client, handbook):
+    body = admin_client.get(url("collection_change", handbook.pk)).content.decode()
+    assert '<option value="fixed" selected>' in body and '<option value="window">' in body
+    assert 'value="semantic"' not in body
+
+
+def test_the_rebuild_button_requests_a_build_through_the_service(admin_client, handbook, run_on_commit):
+    with run_on_commit(execute=True):
+        response = admin_client.post(url("collection_rebuild", handbook.pk))
+    assert response.status_code == 302 and response["Location"] == url("collection_change", handbook.pk)
+    run = handbook.runs.first()
+    assert handbook.runs.count() == 2 and run.status == BuildRun.SUCCEEDED  # django-q is synchronous in tests
+    assert run.requested_by == "admin:admin"
+    assert any(f"Build {run.pk} of handbook requested" in m for m in texts(response))
+
+
+def test_a_running_build_makes_rebuild_a_clear_message_not_an_error(admin_client, handbook):
+    running = BuildRun.objects.create(collection=handbook, status=BuildRun.RUNNING, heartbeat_at=timezone.now())
+    response = admin_client.post(url("collection_rebuild", handbook.pk), follow=True)
+    assert response.status_code == 200
+    assert any(f"already running (build {running.pk})" in m for m in texts(response))
+    assert handbook.runs.count() == 2
+    response = admin_client.post(url("collection_changelist"), {"action": "rebuild_selected", "_selected_action": [handbook.pk]}, follow=True)
+    assert any("already running" in m for m in texts(response))
+
+
+def test_the_bulk_action_rebuilds_every_selected_collection(
+    admin_client, agent, handbook, knowledge_folder, run_on_commit
+):
+    other = make_built(agent, knowledge_folder, "other", {"x.md": HANDBOOK["travel.md"]})
+    with run_on_commit(execute=True):
+        response = admin_client.post(
+            url("collection_changelist"), {"action": "rebuild_selected", "_selected_action": [handbook.pk, other.pk]}
+        )
+    assert response.status_code == 302
+    assert handbook.runs.count() == other.runs.count() == 2
+    assert {r.status for r in BuildRun.objects.all()} == {BuildRun.SUCCEEDED}
+
+
+def test_the_progress_endpoint_reports_the_latest_build(admin_client, agent, handbook):
+    done = admin_client.get(url("collection_progress", handbook.pk))
+    assert done["Content-Type"] == "application/json" and "no-store" in done["Cache-Control"]
+    body = done.json()
+    assert (body["status"], body["percent"], body["active"]) == ("succeeded", 100, False)
+    assert body["passages"] == handbook.built.passages and "paragraphs" in body["detail"]
+
+    running = BuildRun.objects.create(collection=handbook, status=BuildRun.RUNNING, documents_total=3, documents_done=3,
+                                      paragraphs_total=7, paragraphs_done=2, heartbeat_at=timezone.now())
+    body = admin_client.get(url("collection_progress", handbook.pk)).json()
+    # Reading documents is the first half of the bar, embedding the second: 50 + 50 * 2/7.
+    assert (body["build"], body["status"], body["percent"], body["active"]) == (running.pk, "running", 64, True)
+    assert body["detail"] == "3 of 3 documents read, 2 of 7 paragraphs embedded"
+    older = handbook.runs.exclude(pk=running.pk).get()
+    assert admin_client.get(url("collection_progress", handbook.pk, query=f"build={older.pk}")).json()["percent"] == 100
+    assert admin_client.get(url("collection_progress", handbook.pk, query="build=x")).status_code == 404
+
+    fresh = create_collection(agent=agent, name="fresh")
+    body = admin_client.get(url("collection_progress", fresh.pk)).json()
+    assert (body["status"], body["percent"], body["active"]) == ("never built", 0, False)
+
+
+def test_the_bar_never_goes_backwards_as_a_build_moves_from_reading_to_embedding(handbook):
+    run = BuildRun(collection=handbook, status=BuildRun.RUNNING, documents_total=4)
+    seen = []
+    for done in range(5):
+        run.documents_done = done
+        seen.append(run.percent)
+    run.paragraphs_total = 10
+    for done in range(11):
+        run.paragraphs_done = done
+        seen.append(run.percent)
+    run.status = BuildRun.SUCCEEDED
+    seen.append(run.percent)
+    assert seen == sorted(seen) and seen[0] == 0 and seen[4] == 50 and seen[-1] == 100
+
+
+def test_the_change_page_shows_the_bar_the_history_and_the_source_by_variable(admin_client, handbook):
+    build_collection(collection=handbook)
+    body = admin_client.get(url("collection_change", handbook.pk)).content.decode()
+    assert 'role="progressbar"' in body and 'aria-valuenow="100"' in body and 'data-active="false"' in body
+    assert f'data-url="{url("collection_progress", handbook.pk)}"' in body
+    assert body.count("rs-status-succeeded") >= 2  # the bar's badge and the history rows
+    assert "a folder, from KNOWLEDGE_HANDBOOK_FOLDER" in body
+    for run in handbook.runs.all():
+        assert url("buildrun_change", run.pk) in body
+
+
+# --- Documents --------------------------------------------------------------------------
+
+
+def test_approve_documents_makes_needs_review_active_and_leaves_others_alone(conflicting, handbook, admin_user):
+    waiting = list(conflicting.documents.filter(status=Document.NEEDS_REVIEW))
+    assert len(waiting) == 2 and all(d.conflicts for d in waiting)
+    active = handbook.documents.first()
+    approved = approve_documents([*waiting, active], by=admin_user)
+    assert sorted(d.name for d in approved) == ["policy-2023.md", "policy-2024.md"]
+    for document in conflicting.documents.all():
+        assert document.status == Document.ACTIVE and document.approved_fingerprint == document.fingerprint
+    active.refresh_from_db()
+    assert active.approved_fingerprint == ""
+    # A rebuild of the same bytes keeps the approval.
+    build_collection(collection=conflicting)
+    assert set(conflicting.documents.values_list("status", flat=True)) == {Document.ACTIVE}
+
+
+def test_documents_filter_by_status_and_show_warnings_and_conflicts(admin_client, conflicting, handbook):
+    body = admin_client.get(url("document_changelist", query="status__exact=needs_review")).content.decode()
+    assert "policy-2023.md" in body and "policy-2024.md" in body and "leave.md" not in body
+    assert "except for its numbers" in body and "rs-status-needs-review" in body
+    body = admin_client.get(url("document_changelist", query="status__exact=active")).content.decode()
+    assert "leave.md" in body and "policy-2023.md" not in body
+
+
+def test_the_approve_action_and_button_go_through_the_service(admin_client, conflicting):
+    first, second = conflicting.documents.order_by("name")
+    response = admin_client.post(url("document_changelist"), {"action": "approve", "_selected_action": [first.pk]})
+    assert response.status_code == 302 and any("Approved 1 document(s): policy-2023.md" in m for m in texts(response))
+    first.refresh_from_db()
+    assert first.status == Document.ACTIVE and first.approved_fingerprint == first.fingerprint
+
+    page = admin_client.get(url("document_change", second.pk)).content.decode()
+    assert url("document_approve", second.pk) in page
+    assert admin_client.get(url("document_approve", second.pk)).status_code == 405
+    admin_client.post(url("document_approve", second.pk))
+    second.refresh_from_db()
+    assert second.status == Document.ACTIVE
+    assert url("document_approve", second.pk) not in admin_client.get(url("document_change", second.pk)).content.decode()
+
+
+def test_approved_documents_are_searched(admin_client, conflicting, agent):
+    from collections_app.services.search import search_collection
+
+    def found():
+        answer = search_collection(agent=agent, collection=conflicting, question="carry-over annual leave", min_score=0)
+        return {p["document"] for p in answer["paragraphs"]}
+
+    assert found() == set()
+    approve_documents(conflicting.documents.filter(name="policy-2024.md"))
+    assert found() == {"policy-2024.md"}
+
+
+def test_default_labels_are_editable_and_apply_to_the_documents_paragraphs(admin_client, handbook):
+    leave = handbook.documents.get(name="leave.md")
+    hr, staff = Label.objects.create(name="hr"), Label.objects.create(name="staff")
+    response = admin_client.post(url("document_change", leave.pk), {"default_labels": [hr.pk, staff.pk]})
+    assert response.status_code == 302
+    assert set(leave.default_labels.values_list("name", flat=True)) == {"hr", "staff"}
+    for paragraph in leave.paragraphs.all():
+        assert set(paragraph.labels.values_list("name", flat=True)) == {"hr", "staff"}
+    admin_client.post(url("document_change", leave.pk), {"default_labels": [hr.pk]})
+    for paragraph in leave.paragraphs.all():
+        assert set(paragraph.labels.values_list("name", flat=True)) == {"hr"}
+    assert not Paragraph.objects.filter(collection=handbook, labels__isnull=False).exclude(document=leave).exists()
+    # ...and the build carries them forward to a rebuilt document.
+    assert set_default_labels(document=leave, labels=[hr]) == (0, 0)
+
+
+def test_the_upload_field_is_never_shown(admin_client, handbook):
+    document = upload_document(collection=handbook, name="notes.txt", content=b"Notes about parking spaces.")
+    body = admin_client.get(url("document_change", document.pk)).content.decode()
+    assert "notes.txt" in body and 'name="upload"' not in body and document.upload.name not in body
+    assert "not built yet" in body
+
+
+# --- Uploads -------------------------------------------------------------------------------
+
+
+def test_upload_document_keeps_the_base_name_and_the_next_build_reads_it(handbook):
+    document = upload_document(collection=handbook, name="../../etc/C:\\temp\\parking.md",
+                               content=b"# Parking\n\nVisitors park on level two.\n")
+    assert (document.name, document.source, document.fingerprint) == ("parking.md", Document.UPLOAD, "")
+    run = build_collection(collection=handbook)
+    assert run.status == BuildRun.SUCCEEDED
+    document.refresh_from_db()
+    assert document.fingerprint and document.paragraph_count >= 1
+    assert Paragraph.objects.filter(document=document, text__contains="level two").exists()
+
+
+def test_upload_limits_size_and_suffix(handbook, settings):
+    settings.MAX_UPLOAD_BYTES = 100
+    with pytest.raises(UploadRefused, match="at most 100 bytes") as too_big:
+        upload_document(collection=handbook, name="big.md", content=b"x" * 101)
+    assert too_big.value.code == "too_large"
+    upload_document(collection=handbook, name="small.md", content=b"x" * 100)
+    for name, code in [("tool.exe", "unsupported_type"), ("noext", "unsupported_type"), (".hidden.md", "invalid_name"),
+                       ("", "invalid_name"), ("dir/..", "invalid_name"), ("a\x00b.md", "invalid_name")]:
+        with pytest.raises(UploadRefused) as refused:
+            upload_document(collection=handbook, name=name, content=b"text")
+        assert refused.value.code == code, name
+    with pytest.raises(UploadRefused, match="empty"):
+        upload_document(collection=handbook, name="empty.md", content=b"")
+    assert set(handbook.documents.filter(source=Document.UPLOAD).values_list("name", flat=True)) == {"small.md"}
+
+
+def test_an_upload_replaces_an_earlier_upload_but_never_a_folder_document(handbook):
+    first = upload_document(collection=handbook, name="notes.md", content=b"# Notes\n\nFirst version of the notes.\n")
+    old_file = first.upload.name
+    build_collection(collection=handbook)
+    second = upload_document(collection=handbook, name="notes.md", content=b"# Notes\n\nSecond version of the notes.\n")
+    assert second.pk == first.pk and not first.upload.storage.exists(old_file)
+    build_collection(collection=handbook)
+    assert Paragraph.objects.filter(document=second, text__contains="Second version").exists()
+    assert not Paragraph.objects.filter(document=second, text__contains="First version").exists()
+    with pytest.raises(Conflict, match="folder"):
+        upload_document(collection=handbook, name="leave.md", content=b"shadow")
+
+
+def test_the_upload_page_stores_each_file_or_says_why_not(admin_client, handbook, settings, run_on_commit):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    settings.MAX_UPLOAD_BYTES = 200
+    page = admin_client.get(url("document_upload", query=f"collection={handbook.pk}")).content.decode()
+    assert 'enctype="multipart/form-data"' in page and f'value="{handbook.pk}" selected' in page
+    with run_on_commit(execute=True):
+        response = admin_client.post(url("document_upload"), {
+            "collection": handbook.pk,
+            "files": [
+                SimpleUploadedFile("parking.md", b"# Parking\n\nVisitors park on level two.\n"),
+                SimpleUploadedFile("virus.exe", b"MZ"),
+                SimpleUploadedFile("huge.txt", b"y" * 500),
+            ],
+            "rebuild": "on",
+        })
+    assert response.status_code == 302 and response["Location"] == url("collection_change", handbook.pk)
+    messages_ = texts(response)
+    assert any("Uploaded to handbook: parking.md" in m for m in messages_)
+    assert any('"virus.exe" is not a supported type' in m for m in messages_)
+    assert any('"huge.txt" is 500 bytes; uploads are at most 200 bytes' in m for m in messages_)
+    assert list(handbook.documents.filter(source=Document.UPLOAD).values_list("name", flat=True)) == ["parking.md"]
+    assert handbook.runs.first().status == BuildRun.SUCCEEDED and handbook.runs.count() == 2
+    assert Paragraph.objects.filter(collection=handbook, text__contains="level two").exists()
+
+
+# --- Paragraphs and labels ---------------------------------------------------------------
+
+
+def test_the_labels_services_add_and_remove(handbook):
+    paragraphs = list(Paragraph.objects.filter(collection=handbook)[:3])
+    hr, finance = labels_named(["hr", "finance"], create=True)
+    assert add_labels(paragraphs, [hr, finance]) == 6
+    assert add_labels(paragraphs, [hr]) == 0  # already there
+    assert remove_labels(paragraphs[:1], [hr, finance]) == 2
+    assert set(paragraphs[0].labels.all()) == set() and set(paragraphs[1].labels.all()) == {hr, finance}
+    with pytest.raises(RagsiteError, match="no such label"):
+        labels_named(["nobody"])
+    with pytest.raises(RagsiteError, match="a label is"):
+        labels_named(["has space"], create=True)
+
+
+def test_bulk_labels_go_through_an_intermediate_page(admin_client, handbook):
+    hr = Label.objects.create(name="hr")
+    chosen = list(Paragraph.objects.filter(collection=handbook, document__name="leave.md").values_list("pk", flat=True))
+    changelist = url("paragraph_changelist", query=f"collection__id__exact={handbook.pk}")
+    action = {"action": "add_labels_action", "_selected_action": chosen, "index": 0, "select_across": 0}
+    page = admin_client.post(changelist, action)
+    assert page.status_code == 200 and "admin/collections_app/paragraph/label_action.html" in [t.name for t in page.templates]
+    body = page.content.decode()
+    assert f"<strong>{len(chosen)}</strong> paragraphs" in body and 'name="apply"' in body
+    assert f'action="{changelist}"' in body.replace("&amp;", "&")
+    for pk in chosen:
+        assert f'name="_selected_action" value="{pk}"' in body
+    assert not Paragraph.objects.filter(labels__isnull=False).exists()  # nothing changed yet
+
+    done = admin_client.post(changelist, {**action, "apply": "1", "labels": [hr.pk], "new_labels": "finance, leave-team"})
+    assert done.status_code == 302
+    for paragraph in Paragraph.objects.filter(pk__in=chosen):
+        assert set(paragraph.labels.values_list("name", flat=True)) == {"hr", "finance", "leave-team"}
+    assert not Paragraph.objects.filter(labels__isnull=False).exclude(pk__in=chosen).exists()
+
+    bad = admin_client.post(changelist, {**action, "apply": "1", "new_labels": "not a label!"})
+    assert bad.status_code == 200 and "a label is 1-100" in bad.content.decode()
+    empty = admin_client.post(changelist, {**action, "apply": "1"})
+    assert empty.status_code == 200 and "Choose at least one label." in empty.content.decode()
+
+    remove = {"action": "remove_labels_action", "_selected_action": chosen[:1], "index": 0, "select_across": 0}
+    body = admin_client.post(changelist, remove).content.decode()
+    assert f'value="{hr.pk}"' in body
+    admin_client.post(changelist, {**remove, "apply": "1", "labels": [hr.pk]})
+    assert set(Paragraph.objects.get(pk=chosen[0]).labels.values_list("name", flat=True)) == {"finance", "leave-team"}
+
+
+def test_bulk_labels_across_every_page_of_a_filtered_list(admin_client, handbook):
+    filtered = url("paragraph_changelist", query=f"collection__id__exact={handbook.pk}&q=badges")
+    action = {"action": "add_labels_action", "select_across": 1, "index": 0,
+              "_selected_action": [Paragraph.objects.filter(collection=handbook).first().pk]}
+    body = admin_client.post(filtered, action).content.decode()
+    assert 'name="select_across" value="1"' in body and 'name="_selected_action"' not in body
+    admin_client.post(filtered, {**action, "apply": "1", "new_labels": "security"})
+    labelled = set(Paragraph.objects.filter(labels__name="security").values_list("pk", flat=True))
+    assert labelled == set(Paragraph.objects.filter(collection=handbook, text__icontains="badges").values_list("pk", flat=True))
+
+
+def test_the_paragraph_page_shows_its_neighbours_and_edits_labels(admin_client, handbook):
+    rows = list(Paragraph.objects.filter(collection=handbook, document__name="leave.md").order_by("index"))
+    assert len(rows) >= 3
+    middle = rows[1]
+    body = admin_client.get(url("paragraph_change", middle.pk)).content.decode()
+    assert middle.text in body and rows[0].text in body and rows[2].text in body
+    assert url("paragraph_change", rows[0].pk) in body and url("paragraph_change", rows[2].pk) in body
+    assert "rs-text rs-current" in body
+    first = admin_client.get(url("paragraph_change", rows[0].pk)).content.decode()
+    assert "the start of the document" in first
+    hr = Label.objects.create(name="hr")
+    assert admin_client.post(url("paragraph_change", middle.pk), {"labels": [hr.pk]}).status_code == 302
+    assert list(middle.labels.values_list("name", flat=True)) == ["hr"]
+    admin_client.post(url("paragraph_change", middle.pk), {"labels": []})
+    assert not middle.labels.exists()
+    before = middle.text
+    admin_client.post(url("paragraph_change", middle.pk), {"labels": [], "text": "tampered"})
+    middle.refresh_from_db()
+    assert middle.text == before
+
+
+def test_the_paragraph_list_filters_by_label_unlabelled_document_section_and_text(admin_client, handbook):
+    hr = Label.objects.create(name="hr")
+    leave = Paragraph.objects.filter(collection=handbook, document__name="leave.md")
+    add_labels(leave, [hr])
+    base = f"collection__id__exact={handbook.pk}"
+
+    def listed(query):
+        response = admin_client.get(url("paragraph_changelist", query=f"{base}&{query}"))
+        return {p.pk for p in response.context["cl"].result_list}
+
+    assert listed(f"labels__id__exact={hr.pk}") == set(leave.values_list("pk", flat=True))
+    assert listed("unlabelled=yes") == set(Paragraph.objects.filter(collection=handbook).exclude(
+        pk__in=leave.values("pk")).values_list("pk", flat=True))
+    security = handbook.documents.get(name="security.md")
+    assert listed(f"document={security.pk}") == set(security.paragraphs.values_list("pk", flat=True))
+    assert listed("section=Travel") == set(Paragraph.objects.filter(section="Travel").values_list("pk", flat=True))
+    assert listed("q=mileage") == set(Paragraph.objects.filter(text__icontains="mileage").values_list("pk", flat=True))
+    body = admin_client.get(url("paragraph_changelist", query=base)).content.decode()
+    assert "leave.md#0" in body and "unlabelled</span>" in body
+
+
+def test_labels_show_how_many_paragraphs_and_readers_hold_them(admin_client, handbook):
+    create_reader(external_id="alice@example.com", labels=["hr", "finance"])
+    create_reader(external_id="bob@example.com", labels=["hr"])
+    hr = Label.objects.get(name="hr")
+    add_labels(Paragraph.objects.filter(collection=handbook)[:4], [hr])
+    response = admin_client.get(url("label_changelist"))
+    rows = {label.name: (label.n_paragraphs, label.n_readers) for label in response.context["cl"].result_list}
+    assert rows == {"finance": (0, 1), "hr": (4, 2)}
+    body = admin_client.get(url("reader_changelist")).content.decode()
+    assert "alice@example.com" in body and "finance, hr" in body
+    readers = admin_client.get(url("reader_changelist", query=f"labels__id__exact={hr.pk}")).context["cl"].result_list
+    assert {r.external_id for r in readers} == {"alice@example.com", "bob@example.com"}
+
+
+# --- Agents, keys and spend ---------------------------------------------------------------
+
+
+def test_a_new_key_is_shown_once_and_only_its_hash_is_kept(admin_client, agent):
+    response = admin_client.post(url("agent_issue_key", agent.pk))
+    assert response.status_code == 200 and response["Cache-Control"].startswith("max-age=0")
+    body = response.content.decode()
+    raw = body.split('data-role="raw-key">')[1].split("<")[0]
+    assert raw.startswith("rsk_") and authenticate(raw).agent == agent
+    key = ApiKey.objects.get(hashed=ApiKey.hash(raw))
+    assert raw not in " ".join(texts(response)) and key.prefix == raw[:12]
+    page = admin_client.get(url("agent_change", agent.pk)).content.decode()
+    assert raw not in page and key.prefix in page
+    # The bulk action shows its keys on the same one-time page.
+    bulk = admin_client.post(url("agent_changelist"), {"action": "issue_new_key", "_selected_action": [agent.pk]})
+    assert bulk.status_code == 200 and bulk.content.decode().count('data-role="raw-key"') == 1
+    assert agent.keys.count() == 3
+
+
+def test_revoking_a_key_asks_first_then_revokes(admin_client, agent):
+    key, raw = issue_key(agent=agent, name="spare")
+    page = admin_client.get(url("agent_change", agent.pk)).content.decode()
+    assert url("apikey_revoke", key.pk) in page
+    confirm = admin_client.get(url("apikey_revoke", key.pk))
+    assert confirm.status_code == 200 and "Yes, revoke it" in confirm.content.decode()
+    assert authenticate(raw) is not None
+    response = admin_client.post(url("apikey_revoke", key.pk))
+    assert response.status_code == 302 and response["Location"] == url("agent_change", agent.pk)
+    assert authenticate(raw) is None
+    key.refresh_from_db()
+    assert key.revoked_at is not None
+    others = admin_client.post(url("apikey_changelist"), {"action": "revoke", "_selected_action": [agent.keys.exclude(pk=key.pk).get().pk]})
+    assert others.status_code == 302 and not agent.keys.filter(revoked_at__isnull=True).exists()
+
+
+def test_budget_and_runaway_limit_are_editable(admin_client, agent):
+    keys = list(agent.keys.all())
+    data = {"name": "Alpha", "daily_budget": "2.5000", "runaway_limit": "30",
+            "keys-TOTAL_FORMS": len(keys), "keys-INITIAL_FORMS": len(keys), "keys-MIN_NUM_FORMS": 0,
+            "keys-MAX_NUM_FORMS": 1000}
+    for i, key in enumerate(keys):
+        data.update({f"keys-{i}-id": key.pk, f"keys-{i}-agent": agent.pk, f"keys-{i}-name": key.name})
+    response = admin_client.post(url("agent_change", agent.pk), data)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    agent.refresh_from_db()
+    assert (agent.daily_budget, agent.runaway_limit) == (Decimal("2.5"), 30)
+
+
+def test_spend_by_day_sums_the_ledger_per_day_with_empty_days(agent, settings):
+    settings.MODEL_PRICES = {"judge-mini": {"input": 1, "output": 2}}
+    record_call(agent=agent, collection=None, purpose=ModelCall.JUDGE, model="judge-mini", tokens_in=1000, tokens_out=500)
+    record_call(agent=agent, collection=None, purpose=ModelCall.JUDGE, model="judge-mini", tokens_in=500)
+    old = record_call(agent=agent, collection=None, purpose=ModelCall.JUDGE, model="judge-mini", tokens_in=1000)
+    ModelCall.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=3))
+    ancient = record_call(agent=agent, collection=None, purpose=ModelCall.JUDGE, model="judge-mini", tokens_in=1000)
+    ModelCall.objects.filter(pk=ancient.pk).update(created_at=timezone.now() - timedelta(days=40))
+    days = spend_by_day(agent, days=30)
+    assert len(days) == 30 and days[-1].day == timezone.localdate()
+    assert (days[-1].calls, days[-1].tokens_in, days[-1].tokens_out, days[-1].cost) == (2, 1500, 500, Decimal("2.5"))
+    assert (days[-4].calls, days[-4].cost) == (1, Decimal("1"))
+    assert sum(d.calls for d in days) == 3 and days[0].calls == 0
+
+
+def test_the_agent_page_shows_spend_as_a_table_and_a_chart(admin_client, agent, settings):
+    settings.MODEL_PRICES = {"judge-mini": {"input": 1, "output": 2}}
+    record_call(agent=agent, collection=None, purpose=ModelCall.JUDGE, model="judge-mini", tokens_in=1000, tokens_out=500)
+    agent.daily_budget = Decimal("1")
+    agent.save()
+    body = admin_client.get(url("agent_change", agent.pk)).content.decode()
+    assert '<svg class="rs-spend-chart"' in body and body.count('class="rs-spend-bar"') == 30
+    assert timezone.localdate().strftime("%Y-%m-%d") in body and "2.0000" in body
+    listing = admin_client.get(url("agent_changelist")).content.decode()
+    assert "2.0000 (over budget)" in listing
+
+
+# --- Playground ---------------------------------------------------------------------------
+
+
+def test_the_playground_runs_the_search_service_and_shows_the_answer(admin_client, handbook):
+    page = admin_client.get(url("collection_playground", query=f"collection={handbook.pk}"))
+    assert page.status_code == 200 and f'value="{handbook.pk}" selected' in page.content.decode()
+    response = admin_client.post(url("collection_playground"), {
+        "collection": handbook.pk, "question": "how many days of annual leave carry over", "most": 3, "around": 1,
+        "min_score": "0.1",
+    })
+    answer = response.context["answer"]
+    assert (answer["mode"], answer["floor"], answer["around"], answer["refused"]) == ("hybrid", 0.1, 1, None)
+    body = response.content.decode()
+    assert "capped at five days" in body and 'data-role="passages"' in body and 'data-role="score"' in body
+    assert 'data-role="floor">0.1<' in body and 'data-role="mode">hybrid<' in body
+    assert "null</span> — not judged (not configured)" in body
+    assert answer["paragraphs"][0]["passages"] >= 2
+
+
+def test_playground_errors_are_messages_not_server_errors(admin_client, agent, knowledge_folder):
+    secret = make_built(agent, knowledge_folder, "secret", {"a.md": HANDBOOK["leave.md"]}, per_reader=True)
+    never = create_collection(agent=agent, name="never")
+    for collection, expected in [(secret, "answers per reader"), (never, "has never been built")]:
+        response = admin_client.post(url("collection_playground"), {"collection": collection.pk, "question": "leave", "most": 5})
+        assert response.status_code == 200 and response.context["answer"] is None
+        assert any(expected in m for m in texts(response))
+    response = admin_client.post(url("collection_playground"), {"collection": secret.pk, "question": "", "most": 99})
+    assert response.status_code == 200 and response.context["form"].errors.keys() == {"question", "most"}
+
+
+def test_the_playground_charges_only_the_agent_named(admin_client, handbook, agent):
+    before = ModelCall.objects.count()
+    admin_client.post(url("collection_playground"), {"collection": handbook.pk, "question": "badges", "most": 5,
+                                                     "on_behalf_of": agent.agent_id})
+    assert ModelCall.objects.count() == before  # the hash embedder and no judge make no charged calls
+
+
+def test_every_admin_changelist_and_add_page_renders(admin_client, handbook, conflicting):
+    for model in ["agent", "apikey", "label", "reader", "collection", "document", "paragraph", "collectionbuilt",
+                  "buildrun", "modelcall", "storemeta"]:
+        assert admin_client.get(url(f"{model}_changelist")).status_code == 200, model
+    for model in ["agent", "label", "reader", "collection"]:
+        assert admin_client.get(url(f"{model}_add")).status_code == 200, model
+    assert admin_client.get(url("collection_change", Collection.objects.create(agent=handbook.agent, name="x").pk)).status_code == 200
+    label = Label.objects.create(name="hr")
+    assert admin_client.get(url("label_change", label.pk)).status_code == 200
+    assert json.loads(admin_client.get(url("collection_progress", handbook.pk)).content)["status"] == "succeeded"
