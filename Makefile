@@ -5,7 +5,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
-export KNOWLEDGE_HANDBOOK_FOLDER ?= $(CURDIR)/collections_app/sample_docs
+# The demo collection "handbook" reads the bundled sample documents (unless the environment says otherwise).
+KNOWLEDGE_HANDBOOK_FOLDER ?= $(CURDIR)/collections_app/sample_docs
+DEMO_ENV := KNOWLEDGE_HANDBOOK_FOLDER=$(KNOWLEDGE_HANDBOOK_FOLDER)
 
 .PHONY: install run migrate demo test test-fast lint bench
 
@@ -30,13 +32,13 @@ migrate: install
 	$(PY) manage.py migrate --noinput
 
 demo: migrate
-	$(PY) manage.py demo
+	$(DEMO_ENV) $(PY) manage.py demo
 
 run: demo
 	@echo "Starting the task cluster and the web server on http://$(HOST):$(PORT)/ (Ctrl-C stops both)"
-	$(PY) manage.py qcluster & QPID=$$!; \
+	$(DEMO_ENV) $(PY) manage.py qcluster & QPID=$$!; \
 	trap 'kill $$QPID 2>/dev/null' EXIT INT TERM; \
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	$(DEMO_ENV) $(PY) manage.py runserver $(HOST):$(PORT)
 
 test: install
 	$(PY) -m pytest

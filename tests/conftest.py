@@ -20,6 +20,16 @@ def _tasks_run_synchronously():
 
 
 @pytest.fixture(autouse=True)
+def _no_deployment_folders(monkeypatch):
+    """Tests name their own folders; none leaks in from the environment running them."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("KNOWLEDGE_") and name.endswith("_FOLDER"):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture(autouse=True)
 def _test_embedder(request, settings):
     """The deterministic "hash" embedder, unless a test is marked to use the real model."""
     if request.node.get_closest_marker("model") is None:
