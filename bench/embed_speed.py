@@ -1,13 +1,16 @@
 """Embedding speed of the local numpy embedder, against sentence-transformers on torch when present.
 
     python bench/embed_speed.py [CORPUS] [-n 256] [--batch-size 64] [--batch-tokens 2048] [--threads N]
+                                [--chunk 64] [--repeat 3]
 
 CORPUS is a BEIR corpus.jsonl(.gz); the default is the SciFact copy in ../shared/datasets beside the
 repository. Each abstract ("text") is one paragraph. Prints paragraphs per second for a bulk embed,
 the median latency of embedding one question (20 questions, one at a time), and, when
 `sentence_transformers` can be imported (never in the project's own environment: run this file with
 another interpreter that has torch, with the repository on PYTHONPATH), the same figures for it on
-the same texts in the same process, the ratios, and how closely the two agree (cosine).
+the same texts in the same process, the ratios, and how closely the two agree (cosine). The two
+take turns, 64 paragraphs (and one question) at a time, so that other work on a shared machine
+weighs on both alike; each round's ratio is printed, and the best round of each is summarised.
 """
 
 from __future__ import annotations
@@ -89,12 +92,12 @@ def main() -> None:
     parser.add_argument("--batch-tokens", type=int, default=2048, help="local: most tokens per batch")
     parser.add_argument("--threads", type=int, default=None, help="local: worker threads (default: CPUs)")
     parser.add_argument("--st-batch-size", type=int, default=32, help="sentence-transformers batch size")
+    parser.add_argument("--chunk", type=int, default=64, help="paragraphs per turn (default 64)")
     parser.add_argument(
         "--repeat",
         type=int,
         default=3,
-        help="rounds, each embedding all paragraphs with each embedder in turn; "
-        "the best round of each is reported, so that a burst of other work on the machine counts against neither",
+        help="rounds over all paragraphs and questions; the best round of each embedder is reported",
     )
     args = parser.parse_args()
 
@@ -118,17 +121,38 @@ def main() -> None:
 
     for encode in candidates.values():
         encode(paragraphs[:8])  # load models and warm caches outside the clock
-    bulk = {name: float("inf") for name in candidates}
-    latency = {name: [] for name in candidates}
-    vectors = {}
+    # The embedders take turns chunk by chunk (and question by question), alternating who goes first,
+    # so that other work on a shared machine falls on both alike; the best round of each is reported.
+    chunks = [paragraphs[i : i + args.chunk] for i in range(0, len(paragraphs), args.chunk)]
+    names = list(candidates)
+    bulk = {name: float("inf") for name in names}
+    latency = {name: float("inf") for name in names}
+    vectors: dict[str, list[np.ndarray]] = {}
     for _ in range(args.repeat):
-        for name, encode in candidates.items():
-            seconds, vectors[name] = timed(encode, paragraphs)
-            bulk[name] = min(bulk[name], seconds)
-            latency[name].append(statistics.median(timed(encode, [q])[0] for q in questions))
+        spent = dict.fromkeys(names, 0.0)
+        vectors = {name: [] for name in names}
+        for turn, chunk in enumerate(chunks):
+            for name in names[turn % 2 :] + names[: turn % 2]:
+                seconds, result = timed(candidates[name], chunk)
+                spent[name] += seconds
+                vectors[name].append(np.asarray(result))
+        waits: dict[str, list[float]] = {name: [] for name in names}
+        for turn, question in enumerate(questions):
+            for name in names[turn % 2 :] + names[: turn % 2]:
+                waits[name].append(timed(candidates[name], [question])[0])
+        for name in names:
+            bulk[name] = min(bulk[name], spent[name])
+            latency[name] = min(latency[name], statistics.median(waits[name]))
+        print(
+            "round: "
+            + ", ".join(f"{name} {len(paragraphs) / spent[name]:.1f}/s" for name in names)
+            + (f", ratio {spent[names[1]] / spent[names[0]]:.2f}" if len(names) > 1 else ""),
+            flush=True,
+        )
+    best_latency = latency
+    vectors = {name: np.vstack(parts) for name, parts in vectors.items()}
 
     rates = {name: len(paragraphs) / seconds for name, seconds in bulk.items()}
-    best_latency = {name: min(values) for name, values in latency.items()}
     for name in candidates:
         print(
             f"{name:24s}{rates[name]:7.1f} paragraphs/s   question latency {best_latency[name] * 1000:6.1f} ms "

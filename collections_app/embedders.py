@@ -750,6 +750,8 @@ class LocalEmbedder(Embedder):
         if self._pool is not None and len(batches) > 1:
             results = list(self._pool.map(run, batches))
         else:
+            # A lone batch (a question) stays on this thread: splitting its small matrix products
+            # across cores was measured slower whenever the other core had other work.
             results = [run(batch) for batch in batches]
         vectors = np.empty((len(texts), self.dimensions), dtype=np.float32)
         for batch, result in zip(batches, results, strict=True):
@@ -1003,6 +1005,20 @@ class HttpEmbedder(Embedder):
             raise EmbeddingError("the embedding endpoint's /v1/tokenize answer has no 'tokens' list")
         return len(answer["tokens"])
 
+    def token_ids(self, text: str) -> list[int] | None:
+        """The ids from /v1/tokenize; None when the server does not offer it."""
+        answer = self._tokenize(text)
+        if answer is None:
+            return None
+        tokens = answer.get("tokens")
+        if not isinstance(tokens, list) or not all(
+            isinstance(t, int) and not isinstance(t, bool) for t in tokens
+        ):
+            raise EmbeddingError(
+                "the embedding endpoint's /v1/tokenize answer has no list of integer 'tokens'"
+            )
+        return tokens
+
     def token_spans(self, text: str) -> list[tuple[int, int]] | None:
         """Spans from /v1/tokenize offsets (empty spans are special tokens); None without offsets."""
         answer = self._tokenize(text)
@@ -1088,9 +1104,10 @@ def build_embedder(
 ) -> Embedder:
     """The embedder for `backend` ("local", "http", "none", or the testing backend "hash").
 
-    Raises ImproperlyConfigured naming the problem and the valid choices: an unknown backend, http
-    without a URL or model, a local model folder without model.safetensors, a non-positive timeout
-    or batch size.
+    `url`, `model` and `api_key` are for http only; `model_dir` for local only. Raises
+    ImproperlyConfigured naming the problem and the valid choices: an unknown backend, http without
+    a URL or model, a local model folder without model.safetensors, a non-positive timeout or batch
+    size.
     """
     name = (backend or "").strip().lower()
     choices = ", ".join(f'"{choice}"' for choice in ("local", "http", "none"))
@@ -1110,7 +1127,9 @@ def build_embedder(
     if name == "hash":
         return HashEmbedder()
     if name == "local":
-        return LocalEmbedder(model_dir or None, model=model, batch_size=batch_size)
+        # EMBED_MODEL names the remote model; the local model is named by its own folder, so a
+        # value left over from an http setup cannot mislabel what the local model built.
+        return LocalEmbedder(model_dir or None, batch_size=batch_size)
     if not url.strip():
         raise ImproperlyConfigured(
             f'the "http" embedding backend needs EMBED_URL, the base URL of an OpenAI-compatible endpoint; '

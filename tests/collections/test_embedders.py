@@ -117,11 +117,6 @@ def test_local_empty_input_gives_an_empty_matrix_without_loading_weights():
     assert embedder._bert is None  # nothing heavy was loaded for nothing
 
 
-def test_local_embed_refuses_a_bare_string():
-    with pytest.raises(TypeError):
-        LocalEmbedder().embed("one text, not a list")
-
-
 @pytest.mark.model
 def test_local_model_loads_once_under_concurrent_first_use(reference):
     embedder = LocalEmbedder()
@@ -398,3 +393,25 @@ def test_local_backend_is_built_lazily_from_the_default_folder():
     assert isinstance(embedder, LocalEmbedder)
     assert (embedder.model, embedder.dimensions, embedder.window) == ("all-MiniLM-L6-v2", 384, 256)
     assert embedder._bert is None and embedder._tokenizers is None
+
+
+def test_local_model_is_named_by_argument_then_model_card_then_folder(tmp_path):
+    source = default_model_dir()
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    for name in ("model.safetensors", "tokenizer.json", "config.json", "sentence_bert_config.json"):
+        (folder / name).symlink_to(source / name)
+    assert LocalEmbedder(folder).model == "my-model"
+    (folder / "README.md").write_text("---\ntags: [x]\n---\n```\n# not a heading\n```\n# my-better-name\n")
+    assert LocalEmbedder(folder).model == "my-better-name"
+    assert LocalEmbedder(folder, model="explicit").model == "explicit"
+
+
+def test_every_backend_refuses_a_bare_string():
+    for embedder in (HashEmbedder(), LocalEmbedder(), HttpEmbedder("http://127.0.0.1:9", model="m")):
+        with pytest.raises(TypeError):
+            embedder.embed("one text, not a list")
+
+
+def test_a_remote_model_name_does_not_rename_the_local_model():
+    assert build_embedder("local", model="text-embedding-3-small").model == "all-MiniLM-L6-v2"

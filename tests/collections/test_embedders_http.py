@@ -327,6 +327,13 @@ def test_counting_is_unknown_when_neither_endpoint_is_offered(server):
     assert len(server.requests) == 2  # each optional endpoint was asked once
 
 
+def test_token_ids_come_from_tokenize(server):
+    embedder = make(server)
+    assert embedder.token_ids("ab cd") == [101, 1000, 1001, 102]
+    server.offered.discard("/v1/tokenize")
+    assert make(server).token_ids("ab cd") is None
+
+
 def test_token_spans_come_from_tokenize_offsets_without_special_tokens(server):
     embedder = make(server)
     assert embedder.token_spans(" ab  cd") == [(1, 3), (5, 7)]
