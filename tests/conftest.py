@@ -7,6 +7,16 @@ import pytest
 
 SAMPLE_DOCS = Path(__file__).resolve().parents[1] / "collections_app" / "sample_docs"
 
+# A small handbook whose paragraphs each answer one question, shared by the search, MCP and admin tests.
+HANDBOOK = {
+    "leave.md": "# Leave\n\nCarry-over of annual leave is capped at five days a year.\n\n"
+    "Unused days beyond five lapse on the first of April.\n\n"
+    "Requests for leave go to your line manager two weeks ahead.\n",
+    "security.md": "# Security\n\nLaptops must use full-disk encryption.\n\n"
+    "Badges are worn at all times on site.\n\nLost badges are reported to reception the same day.\n",
+    "travel.md": "# Travel\n\nMileage is reimbursed at 0.42 per kilometre.\n\nTrains are booked in standard class.\n",
+}
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _tasks_run_synchronously():

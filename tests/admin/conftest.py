@@ -5,15 +5,8 @@ import pytest
 from collections_app.models import BuildRun, Collection
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
+from tests.conftest import HANDBOOK
 
-HANDBOOK = {
-    "leave.md": "# Leave\n\nCarry-over of annual leave is capped at five days a year.\n\n"
-    "Unused days beyond five lapse on the first of April.\n\n"
-    "Requests for leave go to your line manager two weeks ahead.\n",
-    "security.md": "# Security\n\nLaptops must use full-disk encryption.\n\n"
-    "Badges are worn at all times on site.\n\nLost badges are reported to reception the same day.\n",
-    "travel.md": "# Travel\n\nMileage is reimbursed at 0.42 per kilometre.\n\nTrains are booked in standard class.\n",
-}
 # Two documents whose paragraphs differ only in their numbers: the build puts both in review.
 CONFLICTING = {
     "policy-2023.md": "# Leave\n\nCarry-over of annual leave is capped at 5 days in every calendar year.\n",

@@ -13,18 +13,11 @@ from collections_app.services.agents import create_agent, create_collection, cre
 from collections_app.services.builds import build_collection
 from collections_app.services.search import search_collection
 from ragsite.errors import Conflict, Forbidden, RagsiteError, TooManyRequests
+from tests.conftest import HANDBOOK
 from tests.servers import JudgeServer, serving
 
 pytestmark = pytest.mark.django_db
 
-HANDBOOK = {
-    "leave.md": "# Leave\n\nCarry-over of annual leave is capped at five days a year.\n\n"
-    "Unused days beyond five lapse on the first of April.\n\n"
-    "Requests for leave go to your line manager two weeks ahead.\n",
-    "security.md": "# Security\n\nLaptops must use full-disk encryption.\n\n"
-    "Badges are worn at all times on site.\n\nLost badges are reported to reception the same day.\n",
-    "travel.md": "# Travel\n\nMileage is reimbursed at 0.42 per kilometre.\n\nTrains are booked in standard class.\n",
-}
 QUESTION = "how many days of annual leave carry over"
 
 
