@@ -30,6 +30,39 @@ CONFLICTING = {
 }
 
 
+# An agent's long memory for the memory screens: long enough to run past the window of both the
+# local model (256 tokens) and the hash backend (256 words), so each divides it into nodes.
+LONG_MEMORY = """\
+Customer: Northwind Traders, account 4471. Contact: Dana Whitfield, office manager, prefers email over phone \
+and answers within the hour on weekdays. Their office moved to the third floor of the Harbour Street building \
+in March, and since then the VPN drops every afternoon between two and four.
+
+What we tried so far. The client was reinstalled on three laptops without any change. Their router logs show \
+the tunnel renegotiating every forty minutes, which matches the key lifetime in the old configuration that the \
+previous provider left behind. Dana sent the exported configuration on 12 May; the lifetime there is 2,400 \
+seconds, not the 28,800 the handbook recommends for site-to-site tunnels. Changing it needs their admin \
+password, which only the owner, Luis Ortega, holds. He travels most weeks and asked us to schedule changes \
+for Friday mornings.
+
+Agreed next steps. On Friday at nine we raise the key lifetime to eight hours, update the firmware of the \
+router from 3.2.1 to 3.4.0 (the release notes mention a fix for renegotiation under load), and keep the old \
+configuration file so we can roll back within minutes. Dana will ask the staff to save their work before \
+nine. If the drops continue after the change, the next suspect is the building's shared uplink: the new \
+floor shares it with two other tenants, and the afternoon window matches their video calls.
+
+Billing. Their contract covers remote support only. An on-site visit is billed at the standard hourly rate \
+with a two-hour minimum, and Luis must approve it in writing before anyone travels. He approved one visit in \
+April for the move itself, so a second one this quarter needs a new approval.
+
+Things to remember about this customer. They keep a paper log of every outage next to the printer and will \
+read from it on the phone; ask them to photograph the page instead. Their accountant works from home on \
+Thursdays and is the first to notice when the tunnel is down, because the bookkeeping system lives on the \
+office server. Never restart that server during the last three working days of a month: they close their \
+books then, and a restart in the middle of a run cost them a day of work last year. When in doubt, email \
+Dana first and wait for her answer before changing anything on their network.
+"""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -112,13 +145,35 @@ def populate() -> dict:
     BuildRun.objects.create(collection=staged, status=BuildRun.RUNNING, requested_by="admin:admin",
                             started_at=now, heartbeat_at=now + timedelta(hours=1), documents_total=48,
                             documents_done=48, paragraphs_total=1200, paragraphs_done=530, model="all-MiniLM-L6-v2")
+    memory = populate_memory(helpdesk)
     return {
+        "memory": memory,
         "handbook": handbook.pk,
         "policies": policies.pk,
         "archive": staged.pk,
         "helpdesk": helpdesk.pk,
         "paragraph": Paragraph.objects.filter(collection=handbook, document__name="handbook.md").order_by("index")[1].pk,
     }
+
+
+def populate_memory(agent) -> int:
+    """The agent's memory: a long record with its nodes, short ones, and two long records whose nodes are missing."""
+    from memory_app.models import RecordNode
+    from memory_app.services import archive_episode, store_memory
+
+    # Tasks run synchronously here (Q_SYNC), so a long record gets its nodes as it is stored.
+    memory, _ = store_memory(agent=agent, text=LONG_MEMORY)
+    for text in ("Dana Whitfield prefers email; she answers within the hour on weekdays.",
+                 "Northwind's on-site visits need Luis Ortega's written approval."):
+        store_memory(agent=agent, text=text)
+    archive_episode(agent=agent, text="Helped Dana export the router configuration; the key lifetime is 2,400 s.")
+    # Two long records stored while the task queue was down: the health page lists them.
+    paragraphs = LONG_MEMORY.split("\n\n")
+    for kind, text in (("mem", "\n\n".join(paragraphs[1:] + paragraphs[:1])),
+                       ("ep", "\n\n".join(reversed(paragraphs)))):
+        record, _ = (store_memory if kind == "mem" else archive_episode)(agent=agent, text=text)
+        RecordNode.objects.filter(parent_kind=kind, parent_id=record.pk).delete()
+    return memory.pk
 
 
 def serve(env: dict, port: int) -> subprocess.Popen:
@@ -206,6 +261,14 @@ def shoot(base: str, ids: dict, out: Path) -> list[Path]:
         page.wait_for_selector("#playground-result")
         page.locator("#playground-result").scroll_into_view_if_needed()
         snap("admin-playground")
+
+        page.goto(f"/admin/memory_app/memory/{ids['memory']}/change/")
+        page.locator("fieldset:has(h2:text('Text and nodes'))").scroll_into_view_if_needed()
+        snap("memory-record")
+        page.goto("/admin/memory_app/memory/")
+        page.click("#memory-health")
+        page.wait_for_selector("#health-report")
+        snap("memory-health", full=True)
         browser.close()
     return taken
 

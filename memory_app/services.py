@@ -606,6 +606,89 @@ def repair_all() -> dict:
     return check_health(repair=True, limit=conf.REPAIR_LIMIT)
 
 
+# --- one record's nodes, for people (the admin) --------------------------------------------------
+
+# What `node_state` says about one record's nodes.
+NODES_CURRENT = "current"  # nodes of the current model and none of another: divided, nothing to do
+NODES_STALE = "stale"  # holds nodes of another model: the repair replaces them (or removes them if it now fits)
+NODES_MISSING = "missing"  # runs past the window without nodes: queued, or waiting for a repair
+NODES_NOT_NEEDED = "fits"  # fits the window: the record is its own only span
+NODES_UNKNOWN = "unknown"  # its length cannot be counted, so no nodes can be built
+_NEEDS_NODES = frozenset({NODES_STALE, NODES_MISSING})
+
+
+@dataclass(frozen=True)
+class NodeState:
+    """One record's nodes and what they mean, as `node_state` finds them."""
+
+    state: str
+    model: str  # the current embedder's model
+    window: int | None  # the current embedder's window; None when it cannot count
+    tokens: int | None  # the whole text's tokens by the current model, when known
+    nodes: list[RecordNode]
+
+
+def _node_state(record: Record, nodes: list[RecordNode], embedder: Embedder) -> NodeState:
+    model, window = embedder.model, embedder.window
+    # The stored count is used only when the current model made it, as the health check does.
+    tokens = record.token_count if record.token_count is not None and record.embedding_model == model else None
+    if nodes:
+        state = NODES_CURRENT if all(node.embedding_model == model for node in nodes) else NODES_STALE
+        return NodeState(state, model, window, tokens, nodes)
+    if tokens is None and window:
+        try:
+            tokens = embedder.count_tokens(record.text)
+        except EmbeddingError as exc:
+            logger.warning("counting the tokens of %s failed: %s", record, exc)
+    if not window or tokens is None:
+        state = NODES_UNKNOWN
+    else:
+        state = NODES_MISSING if runs_past_window(tokens, window) else NODES_NOT_NEEDED
+    return NodeState(state, model, window, tokens, nodes)
+
+
+def node_state(record: Record) -> NodeState:
+    """A record's nodes in text order, and whether they are current, stale, missing or not needed."""
+    return _node_state(record, record_nodes(record.KIND, record.pk), conf.get_embedder())
+
+
+def repair_records(records: Iterable[Record], *, limit: int = conf.REPAIR_LIMIT) -> dict:
+    """Build the nodes of those `records` that need them, oldest first, at most `limit` (the admin's action).
+
+    A record needs nodes when it runs past the window without nodes of the current model, or
+    holds another model's nodes (`node_state`: missing or stale). Each is built by `build_nodes`,
+    which never modifies the record. Answers `{"repaired": [build_nodes answers], "current": n,
+    "fits": n, "unknown": n, "remaining": n}`: records already divided, records that need no
+    nodes, records whose length cannot be counted, and records needing nodes past the limit.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise RagsiteError("limit must be a whole number of at least 0", code="invalid_limit")
+    embedder = conf.get_embedder()
+    records = sorted(records, key=lambda record: (record.created_at, record.KIND, record.pk))
+    held: dict[tuple[str, int], list[RecordNode]] = {}
+    for kind in KINDS:
+        ids = [record.pk for record in records if record.KIND == kind]
+        for start in range(0, len(ids), 500):
+            for node in RecordNode.objects.filter(parent_kind=kind, parent_id__in=ids[start : start + 500]):
+                held.setdefault((kind, node.parent_id), []).append(node)
+    counts = {NODES_CURRENT: 0, NODES_NOT_NEEDED: 0, NODES_UNKNOWN: 0}
+    needing = []
+    for record in records:
+        state = _node_state(record, held.get((record.KIND, record.pk), []), embedder).state
+        if state in _NEEDS_NODES:
+            needing.append(record)
+        else:
+            counts[state] += 1
+    repaired = [build_nodes(record.KIND, record.pk).as_dict() for record in needing[:limit]]
+    return {
+        "repaired": repaired,
+        "current": counts[NODES_CURRENT],
+        "fits": counts[NODES_NOT_NEEDED],
+        "unknown": counts[NODES_UNKNOWN],
+        "remaining": len(needing) - sum(1 for item in repaired if item["status"] in SETTLED),
+    }
+
+
 # --- export and import ---------------------------------------------------------------------------
 
 
