@@ -104,3 +104,15 @@ def read_node(request, kind: Kind, id: int, index: int):
 @router.get("/health", summary="Long records without nodes; ?repair=true builds up to `limit` of them")
 def health(request, params: Query[HealthQuery]):
     return services.check_health(agent=request.auth.agent, repair=params.repair, limit=params.limit)
+
+
+@router.put("/records/{kind}/{id}", response=StoredOut, exclude_none=True, summary="Replace a record's text")
+def update_record(request, kind: Kind, id: int, payload: TextIn):
+    record, nodes = services.update_text(agent=request.auth.agent, kind=kind, id=id, text=payload.text)
+    return _stored(record, nodes)
+
+
+@router.delete("/records/{kind}/{id}", response={204: None}, summary="Delete a record and its nodes")
+def delete_record(request, kind: Kind, id: int):
+    services.delete_record(agent=request.auth.agent, kind=kind, id=id)
+    return Status(204, None)

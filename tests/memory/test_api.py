@@ -20,9 +20,9 @@ def api(client, django_capture_on_commit_callbacks):
     def call(method, path, body=None, key=raw):
         headers = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
         with django_capture_on_commit_callbacks(execute=True):
-            if method == "get":
-                return client.get(BASE + path, **headers)
-            return client.post(BASE + path, body, content_type="application/json", **headers)
+            if method in ("get", "delete"):
+                return getattr(client, method)(BASE + path, **headers)
+            return getattr(client, method)(BASE + path, body, content_type="application/json", **headers)
 
     call.agent = agent
     return call
@@ -148,3 +148,25 @@ def test_the_routes_are_in_the_openapi_document(client):
     paths = client.get("/api/v1/openapi.json").json()["paths"]
     for path in ("/memories", "/episodes", "/recall", "/nodes/{kind}/{id}/{index}", "/health"):
         assert BASE + path in paths
+
+
+def test_replacing_a_records_text_requeues_its_nodes_and_deleting_removes_them(api):
+    record_id = api("post", "/memories", {"text": prose(200, seed=5)}).json()["id"]
+    assert RecordNode.objects.filter(parent_kind="mem", parent_id=record_id).exists()
+    response = api("put", f"/records/mem/{record_id}", {"text": prose(220, seed=6)})
+    assert response.status_code == 200 and response.json()["nodes"] == {"status": "queued"}
+    nodes = RecordNode.objects.filter(parent_kind="mem", parent_id=record_id)
+    text = Memory.objects.get(pk=record_id).text
+    assert nodes.exists() and all(text[n.start_char : n.end_char] for n in nodes)
+    assert max(n.end_char for n in nodes) == len(text)
+    assert api("delete", f"/records/mem/{record_id}").status_code == 204
+    assert not Memory.objects.filter(pk=record_id).exists()
+    assert not RecordNode.objects.filter(parent_kind="mem", parent_id=record_id).exists()
+
+
+def test_another_agents_record_cannot_be_replaced_or_deleted(api):
+    record_id = api("post", "/memories", {"text": "mine alone"}).json()["id"]
+    other = create_agent(agent_id="other")[1]
+    assert error_code(api("put", f"/records/mem/{record_id}", {"text": "theirs"}, key=other)) == "unknown_record"
+    assert api("delete", f"/records/mem/{record_id}", key=other).status_code == 404
+    assert Memory.objects.get(pk=record_id).text == "mine alone"
