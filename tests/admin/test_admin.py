@@ -636,3 +636,12 @@ def test_every_admin_changelist_and_add_page_renders(admin_client, handbook, con
     label = Label.objects.create(name="hr")
     assert admin_client.get(url("label_change", label.pk)).status_code == 200
     assert json.loads(admin_client.get(url("collection_progress", handbook.pk)).content)["status"] == "succeeded"
+
+
+def test_deleting_an_uploaded_document_removes_its_file_once_committed(handbook, run_on_commit):
+    document = upload_document(collection=handbook, name="gone.md", content=b"# Gone\n\nSoon deleted.\n")
+    storage, name = document.upload.storage, document.upload.name
+    assert storage.exists(name)
+    with run_on_commit(execute=True):
+        document.delete()
+    assert not storage.exists(name)
