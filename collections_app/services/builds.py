@@ -433,9 +433,14 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                 document.built_method, document.built_model = collection.method, embedder.model
                 document.built_size, document.built_overlap = size, overlap
                 document.paragraph_count = len(item.pieces)
-            if document.pk is None or _document_state(document) != before:
+            if document.pk is None:
                 document.updated_at = now
                 document.save()
+            elif _document_state(document) != before:
+                # Only the fields a build owns: an approval or label edit made while the
+                # build ran is not overwritten with what was read at its start.
+                document.updated_at = now
+                document.save(update_fields=[*BUILD_FIELDS, "updated_at"])
             if item.status != Document.REFUSED and not item.reused:
                 ordinal = _replace_paragraphs(document, item, agent, ordinal)
             passages += document.paragraph_count
@@ -474,12 +479,14 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
     )
 
 
+BUILD_FIELDS = (
+    "fingerprint", "status", "summary", "scan_warnings", "conflicts", "paragraph_count",
+    "built_method", "built_size", "built_overlap", "built_model",
+)
+
+
 def _document_state(document: Document) -> tuple:
-    return (
-        document.fingerprint, document.status, document.summary, document.scan_warnings, document.conflicts,
-        document.paragraph_count, document.built_method, document.built_size, document.built_overlap,
-        document.built_model,
-    )
+    return tuple(getattr(document, name) for name in BUILD_FIELDS)
 
 
 def _replace_paragraphs(document: Document, item: Prepared, agent: Agent, ordinal: int) -> int:
