@@ -24,6 +24,7 @@ from django.views.decorators.http import require_POST
 from ragsite.errors import Conflict, RagsiteError
 
 from . import conf
+from .admin_measure import MeasureAdminMixin
 from .chunking import AVAILABLE
 from .extract import SUPPORTED_SUFFIXES
 from .models import (
@@ -433,7 +434,7 @@ class PlaygroundForm(forms.Form):
 
 
 @admin.register(Collection)
-class CollectionAdmin(admin.ModelAdmin):
+class CollectionAdmin(MeasureAdminMixin, admin.ModelAdmin):
     form = CollectionForm
     list_display = ["name", "agent", "method", "last_build", "paragraphs", "embedding_model", "refused",
                     "warnings"]

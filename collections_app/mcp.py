@@ -588,3 +588,4 @@ def _batch(messages: list, caller: Caller, version: str) -> HttpResponse:
     if not replies:
         return HttpResponse(status=202)  # only notifications and responses
     return _json(replies)
+from . import mcp_measure  # noqa: E402,F401  (registers the `measure` tool)

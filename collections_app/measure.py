@@ -1,0 +1,262 @@
+"""Measuring variants of a collection against questions whose answers are known (DESIGN.md §7).
+
+Each variant — a chunking method, a size, and an ``around`` — gets a scratch index held in memory:
+the documents chunked the variant's way, each paragraph embedded, a `BM25Index` and a matrix. Every
+question is then ranked by the same pure functions a search uses (`fusion.hybrid_scores`, the
+floor, `stitch.stitch`), so what a variant finds here is what a collection built that way would
+answer. Nothing is stored: the scratch index is thrown away with the variant.
+
+A question *is found* when the answer marker appears in a returned paragraph's text, compared
+case-insensitively and with runs of whitespace collapsed to one space (stitching rejoins pieces
+with a single space, so a marker straddling a chunk boundary is still found). Its rank is the
+1-based position of the first returned paragraph holding the marker. A control question has no
+answer in the corpus; only its best score matters, because a floor above it is what would turn
+it into "nothing here answers this".
+
+Unfloored by default (floor 0): every row carries its score and the floor range is read off the
+result — the lowest score at which an answer was found against the highest score a control got.
+
+Pure: no Django models, no settings. The caller passes the extracted texts and an embed function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .chunking import AVAILABLE, DEFAULT_SIZES, ChunkingError, TokenCounter, chunk, resolve_sizes
+from .fusion import hybrid_scores
+from .lexical import BM25Index, terms
+from .stitch import Row, Stitched, stitch
+
+DEFAULT_AROUNDS = (0, 1)
+TOKEN_METHODS = ("tokens", "window")
+
+Embed = Callable[[Sequence[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question and the text that marks its answer; ``answer`` None makes it a control."""
+
+    text: str
+    answer: str | None = None
+
+    @property
+    def control(self) -> bool:
+        return self.answer is None
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of building and reading the index: chunking method, size, overlap, around."""
+
+    method: str
+    size: int | None
+    overlap: int
+    around: int
+
+    def as_dict(self) -> dict:
+        return {"method": self.method, "size": self.size, "overlap": self.overlap, "around": self.around}
+
+
+def default_sizes(method: str, window: int | None = None) -> list[int | None]:
+    """The sizes a method is measured at by default: half its default, the default, and double.
+
+    ``window``'s default (None) is the embedder's own token window, and a window wider than the
+    model reads would only be truncated, so it is measured at half the window and the window.
+    """
+    size = DEFAULT_SIZES[method][0]
+    if size is None:
+        return [window // 2, None] if window and window >= 8 else [None]
+    return [max(1, size // 2), size, size * 2]
+
+
+def grid(
+    methods: Iterable[str] = AVAILABLE,
+    *,
+    sizes: Mapping[str, Sequence[int | None]] | None = None,
+    arounds: Sequence[int] = DEFAULT_AROUNDS,
+    can_count_tokens: bool = True,
+    window: int | None = None,
+) -> tuple[list[Variant], list[dict]]:
+    """Every method × size × around, and the (method, size) pairs skipped with the reason why.
+
+    ``sizes`` overrides `default_sizes` per method. ``tokens`` and ``window`` need an embedder that
+    counts tokens; without one (``can_count_tokens`` False) they are skipped rather than failing.
+    A size the method refuses (`resolve_sizes`) is skipped with the chunker's own message.
+    """
+    variants: list[Variant] = []
+    skipped: list[dict] = []
+    for method in methods:
+        if method in TOKEN_METHODS and not can_count_tokens:
+            skipped.append({"method": method, "size": None,
+                            "reason": f'"{method}" needs an embedder that counts tokens, and this one cannot'})
+            continue
+        for size in (sizes or {}).get(method) or default_sizes(method, window):
+            try:
+                resolved, overlap = resolve_sizes(method, size, None)
+            except ChunkingError as exc:
+                skipped.append({"method": method, "size": size, "reason": str(exc)})
+                continue
+            for around in arounds:
+                variant = Variant(method, resolved, overlap, int(around))
+                if variant not in variants:
+                    variants.append(variant)
+    return variants, skipped
+
+
+class VectorCache:
+    """Embeddings by text, so a paragraph (or question) shared by several variants is embedded once.
+
+    ``embed`` None means lexical only: nothing is embedded and `vectors` answers None.
+    """
+
+    def __init__(self, embed: Embed | None, *, batch_size: int = 64) -> None:
+        self.embed = embed
+        self.batch_size = max(1, batch_size)
+        self._vectors: dict[str, np.ndarray] = {}
+        self.embedded = 0  # distinct texts sent to the embedder
+
+    def vectors(self, texts: Sequence[str]) -> np.ndarray | None:
+        """A (len(texts), d) float32 matrix of unit rows, embedding only texts not seen before."""
+        if self.embed is None:
+            return None
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        for start in range(0, len(missing), self.batch_size):
+            batch = missing[start : start + self.batch_size]
+            for text, vector in zip(batch, np.asarray(self.embed(batch), dtype=np.float32), strict=True):
+                self._vectors[text] = vector
+            self.embedded += len(batch)
+        if not texts:
+            return None
+        return np.stack([self._vectors[t] for t in texts])
+
+
+@dataclass
+class ScratchIndex:
+    """One variant's index, in memory: what a build would have stored, and what search loads."""
+
+    rows: list[Row]  # ordinal i is row i; document = position of the document in the corpus
+    bm25: BM25Index
+    matrix: np.ndarray | None  # (n, d) unit rows; None when lexical only
+
+    @property
+    def readable(self) -> dict[int, Row]:
+        return {row.ordinal: row for row in self.rows}
+
+
+def scratch_index(
+    documents: Sequence[str], variant: Variant, *, cache: VectorCache, tokens: TokenCounter | None = None
+) -> ScratchIndex:
+    """Chunk every document the variant's way and index the paragraphs, ordinals running across them.
+
+    Raises `ChunkingError` when the variant cannot chunk (a token method without a counter).
+    """
+    rows: list[Row] = []
+    for number, text in enumerate(documents):
+        for piece in chunk(text, variant.method, size=variant.size, overlap=variant.overlap, tokens=tokens):
+            rows.append(Row(ordinal=len(rows), document=number, start=piece.start, end=piece.end,
+                            text=piece.text, section=piece.section))
+    texts = [row.text for row in rows]
+    return ScratchIndex(rows=rows, bm25=BM25Index.from_texts(texts), matrix=cache.vectors(texts))
+
+
+def rank(
+    index: ScratchIndex,
+    question: str,
+    vector: np.ndarray | None,
+    *,
+    weight: float,
+    most: int,
+    around: int,
+    floor: float = 0.0,
+    readable: Mapping[int, Row] | None = None,
+) -> list[Stitched]:
+    """The paragraphs a search would return, best first: fuse, floor, take ``most``, stitch.
+
+    The same steps, in the same order and with the same tie-breaking, as
+    `services.search.search_collection`, over rows that are all readable.
+    """
+    if not index.rows:
+        return []
+    cosine = None
+    if index.matrix is not None and vector is not None:
+        cosine = index.matrix @ np.asarray(vector, dtype=np.float32)
+    question_terms = terms(question)
+    bm25 = index.bm25.scores(question_terms)
+    scores, _mode = hybrid_scores(cosine, bm25, index.bm25.upper_bound(question_terms), weight=weight)
+    eligible = np.flatnonzero(scores >= floor)
+    top = eligible[np.argsort(-scores[eligible], kind="stable")[:most]]
+    hits = [(index.rows[i].ordinal, float(scores[i])) for i in top]
+    return stitch(hits, readable if readable is not None else index.readable, around)
+
+
+def normalise(text: str) -> str:
+    """Casefolded, with every run of whitespace one space: how markers and paragraphs are compared."""
+    return " ".join(text.split()).casefold()
+
+
+def find_answer(runs: Sequence[Stitched], marker: str) -> dict:
+    """found, rank (1-based, of the first paragraph holding the marker) and that paragraph's score."""
+    wanted = normalise(marker)
+    for position, run in enumerate(runs, start=1):
+        if wanted in normalise(run.text):
+            return {"found": True, "rank": position, "score": round(run.score, 6)}
+    return {"found": False, "rank": None, "score": None}
+
+
+def floor_range(answer_scores: Iterable[float], control_scores: Iterable[float]) -> dict:
+    """The floor range read off a result: lowest score of a found answer vs highest control score.
+
+    A floor ``f`` with ``highest_control < f <= lowest_answer`` keeps every answer that was found
+    and returns nothing for every control; ``separates`` says whether such a floor exists, and is
+    None when there is nothing to compare (no answer found, or no controls).
+    """
+    answers = list(answer_scores)
+    controls = list(control_scores)
+    lowest = min(answers) if answers else None
+    highest = max(controls) if controls else None
+    separates = None if lowest is None or highest is None else lowest > highest
+    return {"lowest_answer": lowest, "highest_control": highest, "separates": separates}
+
+
+def measure_variant(
+    documents: Sequence[str],
+    variant: Variant,
+    questions: Sequence[Question],
+    *,
+    cache: VectorCache,
+    weight: float,
+    most: int,
+    floor: float = 0.0,
+    tokens: TokenCounter | None = None,
+) -> dict:
+    """One variant's row of the report: its paragraphs, each question's outcome, the floor range."""
+    index = scratch_index(documents, variant, cache=cache, tokens=tokens)
+    readable = index.readable
+    vectors = cache.vectors([q.text for q in questions]) if index.matrix is not None else None
+    answered: list[dict] = []
+    controls: list[dict] = []
+    for number, question in enumerate(questions):
+        vector = vectors[number] if vectors is not None else None
+        runs = rank(index, question.text, vector, weight=weight, most=most, around=variant.around,
+                    floor=floor, readable=readable)
+        top = round(runs[0].score, 6) if runs else None
+        if question.control:
+            controls.append({"question": question.text, "top_score": top, "returned": len(runs)})
+        else:
+            outcome = find_answer(runs, question.answer or "")
+            answered.append({"question": question.text, "answer": question.answer, **outcome,
+                             "top_score": top, "returned": len(runs)})
+    found = [q["score"] for q in answered if q["found"]]
+    return {
+        **variant.as_dict(),
+        "paragraphs": len(index.rows),
+        "found": len(found),
+        "questions": answered,
+        "controls": controls,
+        "floor_range": floor_range(found, [c["top_score"] or 0.0 for c in controls]),
+    }

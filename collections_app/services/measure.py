@@ -1,0 +1,241 @@
+"""Measuring a collection: its documents, variant by variant, against questions with known answers.
+
+The documents are read and extracted once, exactly as a build reads them (`collection_sources`,
+`extract`); each variant is then built in memory and ranked by the pure `collections_app.measure`.
+Nothing is written to the collection, its paragraphs or its build record — the live collection
+answers as before while and after it is measured. The one write, and only with the "http"
+embedder, is the ledger entry for the embedding tokens the measurement spent, as a build records.
+"""
+
+import hashlib
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+
+from django.utils import timezone
+
+from ragsite.errors import RagsiteError
+
+from .. import conf
+from ..chunking import AVAILABLE, ChunkingError, resolve_sizes, validate_method
+from ..conf import settings
+from ..embedders import EmbeddingError
+from ..extract import SUPPORTED_SUFFIXES, Unreadable, extract
+from ..lexical import DEFAULT_B, DEFAULT_K1
+from ..measure import DEFAULT_AROUNDS, Question, Variant, VectorCache, default_sizes, grid, measure_variant
+from ..models import Collection, ModelCall
+from .builds import MAX_DOCUMENT_BYTES, collection_sources
+from .search import FUSION_WEIGHT, MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
+
+logger = logging.getLogger("ragsite.measure")
+
+MAX_QUESTIONS = 50
+MAX_MARKER_CHARS = 2000
+MAX_VARIANTS = 60
+DEFAULT_MOST = 10
+
+
+class InvalidMeasure(RagsiteError):
+    code = "invalid_measure"
+    status = 400
+
+
+def parse_items(items: Iterable[object]) -> tuple[list[dict], list[str]]:
+    """Split ``{"question", "answer"}`` and ``{"question", "control": true}`` items into questions and controls.
+
+    The shape of a line of the command's JSONL file and of the MCP tool's ``questions``; raises
+    `InvalidMeasure` naming the item (1-based) that is neither.
+    """
+    questions: list[dict] = []
+    controls: list[str] = []
+    for number, item in enumerate(items, start=1):
+        if not isinstance(item, Mapping) or not isinstance(item.get("question"), str):
+            raise InvalidMeasure(f'item {number} needs "question", a string')
+        unknown = sorted(set(item) - {"question", "answer", "control"})
+        if unknown:
+            raise InvalidMeasure(f"item {number} has unknown field(s) {', '.join(map(repr, unknown[:5]))}")
+        control, answer = item.get("control", False), item.get("answer")
+        if control is True and answer is None:
+            controls.append(item["question"])
+        elif control in (False, None) and isinstance(answer, str):
+            questions.append({"question": item["question"], "answer": answer})
+        else:
+            raise InvalidMeasure(f'item {number} needs either "answer" (a string) or "control": true, not both')
+    return questions, controls
+
+
+def _questions(questions: Sequence[Mapping], controls: Sequence[str]) -> list[Question]:
+    if len(questions) + len(controls) == 0:
+        raise InvalidMeasure("give at least one question")
+    if len(questions) + len(controls) > MAX_QUESTIONS:
+        raise InvalidMeasure(f"at most {MAX_QUESTIONS} questions and controls together")
+    checked: list[Question] = []
+    for item in [*questions, *({"question": c, "answer": None} for c in controls)]:
+        text = (item.get("question") or "").strip() if isinstance(item.get("question"), str) else ""
+        if not 1 <= len(text) <= MAX_QUESTION_CHARS:
+            raise InvalidMeasure(f"each question is 1 to {MAX_QUESTION_CHARS} characters")
+        answer = item.get("answer")
+        if answer is not None:
+            answer = answer.strip() if isinstance(answer, str) else ""
+            if not 1 <= len(answer) <= MAX_MARKER_CHARS:
+                raise InvalidMeasure(f"each answer marker is 1 to {MAX_MARKER_CHARS} characters")
+        checked.append(Question(text, answer))
+    return checked
+
+
+def _variants(requested: Sequence[Mapping] | None, can_count: bool, window: int | None, collection: Collection):
+    """The variants asked for (each checked), or the default grid of `measure.grid`.
+
+    The default grid also holds the collection's own method and size, so the report always has
+    the row that says how the live collection is doing.
+    """
+    if requested is None:
+        sizes = {method: default_sizes(method, window) for method in AVAILABLE}
+        if collection.method in sizes and collection.size not in sizes[collection.method]:
+            sizes[collection.method].append(collection.size)
+        return grid(AVAILABLE, sizes=sizes, arounds=DEFAULT_AROUNDS, can_count_tokens=can_count, window=window)
+    if not requested or len(requested) > MAX_VARIANTS:
+        raise InvalidMeasure(f"give 1 to {MAX_VARIANTS} variants")
+    variants: list[Variant] = []
+    skipped: list[dict] = []
+    for item in requested:
+        method = item.get("method")
+        around = item.get("around", 1)
+        try:
+            validate_method(method if isinstance(method, str) else "")
+            size, overlap = resolve_sizes(method, item.get("size"), item.get("overlap"))
+        except ChunkingError as exc:
+            raise InvalidMeasure(str(exc)) from None
+        if not isinstance(around, int) or not 0 <= around <= MAX_AROUND:
+            raise InvalidMeasure(f"around must be between 0 and {MAX_AROUND}")
+        if method in ("tokens", "window") and not can_count:
+            skipped.append({"method": method, "size": size,
+                            "reason": f'"{method}" needs an embedder that counts tokens, and this one cannot'})
+            continue
+        variant = Variant(method, size, overlap, around)
+        if variant not in variants:
+            variants.append(variant)
+    return variants, skipped
+
+
+def _read_corpus(collection: Collection) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+    """Extracted texts, refused names, and (name, fingerprint) of every readable document."""
+    texts: list[str] = []
+    refused: list[str] = []
+    fingerprints: list[tuple[str, str]] = []
+    for source in collection_sources(collection):
+        try:
+            data = source.read()
+        except OSError:
+            refused.append(source.name)
+            continue
+        if len(data) > MAX_DOCUMENT_BYTES or not source.name.lower().endswith(SUPPORTED_SUFFIXES):
+            refused.append(source.name)
+            continue
+        try:
+            extracted = extract(source.name, data)
+        except Unreadable:
+            refused.append(source.name)
+            continue
+        texts.append(extracted.text)
+        fingerprints.append((source.name, hashlib.sha256(data).hexdigest()))
+    return texts, refused, fingerprints
+
+
+def corpus_digest(fingerprints: Sequence[tuple[str, str]]) -> str:
+    """sha256 over "name<TAB>fingerprint" lines in name order: equal digests, equal documents."""
+    lines = "".join(f"{name}\t{fingerprint}\n" for name, fingerprint in sorted(fingerprints))
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def _counts_tokens(embedder) -> bool:
+    try:
+        return embedder.count_tokens("measure") is not None
+    except EmbeddingError:
+        return False
+
+
+def measure_collection(
+    *,
+    collection: Collection,
+    questions: Sequence[Mapping],
+    controls: Sequence[str] = (),
+    variants: Sequence[Mapping] | None = None,
+    most: int = DEFAULT_MOST,
+    min_score: float | None = None,
+) -> dict:
+    """Measure `collection`'s documents, built each variant's way in memory, against known answers.
+
+    ``questions`` are ``{"question", "answer"}`` (the answer marker); ``controls`` are questions the
+    documents cannot answer. ``variants`` are ``{"method", "size"?, "overlap"?, "around"?}``; by
+    default every available method at three sizes and around 0 and 1. Unfloored unless
+    ``min_score`` is given. Returns a JSON-ready report; raises `RagsiteError` for bad input.
+    """
+    checked = _questions(questions, controls)
+    if not isinstance(most, int) or not 1 <= most <= MAX_MOST:
+        raise InvalidMeasure(f"most must be between 1 and {MAX_MOST}")
+    floor = 0.0 if min_score is None else float(min_score)
+    if not 0.0 <= floor <= 1.0:
+        raise InvalidMeasure("min_score must be between 0 and 1")
+
+    embedder = conf.get_embedder()
+    can_count = _counts_tokens(embedder)
+    chosen, skipped = _variants(variants, can_count, embedder.window, collection)
+    texts, refused, fingerprints = _read_corpus(collection)
+    lexical_only = embedder.backend == "none"
+    tokens_used = 0
+
+    def embed(batch):
+        nonlocal tokens_used
+        embedded = embedder.embed_with_usage(list(batch))
+        tokens_used += embedded.tokens or 0
+        return embedded.vectors
+
+    cache = VectorCache(None if lexical_only else embed, batch_size=int(settings.EMBED_BATCH_SIZE))
+    rows: list[dict] = []
+    try:
+        for variant in chosen:
+            try:
+                rows.append(measure_variant(texts, variant, checked, cache=cache, weight=FUSION_WEIGHT,
+                                            most=most, floor=floor, tokens=embedder))
+            except ChunkingError as exc:
+                skipped.append({"method": variant.method, "size": variant.size, "reason": str(exc)})
+    except EmbeddingError as exc:
+        raise RagsiteError(f"the embedder failed: {exc}", code="embedder_unavailable", status=503) from None
+    finally:
+        if embedder.backend == "http" and tokens_used:
+            from .ledger import record_call
+
+            record_call(agent=collection.agent, collection=collection, purpose=ModelCall.EMBED,
+                        model=embedder.model, tokens_in=tokens_used)
+
+    size, overlap = collection.chunk_sizes()
+    for row in rows:
+        row["current"] = (row["method"], row["size"], row["overlap"]) == (collection.method, size, overlap)
+    logger.info("measure %s/%s: %d variants, %d questions, %d texts embedded",
+                collection.agent.agent_id, collection.name, len(rows), len(checked), cache.embedded)
+    return {
+        "collection": collection.name,
+        "agent": collection.agent.agent_id,
+        "measured_at": timezone.now().isoformat(),
+        "model": "lexical" if lexical_only else embedder.model,
+        "dimensions": 0 if lexical_only else embedder.dimensions,
+        "mode": "lexical" if lexical_only else "hybrid",
+        "corpus": {
+            "collection": collection.name,
+            "documents": len(texts),
+            "digest": corpus_digest(fingerprints),
+            "refused": refused,
+        },
+        "settings": {
+            "fusion_weight": FUSION_WEIGHT,
+            "most": most,
+            "floor": floor,
+            "bm25": {"k1": DEFAULT_K1, "b": DEFAULT_B},
+            "collection": {"method": collection.method, "size": size, "overlap": overlap},
+        },
+        "questions": sum(1 for q in checked if not q.control),
+        "controls": sum(1 for q in checked if q.control),
+        "embedded": cache.embedded,
+        "variants": rows,
+        "skipped": skipped,
+    }
