@@ -1,0 +1,310 @@
+"""Exporting a collection's current build as seed 004's ``rag/<index_id>/``, and importing one.
+
+The format itself (bytes, validation) lives in the pure ``collections_app.interchange``; this
+module maps it onto the store. An import reads and checks all four files before it writes
+anything, then replaces the collection's documents and paragraphs in one transaction, as a
+build does, so searches see the old collection until they see the whole new one.
+
+How the fields map is written up in docs/interchange.md.
+"""
+
+import logging
+import re
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+
+from ragsite.errors import Conflict, NotFound, RagsiteError
+
+from .. import interchange as fmt
+from ..chunking import ChunkingError, resolve_sizes
+from ..models import Agent, Collection, CollectionBuilt, Document, Paragraph
+from .agents import create_collection
+from .builds import ACTIVE_STATES, EmptyBuild
+
+logger = logging.getLogger("ragsite.interchange")
+
+# Chunking methods whose size and overlap count model tokens, like the seed's chunker block.
+TOKEN_METHODS = ("tokens", "window")
+CREATED_AT_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+# A chunk shares at least this many characters with the one before it before the two are taken
+# to overlap; a shorter match (a repeated letter or word) is chance.
+MIN_OVERLAP_CHARS = 16
+ABSOLUTE = re.compile(r"^(?:[/\\]|[A-Za-z]:[/\\]|[A-Za-z][A-Za-z0-9+.-]*://)")
+
+
+class InvalidIndex(RagsiteError):
+    code = "invalid_index"
+    status = 400
+
+
+def _invalid(exc: fmt.InterchangeError) -> InvalidIndex:
+    return InvalidIndex(f"the index is not valid: {exc}")
+
+
+# --- export -----------------------------------------------------------------
+
+
+def export_index(*, collection: Collection, directory: Path) -> Path:
+    """Write ``directory/rag/<collection name>/`` from the collection's current build; return that folder.
+
+    Only documents in search (status active) are written, in ordinal order, renumbered from 0.
+    """
+    built = CollectionBuilt.objects.filter(collection=collection).first()
+    if built is None:
+        raise Conflict(f'collection "{collection.name}" has never been built; build it first', code="never_built")
+    rows = list(
+        Paragraph.objects.filter(collection=collection, document__status=Document.ACTIVE)
+        .order_by("ordinal")
+        .values_list("document__name", "text", "token_count", "embedding", "document__built_size",
+                     "document__built_overlap")
+    )
+    if not rows:
+        raise Conflict(f'collection "{collection.name}" has no paragraphs in search to export', code="nothing_to_export")
+    if any(vector is None for _n, _t, _c, vector, _s, _o in rows):
+        raise Conflict(
+            f'collection "{collection.name}" was built without vectors (model {built.model}); '
+            "the format needs one per paragraph",
+            code="no_vectors",
+        )
+    chunks, seen = [], defaultdict(int)
+    for name, text, count, _v, _s, _o in rows:
+        chunks.append(fmt.Chunk(doc_id=name, k=seen[name], text=text, n_tokens=count or 0))
+        seen[name] += 1
+    vectors = np.frombuffer(b"".join(bytes(r[3]) for r in rows), dtype="<f4")
+    if vectors.size != len(rows) * built.dimensions:
+        raise Conflict(
+            f'collection "{collection.name}" holds vectors that are not {built.dimensions} wide; rebuild it',
+            code="width_mismatch",
+        )
+    # What the paragraphs were cut with, as their documents record it (the collection's own
+    # settings may have changed since the build).
+    size, overlap = rows[0][4], rows[0][5]
+    if overlap is None:
+        size, overlap = resolve_sizes(built.method, None, None)
+    meta = fmt.Meta(
+        index_id=collection.name,
+        created_at=built.built_at.astimezone(UTC).strftime(CREATED_AT_FORMAT),
+        n_chunks=len(chunks),
+        dim=built.dimensions,
+        embedding_model=built.model,
+        tokenizer=built.model,
+        chunker=chunker_block(built.method, size, overlap, [c.n_tokens for c in chunks]),
+    )
+    try:
+        index = fmt.build_index(meta=meta, chunks=chunks, vectors=vectors)
+        return fmt.write_index(Path(directory), index)
+    except fmt.InterchangeError as exc:
+        raise Conflict(f'collection "{collection.name}" cannot be exported: {exc}', code="not_exportable") from None
+    except OSError as exc:
+        raise RagsiteError(
+            f"could not write the index ({exc.strerror or type(exc).__name__})", code="unwritable", status=500
+        ) from None
+
+
+def chunker_block(method: str, size: int | None, overlap: int, n_tokens: list[int]) -> dict:
+    """meta.json's chunker: the seed's max_tokens/overlap (in tokens), plus ragsite's method.
+
+    Token-counted methods give their own size and overlap. Character-counted ones (structure,
+    fixed) have no token overlap to give: max_tokens is the longest chunk actually written, overlap
+    0, and their character settings go in "chars" so an import can restore them.
+    """
+    longest = max(n_tokens, default=0)
+    if method in TOKEN_METHODS:
+        return {"max_tokens": size if size is not None else longest, "overlap": overlap, "method": method}
+    return {"max_tokens": longest, "overlap": 0, "method": method, "chars": {"size": size, "overlap": overlap}}
+
+
+def chunking_of(chunker: dict) -> tuple[str, int | None, int]:
+    """(method, size, overlap) for the store from a meta.json chunker block; no method means "tokens"."""
+    method = chunker.get("method", "tokens")
+    chars = chunker.get("chars")
+    if not isinstance(method, str):
+        raise fmt.InterchangeError(fmt.META, "chunker.method", "expected a string")
+    if isinstance(chars, dict) and method not in TOKEN_METHODS:
+        size, overlap = chars.get("size"), chars.get("overlap")
+    else:
+        size, overlap = chunker["max_tokens"] or None, chunker["overlap"]
+    try:
+        size, overlap = resolve_sizes(method, size, overlap)
+    except (ChunkingError, TypeError) as exc:
+        raise fmt.InterchangeError(fmt.META, "chunker", str(exc)) from None
+    return method, size, overlap
+
+
+# --- import -----------------------------------------------------------------
+
+
+def import_index(*, agent: Agent, directory: Path, index_id: str, name: str | None = None) -> Collection:
+    """Read ``directory/rag/<index_id>/``, check all of it, then create or replace the collection ``name``.
+
+    The index is imported as it is: a collection whose embedding_model is not the server's embedder
+    imports, and its vector searches then refuse with ``model_mismatch``.
+    """
+    if not index_id or "/" in index_id or "\\" in index_id or index_id in (".", ".."):
+        raise InvalidIndex(f'"{index_id[:100]}" is not an index id', code="invalid_index_id")
+    folder = Path(directory) / "rag" / index_id
+    if not folder.is_dir():
+        raise NotFound(f'no index "{index_id}" under the directory given (looked for rag/{index_id}/)', code="no_index")
+    try:
+        index = fmt.read_index(folder, index_id=index_id)
+        method, size, overlap = chunking_of(index.meta.chunker)
+        _check_document_names(index.chunks)
+    except fmt.InterchangeError as exc:
+        raise _invalid(exc) from None
+    if not index.chunks:
+        raise EmptyBuild(f'index "{index_id}" holds no chunks; nothing was imported')
+    name = name or index_id
+    starts, ends = _offsets(index.chunks)
+    created_at = _parse_created_at(index.meta.created_at)
+
+    with transaction.atomic():
+        collection = Collection.objects.select_for_update().filter(agent=agent, name=name).first()
+        if collection is None:
+            collection = create_collection(agent=agent, name=name, method=method, size=size, overlap=overlap)
+        elif collection.runs.filter(status__in=ACTIVE_STATES).exists():
+            raise Conflict(f'a build of "{name}" is queued or running; import after it ends', code="build_running")
+        collection.method, collection.size, collection.overlap = method, size, overlap
+        collection.save(update_fields=["method", "size", "overlap"])
+        _replace(collection, agent, index, method, size, overlap, starts, ends)
+        previous = CollectionBuilt.objects.filter(collection=collection).values_list("built_at", flat=True).first()
+        CollectionBuilt.objects.update_or_create(
+            collection=collection,
+            defaults=dict(
+                agent_id=agent.agent_id,
+                model=index.meta.embedding_model,
+                dimensions=index.meta.dim,
+                method=method,
+                built_from=collection.built_from,
+                passages=len(index.chunks),
+                built_at=_built_at(created_at, previous),
+                refused=[],
+            ),
+        )
+    logger.info("imported index %s into %s/%s: %s paragraphs", index_id, agent.agent_id, name, len(index.chunks))
+    return collection
+
+
+def _check_document_names(chunks: list[fmt.Chunk]) -> None:
+    # doc_id becomes a document's name, shown to people and agents: never a path on some machine.
+    for line, chunk in enumerate(chunks, start=1):
+        if ABSOLUTE.match(chunk.doc_id):
+            raise fmt.InterchangeError(fmt.DOCS, "doc_id", "is an absolute path or URL; names must be relative", line=line)
+        if len(chunk.doc_id) > Document._meta.get_field("name").max_length:
+            raise fmt.InterchangeError(fmt.DOCS, "doc_id", "longer than 500 characters", line=line)
+
+
+def _parse_created_at(value: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise _invalid(fmt.InterchangeError(fmt.META, "created_at", f'"{value[:50]}" is not an ISO 8601 time')) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _built_at(created_at: datetime, previous: datetime | None) -> datetime:
+    """The index's created_at, so a re-export writes the same meta.json, plus sub-second noise.
+
+    Loaded indexes are cached per process by built_at; the export writes whole seconds, so the
+    microseconds are free to make each import's built_at differ from the build it replaces.
+    """
+    built_at = created_at.replace(microsecond=timezone.now().microsecond or 1)
+    while previous is not None and built_at == previous:
+        built_at += timedelta(microseconds=1)
+    return built_at
+
+
+def _offsets(chunks: list[fmt.Chunk]) -> tuple[list[int], list[int]]:
+    """Character offsets for each chunk in its document, which the format does not carry.
+
+    Stitching uses them to avoid repeating text two chunks share. A chunk that begins with the end
+    of the previous chunk of its document is placed to overlap it by that much; otherwise it follows
+    directly.
+    """
+    starts, ends = [], []
+    last: dict[str, tuple[str, int]] = {}
+    for chunk in chunks:
+        previous = last.get(chunk.doc_id)
+        if previous is None:
+            start = 0
+        else:
+            text, end = previous
+            start = end - _overlap(text, chunk.text)
+        starts.append(start)
+        ends.append(start + len(chunk.text))
+        last[chunk.doc_id] = (chunk.text, ends[-1])
+    return starts, ends
+
+
+def _overlap(before: str, after: str) -> int:
+    for length in range(min(len(before), len(after)), MIN_OVERLAP_CHARS - 1, -1):
+        if before.endswith(after[:length]):
+            return length
+    return 0
+
+
+def _replace(collection, agent, index: fmt.RagIndex, method, size, overlap, starts, ends) -> None:
+    """Documents by doc_id (existing rows kept, so their default labels and approvals stay), paragraphs
+    in chunk order; a paragraph whose document and text are unchanged keeps its labels."""
+    through = Paragraph.labels.through
+    old_labels: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for doc_name, digest, label_id in through.objects.filter(paragraph__collection=collection).values_list(
+        "paragraph__document__name", "paragraph__fingerprint", "label_id"
+    ):
+        old_labels[(doc_name, digest)].add(label_id)
+    existing = {d.name: d for d in collection.documents.all()}
+    counts: dict[str, int] = defaultdict(int)
+    for chunk in index.chunks:
+        counts[chunk.doc_id] += 1
+    gone = [d.pk for n, d in existing.items() if n not in counts]
+    if gone:
+        Document.objects.filter(pk__in=gone).delete()
+    Paragraph.objects.filter(collection=collection).delete()
+    now = timezone.now()
+    documents: dict[str, Document] = {}
+    for doc_name, count in counts.items():
+        document = existing.get(doc_name) or Document(collection=collection, name=doc_name, source=Document.FOLDER)
+        # The source file's bytes are unknown, so the fingerprint stays empty and the next build
+        # from a folder reads the document again.
+        document.fingerprint, document.status, document.paragraph_count = "", Document.ACTIVE, count
+        document.summary, document.scan_warnings, document.conflicts = "", [], []
+        document.built_method, document.built_size, document.built_overlap = method, size, overlap
+        document.built_model, document.updated_at = index.meta.embedding_model, now
+        document.save()
+        documents[doc_name] = document
+    vectors = np.ascontiguousarray(index.vectors, dtype="<f4")
+    rows = [
+        Paragraph(
+            agent_id=agent.agent_id,
+            collection=collection,
+            document=documents[chunk.doc_id],
+            ordinal=ordinal,
+            index=chunk.k,
+            section="",
+            text=chunk.text,
+            start_char=starts[ordinal],
+            end_char=ends[ordinal],
+            token_count=chunk.n_tokens,
+            fingerprint=chunk.fingerprint,
+            embedding=vectors[ordinal].tobytes(),
+        )
+        for ordinal, chunk in enumerate(index.chunks)
+    ]
+    created = Paragraph.objects.bulk_create(rows, batch_size=500)
+    if old_labels:
+        if not all(p.pk for p in created):
+            created = list(Paragraph.objects.filter(collection=collection).order_by("ordinal"))
+        links = [
+            through(paragraph_id=p.pk, label_id=label_id)
+            for p, chunk in zip(created, index.chunks, strict=True)
+            for label_id in old_labels.get((chunk.doc_id, chunk.fingerprint), ())
+        ]
+        through.objects.bulk_create(links, batch_size=1000, ignore_conflicts=True)
+    Paragraph.objects.guard_not_empty(collection)
+
+
+__all__ = ["InvalidIndex", "chunker_block", "chunking_of", "export_index", "import_index"]

@@ -1,0 +1,198 @@
+"""export_index / import_index against the real store: round trips, search equivalence, refusals."""
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from collections_app import interchange as fmt
+from collections_app.models import CollectionBuilt, Document, Paragraph
+from collections_app.services.agents import create_agent, create_collection
+from collections_app.services.builds import build_collection
+from collections_app.services.interchange import InvalidIndex, export_index, import_index
+from collections_app.services.search import search_collection
+from ragsite.errors import Conflict, NotFound
+from tests.conftest import HANDBOOK
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def handbook(agent, knowledge_folder):
+    collection = create_collection(agent=agent, name="handbook", built_from="the HR share")
+    knowledge_folder("handbook", HANDBOOK)
+    run = build_collection(collection=collection)
+    assert run.status == "succeeded", run.error
+    return collection
+
+
+@pytest.fixture
+def other_agent(db):
+    return create_agent(agent_id="beta", name="Beta")[0]
+
+
+def test_export_writes_the_four_files_of_the_current_build(handbook, tmp_path):
+    folder = export_index(collection=handbook, directory=tmp_path)
+    assert folder == tmp_path / "rag" / "handbook"
+    index = fmt.read_index(folder, index_id="handbook")
+    built = CollectionBuilt.objects.get(collection=handbook)
+    paragraphs = list(Paragraph.objects.filter(collection=handbook).order_by("ordinal"))
+    assert index.meta.n_chunks == len(paragraphs) == built.passages
+    assert (index.meta.embedding_model, index.meta.dim) == (built.model, built.dimensions) == ("hash-64", 64)
+    assert index.meta.chunker == {"max_tokens": max(p.token_count for p in paragraphs), "overlap": 0,
+                                  "method": "structure", "chars": {"size": 1800, "overlap": 180}}
+    assert [c.chunk_id for c in index.chunks] == [f"{p.document.name}#{p.index}" for p in paragraphs]
+    assert [c.text for c in index.chunks] == [p.text for p in paragraphs]
+    assert index.vectors.tobytes() == b"".join(bytes(p.embedding) for p in paragraphs)
+
+
+@pytest.fixture
+def small_pieces(agent, knowledge_folder):
+    """Several overlapping paragraphs per document, so stitching across imported offsets is exercised."""
+    collection = create_collection(agent=agent, name="pieces", method="structure", size=80, overlap=30)
+    knowledge_folder("pieces", HANDBOOK)
+    run = build_collection(collection=collection)
+    assert run.status == "succeeded", run.error
+    assert Paragraph.objects.filter(collection=collection).count() > 2 * len(HANDBOOK)
+    return collection
+
+
+@pytest.mark.parametrize("which", ["handbook", "small_pieces"])
+def test_import_under_another_name_for_another_agent_searches_the_same(which, request, other_agent, tmp_path):
+    original_collection = request.getfixturevalue(which)
+    export_index(collection=original_collection, directory=tmp_path)
+    copy = import_index(agent=other_agent, directory=tmp_path, index_id=original_collection.name, name="copy")
+    assert (copy.agent, copy.name, copy.method) == (other_agent, "copy", original_collection.method)
+    assert (copy.size, copy.overlap) == original_collection.chunk_sizes()
+    assert set(Paragraph.objects.filter(collection=copy).values_list("agent_id", flat=True)) == {"beta"}
+    for question in ("How many days of leave carry over?", "laptop encryption", "mileage per kilometre"):
+        for around in (0, 1, 2):
+            asked = dict(question=question, around=around, min_score=0.0, most=10)
+            original = search_collection(agent=original_collection.agent, collection=original_collection, **asked)
+            imported = search_collection(agent=other_agent, collection="copy", **asked)
+            assert original["mode"] == imported["mode"] == "hybrid"
+            shown = [(p["document"], p["text"], round(p["score"], 9), p["passages"]) for p in original["paragraphs"]]
+            assert shown
+            assert shown == [(p["document"], p["text"], round(p["score"], 9), p["passages"]) for p in imported["paragraphs"]]
+
+
+def test_export_import_export_gives_identical_bytes(handbook, other_agent, tmp_path):
+    first = export_index(collection=handbook, directory=tmp_path / "one")
+    copy = import_index(agent=other_agent, directory=tmp_path / "one", index_id="handbook")
+    second = export_index(collection=copy, directory=tmp_path / "two")
+    for name in fmt.FILES:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+
+
+def test_reimport_replaces_paragraphs_keeps_labels_and_invalidates_the_cache(handbook, tmp_path):
+    from collections_app.models import Label
+
+    folder = export_index(collection=handbook, directory=tmp_path)
+    label = Label.objects.create(name="staff")
+    paragraph = Paragraph.objects.get(collection=handbook, text__contains="full-disk")
+    paragraph.labels.add(label)
+    before = CollectionBuilt.objects.get(collection=handbook).built_at
+    search_collection(agent=handbook.agent, collection="handbook", question="badges")  # warms the cache
+    # Drop the travel document from the index: re-import must remove it.
+    kept = fmt.read_index(folder)
+    chunks = [c for c in kept.chunks if c.doc_id != "travel.md"]
+    vectors = kept.vectors[[i for i, c in enumerate(kept.chunks) if c.doc_id != "travel.md"]]
+    meta = fmt.Meta(**{**kept.meta.__dict__, "n_chunks": len(chunks)})
+    fmt.write_index(tmp_path, fmt.build_index(meta=meta, chunks=chunks, vectors=vectors))
+    import_index(agent=handbook.agent, directory=tmp_path, index_id="handbook")
+    assert sorted(handbook.documents.values_list("name", flat=True)) == ["leave.md", "security.md"]
+    assert Paragraph.objects.get(collection=handbook, text__contains="full-disk").labels.get() == label
+    built = CollectionBuilt.objects.get(collection=handbook)
+    assert built.built_at != before and built.passages == len(chunks)
+    answer = search_collection(agent=handbook.agent, collection="handbook", question="mileage per kilometre")
+    assert all(p["document"] != "travel.md" for p in answer["paragraphs"])
+
+
+def test_a_never_built_collection_is_not_exported(agent, tmp_path):
+    collection = create_collection(agent=agent, name="empty")
+    with pytest.raises(Conflict) as caught:
+        export_index(collection=collection, directory=tmp_path)
+    assert caught.value.code == "never_built"
+    assert not (tmp_path / "rag").exists()
+
+
+def test_an_invalid_index_writes_nothing(handbook, other_agent, tmp_path):
+    folder = export_index(collection=handbook, directory=tmp_path)
+    data = (folder / "vectors.f32").read_bytes()
+    (folder / "vectors.f32").write_bytes(data[:-4])
+    with pytest.raises(InvalidIndex) as caught:
+        import_index(agent=other_agent, directory=tmp_path, index_id="handbook")
+    assert "vectors.f32" in caught.value.message and "size" in caught.value.message
+    assert not other_agent.collections.exists()
+
+
+def test_a_broken_index_leaves_an_existing_collection_as_it_was(handbook, tmp_path):
+    folder = export_index(collection=handbook, directory=tmp_path)
+    count = Paragraph.objects.filter(collection=handbook).count()
+    (folder / "bm25.idx").write_bytes(b"NOPE" + (folder / "bm25.idx").read_bytes()[4:])
+    with pytest.raises(InvalidIndex, match="bm25.idx, magic"):
+        import_index(agent=handbook.agent, directory=tmp_path, index_id="handbook")
+    assert Paragraph.objects.filter(collection=handbook).count() == count
+
+
+def test_absolute_document_paths_are_refused(handbook, other_agent, tmp_path):
+    kept = fmt.read_index(export_index(collection=handbook, directory=tmp_path))
+    chunks = [fmt.Chunk(doc_id="/home/someone/" + c.doc_id, k=c.k, text=c.text, n_tokens=c.n_tokens) for c in kept.chunks]
+    fmt.write_index(tmp_path, fmt.build_index(meta=kept.meta, chunks=chunks, vectors=kept.vectors))
+    with pytest.raises(InvalidIndex, match="doc_id"):
+        import_index(agent=other_agent, directory=tmp_path, index_id="handbook")
+    assert not Document.objects.filter(name__startswith="/").exists()
+
+
+def test_a_missing_index_is_not_found(agent, tmp_path):
+    with pytest.raises(NotFound):
+        import_index(agent=agent, directory=tmp_path, index_id="nothing")
+
+
+def test_a_foreign_index_without_ragsite_keys_imports_as_tokens(agent, tmp_path, settings):
+    meta = fmt.Meta(index_id="docs", created_at="2026-10-09T12:00:00Z", n_chunks=2, dim=64, embedding_model="hash-64",
+                    tokenizer="smol-135m", chunker={"max_tokens": 256, "overlap": 32})
+    import numpy as np
+
+    vectors = np.zeros((2, 64), dtype=np.float32)
+    vectors[0, 0] = vectors[1, 1] = 1.0
+    chunks = [fmt.Chunk(doc_id="a.md", k=0, text="Carry-over is capped at five days.", n_tokens=8),
+              fmt.Chunk(doc_id="a.md", k=1, text="Badges are worn at all times.", n_tokens=7)]
+    fmt.write_index(tmp_path, fmt.build_index(meta=meta, chunks=chunks, vectors=vectors))
+    collection = import_index(agent=agent, directory=tmp_path, index_id="docs")
+    assert (collection.method, collection.size, collection.overlap) == ("tokens", 256, 32)
+    built = collection.built
+    assert built.built_at.strftime("%Y-%m-%dT%H:%M:%S") == "2026-10-09T12:00:00" and built.refused == []
+
+
+def test_an_index_from_another_model_imports_and_vector_search_refuses(handbook, other_agent, tmp_path):
+    folder = export_index(collection=handbook, directory=tmp_path)
+    meta = json.loads((folder / "meta.json").read_text())
+    meta["embedding_model"] = "smol-135m"
+    (folder / "meta.json").write_text(json.dumps(meta))
+    import_index(agent=other_agent, directory=tmp_path, index_id="handbook")
+    with pytest.raises(Conflict) as caught:
+        search_collection(agent=other_agent, collection="handbook", question="leave")
+    assert caught.value.code == "model_mismatch"
+
+
+def test_commands_export_and_import(handbook, other_agent, tmp_path):
+    out = StringIO()
+    call_command("export_index", "alpha", "handbook", str(tmp_path), stdout=out)
+    assert "Exported handbook" in out.getvalue()
+    out = StringIO()
+    call_command("import_index", "beta", str(tmp_path), "handbook", "--name", "copy", "--json", stdout=out)
+    result = json.loads(out.getvalue())
+    assert result["collection"] == "copy" and result["paragraphs"] == handbook.built.passages
+
+
+def test_commands_fail_clearly(agent, tmp_path):
+    create_collection(agent=agent, name="empty")
+    with pytest.raises(CommandError, match="never been built") as caught:
+        call_command("export_index", "alpha", "empty", str(tmp_path))
+    assert caught.value.returncode == 2
+    with pytest.raises(CommandError, match="no index"):
+        call_command("import_index", "alpha", str(tmp_path), "missing")
+    with pytest.raises(CommandError, match="no agent"):
+        call_command("import_index", "nobody", str(tmp_path), "missing")
