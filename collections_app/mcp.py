@@ -148,7 +148,7 @@ def or_error(schema: dict) -> dict:
 # (or, for the annotations, ignores). A test keeps the schemas inside this set.
 SCHEMA_KEYWORDS = frozenset(
     {"type", "properties", "required", "additionalProperties", "minLength", "maxLength",
-     "minimum", "maximum", "enum", "default", "description", "title"}
+     "minimum", "maximum", "enum", "default", "description", "title", "items", "minItems", "maxItems"}
 )
 
 
@@ -198,7 +198,27 @@ def _check_value(name: str, value: Any, schema: dict) -> Any:
         if "maximum" in schema and value > schema["maximum"]:
             raise InvalidArguments(f"'{name}' must be at most {schema['maximum']}")
         return int(value) if kind == "integer" else float(value)
+    if kind == "array":
+        if len(value) < schema.get("minItems", 0):
+            raise InvalidArguments(f"'{name}' must hold at least {schema['minItems']} item(s)")
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            raise InvalidArguments(f"'{name}' must hold at most {schema['maxItems']} items")
+        if "items" in schema:
+            return [_check_item(f"{name}[{i}]", item, schema["items"]) for i, item in enumerate(value)]
+    if kind == "object" and "properties" in schema:
+        return _check_item(name, value, schema)
     return value
+
+
+def _check_item(name: str, value: Any, schema: dict) -> Any:
+    if schema.get("type") != "object":
+        return _check_value(name, value, schema)
+    if not isinstance(value, dict):
+        raise InvalidArguments(f"'{name}' must be object")
+    try:
+        return check_arguments(schema, value)
+    except InvalidArguments as exc:
+        raise InvalidArguments(f"'{name}': {exc.message}") from None
 
 
 def check_arguments(schema: dict, arguments: dict) -> dict:

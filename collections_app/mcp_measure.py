@@ -3,16 +3,15 @@
 Imported at the end of `collections_app.mcp`, which registers it with the other collection tools.
 A thin adapter over `services.measure.measure_collection`.
 
-The tool schemas may only use the keywords `mcp.check_arguments` enforces, which does not look
-inside arrays; so each item of ``questions`` is checked here against `QUESTION_ITEM` with that same
-checker, and the count against `MAX_QUESTIONS`.
+The published schema carries every limit (1 to MAX_QUESTIONS items, each a `QUESTION_ITEM`), and
+`mcp.check_arguments` enforces it before the handler runs.
 """
 
 from __future__ import annotations
 
 from ragsite.errors import Forbidden
 
-from .mcp import COLLECTION_NAME, Caller, InvalidArguments, Tool, check_arguments, register
+from .mcp import COLLECTION_NAME, Caller, Tool, register
 from .services.agents import get_collection
 from .services.measure import DEFAULT_MOST, MAX_MARKER_CHARS, MAX_QUESTIONS, measure_collection, parse_items
 from .services.search import MAX_MOST, MAX_QUESTION_CHARS
@@ -35,6 +34,9 @@ MEASURE_INPUT = {
         "collection": COLLECTION_NAME,
         "questions": {
             "type": "array",
+            "minItems": 1,
+            "maxItems": MAX_QUESTIONS,
+            "items": QUESTION_ITEM,
             "description": f"1 to {MAX_QUESTIONS} items, each {{\"question\": 1-{MAX_QUESTION_CHARS} characters, "
             '"answer": "text the answering paragraph contains"} or {"question": ..., "control": true} for a '
             "question the documents do not answer.",
@@ -99,15 +101,6 @@ MEASURE_ANSWER = {
 
 def measure(caller: Caller, arguments: dict) -> dict:
     items = arguments["questions"]
-    if not 1 <= len(items) <= MAX_QUESTIONS:
-        raise InvalidArguments(f"'questions' holds 1 to {MAX_QUESTIONS} items")
-    for number, item in enumerate(items, start=1):
-        if not isinstance(item, dict):
-            raise InvalidArguments(f"'questions' item {number} must be object")
-        try:
-            check_arguments(QUESTION_ITEM, item)
-        except InvalidArguments as exc:
-            raise InvalidArguments(f"'questions' item {number}: {exc.message}") from None
     collection = get_collection(agent=caller.agent, name=arguments["collection"])
     if collection.per_reader:
         # A marker found or not found says whether some paragraph holds that text, whoever may read it.

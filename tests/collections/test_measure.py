@@ -286,9 +286,9 @@ def test_the_mcp_tool_measures_and_matches_its_output_schema(client, keyed_handb
 @pytest.mark.parametrize(
     ("questions", "message"),
     [
-        ([], "1 to 50"),
-        ([{"question": "q", "answer": "a"}] * 51, "1 to 50"),
-        (["just a string"], "item 1 must be object"),
+        ([], "at least 1 item"),
+        ([{"question": "q", "answer": "a"}] * 51, "at most 50 items"),
+        (["just a string"], "'questions[0]' must be object"),
         ([{"question": "x" * 2001, "answer": "a"}], "at most 2000"),
         ([{"question": "", "answer": "a"}], "at least 1"),
         ([{"question": "q", "answer": "a", "extra": 1}], "unknown argument"),
