@@ -58,3 +58,8 @@ def test_openapi_schema_is_served(client):
     schema = client.get("/api/v1/openapi.json")
     assert schema.status_code == 200
     assert "/api/v1/collections/" in json.loads(schema.content)["paths"]
+
+
+def test_the_api_docs_page_is_served_without_a_key(client):
+    page = client.get("/api/v1/docs")
+    assert page.status_code == 200 and b"openapi.json" in page.content
