@@ -26,6 +26,7 @@ from ..chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
 from ..conf import settings
 from ..embedders import EmbeddingError
 from ..extract import SUPPORTED_SUFFIXES, Unreadable, extract, summarize_opening
+from ..interchange import fingerprint as text_fingerprint
 from ..models import Agent, BuildRun, Collection, CollectionBuilt, Document, ModelCall, Paragraph
 
 logger = logging.getLogger("ragsite.builds")
@@ -357,7 +358,7 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
             continue
         item.vectors = [None] * len(item.pieces)
         for i, piece in enumerate(item.pieces):
-            vector = known_vectors.get(_fingerprint(piece.text))
+            vector = known_vectors.get(text_fingerprint(piece.text))
             if vector is not None:
                 item.vectors[i] = bytes(vector)
             elif not lexical_only:
@@ -381,10 +382,6 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
 
         record_call(agent=collection.agent, collection=collection, purpose=ModelCall.EMBED, model=embedder.model,
                     tokens_in=tokens_used)
-
-
-def _fingerprint(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _commit(collection, run, prepared, existing, embedder, refused, previous) -> None:
@@ -513,7 +510,7 @@ def _replace_paragraphs(document: Document, item: Prepared, agent: Agent, ordina
                 start_char=piece.start,
                 end_char=piece.end,
                 token_count=item.tokens[index] if index < len(item.tokens) else None,
-                fingerprint=_fingerprint(piece.text),
+                fingerprint=text_fingerprint(piece.text),
                 embedding=item.vectors[index] if item.vectors else None,
             )
         )
