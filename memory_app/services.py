@@ -188,6 +188,20 @@ def _locked_refusal(record: Record) -> Conflict:
     return Conflict(f"record {record.KIND}:{record.pk} is locked", code="record_locked")
 
 
+def _writable_record(*, agent: Agent, kind: str, id: int) -> Record:
+    """The agent's record, row-locked for this transaction; refused when missing or locked.
+
+    The row lock keeps a node build from writing for an old text in between (PostgreSQL;
+    SQLite's IMMEDIATE transactions already serialise writers).
+    """
+    record = record_model(kind).objects.select_for_update().filter(agent=agent, pk=id).first()
+    if record is None:
+        raise NotFound(f"no record {kind}:{id}", code="unknown_record")
+    if record.locked:
+        raise _locked_refusal(record)
+    return record
+
+
 def update_text(*, agent: Agent, kind: str, id: int, text: str) -> tuple[Record, dict | None]:
     """Replace a record's text; its nodes go (the trigger) and new ones are queued when it is long.
 
@@ -201,15 +215,8 @@ def update_text(*, agent: Agent, kind: str, id: int, text: str) -> tuple[Record,
     if record.text == text:
         return record, None
     (prepared,) = _prepare_many([text], conf.get_embedder())
-    model = record_model(kind)
     with transaction.atomic():
-        # Locked against a node build writing for the old text in between (PostgreSQL; SQLite's
-        # IMMEDIATE transactions already serialise writers).
-        record = model.objects.select_for_update().filter(agent=agent, pk=id).first()
-        if record is None:
-            raise NotFound(f"no record {kind}:{id}", code="unknown_record")
-        if record.locked:
-            raise _locked_refusal(record)
+        record = _writable_record(agent=agent, kind=kind, id=id)
         record.text = text
         record.token_count = prepared.token_count
         record.embedding = prepared.embedding
@@ -223,14 +230,8 @@ def update_text(*, agent: Agent, kind: str, id: int, text: str) -> tuple[Record,
 
 def delete_record(*, agent: Agent, kind: str, id: int) -> None:
     """Delete one of the agent's records (its nodes go with it, by trigger). A locked record is refused."""
-    model = record_model(kind)
     with transaction.atomic():
-        record = model.objects.select_for_update().filter(agent=agent, pk=id).first()
-        if record is None:
-            raise NotFound(f"no record {kind}:{id}", code="unknown_record")
-        if record.locked:
-            raise _locked_refusal(record)
-        record.delete()
+        _writable_record(agent=agent, kind=kind, id=id).delete()
 
 
 # --- nodes ---------------------------------------------------------------------------------------
