@@ -22,6 +22,7 @@ from .. import conf
 from ..conf import settings
 from ..embedders import EmbeddingError
 from ..fusion import hybrid_scores
+from ..ivf import IVFIndex
 from ..judge import JudgeUnavailable, ask_judge
 from ..lexical import BM25Index, terms
 from ..models import Agent, ApiKey, Collection, CollectionBuilt, Document, ModelCall, Paragraph, Reader
@@ -54,6 +55,9 @@ class CollectionIndex:
     bm25: BM25Index
     document_names: dict[int, str]
     position: dict[int, int]  # ordinal -> row
+    # The approximate path for large collections: built on first use, once per build (see _ivf_for).
+    ivf: IVFIndex | None = None
+    ivf_rows: np.ndarray | None = None  # index row of each IVF row (the rows that hold a vector)
 
     @property
     def size(self) -> int:
@@ -81,6 +85,7 @@ class ReadableRows(Mapping):
 
 _cache: dict[int, CollectionIndex] = {}
 _cache_lock = threading.Lock()
+_ivf_lock = threading.Lock()
 
 
 def collection_index(collection: Collection, built: CollectionBuilt) -> CollectionIndex:
@@ -343,9 +348,43 @@ def _cosine(collection, index: CollectionIndex, question: str, payer: Agent | No
     if payer is not None and embedder.backend == "http":
         record_call(agent=payer, collection=collection, purpose=ModelCall.EMBED, model=embedder.model,
                     tokens_in=embedded.tokens or 0)
+    threshold = int(settings.IVF_MIN_PARAGRAPHS)
+    if threshold > 0 and index.size >= threshold:
+        return _ivf_cosine(collection, index, vector), index.model
+    logger.debug("search %s: exact cosine over %d rows", collection.name, index.size)
     cosine = index.matrix @ vector
     cosine[~index.has_vector] = 0.0
     return cosine, index.model
+
+
+def _ivf_for(collection: Collection, index: CollectionIndex) -> IVFIndex:
+    """The IVF over `index`'s rows that hold a vector, built once per build, seeded from the collection's name."""
+    if index.ivf is None:
+        with _ivf_lock:
+            if index.ivf is None:
+                rows = np.flatnonzero(index.has_vector)
+                # All rows embedded (the usual case): the matrix itself, not a copy of it.
+                vectors = index.matrix if rows.size == index.size else index.matrix[rows]
+                index.ivf_rows = rows
+                index.ivf = IVFIndex.build(vectors, index_id=collection.name)
+                logger.debug("search %s: built IVF, %d lists over %d rows", collection.name, index.ivf.nlist, rows.size)
+    return index.ivf
+
+
+def _ivf_cosine(collection: Collection, index: CollectionIndex, vector: np.ndarray) -> np.ndarray:
+    """Cosine for the rows in the IVF_NPROBE lists nearest the question; every other row gets 0,
+    so it can still rank on BM25 in hybrid mode."""
+    ivf = _ivf_for(collection, index)
+    nprobe = max(1, min(int(settings.IVF_NPROBE), ivf.nlist))
+    near = np.argsort(-(ivf.centroids @ vector), kind="stable")[:nprobe]
+    members = np.sort(np.concatenate([ivf.lists[c] for c in near]))
+    cosine = np.zeros(index.size, dtype=np.float32)
+    cosine[index.ivf_rows[members]] = ivf.vectors[members] @ vector
+    logger.debug(
+        "search %s: IVF cosine, nprobe %d of %d lists, %d of %d rows scored",
+        collection.name, nprobe, ivf.nlist, members.size, index.size,
+    )
+    return cosine
 
 
 def _judge(answer: dict, collection: Collection, question: str, payer: Agent | None) -> None:
