@@ -49,9 +49,9 @@ from .services.labels import (
     set_default_labels,
     set_paragraph_labels,
 )
-from .services.ledger import spend_by_day
+from .services.ledger import spend_by_day, spent_today
 from .services.review import approve_documents
-from .services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, search_collection, spent_today
+from .services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, search_collection
 from .services.uploads import upload_document
 
 HISTORY_ROWS = 20

@@ -12,34 +12,20 @@ from pathlib import Path
 
 from django.conf import settings as django_settings
 
-_DEFAULTS = {
-    "EMBED_BACKEND": "local",
-    "EMBED_MODEL_DIR": "",
-    "EMBED_URL": "",
-    "EMBED_MODEL": "",
-    "EMBED_API_KEY": "",
-    "EMBED_TIMEOUT": 30.0,
-    "EMBED_BATCH_SIZE": 64,
-    "JUDGE_URL": "",
-    "JUDGE_MODEL": "",
-    "JUDGE_API_KEY": "",
-    "JUDGE_TIMEOUT": 20.0,
-    "MIN_SCORE": 0.25,
-    "AROUND": 1,
-    "MODEL_PRICES": {},
-    "BUILD_HEARTBEAT_TIMEOUT": 300,
-    "MAX_UPLOAD_BYTES": 50 * 1024 * 1024,
-    "HEALTH_REPAIR_MINUTES": 15,
-    "IVF_MIN_PARAGRAPHS": 50000,
-    "IVF_NPROBE": 8,
-}
+# The settings apps read through here. Their defaults are declared once, in ragsite/settings.py.
+_NAMES = frozenset({
+    "EMBED_BACKEND", "EMBED_MODEL_DIR", "EMBED_URL", "EMBED_MODEL", "EMBED_API_KEY", "EMBED_TIMEOUT",
+    "EMBED_BATCH_SIZE", "JUDGE_URL", "JUDGE_MODEL", "JUDGE_API_KEY", "JUDGE_TIMEOUT", "MIN_SCORE", "AROUND",
+    "MODEL_PRICES", "BUILD_HEARTBEAT_TIMEOUT", "MAX_UPLOAD_BYTES", "HEALTH_REPAIR_MINUTES",
+    "IVF_MIN_PARAGRAPHS", "IVF_NPROBE",
+})
 
 
 class AppSettings:
     def __getattr__(self, name):
-        if name not in _DEFAULTS:
+        if name not in _NAMES:
             raise AttributeError(name)
-        return getattr(django_settings, name, _DEFAULTS[name])
+        return getattr(django_settings, name)
 
 
 settings = AppSettings()

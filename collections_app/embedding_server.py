@@ -18,7 +18,7 @@ from ragsite.errors import RagsiteError, error_body
 from . import conf
 from .embedders import EmbeddingError
 from .models import ModelCall
-from .services.agents import authenticate
+from .services.agents import key_from_request
 from .services.ledger import record_call
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -39,8 +39,7 @@ def _endpoint(view):
     @csrf_exempt
     @require_POST
     def wrapped(request):
-        header = request.headers.get("Authorization", "")
-        key = authenticate(header[7:].strip()) if header[:7].lower() == "bearer " else None
+        key = key_from_request(request)
         if key is None:
             return _error(401, "unauthorized", "a valid API key is required: Authorization: Bearer <key>")
         if len(request.body) > MAX_BODY_BYTES:

@@ -31,7 +31,7 @@ from django.views.decorators.csrf import csrf_exempt
 from ragsite.errors import RagsiteError, error_body
 
 from .models import Agent, ApiKey
-from .services.agents import authenticate, get_collection
+from .services.agents import get_collection, key_from_request
 from .services.builds import request_build
 from .services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, search_collection
 
@@ -521,13 +521,6 @@ def origin_allowed(origin: str | None) -> bool:
     return validate_host(host, [h for h in settings.ALLOWED_HOSTS if h != "*"])
 
 
-def _bearer(request) -> str | None:
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer":
-        return None
-    return token.strip() or None
-
-
 def _accepts_json(accept: str) -> bool:
     kinds = {part.split(";")[0].strip().lower() for part in accept.split(",")}
     return bool(kinds & {"application/json", "application/*", "*/*"})
@@ -551,7 +544,7 @@ def mcp_endpoint(request) -> HttpResponse:
         )
     if not origin_allowed(request.headers.get("Origin")):
         return _refuse(403, "forbidden_origin", "requests from this Origin are not accepted")
-    key = authenticate(_bearer(request) or "")
+    key = key_from_request(request)
     if key is None:
         return _refuse(
             401, "unauthorized", "a valid API key is required: Authorization: Bearer <key>",

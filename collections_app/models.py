@@ -12,6 +12,8 @@ import numpy as np
 from django.db import models
 from django.utils import timezone
 
+from ragsite.errors import RagsiteError
+
 # The schema this code writes and understands. A store whose `schema_version`
 # is newer was written by a newer ragsite and is refused, never guessed at.
 SCHEMA_VERSION = 1
@@ -202,6 +204,13 @@ class Document(models.Model):
         return self.name
 
 
+class EmptyBuild(RagsiteError):
+    """A build would leave the collection with no paragraphs; the old ones keep answering."""
+
+    code = "empty_build"
+    status = 409
+
+
 class ParagraphManager(models.Manager):
     def guard_not_empty(self, collection) -> None:
         """The store's own refusal to hold a built collection with no paragraphs.
@@ -211,8 +220,6 @@ class ParagraphManager(models.Manager):
         first; this catches any other path that could empty a collection.
         """
         if not self.filter(collection=collection).exists():
-            from .services.builds import EmptyBuild
-
             raise EmptyBuild(f'refusing to leave collection "{collection.name}" with no paragraphs')
 
 

@@ -66,6 +66,12 @@ def authenticate(raw: str) -> ApiKey | None:
     return key
 
 
+def key_from_request(request) -> ApiKey | None:
+    """The active key in `Authorization: Bearer <key>`, or None (no header, another scheme, a wrong key)."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    return authenticate(token.strip()) if scheme.lower() == "bearer" else None
+
+
 def create_collection(
     *,
     agent: Agent,

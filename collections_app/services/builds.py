@@ -25,21 +25,14 @@ from .. import conf
 from ..chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
 from ..conf import settings
 from ..embedders import EmbeddingError
-from ..extract import SUPPORTED_SUFFIXES, Unreadable, extract, summarize_opening
+from ..extract import Unreadable, extract, summarize_opening
 from ..interchange import fingerprint as text_fingerprint
-from ..models import Agent, BuildRun, Collection, CollectionBuilt, Document, ModelCall, Paragraph
+from ..models import Agent, BuildRun, Collection, CollectionBuilt, Document, EmptyBuild, ModelCall, Paragraph
 
 logger = logging.getLogger("ragsite.builds")
 
 ACTIVE_STATES = (BuildRun.QUEUED, BuildRun.RUNNING)
 MAX_DOCUMENT_BYTES = 100 * 1024 * 1024
-
-
-class EmptyBuild(RagsiteError):
-    """A build would leave the collection with no paragraphs; the old ones keep answering."""
-
-    code = "empty_build"
-    status = 409
 
 
 # --- Starting and sweeping --------------------------------------------------
@@ -259,8 +252,6 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run)
     item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint)
     if len(data) > MAX_DOCUMENT_BYTES:
         return _refuse(item, collection, f"larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB")
-    if source.name.lower().endswith(SUPPORTED_SUFFIXES) is False:
-        return _refuse(item, collection, "unsupported type")
     unchanged = (
         document is not None
         and document.status != Document.REFUSED

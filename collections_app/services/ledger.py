@@ -72,3 +72,9 @@ def spend_by_day(agent: Agent, days: int = 30) -> list[DaySpend]:
             )
         )
     return result
+
+
+def spent_today(agent: Agent) -> float:
+    start = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    total = ModelCall.objects.filter(agent=agent, created_at__gte=start).aggregate(total=Sum("cost"))["total"]
+    return float(total or 0)

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
-from django.db.models import Sum
 from django.utils import timezone
 
 from ragsite.errors import Conflict, Forbidden, NotFound, RagsiteError, TooManyRequests
@@ -28,7 +27,7 @@ from ..lexical import BM25Index, terms
 from ..models import Agent, ApiKey, Collection, CollectionBuilt, Document, ModelCall, Paragraph, Reader
 from ..stitch import Row, stitch
 from .agents import get_collection
-from .ledger import record_call
+from .ledger import record_call, spent_today
 
 logger = logging.getLogger("ragsite.search")
 
@@ -206,12 +205,6 @@ def _check_runaway(payer: Agent | None) -> None:
             code="runaway_limit",
             headers={"Retry-After": str(wait)},
         )
-
-
-def spent_today(agent: Agent) -> float:
-    start = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
-    total = ModelCall.objects.filter(agent=agent, created_at__gte=start).aggregate(total=Sum("cost"))["total"]
-    return float(total or 0)
 
 
 def _over_budget(payer: Agent | None) -> bool:
