@@ -3,12 +3,13 @@
 from datetime import datetime
 from typing import Literal
 
-from ninja import Field, Router, Schema, Status
+from ninja import Field, Query, Router, Schema, Status
+
+from ragsite.schemas import StrictSchema, with_errors
 
 from .models import Collection
-from .services.agents import get_collection
-from .services.builds import request_build
-from .services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, search_collection
+from .services import agents, build_status, builds, search
+from .services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
 
 router = Router(tags=["collections"])
 
@@ -29,6 +30,7 @@ class CollectionOut(Schema):
     method: str
     per_reader: bool
     judge: bool
+    folder: str = Field(..., description="The sub-folder of the agent's folder under KNOWLEDGE_ROOT; empty: none.")
     built: BuildRecord | None  # null: never built
 
 
@@ -40,6 +42,7 @@ def collection_out(collection: Collection) -> dict:
         "method": collection.method,
         "per_reader": collection.per_reader,
         "judge": collection.judge,
+        "folder": collection.folder,
         "built": None
         if built is None
         else {
@@ -54,18 +57,46 @@ def collection_out(collection: Collection) -> dict:
     }
 
 
-@router.get("/", response=list[CollectionOut], summary="The calling agent's collections")
+@router.get("", response=with_errors({200: list[CollectionOut]}), summary="The calling agent's collections")
 def list_collections(request):
     agent = request.auth.agent
     return [collection_out(c) for c in agent.collections.select_related("built").order_by("name")]
 
 
-@router.get("/{name}", response=CollectionOut, summary="One collection and what built it")
+# The same list with a trailing slash: both spellings work, one is documented.
+router.get("/", response=list[CollectionOut], include_in_schema=False)(list_collections)
+
+
+class CollectionIn(StrictSchema):
+    name: str = Field(..., min_length=1, max_length=100, description="Letters, digits, '-' or '_'.")
+    folder: str = Field("", max_length=100, description="A sub-folder of KNOWLEDGE_ROOT/<agent id>/, by name only.")
+    built_from: str = Field("", max_length=200, description='What the documents are, for people: "the HR share".')
+    method: str = Field("structure", max_length=40, description="The chunking method.")
+    per_reader: bool = False
+
+
+@router.post("", response=with_errors({201: CollectionOut}, 409), summary="Create a collection")
+def create_collection(request, payload: CollectionIn):
+    collection = agents.create_collection(
+        agent=request.auth.agent,
+        name=payload.name,
+        folder=payload.folder,
+        built_from=payload.built_from,
+        method=payload.method,
+        per_reader=payload.per_reader,
+    )
+    return Status(201, collection_out(collection))
+
+
+router.post("/", response={201: CollectionOut}, include_in_schema=False)(create_collection)
+
+
+@router.get("/{name}", response=with_errors({200: CollectionOut}, 404), summary="One collection and what built it")
 def read_collection(request, name: str):
-    return collection_out(get_collection(agent=request.auth.agent, name=name))
+    return collection_out(agents.get_collection(agent=request.auth.agent, name=name))
 
 
-class SearchIn(Schema):
+class SearchIn(StrictSchema):
     question: str = Field(..., min_length=1, max_length=MAX_QUESTION_CHARS)
     reader: str | None = Field(None, max_length=200, description="Required when the collection answers per reader.")
     onBehalfOf: str | None = Field(None, max_length=100, description="The agent model calls are charged to.")
@@ -99,9 +130,10 @@ class SearchOut(Schema):
     judge: JudgeOut | None = None
 
 
-@router.post("/{name}/search", response=SearchOut, summary="Search a collection")
-def search(request, name: str, payload: SearchIn):
-    return search_collection(
+@router.post("/{name}/search", response=with_errors({200: SearchOut}, 403, 404, 409, 429),
+             summary="Search a collection")
+def search_collection(request, name: str, payload: SearchIn):
+    return search.search_collection(
         agent=request.auth.agent,
         collection=name,
         question=payload.question,
@@ -119,8 +151,61 @@ class BuildOut(Schema):
     status: str
 
 
-@router.post("/{name}/build", response={202: BuildOut}, summary="Queue a build of a collection")
-def build(request, name: str):
-    run = request_build(collection=get_collection(agent=request.auth.agent, name=name), requested_by="api")
+@router.post("/{name}/build", response=with_errors({202: BuildOut}, 404, 409), summary="Queue a build of a collection")
+def build_collection(request, name: str):
+    """Queue a build; read its outcome at `/collections/{name}/builds/{build}`."""
+    run = builds.request_build(collection=agents.get_collection(agent=request.auth.agent, name=name),
+                               requested_by="api")
     run.refresh_from_db()
     return Status(202, {"build": run.pk, "status": run.status})
+
+
+class BuildProgress(Schema):
+    documents_done: int
+    documents_total: int
+    paragraphs_done: int
+    paragraphs_total: int
+
+
+class BuildStatusOut(Schema):
+    build: int
+    collection: str
+    status: Literal["queued", "running", "succeeded", "failed", "refused"]
+    percent: int
+    progress: BuildProgress
+    passages: int
+    documents_read: int
+    documents_reused: int
+    documents_refused: int
+    paragraphs_embedded: int
+    refused: list[str] | None = Field(..., description="null: not recorded yet; []: nothing refused; names otherwise.")
+    warnings: list[str]
+    problems: list[str]
+    model: str | None
+    previous_model: str | None
+    error: str | None
+    waiting: str | None = Field(..., description='Set when a queued build waits for a task worker that is not running.')
+    requested_by: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    seconds: float | None
+
+
+@router.get("/{name}/builds/{build}", response=with_errors({200: BuildStatusOut}, 404),
+            summary="One build's status and outcome")
+def read_build(request, name: str, build: int):
+    collection = agents.get_collection(agent=request.auth.agent, name=name)
+    return build_status.build_status(run=build_status.get_build(collection=collection, build_id=build))
+
+
+class BuildsQuery(Schema):
+    limit: int = Field(10, ge=1, le=build_status.MAX_LISTED)
+
+
+@router.get("/{name}/builds", response=with_errors({200: list[BuildStatusOut]}, 404),
+            summary="A collection's latest builds, newest first")
+def list_builds(request, name: str, params: Query[BuildsQuery]):
+    collection = agents.get_collection(agent=request.auth.agent, name=name)
+    return [build_status.build_status(run=run) for run in build_status.recent_builds(collection=collection,
+                                                                                     limit=params.limit)]

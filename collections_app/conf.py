@@ -17,7 +17,7 @@ _NAMES = frozenset({
     "EMBED_BACKEND", "EMBED_MODEL_DIR", "EMBED_URL", "EMBED_MODEL", "EMBED_API_KEY", "EMBED_TIMEOUT",
     "EMBED_BATCH_SIZE", "JUDGE_URL", "JUDGE_MODEL", "JUDGE_API_KEY", "JUDGE_TIMEOUT", "MIN_SCORE", "AROUND",
     "MODEL_PRICES", "BUILD_HEARTBEAT_TIMEOUT", "MAX_UPLOAD_BYTES", "HEALTH_REPAIR_MINUTES",
-    "IVF_MIN_PARAGRAPHS", "IVF_NPROBE",
+    "IVF_MIN_PARAGRAPHS", "IVF_NPROBE", "KNOWLEDGE_ROOT", "BUILD_STALE_SECONDS",
 })
 
 
@@ -31,21 +31,39 @@ class AppSettings:
 settings = AppSettings()
 
 
-def folder_variable(collection_name: str) -> str:
-    """`KNOWLEDGE_<NAME>_FOLDER`: the name uppercased, every non-alphanumeric character as `_`."""
-    return "KNOWLEDGE_" + re.sub(r"[^A-Z0-9]", "_", collection_name.upper()) + "_FOLDER"
+def _variable_part(name: str) -> str:
+    return re.sub(r"[^A-Z0-9]", "_", name.upper())
 
 
-def knowledge_folder(collection_name: str) -> Path | None:
-    """The deployment's folder for a collection, or None when none is configured.
+def folder_variable(collection_name: str, agent_id: str | None = None) -> str:
+    """`KNOWLEDGE_<COLLECTION>_FOLDER`, or with an agent `KNOWLEDGE_<AGENT>__<COLLECTION>_FOLDER`.
+
+    Names are uppercased with every non-alphanumeric character as `_`.
+    """
+    prefix = f"{_variable_part(agent_id)}__" if agent_id else ""
+    return f"KNOWLEDGE_{prefix}{_variable_part(collection_name)}_FOLDER"
+
+
+def folder_from_variable(variable: str) -> Path | None:
+    """The folder a `KNOWLEDGE_..._FOLDER` variable names, or None when it is unset.
 
     Read from the environment (or a Django setting of the same name) at the moment
     a build needs it. The value is a fact about one machine: callers use it to
     open files and never store, log or return it.
     """
     # settings.py loads an optional .env into the environment, so both are seen here.
-    name = folder_variable(collection_name)
-    value = getattr(django_settings, name, None) or os.environ.get(name)
+    value = getattr(django_settings, variable, None) or os.environ.get(variable)
+    return Path(value) if value else None
+
+
+def knowledge_folder(collection_name: str) -> Path | None:
+    """The folder `KNOWLEDGE_<COLLECTION>_FOLDER` names, or None (see services.sources for precedence)."""
+    return folder_from_variable(folder_variable(collection_name))
+
+
+def knowledge_root() -> Path | None:
+    """`KNOWLEDGE_ROOT`: one folder per agent, whose sub-folders are that agent's sources; None when unset."""
+    value = settings.KNOWLEDGE_ROOT
     return Path(value) if value else None
 
 

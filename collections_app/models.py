@@ -127,6 +127,11 @@ class Collection(models.Model):
     built_from = models.CharField(
         max_length=200, blank=True, help_text='What the documents are, for people: "the HR share". Never a path.'
     )
+    folder = models.CharField(
+        max_length=100, blank=True,
+        help_text="The sub-folder of KNOWLEDGE_ROOT/<agent id>/ the documents are read from: a name, never a path. "
+        "Empty = uploads only (or a KNOWLEDGE_..._FOLDER variable).",
+    )
     # Validated against chunking.STRATEGIES rather than fixed as choices, so that a
     # strategy becoming available needs no migration.
     method = models.CharField(max_length=40, default="structure")

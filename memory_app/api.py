@@ -8,6 +8,9 @@ the service, so an over-long text gets its own code (`text_too_long`) wherever i
 from typing import Literal
 
 from ninja import Field, Query, Router, Schema, Status
+from pydantic import AliasChoices
+
+from ragsite.schemas import StrictSchema, with_errors
 
 from . import conf, services
 from .models import MAX_TEXT_LENGTH
@@ -17,7 +20,7 @@ router = Router(tags=["memory"])
 Kind = Literal["mem", "ep"]
 
 
-class TextIn(Schema):
+class TextIn(StrictSchema):
     text: str = Field(..., json_schema_extra={"minLength": 1, "maxLength": MAX_TEXT_LENGTH})
 
 
@@ -32,8 +35,13 @@ class StoredOut(Schema):
     nodes: NodesStatus | None = None  # present only when the record runs past the window
 
 
-class RecallIn(Schema):
-    query: str = Field(..., min_length=1, max_length=conf.MAX_QUERY_LENGTH)
+class RecallIn(StrictSchema):
+    # One vocabulary with collection search: `question`. `query`, its old name, is still
+    # accepted (deprecated, docs/memory.md); a body with both is refused (422 naming `query`).
+    question: str = Field(
+        ..., min_length=1, max_length=conf.MAX_QUERY_LENGTH, validation_alias=AliasChoices("question", "query"),
+        description="What to recall. `query` is accepted as a deprecated alias.",
+    )
     most: int = Field(conf.DEFAULT_MOST, ge=1, le=conf.MAX_MOST)
 
 
@@ -79,40 +87,40 @@ def _stored(record, nodes: dict | None) -> dict:
     return answer
 
 
-@router.post("/memories", response={201: StoredOut}, exclude_none=True, summary="Store a memory")
+@router.post("/memories", response=with_errors({201: StoredOut}, 429), exclude_none=True, summary="Store a memory")
 def store_memory(request, payload: TextIn):
     record, nodes = services.store_memory(agent=request.auth.agent, text=payload.text)
     return Status(201, _stored(record, nodes))
 
 
-@router.post("/episodes", response={201: StoredOut}, exclude_none=True, summary="Archive an episode")
+@router.post("/episodes", response=with_errors({201: StoredOut}, 429), exclude_none=True, summary="Archive an episode")
 def archive_episode(request, payload: TextIn):
     record, nodes = services.archive_episode(agent=request.auth.agent, text=payload.text)
     return Status(201, _stored(record, nodes))
 
 
-@router.post("/recall", response=RecallOut, summary="Recall records, each quoted by its most relevant node")
-def recall(request, payload: RecallIn):
-    return {"records": services.recall(agent=request.auth.agent, query=payload.query, most=payload.most)}
+@router.post("/recall", response=with_errors({200: RecallOut}, 429), summary="Recall records, each quoted by its most relevant node")
+def recall_records(request, payload: RecallIn):
+    return {"records": services.recall(agent=request.auth.agent, query=payload.question, most=payload.most)}
 
 
-@router.get("/nodes/{kind}/{id}/{index}", response=NodeOut, summary="One node of a record")
+@router.get("/nodes/{kind}/{id}/{index}", response=with_errors({200: NodeOut}, 404), summary="One node of a record")
 def read_node(request, kind: Kind, id: int, index: int):
     return services.get_node(agent=request.auth.agent, kind=kind, id=id, index=index)
 
 
-@router.get("/health", summary="Long records without nodes; ?repair=true builds up to `limit` of them")
-def health(request, params: Query[HealthQuery]):
+@router.get("/health", response=with_errors({200: dict}), summary="Long records without nodes; ?repair=true builds up to `limit` of them")
+def memory_health(request, params: Query[HealthQuery]):
     return services.check_health(agent=request.auth.agent, repair=params.repair, limit=params.limit)
 
 
-@router.put("/records/{kind}/{id}", response=StoredOut, exclude_none=True, summary="Replace a record's text")
+@router.put("/records/{kind}/{id}", response=with_errors({200: StoredOut}, 404), exclude_none=True, summary="Replace a record's text")
 def update_record(request, kind: Kind, id: int, payload: TextIn):
     record, nodes = services.update_text(agent=request.auth.agent, kind=kind, id=id, text=payload.text)
     return _stored(record, nodes)
 
 
-@router.delete("/records/{kind}/{id}", response={204: None}, summary="Delete a record and its nodes")
+@router.delete("/records/{kind}/{id}", response=with_errors({204: None}, 404), summary="Delete a record and its nodes")
 def delete_record(request, kind: Kind, id: int):
     services.delete_record(agent=request.auth.agent, kind=kind, id=id)
     return Status(204, None)

@@ -27,7 +27,14 @@ class AgentKey(HttpBearer):
         return authenticate(token)
 
 
-api = NinjaAPI(
+class RagsiteAPI(NinjaAPI):
+    def get_openapi_operation_id(self, operation) -> str:
+        # Readable ids for generated clients: the view's own name (`search_collection`),
+        # not ninja's module-qualified default (`collections_app_api_search`).
+        return operation.view_func.__name__
+
+
+api = RagsiteAPI(
     title="ragsite",
     version="1",
     description="Knowledge collections and long memories for AI agents.",
@@ -57,7 +64,16 @@ def on_unauthenticated(request, exc):
 
 @api.exception_handler(ValidationError)
 def on_invalid(request, exc: ValidationError):
+    unknown = unknown_fields(exc.errors)
+    if unknown:
+        return _error(request, 422, "unknown_fields",
+                      f"unknown field(s) {', '.join(repr(f) for f in unknown)}; see /api/v1/docs for what this takes")
     return _error(request, 400, "invalid_request", describe_validation(exc.errors))
+
+
+def unknown_fields(errors: list[dict]) -> list[str]:
+    """The body fields pydantic refused as undeclared (StrictSchema), in the order sent."""
+    return [str(e["loc"][-1]) for e in errors if e.get("type") == "extra_forbidden" and e.get("loc")]
 
 
 @api.exception_handler(HttpError)

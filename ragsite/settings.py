@@ -29,7 +29,12 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # Before staticfiles: runserver with DEBUG on leaves static files to whitenoise too,
+    # so every mode serves them the same way.
+    "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    # django-ninja's own static files: the API docs page uses its bundled Swagger UI, not a CDN.
+    "ninja",
     "django_q",
     "collections_app",
     "memory_app",
@@ -37,12 +42,16 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files (the admin's CSS and JS, Swagger UI) from the web process itself, with
+    # DEBUG off, under runserver, uvicorn and gunicorn alike; no separate web server needed.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "ragsite.middleware.json_errors_for_agents",
 ]
 
 ROOT_URLCONF = "ragsite.urls"
@@ -102,6 +111,18 @@ if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
 else:
     Q_CLUSTER["orm"] = "default"
+    # Clusters publish a heartbeat (their status, every half second, expiring after 3 s)
+    # to this cache; the web process reads it to tell a user that no worker is running.
+    # A per-process memory cache would hide it, so it is a folder both processes see.
+    # (With REDIS_URL the heartbeat goes to Redis, which every machine sees.)
+    Q_CLUSTER["cache"] = "task_cluster"
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "task_cluster": {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": str(DATA_DIR / "task-cluster"),
+    },
+}
 
 # --- Embedding, judge and search -------------------------------------------
 
@@ -124,11 +145,16 @@ IVF_MIN_PARAGRAPHS = env.int("IVF_MIN_PARAGRAPHS", default=50000)
 IVF_NPROBE = env.int("IVF_NPROBE", default=8)
 MODEL_PRICES = env.json("MODEL_PRICES", default={})
 
-# KNOWLEDGE_<COLLECTION>_FOLDER variables are read by name when a build runs
-# (collections_app.conf.knowledge_folder); they are deliberately not copied here
+# KNOWLEDGE_ROOT holds one folder per agent, whose sub-folders are that agent's
+# possible sources. Web process and task cluster read the same .env, so both see it.
+KNOWLEDGE_ROOT = env("KNOWLEDGE_ROOT", default=str(DATA_DIR / "knowledge"))
+# KNOWLEDGE_[<AGENT>__]<COLLECTION>_FOLDER overrides are read by name when a build runs
+# (collections_app.conf.folder_from_variable); they are deliberately not copied here
 # so that no path is ever listed with the rest of the settings.
 
 BUILD_HEARTBEAT_TIMEOUT = env.int("BUILD_HEARTBEAT_TIMEOUT", default=300)
+# A build queued this long while no task worker reports a heartbeat is shown as waiting for one.
+BUILD_STALE_SECONDS = env.int("BUILD_STALE_SECONDS", default=60)
 MAX_UPLOAD_BYTES = env.int("MAX_UPLOAD_BYTES", default=50 * 1024 * 1024)
 HEALTH_REPAIR_MINUTES = env.int("HEALTH_REPAIR_MINUTES", default=15)
 
@@ -138,6 +164,13 @@ MEDIA_ROOT = Path(env("MEDIA_ROOT", default=str(BASE_DIR / "media")))
 MEDIA_URL = "/media/"
 STATIC_URL = "/static/"
 STATIC_ROOT = Path(env("STATIC_ROOT", default=str(DATA_DIR / "static")))
+# Serve straight from the apps' static folders, so no `collectstatic` step is needed
+# before `make run`, uvicorn or gunicorn; files collected into STATIC_ROOT are served too.
+WHITENOISE_USE_FINDERS = True
+try:
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every start when it is missing
+except OSError:
+    pass
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -30,13 +30,38 @@ def _tasks_run_synchronously():
 
 
 @pytest.fixture(autouse=True)
-def _no_deployment_folders(monkeypatch):
-    """Tests name their own folders; none leaks in from the environment running them."""
+def _no_deployment_folders(monkeypatch, settings, tmp_path):
+    """Tests name their own folders; none leaks in from the environment running them.
+
+    KNOWLEDGE_ROOT is an empty temporary folder, so a demo's documents under the
+    checkout's data/ never reach a test.
+    """
     import os
 
     for name in list(os.environ):
         if name.startswith("KNOWLEDGE_") and name.endswith("_FOLDER"):
             monkeypatch.delenv(name)
+    settings.KNOWLEDGE_ROOT = str(tmp_path / "knowledge-root")
+
+
+@pytest.fixture
+def knowledge_root(settings):
+    """The test's KNOWLEDGE_ROOT; `make(agent_id, folder, files)` drops a sub-folder into it."""
+    root = Path(settings.KNOWLEDGE_ROOT)
+
+    def make(agent_id: str, folder: str, files: dict[str, str | bytes]) -> Path:
+        target = root / agent_id / folder
+        for name, content in files.items():
+            path = target / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, str):
+                path.write_text(content)
+            else:
+                path.write_bytes(content)
+        return target
+
+    make.root = root
+    return make
 
 
 @pytest.fixture(autouse=True)

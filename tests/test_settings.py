@@ -13,7 +13,7 @@ def declared_settings() -> set[str]:
 
 def test_every_environment_setting_is_documented():
     documented = (ROOT / "docs" / "configuration.md").read_text()
-    names = declared_settings() | {"KNOWLEDGE_<COLLECTION>_FOLDER"}
+    names = declared_settings() | {"KNOWLEDGE_<COLLECTION>_FOLDER", "KNOWLEDGE_<AGENT>__<COLLECTION>_FOLDER"}
     missing = sorted(name for name in names if f"`{name}`" not in documented)
     assert not missing, f"docs/configuration.md does not document: {missing}"
 

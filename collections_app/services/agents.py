@@ -9,6 +9,7 @@ from ragsite.errors import Conflict, NotFound, RagsiteError
 
 from ..chunking import ChunkingError, resolve_sizes
 from ..models import Agent, ApiKey, Collection, Label, Reader
+from .sources import available_folders, validate_folder_name
 
 SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 
@@ -76,6 +77,7 @@ def create_collection(
     *,
     agent: Agent,
     name: str,
+    folder: str = "",
     method: str = "structure",
     built_from: str = "",
     per_reader: bool = False,
@@ -92,11 +94,20 @@ def create_collection(
         raise RagsiteError("size must be at most 100000", code="invalid_size")
     if len(built_from) > 200:
         raise RagsiteError("built_from is at most 200 characters", code="invalid_built_from")
+    validate_folder_name(folder)
+    if folder and folder not in available_folders(agent):
+        # Named only: the answer says which folder name is missing, never where it was looked for.
+        raise Conflict(
+            f'agent "{agent.agent_id}" has no folder "{folder}" under KNOWLEDGE_ROOT; '
+            f"available: {', '.join(available_folders(agent)) or 'none'}",
+            code="unknown_folder",
+        )
     try:
         with transaction.atomic():
             return Collection.objects.create(
                 agent=agent,
                 name=name,
+                folder=folder,
                 method=method,
                 built_from=built_from,
                 per_reader=per_reader,

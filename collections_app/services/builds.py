@@ -28,6 +28,7 @@ from ..embedders import EmbeddingError
 from ..extract import Unreadable, extract, summarize_opening
 from ..interchange import fingerprint as text_fingerprint
 from ..models import Agent, BuildRun, Collection, CollectionBuilt, Document, EmptyBuild, ModelCall, Paragraph
+from .sources import require_source, source_folder
 
 logger = logging.getLogger("ragsite.builds")
 
@@ -45,6 +46,8 @@ def request_build(*, collection: Collection, requested_by: str = "", enqueue: bo
     looks for a BuildRun that is not there yet.
     """
     fail_stale_builds()
+    # A source this process cannot see would fail in the worker too: refuse now, not after queueing.
+    require_source(collection)
     with transaction.atomic():
         # Lock the collection row so two requests cannot both see "no build running".
         Collection.objects.select_for_update().filter(pk=collection.pk).first()
@@ -89,13 +92,8 @@ class Source:
 def collection_sources(collection: Collection) -> list[Source]:
     """The folder's documents (named relative to it) followed by uploads, sorted by name."""
     sources: dict[str, Source] = {}
-    folder = conf.knowledge_folder(collection.name)
+    folder = source_folder(collection).path
     if folder is not None:
-        if not folder.is_dir():
-            # Say which variable, never what it holds.
-            raise RagsiteError(
-                f"{conf.folder_variable(collection.name)} does not name a readable folder", code="no_source"
-            )
         for path in sorted(folder.rglob("*")):
             relative = path.relative_to(folder)
             if any(part.startswith(".") for part in relative.parts) or not path.is_file() or path.is_symlink():
@@ -106,8 +104,8 @@ def collection_sources(collection: Collection) -> list[Source]:
         sources.setdefault(document.name, Source(name=document.name, read=_upload_reader(document), kind=Document.UPLOAD))
     if not sources:
         raise RagsiteError(
-            f'collection "{collection.name}" has no documents: set {conf.folder_variable(collection.name)} '
-            "or upload files in the admin",
+            f'collection "{collection.name}" has no documents: give it a folder under KNOWLEDGE_ROOT, '
+            f"set {conf.folder_variable(collection.name, collection.agent.agent_id)} or upload files in the admin",
             code="no_source",
         )
     return [sources[name] for name in sorted(sources)]

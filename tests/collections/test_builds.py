@@ -159,10 +159,11 @@ def test_the_store_itself_refuses_an_empty_collection(handbook):
         Paragraph.objects.guard_not_empty(handbook)
 
 
-def test_a_collection_with_no_source_fails_with_the_variable_name(handbook):
-    run = build_collection(collection=handbook)
-    assert run.status == BuildRun.FAILED
-    assert "KNOWLEDGE_HANDBOOK_FOLDER" in run.error
+def test_a_collection_with_no_source_is_refused_before_a_build_is_recorded(handbook):
+    with pytest.raises(Conflict, match='collection "handbook" has no documents') as refused:
+        build_collection(collection=handbook)
+    assert refused.value.status == 409 and "KNOWLEDGE_ALPHA__HANDBOOK_FOLDER" in refused.value.message
+    assert not BuildRun.objects.filter(collection=handbook).exists()
 
 
 def test_a_model_change_is_recorded_as_a_problem_naming_both_models(handbook, knowledge_folder, settings):

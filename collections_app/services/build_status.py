@@ -1,0 +1,107 @@
+"""What became of a build: one answer for the API, MCP, the admin and the command.
+
+A build is queued by the web process and carried out by a task worker (`manage.py
+qcluster`). When nobody is there to carry it out, a queued build would wait forever
+in silence; `worker_missing` says so once the build has waited BUILD_STALE_SECONDS
+and no cluster has reported a heartbeat.
+"""
+
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+
+from ragsite.errors import NotFound, RagsiteError
+
+from ..conf import settings
+from ..models import BuildRun, Collection
+
+MAX_LISTED = 50
+START_WORKER = "start one with `manage.py qcluster` (make run starts one)"
+
+
+def worker_running() -> bool:
+    """Whether any django-q2 cluster reported a heartbeat in the last few seconds.
+
+    A cluster saves its status every half second with a 3-second expiry, to Redis
+    with the Redis broker and to the `task_cluster` cache otherwise; an expired one
+    is no longer listed.
+    """
+    from django_q.status import Stat
+
+    try:
+        return bool(Stat.get_all())
+    except Exception:  # an unreachable broker is not a reason to fail a status read
+        return False
+
+
+def worker_missing(run: BuildRun, *, now: datetime | None = None, running: bool | None = None) -> bool:
+    """A queued build that has waited longer than BUILD_STALE_SECONDS while no worker is alive."""
+    if run.status != BuildRun.QUEUED:
+        return False
+    now = now or timezone.now()
+    if now - run.created_at < timedelta(seconds=int(settings.BUILD_STALE_SECONDS)):
+        return False
+    return not (worker_running() if running is None else running)
+
+
+def waiting_notice(run: BuildRun, **kwargs) -> str | None:
+    """The sentence shown beside a build nobody is carrying out, or None."""
+    if not worker_missing(run, **kwargs):
+        return None
+    return f"no task worker is running: build {run.pk} has been queued since {run.created_at:%H:%M:%S} UTC; {START_WORKER}"
+
+
+def build_status(*, run: BuildRun, running: bool | None = None) -> dict:
+    """Everything a caller may know about one build. Names of refused documents, never paths."""
+    seconds = None
+    if run.started_at is not None:
+        seconds = round(((run.finished_at or timezone.now()) - run.started_at).total_seconds(), 3)
+    return {
+        "build": run.pk,
+        "collection": run.collection.name,
+        "status": run.status,
+        "percent": run.percent,
+        "progress": {
+            "documents_done": run.documents_done,
+            "documents_total": run.documents_total,
+            "paragraphs_done": run.paragraphs_done,
+            "paragraphs_total": run.paragraphs_total,
+        },
+        "passages": run.passages,
+        "documents_read": run.documents_read,
+        "documents_reused": run.documents_reused,
+        "documents_refused": run.documents_refused,
+        "paragraphs_embedded": run.paragraphs_embedded,
+        # null: not recorded (the build has not finished); []: nothing refused; names otherwise.
+        "refused": run.refused,
+        "warnings": list(run.warnings or []),
+        "problems": list(run.problems or []),
+        "model": run.model or None,
+        "previous_model": run.previous_model or None,
+        "error": run.error or None,
+        "waiting": waiting_notice(run, running=running),
+        "requested_by": run.requested_by,
+        "created_at": run.created_at,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "seconds": seconds,
+    }
+
+
+def get_build(*, collection: Collection, build_id: int) -> BuildRun:
+    """One build of the collection; a build of any other collection answers as a missing one."""
+    run = BuildRun.objects.select_related("collection").filter(collection=collection, pk=build_id).first()
+    if run is None:
+        raise NotFound(f'collection "{collection.name}" has no build {build_id}', code="unknown_build")
+    return run
+
+
+def recent_builds(*, collection: Collection, limit: int = 10) -> list[BuildRun]:
+    """The collection's latest builds, newest first."""
+    if not 1 <= limit <= MAX_LISTED:
+        raise RagsiteError(f"limit must be between 1 and {MAX_LISTED}", code="invalid_limit")
+    return list(BuildRun.objects.select_related("collection").filter(collection=collection)[:limit])
+
+
+def latest_build(collection: Collection) -> BuildRun | None:
+    return BuildRun.objects.select_related("collection").filter(collection=collection).first()
