@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from collections_app.services.build_status import worker_running
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -44,9 +46,15 @@ def test_a_real_qcluster_runs_an_enqueued_task(tmp_path):
         done = Success.objects.filter(id=task_id).first()
         assert done is not None, (tmp_path / "qcluster.log").read_text()[-2000:]
         assert done.result == 0  # no stale builds to sweep
+        # The web process sees the cluster's heartbeat (what "no task worker is running" is based on).
+        assert worker_running()
     finally:
         os.killpg(cluster.pid, signal.SIGTERM)
         try:
             cluster.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(cluster.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while worker_running() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not worker_running()  # the heartbeat expires within seconds of the cluster stopping

@@ -25,7 +25,7 @@ from ..models import Agent, Collection, Document
 
 MAX_FOLDER_CHARS = 100
 # One path component of ordinary characters: a name, never a path.
-FOLDER_NAME = re.compile(r"^[^./\\\x00-\x1f][^/\\\x00-\x1f]{0,%d}$" % (MAX_FOLDER_CHARS - 1))
+FOLDER_NAME = re.compile(rf"^[^./\\\x00-\x1f][^/\\\x00-\x1f]{{0,{MAX_FOLDER_CHARS - 1}}}$")
 
 
 @dataclass(frozen=True)
