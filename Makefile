@@ -5,9 +5,13 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
-# The demo collection "handbook" reads the bundled sample documents (unless the environment says otherwise).
-KNOWLEDGE_HANDBOOK_FOLDER ?= $(CURDIR)/collections_app/sample_docs
-DEMO_ENV := KNOWLEDGE_HANDBOOK_FOLDER=$(KNOWLEDGE_HANDBOOK_FOLDER)
+# `make run NEW_KEY=1` issues another key for the demo agent (none is revoked).
+NEW_KEY ?=
+# The admin login `make run` makes sure exists (ADMIN_PASSWORD empty: generated, printed once).
+# Exported rather than written on the command line, so the password is never echoed.
+ADMIN_USER ?= admin
+ADMIN_PASSWORD ?=
+export ADMIN_USER ADMIN_PASSWORD
 
 .PHONY: install run migrate demo test test-fast lint bench
 
@@ -32,13 +36,13 @@ migrate: install
 	$(PY) manage.py migrate --noinput
 
 demo: migrate
-	$(DEMO_ENV) $(PY) manage.py demo
+	$(PY) manage.py demo --host $(HOST) --port $(PORT) $(if $(NEW_KEY),--new-key)
 
 run: demo
 	@echo "Starting the task cluster and the web server on http://$(HOST):$(PORT)/ (Ctrl-C stops both)"
-	$(DEMO_ENV) $(PY) manage.py qcluster & QPID=$$!; \
+	$(PY) manage.py qcluster & QPID=$$!; \
 	trap 'kill $$QPID 2>/dev/null' EXIT INT TERM; \
-	$(DEMO_ENV) $(PY) manage.py runserver $(HOST):$(PORT)
+	$(PY) manage.py runserver $(HOST):$(PORT)
 
 test: install
 	$(PY) -m pytest

@@ -22,6 +22,9 @@ DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env("SECRET_KEY", default="ragsite-insecure-development-key-change-me")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+# The admin login `make run` (manage.py demo) ensures exists; an empty password is generated and printed once.
+ADMIN_USER = env("ADMIN_USER", default="admin")
+ADMIN_PASSWORD = env("ADMIN_PASSWORD", default="")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
