@@ -264,3 +264,14 @@ def test_a_rebuild_of_an_unchanged_folder_writes_nothing_but_the_build_record(ha
     touched = {table for sql in writes for table in ("agents_chunks", "collections_app_document") if table in sql}
     assert touched == set(), writes
     assert len(queries) < 40  # not a query per document
+
+
+def test_the_command_prints_one_line_per_phase_when_not_on_a_terminal(handbook, knowledge_folder):
+    knowledge_folder("handbook", {"leave.md": LEAVE, "security.md": SECURITY})
+    out, err = StringIO(), StringIO()
+    call_command("build_collection", "alpha", "handbook", "--sync", stdout=out, stderr=err)
+    lines = err.getvalue().splitlines()
+    assert lines[0].endswith("handbook: reading 2 documents")
+    assert lines[1].startswith("build ") and "embedding" in lines[1] and "paragraphs" in lines[1]
+    assert len(lines) == 2 and "\x1b[" not in err.getvalue()
+    assert out.getvalue().startswith("Built handbook:")

@@ -28,7 +28,11 @@ class Command(ServiceCommand):
                 self.stdout.write(f"Build {run.pk} of {name} is {run.status}; a qcluster carries it out.")
             return
         show_bar = not json and sys.stderr.isatty()
-        run = build_collection(collection=collection, requested_by="manage.py", report=self._bar if show_bar else None)
+        # A terminal gets a bar; a log file or pipe gets one line per phase rather than silence.
+        self._phase = None
+        self.stderr.style_func = None  # progress is not an error: no red
+        report = None if json else (self._bar if show_bar else self._phase_line)
+        run = build_collection(collection=collection, requested_by="manage.py", report=report)
         if show_bar:
             self.stderr.write("")
         if json:
@@ -37,6 +41,16 @@ class Command(ServiceCommand):
             self.stdout.write(describe(run))
         if run.status != BuildRun.SUCCEEDED:
             raise CommandError(f"build {run.pk} {run.status}", returncode=1)
+
+    def _phase_line(self, run: BuildRun) -> None:
+        if run.paragraphs_total or run.documents_done == run.documents_total:
+            phase = f"embedding {run.paragraphs_total} paragraphs" if run.paragraphs_total else None
+        else:
+            phase = f"reading {run.documents_total} documents"
+        if phase and phase != self._phase:
+            self._phase = phase
+            self.stderr.write(f"build {run.pk} of {run.collection.name}: {phase}")
+            self.stderr.flush()
 
     def _bar(self, run: BuildRun) -> None:
         width = 30
