@@ -48,6 +48,19 @@ def test_create_collection_for_a_known_agent():
     assert "handbook" in out
 
 
+def test_create_collection_names_a_folder_of_its_agent_under_the_root(knowledge_root):
+    run("create_agent", "helpdesk")
+    knowledge_root("helpdesk", "hr-share", {"leave.md": "# Leave\n\nCarry-over is capped at five days.\n"})
+    run("create_collection", "helpdesk", "handbook", "--folder", "hr-share")
+    assert Collection.objects.get(name="handbook").folder == "hr-share"
+    out, _ = run("build_collection", "helpdesk", "handbook", "--sync")
+    assert out.startswith("Built handbook: 1 paragraphs")
+    with pytest.raises(CommandError, match='agent "helpdesk" has no folder "elsewhere"; available: hr-share'):
+        run("create_collection", "helpdesk", "other", "--folder", "elsewhere")
+    with pytest.raises(CommandError, match="not a path"):
+        run("create_collection", "helpdesk", "other", "--folder", "../demo")
+
+
 def test_create_collection_refuses_an_unknown_agent():
     with pytest.raises(CommandError, match='no agent "ghost"'):
         run("create_collection", "ghost", "handbook")

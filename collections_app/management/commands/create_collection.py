@@ -9,6 +9,8 @@ class Command(ServiceCommand):
     def add_arguments(self, parser):
         parser.add_argument("agent_id")
         parser.add_argument("name")
+        parser.add_argument("--folder", default="",
+                            help="the sub-folder of KNOWLEDGE_ROOT/<agent id>/ to build from, by name (not a path)")
         parser.add_argument("--method", default="structure", help=f"chunking method: {', '.join(AVAILABLE)}")
         parser.add_argument("--size", type=int, default=None)
         parser.add_argument("--overlap", type=int, default=None)
@@ -20,6 +22,7 @@ class Command(ServiceCommand):
         collection = create_collection(
             agent=get_agent(o["agent_id"]),
             name=o["name"],
+            folder=o["folder"],
             method=o["method"],
             built_from=o["built_from"],
             per_reader=o["per_reader"],
