@@ -55,7 +55,7 @@ def test_create_collection_names_a_folder_of_its_agent_under_the_root(knowledge_
     assert Collection.objects.get(name="handbook").folder == "hr-share"
     out, _ = run("build_collection", "helpdesk", "handbook", "--sync")
     assert out.startswith("Built handbook: 1 paragraphs")
-    with pytest.raises(CommandError, match='agent "helpdesk" has no folder "elsewhere"; available: hr-share'):
+    with pytest.raises(CommandError, match='has no folder "elsewhere" under KNOWLEDGE_ROOT; available: hr-share'):
         run("create_collection", "helpdesk", "other", "--folder", "elsewhere")
     with pytest.raises(CommandError, match="not a path"):
         run("create_collection", "helpdesk", "other", "--folder", "../demo")
