@@ -1,8 +1,8 @@
 """`make run`'s set-up step: the demo agent, the sample handbook, an admin login, and what to do next."""
 
 from collections_app.conf import settings
-from collections_app.management.base import ServiceCommand
 from collections_app.services.demo import set_up_demo
+from ragsite.commands import ServiceCommand
 
 
 class Command(ServiceCommand):
