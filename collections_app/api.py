@@ -186,9 +186,10 @@ class BuildStatusOut(Schema):
     error: str | None
     waiting: str | None = Field(..., description='Set when a queued build waits for a task worker that is not running.')
     requested_by: str
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
+    # Strings exactly as the service writes them, so the API and MCP answer byte for byte alike.
+    created_at: str = Field(..., json_schema_extra={"format": "date-time"})
+    started_at: str | None = Field(..., json_schema_extra={"format": "date-time"})
+    finished_at: str | None = Field(..., json_schema_extra={"format": "date-time"})
     seconds: float | None
 
 

@@ -1,4 +1,4 @@
-"""The collections' MCP tools: `search`, `build` and `measure`, thin adapters over the services.
+"""The collections' MCP tools: `search`, `build`, `build_status`, `collections` and `measure`, thin adapters.
 
 Registered into the shared MCP transport (ragsite.mcp) when this module is imported by
 `CollectionsConfig.ready`. The published schemas carry every limit, and `check_arguments` enforces
@@ -7,10 +7,18 @@ them before a handler runs.
 
 from __future__ import annotations
 
-from ragsite.errors import Forbidden
+from ragsite.errors import Forbidden, NotFound
 from ragsite.mcp import Caller, Tool, register
 
 from .services.agents import get_collection
+from .services.build_status import (
+    MAX_WAIT_SECONDS,
+    build_status,
+    collection_summaries,
+    get_build,
+    latest_build,
+    wait_for_build,
+)
 from .services.builds import request_build
 from .services.measure import DEFAULT_MOST, MAX_MARKER_CHARS, MAX_QUESTIONS, measure_collection, parse_items
 from .services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, search_collection
@@ -236,5 +244,122 @@ register(Tool(
     input_schema=MEASURE_INPUT,
     output_schema=MEASURE_ANSWER,
     handler=measure,
+    annotations={"readOnlyHint": True, "openWorldHint": False},
+))
+
+
+# --- build outcomes and the collections list ---
+
+BUILD_PROGRESS = {
+    "type": "object",
+    "properties": {name: {"type": "integer"} for name in
+                   ("documents_done", "documents_total", "paragraphs_done", "paragraphs_total")},
+}
+
+BUILD_STATUS_ANSWER = {
+    "type": "object",
+    "properties": {
+        "build": {"type": "integer"},
+        "collection": {"type": "string"},
+        "status": {"type": "string", "enum": ["queued", "running", "succeeded", "failed", "refused"]},
+        "percent": {"type": "integer"},
+        "progress": BUILD_PROGRESS,
+        "passages": {"type": "integer"},
+        "documents_read": {"type": "integer"},
+        "documents_reused": {"type": "integer"},
+        "documents_refused": {"type": "integer"},
+        "paragraphs_embedded": {"type": "integer"},
+        "refused": {"type": ["array", "null"], "items": {"type": "string"},
+                    "description": "null: not recorded yet; []: nothing refused; the names otherwise."},
+        "warnings": {"type": "array", "items": {"type": "string"}},
+        "problems": {"type": "array", "items": {"type": "string"}},
+        "model": {"type": ["string", "null"]},
+        "previous_model": {"type": ["string", "null"]},
+        "error": {"type": ["string", "null"]},
+        "waiting": {"type": ["string", "null"],
+                    "description": "Set when a queued build waits for a task worker that is not running."},
+        "requested_by": {"type": "string"},
+        "created_at": {"type": "string"},
+        "started_at": {"type": ["string", "null"]},
+        "finished_at": {"type": ["string", "null"]},
+        "seconds": {"type": ["number", "null"]},
+    },
+    "required": ["build", "collection", "status", "percent", "passages", "refused", "warnings", "problems", "model",
+                 "error", "waiting"],
+}
+
+BUILD_STATUS_INPUT = {
+    "type": "object",
+    "properties": {
+        "collection": COLLECTION_NAME,
+        "build": {"type": ["integer", "null"], "minimum": 1,
+                  "description": "The build's id, as `build` answered; default: the collection's latest build."},
+        "wait_seconds": {"type": "number", "minimum": 0, "maximum": MAX_WAIT_SECONDS, "default": 0,
+                         "description": f"Wait up to this many seconds (at most {MAX_WAIT_SECONDS}) for the build "
+                         "to finish before answering."},
+    },
+    "required": ["collection"],
+    "additionalProperties": False,
+}
+
+
+def build_status_tool(caller: Caller, arguments: dict) -> dict:
+    collection = get_collection(agent=caller.agent, name=arguments["collection"])
+    if arguments.get("build") is not None:
+        run = get_build(collection=collection, build_id=arguments["build"])
+    else:
+        run = latest_build(collection)
+        if run is None:
+            raise NotFound(f'collection "{collection.name}" has never been built', code="never_built")
+    run = wait_for_build(run=run, seconds=arguments.get("wait_seconds", 0))
+    return build_status(run=run)
+
+
+COLLECTIONS_ANSWER = {
+    "type": "object",
+    "properties": {
+        "collections": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "built_from": {"type": "string"},
+                    "folder": {"type": "string"},
+                    "method": {"type": "string"},
+                    "per_reader": {"type": "boolean"},
+                    "last_build": {"anyOf": [BUILD_STATUS_ANSWER, {"type": "null"}]},
+                },
+                "required": ["name", "built_from", "folder", "method", "per_reader", "last_build"],
+            },
+        },
+    },
+    "required": ["collections"],
+}
+
+
+def collections_tool(caller: Caller, arguments: dict) -> dict:
+    return {"collections": collection_summaries(agent=caller.agent)}
+
+
+register(Tool(
+    name="build_status",
+    title="A build's outcome",
+    description="Status, progress and outcome of a build of one of your collections (the latest unless `build` "
+    "names one): paragraphs, documents read and reused, refused documents by name, warnings, problems, model, "
+    "error, and whether it waits for a task worker. `wait_seconds` waits for it to finish first.",
+    input_schema=BUILD_STATUS_INPUT,
+    output_schema=BUILD_STATUS_ANSWER,
+    handler=build_status_tool,
+    annotations={"readOnlyHint": True, "openWorldHint": False},
+))
+register(Tool(
+    name="collections",
+    title="Your collections",
+    description="The collections you can search, each with what it is built from and its last build's outcome "
+    "(null: never built).",
+    input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+    output_schema=COLLECTIONS_ANSWER,
+    handler=collections_tool,
     annotations={"readOnlyHint": True, "openWorldHint": False},
 ))

@@ -3,7 +3,7 @@
 Registered into the shared MCP transport (ragsite.mcp) when `MemoryConfig.ready` imports this module.
 """
 
-from ragsite.mcp import Caller, Tool, register
+from ragsite.mcp import Caller, InvalidArguments, Tool, register
 
 from . import conf, services
 from .models import MAX_TEXT_LENGTH
@@ -18,8 +18,12 @@ def store(caller: Caller, arguments: dict) -> dict:
     return answer
 
 def recall(caller: Caller, arguments: dict) -> dict:
+    # `question`, as in collection search; `query` is its deprecated old name (docs/memory.md).
+    if ("question" in arguments) == ("query" in arguments):
+        raise InvalidArguments("recall takes 'question' (or its deprecated alias 'query'), exactly one of them")
+    question = arguments.get("question", arguments.get("query"))
     most = arguments.get("most", conf.DEFAULT_MOST)
-    return {"records": services.recall(agent=caller.agent, query=arguments["query"], most=most)}
+    return {"records": services.recall(agent=caller.agent, query=question, most=most)}
 
 register(Tool(
     name="store",
@@ -52,16 +56,19 @@ register(Tool(
 register(Tool(
     name="recall",
     title="Recall memories",
-    description="Find your stored memories and episodes that best match a query, best first, each quoted "
+    description="Find your stored memories and episodes that best match a question, best first, each quoted "
     "by its most relevant excerpt.",
     input_schema={
         "type": "object",
         "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": conf.MAX_QUERY_LENGTH},
+            "question": {"type": "string", "minLength": 1, "maxLength": conf.MAX_QUERY_LENGTH,
+                         "description": "What to recall."},
+            "query": {"type": "string", "minLength": 1, "maxLength": conf.MAX_QUERY_LENGTH,
+                      "description": "Deprecated: the old name of `question`."},
             "most": {"type": "integer", "minimum": 1, "maximum": conf.MAX_MOST,
                      "default": conf.DEFAULT_MOST},
         },
-        "required": ["query"],
+        "required": [],
         "additionalProperties": False,
     },
     output_schema={

@@ -6,16 +6,21 @@ in silence; `worker_missing` says so once the build has waited BUILD_STALE_SECON
 and no cluster has reported a heartbeat.
 """
 
+import time
 from datetime import datetime, timedelta
 
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from ragsite.errors import NotFound, RagsiteError
 
 from ..conf import settings
-from ..models import BuildRun, Collection
+from ..models import Agent, BuildRun, Collection
 
 MAX_LISTED = 50
+MAX_WAIT_SECONDS = 60
+POLL_SECONDS = 0.5
+ACTIVE = (BuildRun.QUEUED, BuildRun.RUNNING)
 START_WORKER = "start one with `manage.py qcluster` (make run starts one)"
 
 
@@ -81,11 +86,51 @@ def build_status(*, run: BuildRun, running: bool | None = None) -> dict:
         "error": run.error or None,
         "waiting": waiting_notice(run, running=running),
         "requested_by": run.requested_by,
-        "created_at": run.created_at,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
+        # ISO 8601 strings, the same over the API and MCP.
+        "created_at": _iso(run.created_at),
+        "started_at": _iso(run.started_at),
+        "finished_at": _iso(run.finished_at),
         "seconds": seconds,
     }
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def wait_for_build(*, run: BuildRun, seconds: float) -> BuildRun:
+    """The build after it finished, or after `seconds` (at most MAX_WAIT_SECONDS) if it is still going."""
+    if not 0 <= seconds <= MAX_WAIT_SECONDS:
+        raise RagsiteError(f"wait_seconds must be between 0 and {MAX_WAIT_SECONDS}", code="invalid_wait")
+    deadline = time.monotonic() + seconds
+    run.refresh_from_db()
+    while run.status in ACTIVE and time.monotonic() < deadline:
+        time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+        run.refresh_from_db()
+    return run
+
+
+def collection_summaries(*, agent: Agent) -> list[dict]:
+    """The agent's collections, each with its last build's outcome (null: never built)."""
+    newest = BuildRun.objects.filter(collection=OuterRef("pk")).order_by("-created_at", "-id").values("pk")[:1]
+    collections = list(agent.collections.annotate(last_run=Subquery(newest)).order_by("name"))
+    runs = BuildRun.objects.select_related("collection").in_bulk([c.last_run for c in collections if c.last_run])
+    latest = {run.collection_id: run for run in runs.values()}
+    running = None
+    answer = []
+    for collection in collections:
+        run = latest.get(collection.pk)
+        if run is not None and run.status == BuildRun.QUEUED and running is None:
+            running = worker_running()
+        answer.append({
+            "name": collection.name,
+            "built_from": collection.built_from,
+            "folder": collection.folder,
+            "method": collection.method,
+            "per_reader": collection.per_reader,
+            "last_build": None if run is None else build_status(run=run, running=running),
+        })
+    return answer
 
 
 def get_build(*, collection: Collection, build_id: int) -> BuildRun:

@@ -267,7 +267,7 @@ def test_store_then_recall_finds_the_memory(client, keyed):
     assert stored["structuredContent"]["kind"] == "mem" and stored["structuredContent"]["id"] > 0
     episode = call_tool(client, raw, "store", {"text": "Deployed the search service on Tuesday.", "kind": "ep"})
     assert episode["structuredContent"]["kind"] == "ep"
-    recalled = call_tool(client, raw, "recall", {"query": "when does the staging password rotate", "most": 1})
+    recalled = call_tool(client, raw, "recall", {"question": "when does the staging password rotate", "most": 1})
     records = recalled["structuredContent"]["records"]
     assert len(records) == 1 and records[0]["id"] == stored["structuredContent"]["id"]
     assert "rotates every Monday" in records[0]["excerpt"]["text"]
@@ -291,6 +291,10 @@ def test_answers_match_the_published_output_schemas(client, handbook, keyed):
         ("build", {"collection": "missing"}),
         ("store", {"text": "a short memory about badges"}),
         ("recall", {"query": "badges"}),
+        ("recall", {"question": "badges"}),
+        ("build_status", {"collection": "handbook"}),
+        ("build_status", {"collection": "handbook", "build": 999}),
+        ("collections", {}),
     ]
     for name, arguments in calls:
         result = call_tool(client, raw, name, arguments)
