@@ -10,15 +10,16 @@ from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
-from .. import conf
 from ..chunking import AVAILABLE
 from ..models import (
+    Agent,
     BuildRun,
     Collection,
     CollectionBuilt,
     Document,
     StoreMeta,
 )
+from ..services.sources import available_folders, describe_source
 from .common import (
     HISTORY_ROWS,
     progress_payload,
@@ -34,11 +35,39 @@ from .playground import PlaygroundAdminMixin
 class CollectionForm(forms.ModelForm):
     # Only the strategies that exist are offered; a planned one is not a choice.
     method = forms.ChoiceField(choices=[(name, name) for name in AVAILABLE])
+    # The sub-folders of KNOWLEDGE_ROOT/<agent id>/ as they are now (no restart needed), by name only.
+    folder = forms.ChoiceField(required=False, help_text=Collection._meta.get_field("folder").help_text)
 
     class Meta:
         model = Collection
-        fields = ["agent", "name", "built_from", "method", "size", "overlap", "per_reader", "judge", "min_score",
-                  "around"]
+        fields = ["agent", "name", "built_from", "folder", "method", "size", "overlap", "per_reader", "judge",
+                  "min_score", "around"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["folder"].choices = folder_choices(self.instance)
+
+    def clean(self):
+        cleaned = super().clean()
+        agent = cleaned.get("agent") or (self.instance.agent if self.instance.agent_id else None)
+        folder = cleaned.get("folder") or ""
+        if agent is not None and folder and folder != self.initial.get("folder"):
+            if folder not in available_folders(agent):
+                self.add_error("folder", f'agent "{agent.agent_id}" has no folder "{folder}" under KNOWLEDGE_ROOT')
+        return cleaned
+
+
+def folder_choices(collection: Collection) -> list:
+    """Each agent's folders grouped under its name (only the collection's own agent once it has one)."""
+    agents = [collection.agent] if collection.agent_id else Agent.objects.order_by("agent_id")
+    choices: list = [("", "— none (uploads, or a KNOWLEDGE_…_FOLDER variable) —")]
+    for agent in agents:
+        names = available_folders(agent)
+        if collection.folder and collection.agent_id == agent.pk and collection.folder not in names:
+            names = [*names, collection.folder]  # keep a vanished choice visible rather than silently dropping it
+        if names:
+            choices.append((agent.agent_id, [(name, name) for name in names]))
+    return choices
 
 
 
@@ -54,7 +83,7 @@ class CollectionAdmin(PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin)
     actions = ["rebuild_selected"]
     readonly_fields = ["source", "contents", "current_build", "build_history"]
     fieldsets = [
-        (None, {"fields": ["agent", "name", "built_from", "source", "contents"]}),
+        (None, {"fields": ["agent", "name", "built_from", "folder", "source", "contents"]}),
         ("Chunking", {"fields": ["method", "size", "overlap"]}),
         ("Search", {"fields": ["per_reader", "judge", "min_score", "around"]}),
         ("Builds", {"fields": ["current_build", "build_history"]}),
@@ -127,8 +156,7 @@ class CollectionAdmin(PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin)
     def source(self, collection):
         if collection.pk is None:
             return "—"
-        variable = conf.folder_variable(collection.name)
-        folder = "a folder, from " + variable if conf.knowledge_folder(collection.name) else f"no folder ({variable} is not set)"
+        folder = describe_source(collection)  # names a variable or a folder, never a path
         uploads = collection.documents.filter(source=Document.UPLOAD).count()
         upload_url = reverse("admin:collections_app_document_upload") + "?" + urlencode({"collection": collection.pk})
         return format_html('{} and {} uploaded document(s) — <a href="{}">upload documents…</a>', folder, uploads, upload_url)

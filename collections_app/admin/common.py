@@ -10,6 +10,7 @@ from ragsite.errors import Conflict, RagsiteError
 from ..models import (
     BuildRun,
 )
+from ..services.build_status import waiting_notice
 from ..services.builds import ACTIVE_STATES, request_build
 
 HISTORY_ROWS = 20
@@ -75,6 +76,8 @@ def progress_payload(run: BuildRun | None) -> dict:
         "error": run.error,
         "warnings": list(run.problems) + list(run.warnings),
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        # "no task worker is running …" once a queued build has waited BUILD_STALE_SECONDS with no worker.
+        "waiting": waiting_notice(run),
     }
 
 
@@ -83,7 +86,10 @@ def request_build_or_say_why(modeladmin, request, collection) -> BuildRun | None
     try:
         return request_build(collection=collection, requested_by=f"admin:{request.user.get_username()}")
     except Conflict as exc:
-        modeladmin.message_user(request, f"Not started: {exc.message}. Wait for it to finish.", messages.WARNING)
+        if exc.code == "build_running":
+            modeladmin.message_user(request, f"Not started: {exc.message}. Wait for it to finish.", messages.WARNING)
+        else:  # a source this server cannot see, refused before anything was queued
+            modeladmin.message_user(request, f"Not started: {exc.message}", messages.ERROR)
     except RagsiteError as exc:
         modeladmin.message_user(request, f"Not started: {exc.message}", messages.ERROR)
     return None

@@ -248,9 +248,46 @@ def test_the_change_page_shows_the_bar_the_history_and_the_source_by_variable(ad
     assert 'role="progressbar"' in body and 'aria-valuenow="100"' in body and 'data-active="false"' in body
     assert f'data-url="{url("collection_progress", handbook.pk)}"' in body
     assert body.count("rs-status-succeeded") >= 2  # the bar's badge and the history rows
-    assert "a folder, from KNOWLEDGE_HANDBOOK_FOLDER" in body
+    assert "KNOWLEDGE_HANDBOOK_FOLDER and 0 uploaded document(s)" in body
     for run in handbook.runs.all():
         assert url("buildrun_change", run.pk) in body
+
+
+def test_the_add_page_offers_each_agents_folders_and_refuses_another_agents(admin_client, agent, knowledge_root):
+    from collections_app.services.agents import create_agent
+
+    other, _ = create_agent(agent_id="other")
+    knowledge_root("alpha", "hr-share", {"a.md": "# A\n\nText.\n"})
+    knowledge_root("other", "payroll", {"b.md": "# B\n\nText.\n"})
+    body = admin_client.get(url("collection_add")).content.decode()
+    assert '<optgroup label="alpha">' in body and '<option value="hr-share">' in body
+    assert '<optgroup label="other">' in body and '<option value="payroll">' in body
+    form = {"agent": agent.pk, "name": "stolen", "folder": "payroll", "method": "structure", "built_from": ""}
+    refused = admin_client.post(url("collection_add"), form).content.decode()
+    assert 'agent &quot;alpha&quot; has no folder &quot;payroll&quot;' in refused
+    assert not Collection.objects.filter(name="stolen").exists()
+    admin_client.post(url("collection_add"), {**form, "name": "mine", "folder": "hr-share"})
+    mine = Collection.objects.get(name="mine")
+    assert mine.folder == "hr-share"
+    page = admin_client.get(url("collection_change", mine.pk)).content.decode()
+    assert "payroll" not in page  # once made, only its own agent's folders are offered
+    assert 'folder &quot;hr-share&quot; under KNOWLEDGE_ROOT' in page
+
+
+def test_a_build_nobody_picks_up_says_no_task_worker_is_running(admin_client, agent, knowledge_root, settings):
+    from collections_app.services.builds import request_build
+
+    settings.BUILD_STALE_SECONDS = 60
+    knowledge_root("alpha", "hr-share", {"a.md": "# A\n\nText.\n"})
+    collection = create_collection(agent=agent, name="waiting", folder="hr-share")
+    run = request_build(collection=collection, enqueue=False)
+    page = admin_client.get(url("collection_change", collection.pk)).content.decode()
+    assert "no task worker is running" not in page
+    BuildRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(seconds=61))
+    page = admin_client.get(url("collection_change", collection.pk)).content.decode()
+    assert "no task worker is running" in page and "manage.py qcluster" in page
+    progress = admin_client.get(url("collection_progress", collection.pk)).json()
+    assert progress["waiting"].startswith("no task worker is running")
 
 
 # --- Documents --------------------------------------------------------------------------
