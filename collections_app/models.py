@@ -129,7 +129,7 @@ class Collection(models.Model):
     )
     folder = models.CharField(
         max_length=100, blank=True,
-        help_text="The sub-folder of KNOWLEDGE_ROOT/<agent id>/ the documents are read from: a name, never a path. "
+        help_text="The sub-folder of the agent folder in KNOWLEDGE_ROOT that the documents are read from: a name, never a path. "
         "Empty = uploads only (or a KNOWLEDGE_..._FOLDER variable).",
     )
     # Validated against chunking.STRATEGIES rather than fixed as choices, so that a

@@ -34,7 +34,8 @@ from .playground import PlaygroundAdminMixin
 
 class CollectionForm(forms.ModelForm):
     # Only the strategies that exist are offered; a planned one is not a choice.
-    method = forms.ChoiceField(choices=[(name, name) for name in AVAILABLE])
+    method = forms.ChoiceField(choices=[(name, name) for name in AVAILABLE],
+                               initial=Collection._meta.get_field("method").default)
     # The sub-folders of KNOWLEDGE_ROOT/<agent id>/ as they are now (no restart needed), by name only.
     folder = forms.ChoiceField(required=False, help_text=Collection._meta.get_field("folder").help_text)
 

@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='collection',
             name='folder',
-            field=models.CharField(blank=True, help_text='The sub-folder of KNOWLEDGE_ROOT/<agent id>/ the documents are read from: a name, never a path. Empty = uploads only (or a KNOWLEDGE_..._FOLDER variable).', max_length=100),
+            field=models.CharField(blank=True, help_text='The sub-folder of the agent folder in KNOWLEDGE_ROOT that the documents are read from: a name, never a path. Empty = uploads only (or a KNOWLEDGE_..._FOLDER variable).', max_length=100),
         ),
     ]

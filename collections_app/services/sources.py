@@ -41,7 +41,7 @@ def validate_folder_name(folder: str) -> str:
     folder = folder or ""
     if folder and (not FOLDER_NAME.match(folder) or folder.strip() != folder):
         raise RagsiteError(
-            f"folder must be the name of one folder (1-{MAX_FOLDER_CHARS} characters, no '/', '\\\\' or "
+            f"folder must be the name of one folder (1-{MAX_FOLDER_CHARS} characters, no '/', '\\' or "
             f"leading '.'), not a path; got {folder!r}",
             code="invalid_folder",
         )
