@@ -44,6 +44,14 @@ def _no_deployment_folders(monkeypatch, settings, tmp_path):
     settings.KNOWLEDGE_ROOT = str(tmp_path / "knowledge-root")
 
 
+@pytest.fixture(autouse=True)
+def _no_task_cluster_heartbeats(settings, tmp_path):
+    """Cluster heartbeats are read from a folder of the test's own, so a `make run` cluster in
+    the same checkout never makes a test believe a worker is running (test_qcluster opts back in)."""
+    settings.CACHES = {**settings.CACHES, "task_cluster": {**settings.CACHES["task_cluster"],
+                                                           "LOCATION": str(tmp_path / "task-cluster")}}
+
+
 @pytest.fixture
 def knowledge_root(settings):
     """The test's KNOWLEDGE_ROOT; `make(agent_id, folder, files)` drops a sub-folder into it."""

@@ -34,7 +34,10 @@ def test_a_real_qcluster_runs_an_enqueued_task(tmp_path):
         task_id = async_task("collections_app.tasks.sweep_stale_builds")
     finally:
         Conf.SYNC = True
-    env = {**os.environ, "DATABASE_URL": database_url(), "Q_WORKERS": "1", "LOG_LEVEL": "INFO"}
+    # With DATA_DIR here the cluster's heartbeats land in tmp_path/task-cluster, where the
+    # suite's conftest points this process's `task_cluster` cache.
+    env = {**os.environ, "DATABASE_URL": database_url(), "Q_WORKERS": "1", "LOG_LEVEL": "INFO",
+           "DATA_DIR": str(tmp_path)}
     log = (tmp_path / "qcluster.log").open("w+")
     cluster = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env,
                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -31,10 +31,17 @@ def worker_running() -> bool:
     with the Redis broker and to the `task_cluster` cache otherwise; an expired one
     is no longer listed.
     """
-    from django_q.status import Stat
+    from django_q.brokers import Broker, get_broker
+    from django_q.conf import Conf
 
     try:
-        return bool(Stat.get_all())
+        broker = get_broker()
+        if type(broker).get_stats is not Broker.get_stats:  # Redis: live keys by pattern
+            return any(broker.get_stats(f"{Conf.Q_STAT}:*") or [])
+        # The cache-backed listing removes expired keys from the list it is iterating, which
+        # skips the key after each one (a live cluster listed after a dead one goes unseen).
+        cache = broker.cache
+        return cache is not None and any(cache.get(key) for key in list(cache.get(Conf.Q_STAT) or []))
     except Exception:  # an unreachable broker is not a reason to fail a status read
         return False
 

@@ -166,3 +166,24 @@ def test_recall_takes_question_and_still_accepts_query(caller):
     assert both.status_code == 422 and "'query'" in both.json()["error"]["message"]
     missing = caller("post", "/memory/recall", {})
     assert missing.status_code == 400 and "question" in missing.json()["error"]["message"]
+
+
+def test_a_live_cluster_listed_after_a_dead_one_still_counts_as_running():
+    from django_q.brokers import Broker, get_broker
+    from django_q.conf import Conf
+
+    from collections_app.services.build_status import worker_running
+
+    broker = get_broker()
+    on_redis = type(broker).get_stats is not Broker.get_stats
+
+    def expire(key):
+        (broker.connection if on_redis else broker.cache).delete(key)
+
+    assert not worker_running()
+    broker.set_stat(f"{Conf.Q_STAT}:dead", "a cluster that stopped", 30)
+    broker.set_stat(f"{Conf.Q_STAT}:live", "a cluster that runs", 30)
+    expire(f"{Conf.Q_STAT}:dead")
+    assert worker_running()
+    expire(f"{Conf.Q_STAT}:live")
+    assert not worker_running()
