@@ -212,15 +212,27 @@ class EmptyBuild(RagsiteError):
 
 
 class ParagraphManager(models.Manager):
-    def guard_not_empty(self, collection) -> None:
-        """The store's own refusal to hold a built collection with no paragraphs.
+    def searchable(self, collection):
+        """The paragraphs a search reads: those of documents in search (not in review, not refused)."""
+        return self.filter(collection=collection, document__status=Document.ACTIVE)
+
+    def guard_not_empty(self, collection, *, was_searchable: bool = True) -> None:
+        """The store's own refusal to hold a built collection that readers could not search.
 
         Called inside the build's transaction after the swap, so raising rolls the
         swap back and the old paragraphs keep answering. The build service refuses
-        first; this catches any other path that could empty a collection.
+        first; this catches any other path that could empty a collection. Rows that no
+        search reads (all in review) count as empty when they would replace a collection
+        that was searchable (``was_searchable``, taken before the swap); otherwise they are
+        let through, so a person can review them.
         """
         if not self.filter(collection=collection).exists():
             raise EmptyBuild(f'refusing to leave collection "{collection.name}" with no paragraphs')
+        if was_searchable and not self.searchable(collection).exists():
+            raise EmptyBuild(
+                f'refusing to replace collection "{collection.name}" with paragraphs no search reads '
+                "(every document needs review)"
+            )
 
 
 class Paragraph(models.Model):
