@@ -18,9 +18,9 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
+from ragsite import embedding
 from ragsite.errors import Conflict, NotFound, RagsiteError
 
-from .. import conf
 from .. import interchange as fmt
 from ..chunking import ChunkingError, resolve_sizes
 from ..models import Agent, Collection, CollectionBuilt, Document, Paragraph
@@ -120,7 +120,7 @@ def _token_counts(model: str, paragraphs: list[tuple[str, int | None]]) -> tuple
     """
     counts = [count for _text, count in paragraphs]
     if None in counts:
-        embedder = conf.get_embedder()
+        embedder = embedding.get_embedder()
         if embedder.model == model:
             counts = [embedder.count_tokens(text) if count is None else count for text, count in paragraphs]
     if None in counts:

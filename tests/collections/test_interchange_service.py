@@ -278,11 +278,11 @@ def test_reexporting_an_unchanged_build_rewrites_no_file(handbook, tmp_path):
 def test_n_tokens_of_paragraphs_stored_uncounted_are_counted_on_export(handbook, tmp_path):
     """Seed 004: n_tokens is the tokenizer's count; a paragraph the build could not count is counted by
     the same model on export rather than written as 0."""
-    from collections_app import conf
+    from ragsite import embedding
 
     Paragraph.objects.filter(collection=handbook).update(token_count=None)
     index = fmt.read_index(export_index(collection=handbook, directory=tmp_path))
-    embedder = conf.get_embedder()
+    embedder = embedding.get_embedder()
     assert index.meta.tokenizer == "hash-64"
     assert [c.n_tokens for c in index.chunks] == [embedder.count_tokens(c.text) for c in index.chunks]
     assert all(c.n_tokens > 0 for c in index.chunks)

@@ -373,18 +373,18 @@ def embedding_server(settings):
     """A real OpenAI-compatible embedding endpoint on 127.0.0.1, as EMBED_URL."""
     import threading
 
-    from collections_app import conf
-    from tests.collections.test_embedders_http import FakeEmbeddingServer
+    from ragsite import embedding
+    from tests.shared.test_embedders_http import FakeEmbeddingServer
 
     server = FakeEmbeddingServer()
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     settings.EMBED_BACKEND, settings.EMBED_URL, settings.EMBED_MODEL = "http", server.url, "house-model"
-    conf._embedder_for.cache_clear()
+    embedding._embedder_for.cache_clear()
     yield server
     server.shutdown()
     server.server_close()
-    conf._embedder_for.cache_clear()
+    embedding._embedder_for.cache_clear()
 
 
 def test_seed_refusal_2_a_question_of_another_width_is_refused_per_row_under_the_same_model_name(
@@ -392,14 +392,14 @@ def test_seed_refusal_2_a_question_of_another_width_is_refused_per_row_under_the
 ):
     """Seed 000, refusal 2: a question embedded at a width other than the rows' is refused, "checked
     per row, because the model can change underneath" - here the endpoint keeps its model's name."""
-    from collections_app import conf
+    from ragsite import embedding
 
     collection = create_collection(agent=agent, name="drift", method="fixed", size=80)
     knowledge_folder("drift", HANDBOOK)
     assert build_collection(collection=collection).status == "succeeded"
     assert ask(agent, "drift")["paragraphs"]
     embedding_server.width = 4  # the model behind the same name changed...
-    conf._embedder_for.cache_clear()  # ...and the server process restarted with it
+    embedding._embedder_for.cache_clear()  # ...and the server process restarted with it
     with pytest.raises(Conflict) as caught:
         ask(agent, "drift")
     assert caught.value.code == "width_mismatch" and caught.value.status == 409
