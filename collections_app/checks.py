@@ -3,7 +3,7 @@
 from django.core.checks import Error, Tags, register
 from django.db import DatabaseError, connections
 
-from .store import StoreSchemaError, ensure_supported
+from .store import schema_problem
 
 HINT = "Install the ragsite version that wrote this store, or use a different DATABASE_URL."
 
@@ -11,10 +11,9 @@ HINT = "Install the ragsite version that wrote this store, or use a different DA
 def _schema_errors(aliases) -> list[Error]:
     errors = []
     for alias in aliases:
-        try:
-            ensure_supported(connections[alias])
-        except StoreSchemaError as exc:
-            errors.append(Error(str(exc), hint=HINT, id="collections.E001"))
+        problem = schema_problem(connections[alias])
+        if problem is not None:
+            errors.append(Error(problem, hint=HINT, id="collections.E001"))
     return errors
 
 

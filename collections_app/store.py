@@ -75,17 +75,28 @@ def refusal_message(found: int) -> str:
     return f"this store was written by a newer ragsite (schema {found}; this code knows {SCHEMA_VERSION}). " + _ADVICE
 
 
-def ensure_supported(connection) -> None:
-    """Raise StoreSchemaError, after closing the connection, when the store is not one this code knows."""
+def schema_problem(connection) -> str | None:
+    """Why this code refuses the store behind `connection`, or None when it knows it (or it is not migrated yet).
+
+    Opening the connection runs the guard, whose refusal is reported here rather than raised.
+    """
     try:
         found = read_schema_version(connection)
-        if found is not None and found > SCHEMA_VERSION:
-            raise StoreSchemaError(refusal_message(found))
-    except StoreSchemaError:
+    except StoreSchemaError as exc:
+        return str(exc)
+    if found is not None and found > SCHEMA_VERSION:
+        return refusal_message(found)
+    return None
+
+
+def ensure_supported(connection) -> None:
+    """Raise StoreSchemaError, after closing the connection, when the store is not one this code knows."""
+    problem = schema_problem(connection)
+    if problem is not None:
         # Closed before raising, so whoever catches this can still move the store aside.
         connection.close()
-        raise
-    if found is not None:
+        raise StoreSchemaError(problem)
+    if read_schema_version(connection) is not None:
         _checked_aliases.add(connection.alias)
 
 
