@@ -6,6 +6,7 @@ so one installation serves many agents and a row always says whose it is.
 """
 
 import hashlib
+import re
 import secrets
 
 import numpy as np
@@ -53,6 +54,13 @@ class Agent(models.Model):
 
     def __str__(self):
         return self.agent_id
+
+    def clean(self):
+        from django.core.exceptions import ValidationError
+
+        # A negative budget would count every agent as over it, and silently skip its judge.
+        if self.daily_budget is not None and self.daily_budget < 0:
+            raise ValidationError({"daily_budget": "a daily budget is at least 0 (empty: no budget)"})
 
 
 class ApiKeyQuerySet(models.QuerySet):
@@ -119,6 +127,30 @@ class Reader(models.Model):
         return self.external_id
 
 
+# What a path or an address looks like in a description meant for people (seed 000: built_from says
+# what the documents are, "the HR share", never where): a token starting like an absolute, home,
+# relative, drive or UNC path; any URL; a backslash; or two separators in one word ("srv/shares/hr").
+# One slash between words ("HR/Finance", "24/7") is prose.
+PATH_LIKE = re.compile(
+    r"(?:^|\s)(?:[/~]|\.{1,2}[/\\]|[A-Za-z]:[/\\])"
+    r"|[A-Za-z][A-Za-z0-9+.-]*://"
+    r"|\\"
+    r"|[^\s/]+/[^\s/]+/"
+)
+
+
+def built_from_problem(value: str) -> str | None:
+    """Why `value` cannot be a collection's built_from, or None."""
+    if len(value) > 200:
+        return "built_from is at most 200 characters"
+    if PATH_LIKE.search(value):
+        return (
+            "built_from says what the documents are, for people (\"the HR share\"), never where they are: "
+            "it must not be a path or an address"
+        )
+    return None
+
+
 class Collection(models.Model):
     """A named set of documents one agent answers from."""
 
@@ -154,6 +186,9 @@ class Collection(models.Model):
             resolve_sizes(self.method, self.size, self.overlap)
         except ChunkingError as exc:
             raise ValidationError({"method": str(exc)}) from exc
+        problem = built_from_problem(self.built_from or "")
+        if problem:
+            raise ValidationError({"built_from": problem})
 
     def chunk_sizes(self) -> tuple[int | None, int]:
         """(size, overlap) the chunker will use: this collection's, or the method's defaults."""
