@@ -110,7 +110,7 @@ def test_seed_refusal_1_a_migrated_store_that_records_no_version_is_refused(tmp_
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("value", [str(SCHEMA_VERSION + 1), "abc"])
-def test_plain_check_without_a_database_reports_collections_e001(value):
+def test_seed_refusal_1_plain_check_without_a_database_reports_collections_e001(value):
     from django.core import checks
 
     StoreMeta.objects.filter(key="schema_version").update(value=value)

@@ -329,7 +329,7 @@ def test_a_first_build_whose_documents_all_need_review_is_kept_for_a_person_to_r
     assert "no paragraph is searchable until a person approves the documents in review" in run.warnings
 
 
-def test_seed_refused_an_empty_build_keeps_the_names_it_knew_on_its_run(handbook, knowledge_folder):
+def test_seed_000_refused_an_empty_build_keeps_the_names_it_knew_on_its_run(handbook, knowledge_folder):
     """Seed 000: refused says what the build could not read, by name, also when the whole build is refused."""
     folder = knowledge_folder("handbook", {"leave.md": LEAVE})
     build_collection(collection=handbook)

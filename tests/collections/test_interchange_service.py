@@ -199,7 +199,7 @@ def test_commands_fail_clearly(agent, tmp_path):
         call_command("import_index", "nobody", str(tmp_path), "missing")
 
 
-def test_an_import_records_refused_as_nobody_recorded(handbook, other_agent, tmp_path):
+def test_seed_000_refused_is_never_invented_an_import_records_nobody_recorded(handbook, other_agent, tmp_path):
     """Seed 000: null ("nobody recorded") is never collapsed into [] ("nothing refused"); the format
     carries no refusals, so an imported build cannot say nothing was refused."""
     export_index(collection=handbook, directory=tmp_path)
@@ -209,7 +209,7 @@ def test_an_import_records_refused_as_nobody_recorded(handbook, other_agent, tmp
     assert CollectionBuilt.objects.get(collection=handbook).refused is None
 
 
-def test_every_search_chunk_id_resolves_in_an_export_of_the_same_build(small_pieces, tmp_path):
+def test_seed_004_every_search_chunk_id_resolves_in_docs_jsonl_of_the_same_build(small_pieces, tmp_path):
     """Seed 004: the agent's citations name chunk_ids that must resolve in docs.jsonl."""
     index = fmt.read_index(export_index(collection=small_pieces, directory=tmp_path), index_id="pieces")
     texts = {chunk.chunk_id: chunk.text for chunk in index.chunks}
@@ -230,7 +230,7 @@ def test_every_search_chunk_id_resolves_in_an_export_of_the_same_build(small_pie
     assert cited > 20
 
 
-def test_reimporting_an_identical_index_writes_nothing(handbook, other_agent, tmp_path):
+def test_seed_004_reimporting_an_identical_index_writes_nothing(handbook, other_agent, tmp_path):
     """Seed 004 (ag.06): re-ingesting what is unchanged writes nothing: same paragraph ids, same record."""
     export_index(collection=handbook, directory=tmp_path)
     copy = import_index(agent=other_agent, directory=tmp_path, index_id="handbook")
@@ -264,7 +264,7 @@ def test_a_reimport_keeps_the_rows_of_documents_whose_chunks_are_unchanged(handb
     assert [c.chunk_id for c in again.chunks] == [c.chunk_id for c in chunks]
 
 
-def test_reexporting_an_unchanged_build_rewrites_no_file(handbook, tmp_path):
+def test_seed_004_reexporting_an_unchanged_build_rewrites_no_file(handbook, tmp_path):
     """Seed 004 (ag.06): writing an unchanged index writes nothing."""
     import os
 
@@ -275,7 +275,7 @@ def test_reexporting_an_unchanged_build_rewrites_no_file(handbook, tmp_path):
     assert {(folder / name).stat().st_mtime for name in fmt.FILES} == {1_000_000_000}
 
 
-def test_n_tokens_of_paragraphs_stored_uncounted_are_counted_on_export(handbook, tmp_path):
+def test_seed_004_n_tokens_of_paragraphs_stored_uncounted_are_counted_on_export(handbook, tmp_path):
     """Seed 004: n_tokens is the tokenizer's count; a paragraph the build could not count is counted by
     the same model on export rather than written as 0."""
     from ragsite import embedding

@@ -327,7 +327,7 @@ def test_the_api_queues_a_build(client, handbook, api_key):
 # --- seed rules: citations and refusals -------------------------------------------
 
 
-def test_a_paragraph_is_cited_by_document_and_its_index_within_the_document(agent, handbook):
+def test_seed_003_a_paragraph_is_cited_by_document_and_its_index_within_the_document(agent, handbook):
     """Seed 003: the index is the passage's position in its document, the second half of the citation;
     seed 004: chunk_id is <doc_id>#<k>."""
     answer = ask(agent, around=1, min_score=0, most=50)
@@ -340,7 +340,7 @@ def test_a_paragraph_is_cited_by_document_and_its_index_within_the_document(agen
     assert best["chunk_id"] == f"leave.md#{matched.index}" and best["passages"] > 1
 
 
-def test_chunk_ids_are_stable_across_a_rebuild_that_changes_other_documents(agent, handbook, knowledge_folder):
+def test_seed_003_chunk_ids_are_stable_across_a_rebuild_that_changes_other_documents(agent, handbook, knowledge_folder):
     """Seed 003/004: the source identifier and the passage's index within it are the citation, so a
     document that did not change keeps its chunk ids while the collection-wide positions move."""
     before = ask(agent, around=0, most=1)["paragraphs"][0]
