@@ -154,6 +154,9 @@ def built_from_problem(value: str) -> str | None:
 class Collection(models.Model):
     """A named set of documents one agent answers from."""
 
+    # Paragraphs either side of a hit, at most: for a request, a collection's override and AROUND.
+    MAX_AROUND = 5
+
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="collections")
     name = models.SlugField(max_length=100)
     built_from = models.CharField(
@@ -182,13 +185,22 @@ class Collection(models.Model):
 
         from .chunking import ChunkingError, resolve_sizes
 
+        errors = {}
         try:
             resolve_sizes(self.method, self.size, self.overlap)
         except ChunkingError as exc:
-            raise ValidationError({"method": str(exc)}) from exc
+            errors["method"] = str(exc)
         problem = built_from_problem(self.built_from or "")
         if problem:
-            raise ValidationError({"built_from": problem})
+            errors["built_from"] = problem
+        # The overrides obey the same ranges as MIN_SCORE and AROUND: a floor above 1 would answer
+        # nothing to every question, silently.
+        if self.min_score is not None and not 0 <= self.min_score <= 1:
+            errors["min_score"] = "the floor is a number from 0 to 1 (0 turns it off; empty: MIN_SCORE)"
+        if self.around is not None and not 0 <= self.around <= self.MAX_AROUND:
+            errors["around"] = f"around is a whole number from 0 to {self.MAX_AROUND} (empty: AROUND)"
+        if errors:
+            raise ValidationError(errors)
 
     def chunk_sizes(self) -> tuple[int | None, int]:
         """(size, overlap) the chunker will use: this collection's, or the method's defaults."""

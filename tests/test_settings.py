@@ -182,3 +182,17 @@ def test_a_negative_daily_budget_is_refused(agent):
         agent.full_clean()
     agent.daily_budget = Decimal("0")
     agent.full_clean()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("field", "value"), [("min_score", 1.5), ("min_score", -0.5), ("around", 6)])
+def test_a_collections_floor_and_around_overrides_obey_the_settings_ranges(agent, field, value):
+    from django.core.exceptions import ValidationError
+
+    from collections_app.models import Collection
+
+    collection = Collection(agent=agent, name="hr", **{field: value})
+    with pytest.raises(ValidationError) as invalid:
+        collection.full_clean()
+    assert set(invalid.value.message_dict) == {field}
+    Collection(agent=agent, name="hr", min_score=0, around=5).full_clean()

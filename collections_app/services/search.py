@@ -33,7 +33,7 @@ logger = logging.getLogger("ragsite.search")
 
 MAX_QUESTION_CHARS = 2000
 MAX_MOST = 50
-MAX_AROUND = 5
+MAX_AROUND = Collection.MAX_AROUND
 # Weight of the cosine in the convex fusion: the best of 0.0-1.0 (then 0.42-0.58) on the
 # SciFact train split; see docs/benchmarks.md.
 FUSION_WEIGHT = 0.52
