@@ -1,6 +1,6 @@
 """System checks with stable ids: `manage.py check` and every start-up run them."""
 
-from django.core.checks import Error, Tags, register
+from django.core.checks import Error, Tags, Warning, register
 from django.db import DatabaseError, connections
 
 from .store import schema_problem
@@ -152,3 +152,28 @@ def prices_problem(prices) -> str | None:
             if not _number(value) or value < 0:
                 return f'gives model "{str(model)[:80]}" {key} price {value!r}; a price is a number of at least 0'
     return None
+
+
+@register(Tags.database)
+def check_built_from(app_configs=None, databases=None, **kwargs):
+    """collections.W001: collections written before built_from was checked that hold a path or address."""
+    from .models import Collection, built_from_problem
+
+    warnings = []
+    for alias in databases or []:
+        if schema_problem(connections[alias]) is not None:
+            continue  # collections.E001 says why this store is not read
+        try:
+            rows = list(Collection.objects.using(alias).exclude(built_from="")
+                        .values_list("agent__agent_id", "name", "built_from"))
+        except DatabaseError:
+            continue  # not migrated yet
+        named = [f"{agent}/{name}" for agent, name, built_from in rows if built_from_problem(built_from)]
+        if named:
+            warnings.append(Warning(
+                f"{len(named)} collection(s) describe their documents by a path or address in built_from, which "
+                f"every build record and API answer repeats: {', '.join(named[:20])}",
+                hint='Edit them in the admin to say what the documents are, for people ("the HR share").',
+                id="collections.W001",
+            ))
+    return warnings

@@ -196,3 +196,16 @@ def test_a_collections_floor_and_around_overrides_obey_the_settings_ranges(agent
         collection.full_clean()
     assert set(invalid.value.message_dict) == {field}
     Collection(agent=agent, name="hr", min_score=0, around=5).full_clean()
+
+
+@pytest.mark.django_db
+def test_a_path_stored_in_built_from_before_the_check_is_reported(agent):
+    from collections_app.checks import check_built_from
+    from collections_app.models import Collection
+    from collections_app.services.agents import create_collection
+
+    create_collection(agent=agent, name="hr", built_from="the HR share")
+    assert check_built_from(databases=["default"]) == []
+    Collection.objects.filter(name="hr").update(built_from="/srv/shares/hr")  # written by an older ragsite
+    (warning,) = check_built_from(databases=["default"])
+    assert warning.id == "collections.W001" and "alpha/hr" in warning.msg and "/srv" not in warning.msg
