@@ -92,6 +92,10 @@ class JudgeOut(Schema):
 class SearchOut(Schema):
     paragraphs: list[ParagraphOut]
     floor: float
+    floor_source: Literal["default", "collection", "request", "measured"] = Field(
+        ..., description="Where the floor came from: MIN_SCORE, the collection's override, this request, "
+        "or measured off the collection's known answers."
+    )
     around: int
     mode: Literal["hybrid", "vector", "lexical"]
     model: str

@@ -11,13 +11,14 @@ from functools import lru_cache
 from pathlib import Path
 
 from django.conf import settings as django_settings
+from django.core.exceptions import ImproperlyConfigured
 
 # The settings apps read through here. Their defaults are declared once, in ragsite/settings.py.
 _NAMES = frozenset({
     "EMBED_BACKEND", "EMBED_MODEL_DIR", "EMBED_URL", "EMBED_MODEL", "EMBED_API_KEY", "EMBED_TIMEOUT",
     "EMBED_BATCH_SIZE", "JUDGE_URL", "JUDGE_MODEL", "JUDGE_API_KEY", "JUDGE_TIMEOUT", "MIN_SCORE", "AROUND",
     "MODEL_PRICES", "BUILD_HEARTBEAT_TIMEOUT", "MAX_UPLOAD_BYTES", "HEALTH_REPAIR_MINUTES",
-    "IVF_MIN_PARAGRAPHS", "IVF_NPROBE",
+    "IVF_MIN_PARAGRAPHS", "IVF_NPROBE", "MEASURED_FLOOR_KEEP", "KNOWN_ANSWERS_GATE",
 })
 
 
@@ -29,6 +30,24 @@ class AppSettings:
 
 
 settings = AppSettings()
+
+
+def measured_floor_keep() -> float:
+    """MEASURED_FLOOR_KEEP: the share of answers a measured floor keeps, in (0, 1]."""
+    keep = float(settings.MEASURED_FLOOR_KEEP)
+    if not 0 < keep <= 1:
+        raise ImproperlyConfigured(f"MEASURED_FLOOR_KEEP must be above 0 and at most 1, not {keep}")
+    return keep
+
+
+def known_answers_gate() -> int | None:
+    """KNOWN_ANSWERS_GATE: how many known answers a build may lose and still go live; None = no gate."""
+    gate = settings.KNOWN_ANSWERS_GATE
+    if gate is None or gate == "":
+        return None
+    if int(gate) < 0:
+        raise ImproperlyConfigured(f"KNOWN_ANSWERS_GATE must be 0 or more (or unset), not {gate}")
+    return int(gate)
 
 
 def folder_variable(collection_name: str) -> str:
