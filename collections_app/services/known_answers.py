@@ -398,9 +398,17 @@ def _warnings(measurement: dict, read_off: dict, collection: Collection) -> list
     return warnings
 
 
+# What a report holds before a measurement fills it in: a measurement that replaces an earlier one
+# (the set changed) or fails leaves nothing of the earlier one behind.
+BLANK = {"found_at_1": None, "found_at_5": None, "floor": None, "floor_source": "", "lowest_answer": None,
+         "highest_control": None, "separates": None, "measured_floor": None, "results": [], "lost": [],
+         "warnings": [], "error": ""}
+
+
 def _save(run: BuildRun, measurement: dict) -> KnownAnswersReport:
     report, _created = KnownAnswersReport.objects.update_or_create(
-        build=run, defaults={**measurement, "collection_id": run.collection_id, "measured_at": timezone.now()}
+        build=run,
+        defaults={**BLANK, **measurement, "collection_id": run.collection_id, "measured_at": timezone.now()},
     )
     collection = run.collection
     logger.info("known answers of build %s (%s/%s): %s, %s of %s found at %d, %d lost", run.pk,
@@ -449,3 +457,13 @@ def summary(report: KnownAnswersReport | None, *, results: bool = False) -> dict
 def latest_report(collection: Collection) -> KnownAnswersReport | None:
     """The report of the collection's most recent build that has one (live, refused by the gate, or failed)."""
     return KnownAnswersReport.objects.filter(collection=collection).select_related("build").order_by("-build_id").first()
+
+
+def describe(collection: Collection) -> dict:
+    """The set and the latest report with its per-question results, JSON-ready (the API, the command's --json)."""
+    return {
+        "collection": collection.name,
+        "questions": as_items(known_answers(collection)),
+        "floor_measured": collection.floor_measured,
+        "report": summary(latest_report(collection), results=True),
+    }
