@@ -19,12 +19,13 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
+from ragsite import embedding
+from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
 
 from .. import conf
 from ..chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
 from ..conf import settings
-from ..embedders import EmbeddingError
 from ..extract import Unreadable, extract, summarize_opening
 from ..interchange import fingerprint as text_fingerprint
 from ..models import (
@@ -38,6 +39,7 @@ from ..models import (
     ModelCall,
     Paragraph,
 )
+from . import known_answers
 
 logger = logging.getLogger("ragsite.builds")
 
@@ -208,7 +210,7 @@ def _finish(run: BuildRun, status: str, *, error: str = "") -> None:
 
 
 def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
-    embedder = conf.get_embedder()
+    embedder = embedding.get_embedder()
     method = collection.method
     size, overlap = collection.chunk_sizes()
     previous = CollectionBuilt.objects.filter(collection=collection).first()
@@ -243,9 +245,6 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
         raise EmptyBuild(
             f'the build of "{collection.name}" produced no paragraphs; the collection keeps its current ones'
         )
-    # Imported here, not at the top: it reads questions through measure, which imports this module.
-    from . import known_answers
-
     # Known answers: measured from the candidate before the swap only when a gate may refuse it;
     # otherwise by a task once the swap has committed, so the build never waits for them.
     measured = known_answers.gate_build(collection=collection, run=run,

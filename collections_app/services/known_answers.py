@@ -24,12 +24,13 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
+from ragsite import embedding
+from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
+from ragsite.lexical import BM25Index
 
 from .. import conf
 from ..conf import settings
-from ..embedders import EmbeddingError
-from ..lexical import BM25Index
 from ..measure import Question, ScratchIndex, floor_range, measured_floor, normalise, outcomes
 from ..models import (
     BuildRefused,
@@ -43,7 +44,7 @@ from ..models import (
     Paragraph,
 )
 from ..stitch import Row
-from .measure import InvalidMeasure, check_questions, parse_item
+from .questions import InvalidMeasure, check_questions, parse_item
 from .search import FUSION_WEIGHT
 
 logger = logging.getLogger("ragsite.known_answers")
@@ -246,7 +247,7 @@ def gate_build(*, collection: Collection, run: BuildRun, candidate: Callable[[],
     questions = known_answers(collection)
     if not questions:
         return None
-    embedder = conf.get_embedder()
+    embedder = embedding.get_embedder()
     measurement = _measure(collection, questions, candidate(), model=embedder.model, before=run.pk)
     lost = measurement["lost"]
     if len(lost) > gate:
@@ -286,7 +287,7 @@ def _index(paragraphs: Sequence[tuple]) -> tuple[ScratchIndex, np.ndarray]:
 
 
 def _question_vectors(collection: Collection, questions: Sequence[Question], model: str, width: int) -> np.ndarray:
-    embedder = conf.get_embedder()
+    embedder = embedding.get_embedder()
     if embedder.model != model:
         raise Conflict(f"the build was made with {model} but this server embeds with {embedder.model}",
                        code="model_mismatch")

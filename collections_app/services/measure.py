@@ -9,86 +9,39 @@ embedder, is the ledger entry for the embedding tokens the measurement spent, as
 
 import hashlib
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from django.utils import timezone
 
+from ragsite import embedding
+from ragsite.embedders import EmbeddingError
 from ragsite.errors import RagsiteError
+from ragsite.lexical import DEFAULT_B, DEFAULT_K1
 
-from .. import conf
 from ..chunking import AVAILABLE, ChunkingError, resolve_sizes, validate_method
 from ..conf import settings
-from ..embedders import EmbeddingError
 from ..extract import SUPPORTED_SUFFIXES, Unreadable, extract
-from ..lexical import DEFAULT_B, DEFAULT_K1
 from ..measure import DEFAULT_AROUNDS, Question, Variant, VectorCache, default_sizes, grid, measure_variant
 from ..models import Collection, ModelCall
 from .builds import MAX_DOCUMENT_BYTES, collection_sources
-from .search import FUSION_WEIGHT, MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
+from .questions import (
+    MAX_MARKER_CHARS,
+    MAX_QUESTIONS,
+    InvalidMeasure,
+    check_questions,
+    parse_item,
+    parse_items,
+)
+from .search import FUSION_WEIGHT, MAX_AROUND, MAX_MOST
 
 logger = logging.getLogger("ragsite.measure")
 
-MAX_QUESTIONS = 50
-MAX_MARKER_CHARS = 2000
+# The question format lives in .questions, shared with known answers; these names stay importable from here.
+__all__ = ["MAX_MARKER_CHARS", "MAX_QUESTIONS", "InvalidMeasure", "check_questions", "measure_collection", "parse_item",
+           "parse_items"]
+
 MAX_VARIANTS = 60
 DEFAULT_MOST = 10
-
-
-class InvalidMeasure(RagsiteError):
-    code = "invalid_measure"
-    status = 400
-
-
-def parse_item(item: object, number: int) -> Question:
-    """One ``{"question", "answer"}`` or ``{"question", "control": true}`` item, as it came (not yet trimmed).
-
-    The shape of a line of a JSON Lines file, of the MCP tool's ``questions`` and of a collection's
-    known answers; raises `InvalidMeasure` naming the item (1-based) when it is neither.
-    """
-    if not isinstance(item, Mapping) or not isinstance(item.get("question"), str):
-        raise InvalidMeasure(f'item {number} needs "question", a string')
-    unknown = sorted(set(item) - {"question", "answer", "control"})
-    if unknown:
-        raise InvalidMeasure(f"item {number} has unknown field(s) {', '.join(map(repr, unknown[:5]))}")
-    control, answer = item.get("control", False), item.get("answer")
-    if control is True and answer is None:
-        return Question(item["question"])
-    if control in (False, None) and isinstance(answer, str):
-        return Question(item["question"], answer)
-    raise InvalidMeasure(f'item {number} needs either "answer" (a string) or "control": true, not both')
-
-
-def parse_items(items: Iterable[object]) -> tuple[list[dict], list[str]]:
-    """Split items (see `parse_item`) into ``{"question", "answer"}`` questions and control questions."""
-    questions: list[dict] = []
-    controls: list[str] = []
-    for number, item in enumerate(items, start=1):
-        question = parse_item(item, number)
-        if question.control:
-            controls.append(question.text)
-        else:
-            questions.append({"question": question.text, "answer": question.answer})
-    return questions, controls
-
-
-def check_questions(questions: Sequence[Question], *, limit: int = MAX_QUESTIONS) -> list[Question]:
-    """The questions trimmed, or `InvalidMeasure` naming the first item (1-based) out of bounds."""
-    if not questions:
-        raise InvalidMeasure("give at least one question")
-    if len(questions) > limit:
-        raise InvalidMeasure(f"at most {limit} questions and controls together")
-    checked: list[Question] = []
-    for number, question in enumerate(questions, start=1):
-        text = question.text.strip() if isinstance(question.text, str) else ""
-        if not 1 <= len(text) <= MAX_QUESTION_CHARS:
-            raise InvalidMeasure(f"item {number}: each question is 1 to {MAX_QUESTION_CHARS} characters")
-        answer = question.answer
-        if answer is not None:
-            answer = answer.strip() if isinstance(answer, str) else ""
-            if not 1 <= len(answer) <= MAX_MARKER_CHARS:
-                raise InvalidMeasure(f"item {number}: each answer marker is 1 to {MAX_MARKER_CHARS} characters")
-        checked.append(Question(text, answer))
-    return checked
 
 
 def _questions(questions: Sequence[Mapping], controls: Sequence[str]) -> list[Question]:
@@ -192,7 +145,7 @@ def measure_collection(
     if not 0.0 <= floor <= 1.0:
         raise InvalidMeasure("min_score must be between 0 and 1")
 
-    embedder = conf.get_embedder()
+    embedder = embedding.get_embedder()
     can_count = _counts_tokens(embedder)
     chosen, skipped = _variants(variants, can_count, embedder.window, collection)
     texts, refused, fingerprints = _read_corpus(collection)

@@ -3,11 +3,11 @@
 from pathlib import Path
 
 from collections_app import conf
-from collections_app.management.base import ServiceCommand
 from collections_app.models import Agent, ApiKey, Collection
 from collections_app.services import known_answers
 from collections_app.services.agents import create_agent, create_collection, issue_key
 from collections_app.services.builds import build_collection
+from ragsite.commands import ServiceCommand
 
 # The sample handbook's own questions and controls (beside sample_docs/, so a build never reads it as a document).
 SAMPLE_KNOWN_ANSWERS = Path(__file__).resolve().parents[2] / "sample_known_answers.jsonl"

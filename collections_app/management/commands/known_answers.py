@@ -4,9 +4,9 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from collections_app.management.base import ServiceCommand
 from collections_app.services import known_answers
 from collections_app.services.agents import get_agent, get_collection
+from ragsite.commands import ServiceCommand
 
 
 class Command(ServiceCommand):
