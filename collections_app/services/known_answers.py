@@ -45,6 +45,7 @@ from ..models import (
 )
 from ..stitch import Row
 from .questions import InvalidMeasure, check_questions, parse_item
+from .questions import parse_lines as parse_lines  # the admin's textarea form, read here too
 from .search import FUSION_WEIGHT
 
 logger = logging.getLogger("ragsite.known_answers")
@@ -68,26 +69,6 @@ class KnownAnswersLost(BuildRefused):
 
 
 # --- The set ------------------------------------------------------------------------------
-
-
-def parse_lines(text: str) -> list[dict]:
-    """``question | answer marker`` lines and ``! question`` controls, as items; errors name the line."""
-    items: list[dict] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        line = line.strip()
-        if not line:
-            continue
-        if line.startswith("!"):
-            control = line[1:].strip()
-            if not control:
-                raise InvalidKnownAnswers(f"line {number}: a control needs a question after the !")
-            items.append({"question": control, "control": True})
-            continue
-        question, bar, marker = line.rpartition("|")
-        if not bar or not question.strip() or not marker.strip():
-            raise InvalidKnownAnswers(f"line {number}: write “question | answer marker”, or “! question” for a control")
-        items.append({"question": question.strip(), "answer": marker.strip()})
-    return items
 
 
 def parse_jsonl(data: bytes | str) -> list[object]:

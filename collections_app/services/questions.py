@@ -72,3 +72,26 @@ def check_questions(questions: Sequence[Question], *, limit: int = MAX_QUESTIONS
     return checked
 
 
+
+
+def parse_lines(text: str) -> list[dict]:
+    """``question | answer marker`` lines and ``! question`` controls, as items; errors name the line.
+
+    The admin's textarea form of the same items (the marker is after the last ``|``).
+    """
+    items: list[dict] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("!"):
+            control = line[1:].strip()
+            if not control:
+                raise InvalidMeasure(f"line {number}: a control needs a question after the !")
+            items.append({"question": control, "control": True})
+            continue
+        question, bar, marker = line.rpartition("|")
+        if not bar or not question.strip() or not marker.strip():
+            raise InvalidMeasure(f"line {number}: write “question | answer marker”, or “! question” for a control")
+        items.append({"question": question.strip(), "answer": marker.strip()})
+    return items
