@@ -19,6 +19,7 @@ holds one.
 import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 from django.db import transaction
@@ -54,6 +55,8 @@ MAX_KNOWN_ANSWERS = 200
 MAX_FILE_BYTES = 1024 * 1024  # 200 items of 2,000-character questions and markers fit with room to spare
 DEPTH = 5  # found@5: how many paragraphs a search returns unless asked for more
 HISTORY = 20  # builds in the collection page's sparkline
+# The sample handbook's own questions and controls (beside sample_docs/, so a build never reads it as a document).
+SAMPLE_SET = Path(__file__).resolve().parents[1] / "sample_known_answers.jsonl"
 LOST_NAMED = 10  # lost questions a warning names before saying "and N more"
 
 
@@ -399,7 +402,25 @@ def _save(run: BuildRun, measurement: dict) -> KnownAnswersReport:
     return report
 
 
+def give_sample_set(*, collection: Collection) -> list[Question] | None:
+    """The demo: give the sample handbook its shipped known answers, its floor read off them — once.
+
+    Returns the set given, or None when the collection already had one (a person's set is never replaced).
+    """
+    if KnownAnswer.objects.filter(collection=collection).exists():
+        return None
+    items = parse_jsonl(SAMPLE_SET.read_bytes())
+    return set_known_answers(collection=collection, items=items, floor_measured=True)
+
+
 # --- Reading -------------------------------------------------------------------------------
+
+
+def for_build(run: BuildRun) -> dict | None:
+    """A build's own report, without per-question results: the build status's ``known_answers`` (null: none)."""
+    report = KnownAnswersReport.objects.filter(build=run).first()
+    return summary(report)
+
 
 
 def history(collection: Collection, limit: int = HISTORY) -> list[KnownAnswersReport]:

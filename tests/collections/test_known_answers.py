@@ -11,7 +11,6 @@ from django.apps import apps
 from django.core.management import CommandError, call_command
 
 from collections_app import measure as m
-from collections_app.management.commands.demo import SAMPLE_KNOWN_ANSWERS
 from collections_app.models import BuildRun, Collection, KnownAnswer, KnownAnswersReport, ModelCall, Paragraph
 from collections_app.services import known_answers as k
 from collections_app.services.agents import create_agent, create_collection
@@ -377,7 +376,7 @@ def test_the_measured_floor_keeps_at_least_95_percent_of_the_sample_handbooks_an
     """With the hash embedder: of the answers found unfloored, the search at the measured floor keeps ≥ 95 %."""
     monkeypatch.setenv("KNOWLEDGE_HANDBOOK_FOLDER", str(SAMPLE_DOCS))
     collection = create_collection(agent=agent, name="handbook")
-    items = k.parse_jsonl(SAMPLE_KNOWN_ANSWERS.read_bytes())
+    items = k.parse_jsonl(k.SAMPLE_SET.read_bytes())
     k.set_known_answers(collection=collection, items=items, floor_measured=True)
     report = report_of(build(collection))
     reachable = [r for r in report.results if not r["control"] and r["score"] is not None]
@@ -389,7 +388,7 @@ def test_the_measured_floor_keeps_at_least_95_percent_of_the_sample_handbooks_an
 def test_with_the_real_model_the_measured_floor_keeps_95_percent_of_every_sample_answer(agent, monkeypatch, build):
     monkeypatch.setenv("KNOWLEDGE_HANDBOOK_FOLDER", str(SAMPLE_DOCS))
     collection = create_collection(agent=agent, name="handbook")
-    items = k.parse_jsonl(SAMPLE_KNOWN_ANSWERS.read_bytes())
+    items = k.parse_jsonl(k.SAMPLE_SET.read_bytes())
     answers = [i for i in items if "answer" in i]
     k.set_known_answers(collection=collection, items=items, floor_measured=True)
     report = report_of(build(collection))
@@ -496,3 +495,19 @@ def test_the_demo_ships_a_known_answer_set_and_reads_the_handbooks_floor_off_it(
     assert handbook.floor_measured and KnownAnswer.objects.filter(collection=handbook).count() >= 30
     report = k.latest_report(handbook)
     assert report.status == "measured" and report.found_at_5 and report.floor_source == "measured"
+
+
+def test_the_sample_set_never_replaces_a_set_a_person_made(agent):
+    collection = create_collection(agent=agent, name="handbook")
+    k.set_known_answers(collection=collection, items=ITEMS)
+    assert k.give_sample_set(collection=collection) is None
+    assert k.as_items(k.known_answers(collection)) == ITEMS
+
+
+def test_a_builds_status_can_carry_its_own_report(handbook, knowledge_folder, build):
+    knowledge_folder("handbook", {"travel.md": "# Travel\n\nTrains are booked in standard class.\n"})
+    run = build(handbook)
+    status = k.for_build(run)
+    assert status["build"] == run.pk and status["lost"] == ["what is mileage reimbursed at per kilometre"]
+    assert "results" not in status and status["warnings"][0].startswith("1 of 4 known answers no longer found")
+    assert k.for_build(BuildRun.objects.create(collection=handbook)) is None

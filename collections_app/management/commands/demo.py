@@ -1,16 +1,11 @@
 """Set up a demo: an agent with a key, and the bundled sample documents built into a collection."""
 
-from pathlib import Path
-
 from collections_app import conf
 from collections_app.models import Agent, ApiKey, Collection
 from collections_app.services import known_answers
 from collections_app.services.agents import create_agent, create_collection, issue_key
 from collections_app.services.builds import build_collection
 from ragsite.commands import ServiceCommand
-
-# The sample handbook's own questions and controls (beside sample_docs/, so a build never reads it as a document).
-SAMPLE_KNOWN_ANSWERS = Path(__file__).resolve().parents[2] / "sample_known_answers.jsonl"
 
 
 class Command(ServiceCommand):
@@ -31,11 +26,10 @@ class Command(ServiceCommand):
         handbook = Collection.objects.filter(agent=demo, name=collection).first()
         if handbook is None:
             handbook = create_collection(agent=demo, name=collection, built_from="the bundled sample handbook")
-        if not handbook.known_answers.exists():
-            # Before the build, so the build is measured; its floor is read off them.
-            items = known_answers.parse_jsonl(SAMPLE_KNOWN_ANSWERS.read_bytes())
-            known_answers.set_known_answers(collection=handbook, items=items, floor_measured=True)
-            self.stderr.write(f"Gave {collection} {len(items)} known answers and controls; its floor is measured.")
+        # Before the build, so that the build is measured against them.
+        given = known_answers.give_sample_set(collection=handbook)
+        if given is not None:
+            self.stderr.write(f"Gave {collection} {len(given)} known answers and controls; its floor is measured.")
         if conf.knowledge_folder(collection) is None:
             self.stderr.write(f"{conf.folder_variable(collection)} is not set; skipping the sample build.")
         elif not hasattr(handbook, "built"):
