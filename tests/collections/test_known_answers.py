@@ -71,12 +71,19 @@ def test_a_floor_between_separate_bands_is_their_midpoint():
 
 
 def test_when_the_bands_overlap_the_floor_keeps_the_chosen_share_and_counts_controls_above_it():
-    answers = [round(0.2 + 0.01 * i, 6) for i in range(20)]  # 0.20 … 0.39
+    answers = [round(0.2 + 0.01 * i, 6) for i in range(40)]  # 0.20 … 0.59
     read = m.measured_floor(answers, [0.1, 0.25, 0.3], keep=0.95)
-    # 19 of 20 kept: the floor sits just below the 19th best answer, 0.21.
-    assert (read["rule"], read["kept"], read["floor"]) == ("keep", 19, 0.209999)
+    # Set at the 2nd lowest of 40 (⌊0.05 × 41⌋): on average 39/41 of unseen answers score above it.
+    assert (read["rule"], read["kept"], read["floor"]) == ("keep", 39, 0.209999)
     assert read["controls_above"] == 2
-    assert m.measured_floor(answers, [0.5], keep=1.0)["kept"] == 20
+    assert m.measured_floor(answers, [0.5], keep=1.0)["kept"] == 40
+    assert m.measured_floor(answers, [0.5], keep=0.9)["kept"] == 37  # ⌊0.1 × 41⌋ = 4th lowest
+
+
+def test_too_few_answers_to_spare_one_put_the_floor_under_the_lowest():
+    answers = [0.3 + 0.001 * i for i in range(38)]  # 38: ⌊0.05 × 39⌋ = 1, no answer can be given up at 0.95
+    assert m.measured_floor(answers, [0.4], keep=0.95)["kept"] == 38
+    assert m.measured_floor([*answers, 0.5], [0.4], keep=0.95)["kept"] == 38  # 39: the lowest is spared
 
 
 def test_without_controls_the_floor_keeps_the_share_and_without_answers_there_is_none():
