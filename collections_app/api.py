@@ -171,7 +171,8 @@ class KnownAnswersReportOut(Schema):
     lost: list[str] = Field(..., description="Questions the previous live build found and this one does not.")
     warnings: list[str]
     error: str | None
-    results: list[KnownAnswerResult]
+    # In the collection's known-answers answer; a build's status carries the report without them.
+    results: list[KnownAnswerResult] | None = None
 
 
 class KnownAnswersOut(Schema):
