@@ -76,6 +76,9 @@ SEARCH_ANSWER = {
             },
         },
         "floor": {"type": "number"},
+        "floor_source": {"type": "string", "enum": ["default", "collection", "request", "measured"],
+                         "description": "Where the floor came from: MIN_SCORE, the collection's override, this "
+                         "request, or measured off the collection's known answers."},
         "around": {"type": "integer"},
         "mode": {"type": "string", "enum": ["hybrid", "vector", "lexical"]},
         "model": {"type": "string"},
@@ -284,6 +287,9 @@ BUILD_STATUS_ANSWER = {
         "waiting": {"type": ["string", "null"],
                     "description": "Set when a queued build waits for a task worker that is not running."},
         "requested_by": {"type": "string"},
+        "known_answers": {"type": ["object", "null"],
+                          "description": "How this build did on the collection's known answers (null: none measured): "
+                          "found_at_1, found_at_5, floor, lost, warnings, … as the API's known-answers report."},
         "created_at": {"type": "string"},
         "started_at": {"type": ["string", "null"]},
         "finished_at": {"type": ["string", "null"]},

@@ -16,6 +16,7 @@ from ragsite.errors import NotFound, RagsiteError
 
 from ..conf import settings
 from ..models import Agent, BuildRun, Collection
+from . import known_answers
 
 MAX_LISTED = 50
 MAX_WAIT_SECONDS = 60
@@ -93,12 +94,20 @@ def build_status(*, run: BuildRun, running: bool | None = None) -> dict:
         "error": run.error or None,
         "waiting": waiting_notice(run, running=running),
         "requested_by": run.requested_by,
+        "known_answers": _known_answers(run),
         # ISO 8601 strings, the same over the API and MCP.
         "created_at": _iso(run.created_at),
         "started_at": _iso(run.started_at),
         "finished_at": _iso(run.finished_at),
         "seconds": seconds,
     }
+
+
+def _known_answers(run: BuildRun) -> dict | None:
+    report = known_answers.for_build(run)
+    if report is not None:
+        report["measured_at"] = _iso(report["measured_at"])
+    return report
 
 
 def _iso(moment: datetime | None) -> str | None:

@@ -13,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from ..models import Agent, ApiKey, BuildRun, Collection
+from . import known_answers
 from .agents import create_agent, create_collection, issue_key
 from .builds import build_collection
 from .sources import agent_folder
@@ -26,6 +27,7 @@ class DemoResult:
     collection: Collection
     new_key: str | None  # the raw key, when one was issued by this run
     active_keys: int
+    known_answers: int | None  # how many known answers and controls this run gave the collection
     build: BuildRun | None  # the build this run made, if any
     admin_user: str
     admin_created: bool
@@ -50,6 +52,8 @@ def set_up_demo(*, agent_id: str = "demo", collection_name: str = "handbook", ne
         collection.folder = folder
         collection.save(update_fields=["folder"])
 
+    # Before the build, so that the build is measured against them.
+    given = known_answers.give_sample_set(collection=collection)
     build = None
     if not hasattr(collection, "built"):
         build = build_collection(collection=collection, requested_by="demo")
@@ -57,7 +61,8 @@ def set_up_demo(*, agent_id: str = "demo", collection_name: str = "handbook", ne
     created, password = ensure_superuser(username=admin_user, password=admin_password)
     return DemoResult(
         agent=agent, collection=collection, new_key=raw,
-        active_keys=ApiKey.objects.active().filter(agent=agent).count(), build=build,
+        active_keys=ApiKey.objects.active().filter(agent=agent).count(),
+        known_answers=None if given is None else len(given), build=build,
         admin_user=admin_user, admin_created=created, admin_password=password,
     )
 

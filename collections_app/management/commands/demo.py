@@ -7,7 +7,7 @@ from ragsite.commands import ServiceCommand
 
 class Command(ServiceCommand):
     help = ("Create (once) the demo agent and its key, the sample handbook under KNOWLEDGE_ROOT and built, "
-            "and an admin user; then say how to log in and search.")
+            "with its known answers, and an admin user; then say how to log in and search.")
 
     def add_arguments(self, parser):
         parser.add_argument("--agent", default="demo")
@@ -23,6 +23,8 @@ class Command(ServiceCommand):
         # A server listening on every interface is still reached locally at 127.0.0.1.
         base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}"
         say = self.stderr.write
+        if result.known_answers is not None:
+            say(f"Gave {collection} {result.known_answers} known answers and controls; its floor is measured.")
         if result.build is not None:
             say(f"Built {collection}: {result.build.status}, {result.build.passages} paragraphs.")
         say(f"ragsite will answer at {base}/")
