@@ -53,18 +53,6 @@ def _no_task_cluster_heartbeats(settings, tmp_path):
 
 
 @pytest.fixture
-def store_for_other_processes(transactional_db):
-    """A transactional test's store as a migrated one looks to another process.
-
-    Flushing between transactional tests empties store_meta too, and a ragsite process
-    (qcluster, runserver, manage.py) refuses a migrated store that records no schema version.
-    """
-    from collections_app.models import SCHEMA_VERSION, StoreMeta
-
-    StoreMeta.objects.update_or_create(key="schema_version", defaults={"value": str(SCHEMA_VERSION)})
-
-
-@pytest.fixture
 def knowledge_root(settings):
     """The test's KNOWLEDGE_ROOT; `make(agent_id, folder, files)` drops a sub-folder into it."""
     root = Path(settings.KNOWLEDGE_ROOT)

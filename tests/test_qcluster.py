@@ -24,7 +24,7 @@ def database_url() -> str:
 
 @pytest.mark.qcluster
 @pytest.mark.django_db(transaction=True)
-def test_a_real_qcluster_runs_an_enqueued_task(tmp_path, store_for_other_processes):
+def test_a_real_qcluster_runs_an_enqueued_task(tmp_path):
     from django_q.conf import Conf
     from django_q.models import Success
     from django_q.tasks import async_task

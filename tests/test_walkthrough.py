@@ -144,8 +144,7 @@ def mcp_tool(base: str, key: str, name: str, arguments: dict) -> dict:
 @pytest.mark.browser
 @pytest.mark.model
 @pytest.mark.django_db(transaction=True)
-def test_from_make_run_to_a_labelled_rebuilt_searched_collection(processes, chromium, tmp_path, request,
-                                                                  store_for_other_processes):
+def test_from_make_run_to_a_labelled_rebuilt_searched_collection(processes, chromium, tmp_path, request):
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     root = tmp_path / "knowledge"

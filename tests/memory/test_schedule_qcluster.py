@@ -43,8 +43,7 @@ def embedder(settings):
 
 @pytest.mark.qcluster
 @pytest.mark.django_db(transaction=True)
-def test_a_real_qcluster_runs_the_scheduled_repair_and_builds_missing_nodes(agent, embedder, monkeypatch, tmp_path,
-                                                                            store_for_other_processes):
+def test_a_real_qcluster_runs_the_scheduled_repair_and_builds_missing_nodes(agent, embedder, monkeypatch, tmp_path):
     from django_q.models import Schedule, Success
 
     # setup_schedules is idempotent: twice leaves one schedule.
