@@ -193,7 +193,7 @@ class KnownAnswerResult(Schema):
     returned: int | None = Field(None, description="A control: paragraphs it gets back at the floor in force.")
 
 
-class KnownAnswersReportOut(Schema):
+class KnownAnswersSummaryOut(Schema):
     build: int
     status: Literal["measured", "failed"]
     measured_at: datetime
@@ -210,6 +210,9 @@ class KnownAnswersReportOut(Schema):
     lost: list[str] = Field(..., description="Questions the previous live build found and this one does not.")
     warnings: list[str]
     error: str | None
+
+
+class KnownAnswersReportOut(KnownAnswersSummaryOut):
     # In the collection's known-answers answer; a build's status carries the report without them.
     results: list[KnownAnswerResult] | None = None
 
@@ -234,7 +237,7 @@ def put_known_answers(request, name: str, payload: KnownAnswersIn):
     return known_answers.describe(collection)
 
 
-class BuildKnownAnswersOut(KnownAnswersReportOut):
+class BuildKnownAnswersOut(KnownAnswersSummaryOut):
     measured_at: str = Field(..., json_schema_extra={"format": "date-time"})
 
 

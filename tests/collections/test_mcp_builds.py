@@ -93,3 +93,22 @@ def test_recall_takes_question_and_still_accepts_query(client, keyed):
         assert len(call_tool(client, raw, "recall", arguments)["structuredContent"]["records"]) == 1
     for arguments in ({}, {"question": "a", "query": "b"}):
         assert tool_error(call_tool(client, raw, "recall", arguments))["code"] == "invalid_arguments"
+
+
+def test_a_builds_status_carries_its_known_answers_report_over_api_and_mcp(client, keyed, policies,
+                                                                          django_capture_on_commit_callbacks):
+    from collections_app.services.known_answers import set_known_answers
+
+    _agent, raw = keyed
+    set_known_answers(collection=policies, items=[
+        {"question": "how many days of leave carry over", "answer": "capped at five days"},
+        {"question": "what is the capital of france", "control": True},
+    ], floor_measured=False)
+    with django_capture_on_commit_callbacks(execute=True):  # the measurement is a task queued on commit
+        run = build_collection(collection=policies)
+    status = call_tool(client, raw, "build_status", {"collection": "policies"})["structuredContent"]
+    report = status["known_answers"]
+    assert report["build"] == run.pk and report["answers"] == 1 and report["controls"] == 1
+    assert report["found_at_5"] == 1 and "results" not in report
+    api = client.get(f"/api/v1/collections/policies/builds/{run.pk}", HTTP_AUTHORIZATION=f"Bearer {raw}").json()
+    assert api == status
