@@ -121,7 +121,8 @@ JUDGE_TIMEOUT = env.float("JUDGE_TIMEOUT", default=20.0)
 MIN_SCORE = env.float("MIN_SCORE", default=0.25)
 AROUND = env.int("AROUND", default=1)
 IVF_MIN_PARAGRAPHS = env.int("IVF_MIN_PARAGRAPHS", default=50000)
-IVF_NPROBE = env.int("IVF_NPROBE", default=8)
+IVF_NPROBE = env.int("IVF_NPROBE", default=0)
+IVF_RECALL = env.float("IVF_RECALL", default=0.95)
 MODEL_PRICES = env.json("MODEL_PRICES", default={})
 
 # KNOWLEDGE_<COLLECTION>_FOLDER variables are read by name when a build runs

@@ -453,6 +453,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                 passages=passages,
                 built_at=now,
                 refused=refused,
+                index_id="",  # built here: its index_id is the collection's name
             ),
         )
         run.passages, run.refused, run.documents_refused = passages, refused, len(refused)

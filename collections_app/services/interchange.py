@@ -183,6 +183,7 @@ def import_index(*, agent: Agent, directory: Path, index_id: str, name: str | No
                 passages=len(index.chunks),
                 built_at=_built_at(created_at, previous),
                 refused=[],
+                index_id=index_id,
             ),
         )
     logger.info("imported index %s into %s/%s: %s paragraphs", index_id, agent.agent_id, name, len(index.chunks))
