@@ -274,16 +274,16 @@ class CollectionBuilt(models.Model):
     # (seed 004: fnv1a64(index_id)) whatever name it was imported under; blank: the collection's name.
     index_id = models.CharField(max_length=200, blank=True, default="")
 
-    @property
-    def ivf_index_id(self) -> str:
-        return self.index_id or self.collection.name
-
     class Meta:
         db_table = "collection_built"
         verbose_name = "collection build record"
 
     def __str__(self):
         return f"{self.collection} built {self.built_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def ivf_index_id(self) -> str:
+        return self.index_id or self.collection.name
 
 
 class BuildRun(models.Model):
