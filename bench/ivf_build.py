@@ -22,10 +22,16 @@ flat scan (``M @ q`` + argpartition) against IVF at the measured nprobe (p50/p95
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
 from pathlib import Path
+
+# One BLAS thread, as in a server process (the local embedder sets it so): on 2 shared cores a
+# multi-threaded product of a few thousand rows spends milliseconds waking its threads.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:

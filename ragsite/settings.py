@@ -112,6 +112,7 @@ EMBED_MODEL = env("EMBED_MODEL", default="")
 EMBED_API_KEY = env("EMBED_API_KEY", default="")
 EMBED_TIMEOUT = env.float("EMBED_TIMEOUT", default=30.0)
 EMBED_BATCH_SIZE = env.int("EMBED_BATCH_SIZE", default=64)
+EMBED_CONCURRENCY = env.int("EMBED_CONCURRENCY", default=4)
 
 JUDGE_URL = env("JUDGE_URL", default="")
 JUDGE_MODEL = env("JUDGE_MODEL", default="")

@@ -358,7 +358,9 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
     progress.save(force=True, paragraphs_total=len(todo), paragraphs_done=0)
     if not todo:
         return
-    batch = max(1, int(settings.EMBED_BATCH_SIZE))
+    # One call carries EMBED_CONCURRENCY batches, so the http backend can send them at once
+    # (progress is saved per call).
+    batch = max(1, int(settings.EMBED_BATCH_SIZE)) * max(1, int(settings.EMBED_CONCURRENCY))
     tokens_used = 0
     for start in range(0, len(todo), batch):
         chunk_of = todo[start : start + batch]
