@@ -53,6 +53,7 @@ class AgentIndex:
     node_index: np.ndarray
     node_spans: np.ndarray  # (nodes, 2) start, end
     node_matrix: np.ndarray | None
+    node_bm25: BM25Index  # the nodes' own texts, scored with the records' statistics
 
     @property
     def size(self) -> int:
@@ -129,6 +130,10 @@ def _load(agent: Agent, model: str, generation: int) -> AgentIndex:
     if node_vectors:
         node_matrix = np.frombuffer(b"".join(node_vectors[i] for i in order), dtype="<f4").reshape(-1, width // 4)
     starts = np.flatnonzero(np.diff(node_rows_array, prepend=-1)) if node_rows_array.size else node_rows_array
+    node_spans = np.asarray(spans, dtype=np.int64).reshape(-1, 2)[order]
+    bm25 = BM25Index.from_texts(texts)
+    node_texts = (texts[row][start:end] for row, (start, end) in zip(node_rows_array.tolist(), node_spans.tolist(),
+                                                                      strict=True))
     logger.debug("recall index of %s: %d records, %d nodes", agent.agent_id, len(texts), node_rows_array.size)
     return AgentIndex(
         generation=generation,
@@ -137,14 +142,15 @@ def _load(agent: Agent, model: str, generation: int) -> AgentIndex:
         ids=np.asarray(ids, dtype=np.int64),
         kind_order=np.asarray([KINDS.index(kind) for kind in kinds], dtype=np.int64),
         texts=texts,
-        bm25=BM25Index.from_texts(texts),
+        bm25=bm25,
         vector_rows=vector_rows,
         matrix=matrix,
         node_rows=node_rows_array,
         node_starts=starts,
         node_index=np.asarray(node_index, dtype=np.int64)[order],
-        node_spans=np.asarray(spans, dtype=np.int64).reshape(-1, 2)[order],
+        node_spans=node_spans,
         node_matrix=node_matrix,
+        node_bm25=BM25Index.from_texts(node_texts).scored_as(bm25),
     )
 
 
@@ -182,28 +188,35 @@ def opening(text: str, length: int = conf.OPENING_LENGTH) -> tuple[int, int]:
     return 0, end
 
 
-def _cosine(index: AgentIndex, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, the cosine recall ranks by, and the node that gave it (-1: the record's own vector).
+def _scores(index: AgentIndex, query_terms: list[str], vector: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per record, the fused score recall ranks by, and the node that gave it (-1: the record itself).
 
     A divided record is ranked by its best-matching node (issue 12; seed 002 §7 left this to be
-    decided, see docs/decisions.md), an undivided one by its own embedding; a row with neither has 0.
+    decided, see docs/decisions.md): each node is scored like a record — its cosine, and the BM25
+    of its own span with the records' statistics — and the record takes its best node's score. An
+    undivided record is scored by itself, exactly as before nodes existed.
     """
-    vector = np.asarray(vector, dtype=np.float32)
-    cosine = np.zeros(index.size, dtype=np.float64)
+    upper = index.bm25.upper_bound(query_terms)
+    cosine = None
+    if vector is not None:
+        vector = np.asarray(vector, dtype=np.float32)
+        cosine = np.zeros(index.size, dtype=np.float64)
+        if index.matrix is not None:
+            cosine[index.vector_rows] = index.matrix @ vector
+    scores, _mode = hybrid_scores(cosine, index.bm25.scores(query_terms), upper, weight=DEFAULT_WEIGHT)
     best_node = np.full(index.size, -1, dtype=np.int64)
-    if index.matrix is not None:
-        cosine[index.vector_rows] = index.matrix @ vector
-    if index.node_matrix is not None:
-        per_node = index.node_matrix @ vector
-        best = np.maximum.reduceat(per_node, index.node_starts)
-        owners = index.node_rows[index.node_starts]
-        cosine[owners] = best
-        # The first node reaching its owner's best: the earlier node wins a tie.
-        group = np.repeat(np.arange(index.node_starts.size), np.diff(np.append(index.node_starts, per_node.size)))
-        reaching = np.flatnonzero(per_node == best[group])
-        firsts = reaching[np.unique(group[reaching], return_index=True)[1]]
-        best_node[owners] = firsts
-    return cosine, best_node
+    if index.node_rows.size == 0:
+        return scores, best_node
+    node_cosine = None if vector is None or index.node_matrix is None else (index.node_matrix @ vector).astype(np.float64)
+    per_node, _mode = hybrid_scores(node_cosine, index.node_bm25.scores(query_terms), upper, weight=DEFAULT_WEIGHT)
+    best = np.maximum.reduceat(per_node, index.node_starts)
+    owners = index.node_rows[index.node_starts]
+    scores[owners] = best
+    # The first node reaching its owner's best: the earlier node wins a tie.
+    group = np.repeat(np.arange(index.node_starts.size), np.diff(np.append(index.node_starts, per_node.size)))
+    reaching = np.flatnonzero(per_node == best[group])
+    best_node[owners] = reaching[np.unique(group[reaching], return_index=True)[1]]
+    return scores, best_node
 
 
 def _top(scores: np.ndarray, index: AgentIndex, most: int) -> np.ndarray:
@@ -219,10 +232,9 @@ def _top(scores: np.ndarray, index: AgentIndex, most: int) -> np.ndarray:
 def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST) -> list[dict]:
     """The agent's records that best answer `query`, best first, each quoted by an excerpt.
 
-    BM25 over the records' whole texts and the cosine of `_cosine` (a divided record's best node,
-    else the record's own embedding), fused by `ragsite.fusion.hybrid_scores` into one [0, 1]
-    score; only embeddings of the current model take part, and with none at all the query is not
-    embedded and the ranking is lexical. Ties go by kind, then id; records scoring 0 are left out.
+    BM25 and cosine fused by `ragsite.fusion.hybrid_scores` into one [0, 1] score, for a record
+    that has nodes by its best node (`_scores`); only embeddings of the current model take part,
+    and with none at all the query is not embedded and the ranking is lexical. Ties go by kind, then id; records scoring 0 are left out.
     Each record is quoted by the node that ranked it, or by its opening when it has no nodes.
     Each result is `{"kind", "id", "score", "excerpt": {"text", "node_index", "start", "end"}}`.
     """
@@ -232,14 +244,8 @@ def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST) -> list[d
     if not index.size:
         return []
     query_vector = _QueryVector(query, embedder)
-    query_terms = terms(query)
-    bm25 = index.bm25.scores(query_terms)
-    cosine, best_node = None, np.full(index.size, -1, dtype=np.int64)
-    if index.matrix is not None or index.node_matrix is not None:
-        vector = query_vector.get()
-        if vector is not None:
-            cosine, best_node = _cosine(index, vector)
-    scores, _mode = hybrid_scores(cosine, bm25, index.bm25.upper_bound(query_terms), weight=DEFAULT_WEIGHT)
+    vector = query_vector.get() if index.matrix is not None or index.node_matrix is not None else None
+    scores, best_node = _scores(index, terms(query), vector)
     results = []
     for row in _top(scores, index, most):
         text = index.texts[row]

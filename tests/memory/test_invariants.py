@@ -68,7 +68,8 @@ QUERIES = [" ".join(TOPICS[topic][i : i + 3]) for topic in TOPICS for i in (0, 3
 def plain_recall(*, agent, query, most=5, nodes_rank=True):
     """The rule written out plainly, record by record, from the database.
 
-    nodes_rank=True: a record with nodes scores its best node's cosine, one without its own.
+    nodes_rank=True: a record with nodes scores as its best node, each node scored like a record
+    (its cosine, and seed 004's BM25 of its own span with the records' idf and avgdl).
     nodes_rank=False: the superseded rule (seed 002 §5 as first written): nodes never rank.
     """
     embedder = embedding.get_embedder()
@@ -77,20 +78,34 @@ def plain_recall(*, agent, query, most=5, nodes_rank=True):
         rows += [(kind, r.pk, r.text, r.vector) for r in model.objects.filter(agent=agent).order_by("pk")]
     query_vector = embedder.embed([query])[0]
     index = BM25Index.from_texts(text for _k, _id, text, _v in rows)
-    cosine = np.array([float(vector @ query_vector) for *_rest, vector in rows])
-    best_node = [None] * len(rows)
-    if nodes_rank:
-        for row, (kind, pk, _text, _vector) in enumerate(rows):
-            nodes = list(RecordNode.objects.filter(parent_kind=kind, parent_id=pk).order_by("node_index"))
-            if nodes:
-                scored = [float(node.vector @ query_vector) for node in nodes]
-                cosine[row] = max(scored)
-                best_node[row] = nodes[scored.index(cosine[row])].node_index
     query_terms = terms(query)
-    scores, _ = hybrid_scores(cosine, index.scores(query_terms), index.upper_bound(query_terms), weight=DEFAULT_WEIGHT)
+    upper = index.upper_bound(query_terms)
+
+    def fused(cosine, bm25):
+        return float(hybrid_scores(np.array([cosine]), np.array([bm25]), upper, weight=DEFAULT_WEIGHT)[0][0])
+
+    def bm25_of(text):  # seed 004's formula, written out, with the records' statistics
+        words = terms(text)
+        total = 0.0
+        for term in query_terms:
+            if term in index.term_ids and (tf := words.count(term)):
+                norm = index.k1 * (1 - index.b + index.b * len(words) / index.avgdl)
+                total += float(index.idf[index.term_ids[term]]) * tf * (index.k1 + 1) / (tf + norm)
+        return total
+
+    scores, best_node = [], []
+    for kind, pk, text, vector in rows:
+        nodes = list(RecordNode.objects.filter(parent_kind=kind, parent_id=pk).order_by("node_index"))
+        if nodes and nodes_rank:
+            scored = [fused(float(n.vector @ query_vector), bm25_of(text[n.start_char : n.end_char])) for n in nodes]
+            scores.append(max(scored))
+            best_node.append(nodes[scored.index(max(scored))].node_index)
+        else:
+            scores.append(fused(float(vector @ query_vector), bm25_of(text)))
+            best_node.append(None)
     order = sorted(range(len(rows)), key=lambda row: (-scores[row], rows[row][0], rows[row][1]))
     return [
-        {"kind": rows[row][0], "id": rows[row][1], "score": round(float(scores[row]), 6), "node": best_node[row]}
+        {"kind": rows[row][0], "id": rows[row][1], "score": round(scores[row], 6), "node": best_node[row]}
         for row in order if scores[row] > 0
     ][:most]
 
