@@ -4,8 +4,8 @@
     python bench/memory_recall.py scale [--memories 100000] [--questions 50] [--embedder local|hash]
 
 ``planted``: 30 facts, each the last sentence of a long record (2,000–3,000 characters of unrelated
-diary prose before it, so past a 256-token window), among 200 short distractors that share the
-questions' words; one paraphrased question per fact. Recall is asked twice in the same run: once
+diary prose before it, so past a 256-token window), among 200 short records about other things;
+one paraphrased question per fact. Recall is asked twice in the same run: once
 before any node is built (what ranking by the records alone gives: the rule seed 002 first wrote)
 and once after (a divided record ranked by its best node). Prints top-1 and top-5 for both, and
 how often the top-1 excerpt quotes the node that holds the fact.
@@ -85,16 +85,14 @@ DIARY = [
     "The power went out for an hour during the thunderstorm.",
     "I started learning a few words of Portuguese before the trip.",
 ]
-DISTRACTORS = [
-    "I should buy a new {t} soon.",
-    "Talked with Sam about the {t} today.",
-    "The {t} came up again at dinner.",
-    "Remember to ask about the {t}.",
-    "Someone on the forum had a question about a {t}.",
-    "Not sure the {t} matters much this year.",
-]
-
-
+# Short records about other things: what a long store is mostly made of.
+SUBJECTS = ["the electricity bill", "new running shoes", "the team offsite", "a birthday card for Leo",
+            "the broken blender", "oat milk", "the quarterly report", "Spanish homework", "the bus timetable",
+            "a podcast about volcanoes", "the lawn mower", "concert tickets", "the laptop update", "a pasta recipe",
+            "the parking permit", "winter tyres", "the book club", "a yoga class", "the photo album", "the fish tank"]
+VERBS = ["Paid for {s} today.", "Need to sort out {s} this week.", "Mia reminded me about {s}.",
+         "Finally dealt with {s}.", "Read an article about {s}.", "Forgot {s} again.", "Booked {s} online.",
+         "Talked to Dad about {s}.", "Added {s} to the shopping list.", "Spent an hour on {s}."]
 def planted_corpus(seed: int = 0) -> tuple[list[tuple[str, str, str]], list[str]]:
     """([(long record, fact sentence, question)] × 30, [200 short distractors]), deterministic."""
     rng = random.Random(seed)
@@ -105,9 +103,8 @@ def planted_corpus(seed: int = 0) -> tuple[list[tuple[str, str, str]], list[str]
         while sum(len(s) + 1 for s in prose) < rng.randint(2000, 3000):
             prose.append(rng.choice(DIARY))
         planted.append((" ".join(prose) + "\n\n" + fact, fact, question))
-    distractors = [template.format(t=thing) for thing, _d, _q in THINGS for template in DISTRACTORS]
+    distractors = [verb.format(s=subject) for subject in SUBJECTS for verb in VERBS]
     rng.shuffle(distractors)
-    distractors += [rng.choice(DIARY) for _ in range(200 - len(distractors))]
     return planted, distractors[:200]
 
 
@@ -162,19 +159,22 @@ def run_planted() -> None:
 
 
 def run_scale(memories: int, questions: int) -> None:
+    import importlib
+
     import numpy as np
 
     from collections_app.services.agents import create_agent
     from memory_app import services
     from memory_app.models import Memory
-    from memory_app.services import recall as recall_module
     from ragsite import embedding
+
+    recall_module = importlib.import_module("memory_app.services.recall")  # the module, not the function
 
     embedder = embedding.get_embedder()
     width = embedder.dimensions
     agent = create_agent(agent_id="scale")[0]
     rng = np.random.default_rng(0)
-    sentences = [s for s in DIARY] + [t.format(t=thing) for thing, _d, _q in THINGS for t in DISTRACTORS]
+    sentences = DIARY + [verb.format(s=subject) for subject in SUBJECTS for verb in VERBS]
     started = time.perf_counter()
     for start in range(0, memories, 5000):
         count = min(5000, memories - start)
