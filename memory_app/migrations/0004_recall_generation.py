@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('collections_app', '0004_built_index_id'),
-        ('memory_app', '0002_record_node_triggers'),
+        ('memory_app', '0003_records_forget_stale_counts'),
     ]
 
     operations = [

@@ -20,7 +20,7 @@ from .conftest import prose
 # The module, not the `recall` function the services package exports under the same name.
 recall_module = importlib.import_module("memory_app.services.recall")
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
