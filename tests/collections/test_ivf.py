@@ -16,6 +16,7 @@ from collections_app.ivf import (
     kmeans_plus_plus_reference,
     recall_at_k,
     recall_curve,
+    recall_curves,
     rng_for,
 )
 
@@ -141,30 +142,35 @@ def test_probing_every_list_is_the_exact_scan():
     assert recall_at_k(vectors, lists, vectors[:20], 10, nprobe=lists.nlist) == 1.0
 
 
-def brute_force_recall(vectors, lists, queries, nprobe, k=10):
-    """recall@k of the IVF against the exact scan, the query's own row left out of both: the slow way."""
+def brute_force_recall(vectors, lists, queries, nprobe, left_out=None, k=10):
+    """recall@k of the IVF against the exact scan, a query's own row left out of both: the slow way."""
     found = 0
-    for row in queries:
-        scores = vectors @ vectors[row]
-        scores[row] = -np.inf
+    for i, query in enumerate(queries):
+        scores = vectors @ query
+        own = None if left_out is None else left_out[i]
+        if own is not None:
+            scores[own] = -np.inf
         exact = set(np.argsort(-scores, kind="stable")[:k].tolist())
-        candidates = [r for r in lists.probe(vectors[row], nprobe).tolist() if r != row]
+        candidates = [r for r in lists.probe(query, nprobe).tolist() if r != own]
         best = sorted(candidates, key=lambda r: (-scores[r], r))[:k]
         found += len(exact & set(best))
     return found / (k * len(queries))
 
 
-def test_the_recall_curve_is_the_slow_recall_at_every_nprobe():
+def test_the_recall_curves_are_the_slow_recall_at_every_nprobe():
     vectors = uniform(1500, 32)
     lists = build_lists(vectors, index_id="docs", sample=40)
     assignment = np.empty(1500, dtype=np.int64)
     for c in range(lists.nlist):
         assignment[lists.list_rows(c)] = c
-    curve = recall_curve(vectors, lists, assignment, sample=40)
-    queries = np.unique(np.linspace(0, 1499, 40).astype(int))
+    own, between = recall_curves(vectors, lists, assignment, sample=40)
+    rows = np.unique(np.linspace(0, 1499, 40).astype(int))
+    midpoints = unit(vectors[rows] + vectors[(rows + 750) % 1500])
     for nprobe in (1, 3, 8, lists.nlist):
-        assert curve[nprobe - 1] == pytest.approx(brute_force_recall(vectors, lists, queries, nprobe))
-    assert curve[-1] == 1.0 and np.all(np.diff(curve) >= 0)
+        assert own[nprobe - 1] == pytest.approx(brute_force_recall(vectors, lists, vectors[rows], nprobe, rows))
+        assert between[nprobe - 1] == pytest.approx(brute_force_recall(vectors, lists, midpoints, nprobe))
+    assert own[-1] == between[-1] == 1.0 and np.all(np.diff(own) >= 0) and np.all(np.diff(between) >= 0)
+    assert np.array_equal(recall_curve(vectors, lists, assignment, sample=40), np.minimum(own, between))
 
 
 @pytest.mark.parametrize("target", [0.8, 0.95, 0.99])
