@@ -135,7 +135,8 @@ def main() -> None:
     sizes = np.diff(lists.offsets)
     print(f"build_lists (k-means++, {args.iterations} Lloyd rounds, nprobe measurement): {t_build:.1f} s; "
           f"list sizes {sizes.min()}-{sizes.max()} (median {int(np.median(sizes))})")
-    print(f"measured on {min(200, n)} own rows: nprobe {lists.nprobe} reaches recall@10 {lists.recall:.3f} "
+    print(f"measured on {min(200, n)} own rows and as many between rows: nprobe {lists.nprobe} reaches "
+          f"recall@10 {lists.recall:.3f} "
           f"(target {args.recall})")
 
     def flat(q):
