@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
+from django.db.models import Q
 from django.utils import timezone
 
 from ragsite.errors import Conflict, Forbidden, NotFound, RagsiteError, TooManyRequests
@@ -44,6 +45,7 @@ class CollectionIndex:
     """Everything a search needs from one build of one collection, held in memory."""
 
     built_at: object
+    passages: int  # the build record's count when loaded: a deleted document lowers it (see _current)
     model: str
     dimensions: int
     ids: np.ndarray  # paragraph id per row
@@ -90,15 +92,21 @@ _ivf_lock = threading.Lock()
 def collection_index(collection: Collection, built: CollectionBuilt) -> CollectionIndex:
     """The in-memory index of `collection`'s current build, loaded once per build per process."""
     cached = _cache.get(collection.pk)
-    if cached is not None and cached.built_at == built.built_at:
+    if _current(cached, built):
         return cached
     with _cache_lock:
         cached = _cache.get(collection.pk)
-        if cached is not None and cached.built_at == built.built_at:
+        if _current(cached, built):
             return cached
         index = _load_index(collection, built)
         _cache[collection.pk] = index
         return index
+
+
+def _current(cached: CollectionIndex | None, built: CollectionBuilt) -> bool:
+    # A new build changes built_at; deleting a document between builds lowers `passages`
+    # (services.documents), which every process sees at its next search.
+    return cached is not None and (cached.built_at, cached.passages) == (built.built_at, built.passages)
 
 
 def forget_index(collection_id: int) -> None:
@@ -129,6 +137,7 @@ def _load_index(collection: Collection, built: CollectionBuilt) -> CollectionInd
     names = dict(Document.objects.filter(collection=collection).values_list("id", "name"))
     return CollectionIndex(
         built_at=built.built_at,
+        passages=built.passages,
         model=built.model,
         dimensions=built.dimensions,
         ids=np.array([r[0] for r in records], dtype=np.int64),
@@ -146,10 +155,18 @@ def _load_index(collection: Collection, built: CollectionBuilt) -> CollectionInd
 
 
 def _readable_mask(collection: Collection, index: CollectionIndex, reader: Reader | None) -> np.ndarray:
-    """Rows this search may rank and stitch: active documents, and for a per-reader collection the reader's labels."""
-    # Documents out of search (in review, refused) are few; list those rather than the active ones.
-    held_back = list(collection.documents.exclude(status=Document.ACTIVE).values_list("id", flat=True))
+    """Rows this search may rank and stitch: enabled paragraphs of active, enabled documents, and for a
+    per-reader collection the reader's labels."""
+    # Documents out of search (in review, refused, disabled) are few; list those rather than the active ones.
+    held_back = list(
+        collection.documents.filter(~Q(status=Document.ACTIVE) | Q(enabled=False)).values_list("id", flat=True)
+    )
     mask = ~np.isin(index.documents, np.asarray(held_back, dtype=np.int64))
+    # Disabled paragraphs are read per search (a partial index holds only them), so a switch takes
+    # effect at the next question without waiting for a new build.
+    disabled = list(Paragraph.objects.filter(collection=collection, enabled=False).values_list("id", flat=True))
+    if disabled:
+        mask &= ~np.isin(index.ids, np.asarray(disabled, dtype=np.int64))
     if collection.per_reader and reader is not None:
         through = Paragraph.labels.through
         labelled = set(through.objects.filter(paragraph__collection=collection).values_list("paragraph_id", flat=True))

@@ -348,3 +348,47 @@ def test_the_admin_page_needs_view_permission(client, handbook, django_user_mode
     user = django_user_model.objects.create_user("clerk", password="pw-clerk-123", is_staff=True)
     client.force_login(user)
     assert client.get(reverse("admin:collections_app_collection_measure")).status_code == 403
+
+
+# --- Measuring as a job ---------------------------------------------------------------------------
+
+
+def test_a_measure_job_records_progress_and_stores_its_report(handbook, django_capture_on_commit_callbacks):
+    from collections_app.models import MeasureRun
+    from collections_app.services.measure import request_measure
+
+    with django_capture_on_commit_callbacks(execute=True):
+        run = request_measure(collection=handbook, questions=QUESTIONS, controls=CONTROLS, requested_by="librarian")
+    run.refresh_from_db()
+    assert run.status == MeasureRun.SUCCEEDED, run.error
+    assert run.variants_total == run.variants_done == len(run.report["variants"]) + len(run.report["skipped"]) > 10
+    assert run.percent == 100 and run.report["questions"] == 3 and run.requested_by == "librarian"
+    assert run.request["controls"] == CONTROLS
+
+
+def test_a_measure_job_refuses_bad_input_before_it_is_queued(handbook):
+    from collections_app.models import MeasureRun
+    from collections_app.services.measure import request_measure
+
+    with pytest.raises(RagsiteError, match="at least one question"):
+        request_measure(collection=handbook, questions=[], controls=[])
+    assert not MeasureRun.objects.exists()
+
+
+def test_a_failed_measure_job_says_why_and_a_dead_one_is_swept(handbook, settings):
+    from django.utils import timezone
+
+    from collections_app.models import MeasureRun
+    from collections_app.services.measure import fail_stale_measures, request_measure, run_measure
+
+    run = request_measure(collection=handbook, questions=QUESTIONS, enqueue=False)
+    settings.EMBED_BACKEND = "http"
+    settings.EMBED_URL = "http://127.0.0.1:9/v1/embeddings"  # nothing listens: the embedder fails
+    settings.EMBED_MODEL = "hash-64"
+    run = run_measure(run.pk)
+    assert run.status == MeasureRun.FAILED and run.error
+    stale = request_measure(collection=handbook, questions=QUESTIONS, enqueue=False)
+    MeasureRun.objects.filter(pk=stale.pk).update(status=MeasureRun.RUNNING,
+                                                  heartbeat_at=timezone.now() - timezone.timedelta(hours=1))
+    assert fail_stale_measures() == 1
+    assert MeasureRun.objects.get(pk=stale.pk).status == MeasureRun.FAILED
