@@ -19,7 +19,7 @@ from django.utils import timezone
 from ragsite import embedding
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, Forbidden, NotFound, RagsiteError, TooManyRequests
-from ragsite.fusion import hybrid_scores
+from ragsite.fusion import hybrid_scores, normalise_bm25, normalise_cosine
 from ragsite.lexical import BM25Index, terms
 
 from ..conf import settings
@@ -264,12 +264,15 @@ def search_collection(
     key: ApiKey | None = None,
     mode: str | None = None,
     max_most: int = MAX_MOST,
+    explain: bool = False,
 ) -> dict:
     """Search one of `agent`'s collections; returns the answer as a JSON-ready dict.
 
     `mode` narrows the ranking to one arm ("vector" or "lexical"); by default a
     collection with vectors is searched "hybrid". `max_most` lets in-process
-    callers such as the benchmarks ask for more than an agent may.
+    callers such as the benchmarks ask for more than an agent may. `explain` (the admin's playground,
+    never the API) adds ``explain``: each answer's pieces with their lexical and semantic parts, and how
+    many paragraphs at or above the floor this reader's labels hid (a count only).
     """
     question = validate_request(question, most, around, min_score, max_most)
     if mode is not None and mode not in MODES:
@@ -321,12 +324,44 @@ def search_collection(
         "model": model,
         "refused": None,
     }
+    if explain:
+        answer["explain"] = _explain(collection, index, runs, top, mask, scores, floor, cosine, bm25,
+                                     index.bm25.upper_bound(question_terms), reader_obj)
     _judge(answer, collection, question, payer)
     logger.info(
         "search %s/%s: mode %s, %d paragraphs, refused %s",
         agent.agent_id, collection.name, mode, len(answer["paragraphs"]), answer["refused"],
     )
     return answer
+
+
+def _explain(collection, index, runs, top, mask, scores, floor, cosine, bm25, upper_bound, reader) -> dict:
+    """Why each answer scored what it did, piece by piece, for a person testing the collection."""
+    hits = {int(index.rows[i].ordinal) for i in top}
+    semantic = normalise_cosine(cosine) if cosine is not None else None
+    lexical = normalise_bm25(bm25, upper_bound) if bm25 is not None else None
+    pieces = []
+    for run in runs:
+        parts = []
+        for ordinal in range(run.first, run.last + 1):
+            position = index.position.get(ordinal)
+            if position is None or not mask[position]:
+                continue
+            parts.append({
+                "paragraph": int(index.ids[position]),
+                "ordinal": ordinal,
+                "text": index.rows[position].text,
+                "hit": ordinal in hits,
+                "score": round(float(scores[position]), 6),
+                "lexical": None if lexical is None else round(float(lexical[position]), 6),
+                "semantic": None if semantic is None else round(float(semantic[position]), 6),
+            })
+        pieces.append(parts)
+    hidden = 0
+    if reader is not None and collection.per_reader and index.size:
+        everyone = _readable_mask(collection, index, None)
+        hidden = int(np.count_nonzero(everyone & ~mask & (scores >= floor)))
+    return {"pieces": pieces, "hidden_by_labels": hidden}
 
 
 def _first_set(*values):
