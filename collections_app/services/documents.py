@@ -15,7 +15,7 @@ import logging
 from collections.abc import Iterable
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from ..models import Collection, CollectionBuilt, Document, MeasureRun, Paragraph
 from .search import forget_index
@@ -120,3 +120,34 @@ def delete_collection(*, collection: Collection, by: str = "") -> None:
     for storage, path in uploads:
         storage.delete(path)
     logger.info("collection %s (%s) deleted by %s", name, pk, by or "?")
+
+
+def collection_health(collection: Collection) -> dict:
+    """What a librarian must know before trusting a collection: paragraphs stored and searchable, and
+    the reasons it cannot answer (never built, nothing searchable, a model this server cannot search)."""
+    from ragsite import embedding
+
+    counts = Paragraph.objects.filter(collection=collection).aggregate(
+        stored=Count("id"),
+        disabled=Count("id", filter=Q(enabled=False) | Q(document__enabled=False)),
+        held_back=Count("id", filter=~Q(document__status=Document.ACTIVE)),
+    )
+    searchable = searchable_paragraphs(collection)
+    problems: list[str] = []
+    built = CollectionBuilt.objects.filter(collection=collection).first()
+    if built is None:
+        problems.append("never built: nothing can be searched yet")
+    else:
+        if searchable == 0:
+            problems.append("no searchable paragraph: every one is disabled or in a document waiting for review")
+        try:
+            model = embedding.get_embedder().model
+        except Exception as exc:  # a misconfigured embedder is itself the news
+            logger.warning("the configured embedder could not be built: %s", type(exc).__name__)
+            model = None
+        if built.dimensions and model is not None and model != built.model:
+            problems.append(f"built with {built.model} but this server embeds with {model}: every search is refused "
+                            "until it is rebuilt")
+    if collection.rebuild_needed:
+        problems.append(collection.rebuild_needed)
+    return {**counts, "searchable": searchable, "problems": problems}

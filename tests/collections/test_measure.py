@@ -320,28 +320,40 @@ def test_lines_are_questions_with_markers_or_controls():
         parse_lines("no marker here")
 
 
-def test_the_admin_page_runs_a_measure_and_shows_tables_and_a_chart(admin_client, handbook):
+def test_the_admin_page_queues_a_measure_and_its_page_shows_the_stored_report(admin_client, handbook,
+                                                                             django_capture_on_commit_callbacks):
+    from collections_app.models import MeasureRun
+
     url = reverse("admin:collections_app_collection_measure")
     page = admin_client.get(url + f"?collection={handbook.pk}")
     assert page.status_code == 200 and f'value="{handbook.pk}" selected' in page.content.decode()
-    before = _snapshot(handbook)
+    before = _snapshot(handbook)[1]
     lines = "\n".join(f"{q['question']} | {q['answer']}" for q in QUESTIONS) + f"\n! {CONTROLS[0]}"
-    response = admin_client.post(url, {"collection": handbook.pk, "questions": lines, "most": 5})
-    assert response.status_code == 200
-    report = response.context["report"]
+    with django_capture_on_commit_callbacks(execute=True):  # the task runs as the request commits
+        response = admin_client.post(url, {"collection": handbook.pk, "questions": lines, "most": 5})
+    run = MeasureRun.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == reverse("admin:collections_app_measurerun", args=[run.pk])
+    page = admin_client.get(response["Location"])
+    report = page.context["report"]
     assert report is not None and report["questions"] == 3 and report["controls"] == 1
-    body = response.content.decode()
+    body = page.content.decode()
     assert '<svg id="measure-chart"' in body and body.count('class="rs-measure-bar') == len(report["variants"])
-    assert body.count('class="rs-variant"') == len(report["variants"]) and "hash-64" in body
+    assert body.count('<tr class="rs-variant') == len(report["variants"]) and "hash-64" in body
     assert "capped at five days" in body and "control" in body
-    assert _snapshot(handbook) == before
+    assert f"measure {run.pk}" in admin_client.get(url + f"?collection={handbook.pk}").content.decode()  # listed
+    progress = admin_client.get(reverse("admin:collections_app_measurerun_progress", args=[run.pk])).json()
+    assert (progress["status"], progress["percent"], progress["active"]) == ("succeeded", 100, False)
+    assert _snapshot(handbook)[1] == before
 
 
 def test_the_admin_page_reports_bad_lines_as_form_errors(admin_client, handbook):
     url = reverse("admin:collections_app_collection_measure")
     response = admin_client.post(url, {"collection": handbook.pk, "questions": "a question without marker", "most": 5})
-    assert response.status_code == 200 and response.context["report"] is None
-    assert "questions" in response.context["form"].errors
+    assert response.status_code == 200 and "questions" in response.context["form"].errors
+    from collections_app.models import MeasureRun
+
+    assert not MeasureRun.objects.exists()
 
 
 def test_the_admin_page_needs_view_permission(client, handbook, django_user_model):
