@@ -6,7 +6,7 @@ from django.db.models import Count, JSONField, OuterRef, Q, Subquery
 from django.http import Http404, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
-from django.utils.html import format_html, format_html_join
+from django.utils.html import escape, format_html, format_html_join
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_POST
 
@@ -45,9 +45,10 @@ class CollectionForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         if "name" in self.fields:
-            self.fields["name"].help_text = (
-                "Letters, digits, '-' and '_'. The folder is then set with KNOWLEDGE_<NAME>_FOLDER; "
-                "the name cannot be changed once saved."
+            # The admin renders help text as HTML, so the placeholder's brackets are escaped.
+            self.fields["name"].help_text = escape(
+                "Letters, digits, '-' and '_'. The folder is then set with KNOWLEDGE_<NAME>_FOLDER "
+                "(for “hr-policies”: KNOWLEDGE_HR_POLICIES_FOLDER); the name cannot be changed once saved."
             )
         self.fields["per_reader"].help_text = (
             "Off by default: every reader sees every paragraph and labels are kept but ignored. On: every search "
