@@ -50,6 +50,10 @@ class CollectionForm(forms.ModelForm):
                 "Letters, digits, '-' and '_'. The folder is then set with KNOWLEDGE_<NAME>_FOLDER "
                 "(for “hr-policies”: KNOWLEDGE_HR_POLICIES_FOLDER); the name cannot be changed once saved."
             )
+        self.fields["min_score"].label = "Floor"
+        self.fields["min_score"].help_text = "The lowest score a result may have (0–1); empty = this server's MIN_SCORE."
+        self.fields["around"].label = "Neighbours"
+        self.fields["around"].help_text = "Paragraphs either side of a hit that come back with it; empty = AROUND."
         self.fields["per_reader"].help_text = (
             "Off by default: every reader sees every paragraph and labels are kept but ignored. On: every search "
             "must name a reader, and a labelled paragraph is seen only by readers holding one of its labels."
@@ -167,7 +171,8 @@ class CollectionAdmin(PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin)
         folder = "a folder, from " + variable if conf.knowledge_folder(collection.name) else f"no folder ({variable} is not set)"
         uploads = collection.documents.filter(source=Document.UPLOAD).count()
         upload_url = reverse("admin:collections_app_document_upload") + "?" + urlencode({"collection": collection.pk})
-        return format_html('{} and {} uploaded document(s) — <a href="{}">upload documents…</a>', folder, uploads, upload_url)
+        return format_html('{} and {} — <a href="{}">upload documents…</a>', folder,
+                           count_of(uploads, "uploaded document"), upload_url)
 
     @admin.display(description="contents")
     def contents(self, collection):

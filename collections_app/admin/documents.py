@@ -185,7 +185,7 @@ class DocumentAdmin(admin.ModelAdmin):
         url = reverse("admin:collections_app_paragraph_changelist") + "?" + urlencode({"document": document.pk})
         if not document.fingerprint:
             return "not built yet: the next build reads it"
-        return format_html('<a href="{}">{} paragraphs</a>', url, document.paragraph_count)
+        return format_html('<a href="{}">{}</a>', url, count_of(document.paragraph_count, "paragraph"))
 
     def save_related(self, request, form, formsets, change):
         # Default labels go through the service, which also applies them to the paragraphs.

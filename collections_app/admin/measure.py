@@ -22,7 +22,7 @@ from ..services.search import MAX_MOST, MAX_QUESTION_CHARS
 from .common import HISTORY_ROWS
 
 # Chart geometry, in SVG user units.
-BAR_WIDTH, BAR_GAP, CHART_HEIGHT, LABEL_SPACE, LEFT = 22, 8, 140, 130, 30
+BAR_WIDTH, BAR_GAP, CHART_HEIGHT, LABEL_SPACE, LEFT = 22, 8, 140, 130, 80
 
 
 def parse_lines(text: str) -> tuple[list[dict], list[str]]:
@@ -91,7 +91,7 @@ def chart(report: dict) -> dict:
     return {
         "bars": bars, "bar_width": BAR_WIDTH, "height": CHART_HEIGHT, "total": report["questions"],
         "width": LEFT + len(bars) * (BAR_WIDTH + BAR_GAP) + 10, "full_height": CHART_HEIGHT + LABEL_SPACE,
-        "label_y": CHART_HEIGHT + 10,
+        "label_y": CHART_HEIGHT + 10, "left": LEFT - 4,
     }
 
 
