@@ -196,3 +196,10 @@ def test_commands_fail_clearly(agent, tmp_path):
         call_command("import_index", "alpha", str(tmp_path), "missing")
     with pytest.raises(CommandError, match="no agent"):
         call_command("import_index", "nobody", str(tmp_path), "missing")
+
+
+def test_export_leaves_out_disabled_paragraphs_and_documents(handbook, tmp_path):
+    Paragraph.objects.filter(collection=handbook, document__name="security.md").update(enabled=False)
+    Document.objects.filter(collection=handbook, name="travel.md").update(enabled=False)
+    index = fmt.read_index(export_index(collection=handbook, directory=tmp_path), index_id="handbook")
+    assert {c.doc_id for c in index.chunks} == {"leave.md"}
