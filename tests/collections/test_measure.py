@@ -404,3 +404,49 @@ def test_a_failed_measure_job_says_why_and_a_dead_one_is_swept(handbook, setting
                                                   heartbeat_at=timezone.now() - timezone.timedelta(hours=1))
     assert fail_stale_measures() == 1
     assert MeasureRun.objects.get(pk=stale.pk).status == MeasureRun.FAILED
+
+
+@pytest.mark.qcluster
+@pytest.mark.django_db(transaction=True)
+def test_a_real_qcluster_runs_a_measure_job_to_its_stored_report(agent, knowledge_folder, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from django_q.conf import Conf
+
+    from collections_app.models import MeasureRun
+    from collections_app.services.measure import request_measure
+    from tests.test_qcluster import ROOT, database_url
+
+    collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
+    folder = knowledge_folder("handbook", HANDBOOK)
+    Conf.SYNC = False
+    try:
+        run = request_measure(collection=collection, questions=QUESTIONS, controls=CONTROLS)
+    finally:
+        Conf.SYNC = True
+    assert MeasureRun.objects.get(pk=run.pk).status == MeasureRun.QUEUED  # queued, not run in the request
+    env = {**os.environ, "DATABASE_URL": database_url(), "Q_WORKERS": "1", "EMBED_BACKEND": "hash",
+           "KNOWLEDGE_HANDBOOK_FOLDER": str(folder)}
+    log = (tmp_path / "qcluster.log").open("w+")
+    cluster = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env,
+                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            run.refresh_from_db()
+            if run.status in (MeasureRun.SUCCEEDED, MeasureRun.FAILED):
+                break
+            assert cluster.poll() is None, (tmp_path / "qcluster.log").read_text()[-2000:]
+            time.sleep(0.5)
+        assert run.status == MeasureRun.SUCCEEDED, run.error or (tmp_path / "qcluster.log").read_text()[-2000:]
+        assert run.variants_done == run.variants_total > 10 and run.report["questions"] == len(QUESTIONS)
+    finally:
+        os.killpg(cluster.pid, signal.SIGTERM)
+        try:
+            cluster.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(cluster.pid, signal.SIGKILL)
