@@ -248,6 +248,13 @@ class ParagraphAdmin(admin.ModelAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).defer("embedding").prefetch_related("labels")
 
+    def get_list_display(self, request):
+        # With one collection chosen, its name on every row is noise; the room goes to the text.
+        shown = list(super().get_list_display(request))
+        if request.GET.get("collection__id__exact"):
+            shown.remove("collection")
+        return shown
+
     def has_add_permission(self, request):
         return False  # paragraphs are made by builds
 
