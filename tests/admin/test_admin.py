@@ -24,6 +24,7 @@ from collections_app.services.agents import authenticate, create_collection, cre
 from collections_app.services.builds import build_collection
 from collections_app.services.labels import add_labels, labels_named, remove_labels, set_default_labels
 from collections_app.services.ledger import record_call, spend_by_day
+from collections_app.services.measure import request_measure
 from collections_app.services.review import approve_documents
 from collections_app.services.uploads import UploadRefused, upload_document
 from ragsite.errors import Conflict, RagsiteError
@@ -128,6 +129,11 @@ def test_no_admin_page_shows_a_filesystem_path(admin_client, handbook, agent, se
         url("buildrun_change", handbook.runs.first().pk),
         url("collectionbuilt_changelist"),
         url("paragraph_changelist", query=f"collection__id__exact={handbook.pk}"),
+        url("document_delete", uploaded.pk),
+        url("collection_delete", handbook.pk),
+        url("collection_measure", query=f"collection={handbook.pk}"),
+        url("measurerun", request_measure(collection=handbook, questions=[{"question": "parking", "answer": "parking"}],
+                                          enqueue=False).pk),
     ]
     forbidden = ["deployment-secret", str(tmp_path), str(settings.MEDIA_ROOT), "uploads/"]
     for page in pages:
@@ -661,3 +667,23 @@ def test_deleting_an_uploaded_document_removes_its_file_once_committed(handbook,
     with run_on_commit(execute=True):
         document.delete()
     assert not storage.exists(name)
+
+
+def test_the_document_filter_offers_every_document_to_find_not_the_first_200(admin_client, handbook):
+    Document.objects.bulk_create([Document(collection=handbook, name=f"memo-{n:03}.md") for n in range(250)])
+    body = admin_client.get(url("paragraph_changelist", query=f"collection__id__exact={handbook.pk}")).content.decode()
+    listed = body.split('id="rs-filter-document"')[1].split("</datalist>")[0]
+    assert listed.count("<option") == 253 and "memo-249.md" in listed
+
+
+def test_the_build_page_shows_each_refused_name_with_its_reason(admin_client, agent, knowledge_folder):
+    mixed = make_built(agent, knowledge_folder, "mixed", {"ok.md": HANDBOOK["leave.md"], "broken.pdf": b"%PDF-1 junk"})
+    body = admin_client.get(url("buildrun_change", mixed.runs.first().pk)).content.decode()
+    assert "broken.pdf" in body and "(corrupt)" in body and "not a readable PDF" not in body
+
+
+def test_a_collection_built_with_another_model_says_it_cannot_answer(admin_client, handbook):
+    CollectionBuilt.objects.filter(collection=handbook).update(model="all-MiniLM-L6-v2")
+    body = admin_client.get(url("collection_changelist")).content.decode()
+    assert 'data-role="not-searchable"' in body
+    assert "built with all-MiniLM-L6-v2 but this server embeds with hash-64" in body

@@ -170,6 +170,7 @@ def test_approve_a_document_that_needs_review(page, admin_user, conflicting):
     page.goto(f"/admin/collections_app/document/{older.pk}/change/")
     page.click("#approve-button")
     page.wait_for_selector("ul.messagelist")
+    assert "policy-2023.md is approved" in messages_text(page)  # the file's name as written, not capitalised
     older.refresh_from_db()
     assert older.status == Document.ACTIVE
 
