@@ -91,6 +91,10 @@ def _eta_seconds(run: BuildRun) -> int | None:
     """Time left, from the time spent so far and the share done; None until there is something to go on."""
     if run.status != BuildRun.RUNNING or not run.started_at or not 0 < run.percent < 100:
         return None
+    if run.paragraphs_total and not run.paragraphs_done:
+        # Embedding has started but no batch has come back: the time spent reading says nothing about
+        # it, and an estimate that grows every second is worse than none.
+        return None
     spent = (timezone.now() - run.started_at).total_seconds()
     return max(1, int(spent * (100 - run.percent) / run.percent))
 

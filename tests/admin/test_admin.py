@@ -224,6 +224,13 @@ def test_the_progress_endpoint_reports_the_latest_build(admin_client, agent, han
     # Reading documents is the first half of the bar, embedding the second: 50 + 50 * 2/7.
     assert (body["build"], body["status"], body["percent"], body["active"]) == (running.pk, "running", 64, True)
     assert body["detail"].startswith("3 of 3 documents read, 2 of 7 paragraphs embedded")
+    # An estimate once embedding has moved; none while its first batch is out.
+    BuildRun.objects.filter(pk=running.pk).update(started_at=timezone.now() - timezone.timedelta(seconds=64))
+    body = admin_client.get(url("collection_progress", handbook.pk)).json()
+    # 64 s for 64 %: about 36 s for the other 36 % (a second or so more if this test runs slowly).
+    assert 36 <= body["eta_seconds"] <= 38 and body["detail"].endswith(f"; about {body['eta_seconds']} seconds left")
+    BuildRun.objects.filter(pk=running.pk).update(paragraphs_done=0)
+    assert admin_client.get(url("collection_progress", handbook.pk)).json()["eta_seconds"] is None
     older = handbook.runs.exclude(pk=running.pk).get()
     assert admin_client.get(url("collection_progress", handbook.pk, query=f"build={older.pk}")).json()["percent"] == 100
     assert admin_client.get(url("collection_progress", handbook.pk, query="build=x")).status_code == 404
