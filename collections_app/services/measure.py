@@ -188,10 +188,15 @@ def measure_collection(
     lexical_only = embedder.backend == "none"
     tokens_used = 0
 
+    finished = 0
+
     def embed(batch):
         nonlocal tokens_used
         embedded = embedder.embed_with_usage(list(batch))
         tokens_used += embedded.tokens or 0
+        if progress:
+            # Each batch is a sign of life too: one variant of a large corpus can embed for minutes.
+            progress(finished, len(chosen))
         return embedded.vectors
 
     cache = VectorCache(None if lexical_only else embed, batch_size=int(settings.EMBED_BATCH_SIZE))
@@ -205,6 +210,7 @@ def measure_collection(
                                             most=most, floor=floor, tokens=embedder))
             except ChunkingError as exc:
                 skipped.append({"method": variant.method, "size": variant.size, "reason": str(exc)})
+            finished = done
             if progress:
                 progress(done, len(chosen))
     except EmbeddingError as exc:

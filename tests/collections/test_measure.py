@@ -450,3 +450,12 @@ def test_a_real_qcluster_runs_a_measure_job_to_its_stored_report(agent, knowledg
             cluster.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(cluster.pid, signal.SIGKILL)
+
+
+def test_progress_beats_while_a_variant_embeds_not_only_between_variants(handbook, settings):
+    settings.EMBED_BATCH_SIZE = 1
+    beats = []
+    report = measure_collection(collection=handbook, questions=QUESTIONS, progress=lambda done, total: beats.append(done))
+    variants = len(report["variants"]) + len(report["skipped"])
+    assert beats[0] == 0 and beats[-1] == variants and beats == sorted(beats)
+    assert len(beats) > variants + 1 + report["embedded"] - 1  # a beat per embedded batch as well
