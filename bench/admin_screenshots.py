@@ -313,6 +313,12 @@ def shoot(base: str, ids: dict, out: Path) -> list[Path]:
         snap("admin-playground-phone")
         page.goto(f"/admin/collections_app/paragraph/?collection__id__exact={ids['handbook']}")
         snap("admin-paragraphs-phone")
+        dark = browser.new_context(base_url=base, viewport={"width": 1280, "height": 800}, color_scheme="dark",
+                                   storage_state=context.storage_state())
+        page = dark.new_page()
+        page.goto(f"/admin/collections_app/agent/{ids['helpdesk']}/change/")
+        page.locator(".field-spend").scroll_into_view_if_needed()
+        snap("admin-agent-spend-dark")
         page = context.new_page()
 
         page.goto(f"/admin/memory_app/memory/{ids['memory']}/change/")

@@ -308,6 +308,7 @@ def test_reloading_the_new_key_page_issues_no_second_key(page, admin_user, agent
     raw = page.inner_text("[data-role=raw-key]")
     assert ApiKey.objects.filter(agent=agent, name="helpdesk bot").count() == 1
     page.reload()  # the browser re-posts the form
+    assert "already shown once" in messages_text(page)
     assert raw not in page.content()
     assert ApiKey.objects.filter(agent=agent, name="helpdesk bot").count() == 1
 
