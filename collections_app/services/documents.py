@@ -90,10 +90,13 @@ def delete_document(*, document: Document, by: str = "") -> None:
     with transaction.atomic():
         Collection.objects.select_for_update().filter(pk=collection.pk).first()
         name = document.name
+        # As a build: a collection that answered must still answer; one whose every document waits
+        # for review may lose one of them.
+        was_searchable = Paragraph.objects.searchable(collection).exists()
         document.delete()
         built = CollectionBuilt.objects.filter(collection=collection).first()
         if built is not None:
-            Paragraph.objects.guard_not_empty(collection)
+            Paragraph.objects.guard_not_empty(collection, was_searchable=was_searchable)
             # Lowering the count is what tells every process's search cache the rows changed.
             built.passages = Paragraph.objects.filter(collection=collection).count()
             built.save(update_fields=["passages"])

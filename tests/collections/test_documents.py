@@ -120,3 +120,13 @@ def test_deleting_a_collection_takes_everything_and_the_summary_counts_it_first(
     delete_collection(collection=handbook, by="librarian")
     assert not Collection.objects.filter(pk=handbook.pk).exists()
     assert not Paragraph.objects.exists() and not Document.objects.exists() and not BuildRun.objects.exists()
+
+
+def test_deleting_the_last_searchable_document_is_refused_but_one_in_review_may_go(agent, handbook):
+    Document.objects.filter(collection=handbook, name__in=["security.md", "travel.md"]).update(
+        status=Document.NEEDS_REVIEW)
+    with pytest.raises(EmptyBuild, match="no search reads"):
+        delete_document(document=handbook.documents.get(name="leave.md"))
+    Document.objects.filter(collection=handbook, name="leave.md").update(status=Document.NEEDS_REVIEW)
+    delete_document(document=handbook.documents.get(name="travel.md"))  # nothing answered before either
+    assert sorted(handbook.documents.values_list("name", flat=True)) == ["leave.md", "security.md"]
