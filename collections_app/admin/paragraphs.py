@@ -298,7 +298,7 @@ class ParagraphAdmin(admin.ModelAdmin):
     @admin.display(description="position")
     def position(self, paragraph):
         # One number everywhere: the chunk id's k, counted within the document from 0 (seed 004).
-        return (f"{paragraph.chunk_id}: k = {paragraph.index} within its document (counted from 0); "
+        return (f"k = {paragraph.index} within its document (counted from 0), the number after # in its chunk id; "
                 f"characters {paragraph.start_char}–{paragraph.end_char}; {count_of(paragraph.token_count or 0, 'token')}")
 
     @admin.display(description="text")

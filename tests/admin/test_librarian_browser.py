@@ -223,7 +223,8 @@ def test_the_playground_links_marks_splits_and_compares_two_readers(page, admin_
     assert "capped at five" not in bob.inner_text()
     first.locator("[data-role=chunk]").click()
     page.wait_for_url(f"**/paragraph/{capped.pk}/change/")
-    assert capped.chunk_id in page.inner_text(".field-position")
+    assert capped.chunk_id in page.inner_text(".field-citation")
+    assert f"k = {capped.index} within its document" in page.inner_text(".field-position")
 
 
 # --- 8. Measure as a job -------------------------------------------------------------------------------
