@@ -1,6 +1,6 @@
 """django-q2 tasks: thin adapters that take ids and call one service."""
 
-from .services import builds, measure
+from .services import builds, known_answers, measure
 
 
 def run_build(build_id: int) -> str:
@@ -16,3 +16,9 @@ def sweep_stale_builds() -> int:
 def run_measure(measure_id: int) -> str:
     """Carry out a queued measurement; returns its final status."""
     return measure.run_measure(measure_id).status
+
+
+def measure_known_answers(build_id: int) -> str:
+    """Ask a build its collection's known answers after it committed; returns the report's status or "skipped"."""
+    report = known_answers.measure_build(build_id=build_id)
+    return report.status if report is not None else "skipped"

@@ -17,6 +17,7 @@ from ..models import (
     Collection,
     CollectionBuilt,
     Document,
+    KnownAnswersReport,
     StoreMeta,
 )
 from ..services.documents import collection_health, delete_collection, deletion_summary
@@ -32,6 +33,7 @@ from .common import (
     status_badge,
     warning_list,
 )
+from .known_answers import KnownAnswersAdminMixin, known_answers_warnings
 from .measure import MeasureAdminMixin
 from .playground import PlaygroundAdminMixin
 
@@ -62,13 +64,13 @@ class CollectionForm(forms.ModelForm):
     class Meta:
         model = Collection
         fields = ["agent", "name", "built_from", "method", "size", "overlap", "per_reader", "judge", "min_score",
-                  "around"]
+                  "floor_measured", "around"]
 
 
 
 
 @admin.register(Collection)
-class CollectionAdmin(PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin):
+class CollectionAdmin(KnownAnswersAdminMixin, PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin):
     form = CollectionForm
     list_display = ["name", "agent", "searchable", "last_build", "embedding_model", "refused", "warnings"]
     list_filter = ["agent", "method", "per_reader"]
@@ -80,7 +82,7 @@ class CollectionAdmin(PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin)
     fieldsets = [
         (None, {"fields": ["agent", "name", "built_from", "source", "searchable", "contents"]}),
         ("Chunking", {"fields": ["method", "size", "overlap"]}),
-        ("Search", {"fields": ["per_reader", "judge", "min_score", "around"]}),
+        ("Search", {"fields": ["per_reader", "judge", "min_score", "floor_measured", "around"]}),
         ("Builds", {"fields": ["current_build", "build_history"]}),
     ]
 
@@ -92,6 +94,10 @@ class CollectionAdmin(PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin)
             last_warnings=Subquery(latest.values("warnings")[:1], output_field=JSONField()),
             last_problems=Subquery(latest.values("problems")[:1], output_field=JSONField()),
             last_error=Subquery(latest.values("error")[:1]),
+            last_known_warnings=Subquery(
+                KnownAnswersReport.objects.filter(build=OuterRef("last_run_id")).values("warnings")[:1],
+                output_field=JSONField(),
+            ),
         )
 
     def get_readonly_fields(self, request, obj=None):
@@ -155,7 +161,7 @@ class CollectionAdmin(PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin)
     def warnings(self, collection):
         items = list(getattr(collection, "last_problems", None) or []) + list(
             getattr(collection, "last_warnings", None) or []
-        )
+        ) + list(getattr(collection, "last_known_warnings", None) or [])
         error = getattr(collection, "last_error", None)
         if error:
             items.insert(0, error)
@@ -214,7 +220,7 @@ class CollectionAdmin(PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin)
     def build_history(self, collection):
         if collection.pk is None:
             return "—"
-        runs = list(collection.runs.all()[:HISTORY_ROWS])
+        runs = list(collection.runs.select_related("known_answers_report")[:HISTORY_ROWS])
         if not runs:
             return format_html('<span class="rs-refused-none">{}</span>', "no builds yet")
         rows = format_html_join(
@@ -228,7 +234,8 @@ class CollectionAdmin(PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin)
                     f"{run.documents_read} read, {run.documents_reused} reused, {run.documents_refused} refused",
                     run.paragraphs_embedded,
                     refused_with_reasons(run.refused, run.refusal_reasons) if run.status == BuildRun.SUCCEEDED else "—",
-                    warning_list([*([run.error] if run.error else []), *run.problems, *run.warnings]),
+                    warning_list([*([run.error] if run.error else []), *run.problems, *run.warnings,
+                                  *known_answers_warnings(run)]),
                 )
                 for run in runs
             ),

@@ -288,7 +288,7 @@ def search_collection(
     payer = resolve_payer(key, on_behalf_of)
     _check_runaway(payer)
 
-    floor = _first_set(min_score, collection.min_score, settings.MIN_SCORE)
+    floor, floor_source = resolve_floor(collection, min_score)
     around = int(_first_set(around, collection.around, settings.AROUND))
     built = CollectionBuilt.objects.filter(collection=collection).first()
     if built is None:
@@ -311,6 +311,7 @@ def search_collection(
     answer = {
         "paragraphs": paragraphs,
         "floor": floor,
+        "floor_source": floor_source,
         "around": around,
         "mode": mode,
         "model": model,
@@ -354,6 +355,15 @@ def _explain(collection, index, runs, top, mask, scores, floor, cosine, bm25, up
         everyone = _readable_mask(collection, index, None)
         hidden = int(np.count_nonzero(everyone & ~mask & (scores >= floor)))
     return {"pieces": pieces, "hidden_by_labels": hidden}
+
+
+def resolve_floor(collection: Collection, requested: float | None) -> tuple[float, str]:
+    """The floor in force and its source: the request's, else the collection's (`Collection.floor_in_force`):
+    measured off its known answers, its own override, or MIN_SCORE."""
+    if requested is not None:
+        return requested, "request"
+    measured = collection.known_answer_reports.measured_floor() if collection.floor_measured else None
+    return collection.floor_in_force(measured=measured, default=float(settings.MIN_SCORE))
 
 
 def _paragraph(run, document: str, readable: ReadableRows) -> dict:
