@@ -531,8 +531,7 @@ def _document_state(document: Document) -> tuple:
 
 
 def _replace_paragraphs(document: Document, item: Prepared, agent: Agent, ordinal: int) -> int:
-    """Swap a changed document's paragraphs, keeping the labels and the disabled mark of paragraphs whose
-    text is unchanged."""
+    """Swap a changed document's paragraphs; unchanged texts keep their labels and disabled marks."""
     old_labels: dict[str, set[int]] = {}
     through = Paragraph.labels.through
     for fingerprint, label_id in through.objects.filter(paragraph__document=document).values_list(

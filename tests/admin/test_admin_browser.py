@@ -17,8 +17,12 @@ from collections_app.services.agents import authenticate, create_collection
 from collections_app.services.builds import build_collection
 from ragsite import embedding
 
+from . import browser
 from .browser import log_in, messages_text, run_action
 from .conftest import HANDBOOK
+
+# The chromium page fixture lives in browser.py (and conftest); other test modules import it from here.
+page = browser.page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
