@@ -24,13 +24,19 @@ SCIFACT = ROOT.parent / "shared" / "datasets" / "scifact"  # overridable with --
 MODES = ("hybrid", "vector", "lexical")
 
 
-def setup(store: str, *, backend: str | None = None, environ: dict[str, str] | None = None) -> None:
-    """Point Django at the scratch store ``data/bench/<store>-<backend>.sqlite3`` and migrate it."""
+def setup(store: str, *, backend: str | None = None, environ: dict[str, str] | None = None,
+          context: bool = True) -> None:
+    """Point Django at the scratch store ``data/bench/<store>-<backend>.sqlite3`` and migrate it.
+
+    ``context`` False indexes paragraphs without their title and section (the representation before
+    collections_app/context.py), in a store of its own, to measure what context adds.
+    """
     work = ROOT / "data" / "bench"
     work.mkdir(parents=True, exist_ok=True)
     backend = backend or os.environ.get("EMBED_BACKEND", "local")
     os.environ["EMBED_BACKEND"] = backend
-    os.environ["DATABASE_URL"] = f"sqlite:///{work / f'{store}-{backend}.sqlite3'}"
+    suffix = "" if context else "-nocontext"
+    os.environ["DATABASE_URL"] = f"sqlite:///{work / f'{store}-{backend}{suffix}.sqlite3'}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     os.environ.update(environ or {})
@@ -43,6 +49,14 @@ def setup(store: str, *, backend: str | None = None, environ: dict[str, str] | N
     from bench.embedding_cache import install
 
     install()
+    if not context:
+        from collections_app import measure
+        from collections_app.services import builds
+
+        def no_context(name, text, starts):
+            return [""] * len(starts)
+
+        builds.contexts_for = measure.contexts_for = no_context
 
 
 def load_items(path: Path = KNOWN_ANSWERS / "questions.jsonl") -> tuple[list[dict], list[str]]:
@@ -74,6 +88,15 @@ def built_collection(name: str, folder: Path, *, method: str = "structure", size
     run = build_collection(collection=collection, requested_by="bench")
     if run.status != "succeeded":
         raise SystemExit(f"build of {name} {run.status}: {run.error}")
+    # A person would read and approve what the review flagged (one PostgreSQL chapter's examples
+    # differ only in their numbers, which the conflict check takes for a near-duplicate).
+    from collections_app.models import Document
+    from collections_app.services.review import approve_documents
+
+    held = list(Document.objects.filter(collection=collection, status=Document.NEEDS_REVIEW))
+    if held:
+        approve_documents(held)
+        print(f"# {name}: approved {', '.join(d.name for d in held)} (held for review)", file=sys.stderr)
     print(f"# {name}: {run.passages} paragraphs, {run.paragraphs_embedded} embedded, "
           f"{run.documents_reused} documents reused, model {run.model}", file=sys.stderr)
     return agent, collection

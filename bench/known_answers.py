@@ -104,10 +104,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--measure", action="store_true", help="also through measure, per chunking strategy")
     parser.add_argument("--modes", nargs="+", choices=harness.MODES, default=list(harness.MODES))
+    parser.add_argument("--no-context", action="store_true", help="index paragraphs without title and section")
     parser.add_argument("--json", type=Path, help="write every outcome here")
     args = parser.parse_args()
 
-    harness.setup("known-answers")
+    harness.setup("known-answers", context=not args.no_context)
     from collections_app.conf import settings
 
     questions, controls = harness.load_items()

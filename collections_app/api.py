@@ -82,6 +82,14 @@ class ParagraphOut(Schema):
     passages: int = Field(..., description="How many stored paragraphs this one stitches together.")
     first: int
     last: int
+    rerank_score: float | None = Field(None, description="Only when reranked: the reranker's score, which set the order.")
+    fused_rank: int | None = Field(None, description="Only when reranked: the position by the fused score.")
+
+
+class RerankOut(Schema):
+    status: Literal["reranked", "not configured", "unavailable", "over budget", "nothing to rerank"]
+    model: str | None = None
+    depth: int | None = Field(None, description="How many fused candidates the reranker reordered.")
 
 
 class JudgeOut(Schema):
@@ -97,6 +105,7 @@ class SearchOut(Schema):
     model: str
     refused: bool | None = Field(..., description="true: withheld by the judge; false: approved; null: not judged.")
     judge: JudgeOut | None = None
+    rerank: RerankOut | None = None
 
 
 @router.post("/{name}/search", response=SearchOut, summary="Search a collection")

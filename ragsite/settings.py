@@ -117,6 +117,12 @@ JUDGE_URL = env("JUDGE_URL", default="")
 JUDGE_MODEL = env("JUDGE_MODEL", default="")
 JUDGE_API_KEY = env("JUDGE_API_KEY", default="")
 JUDGE_TIMEOUT = env.float("JUDGE_TIMEOUT", default=20.0)
+# The optional reranker: a Cohere/Jina/TEI-compatible /rerank endpoint (collections_app/rerank.py).
+RERANK_URL = env("RERANK_URL", default="")
+RERANK_MODEL = env("RERANK_MODEL", default="")
+RERANK_API_KEY = env("RERANK_API_KEY", default="")
+RERANK_TIMEOUT = env.float("RERANK_TIMEOUT", default=10.0)
+RERANK_DEPTH = env.int("RERANK_DEPTH", default=30)
 
 MIN_SCORE = env.float("MIN_SCORE", default=0.25)
 AROUND = env.int("AROUND", default=1)

@@ -24,6 +24,7 @@ from ragsite.errors import Conflict, RagsiteError
 from .. import conf
 from ..chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
 from ..conf import settings
+from ..context import CONTEXT_VERSION, contexts_for, embedding_text
 from ..embedders import EmbeddingError
 from ..extract import Unreadable, extract, summarize_opening
 from ..interchange import fingerprint as text_fingerprint
@@ -140,6 +141,7 @@ class Prepared:
     kept: int = 0  # paragraphs a reused document already has
     tokens: list = field(default_factory=list)
     vectors: list = field(default_factory=list)  # bytes | None per piece
+    contexts: list = field(default_factory=list)  # "title › section" per piece (context.py)
 
 
 class Progress:
@@ -236,9 +238,11 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
     _commit(collection, run, prepared, existing, embedder, refused, previous)
 
 
-def _known_vectors(collection: Collection, model: str) -> dict[str, bytes]:
+def _known_vectors(collection: Collection, model: str) -> dict[tuple[str, str], bytes]:
+    """Stored vectors by (text fingerprint, context): the vector embeds both, so both must match."""
     rows = Paragraph.objects.filter(collection=collection, document__built_model=model, embedding__isnull=False)
-    return dict(rows.values_list("fingerprint", "embedding"))
+    return {(fingerprint, context): vector for fingerprint, context, vector in
+            rows.values_list("fingerprint", "context", "embedding")}
 
 
 def _prepare(source, document, collection, embedder, method, size, overlap, run) -> Prepared:
@@ -258,6 +262,7 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run)
         and document.fingerprint == fingerprint
         and (document.built_method, document.built_size, document.built_overlap, document.built_model)
         == (method, size, overlap, embedder.model)
+        and document.built_context == CONTEXT_VERSION
     )
     if unchanged:
         item.reused, item.kept = True, document.paragraph_count
@@ -273,6 +278,7 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run)
     if getattr(pieces, "truncated", False):
         item.warnings.append(f"only the first {MAX_PARAGRAPHS_PER_DOCUMENT} paragraphs were kept")
     item.pieces = list(pieces)
+    item.contexts = contexts_for(source.name, extracted.text, [p.start for p in item.pieces])
     item.tokens = [embedder.count_tokens(p.text) for p in item.pieces]
     item.summary = summarize_opening(extracted.text)
     if not item.pieces:
@@ -349,7 +355,7 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
             continue
         item.vectors = [None] * len(item.pieces)
         for i, piece in enumerate(item.pieces):
-            vector = known_vectors.get(text_fingerprint(piece.text))
+            vector = known_vectors.get((text_fingerprint(piece.text), item.contexts[i]))
             if vector is not None:
                 item.vectors[i] = bytes(vector)
             elif not lexical_only:
@@ -361,7 +367,9 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
     tokens_used = 0
     for start in range(0, len(todo), batch):
         chunk_of = todo[start : start + batch]
-        embedded = embedder.embed_with_usage([item.pieces[i].text for item, i in chunk_of])
+        embedded = embedder.embed_with_usage(
+            [embedding_text(item.pieces[i].text, item.contexts[i]) for item, i in chunk_of]
+        )
         vectors = np.asarray(embedded.vectors, dtype="<f4")
         for (item, i), vector in zip(chunk_of, vectors, strict=True):
             item.vectors[i] = vector.tobytes()
@@ -420,6 +428,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             else:
                 document.built_method, document.built_model = collection.method, embedder.model
                 document.built_size, document.built_overlap = size, overlap
+                document.built_context = CONTEXT_VERSION
                 document.paragraph_count = len(item.pieces)
             if document.pk is None:
                 document.updated_at = now
@@ -469,7 +478,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
 
 BUILD_FIELDS = (
     "fingerprint", "status", "summary", "scan_warnings", "conflicts", "paragraph_count",
-    "built_method", "built_size", "built_overlap", "built_model",
+    "built_method", "built_size", "built_overlap", "built_model", "built_context",
 )
 
 
@@ -497,6 +506,7 @@ def _replace_paragraphs(document: Document, item: Prepared, agent: Agent, ordina
                 ordinal=ordinal + index,
                 index=index,
                 section=(piece.section or "")[:300],
+                context=item.contexts[index] if index < len(item.contexts) else "",
                 text=piece.text,
                 start_char=piece.start,
                 end_char=piece.end,

@@ -42,7 +42,7 @@ def ask(agent, collection="handbook", question=QUESTION, **kwargs):
 
 def test_the_answering_paragraph_ranks_first_with_the_answer_shape(agent, handbook):
     answer = ask(agent, around=0)
-    assert set(answer) == {"paragraphs", "floor", "around", "mode", "model", "refused", "judge"}
+    assert set(answer) == {"paragraphs", "floor", "around", "mode", "model", "refused", "judge", "rerank"}
     assert (answer["mode"], answer["model"], answer["floor"], answer["around"]) == ("hybrid", "hash-64", 0.25, 0)
     best = answer["paragraphs"][0]
     assert "capped at five days" in best["text"]
@@ -50,6 +50,7 @@ def test_the_answering_paragraph_ranks_first_with_the_answer_shape(agent, handbo
     assert (best["document"], best["section"], best["passages"]) == ("leave.md", "Leave", 1)
     assert 0 <= best["score"] <= 1
     assert answer["refused"] is None and answer["judge"] == {"status": "not configured"}
+    assert answer["rerank"] == {"status": "not configured"}
 
 
 def test_a_question_nothing_answers_gets_no_paragraphs_and_the_floor(agent, handbook):
