@@ -45,7 +45,7 @@ class CachedEmbedder:
         return self.embed_with_usage(texts).vectors
 
     def embed_with_usage(self, texts):
-        from collections_app.embedders import Embedded
+        from ragsite.embedders import Embedded
 
         keys = [self._key(t) for t in texts]
         found: dict[str, np.ndarray] = {}
@@ -75,12 +75,12 @@ class CachedEmbedder:
 
 
 def install() -> CachedEmbedder | None:
-    """Serve `collections_app.conf.get_embedder()` through the disk cache; None for the lexical backend."""
-    from collections_app import conf
+    """Serve `ragsite.embedding.get_embedder()` through the disk cache; None for the lexical backend."""
+    from ragsite import embedding
 
-    embedder = conf.get_embedder()
+    embedder = embedding.get_embedder()
     if embedder.backend == "none":
         return None
     cached = CachedEmbedder(embedder)
-    conf.get_embedder = lambda backend=None: cached
+    embedding.get_embedder = lambda backend=None: cached
     return cached

@@ -26,10 +26,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .chunking import AVAILABLE, DEFAULT_SIZES, ChunkingError, TokenCounter, chunk, resolve_sizes
+from ragsite.division import TokenCounter
+from ragsite.fusion import hybrid_scores
+from ragsite.lexical import BM25Index, terms
+
+from .chunking import AVAILABLE, DEFAULT_SIZES, ChunkingError, chunk, resolve_sizes
 from .context import contexts_for, embedding_text, lexical_with_context
-from .fusion import hybrid_scores
-from .lexical import BM25Index, terms
 from .stitch import Row, Stitched, stitch
 
 DEFAULT_AROUNDS = (0, 1)
