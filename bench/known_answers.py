@@ -104,6 +104,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--measure", action="store_true", help="also through measure, per chunking strategy")
     parser.add_argument("--modes", nargs="+", choices=harness.MODES, default=list(harness.MODES))
+    parser.add_argument("--context-weight", type=float, default=None,
+                        help="the lexical weight of a paragraph's title and section (CONTEXT_WEIGHT)")
     parser.add_argument("--no-context", action="store_true", help="index paragraphs without title and section")
     parser.add_argument("--json", type=Path, help="write every outcome here")
     args = parser.parse_args()
@@ -111,6 +113,10 @@ def main() -> None:
     harness.setup("known-answers", context=not args.no_context)
     from collections_app.conf import settings
 
+    if args.context_weight is not None:
+        from collections_app import context
+
+        context.CONTEXT_WEIGHT = args.context_weight
     questions, controls = harness.load_items()
     agent, collection = harness.built_collection(NAME, harness.KNOWN_ANSWERS / "corpus")
     default_floor = float(settings.MIN_SCORE)
