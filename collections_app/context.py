@@ -28,6 +28,7 @@ import numpy as np
 CONTEXT_WEIGHT = 0.3
 SEPARATOR = " › "
 MAX_CONTEXT_CHARS = 600
+MAX_TITLE_LINE = 200  # a longer first line is a paragraph, not a title
 # Bumped when what goes into a paragraph's representation changes: a build re-reads every document
 # whose paragraphs were indexed by an older version, so no collection mixes the two silently.
 CONTEXT_VERSION = 1
@@ -58,18 +59,29 @@ def _headings(text: str) -> list[tuple[int, int, str]]:
 
 
 def document_title(name: str, text: str) -> str:
-    """The document's title: its first line when that line is a heading, else its name in words.
+    """The document's title, by the first rule that gives one.
 
-    ``handbook.md`` opening "# Northwind Robotics Employee Handbook" is titled by that heading;
-    ``onboarding.txt`` with no heading is "onboarding"; a name with no letters at all (SciFact's
-    ``4983.txt``) gives no title, since a number would only add noise to both arms.
+    1. its first line, when that line is a heading (``# Northwind Robotics Employee Handbook``);
+    2. its first level-1 heading (a page whose navigation text comes before ``# Travel policy``);
+    3. its first line, when it is short and a blank line follows it: the plain-text convention
+       of a title over the body (SciFact's abstracts, ``WELCOME TO NORTHWIND ROBOTICS``);
+    4. its name in words (``travel-policy.html`` is "travel policy"), unless the name has no
+       letters at all (``4983.txt``), since a number would only add noise to both arms.
     """
-    for line in text.split("\n"):
-        if line.strip():
-            heading = _ATX.fullmatch(line)
-            if heading and (heading.group(2) or "").strip():
-                return heading.group(2).strip()
-            break
+    lines = text.split("\n")
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is not None:
+        heading = _ATX.fullmatch(lines[first])
+        if heading and (heading.group(2) or "").strip():
+            return heading.group(2).strip()
+    for _offset, level, heading_name in _headings(text):
+        if level == 1:
+            return heading_name
+    if first is not None:
+        line = lines[first].strip()
+        followed_by_blank = first + 1 < len(lines) and not lines[first + 1].strip()
+        if followed_by_blank and len(line) <= MAX_TITLE_LINE:
+            return line
     stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     words = " ".join(re.sub(r"[-_.]+", " ", stem).split())
     return words if any(ch.isalpha() for ch in words) else ""
@@ -128,8 +140,12 @@ def contexts_for(name: str, text: str, starts: Sequence[int]) -> list[str]:
 
 
 def embedding_text(text: str, context: str) -> str:
-    """What the embedder reads for a paragraph: its context, a blank line, then the paragraph."""
-    return f"{context}\n\n{text}" if context else text
+    """What the embedder reads for a paragraph: its context, a blank line, then the paragraph.
+
+    A paragraph that already opens with its whole context (a document's first paragraph under a
+    plain-text title) is embedded as it is: saying the title twice would only tilt the vector.
+    """
+    return f"{context}\n\n{text}" if context and not text.startswith(context) else text
 
 
 def lexical_with_context(

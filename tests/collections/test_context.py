@@ -24,10 +24,15 @@ CHAPTER = (
 )
 
 
-def test_the_title_is_the_opening_heading_or_else_the_name_in_words():
+def test_the_title_is_the_opening_heading_a_first_level_heading_a_title_line_or_the_name():
     assert document_title("x.md", "\n# Routine Vacuuming\n\ntext") == "Routine Vacuuming"
-    assert document_title("policies/travel-policy_2024.html", "Intranet home\n\n# Travel") == "travel policy 2024"
-    assert document_title("4983.txt", "A title line\n\nAn abstract.") == ""  # a number names nothing
+    assert document_title("travel.html", "Intranet home\n\n# Travel policy\n\n## Booking\n\nx") == "Travel policy"
+    assert document_title("4983.txt", "Vitamin D and falls\n\nAn abstract.") == "Vitamin D and falls"
+    assert document_title("policies/travel-policy_2024.txt", "Trips are booked early.\nBy the desk.") == (
+        "travel policy 2024"
+    )
+    assert document_title("4983.txt", "An abstract with no title.\nIt goes on.") == ""  # a number names nothing
+    assert document_title("long.txt", "x" * 300 + "\n\nbody") == "long"
 
 
 def test_the_section_path_follows_heading_levels_and_ignores_code_fences():
@@ -50,6 +55,10 @@ def test_the_context_joins_title_and_path_without_repeating_the_title():
         "Routine Vacuuming › Wraparound\n\nFreeze old rows."
     )
     assert embedding_text("Freeze old rows.", "") == "Freeze old rows."
+    # A paragraph opening with its whole context (a plain-text title over the body) is embedded as it is.
+    assert embedding_text("Vitamin D and falls\n\nAn abstract.", "Vitamin D and falls") == (
+        "Vitamin D and falls\n\nAn abstract."
+    )
 
 
 def test_a_context_match_adds_its_weight_and_no_match_changes_nothing():
