@@ -124,7 +124,7 @@ RERANK_API_KEY = env("RERANK_API_KEY", default="")
 RERANK_TIMEOUT = env.float("RERANK_TIMEOUT", default=10.0)
 RERANK_DEPTH = env.int("RERANK_DEPTH", default=30)
 
-MIN_SCORE = env.float("MIN_SCORE", default=0.25)
+MIN_SCORE = env.float("MIN_SCORE", default=0.22)
 AROUND = env.int("AROUND", default=1)
 IVF_MIN_PARAGRAPHS = env.int("IVF_MIN_PARAGRAPHS", default=50000)
 IVF_NPROBE = env.int("IVF_NPROBE", default=8)

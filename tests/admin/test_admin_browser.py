@@ -222,10 +222,10 @@ def test_the_playground_shows_a_result(page, admin_user, handbook):
     result = page.wait_for_selector("#playground-result")
     assert "capped at five days" in result.inner_text()
     assert page.inner_text("[data-role=mode]") == "hybrid"
-    assert page.inner_text("[data-role=floor]") == "0.25"
+    assert page.inner_text("[data-role=floor]") == "0.22"
     assert page.inner_text("[data-role=refused]").startswith("null")
     assert int(page.inner_text("tr.rs-result >> nth=0 >> [data-role=passages]")) >= 1
-    assert float(page.inner_text("tr.rs-result >> nth=0 >> [data-role=score]")) >= 0.25
+    assert float(page.inner_text("tr.rs-result >> nth=0 >> [data-role=score]")) >= 0.22
 
     page.fill("#id_question", "x" * 10)
     page.select_option("#id_collection", str(never.pk))
