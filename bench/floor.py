@@ -133,7 +133,7 @@ def histogram_svg(sets: dict[str, dict], floor: float, path: Path) -> None:
                 out.append(f'<rect x="{x:.1f}" y="{y0:.1f}" width="{bar - 1:.1f}" height="{h:.1f}" fill="#ef8636"/>')
         out.append(f'<line x1="{left}" x2="{left + plot_width}" y1="{y0}" y2="{y0}" stroke="#444"/>')
         fx = left + floor * plot_width
-        out.append(f'<line x1="{fx:.1f}" x2="{fx:.1f}" y1="{y0 - panel / 2 + 14}" y2="{y0 + panel / 2 - 4}" '
+        out.append(f'<line x1="{fx:.1f}" x2="{fx:.1f}" y1="{y0 - panel / 2 + 32}" y2="{y0 + panel / 2 - 4}" '
                    f'stroke="#c00" stroke-width="2"/>')
         out.append(f'<text x="{left}" y="{y0 - panel / 2 + 24}" font-weight="bold">{name}: '
                    f'{len(data["answers"])} answers, {len(data["controls"])} controls — kept '
@@ -157,7 +157,13 @@ def main() -> None:
     parser.add_argument("--svg", type=Path, default=SVG)
     parser.add_argument("--no-context", action="store_true", help="index paragraphs without title and section")
     parser.add_argument("--json", type=Path, help="write every score here")
+    parser.add_argument("--replot", type=Path, help="draw the SVG from a --json file of an earlier run, and stop")
     args = parser.parse_args()
+    if args.replot:
+        if args.floor is None:
+            parser.error("--replot needs --floor")
+        histogram_svg(json.loads(args.replot.read_text()), args.floor, args.svg)
+        return
 
     harness.setup("floor", context=not args.no_context)
     from collections_app.conf import settings

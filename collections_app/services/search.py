@@ -35,7 +35,7 @@ logger = logging.getLogger("ragsite.search")
 
 MAX_QUESTION_CHARS = 2000
 MAX_MOST = 50
-MAX_AROUND = 5
+MAX_AROUND = Collection.MAX_AROUND
 # Weight of the cosine in the convex fusion: the best of 0.0-1.0 (then 0.42-0.58) on the
 # SciFact train split; see docs/benchmarks.md.
 FUSION_WEIGHT = 0.52
@@ -113,10 +113,13 @@ def _load_index(collection: Collection, built: CollectionBuilt) -> CollectionInd
     records = list(
         Paragraph.objects.filter(collection=collection)
         .order_by("ordinal")
-        .values_list("id", "ordinal", "document_id", "start_char", "end_char", "text", "section", "embedding")
+        .values_list("id", "ordinal", "document_id", "start_char", "end_char", "text", "section", "index", "embedding")
     )
     contexts = list(Paragraph.objects.filter(collection=collection).order_by("ordinal").values_list("context", flat=True))
-    rows = [Row(ordinal=o, document=d, start=s, end=e, text=t, section=sec) for _i, o, d, s, e, t, sec, _v in records]
+    rows = [
+        Row(ordinal=o, document=d, start=s, end=e, text=t, section=sec, index=k)
+        for _i, o, d, s, e, t, sec, k, _v in records
+    ]
     widths = {len(v) // 4 for *_rest, v in records if v is not None}
     if len(widths) > 1:
         raise Conflict(
@@ -271,7 +274,7 @@ def search_collection(
     payer = resolve_payer(key, on_behalf_of)
     _check_runaway(payer)
 
-    floor = _first_set(min_score, collection.min_score, settings.MIN_SCORE)
+    floor, floor_source = resolve_floor(collection, min_score)
     around = int(_first_set(around, collection.around, settings.AROUND))
     built = CollectionBuilt.objects.filter(collection=collection).first()
     if built is None:
@@ -292,23 +295,13 @@ def search_collection(
     top, relevance, rerank, fused_rank = _rerank(collection, index, question, scores, mask, floor, most, payer, top)
     order_by = scores if relevance is None else relevance
     runs = stitch([(index.rows[i].ordinal, float(order_by[i])) for i in top], readable, around)
-    paragraphs = [
-        {
-            "text": run.text,
-            "score": round(run.score, 6),
-            "document": index.document_names.get(run.document, ""),
-            "section": run.section,
-            "passages": run.passages,
-            "first": run.first,
-            "last": run.last,
-        }
-        for run in runs
-    ]
+    paragraphs = [_paragraph(run, index.document_names.get(run.document, ""), readable) for run in runs]
     if relevance is not None:
         _mark_reranked(paragraphs, runs, index, top, scores, fused_rank)
     answer = {
         "paragraphs": paragraphs,
         "floor": floor,
+        "floor_source": floor_source,
         "around": around,
         "mode": mode,
         "model": model,
@@ -380,6 +373,37 @@ def _lexical(index: CollectionIndex, question_terms: list[str]) -> tuple[np.ndar
         context.scores(question_terms) if context is not None else None,
         context.upper_bound(question_terms) if context is not None else 0.0,
     )
+
+
+def resolve_floor(collection: Collection, requested: float | None) -> tuple[float, str]:
+    """The floor in force and its source: the request's, else the collection's (`Collection.floor_in_force`):
+    measured off its known answers, its own override, or MIN_SCORE."""
+    if requested is not None:
+        return requested, "request"
+    measured = collection.known_answer_reports.measured_floor() if collection.floor_measured else None
+    return collection.floor_in_force(measured=measured, default=float(settings.MIN_SCORE))
+
+
+def _paragraph(run, document: str, readable: ReadableRows) -> dict:
+    """One paragraph of the answer, citable by seed 004's chunk id.
+
+    `chunk_id` is `<document>#<k>` of the paragraph the question matched, k its position within
+    its document: the id `export_index` writes in docs.jsonl, unchanged by rebuilds of other
+    documents. `chunk_ids` names every stored paragraph the text stitches, in document order.
+    `first`/`last` are positions across the whole collection, not ids: they shift whenever an
+    earlier document changes.
+    """
+    return {
+        "text": run.text,
+        "score": round(run.score, 6),
+        "document": document,
+        "section": run.section,
+        "passages": run.passages,
+        "chunk_id": f"{document}#{readable[run.hit].index}",
+        "chunk_ids": [f"{document}#{readable[o].index}" for o in range(run.first, run.last + 1)],
+        "first": run.first,
+        "last": run.last,
+    }
 
 
 def _first_set(*values):
