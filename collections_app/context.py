@@ -24,6 +24,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .chunking import HEADING, heading_lines
+
 # Share of a full context match added to the text's normalised BM25 (docs/decisions.md).
 CONTEXT_WEIGHT = 0.3
 SEPARATOR = " › "
@@ -33,29 +35,10 @@ MAX_TITLE_LINE = 200  # a longer first line is a paragraph, not a title
 # whose paragraphs were indexed by an older version, so no collection mixes the two silently.
 CONTEXT_VERSION = 1
 
-_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))??(?:[ \t]+#+)?[ \t]*")
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
-
-
 def _headings(text: str) -> list[tuple[int, int, str]]:
-    """(offset, level, name) of every ATX heading line outside fenced code, in order."""
-    found: list[tuple[int, int, str]] = []
-    fence: str | None = None
-    offset = 0
-    for line in text.split("\n"):
-        fence_match = _FENCE.match(line)
-        if fence_match:
-            marker = fence_match.group(1)
-            if fence is None:
-                fence = marker
-            elif marker[0] == fence[0] and len(marker) >= len(fence):
-                fence = None
-        elif fence is None:
-            heading = _ATX.fullmatch(line)
-            if heading and (heading.group(2) or "").strip():
-                found.append((offset, len(heading.group(1)), heading.group(2).strip()))
-        offset += len(line) + 1
-    return found
+    """(offset, level, name) of every named heading line outside fenced code, in order."""
+    return [(start, len(match.group(1)), match.group(2).strip())
+            for start, _end, match in heading_lines(text) if (match.group(2) or "").strip()]
 
 
 def document_title(name: str, text: str) -> str:
@@ -71,7 +54,7 @@ def document_title(name: str, text: str) -> str:
     lines = text.split("\n")
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is not None:
-        heading = _ATX.fullmatch(lines[first])
+        heading = HEADING.fullmatch(lines[first])
         if heading and (heading.group(2) or "").strip():
             return heading.group(2).strip()
     for _offset, level, heading_name in _headings(text):
@@ -116,7 +99,7 @@ def _first_text_line(text: str, start: int) -> int:
         end = text.find("\n", offset)
         end = len(text) if end < 0 else end
         line = text[offset:end]
-        heading = _ATX.fullmatch(line)
+        heading = HEADING.fullmatch(line)
         if line.strip() and not (heading and (heading.group(2) or "").strip()):
             return offset
         offset = end + 1

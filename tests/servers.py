@@ -7,6 +7,24 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+class JsonHandler(BaseHTTPRequestHandler):
+    """A quiet handler that answers JSON."""
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, status, payload):
+        data = json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout test)
+
+
 class JudgeServer:
     """An OpenAI-compatible /v1/chat/completions endpoint with a chosen behaviour.
 
@@ -19,10 +37,7 @@ class JudgeServer:
         self.requests: list[dict] = []
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
+        class Handler(JsonHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 server.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
@@ -44,17 +59,6 @@ class JudgeServer:
                                  "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": 120, "completion_tokens": 6, "total_tokens": 126},
                 })
-
-            def _send(self, status, payload):
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (a timeout test)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -78,10 +82,7 @@ class RerankServer:
         self.requests: list[dict] = []
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
+        class Handler(JsonHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 server.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
@@ -106,17 +107,6 @@ class RerankServer:
                     "results": [{"index": i, "relevance_score": s} for i, s in scored],
                     "usage": {"total_tokens": 10 * len(texts)},
                 })
-
-            def _send(self, status, payload):
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
