@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
+from django.db.models import Q
 from django.utils import timezone
 
 from ragsite import embedding
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, Forbidden, NotFound, RagsiteError, TooManyRequests
-from ragsite.fusion import hybrid_scores
+from ragsite.fusion import hybrid_scores, normalise_bm25, normalise_cosine
 from ragsite.lexical import BM25Index, terms
 
 from ..conf import settings
@@ -46,6 +47,7 @@ class CollectionIndex:
     """Everything a search needs from one build of one collection, held in memory."""
 
     built_at: object
+    passages: int  # the build record's count when loaded: a deleted document lowers it (see _current)
     model: str
     dimensions: int
     ids: np.ndarray  # paragraph id per row
@@ -94,15 +96,21 @@ _ivf_lock = threading.Lock()
 def collection_index(collection: Collection, built: CollectionBuilt) -> CollectionIndex:
     """The in-memory index of `collection`'s current build, loaded once per build per process."""
     cached = _cache.get(collection.pk)
-    if cached is not None and cached.built_at == built.built_at:
+    if _current(cached, built):
         return cached
     with _cache_lock:
         cached = _cache.get(collection.pk)
-        if cached is not None and cached.built_at == built.built_at:
+        if _current(cached, built):
             return cached
         index = _load_index(collection, built)
         _cache[collection.pk] = index
         return index
+
+
+def _current(cached: CollectionIndex | None, built: CollectionBuilt) -> bool:
+    # A new build changes built_at; deleting a document between builds lowers `passages`
+    # (services.documents), which every process sees at its next search.
+    return cached is not None and (cached.built_at, cached.passages) == (built.built_at, built.passages)
 
 
 def forget_index(collection_id: int) -> None:
@@ -137,6 +145,7 @@ def _load_index(collection: Collection, built: CollectionBuilt) -> CollectionInd
     names = dict(Document.objects.filter(collection=collection).values_list("id", "name"))
     return CollectionIndex(
         built_at=built.built_at,
+        passages=built.passages,
         model=built.model,
         dimensions=built.dimensions,
         ids=np.array([r[0] for r in records], dtype=np.int64),
@@ -155,10 +164,18 @@ def _load_index(collection: Collection, built: CollectionBuilt) -> CollectionInd
 
 
 def _readable_mask(collection: Collection, index: CollectionIndex, reader: Reader | None) -> np.ndarray:
-    """Rows this search may rank and stitch: active documents, and for a per-reader collection the reader's labels."""
-    # Documents out of search (in review, refused) are few; list those rather than the active ones.
-    held_back = list(collection.documents.exclude(status=Document.ACTIVE).values_list("id", flat=True))
+    """Rows this search may rank and stitch: enabled paragraphs of active, enabled documents, and for a
+    per-reader collection the reader's labels."""
+    # Documents out of search (in review, refused, disabled) are few; list those rather than the active ones.
+    held_back = list(
+        collection.documents.filter(~Q(status=Document.ACTIVE) | Q(enabled=False)).values_list("id", flat=True)
+    )
     mask = ~np.isin(index.documents, np.asarray(held_back, dtype=np.int64))
+    # Disabled paragraphs are read per search (a partial index holds only them), so a switch takes
+    # effect at the next question without waiting for a new build.
+    disabled = list(Paragraph.objects.filter(collection=collection, enabled=False).values_list("id", flat=True))
+    if disabled:
+        mask &= ~np.isin(index.ids, np.asarray(disabled, dtype=np.int64))
     if collection.per_reader and reader is not None:
         through = Paragraph.labels.through
         labelled = set(through.objects.filter(paragraph__collection=collection).values_list("paragraph_id", flat=True))
@@ -256,12 +273,15 @@ def search_collection(
     key: ApiKey | None = None,
     mode: str | None = None,
     max_most: int = MAX_MOST,
+    explain: bool = False,
 ) -> dict:
     """Search one of `agent`'s collections; returns the answer as a JSON-ready dict.
 
     `mode` narrows the ranking to one arm ("vector" or "lexical"); by default a
     collection with vectors is searched "hybrid". `max_most` lets in-process
-    callers such as the benchmarks ask for more than an agent may.
+    callers such as the benchmarks ask for more than an agent may. `explain` (the admin's playground,
+    never the API) adds ``explain``: each answer's pieces with their lexical and semantic parts, and how
+    many paragraphs at or above the floor this reader's labels hid (a count only).
     """
     question = validate_request(question, most, around, min_score, max_most)
     if mode is not None and mode not in MODES:
@@ -308,6 +328,9 @@ def search_collection(
         "refused": None,
         "rerank": rerank,
     }
+    if explain:
+        answer["explain"] = _explain(collection, index, runs, top, mask, scores, floor, cosine, bm25, bound,
+                                     reader_obj)
     _judge(answer, collection, question, payer)
     logger.info(
         "search %s/%s: mode %s, %d paragraphs, refused %s",
@@ -373,6 +396,35 @@ def _lexical(index: CollectionIndex, question_terms: list[str]) -> tuple[np.ndar
         context.scores(question_terms) if context is not None else None,
         context.upper_bound(question_terms) if context is not None else 0.0,
     )
+
+
+def _explain(collection, index, runs, top, mask, scores, floor, cosine, bm25, upper_bound, reader) -> dict:
+    """Why each answer scored what it did, piece by piece, for a person testing the collection."""
+    hits = {int(index.rows[i].ordinal) for i in top}
+    semantic = normalise_cosine(cosine) if cosine is not None else None
+    lexical = normalise_bm25(bm25, upper_bound) if bm25 is not None else None
+    pieces = []
+    for run in runs:
+        parts = []
+        for ordinal in range(run.first, run.last + 1):
+            position = index.position.get(ordinal)
+            if position is None or not mask[position]:
+                continue
+            parts.append({
+                "paragraph": int(index.ids[position]),
+                "ordinal": ordinal,
+                "text": index.rows[position].text,
+                "hit": ordinal in hits,
+                "score": round(float(scores[position]), 6),
+                "lexical": None if lexical is None else round(float(lexical[position]), 6),
+                "semantic": None if semantic is None else round(float(semantic[position]), 6),
+            })
+        pieces.append(parts)
+    hidden = 0
+    if reader is not None and collection.per_reader and index.size:
+        everyone = _readable_mask(collection, index, None)
+        hidden = int(np.count_nonzero(everyone & ~mask & (scores >= floor)))
+    return {"pieces": pieces, "hidden_by_labels": hidden}
 
 
 def resolve_floor(collection: Collection, requested: float | None) -> tuple[float, str]:

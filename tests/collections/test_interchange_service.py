@@ -307,3 +307,10 @@ def test_an_index_whose_tokens_nobody_could_count_names_no_tokenizer(handbook, o
     assert set(Paragraph.objects.filter(collection=copy).values_list("token_count", flat=True)) == {None}
     second = export_index(collection=copy, directory=tmp_path / "two")
     assert (second / "docs.jsonl").read_bytes() == (tmp_path / "rag" / "handbook" / "docs.jsonl").read_bytes()
+
+
+def test_export_leaves_out_disabled_paragraphs_and_documents(handbook, tmp_path):
+    Paragraph.objects.filter(collection=handbook, document__name="security.md").update(enabled=False)
+    Document.objects.filter(collection=handbook, name="travel.md").update(enabled=False)
+    index = fmt.read_index(export_index(collection=handbook, directory=tmp_path), index_id="handbook")
+    assert {c.doc_id for c in index.chunks} == {"leave.md"}

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('collections_app', '0004_known_answers'),
+        ('collections_app', '0005_admin_enable_refusal_measure'),
     ]
 
     operations = [
