@@ -268,6 +268,9 @@ class Document(models.Model):
     built_size = models.PositiveIntegerField(null=True, blank=True)
     built_overlap = models.PositiveIntegerField(null=True, blank=True)
     built_model = models.CharField(max_length=200, blank=True)
+    # The version of `context.py`'s representation its paragraphs were indexed with (0: none).
+    # A database default, so a store stays writable by code that predates the column.
+    built_context = models.PositiveSmallIntegerField(default=0, db_default=0)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -326,6 +329,8 @@ class Paragraph(models.Model):
     ordinal = models.PositiveIntegerField(help_text="Position across the whole collection.")
     index = models.PositiveIntegerField(help_text="Position within its document: the k of doc#k.")
     section = models.CharField(max_length=300, blank=True)
+    # "title › section › subsection": indexed beside the text (lexical and vector), never returned as it.
+    context = models.CharField(max_length=600, blank=True, default="", db_default="")
     text = models.TextField()
     start_char = models.PositiveIntegerField()
     end_char = models.PositiveIntegerField()
@@ -482,11 +487,11 @@ class MeasureRun(models.Model):
 class ModelCall(models.Model):
     """The ledger: one model call charged to one agent. Never the question, never a paragraph."""
 
-    JUDGE, EMBED = "judge", "embed"
+    JUDGE, EMBED, RERANK = "judge", "embed", "rerank"
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="model_calls")
     collection = models.ForeignKey(Collection, on_delete=models.SET_NULL, null=True, blank=True)
-    purpose = models.CharField(max_length=20, choices=[(JUDGE, "judge"), (EMBED, "embed")])
+    purpose = models.CharField(max_length=20, choices=[(JUDGE, "judge"), (EMBED, "embed"), (RERANK, "rerank")])
     model = models.CharField(max_length=200)
     tokens_in = models.PositiveIntegerField(default=0)
     tokens_out = models.PositiveIntegerField(default=0)

@@ -26,6 +26,7 @@ from ragsite.errors import Conflict, RagsiteError
 from .. import conf
 from ..chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
 from ..conf import settings
+from ..context import CONTEXT_VERSION, contexts_for, embedding_text
 from ..extract import CORRUPT, EMPTY, TOO_LARGE, Unreadable, extract, summarize_opening
 from ..interchange import fingerprint as text_fingerprint
 from ..models import (
@@ -154,6 +155,7 @@ class Prepared:
     kept: int = 0  # paragraphs a reused document already has
     tokens: list = field(default_factory=list)
     vectors: list = field(default_factory=list)  # bytes | None per piece
+    contexts: list = field(default_factory=list)  # "title › section" per piece (context.py)
 
 
 class Progress:
@@ -278,9 +280,9 @@ def _review_warnings(items) -> list[str]:
     return [f"{item.name} needs review: {'; '.join(item.warnings + item.conflicts)}" for item in items]
 
 
-def _known_vectors(collection: Collection, model: str) -> dict[str, bytes]:
+def _known_vectors(collection: Collection, model: str) -> dict[tuple[str, str], bytes]:  # a vector embeds both
     rows = Paragraph.objects.filter(collection=collection, document__built_model=model, embedding__isnull=False)
-    return dict(rows.values_list("fingerprint", "embedding"))
+    return {(fp, context): vector for fp, context, vector in rows.values_list("fingerprint", "context", "embedding")}
 
 
 def _prepare(source, document, collection, embedder, method, size, overlap, run) -> Prepared:
@@ -298,8 +300,8 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run)
         document is not None
         and document.status != Document.REFUSED
         and document.fingerprint == fingerprint
-        and (document.built_method, document.built_size, document.built_overlap, document.built_model)
-        == (method, size, overlap, embedder.model)
+        and (document.built_method, document.built_size, document.built_overlap, document.built_model,
+             document.built_context) == (method, size, overlap, embedder.model, CONTEXT_VERSION)
     )
     if unchanged:
         item.reused, item.kept = True, document.paragraph_count
@@ -321,6 +323,7 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run)
             "is a document that should be several sources"
         )
     item.pieces = list(pieces)
+    item.contexts = contexts_for(source.name, extracted.text, [p.start for p in item.pieces])
     item.tokens = [embedder.count_tokens(p.text) for p in item.pieces]
     item.summary = summarize_opening(extracted.text)
     if not item.pieces:
@@ -399,7 +402,7 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
             continue
         item.vectors = [None] * len(item.pieces)
         for i, piece in enumerate(item.pieces):
-            vector = known_vectors.get(text_fingerprint(piece.text))
+            vector = known_vectors.get((text_fingerprint(piece.text), item.contexts[i]))
             if vector is not None:
                 item.vectors[i] = bytes(vector)
             elif not lexical_only:
@@ -407,13 +410,12 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
     progress.save(force=True, paragraphs_total=len(todo), paragraphs_done=0)
     if not todo:
         return
-    # One call carries EMBED_CONCURRENCY batches, so the http backend can send them at once
-    # (progress is saved per call).
+    # EMBED_CONCURRENCY batches a call, so the http backend sends them at once (progress per call).
     batch = max(1, int(settings.EMBED_BATCH_SIZE)) * max(1, int(settings.EMBED_CONCURRENCY))
     tokens_used = 0
     for start in range(0, len(todo), batch):
         chunk_of = todo[start : start + batch]
-        embedded = embedder.embed_with_usage([item.pieces[i].text for item, i in chunk_of])
+        embedded = embedder.embed_with_usage([embedding_text(item.pieces[i].text, item.contexts[i]) for item, i in chunk_of])
         vectors = np.asarray(embedded.vectors, dtype="<f4")
         for (item, i), vector in zip(chunk_of, vectors, strict=True):
             item.vectors[i] = vector.tobytes()
@@ -473,7 +475,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                 document.paragraph_count = len(stored.get(document.pk, []))
             else:
                 document.built_method, document.built_model = collection.method, embedder.model
-                document.built_size, document.built_overlap = size, overlap
+                document.built_size, document.built_overlap, document.built_context = size, overlap, CONTEXT_VERSION
                 document.paragraph_count = len(item.pieces)
             if document.pk is None:
                 document.updated_at = now
@@ -503,11 +505,8 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                 model=embedder.model,
                 dimensions=embedder.dimensions,
                 method=collection.method,
-                built_from=collection.built_from,
-                passages=passages,
-                built_at=now,
-                refused=refused,
-                index_id="",  # built here: its index_id is the collection's name
+                built_from=collection.built_from, passages=passages, built_at=now,
+                refused=refused, index_id="",  # built here: the IVF seeds from the collection's name
             ),
         )
         Collection.objects.filter(pk=collection.pk).exclude(rebuild_needed="").update(rebuild_needed="")
@@ -525,7 +524,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
 
 BUILD_FIELDS = (
     "fingerprint", "status", "refusal", "summary", "scan_warnings", "conflicts", "paragraph_count",
-    "built_method", "built_size", "built_overlap", "built_model",
+    "built_method", "built_size", "built_overlap", "built_model", "built_context",
 )
 
 
@@ -551,12 +550,9 @@ def _replace_paragraphs(document: Document, item: Prepared, agent: Agent, ordina
                 agent_id=agent.agent_id,
                 collection_id=document.collection_id,
                 document=document,
-                ordinal=ordinal + index,
-                index=index,
-                section=(piece.section or "")[:300],
-                text=piece.text,
-                start_char=piece.start,
-                end_char=piece.end,
+                ordinal=ordinal + index, index=index, section=(piece.section or "")[:300],
+                context=item.contexts[index] if index < len(item.contexts) else "", text=piece.text,
+                start_char=piece.start, end_char=piece.end,
                 token_count=item.tokens[index] if index < len(item.tokens) else None,
                 fingerprint=text_fingerprint(piece.text),
                 embedding=item.vectors[index] if item.vectors else None,
@@ -577,14 +573,14 @@ def _replace_paragraphs(document: Document, item: Prepared, agent: Agent, ordina
 def _candidate_paragraphs(collection: Collection, prepared: list[Prepared], existing: dict) -> list[tuple]:
     """The paragraphs `_commit` will leave, in its ordinal order, for measuring a build before its swap.
 
-    One tuple per paragraph: (document, searched, start, end, text, section, vector bytes or None),
-    where ``document`` tells documents apart and ``searched`` says whether a search ranks it.
+    One tuple per paragraph: (document, searched, start, end, text, section, vector bytes or None,
+    context), where ``document`` tells documents apart and ``searched`` says whether a search ranks it.
     """
     reused = {existing[p.name].pk for p in prepared if p.reused}
     stored: dict[int, list[tuple]] = defaultdict(list)
     if reused:
         rows = Paragraph.objects.filter(collection=collection).order_by("document_id", "index").values_list(
-            "document_id", "start_char", "end_char", "text", "section", "embedding")
+            "document_id", "start_char", "end_char", "text", "section", "embedding", "context")
         for document_id, *row in rows.iterator(chunk_size=2000):
             if document_id in reused:
                 stored[document_id].append(tuple(row))
@@ -597,7 +593,7 @@ def _candidate_paragraphs(collection: Collection, prepared: list[Prepared], exis
         if item.reused:
             pieces = stored[existing[item.name].pk]
         else:
-            pieces = [(p.start, p.end, p.text, (p.section or "")[:300], item.vectors[i] if item.vectors else None)
-                      for i, p in enumerate(item.pieces)]
+            pieces = [(p.start, p.end, p.text, (p.section or "")[:300], item.vectors[i] if item.vectors else None,
+                       item.contexts[i]) for i, p in enumerate(item.pieces)]
         paragraphs.extend((number, searched, *piece) for piece in pieces)
     return paragraphs

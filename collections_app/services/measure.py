@@ -175,7 +175,8 @@ def measure_collection(
         for done, variant in enumerate(chosen, start=1):
             try:
                 rows.append(measure_variant(texts, variant, checked, cache=cache, weight=FUSION_WEIGHT,
-                                            most=most, floor=floor, tokens=embedder))
+                                            most=most, floor=floor, tokens=embedder,
+                                            names=[name for name, _ in fingerprints]))
             except ChunkingError as exc:
                 skipped.append({"method": variant.method, "size": variant.size, "reason": str(exc)})
             finished = done

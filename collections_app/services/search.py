@@ -23,9 +23,11 @@ from ragsite.fusion import hybrid_scores, normalise_bm25, normalise_cosine
 from ragsite.lexical import BM25Index, terms
 
 from ..conf import settings
+from ..context import lexical_with_context
 from ..ivf import IVFLists, build_lists
 from ..judge import JudgeUnavailable, ask_judge
 from ..models import Agent, ApiKey, Collection, CollectionBuilt, Document, ModelCall, Paragraph, Reader
+from ..rerank import RerankUnavailable, ask_reranker
 from ..stitch import Row, stitch
 from .agents import get_collection
 from .ledger import record_call, spent_today
@@ -60,6 +62,8 @@ class CollectionIndex:
     ivf: IVFLists | None = None
     ivf_rows: np.ndarray | None = None  # index row of each IVF row (the rows that hold a vector)
     ivf_vectors: np.ndarray | None = None  # the rows the IVF lists name (the matrix itself when all hold one)
+    # BM25 over each row's "title › section" (context.py); None when no row has a context.
+    context_bm25: BM25Index | None = None
 
     @property
     def size(self) -> int:
@@ -120,6 +124,7 @@ def _load_index(collection: Collection, built: CollectionBuilt) -> CollectionInd
         .order_by("ordinal")
         .values_list("id", "ordinal", "document_id", "start_char", "end_char", "text", "section", "index", "embedding")
     )
+    contexts = list(Paragraph.objects.filter(collection=collection).order_by("ordinal").values_list("context", flat=True))
     rows = [
         Row(ordinal=o, document=d, start=s, end=e, text=t, section=sec, index=k)
         for _i, o, d, s, e, t, sec, k, _v in records
@@ -152,6 +157,7 @@ def _load_index(collection: Collection, built: CollectionBuilt) -> CollectionInd
         bm25=BM25Index.from_texts(r.text for r in rows),
         document_names=names,
         position={row.ordinal: i for i, row in enumerate(rows)},
+        context_bm25=BM25Index.from_texts(contexts) if any(contexts) else None,
     )
 
 
@@ -306,15 +312,19 @@ def search_collection(
     if mode == "vector" and cosine is None:
         raise Conflict(f'collection "{collection.name}" holds no vectors to search', code="no_vectors")
     question_terms = terms(question)
-    bm25 = None if mode == "vector" else index.bm25.scores(question_terms)
-    scores, mode = hybrid_scores(cosine, bm25, index.bm25.upper_bound(question_terms), weight=FUSION_WEIGHT)
+    bm25, bound = _lexical(index, question_terms) if mode != "vector" else (None, 0.0)
+    scores, mode = hybrid_scores(cosine, bm25, bound, weight=FUSION_WEIGHT)
 
     mask = _readable_mask(collection, index, reader_obj)
     eligible = np.flatnonzero(mask & (scores >= floor)) if index.size else np.zeros(0, dtype=np.int64)
     top = eligible[np.argsort(-scores[eligible], kind="stable")[:most]]
     readable = ReadableRows(index, mask)
-    runs = stitch([(index.rows[i].ordinal, float(scores[i])) for i in top], readable, around)
+    top, relevance, rerank, fused_rank = _rerank(collection, index, question, scores, mask, floor, most, payer, top)
+    order_by = scores if relevance is None else relevance
+    runs = stitch([(index.rows[i].ordinal, float(order_by[i])) for i in top], readable, around)
     paragraphs = [_paragraph(run, index.document_names.get(run.document, ""), readable) for run in runs]
+    if relevance is not None:
+        _mark_reranked(paragraphs, runs, index, top, scores, fused_rank)
     answer = {
         "paragraphs": paragraphs,
         "floor": floor,
@@ -323,16 +333,76 @@ def search_collection(
         "mode": mode,
         "model": model,
         "refused": None,
+        "rerank": rerank,
     }
     if explain:
-        answer["explain"] = _explain(collection, index, runs, top, mask, scores, floor, cosine, bm25,
-                                     index.bm25.upper_bound(question_terms), reader_obj)
+        answer["explain"] = _explain(collection, index, runs, top, mask, scores, floor, cosine, bm25, bound,
+                                     reader_obj)
     _judge(answer, collection, question, payer)
     logger.info(
         "search %s/%s: mode %s, %d paragraphs, refused %s",
         agent.agent_id, collection.name, mode, len(answer["paragraphs"]), answer["refused"],
     )
     return answer
+
+
+def _rerank(collection, index: CollectionIndex, question: str, scores: np.ndarray, mask: np.ndarray, floor: float,
+            most: int, payer: Agent | None, top: np.ndarray):
+    """Reorder the top ``RERANK_DEPTH`` readable candidates by the reranker, before the floor.
+
+    Returns the rows to stitch, their relevance by row (None when the fused order stands), the
+    answer's ``rerank`` field, and each candidate's position in the fused order. The floor still
+    applies to the fused score, whose scale it was calibrated on; the reranker only decides the
+    order. Any failure keeps the fused order.
+    """
+    if not settings.RERANK_URL:
+        return top, None, {"status": "not configured"}, {}
+    if _over_budget(payer):
+        return top, None, {"status": "over budget"}, {}
+    readable = np.flatnonzero(mask)
+    depth = max(int(settings.RERANK_DEPTH), most)
+    candidates = readable[np.argsort(-scores[readable], kind="stable")[:depth]]
+    if candidates.size == 0:
+        return top, None, {"status": "nothing to rerank"}, {}
+    try:
+        reranked = ask_reranker(
+            url=settings.RERANK_URL, model=settings.RERANK_MODEL, api_key=settings.RERANK_API_KEY,
+            timeout=float(settings.RERANK_TIMEOUT), question=question,
+            documents=[index.rows[i].text for i in candidates],
+        )
+    except RerankUnavailable as exc:
+        logger.warning("reranker unavailable for %s/%s: %s", collection.agent.agent_id, collection.name, exc)
+        return top, None, {"status": "unavailable"}, {}
+    if payer is not None:
+        record_call(agent=payer, collection=collection, purpose=ModelCall.RERANK, model=reranked.model,
+                    tokens_in=reranked.tokens)
+    relevance = np.full(index.size, -np.inf)
+    relevance[candidates] = reranked.scores
+    order = candidates[np.argsort(-relevance[candidates], kind="stable")]
+    fused_rank = {index.rows[i].ordinal: position for position, i in enumerate(candidates.tolist(), start=1)}
+    status = {"status": "reranked", "model": reranked.model, "depth": int(candidates.size)}
+    return order[scores[order] >= floor][:most], relevance, status, fused_rank
+
+
+def _mark_reranked(paragraphs: list[dict], runs, index: CollectionIndex, top: np.ndarray, scores: np.ndarray,
+                   fused_rank: dict[int, int]) -> None:
+    """Each stitched paragraph's fused score and fused position beside the reranker's score that ordered it."""
+    fused = {index.rows[i].ordinal: float(scores[i]) for i in top}
+    for paragraph, run in zip(paragraphs, runs, strict=True):
+        hits = [o for o in range(run.first, run.last + 1) if o in fused]
+        paragraph["rerank_score"] = paragraph["score"]
+        paragraph["score"] = round(max(fused[o] for o in hits), 6)
+        paragraph["fused_rank"] = min(fused_rank[o] for o in hits)
+
+
+def _lexical(index: CollectionIndex, question_terms: list[str]) -> tuple[np.ndarray, float]:
+    """The seed-004 BM25 of each row's text with its context's share added (context.py), and the bound."""
+    context = index.context_bm25
+    return lexical_with_context(
+        index.bm25.scores(question_terms), index.bm25.upper_bound(question_terms),
+        context.scores(question_terms) if context is not None else None,
+        context.upper_bound(question_terms) if context is not None else 0.0,
+    )
 
 
 def _explain(collection, index, runs, top, mask, scores, floor, cosine, bm25, upper_bound, reader) -> dict:

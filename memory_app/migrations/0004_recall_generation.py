@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('collections_app', '0006_built_index_id'),
+        ('collections_app', '0007_built_index_id'),
         ('memory_app', '0003_records_forget_stale_counts'),
     ]
 

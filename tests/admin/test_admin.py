@@ -637,6 +637,22 @@ def test_the_playground_runs_the_search_service_and_shows_the_answer(admin_clien
     assert url("paragraph_change", capped.pk) in body and 'data-role="hit"' in body and 'data-role="parts"' in body
 
 
+def test_the_playground_shows_reranked_positions_beside_the_fused_score(admin_client, handbook, settings):
+    from tests.servers import RerankServer, serving
+
+    with serving(RerankServer(favourite="lapse")) as reranker:
+        settings.RERANK_URL, settings.RERANK_MODEL = reranker.url + "/v1/rerank", "rerank-mini"
+        response = admin_client.post(url("collection_playground"), {
+            "collection": handbook.pk, "question": "how many days of annual leave carry over", "most": 3,
+            "around": 0, "min_score": "0",
+        })
+    [answer] = response.context["answers"]
+    assert answer["rerank"]["status"] == "reranked" and "lapse" in answer["paragraphs"][0]["text"]
+    body = response.content.decode()
+    assert "rerank-mini reordered the top" in body
+    assert f"reranked 0.900, fused #{answer['paragraphs'][0]['fused_rank']}" in body
+
+
 def test_playground_errors_are_messages_not_server_errors(admin_client, agent, knowledge_folder):
     secret = make_built(agent, knowledge_folder, "secret", {"a.md": HANDBOOK["leave.md"]}, per_reader=True)
     never = create_collection(agent=agent, name="never")

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('collections_app', '0005_admin_enable_refusal_measure'),
+        ('collections_app', '0006_paragraph_context_rerank'),
     ]
 
     operations = [
