@@ -44,9 +44,12 @@ def check_store_schema_at_start(app_configs=None, databases=None, **kwargs):
 MINIMUMS = {
     "EMBED_TIMEOUT": (0.001, "seconds to wait for the embedder"),
     "JUDGE_TIMEOUT": (0.001, "seconds to wait for the judge"),
+    "RERANK_TIMEOUT": (0.001, "seconds to wait for the reranker"),
+    "RERANK_DEPTH": (1, "fused candidates sent to the reranker"),
     "EMBED_BATCH_SIZE": (1, "texts per embedding request"),
+    "EMBED_CONCURRENCY": (1, "embedding requests in flight at once"),
     "IVF_MIN_PARAGRAPHS": (0, "paragraphs from which search takes the IVF path (0: never)"),
-    "IVF_NPROBE": (1, "IVF lists a search probes"),
+    "IVF_NPROBE": (0, "IVF lists a search probes (0: as many as the build measured for IVF_RECALL)"),
     "BUILD_HEARTBEAT_TIMEOUT": (1, "seconds of silence before a build counts as dead"),
     "MAX_UPLOAD_BYTES": (1, "bytes an uploaded document may have"),
     "HEALTH_REPAIR_MINUTES": (1, "minutes between scheduled health repairs"),
@@ -78,7 +81,7 @@ def check_settings(app_configs=None, **kwargs):
         errors.append(Error(
             f"MIN_SCORE is {floor!r}; it must be a number from 0 to 1",
             hint="Scores are in [0, 1]: a floor above 1 returns nothing for every question, below 0 it is "
-            "no floor. 0 turns the floor off; 0.25 is the default.",
+            "no floor. 0 turns the floor off; 0.22 is the default (docs/benchmarks.md, \"The floor\").",
             id="collections.E003",
         ))
     for name in ("EMBED_URL", "JUDGE_URL"):
@@ -90,6 +93,14 @@ def check_settings(app_configs=None, **kwargs):
                 "http://127.0.0.1:8080 or https://api.openai.com/v1.",
                 id="collections.E004",
             ))
+    problem = url_problem(settings.RERANK_URL)
+    if problem:
+        errors.append(Error(
+            f"RERANK_URL {problem}",
+            hint="Give the reranking endpoint's full URL, http or https, e.g. http://127.0.0.1:8080/rerank "
+            "(text-embeddings-inference) or https://api.jina.ai/v1/rerank.",
+            id="collections.E004",
+        ))
     if settings.EMBED_BACKEND == "http" and not (settings.EMBED_URL or "").strip():
         errors.append(Error(
             "EMBED_BACKEND is http but EMBED_URL is empty", hint="Set EMBED_URL to the embedding endpoint's base URL.",
@@ -103,6 +114,13 @@ def check_settings(app_configs=None, **kwargs):
                 hint="See docs/configuration.md for what each setting means and its default.",
                 id="collections.E005",
             ))
+    recall = settings.IVF_RECALL
+    if not _number(recall) or not 0 < recall <= 1:
+        errors.append(Error(
+            f"IVF_RECALL is {recall!r}; it must be a number above 0 and at most 1",
+            hint="The recall@10 against the exact scan an IVF build measures its nprobe for; 0.95 is the default.",
+            id="collections.E005",
+        ))
     problem = prices_problem(settings.MODEL_PRICES)
     if problem:
         errors.append(Error(

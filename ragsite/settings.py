@@ -136,16 +136,24 @@ EMBED_MODEL = env("EMBED_MODEL", default="")
 EMBED_API_KEY = env("EMBED_API_KEY", default="")
 EMBED_TIMEOUT = env.float("EMBED_TIMEOUT", default=30.0)
 EMBED_BATCH_SIZE = env.int("EMBED_BATCH_SIZE", default=64)
+EMBED_CONCURRENCY = env.int("EMBED_CONCURRENCY", default=4)
 
 JUDGE_URL = env("JUDGE_URL", default="")
 JUDGE_MODEL = env("JUDGE_MODEL", default="")
 JUDGE_API_KEY = env("JUDGE_API_KEY", default="")
 JUDGE_TIMEOUT = env.float("JUDGE_TIMEOUT", default=20.0)
+# The optional reranker: a Cohere/Jina/TEI-compatible /rerank endpoint (collections_app/rerank.py).
+RERANK_URL = env("RERANK_URL", default="")
+RERANK_MODEL = env("RERANK_MODEL", default="")
+RERANK_API_KEY = env("RERANK_API_KEY", default="")
+RERANK_TIMEOUT = env.float("RERANK_TIMEOUT", default=10.0)
+RERANK_DEPTH = env.int("RERANK_DEPTH", default=30)
 
-MIN_SCORE = env.float("MIN_SCORE", default=0.25)
+MIN_SCORE = env.float("MIN_SCORE", default=0.22)
 AROUND = env.int("AROUND", default=1)
 IVF_MIN_PARAGRAPHS = env.int("IVF_MIN_PARAGRAPHS", default=50000)
-IVF_NPROBE = env.int("IVF_NPROBE", default=8)
+IVF_NPROBE = env.int("IVF_NPROBE", default=0)
+IVF_RECALL = env.float("IVF_RECALL", default=0.95)
 MODEL_PRICES = env.json("MODEL_PRICES", default={})
 # Known answers (docs/measure.md): the share of answers a measured floor keeps when answers and
 # controls do not separate, and the gate — unset: off; N: refuse a build that loses more than N.
