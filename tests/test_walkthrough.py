@@ -202,7 +202,7 @@ def test_from_make_run_to_a_labelled_rebuilt_searched_collection(processes, chro
         page.fill("#id_new_labels", "security")
         page.click("#label-apply")
         page.wait_for_selector("ul.messagelist")
-        assert "Added security to 1 paragraph(s)" in page.inner_text("ul.messagelist")
+        assert "Added security to 1 paragraph" in page.inner_text("ul.messagelist")
 
         # A reader holding the label (the README's create_reader), then the playground as that reader.
         processes.run("create_reader", "alice@example.com", "--label", "security", env=env)

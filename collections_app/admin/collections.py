@@ -55,7 +55,8 @@ class CollectionForm(forms.ModelForm):
             # The admin renders help text as HTML, so the placeholder's brackets are escaped.
             self.fields["name"].help_text = escape(
                 "Letters, digits, '-' and '_'; the name cannot be changed once saved. The documents come from "
-                "the folder chosen below, or from KNOWLEDGE_<AGENT>__<NAME>_FOLDER when that is set."
+                "the folder chosen below, or from KNOWLEDGE_<AGENT>__<NAME>_FOLDER (or KNOWLEDGE_<NAME>_FOLDER) "
+                "when that is set."
             )
         self.fields["min_score"].label = "Floor"
         self.fields["min_score"].help_text = "The lowest score a result may have (0–1); empty = this server's MIN_SCORE."

@@ -261,7 +261,7 @@ def test_the_change_page_shows_the_bar_the_history_and_the_source_by_variable(ad
     assert 'role="progressbar"' in body and 'aria-valuenow="100"' in body and 'data-active="false"' in body
     assert f'data-url="{url("collection_progress", handbook.pk)}"' in body
     assert body.count("rs-status-succeeded") >= 2  # the bar's badge and the history rows
-    assert "KNOWLEDGE_HANDBOOK_FOLDER and 0 uploaded document(s)" in body
+    assert "KNOWLEDGE_HANDBOOK_FOLDER and 0 uploaded documents" in body
     for run in handbook.runs.all():
         assert url("buildrun_change", run.pk) in body
 
