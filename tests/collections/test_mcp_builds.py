@@ -89,9 +89,11 @@ def test_collections_lists_the_callers_collections_with_their_last_build(client,
 def test_recall_takes_question_and_still_accepts_query(client, keyed):
     _agent, raw = keyed
     call_tool(client, raw, "store", {"text": "The staging database password rotates every Monday."})
+    call_tool(client, raw, "store", {"text": "Deployed the search service on Tuesday.", "kind": "ep"})
     asked = "when does the staging password rotate"
-    for arguments in ({"question": asked}, {"query": asked}):
-        assert len(call_tool(client, raw, "recall", arguments)["structuredContent"]["records"]) == 1
+    for arguments in ({"question": asked, "most": 1}, {"query": asked, "most": 1}):
+        records = call_tool(client, raw, "recall", arguments)["structuredContent"]["records"]
+        assert len(records) == 1 and "rotates every Monday" in records[0]["excerpt"]["text"]
     for arguments in ({}, {"question": "a", "query": "b"}):
         assert tool_error(call_tool(client, raw, "recall", arguments))["code"] == "invalid_arguments"
 
