@@ -29,6 +29,7 @@ $(NODE_STAMP): tests/collections/package-lock.json
 install: $(STAMP) $(NODE_STAMP)
 
 migrate: install
+	@grep -qs '^SECRET_KEY=' .env || echo "SECRET_KEY=$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))')" >> .env
 	$(PY) manage.py migrate --noinput
 
 demo: migrate

@@ -10,6 +10,9 @@ it reads `django.conf.settings` lazily through each app's `conf.py`, so
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
+
+from ragsite.security import DEVELOPMENT_KEY
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -19,9 +22,26 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 # --- Django core -----------------------------------------------------------
 
 DEBUG = env.bool("DEBUG", default=False)
-SECRET_KEY = env("SECRET_KEY", default="ragsite-insecure-development-key-change-me")
+# The fallback is public: with DEBUG off the server refuses to start with it
+# (ragsite.security, check ragsite.E001); `make run` writes a random key into .env.
+SECRET_KEY = env("SECRET_KEY", default="") or DEVELOPMENT_KEY
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+# Behind TLS (docs/security.md, "Production settings"): all off by default so the
+# embedded default keeps working over plain http on 127.0.0.1.
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=False)
+# "HTTP_X_FORWARDED_PROTO,https" when a proxy you trust terminates TLS and sets that header;
+# never set it when clients can reach the server without passing through that proxy.
+_proxy_ssl_header = env.list("SECURE_PROXY_SSL_HEADER", default=[])
+if _proxy_ssl_header and len(_proxy_ssl_header) != 2:
+    raise ImproperlyConfigured('SECURE_PROXY_SSL_HEADER is "<header>,<value>", e.g. "HTTP_X_FORWARDED_PROTO,https"')
+SECURE_PROXY_SSL_HEADER = tuple(_proxy_ssl_header) or None
 
 INSTALLED_APPS = [
     "django.contrib.admin",
