@@ -137,6 +137,8 @@ class Collection(models.Model):
     min_score = models.FloatField(null=True, blank=True, help_text="Floor override; empty = MIN_SCORE.")
     around = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Around override; empty = AROUND.")
     created_at = models.DateTimeField(default=timezone.now)
+    # Bumped by every build request; a build may commit only while it holds the latest (its lease).
+    build_generation = models.PositiveIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["agent__agent_id", "name"]
@@ -292,6 +294,8 @@ class BuildRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # The collection's build_generation when this build was requested: with the id, its lease.
+    generation = models.PositiveIntegerField(default=0, editable=False)
     documents_total = models.PositiveIntegerField(default=0)
     documents_done = models.PositiveIntegerField(default=0)
     paragraphs_total = models.PositiveIntegerField(default=0)

@@ -1,3 +1,4 @@
+from collections_app import schedules as collection_schedules
 from collections_app.management.base import ServiceCommand
 from memory_app.schedules import HEALTH_REPAIR, ensure_schedules
 
@@ -6,8 +7,8 @@ class Command(ServiceCommand):
     help = "Create (or bring up to date) the django-q2 schedules ragsite needs. Safe to run any number of times."
 
     def handle(self, *args, **options):
-        created = ensure_schedules()
+        created = ensure_schedules() + collection_schedules.ensure_schedules()
         if created:
             self.stdout.write("Created: " + ", ".join(created))
         else:
-            self.stdout.write(f"Up to date: {HEALTH_REPAIR}")
+            self.stdout.write(f"Up to date: {HEALTH_REPAIR}, {collection_schedules.SWEEP_STALE_BUILDS}")
