@@ -110,6 +110,8 @@ def create_collection(
 
 def get_collection(*, agent: Agent, name: str) -> Collection:
     """The agent's own collection; another agent's answers exactly as a missing one does."""
+    if "\x00" in name:  # no name holds one, and PostgreSQL refuses to compare with it
+        raise NotFound(f'no collection "{name}"', code="unknown_collection")
     try:
         return Collection.objects.select_related("agent").get(agent=agent, name=name)
     except Collection.DoesNotExist:

@@ -25,7 +25,7 @@ from ..ivf import IVFIndex
 from ..judge import JudgeUnavailable, ask_judge
 from ..lexical import BM25Index, terms
 from ..models import Agent, ApiKey, Collection, CollectionBuilt, Document, ModelCall, Paragraph, Reader
-from ..stitch import Row, stitch
+from ..stitch import Row, cut_hidden_overlap, stitch
 from .agents import get_collection
 from .ledger import record_call, spent_today
 
@@ -64,7 +64,13 @@ class CollectionIndex:
 
 
 class ReadableRows(Mapping):
-    """The rows a search may use, by ordinal, without building a dict of them on every search."""
+    """The rows a search may use, by ordinal, without building a dict of them on every search.
+
+    A row comes back without the text it shares with an earlier row of its document that this
+    search may not read: the structure strategy's overlap copies the end of a piece into the
+    next, and labels are per paragraph (and change after a build), so that copy is cut here,
+    for this reader, rather than trusted to match at build time. See docs/security.md.
+    """
 
     def __init__(self, index: CollectionIndex, mask: np.ndarray):
         self.index, self.mask = index, mask
@@ -73,7 +79,7 @@ class ReadableRows(Mapping):
         position = self.index.position.get(ordinal)
         if position is None or not self.mask[position]:
             raise KeyError(ordinal)
-        return self.index.rows[position]
+        return cut_hidden_overlap(self.index.rows, position, self.mask)
 
     def __iter__(self):
         return (self.index.rows[i].ordinal for i in np.flatnonzero(self.mask))
@@ -155,7 +161,7 @@ def _readable_mask(collection: Collection, index: CollectionIndex, reader: Reade
         labelled = set(through.objects.filter(paragraph__collection=collection).values_list("paragraph_id", flat=True))
         allowed = set(
             through.objects.filter(
-                paragraph__collection=collection, label__in=reader.labels.all()
+                paragraph__collection=collection, label__in=reader.labels.all() if reader.pk else []
             ).values_list("paragraph_id", flat=True)
         )
         # A paragraph with no labels is readable by anybody (seed 000's decision);
@@ -166,29 +172,36 @@ def _readable_mask(collection: Collection, index: CollectionIndex, reader: Reade
     return mask
 
 
+NO_LABELS = Reader(external_id="")  # an unsaved reader holding nothing: reads unlabelled paragraphs only
+
+
 def _resolve_reader(collection: Collection, reader: str | None) -> Reader | None:
-    if reader is None or reader == "":
-        if collection.per_reader:
-            raise RagsiteError(
-                f'collection "{collection.name}" answers per reader: say which reader with "reader"',
-                code="reader_required",
-            )
+    """The reader a per-reader search answers for. An unknown id reads as a reader holding no
+    labels (unlabelled paragraphs only), exactly like a known reader holding none, so the
+    answer never says whether an id exists; a collection that is not per-reader ignores it."""
+    if not collection.per_reader:
         return None
-    found = Reader.objects.filter(external_id=reader).first()
-    if found is None:
-        raise Forbidden("this reader is not known here", code="unknown_reader")
-    return found
+    if reader is None or reader == "":
+        raise RagsiteError(
+            f'collection "{collection.name}" answers per reader: say which reader with "reader"',
+            code="reader_required",
+        )
+    if "\x00" in reader or len(reader) > 200:  # cannot be stored, so cannot be known; never queried
+        return NO_LABELS
+    return Reader.objects.filter(external_id=reader).first() or NO_LABELS
 
 
 def resolve_payer(key: ApiKey | None, on_behalf_of: str | None) -> Agent | None:
     """The agent model calls are charged to; None when nobody was named (then nothing is recorded)."""
     if not on_behalf_of:
         return None
-    payer = Agent.objects.filter(agent_id=on_behalf_of).first()
+    if key is not None and not key.may_act_for_others and on_behalf_of != key.agent.agent_id:
+        # Decided before any lookup: another installation's agent and a name nobody holds get
+        # one status and one message, so ids cannot be probed (D13).
+        raise Forbidden("this key may only charge its own agent", code="not_allowed_for_agent")
+    payer = None if "\x00" in on_behalf_of else Agent.objects.filter(agent_id=on_behalf_of).first()
     if payer is None:
         raise RagsiteError(f'onBehalfOf names no known agent ("{on_behalf_of[:100]}")', code="unknown_agent")
-    if key is not None and payer.pk != key.agent_id and not key.may_act_for_others:
-        raise Forbidden("this key may only charge its own agent", code="not_allowed_for_agent")
     return payer
 
 
@@ -284,6 +297,7 @@ def search_collection(
     top = eligible[np.argsort(-scores[eligible], kind="stable")[:most]]
     readable = ReadableRows(index, mask)
     runs = stitch([(index.rows[i].ordinal, float(scores[i])) for i in top], readable, around)
+    runs = [run for run in runs if run.text.strip()]  # a hit wholly inside a hidden neighbour's copy
     paragraphs = [
         {
             "text": run.text,
