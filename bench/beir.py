@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from ragsite import embedding
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -131,9 +133,7 @@ def main() -> None:
     if args.sweep:
         # Eleven passes ask the same questions: embed each once. The embedder is
         # deterministic, so this changes the time a sweep takes, not its figures.
-        from collections_app import conf
-
-        conf.get_embedder = memoised(conf.get_embedder())
+        embedding.get_embedder = memoised(embedding.get_embedder())
 
     # One warm-up search loads the index (and, with --ivf, builds the IVF) outside the timing.
     started = time.perf_counter()

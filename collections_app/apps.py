@@ -8,7 +8,11 @@ class CollectionsConfig(AppConfig):
     verbose_name = "Knowledge collections"
 
     def ready(self):
-        from . import checks, signals  # noqa: F401  (registers the system checks and the store guard)
-        from .schedules import after_migrate
+        from ragsite.mcp import set_authenticator
 
+        from . import checks, mcp_tools, signals  # noqa: F401  (system checks, MCP tools, the store guard)
+        from .schedules import after_migrate
+        from .services.agents import key_from_request
+
+        set_authenticator(key_from_request)
         post_migrate.connect(after_migrate, sender=self, dispatch_uid="collections_app_after_migrate")

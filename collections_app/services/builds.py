@@ -9,31 +9,32 @@ fails half way leaves the collection exactly as it was, still answering.
 import hashlib
 import logging
 import re
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from ragsite import embedding
+from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
 
 from .. import conf
 from ..chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
 from ..conf import settings
-from ..embedders import EmbeddingError
 from ..extract import Unreadable, extract, summarize_opening
 from ..interchange import fingerprint as text_fingerprint
 from ..models import Agent, BuildRun, Collection, CollectionBuilt, Document, EmptyBuild, ModelCall, Paragraph
+from .leases import ACTIVE_STATES, STALE_MESSAGE, Heartbeat, LeaseLost, check_lease, fail_stale_builds
+
+__all__ = ["STALE_MESSAGE", "build_collection", "fail_stale_builds", "request_build", "run_build"]
 
 logger = logging.getLogger("ragsite.builds")
 
-ACTIVE_STATES = (BuildRun.QUEUED, BuildRun.RUNNING)
 MAX_DOCUMENT_BYTES = 100 * 1024 * 1024
 
 
@@ -70,29 +71,6 @@ def _enqueue(build_id: int) -> None:
     from django_q.tasks import async_task
 
     async_task("collections_app.tasks.run_build", build_id, task_name=f"build-{build_id}")
-
-
-STALE_MESSAGE = "the build stopped reporting progress (its worker died)"
-
-
-class LeaseLost(RagsiteError):
-    """This build no longer holds its collection's lease: the sweep failed it, or a newer build was requested."""
-
-    code = "build_superseded"
-    status = 409
-
-
-def fail_stale_builds(now=None) -> int:
-    """A build whose heartbeat is older than BUILD_HEARTBEAT_TIMEOUT lost its worker: mark it failed.
-
-    Run by every build request and on a django-q schedule (collections_app.schedules). A build
-    marked failed here that is in fact still running can never commit: `_commit` checks its
-    lease inside the committing transaction."""
-    now = now or timezone.now()
-    cutoff = now - timedelta(seconds=int(settings.BUILD_HEARTBEAT_TIMEOUT))
-    return BuildRun.objects.filter(status__in=ACTIVE_STATES, heartbeat_at__lt=cutoff).update(
-        status=BuildRun.FAILED, finished_at=now, error=STALE_MESSAGE
-    )
 
 
 # --- Sources ----------------------------------------------------------------
@@ -190,50 +168,6 @@ class Progress:
             self.report(self.run)
 
 
-class Heartbeat:
-    """Beats for a running build from a thread of its own, so one long document (extraction, an
-    embedding batch) never makes a live build look dead to the sweep.
-
-    Beating stops with the worker process, which is what the sweep detects. Inside a caller's
-    transaction (the tests' `db` fixture) no thread is started: another connection could not see
-    the uncommitted build, and on SQLite it would wait for the caller's write lock.
-    """
-
-    def __init__(self, run: BuildRun):
-        self.run = run
-        self.interval = min(60.0, max(0.2, int(settings.BUILD_HEARTBEAT_TIMEOUT) / 4))
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self):
-        if not connection.in_atomic_block:
-            self._thread = threading.Thread(target=self._beat, name=f"build-{self.run.pk}-heartbeat", daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-
-    def _beat(self) -> None:
-        from django.db import connections
-
-        try:
-            while not self._stop.wait(self.interval):
-                try:
-                    alive = BuildRun.objects.filter(pk=self.run.pk, status=BuildRun.RUNNING).update(
-                        heartbeat_at=timezone.now()
-                    )
-                except Exception:  # a busy database: the next beat tries again
-                    logger.warning("build %s: heartbeat not written", self.run.pk, exc_info=True)
-                    continue
-                if not alive:
-                    return
-        finally:
-            connections.close_all()
-
-
 def run_build(build_id: int, *, report: Callable[[BuildRun], None] | None = None) -> BuildRun:
     """Carry out a queued build. Never raises for a refusal or failure: the BuildRun records it."""
     run = BuildRun.objects.select_related("collection__agent").get(pk=build_id)
@@ -274,7 +208,7 @@ def _finish(run: BuildRun, status: str, *, error: str = "") -> None:
 
 
 def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
-    embedder = conf.get_embedder()
+    embedder = embedding.get_embedder()
     method = collection.method
     size, overlap = collection.chunk_sizes()
     previous = CollectionBuilt.objects.filter(collection=collection).first()
@@ -461,7 +395,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
     now = timezone.now()
     size, overlap = collection.chunk_sizes()
     with transaction.atomic():
-        _check_lease(collection, run)
+        check_lease(collection, run)
         names = {p.name for p in prepared}
         # Documents gone from the source go, with their paragraphs. Uploads are
         # listed among the sources, so they never vanish here.
@@ -542,24 +476,6 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
         run.pk, agent.agent_id, collection.name, passages, run.documents_read, run.documents_reused,
         len(refused), run.paragraphs_embedded,
     )
-
-
-def _check_lease(collection: Collection, run: BuildRun) -> None:
-    """Inside the committing transaction: this build must still be running and hold the latest generation.
-
-    Both rows are locked (the collection's first, as request_build does), so neither the
-    sweep nor a new request can change them between this check and the commit; a build
-    that lost its lease raises, and the transaction rolls back having written nothing."""
-    generation = (
-        Collection.objects.select_for_update().filter(pk=collection.pk).values_list("build_generation", flat=True).first()
-    )
-    status = BuildRun.objects.select_for_update().filter(pk=run.pk).values_list("status", flat=True).first()
-    if status != BuildRun.RUNNING or generation != run.generation:
-        raise LeaseLost(
-            f"build {run.pk} no longer holds the lease of \"{collection.name}\" "
-            f"({'a newer build was requested' if generation != run.generation else f'it was marked {status}'}); "
-            "it rolled back without writing"
-        )
 
 
 BUILD_FIELDS = (

@@ -15,15 +15,15 @@ from datetime import timedelta
 import numpy as np
 from django.utils import timezone
 
+from ragsite import embedding
+from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, Forbidden, NotFound, RagsiteError, TooManyRequests
+from ragsite.fusion import hybrid_scores
+from ragsite.lexical import BM25Index, terms
 
-from .. import conf
 from ..conf import settings
-from ..embedders import EmbeddingError
-from ..fusion import hybrid_scores
 from ..ivf import IVFIndex
 from ..judge import JudgeUnavailable, ask_judge
-from ..lexical import BM25Index, terms
 from ..models import Agent, ApiKey, Collection, CollectionBuilt, Document, ModelCall, Paragraph, Reader
 from ..stitch import Row, cut_hidden_overlap, stitch
 from .agents import get_collection
@@ -334,7 +334,7 @@ def _cosine(collection, index: CollectionIndex, question: str, payer: Agent | No
     """Cosine of the question against every row, or None when the collection holds no vectors."""
     if index.matrix is None or not index.has_vector.any():
         return None, index.model  # lexical: the question is not embedded at all
-    embedder = conf.get_embedder()
+    embedder = embedding.get_embedder()
     if embedder.model != index.model:
         raise Conflict(
             f'collection "{collection.name}" was built with {index.model} but this server embeds with '

@@ -25,7 +25,7 @@ from collections_app.services.builds import (
 )
 from collections_app.services.search import search_collection
 from collections_app.tasks import sweep_stale_builds
-from tests.collections.test_embedders_http import FakeEmbeddingServer, Scripted
+from tests.shared.test_embedders_http import FakeEmbeddingServer, Scripted
 
 
 def _later(settings):
