@@ -17,17 +17,30 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-__all__ = ["SUPPORTED_SUFFIXES", "Extracted", "Unreadable", "extract", "summarize_opening"]
+__all__ = ["REFUSAL_CATEGORIES", "SUPPORTED_SUFFIXES", "Extracted", "Unreadable", "extract", "summarize_opening"]
 
 SUPPORTED_SUFFIXES = (".pdf", ".docx", ".md", ".markdown", ".txt", ".text", ".html", ".htm")
 
+# Why a document was refused, in one vocabulary shared by builds, the admin and the logs.
+CORRUPT = "corrupt"
+ENCRYPTED = "encrypted"
+SCANNED = "no text layer — scanned?"
+UNSUPPORTED = "unsupported type"
+TOO_LARGE = "too large"  # over the size limit on disk, or over the memory cap while extracting
+EMPTY = "empty"
+TIMED_OUT = "timed out"  # over the wall-clock limit per document
+BAD_NAME = "bad name"  # a file name the store cannot hold (not UTF-8, or too long)
+REFUSAL_CATEGORIES = (CORRUPT, ENCRYPTED, SCANNED, UNSUPPORTED, TOO_LARGE, EMPTY, TIMED_OUT, BAD_NAME)
+
 
 class Unreadable(Exception):
-    """A document that yields no usable text. ``reason`` is short and safe to show to anybody."""
+    """A document that yields no usable text. ``reason`` is short and safe to show to anybody;
+    ``category`` is one of `REFUSAL_CATEGORIES` when known."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, category: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.category = category
 
 
 @dataclass(frozen=True)

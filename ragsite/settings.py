@@ -149,6 +149,9 @@ MODEL_PRICES = env.json("MODEL_PRICES", default={})
 # so that no path is ever listed with the rest of the settings.
 
 BUILD_HEARTBEAT_TIMEOUT = env.int("BUILD_HEARTBEAT_TIMEOUT", default=300)
+# Per document, in a child process (collections_app.bounded): wall-clock seconds and address space.
+EXTRACT_TIMEOUT = env.float("EXTRACT_TIMEOUT", default=120.0)
+EXTRACT_MEMORY_MB = env.int("EXTRACT_MEMORY_MB", default=1024)
 MAX_UPLOAD_BYTES = env.int("MAX_UPLOAD_BYTES", default=50 * 1024 * 1024)
 HEALTH_REPAIR_MINUTES = env.int("HEALTH_REPAIR_MINUTES", default=15)
 

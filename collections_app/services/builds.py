@@ -24,9 +24,10 @@ from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
 
 from .. import conf
+from ..bounded import Limits, bounded_extractor
 from ..chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
 from ..conf import settings
-from ..extract import Unreadable, extract, summarize_opening
+from ..extract import BAD_NAME, TIMED_OUT, TOO_LARGE, Unreadable, summarize_opening
 from ..interchange import fingerprint as text_fingerprint
 from ..models import Agent, BuildRun, Collection, CollectionBuilt, Document, EmptyBuild, ModelCall, Paragraph
 from .leases import ACTIVE_STATES, STALE_MESSAGE, Heartbeat, LeaseLost, check_lease, fail_stale_builds
@@ -36,6 +37,7 @@ __all__ = ["STALE_MESSAGE", "build_collection", "fail_stale_builds", "request_bu
 logger = logging.getLogger("ragsite.builds")
 
 MAX_DOCUMENT_BYTES = 100 * 1024 * 1024
+MAX_NAME_LENGTH = Document._meta.get_field("name").max_length
 
 
 # --- Starting and sweeping --------------------------------------------------
@@ -78,11 +80,17 @@ def _enqueue(build_id: int) -> None:
 
 @dataclass
 class Source:
-    """One document to read: its name within the collection and how to get its bytes."""
+    """One document to read: its name within the collection, its size, and how to get its bytes.
+
+    `read(limit)` returns at most `limit` bytes, so a file that grows after `size()` was asked
+    is still never read whole. A source whose name the store cannot hold carries `bad_name`:
+    it is refused by a printable form of its name without being opened."""
 
     name: str
-    read: Callable[[], bytes]
+    read: Callable[[int], bytes]
+    size: Callable[[], int]
     kind: str = Document.FOLDER
+    bad_name: str = ""
 
 
 def collection_sources(collection: Collection) -> list[Source]:
@@ -100,9 +108,14 @@ def collection_sources(collection: Collection) -> list[Source]:
             if any(part.startswith(".") for part in relative.parts) or not path.is_file() or path.is_symlink():
                 continue
             name = relative.as_posix()
-            sources[name] = Source(name=name, read=path.read_bytes)
+            problem = _name_problem(name)
+            if problem:
+                name = _printable(name)
+            sources[name] = Source(name=name, read=_file_reader(path), size=lambda p=path: p.stat().st_size,
+                                   bad_name=problem)
     for document in collection.documents.filter(source=Document.UPLOAD).exclude(upload=""):
-        sources.setdefault(document.name, Source(name=document.name, read=_upload_reader(document), kind=Document.UPLOAD))
+        sources.setdefault(document.name, Source(name=document.name, read=_upload_reader(document),
+                                                 size=lambda d=document: d.upload.size, kind=Document.UPLOAD))
     if not sources:
         raise RagsiteError(
             f'collection "{collection.name}" has no documents: set {conf.folder_variable(collection.name)} '
@@ -112,12 +125,37 @@ def collection_sources(collection: Collection) -> list[Source]:
     return [sources[name] for name in sorted(sources)]
 
 
-def _upload_reader(document: Document) -> Callable[[], bytes]:
-    def read() -> bytes:
+def _upload_reader(document: Document) -> Callable[[int], bytes]:
+    def read(limit: int) -> bytes:
         with document.upload.open("rb") as handle:
-            return handle.read()
+            return handle.read(limit)
 
     return read
+
+
+def _file_reader(path) -> Callable[[int], bytes]:
+    def read(limit: int) -> bytes:
+        with path.open("rb") as handle:
+            return handle.read(limit)
+
+    return read
+
+
+def _name_problem(name: str) -> str:
+    """Why the store cannot hold this file name ("" when it can)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "its name is not UTF-8"
+    if "\x00" in name or len(name) > MAX_NAME_LENGTH:
+        return f"its name is longer than {MAX_NAME_LENGTH} characters" if len(name) > MAX_NAME_LENGTH else "bad name"
+    return ""
+
+
+def _printable(name: str) -> str:
+    """A form of a name that cannot be stored, for the refused list: undecodable bytes shown as �, cut short."""
+    shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return shown if len(shown) <= 200 else shown[:199] + "…"
 
 
 # --- The build --------------------------------------------------------------
@@ -132,6 +170,8 @@ class Prepared:
     fingerprint: str
     status: str = Document.ACTIVE
     reused: bool = False
+    stored: bool = True  # False for a name the store cannot hold: refused by name, no Document row
+    category: str | None = None  # why it was refused (extract.REFUSAL_CATEGORIES)
     summary: str = ""
     warnings: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
@@ -226,8 +266,13 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
             )
 
     prepared: list[Prepared] = []
+    extractor = bounded_extractor(
+        Limits(seconds=float(settings.EXTRACT_TIMEOUT), memory_bytes=int(settings.EXTRACT_MEMORY_MB) * 1024 * 1024)
+    )
     for number, source in enumerate(sources, start=1):
-        prepared.append(_prepare(source, existing.get(source.name), collection, embedder, method, size, overlap, run))
+        prepared.append(
+            _prepare(source, existing.get(source.name), collection, embedder, method, size, overlap, run, extractor)
+        )
         progress.save(documents_done=number)
 
     _review(prepared, collection)
@@ -251,17 +296,25 @@ def _known_vectors(collection: Collection, model: str) -> dict[str, bytes]:
     return dict(rows.values_list("fingerprint", "embedding"))
 
 
-def _prepare(source, document, collection, embedder, method, size, overlap, run) -> Prepared:
+def _prepare(source, document, collection, embedder, method, size, overlap, run, extractor) -> Prepared:
+    if source.bad_name:
+        item = Prepared(name=source.name, kind=source.kind, fingerprint="", stored=False)
+        return _refuse(item, collection, source.bad_name, BAD_NAME, run)
+    too_large = f"larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB"
     try:
-        data = source.read()
+        # Size first, from the file system: a larger file is never read (D18).
+        if source.size() > MAX_DOCUMENT_BYTES:
+            return _refuse(Prepared(name=source.name, kind=source.kind, fingerprint=""), collection, too_large,
+                           TOO_LARGE, run)
+        data = source.read(MAX_DOCUMENT_BYTES + 1)
     except OSError as exc:
-        logger.warning("document %s in %s/%s could not be opened: %s", source.name, collection.agent.agent_id,
+        logger.warning("document %r in %s/%s could not be opened: %s", source.name, collection.agent.agent_id,
                        collection.name, exc.strerror or type(exc).__name__)
         return Prepared(name=source.name, kind=source.kind, fingerprint="", status=Document.REFUSED)
     fingerprint = hashlib.sha256(data).hexdigest()
     item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint)
-    if len(data) > MAX_DOCUMENT_BYTES:
-        return _refuse(item, collection, f"larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB")
+    if len(data) > MAX_DOCUMENT_BYTES:  # it grew after the size was read
+        return _refuse(item, collection, too_large, TOO_LARGE, run)
     unchanged = (
         document is not None
         and document.status != Document.REFUSED
@@ -275,9 +328,10 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run)
         run.documents_reused += 1
         return item
     try:
-        extracted = extract(source.name, data)
+        extracted = extractor.extract(source.name, data)
     except Unreadable as exc:
-        return _refuse(item, collection, exc.reason)
+        return _refuse(item, collection, exc.reason, exc.category, run)
+    del data
     pieces = chunk(extracted.text, method, size=size, overlap=overlap, tokens=embedder)
     item.warnings = list(extracted.warnings)
     if getattr(pieces, "truncated", False):
@@ -291,10 +345,16 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run)
     return item
 
 
-def _refuse(item: Prepared, collection: Collection, reason: str) -> Prepared:
-    # The reason goes to the server log, with the document's name but never its path.
-    logger.warning("document %s in %s/%s was refused: %s", item.name, collection.agent.agent_id, collection.name, reason)
-    item.status, item.pieces = Document.REFUSED, []
+def _refuse(item: Prepared, collection: Collection, reason: str, category: str | None = None,
+            run: BuildRun | None = None) -> Prepared:
+    # The reason goes to the server log, with the document's name (escaped: a name can hold a
+    # newline that would forge a log line) but never its path.
+    logger.warning("document %r in %s/%s was refused (%s): %s", item.name, collection.agent.agent_id,
+                   collection.name, category or "unreadable", reason)
+    if run is not None and category in (TOO_LARGE, TIMED_OUT, BAD_NAME):
+        # Limits a person may want to raise, or a file to rename: said in the build's history.
+        run.warnings.append(f"{item.name} was refused ({category}): {reason}")
+    item.status, item.pieces, item.category = Document.REFUSED, [], category
     return item
 
 
@@ -411,6 +471,8 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
         renumbered: list[Paragraph] = []
         passages = ordinal = 0
         for item in prepared:
+            if not item.stored:
+                continue
             document = existing.get(item.name) or Document(collection=collection, name=item.name, source=item.kind)
             before = _document_state(document)
             approved = bool(document.approved_fingerprint) and document.approved_fingerprint == item.fingerprint
