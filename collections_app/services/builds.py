@@ -23,21 +23,18 @@ from ragsite import embedding
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
 
-from .. import conf
-from ..bounded import Limits, bounded_extractor
 from ..chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
 from ..conf import settings
 from ..extract import BAD_NAME, TIMED_OUT, TOO_LARGE, Unreadable, summarize_opening
 from ..interchange import fingerprint as text_fingerprint
 from ..models import Agent, BuildRun, Collection, CollectionBuilt, Document, EmptyBuild, ModelCall, Paragraph
 from .leases import ACTIVE_STATES, STALE_MESSAGE, Heartbeat, LeaseLost, check_lease, fail_stale_builds
+from .sources import collection_sources, document_extractor, read_bounded
 
 __all__ = ["STALE_MESSAGE", "build_collection", "fail_stale_builds", "request_build", "run_build"]
 
 logger = logging.getLogger("ragsite.builds")
 
-MAX_DOCUMENT_BYTES = 100 * 1024 * 1024
-MAX_NAME_LENGTH = Document._meta.get_field("name").max_length
 
 
 # --- Starting and sweeping --------------------------------------------------
@@ -73,89 +70,6 @@ def _enqueue(build_id: int) -> None:
     from django_q.tasks import async_task
 
     async_task("collections_app.tasks.run_build", build_id, task_name=f"build-{build_id}")
-
-
-# --- Sources ----------------------------------------------------------------
-
-
-@dataclass
-class Source:
-    """One document to read: its name within the collection, its size, and how to get its bytes.
-
-    `read(limit)` returns at most `limit` bytes, so a file that grows after `size()` was asked
-    is still never read whole. A source whose name the store cannot hold carries `bad_name`:
-    it is refused by a printable form of its name without being opened."""
-
-    name: str
-    read: Callable[[int], bytes]
-    size: Callable[[], int]
-    kind: str = Document.FOLDER
-    bad_name: str = ""
-
-
-def collection_sources(collection: Collection) -> list[Source]:
-    """The folder's documents (named relative to it) followed by uploads, sorted by name."""
-    sources: dict[str, Source] = {}
-    folder = conf.knowledge_folder(collection.name)
-    if folder is not None:
-        if not folder.is_dir():
-            # Say which variable, never what it holds.
-            raise RagsiteError(
-                f"{conf.folder_variable(collection.name)} does not name a readable folder", code="no_source"
-            )
-        for path in sorted(folder.rglob("*")):
-            relative = path.relative_to(folder)
-            if any(part.startswith(".") for part in relative.parts) or not path.is_file() or path.is_symlink():
-                continue
-            name = relative.as_posix()
-            problem = _name_problem(name)
-            if problem:
-                name = _printable(name)
-            sources[name] = Source(name=name, read=_file_reader(path), size=lambda p=path: p.stat().st_size,
-                                   bad_name=problem)
-    for document in collection.documents.filter(source=Document.UPLOAD).exclude(upload=""):
-        sources.setdefault(document.name, Source(name=document.name, read=_upload_reader(document),
-                                                 size=lambda d=document: d.upload.size, kind=Document.UPLOAD))
-    if not sources:
-        raise RagsiteError(
-            f'collection "{collection.name}" has no documents: set {conf.folder_variable(collection.name)} '
-            "or upload files in the admin",
-            code="no_source",
-        )
-    return [sources[name] for name in sorted(sources)]
-
-
-def _upload_reader(document: Document) -> Callable[[int], bytes]:
-    def read(limit: int) -> bytes:
-        with document.upload.open("rb") as handle:
-            return handle.read(limit)
-
-    return read
-
-
-def _file_reader(path) -> Callable[[int], bytes]:
-    def read(limit: int) -> bytes:
-        with path.open("rb") as handle:
-            return handle.read(limit)
-
-    return read
-
-
-def _name_problem(name: str) -> str:
-    """Why the store cannot hold this file name ("" when it can)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return "its name is not UTF-8"
-    if "\x00" in name or len(name) > MAX_NAME_LENGTH:
-        return f"its name is longer than {MAX_NAME_LENGTH} characters" if len(name) > MAX_NAME_LENGTH else "bad name"
-    return ""
-
-
-def _printable(name: str) -> str:
-    """A form of a name that cannot be stored, for the refused list: undecodable bytes shown as �, cut short."""
-    shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return shown if len(shown) <= 200 else shown[:199] + "…"
 
 
 # --- The build --------------------------------------------------------------
@@ -266,9 +180,7 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
             )
 
     prepared: list[Prepared] = []
-    extractor = bounded_extractor(
-        Limits(seconds=float(settings.EXTRACT_TIMEOUT), memory_bytes=int(settings.EXTRACT_MEMORY_MB) * 1024 * 1024)
-    )
+    extractor = document_extractor()
     for number, source in enumerate(sources, start=1):
         prepared.append(
             _prepare(source, existing.get(source.name), collection, embedder, method, size, overlap, run, extractor)
@@ -297,24 +209,17 @@ def _known_vectors(collection: Collection, model: str) -> dict[str, bytes]:
 
 
 def _prepare(source, document, collection, embedder, method, size, overlap, run, extractor) -> Prepared:
-    if source.bad_name:
-        item = Prepared(name=source.name, kind=source.kind, fingerprint="", stored=False)
-        return _refuse(item, collection, source.bad_name, BAD_NAME, run)
-    too_large = f"larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB"
     try:
-        # Size first, from the file system: a larger file is never read (D18).
-        if source.size() > MAX_DOCUMENT_BYTES:
-            return _refuse(Prepared(name=source.name, kind=source.kind, fingerprint=""), collection, too_large,
-                           TOO_LARGE, run)
-        data = source.read(MAX_DOCUMENT_BYTES + 1)
+        data = read_bounded(source)
+    except Unreadable as exc:
+        item = Prepared(name=source.name, kind=source.kind, fingerprint="", stored=exc.category != BAD_NAME)
+        return _refuse(item, collection, exc.reason, exc.category, run)
     except OSError as exc:
         logger.warning("document %r in %s/%s could not be opened: %s", source.name, collection.agent.agent_id,
                        collection.name, exc.strerror or type(exc).__name__)
         return Prepared(name=source.name, kind=source.kind, fingerprint="", status=Document.REFUSED)
     fingerprint = hashlib.sha256(data).hexdigest()
     item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint)
-    if len(data) > MAX_DOCUMENT_BYTES:  # it grew after the size was read
-        return _refuse(item, collection, too_large, TOO_LARGE, run)
     unchanged = (
         document is not None
         and document.status != Document.REFUSED

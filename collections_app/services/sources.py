@@ -1,0 +1,123 @@
+"""Where a build's documents come from, and reading them within bounds.
+
+The folder's files (named relative to it) and the admin's uploads. A document's size is
+asked of the file system before it is read, and the read itself stops past the limit, so
+a file larger than `MAX_DOCUMENT_BYTES` (or a sparse multi-gigabyte one) is never loaded
+(D18 of the 2026-12-01 review). A name the store cannot hold is refused by a printable
+form of it before the file is opened (D7). Extraction itself runs in a bounded child
+process (`collections_app.bounded`).
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ragsite.errors import RagsiteError
+
+from .. import conf
+from ..bounded import BoundedExtractor, Limits, bounded_extractor
+from ..conf import settings
+from ..extract import BAD_NAME, TOO_LARGE, Unreadable
+from ..models import Collection, Document
+
+MAX_DOCUMENT_BYTES = 100 * 1024 * 1024
+MAX_NAME_LENGTH = Document._meta.get_field("name").max_length
+
+
+@dataclass
+class Source:
+    """One document to read: its name within the collection, its size, and how to get its bytes.
+
+    `read(limit)` returns at most `limit` bytes, so a file that grows after `size()` was asked
+    is still never read whole. A source whose name the store cannot hold carries `bad_name`:
+    it is refused by a printable form of its name without being opened."""
+
+    name: str
+    read: Callable[[int], bytes]
+    size: Callable[[], int]
+    kind: str = Document.FOLDER
+    bad_name: str = ""
+
+
+def collection_sources(collection: Collection) -> list[Source]:
+    """The folder's documents (named relative to it) followed by uploads, sorted by name."""
+    sources: dict[str, Source] = {}
+    folder = conf.knowledge_folder(collection.name)
+    if folder is not None:
+        if not folder.is_dir():
+            # Say which variable, never what it holds.
+            raise RagsiteError(
+                f"{conf.folder_variable(collection.name)} does not name a readable folder", code="no_source"
+            )
+        for path in sorted(folder.rglob("*")):
+            relative = path.relative_to(folder)
+            if any(part.startswith(".") for part in relative.parts) or not path.is_file() or path.is_symlink():
+                continue
+            name = relative.as_posix()
+            problem = _name_problem(name)
+            if problem:
+                name = _printable(name)
+            sources[name] = Source(name=name, read=_file_reader(path), size=lambda p=path: p.stat().st_size,
+                                   bad_name=problem)
+    for document in collection.documents.filter(source=Document.UPLOAD).exclude(upload=""):
+        sources.setdefault(document.name, Source(name=document.name, read=_upload_reader(document),
+                                                 size=lambda d=document: d.upload.size, kind=Document.UPLOAD))
+    if not sources:
+        raise RagsiteError(
+            f'collection "{collection.name}" has no documents: set {conf.folder_variable(collection.name)} '
+            "or upload files in the admin",
+            code="no_source",
+        )
+    return [sources[name] for name in sorted(sources)]
+
+
+def _upload_reader(document: Document) -> Callable[[int], bytes]:
+    def read(limit: int) -> bytes:
+        with document.upload.open("rb") as handle:
+            return handle.read(limit)
+
+    return read
+
+
+def _file_reader(path) -> Callable[[int], bytes]:
+    def read(limit: int) -> bytes:
+        with path.open("rb") as handle:
+            return handle.read(limit)
+
+    return read
+
+
+def _name_problem(name: str) -> str:
+    """Why the store cannot hold this file name ("" when it can)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "its name is not UTF-8"
+    if "\x00" in name or len(name) > MAX_NAME_LENGTH:
+        return f"its name is longer than {MAX_NAME_LENGTH} characters" if len(name) > MAX_NAME_LENGTH else "bad name"
+    return ""
+
+
+def _printable(name: str) -> str:
+    """A form of a name that cannot be stored, for the refused list: undecodable bytes shown as �, cut short."""
+    shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return shown if len(shown) <= 200 else shown[:199] + "…"
+
+
+def read_bounded(source: Source) -> bytes:
+    """The document's bytes; `Unreadable` (BAD_NAME, TOO_LARGE) without reading what must not be read."""
+    if source.bad_name:
+        raise Unreadable(source.bad_name, BAD_NAME)
+    too_large = f"larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB"
+    if source.size() > MAX_DOCUMENT_BYTES:
+        raise Unreadable(too_large, TOO_LARGE)
+    data = source.read(MAX_DOCUMENT_BYTES + 1)
+    if len(data) > MAX_DOCUMENT_BYTES:  # it grew after its size was asked
+        raise Unreadable(too_large, TOO_LARGE)
+    return data
+
+
+def document_extractor() -> BoundedExtractor:
+    """This process's extractor for the configured limits (EXTRACT_TIMEOUT, EXTRACT_MEMORY_MB)."""
+    return bounded_extractor(
+        Limits(seconds=float(settings.EXTRACT_TIMEOUT), memory_bytes=int(settings.EXTRACT_MEMORY_MB) * 1024 * 1024)
+    )
