@@ -75,7 +75,7 @@ def on_not_found(request, exc):
 @api.exception_handler(Exception)
 def on_unexpected(request, exc):
     # The exception's text may quote input; log its type and where, not its arguments.
-    logger.error("unexpected %s in %s", type(exc).__name__, request.path, exc_info=exc)
+    logger.error("unexpected %s in %r", type(exc).__name__, request.path, exc_info=exc)
     return _error(request, 500, "internal_error", "the server failed to answer this request")
 
 

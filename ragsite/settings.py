@@ -174,7 +174,9 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # Upstream URLs (httpx logs each request at INFO) lose userinfo and query: ragsite.logs.
+    "filters": {"redact_urls": {"()": "ragsite.logs.RedactUpstreamURLs"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_urls"]}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {"django_q": {"level": "WARNING"}},
 }
