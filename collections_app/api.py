@@ -5,6 +5,8 @@ from typing import Literal
 
 from ninja import Field, Router, Schema, Status
 
+from ragsite.schemas import errors
+
 from .models import Collection
 from .services.agents import get_collection
 from .services.builds import request_build
@@ -54,13 +56,13 @@ def collection_out(collection: Collection) -> dict:
     }
 
 
-@router.get("/", response=list[CollectionOut], summary="The calling agent's collections")
+@router.get("/", response={200: list[CollectionOut], **errors(400, 401)}, summary="The calling agent's collections")
 def list_collections(request):
     agent = request.auth.agent
     return [collection_out(c) for c in agent.collections.select_related("built").order_by("name")]
 
 
-@router.get("/{name}", response=CollectionOut, summary="One collection and what built it")
+@router.get("/{name}", response={200: CollectionOut, **errors(400, 401, 404)}, summary="One collection and what built it")
 def read_collection(request, name: str):
     return collection_out(get_collection(agent=request.auth.agent, name=name))
 
@@ -69,9 +71,10 @@ class SearchIn(Schema):
     question: str = Field(..., min_length=1, max_length=MAX_QUESTION_CHARS)
     reader: str | None = Field(None, max_length=200, description="Required when the collection answers per reader.")
     onBehalfOf: str | None = Field(None, max_length=100, description="The agent model calls are charged to.")
-    most: int = Field(5, ge=1, le=MAX_MOST)
-    around: int | None = Field(None, ge=0, le=MAX_AROUND, description="Paragraphs either side of a hit.")
-    min_score: float | None = Field(None, ge=0, le=1, description="The floor; 0 turns it off.")
+    # Strict: `"5"`, `2.0` and `true` are not numbers an agent meant (the review's D20).
+    most: int = Field(5, ge=1, le=MAX_MOST, strict=True)
+    around: int | None = Field(None, ge=0, le=MAX_AROUND, strict=True, description="Paragraphs either side of a hit.")
+    min_score: float | None = Field(None, ge=0, le=1, strict=True, description="The floor; 0 turns it off.")
 
 
 class ParagraphOut(Schema):
@@ -99,7 +102,7 @@ class SearchOut(Schema):
     judge: JudgeOut | None = None
 
 
-@router.post("/{name}/search", response=SearchOut, summary="Search a collection")
+@router.post("/{name}/search", response={200: SearchOut, **errors(400, 401, 403, 404, 409, 413, 429, 503)}, summary="Search a collection")
 def search(request, name: str, payload: SearchIn):
     return search_collection(
         agent=request.auth.agent,
@@ -119,7 +122,7 @@ class BuildOut(Schema):
     status: str
 
 
-@router.post("/{name}/build", response={202: BuildOut}, summary="Queue a build of a collection")
+@router.post("/{name}/build", response={202: BuildOut, **errors(400, 401, 404, 409)}, summary="Queue a build of a collection")
 def build(request, name: str):
     run = request_build(collection=get_collection(agent=request.auth.agent, name=name), requested_by="api")
     run.refresh_from_db()

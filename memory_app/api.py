@@ -9,6 +9,8 @@ from typing import Literal
 
 from ninja import Field, Query, Router, Schema, Status
 
+from ragsite.schemas import errors
+
 from . import conf, services
 from .models import MAX_TEXT_LENGTH
 
@@ -34,7 +36,7 @@ class StoredOut(Schema):
 
 class RecallIn(Schema):
     query: str = Field(..., min_length=1, max_length=conf.MAX_QUERY_LENGTH)
-    most: int = Field(conf.DEFAULT_MOST, ge=1, le=conf.MAX_MOST)
+    most: int = Field(conf.DEFAULT_MOST, ge=1, le=conf.MAX_MOST, strict=True)
 
 
 class ExcerptOut(Schema):
@@ -79,40 +81,40 @@ def _stored(record, nodes: dict | None) -> dict:
     return answer
 
 
-@router.post("/memories", response={201: StoredOut}, exclude_none=True, summary="Store a memory")
+@router.post("/memories", response={201: StoredOut, **errors(400, 401, 413, 503)}, exclude_none=True, summary="Store a memory")
 def store_memory(request, payload: TextIn):
     record, nodes = services.store_memory(agent=request.auth.agent, text=payload.text)
     return Status(201, _stored(record, nodes))
 
 
-@router.post("/episodes", response={201: StoredOut}, exclude_none=True, summary="Archive an episode")
+@router.post("/episodes", response={201: StoredOut, **errors(400, 401, 413, 503)}, exclude_none=True, summary="Archive an episode")
 def archive_episode(request, payload: TextIn):
     record, nodes = services.archive_episode(agent=request.auth.agent, text=payload.text)
     return Status(201, _stored(record, nodes))
 
 
-@router.post("/recall", response=RecallOut, summary="Recall records, each quoted by its most relevant node")
+@router.post("/recall", response={200: RecallOut, **errors(400, 401, 413, 429, 503)}, summary="Recall records, each quoted by its most relevant node")
 def recall(request, payload: RecallIn):
     return {"records": services.recall(agent=request.auth.agent, query=payload.query, most=payload.most)}
 
 
-@router.get("/nodes/{kind}/{id}/{index}", response=NodeOut, summary="One node of a record")
+@router.get("/nodes/{kind}/{id}/{index}", response={200: NodeOut, **errors(400, 401, 404)}, summary="One node of a record")
 def read_node(request, kind: Kind, id: int, index: int):
     return services.get_node(agent=request.auth.agent, kind=kind, id=id, index=index)
 
 
-@router.get("/health", summary="Long records without nodes; ?repair=true builds up to `limit` of them")
+@router.get("/health", response={200: dict, **errors(400, 401)}, summary="Long records without nodes; ?repair=true builds up to `limit` of them")
 def health(request, params: Query[HealthQuery]):
     return services.check_health(agent=request.auth.agent, repair=params.repair, limit=params.limit)
 
 
-@router.put("/records/{kind}/{id}", response=StoredOut, exclude_none=True, summary="Replace a record's text")
+@router.put("/records/{kind}/{id}", response={200: StoredOut, **errors(400, 401, 404, 413, 503)}, exclude_none=True, summary="Replace a record's text")
 def update_record(request, kind: Kind, id: int, payload: TextIn):
     record, nodes = services.update_text(agent=request.auth.agent, kind=kind, id=id, text=payload.text)
     return _stored(record, nodes)
 
 
-@router.delete("/records/{kind}/{id}", response={204: None}, summary="Delete a record and its nodes")
+@router.delete("/records/{kind}/{id}", response={204: None, **errors(400, 401, 404)}, summary="Delete a record and its nodes")
 def delete_record(request, kind: Kind, id: int):
     services.delete_record(agent=request.auth.agent, kind=kind, id=id)
     return Status(204, None)

@@ -132,6 +132,10 @@ EMBED_MODEL = env("EMBED_MODEL", default="")
 EMBED_API_KEY = env("EMBED_API_KEY", default="")
 EMBED_TIMEOUT = env.float("EMBED_TIMEOUT", default=30.0)
 EMBED_BATCH_SIZE = env.int("EMBED_BATCH_SIZE", default=64)
+# What one request to this server's own /v1/embeddings may ask (collections_app.embedding_server):
+# as many texts as a build's batch, each as long as a memory record.
+EMBED_SERVER_MAX_INPUTS = env.int("EMBED_SERVER_MAX_INPUTS", default=64)
+EMBED_SERVER_MAX_CHARS = env.int("EMBED_SERVER_MAX_CHARS", default=16000)
 
 JUDGE_URL = env("JUDGE_URL", default="")
 JUDGE_MODEL = env("JUDGE_MODEL", default="")

@@ -10,14 +10,13 @@ import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 
 import numpy as np
-from django.utils import timezone
 
 from ragsite import embedding
+from ragsite.bodies import encodable
 from ragsite.embedders import EmbeddingError
-from ragsite.errors import Conflict, Forbidden, NotFound, RagsiteError, TooManyRequests
+from ragsite.errors import Conflict, Forbidden, NotFound, RagsiteError
 from ragsite.fusion import hybrid_scores
 from ragsite.lexical import BM25Index, terms
 
@@ -27,7 +26,7 @@ from ..judge import JudgeUnavailable, ask_judge
 from ..models import Agent, ApiKey, Collection, CollectionBuilt, Document, ModelCall, Paragraph, Reader
 from ..stitch import Row, cut_hidden_overlap, stitch
 from .agents import get_collection
-from .ledger import record_call, spent_today
+from .ledger import check_runaway, record_call, spent_today
 
 logger = logging.getLogger("ragsite.search")
 
@@ -205,21 +204,6 @@ def resolve_payer(key: ApiKey | None, on_behalf_of: str | None) -> Agent | None:
     return payer
 
 
-def _check_runaway(payer: Agent | None) -> None:
-    if payer is None or not payer.runaway_limit:
-        return
-    since = timezone.now() - timedelta(seconds=60)
-    recent = ModelCall.objects.filter(agent=payer, created_at__gte=since)
-    if recent.count() >= payer.runaway_limit:
-        oldest = recent.order_by("created_at").values_list("created_at", flat=True).first()
-        wait = max(1, int(60 - (timezone.now() - oldest).total_seconds()) + 1) if oldest else 60
-        raise TooManyRequests(
-            f'agent "{payer.agent_id}" made {payer.runaway_limit} model calls in the last minute; try again later',
-            code="runaway_limit",
-            headers={"Retry-After": str(wait)},
-        )
-
-
 def _over_budget(payer: Agent | None) -> bool:
     return payer is not None and payer.daily_budget is not None and spent_today(payer) >= float(payer.daily_budget)
 
@@ -238,11 +222,15 @@ def validate_request(
         raise RagsiteError("question must not be empty", code="invalid_question")
     if len(question) > MAX_QUESTION_CHARS:
         raise RagsiteError(f"question is at most {MAX_QUESTION_CHARS} characters", code="invalid_question")
-    if not isinstance(most, int) or not 1 <= most <= max_most:
+    if not encodable(question):  # a lone surrogate: valid JSON, but no tokenizer takes it
+        raise RagsiteError("question must not contain lone surrogates", code="invalid_question")
+    if not isinstance(most, int) or isinstance(most, bool) or not 1 <= most <= max_most:
         raise RagsiteError(f"most must be between 1 and {max_most}", code="invalid_most")
-    if around is not None and (not isinstance(around, int) or not 0 <= around <= MAX_AROUND):
+    if around is not None and (not isinstance(around, int) or isinstance(around, bool) or not 0 <= around <= MAX_AROUND):
         raise RagsiteError(f"around must be between 0 and {MAX_AROUND}", code="invalid_around")
-    if min_score is not None and not 0 <= min_score <= 1:
+    if min_score is not None and (
+        isinstance(min_score, bool) or not isinstance(min_score, int | float) or not 0 <= min_score <= 1
+    ):
         raise RagsiteError("min_score must be between 0 and 1", code="invalid_min_score")
     return question
 
@@ -276,7 +264,7 @@ def search_collection(
         raise NotFound(f'no collection "{collection.name}"', code="unknown_collection")
     reader_obj = _resolve_reader(collection, reader)
     payer = resolve_payer(key, on_behalf_of)
-    _check_runaway(payer)
+    check_runaway(payer)
 
     floor = _first_set(min_score, collection.min_score, settings.MIN_SCORE)
     around = int(_first_set(around, collection.around, settings.AROUND))
