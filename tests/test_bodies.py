@@ -125,3 +125,11 @@ def test_embedding_calls_are_charged_and_share_the_runaway_limit(client, raw, kn
     assert ModelCall.objects.filter(agent__agent_id="hostile", purpose="embed").count() == 3
     refused = send(client, raw, "embeddings", json.dumps({"input": "again"}))
     assert refused.json()["error"]["code"] == "runaway_limit" and int(refused["Retry-After"]) >= 1
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH"])
+def test_a_method_a_route_does_not_take_is_json_405(client, raw, method):
+    response = client.generic(method, "/api/v1/collections/handbook/search", "{}",
+                              content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert response.status_code == 405 and response.json()["error"]["code"] == "method_not_allowed"
+    assert "POST" in response["Allow"]

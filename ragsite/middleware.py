@@ -1,0 +1,41 @@
+"""Every error under /api/ and on the embedding endpoints answers in the one JSON shape.
+
+The API's own handlers already do; this catches what answers before or around them: Django's
+CSRF failure page, a 405 for a method a route does not take, the development server's or
+Django's own HTML error pages. The status is kept; only the body becomes
+`{"error": {"code", "message"}}`.
+"""
+
+from django.http import JsonResponse
+
+from .errors import error_body
+
+JSON_PREFIXES = ("/api/", "/v1/", "/count_tokens", "/mcp")
+CODES = {
+    400: ("bad_request", "the request could not be understood"),
+    403: ("forbidden", "this request is not allowed"),
+    404: ("not_found", "no such API route"),
+    405: ("method_not_allowed", "this route does not take that method"),
+    413: ("too_large", "the request body is too large"),
+    500: ("internal_error", "the server failed to answer this request"),
+}
+
+
+class JsonErrors:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if (
+            response.status_code >= 400
+            and request.path.startswith(JSON_PREFIXES)
+            and not response.get("Content-Type", "").startswith("application/json")
+        ):
+            code, message = CODES.get(response.status_code, ("http_error", "the request failed"))
+            replaced = JsonResponse(error_body(code, message), status=response.status_code)
+            for header in ("Allow", "WWW-Authenticate", "Retry-After"):
+                if header in response:
+                    replaced[header] = response[header]
+            return replaced
+        return response
