@@ -83,8 +83,14 @@ class ParagraphOut(Schema):
     document: str
     section: str
     passages: int = Field(..., description="How many stored paragraphs this one stitches together.")
-    first: int
-    last: int
+    chunk_id: str = Field(
+        ..., description="<document>#<k> of the paragraph the question matched, k its position within its "
+        "document from 0: the chunk_id export_index writes in docs.jsonl, for citation."
+    )
+    chunk_ids: list[str] = Field(..., description="The chunk ids of every stored paragraph stitched here, in order.")
+    first: int = Field(..., description="Position of the first stitched paragraph across the whole collection; "
+                       "not an id: it shifts when an earlier document changes.")
+    last: int = Field(..., description="Position of the last stitched paragraph across the whole collection.")
 
 
 class JudgeOut(Schema):

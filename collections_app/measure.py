@@ -159,9 +159,10 @@ def scratch_index(
     """
     rows: list[Row] = []
     for number, text in enumerate(documents):
-        for piece in chunk(text, variant.method, size=variant.size, overlap=variant.overlap, tokens=tokens):
+        pieces = chunk(text, variant.method, size=variant.size, overlap=variant.overlap, tokens=tokens)
+        for k, piece in enumerate(pieces):
             rows.append(Row(ordinal=len(rows), document=number, start=piece.start, end=piece.end,
-                            text=piece.text, section=piece.section))
+                            text=piece.text, section=piece.section, index=k))
     texts = [row.text for row in rows]
     return ScratchIndex(rows=rows, bm25=BM25Index.from_texts(texts), matrix=cache.vectors(texts))
 
@@ -210,18 +211,26 @@ def find_answer(runs: Sequence[Stitched], marker: str) -> dict:
     return {"found": False, "rank": None, "score": None}
 
 
-def floor_range(answer_scores: Iterable[float], control_scores: Iterable[float]) -> dict:
+def floor_range(answer_scores: Iterable[float], control_scores: Iterable[float | None]) -> dict:
     """The floor range read off a result: lowest score of a found answer vs highest control score.
 
     A floor ``f`` with ``highest_control < f <= lowest_answer`` keeps every answer that was found
     and returns nothing for every control; ``separates`` says whether such a floor exists, and is
     None when there is nothing to compare (no answer found, or no controls).
+
+    A control score of None is a control that returned nothing: under a floor it scored below it,
+    which is no score at all (seed 000), never 0.0. It takes no part in ``highest_control``, and
+    when every control returned nothing the floor in use is itself one that separates.
     """
     answers = list(answer_scores)
     controls = list(control_scores)
+    scored = [score for score in controls if score is not None]
     lowest = min(answers) if answers else None
-    highest = max(controls) if controls else None
-    separates = None if lowest is None or highest is None else lowest > highest
+    highest = max(scored) if scored else None
+    if lowest is None or not controls:
+        separates = None
+    else:
+        separates = highest is None or lowest > highest
     return {"lowest_answer": lowest, "highest_control": highest, "separates": separates}
 
 
@@ -260,5 +269,5 @@ def measure_variant(
         "found": len(found),
         "questions": answered,
         "controls": controls,
-        "floor_range": floor_range(found, [c["top_score"] or 0.0 for c in controls]),
+        "floor_range": floor_range(found, [c["top_score"] for c in controls]),
     }

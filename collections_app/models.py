@@ -6,6 +6,7 @@ so one installation serves many agents and a row always says whose it is.
 """
 
 import hashlib
+import re
 import secrets
 
 import numpy as np
@@ -53,6 +54,13 @@ class Agent(models.Model):
 
     def __str__(self):
         return self.agent_id
+
+    def clean(self):
+        from django.core.exceptions import ValidationError
+
+        # A negative budget would count every agent as over it, and silently skip its judge.
+        if self.daily_budget is not None and self.daily_budget < 0:
+            raise ValidationError({"daily_budget": "a daily budget is at least 0 (empty: no budget)"})
 
 
 class ApiKeyQuerySet(models.QuerySet):
@@ -119,8 +127,35 @@ class Reader(models.Model):
         return self.external_id
 
 
+# What a path or an address looks like in a description meant for people (seed 000: built_from says
+# what the documents are, "the HR share", never where): a token starting like an absolute, home,
+# relative, drive or UNC path; any URL; a backslash; or two separators in one word ("srv/shares/hr").
+# One slash between words ("HR/Finance", "24/7") is prose.
+PATH_LIKE = re.compile(
+    r"(?:^|\s)(?:[/~]|\.{1,2}[/\\]|[A-Za-z]:[/\\])"
+    r"|[A-Za-z][A-Za-z0-9+.-]*://"
+    r"|\\"
+    r"|[^\s/]+/[^\s/]+/"
+)
+
+
+def built_from_problem(value: str) -> str | None:
+    """Why `value` cannot be a collection's built_from, or None."""
+    if len(value) > 200:
+        return "built_from is at most 200 characters"
+    if PATH_LIKE.search(value):
+        return (
+            "built_from says what the documents are, for people (\"the HR share\"), never where they are: "
+            "it must not be a path or an address"
+        )
+    return None
+
+
 class Collection(models.Model):
     """A named set of documents one agent answers from."""
+
+    # Paragraphs either side of a hit, at most: for a request, a collection's override and AROUND.
+    MAX_AROUND = 5
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="collections")
     name = models.SlugField(max_length=100)
@@ -152,10 +187,22 @@ class Collection(models.Model):
 
         from .chunking import ChunkingError, resolve_sizes
 
+        errors = {}
         try:
             resolve_sizes(self.method, self.size, self.overlap)
         except ChunkingError as exc:
-            raise ValidationError({"method": str(exc)}) from exc
+            errors["method"] = str(exc)
+        problem = built_from_problem(self.built_from or "")
+        if problem:
+            errors["built_from"] = problem
+        # The overrides obey the same ranges as MIN_SCORE and AROUND: a floor above 1 would answer
+        # nothing to every question, silently.
+        if self.min_score is not None and not 0 <= self.min_score <= 1:
+            errors["min_score"] = "the floor is a number from 0 to 1 (0 turns it off; empty: MIN_SCORE)"
+        if self.around is not None and not 0 <= self.around <= self.MAX_AROUND:
+            errors["around"] = f"around is a whole number from 0 to {self.MAX_AROUND} (empty: AROUND)"
+        if errors:
+            raise ValidationError(errors)
 
     def chunk_sizes(self) -> tuple[int | None, int]:
         """(size, overlap) the chunker will use: this collection's, or the method's defaults."""
@@ -214,15 +261,27 @@ class EmptyBuild(RagsiteError):
 
 
 class ParagraphManager(models.Manager):
-    def guard_not_empty(self, collection) -> None:
-        """The store's own refusal to hold a built collection with no paragraphs.
+    def searchable(self, collection):
+        """The paragraphs a search reads: those of documents in search (not in review, not refused)."""
+        return self.filter(collection=collection, document__status=Document.ACTIVE)
+
+    def guard_not_empty(self, collection, *, was_searchable: bool = True) -> None:
+        """The store's own refusal to hold a built collection that readers could not search.
 
         Called inside the build's transaction after the swap, so raising rolls the
         swap back and the old paragraphs keep answering. The build service refuses
-        first; this catches any other path that could empty a collection.
+        first; this catches any other path that could empty a collection. Rows that no
+        search reads (all in review) count as empty when they would replace a collection
+        that was searchable (``was_searchable``, taken before the swap); otherwise they are
+        let through, so a person can review them.
         """
         if not self.filter(collection=collection).exists():
             raise EmptyBuild(f'refusing to leave collection "{collection.name}" with no paragraphs')
+        if was_searchable and not self.searchable(collection).exists():
+            raise EmptyBuild(
+                f'refusing to replace collection "{collection.name}" with paragraphs no search reads '
+                "(every document needs review)"
+            )
 
 
 class Paragraph(models.Model):

@@ -87,7 +87,8 @@ class Prepared:
     stored: bool = True  # False for a name the store cannot hold: refused by name, no Document row
     category: str | None = None  # why it was refused (extract.REFUSAL_CATEGORIES)
     summary: str = ""
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # scan warnings: they send the document to review
+    notes: list[str] = field(default_factory=list)  # told on the build, without sending it to review
     conflicts: list[str] = field(default_factory=list)
     pieces: list = field(default_factory=list)  # chunking.Piece
     kept: int = 0  # paragraphs a reused document already has
@@ -195,12 +196,34 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
     _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
 
     refused = [p.name for p in prepared if p.status == Document.REFUSED]
+    # What the build knew is kept on the run even when the build is refused below (seed 000).
+    run.refused, run.documents_refused = refused, len(refused)
+    run.warnings += [note for p in prepared for note in p.notes]
     passages = sum(len(p.pieces) + p.kept for p in prepared if p.status != Document.REFUSED)
     if passages == 0:
         raise EmptyBuild(
             f'the build of "{collection.name}" produced no paragraphs; the collection keeps its current ones'
         )
+    held = [p for p in prepared if p.status == Document.NEEDS_REVIEW and not _approved(p, existing)]
+    searchable = passages - sum(len(p.pieces) + p.kept for p in held)
+    if searchable == 0 and Paragraph.objects.searchable(collection).exists():
+        # Seed 000, refusal 3: paragraphs no reader may search would replace a collection that answers.
+        run.warnings += _review_warnings(held)
+        raise EmptyBuild(
+            f'the build of "{collection.name}" would leave nothing readers could search: every document needs '
+            f"review ({', '.join(p.name for p in held)}); the collection keeps its current ones"
+        )
     _commit(collection, run, prepared, existing, embedder, refused, previous)
+
+
+def _approved(item: "Prepared", existing: dict[str, Document]) -> bool:
+    """A person approved this very version of the document, so it stays searchable despite its review."""
+    document = existing.get(item.name)
+    return document is not None and bool(document.approved_fingerprint) and document.approved_fingerprint == item.fingerprint
+
+
+def _review_warnings(items) -> list[str]:
+    return [f"{item.name} needs review: {'; '.join(item.warnings + item.conflicts)}" for item in items]
 
 
 def _known_vectors(collection: Collection, model: str) -> dict[str, bytes]:
@@ -240,7 +263,13 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
     pieces = chunk(extracted.text, method, size=size, overlap=overlap, tokens=embedder)
     item.warnings = list(extracted.warnings)
     if getattr(pieces, "truncated", False):
-        item.warnings.append(f"only the first {MAX_PARAGRAPHS_PER_DOCUMENT} paragraphs were kept")
+        # Seed 003 keeps the first 240 and says why; the document stays searchable, so this is not
+        # a scan warning (which would hold all of it back for review).
+        item.notes.append(
+            f"{source.name}: only the first {MAX_PARAGRAPHS_PER_DOCUMENT} of "
+            f"{MAX_PARAGRAPHS_PER_DOCUMENT + pieces.dropped} paragraphs were kept; a document that needs more "
+            "is a document that should be several sources"
+        )
     item.pieces = list(pieces)
     item.tokens = [embedder.count_tokens(p.text) for p in item.pieces]
     item.summary = summarize_opening(extracted.text)
@@ -361,6 +390,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
     size, overlap = collection.chunk_sizes()
     with transaction.atomic():
         check_lease(collection, run)
+        was_searchable = Paragraph.objects.searchable(collection).exists()
         names = {p.name for p in prepared}
         # Documents gone from the source go, with their paragraphs. Uploads are
         # listed among the sources, so they never vanish here.
@@ -380,8 +410,8 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                 continue
             document = existing.get(item.name) or Document(collection=collection, name=item.name, source=item.kind)
             before = _document_state(document)
-            approved = bool(document.approved_fingerprint) and document.approved_fingerprint == item.fingerprint
             # A person approved this very version: it stays searchable.
+            approved = _approved(item, existing)
             document.status = Document.ACTIVE if item.status == Document.NEEDS_REVIEW and approved else item.status
             document.fingerprint, document.summary = item.fingerprint, item.summary
             document.scan_warnings, document.conflicts = item.warnings, item.conflicts
@@ -412,14 +442,14 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             passages += document.paragraph_count
         if renumbered:
             Paragraph.objects.bulk_update(renumbered, ["ordinal"], batch_size=500)
-        Paragraph.objects.guard_not_empty(collection)
+        Paragraph.objects.guard_not_empty(collection, was_searchable=was_searchable)
         if collection.per_reader:
             unlabelled = Paragraph.objects.filter(collection=collection, labels__isnull=True).count()
             if unlabelled:
                 run.warnings.append(f"{unlabelled} paragraphs have no label, so any reader may read them")
-        for item in prepared:
-            if item.status == Document.NEEDS_REVIEW:
-                run.warnings.append(f"{item.name} needs review: {'; '.join(item.warnings + item.conflicts)}")
+        run.warnings += _review_warnings(item for item in prepared if item.status == Document.NEEDS_REVIEW)
+        if not Paragraph.objects.searchable(collection).exists():
+            run.warnings.append("no paragraph is searchable until a person approves the documents in review")
         CollectionBuilt.objects.update_or_create(
             collection=collection,
             defaults=dict(
@@ -433,7 +463,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                 refused=refused,
             ),
         )
-        run.passages, run.refused, run.documents_refused = passages, refused, len(refused)
+        run.passages = passages
         run.documents_done = run.documents_total
         run.paragraphs_done = run.paragraphs_total
         run.status, run.finished_at, run.heartbeat_at = BuildRun.SUCCEEDED, now, now

@@ -32,7 +32,7 @@ logger = logging.getLogger("ragsite.search")
 
 MAX_QUESTION_CHARS = 2000
 MAX_MOST = 50
-MAX_AROUND = 5
+MAX_AROUND = Collection.MAX_AROUND
 # Weight of the cosine in the convex fusion: the best of 0.0-1.0 (then 0.42-0.58) on the
 # SciFact train split; see docs/benchmarks.md.
 FUSION_WEIGHT = 0.52
@@ -114,9 +114,12 @@ def _load_index(collection: Collection, built: CollectionBuilt) -> CollectionInd
     records = list(
         Paragraph.objects.filter(collection=collection)
         .order_by("ordinal")
-        .values_list("id", "ordinal", "document_id", "start_char", "end_char", "text", "section", "embedding")
+        .values_list("id", "ordinal", "document_id", "start_char", "end_char", "text", "section", "index", "embedding")
     )
-    rows = [Row(ordinal=o, document=d, start=s, end=e, text=t, section=sec) for _i, o, d, s, e, t, sec, _v in records]
+    rows = [
+        Row(ordinal=o, document=d, start=s, end=e, text=t, section=sec, index=k)
+        for _i, o, d, s, e, t, sec, k, _v in records
+    ]
     widths = {len(v) // 4 for *_rest, v in records if v is not None}
     if len(widths) > 1:
         raise Conflict(
@@ -286,18 +289,7 @@ def search_collection(
     readable = ReadableRows(index, mask)
     runs = stitch([(index.rows[i].ordinal, float(scores[i])) for i in top], readable, around)
     runs = [run for run in runs if run.text.strip()]  # a hit wholly inside a hidden neighbour's copy
-    paragraphs = [
-        {
-            "text": run.text,
-            "score": round(run.score, 6),
-            "document": index.document_names.get(run.document, ""),
-            "section": run.section,
-            "passages": run.passages,
-            "first": run.first,
-            "last": run.last,
-        }
-        for run in runs
-    ]
+    paragraphs = [_paragraph(run, index.document_names.get(run.document, ""), readable) for run in runs]
     answer = {
         "paragraphs": paragraphs,
         "floor": floor,
@@ -312,6 +304,28 @@ def search_collection(
         agent.agent_id, collection.name, mode, len(answer["paragraphs"]), answer["refused"],
     )
     return answer
+
+
+def _paragraph(run, document: str, readable: ReadableRows) -> dict:
+    """One paragraph of the answer, citable by seed 004's chunk id.
+
+    `chunk_id` is `<document>#<k>` of the paragraph the question matched, k its position within
+    its document: the id `export_index` writes in docs.jsonl, unchanged by rebuilds of other
+    documents. `chunk_ids` names every stored paragraph the text stitches, in document order.
+    `first`/`last` are positions across the whole collection, not ids: they shift whenever an
+    earlier document changes.
+    """
+    return {
+        "text": run.text,
+        "score": round(run.score, 6),
+        "document": document,
+        "section": run.section,
+        "passages": run.passages,
+        "chunk_id": f"{document}#{readable[run.hit].index}",
+        "chunk_ids": [f"{document}#{readable[o].index}" for o in range(run.first, run.last + 1)],
+        "first": run.first,
+        "last": run.last,
+    }
 
 
 def _first_set(*values):
