@@ -58,14 +58,16 @@ class BoundedExtractor:
                 answer = _read_frame(child.stdout, deadline)
             except TimeoutError:
                 self._stop()
-                raise Unreadable(f"extraction took longer than {self.limits.seconds:g} s", TIMED_OUT) from None
+                reason = f"extraction took longer than {self.limits.seconds:g} s"
+                raise Unreadable(reason, category=TIMED_OUT) from None
             except (EOFError, OSError, ValueError):
                 # The child died under the document: the memory cap's verdict, or a crash.
                 self._stop()
-                raise Unreadable("the extractor ran out of memory or crashed on this document", TOO_LARGE) from None
+                reason = "the extractor ran out of memory or crashed on this document"
+                raise Unreadable(reason, category=TOO_LARGE) from None
         if answer["ok"]:
             return Extracted(text=answer["text"], warnings=answer["warnings"])
-        raise Unreadable(answer["reason"], answer["category"])
+        raise Unreadable(answer["reason"], category=answer["category"])
 
     def close(self) -> None:
         with self._lock:

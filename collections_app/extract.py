@@ -17,27 +17,30 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-__all__ = ["REFUSAL_CATEGORIES", "SUPPORTED_SUFFIXES", "Extracted", "Unreadable", "extract", "summarize_opening"]
+__all__ = [
+    "BAD_NAME", "CORRUPT", "EMPTY", "ENCRYPTED", "NO_TEXT_LAYER", "REFUSAL_REASONS", "SUPPORTED_SUFFIXES", "TIMED_OUT",
+    "TOO_LARGE", "UNSUPPORTED_TYPE", "Extracted", "Unreadable", "extract", "summarize_opening",
+]
 
 SUPPORTED_SUFFIXES = (".pdf", ".docx", ".md", ".markdown", ".txt", ".text", ".html", ".htm")
 
 # Why a document was refused, in one vocabulary shared by builds, the admin and the logs.
 CORRUPT = "corrupt"
 ENCRYPTED = "encrypted"
-SCANNED = "no text layer — scanned?"
-UNSUPPORTED = "unsupported type"
+NO_TEXT_LAYER = "no text layer — scanned?"
+UNSUPPORTED_TYPE = "unsupported type"
 TOO_LARGE = "too large"  # over the size limit on disk, or over the memory cap while extracting
 EMPTY = "empty"
 TIMED_OUT = "timed out"  # over the wall-clock limit per document
 BAD_NAME = "bad name"  # a file name the store cannot hold (not UTF-8, or too long)
-REFUSAL_CATEGORIES = (CORRUPT, ENCRYPTED, SCANNED, UNSUPPORTED, TOO_LARGE, EMPTY, TIMED_OUT, BAD_NAME)
+REFUSAL_REASONS = (CORRUPT, ENCRYPTED, NO_TEXT_LAYER, UNSUPPORTED_TYPE, TOO_LARGE, EMPTY, TIMED_OUT, BAD_NAME)
 
 
 class Unreadable(Exception):
     """A document that yields no usable text. ``reason`` is short and safe to show to anybody;
-    ``category`` is one of `REFUSAL_CATEGORIES` when known."""
+    ``category`` is one of `REFUSAL_REASONS` when known."""
 
-    def __init__(self, reason: str, category: str | None = None) -> None:
+    def __init__(self, reason: str, *, category: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.category = category

@@ -9,6 +9,7 @@ Django's own HTML error pages. The status is kept; only the body becomes
 from django.http import JsonResponse
 
 from .errors import error_body
+from .rls import agent_scope, installed
 
 JSON_PREFIXES = ("/api/", "/v1/", "/count_tokens", "/mcp")
 CODES = {
@@ -39,3 +40,26 @@ class JsonErrors:
                     replaced[header] = response[header]
             return replaced
         return response
+
+
+class AgentScope:
+    """Requests that carry an agent's key run inside `rls.agent_scope` for that agent (PostgreSQL
+    with row-level security installed; elsewhere this only reads the key)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not request.path.startswith(JSON_PREFIXES):
+            return self.get_response(request)
+        from django.db import connection
+
+        if not installed(connection):
+            return self.get_response(request)
+        from collections_app.services.agents import key_from_request
+
+        key = key_from_request(request)
+        if key is None:
+            return self.get_response(request)
+        with agent_scope(key.agent.agent_id):
+            return self.get_response(request)

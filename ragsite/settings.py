@@ -58,6 +58,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # Outermost, so it also sees the CSRF page and any other HTML error answered below it.
     "ragsite.middleware.JsonErrors",
+    # Row-level security on PostgreSQL: an agent's request sees only that agent's rows (ragsite.rls).
+    "ragsite.middleware.AgentScope",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -85,7 +85,7 @@ class Prepared:
     status: str = Document.ACTIVE
     reused: bool = False
     stored: bool = True  # False for a name the store cannot hold: refused by name, no Document row
-    category: str | None = None  # why it was refused (extract.REFUSAL_CATEGORIES)
+    category: str | None = None  # why it was refused (extract.REFUSAL_REASONS)
     summary: str = ""
     warnings: list[str] = field(default_factory=list)  # scan warnings: they send the document to review
     notes: list[str] = field(default_factory=list)  # told on the build, without sending it to review

@@ -106,13 +106,13 @@ def _printable(name: str) -> str:
 def read_bounded(source: Source) -> bytes:
     """The document's bytes; `Unreadable` (BAD_NAME, TOO_LARGE) without reading what must not be read."""
     if source.bad_name:
-        raise Unreadable(source.bad_name, BAD_NAME)
+        raise Unreadable(source.bad_name, category=BAD_NAME)
     too_large = f"larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB"
     if source.size() > MAX_DOCUMENT_BYTES:
-        raise Unreadable(too_large, TOO_LARGE)
+        raise Unreadable(too_large, category=TOO_LARGE)
     data = source.read(MAX_DOCUMENT_BYTES + 1)
     if len(data) > MAX_DOCUMENT_BYTES:  # it grew after its size was asked
-        raise Unreadable(too_large, TOO_LARGE)
+        raise Unreadable(too_large, category=TOO_LARGE)
     return data
 
 

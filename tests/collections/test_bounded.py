@@ -8,7 +8,7 @@ import time
 import pytest
 
 from collections_app.bounded import BoundedExtractor, Limits
-from collections_app.extract import BAD_NAME, REFUSAL_CATEGORIES, TIMED_OUT, TOO_LARGE, Unreadable
+from collections_app.extract import BAD_NAME, REFUSAL_REASONS, TIMED_OUT, TOO_LARGE, Unreadable
 from collections_app.models import BuildRun, Document
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
@@ -54,7 +54,7 @@ def test_ordinary_refusals_keep_their_reason_and_category(extractor):
     with pytest.raises(Unreadable) as raised:
         extractor.extract("scan.pdf", b"%PDF-1.4 not really")
     assert raised.value.reason  # said by extract, carried across the process boundary
-    assert raised.value.category is None or raised.value.category in REFUSAL_CATEGORIES
+    assert raised.value.category is None or raised.value.category in REFUSAL_REASONS
 
 
 @pytest.mark.django_db
