@@ -68,6 +68,9 @@ SEARCH_ANSWER = {
             },
         },
         "floor": {"type": "number"},
+        "floor_source": {"type": "string", "enum": ["default", "collection", "request", "measured"],
+                         "description": "Where the floor came from: MIN_SCORE, the collection's override, this "
+                         "request, or measured off the collection's known answers."},
         "around": {"type": "integer"},
         "mode": {"type": "string", "enum": ["hybrid", "vector", "lexical"]},
         "model": {"type": "string"},

@@ -149,3 +149,20 @@ def test_manage_py_commands_print_the_refusal_and_exit_non_zero_without_a_traceb
             done = manage(*args)
             assert done.returncode != 0, (args, done.stdout)
             assert sentence in done.stderr and "Traceback" not in done.stderr, (args, done.stderr)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_flushed_store_records_its_version_again_so_the_next_open_is_not_refused():
+    # `flush` (which every transactional test runs) empties store_meta and then emits post_migrate.
+    call_command("flush", interactive=False, verbosity=0)
+    assert StoreMeta.objects.get(key="schema_version").value == str(SCHEMA_VERSION)
+    ensure_supported(connection)
+
+
+@pytest.mark.django_db
+def test_migrate_never_overwrites_the_version_a_store_records():
+    StoreMeta.objects.filter(key="schema_version").update(value=str(SCHEMA_VERSION + 1))
+    from collections_app.signals import record_schema_version
+
+    record_schema_version(sender=None, using="default")
+    assert StoreMeta.objects.get(key="schema_version").value == str(SCHEMA_VERSION + 1)

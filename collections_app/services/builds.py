@@ -27,7 +27,18 @@ from ..chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
 from ..conf import settings
 from ..extract import BAD_NAME, TIMED_OUT, TOO_LARGE, Unreadable, summarize_opening
 from ..interchange import fingerprint as text_fingerprint
-from ..models import Agent, BuildRun, Collection, CollectionBuilt, Document, EmptyBuild, ModelCall, Paragraph
+from ..models import (
+    Agent,
+    BuildRefused,
+    BuildRun,
+    Collection,
+    CollectionBuilt,
+    Document,
+    EmptyBuild,
+    ModelCall,
+    Paragraph,
+)
+from . import known_answers
 from .leases import ACTIVE_STATES, STALE_MESSAGE, Heartbeat, LeaseLost, check_lease, fail_stale_builds
 from .sources import collection_sources, document_extractor, read_bounded
 
@@ -142,7 +153,7 @@ def run_build(build_id: int, *, report: Callable[[BuildRun], None] | None = None
         run.refresh_from_db()
         logger.warning("build %s of %s/%s rolled back: %s", run.pk, collection.agent.agent_id, collection.name, exc)
     except (RagsiteError, ChunkingError, EmbeddingError) as exc:
-        status = BuildRun.REFUSED if isinstance(exc, EmptyBuild) else BuildRun.FAILED
+        status = BuildRun.REFUSED if isinstance(exc, BuildRefused) else BuildRun.FAILED
         _finish(run, status, error=str(exc))
         logger.warning("build %s of %s/%s %s: %s", run.pk, collection.agent.agent_id, collection.name, status, exc)
     except Exception as exc:
@@ -213,7 +224,12 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
             f'the build of "{collection.name}" would leave nothing readers could search: every document needs '
             f"review ({', '.join(p.name for p in held)}); the collection keeps its current ones"
         )
+    # Known answers: measured from the candidate before the swap only when a gate may refuse it;
+    # otherwise by a task once the swap has committed, so the build never waits for them.
+    measured = known_answers.gate_build(collection=collection, run=run,
+                                        candidate=lambda: _candidate_paragraphs(collection, prepared, existing))
     _commit(collection, run, prepared, existing, embedder, refused, previous)
+    known_answers.after_build(run=run, measured=measured)
 
 
 def _approved(item: "Prepared", existing: dict[str, Document]) -> bool:
@@ -523,3 +539,31 @@ def _replace_paragraphs(document: Document, item: Prepared, agent: Agent, ordina
     through.objects.bulk_create(links, batch_size=1000, ignore_conflicts=True)
     return ordinal + len(rows)
 
+
+def _candidate_paragraphs(collection: Collection, prepared: list[Prepared], existing: dict) -> list[tuple]:
+    """The paragraphs `_commit` will leave, in its ordinal order, for measuring a build before its swap.
+
+    One tuple per paragraph: (document, searched, start, end, text, section, vector bytes or None),
+    where ``document`` tells documents apart and ``searched`` says whether a search ranks it.
+    """
+    reused = {existing[p.name].pk for p in prepared if p.reused}
+    stored: dict[int, list[tuple]] = defaultdict(list)
+    if reused:
+        rows = Paragraph.objects.filter(collection=collection).order_by("document_id", "index").values_list(
+            "document_id", "start_char", "end_char", "text", "section", "embedding")
+        for document_id, *row in rows.iterator(chunk_size=2000):
+            if document_id in reused:
+                stored[document_id].append(tuple(row))
+    paragraphs: list[tuple] = []
+    for number, item in enumerate(prepared):
+        if item.status == Document.REFUSED:
+            continue
+        # The status the swap gives the document: in review unless a person approved this very version.
+        searched = item.status == Document.ACTIVE or (item.status == Document.NEEDS_REVIEW and _approved(item, existing))
+        if item.reused:
+            pieces = stored[existing[item.name].pk]
+        else:
+            pieces = [(p.start, p.end, p.text, (p.section or "")[:300], item.vectors[i] if item.vectors else None)
+                      for i, p in enumerate(item.pieces)]
+        paragraphs.extend((number, searched, *piece) for piece in pieces)
+    return paragraphs

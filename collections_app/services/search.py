@@ -269,7 +269,7 @@ def search_collection(
     payer = resolve_payer(key, on_behalf_of)
     check_runaway(payer)
 
-    floor = _first_set(min_score, collection.min_score, settings.MIN_SCORE)
+    floor, floor_source = resolve_floor(collection, min_score)
     around = int(_first_set(around, collection.around, settings.AROUND))
     built = CollectionBuilt.objects.filter(collection=collection).first()
     if built is None:
@@ -293,6 +293,7 @@ def search_collection(
     answer = {
         "paragraphs": paragraphs,
         "floor": floor,
+        "floor_source": floor_source,
         "around": around,
         "mode": mode,
         "model": model,
@@ -304,6 +305,15 @@ def search_collection(
         agent.agent_id, collection.name, mode, len(answer["paragraphs"]), answer["refused"],
     )
     return answer
+
+
+def resolve_floor(collection: Collection, requested: float | None) -> tuple[float, str]:
+    """The floor in force and its source: the request's, else the collection's (`Collection.floor_in_force`):
+    measured off its known answers, its own override, or MIN_SCORE."""
+    if requested is not None:
+        return requested, "request"
+    measured = collection.known_answer_reports.measured_floor() if collection.floor_measured else None
+    return collection.floor_in_force(measured=measured, default=float(settings.MIN_SCORE))
 
 
 def _paragraph(run, document: str, readable: ReadableRows) -> dict:

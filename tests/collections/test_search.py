@@ -44,8 +44,9 @@ def ask(agent, collection="handbook", question=QUESTION, **kwargs):
 
 def test_the_answering_paragraph_ranks_first_with_the_answer_shape(agent, handbook):
     answer = ask(agent, around=0)
-    assert set(answer) == {"paragraphs", "floor", "around", "mode", "model", "refused", "judge"}
+    assert set(answer) == {"paragraphs", "floor", "floor_source", "around", "mode", "model", "refused", "judge"}
     assert (answer["mode"], answer["model"], answer["floor"], answer["around"]) == ("hybrid", "hash-64", 0.25, 0)
+    assert answer["floor_source"] == "default"
     best = answer["paragraphs"][0]
     assert "capped at five days" in best["text"]
     assert set(best) == {"text", "score", "document", "section", "passages", "chunk_id", "chunk_ids", "first", "last"}
