@@ -191,12 +191,12 @@ class KnownAnswersOut(Schema):
     report: KnownAnswersReportOut | None = Field(..., description="The latest build's measurement; null: none yet.")
 
 
-@router.get("/{name}/known-answers", response=KnownAnswersOut, summary="A collection's known answers and how its latest build did")
+@router.get("/{name}/known-answers", response={200: KnownAnswersOut, **errors(400, 401, 404)}, summary="A collection's known answers and how its latest build did")
 def read_known_answers(request, name: str):
     return known_answers.describe(get_collection(agent=request.auth.agent, name=name))
 
 
-@router.put("/{name}/known-answers", response=KnownAnswersOut, summary="Replace a collection's known answers")
+@router.put("/{name}/known-answers", response={200: KnownAnswersOut, **errors(400, 401, 403, 404, 409, 413)}, summary="Replace a collection's known answers")
 def put_known_answers(request, name: str, payload: KnownAnswersIn):
     collection = get_collection(agent=request.auth.agent, name=name)
     known_answers.set_known_answers(collection=collection, items=payload.questions,
