@@ -245,17 +245,19 @@ def gate_build(*, collection: Collection, run: BuildRun, candidate: Callable[[],
 
 
 def _live_paragraphs(collection: Collection) -> list[tuple]:
-    """The live collection's paragraphs as a search loads them: (document, searched, start, end, text, section, vector)."""
+    """The live collection's paragraphs as a search loads them:
+    (document, searched, start, end, text, section, vector, context)."""
     held_back = set(collection.documents.exclude(status=Document.ACTIVE).values_list("id", flat=True))
     rows = (Paragraph.objects.filter(collection=collection).order_by("ordinal")
-            .values_list("document_id", "start_char", "end_char", "text", "section", "embedding"))
+            .values_list("document_id", "start_char", "end_char", "text", "section", "embedding", "context"))
     return [(document, document not in held_back, *rest) for document, *rest in rows.iterator(chunk_size=2000)]
 
 
 def _index(paragraphs: Sequence[tuple]) -> tuple[ScratchIndex, np.ndarray]:
     """An in-memory index over ``paragraphs`` (ordinals in order) and the mask of rows a search ranks."""
     rows = [Row(ordinal=i, document=d, start=s, end=e, text=t, section=sec)
-            for i, (d, _searched, s, e, t, sec, _v) in enumerate(paragraphs)]
+            for i, (d, _searched, s, e, t, sec, _v, _context) in enumerate(paragraphs)]
+    contexts = [p[7] for p in paragraphs]
     searchable = np.array([p[1] for p in paragraphs], dtype=bool)
     widths = {len(p[6]) // 4 for p in paragraphs if p[6] is not None}
     if len(widths) > 1:
@@ -267,7 +269,10 @@ def _index(paragraphs: Sequence[tuple]) -> tuple[ScratchIndex, np.ndarray]:
         for i, paragraph in enumerate(paragraphs):
             if paragraph[6] is not None:
                 matrix[i] = np.frombuffer(bytes(paragraph[6]), dtype="<f4")
-    return ScratchIndex(rows=rows, bm25=BM25Index.from_texts(r.text for r in rows), matrix=matrix), searchable
+    # The title and section beside each paragraph, as search ranks them (collections_app/context.py).
+    context_bm25 = BM25Index.from_texts(contexts) if any(contexts) else None
+    return ScratchIndex(rows=rows, bm25=BM25Index.from_texts(r.text for r in rows), matrix=matrix,
+                        context_bm25=context_bm25), searchable
 
 
 def _question_vectors(collection: Collection, questions: Sequence[Question], model: str, width: int) -> np.ndarray:

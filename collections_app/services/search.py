@@ -12,18 +12,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+from django.db.models import Q
 
 from ragsite import embedding
 from ragsite.bodies import encodable
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, Forbidden, NotFound, RagsiteError
-from ragsite.fusion import hybrid_scores
+from ragsite.fusion import hybrid_scores, normalise_bm25, normalise_cosine
 from ragsite.lexical import BM25Index, terms
 
 from ..conf import settings
+from ..context import lexical_with_context
 from ..ivf import IVFIndex
 from ..judge import JudgeUnavailable, ask_judge
 from ..models import Agent, ApiKey, Collection, CollectionBuilt, Document, ModelCall, Paragraph, Reader
+from ..rerank import RerankUnavailable, ask_reranker
 from ..stitch import Row, cut_hidden_overlap, stitch
 from .agents import get_collection
 from .ledger import check_runaway, record_call, spent_today
@@ -43,6 +46,7 @@ class CollectionIndex:
     """Everything a search needs from one build of one collection, held in memory."""
 
     built_at: object
+    passages: int  # the build record's count when loaded: a deleted document lowers it (see _current)
     model: str
     dimensions: int
     ids: np.ndarray  # paragraph id per row
@@ -56,6 +60,8 @@ class CollectionIndex:
     # The approximate path for large collections: built on first use, once per build (see _ivf_for).
     ivf: IVFIndex | None = None
     ivf_rows: np.ndarray | None = None  # index row of each IVF row (the rows that hold a vector)
+    # BM25 over each row's "title › section" (context.py); None when no row has a context.
+    context_bm25: BM25Index | None = None
 
     @property
     def size(self) -> int:
@@ -95,15 +101,21 @@ _ivf_lock = threading.Lock()
 def collection_index(collection: Collection, built: CollectionBuilt) -> CollectionIndex:
     """The in-memory index of `collection`'s current build, loaded once per build per process."""
     cached = _cache.get(collection.pk)
-    if cached is not None and cached.built_at == built.built_at:
+    if _current(cached, built):
         return cached
     with _cache_lock:
         cached = _cache.get(collection.pk)
-        if cached is not None and cached.built_at == built.built_at:
+        if _current(cached, built):
             return cached
         index = _load_index(collection, built)
         _cache[collection.pk] = index
         return index
+
+
+def _current(cached: CollectionIndex | None, built: CollectionBuilt) -> bool:
+    # A new build changes built_at; deleting a document between builds lowers `passages`
+    # (services.documents), which every process sees at its next search.
+    return cached is not None and (cached.built_at, cached.passages) == (built.built_at, built.passages)
 
 
 def forget_index(collection_id: int) -> None:
@@ -116,6 +128,7 @@ def _load_index(collection: Collection, built: CollectionBuilt) -> CollectionInd
         .order_by("ordinal")
         .values_list("id", "ordinal", "document_id", "start_char", "end_char", "text", "section", "index", "embedding")
     )
+    contexts = list(Paragraph.objects.filter(collection=collection).order_by("ordinal").values_list("context", flat=True))
     rows = [
         Row(ordinal=o, document=d, start=s, end=e, text=t, section=sec, index=k)
         for _i, o, d, s, e, t, sec, k, _v in records
@@ -137,6 +150,7 @@ def _load_index(collection: Collection, built: CollectionBuilt) -> CollectionInd
     names = dict(Document.objects.filter(collection=collection).values_list("id", "name"))
     return CollectionIndex(
         built_at=built.built_at,
+        passages=built.passages,
         model=built.model,
         dimensions=built.dimensions,
         ids=np.array([r[0] for r in records], dtype=np.int64),
@@ -147,6 +161,7 @@ def _load_index(collection: Collection, built: CollectionBuilt) -> CollectionInd
         bm25=BM25Index.from_texts(r.text for r in rows),
         document_names=names,
         position={row.ordinal: i for i, row in enumerate(rows)},
+        context_bm25=BM25Index.from_texts(contexts) if any(contexts) else None,
     )
 
 
@@ -154,10 +169,18 @@ def _load_index(collection: Collection, built: CollectionBuilt) -> CollectionInd
 
 
 def _readable_mask(collection: Collection, index: CollectionIndex, reader: Reader | None) -> np.ndarray:
-    """Rows this search may rank and stitch: active documents, and for a per-reader collection the reader's labels."""
-    # Documents out of search (in review, refused) are few; list those rather than the active ones.
-    held_back = list(collection.documents.exclude(status=Document.ACTIVE).values_list("id", flat=True))
+    """Rows this search may rank and stitch: enabled paragraphs of active, enabled documents, and for a
+    per-reader collection the reader's labels."""
+    # Documents out of search (in review, refused, disabled) are few; list those rather than the active ones.
+    held_back = list(
+        collection.documents.filter(~Q(status=Document.ACTIVE) | Q(enabled=False)).values_list("id", flat=True)
+    )
     mask = ~np.isin(index.documents, np.asarray(held_back, dtype=np.int64))
+    # Disabled paragraphs are read per search (a partial index holds only them), so a switch takes
+    # effect at the next question without waiting for a new build.
+    disabled = list(Paragraph.objects.filter(collection=collection, enabled=False).values_list("id", flat=True))
+    if disabled:
+        mask &= ~np.isin(index.ids, np.asarray(disabled, dtype=np.int64))
     if collection.per_reader and reader is not None:
         through = Paragraph.labels.through
         labelled = set(through.objects.filter(paragraph__collection=collection).values_list("paragraph_id", flat=True))
@@ -251,12 +274,15 @@ def search_collection(
     key: ApiKey | None = None,
     mode: str | None = None,
     max_most: int = MAX_MOST,
+    explain: bool = False,
 ) -> dict:
     """Search one of `agent`'s collections; returns the answer as a JSON-ready dict.
 
     `mode` narrows the ranking to one arm ("vector" or "lexical"); by default a
     collection with vectors is searched "hybrid". `max_most` lets in-process
-    callers such as the benchmarks ask for more than an agent may.
+    callers such as the benchmarks ask for more than an agent may. `explain` (the admin's playground,
+    never the API) adds ``explain``: each answer's pieces with their lexical and semantic parts, and how
+    many paragraphs at or above the floor this reader's labels hid (a count only).
     """
     question = validate_request(question, most, around, min_score, max_most)
     if mode is not None and mode not in MODES:
@@ -280,16 +306,20 @@ def search_collection(
     if mode == "vector" and cosine is None:
         raise Conflict(f'collection "{collection.name}" holds no vectors to search', code="no_vectors")
     question_terms = terms(question)
-    bm25 = None if mode == "vector" else index.bm25.scores(question_terms)
-    scores, mode = hybrid_scores(cosine, bm25, index.bm25.upper_bound(question_terms), weight=FUSION_WEIGHT)
+    bm25, bound = _lexical(index, question_terms) if mode != "vector" else (None, 0.0)
+    scores, mode = hybrid_scores(cosine, bm25, bound, weight=FUSION_WEIGHT)
 
     mask = _readable_mask(collection, index, reader_obj)
     eligible = np.flatnonzero(mask & (scores >= floor)) if index.size else np.zeros(0, dtype=np.int64)
     top = eligible[np.argsort(-scores[eligible], kind="stable")[:most]]
     readable = ReadableRows(index, mask)
-    runs = stitch([(index.rows[i].ordinal, float(scores[i])) for i in top], readable, around)
+    top, relevance, rerank, fused_rank = _rerank(collection, index, question, scores, mask, floor, most, payer, top)
+    order_by = scores if relevance is None else relevance
+    runs = stitch([(index.rows[i].ordinal, float(order_by[i])) for i in top], readable, around)
     runs = [run for run in runs if run.text.strip()]  # a hit wholly inside a hidden neighbour's copy
     paragraphs = [_paragraph(run, index.document_names.get(run.document, ""), readable) for run in runs]
+    if relevance is not None:
+        _mark_reranked(paragraphs, runs, index, top, scores, fused_rank)
     answer = {
         "paragraphs": paragraphs,
         "floor": floor,
@@ -298,13 +328,105 @@ def search_collection(
         "mode": mode,
         "model": model,
         "refused": None,
+        "rerank": rerank,
     }
+    if explain:
+        answer["explain"] = _explain(collection, index, runs, top, mask, scores, floor, cosine, bm25, bound,
+                                     reader_obj)
     _judge(answer, collection, question, payer)
     logger.info(
         "search %s/%s: mode %s, %d paragraphs, refused %s",
         agent.agent_id, collection.name, mode, len(answer["paragraphs"]), answer["refused"],
     )
     return answer
+
+
+def _rerank(collection, index: CollectionIndex, question: str, scores: np.ndarray, mask: np.ndarray, floor: float,
+            most: int, payer: Agent | None, top: np.ndarray):
+    """Reorder the top ``RERANK_DEPTH`` readable candidates by the reranker, before the floor.
+
+    Returns the rows to stitch, their relevance by row (None when the fused order stands), the
+    answer's ``rerank`` field, and each candidate's position in the fused order. The floor still
+    applies to the fused score, whose scale it was calibrated on; the reranker only decides the
+    order. Any failure keeps the fused order.
+    """
+    if not settings.RERANK_URL:
+        return top, None, {"status": "not configured"}, {}
+    if _over_budget(payer):
+        return top, None, {"status": "over budget"}, {}
+    readable = np.flatnonzero(mask)
+    depth = max(int(settings.RERANK_DEPTH), most)
+    candidates = readable[np.argsort(-scores[readable], kind="stable")[:depth]]
+    if candidates.size == 0:
+        return top, None, {"status": "nothing to rerank"}, {}
+    try:
+        reranked = ask_reranker(
+            url=settings.RERANK_URL, model=settings.RERANK_MODEL, api_key=settings.RERANK_API_KEY,
+            timeout=float(settings.RERANK_TIMEOUT), question=question,
+            documents=[index.rows[i].text for i in candidates],
+        )
+    except RerankUnavailable as exc:
+        logger.warning("reranker unavailable for %s/%s: %s", collection.agent.agent_id, collection.name, exc)
+        return top, None, {"status": "unavailable"}, {}
+    if payer is not None:
+        record_call(agent=payer, collection=collection, purpose=ModelCall.RERANK, model=reranked.model,
+                    tokens_in=reranked.tokens)
+    relevance = np.full(index.size, -np.inf)
+    relevance[candidates] = reranked.scores
+    order = candidates[np.argsort(-relevance[candidates], kind="stable")]
+    fused_rank = {index.rows[i].ordinal: position for position, i in enumerate(candidates.tolist(), start=1)}
+    status = {"status": "reranked", "model": reranked.model, "depth": int(candidates.size)}
+    return order[scores[order] >= floor][:most], relevance, status, fused_rank
+
+
+def _mark_reranked(paragraphs: list[dict], runs, index: CollectionIndex, top: np.ndarray, scores: np.ndarray,
+                   fused_rank: dict[int, int]) -> None:
+    """Each stitched paragraph's fused score and fused position beside the reranker's score that ordered it."""
+    fused = {index.rows[i].ordinal: float(scores[i]) for i in top}
+    for paragraph, run in zip(paragraphs, runs, strict=True):
+        hits = [o for o in range(run.first, run.last + 1) if o in fused]
+        paragraph["rerank_score"] = paragraph["score"]
+        paragraph["score"] = round(max(fused[o] for o in hits), 6)
+        paragraph["fused_rank"] = min(fused_rank[o] for o in hits)
+
+
+def _lexical(index: CollectionIndex, question_terms: list[str]) -> tuple[np.ndarray, float]:
+    """The seed-004 BM25 of each row's text with its context's share added (context.py), and the bound."""
+    context = index.context_bm25
+    return lexical_with_context(
+        index.bm25.scores(question_terms), index.bm25.upper_bound(question_terms),
+        context.scores(question_terms) if context is not None else None,
+        context.upper_bound(question_terms) if context is not None else 0.0,
+    )
+
+
+def _explain(collection, index, runs, top, mask, scores, floor, cosine, bm25, upper_bound, reader) -> dict:
+    """Why each answer scored what it did, piece by piece, for a person testing the collection."""
+    hits = {int(index.rows[i].ordinal) for i in top}
+    semantic = normalise_cosine(cosine) if cosine is not None else None
+    lexical = normalise_bm25(bm25, upper_bound) if bm25 is not None else None
+    pieces = []
+    for run in runs:
+        parts = []
+        for ordinal in range(run.first, run.last + 1):
+            position = index.position.get(ordinal)
+            if position is None or not mask[position]:
+                continue
+            parts.append({
+                "paragraph": int(index.ids[position]),
+                "ordinal": ordinal,
+                "text": index.rows[position].text,
+                "hit": ordinal in hits,
+                "score": round(float(scores[position]), 6),
+                "lexical": None if lexical is None else round(float(lexical[position]), 6),
+                "semantic": None if semantic is None else round(float(semantic[position]), 6),
+            })
+        pieces.append(parts)
+    hidden = 0
+    if reader is not None and collection.per_reader and index.size:
+        everyone = _readable_mask(collection, index, None)
+        hidden = int(np.count_nonzero(everyone & ~mask & (scores >= floor)))
+    return {"pieces": pieces, "hidden_by_labels": hidden}
 
 
 def resolve_floor(collection: Collection, requested: float | None) -> tuple[float, str]:

@@ -86,6 +86,7 @@ def test_a_build_refuses_each_hostile_file_by_name_in_bounded_time_and_reads_the
     assert Document.objects.get(collection=collection, name="good.md").status == Document.ACTIVE
     categories = {"bomb.docx": TOO_LARGE, "loop.pdf": TIMED_OUT, "big.txt": TOO_LARGE, shown_bad: BAD_NAME}
     for name, category in categories.items():
+        assert run.refusal_reasons[name] == category
         assert any(w.startswith(f"{name} was refused ({category})") for w in run.warnings), (name, run.warnings)
     # Names the store cannot hold get no Document row; the log shows them escaped.
     assert not Document.objects.filter(collection=collection, name__startswith="ddd").exists()

@@ -51,10 +51,14 @@ def test_an_ivf_search_still_finds_the_answering_paragraph_with_the_same_answer_
 ):
     settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 2
     with caplog.at_level(logging.DEBUG, logger="ragsite.search"):
-        answer = ask(agent, library)
+        # Unfloored: whether the hash embedder puts the answer in one of the two probed lists is
+        # incidental (a paragraph's vector now embeds its title too); an unprobed row still ranks
+        # on BM25, which is what lets the approximate path answer at all.
+        answer = ask(agent, library, min_score=0)
     index = index_of(library)
     assert index.ivf is not None and index.ivf.nlist > 2  # truly approximate: not every list was scored
-    assert set(answer) == {"paragraphs", "floor", "floor_source", "around", "mode", "model", "refused", "judge"}
+    assert set(answer) == {"paragraphs", "floor", "floor_source", "around", "mode", "model", "refused", "judge",
+                           "rerank"}
     assert answer["mode"] == "hybrid"
     assert "capped at five days" in answer["paragraphs"][0]["text"]
     assert set(answer["paragraphs"][0]) == {"text", "score", "document", "section", "passages", "chunk_id", "chunk_ids",
