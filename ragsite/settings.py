@@ -136,6 +136,7 @@ EMBED_MODEL = env("EMBED_MODEL", default="")
 EMBED_API_KEY = env("EMBED_API_KEY", default="")
 EMBED_TIMEOUT = env.float("EMBED_TIMEOUT", default=30.0)
 EMBED_BATCH_SIZE = env.int("EMBED_BATCH_SIZE", default=64)
+EMBED_CONCURRENCY = env.int("EMBED_CONCURRENCY", default=4)
 # What one request to this server's own /v1/embeddings may ask (collections_app.embedding_server):
 # as many texts as a build's batch, each as long as a memory record.
 EMBED_SERVER_MAX_INPUTS = env.int("EMBED_SERVER_MAX_INPUTS", default=64)
@@ -155,7 +156,8 @@ RERANK_DEPTH = env.int("RERANK_DEPTH", default=30)
 MIN_SCORE = env.float("MIN_SCORE", default=0.22)
 AROUND = env.int("AROUND", default=1)
 IVF_MIN_PARAGRAPHS = env.int("IVF_MIN_PARAGRAPHS", default=50000)
-IVF_NPROBE = env.int("IVF_NPROBE", default=8)
+IVF_NPROBE = env.int("IVF_NPROBE", default=0)
+IVF_RECALL = env.float("IVF_RECALL", default=0.95)
 MODEL_PRICES = env.json("MODEL_PRICES", default={})
 # Known answers (docs/measure.md): the share of answers a measured floor keeps when answers and
 # controls do not separate, and the gate — unset: off; N: refuse a build that loses more than N.

@@ -23,7 +23,7 @@ from ragsite.lexical import BM25Index, terms
 
 from ..conf import settings
 from ..context import lexical_with_context
-from ..ivf import IVFIndex
+from ..ivf import IVFLists, build_lists
 from ..judge import JudgeUnavailable, ask_judge
 from ..models import Agent, ApiKey, Collection, CollectionBuilt, Document, ModelCall, Paragraph, Reader
 from ..rerank import RerankUnavailable, ask_reranker
@@ -58,8 +58,9 @@ class CollectionIndex:
     document_names: dict[int, str]
     position: dict[int, int]  # ordinal -> row
     # The approximate path for large collections: built on first use, once per build (see _ivf_for).
-    ivf: IVFIndex | None = None
+    ivf: IVFLists | None = None
     ivf_rows: np.ndarray | None = None  # index row of each IVF row (the rows that hold a vector)
+    ivf_vectors: np.ndarray | None = None  # the rows the IVF lists name (the matrix itself when all hold one)
     # BM25 over each row's "title › section" (context.py); None when no row has a context.
     context_bm25: BM25Index | None = None
 
@@ -274,19 +275,23 @@ def search_collection(
     key: ApiKey | None = None,
     mode: str | None = None,
     max_most: int = MAX_MOST,
+    nprobe: int | None = None,
     explain: bool = False,
 ) -> dict:
     """Search one of `agent`'s collections; returns the answer as a JSON-ready dict.
 
     `mode` narrows the ranking to one arm ("vector" or "lexical"); by default a
     collection with vectors is searched "hybrid". `max_most` lets in-process
-    callers such as the benchmarks ask for more than an agent may. `explain` (the admin's playground,
-    never the API) adds ``explain``: each answer's pieces with their lexical and semantic parts, and how
-    many paragraphs at or above the floor this reader's labels hid (a count only).
+    callers such as the benchmarks ask for more than an agent may, and `nprobe`
+    overrides the IVF lists scored (default: the nprobe the build measured). `explain` (the admin's
+    playground, never the API) adds ``explain``: each answer's pieces with their lexical and semantic
+    parts, and how many paragraphs at or above the floor this reader's labels hid (a count only).
     """
     question = validate_request(question, most, around, min_score, max_most)
     if mode is not None and mode not in MODES:
         raise RagsiteError(f"mode must be one of {', '.join(MODES)}", code="invalid_mode")
+    if nprobe is not None and (isinstance(nprobe, bool) or not isinstance(nprobe, int) or nprobe < 1):
+        raise RagsiteError("nprobe must be a whole number of at least 1", code="invalid_nprobe")
     if not isinstance(collection, Collection):
         collection = get_collection(agent=agent, name=collection)
     elif collection.agent_id != agent.pk:
@@ -302,7 +307,9 @@ def search_collection(
         raise Conflict(f'collection "{collection.name}" has never been built', code="not_built")
     index = collection_index(collection, built)
 
-    cosine, model = (None, index.model) if mode == "lexical" else _cosine(collection, index, question, payer)
+    cosine, model = (
+        (None, index.model) if mode == "lexical" else _cosine(collection, built, index, question, payer, nprobe)
+    )
     if mode == "vector" and cosine is None:
         raise Conflict(f'collection "{collection.name}" holds no vectors to search', code="no_vectors")
     question_terms = terms(question)
@@ -464,7 +471,7 @@ def _first_set(*values):
     return next(v for v in values if v is not None)
 
 
-def _cosine(collection, index: CollectionIndex, question: str, payer: Agent | None):
+def _cosine(collection, built, index: CollectionIndex, question: str, payer: Agent | None, nprobe: int | None):
     """Cosine of the question against every row, or None when the collection holds no vectors."""
     if index.matrix is None or not index.has_vector.any():
         return None, index.model  # lexical: the question is not embedded at all
@@ -491,39 +498,49 @@ def _cosine(collection, index: CollectionIndex, question: str, payer: Agent | No
                     tokens_in=embedded.tokens or 0)
     threshold = int(settings.IVF_MIN_PARAGRAPHS)
     if threshold > 0 and index.size >= threshold:
-        return _ivf_cosine(collection, index, vector), index.model
+        return _ivf_cosine(collection, built, index, vector, nprobe), index.model
     logger.debug("search %s: exact cosine over %d rows", collection.name, index.size)
     cosine = index.matrix @ vector
     cosine[~index.has_vector] = 0.0
     return cosine, index.model
 
 
-def _ivf_for(collection: Collection, index: CollectionIndex) -> IVFIndex:
-    """The IVF over `index`'s rows that hold a vector, built once per build, seeded from the collection's name."""
+def _ivf_for(collection: Collection, built: CollectionBuilt, index: CollectionIndex) -> IVFLists:
+    """The IVF lists over `index`'s rows that hold a vector, built once per build: k-means++ seeded
+    from the build's interchange index_id, and the nprobe that reached IVF_RECALL on its own rows."""
     if index.ivf is None:
         with _ivf_lock:
             if index.ivf is None:
                 rows = np.flatnonzero(index.has_vector)
                 # All rows embedded (the usual case): the matrix itself, not a copy of it.
                 vectors = index.matrix if rows.size == index.size else index.matrix[rows]
-                index.ivf_rows = rows
-                index.ivf = IVFIndex.build(vectors, index_id=collection.name)
-                logger.debug("search %s: built IVF, %d lists over %d rows", collection.name, index.ivf.nlist, rows.size)
+                lists = build_lists(vectors, index_id=built.ivf_index_id, target_recall=float(settings.IVF_RECALL))
+                index.ivf_rows, index.ivf_vectors, index.ivf = rows, vectors, lists
+                logger.debug(
+                    "search %s: built IVF, %d lists over %d rows, nprobe %d for recall@10 %.3f",
+                    collection.name, lists.nlist, rows.size, lists.nprobe, lists.recall,
+                )
     return index.ivf
 
 
-def _ivf_cosine(collection: Collection, index: CollectionIndex, vector: np.ndarray) -> np.ndarray:
-    """Cosine for the rows in the IVF_NPROBE lists nearest the question; every other row gets 0,
-    so it can still rank on BM25 in hybrid mode."""
-    ivf = _ivf_for(collection, index)
-    nprobe = max(1, min(int(settings.IVF_NPROBE), ivf.nlist))
-    near = np.argsort(-(ivf.centroids @ vector), kind="stable")[:nprobe]
-    members = np.sort(np.concatenate([ivf.lists[c] for c in near]))
+def _ivf_cosine(
+    collection: Collection, built: CollectionBuilt, index: CollectionIndex, vector: np.ndarray, nprobe: int | None
+) -> np.ndarray:
+    """Cosine for the rows in the lists nearest the question; every other row gets 0,
+    so it can still rank on BM25 in hybrid mode.
+
+    The lists scored: the request's `nprobe`, else IVF_NPROBE when set, else the build's measured one.
+    """
+    lists = _ivf_for(collection, built, index)
+    if nprobe is None:
+        nprobe = int(settings.IVF_NPROBE) or lists.nprobe
+    nprobe = max(1, min(int(nprobe), lists.nlist))
+    members = lists.probe(vector, nprobe)
     cosine = np.zeros(index.size, dtype=np.float32)
-    cosine[index.ivf_rows[members]] = ivf.vectors[members] @ vector
+    cosine[index.ivf_rows[members]] = index.ivf_vectors[members] @ vector
     logger.debug(
         "search %s: IVF cosine, nprobe %d of %d lists, %d of %d rows scored",
-        collection.name, nprobe, ivf.nlist, members.size, index.size,
+        collection.name, nprobe, lists.nlist, members.size, index.size,
     )
     return cosine
 

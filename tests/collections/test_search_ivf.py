@@ -1,14 +1,19 @@
 """Search through the IVF approximate path: above IVF_MIN_PARAGRAPHS the cosine is scored only for
-the rows in the IVF_NPROBE nearest lists; below it, exactly as before."""
+the rows in the lists nearest the question — as many as the build measured for IVF_RECALL, unless
+IVF_NPROBE or the request says otherwise; below it, exactly as before."""
 
 import logging
 
+import numpy as np
 import pytest
 
+from collections_app.ivf import build_lists
 from collections_app.models import CollectionBuilt
-from collections_app.services.agents import create_collection
+from collections_app.services.agents import create_agent, create_collection
 from collections_app.services.builds import build_collection
+from collections_app.services.interchange import export_index, import_index
 from collections_app.services.search import collection_index, search_collection
+from ragsite.errors import RagsiteError
 from tests.conftest import HANDBOOK
 
 pytestmark = pytest.mark.django_db
@@ -82,7 +87,7 @@ def test_rows_outside_the_probed_lists_get_no_cosine_but_still_rank_on_bm25(agen
     settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 1
     vector_answer = ask(agent, library, mode="vector", most=50, min_score=0.0)
     index = index_of(library)
-    probed = max(len(rows) for rows in index.ivf.lists)
+    probed = max(len(index.ivf.list_rows(c)) for c in range(index.ivf.nlist))
     # Vector mode ranks only the probed list's rows above zero.
     assert sum(p["score"] > 0 for p in vector_answer["paragraphs"]) <= probed < index.size
     hybrid = ask(agent, library, min_score=0.0, most=50)
@@ -110,7 +115,7 @@ def test_below_the_threshold_the_ivf_is_never_built(agent, library, settings, th
     assert index.ivf is None and index.ivf_rows is None
 
 
-def test_the_default_threshold_is_fifty_thousand_and_nprobe_eight():
+def test_the_defaults_are_fifty_thousand_paragraphs_the_measured_nprobe_and_recall_095():
     import re
     from pathlib import Path
 
@@ -119,5 +124,83 @@ def test_the_default_threshold_is_fifty_thousand_and_nprobe_eight():
     # The defaults are declared once, in ragsite/settings.py.
     source = (Path(__file__).resolve().parents[2] / "ragsite" / "settings.py").read_text()
     assert re.search(r'"IVF_MIN_PARAGRAPHS", default=50_?000\)', source)
-    assert re.search(r'"IVF_NPROBE", default=8\)', source)
-    assert int(app_settings.IVF_MIN_PARAGRAPHS) == 50_000 and int(app_settings.IVF_NPROBE) == 8
+    assert re.search(r'"IVF_NPROBE", default=0\)', source)
+    assert re.search(r'"IVF_RECALL", default=0.95\)', source)
+    assert int(app_settings.IVF_MIN_PARAGRAPHS) == 50_000 and int(app_settings.IVF_NPROBE) == 0
+    assert float(app_settings.IVF_RECALL) == 0.95
+
+
+def nprobe_logged(caplog) -> int:
+    lines = [r.getMessage() for r in caplog.records if "IVF cosine, nprobe" in r.getMessage()]
+    return int(lines[-1].split("nprobe ")[1].split()[0])
+
+
+def test_search_uses_the_nprobe_the_build_measured_for_ivf_recall(agent, library, settings, caplog):
+    settings.IVF_MIN_PARAGRAPHS, settings.IVF_RECALL = 1, 0.95
+    with caplog.at_level(logging.DEBUG, logger="ragsite.search"):
+        ask(agent, library, mode="vector")
+    lists = index_of(library).ivf
+    assert lists.recall >= 0.95 and lists.target_recall == 0.95
+    assert nprobe_logged(caplog) == lists.nprobe
+
+
+def test_a_higher_target_recall_never_measures_a_smaller_nprobe(agent, library, settings):
+    settings.IVF_MIN_PARAGRAPHS = 1
+    nprobes = []
+    for target in (0.5, 0.9, 1.0):
+        settings.IVF_RECALL = target
+        index_of(library).ivf = None  # measure again with this target
+        ask(agent, library, mode="vector")
+        lists = index_of(library).ivf
+        assert lists.recall >= target
+        nprobes.append(lists.nprobe)
+    assert nprobes == sorted(nprobes) and nprobes[0] < nprobes[-1]
+
+
+def test_the_request_overrides_the_setting_which_overrides_the_measured_nprobe(agent, library, settings, caplog):
+    settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 3
+    with caplog.at_level(logging.DEBUG, logger="ragsite.search"):
+        ask(agent, library, mode="vector")
+        assert nprobe_logged(caplog) == 3
+        ask(agent, library, mode="vector", nprobe=1)
+        assert nprobe_logged(caplog) == 1
+        ask(agent, library, mode="vector", nprobe=10_000)  # capped at the number of lists
+        assert nprobe_logged(caplog) == index_of(library).ivf.nlist
+
+
+@pytest.mark.parametrize("nprobe", [0, -1, 2.5, "4", True])
+def test_an_nprobe_that_is_not_a_positive_whole_number_is_refused(agent, library, nprobe):
+    with pytest.raises(RagsiteError) as raised:
+        ask(agent, library, nprobe=nprobe)
+    assert raised.value.code == "invalid_nprobe"
+
+
+def test_an_imported_index_seeds_its_centroids_from_its_index_id_not_the_collection_name(
+    agent, library, settings, tmp_path
+):
+    # Seed 004: centroids from fnv1a64(index_id), so the same files give the same IVF under any name.
+    settings.IVF_MIN_PARAGRAPHS = 1
+    export_index(collection=library, directory=tmp_path)
+    other = create_agent(agent_id="beta", name="Beta")[0]
+    copies = [import_index(agent=other, directory=tmp_path, index_id="library", name=name) for name in ("x", "y")]
+    for copy in copies:
+        assert CollectionBuilt.objects.get(collection=copy).ivf_index_id == "library"
+        search_collection(agent=other, collection=copy, question=QUESTION, mode="vector")
+    x, y = index_of(copies[0]).ivf, index_of(copies[1]).ivf
+    assert x.index_id == y.index_id == "library" and x.nlist > 1
+    assert np.array_equal(x.centroids, y.centroids) and np.array_equal(x.members, y.members)
+    # ... and they are the centroids of the pure function seeded with that index_id, not with "x".
+    vectors = index_of(copies[0]).matrix
+    assert np.array_equal(build_lists(vectors, index_id="library").centroids, x.centroids)
+    assert not np.array_equal(build_lists(vectors, index_id="x").centroids, x.centroids)
+
+
+def test_a_build_after_an_import_seeds_from_the_collection_name_again(agent, library, settings, tmp_path,
+                                                                      knowledge_folder):
+    export_index(collection=library, directory=tmp_path)
+    copy = import_index(agent=agent, directory=tmp_path, index_id="library", name="shelf")
+    assert CollectionBuilt.objects.get(collection=copy).ivf_index_id == "library"
+    knowledge_folder("shelf", HANDBOOK)
+    assert build_collection(collection=copy).status == "succeeded"
+    built = CollectionBuilt.objects.get(collection=copy)
+    assert built.index_id == "" and built.ivf_index_id == "shelf"

@@ -33,5 +33,5 @@ def uninstall(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memory_app", "0003_records_forget_stale_counts"), ("collections_app", "0008_row_level_security")]
+    dependencies = [("memory_app", "0004_recall_generation"), ("collections_app", "0009_row_level_security")]
     operations = [migrations.RunPython(install, uninstall)]
