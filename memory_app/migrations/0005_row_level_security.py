@@ -8,6 +8,7 @@ from ragsite import rls
 TABLES = {
     "memories": f"agent_id = {rls.CURRENT_AGENT_PK}",
     "episodes": f"agent_id = {rls.CURRENT_AGENT_PK}",
+    "memory_recall_generation": f"agent_id = {rls.CURRENT_AGENT_PK}",
     # Through the parent record, whose own policy applies inside these subqueries.
     "record_nodes": "(parent_kind = 'mem' AND parent_id IN (SELECT id FROM memories)) "
     "OR (parent_kind = 'ep' AND parent_id IN (SELECT id FROM episodes))",
