@@ -30,6 +30,7 @@ from .chunking import AVAILABLE, DEFAULT_SIZES, ChunkingError, TokenCounter, chu
 from .fusion import hybrid_scores
 from .lexical import BM25Index, terms
 from .stitch import Row, Stitched, stitch
+from .vector_codec import decode, encode
 
 DEFAULT_AROUNDS = (0, 1)
 TOKEN_METHODS = ("tokens", "window")
@@ -161,7 +162,11 @@ def scratch_index(
             rows.append(Row(ordinal=len(rows), document=number, start=piece.start, end=piece.end,
                             text=piece.text, section=piece.section))
     texts = [row.text for row in rows]
-    return ScratchIndex(rows=rows, bm25=BM25Index.from_texts(texts), matrix=cache.vectors(texts))
+    matrix = cache.vectors(texts)
+    if matrix is not None:
+        # Through the store's float16, as a build stores them, so a variant ranks as search would.
+        matrix = decode(encode(matrix), matrix.shape[1])
+    return ScratchIndex(rows=rows, bm25=BM25Index.from_texts(texts), matrix=matrix)
 
 
 def rank(

@@ -122,6 +122,8 @@ MIN_SCORE = env.float("MIN_SCORE", default=0.25)
 AROUND = env.int("AROUND", default=1)
 IVF_MIN_PARAGRAPHS = env.int("IVF_MIN_PARAGRAPHS", default=50000)
 IVF_NPROBE = env.int("IVF_NPROBE", default=8)
+# Each build's search index (memory-mapped by every search process); rebuilt from the store when missing.
+INDEX_DIR = Path(env("INDEX_DIR", default=str(DATA_DIR / "indexes")))
 MODEL_PRICES = env.json("MODEL_PRICES", default={})
 
 # KNOWLEDGE_<COLLECTION>_FOLDER variables are read by name when a build runs

@@ -28,6 +28,8 @@ from ..embedders import EmbeddingError
 from ..extract import Unreadable, extract, summarize_opening
 from ..interchange import fingerprint as text_fingerprint
 from ..models import Agent, BuildRun, Collection, CollectionBuilt, Document, EmptyBuild, ModelCall, Paragraph
+from ..vector_codec import encode
+from .indexes import index_committed_build
 
 logger = logging.getLogger("ragsite.builds")
 
@@ -361,10 +363,13 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
     tokens_used = 0
     for start in range(0, len(todo), batch):
         chunk_of = todo[start : start + batch]
-        embedded = embedder.embed_with_usage([item.pieces[i].text for item, i in chunk_of])
-        vectors = np.asarray(embedded.vectors, dtype="<f4")
-        for (item, i), vector in zip(chunk_of, vectors, strict=True):
-            item.vectors[i] = vector.tobytes()
+        windows = [model_windows(item.pieces[i].text, embedder) for item, i in chunk_of]
+        embedded = embedder.embed_with_usage([text for texts in windows for text in texts])
+        vectors = np.asarray(embedded.vectors, dtype=np.float32)
+        at = 0
+        for (item, i), texts in zip(chunk_of, windows, strict=True):
+            item.vectors[i] = encode(vectors[at : at + len(texts)])
+            at += len(texts)
         tokens_used += embedded.tokens or 0
         run.paragraphs_embedded += len(chunk_of)
         progress.save(paragraphs_done=run.paragraphs_embedded)
@@ -373,6 +378,44 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
 
         record_call(agent=collection.agent, collection=collection, purpose=ModelCall.EMBED, model=embedder.model,
                     tokens_in=tokens_used)
+
+
+# At most this many windows a paragraph: a paragraph far longer than the model's window (a
+# `fixed` chunk of 100,000 characters, say) is embedded over its first MAX_WINDOWS windows only.
+MAX_WINDOWS = 16
+# Consecutive windows share a quarter of the model's window, so a sentence cut by one window's end
+# is whole in the next.
+WINDOW_OVERLAP = 0.25
+
+
+def model_windows(text: str, embedder) -> list[str]:
+    """`text` as the overlapping pieces the model sees whole: one piece when it fits the window.
+
+    Cut with the embedder's own `window_end_char`, so each piece holds at most `window` tokens
+    (special tokens included); the next piece starts (1 - WINDOW_OVERLAP) of a window later.
+    A backend that cannot count tokens embeds the text as one piece (the model truncates it).
+    """
+    window = getattr(embedder, "window", None)
+    if not window or window < 4:
+        return [text]
+    stride = max(3, int((window - 2) * (1 - WINDOW_OVERLAP)) + 2)
+    pieces: list[str] = []
+    start = 0
+    while len(pieces) < MAX_WINDOWS:
+        rest = text[start:]
+        end = embedder.window_end_char(rest, window)
+        if end is None:
+            return [text]
+        pieces.append(rest[:end])
+        if end >= len(rest):
+            break
+        step = embedder.window_end_char(rest, stride) or 0
+        start += max(step, 1)
+        while start < len(text) and text[start].isspace():
+            start += 1
+        if start >= len(text):
+            break
+    return pieces
 
 
 def _commit(collection, run, prepared, existing, embedder, refused, previous) -> None:
@@ -460,6 +503,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
         run.paragraphs_done = run.paragraphs_total
         run.status, run.finished_at, run.heartbeat_at = BuildRun.SUCCEEDED, now, now
         run.save()
+    index_committed_build(collection=collection)
     logger.info(
         "build %s of %s/%s: %s paragraphs, %s documents read, %s reused, %s refused, %s embedded",
         run.pk, agent.agent_id, collection.name, passages, run.documents_read, run.documents_reused,

@@ -23,8 +23,10 @@ from ragsite.errors import Conflict, NotFound, RagsiteError
 from .. import interchange as fmt
 from ..chunking import ChunkingError, resolve_sizes
 from ..models import Agent, Collection, CollectionBuilt, Document, Paragraph
+from ..vector_codec import VectorFormatError, encode, first_window
 from .agents import create_collection
 from .builds import ACTIVE_STATES, EmptyBuild
+from .indexes import index_committed_build
 
 logger = logging.getLogger("ragsite.interchange")
 
@@ -75,12 +77,14 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
     for name, text, count, _v, _s, _o in rows:
         chunks.append(fmt.Chunk(doc_id=name, k=seen[name], text=text, n_tokens=count or 0))
         seen[name] += 1
-    vectors = np.frombuffer(b"".join(bytes(r[3]) for r in rows), dtype="<f4")
-    if vectors.size != len(rows) * built.dimensions:
+    # One row per paragraph: its first window (see docs/interchange.md, "Long paragraphs").
+    try:
+        vectors = np.stack([first_window(r[3], built.dimensions) for r in rows]).reshape(-1)
+    except VectorFormatError:
         raise Conflict(
             f'collection "{collection.name}" holds vectors that are not {built.dimensions} wide; rebuild it',
             code="width_mismatch",
-        )
+        ) from None
     # What the paragraphs were cut with, as their documents record it (the collection's own
     # settings may have changed since the build).
     size, overlap = rows[0][4], rows[0][5]
@@ -185,6 +189,7 @@ def import_index(*, agent: Agent, directory: Path, index_id: str, name: str | No
                 refused=[],
             ),
         )
+    index_committed_build(collection=collection)
     logger.info("imported index %s into %s/%s: %s paragraphs", index_id, agent.agent_id, name, len(index.chunks))
     return collection
 
@@ -290,7 +295,7 @@ def _replace(collection, agent, index: fmt.RagIndex, method, size, overlap, star
             end_char=ends[ordinal],
             token_count=chunk.n_tokens,
             fingerprint=chunk.fingerprint,
-            embedding=vectors[ordinal].tobytes(),
+            embedding=encode(vectors[ordinal]),
         )
         for ordinal, chunk in enumerate(index.chunks)
     ]

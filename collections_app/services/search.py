@@ -8,8 +8,6 @@ reach the ledger or a log line.
 
 import logging
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
@@ -23,10 +21,12 @@ from ..embedders import EmbeddingError
 from ..fusion import hybrid_scores
 from ..ivf import IVFIndex
 from ..judge import JudgeUnavailable, ask_judge
-from ..lexical import BM25Index, terms
+from ..lexical import terms
+from ..mapped_index import MappedIndex, top_rows
 from ..models import Agent, ApiKey, Collection, CollectionBuilt, Document, ModelCall, Paragraph, Reader
 from ..stitch import Row, stitch
 from .agents import get_collection
+from .indexes import forget, mapped_index
 from .ledger import record_call, spent_today
 
 logger = logging.getLogger("ragsite.search")
@@ -39,117 +39,43 @@ MAX_AROUND = 5
 FUSION_WEIGHT = 0.52
 
 
-@dataclass
-class CollectionIndex:
-    """Everything a search needs from one build of one collection, held in memory."""
+# How many candidates each arm brings to an approximate (IVF) search: the vector top-K from the
+# probed lists and the exact lexical top-K, each then scored exactly on both arms before fusion.
+CANDIDATE_DEPTH = 100
 
-    built_at: object
-    model: str
-    dimensions: int
-    ids: np.ndarray  # paragraph id per row
-    documents: np.ndarray  # document id per row
-    rows: list[Row]  # stitch rows, in ordinal order
-    matrix: np.ndarray | None  # (n, d) float32, unit rows; None when nothing was embedded
-    has_vector: np.ndarray  # bool per row
-    bm25: BM25Index
-    document_names: dict[int, str]
-    position: dict[int, int]  # ordinal -> row
-    # The approximate path for large collections: built on first use, once per build (see _ivf_for).
-    ivf: IVFIndex | None = None
-    ivf_rows: np.ndarray | None = None  # index row of each IVF row (the rows that hold a vector)
-
-    @property
-    def size(self) -> int:
-        return len(self.rows)
-
-
-class ReadableRows(Mapping):
-    """The rows a search may use, by ordinal, without building a dict of them on every search."""
-
-    def __init__(self, index: CollectionIndex, mask: np.ndarray):
-        self.index, self.mask = index, mask
-
-    def __getitem__(self, ordinal: int) -> Row:
-        position = self.index.position.get(ordinal)
-        if position is None or not self.mask[position]:
-            raise KeyError(ordinal)
-        return self.index.rows[position]
-
-    def __iter__(self):
-        return (self.index.rows[i].ordinal for i in np.flatnonzero(self.mask))
-
-    def __len__(self) -> int:
-        return int(self.mask.sum())
-
-
-_cache: dict[int, CollectionIndex] = {}
-_cache_lock = threading.Lock()
+_ivf_cache: dict[int, tuple[str, IVFIndex]] = {}
 _ivf_lock = threading.Lock()
 
 
-def collection_index(collection: Collection, built: CollectionBuilt) -> CollectionIndex:
-    """The in-memory index of `collection`'s current build, loaded once per build per process."""
-    cached = _cache.get(collection.pk)
-    if cached is not None and cached.built_at == built.built_at:
-        return cached
-    with _cache_lock:
-        cached = _cache.get(collection.pk)
-        if cached is not None and cached.built_at == built.built_at:
-            return cached
-        index = _load_index(collection, built)
-        _cache[collection.pk] = index
-        return index
+def collection_index(collection: Collection, built: CollectionBuilt) -> MappedIndex:
+    """The memory-mapped index of `collection`'s current build (see services.indexes)."""
+    return mapped_index(collection, built)[1]
 
 
 def forget_index(collection_id: int) -> None:
-    _cache.pop(collection_id, None)
-
-
-def _load_index(collection: Collection, built: CollectionBuilt) -> CollectionIndex:
-    records = list(
-        Paragraph.objects.filter(collection=collection)
-        .order_by("ordinal")
-        .values_list("id", "ordinal", "document_id", "start_char", "end_char", "text", "section", "embedding")
-    )
-    rows = [Row(ordinal=o, document=d, start=s, end=e, text=t, section=sec) for _i, o, d, s, e, t, sec, _v in records]
-    widths = {len(v) // 4 for *_rest, v in records if v is not None}
-    if len(widths) > 1:
-        raise Conflict(
-            f'collection "{collection.name}" holds vectors of several widths ({sorted(widths)}); rebuild it',
-            code="width_mismatch",
-        )
-    has_vector = np.array([v is not None for *_rest, v in records], dtype=bool)
-    matrix = None
-    if widths:
-        width = widths.pop()
-        matrix = np.zeros((len(records), width), dtype=np.float32)
-        for i, (*_rest, vector) in enumerate(records):
-            if vector is not None:
-                matrix[i] = np.frombuffer(bytes(vector), dtype="<f4")
-    names = dict(Document.objects.filter(collection=collection).values_list("id", "name"))
-    return CollectionIndex(
-        built_at=built.built_at,
-        model=built.model,
-        dimensions=built.dimensions,
-        ids=np.array([r[0] for r in records], dtype=np.int64),
-        documents=np.array([r[2] for r in records], dtype=np.int64),
-        rows=rows,
-        matrix=matrix,
-        has_vector=has_vector,
-        bm25=BM25Index.from_texts(r.text for r in rows),
-        document_names=names,
-        position={row.ordinal: i for i, row in enumerate(rows)},
-    )
+    """Drop this process's mapping and IVF of a collection; the next search maps it again."""
+    forget(collection_id)
+    _ivf_cache.pop(collection_id, None)
 
 
 # --- Who may read, who pays ---------------------------------------------------
 
 
-def _readable_mask(collection: Collection, index: CollectionIndex, reader: Reader | None) -> np.ndarray:
-    """Rows this search may rank and stitch: active documents, and for a per-reader collection the reader's labels."""
+def _readable_mask(collection: Collection, index: MappedIndex, reader: Reader | None) -> np.ndarray:
+    """Rows this search may rank and stitch: active documents, and for a per-reader collection the reader's labels.
+
+    Any further per-row filter (a disabled paragraph, say) is one more `&=` here: ranking,
+    statistics, stitching and positions all follow this mask.
+    """
     # Documents out of search (in review, refused) are few; list those rather than the active ones.
-    held_back = list(collection.documents.exclude(status=Document.ACTIVE).values_list("id", flat=True))
-    mask = ~np.isin(index.documents, np.asarray(held_back, dtype=np.int64))
+    # No ORDER BY: the model's default ordering would walk every document of the collection.
+    held_back = list(
+        Document.objects.filter(collection=collection, status__in=[Document.NEEDS_REVIEW, Document.REFUSED])
+        .order_by().values_list("id", flat=True)
+    )
+    mask = np.ones(index.size, dtype=bool)
+    if held_back:
+        mask &= ~np.isin(index.row_document, np.asarray(held_back, dtype=np.int64))
     if collection.per_reader and reader is not None:
         through = Paragraph.labels.through
         labelled = set(through.objects.filter(paragraph__collection=collection).values_list("paragraph_id", flat=True))
@@ -162,7 +88,7 @@ def _readable_mask(collection: Collection, index: CollectionIndex, reader: Reade
         # a labelled one needs at least one label the reader holds.
         forbidden = labelled - allowed
         if forbidden:
-            mask &= ~np.isin(index.ids, np.fromiter(forbidden, dtype=np.int64, count=len(forbidden)))
+            mask &= ~np.isin(index.row_paragraph, np.fromiter(forbidden, dtype=np.int64, count=len(forbidden)))
     return mask
 
 
@@ -270,32 +196,39 @@ def search_collection(
     built = CollectionBuilt.objects.filter(collection=collection).first()
     if built is None:
         raise Conflict(f'collection "{collection.name}" has never been built', code="not_built")
-    index = collection_index(collection, built)
-
-    cosine, model = (None, index.model) if mode == "lexical" else _cosine(collection, index, question, payer)
-    if mode == "vector" and cosine is None:
-        raise Conflict(f'collection "{collection.name}" holds no vectors to search', code="no_vectors")
-    question_terms = terms(question)
-    bm25 = None if mode == "vector" else index.bm25.scores(question_terms)
-    scores, mode = hybrid_scores(cosine, bm25, index.bm25.upper_bound(question_terms), weight=FUSION_WEIGHT)
-
+    key, index = mapped_index(collection, built)
     mask = _readable_mask(collection, index, reader_obj)
-    eligible = np.flatnonzero(mask & (scores >= floor)) if index.size else np.zeros(0, dtype=np.int64)
-    top = eligible[np.argsort(-scores[eligible], kind="stable")[:most]]
-    readable = ReadableRows(index, mask)
-    runs = stitch([(index.rows[i].ordinal, float(scores[i])) for i in top], readable, around)
-    paragraphs = [
-        {
-            "text": run.text,
-            "score": round(run.score, 6),
-            "document": index.document_names.get(run.document, ""),
-            "section": run.section,
-            "passages": run.passages,
-            "first": run.first,
-            "last": run.last,
-        }
-        for run in runs
-    ]
+    # A per-reader collection's BM25 statistics are those of the rows this reader may see, so no
+    # score depends on a paragraph it cannot read (issue 15); other collections keep seed 004's
+    # collection-wide statistics, which the interchange export reproduces.
+    view = index.view(mask) if collection.per_reader else None
+
+    vector, model = (None, built.model) if mode == "lexical" else _question_vector(collection, built, index, question,
+                                                                                  payer)
+    if mode == "vector" and vector is None:
+        raise Conflict(f'collection "{collection.name}" holds no vectors to search', code="no_vectors")
+    bm25 = upper = None
+    if mode != "vector":
+        bm25, upper = index.bm25(terms(question), view)
+    candidates = None
+    if vector is not None and _approximate(index):
+        candidates = _candidates(collection, key, index, vector, bm25, mask)
+        cosine = index.cosine_of_rows(vector, candidates)
+    elif vector is not None:
+        cosine = index.cosine(vector)
+    else:
+        cosine = None
+    if cosine is not None:
+        cosine[np.isneginf(cosine)] = 0.0  # a row without a vector has no cosine to offer
+    lexical = None if bm25 is None else (bm25 if candidates is None else bm25[candidates])
+    scores, mode = hybrid_scores(cosine, lexical, upper or 0.0, weight=FUSION_WEIGHT)
+    if candidates is None:
+        top = top_rows(scores, mask & (scores >= floor), most)
+        hits = [(int(row), float(scores[row])) for row in top]
+    else:
+        best = top_rows(scores, scores >= floor, most)  # candidates are ascending: ties to the lower row
+        hits = [(int(candidates[i]), float(scores[i])) for i in best]
+    paragraphs = _stitched(index, mask, hits, around)
     answer = {
         "paragraphs": paragraphs,
         "floor": floor,
@@ -316,14 +249,14 @@ def _first_set(*values):
     return next(v for v in values if v is not None)
 
 
-def _cosine(collection, index: CollectionIndex, question: str, payer: Agent | None):
-    """Cosine of the question against every row, or None when the collection holds no vectors."""
-    if index.matrix is None or not index.has_vector.any():
-        return None, index.model  # lexical: the question is not embedded at all
+def _question_vector(collection, built: CollectionBuilt, index: MappedIndex, question: str, payer: Agent | None):
+    """The question's vector, or None when the collection holds no vectors (then it is not embedded)."""
+    if index.vectors.shape[0] == 0:
+        return None, built.model  # lexical: the question is not embedded at all
     embedder = conf.get_embedder()
-    if embedder.model != index.model:
+    if embedder.model != built.model:
         raise Conflict(
-            f'collection "{collection.name}" was built with {index.model} but this server embeds with '
+            f'collection "{collection.name}" was built with {built.model} but this server embeds with '
             f"{embedder.model}; rebuild the collection or restore the embedder",
             code="model_mismatch",
         )
@@ -332,52 +265,105 @@ def _cosine(collection, index: CollectionIndex, question: str, payer: Agent | No
     except EmbeddingError as exc:
         raise RagsiteError(f"the embedder failed: {exc}", code="embedder_unavailable", status=503) from None
     vector = np.asarray(embedded.vectors[0], dtype=np.float32)
-    if vector.shape[0] != index.matrix.shape[1]:
+    if vector.shape[0] != index.dimensions:
         raise Conflict(
             f"the question was embedded with {vector.shape[0]} dimensions but the collection's rows have "
-            f"{index.matrix.shape[1]}; rebuild the collection",
+            f"{index.dimensions}; rebuild the collection",
             code="width_mismatch",
         )
     if payer is not None and embedder.backend == "http":
         record_call(agent=payer, collection=collection, purpose=ModelCall.EMBED, model=embedder.model,
                     tokens_in=embedded.tokens or 0)
+    return vector, built.model
+
+
+def _approximate(index: MappedIndex) -> bool:
     threshold = int(settings.IVF_MIN_PARAGRAPHS)
-    if threshold > 0 and index.size >= threshold:
-        return _ivf_cosine(collection, index, vector), index.model
-    logger.debug("search %s: exact cosine over %d rows", collection.name, index.size)
-    cosine = index.matrix @ vector
-    cosine[~index.has_vector] = 0.0
-    return cosine, index.model
+    return threshold > 0 and index.size >= threshold
 
 
-def _ivf_for(collection: Collection, index: CollectionIndex) -> IVFIndex:
-    """The IVF over `index`'s rows that hold a vector, built once per build, seeded from the collection's name."""
-    if index.ivf is None:
-        with _ivf_lock:
-            if index.ivf is None:
-                rows = np.flatnonzero(index.has_vector)
-                # All rows embedded (the usual case): the matrix itself, not a copy of it.
-                vectors = index.matrix if rows.size == index.size else index.matrix[rows]
-                index.ivf_rows = rows
-                index.ivf = IVFIndex.build(vectors, index_id=collection.name)
-                logger.debug("search %s: built IVF, %d lists over %d rows", collection.name, index.ivf.nlist, rows.size)
-    return index.ivf
+def ivf_of(collection: Collection, key: str, index: MappedIndex) -> IVFIndex:
+    """The IVF over the build's vectors (a paragraph's windows are rows of their own), once per build."""
+    cached = _ivf_cache.get(collection.pk)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    with _ivf_lock:
+        cached = _ivf_cache.get(collection.pk)
+        if cached is None or cached[0] != key:
+            ivf = IVFIndex.build(index.vector_matrix(), index_id=collection.name)
+            logger.debug("search %s: built IVF, %d lists over %d vectors", collection.name, ivf.nlist,
+                         index.vectors.shape[0])
+            cached = _ivf_cache[collection.pk] = (key, ivf)
+    return cached[1]
 
 
-def _ivf_cosine(collection: Collection, index: CollectionIndex, vector: np.ndarray) -> np.ndarray:
-    """Cosine for the rows in the IVF_NPROBE lists nearest the question; every other row gets 0,
-    so it can still rank on BM25 in hybrid mode."""
-    ivf = _ivf_for(collection, index)
+def _candidates(collection, key, index: MappedIndex, vector, bm25, mask) -> np.ndarray:
+    """Rows to score exactly: the IVF's vector top-K (nearest IVF_NPROBE lists) ∪ the exact lexical top-K,
+    readable ones only, ascending."""
+    ivf = ivf_of(collection, key, index)
     nprobe = max(1, min(int(settings.IVF_NPROBE), ivf.nlist))
-    near = np.argsort(-(ivf.centroids @ vector), kind="stable")[:nprobe]
-    members = np.sort(np.concatenate([ivf.lists[c] for c in near]))
-    cosine = np.zeros(index.size, dtype=np.float32)
-    cosine[index.ivf_rows[members]] = ivf.vectors[members] @ vector
-    logger.debug(
-        "search %s: IVF cosine, nprobe %d of %d lists, %d of %d rows scored",
-        collection.name, nprobe, ivf.nlist, members.size, index.size,
-    )
-    return cosine
+    # Windows of one paragraph can take several places: ask for more vectors than rows wanted.
+    found, _ = ivf.search(vector, CANDIDATE_DEPTH * 2, nprobe=nprobe)
+    rows = np.asarray(index.vector_row)[found]
+    near = rows[mask[rows]]
+    _, first = np.unique(near, return_index=True)
+    near = near[np.sort(first)][:CANDIDATE_DEPTH]
+    if bm25 is not None:
+        lexical = top_rows(bm25, mask & (bm25 > 0), CANDIDATE_DEPTH)
+        near = np.concatenate([near, lexical])
+    candidates = np.unique(near)
+    logger.debug("search %s: IVF cosine, nprobe %d of %d lists, %d candidates of %d rows scored exactly",
+                 collection.name, nprobe, ivf.nlist, candidates.size, index.size)
+    return candidates
+
+
+def _stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]], around: int) -> list[dict]:
+    """Hits widened by their readable neighbours, with texts read from the store for those rows only.
+
+    `first` and `last` are positions among the rows this search may use (1 = the first readable
+    paragraph), never the collection-wide ordinals, whose gaps would show where hidden paragraphs sit.
+    """
+    if not hits:
+        return []
+    documents = index.row_document
+    wanted: set[int] = set()
+    for row, _score in hits:
+        wanted.add(row)
+        for step in (-1, 1):
+            at = row
+            for _ in range(around):
+                at += step
+                if not 0 <= at < index.size or not mask[at] or documents[at] != documents[row]:
+                    break
+                wanted.add(at)
+    rows_sorted = sorted(wanted)
+    ids = [int(index.row_paragraph[r]) for r in rows_sorted]
+    stored = {
+        pk: (start, end, text, section)
+        for pk, start, end, text, section in Paragraph.objects.filter(pk__in=ids).values_list(
+            "id", "start_char", "end_char", "text", "section"
+        )
+    }
+    readable = {}
+    for row, pk in zip(rows_sorted, ids, strict=True):
+        start, end, text, section = stored[pk]
+        readable[row] = Row(ordinal=row, document=int(documents[row]), start=start, end=end, text=text,
+                            section=section)
+    runs = stitch(hits, readable, around)
+    names = dict(Document.objects.filter(pk__in={run.document for run in runs}).values_list("id", "name"))
+    position = np.cumsum(mask)
+    return [
+        {
+            "text": run.text,
+            "score": round(run.score, 6),
+            "document": names.get(run.document, ""),
+            "section": run.section,
+            "passages": run.passages,
+            "first": int(position[run.first]),
+            "last": int(position[run.last]),
+        }
+        for run in runs
+    ]
 
 
 def _judge(answer: dict, collection: Collection, question: str, payer: Agent | None) -> None:

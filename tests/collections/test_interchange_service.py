@@ -44,7 +44,8 @@ def test_export_writes_the_four_files_of_the_current_build(handbook, tmp_path):
                                   "method": "structure", "chars": {"size": 1800, "overlap": 180}}
     assert [c.chunk_id for c in index.chunks] == [f"{p.document.name}#{p.index}" for p in paragraphs]
     assert [c.text for c in index.chunks] == [p.text for p in paragraphs]
-    assert index.vectors.tobytes() == b"".join(bytes(p.embedding) for p in paragraphs)
+    # One row per paragraph: its first window, widened from the store's float16.
+    assert index.vectors.tobytes() == b"".join(p.vectors(64)[0].astype("<f4").tobytes() for p in paragraphs)
 
 
 @pytest.fixture

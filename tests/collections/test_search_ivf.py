@@ -1,13 +1,16 @@
-"""Search through the IVF approximate path: above IVF_MIN_PARAGRAPHS the cosine is scored only for
-the rows in the IVF_NPROBE nearest lists; below it, exactly as before."""
+"""Search through the IVF approximate path: above IVF_MIN_PARAGRAPHS the candidates are the IVF's
+vector top-K (IVF_NPROBE nearest lists) and the lexical top-K, each scored exactly; below it, every
+row is scored exactly."""
 
 import logging
 
 import pytest
 
+from collections_app.lexical import terms
 from collections_app.models import CollectionBuilt
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
+from collections_app.services import search as search_module
 from collections_app.services.search import collection_index, search_collection
 from tests.conftest import HANDBOOK
 
@@ -41,9 +44,19 @@ def index_of(collection):
     return collection_index(collection, CollectionBuilt.objects.get(collection=collection))
 
 
+def ivf_of_library(collection):
+    cached = search_module._ivf_cache.get(collection.pk)
+    return None if cached is None else cached[1]
+
+
 def ask(agent, collection, **kwargs):
     kwargs.setdefault("around", 0)
     return search_collection(agent=agent, collection=collection, question=QUESTION, **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_ivf():
+    search_module._ivf_cache.clear()
 
 
 def test_an_ivf_search_still_finds_the_answering_paragraph_with_the_same_answer_shape(
@@ -52,8 +65,8 @@ def test_an_ivf_search_still_finds_the_answering_paragraph_with_the_same_answer_
     settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 2
     with caplog.at_level(logging.DEBUG, logger="ragsite.search"):
         answer = ask(agent, library)
-    index = index_of(library)
-    assert index.ivf is not None and index.ivf.nlist > 2  # truly approximate: not every list was scored
+    ivf = ivf_of_library(library)
+    assert ivf is not None and ivf.nlist > 2  # truly approximate: not every list was scored
     assert set(answer) == {"paragraphs", "floor", "around", "mode", "model", "refused", "judge"}
     assert answer["mode"] == "hybrid"
     assert "capped at five days" in answer["paragraphs"][0]["text"]
@@ -65,33 +78,50 @@ def test_an_ivf_search_still_finds_the_answering_paragraph_with_the_same_answer_
 def test_the_ivf_is_built_once_per_build_and_rebuilt_with_a_new_build(agent, library, settings):
     settings.IVF_MIN_PARAGRAPHS = 1
     ask(agent, library)
-    first = index_of(library).ivf
+    first = ivf_of_library(library)
     ask(agent, library, mode="vector")
-    assert index_of(library).ivf is first
+    assert ivf_of_library(library) is first
     assert build_collection(collection=library).status == "succeeded"
     ask(agent, library)
-    assert index_of(library).ivf is not None and index_of(library).ivf is not first
+    assert ivf_of_library(library) is not None and ivf_of_library(library) is not first
 
 
-def test_rows_outside_the_probed_lists_get_no_cosine_but_still_rank_on_bm25(agent, library, settings):
+def test_every_candidate_gets_its_exact_cosine_and_bm25_whatever_lists_were_probed(agent, library, settings):
+    """Hybrid candidates are the IVF's vector top-K plus the lexical top-K, each scored exactly on both
+    arms: a paragraph outside the probed lists keeps its true cosine rather than 0."""
+    settings.IVF_MIN_PARAGRAPHS = 0
+    exact = {p["text"]: p["score"] for p in ask(agent, library, most=50, min_score=0.0)["paragraphs"]}
     settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 1
-    vector_answer = ask(agent, library, mode="vector", most=50, min_score=0.0)
-    index = index_of(library)
-    probed = max(len(rows) for rows in index.ivf.lists)
-    # Vector mode ranks only the probed list's rows above zero.
-    assert sum(p["score"] > 0 for p in vector_answer["paragraphs"]) <= probed < index.size
-    hybrid = ask(agent, library, min_score=0.0, most=50)
-    assert "capped at five days" in hybrid["paragraphs"][0]["text"]
+    approximate = ask(agent, library, most=50, min_score=0.0)["paragraphs"]
+    assert ivf_of_library(library).nlist > 1
+    # Every row comes back (the lexical top-K and the one probed list cover the small collection
+    # between them or not; whichever rows come back carry exactly the flat path's score).
+    assert approximate and all(p["score"] == exact[p["text"]] for p in approximate)
+
+
+def test_the_top_ten_equals_the_flat_path_when_the_true_top_ten_are_candidates(agent, library, settings):
+    settings.IVF_MIN_PARAGRAPHS = 0
+    flat = ask(agent, library, most=10, min_score=0.0)
+    settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 1
+    approximate = ask(agent, library, most=10, min_score=0.0)
+    # The collection is smaller than the lexical candidate depth, so every paragraph holding a
+    # question term is a candidate; the flat top ten that do are ranked identically.
+    assert index_of(library).size < search_module.CANDIDATE_DEPTH
+    question_terms = set(terms(QUESTION))
+    lexical_hits = [p for p in flat["paragraphs"] if question_terms & set(terms(p["text"]))]
+    assert len(lexical_hits) >= 2
+    assert [p for p in approximate["paragraphs"] if p in lexical_hits] == lexical_hits
+    assert approximate["paragraphs"][0] == flat["paragraphs"][0]
 
 
 @pytest.mark.parametrize("mode", ["vector", "hybrid"])
 def test_nprobe_covering_every_list_equals_the_exact_search(agent, library, settings, mode):
     settings.IVF_MIN_PARAGRAPHS = 0
     exact = ask(agent, library, mode=mode, most=50, min_score=0.0)
-    assert index_of(library).ivf is None
+    assert ivf_of_library(library) is None
     settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 10_000
     approximate = ask(agent, library, mode=mode, most=50, min_score=0.0)
-    assert index_of(library).ivf is not None
+    assert ivf_of_library(library) is not None
     assert approximate == exact
 
 
@@ -101,8 +131,7 @@ def test_below_the_threshold_the_ivf_is_never_built(agent, library, settings, th
     settings.IVF_MIN_PARAGRAPHS = size + 1 if threshold == "size + 1" else threshold
     answer = ask(agent, library)
     assert "capped at five days" in answer["paragraphs"][0]["text"]
-    index = index_of(library)
-    assert index.ivf is None and index.ivf_rows is None
+    assert ivf_of_library(library) is None
 
 
 def test_the_default_threshold_is_fifty_thousand_and_nprobe_eight():
