@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import shutil
 import threading
 import time
 from contextlib import contextmanager
@@ -73,6 +74,8 @@ def write_index(*, collection: Collection) -> tuple[str, Path] | None:
             path = collection_root(collection.pk) / key
             if _usable(path):
                 return key, path
+            # Broken (torn, truncated, foreign): out of the way, so the rename below can land.
+            shutil.rmtree(path, ignore_errors=True)
             started = time.perf_counter()
             writer = _write_rows(collection, built)
             again = CollectionBuilt.objects.filter(collection=collection).values_list("built_at", flat=True).first()
