@@ -8,9 +8,9 @@ import pytest
 
 from collections_app.lexical import terms
 from collections_app.models import CollectionBuilt
+from collections_app.services import search as search_module
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
-from collections_app.services import search as search_module
 from collections_app.services.search import collection_index, search_collection
 from tests.conftest import HANDBOOK
 
