@@ -141,7 +141,7 @@ def main() -> None:
                                      around=0, min_score=0.0, mode=args.mode)
     warm = time.perf_counter() - started
     if args.ivf and args.mode != "lexical":
-        ivf = search_service._cache[collection.pk].ivf
+        ivf = search_service._ivf_cache[collection.pk][1]
         print(f"# IVF: {ivf.nlist} lists, nprobe {min(django_settings.IVF_NPROBE, ivf.nlist)}, "
               f"load and build {warm:.2f}s", file=sys.stderr)
 

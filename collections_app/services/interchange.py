@@ -79,7 +79,9 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
         seen[name] += 1
     # One row per paragraph: its first window (see docs/interchange.md, "Long paragraphs").
     try:
-        vectors = np.stack([first_window(r[3], built.dimensions) for r in rows]).reshape(-1)
+        vectors = np.stack([first_window(r[3], built.dimensions) for r in rows])
+        # Unit length again after the store's float16 rounding (which moves a norm by up to ~5e-4).
+        vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype("<f4").reshape(-1)
     except VectorFormatError:
         raise Conflict(
             f'collection "{collection.name}" holds vectors that are not {built.dimensions} wide; rebuild it',
