@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -68,6 +70,32 @@ def memoised(embedder):
     return lambda backend=None: memo
 
 
+def cached_embedder(embedder, path: Path):
+    """The embedder with a file of vectors by text digest: a second build of the same texts embeds nothing."""
+    import hashlib
+
+    store = dict(np.load(path)) if path.exists() else {}
+
+    class Cached:
+        def __getattr__(self, name):
+            return getattr(embedder, name)
+
+        def embed_with_usage(self, texts):
+            from collections_app.embedders import Embedded
+
+            keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+            missing = [t for t, k in zip(texts, keys, strict=True) if k not in store]
+            if missing:
+                fresh = embedder.embed_with_usage(missing).vectors
+                for text, vector in zip(missing, fresh, strict=True):
+                    store[hashlib.sha1(text.encode()).hexdigest()] = np.asarray(vector, dtype=np.float32)
+                np.savez(path, **store)
+            return Embedded(np.stack([store[k] for k in keys]), None)
+
+    cached = Cached()
+    return lambda backend=None: cached
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dataset", type=Path)
@@ -80,6 +108,10 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="ask only the first N queries")
     parser.add_argument("--ivf", action="store_true", help="search through the IVF approximate path")
     parser.add_argument("--nprobe", type=int, default=None, help="with --ivf: IVF lists scored per search")
+    parser.add_argument("--store", choices=["float16", "float32"], default="float16",
+                        help="how vectors are stored (the store and the index); float16 is the product's")
+    parser.add_argument("--windows", choices=["all", "first"], default="all",
+                        help="embed a long paragraph as all its windows (the product) or its first only")
     args = parser.parse_args()
 
     name = args.dataset.resolve().name
@@ -88,7 +120,9 @@ def main() -> None:
     lexical_build = args.mode == "lexical"
     backend = "none" if lexical_build else os.environ.get("EMBED_BACKEND", "local")
     os.environ["EMBED_BACKEND"] = backend
-    os.environ["DATABASE_URL"] = f"sqlite:///{work / f'{name}-{backend}.sqlite3'}"
+    variant = "" if lexical_build else f"-{args.store}-{args.windows}"
+    os.environ["DATABASE_URL"] = f"sqlite:///{work / f'{name}-{backend}{variant}.sqlite3'}"
+    os.environ["INDEX_DIR"] = str(work / f"indexes-{name}-{backend}{variant}")
     folder = work / f"{name}-docs"
     os.environ[f"KNOWLEDGE_{name.upper()}_FOLDER"] = str(folder)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
@@ -104,12 +138,22 @@ def main() -> None:
     from django.conf import settings as django_settings
     from django.core.management import call_command
 
+    from collections_app import conf, mapped_index, vector_codec
     from collections_app.metrics import ndcg_at_k, recall_at_k
     from collections_app.models import Agent, Collection
+    from collections_app.services import builds
     from collections_app.services import search as search_service
     from collections_app.services.agents import create_agent, create_collection
     from collections_app.services.builds import build_collection
 
+    if args.store == "float32":
+        vector_codec.STORED_DTYPE = np.dtype("<f4")
+        mapped_index.VECTOR_DTYPE = np.dtype("<f4")
+    if args.windows == "first":
+        builds.MAX_WINDOWS = 1
+    if not lexical_build:
+        # Variants differ only in how vectors are kept: each text is embedded once, across runs.
+        conf.get_embedder = cached_embedder(conf.get_embedder(), work / f"embeddings-{backend}.npz")
     call_command("migrate", verbosity=0)
     corpus, queries, qrels = load(args.dataset, args.split)
     if not folder.exists() or len(list(folder.iterdir())) != len(corpus):

@@ -10,7 +10,7 @@ The directory of one build (``<root>/c<collection>/<key>/``) holds, little-endia
 * ``meta.json`` — counts, width, BM25 constants, format version; written last;
 * ``row_paragraph.i64``, ``row_document.i64`` — per row (rows in ordinal order): the paragraph and
   document ids; texts stay in the database and are read only for hits and their neighbours;
-* ``vectors.f16`` (``n_vectors × d``) and ``vector_row.i32`` — the vectors, a paragraph's windows
+* ``vectors.bin`` (``n_vectors × d`` float16, or float32 when meta says so) and ``vector_row.i32`` — the vectors, a paragraph's windows
   consecutive, each naming its row (ascending), so a paragraph is scored by its best window;
 * ``doc_len.i32``, ``indptr.i64``, ``postings_doc.i32``, ``postings_tf.i32`` — seed 004's BM25
   postings in CSR form (``lexical.BM25Index``'s layout), term ids in UTF-8 byte order;
@@ -70,8 +70,10 @@ class IndexWriter:
     Call :meth:`add` with consecutive blocks of rows in ordinal order, then :meth:`write`.
     """
 
-    def __init__(self, dimensions: int, *, k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> None:
+    def __init__(self, dimensions: int, *, k1: float = DEFAULT_K1, b: float = DEFAULT_B, vector_dtype=None) -> None:
         self.dimensions, self.k1, self.b = int(dimensions), float(k1), float(b)
+        # float16 unless told otherwise (bench/beir.py compares float32 on the same data).
+        self.vector_dtype = np.dtype(vector_dtype or VECTOR_DTYPE)
         self.vocabulary: dict[str, int] = {}  # term -> id in order of first sight
         self._paragraph: list[np.ndarray] = []
         self._document: list[np.ndarray] = []
@@ -116,7 +118,7 @@ class IndexWriter:
             if windows is None:
                 continue
             windows = np.asarray(windows, dtype=np.float32).reshape(-1, self.dimensions)
-            self._vectors.append(windows.astype(VECTOR_DTYPE))
+            self._vectors.append(windows.astype(self.vector_dtype))
             self._vector_row.append(np.full(windows.shape[0], first + offset, dtype=np.int32))
         self.rows += count
 
@@ -165,7 +167,7 @@ class IndexWriter:
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
         doc_len = np.concatenate(self._doc_len) if self._doc_len else np.zeros(0, np.int32)
         vectors = (
-            np.concatenate(self._vectors) if self._vectors else np.zeros((0, self.dimensions), VECTOR_DTYPE)
+            np.concatenate(self._vectors) if self._vectors else np.zeros((0, self.dimensions), self.vector_dtype)
         )
         arrays = {
             "row_paragraph": np.concatenate(self._paragraph) if self._paragraph else empty_i8,
@@ -179,7 +181,7 @@ class IndexWriter:
         }
         for name, (filename, dtype) in _ARRAYS.items():
             _write_array(directory / filename, arrays[name].astype(dtype, copy=False))
-        _write_array(directory / "vectors.f16", vectors)
+        _write_array(directory / "vectors.bin", vectors)
         with open(directory / "vocab.bin", "wb") as handle:
             handle.write(b"".join(encoded))
             handle.flush()
@@ -190,6 +192,7 @@ class IndexWriter:
             "rows": self.rows,
             "vectors": int(vectors.shape[0]),
             "dimensions": self.dimensions,
+            "vector_dtype": self.vector_dtype.str,
             "terms": len(vocabulary),
             "postings": int(postings_doc.shape[0]),
             "vocab_bytes": int(offsets[-1]),
@@ -268,7 +271,10 @@ class MappedIndex:
             }
             for name, (filename, dtype) in _ARRAYS.items():
                 setattr(self, name, _map(self.path / filename, dtype, counts[name]))
-            self.vectors = _map(self.path / "vectors.f16", VECTOR_DTYPE, n_vectors * d, shape=(n_vectors, d))
+            vector_dtype = np.dtype(meta["vector_dtype"])
+            if vector_dtype.str not in ("<f2", "<f4"):
+                raise IndexUnusable(f"vectors of type {vector_dtype.str} are not float16 or float32")
+            self.vectors = _map(self.path / "vectors.bin", vector_dtype, n_vectors * d, shape=(n_vectors, d))
             self.vocab = _map(self.path / "vocab.bin", np.uint8, int(meta["vocab_bytes"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexUnusable(f"meta.json is inconsistent: {exc}") from exc

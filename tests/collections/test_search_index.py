@@ -41,7 +41,7 @@ def ask(agent, collection, **kwargs):
 
 def test_a_build_writes_its_index_and_a_new_build_replaces_it(agent, handbook, settings):
     first = index_dir(handbook)
-    assert (first / "meta.json").exists() and (first / "vectors.f16").exists()
+    assert (first / "meta.json").exists() and (first / "vectors.bin").exists()
     assert first.is_relative_to(settings.INDEX_DIR)
     assert build_collection(collection=handbook).status == "succeeded"
     second = index_dir(handbook)
