@@ -112,6 +112,9 @@ def main() -> None:
                         help="how vectors are stored (the store and the index); float16 is the product's")
     parser.add_argument("--windows", choices=["all", "first"], default="all",
                         help="embed a long paragraph as all its windows (the product) or its first only")
+    parser.add_argument("--sample", type=int, default=None,
+                        help="a smaller corpus: the split's relevant documents plus the first N others "
+                             "(for A/B comparisons that cannot afford embedding the whole corpus)")
     args = parser.parse_args()
 
     name = args.dataset.resolve().name
@@ -121,9 +124,11 @@ def main() -> None:
     backend = "none" if lexical_build else os.environ.get("EMBED_BACKEND", "local")
     os.environ["EMBED_BACKEND"] = backend
     variant = "" if lexical_build else f"-{args.store}-{args.windows}"
+    if args.sample is not None:
+        variant += f"-sample{args.sample}"
     os.environ["DATABASE_URL"] = f"sqlite:///{work / f'{name}-{backend}{variant}.sqlite3'}"
     os.environ["INDEX_DIR"] = str(work / f"indexes-{name}-{backend}{variant}")
-    folder = work / f"{name}-docs"
+    folder = work / (f"{name}-docs" if args.sample is None else f"{name}-docs-sample{args.sample}")
     os.environ[f"KNOWLEDGE_{name.upper()}_FOLDER"] = str(folder)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
@@ -156,6 +161,10 @@ def main() -> None:
         conf.get_embedder = cached_embedder(conf.get_embedder(), work / f"embeddings-{backend}.npz")
     call_command("migrate", verbosity=0)
     corpus, queries, qrels = load(args.dataset, args.split)
+    if args.sample is not None:
+        relevant = {doc for judged in qrels.values() for doc in judged}
+        others = [doc for doc in sorted(corpus) if doc not in relevant][: args.sample]
+        corpus = {doc: corpus[doc] for doc in sorted(relevant | set(others)) if doc in corpus}
     if not folder.exists() or len(list(folder.iterdir())) != len(corpus):
         folder.mkdir(exist_ok=True)
         for doc_id, (title, text) in corpus.items():

@@ -354,6 +354,18 @@ def smaps(pid: int) -> dict[str, int]:
             "uss": figures.get("Private_Clean", 0) + figures.get("Private_Dirty", 0)}
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (uvicorn's workers sit under it, or under its multiprocessing helper)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            found.append(int(child))
+            found.extend(descendants(int(child)))
+    # Only the Python processes that serve (not the resource tracker, which maps nothing).
+    return [p for p in found if "uvicorn" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")
+            or "multiprocessing.spawn" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")]
+
+
 def http_phase(n: int, args, model: str, asked: list[str]) -> dict:
     """`--http` uvicorn workers on 127.0.0.1, 4 client threads for 15 s; the server embeds each question."""
     import httpx
@@ -404,9 +416,7 @@ def http_phase(n: int, args, model: str, asked: list[str]) -> dict:
             t.start()
         for t in threads:
             t.join()
-        import psutil
-
-        workers = [smaps(child.pid) for child in psutil.Process(server.pid).children(recursive=True)]
+        workers = [smaps(pid) for pid in descendants(server.pid)]
         return {"workers": args.http, "requests_per_s": len(latencies) / 15, "p50_ms": percentile(latencies, 50),
                 "p95_ms": percentile(latencies, 95), "errors": len(errors), "warm_s": warm, "memory": workers}
     finally:
