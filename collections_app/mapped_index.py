@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .lexical import DEFAULT_B, DEFAULT_K1, idf
+from .lexical import DEFAULT_B, DEFAULT_K1, BM25Index, idf
 
 FORMAT = 1
 VECTOR_DTYPE = np.dtype("<f2")
@@ -358,6 +358,14 @@ class MappedIndex:
         if unknown:
             total += unknown * float(idf(view.n_docs, np.zeros(1))[0])
         return scores, total * (self.k1 + 1)
+
+    def bm25_index(self) -> BM25Index:
+        """These postings as a ``lexical.BM25Index`` (what seed 004's bm25.idx is written from)."""
+        offsets = np.asarray(self.vocab_offsets)
+        blob = self.vocab.tobytes()
+        vocabulary = [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(self.n_terms)]
+        return BM25Index(vocabulary=vocabulary, doc_len=self.doc_len, indptr=self.indptr,
+                         postings_doc=self.postings_doc, postings_tf=self.postings_tf, k1=self.k1, b=self.b)
 
     # --- vectors
 

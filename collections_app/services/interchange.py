@@ -22,11 +22,12 @@ from ragsite.errors import Conflict, NotFound, RagsiteError
 
 from .. import interchange as fmt
 from ..chunking import ChunkingError, resolve_sizes
+from ..lexical import BM25Index
 from ..models import Agent, Collection, CollectionBuilt, Document, Paragraph
 from ..vector_codec import VectorFormatError, encode, first_window
 from .agents import create_collection
 from .builds import ACTIVE_STATES, EmptyBuild
-from .indexes import index_committed_build
+from .indexes import index_committed_build, mapped_index
 
 logger = logging.getLogger("ragsite.interchange")
 
@@ -63,18 +64,18 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
         Paragraph.objects.filter(collection=collection, document__status=Document.ACTIVE)
         .order_by("ordinal")
         .values_list("document__name", "text", "token_count", "embedding", "document__built_size",
-                     "document__built_overlap")
+                     "document__built_overlap", "id")
     )
     if not rows:
         raise Conflict(f'collection "{collection.name}" has no paragraphs in search to export', code="nothing_to_export")
-    if any(vector is None for _n, _t, _c, vector, _s, _o in rows):
+    if any(vector is None for _n, _t, _c, vector, _s, _o, _i in rows):
         raise Conflict(
             f'collection "{collection.name}" was built without vectors (model {built.model}); '
             "the format needs one per paragraph",
             code="no_vectors",
         )
     chunks, seen = [], defaultdict(int)
-    for name, text, count, _v, _s, _o in rows:
+    for name, text, count, _v, _s, _o, _i in rows:
         chunks.append(fmt.Chunk(doc_id=name, k=seen[name], text=text, n_tokens=count or 0))
         seen[name] += 1
     # One row per paragraph: its first window (see docs/interchange.md, "Long paragraphs").
@@ -102,7 +103,7 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
         chunker=chunker_block(built.method, size, overlap, [c.n_tokens for c in chunks]),
     )
     try:
-        index = fmt.build_index(meta=meta, chunks=chunks, vectors=vectors)
+        index = fmt.build_index(meta=meta, chunks=chunks, vectors=vectors, bm25=_search_postings(collection, built, rows))
         return fmt.write_index(Path(directory), index)
     except fmt.InterchangeError as exc:
         raise Conflict(f'collection "{collection.name}" cannot be exported: {exc}', code="not_exportable") from None
@@ -110,6 +111,15 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
         raise RagsiteError(
             f"could not write the index ({exc.strerror or type(exc).__name__})", code="unwritable", status=500
         ) from None
+
+
+def _search_postings(collection: Collection, built: CollectionBuilt, rows: list) -> BM25Index | None:
+    """The build's own BM25 postings when the export holds exactly the rows its search index does
+    (every document active): one scoring implementation, and no second tokenisation of every text."""
+    _key, index = mapped_index(collection, built)
+    if index.size != len(rows) or not np.array_equal(index.row_paragraph, [r[6] for r in rows]):
+        return None  # some documents are held back: the export's statistics are its own rows'
+    return index.bm25_index()
 
 
 def chunker_block(method: str, size: int | None, overlap: int, n_tokens: list[int]) -> dict:

@@ -104,3 +104,13 @@ def test_the_index_is_renamed_into_place_whole_and_older_builds_are_removed(tmp_
     # A second writer of the same build keeps the first one's files.
     again = write(tmp_path, TEXTS, key="new")
     assert again.size == len(TEXTS) and [p.name for p in tmp_path.iterdir()] == ["new"]
+
+
+def test_the_postings_are_seed_004s_bm25_index_exactly(tmp_path):
+    """What the interchange export writes bm25.idx from, without tokenising the texts again."""
+    reference = BM25Index.from_texts(TEXTS)
+    rebuilt = write(tmp_path, TEXTS, block=3).bm25_index()
+    assert rebuilt.vocabulary == reference.vocabulary
+    for name in ("doc_len", "indptr", "postings_doc", "postings_tf", "df", "idf", "_weights"):
+        assert np.array_equal(getattr(rebuilt, name), getattr(reference, name)), name
+    assert rebuilt.avgdl == reference.avgdl
