@@ -89,9 +89,19 @@ def cached_embedder(embedder, path: Path):
                 fresh = embedder.embed_with_usage(missing).vectors
                 for text, vector in zip(missing, fresh, strict=True):
                     store[hashlib.sha1(text.encode()).hexdigest()] = np.asarray(vector, dtype=np.float32)
-                np.savez(path, **store)
+                if time.monotonic() - saved[0] > 30:  # rewriting the file per question would be the bench's cost
+                    save()
             return Embedded(np.stack([store[k] for k in keys]), None)
 
+    saved = [time.monotonic()]
+
+    def save():
+        np.savez(path, **store)
+        saved[0] = time.monotonic()
+
+    import atexit
+
+    atexit.register(save)
     cached = Cached()
     return lambda backend=None: cached
 
