@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ragsite import embedding
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -81,7 +83,7 @@ def cached_embedder(embedder, path: Path):
             return getattr(embedder, name)
 
         def embed_with_usage(self, texts):
-            from collections_app.embedders import Embedded
+            from ragsite.embedders import Embedded
 
             keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
             missing = [t for t, k in zip(texts, keys, strict=True) if k not in store]
@@ -153,7 +155,7 @@ def main() -> None:
     from django.conf import settings as django_settings
     from django.core.management import call_command
 
-    from collections_app import conf, mapped_index, vector_codec
+    from collections_app import mapped_index, vector_codec
     from collections_app.metrics import ndcg_at_k, recall_at_k
     from collections_app.models import Agent, Collection
     from collections_app.services import builds
@@ -168,7 +170,7 @@ def main() -> None:
         builds.MAX_WINDOWS = 1
     if not lexical_build:
         # Variants differ only in how vectors are kept: each text is embedded once, across runs.
-        conf.get_embedder = cached_embedder(conf.get_embedder(), work / f"embeddings-{backend}.npz")
+        embedding.get_embedder = cached_embedder(embedding.get_embedder(), work / f"embeddings-{backend}.npz")
     call_command("migrate", verbosity=0)
     corpus, queries, qrels = load(args.dataset, args.split)
     if args.sample is not None:
@@ -194,9 +196,7 @@ def main() -> None:
     if args.sweep:
         # Eleven passes ask the same questions: embed each once. The embedder is
         # deterministic, so this changes the time a sweep takes, not its figures.
-        from collections_app import conf
-
-        conf.get_embedder = memoised(conf.get_embedder())
+        embedding.get_embedder = memoised(embedding.get_embedder())
 
     # One warm-up search loads the index (and, with --ivf, builds the IVF) outside the timing.
     started = time.perf_counter()

@@ -30,7 +30,7 @@ if str(REPO) not in sys.path:
 
 import numpy as np  # noqa: E402
 
-from collections_app.embedders import LocalEmbedder, default_model_dir  # noqa: E402
+from ragsite.embedders import LocalEmbedder, default_model_dir  # noqa: E402
 
 DEFAULT_CORPUS = REPO.parent / "shared" / "datasets" / "scifact" / "corpus.jsonl.gz"
 

@@ -36,6 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ragsite import embedding
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = REPO.parent / "shared" / "datasets" / "scifact" / "corpus.jsonl.gz"
 
@@ -122,11 +124,11 @@ def measure(layout: str, records: list[str], agent) -> dict:
     import django_q.tasks
     from django_q.conf import Conf
 
-    from memory_app import conf, services
+    from memory_app import services
     from memory_app.models import Memory, RecordNode
 
     assert not Conf.SYNC, "django-q must not run tasks synchronously here"
-    embedder = conf.get_embedder()
+    embedder = embedding.get_embedder()
     Memory.objects.all().delete()
     enqueue_ms: list[float] = []
     real_async_task = django_q.tasks.async_task

@@ -190,7 +190,7 @@ class GivenVectors:
         self.model, self.vectors, self.dimensions, self.window = model, vectors, DIMENSIONS, None
 
     def embed_with_usage(self, texts):
-        from collections_app.embedders import Embedded
+        from ragsite.embedders import Embedded
 
         return Embedded(np.stack([self.vectors[t] for t in texts]), None)
 
@@ -203,20 +203,20 @@ def measure_child(n: int, args) -> dict:
     setup_django(n)
     from django.conf import settings
 
-    from collections_app import conf
-    from collections_app.lexical import terms
     from collections_app.models import Agent, Collection, Paragraph
     from collections_app.services import search as search_module
     from collections_app.services.search import search_collection
+    from ragsite import embedding
+    from ragsite.lexical import terms
 
     corpus, asked = load_scifact(args.dataset, args.questions)
-    model = conf.get_embedder("local").model if args.http else "all-MiniLM-L6-v2"
+    model = embedding.get_embedder("local").model if args.http else "all-MiniLM-L6-v2"
     facts = populate(n, corpus, model)
     agent = Agent.objects.get(agent_id="scale")
     collection = Collection.objects.get(agent=agent, name="scale")
     question_vectors = Mixture(n, seed=11).draw(len(asked))
     given = {q: v for q, v in zip(asked, question_vectors, strict=True)}
-    conf.get_embedder = lambda backend=None: GivenVectors(model, given)
+    embedding.get_embedder = lambda backend=None: GivenVectors(model, given)
 
     # Baselines, built in this process from the same rows.
     rows = Paragraph.objects.filter(collection=collection).order_by("ordinal")

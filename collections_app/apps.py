@@ -7,4 +7,9 @@ class CollectionsConfig(AppConfig):
     verbose_name = "Knowledge collections"
 
     def ready(self):
-        from . import checks, signals  # noqa: F401  (registers the system checks and the store guard)
+        from ragsite.mcp import set_authenticator
+
+        from . import checks, mcp_tools, signals  # noqa: F401  (system checks, MCP tools, the store guard)
+        from .services.agents import key_from_request
+
+        set_authenticator(key_from_request)

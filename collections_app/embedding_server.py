@@ -13,10 +13,10 @@ from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from ragsite import embedding
+from ragsite.embedders import EmbeddingError
 from ragsite.errors import RagsiteError, error_body
 
-from . import conf
-from .embedders import EmbeddingError
 from .models import ModelCall
 from .services.agents import key_from_request
 from .services.ledger import record_call
@@ -50,7 +50,7 @@ def _endpoint(view):
             return _error(400, "malformed_json", "the request body is not valid JSON")
         if not isinstance(body, dict):
             return _error(400, "invalid_request", "the request body must be a JSON object")
-        embedder = conf.get_embedder()
+        embedder = embedding.get_embedder()
         if embedder.backend == "none":
             return _error(503, "no_model", "this server has no embedding model (EMBED_BACKEND is none)")
         try:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .lexical import DEFAULT_B, DEFAULT_K1, BM25Index
+from ragsite.lexical import DEFAULT_B, DEFAULT_K1, BM25Index
 
 META, DOCS, VECTORS, BM25 = "meta.json", "docs.jsonl", "vectors.f32", "bm25.idx"
 FILES = (META, DOCS, VECTORS, BM25)

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .lexical import DEFAULT_B, DEFAULT_K1, BM25Index, idf
+from ragsite.lexical import DEFAULT_B, DEFAULT_K1, BM25Index, idf
 
 FORMAT = 1
 VECTOR_DTYPE = np.dtype("<f2")

@@ -26,9 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .chunking import AVAILABLE, DEFAULT_SIZES, ChunkingError, TokenCounter, chunk, resolve_sizes
-from .fusion import hybrid_scores
-from .lexical import BM25Index, terms
+from ragsite.division import TokenCounter
+from ragsite.fusion import hybrid_scores
+from ragsite.lexical import BM25Index, terms
+
+from .chunking import AVAILABLE, DEFAULT_SIZES, ChunkingError, chunk, resolve_sizes
 from .stitch import Row, Stitched, stitch
 from .vector_codec import decode, encode
 

@@ -8,9 +8,7 @@ class MemoryConfig(AppConfig):
     verbose_name = "Agent memory"
 
     def ready(self):
-        from . import checks  # noqa: F401  (registers memory.E001)
-        from .mcp import register_memory_tools
+        from . import checks, mcp_tools  # noqa: F401  (registers memory.E001 and the MCP tools)
         from .signals import after_migrate
 
         post_migrate.connect(after_migrate, sender=self, dispatch_uid="memory_app_after_migrate")
-        register_memory_tools()

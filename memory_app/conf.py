@@ -1,13 +1,12 @@
 """Memory's settings and limits, read lazily in one place.
 
-Settings are looked up through `collections_app.conf` when used, never at import time, so
+Settings are looked up through `ragsite.conf` when used, never at import time, so
 `override_settings` works in tests. The limits below are the API's contract, not settings.
 """
 
 from __future__ import annotations
 
-from collections_app import conf as collections_conf
-from collections_app.embedders import Embedder
+from ragsite.conf import settings
 
 from .models import MAX_TEXT_LENGTH
 
@@ -19,7 +18,6 @@ __all__ = [
     "OPENING_LENGTH",
     "REPAIR_LIMIT",
     "REPORT_IDS",
-    "get_embedder",
     "health_repair_minutes",
 ]
 
@@ -35,11 +33,6 @@ OPENING_LENGTH = 300
 REPORT_IDS = 1_000
 
 
-def get_embedder() -> Embedder:
-    """The configured embedder; looked up on `collections_app.conf` at call time (tests patch it there)."""
-    return collections_conf.get_embedder()
-
-
 def health_repair_minutes() -> int:
     """`HEALTH_REPAIR_MINUTES`: how often the scheduled repair runs; at least 1."""
-    return max(1, int(collections_conf.settings.HEALTH_REPAIR_MINUTES))
+    return max(1, int(settings.HEALTH_REPAIR_MINUTES))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from collections_app.chunking import TokenCounter, divide
+from ragsite.division import TokenCounter, divide
 
 UNKNOWN: Literal["unknown"] = "unknown"
 FITS: Literal["fits"] = "fits"

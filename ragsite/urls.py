@@ -3,7 +3,7 @@ from django.http import JsonResponse
 from django.urls import path, re_path
 
 from collections_app import embedding_server
-from collections_app.mcp import mcp_endpoint
+from ragsite.mcp.transport import mcp_endpoint
 
 from .api import api
 from .errors import error_body

@@ -19,12 +19,13 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
+from ragsite import embedding
+from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
 
 from .. import conf
 from ..chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
 from ..conf import settings
-from ..embedders import EmbeddingError
 from ..extract import Unreadable, extract, summarize_opening
 from ..interchange import fingerprint as text_fingerprint
 from ..models import Agent, BuildRun, Collection, CollectionBuilt, Document, EmptyBuild, ModelCall, Paragraph
@@ -200,7 +201,7 @@ def _finish(run: BuildRun, status: str, *, error: str = "") -> None:
 
 
 def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
-    embedder = conf.get_embedder()
+    embedder = embedding.get_embedder()
     method = collection.method
     size, overlap = collection.chunk_sizes()
     previous = CollectionBuilt.objects.filter(collection=collection).first()

@@ -19,9 +19,9 @@ from datetime import UTC
 from pathlib import Path
 
 from ragsite.errors import Conflict, RagsiteError
+from ragsite.lexical import terms
 
 from ..conf import settings
-from ..lexical import terms
 from ..mapped_index import IndexUnusable, IndexWriter, MappedIndex, remove_stale
 from ..models import Collection, CollectionBuilt, Paragraph
 from ..vector_codec import VectorFormatError, decode

@@ -19,10 +19,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from ragsite.errors import Conflict, NotFound, RagsiteError
+from ragsite.lexical import BM25Index
 
 from .. import interchange as fmt
 from ..chunking import ChunkingError, resolve_sizes
-from ..lexical import BM25Index
 from ..models import Agent, Collection, CollectionBuilt, Document, Paragraph
 from ..vector_codec import VectorFormatError, encode, first_window
 from .agents import create_collection

@@ -13,14 +13,14 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from django.utils import timezone
 
+from ragsite import embedding
+from ragsite.embedders import EmbeddingError
 from ragsite.errors import RagsiteError
+from ragsite.lexical import DEFAULT_B, DEFAULT_K1
 
-from .. import conf
 from ..chunking import AVAILABLE, ChunkingError, resolve_sizes, validate_method
 from ..conf import settings
-from ..embedders import EmbeddingError
 from ..extract import SUPPORTED_SUFFIXES, Unreadable, extract
-from ..lexical import DEFAULT_B, DEFAULT_K1
 from ..measure import DEFAULT_AROUNDS, Question, Variant, VectorCache, default_sizes, grid, measure_variant
 from ..models import Collection, ModelCall
 from .builds import MAX_DOCUMENT_BYTES, collection_sources
@@ -177,7 +177,7 @@ def measure_collection(
     if not 0.0 <= floor <= 1.0:
         raise InvalidMeasure("min_score must be between 0 and 1")
 
-    embedder = conf.get_embedder()
+    embedder = embedding.get_embedder()
     can_count = _counts_tokens(embedder)
     chosen, skipped = _variants(variants, can_count, embedder.window, collection)
     texts, refused, fingerprints = _read_corpus(collection)

@@ -13,15 +13,15 @@ from datetime import timedelta
 import numpy as np
 from django.utils import timezone
 
+from ragsite import embedding
+from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, Forbidden, NotFound, RagsiteError, TooManyRequests
+from ragsite.fusion import hybrid_scores
+from ragsite.lexical import terms
 
-from .. import conf
 from ..conf import settings
-from ..embedders import EmbeddingError
-from ..fusion import hybrid_scores
 from ..ivf import IVFIndex
 from ..judge import JudgeUnavailable, ask_judge
-from ..lexical import terms
 from ..mapped_index import MappedIndex, top_rows
 from ..models import Agent, ApiKey, Collection, CollectionBuilt, Document, ModelCall, Paragraph, Reader
 from ..stitch import Row, stitch
@@ -253,7 +253,7 @@ def _question_vector(collection, built: CollectionBuilt, index: MappedIndex, que
     """The question's vector, or None when the collection holds no vectors (then it is not embedded)."""
     if index.vectors.shape[0] == 0:
         return None, built.model  # lexical: the question is not embedded at all
-    embedder = conf.get_embedder()
+    embedder = embedding.get_embedder()
     if embedder.model != built.model:
         raise Conflict(
             f'collection "{collection.name}" was built with {built.model} but this server embeds with '

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from django.db import connection, connections
 
-from collections_app import conf
 from collections_app.models import BuildRun, Document, Label, Paragraph
 from collections_app.services.agents import authenticate, create_collection
 from collections_app.services.builds import build_collection
+from ragsite import embedding
 
 from .conftest import HANDBOOK
 
@@ -146,8 +146,8 @@ def test_the_bar_fills_while_a_build_runs_without_reloading(page, admin_user, ag
     collection = create_collection(agent=agent, name="slow", method="fixed", size=60)
     knowledge_folder("slow", HANDBOOK)
     settings.EMBED_BATCH_SIZE = 1
-    slow = SlowEmbedder(conf.get_embedder(), delay=0.4)
-    monkeypatch.setattr(conf, "get_embedder", lambda backend=None: slow)
+    slow = SlowEmbedder(embedding.get_embedder(), delay=0.4)
+    monkeypatch.setattr(embedding, "get_embedder", lambda backend=None: slow)
 
     def build():
         try:

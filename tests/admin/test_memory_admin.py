@@ -14,10 +14,10 @@ from django.contrib.messages import get_messages
 from django.test import Client
 from django.urls import reverse
 
-from collections_app.embedders import HashEmbedder, NoneEmbedder
 from memory_app import services
 from memory_app.models import EPISODE, MEMORY, Episode, Memory, RecordNode
 from memory_app.schedules import ensure_schedules
+from ragsite.embedders import HashEmbedder, NoneEmbedder
 from tests.memory.conftest import DIMENSIONS, WINDOW, prose
 
 from . import test_admin_browser as browser
@@ -32,7 +32,7 @@ def embedder(monkeypatch, settings):
     """The memory tests' embedder: hash vectors, a 40-token window, patched where services look it up."""
     settings.EMBED_BACKEND = "hash"
     small = HashEmbedder(dimensions=DIMENSIONS, window=WINDOW)
-    monkeypatch.setattr("collections_app.conf.get_embedder", lambda backend=None: small)
+    monkeypatch.setattr("ragsite.embedding.get_embedder", lambda backend=None: small)
     return small
 
 
@@ -180,7 +180,7 @@ def test_nodes_of_another_model_are_shown_and_marked_as_not_current(admin_client
 @pytest.mark.django_db
 def test_a_record_whose_length_cannot_be_counted_says_so(admin_client, agent, monkeypatch):
     memory = unbuilt(agent, prose(200))
-    monkeypatch.setattr("collections_app.conf.get_embedder", lambda backend=None: NoneEmbedder())
+    monkeypatch.setattr("ragsite.embedding.get_embedder", lambda backend=None: NoneEmbedder())
     body = admin_client.get(change_url(memory)).content.decode()
     assert "lexical cannot count this record" in body and 'data-state="unknown"' in body
 
@@ -330,7 +330,7 @@ def test_repair_now_removes_orphan_nodes(admin_client, agent, built):
 @pytest.mark.django_db
 def test_the_health_page_with_an_embedder_that_cannot_count(admin_client, agent, monkeypatch):
     unbuilt(agent, prose(200))
-    monkeypatch.setattr("collections_app.conf.get_embedder", lambda backend=None: NoneEmbedder())
+    monkeypatch.setattr("ragsite.embedding.get_embedder", lambda backend=None: NoneEmbedder())
     body = admin_client.get(HEALTH).content.decode()
     assert "the model cannot count tokens, so no nodes can be built" in body
     assert 'id="repair-now" disabled' in body

@@ -8,10 +8,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from collections_app import conf
 from collections_app.models import BuildRun, CollectionBuilt, Document, Label, Paragraph
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import EmptyBuild, build_collection, fail_stale_builds, request_build
+from ragsite import embedding
 from ragsite.errors import Conflict
 
 pytestmark = pytest.mark.django_db
@@ -37,8 +37,8 @@ class CountingEmbedder:
 
 @pytest.fixture
 def counting(monkeypatch):
-    embedder = CountingEmbedder(conf.get_embedder())
-    monkeypatch.setattr(conf, "get_embedder", lambda backend=None: embedder)
+    embedder = CountingEmbedder(embedding.get_embedder())
+    monkeypatch.setattr(embedding, "get_embedder", lambda backend=None: embedder)
     return embedder
 
 

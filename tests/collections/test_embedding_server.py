@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from collections_app import conf
-from collections_app.embedders import build_embedder
 from collections_app.models import ModelCall
 from collections_app.services.agents import create_agent
+from ragsite import embedding
+from ragsite.embedders import build_embedder
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +29,7 @@ def test_embeddings_answer_in_the_openai_shape_and_match_the_model(client, raw_k
     body = response.json()
     assert body["model"] == "hash-64" and [d["index"] for d in body["data"]] == [0, 1]
     served = np.array([d["embedding"] for d in body["data"]], dtype=np.float32)
-    np.testing.assert_allclose(served, conf.get_embedder().embed(["carry-over days", "badges"]), atol=1e-6)
+    np.testing.assert_allclose(served, embedding.get_embedder().embed(["carry-over days", "badges"]), atol=1e-6)
     assert body["usage"]["prompt_tokens"] == 2 + 2 + 1 + 2
 
 
@@ -79,7 +79,7 @@ def test_the_endpoints_need_a_key(client):
 def test_the_http_backend_pointed_at_ragsite_reproduces_its_vectors(live_server, raw_key):
     remote = build_embedder("http", url=live_server.url, model="hash-64", api_key=raw_key, timeout=10)
     texts = ["Laptops use full-disk encryption.", "Mileage is reimbursed per kilometre."]
-    np.testing.assert_allclose(remote.embed(texts), conf.get_embedder().embed(texts), atol=1e-6)
+    np.testing.assert_allclose(remote.embed(texts), embedding.get_embedder().embed(texts), atol=1e-6)
     assert remote.count_tokens("one two three") == 5
     assert remote.window_end_char("one two three four", 4) == len("one two ")
 
@@ -91,8 +91,8 @@ def test_the_http_backend_reproduces_the_real_local_model(live_server, settings)
     raw = create_agent(agent_id="model-client")[1]
     remote = build_embedder("http", url=live_server.url, model="all-MiniLM-L6-v2", api_key=raw, timeout=60)
     texts = ["How many days of leave carry over?", "Ünïcödé and 日本語 text", "x " * 400]
-    local = conf.get_embedder().embed(texts)
+    local = embedding.get_embedder().embed(texts)
     served = remote.embed(texts)
     assert np.min(np.sum(local * served, axis=1)) > 0.99999
-    assert remote.count_tokens("x " * 400) == conf.get_embedder().count_tokens("x " * 400)
-    assert remote.window_end_char("x " * 400, 256) == conf.get_embedder().window_end_char("x " * 400, 256)
+    assert remote.count_tokens("x " * 400) == embedding.get_embedder().count_tokens("x " * 400)
+    assert remote.window_end_char("x " * 400, 256) == embedding.get_embedder().window_end_char("x " * 400, 256)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collections_app import interchange as fmt
-from collections_app.lexical import BM25Index, idf, terms
+from ragsite.lexical import BM25Index, idf, terms
 
 CHUNKS = [
     ("docs/leave.md", "Carry-over of annual leave is capped at five days a year."),

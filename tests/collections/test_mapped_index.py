@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collections_app.lexical import BM25Index, terms
 from collections_app.mapped_index import IndexUnusable, IndexWriter, MappedIndex, remove_stale, top_rows
+from ragsite.lexical import BM25Index, terms
 
 TEXTS = [
     "Carry-over of annual leave is capped at five days a year.",

@@ -11,18 +11,18 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from collections_app import mcp
 from collections_app.models import BuildRun, ModelCall
 from collections_app.services.agents import create_agent, create_collection, revoke_key
 from collections_app.services.builds import build_collection
 from collections_app.services.ledger import record_call
 from collections_app.services.search import search_collection
+from ragsite.mcp import protocol, registry, transport
 from tests.conftest import HANDBOOK
 
 HERE = Path(__file__).resolve().parent
 QUESTION = "how many days of annual leave carry over"
 ANSWER = "capped at five days"
-LATEST = mcp.LATEST_VERSION
+LATEST = protocol.LATEST_VERSION
 
 
 @pytest.fixture
@@ -77,7 +77,7 @@ def tool_error(result) -> dict:
 # --- The handshake and the listing --------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", mcp.PROTOCOL_VERSIONS)
+@pytest.mark.parametrize("version", protocol.PROTOCOL_VERSIONS)
 def test_initialize_answers_the_clients_version_when_supported(client, keyed, version):
     _agent, raw = keyed
     response = call(client, raw, "initialize", {
@@ -309,19 +309,19 @@ def _keywords(schema):
             yield key
 
 
-@pytest.mark.parametrize("name", sorted(mcp.TOOLS))
+@pytest.mark.parametrize("name", sorted(registry.TOOLS))
 def test_input_schemas_use_only_keywords_the_checker_enforces(name):
-    schema = mcp.TOOLS[name].input_schema
+    schema = registry.TOOLS[name].input_schema
     jsonschema.Draft202012Validator.check_schema(schema)
-    assert set(_keywords(schema)) <= mcp.SCHEMA_KEYWORDS
+    assert set(_keywords(schema)) <= registry.SCHEMA_KEYWORDS
     assert schema["type"] == "object" and schema["additionalProperties"] is False
 
 
-@pytest.mark.parametrize("name", sorted(mcp.TOOLS))
+@pytest.mark.parametrize("name", sorted(registry.TOOLS))
 def test_output_schemas_are_valid_json_schema(name):
-    output = mcp.TOOLS[name].output_schema
-    jsonschema.Draft202012Validator.check_schema(mcp.or_error(output))
-    jsonschema.validate({"error": {"code": "x", "message": "y"}}, mcp.or_error(output))
+    output = registry.TOOLS[name].output_schema
+    jsonschema.Draft202012Validator.check_schema(registry.or_error(output))
+    jsonschema.validate({"error": {"code": "x", "message": "y"}}, registry.or_error(output))
 
 
 SAMPLES = [
@@ -347,12 +347,12 @@ SAMPLES = [
 
 @pytest.mark.parametrize("arguments", SAMPLES)
 def test_the_checker_agrees_with_an_independent_json_schema_validator(arguments):
-    schema = mcp.TOOLS["search"].input_schema
+    schema = registry.TOOLS["search"].input_schema
     independent = jsonschema.Draft202012Validator(schema).is_valid(arguments)
     try:
-        mcp.check_arguments(schema, arguments)
+        registry.check_arguments(schema, arguments)
         ours = True
-    except mcp.InvalidArguments:
+    except registry.InvalidArguments:
         ours = False
     assert ours == independent
 
@@ -503,7 +503,7 @@ def test_a_batch_of_notifications_is_202_and_an_empty_or_huge_batch_400(client, 
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     assert send(client, raw, [note, note], version=None).status_code == 202
     assert send(client, raw, [], version=None).status_code == 400
-    assert send(client, raw, [note] * (mcp.MAX_BATCH + 1), version=None).status_code == 400
+    assert send(client, raw, [note] * (transport.MAX_BATCH + 1), version=None).status_code == 400
 
 
 @pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
@@ -520,7 +520,7 @@ def test_an_unexpected_failure_is_an_internal_error_not_a_500(client, keyed, mon
     def broken(caller, arguments):
         raise ZeroDivisionError("SECRET-ARGUMENT")
 
-    monkeypatch.setitem(mcp.TOOLS, "broken", mcp.Tool(
+    monkeypatch.setitem(registry.TOOLS, "broken", registry.Tool(
         name="broken", title="Broken", description="fails", handler=broken,
         input_schema={"type": "object", "properties": {}, "additionalProperties": False},
     ))
@@ -576,7 +576,7 @@ def test_the_official_python_client_searches_a_live_server(live_handbook):
 
     initialized, tools, found, missing, wrong = anyio.run(session_run)
     assert initialized.server_info.name == "ragsite"
-    assert initialized.protocol_version in mcp.PROTOCOL_VERSIONS
+    assert initialized.protocol_version in protocol.PROTOCOL_VERSIONS
     assert {"search", "build"} <= {tool.name for tool in tools.tools}
     assert found.is_error is False
     best = found.structured_content["paragraphs"][0]
@@ -607,7 +607,7 @@ def test_the_python_sdks_default_client_falls_back_from_discover_to_initialize(l
             return client.protocol_version, found
 
     version, found = anyio.run(client_run)
-    assert version in mcp.PROTOCOL_VERSIONS
+    assert version in protocol.PROTOCOL_VERSIONS
     assert found.is_error is False and ANSWER in found.structured_content["paragraphs"][0]["text"]
 
 
@@ -653,7 +653,7 @@ def test_the_official_typescript_client_searches_a_live_server(live_handbook):
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["server"]["name"] == "ragsite" and out["sessionId"] is None
-    assert out["protocolVersion"] in mcp.PROTOCOL_VERSIONS
+    assert out["protocolVersion"] in protocol.PROTOCOL_VERSIONS
     assert out["capabilities"]["tools"] == {"listChanged": False}
     assert {"search", "build"} <= {tool["name"] for tool in out["tools"]}
     search = out["search"]

@@ -10,17 +10,17 @@ from django.apps import apps
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from collections_app import mcp
 from collections_app import measure as m
-from collections_app.admin_measure import parse_lines
+from collections_app.admin.measure import parse_lines
 from collections_app.chunking import AVAILABLE
-from collections_app.embedders import build_embedder
 from collections_app.models import CollectionBuilt
 from collections_app.services.agents import create_agent, create_collection
 from collections_app.services.builds import build_collection
 from collections_app.services.measure import MAX_QUESTIONS, measure_collection, parse_items
 from collections_app.services.search import FUSION_WEIGHT, search_collection
+from ragsite.embedders import build_embedder
 from ragsite.errors import RagsiteError
+from ragsite.mcp import registry
 from tests.collections.test_mcp import call_tool, tool_error
 from tests.conftest import HANDBOOK
 
@@ -278,7 +278,7 @@ def test_the_mcp_tool_measures_and_matches_its_output_schema(client, keyed_handb
     result = call_tool(client, raw, "measure", {"collection": "handbook", "questions": items, "most": 3})
     assert result["isError"] is False
     report = result["structuredContent"]
-    jsonschema.validate(report, mcp.TOOLS["measure"].output_schema)
+    jsonschema.validate(report, registry.TOOLS["measure"].output_schema)
     assert report["questions"] == 3 and report["settings"]["most"] == 3 and report["variants"]
     assert _snapshot(collection) == before
 

@@ -6,6 +6,7 @@ from collections_app.models import CollectionBuilt
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
 from collections_app.services.search import search_collection
+from ragsite import embedding
 
 pytestmark = [pytest.mark.model, pytest.mark.django_db]
 
@@ -36,7 +37,6 @@ def test_the_sample_handbook_builds_and_answers_with_the_real_model(agent, knowl
 
 
 def test_the_window_and_tokens_strategies_cut_against_the_real_tokenizer(agent, knowledge_folder, local_model):
-    from collections_app import conf
     from collections_app.models import Paragraph
 
     knowledge_folder("windowed", samples=True)
@@ -45,4 +45,4 @@ def test_the_window_and_tokens_strategies_cut_against_the_real_tokenizer(agent, 
         knowledge_folder(f"windowed-{method}", samples=True)
         assert build_collection(collection=collection).status == "succeeded"
         counts = list(Paragraph.objects.filter(collection=collection).values_list("token_count", flat=True))
-        assert counts and max(counts) <= conf.get_embedder().window
+        assert counts and max(counts) <= embedding.get_embedder().window

@@ -137,10 +137,10 @@ def test_a_collection_never_built_is_its_own_answer(agent):
 
 
 def test_a_question_embedded_by_another_model_is_refused(agent, handbook, monkeypatch):
-    from collections_app import conf
-    from collections_app.embedders import HashEmbedder
+    from ragsite import embedding
+    from ragsite.embedders import HashEmbedder
 
-    monkeypatch.setattr(conf, "get_embedder", lambda backend=None: HashEmbedder(dimensions=32))
+    monkeypatch.setattr(embedding, "get_embedder", lambda backend=None: HashEmbedder(dimensions=32))
     with pytest.raises(Conflict, match="hash-64.*hash-32"):
         ask(agent)
 

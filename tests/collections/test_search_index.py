@@ -152,14 +152,14 @@ def test_a_paragraph_longer_than_the_window_is_embedded_as_windows_and_scored_by
     agent, knowledge_folder, settings
 ):
     """Issue 12: the tail of a long paragraph is seen by the vector."""
-    from collections_app import conf
+    from ragsite import embedding
 
     filler = " ".join(f"word{i}" for i in range(600))
     long_text = f"{filler} zebra quokka narwhal axolotl pangolin."
     collection = create_collection(agent=agent, name="long", method="fixed", size=100_000)
     knowledge_folder("long", {"long.md": long_text, "short.md": "Quokka facts are short."})
     assert build_collection(collection=collection).status == "succeeded"
-    embedder = conf.get_embedder()
+    embedder = embedding.get_embedder()
     paragraph = Paragraph.objects.get(collection=collection, document__name="long.md")
     windows = paragraph.vectors(embedder.dimensions)
     pieces = model_windows(paragraph.text, embedder)

@@ -6,12 +6,12 @@ import logging
 
 import pytest
 
-from collections_app.lexical import terms
 from collections_app.models import CollectionBuilt
 from collections_app.services import search as search_module
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
 from collections_app.services.search import collection_index, search_collection
+from ragsite.lexical import terms
 from tests.conftest import HANDBOOK
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from collections_app.embedders import HashEmbedder
+from ragsite.embedders import HashEmbedder
 
 WINDOW = 40
 DIMENSIONS = 256
@@ -28,7 +28,7 @@ def embedder(request, monkeypatch, settings):
         return
     settings.EMBED_BACKEND = "hash"
     small = HashEmbedder(dimensions=DIMENSIONS, window=WINDOW)
-    monkeypatch.setattr("collections_app.conf.get_embedder", lambda backend=None: small)
+    monkeypatch.setattr("ragsite.embedding.get_embedder", lambda backend=None: small)
     yield small
 
 

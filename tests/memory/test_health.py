@@ -54,7 +54,7 @@ def test_the_repair_builds_at_most_limit_records_per_run_and_converges(agent):
 
 def test_the_default_limit_is_fifty(agent, monkeypatch):
     built = []
-    monkeypatch.setattr(services, "build_nodes", lambda kind, id: built.append(id) or services.NodeBuild(kind, id, "built", 2))
+    monkeypatch.setattr(services.nodes, "build_nodes", lambda kind, id: built.append(id) or services.NodeBuild(kind, id, "built", 2))
     store_unbuilt(agent, 52, words=45)
     report = services.check_health(repair=True)
     assert len(built) == 50 and report["remaining"] == 2
@@ -118,10 +118,10 @@ def test_orphan_nodes_are_counted_and_removed_by_a_store_wide_repair(agent):
 
 
 def test_with_no_window_nothing_can_be_divided_and_nothing_is_listed(agent, monkeypatch):
-    from collections_app.embedders import NoneEmbedder
+    from ragsite.embedders import NoneEmbedder
 
     store_unbuilt(agent, 2)
-    monkeypatch.setattr("collections_app.conf.get_embedder", lambda backend=None: NoneEmbedder())
+    monkeypatch.setattr("ragsite.embedding.get_embedder", lambda backend=None: NoneEmbedder())
     report = services.check_health(repair=True)
     assert report["can_divide"] is False and report["missing"] == [] and report["repaired"] == []
     assert report["unknown_length"] == 2

@@ -17,10 +17,11 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from collections_app.fusion import DEFAULT_WEIGHT, hybrid_scores
-from collections_app.lexical import BM25Index, terms
-from memory_app import conf, services
+from memory_app import services
 from memory_app.models import EPISODE, MEMORY, RECORD_MODELS, Episode, Memory, RecordNode
+from ragsite import embedding
+from ragsite.fusion import DEFAULT_WEIGHT, hybrid_scores
+from ragsite.lexical import BM25Index, terms
 
 from .conftest import prose
 
@@ -68,7 +69,7 @@ def recall_with_nodes_as_candidates(*, agent, query, most=5):
     This is "nodes as search candidates" (seed 002 §7), which the design keeps out of this step.
     It must make invariant 1's test fail.
     """
-    embedder = conf.get_embedder()
+    embedder = embedding.get_embedder()
     rows = []
     for kind, model in RECORD_MODELS.items():
         rows += [(kind, r.pk, r.text, r.vector) for r in model.objects.filter(agent=agent).order_by("pk")]

@@ -35,7 +35,7 @@ def about_3000_characters() -> str:
 @pytest.mark.model
 @pytest.mark.django_db
 def test_a_3000_character_memory_divides_into_nodes_that_each_fit_256_tokens(agent, settings, run_on_commit):
-    from collections_app.conf import get_embedder
+    from ragsite.embedding import get_embedder
 
     settings.EMBED_BACKEND = "local"
     embedder = get_embedder()

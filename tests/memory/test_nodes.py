@@ -10,8 +10,8 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collections_app.embedders import HashEmbedder, NoneEmbedder
 from memory_app.nodes import DIVIDED, FITS, UNKNOWN, divide_record, runs_past_window
+from ragsite.embedders import HashEmbedder, NoneEmbedder
 
 from .conftest import WINDOW, prose
 

@@ -18,11 +18,11 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from collections_app import conf as collections_conf
 from memory_app import services
 from memory_app.models import MEMORY, RecordNode
-from memory_app.nodes import runs_past_window
+from memory_app.nodes import divide_record, runs_past_window
 from memory_app.schedules import HEALTH_REPAIR, HEALTH_REPAIR_FUNC
+from ragsite import embedding
 from tests.test_qcluster import ROOT, database_url
 
 from .conftest import prose
@@ -38,7 +38,7 @@ def embedder(settings):
     process only; the subprocess builds its own from the environment.
     """
     settings.EMBED_BACKEND = "hash"
-    return collections_conf.get_embedder()
+    return embedding.get_embedder()
 
 
 @pytest.mark.qcluster
@@ -103,7 +103,7 @@ def test_a_real_qcluster_runs_the_scheduled_repair_and_builds_missing_nodes(agen
     nodes = services.record_nodes(MEMORY, memory.pk)
     assert len(nodes) >= 3
     assert [(n.start_char, n.end_char) for n in nodes] == [
-        (span.start, span.end) for span in services.divide_record(text, embedder).spans
+        (span.start, span.end) for span in divide_record(text, embedder).spans
     ]
     assert nodes[0].start_char == 0 and nodes[-1].end_char == len(text)
     assert all(n.window == embedder.window and n.token_count <= embedder.window for n in nodes)

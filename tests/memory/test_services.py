@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-from collections_app.embedders import HashEmbedder, NoneEmbedder
 from memory_app import services
 from memory_app.models import EPISODE, MAX_TEXT_LENGTH, MEMORY, Episode, Memory, RecordNode
+from ragsite.embedders import HashEmbedder, NoneEmbedder
 from ragsite.errors import NotFound, RagsiteError
 
 from .conftest import WINDOW, prose
@@ -81,7 +81,7 @@ def test_the_database_itself_refuses_text_past_the_limit(agent, model):
 def test_with_no_embedding_model_records_are_stored_but_get_no_embedding_and_no_nodes(
     agent, run_on_commit, monkeypatch
 ):
-    monkeypatch.setattr("collections_app.conf.get_embedder", lambda backend=None: NoneEmbedder())
+    monkeypatch.setattr("ragsite.embedding.get_embedder", lambda backend=None: NoneEmbedder())
     memory, nodes = run_on_commit(services.store_memory, agent=agent, text=prose(400))
     assert nodes is None  # unknown is not "runs past", and nothing is queued
     assert memory.embedding is None and memory.token_count is None and memory.embedding_model == ""
@@ -173,7 +173,7 @@ def test_a_build_whose_record_changed_meanwhile_writes_nothing(agent, monkeypatc
             return real.embed_with_usage(texts)
 
     monkeypatch.setattr(
-        "collections_app.conf.get_embedder", lambda backend=None: ChangesTheTextWhileEmbedding(window=WINDOW)
+        "ragsite.embedding.get_embedder", lambda backend=None: ChangesTheTextWhileEmbedding(window=WINDOW)
     )
     assert services.build_nodes(MEMORY, memory.pk).status == "changed"
     assert nodes_of(memory) == []
@@ -241,13 +241,13 @@ class BrokenEmbedder(HashEmbedder):
     """Counts tokens but cannot embed, like an endpoint that went down between two calls."""
 
     def embed_with_usage(self, texts):
-        from collections_app.embedders import EmbeddingError
+        from ragsite.embedders import EmbeddingError
 
         raise EmbeddingError("the embedding endpoint could not be reached")
 
 
 def test_a_store_whose_embedding_fails_stores_nothing_and_says_so(agent, monkeypatch):
-    monkeypatch.setattr("collections_app.conf.get_embedder", lambda backend=None: BrokenEmbedder(window=WINDOW))
+    monkeypatch.setattr("ragsite.embedding.get_embedder", lambda backend=None: BrokenEmbedder(window=WINDOW))
     with pytest.raises(RagsiteError) as refused:
         services.store_memory(agent=agent, text="remember me")
     assert refused.value.status == 503 and refused.value.code == "embedding_unavailable"
@@ -258,7 +258,7 @@ def test_recall_still_answers_lexically_when_the_query_cannot_be_embedded(agent,
     memory, _ = run_on_commit(services.store_memory, agent=agent, text=prose(200, seed=1))
     run_on_commit(services.store_memory, agent=agent, text="nothing in common here")
     monkeypatch.setattr(
-        "collections_app.conf.get_embedder", lambda backend=None: BrokenEmbedder(dimensions=256, window=WINDOW)
+        "ragsite.embedding.get_embedder", lambda backend=None: BrokenEmbedder(dimensions=256, window=WINDOW)
     )
     (hit,) = services.recall(agent=agent, query="river lantern", most=5)
     assert hit["id"] == memory.pk
@@ -268,7 +268,7 @@ def test_recall_still_answers_lexically_when_the_query_cannot_be_embedded(agent,
 
 def test_a_failed_node_build_is_left_for_the_repair(agent, monkeypatch):
     memory, _ = services.store_memory(agent=agent, text=prose(200))
-    monkeypatch.setattr("collections_app.conf.get_embedder", lambda backend=None: BrokenEmbedder(dimensions=256, window=WINDOW))
+    monkeypatch.setattr("ragsite.embedding.get_embedder", lambda backend=None: BrokenEmbedder(dimensions=256, window=WINDOW))
     assert services.build_nodes(MEMORY, memory.pk).status == "failed"
     report = services.check_health(repair=True)
     assert report["repaired"][0]["status"] == "failed" and report["remaining"] == 1

@@ -2,10 +2,10 @@ import sys
 
 from django.core.management import CommandError
 
-from collections_app.management.base import ServiceCommand
 from collections_app.models import BuildRun
 from collections_app.services.agents import get_agent, get_collection
 from collections_app.services.builds import build_collection, request_build
+from ragsite.commands import ServiceCommand
 
 
 class Command(ServiceCommand):

@@ -1,6 +1,6 @@
 from collections_app.chunking import AVAILABLE
-from collections_app.management.base import ServiceCommand
 from collections_app.services.agents import create_collection, get_agent
+from ragsite.commands import ServiceCommand
 
 
 class Command(ServiceCommand):

@@ -1,5 +1,5 @@
-from collections_app.management.base import ServiceCommand
 from collections_app.services.agents import create_reader
+from ragsite.commands import ServiceCommand
 
 
 class Command(ServiceCommand):

@@ -1,10 +1,10 @@
 """Set up a demo: an agent with a key, and the bundled sample documents built into a collection."""
 
 from collections_app import conf
-from collections_app.management.base import ServiceCommand
 from collections_app.models import Agent, ApiKey, Collection
 from collections_app.services.agents import create_agent, create_collection, issue_key
 from collections_app.services.builds import build_collection
+from ragsite.commands import ServiceCommand
 
 
 class Command(ServiceCommand):

@@ -1,8 +1,8 @@
 from pathlib import Path
 
-from collections_app.management.base import ServiceCommand
 from collections_app.services.agents import get_agent, get_collection
 from collections_app.services.interchange import export_index
+from ragsite.commands import ServiceCommand
 
 
 class Command(ServiceCommand):

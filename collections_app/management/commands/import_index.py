@@ -1,8 +1,8 @@
 from pathlib import Path
 
-from collections_app.management.base import ServiceCommand
 from collections_app.services.agents import get_agent
 from collections_app.services.interchange import import_index
+from ragsite.commands import ServiceCommand
 
 
 class Command(ServiceCommand):

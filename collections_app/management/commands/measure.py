@@ -5,9 +5,9 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from collections_app.management.base import ServiceCommand
 from collections_app.services.agents import get_agent, get_collection
 from collections_app.services.measure import DEFAULT_MOST, measure_collection, parse_items
+from ragsite.commands import ServiceCommand
 
 
 class Command(ServiceCommand):

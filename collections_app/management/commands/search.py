@@ -1,6 +1,6 @@
-from collections_app.management.base import ServiceCommand
 from collections_app.services.agents import get_agent
 from collections_app.services.search import search_collection
+from ragsite.commands import ServiceCommand
 
 
 class Command(ServiceCommand):

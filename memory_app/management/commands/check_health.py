@@ -1,7 +1,7 @@
-from collections_app.management.base import ServiceCommand
 from collections_app.services.agents import get_agent
 from memory_app import conf
 from memory_app.services import check_health
+from ragsite.commands import ServiceCommand
 
 
 class Command(ServiceCommand):

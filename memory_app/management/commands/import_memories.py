@@ -2,9 +2,9 @@ import sys
 
 from django.core.management.base import CommandError
 
-from collections_app.management.base import ServiceCommand
 from collections_app.services.agents import get_agent
 from memory_app.services import import_records
+from ragsite.commands import ServiceCommand
 
 
 class Command(ServiceCommand):

@@ -1,5 +1,5 @@
-from collections_app.management.base import ServiceCommand
 from memory_app.schedules import HEALTH_REPAIR, ensure_schedules
+from ragsite.commands import ServiceCommand
 
 
 class Command(ServiceCommand):

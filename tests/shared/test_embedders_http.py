@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from collections_app.embedders import EmbeddingError, HttpEmbedder, build_embedder
+from ragsite.embedders import EmbeddingError, HttpEmbedder, build_embedder
 
 
 @dataclass

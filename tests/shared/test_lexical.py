@@ -1,4 +1,4 @@
-"""collections_app.lexical against seed 004, checked with a plain, independent implementation."""
+"""ragsite.lexical against seed 004, checked with a plain, independent implementation."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collections_app import lexical
-from collections_app.lexical import BM25Index, go_lower, terms
+from ragsite import lexical
+from ragsite.lexical import BM25Index, go_lower, terms
 
 # --- an independent reference, written straight from the seed's words -----------------
 

@@ -12,9 +12,9 @@ from django.urls import path
 
 from ragsite.errors import RagsiteError
 
-from .models import Collection
-from .services.measure import DEFAULT_MOST, MAX_MARKER_CHARS, MAX_QUESTIONS, measure_collection
-from .services.search import MAX_MOST, MAX_QUESTION_CHARS
+from ..models import Collection
+from ..services.measure import DEFAULT_MOST, MAX_MARKER_CHARS, MAX_QUESTIONS, measure_collection
+from ..services.search import MAX_MOST, MAX_QUESTION_CHARS
 
 # Chart geometry, in SVG user units.
 BAR_WIDTH, BAR_GAP, CHART_HEIGHT, LABEL_SPACE, LEFT = 22, 8, 140, 90, 30

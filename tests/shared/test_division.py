@@ -10,7 +10,7 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collections_app.chunking import divide
+from ragsite.division import divide
 
 FAST = settings(max_examples=80, deadline=None)
 

@@ -1,4 +1,4 @@
-"""collections_app.fusion: every fused score stays in [0, 1], and each mode is the right one."""
+"""ragsite.fusion: every fused score stays in [0, 1], and each mode is the right one."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from collections_app.fusion import (
+from ragsite.fusion import (
     DEFAULT_WEIGHT,
     convex,
     hybrid_scores,
@@ -17,7 +17,7 @@ from collections_app.fusion import (
     normalise_cosine,
     reciprocal_rank,
 )
-from collections_app.lexical import BM25Index
+from ragsite.lexical import BM25Index
 
 cosines = arrays(np.float64, st.integers(0, 30), elements=st.floats(-1.0, 1.0000001))
 weights = st.floats(0.0, 1.0)

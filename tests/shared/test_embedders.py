@@ -15,14 +15,15 @@ from django.core.exceptions import ImproperlyConfigured
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collections_app import embedders
-from collections_app.embedders import (
+from ragsite.embedders import (
     Embedded,
     EmbeddingError,
     HashEmbedder,
     HttpEmbedder,
     LocalEmbedder,
     NoneEmbedder,
+    base,
+    bert,
     build_embedder,
     default_model_dir,
 )
@@ -199,9 +200,9 @@ def test_window_cut_steps_back_when_a_cut_word_tokenises_longer():
         fitting = sum(1 for start in starts if start < cut)
         return fitting + 2 + (2 if cut == 8 else 0)
 
-    assert embedders._window_cut(starts, 16, window=4, count=count) == 4
-    assert embedders._window_cut(starts, 16, window=6, count=count) == 16
-    assert embedders._window_cut(starts, 16, window=2, count=count) == 0
+    assert base.window_cut(starts, 16, window=4, count=count) == 4
+    assert base.window_cut(starts, 16, window=6, count=count) == 16
+    assert base.window_cut(starts, 16, window=2, count=count) == 0
 
 
 # -- the GELU, layer norm and attention formulas against plain implementations --------------------
@@ -211,7 +212,7 @@ def test_gelu_matches_the_erf_definition():
     x = np.concatenate([np.linspace(-30, 30, 60001), [-1e-8, 0.0, 1e-8]]).astype(np.float32)
     expected = np.array([v * 0.5 * (1.0 + math.erf(v / math.sqrt(2.0))) for v in x.astype(np.float64)])
     got = x.copy()
-    embedders._gelu(got)
+    bert.gelu(got)
     assert np.all(np.isfinite(got))
     assert np.max(np.abs(got - expected) / np.maximum(1.0, np.abs(x))) < 5e-7
 
@@ -225,7 +226,7 @@ def test_layer_norm_matches_the_textbook_formula():
     expected = (plain - plain.mean(1, keepdims=True)) / np.sqrt(
         plain.var(1, keepdims=True) + 1e-12
     ) * gamma + beta
-    embedders._layer_norm(x, gamma, beta, 1e-12)
+    bert.layer_norm(x, gamma, beta, 1e-12)
     assert np.allclose(x, expected, atol=1e-4)
 
 
@@ -251,7 +252,7 @@ def test_attention_matches_a_plain_softmax_including_far_apart_rows(scale):
     qkv = rng.normal(size=(23, 3 * 48)).astype(np.float32)
     qkv[:, :48] *= np.linspace(0.0, scale, 23, dtype=np.float32)[:, None]
     out = np.empty((23, 48), dtype=np.float32)
-    embedders._attend(qkv, out, heads=4)
+    bert.attend(qkv, out, heads=4)
     assert np.allclose(out, _plain_attention(qkv, 4), atol=2e-5)
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,31 +29,26 @@ from django.views.decorators.csrf import csrf_exempt
 
 from ragsite.errors import RagsiteError, error_body
 
-from .models import Agent, ApiKey
-from .services.agents import get_collection, key_from_request
-from .services.builds import request_build
-from .services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, search_collection
+from .protocol import (
+    ASSUMED_VERSION,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    LATEST_VERSION,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    PROTOCOL_VERSION_HEADER,
+    PROTOCOL_VERSIONS,
+    SERVER_NAME,
+    at_least,
+)
+from .registry import TOOLS, Caller, authenticated_key, check_arguments
 
 logger = logging.getLogger("ragsite.mcp")
-
-SERVER_NAME = "ragsite"
-# Oldest first. 2025-03-26 introduced Streamable HTTP; 2025-06-18 removed JSON-RPC batches and
-# added structured tool output; 2025-11-25 changes nothing a stateless tools-only server does.
-PROTOCOL_VERSIONS = ("2025-03-26", "2025-06-18", "2025-11-25")
-LATEST_VERSION = PROTOCOL_VERSIONS[-1]
-# "If the server does not receive an MCP-Protocol-Version header ... it SHOULD assume 2025-03-26."
-ASSUMED_VERSION = "2025-03-26"
-PROTOCOL_VERSION_HEADER = "MCP-Protocol-Version"
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_BATCH = 32
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
-
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
 
 INSTRUCTIONS = (
     "ragsite keeps this agent's knowledge collections and long memories. Use `search` to find the "
@@ -65,9 +59,6 @@ INSTRUCTIONS = (
 )
 
 
-def _at_least(version: str, minimum: str) -> bool:
-    return PROTOCOL_VERSIONS.index(version) >= PROTOCOL_VERSIONS.index(minimum)
-
 
 def _server_version() -> str:
     try:
@@ -75,282 +66,6 @@ def _server_version() -> str:
     except metadata.PackageNotFoundError:  # running from a checkout that was never installed
         return "0"
 
-
-# --- Tools --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who is calling: the key's agent, and the key (it decides whom model calls may be charged to)."""
-
-    agent: Agent
-    key: ApiKey
-
-
-@dataclass(frozen=True)
-class Tool:
-    """One MCP tool: its JSON Schemas and the adapter that calls a service with checked arguments."""
-
-    name: str
-    title: str
-    description: str
-    input_schema: dict
-    handler: Callable[[Caller, dict], dict]
-    output_schema: dict | None = None  # the success shape; an error shape is allowed beside it
-    annotations: dict = field(default_factory=dict)
-
-    def describe(self, version: str) -> dict:
-        """The tool as `tools/list` shows it to a client speaking `version`."""
-        described = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
-        if self.annotations:
-            described["annotations"] = {"title": self.title, **self.annotations}
-        if _at_least(version, "2025-06-18"):
-            described["title"] = self.title
-            if self.output_schema is not None:
-                described["outputSchema"] = or_error(self.output_schema)
-        return described
-
-
-# name -> Tool. `measure` joins with one more `register(Tool(...))`.
-TOOLS: dict[str, Tool] = {}
-
-
-def register(tool: Tool) -> Tool:
-    TOOLS[tool.name] = tool
-    return tool
-
-
-ERROR_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "error": {
-            "type": "object",
-            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
-            "required": ["code", "message"],
-        }
-    },
-    "required": ["error"],
-}
-
-
-def or_error(schema: dict) -> dict:
-    """An output schema a failed call's `structuredContent` (`{"error": {...}}`) also matches.
-
-    Clients validate `structuredContent` against `outputSchema` even when `isError` is set (the
-    TypeScript SDK does), so the published schema names both shapes.
-    """
-    return {"type": "object", "anyOf": [schema, ERROR_SCHEMA]}
-
-
-# --- Checking arguments against a tool's input schema ---------------------------------------
-
-# The JSON Schema keywords the tools' input schemas may use: exactly those `check_arguments` enforces
-# (or, for the annotations, ignores). A test keeps the schemas inside this set.
-SCHEMA_KEYWORDS = frozenset(
-    {"type", "properties", "required", "additionalProperties", "minLength", "maxLength",
-     "minimum", "maximum", "enum", "default", "description", "title", "items", "minItems", "maxItems"}
-)
-
-
-class InvalidArguments(RagsiteError):
-    code = "invalid_arguments"
-    status = 400
-
-
-def _is_type(value: Any, kind: str) -> bool:
-    if kind == "null":
-        return value is None
-    if kind == "boolean":
-        return isinstance(value, bool)
-    if kind == "integer":
-        # JSON Schema counts 5.0 as an integer; bool is not a number in JSON.
-        return (isinstance(value, int) and not isinstance(value, bool)) or (
-            isinstance(value, float) and value.is_integer()
-        )
-    if kind == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if kind == "string":
-        return isinstance(value, str)
-    if kind == "object":
-        return isinstance(value, dict)
-    if kind == "array":
-        return isinstance(value, list)
-    raise ValueError(f"unsupported schema type {kind!r}")
-
-
-def _check_value(name: str, value: Any, schema: dict) -> Any:
-    kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-    kind = next((k for k in kinds if _is_type(value, k)), None)
-    if kind is None:
-        raise InvalidArguments(f"'{name}' must be {' or '.join(kinds)}")
-    if kind == "null":
-        return None
-    if "enum" in schema and value not in schema["enum"]:
-        raise InvalidArguments(f"'{name}' must be one of {', '.join(map(str, schema['enum']))}")
-    if kind == "string":
-        if len(value) < schema.get("minLength", 0):
-            raise InvalidArguments(f"'{name}' must be at least {schema['minLength']} character(s)")
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            raise InvalidArguments(f"'{name}' must be at most {schema['maxLength']} characters")
-    if kind in ("integer", "number"):
-        if "minimum" in schema and value < schema["minimum"]:
-            raise InvalidArguments(f"'{name}' must be at least {schema['minimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            raise InvalidArguments(f"'{name}' must be at most {schema['maximum']}")
-        return int(value) if kind == "integer" else float(value)
-    if kind == "array":
-        if len(value) < schema.get("minItems", 0):
-            raise InvalidArguments(f"'{name}' must hold at least {schema['minItems']} item(s)")
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            raise InvalidArguments(f"'{name}' must hold at most {schema['maxItems']} items")
-        if "items" in schema:
-            return [_check_item(f"{name}[{i}]", item, schema["items"]) for i, item in enumerate(value)]
-    if kind == "object" and "properties" in schema:
-        return _check_item(name, value, schema)
-    return value
-
-
-def _check_item(name: str, value: Any, schema: dict) -> Any:
-    if schema.get("type") != "object":
-        return _check_value(name, value, schema)
-    if not isinstance(value, dict):
-        raise InvalidArguments(f"'{name}' must be object")
-    try:
-        return check_arguments(schema, value)
-    except InvalidArguments as exc:
-        raise InvalidArguments(f"'{name}': {exc.message}") from None
-
-
-def check_arguments(schema: dict, arguments: dict) -> dict:
-    """`arguments` checked against a tool's object schema: no unknown names, the required ones
-    present, each of its type and within its limits. Returns them with integers as int and
-    numbers as float; raises InvalidArguments (a tool error, so the model can correct itself)."""
-    properties = schema["properties"]
-    unknown = sorted(set(arguments) - set(properties))
-    if unknown and schema.get("additionalProperties") is False:
-        names = ", ".join(repr(n[:50]) for n in unknown[:5])
-        raise InvalidArguments(f"unknown argument(s) {names}; this tool takes {', '.join(properties)}")
-    missing = [name for name in schema.get("required", ()) if name not in arguments]
-    if missing:
-        raise InvalidArguments(f"missing required argument(s) {', '.join(repr(n) for n in missing)}")
-    return {name: _check_value(name, value, properties[name]) for name, value in arguments.items()}
-
-
-# --- Collection tools -----------------------------------------------------------------------
-
-COLLECTION_NAME = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": 100,
-    "description": "The name of one of your collections.",
-}
-
-SEARCH_INPUT = {
-    "type": "object",
-    "properties": {
-        "collection": COLLECTION_NAME,
-        "question": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS,
-                     "description": "What you want to know, in words."},
-        "reader": {"type": ["string", "null"], "maxLength": 200,
-                   "description": "The person you are reading for; required when the collection answers per reader."},
-        "onBehalfOf": {"type": ["string", "null"], "maxLength": 100,
-                       "description": "The agent any model call (the judge) is charged to."},
-        "most": {"type": "integer", "minimum": 1, "maximum": MAX_MOST, "default": 5,
-                 "description": "At most this many paragraphs."},
-        "around": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_AROUND,
-                   "description": "Paragraphs either side of each hit to stitch in; default: the collection's."},
-        "min_score": {"type": ["number", "null"], "minimum": 0, "maximum": 1,
-                      "description": "The floor: nothing scoring below it comes back; 0 turns it off."},
-    },
-    "required": ["collection", "question"],
-    "additionalProperties": False,
-}
-
-SEARCH_ANSWER = {
-    "type": "object",
-    "properties": {
-        "paragraphs": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "text": {"type": "string"},
-                    "score": {"type": "number"},
-                    "document": {"type": "string"},
-                    "section": {"type": "string"},
-                    "passages": {"type": "integer", "description": "Stored paragraphs stitched into this one."},
-                    "first": {"type": "integer"},
-                    "last": {"type": "integer"},
-                },
-                "required": ["text", "score", "document", "section", "passages", "first", "last"],
-            },
-        },
-        "floor": {"type": "number"},
-        "around": {"type": "integer"},
-        "mode": {"type": "string", "enum": ["hybrid", "vector", "lexical"]},
-        "model": {"type": "string"},
-        "refused": {"type": ["boolean", "null"],
-                    "description": "true: withheld by the judge; false: approved; null: not judged."},
-        "judge": {"type": "object", "properties": {"status": {"type": "string"}, "model": {"type": "string"}}},
-    },
-    "required": ["paragraphs", "floor", "around", "mode", "model", "refused"],
-}
-
-
-def search(caller: Caller, arguments: dict) -> dict:
-    return search_collection(
-        agent=caller.agent,
-        collection=arguments["collection"],
-        question=arguments["question"],
-        reader=arguments.get("reader"),
-        on_behalf_of=arguments.get("onBehalfOf"),
-        most=arguments.get("most", 5),
-        around=arguments.get("around"),
-        min_score=arguments.get("min_score"),
-        key=caller.key,
-    )
-
-
-BUILD_INPUT = {
-    "type": "object",
-    "properties": {"collection": COLLECTION_NAME},
-    "required": ["collection"],
-    "additionalProperties": False,
-}
-
-BUILD_ANSWER = {
-    "type": "object",
-    "properties": {"build": {"type": "integer"}, "status": {"type": "string"}},
-    "required": ["build", "status"],
-}
-
-
-def build(caller: Caller, arguments: dict) -> dict:
-    run = request_build(collection=get_collection(agent=caller.agent, name=arguments["collection"]), requested_by="mcp")
-    run.refresh_from_db()
-    return {"build": run.pk, "status": run.status}
-
-
-register(Tool(
-    name="search",
-    title="Search a collection",
-    description="Find the paragraphs of one of your collections that answer a question, best first, "
-    "each with its document, section and a score in [0, 1]; only paragraphs at or above the floor come back.",
-    input_schema=SEARCH_INPUT,
-    output_schema=SEARCH_ANSWER,
-    handler=search,
-    annotations={"readOnlyHint": True, "openWorldHint": False},
-))
-register(Tool(
-    name="build",
-    title="Build a collection",
-    description="Queue a rebuild of one of your collections from its documents; answers with the build's id "
-    "and status. One build per collection runs at a time.",
-    input_schema=BUILD_INPUT,
-    output_schema=BUILD_ANSWER,
-    handler=build,
-    annotations={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False},
-))
 
 
 # --- JSON-RPC methods -----------------------------------------------------------------------
@@ -417,7 +132,7 @@ def tool_result(payload: dict, version: str, *, is_error: bool = False) -> dict:
         "content": [{"type": "text", "text": json.dumps(payload, ensure_ascii=False, default=str)}],
         "isError": is_error,
     }
-    if _at_least(version, "2025-06-18"):
+    if at_least(version, "2025-06-18"):
         result["structuredContent"] = payload
     return result
 
@@ -544,7 +259,7 @@ def mcp_endpoint(request) -> HttpResponse:
         )
     if not origin_allowed(request.headers.get("Origin")):
         return _refuse(403, "forbidden_origin", "requests from this Origin are not accepted")
-    key = key_from_request(request)
+    key = authenticated_key(request)
     if key is None:
         return _refuse(
             401, "unauthorized", "a valid API key is required: Authorization: Bearer <key>",
@@ -589,7 +304,7 @@ def mcp_endpoint(request) -> HttpResponse:
 
 
 def _batch(messages: list, caller: Caller, version: str) -> HttpResponse:
-    if _at_least(version, "2025-06-18"):
+    if at_least(version, "2025-06-18"):
         return _json(rpc_error(None, INVALID_REQUEST,
                                f"JSON-RPC batches were removed in protocol 2025-06-18; at {version} send one "
                                "message per request"), status=400)
@@ -601,4 +316,3 @@ def _batch(messages: list, caller: Caller, version: str) -> HttpResponse:
     if not replies:
         return HttpResponse(status=202)  # only notifications and responses
     return _json(replies)
-from . import mcp_measure  # noqa: E402,F401  (registers the `measure` tool)

@@ -1,0 +1,309 @@
+"""Collections and their builds: the collection list and page, rebuilds with live progress, build history."""
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import Count, JSONField, OuterRef, Q, Subquery
+from django.http import Http404, HttpResponseRedirect, JsonResponse
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
+from django.views.decorators.http import require_POST
+
+from .. import conf
+from ..chunking import AVAILABLE
+from ..models import (
+    BuildRun,
+    Collection,
+    CollectionBuilt,
+    Document,
+    StoreMeta,
+)
+from .common import (
+    HISTORY_ROWS,
+    progress_payload,
+    refused_html,
+    request_build_or_say_why,
+    require,
+    status_badge,
+)
+from .measure import MeasureAdminMixin
+from .playground import PlaygroundAdminMixin
+
+
+class CollectionForm(forms.ModelForm):
+    # Only the strategies that exist are offered; a planned one is not a choice.
+    method = forms.ChoiceField(choices=[(name, name) for name in AVAILABLE])
+
+    class Meta:
+        model = Collection
+        fields = ["agent", "name", "built_from", "method", "size", "overlap", "per_reader", "judge", "min_score",
+                  "around"]
+
+
+
+
+@admin.register(Collection)
+class CollectionAdmin(PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin):
+    form = CollectionForm
+    list_display = ["name", "agent", "method", "last_build", "paragraphs", "embedding_model", "refused",
+                    "warnings"]
+    list_filter = ["agent", "method", "per_reader"]
+    search_fields = ["name", "built_from"]
+    list_select_related = ["agent", "built"]
+    actions = ["rebuild_selected"]
+    readonly_fields = ["source", "contents", "current_build", "build_history"]
+    fieldsets = [
+        (None, {"fields": ["agent", "name", "built_from", "source", "contents"]}),
+        ("Chunking", {"fields": ["method", "size", "overlap"]}),
+        ("Search", {"fields": ["per_reader", "judge", "min_score", "around"]}),
+        ("Builds", {"fields": ["current_build", "build_history"]}),
+    ]
+
+    def get_queryset(self, request):
+        latest = BuildRun.objects.filter(collection=OuterRef("pk")).order_by("-created_at", "-id")
+        return super().get_queryset(request).annotate(
+            last_run_id=Subquery(latest.values("pk")[:1]),
+            last_status=Subquery(latest.values("status")[:1]),
+            last_warnings=Subquery(latest.values("warnings")[:1], output_field=JSONField()),
+            last_problems=Subquery(latest.values("problems")[:1], output_field=JSONField()),
+            last_error=Subquery(latest.values("error")[:1]),
+        )
+
+    def get_readonly_fields(self, request, obj=None):
+        # A collection's name is its folder variable's name and its agent's handle: fixed once made.
+        fixed = ["agent", "name"] if obj is not None else []
+        return fixed + list(self.readonly_fields)
+
+    # -- changelist columns
+
+    @staticmethod
+    def _built(collection):
+        try:
+            return collection.built
+        except CollectionBuilt.DoesNotExist:
+            return None
+
+    @admin.display(description="last build", ordering="last_status")
+    def last_build(self, collection):
+        status = getattr(collection, "last_status", None)
+        if status is None:
+            return format_html('<span class="rs-refused-none">{}</span>', "never built")
+        url = reverse("admin:collections_app_buildrun_change", args=[collection.last_run_id])
+        return format_html('<a href="{}">{}</a>', url, status_badge(status))
+
+    @admin.display(description="paragraphs", ordering="built__passages")
+    def paragraphs(self, collection):
+        built = self._built(collection)
+        return "—" if built is None else built.passages
+
+    @admin.display(description="model", ordering="built__model")
+    def embedding_model(self, collection):
+        built = self._built(collection)
+        return "—" if built is None else f"{built.model} ({built.dimensions})"
+
+    @admin.display(description="refused")
+    def refused(self, collection):
+        built = self._built(collection)
+        if built is None:
+            return format_html('<span class="rs-refused-none">{}</span>', "never built")
+        return refused_html(built.refused)
+
+    @admin.display(description="warnings")
+    def warnings(self, collection):
+        items = list(getattr(collection, "last_problems", None) or []) + list(
+            getattr(collection, "last_warnings", None) or []
+        )
+        error = getattr(collection, "last_error", None)
+        if error:
+            items.insert(0, error)
+        if not items:
+            return "—"
+        return format_html('<ul class="rs-warnings">{}</ul>', format_html_join("", "<li>{}</li>", ((w,) for w in items)))
+
+    # -- change page
+
+    @admin.display(description="source")
+    def source(self, collection):
+        if collection.pk is None:
+            return "—"
+        variable = conf.folder_variable(collection.name)
+        folder = "a folder, from " + variable if conf.knowledge_folder(collection.name) else f"no folder ({variable} is not set)"
+        uploads = collection.documents.filter(source=Document.UPLOAD).count()
+        upload_url = reverse("admin:collections_app_document_upload") + "?" + urlencode({"collection": collection.pk})
+        return format_html('{} and {} uploaded document(s) — <a href="{}">upload documents…</a>', folder, uploads, upload_url)
+
+    @admin.display(description="contents")
+    def contents(self, collection):
+        if collection.pk is None:
+            return "—"
+        counts = collection.documents.aggregate(
+            total=Count("id"),
+            review=Count("id", filter=Q(status=Document.NEEDS_REVIEW)),
+            refused=Count("id", filter=Q(status=Document.REFUSED)),
+        )
+        documents = reverse("admin:collections_app_document_changelist") + "?" + urlencode({"collection__id__exact": collection.pk})
+        review = documents + "&" + urlencode({"status__exact": Document.NEEDS_REVIEW})
+        paragraphs = reverse("admin:collections_app_paragraph_changelist") + "?" + urlencode({"collection__id__exact": collection.pk})
+        return format_html(
+            '<a href="{}">{} documents</a> (<a href="{}">{} need review</a>, {} refused) · <a href="{}">{} paragraphs</a>',
+            documents, counts["total"], review, counts["review"], counts["refused"],
+            paragraphs, collection.paragraphs.count(),
+        )
+
+    @admin.display(description="current build")
+    def current_build(self, collection):
+        built = self._built(collection) if collection.pk else None
+        if built is None:
+            return format_html('<span class="rs-refused-none">{}</span>', "never built")
+        return format_html(
+            "{} paragraphs · {} ({} dimensions) · {} · built {} · refused: {}",
+            built.passages, built.model, built.dimensions, built.method, built.built_at.strftime("%Y-%m-%d %H:%M"),
+            refused_html(built.refused),
+        )
+
+    @admin.display(description="build history")
+    def build_history(self, collection):
+        if collection.pk is None:
+            return "—"
+        runs = list(collection.runs.all()[:HISTORY_ROWS])
+        if not runs:
+            return format_html('<span class="rs-refused-none">{}</span>', "no builds yet")
+        rows = format_html_join(
+            "",
+            '<tr><td><a href="{}">{}</a></td><td>{}</td><td>{} %</td><td>{}</td><td>{}</td><td>{}</td>'
+            "<td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    reverse("admin:collections_app_buildrun_change", args=[run.pk]), run.pk, status_badge(run.status),
+                    run.percent, run.passages, f"{run.documents_read}/{run.documents_reused}/{run.documents_refused}",
+                    run.paragraphs_embedded, run.model or "—",
+                    refused_html(run.refused) if run.status == BuildRun.SUCCEEDED else "—",
+                    "; ".join([*run.problems, *run.warnings, *([run.error] if run.error else [])]) or "—",
+                    run.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                )
+                for run in runs
+            ),
+        )
+        more = reverse("admin:collections_app_buildrun_changelist") + "?" + urlencode({"collection__id__exact": collection.pk})
+        return format_html(
+            '<table class="rs-history"><thead><tr><th>build</th><th>status</th><th>progress</th><th>paragraphs</th>'
+            '<th title="read / reused / refused">documents r/r/r</th><th>embedded</th><th>model</th><th>refused</th>'
+            "<th>warnings</th><th>requested</th></tr></thead><tbody>{}</tbody></table>"
+            '<p><a href="{}">all builds of this collection</a></p>',
+            rows, more,
+        )
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        extra_context = dict(extra_context or {})
+        collection = self.get_object(request, object_id)
+        if collection is not None:
+            run = collection.runs.first()
+            extra_context.update(
+                progress=progress_payload(run),
+                progress_url=reverse("admin:collections_app_collection_progress", args=[collection.pk]),
+                rebuild_url=reverse("admin:collections_app_collection_rebuild", args=[collection.pk]),
+                playground_url=reverse("admin:collections_app_collection_playground")
+                + "?" + urlencode({"collection": collection.pk}),
+                can_rebuild=self.has_change_permission(request, collection),
+            )
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {**(extra_context or {}), "playground_url": reverse("admin:collections_app_collection_playground")}
+        return super().changelist_view(request, extra_context)
+
+    # -- rebuilds
+
+    @admin.action(description="Rebuild selected collections", permissions=["change"])
+    def rebuild_selected(self, request, queryset):
+        started = [c.name for c in queryset if request_build_or_say_why(self, request, c) is not None]
+        if started:
+            self.message_user(request, f"Build requested for {', '.join(started)}.", messages.SUCCESS)
+
+    def get_urls(self):
+        wrap = self.admin_site.admin_view
+        return [
+            path("<path:object_id>/rebuild/", wrap(require_POST(self.rebuild_view)),
+                 name="collections_app_collection_rebuild"),
+            path("<path:object_id>/progress/", wrap(self.progress_view), name="collections_app_collection_progress"),
+        ] + super().get_urls()
+
+    def rebuild_view(self, request, object_id):
+        collection = get_object_or_404(Collection, pk=object_id)
+        require(self.has_change_permission(request, collection))
+        run = request_build_or_say_why(self, request, collection)
+        if run is not None:
+            run.refresh_from_db()
+            self.message_user(request, f"Build {run.pk} of {collection.name} requested ({run.status}).", messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:collections_app_collection_change", args=[collection.pk]))
+
+    def progress_view(self, request, object_id):
+        """The progress bar's data: the latest build of the collection (or `?build=<id>`), as JSON."""
+        collection = get_object_or_404(Collection, pk=object_id)
+        require(self.has_view_permission(request, collection))
+        runs = collection.runs.all()
+        build = request.GET.get("build")
+        if build:
+            if not build.isdigit():
+                raise Http404
+            run = get_object_or_404(runs, pk=int(build))
+        else:
+            run = runs.first()
+        return JsonResponse(progress_payload(run))  # admin_view marks it never-cache
+
+
+
+
+
+@admin.register(StoreMeta)
+class StoreMetaAdmin(admin.ModelAdmin):
+    list_display = ["key", "value"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+
+@admin.register(CollectionBuilt)
+class CollectionBuiltAdmin(admin.ModelAdmin):
+    list_display = ["collection", "model", "dimensions", "method", "passages", "built_at", "refused_shown"]
+    list_select_related = ["collection__agent"]
+
+    @admin.display(description="refused")
+    def refused_shown(self, obj):
+        return refused_html(obj.refused)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(BuildRun)
+class BuildRunAdmin(admin.ModelAdmin):
+    list_display = ["id", "collection", "status_shown", "percent_shown", "passages", "model", "requested_by",
+                    "created_at", "finished_at"]
+    list_filter = ["status", "collection"]
+    list_select_related = ["collection__agent"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="status", ordering="status")
+    def status_shown(self, run):
+        return status_badge(run.status)
+
+    @admin.display(description="progress")
+    def percent_shown(self, run):
+        return f"{run.percent} %"

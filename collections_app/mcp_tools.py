@@ -1,0 +1,240 @@
+"""The collections' MCP tools: `search`, `build` and `measure`, thin adapters over the services.
+
+Registered into the shared MCP transport (ragsite.mcp) when this module is imported by
+`CollectionsConfig.ready`. The published schemas carry every limit, and `check_arguments` enforces
+them before a handler runs.
+"""
+
+from __future__ import annotations
+
+from ragsite.errors import Forbidden
+from ragsite.mcp import Caller, Tool, register
+
+from .services.agents import get_collection
+from .services.builds import request_build
+from .services.measure import DEFAULT_MOST, MAX_MARKER_CHARS, MAX_QUESTIONS, measure_collection, parse_items
+from .services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, search_collection
+
+COLLECTION_NAME = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 100,
+    "description": "The name of one of your collections.",
+}
+
+SEARCH_INPUT = {
+    "type": "object",
+    "properties": {
+        "collection": COLLECTION_NAME,
+        "question": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS,
+                     "description": "What you want to know, in words."},
+        "reader": {"type": ["string", "null"], "maxLength": 200,
+                   "description": "The person you are reading for; required when the collection answers per reader."},
+        "onBehalfOf": {"type": ["string", "null"], "maxLength": 100,
+                       "description": "The agent any model call (the judge) is charged to."},
+        "most": {"type": "integer", "minimum": 1, "maximum": MAX_MOST, "default": 5,
+                 "description": "At most this many paragraphs."},
+        "around": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_AROUND,
+                   "description": "Paragraphs either side of each hit to stitch in; default: the collection's."},
+        "min_score": {"type": ["number", "null"], "minimum": 0, "maximum": 1,
+                      "description": "The floor: nothing scoring below it comes back; 0 turns it off."},
+    },
+    "required": ["collection", "question"],
+    "additionalProperties": False,
+}
+
+SEARCH_ANSWER = {
+    "type": "object",
+    "properties": {
+        "paragraphs": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string"},
+                    "score": {"type": "number"},
+                    "document": {"type": "string"},
+                    "section": {"type": "string"},
+                    "passages": {"type": "integer", "description": "Stored paragraphs stitched into this one."},
+                    "first": {"type": "integer"},
+                    "last": {"type": "integer"},
+                },
+                "required": ["text", "score", "document", "section", "passages", "first", "last"],
+            },
+        },
+        "floor": {"type": "number"},
+        "around": {"type": "integer"},
+        "mode": {"type": "string", "enum": ["hybrid", "vector", "lexical"]},
+        "model": {"type": "string"},
+        "refused": {"type": ["boolean", "null"],
+                    "description": "true: withheld by the judge; false: approved; null: not judged."},
+        "judge": {"type": "object", "properties": {"status": {"type": "string"}, "model": {"type": "string"}}},
+    },
+    "required": ["paragraphs", "floor", "around", "mode", "model", "refused"],
+}
+
+
+def search(caller: Caller, arguments: dict) -> dict:
+    return search_collection(
+        agent=caller.agent,
+        collection=arguments["collection"],
+        question=arguments["question"],
+        reader=arguments.get("reader"),
+        on_behalf_of=arguments.get("onBehalfOf"),
+        most=arguments.get("most", 5),
+        around=arguments.get("around"),
+        min_score=arguments.get("min_score"),
+        key=caller.key,
+    )
+
+
+BUILD_INPUT = {
+    "type": "object",
+    "properties": {"collection": COLLECTION_NAME},
+    "required": ["collection"],
+    "additionalProperties": False,
+}
+
+BUILD_ANSWER = {
+    "type": "object",
+    "properties": {"build": {"type": "integer"}, "status": {"type": "string"}},
+    "required": ["build", "status"],
+}
+
+
+def build(caller: Caller, arguments: dict) -> dict:
+    run = request_build(collection=get_collection(agent=caller.agent, name=arguments["collection"]), requested_by="mcp")
+    run.refresh_from_db()
+    return {"build": run.pk, "status": run.status}
+
+
+register(Tool(
+    name="search",
+    title="Search a collection",
+    description="Find the paragraphs of one of your collections that answer a question, best first, "
+    "each with its document, section and a score in [0, 1]; only paragraphs at or above the floor come back.",
+    input_schema=SEARCH_INPUT,
+    output_schema=SEARCH_ANSWER,
+    handler=search,
+    annotations={"readOnlyHint": True, "openWorldHint": False},
+))
+register(Tool(
+    name="build",
+    title="Build a collection",
+    description="Queue a rebuild of one of your collections from its documents; answers with the build's id "
+    "and status. One build per collection runs at a time.",
+    input_schema=BUILD_INPUT,
+    output_schema=BUILD_ANSWER,
+    handler=build,
+    annotations={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False},
+))
+
+
+# --- measure ---
+
+QUESTION_ITEM = {
+    "type": "object",
+    "properties": {
+        "question": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS},
+        "answer": {"type": "string", "minLength": 1, "maxLength": MAX_MARKER_CHARS,
+                   "description": "Text the answering paragraph contains (compared case-insensitively)."},
+        "control": {"type": "boolean", "description": "true: the documents do not answer this question."},
+    },
+    "required": ["question"],
+    "additionalProperties": False,
+}
+
+MEASURE_INPUT = {
+    "type": "object",
+    "properties": {
+        "collection": COLLECTION_NAME,
+        "questions": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": MAX_QUESTIONS,
+            "items": QUESTION_ITEM,
+            "description": f"1 to {MAX_QUESTIONS} items, each {{\"question\": 1-{MAX_QUESTION_CHARS} characters, "
+            '"answer": "text the answering paragraph contains"} or {"question": ..., "control": true} for a '
+            "question the documents do not answer.",
+        },
+        "most": {"type": "integer", "minimum": 1, "maximum": MAX_MOST, "default": DEFAULT_MOST,
+                 "description": "Paragraphs returned per question and variant."},
+        "min_score": {"type": ["number", "null"], "minimum": 0, "maximum": 1,
+                      "description": "A floor; by default none, so every returned paragraph carries its score."},
+    },
+    "required": ["collection", "questions"],
+    "additionalProperties": False,
+}
+
+_FLOOR_RANGE = {
+    "type": "object",
+    "properties": {
+        "lowest_answer": {"type": ["number", "null"]},
+        "highest_control": {"type": ["number", "null"]},
+        "separates": {"type": ["boolean", "null"]},
+    },
+    "required": ["lowest_answer", "highest_control", "separates"],
+}
+
+MEASURE_ANSWER = {
+    "type": "object",
+    "properties": {
+        "collection": {"type": "string"},
+        "model": {"type": "string"},
+        "dimensions": {"type": "integer"},
+        "mode": {"type": "string"},
+        "corpus": {"type": "object", "properties": {
+            "documents": {"type": "integer"}, "digest": {"type": "string"},
+            "refused": {"type": "array", "items": {"type": "string"}},
+        }},
+        "settings": {"type": "object"},
+        "questions": {"type": "integer"},
+        "controls": {"type": "integer"},
+        "variants": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "method": {"type": "string"},
+                    "size": {"type": ["integer", "null"]},
+                    "overlap": {"type": "integer"},
+                    "around": {"type": "integer"},
+                    "paragraphs": {"type": "integer"},
+                    "found": {"type": "integer"},
+                    "questions": {"type": "array"},
+                    "controls": {"type": "array"},
+                    "floor_range": _FLOOR_RANGE,
+                },
+                "required": ["method", "size", "overlap", "around", "paragraphs", "found", "questions",
+                             "controls", "floor_range"],
+            },
+        },
+        "skipped": {"type": "array"},
+    },
+    "required": ["collection", "model", "dimensions", "corpus", "settings", "variants", "skipped"],
+}
+
+
+def measure(caller: Caller, arguments: dict) -> dict:
+    items = arguments["questions"]
+    collection = get_collection(agent=caller.agent, name=arguments["collection"])
+    if collection.per_reader:
+        # A marker found or not found says whether some paragraph holds that text, whoever may read it.
+        raise Forbidden(f'collection "{collection.name}" answers per reader; measure it in the admin',
+                        code="per_reader")
+    questions, controls = parse_items(items)
+    return measure_collection(collection=collection, questions=questions, controls=controls,
+                              most=arguments.get("most", DEFAULT_MOST), min_score=arguments.get("min_score"))
+
+
+register(Tool(
+    name="measure",
+    title="Measure a collection",
+    description="Build every chunking variant of one of your collections in memory (nothing is stored) and report, "
+    "per variant, which questions found their answer, at what rank and score, the best score of each control "
+    "question, and whether a floor separates answers from controls.",
+    input_schema=MEASURE_INPUT,
+    output_schema=MEASURE_ANSWER,
+    handler=measure,
+    annotations={"readOnlyHint": True, "openWorldHint": False},
+))

@@ -1,0 +1,55 @@
+"""Memory services: store, change and delete records, recall them, build and check their nodes.
+
+One module per verb family: `records` (store, update, delete, export, import), `recall`, `nodes`
+(build and read a record's nodes), `health` (the check and its repair); `common` holds what they share.
+
+Every interface (the API, the commands, the tasks) calls these and nothing else. The rules they
+keep (seed 002):
+
+* Recall ranks RECORDS ONLY. Nodes are read after the ranking is fixed, to choose each record's
+  excerpt, so the records returned and their order are the same with or without nodes.
+* Slow work (counting tokens, embedding) happens before a short write transaction, never in it.
+* Node building runs on the task queue, enqueued when the record's row is committed; a store
+  answers at once with `nodes: {"status": "queued"}` when the record runs past the window.
+* Nodes never modify their record; the health repair therefore covers locked records too.
+* An agent reaches only its own records: another agent's record answers exactly like a missing one.
+"""
+
+from .common import (  # noqa: F401
+    QUEUED,
+    SETTLED,
+    get_record,
+    record_model,
+    validate_query,
+    validate_text,
+)
+from .health import (  # noqa: F401
+    check_health,
+    repair_all,
+)
+from .nodes import (  # noqa: F401
+    NODES_CURRENT,
+    NODES_MISSING,
+    NODES_NOT_NEEDED,
+    NODES_STALE,
+    NODES_UNKNOWN,
+    NodeBuild,
+    NodeState,
+    build_nodes,
+    get_node,
+    node_state,
+    record_nodes,
+    repair_records,
+)
+from .recall import (  # noqa: F401
+    opening,
+    recall,
+)
+from .records import (  # noqa: F401
+    archive_episode,
+    delete_record,
+    export_records,
+    import_records,
+    store_memory,
+    update_text,
+)

@@ -1,0 +1,116 @@
+"""What the memory services share: validation, record look-up, embedding texts before a write."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from collections_app.models import Agent
+from ragsite.embedders import Embedder, EmbeddingError
+from ragsite.errors import NotFound, RagsiteError
+
+from .. import conf
+from ..models import KINDS, MAX_TEXT_LENGTH, RECORD_MODELS, Record
+from ..nodes import FITS, runs_past_window
+
+logger = logging.getLogger("memory_app")
+
+
+QUEUED = "queued"
+
+# What build_nodes can answer. "built", "fits", "present", "changed" and "gone" leave the record
+# as it should be; "unknown" and "failed" leave it for a later repair.
+BUILT, PRESENT, CHANGED, GONE, FAILED = "built", "present", "changed", "gone", "failed"
+SETTLED = frozenset({BUILT, FITS, PRESENT, CHANGED, GONE})
+
+
+def validate_text(text: Any) -> str:
+    """The text of a record, checked: a string of 1 to 16,000 characters with something in it."""
+    if not isinstance(text, str):
+        raise RagsiteError("text must be a string", code="invalid_text")
+    if len(text) > MAX_TEXT_LENGTH:
+        raise RagsiteError(
+            f"text is {len(text):,} characters; a record holds at most {MAX_TEXT_LENGTH:,}", code="text_too_long"
+        )
+    if not text.strip():
+        raise RagsiteError("text must not be empty", code="empty_text")
+    if "\x00" in text:
+        # PostgreSQL cannot store NUL in text; refusing it everywhere keeps the two stores alike.
+        raise RagsiteError("text must not contain NUL characters", code="invalid_text")
+    return text
+
+
+def validate_query(query: Any, most: Any) -> tuple[str, int]:
+    """A recall query of 1 to 2,000 characters and a `most` of 1 to 50."""
+    if not isinstance(query, str) or not query.strip():
+        raise RagsiteError("query must be a non-empty string", code="invalid_query")
+    if len(query) > conf.MAX_QUERY_LENGTH:
+        raise RagsiteError(f"query is at most {conf.MAX_QUERY_LENGTH:,} characters", code="query_too_long")
+    if isinstance(most, bool) or not isinstance(most, int) or not 1 <= most <= conf.MAX_MOST:
+        raise RagsiteError(f"most must be a whole number from 1 to {conf.MAX_MOST}", code="invalid_most")
+    return query, most
+
+
+def record_model(kind: str) -> type[Record]:
+    """The model of a record kind, "mem" or "ep"."""
+    try:
+        return RECORD_MODELS[kind]
+    except (KeyError, TypeError):
+        raise RagsiteError(f'kind must be one of {", ".join(KINDS)}, not {kind!r}', code="invalid_kind") from None
+
+
+def get_record(*, agent: Agent, kind: str, id: int) -> Record:
+    """The agent's own record; another agent's answers exactly as a missing one does."""
+    record = record_model(kind).objects.filter(agent=agent, pk=id).first()
+    if record is None:
+        raise NotFound(f"no record {kind}:{id}", code="unknown_record")
+    return record
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """What is computed from a text before its row is written (the slow part of a write)."""
+
+    token_count: int | None
+    embedding: bytes | None
+    embedding_model: str
+    runs_past_window: bool
+
+
+def _can_embed(embedder: Embedder) -> bool:
+    return bool(embedder.dimensions)
+
+
+def _vector_bytes(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def _unavailable(exc: EmbeddingError) -> RagsiteError:
+    logger.warning("embedding failed while writing a memory record: %s", exc)
+    return RagsiteError(
+        "the embedding model could not be reached, so nothing was stored; try again",
+        code="embedding_unavailable",
+        status=503,
+    )
+
+
+def _prepare_many(texts: list[str], embedder: Embedder) -> list[_Prepared]:
+    try:
+        counts = [embedder.count_tokens(text) for text in texts]
+        vectors = embedder.embed(texts) if texts and _can_embed(embedder) else None
+    except EmbeddingError as exc:
+        raise _unavailable(exc) from None
+    window = embedder.window
+    model = embedder.model if vectors is not None else ""
+    return [
+        _Prepared(
+            token_count=count,
+            embedding=_vector_bytes(vectors[row]) if vectors is not None else None,
+            embedding_model=model,
+            runs_past_window=runs_past_window(count, window),
+        )
+        for row, count in enumerate(counts)
+    ]

@@ -1,0 +1,203 @@
+"""Storing, changing, deleting, exporting and importing memories and episodes."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import cast
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from collections_app.models import Agent
+from ragsite import embedding
+from ragsite.errors import Conflict, NotFound, RagsiteError
+
+from ..models import KINDS, RECORD_MODELS, Episode, Memory, Record
+from .common import QUEUED, _prepare_many, get_record, record_model, validate_text
+
+logger = logging.getLogger("memory_app")
+
+
+def _queue_nodes(kind: str, id: int) -> None:
+    """Enqueue `build_record_nodes` once the surrounding transaction commits."""
+
+    def enqueue() -> None:
+        from django_q.tasks import async_task
+
+        async_task("memory_app.tasks.build_record_nodes", kind, id, task_name=f"nodes-{kind}-{id}")
+
+    # robust: a broker that is down must not turn a stored record into an error; the health
+    # repair finds long records without nodes and builds them later.
+    transaction.on_commit(enqueue, robust=True)
+
+
+def _store(model: type[Record], agent: Agent, text: str) -> tuple[Record, dict | None]:
+    text = validate_text(text)
+    (prepared,) = _prepare_many([text], embedding.get_embedder())
+    with transaction.atomic():
+        record = model.objects.create(
+            agent=agent,
+            text=text,
+            token_count=prepared.token_count,
+            embedding=prepared.embedding,
+            embedding_model=prepared.embedding_model,
+        )
+        if prepared.runs_past_window:
+            _queue_nodes(model.KIND, record.pk)
+    return record, ({"status": QUEUED} if prepared.runs_past_window else None)
+
+
+def store_memory(*, agent: Agent, text: str) -> tuple[Memory, dict | None]:
+    """Store a memory; returns it and `{"status": "queued"}` when its nodes were queued, else None."""
+    record, nodes = _store(Memory, agent, text)
+    return cast(Memory, record), nodes
+
+
+def archive_episode(*, agent: Agent, text: str) -> tuple[Episode, dict | None]:
+    """Archive an episode's summary; answers like `store_memory`."""
+    record, nodes = _store(Episode, agent, text)
+    return cast(Episode, record), nodes
+
+
+def _locked_refusal(record: Record) -> Conflict:
+    return Conflict(f"record {record.KIND}:{record.pk} is locked", code="record_locked")
+
+
+def _writable_record(*, agent: Agent, kind: str, id: int) -> Record:
+    """The agent's record, row-locked for this transaction; refused when missing or locked.
+
+    The row lock keeps a node build from writing for an old text in between (PostgreSQL;
+    SQLite's IMMEDIATE transactions already serialise writers).
+    """
+    record = record_model(kind).objects.select_for_update().filter(agent=agent, pk=id).first()
+    if record is None:
+        raise NotFound(f"no record {kind}:{id}", code="unknown_record")
+    if record.locked:
+        raise _locked_refusal(record)
+    return record
+
+
+def update_text(*, agent: Agent, kind: str, id: int, text: str) -> tuple[Record, dict | None]:
+    """Replace a record's text; its nodes go (the trigger) and new ones are queued when it is long.
+
+    The record is re-embedded before the write. The same text again changes nothing. A locked
+    record is refused (409).
+    """
+    text = validate_text(text)
+    record = get_record(agent=agent, kind=kind, id=id)
+    if record.locked:
+        raise _locked_refusal(record)
+    if record.text == text:
+        return record, None
+    (prepared,) = _prepare_many([text], embedding.get_embedder())
+    with transaction.atomic():
+        record = _writable_record(agent=agent, kind=kind, id=id)
+        record.text = text
+        record.token_count = prepared.token_count
+        record.embedding = prepared.embedding
+        record.embedding_model = prepared.embedding_model
+        record.updated_at = timezone.now()
+        record.save(update_fields=["text", "token_count", "embedding", "embedding_model", "updated_at"])
+        if prepared.runs_past_window:
+            _queue_nodes(kind, record.pk)
+    return record, ({"status": QUEUED} if prepared.runs_past_window else None)
+
+
+def delete_record(*, agent: Agent, kind: str, id: int) -> None:
+    """Delete one of the agent's records (its nodes go with it, by trigger). A locked record is refused."""
+    with transaction.atomic():
+        _writable_record(agent=agent, kind=kind, id=id).delete()
+
+
+def export_records(*, agent: Agent) -> Iterator[dict]:
+    """The agent's records as JSON-ready dicts, oldest first. Nodes are not exported: they are derived."""
+    rows: list[tuple[datetime, str, int, dict]] = []
+    for kind, model in RECORD_MODELS.items():
+        for pk, text, locked, created_at in model.objects.filter(agent=agent).values_list(
+            "pk", "text", "locked", "created_at"
+        ):
+            rows.append((created_at, kind, pk, {"kind": kind, "text": text, "locked": locked,
+                                                "created_at": created_at.isoformat()}))
+    rows.sort(key=lambda row: row[:3])
+    for *_key, item in rows:
+        yield item
+
+
+@dataclass(frozen=True)
+class _ImportItem:
+    kind: str
+    text: str
+    locked: bool
+    created_at: datetime | None
+
+
+def _parse_import_line(number: int, line: str) -> _ImportItem | None:
+    def refuse(why: str) -> RagsiteError:
+        return RagsiteError(f"line {number}: {why}; nothing was imported", code="invalid_import")
+
+    if not line.strip():
+        return None
+    try:
+        item = json.loads(line)
+    except ValueError:
+        raise refuse("not valid JSON") from None
+    if not isinstance(item, dict):
+        raise refuse("not a JSON object")
+    kind = item.get("kind", "mem")
+    if kind not in KINDS:
+        raise refuse(f'kind must be one of {", ".join(KINDS)}')
+    try:
+        text = validate_text(item.get("text"))
+    except RagsiteError as exc:
+        raise refuse(exc.message) from None
+    locked = item.get("locked", False)
+    if not isinstance(locked, bool):
+        raise refuse("locked must be true or false")
+    created_at = None
+    if item.get("created_at") is not None:
+        created_at = parse_datetime(str(item["created_at"])) if isinstance(item["created_at"], str) else None
+        if created_at is None:
+            raise refuse("created_at must be an ISO 8601 date and time")
+        if timezone.is_naive(created_at):
+            created_at = timezone.make_aware(created_at, timezone.UTC)
+    return _ImportItem(kind, text, locked, created_at)
+
+
+def import_records(*, agent: Agent, lines: Iterable[str]) -> dict:
+    """Import JSON lines written by `export_records` into `agent`'s store, all or nothing.
+
+    Every line is checked before anything is embedded or written; a bad line refuses the whole
+    file, naming the line. Records get new ids. Long records have their nodes queued, as a store
+    would. Returns how many memories and episodes were imported and how many builds were queued.
+    """
+    items = [item for number, line in enumerate(lines, start=1) if (item := _parse_import_line(number, line))]
+    prepared = _prepare_many([item.text for item in items], embedding.get_embedder())
+    now = timezone.now()
+    counts = {"memories": 0, "episodes": 0, "nodes_queued": 0}
+    with transaction.atomic():
+        for kind, model in RECORD_MODELS.items():
+            chosen = [(item, prep) for item, prep in zip(items, prepared, strict=True) if item.kind == kind]
+            created = model.objects.bulk_create(
+                model(
+                    agent=agent,
+                    text=item.text,
+                    locked=item.locked,
+                    token_count=prep.token_count,
+                    embedding=prep.embedding,
+                    embedding_model=prep.embedding_model,
+                    created_at=item.created_at or now,
+                    updated_at=now,
+                )
+                for item, prep in chosen
+            )
+            counts["memories" if kind == Memory.KIND else "episodes"] += len(created)
+            for record, (_item, prep) in zip(created, chosen, strict=True):
+                if prep.runs_past_window:
+                    _queue_nodes(kind, record.pk)
+                    counts["nodes_queued"] += 1
+    return counts

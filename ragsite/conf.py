@@ -1,0 +1,26 @@
+"""Lazy access to ragsite's settings, in one place.
+
+Nothing here reads a setting at import time: each attribute is looked up on `django.conf.settings`
+when it is used, so `override_settings` in tests and a changed environment in a new process both
+take effect. The defaults are declared once, in ragsite/settings.py.
+"""
+
+from django.conf import settings as django_settings
+
+# The settings the apps read through here.
+_NAMES = frozenset({
+    "EMBED_BACKEND", "EMBED_MODEL_DIR", "EMBED_URL", "EMBED_MODEL", "EMBED_API_KEY", "EMBED_TIMEOUT",
+    "EMBED_BATCH_SIZE", "JUDGE_URL", "JUDGE_MODEL", "JUDGE_API_KEY", "JUDGE_TIMEOUT", "MIN_SCORE", "AROUND",
+    "MODEL_PRICES", "BUILD_HEARTBEAT_TIMEOUT", "MAX_UPLOAD_BYTES", "HEALTH_REPAIR_MINUTES",
+    "IVF_MIN_PARAGRAPHS", "IVF_NPROBE", "INDEX_DIR",
+})
+
+
+class AppSettings:
+    def __getattr__(self, name):
+        if name not in _NAMES:
+            raise AttributeError(name)
+        return getattr(django_settings, name)
+
+
+settings = AppSettings()

@@ -1,0 +1,30 @@
+"""The configured embedder: `get_embedder()` reads `EMBED_*` and builds one per process per configuration.
+
+Call this everywhere in the apps. `ragsite.embedders.build_embedder(...)` is the factory underneath,
+for code (tests, benchmarks) that wants an embedder from explicit arguments rather than settings.
+"""
+
+from functools import lru_cache
+
+from .conf import settings
+from .embedders import Embedder, build_embedder
+
+
+@lru_cache(maxsize=8)
+def _embedder_for(backend: str, model_dir: str, url: str, model: str, api_key: str, timeout: float, batch: int):
+    return build_embedder(
+        backend, model_dir=model_dir, url=url, model=model, api_key=api_key, timeout=timeout, batch_size=batch
+    )
+
+
+def get_embedder(backend: str | None = None) -> Embedder:
+    """The configured embedder (`EMBED_BACKEND`, or `backend` when given), built once per process."""
+    return _embedder_for(
+        backend or settings.EMBED_BACKEND,
+        settings.EMBED_MODEL_DIR,
+        settings.EMBED_URL,
+        settings.EMBED_MODEL,
+        settings.EMBED_API_KEY,
+        float(settings.EMBED_TIMEOUT),
+        int(settings.EMBED_BATCH_SIZE),
+    )
