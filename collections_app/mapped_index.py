@@ -10,7 +10,7 @@ The directory of one build (``<root>/c<collection>/<key>/``) holds, little-endia
 * ``meta.json`` — counts, width, BM25 constants, format version; written last;
 * ``row_paragraph.i64``, ``row_document.i64`` — per row (rows in ordinal order): the paragraph and
   document ids; texts stay in the database and are read only for hits and their neighbours;
-* ``vectors.bin`` (``n_vectors × d`` float16, or float32 when meta says so) and ``vector_row.i32`` — the vectors, a paragraph's windows
+* ``vectors.bin`` (``n_vectors × d``, the store's float16 values as float32, see VECTOR_DTYPE) and ``vector_row.i32`` — the vectors, a paragraph's windows
   consecutive, each naming its row (ascending), so a paragraph is scored by its best window;
 * ``doc_len.i32``, ``indptr.i64``, ``postings_doc.i32``, ``postings_tf.i32`` — seed 004's BM25
   postings in CSR form (``lexical.BM25Index``'s layout), term ids in UTF-8 byte order;
@@ -40,7 +40,12 @@ import numpy as np
 from ragsite.lexical import DEFAULT_B, DEFAULT_K1, BM25Index, idf
 
 FORMAT = 1
-VECTOR_DTYPE = np.dtype("<f2")
+# The index keeps the store's float16 values widened to float32: numpy widens float16 at about
+# 20 ns an element (no BLAS, no F16C path), 18× the cost of the float32 product itself — 95 ms
+# against 4 ms for a flat scan of 10,000 × 384 (docs/benchmarks.md). The values are the float16
+# ones, so scores equal a float16 index's; the file costs 1.5 KB a paragraph of page cache, shared
+# by every worker, while the store keeps 768 B. A float16 index can still be written (vector_dtype).
+VECTOR_DTYPE = np.dtype("<f4")
 # Rows per block when scoring float16 vectors: the block is widened to float32 for the product, so
 # this bounds the temporary (64k × 384 × 4 bytes = 96 MiB) whatever the collection's size.
 VECTOR_BLOCK = 65536
@@ -372,6 +377,8 @@ class MappedIndex:
     def cosine(self, query: np.ndarray) -> np.ndarray:
         """Cosine of ``query`` with every row (best window per paragraph); -inf for rows without a vector."""
         query = np.asarray(query, dtype=np.float32)
+        if self.vectors.dtype == np.float32:
+            return self._best_window(self.vectors @ query if self.vectors.shape[0] else np.zeros(0, np.float32))
         n_vectors = self.vectors.shape[0]
         per_vector = np.empty(n_vectors, dtype=np.float32)
         for start in range(0, n_vectors, VECTOR_BLOCK):

@@ -61,13 +61,20 @@ def test_a_paragraph_scores_by_its_best_window_and_rows_without_vectors_by_none(
     e = np.eye(4, dtype=np.float32)
     vectors = [e[0], np.stack([e[1], e[2]]), None, e[3], np.stack([e[0], e[3], e[1]]), None]
     index = write(tmp_path, TEXTS, vectors=vectors)
-    assert index.vectors.dtype == np.float16 and index.vectors.shape == (7, 4)
+    assert index.vectors.dtype == np.float32 and index.vectors.shape == (7, 4)
     query = np.asarray([0.1, 0.2, 0.9, 0.3], dtype=np.float32)
     cosine = index.cosine(query)
     assert cosine[0] == pytest.approx(0.1) and cosine[1] == pytest.approx(0.9) and cosine[3] == pytest.approx(0.3)
     assert cosine[4] == pytest.approx(0.3) and np.isneginf(cosine[2]) and np.isneginf(cosine[5])
     rows = np.asarray([4, 2, 1])
     assert np.array_equal(index.cosine_of_rows(query, rows), cosine[rows])
+    # A float16 index scores the same (its blocks are widened before the product).
+    writer = IndexWriter(4, vector_dtype="<f2")
+    writer.add([1, 2, 3, 4, 5, 6], [0, 0, 1, 1, 2, 2], [terms(t) for t in TEXTS], vectors)
+    half = MappedIndex(writer.write(tmp_path, "half"))
+    assert half.vectors.dtype == np.float16
+    assert np.allclose(half.cosine(query), cosine, atol=1e-3) and np.array_equal(np.isneginf(half.cosine(query)),
+                                                                                  np.isneginf(cosine))
 
 
 @settings(max_examples=200, deadline=None)
