@@ -124,6 +124,8 @@ def main() -> None:
                         help="how vectors are stored (the store and the index); float16 is the product's")
     parser.add_argument("--windows", choices=["all", "first"], default="all",
                         help="embed a long paragraph as all its windows (the product) or its first only")
+    parser.add_argument("--pooling", choices=["max", "mean"], default="max",
+                        help="how a paragraph's window cosines combine (max is the product's)")
     parser.add_argument("--sample", type=int, default=None,
                         help="a smaller corpus: the split's relevant documents plus the first N others "
                              "(for A/B comparisons that cannot afford embedding the whole corpus)")
@@ -168,6 +170,7 @@ def main() -> None:
         mapped_index.VECTOR_DTYPE = np.dtype("<f4")
     if args.windows == "first":
         builds.MAX_WINDOWS = 1
+    mapped_index.WINDOW_POOLING = args.pooling
     if not lexical_build:
         # Variants differ only in how vectors are kept: each text is embedded once, across runs.
         embedding.get_embedder = cached_embedder(embedding.get_embedder(), work / f"embeddings-{backend}.npz")

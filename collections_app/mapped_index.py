@@ -50,6 +50,10 @@ VECTOR_DTYPE = np.dtype("<f4")
 # this bounds the temporary (64k × 384 × 4 bytes = 96 MiB) whatever the collection's size.
 VECTOR_BLOCK = 65536
 
+# How a paragraph's windows make its cosine: "max" (its best window, the product's) or "mean"
+# (compared in bench/beir.py --pooling; docs/benchmarks.md).
+WINDOW_POOLING = "max"
+
 _ARRAYS = {
     "row_paragraph": ("row_paragraph.i64", "<i8"),
     "row_document": ("row_document.i64", "<i8"),
@@ -236,7 +240,9 @@ def _map(path: Path, dtype, count: int, shape=None) -> np.ndarray:
         raise IndexUnusable(f"{path.name} holds {size} bytes, expected {count * dtype.itemsize}")
     if count == 0:  # mmap cannot map an empty file
         return np.zeros(shape or (0,), dtype=dtype)
-    return np.memmap(path, dtype=dtype, mode="r", shape=shape or (count,))
+    # A plain ndarray over the same mapping: slicing a np.memmap builds a memmap object each time,
+    # which made the vocabulary's binary search cost more than the scoring.
+    return np.memmap(path, dtype=dtype, mode="r", shape=shape or (count,)).view(np.ndarray)
 
 
 @dataclass(frozen=True)
@@ -400,7 +406,14 @@ class MappedIndex:
         wanted = np.repeat(lo, spans) + (np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans))
         if wanted.size:
             per_vector = np.asarray(self.vectors[wanted], dtype=np.float32) @ query
-            np.maximum.at(result, np.repeat(np.arange(rows.shape[0]), spans), per_vector)
+            owners = np.repeat(np.arange(rows.shape[0]), spans)
+            if WINDOW_POOLING == "mean":
+                sums = np.zeros(rows.shape[0], dtype=np.float64)
+                np.add.at(sums, owners, per_vector)
+                has = spans > 0
+                result[has] = (sums[has] / spans[has]).astype(np.float32)
+            else:
+                np.maximum.at(result, owners, per_vector)
         return result
 
     def _best_window(self, per_vector: np.ndarray) -> np.ndarray:
@@ -410,7 +423,11 @@ class MappedIndex:
         if self.window_starts is None:
             cosine[np.asarray(self.vector_row)] = per_vector
         else:
-            best = np.maximum.reduceat(per_vector, self.window_starts)
+            if WINDOW_POOLING == "mean":
+                counts = np.diff(np.append(self.window_starts, per_vector.size))
+                best = (np.add.reduceat(per_vector, self.window_starts) / counts).astype(np.float32)
+            else:
+                best = np.maximum.reduceat(per_vector, self.window_starts)
             cosine[np.asarray(self.vector_row)[self.window_starts]] = best
         return cosine
 

@@ -338,19 +338,19 @@ def _stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]
                 wanted.add(at)
     rows_sorted = sorted(wanted)
     ids = [int(index.row_paragraph[r]) for r in rows_sorted]
-    stored = {
-        pk: (start, end, text, section)
-        for pk, start, end, text, section in Paragraph.objects.filter(pk__in=ids).values_list(
-            "id", "start_char", "end_char", "text", "section"
-        )
-    }
+    names: dict[int, str] = {}
+    stored = {}
+    for pk, start, end, text, section, document, name in Paragraph.objects.filter(pk__in=ids).values_list(
+        "id", "start_char", "end_char", "text", "section", "document_id", "document__name"
+    ):
+        stored[pk] = (start, end, text, section)
+        names[document] = name
     readable = {}
     for row, pk in zip(rows_sorted, ids, strict=True):
         start, end, text, section = stored[pk]
         readable[row] = Row(ordinal=row, document=int(documents[row]), start=start, end=end, text=text,
                             section=section)
     runs = stitch(hits, readable, around)
-    names = dict(Document.objects.filter(pk__in={run.document for run in runs}).values_list("id", "name"))
     position = np.cumsum(mask)
     return [
         {
