@@ -340,7 +340,8 @@ def _stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]
     ids = [int(index.row_paragraph[r]) for r in rows_sorted]
     names: dict[int, str] = {}
     stored = {}
-    for pk, start, end, text, section, document, name in Paragraph.objects.filter(pk__in=ids).values_list(
+    # No ORDER BY: the model's default ordering joins the collection and sorts by its agent and name.
+    for pk, start, end, text, section, document, name in Paragraph.objects.filter(pk__in=ids).order_by().values_list(
         "id", "start_char", "end_char", "text", "section", "document_id", "document__name"
     ):
         stored[pk] = (start, end, text, section)
