@@ -512,7 +512,14 @@ def main() -> None:
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "img" / "search_scale.png")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--cold", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--report", action="store_true",
+                        help="print the tables and draw the plot from the sizes' saved results, measuring nothing")
     args = parser.parse_args()
+    if args.report:
+        results = [json.loads((WORK / f"results-{n}.json").read_text()) for n in sorted(args.sizes)]
+        print(table(results))
+        plot(results, args.plot)
+        return None
     if args.cold:
         return cold_child(args.cold, args)
     if args.one:

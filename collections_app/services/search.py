@@ -223,7 +223,10 @@ def search_collection(
     lexical = None if bm25 is None else (bm25 if candidates is None else bm25[candidates])
     scores, mode = hybrid_scores(cosine, lexical, upper or 0.0, weight=FUSION_WEIGHT)
     if candidates is None:
-        top = top_rows(scores, mask & (scores >= floor), most)
+        everyone = bool(mask.all())
+        # Unfloored over an unfiltered collection every row is eligible: no mask to build or apply.
+        eligible = None if everyone and floor <= 0 else (mask if floor <= 0 else mask & (scores >= floor))
+        top = top_rows(scores, eligible, most)
         hits = [(int(row), float(scores[row])) for row in top]
     else:
         best = top_rows(scores, scores >= floor, most)  # candidates are ascending: ties to the lower row
@@ -352,7 +355,13 @@ def _stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]
         readable[row] = Row(ordinal=row, document=int(documents[row]), start=start, end=end, text=text,
                             section=section)
     runs = stitch(hits, readable, around)
-    position = np.cumsum(mask)
+    # Every row readable (the usual case): a row's position is its number; otherwise count the
+    # readable rows before it, once for all runs.
+    position = None if mask.all() else np.cumsum(mask)
+
+    def at(row: int) -> int:
+        return row + 1 if position is None else int(position[row])
+
     return [
         {
             "text": run.text,
@@ -360,8 +369,8 @@ def _stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]
             "document": names.get(run.document, ""),
             "section": run.section,
             "passages": run.passages,
-            "first": int(position[run.first]),
-            "last": int(position[run.last]),
+            "first": at(run.first),
+            "last": at(run.last),
         }
         for run in runs
     ]
