@@ -157,10 +157,9 @@ def main() -> None:
     from django.conf import settings as django_settings
     from django.core.management import call_command
 
-    from collections_app import mapped_index, vector_codec
+    from collections_app import mapped_index, vector_codec, windows
     from collections_app.metrics import ndcg_at_k, recall_at_k
     from collections_app.models import Agent, Collection
-    from collections_app.services import builds
     from collections_app.services import search as search_service
     from collections_app.services.agents import create_agent, create_collection
     from collections_app.services.builds import build_collection
@@ -169,7 +168,7 @@ def main() -> None:
         vector_codec.STORED_DTYPE = np.dtype("<f4")
         mapped_index.VECTOR_DTYPE = np.dtype("<f4")
     if args.windows == "first":
-        builds.MAX_WINDOWS = 1
+        windows.MAX_WINDOWS = 1
     mapped_index.WINDOW_POOLING = args.pooling
     if not lexical_build:
         # Variants differ only in how vectors are kept: each text is embedded once, across runs.

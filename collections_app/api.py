@@ -1,11 +1,12 @@
 """Collections in the JSON API: thin adapters over the services."""
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from ninja import Field, Router, Schema, Status
 
 from .models import Collection
+from .services import known_answers
 from .services.agents import get_collection
 from .services.builds import request_build
 from .services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, search_collection
@@ -80,8 +81,14 @@ class ParagraphOut(Schema):
     document: str
     section: str
     passages: int = Field(..., description="How many stored paragraphs this one stitches together.")
-    first: int
-    last: int
+    chunk_id: str = Field(
+        ..., description="<document>#<k> of the paragraph the question matched, k its position within its "
+        "document from 0: the chunk_id export_index writes in docs.jsonl, for citation."
+    )
+    chunk_ids: list[str] = Field(..., description="The chunk ids of every stored paragraph stitched here, in order.")
+    first: int = Field(..., description="Position of the first stitched paragraph across the whole collection; "
+                       "not an id: it shifts when an earlier document changes.")
+    last: int = Field(..., description="Position of the last stitched paragraph across the whole collection.")
 
 
 class JudgeOut(Schema):
@@ -92,6 +99,10 @@ class JudgeOut(Schema):
 class SearchOut(Schema):
     paragraphs: list[ParagraphOut]
     floor: float
+    floor_source: Literal["default", "collection", "request", "measured"] = Field(
+        ..., description="Where the floor came from: MIN_SCORE, the collection's override, this request, "
+        "or measured off the collection's known answers."
+    )
     around: int
     mode: Literal["hybrid", "vector", "lexical"]
     model: str
@@ -124,3 +135,67 @@ def build(request, name: str):
     run = request_build(collection=get_collection(agent=request.auth.agent, name=name), requested_by="api")
     run.refresh_from_db()
     return Status(202, {"build": run.pk, "status": run.status})
+
+
+class KnownAnswersIn(Schema):
+    questions: list[Any] = Field(
+        ...,
+        description='Up to 200 items: {"question", "answer": "text the answering paragraph holds"} or '
+        '{"question", "control": true} for a question the documents do not answer. An empty list clears the set.',
+    )
+    floor_measured: bool | None = Field(
+        None, description="true: the collection's floor is read off its known answers; false: it is not; "
+        "absent: unchanged."
+    )
+
+
+class KnownAnswerResult(Schema):
+    question: str
+    control: bool
+    answer: str | None = None
+    found: bool | None = Field(None, description="Found in the top 5 at the floor in force.")
+    rank: int | None = None
+    score: float | None = Field(None, description="The answering paragraph's score, unfloored.")
+    top_score: float | None = Field(None, description="The best score returned, unfloored.")
+    returned: int | None = Field(None, description="A control: paragraphs it gets back at the floor in force.")
+
+
+class KnownAnswersReportOut(Schema):
+    build: int
+    status: Literal["measured", "failed"]
+    measured_at: datetime
+    answers: int
+    controls: int
+    found_at_1: int | None
+    found_at_5: int | None
+    floor: float | None = Field(..., description="The floor found@1 and found@5 were taken at.")
+    floor_source: Literal["default", "collection", "measured"] | None
+    lowest_answer: float | None
+    highest_control: float | None
+    separates: bool | None
+    measured_floor: float | None
+    lost: list[str] = Field(..., description="Questions the previous live build found and this one does not.")
+    warnings: list[str]
+    error: str | None
+    # In the collection's known-answers answer; a build's status carries the report without them.
+    results: list[KnownAnswerResult] | None = None
+
+
+class KnownAnswersOut(Schema):
+    collection: str
+    questions: list[dict[str, Any]]
+    floor_measured: bool
+    report: KnownAnswersReportOut | None = Field(..., description="The latest build's measurement; null: none yet.")
+
+
+@router.get("/{name}/known-answers", response=KnownAnswersOut, summary="A collection's known answers and how its latest build did")
+def read_known_answers(request, name: str):
+    return known_answers.describe(get_collection(agent=request.auth.agent, name=name))
+
+
+@router.put("/{name}/known-answers", response=KnownAnswersOut, summary="Replace a collection's known answers")
+def put_known_answers(request, name: str, payload: KnownAnswersIn):
+    collection = get_collection(agent=request.auth.agent, name=name)
+    known_answers.set_known_answers(collection=collection, items=payload.questions,
+                                    floor_measured=payload.floor_measured, allow_per_reader=False)
+    return known_answers.describe(collection)

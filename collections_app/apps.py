@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class CollectionsConfig(AppConfig):
@@ -13,3 +14,5 @@ class CollectionsConfig(AppConfig):
         from .services.agents import key_from_request
 
         set_authenticator(key_from_request)
+        post_migrate.connect(signals.record_schema_version, sender=self,
+                             dispatch_uid="ragsite_record_schema_version")

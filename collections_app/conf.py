@@ -8,10 +8,29 @@ import re
 from pathlib import Path
 
 from django.conf import settings as django_settings
+from django.core.exceptions import ImproperlyConfigured
 
 from ragsite.conf import settings
 
-__all__ = ["folder_variable", "knowledge_folder", "settings"]
+__all__ = ["folder_variable", "known_answers_gate", "knowledge_folder", "measured_floor_keep", "settings"]
+
+
+def measured_floor_keep() -> float:
+    """MEASURED_FLOOR_KEEP: the share of answers a measured floor keeps, in (0, 1]."""
+    keep = float(settings.MEASURED_FLOOR_KEEP)
+    if not 0 < keep <= 1:
+        raise ImproperlyConfigured(f"MEASURED_FLOOR_KEEP must be above 0 and at most 1, not {keep}")
+    return keep
+
+
+def known_answers_gate() -> int | None:
+    """KNOWN_ANSWERS_GATE: how many known answers a build may lose and still go live; None = no gate."""
+    gate = settings.KNOWN_ANSWERS_GATE
+    if gate is None or gate == "":
+        return None
+    if int(gate) < 0:
+        raise ImproperlyConfigured(f"KNOWN_ANSWERS_GATE must be 0 or more (or unset), not {gate}")
+    return int(gate)
 
 
 def folder_variable(collection_name: str) -> str:

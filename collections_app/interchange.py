@@ -323,15 +323,35 @@ def _read_leb128(data: bytes, offset: int, end: int, what: str) -> tuple[int, in
             raise InterchangeError(BM25, what, "a varint is longer than a u32")
 
 
-def decode_bm25(data: bytes, *, k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> BM25Index:
-    """Parse and check bm25.idx into a :class:`BM25Index` (whose avgdl is checked against the file's)."""
+def decode_bm25(
+    data: bytes, *, k1: float = DEFAULT_K1, b: float = DEFAULT_B, expected: BM25Index | None = None
+) -> BM25Index:
+    """Parse and check bm25.idx into a :class:`BM25Index` (whose avgdl is checked against the file's).
+
+    ``expected`` is the index the texts give, when known: n_docs and doc_len are compared with it
+    field by field, before avgdl, so a wrong length is named as the length and not as the mean.
+    """
     reader = _Reader(data)
     magic, version, n_docs, n_terms, avgdl = _HEADER.unpack(reader.take(_HEADER.size, "header"))
     if magic != MAGIC:
         raise InterchangeError(BM25, "magic", f"expected {MAGIC!r}, found {magic!r}")
     if version != VERSION:
         raise InterchangeError(BM25, "version", f"expected {VERSION}, found {version}")
+    if expected is not None and n_docs != expected.n_docs:
+        raise InterchangeError(BM25, "n_docs", f"{n_docs}, but there are {expected.n_docs} chunks")
+    if 4 * n_docs > len(data) - reader.offset:
+        raise InterchangeError(
+            BM25, "n_docs", f"{n_docs} needs {4 * n_docs} bytes of doc_len, but only {len(data) - reader.offset} follow"
+        )
     doc_len = np.frombuffer(reader.take(4 * n_docs, "doc_len"), dtype="<u4").astype(np.int64)
+    if expected is not None:
+        differ = np.flatnonzero(doc_len != expected.doc_len)
+        if differ.size:
+            doc = int(differ[0])
+            raise InterchangeError(
+                BM25, f"doc_len[{doc}]",
+                f"{int(doc_len[doc])}, but the text of chunk {doc} has {int(expected.doc_len[doc])} terms",
+            )
     vocabulary: list[str] = []
     indptr = [0]
     postings_doc: list[int] = []
@@ -396,6 +416,13 @@ def build_index(*, meta: Meta, chunks: list[Chunk], vectors: np.ndarray, bm25: B
     vectors = np.asarray(vectors, dtype=np.float32).reshape(len(chunks), meta.dim)
     if meta.n_chunks != len(chunks):
         raise InterchangeError(META, "n_chunks", f"{meta.n_chunks}, but there are {len(chunks)} chunks")
+    # Write nothing a reader would refuse: every chunk_id must resolve as decode_docs checks it.
+    seen: dict[str, int] = {}
+    for line, item in enumerate(chunks, start=1):
+        k = seen.get(item.doc_id, 0)
+        if item.k != k:
+            raise InterchangeError(DOCS, "chunk_id", f'"{item.chunk_id[:200]}" should be chunk {k} of its document', line=line)
+        seen[item.doc_id] = k + 1
     check_unit_rows(vectors)
     if bm25 is None:
         bm25 = BM25Index.from_texts((c.text for c in chunks), k1=meta.k1, b=meta.b)
@@ -405,10 +432,17 @@ def build_index(*, meta: Meta, chunks: list[Chunk], vectors: np.ndarray, bm25: B
 
 
 def write_index(root: Path, index: RagIndex) -> Path:
-    """Write ``root/rag/<index_id>/`` and return that directory. Files are written whole, then renamed."""
+    """Write ``root/rag/<index_id>/`` and return that directory. Files are written whole, then renamed.
+
+    A file whose bytes are already there is left alone (seed 004, ag.06: re-writing an unchanged
+    index writes nothing), so its modification time says when it last changed.
+    """
     target = Path(root) / "rag" / index.meta.index_id
     target.mkdir(parents=True, exist_ok=True)
     for name, data in encode_index(index).items():
+        existing = target / name
+        if existing.is_file() and existing.stat().st_size == len(data) and existing.read_bytes() == data:
+            continue
         partial = target / f".{name}.partial"
         partial.write_bytes(data)
         partial.replace(target / name)
@@ -441,22 +475,15 @@ def decode_index(files: dict[str, bytes], *, index_id: str | None = None) -> Rag
     if len(chunks) != meta.n_chunks:
         raise InterchangeError(DOCS, "(lines)", f"{len(chunks)} chunks, but meta.json says n_chunks = {meta.n_chunks}")
     vectors = decode_vectors(files[VECTORS], n_chunks=meta.n_chunks, dim=meta.dim)
-    stored = decode_bm25(files[BM25], k1=meta.k1, b=meta.b)
-    if stored.n_docs != meta.n_chunks:
-        raise InterchangeError(BM25, "n_docs", f"{stored.n_docs}, but meta.json says n_chunks = {meta.n_chunks}")
     rebuilt = BM25Index.from_texts((c.text for c in chunks), k1=meta.k1, b=meta.b)
+    # n_chunks lines were just checked, so the texts' index has n_chunks documents.
+    stored = decode_bm25(files[BM25], k1=meta.k1, b=meta.b, expected=rebuilt)
     _compare_bm25(stored, rebuilt)
     return RagIndex(meta=meta, chunks=chunks, vectors=vectors, bm25=rebuilt)
 
 
 def _compare_bm25(stored: BM25Index, rebuilt: BM25Index) -> None:
-    """Name the first way the file differs from what the texts give."""
-    differ = np.flatnonzero(stored.doc_len != rebuilt.doc_len)
-    if differ.size:
-        doc = int(differ[0])
-        raise InterchangeError(
-            BM25, f"doc_len[{doc}]", f"{int(stored.doc_len[doc])}, but the text of chunk {doc} has {int(rebuilt.doc_len[doc])} terms"
-        )
+    """Name the first way the file's terms differ from what the texts give (its lengths are checked on reading)."""
     if stored.vocabulary != rebuilt.vocabulary:
         missing = sorted(set(rebuilt.vocabulary) - set(stored.vocabulary))
         extra = sorted(set(stored.vocabulary) - set(rebuilt.vocabulary))

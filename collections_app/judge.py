@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import httpx
 
+from ragsite.embedders.http import api_base
+
 SYSTEM_PROMPT = (
     "You decide whether the numbered paragraphs contain the answer to the question. "
     "Judge only from the paragraphs, not from your own knowledge. "
@@ -43,7 +45,10 @@ def judge_messages(question: str, paragraphs: list[str]) -> list[dict]:
 def ask_judge(
     *, url: str, model: str, api_key: str, timeout: float, question: str, paragraphs: list[str], client=None
 ) -> Verdict:
-    """POST {url}/v1/chat/completions at temperature 0 and read a strict JSON verdict."""
+    """POST {url}/v1/chat/completions at temperature 0 and read a strict JSON verdict.
+
+    `url` is the endpoint's base URL, with or without its trailing ``/v1``, as `EMBED_URL` is.
+    """
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     body = {
         "model": model,
@@ -51,7 +56,7 @@ def ask_judge(
         "response_format": {"type": "json_object"},
         "messages": judge_messages(question, paragraphs),
     }
-    endpoint = url.rstrip("/") + "/v1/chat/completions"
+    endpoint = api_base(url) + "/v1/chat/completions"
     try:
         if client is not None:
             response = client.post(endpoint, json=body, headers=headers, timeout=timeout)

@@ -21,6 +21,7 @@ Pure: no Django models, no settings. The caller passes the extracted texts and a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -160,9 +161,10 @@ def scratch_index(
     """
     rows: list[Row] = []
     for number, text in enumerate(documents):
-        for piece in chunk(text, variant.method, size=variant.size, overlap=variant.overlap, tokens=tokens):
+        pieces = chunk(text, variant.method, size=variant.size, overlap=variant.overlap, tokens=tokens)
+        for k, piece in enumerate(pieces):
             rows.append(Row(ordinal=len(rows), document=number, start=piece.start, end=piece.end,
-                            text=piece.text, section=piece.section))
+                            text=piece.text, section=piece.section, index=k))
     texts = [row.text for row in rows]
     matrix = cache.vectors(texts)
     if matrix is not None:
@@ -181,11 +183,13 @@ def rank(
     around: int,
     floor: float = 0.0,
     readable: Mapping[int, Row] | None = None,
+    searchable: np.ndarray | None = None,
 ) -> list[Stitched]:
     """The paragraphs a search would return, best first: fuse, floor, take ``most``, stitch.
 
     The same steps, in the same order and with the same tie-breaking, as
-    `services.search.search_collection`, over rows that are all readable.
+    `services.search.search_collection`. ``searchable`` (a bool per row) leaves rows out of the
+    ranking as a search leaves out documents held back for review; by default every row ranks.
     """
     if not index.rows:
         return []
@@ -195,7 +199,8 @@ def rank(
     question_terms = terms(question)
     bm25 = index.bm25.scores(question_terms)
     scores, _mode = hybrid_scores(cosine, bm25, index.bm25.upper_bound(question_terms), weight=weight)
-    eligible = np.flatnonzero(scores >= floor)
+    passing = scores >= floor
+    eligible = np.flatnonzero(passing if searchable is None else passing & searchable)
     top = eligible[np.argsort(-scores[eligible], kind="stable")[:most]]
     hits = [(index.rows[i].ordinal, float(scores[i])) for i in top]
     return stitch(hits, readable if readable is not None else index.readable, around)
@@ -215,19 +220,102 @@ def find_answer(runs: Sequence[Stitched], marker: str) -> dict:
     return {"found": False, "rank": None, "score": None}
 
 
-def floor_range(answer_scores: Iterable[float], control_scores: Iterable[float]) -> dict:
+def floor_range(answer_scores: Iterable[float], control_scores: Iterable[float | None]) -> dict:
     """The floor range read off a result: lowest score of a found answer vs highest control score.
 
     A floor ``f`` with ``highest_control < f <= lowest_answer`` keeps every answer that was found
     and returns nothing for every control; ``separates`` says whether such a floor exists, and is
     None when there is nothing to compare (no answer found, or no controls).
+
+    A control score of None is a control that returned nothing: under a floor it scored below it,
+    which is no score at all (seed 000), never 0.0. It takes no part in ``highest_control``, and
+    when every control returned nothing the floor in use is itself one that separates.
     """
     answers = list(answer_scores)
     controls = list(control_scores)
+    scored = [score for score in controls if score is not None]
     lowest = min(answers) if answers else None
-    highest = max(controls) if controls else None
-    separates = None if lowest is None or highest is None else lowest > highest
+    highest = max(scored) if scored else None
+    if lowest is None or not controls:
+        separates = None
+    else:
+        separates = highest is None or lowest > highest
     return {"lowest_answer": lowest, "highest_control": highest, "separates": separates}
+
+
+def outcomes(
+    index: ScratchIndex,
+    questions: Sequence[Question],
+    vectors: np.ndarray | None,
+    *,
+    weight: float,
+    most: int,
+    around: int,
+    floor: float = 0.0,
+    searchable: np.ndarray | None = None,
+) -> tuple[list[dict], list[dict]]:
+    """Ask every question of one index: (answered, controls), in the order the questions came.
+
+    An answered row is the question, its marker, `find_answer`'s found/rank/score, the best score
+    returned and how many paragraphs came back; a control row is its best score and that count.
+    ``vectors`` holds a row per question (None when the index is lexical).
+    """
+    readable = index.readable
+    answered: list[dict] = []
+    controls: list[dict] = []
+    for number, question in enumerate(questions):
+        vector = vectors[number] if vectors is not None else None
+        runs = rank(index, question.text, vector, weight=weight, most=most, around=around,
+                    floor=floor, readable=readable, searchable=searchable)
+        top = round(runs[0].score, 6) if runs else None
+        if question.control:
+            controls.append({"question": question.text, "top_score": top, "returned": len(runs)})
+        else:
+            outcome = find_answer(runs, question.answer or "")
+            answered.append({"question": question.text, "answer": question.answer, **outcome,
+                             "top_score": top, "returned": len(runs)})
+    return answered, controls
+
+
+def measured_floor(answer_scores: Iterable[float], control_scores: Iterable[float], *, keep: float) -> dict:
+    """The floor read off known answers: the midpoint of the gap when answers and controls separate,
+    else a floor expected to keep ``keep`` of the answers — of questions like these, not only of these.
+
+    The known answers are a sample of the questions a collection is asked. Set at the j-th lowest
+    of n sampled scores, a floor keeps on average (n + 1 - j) / (n + 1) of the population the
+    sample came from (the expected coverage of an order statistic), so the floor is set at the
+    highest j with that share at least ``keep``: j = ⌊(1 - keep)(n + 1)⌋, or the lowest answer
+    while the sample is too small to spare any (fewer than 39 answers at 0.95). It keeps at least
+    ``keep`` of the known answers too. Reading j off the sample alone (⌈keep·n⌉ kept) overfits: on SciFact
+    such a floor kept 95 % of 53 known answers and 79 % of 53 unseen ones (docs/decisions.md).
+
+    ``answer_scores`` are the scores at which answers were found unfloored (an answer not found
+    is out of every floor's reach and takes no part); ``control_scores`` are the controls' best
+    scores. Scores are rounded to 6 decimals, so a floor taken from a score is set 1e-6 below
+    it and still keeps the answer it was read from. Returns ``floor`` (None when no answer was
+    found), ``rule`` ("midpoint", "keep" or None), ``kept`` (answers at or above the floor) and
+    ``controls_above`` (controls that would still get paragraphs back).
+    """
+    answers = sorted(answer_scores)
+    controls = list(control_scores)
+    if not answers:
+        return {"floor": None, "rule": None, "kept": 0, "controls_above": None}
+    lowest, highest = answers[0], (max(controls) if controls else None)
+    if highest is not None and lowest > highest:
+        floor, rule = min(round((lowest + highest) / 2, 6), _just_below(lowest)), "midpoint"
+    else:
+        j = max(1, math.floor((1 - keep) * (len(answers) + 1) + 1e-9))  # 1e-9: 0.05 × 20 is 1, not 0.999…
+        floor, rule = _just_below(answers[j - 1]), "keep"
+    return {
+        "floor": floor,
+        "rule": rule,
+        "kept": sum(1 for score in answers if score >= floor),
+        "controls_above": sum(1 for score in controls if score >= floor),
+    }
+
+
+def _just_below(score: float) -> float:
+    return max(0.0, round(score - 1e-6, 6))
 
 
 def measure_variant(
@@ -243,21 +331,9 @@ def measure_variant(
 ) -> dict:
     """One variant's row of the report: its paragraphs, each question's outcome, the floor range."""
     index = scratch_index(documents, variant, cache=cache, tokens=tokens)
-    readable = index.readable
     vectors = cache.vectors([q.text for q in questions]) if index.matrix is not None else None
-    answered: list[dict] = []
-    controls: list[dict] = []
-    for number, question in enumerate(questions):
-        vector = vectors[number] if vectors is not None else None
-        runs = rank(index, question.text, vector, weight=weight, most=most, around=variant.around,
-                    floor=floor, readable=readable)
-        top = round(runs[0].score, 6) if runs else None
-        if question.control:
-            controls.append({"question": question.text, "top_score": top, "returned": len(runs)})
-        else:
-            outcome = find_answer(runs, question.answer or "")
-            answered.append({"question": question.text, "answer": question.answer, **outcome,
-                             "top_score": top, "returned": len(runs)})
+    answered, controls = outcomes(index, questions, vectors, weight=weight, most=most, around=variant.around,
+                                  floor=floor)
     found = [q["score"] for q in answered if q["found"]]
     return {
         **variant.as_dict(),
@@ -265,5 +341,5 @@ def measure_variant(
         "found": len(found),
         "questions": answered,
         "controls": controls,
-        "floor_range": floor_range(found, [c["top_score"] or 0.0 for c in controls]),
+        "floor_range": floor_range(found, [c["top_score"] for c in controls]),
     }

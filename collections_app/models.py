@@ -6,6 +6,7 @@ so one installation serves many agents and a row always says whose it is.
 """
 
 import hashlib
+import re
 import secrets
 
 import numpy as np
@@ -53,6 +54,13 @@ class Agent(models.Model):
 
     def __str__(self):
         return self.agent_id
+
+    def clean(self):
+        from django.core.exceptions import ValidationError
+
+        # A negative budget would count every agent as over it, and silently skip its judge.
+        if self.daily_budget is not None and self.daily_budget < 0:
+            raise ValidationError({"daily_budget": "a daily budget is at least 0 (empty: no budget)"})
 
 
 class ApiKeyQuerySet(models.QuerySet):
@@ -119,8 +127,35 @@ class Reader(models.Model):
         return self.external_id
 
 
+# What a path or an address looks like in a description meant for people (seed 000: built_from says
+# what the documents are, "the HR share", never where): a token starting like an absolute, home,
+# relative, drive or UNC path; any URL; a backslash; or two separators in one word ("srv/shares/hr").
+# One slash between words ("HR/Finance", "24/7") is prose.
+PATH_LIKE = re.compile(
+    r"(?:^|\s)(?:[/~]|\.{1,2}[/\\]|[A-Za-z]:[/\\])"
+    r"|[A-Za-z][A-Za-z0-9+.-]*://"
+    r"|\\"
+    r"|[^\s/]+/[^\s/]+/"
+)
+
+
+def built_from_problem(value: str) -> str | None:
+    """Why `value` cannot be a collection's built_from, or None."""
+    if len(value) > 200:
+        return "built_from is at most 200 characters"
+    if PATH_LIKE.search(value):
+        return (
+            "built_from says what the documents are, for people (\"the HR share\"), never where they are: "
+            "it must not be a path or an address"
+        )
+    return None
+
+
 class Collection(models.Model):
     """A named set of documents one agent answers from."""
+
+    # Paragraphs either side of a hit, at most: for a request, a collection's override and AROUND.
+    MAX_AROUND = 5
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="collections")
     name = models.SlugField(max_length=100)
@@ -135,6 +170,13 @@ class Collection(models.Model):
     per_reader = models.BooleanField(default=False, help_text="Searches must name a reader; labels decide what it sees.")
     judge = models.BooleanField(default=False, help_text="Ask the judge model whether the paragraphs answer.")
     min_score = models.FloatField(null=True, blank=True, help_text="Floor override; empty = MIN_SCORE.")
+    # db_default as well: code from before this column can still insert a collection into this store.
+    floor_measured = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="Read the floor off the known answers of the latest measured build; until there is one, "
+        "the floor override or MIN_SCORE applies.",
+    )
     around = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Around override; empty = AROUND.")
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -150,10 +192,34 @@ class Collection(models.Model):
 
         from .chunking import ChunkingError, resolve_sizes
 
+        errors = {}
         try:
             resolve_sizes(self.method, self.size, self.overlap)
         except ChunkingError as exc:
-            raise ValidationError({"method": str(exc)}) from exc
+            errors["method"] = str(exc)
+        problem = built_from_problem(self.built_from or "")
+        if problem:
+            errors["built_from"] = problem
+        # The overrides obey the same ranges as MIN_SCORE and AROUND: a floor above 1 would answer
+        # nothing to every question, silently.
+        if self.min_score is not None and not 0 <= self.min_score <= 1:
+            errors["min_score"] = "the floor is a number from 0 to 1 (0 turns it off; empty: MIN_SCORE)"
+        if self.around is not None and not 0 <= self.around <= self.MAX_AROUND:
+            errors["around"] = f"around is a whole number from 0 to {self.MAX_AROUND} (empty: AROUND)"
+        if errors:
+            raise ValidationError(errors)
+
+    def floor_in_force(self, *, measured: float | None, default: float) -> tuple[float, str]:
+        """The floor this collection answers at when a request sets none, and its `floor_source`.
+
+        ``measured`` is the floor read off its known answers (used only when `floor_measured`
+        is set, and only once there is one); then its own override; then ``default`` (MIN_SCORE).
+        """
+        if self.floor_measured and measured is not None:
+            return measured, "measured"
+        if self.min_score is not None:
+            return self.min_score, "collection"
+        return default, "default"
 
     def chunk_sizes(self) -> tuple[int | None, int]:
         """(size, overlap) the chunker will use: this collection's, or the method's defaults."""
@@ -204,23 +270,41 @@ class Document(models.Model):
         return self.name
 
 
-class EmptyBuild(RagsiteError):
-    """A build would leave the collection with no paragraphs; the old ones keep answering."""
+class BuildRefused(RagsiteError):
+    """A build refused before its swap: it is recorded as refused and the old paragraphs keep answering."""
 
-    code = "empty_build"
+    code = "build_refused"
     status = 409
 
 
+class EmptyBuild(BuildRefused):
+    """A build would leave the collection with no paragraphs; the old ones keep answering."""
+
+    code = "empty_build"
+
+
 class ParagraphManager(models.Manager):
-    def guard_not_empty(self, collection) -> None:
-        """The store's own refusal to hold a built collection with no paragraphs.
+    def searchable(self, collection):
+        """The paragraphs a search reads: those of documents in search (not in review, not refused)."""
+        return self.filter(collection=collection, document__status=Document.ACTIVE)
+
+    def guard_not_empty(self, collection, *, was_searchable: bool = True) -> None:
+        """The store's own refusal to hold a built collection that readers could not search.
 
         Called inside the build's transaction after the swap, so raising rolls the
         swap back and the old paragraphs keep answering. The build service refuses
-        first; this catches any other path that could empty a collection.
+        first; this catches any other path that could empty a collection. Rows that no
+        search reads (all in review) count as empty when they would replace a collection
+        that was searchable (``was_searchable``, taken before the swap); otherwise they are
+        let through, so a person can review them.
         """
         if not self.filter(collection=collection).exists():
             raise EmptyBuild(f'refusing to leave collection "{collection.name}" with no paragraphs')
+        if was_searchable and not self.searchable(collection).exists():
+            raise EmptyBuild(
+                f'refusing to replace collection "{collection.name}" with paragraphs no search reads '
+                "(every document needs review)"
+            )
 
 
 class Paragraph(models.Model):
@@ -352,3 +436,76 @@ class ModelCall(models.Model):
 
     def __str__(self):
         return f"{self.purpose} for {self.agent} ({self.model})"
+
+
+class KnownAnswer(models.Model):
+    """One of a collection's known-answer questions, or a control (``answer`` empty): the librarian's own.
+
+    Kept in the librarian's order (``position``); never logged, never in the ledger.
+    """
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="known_answers")
+    position = models.PositiveIntegerField()
+    question = models.TextField()
+    # A marker is at least one character, so an empty one can only mean a control.
+    answer = models.TextField(blank=True, help_text="Text the answering paragraph holds; empty = a control.")
+
+    class Meta:
+        ordering = ["collection", "position"]
+        constraints = [models.UniqueConstraint(fields=["collection", "position"], name="known_answer_position")]
+
+    def __str__(self):
+        return f"{self.collection} #{self.position}"
+
+    @property
+    def control(self) -> bool:
+        return not self.answer
+
+
+class KnownAnswersReportQuerySet(models.QuerySet):
+    def of_live_builds(self):
+        """Reports that measured a build which went live (not a refused candidate, not a failure)."""
+        return self.filter(status=KnownAnswersReport.MEASURED, build__status=BuildRun.SUCCEEDED)
+
+    def measured_floor(self) -> float | None:
+        """The floor read off the latest live build's known answers (``collection.known_answer_reports``),
+        or None when there is none."""
+        return self.of_live_builds().order_by("-build_id").values_list("measured_floor", flat=True).first()
+
+
+class KnownAnswersReport(models.Model):
+    """How one build did on its collection's known answers: the one row the measurement writes.
+
+    Measured by a task after the build commits, or, with KNOWN_ANSWERS_GATE set, from the candidate's
+    rows before the swap (then a refused build has a report too, saying what it would have lost).
+    """
+
+    MEASURED, FAILED = "measured", "failed"
+
+    build = models.OneToOneField(BuildRun, on_delete=models.CASCADE, related_name="known_answers_report")
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="known_answer_reports")
+    status = models.CharField(max_length=20, choices=[(MEASURED, "measured"), (FAILED, "failed")])
+    measured_at = models.DateTimeField(default=timezone.now)
+    answers = models.PositiveIntegerField(default=0, help_text="Questions with an answer marker.")
+    controls = models.PositiveIntegerField(default=0)
+    found_at_1 = models.PositiveIntegerField(null=True, blank=True)
+    found_at_5 = models.PositiveIntegerField(null=True, blank=True)
+    floor = models.FloatField(null=True, blank=True, help_text="The floor found@1/@5 were taken at.")
+    floor_source = models.CharField(max_length=20, blank=True)
+    lowest_answer = models.FloatField(null=True, blank=True)
+    highest_control = models.FloatField(null=True, blank=True)
+    separates = models.BooleanField(null=True, blank=True)
+    measured_floor = models.FloatField(null=True, blank=True)
+    results = models.JSONField(default=list, blank=True)
+    lost = models.JSONField(default=list, blank=True, help_text="Questions the previous live build found and this one does not.")
+    warnings = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+
+    objects = KnownAnswersReportQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-build_id"]
+        indexes = [models.Index(fields=["collection", "status", "build"], name="known_report_by_collection")]
+
+    def __str__(self):
+        return f"known answers of {self.build}"

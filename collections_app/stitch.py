@@ -30,6 +30,7 @@ class Row:
     end: int
     text: str  # == document_text[start:end]
     section: str
+    index: int = 0  # position within its document, the k of the citation <document>#<k>
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Stitched:
     last: int
     document: int
     section: str  # the section of the best-scoring hit in the run
+    hit: int  # ordinal of that best-scoring hit: the paragraph the question matched
     text: str
     score: float  # the best score among the hits in the run
     passages: int  # how many stored paragraphs the run stitches (last - first + 1)
@@ -132,6 +134,7 @@ def _run(first: int, last: int, readable: Mapping[int, Row], best: Mapping[int, 
         last=last,
         document=rows[0].document,
         section=readable[top].section,
+        hit=top,
         text=join_rows(rows),
         score=best[top],
         passages=len(rows),

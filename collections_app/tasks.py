@@ -1,6 +1,6 @@
 """django-q2 tasks: thin adapters that take ids and call one service."""
 
-from .services import builds
+from .services import builds, known_answers
 
 
 def run_build(build_id: int) -> str:
@@ -11,3 +11,9 @@ def run_build(build_id: int) -> str:
 def sweep_stale_builds() -> int:
     """Mark builds whose worker stopped sending heartbeats as failed; returns how many."""
     return builds.fail_stale_builds()
+
+
+def measure_known_answers(build_id: int) -> str:
+    """Ask a build its collection's known answers after it committed; returns the report's status or "skipped"."""
+    report = known_answers.measure_build(build_id=build_id)
+    return report.status if report is not None else "skipped"

@@ -4,9 +4,9 @@ import logging
 
 from django.db import connections
 
-from .checks import triggers_expected
+from .checks import expected_triggers, trigger_faults, triggers_expected
 from .schedules import ensure_schedules
-from .triggers import SUPPORTED_VENDORS, ensure_triggers
+from .triggers import SUPPORTED_VENDORS, ensure_triggers, replace_triggers
 
 logger = logging.getLogger("memory_app")
 
@@ -18,5 +18,10 @@ def after_migrate(sender, using="default", **kwargs) -> None:
         created = ensure_triggers(connection)
         if created:
             logger.warning("recreated missing record-node triggers: %s", ", ".join(created))
+        # A trigger of the right name that does something else is replaced, not trusted by its name.
+        faulty = sorted({fault.trigger for fault in trigger_faults(connection, expected_triggers(connection))})
+        if faulty:
+            replace_triggers(connection, faulty)
+            logger.warning("replaced record-node triggers that did not do their work: %s", ", ".join(faulty))
     if "django_q_schedule" in connection.introspection.table_names():
         ensure_schedules(using)

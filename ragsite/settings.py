@@ -125,6 +125,10 @@ IVF_NPROBE = env.int("IVF_NPROBE", default=8)
 # Each build's search index (memory-mapped by every search process); rebuilt from the store when missing.
 INDEX_DIR = Path(env("INDEX_DIR", default=str(DATA_DIR / "indexes")))
 MODEL_PRICES = env.json("MODEL_PRICES", default={})
+# Known answers (docs/measure.md): the share of answers a measured floor keeps when answers and
+# controls do not separate, and the gate — unset: off; N: refuse a build that loses more than N.
+MEASURED_FLOOR_KEEP = env.float("MEASURED_FLOOR_KEEP", default=0.95)
+KNOWN_ANSWERS_GATE = env.int("KNOWN_ANSWERS_GATE", default=None)
 
 # KNOWLEDGE_<COLLECTION>_FOLDER variables are read by name when a build runs
 # (collections_app.conf.knowledge_folder); they are deliberately not copied here

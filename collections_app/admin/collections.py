@@ -17,6 +17,7 @@ from ..models import (
     Collection,
     CollectionBuilt,
     Document,
+    KnownAnswersReport,
     StoreMeta,
 )
 from .common import (
@@ -27,6 +28,7 @@ from .common import (
     require,
     status_badge,
 )
+from .known_answers import KnownAnswersAdminMixin, known_answers_warnings
 from .measure import MeasureAdminMixin
 from .playground import PlaygroundAdminMixin
 
@@ -38,13 +40,13 @@ class CollectionForm(forms.ModelForm):
     class Meta:
         model = Collection
         fields = ["agent", "name", "built_from", "method", "size", "overlap", "per_reader", "judge", "min_score",
-                  "around"]
+                  "floor_measured", "around"]
 
 
 
 
 @admin.register(Collection)
-class CollectionAdmin(PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin):
+class CollectionAdmin(KnownAnswersAdminMixin, PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin):
     form = CollectionForm
     list_display = ["name", "agent", "method", "last_build", "paragraphs", "embedding_model", "refused",
                     "warnings"]
@@ -56,7 +58,7 @@ class CollectionAdmin(PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin)
     fieldsets = [
         (None, {"fields": ["agent", "name", "built_from", "source", "contents"]}),
         ("Chunking", {"fields": ["method", "size", "overlap"]}),
-        ("Search", {"fields": ["per_reader", "judge", "min_score", "around"]}),
+        ("Search", {"fields": ["per_reader", "judge", "min_score", "floor_measured", "around"]}),
         ("Builds", {"fields": ["current_build", "build_history"]}),
     ]
 
@@ -68,6 +70,10 @@ class CollectionAdmin(PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin)
             last_warnings=Subquery(latest.values("warnings")[:1], output_field=JSONField()),
             last_problems=Subquery(latest.values("problems")[:1], output_field=JSONField()),
             last_error=Subquery(latest.values("error")[:1]),
+            last_known_warnings=Subquery(
+                KnownAnswersReport.objects.filter(build=OuterRef("last_run_id")).values("warnings")[:1],
+                output_field=JSONField(),
+            ),
         )
 
     def get_readonly_fields(self, request, obj=None):
@@ -113,7 +119,7 @@ class CollectionAdmin(PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin)
     def warnings(self, collection):
         items = list(getattr(collection, "last_problems", None) or []) + list(
             getattr(collection, "last_warnings", None) or []
-        )
+        ) + list(getattr(collection, "last_known_warnings", None) or [])
         error = getattr(collection, "last_error", None)
         if error:
             items.insert(0, error)
@@ -166,7 +172,7 @@ class CollectionAdmin(PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin)
     def build_history(self, collection):
         if collection.pk is None:
             return "—"
-        runs = list(collection.runs.all()[:HISTORY_ROWS])
+        runs = list(collection.runs.select_related("known_answers_report")[:HISTORY_ROWS])
         if not runs:
             return format_html('<span class="rs-refused-none">{}</span>', "no builds yet")
         rows = format_html_join(
@@ -179,7 +185,8 @@ class CollectionAdmin(PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin)
                     run.percent, run.passages, f"{run.documents_read}/{run.documents_reused}/{run.documents_refused}",
                     run.paragraphs_embedded, run.model or "—",
                     refused_html(run.refused) if run.status == BuildRun.SUCCEEDED else "—",
-                    "; ".join([*run.problems, *run.warnings, *([run.error] if run.error else [])]) or "—",
+                    "; ".join([*run.problems, *run.warnings, *known_answers_warnings(run),
+                               *([run.error] if run.error else [])]) or "—",
                     run.created_at.strftime("%Y-%m-%d %H:%M:%S"),
                 )
                 for run in runs

@@ -13,8 +13,10 @@ from django.urls import path
 from ragsite.errors import RagsiteError
 
 from ..models import Collection
-from ..services.measure import DEFAULT_MOST, MAX_MARKER_CHARS, MAX_QUESTIONS, measure_collection
+from ..services import questions
+from ..services.measure import DEFAULT_MOST, MAX_MARKER_CHARS, MAX_QUESTIONS, measure_collection, parse_items
 from ..services.search import MAX_MOST, MAX_QUESTION_CHARS
+from .known_answers import measure_lines
 
 # Chart geometry, in SVG user units.
 BAR_WIDTH, BAR_GAP, CHART_HEIGHT, LABEL_SPACE, LEFT = 22, 8, 140, 90, 30
@@ -22,25 +24,11 @@ BAR_WIDTH, BAR_GAP, CHART_HEIGHT, LABEL_SPACE, LEFT = 22, 8, 140, 90, 30
 
 def parse_lines(text: str) -> tuple[list[dict], list[str]]:
     """``question | answer marker`` lines and ``! question`` controls; raises ValidationError naming the line."""
-    questions: list[dict] = []
-    controls: list[str] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        line = line.strip()
-        if not line:
-            continue
-        if line.startswith("!"):
-            control = line[1:].strip()
-            if not control:
-                raise forms.ValidationError(f"line {number}: a control needs a question after the !")
-            controls.append(control)
-            continue
-        question, bar, marker = line.rpartition("|")
-        if not bar or not question.strip() or not marker.strip():
-            raise forms.ValidationError(
-                f"line {number}: write “question | answer marker”, or “! question” for a control"
-            )
-        questions.append({"question": question.strip(), "answer": marker.strip()})
-    return questions, controls
+    try:
+        items = questions.parse_lines(text)
+    except RagsiteError as exc:
+        raise forms.ValidationError(exc.message) from None
+    return parse_items(items)
 
 
 class MeasureForm(forms.Form):
@@ -115,7 +103,13 @@ class MeasureAdminMixin:
                 except RagsiteError as exc:
                     self.message_user(request, f"{exc.message} ({exc.code})", messages.ERROR)
         else:
-            form = MeasureForm(initial={"collection": request.GET.get("collection"), "most": DEFAULT_MOST})
+            initial = {"collection": request.GET.get("collection"), "most": DEFAULT_MOST}
+            if request.GET.get("known"):  # start from the collection's stored known answers
+                initial["questions"], left_out = measure_lines(request.GET.get("collection"))
+                if left_out:
+                    self.message_user(request, f"The first {MAX_QUESTIONS} known answers are filled in; measure takes "
+                                      f"at most {MAX_QUESTIONS}, so {left_out} were left out.", messages.WARNING)
+            form = MeasureForm(initial=initial)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,

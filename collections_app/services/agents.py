@@ -8,7 +8,7 @@ from django.utils import timezone
 from ragsite.errors import Conflict, NotFound, RagsiteError
 
 from ..chunking import ChunkingError, resolve_sizes
-from ..models import Agent, ApiKey, Collection, Label, Reader
+from ..models import Agent, ApiKey, Collection, Label, Reader, built_from_problem
 
 SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 
@@ -90,8 +90,9 @@ def create_collection(
         raise RagsiteError(str(exc), code="invalid_method") from None
     if size is not None and size > 100_000:
         raise RagsiteError("size must be at most 100000", code="invalid_size")
-    if len(built_from) > 200:
-        raise RagsiteError("built_from is at most 200 characters", code="invalid_built_from")
+    problem = built_from_problem(built_from)
+    if problem:
+        raise RagsiteError(problem, code="invalid_built_from")
     try:
         with transaction.atomic():
             return Collection.objects.create(

@@ -28,8 +28,20 @@ from ..chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
 from ..conf import settings
 from ..extract import Unreadable, extract, summarize_opening
 from ..interchange import fingerprint as text_fingerprint
-from ..models import Agent, BuildRun, Collection, CollectionBuilt, Document, EmptyBuild, ModelCall, Paragraph
+from ..models import (
+    Agent,
+    BuildRefused,
+    BuildRun,
+    Collection,
+    CollectionBuilt,
+    Document,
+    EmptyBuild,
+    ModelCall,
+    Paragraph,
+)
 from ..vector_codec import encode
+from ..windows import model_windows
+from . import known_answers
 from .indexes import index_committed_build
 
 logger = logging.getLogger("ragsite.builds")
@@ -137,7 +149,8 @@ class Prepared:
     status: str = Document.ACTIVE
     reused: bool = False
     summary: str = ""
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # scan warnings: they send the document to review
+    notes: list[str] = field(default_factory=list)  # told on the build, without sending it to review
     conflicts: list[str] = field(default_factory=list)
     pieces: list = field(default_factory=list)  # chunking.Piece
     kept: int = 0  # paragraphs a reused document already has
@@ -180,7 +193,7 @@ def run_build(build_id: int, *, report: Callable[[BuildRun], None] | None = None
     try:
         _build(collection, run, Progress(run, report))
     except (RagsiteError, ChunkingError, EmbeddingError) as exc:
-        status = BuildRun.REFUSED if isinstance(exc, EmptyBuild) else BuildRun.FAILED
+        status = BuildRun.REFUSED if isinstance(exc, BuildRefused) else BuildRun.FAILED
         _finish(run, status, error=str(exc))
         logger.warning("build %s of %s/%s %s: %s", run.pk, collection.agent.agent_id, collection.name, status, exc)
     except Exception as exc:
@@ -231,12 +244,39 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
     _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
 
     refused = [p.name for p in prepared if p.status == Document.REFUSED]
+    # What the build knew is kept on the run even when the build is refused below (seed 000).
+    run.refused, run.documents_refused = refused, len(refused)
+    run.warnings += [note for p in prepared for note in p.notes]
     passages = sum(len(p.pieces) + p.kept for p in prepared if p.status != Document.REFUSED)
     if passages == 0:
         raise EmptyBuild(
             f'the build of "{collection.name}" produced no paragraphs; the collection keeps its current ones'
         )
+    held = [p for p in prepared if p.status == Document.NEEDS_REVIEW and not _approved(p, existing)]
+    searchable = passages - sum(len(p.pieces) + p.kept for p in held)
+    if searchable == 0 and Paragraph.objects.searchable(collection).exists():
+        # Seed 000, refusal 3: paragraphs no reader may search would replace a collection that answers.
+        run.warnings += _review_warnings(held)
+        raise EmptyBuild(
+            f'the build of "{collection.name}" would leave nothing readers could search: every document needs '
+            f"review ({', '.join(p.name for p in held)}); the collection keeps its current ones"
+        )
+    # Known answers: measured from the candidate before the swap only when a gate may refuse it;
+    # otherwise by a task once the swap has committed, so the build never waits for them.
+    measured = known_answers.gate_build(collection=collection, run=run,
+                                        candidate=lambda: _candidate_paragraphs(collection, prepared, existing))
     _commit(collection, run, prepared, existing, embedder, refused, previous)
+    known_answers.after_build(run=run, measured=measured)
+
+
+def _approved(item: "Prepared", existing: dict[str, Document]) -> bool:
+    """A person approved this very version of the document, so it stays searchable despite its review."""
+    document = existing.get(item.name)
+    return document is not None and bool(document.approved_fingerprint) and document.approved_fingerprint == item.fingerprint
+
+
+def _review_warnings(items) -> list[str]:
+    return [f"{item.name} needs review: {'; '.join(item.warnings + item.conflicts)}" for item in items]
 
 
 def _known_vectors(collection: Collection, model: str) -> dict[str, bytes]:
@@ -274,7 +314,13 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run)
     pieces = chunk(extracted.text, method, size=size, overlap=overlap, tokens=embedder)
     item.warnings = list(extracted.warnings)
     if getattr(pieces, "truncated", False):
-        item.warnings.append(f"only the first {MAX_PARAGRAPHS_PER_DOCUMENT} paragraphs were kept")
+        # Seed 003 keeps the first 240 and says why; the document stays searchable, so this is not
+        # a scan warning (which would hold all of it back for review).
+        item.notes.append(
+            f"{source.name}: only the first {MAX_PARAGRAPHS_PER_DOCUMENT} of "
+            f"{MAX_PARAGRAPHS_PER_DOCUMENT + pieces.dropped} paragraphs were kept; a document that needs more "
+            "is a document that should be several sources"
+        )
     item.pieces = list(pieces)
     item.tokens = [embedder.count_tokens(p.text) for p in item.pieces]
     item.summary = summarize_opening(extracted.text)
@@ -381,44 +427,6 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
                     tokens_in=tokens_used)
 
 
-# At most this many windows a paragraph: a paragraph far longer than the model's window (a
-# `fixed` chunk of 100,000 characters, say) is embedded over its first MAX_WINDOWS windows only.
-MAX_WINDOWS = 16
-# Consecutive windows share a quarter of the model's window, so a sentence cut by one window's end
-# is whole in the next.
-WINDOW_OVERLAP = 0.25
-
-
-def model_windows(text: str, embedder) -> list[str]:
-    """`text` as the overlapping pieces the model sees whole: one piece when it fits the window.
-
-    Cut with the embedder's own `window_end_char`, so each piece holds at most `window` tokens
-    (special tokens included); the next piece starts (1 - WINDOW_OVERLAP) of a window later.
-    A backend that cannot count tokens embeds the text as one piece (the model truncates it).
-    """
-    window = getattr(embedder, "window", None)
-    if not window or window < 4:
-        return [text]
-    stride = max(3, int((window - 2) * (1 - WINDOW_OVERLAP)) + 2)
-    pieces: list[str] = []
-    start = 0
-    while len(pieces) < MAX_WINDOWS:
-        rest = text[start:]
-        end = embedder.window_end_char(rest, window)
-        if end is None:
-            return [text]
-        pieces.append(rest[:end])
-        if end >= len(rest):
-            break
-        step = embedder.window_end_char(rest, stride) or 0
-        start += max(step, 1)
-        while start < len(text) and text[start].isspace():
-            start += 1
-        if start >= len(text):
-            break
-    return pieces
-
-
 def _commit(collection, run, prepared, existing, embedder, refused, previous) -> None:
     """The one short transaction: documents, paragraphs, labels, the build record.
 
@@ -429,6 +437,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
     now = timezone.now()
     size, overlap = collection.chunk_sizes()
     with transaction.atomic():
+        was_searchable = Paragraph.objects.searchable(collection).exists()
         names = {p.name for p in prepared}
         # Documents gone from the source go, with their paragraphs. Uploads are
         # listed among the sources, so they never vanish here.
@@ -446,8 +455,8 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
         for item in prepared:
             document = existing.get(item.name) or Document(collection=collection, name=item.name, source=item.kind)
             before = _document_state(document)
-            approved = bool(document.approved_fingerprint) and document.approved_fingerprint == item.fingerprint
             # A person approved this very version: it stays searchable.
+            approved = _approved(item, existing)
             document.status = Document.ACTIVE if item.status == Document.NEEDS_REVIEW and approved else item.status
             document.fingerprint, document.summary = item.fingerprint, item.summary
             document.scan_warnings, document.conflicts = item.warnings, item.conflicts
@@ -478,14 +487,14 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             passages += document.paragraph_count
         if renumbered:
             Paragraph.objects.bulk_update(renumbered, ["ordinal"], batch_size=500)
-        Paragraph.objects.guard_not_empty(collection)
+        Paragraph.objects.guard_not_empty(collection, was_searchable=was_searchable)
         if collection.per_reader:
             unlabelled = Paragraph.objects.filter(collection=collection, labels__isnull=True).count()
             if unlabelled:
                 run.warnings.append(f"{unlabelled} paragraphs have no label, so any reader may read them")
-        for item in prepared:
-            if item.status == Document.NEEDS_REVIEW:
-                run.warnings.append(f"{item.name} needs review: {'; '.join(item.warnings + item.conflicts)}")
+        run.warnings += _review_warnings(item for item in prepared if item.status == Document.NEEDS_REVIEW)
+        if not Paragraph.objects.searchable(collection).exists():
+            run.warnings.append("no paragraph is searchable until a person approves the documents in review")
         CollectionBuilt.objects.update_or_create(
             collection=collection,
             defaults=dict(
@@ -499,7 +508,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                 refused=refused,
             ),
         )
-        run.passages, run.refused, run.documents_refused = passages, refused, len(refused)
+        run.passages = passages
         run.documents_done = run.documents_total
         run.paragraphs_done = run.paragraphs_total
         run.status, run.finished_at, run.heartbeat_at = BuildRun.SUCCEEDED, now, now
@@ -560,3 +569,31 @@ def _replace_paragraphs(document: Document, item: Prepared, agent: Agent, ordina
     through.objects.bulk_create(links, batch_size=1000, ignore_conflicts=True)
     return ordinal + len(rows)
 
+
+def _candidate_paragraphs(collection: Collection, prepared: list[Prepared], existing: dict) -> list[tuple]:
+    """The paragraphs `_commit` will leave, in its ordinal order, for measuring a build before its swap.
+
+    One tuple per paragraph: (document, searched, start, end, text, section, vector bytes or None),
+    where ``document`` tells documents apart and ``searched`` says whether a search ranks it.
+    """
+    reused = {existing[p.name].pk for p in prepared if p.reused}
+    stored: dict[int, list[tuple]] = defaultdict(list)
+    if reused:
+        rows = Paragraph.objects.filter(collection=collection).order_by("document_id", "index").values_list(
+            "document_id", "start_char", "end_char", "text", "section", "embedding")
+        for document_id, *row in rows.iterator(chunk_size=2000):
+            if document_id in reused:
+                stored[document_id].append(tuple(row))
+    paragraphs: list[tuple] = []
+    for number, item in enumerate(prepared):
+        if item.status == Document.REFUSED:
+            continue
+        # The status the swap gives the document: in review unless a person approved this very version.
+        searched = item.status == Document.ACTIVE or (item.status == Document.NEEDS_REVIEW and _approved(item, existing))
+        if item.reused:
+            pieces = stored[existing[item.name].pk]
+        else:
+            pieces = [(p.start, p.end, p.text, (p.section or "")[:300], item.vectors[i] if item.vectors else None)
+                      for i, p in enumerate(item.pieces)]
+        paragraphs.extend((number, searched, *piece) for piece in pieces)
+    return paragraphs

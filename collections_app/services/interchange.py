@@ -18,6 +18,7 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
+from ragsite import embedding
 from ragsite.errors import Conflict, NotFound, RagsiteError
 from ragsite.lexical import BM25Index
 
@@ -63,24 +64,27 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
     rows = list(
         Paragraph.objects.filter(collection=collection, document__status=Document.ACTIVE)
         .order_by("ordinal")
-        .values_list("document__name", "text", "token_count", "embedding", "document__built_size",
+        .values_list("document__name", "index", "text", "token_count", "embedding", "document__built_size",
                      "document__built_overlap", "id")
     )
     if not rows:
         raise Conflict(f'collection "{collection.name}" has no paragraphs in search to export', code="nothing_to_export")
-    if any(vector is None for _n, _t, _c, vector, _s, _o, _i in rows):
+    if any(vector is None for _n, _k, _t, _c, vector, _s, _o, _i in rows):
         raise Conflict(
             f'collection "{collection.name}" was built without vectors (model {built.model}); '
             "the format needs one per paragraph",
             code="no_vectors",
         )
-    chunks, seen = [], defaultdict(int)
-    for name, text, count, _v, _s, _o, _i in rows:
-        chunks.append(fmt.Chunk(doc_id=name, k=seen[name], text=text, n_tokens=count or 0))
-        seen[name] += 1
+    counts, tokenizer = _token_counts(built.model, [(text, count) for _n, _k, text, count, *_r in rows])
+    # k is the stored position within the document, so a chunk_id in a search answer is the one
+    # written here (a document's paragraphs all share its status, so none is skipped).
+    chunks = [
+        fmt.Chunk(doc_id=name, k=k, text=text, n_tokens=n)
+        for (name, k, text, *_r), n in zip(rows, counts, strict=True)
+    ]
     # One row per paragraph: its first window (see docs/interchange.md, "Long paragraphs").
     try:
-        vectors = np.stack([first_window(r[3], built.dimensions) for r in rows])
+        vectors = np.stack([first_window(r[4], built.dimensions) for r in rows])
         # Unit length again after the store's float16 rounding (which moves a norm by up to ~5e-4).
         vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype("<f4").reshape(-1)
     except VectorFormatError:
@@ -90,7 +94,7 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
         ) from None
     # What the paragraphs were cut with, as their documents record it (the collection's own
     # settings may have changed since the build).
-    size, overlap = rows[0][4], rows[0][5]
+    size, overlap = rows[0][5], rows[0][6]
     if overlap is None:
         size, overlap = resolve_sizes(built.method, None, None)
     meta = fmt.Meta(
@@ -99,7 +103,7 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
         n_chunks=len(chunks),
         dim=built.dimensions,
         embedding_model=built.model,
-        tokenizer=built.model,
+        tokenizer=tokenizer,
         chunker=chunker_block(built.method, size, overlap, [c.n_tokens for c in chunks]),
     )
     try:
@@ -117,9 +121,27 @@ def _search_postings(collection: Collection, built: CollectionBuilt, rows: list)
     """The build's own BM25 postings when the export holds exactly the rows its search index does
     (every document active): one scoring implementation, and no second tokenisation of every text."""
     _key, index = mapped_index(collection, built)
-    if index.size != len(rows) or not np.array_equal(index.row_paragraph, [r[6] for r in rows]):
+    if index.size != len(rows) or not np.array_equal(index.row_paragraph, [r[7] for r in rows]):
         return None  # some documents are held back: the export's statistics are its own rows'
     return index.bm25_index()
+
+
+def _token_counts(model: str, paragraphs: list[tuple[str, int | None]]) -> tuple[list[int], str]:
+    """docs.jsonl's n_tokens and meta.json's tokenizer: the model's own counts (seed 004).
+
+    A paragraph stored without a count is counted now by the configured embedder when it is the
+    model that built the collection. When some still cannot be counted (an endpoint with neither
+    /count_tokens nor /v1/tokenize), the index says nobody counted: tokenizer "" and those
+    n_tokens 0, rather than name a tokenizer for numbers it never produced.
+    """
+    counts = [count for _text, count in paragraphs]
+    if None in counts:
+        embedder = embedding.get_embedder()
+        if embedder.model == model:
+            counts = [embedder.count_tokens(text) if count is None else count for text, count in paragraphs]
+    if None in counts:
+        return [count or 0 for count in counts], ""
+    return counts, model
 
 
 def chunker_block(method: str, size: int | None, overlap: int, n_tokens: list[int]) -> dict:
@@ -184,23 +206,30 @@ def import_index(*, agent: Agent, directory: Path, index_id: str, name: str | No
             collection = create_collection(agent=agent, name=name, method=method, size=size, overlap=overlap)
         elif collection.runs.filter(status__in=ACTIVE_STATES).exists():
             raise Conflict(f'a build of "{name}" is queued or running; import after it ends', code="build_running")
-        collection.method, collection.size, collection.overlap = method, size, overlap
-        collection.save(update_fields=["method", "size", "overlap"])
-        _replace(collection, agent, index, method, size, overlap, starts, ends)
-        previous = CollectionBuilt.objects.filter(collection=collection).values_list("built_at", flat=True).first()
-        CollectionBuilt.objects.update_or_create(
-            collection=collection,
-            defaults=dict(
-                agent_id=agent.agent_id,
-                model=index.meta.embedding_model,
-                dimensions=index.meta.dim,
-                method=method,
-                built_from=collection.built_from,
-                passages=len(index.chunks),
-                built_at=_built_at(created_at, previous),
-                refused=[],
-            ),
+        changed = (collection.method, collection.size, collection.overlap) != (method, size, overlap)
+        if changed:
+            collection.method, collection.size, collection.overlap = method, size, overlap
+            collection.save(update_fields=["method", "size", "overlap"])
+        changed |= _replace(collection, agent, index, method, size, overlap, starts, ends)
+        previous = CollectionBuilt.objects.filter(collection=collection).first()
+        record = dict(
+            agent_id=agent.agent_id,
+            model=index.meta.embedding_model,
+            dimensions=index.meta.dim,
+            method=method,
+            built_from=collection.built_from,
+            passages=len(index.chunks),
+            # The format carries no refusals: "nobody recorded", never "nothing refused" (seed 000).
+            refused=None,
         )
+        if changed or previous is None or any(getattr(previous, k) != v for k, v in record.items()):
+            record["built_at"] = _built_at(created_at, previous.built_at if previous else None)
+            CollectionBuilt.objects.update_or_create(collection=collection, defaults=record)
+        else:
+            # Seed 004 (ag.06): re-ingesting what is already there writes nothing, not even the record,
+            # so searches keep the index they have loaded.
+            logger.info("index %s is what %s/%s already holds; nothing was written", index_id, agent.agent_id, name)
+            return collection
     index_committed_build(collection=collection)
     logger.info("imported index %s into %s/%s: %s paragraphs", index_id, agent.agent_id, name, len(index.chunks))
     return collection
@@ -264,64 +293,114 @@ def _overlap(before: str, after: str) -> int:
     return 0
 
 
-def _replace(collection, agent, index: fmt.RagIndex, method, size, overlap, starts, ends) -> None:
-    """Documents by doc_id (existing rows kept, so their default labels and approvals stay), paragraphs
-    in chunk order; a paragraph whose document and text are unchanged keeps its labels."""
+def _replace(collection, agent, index: fmt.RagIndex, method, size, overlap, starts, ends) -> bool:
+    """Make the collection's documents and paragraphs those of the index; True when anything was written.
+
+    Documents are matched by doc_id (existing rows kept, so their default labels and approvals stay).
+    A document whose paragraphs are the index's chunks already (same k, text, vector and count) keeps
+    its rows and their ids, as a rebuild keeps an unchanged document's; only their ordinals follow the
+    index. Any other document's paragraphs are replaced, a paragraph whose document and text are
+    unchanged keeping its labels.
+    """
+    vectors = np.ascontiguousarray(index.vectors, dtype="<f4")
+    uncounted = not index.meta.tokenizer  # how ragsite writes an index nobody could count (see export)
+    by_document: dict[str, list[int]] = defaultdict(list)
+    for ordinal, chunk in enumerate(index.chunks):
+        by_document[chunk.doc_id].append(ordinal)
+
+    def token_count(chunk: fmt.Chunk) -> int | None:
+        return None if uncounted and chunk.n_tokens == 0 else chunk.n_tokens
+
+    existing = {d.name: d for d in collection.documents.all()}
+    stored: dict[int, list[tuple]] = defaultdict(list)
+    for row in (
+        Paragraph.objects.filter(collection=collection).order_by("document_id", "index")
+        .values_list("document_id", "pk", "ordinal", "index", "fingerprint", "token_count", "embedding")
+    ):
+        stored[row[0]].append(row[1:])
+    gone = [d.pk for n, d in existing.items() if n not in by_document]
+    changed = bool(gone)
+    if gone:
+        Document.objects.filter(pk__in=gone).delete()
+
+    now = timezone.now()
+    renumbered: list[Paragraph] = []
+    replaced: dict[str, Document] = {}
+    for doc_name, ordinals in by_document.items():
+        document = existing.get(doc_name) or Document(collection=collection, name=doc_name, source=Document.FOLDER)
+        rows = stored.get(document.pk, []) if document.pk else []
+        same = len(rows) == len(ordinals) and all(
+            (k, digest, count, bytes(vector) if vector is not None else None)
+            == (index.chunks[o].k, index.chunks[o].fingerprint, token_count(index.chunks[o]), encode(vectors[o]))
+            for (_pk, _old, k, digest, count, vector), o in zip(rows, ordinals, strict=True)
+        )
+        if same:
+            renumbered += [Paragraph(pk=pk, ordinal=o) for (pk, old, *_r), o in zip(rows, ordinals, strict=True) if old != o]
+        else:
+            replaced[doc_name] = document
+        # The source file's bytes are unknown, so the fingerprint stays empty and the next build
+        # from a folder reads the document again.
+        state = dict(
+            fingerprint="", status=Document.ACTIVE, paragraph_count=len(ordinals), summary="", scan_warnings=[],
+            conflicts=[], built_method=method, built_size=size, built_overlap=overlap,
+            built_model=index.meta.embedding_model,
+        )
+        if document.pk is None or any(getattr(document, k) != v for k, v in state.items()):
+            for k, v in state.items():
+                setattr(document, k, v)
+            document.updated_at = now
+            document.save()
+            changed = True
+        existing[doc_name] = document
+    if renumbered:
+        Paragraph.objects.bulk_update(renumbered, ["ordinal"], batch_size=500)
+        changed = True
+    if replaced:
+        _replace_paragraphs(collection, agent, index, replaced, by_document, vectors, token_count, starts, ends)
+        changed = True
+    Paragraph.objects.guard_not_empty(collection)
+    return changed
+
+
+def _replace_paragraphs(collection, agent, index, documents, by_document, vectors, token_count, starts, ends) -> None:
+    """New paragraphs for the changed documents, carrying labels by (document, text fingerprint)."""
     through = Paragraph.labels.through
     old_labels: dict[tuple[str, str], set[int]] = defaultdict(set)
-    for doc_name, digest, label_id in through.objects.filter(paragraph__collection=collection).values_list(
+    for doc_name, digest, label_id in through.objects.filter(paragraph__document__in=documents.values()).values_list(
         "paragraph__document__name", "paragraph__fingerprint", "label_id"
     ):
         old_labels[(doc_name, digest)].add(label_id)
-    existing = {d.name: d for d in collection.documents.all()}
-    counts: dict[str, int] = defaultdict(int)
-    for chunk in index.chunks:
-        counts[chunk.doc_id] += 1
-    gone = [d.pk for n, d in existing.items() if n not in counts]
-    if gone:
-        Document.objects.filter(pk__in=gone).delete()
-    Paragraph.objects.filter(collection=collection).delete()
-    now = timezone.now()
-    documents: dict[str, Document] = {}
-    for doc_name, count in counts.items():
-        document = existing.get(doc_name) or Document(collection=collection, name=doc_name, source=Document.FOLDER)
-        # The source file's bytes are unknown, so the fingerprint stays empty and the next build
-        # from a folder reads the document again.
-        document.fingerprint, document.status, document.paragraph_count = "", Document.ACTIVE, count
-        document.summary, document.scan_warnings, document.conflicts = "", [], []
-        document.built_method, document.built_size, document.built_overlap = method, size, overlap
-        document.built_model, document.updated_at = index.meta.embedding_model, now
-        document.save()
-        documents[doc_name] = document
-    vectors = np.ascontiguousarray(index.vectors, dtype="<f4")
+    Paragraph.objects.filter(document__in=documents.values()).delete()
+    ordinals = sorted(o for name in documents for o in by_document[name])
     rows = [
         Paragraph(
             agent_id=agent.agent_id,
             collection=collection,
-            document=documents[chunk.doc_id],
-            ordinal=ordinal,
-            index=chunk.k,
+            document=documents[index.chunks[o].doc_id],
+            ordinal=o,
+            index=index.chunks[o].k,
             section="",
-            text=chunk.text,
-            start_char=starts[ordinal],
-            end_char=ends[ordinal],
-            token_count=chunk.n_tokens,
-            fingerprint=chunk.fingerprint,
-            embedding=encode(vectors[ordinal]),
+            text=index.chunks[o].text,
+            start_char=starts[o],
+            end_char=ends[o],
+            token_count=token_count(index.chunks[o]),
+            fingerprint=index.chunks[o].fingerprint,
+            embedding=encode(vectors[o]),
         )
-        for ordinal, chunk in enumerate(index.chunks)
+        for o in ordinals
     ]
     created = Paragraph.objects.bulk_create(rows, batch_size=500)
     if old_labels:
         if not all(p.pk for p in created):
-            created = list(Paragraph.objects.filter(collection=collection).order_by("ordinal"))
+            created = list(
+                Paragraph.objects.filter(document__in=documents.values()).select_related("document").order_by("ordinal")
+            )
         links = [
             through(paragraph_id=p.pk, label_id=label_id)
-            for p, chunk in zip(created, index.chunks, strict=True)
-            for label_id in old_labels.get((chunk.doc_id, chunk.fingerprint), ())
+            for p in created
+            for label_id in old_labels.get((p.document.name, p.fingerprint), ())
         ]
         through.objects.bulk_create(links, batch_size=1000, ignore_conflicts=True)
-    Paragraph.objects.guard_not_empty(collection)
 
 
 __all__ = ["InvalidIndex", "chunker_block", "chunking_of", "export_index", "import_index"]

@@ -9,7 +9,7 @@ embedder, is the ledger entry for the embedding tokens the measurement spent, as
 
 import hashlib
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from django.utils import timezone
 
@@ -24,62 +24,30 @@ from ..extract import SUPPORTED_SUFFIXES, Unreadable, extract
 from ..measure import DEFAULT_AROUNDS, Question, Variant, VectorCache, default_sizes, grid, measure_variant
 from ..models import Collection, ModelCall
 from .builds import MAX_DOCUMENT_BYTES, collection_sources
-from .search import FUSION_WEIGHT, MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
+from .questions import (
+    MAX_MARKER_CHARS,
+    MAX_QUESTIONS,
+    InvalidMeasure,
+    check_questions,
+    parse_item,
+    parse_items,
+)
+from .search import FUSION_WEIGHT, MAX_AROUND, MAX_MOST
 
 logger = logging.getLogger("ragsite.measure")
 
-MAX_QUESTIONS = 50
-MAX_MARKER_CHARS = 2000
+# The question format lives in .questions, shared with known answers; these names stay importable from here.
+__all__ = ["MAX_MARKER_CHARS", "MAX_QUESTIONS", "InvalidMeasure", "check_questions", "measure_collection", "parse_item",
+           "parse_items"]
+
 MAX_VARIANTS = 60
 DEFAULT_MOST = 10
 
 
-class InvalidMeasure(RagsiteError):
-    code = "invalid_measure"
-    status = 400
-
-
-def parse_items(items: Iterable[object]) -> tuple[list[dict], list[str]]:
-    """Split ``{"question", "answer"}`` and ``{"question", "control": true}`` items into questions and controls.
-
-    The shape of a line of the command's JSONL file and of the MCP tool's ``questions``; raises
-    `InvalidMeasure` naming the item (1-based) that is neither.
-    """
-    questions: list[dict] = []
-    controls: list[str] = []
-    for number, item in enumerate(items, start=1):
-        if not isinstance(item, Mapping) or not isinstance(item.get("question"), str):
-            raise InvalidMeasure(f'item {number} needs "question", a string')
-        unknown = sorted(set(item) - {"question", "answer", "control"})
-        if unknown:
-            raise InvalidMeasure(f"item {number} has unknown field(s) {', '.join(map(repr, unknown[:5]))}")
-        control, answer = item.get("control", False), item.get("answer")
-        if control is True and answer is None:
-            controls.append(item["question"])
-        elif control in (False, None) and isinstance(answer, str):
-            questions.append({"question": item["question"], "answer": answer})
-        else:
-            raise InvalidMeasure(f'item {number} needs either "answer" (a string) or "control": true, not both')
-    return questions, controls
-
-
 def _questions(questions: Sequence[Mapping], controls: Sequence[str]) -> list[Question]:
-    if len(questions) + len(controls) == 0:
-        raise InvalidMeasure("give at least one question")
-    if len(questions) + len(controls) > MAX_QUESTIONS:
-        raise InvalidMeasure(f"at most {MAX_QUESTIONS} questions and controls together")
-    checked: list[Question] = []
-    for item in [*questions, *({"question": c, "answer": None} for c in controls)]:
-        text = (item.get("question") or "").strip() if isinstance(item.get("question"), str) else ""
-        if not 1 <= len(text) <= MAX_QUESTION_CHARS:
-            raise InvalidMeasure(f"each question is 1 to {MAX_QUESTION_CHARS} characters")
-        answer = item.get("answer")
-        if answer is not None:
-            answer = answer.strip() if isinstance(answer, str) else ""
-            if not 1 <= len(answer) <= MAX_MARKER_CHARS:
-                raise InvalidMeasure(f"each answer marker is 1 to {MAX_MARKER_CHARS} characters")
-        checked.append(Question(text, answer))
-    return checked
+    items = [*(Question(q.get("question"), q.get("answer") if isinstance(q.get("answer"), str) else "")
+               for q in questions), *(Question(c) for c in controls)]
+    return check_questions(items)
 
 
 def _variants(requested: Sequence[Mapping] | None, can_count: bool, window: int | None, collection: Collection):

@@ -33,7 +33,7 @@ logger = logging.getLogger("ragsite.search")
 
 MAX_QUESTION_CHARS = 2000
 MAX_MOST = 50
-MAX_AROUND = 5
+MAX_AROUND = Collection.MAX_AROUND
 # Weight of the cosine in the convex fusion: the best of 0.0-1.0 (then 0.42-0.58) on the
 # SciFact train split; see docs/benchmarks.md.
 FUSION_WEIGHT = 0.52
@@ -191,7 +191,7 @@ def search_collection(
     payer = resolve_payer(key, on_behalf_of)
     _check_runaway(payer)
 
-    floor = _first_set(min_score, collection.min_score, settings.MIN_SCORE)
+    floor, floor_source = resolve_floor(collection, min_score)
     around = int(_first_set(around, collection.around, settings.AROUND))
     built = CollectionBuilt.objects.filter(collection=collection).first()
     if built is None:
@@ -235,6 +235,7 @@ def search_collection(
     answer = {
         "paragraphs": paragraphs,
         "floor": floor,
+        "floor_source": floor_source,
         "around": around,
         "mode": mode,
         "model": model,
@@ -246,6 +247,15 @@ def search_collection(
         agent.agent_id, collection.name, mode, len(answer["paragraphs"]), answer["refused"],
     )
     return answer
+
+
+def resolve_floor(collection: Collection, requested: float | None) -> tuple[float, str]:
+    """The floor in force and its source: the request's, else the collection's (`Collection.floor_in_force`):
+    measured off its known answers, its own override, or MIN_SCORE."""
+    if requested is not None:
+        return requested, "request"
+    measured = collection.known_answer_reports.measured_floor() if collection.floor_measured else None
+    return collection.floor_in_force(measured=measured, default=float(settings.MIN_SCORE))
 
 
 def _first_set(*values):
@@ -344,16 +354,18 @@ def _stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]
     names: dict[int, str] = {}
     stored = {}
     # No ORDER BY: the model's default ordering joins the collection and sorts by its agent and name.
-    for pk, start, end, text, section, document, name in Paragraph.objects.filter(pk__in=ids).order_by().values_list(
-        "id", "start_char", "end_char", "text", "section", "document_id", "document__name"
+    for pk, start, end, text, section, k, document, name in (
+        Paragraph.objects.filter(pk__in=ids).order_by().values_list(
+            "id", "start_char", "end_char", "text", "section", "index", "document_id", "document__name"
+        )
     ):
-        stored[pk] = (start, end, text, section)
+        stored[pk] = (start, end, text, section, k)
         names[document] = name
     readable = {}
     for row, pk in zip(rows_sorted, ids, strict=True):
-        start, end, text, section = stored[pk]
+        start, end, text, section, k = stored[pk]
         readable[row] = Row(ordinal=row, document=int(documents[row]), start=start, end=end, text=text,
-                            section=section)
+                            section=section, index=k)
     runs = stitch(hits, readable, around)
     # Every row readable (the usual case): a row's position is its number; otherwise count the
     # readable rows before it, once for all runs.
@@ -362,18 +374,28 @@ def _stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]
     def at(row: int) -> int:
         return row + 1 if position is None else int(position[row])
 
-    return [
-        {
-            "text": run.text,
-            "score": round(run.score, 6),
-            "document": names.get(run.document, ""),
-            "section": run.section,
-            "passages": run.passages,
-            "first": at(run.first),
-            "last": at(run.last),
-        }
-        for run in runs
-    ]
+    return [_paragraph(run, names.get(run.document, ""), readable, at) for run in runs]
+
+
+def _paragraph(run, document: str, readable: dict[int, Row], at) -> dict:
+    """One paragraph of the answer, citable by seed 004's chunk id.
+
+    `chunk_id` is `<document>#<k>` of the paragraph the question matched, k its position within
+    its document: the id `export_index` writes in docs.jsonl, unchanged by rebuilds of other
+    documents. `chunk_ids` names every stored paragraph the text stitches, in document order.
+    `first`/`last` are positions among the paragraphs this search may use (see `_stitched`).
+    """
+    return {
+        "text": run.text,
+        "score": round(run.score, 6),
+        "document": document,
+        "section": run.section,
+        "passages": run.passages,
+        "chunk_id": f"{document}#{readable[run.hit].index}",
+        "chunk_ids": [f"{document}#{readable[o].index}" for o in range(run.first, run.last + 1)],
+        "first": at(run.first),
+        "last": at(run.last),
+    }
 
 
 def _judge(answer: dict, collection: Collection, question: str, payer: Agent | None) -> None:

@@ -54,6 +54,17 @@ def validate_query(query: Any, most: Any) -> tuple[str, int]:
     return query, most
 
 
+def validate_repair_limit(limit: Any) -> int:
+    """How many records one repair may build: a whole number from 0 to 50 (seed 002 §3, "at most 50")."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= conf.REPAIR_LIMIT:
+        raise RagsiteError(
+            f"limit must be a whole number from 0 to {conf.REPAIR_LIMIT}: one repair builds at most "
+            f"{conf.REPAIR_LIMIT} records, and a larger backlog converges over successive runs",
+            code="invalid_limit",
+        )
+    return limit
+
+
 def record_model(kind: str) -> type[Record]:
     """The model of a record kind, "mem" or "ep"."""
     try:

@@ -13,14 +13,13 @@ from django.db.models import Exists, OuterRef
 from collections_app.models import Agent
 from ragsite import embedding
 from ragsite.embedders import Embedder, EmbeddingError
-from ragsite.errors import RagsiteError
 
 from .. import conf
 from ..models import KINDS, RECORD_MODELS, RecordNode
 from ..nodes import runs_past_window
 from ..triggers import UnsupportedDatabase, missing_triggers
 from . import nodes as node_services
-from .common import SETTLED, record_model
+from .common import SETTLED, record_model, validate_repair_limit
 
 logger = logging.getLogger("memory_app")
 
@@ -107,8 +106,7 @@ def check_health(*, agent: Agent | None = None, repair: bool = False, limit: int
     short write transaction and never modifies the record, so locked records are repaired too.
     Without `agent` the whole store is checked, and the repair also removes orphan nodes.
     """
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise RagsiteError("limit must be a whole number of at least 0", code="invalid_limit")
+    limit = validate_repair_limit(limit)
     embedder = embedding.get_embedder()
     model, window = embedder.model, embedder.window
     report: dict[str, Any] = {

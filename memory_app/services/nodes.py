@@ -11,7 +11,7 @@ from django.db import transaction
 from collections_app.models import Agent
 from ragsite import embedding
 from ragsite.embedders import Embedder, EmbeddingError
-from ragsite.errors import NotFound, RagsiteError
+from ragsite.errors import NotFound
 
 from .. import conf
 from ..models import KINDS, Record, RecordNode
@@ -27,6 +27,7 @@ from .common import (
     _vector_bytes,
     get_record,
     record_model,
+    validate_repair_limit,
 )
 
 logger = logging.getLogger("memory_app")
@@ -174,8 +175,7 @@ def repair_records(records: Iterable[Record], *, limit: int = conf.REPAIR_LIMIT)
     "fits": n, "unknown": n, "remaining": n}`: records already divided, records that need no
     nodes, records whose length cannot be counted, and records needing nodes past the limit.
     """
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise RagsiteError("limit must be a whole number of at least 0", code="invalid_limit")
+    limit = validate_repair_limit(limit)
     embedder = embedding.get_embedder()
     records = sorted(records, key=lambda record: (record.created_at, record.KIND, record.pk))
     held: dict[tuple[str, int], list[RecordNode]] = {}

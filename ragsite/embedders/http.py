@@ -57,6 +57,12 @@ from .base import Embedded, Embedder, EmbeddingError, check_texts, check_window,
 _NOT_OFFERED = frozenset({404, 405, 501})
 
 
+def api_base(url: str) -> str:
+    """The base URL of an OpenAI-compatible endpoint as a setting gives it: a trailing ``/v1`` (and
+    slash) is accepted and dropped, so ``http://host:8000`` and ``http://host:8000/v1/`` mean the same."""
+    return url.strip().rstrip("/").removesuffix("/v1")
+
+
 class _NotOffered(Exception):
     """The server does not offer an optional endpoint."""
 
@@ -82,8 +88,7 @@ class HttpEmbedder(Embedder):
         tries: int = 3,
         backoff: float = 0.2,
     ) -> None:
-        base = url.strip().rstrip("/")
-        self._base = base.removesuffix("/v1")
+        self._base = api_base(url)
         self.model = model
         self._api_key = api_key
         self._timeout = timeout

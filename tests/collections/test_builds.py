@@ -207,7 +207,8 @@ def test_duplicates_and_numeric_conflicts_put_documents_in_review(handbook, know
 
 
 def test_an_approved_document_stays_active_until_its_file_changes(handbook, knowledge_folder):
-    folder = knowledge_folder("handbook", {"a.md": LEAVE, "b.md": LEAVE})
+    # security.md keeps the collection searchable while a.md goes back to review.
+    folder = knowledge_folder("handbook", {"a.md": LEAVE, "b.md": LEAVE, "security.md": SECURITY})
     build_collection(collection=handbook)
     document = handbook.documents.get(name="a.md")
     Document.objects.filter(pk=document.pk).update(status=Document.ACTIVE, approved_fingerprint=document.fingerprint)
@@ -263,3 +264,106 @@ def test_a_rebuild_of_an_unchanged_folder_writes_nothing_but_the_build_record(ha
     touched = {table for sql in writes for table in ("agents_chunks", "collections_app_document") if table in sql}
     assert touched == set(), writes
     assert len(queries) < 40  # not a query per document
+
+
+# --- seed 000 refusal 3 and seed 003's cap ------------------------------------------------------
+
+
+def searchable_texts(collection) -> set[str]:
+    return set(Paragraph.objects.searchable(collection).values_list("text", flat=True))
+
+
+def test_seed_refusal_3_an_all_duplicate_folder_does_not_replace_a_working_collection(handbook, knowledge_folder):
+    """Seed 000, refusal 3: the guard counts the paragraphs search would read, not rows written; two
+    identical files both go to review, so their build would answer nothing and is refused."""
+    folder = knowledge_folder("handbook", {"leave.md": LEAVE})
+    build_collection(collection=handbook)
+    before = searchable_texts(handbook)
+    (folder / "leave.md").unlink()
+    (folder / "a.md").write_text(SECURITY)
+    (folder / "copy-of-a.md").write_text(SECURITY)
+    run = build_collection(collection=handbook)
+    assert run.status == BuildRun.REFUSED
+    assert "nothing readers could search" in run.error and "a.md, copy-of-a.md" in run.error
+    assert any("a.md needs review: exact duplicate of copy-of-a.md" in w for w in run.warnings)
+    assert searchable_texts(handbook) == before
+    from collections_app.services.search import search_collection
+
+    answer = search_collection(agent=handbook.agent, collection=handbook, question="carry-over five days")
+    assert answer["paragraphs"] and answer["paragraphs"][0]["document"] == "leave.md"
+
+
+def test_seed_refusal_3_a_folder_whose_only_document_went_to_review_does_not_replace_a_working_collection(
+    handbook, knowledge_folder
+):
+    from collections_app.samples import pdf_bytes
+
+    folder = knowledge_folder("handbook", {"leave.md": LEAVE})
+    build_collection(collection=handbook)
+    (folder / "leave.md").unlink()
+    (folder / "scan.pdf").write_bytes(pdf_bytes([[("p", "Carry-over is capped at ten days.")], []]))
+    run = build_collection(collection=handbook)
+    assert run.status == BuildRun.REFUSED and "(scan.pdf)" in run.error
+    assert "scan.pdf needs review: page 2 has no text layer" in run.warnings
+    assert any("five days" in text for text in searchable_texts(handbook))
+
+
+def test_seed_refusal_3_the_store_refuses_to_replace_a_searchable_collection_with_unsearchable_rows(
+    handbook, knowledge_folder
+):
+    knowledge_folder("handbook", {"leave.md": LEAVE})
+    build_collection(collection=handbook)
+    Document.objects.filter(collection=handbook).update(status=Document.NEEDS_REVIEW)
+    with pytest.raises(EmptyBuild, match="no search reads"):
+        Paragraph.objects.guard_not_empty(handbook)
+    Paragraph.objects.guard_not_empty(handbook, was_searchable=False)  # nothing searchable was replaced
+
+
+def test_a_first_build_whose_documents_all_need_review_is_kept_for_a_person_to_review(handbook, knowledge_folder):
+    """Nothing answering is replaced, so the build lands and its documents can be approved in the admin;
+    until then the run says nothing is searchable."""
+    knowledge_folder("handbook", {"a.md": LEAVE, "b.md": LEAVE})
+    run = build_collection(collection=handbook)
+    assert run.status == BuildRun.SUCCEEDED
+    assert set(handbook.documents.values_list("status", flat=True)) == {Document.NEEDS_REVIEW}
+    assert "no paragraph is searchable until a person approves the documents in review" in run.warnings
+
+
+def test_seed_000_refused_an_empty_build_keeps_the_names_it_knew_on_its_run(handbook, knowledge_folder):
+    """Seed 000: refused says what the build could not read, by name, also when the whole build is refused."""
+    folder = knowledge_folder("handbook", {"leave.md": LEAVE})
+    build_collection(collection=handbook)
+    (folder / "leave.md").unlink()
+    (folder / "broken.pdf").write_bytes(b"garbage")
+    (folder / "notes.xyz").write_text("an unsupported type")
+    run = build_collection(collection=handbook)
+    assert run.status == BuildRun.REFUSED
+    run.refresh_from_db()
+    assert run.refused == ["broken.pdf", "notes.xyz"] and run.documents_refused == 2
+    assert CollectionBuilt.objects.get(collection=handbook).refused == []  # the record is the last build's
+
+
+def test_seed_003_a_source_over_240_paragraphs_keeps_its_first_240_and_stays_searchable(handbook, knowledge_folder):
+    """Seed 003: "At most 240 passages are kept per source. A document that needs more is a document that
+    should be several sources" - the rest is dropped with a warning that does not hold the document back."""
+    from collections_app.chunking import MAX_PARAGRAPHS_PER_DOCUMENT
+
+    def word(n: int) -> str:  # numbers would make the clauses "differ only in their numbers", a conflict
+        return "".join("abcdefghij"[int(digit)] for digit in f"{n:03d}")
+
+    big = "".join(f"# Part {word(n)}\n\nClause {word(n)} of the long policy applies.\n\n" for n in range(300))
+    knowledge_folder("handbook", {"big.md": big, "leave.md": LEAVE})
+    run = build_collection(collection=handbook)
+    assert run.status == BuildRun.SUCCEEDED
+    document = handbook.documents.get(name="big.md")
+    assert document.status == Document.ACTIVE and document.scan_warnings == []
+    assert document.paragraph_count == MAX_PARAGRAPHS_PER_DOCUMENT
+    assert ("big.md: only the first 240 of 300 paragraphs were kept; a document that needs more is a document "
+            "that should be several sources") in run.warnings
+    from collections_app.services.search import search_collection
+
+    answer = search_collection(agent=handbook.agent, collection=handbook, question=f"clause {word(239)}", around=0)
+    assert answer["paragraphs"][0]["chunk_id"] == "big.md#239"
+    dropped = search_collection(agent=handbook.agent, collection=handbook, question=f"clause {word(299)}", around=0)
+    assert all(f"Clause {word(299)} " not in p["text"] for p in dropped["paragraphs"])
+    assert not Paragraph.objects.filter(collection=handbook, text__contains=f"Clause {word(240)} ").exists()

@@ -287,3 +287,28 @@ def test_terms_out_of_byte_order_are_refused():
     with pytest.raises(fmt.InterchangeError) as caught:
         fmt.decode_bm25(bytes(data[:start]) + beta + alpha)
     assert caught.value.field == "term 1"
+
+
+def test_a_wrong_document_length_is_named_as_doc_len_not_avgdl(files):
+    data = bytearray(files[fmt.BM25])
+    struct.pack_into("<I", data, 24, struct.unpack_from("<I", data, 24)[0] + 1)  # doc_len[0] + 1
+    error = error_of(broken(files, fmt.BM25, bytes(data)))
+    assert (error.file, error.field) == ("bm25.idx", "doc_len[0]")
+
+
+def test_a_big_endian_n_docs_is_named_as_n_docs(files):
+    data = bytearray(files[fmt.BM25])
+    struct.pack_into(">I", data, 8, 3)
+    error = error_of(broken(files, fmt.BM25, bytes(data)))
+    assert (error.file, error.field) == ("bm25.idx", "n_docs") and "50331648" in str(error)
+    alone = pytest.raises(fmt.InterchangeError, fmt.decode_bm25, bytes(data))  # without the texts to compare
+    assert alone.value.field == "n_docs"
+
+
+def test_an_index_whose_chunk_ids_would_not_resolve_is_not_built():
+    """Nothing is written that a reader would refuse: k counts each document's chunks from 0."""
+    index = sample_index()
+    chunks = [index.chunks[0], fmt.Chunk(doc_id="docs/leave.md", k=2, text="x", n_tokens=1), index.chunks[2]]
+    with pytest.raises(fmt.InterchangeError) as caught:
+        fmt.build_index(meta=index.meta, chunks=chunks, vectors=index.vectors)
+    assert (caught.value.file, caught.value.field, caught.value.line) == ("docs.jsonl", "chunk_id", 2)

@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from collections_app.models import BuildRun, ModelCall
+from collections_app.models import BuildRun, ModelCall, Paragraph
 from collections_app.services.agents import create_agent, create_collection, revoke_key
 from collections_app.services.builds import build_collection
 from collections_app.services.ledger import record_call
@@ -154,6 +154,9 @@ def test_search_finds_the_paragraph_and_answers_like_the_service(client, handboo
     assert ANSWER in answer["paragraphs"][0]["text"] and answer["paragraphs"][0]["document"] == "leave.md"
     assert json.loads(result["content"][0]["text"]) == answer
     assert answer == search_collection(agent=agent, collection="handbook", question=QUESTION, around=0)
+    # Seed 004: the agent's citation is the chunk_id export writes in docs.jsonl.
+    matched = Paragraph.objects.get(collection=handbook, text__contains=ANSWER)
+    assert answer["paragraphs"][0]["chunk_id"] == f"leave.md#{matched.index}"
 
 
 def test_search_passes_every_argument_through(client, handbook, keyed):

@@ -104,6 +104,20 @@ def test_a_floor_removes_what_scores_below_it():
     assert row["controls"][0] == {"question": CONTROLS[0], "top_score": None, "returned": 0}
 
 
+def test_seed_a_control_below_the_floor_reports_no_score_at_all():
+    """Seed 000: under a floor, "a control scoring below it reports no score at all" - null, not 0.0."""
+    cache = m.VectorCache(build_embedder("hash").embed)
+    questions = [m.Question(QUESTIONS[0]["question"], "capped at five days"), m.Question(CONTROLS[0])]
+    variant = m.Variant("fixed", 80, 0, 0)
+    unfloored = m.measure_variant(DOCUMENTS, variant, questions, cache=cache, weight=FUSION_WEIGHT, most=5)
+    answer, control = unfloored["questions"][0]["score"], unfloored["controls"][0]["top_score"]
+    assert answer > control
+    floored = m.measure_variant(DOCUMENTS, variant, questions, cache=cache, weight=FUSION_WEIGHT, most=5,
+                                floor=(answer + control) / 2)
+    assert floored["found"] == 1 and floored["controls"][0]["top_score"] is None
+    assert floored["floor_range"] == {"lowest_answer": answer, "highest_control": None, "separates": True}
+
+
 def test_around_brings_back_a_neighbour_holding_the_marker():
     text = "# Leave\n\nCarry-over of annual leave is allowed.\n\nThe cap is five days a year in total.\n"
     cache = m.VectorCache(None)  # lexical only
@@ -115,7 +129,7 @@ def test_around_brings_back_a_neighbour_holding_the_marker():
 
 
 def test_markers_match_case_insensitively_across_whitespace():
-    run = m.Stitched(first=0, last=1, document=0, section="S", text="capped at\nFive   days", score=0.5, passages=2)
+    run = m.Stitched(first=0, last=1, document=0, section="S", hit=0, text="capped at\nFive   days", score=0.5, passages=2)
     assert m.find_answer([run], "Capped at five days") == {"found": True, "rank": 1, "score": 0.5}
     assert m.find_answer([run], "ten days") == {"found": False, "rank": None, "score": None}
 
@@ -128,6 +142,9 @@ def test_markers_match_case_insensitively_across_whitespace():
         ([0.3], [0.3], {"lowest_answer": 0.3, "highest_control": 0.3, "separates": False}),
         ([], [0.3], {"lowest_answer": None, "highest_control": 0.3, "separates": None}),
         ([0.5], [], {"lowest_answer": 0.5, "highest_control": None, "separates": None}),
+        ([0.5], [None, 0.2], {"lowest_answer": 0.5, "highest_control": 0.2, "separates": True}),
+        ([0.5], [None], {"lowest_answer": 0.5, "highest_control": None, "separates": True}),
+        ([], [None], {"lowest_answer": None, "highest_control": None, "separates": None}),
     ],
 )
 def test_floor_range(answers, controls, expected):

@@ -12,9 +12,10 @@ from django.test.utils import CaptureQueriesContext
 from collections_app.models import CollectionBuilt, Label, Paragraph
 from collections_app.services import indexes
 from collections_app.services.agents import create_collection, create_reader
-from collections_app.services.builds import build_collection, model_windows
+from collections_app.services.builds import build_collection
 from collections_app.services.search import forget_index, search_collection
 from collections_app.vector_codec import decode
+from collections_app.windows import model_windows
 from tests.conftest import HANDBOOK
 
 pytestmark = pytest.mark.django_db

@@ -156,3 +156,74 @@ def test_health_on_episodes_and_memories_with_the_same_ids_is_kept_apart(agent, 
     report = services.check_health()
     assert report["missing"] == [{"kind": EPISODE, "id": episode.pk, "reason": "missing"}]
     assert Episode.objects.count() == 1
+
+
+# --- seed 002: health sees raw edits; at most 50 a run ----------------------------------------
+
+
+def raw_text(table: str, pk: int, text: str) -> None:
+    """A text change outside the services, as a script or a DBA would make it."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {table} SET text = %s WHERE id = %s", [text, pk])
+
+
+@pytest.mark.parametrize("kind", [MEMORY, EPISODE])
+def test_seed_002_a_short_record_edited_past_the_window_by_raw_sql_is_reported_and_repaired_by_the_next_run(
+    agent, kind
+):
+    """Seed 002 §4: triggers cover "paths written after this design"; the health check must see the
+    new text, not the token count the raw edit left behind."""
+    from memory_app.tasks import repair_record_nodes
+
+    store = services.store_memory if kind == MEMORY else services.archive_episode
+    record, _ = store(agent=agent, text="a short record")
+    raw_text(record._meta.db_table, record.pk, prose(200, seed=5))
+    report = services.check_health()
+    assert report["missing"] == [{"kind": kind, "id": record.pk, "reason": "missing"}]
+    assert repair_record_nodes()["repaired"] == 1  # the scheduled run
+    nodes = list(RecordNode.objects.filter(parent_kind=kind, parent_id=record.pk).order_by("node_index"))
+    assert len(nodes) > 1 and nodes[-1].end_char == len(prose(200, seed=5))
+    assert services.check_health()["missing_nodes"] == 0
+
+
+def test_seed_002_a_raw_text_change_to_a_divided_record_is_repaired_for_the_new_text(agent, run_on_commit):
+    memory, _ = run_on_commit(services.store_memory, agent=agent, text=prose(200, seed=1))
+    new_text = prose(300, seed=9)
+    raw_text("memories", memory.pk, new_text)
+    assert not RecordNode.objects.filter(parent_kind=MEMORY, parent_id=memory.pk).exists()  # the trigger
+    assert services.check_health()["missing"] == [{"kind": MEMORY, "id": memory.pk, "reason": "missing"}]
+    services.repair_all()
+    nodes = list(RecordNode.objects.filter(parent_kind=MEMORY, parent_id=memory.pk).order_by("node_index"))
+    assert nodes[0].start_char == 0 and nodes[-1].end_char == len(new_text)
+
+
+def test_seed_002_a_long_record_edited_down_to_short_is_settled_not_reported_forever(agent, run_on_commit):
+    memory, _ = run_on_commit(services.store_memory, agent=agent, text=prose(200, seed=1))
+    raw_text("memories", memory.pk, "now a short text")
+    for _ in range(3):
+        report = services.check_health(repair=True)
+        assert report["missing_nodes"] == 0 and report["missing"] == [] and report["remaining"] == 0
+        assert report["long_records"] == 0
+    assert Memory.objects.get(pk=memory.pk).text == "now a short text"  # the record itself is never touched
+
+
+def test_seed_002_one_run_builds_at_most_fifty_records_whatever_limit_is_asked(agent):
+    """Seed 002 §3: "One run builds at most 50 records"; asking for more is refused, on every path."""
+    from ragsite.errors import RagsiteError
+
+    store_unbuilt(agent, 2, words=45)
+    for limit in (51, 100, -1, True, "5"):
+        with pytest.raises(RagsiteError) as caught:
+            services.check_health(repair=True, limit=limit)
+        assert caught.value.code == "invalid_limit" and "0 to 50" in caught.value.message
+        with pytest.raises(RagsiteError):
+            services.repair_records(Memory.objects.all(), limit=limit)
+    from django.core.management import CommandError
+
+    with pytest.raises(CommandError, match="from 0 to 50") as caught:
+        call_command("check_health", "--repair", "--limit", "100", stdout=io.StringIO())
+    assert caught.value.returncode == 2
+    assert RecordNode.objects.count() == 0  # nothing was built by a refused run
+    assert services.check_health(repair=True, limit=50)["remaining"] == 0

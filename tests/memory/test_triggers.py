@@ -111,3 +111,87 @@ def test_after_migrate_recreates_missing_triggers(settings):
     sql(drop_sql("memories_delete_nodes", connection.vendor))
     after_migrate(sender=apps.get_app_config("memory_app"), using="default")
     assert missing_triggers(connection) == []
+
+
+# --- the stored token count and the behaviour check ----------------------------------------------
+
+
+def test_a_raw_text_change_forgets_the_token_count_and_the_service_keeps_its_own(agent):
+    memory, _ = services.store_memory(agent=agent, text="a short memory of five words")
+    counted = Memory.objects.get(pk=memory.pk).token_count
+    assert counted is not None
+    sql("UPDATE memories SET locked = %s WHERE id = %s", [True, memory.pk])
+    assert Memory.objects.get(pk=memory.pk).token_count == counted  # not a text change
+    sql("UPDATE memories SET locked = %s, text = text WHERE id = %s", [False, memory.pk])
+    assert Memory.objects.get(pk=memory.pk).token_count == counted  # the same text
+    sql("UPDATE memories SET text = %s WHERE id = %s", ["edited by hand, much longer than before it was", memory.pk])
+    assert Memory.objects.get(pk=memory.pk).token_count is None  # described the old text
+    text = "a new text through the service"
+    services.update_text(agent=agent, kind=MEMORY, id=memory.pk, text=text)
+    assert Memory.objects.get(pk=memory.pk).token_count == len(text.split()) + 2  # words and the special tokens
+
+
+def noop_trigger_sql(name: str) -> list[str]:
+    """A trigger of the same name on the same table that does nothing."""
+    table = TRIGGERS[name].table
+    if connection.vendor == "sqlite":
+        return [f"CREATE TRIGGER {name} AFTER UPDATE ON {table} FOR EACH ROW BEGIN SELECT 1; END"]
+    return [
+        "CREATE OR REPLACE FUNCTION test_does_nothing() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        "BEGIN RETURN NEW; END $$",
+        f"CREATE TRIGGER {name} AFTER UPDATE ON {table} FOR EACH ROW EXECUTE FUNCTION test_does_nothing()",
+    ]
+
+
+@pytest.mark.parametrize("name", list(TRIGGERS))
+def test_seed_002_the_trigger_check_fails_when_a_same_named_trigger_does_not_do_its_work(name):
+    """Seed 002 §4 is kept by triggers, so the check tries them: a same-named trigger whose body was
+    replaced passes a check of names and would leave stale nodes; this one names it, and migrate
+    replaces it."""
+    from django.apps import apps
+
+    from memory_app.signals import after_migrate
+
+    sql(drop_sql(name, connection.vendor))
+    for statement in noop_trigger_sql(name):
+        sql(statement)
+    try:
+        assert name not in missing_triggers(connection)  # present by name...
+        (error,) = check_record_node_triggers(databases=["default"])
+        assert error.id == "memory.E001" and name in error.msg and "do not do their work" in error.msg
+        assert "migrate" in error.hint
+        after_migrate(sender=apps.get_app_config("memory_app"), using="default")
+        assert check_record_node_triggers(databases=["default"]) == []
+    finally:
+        sql(drop_sql(name, connection.vendor))
+        ensure_triggers(connection)
+        if connection.vendor == "postgresql":
+            sql("DROP FUNCTION IF EXISTS test_does_nothing()")
+
+
+def test_trying_the_triggers_leaves_nothing_behind(divided, agent):
+    from collections_app.models import Agent
+
+    before = (Agent.objects.count(), Memory.objects.count(), Episode.objects.count(), RecordNode.objects.count())
+    assert check_record_node_triggers(databases=["default"]) == []
+    assert (Agent.objects.count(), Memory.objects.count(), Episode.objects.count(),
+            RecordNode.objects.count()) == before
+
+
+def test_a_database_migrated_before_the_count_triggers_is_not_faulted_for_lacking_them():
+    """Upgrading must stay possible: the count triggers are expected once their migration has run."""
+    from django.db.migrations.recorder import MigrationRecorder
+
+    from memory_app.triggers import triggers_of
+
+    recorder = MigrationRecorder(connection)
+    newer = triggers_of("0003_records_forget_stale_counts")
+    applied = recorder.migration_qs.get(app="memory_app", name="0003_records_forget_stale_counts")
+    for name in newer:
+        sql(drop_sql(name, connection.vendor))
+    applied.delete()
+    try:
+        assert check_record_node_triggers(databases=["default"]) == []
+    finally:
+        recorder.record_applied("memory_app", "0003_records_forget_stale_counts")
+        ensure_triggers(connection)

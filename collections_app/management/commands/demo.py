@@ -2,13 +2,16 @@
 
 from collections_app import conf
 from collections_app.models import Agent, ApiKey, Collection
+from collections_app.services import known_answers
 from collections_app.services.agents import create_agent, create_collection, issue_key
 from collections_app.services.builds import build_collection
 from ragsite.commands import ServiceCommand
 
 
 class Command(ServiceCommand):
-    help = "Create the demo agent, print a fresh API key, and build the sample handbook once."
+    help = (
+        "Create the demo agent, print a fresh API key, give the sample handbook its known answers and build it once."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--agent", default="demo")
@@ -23,6 +26,10 @@ class Command(ServiceCommand):
         handbook = Collection.objects.filter(agent=demo, name=collection).first()
         if handbook is None:
             handbook = create_collection(agent=demo, name=collection, built_from="the bundled sample handbook")
+        # Before the build, so that the build is measured against them.
+        given = known_answers.give_sample_set(collection=handbook)
+        if given is not None:
+            self.stderr.write(f"Gave {collection} {len(given)} known answers and controls; its floor is measured.")
         if conf.knowledge_folder(collection) is None:
             self.stderr.write(f"{conf.folder_variable(collection)} is not set; skipping the sample build.")
         elif not hasattr(handbook, "built"):

@@ -38,5 +38,5 @@ class Command(ServiceCommand):
         if not answer["paragraphs"]:
             self.stdout.write("Nothing scored at or above the floor.")
         for p in answer["paragraphs"]:
-            self.stdout.write(f"\n{p['score']:.3f}  {p['document']} § {p['section']}  ({p['passages']} paragraphs)")
+            self.stdout.write(f"\n{p['score']:.3f}  {p['chunk_id']} § {p['section']}  ({p['passages']} paragraphs)")
             self.stdout.write(p["text"])

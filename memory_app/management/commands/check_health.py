@@ -13,7 +13,10 @@ class Command(ServiceCommand):
     def add_arguments(self, parser):
         parser.add_argument("--repair", action="store_true", help="Build missing nodes (never modifies records).")
         parser.add_argument("--agent", metavar="AGENT_ID", help="Only this agent's records.")
-        parser.add_argument("--limit", type=int, default=conf.REPAIR_LIMIT, help="Records to repair in this run.")
+        parser.add_argument(
+            "--limit", type=int, default=conf.REPAIR_LIMIT,
+            help=f"Records to repair in this run, 0 to {conf.REPAIR_LIMIT} (the most one run builds).",
+        )
         parser.add_argument("--json", action="store_true", help="Print the report as one JSON object.")
 
     def handle(self, *args, repair, agent, limit, json, **options):

@@ -1,0 +1,472 @@
+"""A collection's known answers: the librarian's own questions, asked of every build (docs/measure.md).
+
+A collection holds up to 200 questions with the text that marks their answer, and controls the
+documents cannot answer — the format measure reads. Every build is asked them:
+
+- by a task once the build has committed (`measure_build`), so the build never waits; or,
+- with KNOWN_ANSWERS_GATE set, from the candidate's paragraphs in memory before the swap
+  (`gate_build`), so a build that loses too many answers is refused while the old paragraphs
+  keep answering — the same path, and as atomic, as the refusal of an empty build.
+
+Either way the questions are ranked by the pure `measure.outcomes`, the steps a search takes,
+over the rows the search would load, and the result is one row: the build's `KnownAnswersReport`.
+Nothing else is written — not a paragraph, document or build record of the live collection
+(the one other write is the ledger's count of embedding tokens with the "http" embedder, as a
+build records). Questions and markers are the librarian's data: no log line and no ledger row
+holds one.
+"""
+
+import json
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+
+from ragsite import embedding
+from ragsite.embedders import EmbeddingError
+from ragsite.errors import Conflict, RagsiteError
+from ragsite.lexical import BM25Index
+
+from .. import conf
+from ..conf import settings
+from ..measure import Question, ScratchIndex, floor_range, measured_floor, normalise, outcomes
+from ..models import (
+    BuildRefused,
+    BuildRun,
+    Collection,
+    CollectionBuilt,
+    Document,
+    KnownAnswer,
+    KnownAnswersReport,
+    ModelCall,
+    Paragraph,
+)
+from ..stitch import Row
+from .questions import InvalidMeasure, check_questions, parse_item
+from .questions import parse_lines as parse_lines  # the admin's textarea form, read here too
+from .search import FUSION_WEIGHT
+
+logger = logging.getLogger("ragsite.known_answers")
+
+MAX_KNOWN_ANSWERS = 200
+MAX_FILE_BYTES = 1024 * 1024  # 200 items of 2,000-character questions and markers fit with room to spare
+DEPTH = 5  # found@5: how many paragraphs a search returns unless asked for more
+HISTORY = 20  # builds in the collection page's sparkline
+# The sample handbook's own questions and controls (beside sample_docs/, so a build never reads it as a document).
+SAMPLE_SET = Path(__file__).resolve().parents[1] / "sample_known_answers.jsonl"
+LOST_NAMED = 10  # lost questions a warning names before saying "and N more"
+
+
+class InvalidKnownAnswers(RagsiteError):
+    code = "invalid_known_answers"
+    status = 400
+
+
+class KnownAnswersLost(BuildRefused):
+    """KNOWN_ANSWERS_GATE refused a build: it loses more known answers than the gate allows."""
+
+    code = "known_answers_lost"
+
+
+# --- The set ------------------------------------------------------------------------------
+
+
+def parse_jsonl(data: bytes | str) -> list[object]:
+    """The items of a JSON Lines file (blank lines skipped); errors name the line, never quote it."""
+    if len(data) > MAX_FILE_BYTES:
+        raise InvalidKnownAnswers(f"the file is larger than {MAX_FILE_BYTES // 1024} KiB")
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise InvalidKnownAnswers("the file is not UTF-8 text") from None
+    items = []
+    for number, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            items.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise InvalidKnownAnswers(f"line {number} is not JSON: {exc.msg}") from None
+    return items
+
+
+def check_items(items: Sequence[object]) -> list[Question]:
+    """Items in measure's format, checked: at most 200, each within measure's limits, no question twice."""
+    if not isinstance(items, (list, tuple)):
+        raise InvalidKnownAnswers("known answers are a list of items")
+    if len(items) > MAX_KNOWN_ANSWERS:
+        raise InvalidKnownAnswers(f"at most {MAX_KNOWN_ANSWERS} known answers and controls together")
+    try:
+        checked = check_questions([parse_item(item, n) for n, item in enumerate(items, 1)], limit=MAX_KNOWN_ANSWERS)
+    except InvalidMeasure as exc:
+        raise InvalidKnownAnswers(exc.message) from None
+    # Reports and regressions name a question by its text, so the same question twice would be ambiguous.
+    seen: dict[str, int] = {}
+    for number, question in enumerate(checked, start=1):
+        first = seen.setdefault(normalise(question.text), number)
+        if first != number:
+            raise InvalidKnownAnswers(f"item {number} asks the same question as item {first}")
+    return checked
+
+
+def known_answers(collection: Collection) -> list[Question]:
+    """The collection's set, in the librarian's order."""
+    return [Question(text, answer or None) for text, answer in
+            KnownAnswer.objects.filter(collection=collection).order_by("position").values_list("question", "answer")]
+
+
+def as_items(questions: Iterable[Question]) -> list[dict]:
+    """The set in measure's JSON Lines shape."""
+    return [{"question": q.text, "control": True} if q.control else {"question": q.text, "answer": q.answer}
+            for q in questions]
+
+
+def as_lines(questions: Iterable[Question]) -> str:
+    """The set in the admin's textarea form (``question | marker`` / ``! control``)."""
+    return "\n".join(f"! {q.text}" if q.control else f"{q.text} | {q.answer}" for q in questions)
+
+
+def set_known_answers(
+    *, collection: Collection, items: Sequence[object], floor_measured: bool | None = None,
+    allow_per_reader: bool = True,
+) -> list[Question]:
+    """Replace `collection`'s known answers with ``items`` (an empty list clears them), all or nothing.
+
+    ``floor_measured`` True/False also sets whether the collection's floor is read off them. The
+    collection's live build is then measured against the new set by a task (on commit), so the
+    report follows the set without waiting for a rebuild. ``allow_per_reader`` False (the API)
+    refuses a per-reader collection: markers chosen by an agent and a found/not-found answer would
+    tell it whether some paragraph holds a text, whoever may read that paragraph.
+    """
+    if collection.per_reader and not allow_per_reader:
+        raise Conflict(
+            f'collection "{collection.name}" answers per reader: its known answers are set by staff, '
+            "in the admin or with manage.py known_answers",
+            code="per_reader",
+        )
+    checked = check_items(items) if items else []
+    with transaction.atomic():
+        KnownAnswer.objects.filter(collection=collection).delete()
+        KnownAnswer.objects.bulk_create(
+            [KnownAnswer(collection=collection, position=n, question=q.text, answer=q.answer or "")
+             for n, q in enumerate(checked, start=1)]
+        )
+        if floor_measured is not None and floor_measured != collection.floor_measured:
+            collection.floor_measured = floor_measured
+            Collection.objects.filter(pk=collection.pk).update(floor_measured=floor_measured)
+        live = live_build_id(collection)
+        if checked and live is not None:
+            transaction.on_commit(lambda: _enqueue(live))
+    logger.info("known answers of %s/%s set: %d items", collection.agent.agent_id, collection.name, len(checked))
+    return checked
+
+
+# --- Measuring ----------------------------------------------------------------------------
+
+
+def live_build_id(collection: Collection) -> int | None:
+    """The build the collection answers from: its latest successful one (builds of a collection run one at a time)."""
+    return (BuildRun.objects.filter(collection=collection, status=BuildRun.SUCCEEDED)
+            .order_by("-id").values_list("id", flat=True).first())
+
+
+def _enqueue(build_id: int) -> None:
+    from django_q.tasks import async_task
+
+    async_task("collections_app.tasks.measure_known_answers", build_id, task_name=f"known-answers-{build_id}")
+
+
+def after_build(*, run: BuildRun, measured: dict | None) -> None:
+    """Once a build has committed: store the measurement the gate made, or queue one for a task."""
+    if measured is not None:
+        _save(run, measured)
+    elif KnownAnswer.objects.filter(collection_id=run.collection_id).exists():
+        transaction.on_commit(lambda: _enqueue(run.pk))
+
+
+def measure_build(*, build_id: int) -> KnownAnswersReport | None:
+    """Ask the live build `build_id` its collection's known answers and store the report (the task's service).
+
+    Returns None, writing nothing, when there is nothing to measure: no such successful build, no
+    known answers, or a later build already live (whose own task measures it). A measurement that
+    cannot be made (the embedder is down, the model changed) is stored as a failed report.
+    """
+    run = BuildRun.objects.select_related("collection__agent").filter(pk=build_id).first()
+    if run is None or run.status != BuildRun.SUCCEEDED:
+        return None
+    collection = run.collection
+    questions = known_answers(collection)
+    if not questions or live_build_id(collection) != run.pk:
+        return None
+    built = CollectionBuilt.objects.filter(collection=collection).first()
+    paragraphs = _live_paragraphs(collection)
+    if built is None or live_build_id(collection) != run.pk:
+        return None  # a build landed while the rows were read: they may be either build's
+    try:
+        measurement = _measure(collection, questions, paragraphs, model=built.model, before=run.pk)
+    except (RagsiteError, EmbeddingError) as exc:
+        message = exc.message if isinstance(exc, RagsiteError) else f"the embedder failed: {exc}"
+        measurement = {"status": KnownAnswersReport.FAILED, "error": message[:2000],
+                       "answers": sum(1 for q in questions if not q.control),
+                       "controls": sum(1 for q in questions if q.control)}
+    return _save(run, measurement)
+
+
+def gate_build(*, collection: Collection, run: BuildRun, candidate: Callable[[], list[tuple]]) -> dict | None:
+    """With KNOWN_ANSWERS_GATE set, measure a build's candidate paragraphs before its swap.
+
+    ``candidate`` gives the paragraphs the swap would leave (see `builds._candidate_paragraphs`).
+    Refuses the build (`KnownAnswersLost`, which the build records as refused) when it loses more
+    known answers than the gate allows, storing the candidate's report so people see which. Returns
+    the measurement for `after_build` to store, or None when there is no gate or no known answers.
+    An embedder failure here fails the build: a gate that cannot measure does not wave a build through.
+    """
+    gate = conf.known_answers_gate()
+    if gate is None:
+        return None
+    questions = known_answers(collection)
+    if not questions:
+        return None
+    embedder = embedding.get_embedder()
+    measurement = _measure(collection, questions, candidate(), model=embedder.model, before=run.pk)
+    lost = measurement["lost"]
+    if len(lost) > gate:
+        _save(run, measurement)
+        # Counts only: this message reaches the server log, and the questions must not.
+        raise KnownAnswersLost(
+            f"the build loses {len(lost)} of {measurement['answers']} known answers, more than KNOWN_ANSWERS_GATE "
+            f"allows ({gate}); the collection keeps its current paragraphs"
+        )
+    return measurement
+
+
+def _live_paragraphs(collection: Collection) -> list[tuple]:
+    """The live collection's paragraphs as a search loads them: (document, searched, start, end, text, section, vector)."""
+    held_back = set(collection.documents.exclude(status=Document.ACTIVE).values_list("id", flat=True))
+    rows = (Paragraph.objects.filter(collection=collection).order_by("ordinal")
+            .values_list("document_id", "start_char", "end_char", "text", "section", "embedding"))
+    return [(document, document not in held_back, *rest) for document, *rest in rows.iterator(chunk_size=2000)]
+
+
+def _index(paragraphs: Sequence[tuple]) -> tuple[ScratchIndex, np.ndarray]:
+    """An in-memory index over ``paragraphs`` (ordinals in order) and the mask of rows a search ranks."""
+    rows = [Row(ordinal=i, document=d, start=s, end=e, text=t, section=sec)
+            for i, (d, _searched, s, e, t, sec, _v) in enumerate(paragraphs)]
+    searchable = np.array([p[1] for p in paragraphs], dtype=bool)
+    widths = {len(p[6]) // 4 for p in paragraphs if p[6] is not None}
+    if len(widths) > 1:
+        raise Conflict(f"the paragraphs hold vectors of several widths ({sorted(widths)}); rebuild the collection",
+                       code="width_mismatch")
+    matrix = None
+    if widths:
+        matrix = np.zeros((len(paragraphs), widths.pop()), dtype=np.float32)
+        for i, paragraph in enumerate(paragraphs):
+            if paragraph[6] is not None:
+                matrix[i] = np.frombuffer(bytes(paragraph[6]), dtype="<f4")
+    return ScratchIndex(rows=rows, bm25=BM25Index.from_texts(r.text for r in rows), matrix=matrix), searchable
+
+
+def _question_vectors(collection: Collection, questions: Sequence[Question], model: str, width: int) -> np.ndarray:
+    embedder = embedding.get_embedder()
+    if embedder.model != model:
+        raise Conflict(f"the build was made with {model} but this server embeds with {embedder.model}",
+                       code="model_mismatch")
+    embedded = embedder.embed_with_usage([q.text for q in questions])
+    vectors = np.asarray(embedded.vectors, dtype=np.float32)
+    if vectors.shape[1] != width:
+        raise Conflict(f"the questions were embedded with {vectors.shape[1]} dimensions but the paragraphs have {width}",
+                       code="width_mismatch")
+    if embedder.backend == "http" and embedded.tokens:
+        from .ledger import record_call
+
+        record_call(agent=collection.agent, collection=collection, purpose=ModelCall.EMBED, model=embedder.model,
+                    tokens_in=embedded.tokens)
+    return vectors
+
+
+def _measure(collection: Collection, questions: Sequence[Question], paragraphs: Sequence[tuple], *,
+             model: str, before: int) -> dict:
+    """The report's fields: every question asked unfloored (scores, the bands, the measured floor),
+    then at the floor in force (found@1/@5), and the answers lost since the live build before ``before``."""
+    index, searchable = _index(paragraphs)
+    vectors = None
+    if index.matrix is not None:
+        vectors = _question_vectors(collection, questions, model, index.matrix.shape[1])
+    around = int(collection.around if collection.around is not None else settings.AROUND)
+
+    def ask(floor: float):
+        return outcomes(index, questions, vectors, weight=FUSION_WEIGHT, most=DEPTH, around=around, floor=floor,
+                        searchable=searchable)
+
+    answered, controls = ask(0.0)
+    answer_scores = [a["score"] for a in answered if a["found"]]
+    control_scores = [c["top_score"] or 0.0 for c in controls]
+    bands = floor_range(answer_scores, control_scores)
+    read_off = measured_floor(answer_scores, control_scores, keep=conf.measured_floor_keep())
+    floor, source = collection.floor_in_force(measured=read_off["floor"], default=float(settings.MIN_SCORE))
+    at_floor = ask(floor) if floor > 0 else (answered, controls)
+
+    results = _results(questions, (answered, controls), at_floor)
+    found = [r for r in results if not r["control"] and r["found"]]
+    lost = _lost(collection, results, before)
+    measurement = {
+        "status": KnownAnswersReport.MEASURED,
+        "answers": len(answered),
+        "controls": len(controls),
+        "found_at_1": sum(1 for r in found if r["rank"] == 1),
+        "found_at_5": len(found),
+        "floor": floor,
+        "floor_source": source,
+        "lowest_answer": bands["lowest_answer"],
+        "highest_control": bands["highest_control"],
+        "separates": bands["separates"],
+        "measured_floor": read_off["floor"],
+        "results": results,
+        "lost": lost,
+    }
+    measurement["warnings"] = _warnings(measurement, read_off, collection)
+    return measurement
+
+
+def _results(questions: Sequence[Question], unfloored, at_floor) -> list[dict]:
+    """One row per item, in the set's order: found and rank at the floor, scores unfloored."""
+    pending = [iter(unfloored[0]), iter(unfloored[1]), iter(at_floor[0]), iter(at_floor[1])]
+    results = []
+    for question in questions:
+        if question.control:
+            free, floored = next(pending[1]), next(pending[3])
+            results.append({"question": question.text, "control": True, "top_score": free["top_score"],
+                            "returned": floored["returned"]})
+        else:
+            free, floored = next(pending[0]), next(pending[2])
+            results.append({"question": question.text, "answer": question.answer, "control": False,
+                            "found": floored["found"], "rank": floored["rank"], "score": free["score"],
+                            "top_score": free["top_score"]})
+    return results
+
+
+def _lost(collection: Collection, results: Sequence[dict], before: int) -> list[str]:
+    """Questions the previous live build found (at its floor) and this one does not, the same marker asked."""
+    previous = (KnownAnswersReport.objects.of_live_builds().filter(collection=collection, build_id__lt=before)
+                .order_by("-build_id").values_list("results", flat=True).first())
+    if not previous:
+        return []
+    found_before = {(r["question"], r.get("answer")) for r in previous if not r.get("control") and r.get("found")}
+    return [r["question"] for r in results
+            if not r["control"] and not r["found"] and (r["question"], r["answer"]) in found_before]
+
+
+def _warnings(measurement: dict, read_off: dict, collection: Collection) -> list[str]:
+    warnings = []
+    lost, answers = measurement["lost"], measurement["answers"]
+    if lost:
+        named = "; ".join(f"“{q}”" for q in lost[:LOST_NAMED])
+        more = f"; and {len(lost) - LOST_NAMED} more" if len(lost) > LOST_NAMED else ""
+        warnings.append(f"{len(lost)} of {answers} known answers no longer found: {named}{more}")
+    if not collection.floor_measured:
+        return warnings
+    if read_off["floor"] is None:
+        warnings.append(f"no known answer was found, so no floor was measured; the floor stays at "
+                        f"{measurement['floor']} ({measurement['floor_source']})")
+    elif read_off["rule"] == "keep":
+        found = len([s for s in measurement["results"] if not s["control"] and s["score"] is not None])
+        why = ("there are no controls, so nothing shows how high a question the documents cannot answer scores"
+               if not measurement["controls"] else
+               f"answers and controls do not separate (lowest answer {measurement['lowest_answer']}, highest "
+               f"control {measurement['highest_control']}); {read_off['controls_above']} of "
+               f"{measurement['controls']} controls will get paragraphs back")
+        warnings.append(f"the measured floor {read_off['floor']} keeps {read_off['kept']} of {found} answers found: {why}")
+    return warnings
+
+
+# What a report holds before a measurement fills it in: a measurement that replaces an earlier one
+# (the set changed) or fails leaves nothing of the earlier one behind.
+BLANK = {"found_at_1": None, "found_at_5": None, "floor": None, "floor_source": "", "lowest_answer": None,
+         "highest_control": None, "separates": None, "measured_floor": None, "results": [], "lost": [],
+         "warnings": [], "error": ""}
+
+
+def _save(run: BuildRun, measurement: dict) -> KnownAnswersReport:
+    report, _created = KnownAnswersReport.objects.update_or_create(
+        build=run,
+        defaults={**BLANK, **measurement, "collection_id": run.collection_id, "measured_at": timezone.now()},
+    )
+    collection = run.collection
+    logger.info("known answers of build %s (%s/%s): %s, %s of %s found at %d, %d lost", run.pk,
+                collection.agent.agent_id, collection.name, report.status, report.found_at_5, report.answers, DEPTH,
+                len(report.lost))
+    return report
+
+
+def give_sample_set(*, collection: Collection) -> list[Question] | None:
+    """The demo: give the sample handbook its shipped known answers, its floor read off them — once.
+
+    Returns the set given, or None when the collection already had one (a person's set is never replaced).
+    """
+    if KnownAnswer.objects.filter(collection=collection).exists():
+        return None
+    items = parse_jsonl(SAMPLE_SET.read_bytes())
+    return set_known_answers(collection=collection, items=items, floor_measured=True)
+
+
+# --- Reading -------------------------------------------------------------------------------
+
+
+def for_build(run: BuildRun) -> dict | None:
+    """A build's own report, without per-question results: the build status's ``known_answers`` (null: none)."""
+    report = KnownAnswersReport.objects.filter(build=run).first()
+    return summary(report)
+
+
+
+def history(collection: Collection, limit: int = HISTORY) -> list[KnownAnswersReport]:
+    """The reports of the collection's last ``limit`` live builds, oldest first (the sparkline)."""
+    reports = (KnownAnswersReport.objects.of_live_builds().filter(collection=collection)
+               .order_by("-build_id")[:limit])
+    return list(reversed(reports))
+
+
+def summary(report: KnownAnswersReport | None, *, results: bool = False) -> dict | None:
+    """A report as JSON for the API and the build status: counts, the bands, the floor, warnings."""
+    if report is None:
+        return None
+    out = {
+        "build": report.build_id,
+        "status": report.status,
+        "measured_at": report.measured_at,
+        "answers": report.answers,
+        "controls": report.controls,
+        "found_at_1": report.found_at_1,
+        "found_at_5": report.found_at_5,
+        "floor": report.floor,
+        "floor_source": report.floor_source or None,
+        "lowest_answer": report.lowest_answer,
+        "highest_control": report.highest_control,
+        "separates": report.separates,
+        "measured_floor": report.measured_floor,
+        "lost": report.lost,
+        "warnings": report.warnings,
+        "error": report.error or None,
+    }
+    if results:
+        out["results"] = report.results
+    return out
+
+
+def latest_report(collection: Collection) -> KnownAnswersReport | None:
+    """The report of the collection's most recent build that has one (live, refused by the gate, or failed)."""
+    return KnownAnswersReport.objects.filter(collection=collection).select_related("build").order_by("-build_id").first()
+
+
+def describe(collection: Collection) -> dict:
+    """The set and the latest report with its per-question results, JSON-ready (the API, the command's --json)."""
+    return {
+        "collection": collection.name,
+        "questions": as_items(known_answers(collection)),
+        "floor_measured": collection.floor_measured,
+        "report": summary(latest_report(collection), results=True),
+    }
