@@ -146,6 +146,9 @@ class ScratchIndex:
     rows: list[Row]  # ordinal i is row i; document = position of the document in the corpus
     bm25: BM25Index
     matrix: np.ndarray | None  # (n, d) unit rows; None when lexical only
+    # With long paragraphs stored as several windows: the row of each matrix row (ascending), and a
+    # row scores its best window, as search does. None: one matrix row per row.
+    window_row: np.ndarray | None = None
 
     @property
     def readable(self) -> dict[int, Row]:
@@ -196,6 +199,10 @@ def rank(
     cosine = None
     if index.matrix is not None and vector is not None:
         cosine = index.matrix @ np.asarray(vector, dtype=np.float32)
+        if index.window_row is not None:
+            best = np.full(len(index.rows), -np.inf, dtype=np.float32)
+            np.maximum.at(best, index.window_row, cosine)
+            cosine = np.where(np.isneginf(best), 0.0, best).astype(np.float32)  # no vector: no cosine
     question_terms = terms(question)
     bm25 = index.bm25.scores(question_terms)
     scores, _mode = hybrid_scores(cosine, bm25, index.bm25.upper_bound(question_terms), weight=weight)

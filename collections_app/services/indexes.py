@@ -166,7 +166,17 @@ def mapped_index(collection: Collection, built: CollectionBuilt) -> tuple[str, M
             if (path / "meta.json").exists() or path.exists():
                 logger.warning("index of %s/%s unusable (%s): rebuilding it from the store",
                                collection.agent.agent_id, collection.name, exc)
-            written = write_index(collection=collection)
+            try:
+                written = write_index(collection=collection)
+            except OSError as error:
+                # Say what failed, never where: INDEX_DIR is a path on this machine.
+                logger.error("index of %s/%s cannot be written: %s", collection.agent.agent_id, collection.name,
+                             error.strerror or type(error).__name__)
+                raise RagsiteError(
+                    f"the search index of \"{collection.name}\" cannot be written "
+                    f"({error.strerror or type(error).__name__}); see INDEX_DIR",
+                    code="index_unavailable", status=503,
+                ) from None
             if written is None:
                 raise
             key, path = written

@@ -16,6 +16,7 @@ from collections_app.services.builds import build_collection
 from collections_app.services.search import forget_index, search_collection
 from collections_app.vector_codec import decode
 from collections_app.windows import model_windows
+from ragsite.errors import RagsiteError
 from tests.conftest import HANDBOOK
 
 pytestmark = pytest.mark.django_db
@@ -182,3 +183,16 @@ def test_stored_vectors_are_float16_one_window_a_short_paragraph(agent, handbook
     paragraph = Paragraph.objects.filter(collection=handbook).first()
     assert len(bytes(paragraph.embedding)) == 64 * 2
     assert decode(paragraph.embedding, 64).shape == (1, 64)
+
+
+def test_an_index_folder_that_cannot_be_written_is_a_503_that_names_no_path(agent, handbook, settings, tmp_path):
+    forget_index(handbook.pk)
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the index folder should be")
+    settings.INDEX_DIR = blocked
+    with pytest.raises(RagsiteError) as caught:
+        ask(agent, handbook)
+    assert caught.value.status == 503 and caught.value.code == "index_unavailable"
+    assert str(tmp_path) not in caught.value.message
+    settings.INDEX_DIR = tmp_path / "indexes-again"
+    assert "capped at five days" in ask(agent, handbook)["paragraphs"][0]["text"]
