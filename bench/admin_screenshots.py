@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/admin_screenshots.py [--out docs/img] [--backend local|hash]
 
+Desktop screens are taken at 1280 px wide, phone screens (names ending in -phone) at 390 px.
+
 Builds a throwaway installation in a temporary folder (its own SQLite store, uploads
 and a copy of the sample documents), starts `runserver` on it, and drives Debian's
 chromium headless through each screen. Nothing outside the temporary folder and the
@@ -73,6 +75,9 @@ def configure(workdir: Path, backend: str) -> dict:
     folder = workdir / "deployment" / "handbook"
     shutil.copytree(ROOT / "collections_app" / "sample_docs", folder,
                     ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    # Two files a build refuses, each for a reason a librarian can act on.
+    (folder / "scanned-form.pdf").write_bytes(_scanned_pdf())
+    (folder / "old-export.pdf").write_bytes(b"%PDF-1.4\n% truncated by the export\n")
     policies = workdir / "deployment" / "policies"
     policies.mkdir(parents=True)
     for name, text in CONFLICTING.items():
@@ -95,6 +100,14 @@ def configure(workdir: Path, backend: str) -> dict:
     return env
 
 
+def _scanned_pdf() -> bytes:
+    """A PDF with pages but no text layer, as a scanner writes it."""
+    sys.path.insert(0, str(ROOT))
+    from collections_app.samples import pdf_bytes
+
+    return pdf_bytes([[], []])
+
+
 def populate() -> dict:
     """A small, plausible installation: two agents' worth of collections, labels, readers, spend."""
     import django
@@ -107,8 +120,10 @@ def populate() -> dict:
     from collections_app.models import BuildRun, Label, ModelCall, Paragraph
     from collections_app.services.agents import create_agent, create_collection, create_reader
     from collections_app.services.builds import build_collection
+    from collections_app.services.documents import set_paragraphs_enabled
     from collections_app.services.labels import add_labels
     from collections_app.services.ledger import record_call
+    from collections_app.services.review import approve_documents
 
     call_command("migrate", verbosity=0)
     get_user_model().objects.create_superuser("admin", "admin@example.com", "screenshots")
@@ -132,6 +147,11 @@ def populate() -> dict:
     create_reader(external_id="carol@example.com", labels=["finance"])
     add_labels(Paragraph.objects.filter(collection=handbook, document__name="handbook.md"), [staff])
     add_labels(Paragraph.objects.filter(collection=handbook, document__name="benefits.docx"), [hr])
+    add_labels(Paragraph.objects.filter(collection=policies, document__name="leave-2024.md"), [hr])
+    approve_documents(policies.documents.filter(name="leave-2024.md"), by="admin")
+    # One paragraph taken out of search, to show how a disabled one looks.
+    set_paragraphs_enabled(paragraphs=Paragraph.objects.filter(collection=handbook, document__name="handbook.md")
+                           .order_by("index")[2:3], enabled=False)
 
     now = timezone.now()
     for days_ago in range(0, 30):
@@ -153,6 +173,8 @@ def populate() -> dict:
         "archive": staged.pk,
         "helpdesk": helpdesk.pk,
         "paragraph": Paragraph.objects.filter(collection=handbook, document__name="handbook.md").order_by("index")[1].pk,
+        "refused": handbook.documents.get(name="scanned-form.pdf").pk,
+        "conflict": policies.documents.get(name="leave-2023.md").pk,
     }
 
 
@@ -199,9 +221,7 @@ def shoot(base: str, ids: dict, out: Path) -> list[Path]:
     taken = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = browser.new_context(base_url=base, viewport={"width": 1200, "height": 760})
-        # The admin's navigation sidebar folded away, so each screen gets the width.
-        context.add_init_script("window.localStorage.setItem('django.admin.navSidebarIsOpen', 'false')")
+        context = browser.new_context(base_url=base, viewport={"width": 1280, "height": 800})
         page = context.new_page()
         page.set_default_timeout(20_000)
 
@@ -230,6 +250,10 @@ def shoot(base: str, ids: dict, out: Path) -> list[Path]:
 
         page.goto("/admin/collections_app/document/?status__exact=needs_review")
         snap("admin-documents-review")
+        page.goto(f"/admin/collections_app/document/{ids['conflict']}/change/")
+        snap("admin-document-conflict")
+        page.goto(f"/admin/collections_app/document/{ids['refused']}/change/")
+        snap("admin-document-refused")
         page.goto(f"/admin/collections_app/document/upload/?collection={ids['handbook']}")
         snap("admin-upload")
 
@@ -251,6 +275,7 @@ def shoot(base: str, ids: dict, out: Path) -> list[Path]:
         page.locator(".field-spend").scroll_into_view_if_needed()
         snap("admin-agent-spend")
         page.goto(f"/admin/collections_app/agent/{ids['helpdesk']}/change/")
+        page.fill("#issue-key-name", "helpdesk bot")
         page.click("#issue-key-button")
         page.wait_for_selector("[data-role=raw-key]")
         snap("admin-key-issued")
@@ -261,6 +286,40 @@ def shoot(base: str, ids: dict, out: Path) -> list[Path]:
         page.wait_for_selector("#playground-result")
         page.locator("#playground-result").scroll_into_view_if_needed()
         snap("admin-playground")
+        page.goto(f"/admin/collections_app/collection/playground/?collection={ids['policies']}")
+        page.fill("#id_question", "How many days of leave can I carry over?")
+        page.select_option("#id_reader", "alice@example.com")
+        page.select_option("#id_compare_reader", "bob@example.com")
+        page.fill("#id_min_score", "0")
+        page.click("#playground-submit")
+        page.wait_for_selector("#playground-result")
+        page.locator("#playground-result").scroll_into_view_if_needed()
+        snap("admin-playground-compare")
+
+        page.goto(f"/admin/collections_app/collection/measure/?collection={ids['handbook']}")
+        page.fill("#id_questions", "How many days of leave carry over? | five days\n"
+                                   "Who approves travel? | line manager\n! What is the canteen menu?")
+        page.click("#measure-submit")  # Q_SYNC: the task has run by the time the page answers
+        page.wait_for_selector("#measure-report")
+        snap("admin-measure")
+
+        phone = browser.new_context(base_url=base, viewport={"width": 390, "height": 844}, storage_state=context.storage_state())
+        page = phone.new_page()
+        page.goto(f"/admin/collections_app/collection/playground/?collection={ids['handbook']}")
+        page.fill("#id_question", "How many days of leave can I carry over?")
+        page.click("#playground-submit")
+        page.wait_for_selector("#playground-result")
+        page.locator("#playground-result").scroll_into_view_if_needed()
+        snap("admin-playground-phone")
+        page.goto(f"/admin/collections_app/paragraph/?collection__id__exact={ids['handbook']}")
+        snap("admin-paragraphs-phone")
+        dark = browser.new_context(base_url=base, viewport={"width": 1280, "height": 800}, color_scheme="dark",
+                                   storage_state=context.storage_state())
+        page = dark.new_page()
+        page.goto(f"/admin/collections_app/agent/{ids['helpdesk']}/change/")
+        page.locator(".field-spend").scroll_into_view_if_needed()
+        snap("admin-agent-spend-dark")
+        page = context.new_page()
 
         page.goto(f"/admin/memory_app/memory/{ids['memory']}/change/")
         page.locator("fieldset:has(h2:text('Text and nodes'))").scroll_into_view_if_needed()

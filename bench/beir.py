@@ -14,7 +14,9 @@ neighbours, 100 deep. Prints `nDCG@10 <value>` and `recall@100 <value>`.
 warm-up search before the timing starts, and its build time is reported.
 
 The scratch store lives under data/bench/ and is reused: a second run over the
-same corpus finds every document unchanged and embeds nothing.
+same corpus finds every document unchanged and embeds nothing; embeddings are also
+kept by text under data/embeddings/ (bench/embedding_cache.py), so a fresh store or
+another benchmark over the same texts does not embed them again.
 """
 
 import argparse
@@ -117,6 +119,8 @@ def main() -> None:
     parser.add_argument("--weights", type=float, nargs="+", default=None,
                         help="with --sweep: these weights instead of 0.0, 0.1, ... 1.0")
     parser.add_argument("--weight", type=float, default=None, help="hybrid only: the cosine weight to use")
+    parser.add_argument("--context-weight", type=float, default=None,
+                        help="the lexical weight of a paragraph's title (collections_app.context.CONTEXT_WEIGHT)")
     parser.add_argument("--limit", type=int, default=None, help="ask only the first N queries")
     parser.add_argument("--ivf", action="store_true", help="search through the IVF approximate path")
     parser.add_argument("--nprobe", type=int, default=None, help="with --ivf: IVF lists scored per search")
@@ -174,6 +178,9 @@ def main() -> None:
         # Variants differ only in how vectors are kept: each text is embedded once, across runs.
         embedding.get_embedder = cached_embedder(embedding.get_embedder(), work / f"embeddings-{backend}.npz")
     call_command("migrate", verbosity=0)
+    from bench.embedding_cache import install
+
+    install()  # vectors kept under data/embeddings/: a rerun or a new scratch store embeds nothing seen before
     corpus, queries, qrels = load(args.dataset, args.split)
     if args.sample is not None:
         relevant = {doc for judged in qrels.values() for doc in judged}
@@ -194,6 +201,10 @@ def main() -> None:
     print(f"# build: {run.passages} paragraphs, {run.paragraphs_embedded} embedded, {run.documents_reused} reused, "
           f"{time.perf_counter() - started:.1f}s, model {run.model}", file=sys.stderr)
 
+    if args.context_weight is not None:
+        from collections_app import context
+
+        context.CONTEXT_WEIGHT = args.context_weight
     items = list(queries.items())[: args.limit]
     if args.sweep:
         # Eleven passes ask the same questions: embed each once. The embedder is

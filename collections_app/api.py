@@ -89,6 +89,14 @@ class ParagraphOut(Schema):
     first: int = Field(..., description="Position of the first stitched paragraph across the whole collection; "
                        "not an id: it shifts when an earlier document changes.")
     last: int = Field(..., description="Position of the last stitched paragraph across the whole collection.")
+    rerank_score: float | None = Field(None, description="Only when reranked: the reranker's score, which set the order.")
+    fused_rank: int | None = Field(None, description="Only when reranked: the position by the fused score.")
+
+
+class RerankOut(Schema):
+    status: Literal["reranked", "not configured", "unavailable", "over budget", "nothing to rerank"]
+    model: str | None = None
+    depth: int | None = Field(None, description="How many fused candidates the reranker reordered.")
 
 
 class JudgeOut(Schema):
@@ -108,6 +116,7 @@ class SearchOut(Schema):
     model: str
     refused: bool | None = Field(..., description="true: withheld by the judge; false: approved; null: not judged.")
     judge: JudgeOut | None = None
+    rerank: RerankOut | None = None
 
 
 @router.post("/{name}/search", response=SearchOut, summary="Search a collection")

@@ -44,6 +44,8 @@ def check_store_schema_at_start(app_configs=None, databases=None, **kwargs):
 MINIMUMS = {
     "EMBED_TIMEOUT": (0.001, "seconds to wait for the embedder"),
     "JUDGE_TIMEOUT": (0.001, "seconds to wait for the judge"),
+    "RERANK_TIMEOUT": (0.001, "seconds to wait for the reranker"),
+    "RERANK_DEPTH": (1, "fused candidates sent to the reranker"),
     "EMBED_BATCH_SIZE": (1, "texts per embedding request"),
     "IVF_MIN_PARAGRAPHS": (0, "paragraphs from which search takes the IVF path (0: never)"),
     "IVF_NPROBE": (1, "IVF lists a search probes"),
@@ -78,7 +80,7 @@ def check_settings(app_configs=None, **kwargs):
         errors.append(Error(
             f"MIN_SCORE is {floor!r}; it must be a number from 0 to 1",
             hint="Scores are in [0, 1]: a floor above 1 returns nothing for every question, below 0 it is "
-            "no floor. 0 turns the floor off; 0.25 is the default.",
+            "no floor. 0 turns the floor off; 0.22 is the default (docs/benchmarks.md, \"The floor\").",
             id="collections.E003",
         ))
     for name in ("EMBED_URL", "JUDGE_URL"):
@@ -90,6 +92,14 @@ def check_settings(app_configs=None, **kwargs):
                 "http://127.0.0.1:8080 or https://api.openai.com/v1.",
                 id="collections.E004",
             ))
+    problem = url_problem(settings.RERANK_URL)
+    if problem:
+        errors.append(Error(
+            f"RERANK_URL {problem}",
+            hint="Give the reranking endpoint's full URL, http or https, e.g. http://127.0.0.1:8080/rerank "
+            "(text-embeddings-inference) or https://api.jina.ai/v1/rerank.",
+            id="collections.E004",
+        ))
     if settings.EMBED_BACKEND == "http" and not (settings.EMBED_URL or "").strip():
         errors.append(Error(
             "EMBED_BACKEND is http but EMBED_URL is empty", hint="Set EMBED_URL to the embedding endpoint's base URL.",

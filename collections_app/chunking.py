@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ragsite.division import TokenCounter, divide
@@ -46,6 +46,7 @@ __all__ = [
     "AVAILABLE",
     "DEFAULT_SECTION",
     "DEFAULT_SIZES",
+    "heading_lines",
     "MAX_PARAGRAPHS_PER_DOCUMENT",
     "MAX_SECTION_LENGTH",
     "STRATEGIES",
@@ -195,6 +196,7 @@ def chunk(
 # ATX heading: up to three spaces, one to six #, then a space or the end of the line. A closing run
 # of # is dropped only when a space precedes it, so "# C#" keeps its name (CommonMark's rule).
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))??(?:[ \t]+#+)?[ \t]*")
+HEADING = _ATX  # a whole line that is an ATX heading: group 1 the "#" run, group 2 its text
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")
 _NON_WS = re.compile(r"\S")
@@ -213,37 +215,43 @@ def _lines(text: str) -> list[tuple[int, int]]:
     return lines
 
 
-class _Outline:
-    """The headings of a text, and which one is in force at any offset.
+def heading_lines(text: str) -> Iterator[tuple[int, int, re.Match]]:
+    """(start, end, match) of every ATX heading line of ``text``, in order.
 
-    A "#" line inside a fenced code block is code, not a heading, so fences are tracked.
+    A "#" line inside a fenced code block is code, not a heading, so fences are tracked. The
+    match's group 1 is the "#" run (its length is the level) and group 2 the heading's text.
     """
+    fence: str | None = None
+    for start, end in _lines(text):
+        line = text[start:end]
+        fence_match = _FENCE.match(line)
+        if fence_match:
+            marker = fence_match.group(1)
+            if fence is None:
+                fence = marker
+            elif marker[0] == fence[0] and len(marker) >= len(fence):
+                fence = None
+            continue
+        if fence is None:
+            heading = _ATX.fullmatch(line)
+            if heading:
+                yield start, end, heading
+
+
+class _Outline:
+    """The headings of a text (`heading_lines`), and which one is in force at any offset."""
 
     def __init__(self, text: str) -> None:
         self.starts: list[int] = []  # offset of each heading line
         self.names: list[str] = []
         self.ends: list[int] = []  # end of each heading line's content
         self.line_end_by_marker: dict[int, int] = {}  # offset of a heading's first "#" -> its line end
-        fence: str | None = None
-        for start, end in _lines(text):
-            line = text[start:end]
-            fence_match = _FENCE.match(line)
-            if fence_match:
-                marker = fence_match.group(1)
-                if fence is None:
-                    fence = marker
-                elif marker[0] == fence[0] and len(marker) >= len(fence):
-                    fence = None
-                continue
-            if fence is not None:
-                continue
-            heading = _ATX.fullmatch(line)
-            if heading:
-                name = (heading.group(2) or "").strip()[:MAX_SECTION_LENGTH].rstrip()
-                self.starts.append(start)
-                self.names.append(name or DEFAULT_SECTION)
-                self.ends.append(end)
-                self.line_end_by_marker[heading.start(1) + start] = end
+        for start, end, heading in heading_lines(text):
+            name = (heading.group(2) or "").strip()[:MAX_SECTION_LENGTH].rstrip()
+            self.starts.append(start)
+            self.names.append(name or DEFAULT_SECTION)
+            self.ends.append(end)
+            self.line_end_by_marker[heading.start(1) + start] = end
 
     def section_at(self, offset: int) -> str:
         """The heading in force at ``offset``: the last heading line starting at or before it."""

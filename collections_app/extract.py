@@ -4,9 +4,10 @@ Pure: this module knows a document only by a relative name and its bytes, never 
 imports neither models nor settings. Headings are written as ATX Markdown lines because that is
 the one structure the chunker reads, whatever format the text came from.
 
-A document that cannot be read raises `Unreadable` with a short reason meant for a person. The
-reason never carries a filesystem path (the function is never given one) and never the text of
-a library's exception, which for some formats quotes internal file names.
+A document that cannot be read raises `Unreadable` with a category from `REFUSAL_REASONS` (what a
+librarian is shown) and a short reason (what the server log gets). Neither carries a filesystem path
+(the function is never given one) nor the text of a library's exception, which for some formats quotes
+internal file names.
 """
 
 from __future__ import annotations
@@ -17,17 +18,37 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-__all__ = ["SUPPORTED_SUFFIXES", "Extracted", "Unreadable", "extract", "summarize_opening"]
+__all__ = [
+    "CORRUPT", "EMPTY", "ENCRYPTED", "NO_TEXT_LAYER", "REFUSAL_REASONS", "SUPPORTED_SUFFIXES", "TOO_LARGE",
+    "UNSUPPORTED_TYPE", "Extracted", "Unreadable", "extract", "summarize_opening",
+]
 
 SUPPORTED_SUFFIXES = (".pdf", ".docx", ".md", ".markdown", ".txt", ".text", ".html", ".htm")
 
+# Why a document was refused, in words a librarian acts on: the one vocabulary every refusal
+# (extraction, the build's size and time limits, uploads) is recorded in. A category names a kind
+# of trouble, never a file or a path, so it may be stored and shown; the detailed reason is only logged.
+CORRUPT = "corrupt"
+ENCRYPTED = "encrypted"
+NO_TEXT_LAYER = "no text layer — scanned?"
+UNSUPPORTED_TYPE = "unsupported type"
+TOO_LARGE = "too large"
+EMPTY = "empty"
+REFUSAL_REASONS = (CORRUPT, ENCRYPTED, NO_TEXT_LAYER, UNSUPPORTED_TYPE, TOO_LARGE, EMPTY)
+
 
 class Unreadable(Exception):
-    """A document that yields no usable text. ``reason`` is short and safe to show to anybody."""
+    """A document that yields no usable text.
 
-    def __init__(self, reason: str) -> None:
+    ``category`` is one of `REFUSAL_REASONS` and is what people are shown; ``reason`` is a short
+    detail for the server log ("not UTF-8 text", "unsupported type .xyz").
+    """
+
+    def __init__(self, reason: str, *, category: str) -> None:
+        if category not in REFUSAL_REASONS:
+            raise ValueError(f"unknown refusal category {category!r}")
         super().__init__(reason)
-        self.reason = reason
+        self.reason, self.category = reason, category
 
 
 @dataclass(frozen=True)
@@ -55,10 +76,12 @@ def extract(name: str, data: bytes) -> Extracted:
     elif suffix in (".html", ".htm"):
         text, warnings = _html(data), []
     else:
-        raise Unreadable(f"unsupported type {suffix}" if suffix else "unsupported type (no suffix)")
+        raise Unreadable(
+            f"unsupported type {suffix}" if suffix else "unsupported type (no suffix)", category=UNSUPPORTED_TYPE
+        )
     text = _tidy(text)
     if not text:
-        raise Unreadable("no text")
+        raise Unreadable("no text", category=EMPTY)
     return Extracted(text=text, warnings=warnings)
 
 
@@ -115,16 +138,16 @@ def _pdf(data: bytes) -> tuple[str, list[str]]:
             try:
                 opened = reader.decrypt("")
             except Exception as exc:  # an unsupported algorithm is as closed to us as a password
-                raise Unreadable("encrypted") from exc
+                raise Unreadable("encrypted", category=ENCRYPTED) from exc
             if not opened:
-                raise Unreadable("encrypted")
+                raise Unreadable("encrypted", category=ENCRYPTED)
         pages = list(reader.pages)
     except Unreadable:
         raise
     except (PdfReadError, Exception) as exc:
         # Damaged input surfaces from deep inside pypdf as almost any exception type, not only
         # PdfReadError; whatever it is, the document is not readable and the build goes on.
-        raise Unreadable("not a readable PDF") from exc
+        raise Unreadable("not a readable PDF", category=CORRUPT) from exc
 
     texts: list[str] = []
     warnings: list[str] = []
@@ -140,7 +163,8 @@ def _pdf(data: bytes) -> tuple[str, list[str]]:
         else:
             warnings.append(f"page {number} has no text layer")
     if not texts:
-        raise Unreadable("no text")
+        # Pages but no text on any of them: a scan, most likely, which OCR would read.
+        raise Unreadable("no text", category=NO_TEXT_LAYER if pages else EMPTY)
     return "\n\n".join(texts), warnings
 
 
@@ -157,7 +181,7 @@ def _docx(data: bytes) -> str:
         document = docx.Document(io.BytesIO(data))
         blocks = list(document.iter_inner_content())
     except Exception as exc:  # a damaged package surfaces as zip, XML, key or value errors alike
-        raise Unreadable("not a readable Word document") from exc
+        raise Unreadable("not a readable Word document", category=CORRUPT) from exc
 
     parts: list[str] = []
     for block in blocks:
@@ -210,7 +234,8 @@ def _plain(data: bytes) -> str:
         # utf-8-sig drops a byte-order mark; anything else that is not UTF-8 is refused, not guessed.
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise Unreadable("not UTF-8 text") from exc
+        # Text in another encoding is not damaged, but it is not a kind of file this reads.
+        raise Unreadable("not UTF-8 text", category=UNSUPPORTED_TYPE) from exc
 
 
 # --- HTML ----------------------------------------------------------------------------------------
@@ -255,13 +280,16 @@ def _html(data: bytes) -> str:
     try:
         markup = body.decode(codec)
     except UnicodeDecodeError as exc:
-        raise Unreadable("not UTF-8 text" if codec == "utf-8" else f"not valid {codec} text") from exc
+        raise Unreadable(
+            "not UTF-8 text" if codec == "utf-8" else f"not valid {codec} text",
+            category=UNSUPPORTED_TYPE if codec == "utf-8" else CORRUPT,
+        ) from exc
     parser = _HtmlText()
     try:
         parser.feed(markup)
         parser.close()
     except Exception as exc:
-        raise Unreadable("not readable HTML") from exc
+        raise Unreadable("not readable HTML", category=CORRUPT) from exc
     return parser.result()
 
 

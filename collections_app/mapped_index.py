@@ -131,7 +131,8 @@ class IndexWriter:
             self._vector_row.append(np.full(windows.shape[0], first + offset, dtype=np.int32))
         self.rows += count
 
-    def write(self, root: Path, key: str, *, extra: dict | None = None) -> Path:
+    def write(self, root: Path, key: str, *, extra: dict | None = None,
+              parts: dict[str, IndexWriter] | None = None) -> Path:
         """Write the index as ``root/key`` (temporary directory, then one rename); returns the path.
 
         When another process renamed the same build into place first, its index is kept and ours
@@ -143,6 +144,12 @@ class IndexWriter:
         scratch.mkdir()
         try:
             meta = self._write_files(scratch, extra or {})
+            # Further lexical fields over the same rows (a paragraph's context), each in a folder
+            # of its own, inside the same rename.
+            for name, part in (parts or {}).items():
+                (scratch / name).mkdir()
+                part_meta = part._write_files(scratch / name, {})
+                (scratch / name / "meta.json").write_text(json.dumps(part_meta, sort_keys=True))
             (scratch / "meta.json").write_text(json.dumps(meta, sort_keys=True))
             _fsync_dir(scratch)
             try:
@@ -293,6 +300,12 @@ class MappedIndex:
         if n_terms + 1 and (int(self.indptr[-1]) != n_postings or int(self.vocab_offsets[-1]) != meta["vocab_bytes"]):
             raise IndexUnusable("postings or vocabulary offsets do not close on their files")
         self.size, self.dimensions, self.n_terms = rows, d, n_terms
+        # The BM25 of each row's context ("title › section"), when the build has contexts.
+        self.context: MappedIndex | None = None
+        if (self.path / "context" / "meta.json").exists():
+            self.context = MappedIndex(self.path / "context")
+            if self.context.size != rows:
+                raise IndexUnusable("the context postings do not cover the same rows")
         self.everyone = View(mask=None, n_docs=rows, length_sum=int(meta["doc_len_sum"]))
         # A paragraph's windows are consecutive rows of `vectors`: the first vector of each paragraph.
         self.has_vector = np.zeros(rows, dtype=bool)

@@ -62,6 +62,10 @@ SEARCH_ANSWER = {
                                   "description": "The chunk ids of every stored paragraph stitched here, in order."},
                     "first": {"type": "integer", "description": "A position across the collection, not an id."},
                     "last": {"type": "integer", "description": "A position across the collection, not an id."},
+                    "rerank_score": {"type": "number", "description": "Only when reranked: the reranker's score, "
+                                     "which set the order; `score` stays the fused score the floor applies to."},
+                    "fused_rank": {"type": "integer", "description": "Only when reranked: the position by the "
+                                   "fused score."},
                 },
                 "required": ["text", "score", "document", "section", "passages", "chunk_id", "chunk_ids", "first",
                              "last"],
@@ -77,6 +81,10 @@ SEARCH_ANSWER = {
         "refused": {"type": ["boolean", "null"],
                     "description": "true: withheld by the judge; false: approved; null: not judged."},
         "judge": {"type": "object", "properties": {"status": {"type": "string"}, "model": {"type": "string"}}},
+        "rerank": {"type": "object", "description": "reranked, not configured, unavailable (the fused order "
+                   "stands), over budget or nothing to rerank",
+                   "properties": {"status": {"type": "string"}, "model": {"type": "string"},
+                                  "depth": {"type": "integer"}}},
     },
     "required": ["paragraphs", "floor", "around", "mode", "model", "refused"],
 }

@@ -32,6 +32,7 @@ from ragsite.fusion import hybrid_scores
 from ragsite.lexical import BM25Index, terms
 
 from .chunking import AVAILABLE, DEFAULT_SIZES, ChunkingError, chunk, resolve_sizes
+from .context import contexts_for, embedding_text, lexical_with_context
 from .stitch import Row, Stitched, stitch
 from .vector_codec import decode, encode
 
@@ -149,6 +150,7 @@ class ScratchIndex:
     # With long paragraphs stored as several windows: the row of each matrix row (ascending), and a
     # row scores its best window, as search does. None: one matrix row per row.
     window_row: np.ndarray | None = None
+    context_bm25: BM25Index | None = None  # over each row's "title › section", as a build indexes it
 
     @property
     def readable(self) -> dict[int, Row]:
@@ -156,24 +158,34 @@ class ScratchIndex:
 
 
 def scratch_index(
-    documents: Sequence[str], variant: Variant, *, cache: VectorCache, tokens: TokenCounter | None = None
+    documents: Sequence[str], variant: Variant, *, cache: VectorCache, tokens: TokenCounter | None = None,
+    names: Sequence[str] | None = None,
 ) -> ScratchIndex:
     """Chunk every document the variant's way and index the paragraphs, ordinals running across them.
 
+    Each paragraph is indexed with its context (title › section, `context.py`) as a build indexes
+    it; ``names`` are the documents' names, which title a document without a heading.
     Raises `ChunkingError` when the variant cannot chunk (a token method without a counter).
     """
     rows: list[Row] = []
+    contexts: list[str] = []
     for number, text in enumerate(documents):
         pieces = chunk(text, variant.method, size=variant.size, overlap=variant.overlap, tokens=tokens)
+        contexts.extend(contexts_for(names[number] if names else "", text, [p.start for p in pieces]))
         for k, piece in enumerate(pieces):
             rows.append(Row(ordinal=len(rows), document=number, start=piece.start, end=piece.end,
                             text=piece.text, section=piece.section, index=k))
     texts = [row.text for row in rows]
-    matrix = cache.vectors(texts)
+    matrix = cache.vectors([embedding_text(t, c) for t, c in zip(texts, contexts, strict=True)])
     if matrix is not None:
         # Through the store's float16, as a build stores them, so a variant ranks as search would.
         matrix = decode(encode(matrix), matrix.shape[1])
-    return ScratchIndex(rows=rows, bm25=BM25Index.from_texts(texts), matrix=matrix)
+    return ScratchIndex(
+        rows=rows,
+        bm25=BM25Index.from_texts(texts),
+        matrix=matrix,
+        context_bm25=BM25Index.from_texts(contexts) if any(contexts) else None,
+    )
 
 
 def rank(
@@ -204,8 +216,13 @@ def rank(
             np.maximum.at(best, index.window_row, cosine)
             cosine = np.where(np.isneginf(best), 0.0, best).astype(np.float32)  # no vector: no cosine
     question_terms = terms(question)
-    bm25 = index.bm25.scores(question_terms)
-    scores, _mode = hybrid_scores(cosine, bm25, index.bm25.upper_bound(question_terms), weight=weight)
+    context = index.context_bm25
+    bm25, bound = lexical_with_context(
+        index.bm25.scores(question_terms), index.bm25.upper_bound(question_terms),
+        context.scores(question_terms) if context is not None else None,
+        context.upper_bound(question_terms) if context is not None else 0.0,
+    )
+    scores, _mode = hybrid_scores(cosine, bm25, bound, weight=weight)
     passing = scores >= floor
     eligible = np.flatnonzero(passing if searchable is None else passing & searchable)
     top = eligible[np.argsort(-scores[eligible], kind="stable")[:most]]
@@ -335,9 +352,10 @@ def measure_variant(
     most: int,
     floor: float = 0.0,
     tokens: TokenCounter | None = None,
+    names: Sequence[str] | None = None,
 ) -> dict:
     """One variant's row of the report: its paragraphs, each question's outcome, the floor range."""
-    index = scratch_index(documents, variant, cache=cache, tokens=tokens)
+    index = scratch_index(documents, variant, cache=cache, tokens=tokens, names=names)
     vectors = cache.vectors([q.text for q in questions]) if index.matrix is not None else None
     answered, controls = outcomes(index, questions, vectors, weight=weight, most=most, around=variant.around,
                                   floor=floor)

@@ -178,6 +178,9 @@ class Collection(models.Model):
         "the floor override or MIN_SCORE applies.",
     )
     around = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Around override; empty = AROUND.")
+    # Why the stored paragraphs no longer match the documents (a document deleted or uploaded since the
+    # last build), for people; the next successful build clears it.
+    rebuild_needed = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -253,11 +256,21 @@ class Document(models.Model):
     scan_warnings = models.JSONField(default=list, blank=True)
     conflicts = models.JSONField(default=list, blank=True)
     default_labels = models.ManyToManyField(Label, blank=True, related_name="documents")
+    enabled = models.BooleanField(
+        default=True, help_text="A disabled document is never searched or stitched; it stays disabled across rebuilds."
+    )
+    # One of extract.REFUSAL_REASONS when the last build refused it; the detail is only in the server log.
+    refusal = models.CharField(max_length=40, blank=True)
+    approved_by = models.CharField(max_length=150, blank=True)
+    approved_at = models.DateTimeField(null=True, blank=True)
     # What the current paragraphs were made with: a document is reused only when all match.
     built_method = models.CharField(max_length=40, blank=True)
     built_size = models.PositiveIntegerField(null=True, blank=True)
     built_overlap = models.PositiveIntegerField(null=True, blank=True)
     built_model = models.CharField(max_length=200, blank=True)
+    # The version of `context.py`'s representation its paragraphs were indexed with (0: none).
+    # A database default, so a store stays writable by code that predates the column.
+    built_context = models.PositiveSmallIntegerField(default=0, db_default=0)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -316,6 +329,8 @@ class Paragraph(models.Model):
     ordinal = models.PositiveIntegerField(help_text="Position across the whole collection.")
     index = models.PositiveIntegerField(help_text="Position within its document: the k of doc#k.")
     section = models.CharField(max_length=300, blank=True)
+    # "title › section › subsection": indexed beside the text (lexical and vector), never returned as it.
+    context = models.CharField(max_length=600, blank=True, default="", db_default="")
     text = models.TextField()
     start_char = models.PositiveIntegerField()
     end_char = models.PositiveIntegerField()
@@ -324,15 +339,27 @@ class Paragraph(models.Model):
     # float16 little-endian, one vector per window of the model (usually one): see vector_codec.
     embedding = models.BinaryField(null=True, blank=True)
     labels = models.ManyToManyField(Label, blank=True, related_name="paragraphs")
+    enabled = models.BooleanField(
+        default=True, help_text="A disabled paragraph is never searched or stitched; kept across rebuilds by its text."
+    )
 
     objects = ParagraphManager()
 
     class Meta:
         db_table = "agents_chunks"
         ordering = ["collection", "ordinal"]
-        indexes = [models.Index(fields=["collection", "ordinal"], name="paragraph_by_ordinal")]
+        indexes = [
+            models.Index(fields=["collection", "ordinal"], name="paragraph_by_ordinal"),
+            # Every search lists a collection's disabled paragraphs; they are few, so index only them.
+            models.Index(fields=["collection"], condition=models.Q(enabled=False), name="paragraph_disabled"),
+        ]
 
     def __str__(self):
+        return self.chunk_id
+
+    @property
+    def chunk_id(self) -> str:
+        """Seed 004's citation id, ``<document>#<k>`` with k counted within the document from 0."""
         return f"{self.document.name}#{self.index}"
 
     def vectors(self, dimensions: int) -> np.ndarray | None:
@@ -390,6 +417,8 @@ class BuildRun(models.Model):
     previous_model = models.CharField(max_length=200, blank=True)
     dimensions = models.PositiveIntegerField(null=True, blank=True)
     refused = models.JSONField(null=True, blank=True)
+    # {document name: category from extract.REFUSAL_REASONS}, for people; `refused` stays names only.
+    refusal_reasons = models.JSONField(default=dict, blank=True)
     warnings = models.JSONField(default=list, blank=True)
     problems = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)
@@ -416,14 +445,47 @@ class BuildRun(models.Model):
         return int(50 + 50 * min(self.paragraphs_done / self.paragraphs_total, 1.0))
 
 
+class MeasureRun(models.Model):
+    """One measurement of a collection, run by a task: its input, progress and stored report."""
+
+    QUEUED, RUNNING, SUCCEEDED, FAILED = "queued", "running", "succeeded", "failed"
+    STATUS_CHOICES = [(s, s) for s in (QUEUED, RUNNING, SUCCEEDED, FAILED)]
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="measure_runs")
+    status = models.CharField(max_length=20, choices=STATUS_CHOICES, default=QUEUED, db_index=True)
+    requested_by = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # What was asked: {"questions": [...], "controls": [...], "most": n, "min_score": x | null}.
+    request = models.JSONField(default=dict)
+    variants_total = models.PositiveIntegerField(default=0)
+    variants_done = models.PositiveIntegerField(default=0)
+    report = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"measure {self.pk} of {self.collection} ({self.status})"
+
+    @property
+    def percent(self) -> int:
+        if self.status == self.SUCCEEDED:
+            return 100
+        return int(100 * self.variants_done / self.variants_total) if self.variants_total else 0
+
+
 class ModelCall(models.Model):
     """The ledger: one model call charged to one agent. Never the question, never a paragraph."""
 
-    JUDGE, EMBED = "judge", "embed"
+    JUDGE, EMBED, RERANK = "judge", "embed", "rerank"
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="model_calls")
     collection = models.ForeignKey(Collection, on_delete=models.SET_NULL, null=True, blank=True)
-    purpose = models.CharField(max_length=20, choices=[(JUDGE, "judge"), (EMBED, "embed")])
+    purpose = models.CharField(max_length=20, choices=[(JUDGE, "judge"), (EMBED, "embed"), (RERANK, "rerank")])
     model = models.CharField(max_length=200)
     tokens_in = models.PositiveIntegerField(default=0)
     tokens_out = models.PositiveIntegerField(default=0)

@@ -1,6 +1,6 @@
 """django-q2 tasks: thin adapters that take ids and call one service."""
 
-from .services import builds, known_answers
+from .services import builds, known_answers, measure
 
 
 def run_build(build_id: int) -> str:
@@ -11,6 +11,11 @@ def run_build(build_id: int) -> str:
 def sweep_stale_builds() -> int:
     """Mark builds whose worker stopped sending heartbeats as failed; returns how many."""
     return builds.fail_stale_builds()
+
+
+def run_measure(measure_id: int) -> str:
+    """Carry out a queued measurement; returns its final status."""
+    return measure.run_measure(measure_id).status
 
 
 def measure_known_answers(build_id: int) -> str:

@@ -9,6 +9,10 @@ Pure: works with any embedder exposing `window` and `window_end_char` (ragsite.e
 
 from __future__ import annotations
 
+import numpy as np
+
+from .vector_codec import encode
+
 # At most this many windows a paragraph: a paragraph far longer than the model's window (a
 # `fixed` chunk of 100,000 characters, say) is embedded over its first MAX_WINDOWS windows only.
 MAX_WINDOWS = 16
@@ -47,4 +51,16 @@ def model_windows(text: str, embedder) -> list[str]:
     return pieces
 
 
-__all__ = ["MAX_WINDOWS", "WINDOW_OVERLAP", "model_windows"]
+def embed_in_windows(texts: list[str], embedder) -> tuple[list[bytes], int | None]:
+    """Each text's windows embedded in one call: the stored blob of each text, and the tokens used."""
+    windows = [model_windows(text, embedder) for text in texts]
+    embedded = embedder.embed_with_usage([piece for pieces in windows for piece in pieces])
+    vectors = np.asarray(embedded.vectors, dtype=np.float32)
+    blobs, at = [], 0
+    for pieces in windows:
+        blobs.append(encode(vectors[at : at + len(pieces)]))
+        at += len(pieces)
+    return blobs, embedded.tokens
+
+
+__all__ = ["MAX_WINDOWS", "WINDOW_OVERLAP", "embed_in_windows", "model_windows"]

@@ -8,4 +8,13 @@ file name.
 One module per area; importing them registers their ModelAdmins.
 """
 
+from django.contrib import admin
+
 from . import agents, collections, documents, paragraphs  # noqa: F401  (registration)
+
+admin.site.site_header = admin.site.site_title = "ragsite"
+admin.site.index_title = "Collections, documents, readers and agents"
+# There is no public site to view: the admin and the agents' API are the whole of it.
+admin.site.site_url = None
+# The model list lives on the index page; on the work screens the room goes to the text being read.
+admin.site.enable_nav_sidebar = False

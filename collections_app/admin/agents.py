@@ -1,5 +1,7 @@
 """Agents, their keys and their spend: keys are shown once, revoked with a confirmation; spend per day."""
 
+import secrets
+
 from django.contrib import admin, messages
 from django.db.models import Count, Q
 from django.http import HttpResponseRedirect
@@ -17,6 +19,7 @@ from ..models import (
 from ..services.agents import issue_key, revoke_key
 from ..services.ledger import spend_by_day, spent_today
 from .common import (
+    count_of,
     require,
 )
 
@@ -41,29 +44,41 @@ class ApiKeyInline(admin.TabularInline):
         return format_html('<span class="rs-badge rs-status-succeeded">active</span> <a href="{}">revoke…</a>', url)
 
 
-def spend_chart(days) -> str:
-    """An inline SVG bar chart of cost per day (calls when nothing had a price)."""
+def spend_chart(days, budget=None) -> str:
+    """An inline SVG bar chart of cost per day (calls when nothing had a price), with the daily budget
+    drawn as a line and the days over it marked."""
     by_cost = any(d.cost for d in days)
     values = [float(d.cost) if by_cost else d.calls for d in days]
-    top = max(values) or 1
+    if not any(values):
+        return format_html('<p class="rs-refused-none">{}</p>', "No model calls in the last 30 days.")
+    budget = float(budget) if budget is not None and by_cost else None
+    top = max([*values, budget or 0]) or 1
     width, height, gap = 600, 120, 2
     bar = (width - gap * (len(days) - 1)) / len(days)
     bars = []
     for i, (day, value) in enumerate(zip(days, values, strict=True)):
         h = 0 if not value else max(2.0, (height - 30) * value / top)
         x = i * (bar + gap)
-        label = f"{day.day:%Y-%m-%d}: {day.calls} calls, cost {day.cost:.4f}"
+        over = budget is not None and value >= budget
+        label = f"{day.day:%Y-%m-%d}: {count_of(day.calls, 'call')}, cost {day.cost:.4f}" + (" (over budget)" if over else "")
         # format_html escapes its arguments into strings first, so numbers are formatted here.
         bars.append(format_html(
-            '<rect class="rs-spend-bar" x="{}" y="{}" width="{}" height="{}"><title>{}</title></rect>',
-            f"{x:.1f}", f"{height - 14 - h:.1f}", f"{bar:.1f}", f"{h:.1f}", label,
+            '<rect class="rs-spend-bar{}" x="{}" y="{}" width="{}" height="{}"><title>{}</title></rect>',
+            " rs-over" if over else "", f"{x:.1f}", f"{height - 14 - h:.1f}", f"{bar:.1f}", f"{h:.1f}", label,
+        ))
+    if budget is not None:
+        y = height - 14 - (height - 30) * budget / top
+        bars.append(format_html(
+            '<line class="rs-budget-line" x1="0" x2="{}" y1="{}" y2="{}"><title>daily budget {}</title></line>'
+            '<text class="rs-chart-axis" x="{}" y="{}" text-anchor="end">budget {}</text>',
+            width, f"{y:.1f}", f"{y:.1f}", f"{budget:.4f}", width, f"{y - 3:.1f}", f"{budget:.4f}",
         ))
     axis = format_html(
         '<text x="0" y="{}" class="rs-chart-axis">{}</text>'
         '<text x="{}" y="{}" text-anchor="end" class="rs-chart-axis">{}</text>'
         '<text x="0" y="10" class="rs-chart-axis">max {}</text>',
         height - 2, f"{days[0].day:%d %b}", width, height - 2, f"{days[-1].day:%d %b}",
-        f"{top:.4f}" if by_cost else f"{int(top)} calls",
+        f"{top:.4f}" if by_cost else count_of(int(top), "call"),
     )
     return format_html(
         '<svg class="rs-spend-chart" role="img" aria-label="{}" viewBox="0 0 {} {}" width="{}" height="{}">{}{}</svg>',
@@ -79,7 +94,6 @@ class AgentAdmin(admin.ModelAdmin):
     fields = ["agent_id", "name", "daily_budget", "runaway_limit", "created_at", "spend"]
     readonly_fields = ["created_at", "spend"]
     inlines = [ApiKeyInline]
-    actions = ["issue_new_key"]
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(
@@ -106,20 +120,36 @@ class AgentAdmin(admin.ModelAdmin):
             return "—"
         days = spend_by_day(agent, days=30)
         used = [d for d in days if d.calls]
+        state = ""
+        if agent.daily_budget is not None:
+            spent = spent_today(agent)
+            over = spent >= float(agent.daily_budget)
+            state = format_html(
+                '<p class="{}" data-role="budget-state">Today: {} of a {} daily budget{}</p>',
+                "rs-refused-names" if over else "rs-refused-empty", f"{spent:.4f}", f"{agent.daily_budget:.4f}",
+                " — over budget: the judge is not called for this agent until tomorrow" if over else "",
+            )
         total_cost = sum(d.cost for d in days)
         rows = format_html_join(
             "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            ((f"{d.day:%Y-%m-%d}", d.calls, d.tokens_in, d.tokens_out, f"{d.cost:.4f}") for d in reversed(used)),
+            ((f"{d.day:%Y-%m-%d}", f"{d.calls:,}", f"{d.tokens_in:,}", f"{d.tokens_out:,}", f"{d.cost:.4f}")
+             for d in reversed(used)),
         )
         table = format_html(
             '<table class="rs-spend-table"><thead><tr><th>day</th><th>calls</th><th>tokens in</th>'
             "<th>tokens out</th><th>cost</th></tr></thead><tbody>{}</tbody>"
             "<tfoot><tr><th>30 days</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></tfoot></table>",
             rows or mark_safe('<tr><td colspan="5" class="rs-refused-none">no model calls</td></tr>'),
-            sum(d.calls for d in days), sum(d.tokens_in for d in days), sum(d.tokens_out for d in days),
-            f"{total_cost:.4f}",
+            f"{sum(d.calls for d in days):,}", f"{sum(d.tokens_in for d in days):,}",
+            f"{sum(d.tokens_out for d in days):,}", f"{total_cost:.4f}",
         )
-        return format_html('<div class="rs-spend">{}{}</div>', spend_chart(days), table)
+        return format_html('<div class="rs-spend">{}{}{}</div>', state, spend_chart(days, agent.daily_budget), table)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        # A fresh one-time token for the "Issue a new key" form: a reload of the page that shows the key
+        # re-posts a used token, and no second key is issued.
+        extra_context = {**(extra_context or {}), "issue_token": _new_issue_token(request)}
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def get_urls(self):
         return [
@@ -137,19 +167,39 @@ class AgentAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/collections_app/agent/key_issued.html", context)
 
-    @admin.action(description="Issue a new API key (shown once)", permissions=["change"])
-    def issue_new_key(self, request, queryset):
-        issued = [(agent, issue_key(agent=agent, name="issued in admin")) for agent in queryset]
-        return self._show_keys(request, [(agent, key, raw) for agent, (key, raw) in issued])
-
     def issue_key_view(self, request, object_id):
+        back = reverse("admin:collections_app_agent_change", args=[object_id])
         if request.method != "POST":
-            return HttpResponseRedirect(reverse("admin:collections_app_agent_change", args=[object_id]))
+            return HttpResponseRedirect(back)
         agent = get_object_or_404(Agent, pk=object_id)
         require(self.has_change_permission(request, agent))
+        if not _use_issue_token(request, request.POST.get("token", "")):
+            self.message_user(request, "That key was already shown once and is not shown again. If it was not "
+                              "copied, revoke it and issue a new one.", messages.WARNING)
+            return HttpResponseRedirect(back)
         name = (request.POST.get("name") or "issued in admin").strip()[:100]
         key, raw = issue_key(agent=agent, name=name)
-        return self._show_keys(request, [(agent, key, raw)])
+        response = self._show_keys(request, [(agent, key, raw)])
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+ISSUE_TOKENS = "ragsite_issue_tokens"
+
+
+def _new_issue_token(request) -> str:
+    token = secrets.token_urlsafe(16)
+    tokens = request.session.get(ISSUE_TOKENS, [])[-19:]  # a few open agent pages at once
+    request.session[ISSUE_TOKENS] = [*tokens, token]
+    return token
+
+
+def _use_issue_token(request, token: str) -> bool:
+    tokens = request.session.get(ISSUE_TOKENS, [])
+    if not token or token not in tokens:
+        return False
+    request.session[ISSUE_TOKENS] = [t for t in tokens if t != token]
+    return True
 
 
 class KeyStateFilter(admin.SimpleListFilter):
@@ -183,7 +233,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
         keys = list(queryset.filter(revoked_at__isnull=True))
         for key in keys:
             revoke_key(key=key)
-        self.message_user(request, f"Revoked {len(keys)} key(s).", messages.SUCCESS)
+        self.message_user(request, f"Revoked {count_of(len(keys), 'key')}.", messages.SUCCESS)
 
     def get_urls(self):
         return [

@@ -6,8 +6,8 @@ from django.db.models import Count, JSONField, OuterRef, Q, Subquery
 from django.http import Http404, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
-from django.utils.html import format_html, format_html_join
-from django.utils.http import urlencode
+from django.utils.html import escape, format_html, format_html_join
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_POST
 
 from .. import conf
@@ -20,13 +20,18 @@ from ..models import (
     KnownAnswersReport,
     StoreMeta,
 )
+from ..services.documents import collection_health, delete_collection, deletion_summary
+from ..services.labels import set_per_reader
 from .common import (
     HISTORY_ROWS,
+    count_of,
     progress_payload,
     refused_html,
+    refused_with_reasons,
     request_build_or_say_why,
     require,
     status_badge,
+    warning_list,
 )
 from .known_answers import KnownAnswersAdminMixin, known_answers_warnings
 from .measure import MeasureAdminMixin
@@ -34,8 +39,27 @@ from .playground import PlaygroundAdminMixin
 
 
 class CollectionForm(forms.ModelForm):
-    # Only the strategies that exist are offered; a planned one is not a choice.
-    method = forms.ChoiceField(choices=[(name, name) for name in AVAILABLE])
+    # Only the strategies that exist are offered; a planned one is not a choice. The initial value is the
+    # model's (and the command's) default, which a plain ChoiceField would lose.
+    method = forms.ChoiceField(choices=[(name, name) for name in AVAILABLE],
+                               initial=Collection._meta.get_field("method").default)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "name" in self.fields:
+            # The admin renders help text as HTML, so the placeholder's brackets are escaped.
+            self.fields["name"].help_text = escape(
+                "Letters, digits, '-' and '_'. The folder is then set with KNOWLEDGE_<NAME>_FOLDER "
+                "(for “hr-policies”: KNOWLEDGE_HR_POLICIES_FOLDER); the name cannot be changed once saved."
+            )
+        self.fields["min_score"].label = "Floor"
+        self.fields["min_score"].help_text = "The lowest score a result may have (0–1); empty = this server's MIN_SCORE."
+        self.fields["around"].label = "Neighbours"
+        self.fields["around"].help_text = "Paragraphs either side of a hit that come back with it; empty = AROUND."
+        self.fields["per_reader"].help_text = (
+            "Off by default: every reader sees every paragraph and labels are kept but ignored. On: every search "
+            "must name a reader, and a labelled paragraph is seen only by readers holding one of its labels."
+        )
 
     class Meta:
         model = Collection
@@ -48,15 +72,15 @@ class CollectionForm(forms.ModelForm):
 @admin.register(Collection)
 class CollectionAdmin(KnownAnswersAdminMixin, PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin):
     form = CollectionForm
-    list_display = ["name", "agent", "method", "last_build", "paragraphs", "embedding_model", "refused",
-                    "warnings"]
+    list_display = ["name", "agent", "searchable", "last_build", "embedding_model", "refused", "warnings"]
     list_filter = ["agent", "method", "per_reader"]
     search_fields = ["name", "built_from"]
     list_select_related = ["agent", "built"]
     actions = ["rebuild_selected"]
-    readonly_fields = ["source", "contents", "current_build", "build_history"]
+    readonly_fields = ["source", "searchable", "contents", "current_build", "build_history"]
+    delete_confirmation_template = "admin/collections_app/collection/delete_confirmation.html"
     fieldsets = [
-        (None, {"fields": ["agent", "name", "built_from", "source", "contents"]}),
+        (None, {"fields": ["agent", "name", "built_from", "source", "searchable", "contents"]}),
         ("Chunking", {"fields": ["method", "size", "overlap"]}),
         ("Search", {"fields": ["per_reader", "judge", "min_score", "floor_measured", "around"]}),
         ("Builds", {"fields": ["current_build", "build_history"]}),
@@ -98,10 +122,28 @@ class CollectionAdmin(KnownAnswersAdminMixin, PlaygroundAdminMixin, MeasureAdmin
         url = reverse("admin:collections_app_buildrun_change", args=[collection.last_run_id])
         return format_html('<a href="{}">{}</a>', url, status_badge(status))
 
-    @admin.display(description="paragraphs", ordering="built__passages")
-    def paragraphs(self, collection):
-        built = self._built(collection)
-        return "—" if built is None else built.passages
+    @admin.display(description="searchable")
+    def searchable(self, collection):
+        """Searchable next to stored paragraphs, with a warning badge when nothing can be found."""
+        if collection.pk is None:
+            return "—"
+        health = collection_health(collection)
+        text = format_html('<span data-role="searchable">{}</span> of {} stored',
+                           f"{health['searchable']:,}", count_of(health["stored"], "paragraph"))
+        notes = []
+        if health["disabled"]:
+            notes.append(f"{health['disabled']:,} disabled")
+        if health["held_back"]:
+            notes.append(f"{health['held_back']:,} in review or refused")
+        if notes:
+            text = format_html("{} ({})", text, ", ".join(notes))
+        if health["problems"]:
+            return format_html(
+                '<span class="rs-badge rs-status-failed" data-role="not-searchable">cannot answer</span> {}'
+                '<ul class="rs-warnings">{}</ul>',
+                text, format_html_join("", "<li>{}</li>", ((p,) for p in health["problems"])),
+            )
+        return text
 
     @admin.display(description="model", ordering="built__model")
     def embedding_model(self, collection):
@@ -123,9 +165,7 @@ class CollectionAdmin(KnownAnswersAdminMixin, PlaygroundAdminMixin, MeasureAdmin
         error = getattr(collection, "last_error", None)
         if error:
             items.insert(0, error)
-        if not items:
-            return "—"
-        return format_html('<ul class="rs-warnings">{}</ul>', format_html_join("", "<li>{}</li>", ((w,) for w in items)))
+        return warning_list(items)
 
     # -- change page
 
@@ -137,7 +177,8 @@ class CollectionAdmin(KnownAnswersAdminMixin, PlaygroundAdminMixin, MeasureAdmin
         folder = "a folder, from " + variable if conf.knowledge_folder(collection.name) else f"no folder ({variable} is not set)"
         uploads = collection.documents.filter(source=Document.UPLOAD).count()
         upload_url = reverse("admin:collections_app_document_upload") + "?" + urlencode({"collection": collection.pk})
-        return format_html('{} and {} uploaded document(s) — <a href="{}">upload documents…</a>', folder, uploads, upload_url)
+        return format_html('{} and {} — <a href="{}">upload documents…</a>', folder,
+                           count_of(uploads, "uploaded document"), upload_url)
 
     @admin.display(description="contents")
     def contents(self, collection):
@@ -151,10 +192,13 @@ class CollectionAdmin(KnownAnswersAdminMixin, PlaygroundAdminMixin, MeasureAdmin
         documents = reverse("admin:collections_app_document_changelist") + "?" + urlencode({"collection__id__exact": collection.pk})
         review = documents + "&" + urlencode({"status__exact": Document.NEEDS_REVIEW})
         paragraphs = reverse("admin:collections_app_paragraph_changelist") + "?" + urlencode({"collection__id__exact": collection.pk})
+        disabled = collection.documents.filter(enabled=False).count()
+        disabled_paragraphs = collection.paragraphs.filter(enabled=False).count()
         return format_html(
-            '<a href="{}">{} documents</a> (<a href="{}">{} need review</a>, {} refused) · <a href="{}">{} paragraphs</a>',
-            documents, counts["total"], review, counts["review"], counts["refused"],
-            paragraphs, collection.paragraphs.count(),
+            '<a href="{}">{}</a> (<a href="{}">{} need review</a>, {} refused, {} disabled) · <a href="{}">{}</a> '
+            "({} disabled)",
+            documents, count_of(counts["total"], "document"), review, counts["review"], counts["refused"], disabled,
+            paragraphs, count_of(collection.paragraphs.count(), "paragraph"), disabled_paragraphs,
         )
 
     @admin.display(description="current build")
@@ -163,10 +207,14 @@ class CollectionAdmin(KnownAnswersAdminMixin, PlaygroundAdminMixin, MeasureAdmin
         if built is None:
             return format_html('<span class="rs-refused-none">{}</span>', "never built")
         return format_html(
-            "{} paragraphs · {} ({} dimensions) · {} · built {} · refused: {}",
-            built.passages, built.model, built.dimensions, built.method, built.built_at.strftime("%Y-%m-%d %H:%M"),
-            refused_html(built.refused),
+            "{} · {} ({} dimensions) · {} · built {} · refused: {}",
+            count_of(built.passages, "paragraph"), built.model, built.dimensions, built.method,
+            built.built_at.strftime("%Y-%m-%d %H:%M"), refused_with_reasons(built.refused, self._reasons(collection)),
         )
+
+    @staticmethod
+    def _reasons(collection) -> dict:
+        return dict(collection.documents.filter(status=Document.REFUSED).values_list("name", "refusal"))
 
     @admin.display(description="build history")
     def build_history(self, collection):
@@ -177,26 +225,26 @@ class CollectionAdmin(KnownAnswersAdminMixin, PlaygroundAdminMixin, MeasureAdmin
             return format_html('<span class="rs-refused-none">{}</span>', "no builds yet")
         rows = format_html_join(
             "",
-            '<tr><td><a href="{}">{}</a></td><td>{}</td><td>{} %</td><td>{}</td><td>{}</td><td>{}</td>'
-            "<td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            '<tr data-build="{}"><td><a href="{}">{}</a></td><td data-role="status">{}</td>'
+            '<td data-role="percent">{} %</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
             (
                 (
-                    reverse("admin:collections_app_buildrun_change", args=[run.pk]), run.pk, status_badge(run.status),
-                    run.percent, run.passages, f"{run.documents_read}/{run.documents_reused}/{run.documents_refused}",
-                    run.paragraphs_embedded, run.model or "—",
-                    refused_html(run.refused) if run.status == BuildRun.SUCCEEDED else "—",
-                    "; ".join([*run.problems, *run.warnings, *known_answers_warnings(run),
-                               *([run.error] if run.error else [])]) or "—",
-                    run.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                    run.pk, reverse("admin:collections_app_buildrun_change", args=[run.pk]), run.pk,
+                    status_badge(run.status), run.percent, run.created_at.strftime("%Y-%m-%d %H:%M"), run.passages,
+                    f"{run.documents_read} read, {run.documents_reused} reused, {run.documents_refused} refused",
+                    run.paragraphs_embedded,
+                    refused_with_reasons(run.refused, run.refusal_reasons) if run.status == BuildRun.SUCCEEDED else "—",
+                    warning_list([*([run.error] if run.error else []), *run.problems, *run.warnings,
+                                  *known_answers_warnings(run)]),
                 )
                 for run in runs
             ),
         )
         more = reverse("admin:collections_app_buildrun_changelist") + "?" + urlencode({"collection__id__exact": collection.pk})
         return format_html(
-            '<table class="rs-history"><thead><tr><th>build</th><th>status</th><th>progress</th><th>paragraphs</th>'
-            '<th title="read / reused / refused">documents r/r/r</th><th>embedded</th><th>model</th><th>refused</th>'
-            "<th>warnings</th><th>requested</th></tr></thead><tbody>{}</tbody></table>"
+            '<div class="rs-scroll"><table class="rs-history"><thead><tr><th>build</th><th>status</th><th>progress</th>'
+            "<th>requested</th><th>paragraphs</th><th>documents</th><th>embedded</th><th>refused</th>"
+            "<th>warnings</th></tr></thead><tbody>{}</tbody></table></div>"
             '<p><a href="{}">all builds of this collection</a></p>',
             rows, more,
         )
@@ -212,6 +260,9 @@ class CollectionAdmin(KnownAnswersAdminMixin, PlaygroundAdminMixin, MeasureAdmin
                 rebuild_url=reverse("admin:collections_app_collection_rebuild", args=[collection.pk]),
                 playground_url=reverse("admin:collections_app_collection_playground")
                 + "?" + urlencode({"collection": collection.pk}),
+                measure_url=reverse("admin:collections_app_collection_measure")
+                + "?" + urlencode({"collection": collection.pk}),
+                runs=collection.measure_runs.select_related("collection").defer("report", "request")[:5],
                 can_rebuild=self.has_change_permission(request, collection),
             )
         return super().change_view(request, object_id, form_url, extra_context)
@@ -222,6 +273,24 @@ class CollectionAdmin(KnownAnswersAdminMixin, PlaygroundAdminMixin, MeasureAdmin
 
     # -- rebuilds
 
+    def has_delete_permission(self, request, obj=None):
+        # A collection takes its documents, paragraphs, history and uploads with it: superusers only.
+        return request.user.is_superuser and super().has_delete_permission(request, obj)
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # one at a time, from its page, with what goes counted
+        return actions
+
+    def get_deleted_objects(self, objs, request):
+        summary = deletion_summary(collections=objs)
+        counts = {"documents": summary["documents"], "paragraphs": summary["paragraphs"],
+                  "uploaded files": summary["uploads"], "measurements": summary["measure_runs"]}
+        return [str(o) for o in objs], counts, set(), []
+
+    def delete_model(self, request, obj):
+        delete_collection(collection=obj, by=request.user.get_username())
+
     @admin.action(description="Rebuild selected collections", permissions=["change"])
     def rebuild_selected(self, request, queryset):
         started = [c.name for c in queryset if request_build_or_say_why(self, request, c) is not None]
@@ -231,9 +300,11 @@ class CollectionAdmin(KnownAnswersAdminMixin, PlaygroundAdminMixin, MeasureAdmin
     def get_urls(self):
         wrap = self.admin_site.admin_view
         return [
-            path("<path:object_id>/rebuild/", wrap(require_POST(self.rebuild_view)),
+            path("<int:object_id>/rebuild/", wrap(require_POST(self.rebuild_view)),
                  name="collections_app_collection_rebuild"),
-            path("<path:object_id>/progress/", wrap(self.progress_view), name="collections_app_collection_progress"),
+            path("<int:object_id>/per-reader/", wrap(require_POST(self.per_reader_view)),
+                 name="collections_app_collection_per_reader"),
+            path("<int:object_id>/progress/", wrap(self.progress_view), name="collections_app_collection_progress"),
         ] + super().get_urls()
 
     def rebuild_view(self, request, object_id):
@@ -244,6 +315,19 @@ class CollectionAdmin(KnownAnswersAdminMixin, PlaygroundAdminMixin, MeasureAdmin
             run.refresh_from_db()
             self.message_user(request, f"Build {run.pk} of {collection.name} requested ({run.status}).", messages.SUCCESS)
         return HttpResponseRedirect(reverse("admin:collections_app_collection_change", args=[collection.pk]))
+
+    def per_reader_view(self, request, object_id):
+        """The one-click switch beside "labels take effect when Per reader is on"; back to where it was pressed."""
+        collection = get_object_or_404(Collection, pk=object_id)
+        require(self.has_change_permission(request, collection))
+        if set_per_reader(collection=collection, per_reader=True):
+            self.message_user(request, f"Per reader is on for {collection.name}: labels now decide what each reader "
+                              "sees, and every search of it must name a reader.", messages.SUCCESS)
+        back = request.META.get("HTTP_REFERER", "")
+        if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()},
+                                               require_https=request.is_secure()):
+            back = reverse("admin:collections_app_collection_change", args=[collection.pk])
+        return HttpResponseRedirect(back)
 
     def progress_view(self, request, object_id):
         """The progress bar's data: the latest build of the collection (or `?build=<id>`), as JSON."""
@@ -300,6 +384,26 @@ class BuildRunAdmin(admin.ModelAdmin):
                     "created_at", "finished_at"]
     list_filter = ["status", "collection"]
     list_select_related = ["collection__agent"]
+    fields = ["collection", "status_shown", "percent_shown", "requested_by", "created_at", "started_at", "finished_at",
+              "documents_shown", "passages", "paragraphs_embedded", "model", "previous_model", "refused_shown",
+              "warnings_shown"]
+    readonly_fields = fields
+
+    @admin.display(description="documents")
+    def documents_shown(self, run):
+        return (f"{run.documents_total} seen: {run.documents_read} read, {run.documents_reused} reused unchanged, "
+                f"{run.documents_refused} refused")
+
+    @admin.display(description="refused")
+    def refused_shown(self, run):
+        # The record's three answers stay apart; the reason categories are for people, beside the names.
+        if run.status != BuildRun.SUCCEEDED:
+            return format_html('<span class="rs-refused-none">{}</span>', "not recorded: the build did not finish")
+        return refused_with_reasons(run.refused, run.refusal_reasons)
+
+    @admin.display(description="warnings and problems")
+    def warnings_shown(self, run):
+        return warning_list([*([run.error] if run.error else []), *run.problems, *run.warnings])
 
     def has_add_permission(self, request):
         return False

@@ -1,14 +1,17 @@
 """Small pieces the admin modules share: badges, permission checks, the progress payload."""
 
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.contrib.auth import get_permission_codename
 from django.core.exceptions import PermissionDenied
-from django.utils.html import format_html
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
 
 from ragsite.errors import Conflict, RagsiteError
 
 from ..models import (
     BuildRun,
+    Collection,
 )
 from ..services.builds import ACTIVE_STATES, request_build
 
@@ -60,7 +63,12 @@ def progress_payload(run: BuildRun | None) -> dict:
     if run.paragraphs_total:
         detail += f", {run.paragraphs_done} of {run.paragraphs_total} paragraphs embedded"
     if run.status == BuildRun.SUCCEEDED:
-        detail += f"; {run.passages} paragraphs"
+        detail += f"; {count_of(run.passages, 'paragraph')}"
+    eta = _eta_seconds(run)
+    if eta is not None:
+        detail += f"; about {_duration(eta)} left"
+    elif run.status == BuildRun.QUEUED:
+        detail = "queued: waiting for a task worker to pick it up"
     return {
         "build": run.pk,
         "status": run.status,
@@ -75,7 +83,26 @@ def progress_payload(run: BuildRun | None) -> dict:
         "error": run.error,
         "warnings": list(run.problems) + list(run.warnings),
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "eta_seconds": eta,
     }
+
+
+def _eta_seconds(run: BuildRun) -> int | None:
+    """Time left, from the time spent so far and the share done; None until there is something to go on."""
+    if run.status != BuildRun.RUNNING or not run.started_at or not 0 < run.percent < 100:
+        return None
+    if run.paragraphs_total and not run.paragraphs_done:
+        # Embedding has started but no batch has come back: the time spent reading says nothing about
+        # it, and an estimate that grows every second is worse than none.
+        return None
+    spent = (timezone.now() - run.started_at).total_seconds()
+    return max(1, int(spent * (100 - run.percent) / run.percent))
+
+
+def _duration(seconds: int) -> str:
+    if seconds < 90:
+        return count_of(seconds, "second")
+    return count_of(round(seconds / 60), "minute")
 
 
 def request_build_or_say_why(modeladmin, request, collection) -> BuildRun | None:
@@ -87,3 +114,69 @@ def request_build_or_say_why(modeladmin, request, collection) -> BuildRun | None
     except RagsiteError as exc:
         modeladmin.message_user(request, f"Not started: {exc.message}", messages.ERROR)
     return None
+
+
+def count_of(number: int, noun: str, plural: str | None = None) -> str:
+    """ "1 paragraph", "2 paragraphs", "1,204 paragraphs": a number with its noun agreeing."""
+    return f"{number:,} {noun if number == 1 else (plural or noun + 's')}"
+
+
+class SearchableListFilter(admin.SimpleListFilter):
+    """A list filter offering every choice through a type-to-find box, never a silently cut list."""
+
+    template = "admin/collections_app/filter_search.html"
+
+
+def open_collections_notice(paragraphs):
+    """When any of `paragraphs` is in a collection that is not per-reader: say that labels do nothing
+    there yet, with a one-click switch per collection. None when every one of them is per-reader.
+
+    The switch is a button with its own ``formaction``, so it also works inside the page's main form.
+    """
+    open_collections = Collection.objects.filter(
+        per_reader=False, pk__in=paragraphs.values("collection_id")
+    ).select_related("agent")
+    rows = [
+        (c.name, reverse("admin:collections_app_collection_per_reader", args=[c.pk]), c.name)
+        for c in open_collections
+    ]
+    if not rows:
+        return None
+    return format_html(
+        '<div class="rs-notice" data-role="labels-ignored">{}</div>',
+        format_html_join(
+            "",
+            '<p><strong>{}</strong> is open to every reader; labels take effect when <em>Per reader</em> is on. '
+            '<button type="submit" class="button rs-switch" formaction="{}" formmethod="post" formnovalidate '
+            'data-collection="{}">Turn Per reader on</button> '
+            '<span class="help">(then every search of it must name a reader)</span></p>',
+            rows,
+        ),
+    )
+
+
+WARNINGS_SHOWN = 3
+
+
+def warning_list(items):
+    """Warnings as a short list a person reads: the first few, and how many more (never raw JSON)."""
+    items = [str(i) for i in items if i]
+    if not items:
+        return "—"
+    shown = format_html_join("", "<li>{}</li>", ((w,) for w in items[:WARNINGS_SHOWN]))
+    rest = items[WARNINGS_SHOWN:]
+    if rest:
+        more = format_html_join("", "<li>{}</li>", ((w,) for w in rest))
+        return format_html('<ul class="rs-warnings">{}</ul><details class="rs-more"><summary>{} more</summary>'
+                           '<ul class="rs-warnings">{}</ul></details>', shown, len(rest), more)
+    return format_html('<ul class="rs-warnings">{}</ul>', shown)
+
+
+def refused_with_reasons(refused, reasons: dict | None):
+    """`refused_html`, with each name's reason category beside it for people (the record keeps names only)."""
+    if not refused or not reasons:
+        return refused_html(refused)
+    return format_html('<span class="rs-refused-names">{}</span>', format_html_join(
+        ", ", "{} <span class=\"rs-refusal\">({})</span>",
+        ((name, reasons.get(name) or "reason not recorded") for name in refused),
+    ))

@@ -18,12 +18,19 @@ from ..models import (
     Collection,
     Document,
 )
+from ..services.documents import delete_document, deletion_summary, set_documents_enabled
 from ..services.labels import (
     set_default_labels,
 )
-from ..services.review import approve_documents
-from ..services.uploads import upload_document
+from ..services.review import (
+    approval_warnings,
+    approve_documents,
+    conflicting_documents,
+    conflicting_paragraphs,
+)
+from ..services.uploads import upload_documents
 from .common import (
+    count_of,
     has_perm,
     request_build_or_say_why,
     require,
@@ -38,6 +45,8 @@ class MultipleFileInput(forms.ClearableFileInput):
 class MultipleFileField(forms.FileField):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("widget", MultipleFileInput())
+        # An empty file is judged with the others by `upload_documents`, not refused for the whole form.
+        kwargs.setdefault("allow_empty_file", True)
         super().__init__(*args, **kwargs)
 
     def clean(self, data, initial=None):
@@ -60,7 +69,8 @@ class UploadForm(forms.Form):
 class DocumentDefaultLabelsForm(forms.ModelForm):
     class Meta:
         model = Document
-        fields = ["default_labels"]
+        fields = ["enabled", "default_labels"]
+        labels = {"enabled": "Enabled (searched)"}
         help_texts = {
             "default_labels": "Labels every paragraph of this document carries: a label added here is given to its "
             "paragraphs now, and one removed here is taken off them."
@@ -70,17 +80,18 @@ class DocumentDefaultLabelsForm(forms.ModelForm):
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
     form = DocumentDefaultLabelsForm
-    list_display = ["name", "collection", "source", "status_shown", "paragraphs", "warnings_shown",
-                    "conflicts_shown", "default_labels_shown"]
-    list_filter = ["status", "collection", "source"]
+    list_display = ["name_shown", "status_shown", "review_shown", "paragraphs", "collection", "source",
+                    "default_labels_shown"]
+    list_filter = ["status", "enabled", "collection", "source", "refusal"]
     search_fields = ["name"]
     list_select_related = ["collection__agent"]
-    actions = ["approve"]
+    actions = ["approve", "enable_action", "disable_action"]
+    delete_confirmation_template = "admin/collections_app/document/delete_confirmation.html"
     # `upload` is never a field here: its value is a storage path.
-    fields = ["collection", "name", "source", "status_shown", "fingerprint", "approved_fingerprint",
-              "paragraphs_link", "summary", "warnings_shown", "conflicts_shown", "default_labels", "updated_at"]
-    readonly_fields = ["collection", "name", "source", "status_shown", "fingerprint", "approved_fingerprint",
-                       "paragraphs_link", "summary", "warnings_shown", "conflicts_shown", "updated_at"]
+    fields = ["collection", "name", "source", "status_shown", "enabled", "approval", "fingerprint",
+              "paragraphs_link", "summary", "warnings_shown", "conflicts_side_by_side", "default_labels", "updated_at"]
+    readonly_fields = ["collection", "name", "source", "status_shown", "approval", "fingerprint",
+                       "paragraphs_link", "summary", "warnings_shown", "conflicts_side_by_side", "updated_at"]
     filter_horizontal = ["default_labels"]
 
     def get_queryset(self, request):
@@ -89,9 +100,63 @@ class DocumentAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False  # documents come from a folder or from the upload page
 
+    def has_delete_permission(self, request, obj=None):
+        # Deleting takes paragraphs out of search at once: superusers only.
+        return request.user.is_superuser and super().has_delete_permission(request, obj)
+
+    def get_actions(self, request):
+        # One document at a time, from its page, where the confirmation says what goes and what the
+        # empty-store rule refuses; a bulk delete could not say which one was refused.
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    @admin.display(description="document", ordering="name")
+    def name_shown(self, document):
+        if not document.enabled:
+            return format_html('<s class="rs-disabled" title="disabled: never searched">{}</s> '
+                               '<span class="rs-badge">disabled</span>', document.name)
+        return document.name
+
     @admin.display(description="status", ordering="status")
     def status_shown(self, document):
-        return status_badge(document.get_status_display())
+        badge = status_badge(document.get_status_display())
+        if document.status == Document.REFUSED and document.refusal:
+            return format_html('{} <span class="rs-refusal" data-role="refusal">{}</span>', badge, document.refusal)
+        return badge
+
+    @admin.display(description="why in review")
+    def review_shown(self, document):
+        items = list(document.scan_warnings) + list(document.conflicts)
+        if not items:
+            return "—"
+        return format_html('<ul class="rs-warnings">{}</ul>', format_html_join("", "<li>{}</li>", ((w,) for w in items)))
+
+    @admin.display(description="approval")
+    def approval(self, document):
+        if not document.approved_at:
+            return "not approved by anybody" if document.status == Document.NEEDS_REVIEW else "—"
+        return f"approved by {document.approved_by or 'an unknown user'} on {document.approved_at:%Y-%m-%d %H:%M}"
+
+    @admin.display(description="conflicts")
+    def conflicts_side_by_side(self, document):
+        if not document.conflicts:
+            return "—"
+        parts = [format_html('<ul class="rs-warnings">{}</ul>',
+                             format_html_join("", "<li>{}</li>", ((c,) for c in document.conflicts)))]
+        for other in conflicting_documents(document):
+            url = reverse("admin:collections_app_document_change", args=[other.pk])
+            pairs = conflicting_paragraphs(document, other)
+            rows = format_html_join(
+                "", '<tr><td><div class="rs-text">{}</div></td><td><div class="rs-text">{}</div></td></tr>',
+                ((pair.mine, pair.theirs) for pair in pairs),
+            )
+            parts.append(format_html(
+                '<table class="rs-side-by-side" data-other="{}"><thead><tr><th>this document</th>'
+                '<th><a href="{}">{}</a> ({})</th></tr></thead><tbody>{}</tbody></table>',
+                other.name, url, other.name, other.get_status_display(), rows,
+            ))
+        return format_html_join("", "{}", ((p,) for p in parts))
 
     @admin.display(description="paragraphs", ordering="paragraph_count")
     def paragraphs(self, document):
@@ -120,7 +185,7 @@ class DocumentAdmin(admin.ModelAdmin):
         url = reverse("admin:collections_app_paragraph_changelist") + "?" + urlencode({"document": document.pk})
         if not document.fingerprint:
             return "not built yet: the next build reads it"
-        return format_html('<a href="{}">{} paragraphs</a>', url, document.paragraph_count)
+        return format_html('<a href="{}">{}</a>', url, count_of(document.paragraph_count, "paragraph"))
 
     def save_related(self, request, form, formsets, change):
         # Default labels go through the service, which also applies them to the paragraphs.
@@ -133,12 +198,15 @@ class DocumentAdmin(admin.ModelAdmin):
 
     @admin.action(description="Approve selected documents (needs review → active)", permissions=["change"])
     def approve(self, request, queryset):
+        for warning in approval_warnings(list(queryset.filter(status=Document.NEEDS_REVIEW))):
+            self.message_user(request, warning, messages.WARNING)
         approved = approve_documents(queryset, by=request.user)
         skipped = queryset.count() - len(approved)
-        text = f"Approved {len(approved)} document(s): {', '.join(d.name for d in approved)}." if approved else \
-            "No document was approved."
+        text = f"Approved {count_of(len(approved), 'document')}: {', '.join(d.name for d in approved)}." \
+            if approved else "No document was approved."
         if skipped:
-            text += f" {skipped} were not waiting for review and were left alone."
+            text += f" {count_of(skipped, 'other')} {'was' if skipped == 1 else 'were'} not waiting for review " \
+                "and left alone."
         self.message_user(request, text, messages.SUCCESS if approved else messages.WARNING)
 
     def get_urls(self):
@@ -149,9 +217,58 @@ class DocumentAdmin(admin.ModelAdmin):
                  name="collections_app_document_approve"),
         ] + super().get_urls()
 
+    @admin.action(description="Enable (search them again)", permissions=["change"])
+    def enable_action(self, request, queryset):
+        changed = set_documents_enabled(documents=queryset, enabled=True)
+        self.message_user(request, f"Enabled {count_of(changed, 'document')}.", messages.SUCCESS)
+
+    @admin.action(description="Disable (never search or stitch them)", permissions=["change"])
+    def disable_action(self, request, queryset):
+        changed = set_documents_enabled(documents=queryset, enabled=False)
+        self.message_user(request, f"Disabled {count_of(changed, 'document')}: no search returns or stitches their "
+                          "paragraphs, and they stay disabled across rebuilds.", messages.SUCCESS)
+
+    def save_model(self, request, obj, form, change):
+        # `enabled` is the one field of the row edited here, and it goes through the service.
+        if "enabled" in form.changed_data:
+            set_documents_enabled(documents=[obj], enabled=form.cleaned_data["enabled"])
+
+    # -- deleting, through the service
+
+    def get_deleted_objects(self, objs, request):
+        # Counted, not listed row by row (a document can hold hundreds of paragraphs), and not refused
+        # for lacking a permission on paragraphs, which are never deleted one at a time.
+        summary = deletion_summary(documents=objs)
+        return [str(o) for o in objs], {"paragraphs": summary["paragraphs"]}, set(), []
+
+    def render_delete_form(self, request, context):
+        document = context.get("object")
+        if document is not None:
+            context["paragraph_count"] = count_of(document.paragraphs.count(), "paragraph")
+            context["from_folder"] = document.source == Document.FOLDER
+        return super().render_delete_form(request, context)
+
+    def delete_view(self, request, object_id, extra_context=None):
+        if request.method == "POST" and request.POST.get("post"):
+            document = get_object_or_404(Document, pk=object_id)
+            require(self.has_delete_permission(request, document))
+            try:
+                delete_document(document=document, by=request.user.get_username())
+            except RagsiteError as exc:
+                self.message_user(request, f"Not deleted: {exc.message}. Delete the collection instead, or add "
+                                  "documents and rebuild first.", messages.ERROR)
+                return HttpResponseRedirect(reverse("admin:collections_app_document_change", args=[document.pk]))
+            self.message_user(request, f"Deleted {document.name} and its paragraphs. The collection needs a rebuild "
+                              "to renumber what is left.", messages.SUCCESS)
+            return HttpResponseRedirect(
+                reverse("admin:collections_app_collection_change", args=[document.collection_id]))
+        return super().delete_view(request, object_id, extra_context)
+
     def approve_view(self, request, object_id):
         document = get_object_or_404(Document, pk=object_id)
         require(self.has_change_permission(request, document))
+        for warning in approval_warnings([document]):
+            self.message_user(request, warning, messages.WARNING)
         if approve_documents([document], by=request.user):
             self.message_user(request, f"{document.name} is approved and searched from now on.", messages.SUCCESS)
         else:
@@ -163,6 +280,7 @@ class DocumentAdmin(admin.ModelAdmin):
         extra_context = dict(extra_context or {})
         if document is not None and document.status == Document.NEEDS_REVIEW:
             extra_context["approve_url"] = reverse("admin:collections_app_document_approve", args=[document.pk])
+            extra_context["approve_warnings"] = approval_warnings([document])
         return super().change_view(request, object_id, form_url, extra_context)
 
     def changelist_view(self, request, extra_context=None):
@@ -178,12 +296,10 @@ class DocumentAdmin(admin.ModelAdmin):
                 collection = form.cleaned_data["collection"]
                 if form.cleaned_data["rebuild"]:
                     require(has_perm(request, "change", Collection))
-                stored = []
-                for upload in form.cleaned_data["files"]:
-                    try:
-                        stored.append(upload_document(collection=collection, name=upload.name, content=upload).name)
-                    except RagsiteError as exc:
-                        self.message_user(request, f"Refused: {exc.message}", messages.ERROR)
+                outcome = upload_documents(collection=collection, files=form.cleaned_data["files"])
+                for _name, reason in outcome.refused:
+                    self.message_user(request, f"Refused: {reason}", messages.ERROR)
+                stored = outcome.stored
                 if stored:
                     self.message_user(
                         request,

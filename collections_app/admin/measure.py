@@ -1,25 +1,30 @@
-"""The admin's measure page: paste questions, run `measure_collection`, read a table per variant and a chart.
+"""The admin's measure pages: paste questions, queue a measurement (a django-q task), watch its bar,
+read the stored report — a line per variant, a chart, the questions per variant folded away — and the
+history of a collection's measurements.
 
-`MeasureAdminMixin` adds the page to `CollectionAdmin` (one base class there); the view only parses
-the form, calls the service, and lays the report out for the template.
+`MeasureAdminMixin` adds the pages to `CollectionAdmin`; the views only parse the form, call the
+service, and lay the stored report out for the template.
 """
 
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect, JsonResponse
+from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
 
 from ragsite.errors import RagsiteError
 
-from ..models import Collection
+from ..models import Collection, MeasureRun
 from ..services import questions
-from ..services.measure import DEFAULT_MOST, MAX_MARKER_CHARS, MAX_QUESTIONS, measure_collection, parse_items
+from ..services.measure import DEFAULT_MOST, MAX_MARKER_CHARS, MAX_QUESTIONS, parse_items, request_measure
 from ..services.search import MAX_MOST, MAX_QUESTION_CHARS
+from .common import HISTORY_ROWS
 from .known_answers import measure_lines
 
 # Chart geometry, in SVG user units.
-BAR_WIDTH, BAR_GAP, CHART_HEIGHT, LABEL_SPACE, LEFT = 22, 8, 140, 90, 30
+BAR_WIDTH, BAR_GAP, CHART_HEIGHT, LABEL_SPACE, LEFT = 22, 8, 140, 130, 80
 
 
 def parse_lines(text: str) -> tuple[list[dict], list[str]]:
@@ -68,40 +73,74 @@ def chart(report: dict) -> dict:
         size = "auto" if variant["size"] is None else variant["size"]
         bars.append({
             "x": x, "y": round(CHART_HEIGHT - height, 1), "height": height, "found": variant["found"],
-            "label": f"{variant['method']} {size} a{variant['around']}", "label_x": x + BAR_WIDTH / 2,
+            "label": f"{variant['method']} {size}, around {variant['around']}", "label_x": x + BAR_WIDTH / 2,
             "current": variant.get("current", False),
         })
     return {
         "bars": bars, "bar_width": BAR_WIDTH, "height": CHART_HEIGHT, "total": report["questions"],
         "width": LEFT + len(bars) * (BAR_WIDTH + BAR_GAP) + 10, "full_height": CHART_HEIGHT + LABEL_SPACE,
-        "label_y": CHART_HEIGHT + 10,
+        "label_y": CHART_HEIGHT + 10, "left": LEFT - 4,
     }
 
 
+def measure_payload(run: MeasureRun) -> dict:
+    """What the measure page's bar shows, polled while the task runs."""
+    return {
+        "measure": run.pk,
+        "status": run.status,
+        "active": run.status in (MeasureRun.QUEUED, MeasureRun.RUNNING),
+        "percent": run.percent,
+        "detail": f"{run.variants_done} of {run.variants_total or '?'} variants measured",
+        "error": run.error,
+    }
+
+
+def summary_rows(report: dict) -> list[dict]:
+    """One line per variant, the measure page's table: what was built and how much it found."""
+    rows = []
+    for variant in report["variants"]:
+        floor = variant.get("floor_range") or {}
+        rows.append({
+            "variant": f"{variant['method']} {variant['size'] if variant['size'] is not None else 'auto'}",
+            "around": variant["around"], "paragraphs": variant["paragraphs"], "found": variant["found"],
+            "current": variant.get("current", False), "lowest_answer": floor.get("lowest_answer"),
+            "highest_control": floor.get("highest_control"), "separates": floor.get("separates"),
+            "anchor": f"{variant['method']}-{variant['size'] if variant['size'] is not None else 'auto'}-"
+                      f"{variant['around']}",
+        })
+    return rows
+
+
 class MeasureAdminMixin:
-    """Adds ``measure/`` (name ``collections_app_collection_measure``) to a Collection ModelAdmin."""
+    """Adds ``measure/`` (the form and the history), ``measure/<id>/`` (one run, polled while it runs)
+    and its ``progress/`` to a Collection ModelAdmin."""
 
     def get_urls(self):
         wrap = self.admin_site.admin_view
         return [
             path("measure/", wrap(self.measure_view), name="collections_app_collection_measure"),
+            path("measure/<int:measure_id>/", wrap(self.measure_run_view), name="collections_app_measurerun"),
+            path("measure/<int:measure_id>/progress/", wrap(self.measure_progress_view),
+                 name="collections_app_measurerun_progress"),
         ] + super().get_urls()
 
     def measure_view(self, request):
-        """Measure a collection's variants through `measure_collection`; nothing is written to it."""
+        """Queue a measurement through `request_measure` and go to its page; the tens of variants run in a task."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        report = None
         if request.method == "POST":
             form = MeasureForm(request.POST)
             if form.is_valid():
                 data = form.cleaned_data
                 questions, controls = data["questions"]
                 try:
-                    report = measure_collection(collection=data["collection"], questions=questions,
-                                                controls=controls, most=data["most"], min_score=data["min_score"])
+                    run = request_measure(collection=data["collection"], questions=questions, controls=controls,
+                                          most=data["most"], min_score=data["min_score"],
+                                          requested_by=request.user.get_username())
                 except RagsiteError as exc:
                     self.message_user(request, f"{exc.message} ({exc.code})", messages.ERROR)
+                else:
+                    return HttpResponseRedirect(reverse("admin:collections_app_measurerun", args=[run.pk]))
         else:
             initial = {"collection": request.GET.get("collection"), "most": DEFAULT_MOST}
             if request.GET.get("known"):  # start from the collection's stored known answers
@@ -110,12 +149,42 @@ class MeasureAdminMixin:
                     self.message_user(request, f"The first {MAX_QUESTIONS} known answers are filled in; measure takes "
                                       f"at most {MAX_QUESTIONS}, so {left_out} were left out.", messages.WARNING)
             form = MeasureForm(initial=initial)
+        runs = MeasureRun.objects.select_related("collection__agent").defer("report", "request")
+        chosen = request.GET.get("collection") or request.POST.get("collection")
+        if chosen and str(chosen).isdigit():
+            runs = runs.filter(collection_id=int(chosen))
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
             "title": "Measure a collection",
             "form": form,
-            "report": report,
-            "chart": chart(report) if report else None,
+            "runs": runs[:HISTORY_ROWS],
         }
         return TemplateResponse(request, "admin/collections_app/measure.html", context)
+
+    def _measure_run(self, request, measure_id) -> MeasureRun:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return get_object_or_404(MeasureRun.objects.select_related("collection__agent"), pk=measure_id)
+
+    def measure_run_view(self, request, measure_id):
+        """One measurement: its bar while the task runs, then the stored report with its chart."""
+        run = self._measure_run(request, measure_id)
+        report = run.report
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Measure {run.pk} of {run.collection.name}",
+            "run": run,
+            "progress": measure_payload(run),
+            "progress_url": reverse("admin:collections_app_measurerun_progress", args=[run.pk]),
+            "report": report,
+            "summary": summary_rows(report) if report else None,
+            "chart": chart(report) if report else None,
+            "runs": MeasureRun.objects.filter(collection=run.collection).defer("report", "request")[:HISTORY_ROWS],
+            "again_url": reverse("admin:collections_app_collection_measure") + f"?collection={run.collection_id}",
+        }
+        return TemplateResponse(request, "admin/collections_app/measure_run.html", context)
+
+    def measure_progress_view(self, request, measure_id):
+        return JsonResponse(measure_payload(self._measure_run(request, measure_id)))

@@ -17,6 +17,7 @@ from ..models import (
     Paragraph,
     Reader,
 )
+from ..services.documents import set_paragraphs_enabled
 from ..services.labels import (
     add_labels,
     labels_named,
@@ -24,6 +25,9 @@ from ..services.labels import (
     set_paragraph_labels,
 )
 from .common import (
+    SearchableListFilter,
+    count_of,
+    open_collections_notice,
     text_block,
 )
 
@@ -41,6 +45,37 @@ class LabelAdmin(admin.ModelAdmin):
     list_display = ["name", "description", "paragraph_count", "reader_count", "document_count"]
     search_fields = ["name", "description"]
     inlines = [ReaderInline]
+    readonly_fields = ["takes_effect"]
+    delete_confirmation_template = "admin/collections_app/label/delete_confirmation.html"
+
+    @admin.display(description="takes effect")
+    def takes_effect(self, label):
+        if label.pk is None:
+            return "Labels take effect in collections where Per reader is on."
+        return open_collections_notice(Paragraph.objects.filter(labels=label)) or "In every collection it is used in."
+
+    def _becomes_public(self, labels) -> int:
+        """Paragraphs whose only labels are among `labels`: once deleted, any reader may read them."""
+        ids = [label.pk for label in labels]
+        return Paragraph.objects.filter(labels__in=ids).exclude(
+            pk__in=Paragraph.labels.through.objects.exclude(label_id__in=ids).values("paragraph_id")
+        ).distinct().count()
+
+    def render_delete_form(self, request, context):
+        label = context.get("object")
+        context["becomes_public"] = self._becomes_public([label]) if label is not None else 0
+        return super().render_delete_form(request, context)
+
+    def get_deleted_objects(self, objs, request):
+        # Said in words on the confirmation page, not as one row per paragraph-label link.
+        _deleted, counts, perms, protected = super().get_deleted_objects(objs, request)
+        return [f"the label {o}" for o in objs], counts, perms, protected
+
+    def get_actions(self, request):
+        # Deleting goes through the label's own page, which says what becomes public first.
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(
@@ -95,19 +130,19 @@ class UnlabelledFilter(admin.SimpleListFilter):
         return queryset
 
 
-class DocumentFilter(admin.SimpleListFilter):
-    """Documents of the chosen collection (of all collections when none is chosen)."""
+class DocumentFilter(SearchableListFilter):
+    """Documents of the chosen collection (of all collections when none is chosen), every one of them."""
 
     title = "document"
     parameter_name = "document"
 
     def lookups(self, request, model_admin):
-        documents = Document.objects.select_related("collection").order_by("collection__name", "name")
+        documents = Document.objects.order_by("collection__name", "name")
         collection = request.GET.get("collection__id__exact")
         if collection and collection.isdigit():
-            documents = documents.filter(collection_id=int(collection))
-            return [(str(d.pk), d.name) for d in documents[:200]]
-        return [(str(d.pk), f"{d.collection.name}/{d.name}") for d in documents[:200]]
+            return [(str(pk), name) for pk, name in documents.filter(collection_id=int(collection))
+                    .values_list("pk", "name")]
+        return [(str(pk), f"{c}/{name}") for pk, c, name in documents.values_list("pk", "collection__name", "name")]
 
     def queryset(self, request, queryset):
         value = self.value()
@@ -116,7 +151,7 @@ class DocumentFilter(admin.SimpleListFilter):
         return queryset
 
 
-class SectionFilter(admin.SimpleListFilter):
+class SectionFilter(SearchableListFilter):
     """Section headings of the chosen document or collection."""
 
     title = "section"
@@ -130,7 +165,7 @@ class SectionFilter(admin.SimpleListFilter):
         elif collection and collection.isdigit():
             paragraphs = paragraphs.filter(collection_id=int(collection))
         sections = paragraphs.exclude(section="").order_by("section").values_list("section", flat=True).distinct()
-        return [(s, s[:60]) for s in sections[:100]]
+        return [(s, s[:80]) for s in sections]
 
     def queryset(self, request, queryset):
         if self.value():
@@ -171,32 +206,54 @@ class LabelChoiceForm(forms.Form):
         return chosen
 
 
+class EnabledFilter(admin.SimpleListFilter):
+    title = "in search"
+    parameter_name = "enabled"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "enabled"), ("no", "disabled")]
+
+    def queryset(self, request, queryset):
+        if self.value() in ("yes", "no"):
+            return queryset.filter(enabled=self.value() == "yes")
+        return queryset
+
+
 class ParagraphLabelsForm(forms.ModelForm):
     class Meta:
         model = Paragraph
-        fields = ["labels"]
+        fields = ["enabled", "labels"]
+        labels = {"enabled": "Enabled (searched)"}
 
 
 @admin.register(Paragraph)
 class ParagraphAdmin(admin.ModelAdmin):
     form = ParagraphLabelsForm
-    list_display = ["citation", "collection", "section", "labels_shown", "excerpt"]
-    list_filter = ["collection", DocumentFilter, SectionFilter, "labels", UnlabelledFilter]
+    list_display = ["citation", "excerpt", "labels_shown", "section", "collection"]
+    list_filter = ["collection", DocumentFilter, SectionFilter, "labels", UnlabelledFilter, EnabledFilter]
     search_fields = ["text"]
     list_select_related = ["document", "collection__agent"]
     list_per_page = 50
-    actions = ["add_labels_action", "remove_labels_action"]
+    actions = ["add_labels_action", "remove_labels_action", "enable_action", "disable_action"]
     fieldsets = [
         ("Where", {"fields": ["collection", "document_link", "citation", "section", "position"]}),
         ("Text, with its neighbours", {"fields": ["previous_paragraph", "text_shown", "next_paragraph"]}),
-        ("Who may read it", {"fields": ["labels"]}),
+        ("In search", {"fields": ["enabled"]}),
+        ("Who may read it", {"fields": ["takes_effect", "labels"]}),
     ]
     readonly_fields = ["collection", "document_link", "citation", "section", "position", "previous_paragraph",
-                       "text_shown", "next_paragraph"]
+                       "text_shown", "next_paragraph", "takes_effect"]
     filter_horizontal = ["labels"]
 
     def get_queryset(self, request):
         return super().get_queryset(request).defer("embedding").prefetch_related("labels")
+
+    def get_list_display(self, request):
+        # With one collection chosen, its name on every row is noise; the room goes to the text.
+        shown = list(super().get_list_display(request))
+        if request.GET.get("collection__id__exact"):
+            shown.remove("collection")
+        return shown
 
     def has_add_permission(self, request):
         return False  # paragraphs are made by builds
@@ -204,9 +261,11 @@ class ParagraphAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False  # ...and removed by them, never one at a time
 
-    @admin.display(description="paragraph", ordering="ordinal")
+    @admin.display(description="chunk id", ordering="ordinal")
     def citation(self, paragraph):
-        return f"{paragraph.document.name}#{paragraph.index}"
+        if not paragraph.enabled:
+            return format_html('<s class="rs-disabled" title="disabled: never searched">{}</s>', paragraph.chunk_id)
+        return paragraph.chunk_id
 
     @admin.display(description="labels")
     def labels_shown(self, paragraph):
@@ -218,17 +277,29 @@ class ParagraphAdmin(admin.ModelAdmin):
     @admin.display(description="text")
     def excerpt(self, paragraph):
         text = " ".join(paragraph.text.split())
-        return text[:140] + ("…" if len(text) > 140 else "")
+        text = text[:240] + ("…" if len(text) > 240 else "")
+        if not paragraph.enabled:
+            return format_html('<s class="rs-disabled">{}</s> <span class="rs-badge">disabled</span>', text)
+        return text
+
+    @admin.display(description="takes effect")
+    def takes_effect(self, paragraph):
+        return open_collections_notice(Paragraph.objects.filter(pk=paragraph.pk)) or (
+            "This collection answers per reader: a reader holding any of these labels may read this paragraph; "
+            "with no label, any reader may."
+        )
 
     @admin.display(description="document")
     def document_link(self, paragraph):
         url = reverse("admin:collections_app_document_change", args=[paragraph.document_id])
-        return format_html('<a href="{}">{}</a> ({})', url, paragraph.document.name, paragraph.document.get_status_display())
+        state = paragraph.document.get_status_display() + ("" if paragraph.document.enabled else ", disabled")
+        return format_html('<a href="{}">{}</a> ({})', url, paragraph.document.name, state)
 
     @admin.display(description="position")
     def position(self, paragraph):
-        return (f"paragraph {paragraph.index + 1} of its document, {paragraph.ordinal + 1} of the collection; "
-                f"characters {paragraph.start_char}–{paragraph.end_char}; {paragraph.token_count or '?'} tokens")
+        # One number everywhere: the chunk id's k, counted within the document from 0 (seed 004).
+        return (f"k = {paragraph.index} within its document (counted from 0), the number after # in its chunk id; "
+                f"characters {paragraph.start_char}–{paragraph.end_char}; {count_of(paragraph.token_count or 0, 'token')}")
 
     @admin.display(description="text")
     def text_shown(self, paragraph):
@@ -256,6 +327,25 @@ class ParagraphAdmin(admin.ModelAdmin):
         if labels is not None:
             set_paragraph_labels(paragraph=form.instance, labels=labels)
 
+    def save_model(self, request, obj, form, change):
+        # The only field saved here is `enabled`, and it goes through the service like the bulk action.
+        if "enabled" in form.changed_data:
+            set_paragraphs_enabled(paragraphs=[obj], enabled=form.cleaned_data["enabled"])
+
+    # -- enable / disable
+
+    @admin.action(description="Enable (search them again)", permissions=["change"])
+    def enable_action(self, request, queryset):
+        changed = set_paragraphs_enabled(paragraphs=queryset, enabled=True)
+        self.message_user(request, f"Enabled {count_of(changed, 'paragraph')}; they are searched again.",
+                          messages.SUCCESS)
+
+    @admin.action(description="Disable (never search or stitch them)", permissions=["change"])
+    def disable_action(self, request, queryset):
+        changed = set_paragraphs_enabled(paragraphs=queryset, enabled=False)
+        self.message_user(request, f"Disabled {count_of(changed, 'paragraph')}; no search returns or stitches "
+                          "them, and they stay disabled across rebuilds.", messages.SUCCESS)
+
     # -- bulk labelling through an intermediate page
 
     @admin.action(description="Add labels…", permissions=["change"])
@@ -278,10 +368,11 @@ class ParagraphAdmin(admin.ModelAdmin):
                 names = ", ".join(label.name for label in labels)
                 if mode == "add":
                     changed = add_labels(queryset, labels)
-                    text = f"Added {names} to {queryset.count()} paragraph(s) ({changed} new label(s) given)."
+                    text = f"Added {names} to {count_of(queryset.count(), 'paragraph')} " \
+                        f"({count_of(changed, 'new label')} given)."
                 else:
                     changed = remove_labels(queryset, labels)
-                    text = f"Removed {names} from {changed} paragraph label(s)."
+                    text = f"Removed {names}: {count_of(changed, 'paragraph label')} taken off."
                 self.message_user(request, text, messages.SUCCESS)
                 return None  # back to the changelist, filters kept
         select_across = request.POST.get("select_across") == "1"
@@ -295,7 +386,10 @@ class ParagraphAdmin(admin.ModelAdmin):
             "count": queryset.count(),
             "sample": list(queryset.select_related("document")[:10]),
             "select_across": select_across,
-            "selected": [] if select_across else request.POST.getlist(ACTION_CHECKBOX_NAME),
+            # Re-posted even with "select all": Django's changelist runs an action only when at least one
+            # row id comes with it, and then `select_across` widens it to every row the filters match.
+            "selected": request.POST.getlist(ACTION_CHECKBOX_NAME),
+            "open_notice": open_collections_notice(queryset),
             "action_checkbox_name": ACTION_CHECKBOX_NAME,
             "form_url": request.get_full_path(),
         }

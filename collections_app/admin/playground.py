@@ -3,13 +3,14 @@
 from django import forms
 from django.contrib import messages
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
 
 from ragsite.errors import RagsiteError
 
 from ..models import (
     Agent,
     Collection,
+    Paragraph,
     Reader,
 )
 from ..services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, search_collection
@@ -22,25 +23,71 @@ class PlaygroundForm(forms.Form):
     collection = forms.ModelChoiceField(
         queryset=Collection.objects.select_related("agent"), help_text="The search runs as the agent owning it."
     )
-    question = forms.CharField(max_length=MAX_QUESTION_CHARS, widget=forms.Textarea(attrs={"rows": 3, "cols": 80}))
+    question = forms.CharField(max_length=MAX_QUESTION_CHARS, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}))
     reader = forms.ModelChoiceField(
         queryset=Reader.objects.all(), required=False, to_field_name="external_id",
-        help_text="Required for a per-reader collection.",
-    )
-    on_behalf_of = forms.ModelChoiceField(
-        queryset=Agent.objects.all(), required=False, to_field_name="agent_id", label="On behalf of",
-        help_text="The agent charged for model calls; empty = nobody is charged and nothing is recorded.",
+        help_text="Whom the answer is for; required when the collection answers per reader.",
     )
     min_score = forms.FloatField(required=False, min_value=0, max_value=1, label="Floor",
-                                 help_text="Empty = the collection's or MIN_SCORE.")
-    around = forms.IntegerField(required=False, min_value=0, max_value=MAX_AROUND,
-                                help_text="Empty = the collection's or AROUND.")
-    most = forms.IntegerField(initial=5, min_value=1, max_value=MAX_MOST)
+                                 help_text="The lowest score that comes back; empty = the collection's setting.")
+    around = forms.IntegerField(required=False, min_value=0, max_value=MAX_AROUND, label="Neighbours",
+                                help_text="Paragraphs either side of a hit; empty = the collection's setting.")
+    most = forms.IntegerField(initial=5, min_value=1, max_value=MAX_MOST, label="Results")
+    compare_reader = forms.ModelChoiceField(
+        queryset=Reader.objects.all(), required=False, to_field_name="external_id", label="Compare with reader",
+        help_text="Side by side: the same question for a second reader…",
+    )
+    compare_min_score = forms.FloatField(required=False, min_value=0, max_value=1, label="Compare with floor",
+                                         help_text="…or at a second floor.")
+    on_behalf_of = forms.ModelChoiceField(
+        queryset=Agent.objects.all(), required=False, to_field_name="agent_id", label="Charge to agent",
+        help_text="The agent charged for model calls; empty = nobody is charged and nothing is recorded.",
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["collection"].label_from_instance = lambda c: f"{c.agent.agent_id} / {c.name}"
 
+    def compares(self) -> bool:
+        data = self.cleaned_data
+        return data.get("compare_reader") is not None or data.get("compare_min_score") is not None
+
+
+def _laid_out(answer: dict, collection: Collection, label: str) -> dict:
+    """The answer as the page shows it: each result's pieces with chunk ids, links and score parts."""
+    pieces = answer.get("explain", {}).get("pieces", [])
+    ids = {piece["paragraph"] for run in pieces for piece in run}
+    found = {p.pk: p for p in Paragraph.objects.filter(pk__in=ids).select_related("document").only(
+        "pk", "index", "document__name", "document__id")}
+    results = []
+    for paragraph, parts in zip(answer["paragraphs"], pieces, strict=False):
+        shown = []
+        for piece in parts:
+            row = found.get(piece["paragraph"])
+            shown.append({
+                **piece,
+                "chunk_id": row.chunk_id if row else "",
+                "url": reverse("admin:collections_app_paragraph_change", args=[piece["paragraph"]]),
+                "percent": round(100 * piece["score"], 1),
+            })
+        hit = next((p for p in shown if p["hit"]), shown[0] if shown else None)
+        document = found[hit["paragraph"]].document if hit and hit["paragraph"] in found else None
+        results.append({
+            **paragraph,
+            "chunk_id": paragraph.get("chunk_id") or (hit["chunk_id"] if hit else ""),
+            "percent": round(100 * paragraph["score"], 1),
+            "hit": hit,
+            "pieces": shown,
+            "document_url": reverse("admin:collections_app_document_change", args=[document.pk]) if document else "",
+        })
+    return {
+        **answer,
+        "label": label,
+        "results": results,
+        "floor_percent": round(100 * answer["floor"], 1),
+        "hidden_by_labels": answer.get("explain", {}).get("hidden_by_labels", 0),
+        "searched_as": collection.agent.agent_id,
+    }
 
 
 class PlaygroundAdminMixin:
@@ -52,33 +99,42 @@ class PlaygroundAdminMixin:
             path("playground/", wrap(self.playground_view), name="collections_app_collection_playground"),
         ] + super().get_urls()
 
+    def _search(self, request, data, *, reader, min_score, label):
+        collection = data["collection"]
+        try:
+            answer = search_collection(
+                agent=collection.agent,
+                collection=collection,
+                question=data["question"],
+                reader=reader.external_id if reader else None,
+                on_behalf_of=data["on_behalf_of"].agent_id if data["on_behalf_of"] else None,
+                most=data["most"] or 5,
+                around=data["around"],
+                min_score=min_score,
+                explain=True,
+            )
+        except RagsiteError as exc:
+            self.message_user(request, f"{label}: {exc.message} ({exc.code})", messages.ERROR)
+            return None
+        return _laid_out(answer, collection, label)
+
     def playground_view(self, request):
         """Run a search exactly as the API would, through `search_collection`, and show everything it answers."""
         require(self.has_view_permission(request))
-        answer = None
+        answers = []
         if request.method == "POST":
             form = PlaygroundForm(request.POST)
             if form.is_valid():
                 data = form.cleaned_data
-                collection = data["collection"]
-                try:
-                    answer = search_collection(
-                        agent=collection.agent,
-                        collection=collection,
-                        question=data["question"],
-                        reader=data["reader"].external_id if data["reader"] else None,
-                        on_behalf_of=data["on_behalf_of"].agent_id if data["on_behalf_of"] else None,
-                        most=data["most"] or 5,
-                        around=data["around"],
-                        min_score=data["min_score"],
-                    )
-                except RagsiteError as exc:
-                    self.message_user(request, f"{exc.message} ({exc.code})", messages.ERROR)
-                else:
-                    answer["searched_as"] = collection.agent.agent_id
-                    for paragraph in answer["paragraphs"]:
-                        paragraph["percent"] = round(100 * paragraph["score"], 1)
-                    answer["floor_percent"] = round(100 * answer["floor"], 1)
+                first = self._describe(data["reader"], data["min_score"])
+                answers.append(self._search(request, data, reader=data["reader"], min_score=data["min_score"],
+                                            label=first))
+                if form.compares():
+                    reader = data["compare_reader"] or data["reader"]
+                    floor = data["compare_min_score"] if data["compare_min_score"] is not None else data["min_score"]
+                    answers.append(self._search(request, data, reader=reader, min_score=floor,
+                                                label=self._describe(reader, floor)))
+                answers = [a for a in answers if a is not None]
         else:
             form = PlaygroundForm(initial={"collection": request.GET.get("collection"), "most": 5})
         context = {
@@ -86,6 +142,12 @@ class PlaygroundAdminMixin:
             "opts": self.model._meta,
             "title": "Search playground",
             "form": form,
-            "answer": answer,
+            "answers": answers,
+            "side_by_side": len(answers) > 1,
         }
         return TemplateResponse(request, "admin/collections_app/playground.html", context)
+
+    @staticmethod
+    def _describe(reader, floor) -> str:
+        who = f"as {reader.external_id}" if reader else "as no reader"
+        return who + ("" if floor is None else f", floor {floor:g}")

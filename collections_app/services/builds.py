@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
@@ -26,7 +25,8 @@ from ragsite.errors import Conflict, RagsiteError
 from .. import conf
 from ..chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
 from ..conf import settings
-from ..extract import Unreadable, extract, summarize_opening
+from ..context import CONTEXT_VERSION, contexts_for, embedding_text
+from ..extract import CORRUPT, EMPTY, TOO_LARGE, Unreadable, extract, summarize_opening
 from ..interchange import fingerprint as text_fingerprint
 from ..models import (
     Agent,
@@ -39,10 +39,8 @@ from ..models import (
     ModelCall,
     Paragraph,
 )
-from ..vector_codec import encode
-from ..windows import model_windows
-from . import known_answers
-from .indexes import index_committed_build
+from ..windows import embed_in_windows
+from . import indexes, known_answers
 
 logger = logging.getLogger("ragsite.builds")
 
@@ -147,6 +145,7 @@ class Prepared:
     kind: str
     fingerprint: str
     status: str = Document.ACTIVE
+    refusal: str = ""  # extract.REFUSAL_REASONS, when refused
     reused: bool = False
     summary: str = ""
     warnings: list[str] = field(default_factory=list)  # scan warnings: they send the document to review
@@ -156,6 +155,7 @@ class Prepared:
     kept: int = 0  # paragraphs a reused document already has
     tokens: list = field(default_factory=list)
     vectors: list = field(default_factory=list)  # bytes | None per piece
+    contexts: list = field(default_factory=list)  # "title › section" per piece (context.py)
 
 
 class Progress:
@@ -246,6 +246,7 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
     refused = [p.name for p in prepared if p.status == Document.REFUSED]
     # What the build knew is kept on the run even when the build is refused below (seed 000).
     run.refused, run.documents_refused = refused, len(refused)
+    run.refusal_reasons = {p.name: p.refusal for p in prepared if p.status == Document.REFUSED}
     run.warnings += [note for p in prepared for note in p.notes]
     passages = sum(len(p.pieces) + p.kept for p in prepared if p.status != Document.REFUSED)
     if passages == 0:
@@ -279,9 +280,9 @@ def _review_warnings(items) -> list[str]:
     return [f"{item.name} needs review: {'; '.join(item.warnings + item.conflicts)}" for item in items]
 
 
-def _known_vectors(collection: Collection, model: str) -> dict[str, bytes]:
+def _known_vectors(collection: Collection, model: str) -> dict[tuple[str, str], bytes]:  # a vector embeds both
     rows = Paragraph.objects.filter(collection=collection, document__built_model=model, embedding__isnull=False)
-    return dict(rows.values_list("fingerprint", "embedding"))
+    return {(fp, context): vector for fp, context, vector in rows.values_list("fingerprint", "context", "embedding")}
 
 
 def _prepare(source, document, collection, embedder, method, size, overlap, run) -> Prepared:
@@ -290,17 +291,17 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run)
     except OSError as exc:
         logger.warning("document %s in %s/%s could not be opened: %s", source.name, collection.agent.agent_id,
                        collection.name, exc.strerror or type(exc).__name__)
-        return Prepared(name=source.name, kind=source.kind, fingerprint="", status=Document.REFUSED)
+        return Prepared(name=source.name, kind=source.kind, fingerprint="", status=Document.REFUSED, refusal=CORRUPT)
     fingerprint = hashlib.sha256(data).hexdigest()
     item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint)
     if len(data) > MAX_DOCUMENT_BYTES:
-        return _refuse(item, collection, f"larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB")
+        return _refuse(item, collection, f"larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB", TOO_LARGE)
     unchanged = (
         document is not None
         and document.status != Document.REFUSED
         and document.fingerprint == fingerprint
-        and (document.built_method, document.built_size, document.built_overlap, document.built_model)
-        == (method, size, overlap, embedder.model)
+        and (document.built_method, document.built_size, document.built_overlap, document.built_model,
+             document.built_context) == (method, size, overlap, embedder.model, CONTEXT_VERSION)
     )
     if unchanged:
         item.reused, item.kept = True, document.paragraph_count
@@ -310,7 +311,7 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run)
     try:
         extracted = extract(source.name, data)
     except Unreadable as exc:
-        return _refuse(item, collection, exc.reason)
+        return _refuse(item, collection, exc.reason, exc.category)
     pieces = chunk(extracted.text, method, size=size, overlap=overlap, tokens=embedder)
     item.warnings = list(extracted.warnings)
     if getattr(pieces, "truncated", False):
@@ -322,18 +323,21 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run)
             "is a document that should be several sources"
         )
     item.pieces = list(pieces)
+    item.contexts = contexts_for(source.name, extracted.text, [p.start for p in item.pieces])
     item.tokens = [embedder.count_tokens(p.text) for p in item.pieces]
     item.summary = summarize_opening(extracted.text)
     if not item.pieces:
-        return _refuse(item, collection, "no text")
+        return _refuse(item, collection, "no text", EMPTY)
     run.documents_read += 1
     return item
 
 
-def _refuse(item: Prepared, collection: Collection, reason: str) -> Prepared:
-    # The reason goes to the server log, with the document's name but never its path.
-    logger.warning("document %s in %s/%s was refused: %s", item.name, collection.agent.agent_id, collection.name, reason)
-    item.status, item.pieces = Document.REFUSED, []
+def _refuse(item: Prepared, collection: Collection, reason: str, category: str) -> Prepared:
+    # The detailed reason goes to the server log, with the document's name but never its path;
+    # the category (a word from extract.REFUSAL_REASONS) is what the store keeps and people see.
+    logger.warning("document %s in %s/%s was refused (%s): %s", item.name, collection.agent.agent_id, collection.name,
+                   category, reason)
+    item.status, item.pieces, item.refusal = Document.REFUSED, [], category
     return item
 
 
@@ -398,7 +402,7 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
             continue
         item.vectors = [None] * len(item.pieces)
         for i, piece in enumerate(item.pieces):
-            vector = known_vectors.get(text_fingerprint(piece.text))
+            vector = known_vectors.get((text_fingerprint(piece.text), item.contexts[i]))
             if vector is not None:
                 item.vectors[i] = bytes(vector)
             elif not lexical_only:
@@ -410,14 +414,10 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
     tokens_used = 0
     for start in range(0, len(todo), batch):
         chunk_of = todo[start : start + batch]
-        windows = [model_windows(item.pieces[i].text, embedder) for item, i in chunk_of]
-        embedded = embedder.embed_with_usage([text for texts in windows for text in texts])
-        vectors = np.asarray(embedded.vectors, dtype=np.float32)
-        at = 0
-        for (item, i), texts in zip(chunk_of, windows, strict=True):
-            item.vectors[i] = encode(vectors[at : at + len(texts)])
-            at += len(texts)
-        tokens_used += embedded.tokens or 0
+        blobs, tokens = embed_in_windows([embedding_text(item.pieces[i].text, item.contexts[i]) for item, i in chunk_of], embedder)
+        for (item, i), blob in zip(chunk_of, blobs, strict=True):
+            item.vectors[i] = blob
+        tokens_used += tokens or 0
         run.paragraphs_embedded += len(chunk_of)
         progress.save(paragraphs_done=run.paragraphs_embedded)
     if embedder.backend == "http" and tokens_used:
@@ -460,6 +460,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             document.status = Document.ACTIVE if item.status == Document.NEEDS_REVIEW and approved else item.status
             document.fingerprint, document.summary = item.fingerprint, item.summary
             document.scan_warnings, document.conflicts = item.warnings, item.conflicts
+            document.refusal = item.refusal
             if item.status == Document.REFUSED:
                 document.paragraph_count, document.built_method, document.built_model = 0, "", ""
                 if document.pk and stored.get(document.pk):
@@ -472,7 +473,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                 document.paragraph_count = len(stored.get(document.pk, []))
             else:
                 document.built_method, document.built_model = collection.method, embedder.model
-                document.built_size, document.built_overlap = size, overlap
+                document.built_size, document.built_overlap, document.built_context = size, overlap, CONTEXT_VERSION
                 document.paragraph_count = len(item.pieces)
             if document.pk is None:
                 document.updated_at = now
@@ -508,12 +509,13 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                 refused=refused,
             ),
         )
+        Collection.objects.filter(pk=collection.pk).exclude(rebuild_needed="").update(rebuild_needed="")
         run.passages = passages
         run.documents_done = run.documents_total
         run.paragraphs_done = run.paragraphs_total
         run.status, run.finished_at, run.heartbeat_at = BuildRun.SUCCEEDED, now, now
         run.save()
-    index_committed_build(collection=collection)
+    indexes.index_committed_build(collection=collection)
     logger.info(
         "build %s of %s/%s: %s paragraphs, %s documents read, %s reused, %s refused, %s embedded",
         run.pk, agent.agent_id, collection.name, passages, run.documents_read, run.documents_reused,
@@ -522,8 +524,8 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
 
 
 BUILD_FIELDS = (
-    "fingerprint", "status", "summary", "scan_warnings", "conflicts", "paragraph_count",
-    "built_method", "built_size", "built_overlap", "built_model",
+    "fingerprint", "status", "refusal", "summary", "scan_warnings", "conflicts", "paragraph_count",
+    "built_method", "built_size", "built_overlap", "built_model", "built_context",
 )
 
 
@@ -532,13 +534,14 @@ def _document_state(document: Document) -> tuple:
 
 
 def _replace_paragraphs(document: Document, item: Prepared, agent: Agent, ordinal: int) -> int:
-    """Swap a changed document's paragraphs, keeping the labels of paragraphs whose text is unchanged."""
+    """Swap a changed document's paragraphs; unchanged texts keep their labels and disabled marks."""
     old_labels: dict[str, set[int]] = {}
     through = Paragraph.labels.through
     for fingerprint, label_id in through.objects.filter(paragraph__document=document).values_list(
         "paragraph__fingerprint", "label_id"
     ):
         old_labels.setdefault(fingerprint, set()).add(label_id)
+    disabled = set(document.paragraphs.filter(enabled=False).values_list("fingerprint", flat=True))
     document.paragraphs.all().delete()
     defaults = set(document.default_labels.values_list("pk", flat=True))
     rows = []
@@ -548,15 +551,13 @@ def _replace_paragraphs(document: Document, item: Prepared, agent: Agent, ordina
                 agent_id=agent.agent_id,
                 collection_id=document.collection_id,
                 document=document,
-                ordinal=ordinal + index,
-                index=index,
-                section=(piece.section or "")[:300],
-                text=piece.text,
-                start_char=piece.start,
-                end_char=piece.end,
+                ordinal=ordinal + index, index=index, section=(piece.section or "")[:300],
+                context=item.contexts[index] if index < len(item.contexts) else "", text=piece.text,
+                start_char=piece.start, end_char=piece.end,
                 token_count=item.tokens[index] if index < len(item.tokens) else None,
                 fingerprint=text_fingerprint(piece.text),
                 embedding=item.vectors[index] if item.vectors else None,
+                enabled=text_fingerprint(piece.text) not in disabled,
             )
         )
     created = Paragraph.objects.bulk_create(rows, batch_size=500)
@@ -573,14 +574,14 @@ def _replace_paragraphs(document: Document, item: Prepared, agent: Agent, ordina
 def _candidate_paragraphs(collection: Collection, prepared: list[Prepared], existing: dict) -> list[tuple]:
     """The paragraphs `_commit` will leave, in its ordinal order, for measuring a build before its swap.
 
-    One tuple per paragraph: (document, searched, start, end, text, section, vector bytes or None),
-    where ``document`` tells documents apart and ``searched`` says whether a search ranks it.
+    One tuple per paragraph: (document, searched, start, end, text, section, vector bytes or None,
+    context), where ``document`` tells documents apart and ``searched`` says whether a search ranks it.
     """
     reused = {existing[p.name].pk for p in prepared if p.reused}
     stored: dict[int, list[tuple]] = defaultdict(list)
     if reused:
         rows = Paragraph.objects.filter(collection=collection).order_by("document_id", "index").values_list(
-            "document_id", "start_char", "end_char", "text", "section", "embedding")
+            "document_id", "start_char", "end_char", "text", "section", "embedding", "context")
         for document_id, *row in rows.iterator(chunk_size=2000):
             if document_id in reused:
                 stored[document_id].append(tuple(row))
@@ -593,7 +594,7 @@ def _candidate_paragraphs(collection: Collection, prepared: list[Prepared], exis
         if item.reused:
             pieces = stored[existing[item.name].pk]
         else:
-            pieces = [(p.start, p.end, p.text, (p.section or "")[:300], item.vectors[i] if item.vectors else None)
-                      for i, p in enumerate(item.pieces)]
+            pieces = [(p.start, p.end, p.text, (p.section or "")[:300], item.vectors[i] if item.vectors else None,
+                       item.contexts[i]) for i, p in enumerate(item.pieces)]
         paragraphs.extend((number, searched, *piece) for piece in pieces)
     return paragraphs

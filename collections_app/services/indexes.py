@@ -39,7 +39,9 @@ def build_key(built: CollectionBuilt) -> str:
     moment = built.built_at
     if moment.utcoffset() is not None:
         moment = moment.astimezone(UTC)
-    return moment.strftime("%Y%m%dT%H%M%S%fZ")
+    # Deleting a document between builds lowers `passages` (services.documents): a new index then.
+    return f'{moment.strftime("%Y%m%dT%H%M%S%fZ")}-{built.passages}'
+
 
 
 def collection_root(collection_id: int) -> Path:
@@ -77,11 +79,13 @@ def write_index(*, collection: Collection) -> tuple[str, Path] | None:
             # Broken (torn, truncated, foreign): out of the way, so the rename below can land.
             shutil.rmtree(path, ignore_errors=True)
             started = time.perf_counter()
-            writer = _write_rows(collection, built)
-            again = CollectionBuilt.objects.filter(collection=collection).values_list("built_at", flat=True).first()
-            if again != built.built_at:
+            writer, context = _write_rows(collection, built)
+            again = CollectionBuilt.objects.filter(collection=collection).values_list("built_at", "passages").first()
+            if again != (built.built_at, built.passages):
                 continue  # a newer build committed while the rows were read
-            path = writer.write(collection_root(collection.pk), key, extra={"collection": collection.pk})
+            # Contexts are written only when some row has one (context.lexical_with_context then adds them).
+            parts = {"context": context} if context.vocabulary else {}
+            path = writer.write(collection_root(collection.pk), key, extra={"collection": collection.pk}, parts=parts)
             remove_stale(collection_root(collection.pk), keep=key)
             logger.info("index of %s/%s written: %d paragraphs in %.2fs", collection.agent.agent_id,
                         collection.name, writer.rows, time.perf_counter() - started)
@@ -112,18 +116,19 @@ def _usable(path: Path) -> bool:
     return True
 
 
-def _write_rows(collection: Collection, built: CollectionBuilt) -> IndexWriter:
+def _write_rows(collection: Collection, built: CollectionBuilt) -> tuple[IndexWriter, IndexWriter]:
     writer = IndexWriter(built.dimensions)
+    context = IndexWriter(0)
     rows = (
         Paragraph.objects.filter(collection=collection)
         .order_by("ordinal")
-        .values_list("id", "document_id", "text", "embedding")
+        .values_list("id", "document_id", "text", "embedding", "context")
     )
     block: list[tuple] = []
 
     def flush():
         vectors = []
-        for _id, _doc, _text, blob in block:
+        for _id, _doc, _text, blob, _context in block:
             if blob is None or not built.dimensions:
                 vectors.append(None)
                 continue
@@ -135,6 +140,8 @@ def _write_rows(collection: Collection, built: CollectionBuilt) -> IndexWriter:
                     code="width_mismatch",
                 ) from None
         writer.add([r[0] for r in block], [r[1] for r in block], [terms(r[2]) for r in block], vectors)
+        context.add([r[0] for r in block], [r[1] for r in block], [terms(r[4] or "") for r in block],
+                    [None] * len(block))
         block.clear()
 
     for row in rows.iterator(chunk_size=ROWS_PER_BLOCK):
@@ -143,7 +150,7 @@ def _write_rows(collection: Collection, built: CollectionBuilt) -> IndexWriter:
             flush()
     if block:
         flush()
-    return writer
+    return writer, context
 
 
 def mapped_index(collection: Collection, built: CollectionBuilt) -> tuple[str, MappedIndex]:

@@ -56,13 +56,15 @@ def _invalid(exc: fmt.InterchangeError) -> InvalidIndex:
 def export_index(*, collection: Collection, directory: Path) -> Path:
     """Write ``directory/rag/<collection name>/`` from the collection's current build; return that folder.
 
-    Only documents in search (status active) are written, in ordinal order, renumbered from 0.
+    Only what search can reach is written — paragraphs enabled, of active and enabled documents — in
+    ordinal order, renumbered from 0.
     """
     built = CollectionBuilt.objects.filter(collection=collection).first()
     if built is None:
         raise Conflict(f'collection "{collection.name}" has never been built; build it first', code="never_built")
     rows = list(
-        Paragraph.objects.filter(collection=collection, document__status=Document.ACTIVE)
+        Paragraph.objects.filter(collection=collection, document__status=Document.ACTIVE, enabled=True,
+                                 document__enabled=True)
         .order_by("ordinal")
         .values_list("document__name", "index", "text", "token_count", "embedding", "document__built_size",
                      "document__built_overlap", "id")

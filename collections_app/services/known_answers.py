@@ -248,10 +248,11 @@ def gate_build(*, collection: Collection, run: BuildRun, candidate: Callable[[],
 
 
 def _live_paragraphs(collection: Collection) -> list[tuple]:
-    """The live collection's paragraphs as a search loads them: (document, searched, start, end, text, section, vector)."""
+    """The live collection's paragraphs as a search loads them:
+    (document, searched, start, end, text, section, vector, context)."""
     held_back = set(collection.documents.exclude(status=Document.ACTIVE).values_list("id", flat=True))
     rows = (Paragraph.objects.filter(collection=collection).order_by("ordinal")
-            .values_list("document_id", "start_char", "end_char", "text", "section", "embedding"))
+            .values_list("document_id", "start_char", "end_char", "text", "section", "embedding", "context"))
     return [(document, document not in held_back, *rest) for document, *rest in rows.iterator(chunk_size=2000)]
 
 
@@ -262,7 +263,8 @@ def _index(paragraphs: Sequence[tuple], dimensions: int) -> tuple[ScratchIndex, 
     and the paragraph scores its best window, as search does.
     """
     rows = [Row(ordinal=i, document=d, start=s, end=e, text=t, section=sec)
-            for i, (d, _searched, s, e, t, sec, _v) in enumerate(paragraphs)]
+            for i, (d, _searched, s, e, t, sec, _v, _context) in enumerate(paragraphs)]
+    contexts = [p[7] for p in paragraphs]
     searchable = np.array([p[1] for p in paragraphs], dtype=bool)
     blocks, owners = [], []
     for i, paragraph in enumerate(paragraphs):
@@ -281,8 +283,10 @@ def _index(paragraphs: Sequence[tuple], dimensions: int) -> tuple[ScratchIndex, 
         # One vector for every paragraph: matrix row i is paragraph i, as without windows.
         one_each = len(blocks) == len(paragraphs) and matrix.shape[0] == len(paragraphs)
         window_row = None if one_each else np.concatenate(owners)
+    # The title and section beside each paragraph, as search ranks them (collections_app/context.py).
+    context_bm25 = BM25Index.from_texts(contexts) if any(contexts) else None
     index = ScratchIndex(rows=rows, bm25=BM25Index.from_texts(r.text for r in rows), matrix=matrix,
-                         window_row=window_row)
+                         window_row=window_row, context_bm25=context_bm25)
     return index, searchable
 
 

@@ -109,3 +109,14 @@ def set_default_labels(*, document: Document, labels: Iterable[Label]) -> tuple[
         added = add_labels(paragraphs, wanted - current)
         removed = remove_labels(paragraphs, current - wanted)
     return added, removed
+
+
+def set_per_reader(*, collection, per_reader: bool) -> bool:
+    """Turn a collection's per-reader answering on or off; returns whether it changed.
+
+    On, every search of it must name a reader and labels decide what that reader sees; off, labels
+    are kept but ignored and every reader sees every paragraph.
+    """
+    from ..models import Collection
+
+    return bool(Collection.objects.filter(pk=collection.pk).exclude(per_reader=per_reader).update(per_reader=per_reader))

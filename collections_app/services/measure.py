@@ -9,8 +9,10 @@ embedder, is the ledger entry for the embedding tokens the measurement spent, as
 
 import hashlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 
+from django.db import transaction
 from django.utils import timezone
 
 from ragsite import embedding
@@ -22,7 +24,7 @@ from ..chunking import AVAILABLE, ChunkingError, resolve_sizes, validate_method
 from ..conf import settings
 from ..extract import SUPPORTED_SUFFIXES, Unreadable, extract
 from ..measure import DEFAULT_AROUNDS, Question, Variant, VectorCache, default_sizes, grid, measure_variant
-from ..models import Collection, ModelCall
+from ..models import Collection, MeasureRun, ModelCall
 from .builds import MAX_DOCUMENT_BYTES, collection_sources
 from .questions import (
     MAX_MARKER_CHARS,
@@ -130,13 +132,15 @@ def measure_collection(
     variants: Sequence[Mapping] | None = None,
     most: int = DEFAULT_MOST,
     min_score: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict:
     """Measure `collection`'s documents, built each variant's way in memory, against known answers.
 
     ``questions`` are ``{"question", "answer"}`` (the answer marker); ``controls`` are questions the
     documents cannot answer. ``variants`` are ``{"method", "size"?, "overlap"?, "around"?}``; by
     default every available method at three sizes and around 0 and 1. Unfloored unless
-    ``min_score`` is given. Returns a JSON-ready report; raises `RagsiteError` for bad input.
+    ``min_score`` is given. ``progress(done, total)`` is called as variants finish. Returns a
+    JSON-ready report; raises `RagsiteError` for bad input.
     """
     checked = _questions(questions, controls)
     if not isinstance(most, int) or not 1 <= most <= MAX_MOST:
@@ -152,21 +156,32 @@ def measure_collection(
     lexical_only = embedder.backend == "none"
     tokens_used = 0
 
+    finished = 0
+
     def embed(batch):
         nonlocal tokens_used
         embedded = embedder.embed_with_usage(list(batch))
         tokens_used += embedded.tokens or 0
+        if progress:
+            # Each batch is a sign of life too: one variant of a large corpus can embed for minutes.
+            progress(finished, len(chosen))
         return embedded.vectors
 
     cache = VectorCache(None if lexical_only else embed, batch_size=int(settings.EMBED_BATCH_SIZE))
     rows: list[dict] = []
+    if progress:
+        progress(0, len(chosen))
     try:
-        for variant in chosen:
+        for done, variant in enumerate(chosen, start=1):
             try:
                 rows.append(measure_variant(texts, variant, checked, cache=cache, weight=FUSION_WEIGHT,
-                                            most=most, floor=floor, tokens=embedder))
+                                            most=most, floor=floor, tokens=embedder,
+                                            names=[name for name, _ in fingerprints]))
             except ChunkingError as exc:
                 skipped.append({"method": variant.method, "size": variant.size, "reason": str(exc)})
+            finished = done
+            if progress:
+                progress(done, len(chosen))
     except EmbeddingError as exc:
         raise RagsiteError(f"the embedder failed: {exc}", code="embedder_unavailable", status=503) from None
     finally:
@@ -207,3 +222,98 @@ def measure_collection(
         "variants": rows,
         "skipped": skipped,
     }
+
+
+# --- Measuring as a background job --------------------------------------------------------------
+
+MEASURE_ACTIVE = (MeasureRun.QUEUED, MeasureRun.RUNNING)
+
+
+def request_measure(
+    *,
+    collection: Collection,
+    questions: Sequence[Mapping],
+    controls: Sequence[str] = (),
+    most: int = DEFAULT_MOST,
+    min_score: float | None = None,
+    requested_by: str = "",
+    enqueue: bool = True,
+) -> MeasureRun:
+    """Check a measurement's input now, store it as a queued `MeasureRun` and hand it to a task.
+
+    A collection's tens of variants take minutes on a real corpus, so they never run inside a
+    web request; the page polls the run's progress as it does a build's.
+    """
+    _questions(questions, controls)  # bad input is refused here, not in the worker
+    if not isinstance(most, int) or not 1 <= most <= MAX_MOST:
+        raise InvalidMeasure(f"most must be between 1 and {MAX_MOST}")
+    if min_score is not None and not 0.0 <= float(min_score) <= 1.0:
+        raise InvalidMeasure("min_score must be between 0 and 1")
+    fail_stale_measures()
+    with transaction.atomic():
+        run = MeasureRun.objects.create(
+            collection=collection,
+            requested_by=requested_by[:150],
+            heartbeat_at=timezone.now(),
+            request={"questions": [dict(q) for q in questions], "controls": list(controls), "most": most,
+                     "min_score": min_score},
+        )
+        if enqueue:
+            transaction.on_commit(lambda: _enqueue_measure(run.pk))
+    return run
+
+
+def _enqueue_measure(measure_id: int) -> None:
+    from django_q.tasks import async_task
+
+    async_task("collections_app.tasks.run_measure", measure_id, task_name=f"measure-{measure_id}")
+
+
+def run_measure(measure_id: int) -> MeasureRun:
+    """Carry out a queued measurement, writing progress and then the report to its `MeasureRun`.
+
+    Never raises for a refusal or a failure: the run records it.
+    """
+    run = MeasureRun.objects.select_related("collection__agent").get(pk=measure_id)
+    if run.status != MeasureRun.QUEUED:
+        return run
+    run.status, run.started_at, run.heartbeat_at = MeasureRun.RUNNING, timezone.now(), timezone.now()
+    run.save(update_fields=["status", "started_at", "heartbeat_at"])
+
+    def progress(done: int, total: int) -> None:
+        MeasureRun.objects.filter(pk=run.pk).update(variants_done=done, variants_total=total,
+                                                    heartbeat_at=timezone.now())
+
+    asked = run.request
+    try:
+        report = measure_collection(
+            collection=run.collection, questions=asked.get("questions", []), controls=asked.get("controls", []),
+            most=asked.get("most", DEFAULT_MOST), min_score=asked.get("min_score"), progress=progress,
+        )
+    except RagsiteError as exc:
+        _finish_measure(run, MeasureRun.FAILED, error=f"{exc.message} ({exc.code})")
+    except Exception as exc:
+        logger.exception("measure %s of collection %s failed", run.pk, run.collection_id)
+        _finish_measure(run, MeasureRun.FAILED, error=f"unexpected {type(exc).__name__}; see the server log")
+    else:
+        run.refresh_from_db(fields=["variants_done", "variants_total"])
+        run.report = report
+        _finish_measure(run, MeasureRun.SUCCEEDED)
+    return run
+
+
+def _finish_measure(run: MeasureRun, status: str, *, error: str = "") -> None:
+    run.status, run.error, run.finished_at = status, error[:2000], timezone.now()
+    run.save()
+
+
+def fail_stale_measures(now=None) -> int:
+    """A measurement whose heartbeat is older than BUILD_HEARTBEAT_TIMEOUT lost its worker: mark it failed.
+
+    The heartbeat beats once per variant, and one variant embeds at most the corpus once, as a build does.
+    """
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=int(settings.BUILD_HEARTBEAT_TIMEOUT))
+    return MeasureRun.objects.filter(status__in=MEASURE_ACTIVE, heartbeat_at__lt=cutoff).update(
+        status=MeasureRun.FAILED, finished_at=now, error="the measurement stopped reporting progress (its worker died)"
+    )

@@ -3,15 +3,19 @@
 A document lands in review when its scan raised warnings or it conflicts with
 another document (seed 003). It is not searched until approved. Approval is of
 one version: `approved_fingerprint` records which bytes were approved, so a
-changed file goes back to review at its next build.
+changed file goes back to review at its next build; who approved it and when
+are kept beside it.
 """
 
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from django.db import transaction
+from django.utils import timezone
 
-from ..models import Document
+from ..models import Document, Paragraph
+from .builds import BLOCK_BREAK, NUMBER
 
 logger = logging.getLogger("ragsite.review")
 
@@ -25,13 +29,71 @@ def approve_documents(documents: Iterable[Document], *, by=None) -> list[Documen
     ids = [d.pk for d in documents]
     who = by.get_username() if by is not None and hasattr(by, "get_username") else str(by or "")
     approved = []
+    now = timezone.now()
     with transaction.atomic():
         for document in Document.objects.select_for_update().filter(pk__in=ids, status=Document.NEEDS_REVIEW):
             document.status = Document.ACTIVE
             document.approved_fingerprint = document.fingerprint
-            document.save(update_fields=["status", "approved_fingerprint"])
+            document.approved_by, document.approved_at = who[:150], now
+            document.save(update_fields=["status", "approved_fingerprint", "approved_by", "approved_at"])
             approved.append(document)
     for document in approved:
         # The document's name and collection only: never its text, never a path.
         logger.info("document %s in collection %s approved by %s", document.name, document.collection_id, who or "?")
     return approved
+
+
+@dataclass
+class ConflictingPair:
+    """Two paragraphs, one in each document, that read the same except for their numbers."""
+
+    other: Document
+    mine: str
+    theirs: str
+
+
+def conflicting_documents(document: Document) -> list[Document]:
+    """The collection's other documents that `document`'s recorded conflicts name."""
+    if not document.conflicts:
+        return []
+    said = " ".join(document.conflicts)
+    others = document.collection.documents.exclude(pk=document.pk).only("id", "name", "status", "collection_id")
+    return [other for other in others if other.name in said]
+
+
+def conflicting_paragraphs(document: Document, other: Document) -> list[ConflictingPair]:
+    """The blocks of the two documents that match except for their numbers, side by side (the build's rule)."""
+
+    def blocks(doc: Document) -> dict[str, str]:
+        shapes: dict[str, str] = {}
+        for text in Paragraph.objects.filter(document=doc).order_by("index").values_list("text", flat=True):
+            for block in BLOCK_BREAK.split(text):
+                block = " ".join(line for line in block.splitlines() if not line.lstrip().startswith("#"))
+                flat = " ".join(block.split())
+                if NUMBER.search(flat) and len(flat) >= 40:
+                    shapes.setdefault(NUMBER.sub("#", flat), flat)
+        return shapes
+
+    mine, theirs = blocks(document), blocks(other)
+    return [
+        ConflictingPair(other=other, mine=mine[shape], theirs=theirs[shape])
+        for shape in mine
+        if shape in theirs and mine[shape] != theirs[shape]
+    ]
+
+
+def approval_warnings(documents: Iterable[Document]) -> list[str]:
+    """What approving `documents` would leave contradicting: their conflicting partners already active
+    or about to be approved together. Said before the approval, so a person can choose one."""
+    chosen = {d.pk for d in documents}
+    warnings = []
+    for document in documents:
+        for other in conflicting_documents(document):
+            if other.pk in chosen and other.pk < document.pk:
+                continue  # the pair is reported once
+            if other.pk in chosen or other.status == Document.ACTIVE:
+                state = "is approved with it" if other.pk in chosen else "is already searched"
+                warnings.append(
+                    f"{document.name} conflicts with {other.name}, which {state}: agents will get both answers"
+                )
+    return warnings

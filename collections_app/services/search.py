@@ -11,19 +11,22 @@ import threading
 from datetime import timedelta
 
 import numpy as np
+from django.db.models import Q
 from django.utils import timezone
 
 from ragsite import embedding
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, Forbidden, NotFound, RagsiteError, TooManyRequests
-from ragsite.fusion import hybrid_scores
+from ragsite.fusion import hybrid_scores, normalise_bm25, normalise_cosine
 from ragsite.lexical import terms
 
 from ..conf import settings
+from ..context import lexical_with_context
 from ..ivf import IVFIndex
 from ..judge import JudgeUnavailable, ask_judge
 from ..mapped_index import MappedIndex, top_rows
 from ..models import Agent, ApiKey, Collection, CollectionBuilt, Document, ModelCall, Paragraph, Reader
+from ..rerank import RerankUnavailable, ask_reranker
 from ..stitch import Row, stitch
 from .agents import get_collection
 from .indexes import forget, mapped_index
@@ -70,12 +73,17 @@ def _readable_mask(collection: Collection, index: MappedIndex, reader: Reader | 
     # Documents out of search (in review, refused) are few; list those rather than the active ones.
     # No ORDER BY: the model's default ordering would walk every document of the collection.
     held_back = list(
-        Document.objects.filter(collection=collection, status__in=[Document.NEEDS_REVIEW, Document.REFUSED])
+        Document.objects.filter(collection=collection).filter(~Q(status=Document.ACTIVE) | Q(enabled=False))
         .order_by().values_list("id", flat=True)
     )
     mask = np.ones(index.size, dtype=bool)
     if held_back:
         mask &= ~np.isin(index.row_document, np.asarray(held_back, dtype=np.int64))
+    # Disabled paragraphs are read per search (a partial index holds only them), so a switch takes
+    # effect at the next question without waiting for a new build.
+    disabled = list(Paragraph.objects.filter(collection=collection, enabled=False).values_list("id", flat=True))
+    if disabled:
+        mask &= ~np.isin(index.row_paragraph, np.asarray(disabled, dtype=np.int64))
     if collection.per_reader and reader is not None:
         through = Paragraph.labels.through
         labelled = set(through.objects.filter(paragraph__collection=collection).values_list("paragraph_id", flat=True))
@@ -173,12 +181,15 @@ def search_collection(
     key: ApiKey | None = None,
     mode: str | None = None,
     max_most: int = MAX_MOST,
+    explain: bool = False,
 ) -> dict:
     """Search one of `agent`'s collections; returns the answer as a JSON-ready dict.
 
     `mode` narrows the ranking to one arm ("vector" or "lexical"); by default a
     collection with vectors is searched "hybrid". `max_most` lets in-process
-    callers such as the benchmarks ask for more than an agent may.
+    callers such as the benchmarks ask for more than an agent may. `explain` (the admin's playground,
+    never the API) adds ``explain``: each answer's pieces with their lexical and semantic parts, and how
+    many paragraphs at or above the floor this reader's labels hid (a count only).
     """
     question = validate_request(question, most, around, min_score, max_most)
     if mode is not None and mode not in MODES:
@@ -209,7 +220,7 @@ def search_collection(
         raise Conflict(f'collection "{collection.name}" holds no vectors to search', code="no_vectors")
     bm25 = upper = None
     if mode != "vector":
-        bm25, upper = index.bm25(terms(question), view)
+        bm25, upper = _lexical(index, terms(question), view)
     candidates = None
     if vector is not None and _approximate(index):
         candidates = _candidates(collection, key, index, vector, bm25, mask)
@@ -223,15 +234,21 @@ def search_collection(
     lexical = None if bm25 is None else (bm25 if candidates is None else bm25[candidates])
     scores, mode = hybrid_scores(cosine, lexical, upper or 0.0, weight=FUSION_WEIGHT)
     if candidates is None:
+        rows, row_scores = None, scores
         everyone = bool(mask.all())
         # Unfloored over an unfiltered collection every row is eligible: no mask to build or apply.
         eligible = None if everyone and floor <= 0 else (mask if floor <= 0 else mask & (scores >= floor))
         top = top_rows(scores, eligible, most)
-        hits = [(int(row), float(scores[row])) for row in top]
     else:
-        best = top_rows(scores, scores >= floor, most)  # candidates are ascending: ties to the lower row
-        hits = [(int(candidates[i]), float(scores[i])) for i in best]
-    paragraphs = _stitched(index, mask, hits, around)
+        rows, row_scores = candidates, scores  # candidates are readable and ascending: ties to the lower row
+        top = candidates[top_rows(scores, scores >= floor, most)]
+    fused = _fused_of(rows, row_scores)
+    top, relevance, rerank, fused_rank = _rerank(collection, index, question, rows, row_scores, mask, floor, most,
+                                                 payer, top)
+    hits = [(int(row), float(fused(row) if relevance is None else relevance[int(row)])) for row in top]
+    paragraphs, runs, readable = _stitched(index, mask, hits, around)
+    if relevance is not None:
+        _mark_reranked(paragraphs, runs, top, fused, fused_rank)
     answer = {
         "paragraphs": paragraphs,
         "floor": floor,
@@ -240,13 +257,135 @@ def search_collection(
         "mode": mode,
         "model": model,
         "refused": None,
+        "rerank": rerank,
     }
+    if explain:
+        answer["explain"] = _explain(collection, index, runs, readable, top, mask, view, vector, bm25, upper, floor,
+                                     reader_obj, rows, row_scores)
     _judge(answer, collection, question, payer)
     logger.info(
         "search %s/%s: mode %s, %d paragraphs, refused %s",
         agent.agent_id, collection.name, mode, len(answer["paragraphs"]), answer["refused"],
     )
     return answer
+
+
+def _lexical(index: MappedIndex, question_terms: list[str], view) -> tuple[np.ndarray, float]:
+    """The seed-004 BM25 of each row's text with its context's share added (context.py), and the bound;
+    both over the same view of the rows."""
+    text, bound = index.bm25(question_terms, view)
+    if index.context is None:
+        return text, bound
+    context_view = None if view is None else index.context.view(view.mask)
+    context, context_bound = index.context.bm25(question_terms, context_view)
+    return lexical_with_context(text, bound, context, context_bound)
+
+
+def _fused_of(rows: np.ndarray | None, scores: np.ndarray):
+    """A row's fused score, whether `scores` covers every row (rows None) or the candidates `rows`."""
+    if rows is None:
+        return lambda row: float(scores[row])
+    at = {int(row): i for i, row in enumerate(rows.tolist())}
+    return lambda row: float(scores[at[int(row)]])
+
+
+def _texts(index: MappedIndex, rows) -> list[str]:
+    """The stored texts of some rows, in their order: one query."""
+    ids = [int(index.row_paragraph[r]) for r in rows]
+    found = dict(Paragraph.objects.filter(pk__in=ids).order_by().values_list("id", "text"))
+    return [found.get(pk, "") for pk in ids]
+
+
+def _rerank(collection, index: MappedIndex, question: str, rows, scores: np.ndarray, mask: np.ndarray,
+            floor: float, most: int, payer: Agent | None, top: np.ndarray):
+    """Reorder the top ``RERANK_DEPTH`` readable candidates by the reranker, before the floor.
+
+    Returns the rows to stitch, their relevance by row (None when the fused order stands), the
+    answer's ``rerank`` field, and each candidate's position in the fused order. The floor still
+    applies to the fused score, whose scale it was calibrated on; the reranker only decides the
+    order. Any failure keeps the fused order.
+    """
+    if not settings.RERANK_URL:
+        return top, None, {"status": "not configured"}, {}
+    if _over_budget(payer):
+        return top, None, {"status": "over budget"}, {}
+    depth = max(int(settings.RERANK_DEPTH), most)
+    if rows is None:
+        candidates = top_rows(scores, mask, depth)
+        candidate_scores = scores[candidates]
+    else:
+        best = top_rows(scores, None, depth)
+        candidates, candidate_scores = rows[best], scores[best]
+    if candidates.size == 0:
+        return top, None, {"status": "nothing to rerank"}, {}
+    try:
+        reranked = ask_reranker(
+            url=settings.RERANK_URL, model=settings.RERANK_MODEL, api_key=settings.RERANK_API_KEY,
+            timeout=float(settings.RERANK_TIMEOUT), question=question, documents=_texts(index, candidates),
+        )
+    except RerankUnavailable as exc:
+        logger.warning("reranker unavailable for %s/%s: %s", collection.agent.agent_id, collection.name, exc)
+        return top, None, {"status": "unavailable"}, {}
+    if payer is not None:
+        record_call(agent=payer, collection=collection, purpose=ModelCall.RERANK, model=reranked.model,
+                    tokens_in=reranked.tokens)
+    relevance = {int(row): float(value) for row, value in zip(candidates.tolist(), reranked.scores, strict=True)}
+    order = np.argsort(-np.asarray(reranked.scores, dtype=np.float64), kind="stable")
+    kept = [int(candidates[i]) for i in order if candidate_scores[i] >= floor][:most]
+    fused_rank = {int(row): position for position, row in enumerate(candidates.tolist(), start=1)}
+    status = {"status": "reranked", "model": reranked.model, "depth": int(candidates.size)}
+    return np.asarray(kept, dtype=np.int64), relevance, status, fused_rank
+
+
+def _mark_reranked(paragraphs: list[dict], runs, top: np.ndarray, fused, fused_rank: dict[int, int]) -> None:
+    """Each stitched paragraph's fused score and fused position beside the reranker's score that ordered it."""
+    hits_fused = {int(row): fused(row) for row in top}
+    for paragraph, run in zip(paragraphs, runs, strict=True):
+        hits = [row for row in range(run.first, run.last + 1) if row in hits_fused]
+        paragraph["rerank_score"] = paragraph["score"]
+        paragraph["score"] = round(max(hits_fused[row] for row in hits), 6)
+        paragraph["fused_rank"] = min(fused_rank[row] for row in hits)
+
+
+def _explain(collection, index: MappedIndex, runs, readable, top, mask, view, vector, bm25, upper, floor, reader,
+             rows, row_scores) -> dict:
+    """Why each answer scored what it did, piece by piece, for a person testing the collection.
+
+    Each piece's parts are scored exactly (its cosine from the index, its BM25 from this search's).
+    ``hidden_by_labels`` counts readable-to-everyone rows at or above the floor this reader cannot see;
+    on the approximate path it counts among the candidates only.
+    """
+    hits = {int(row) for row in top}
+    # Positions among the rows this search may use, as `first`/`last` give them.
+    positions = None if mask.all() else np.cumsum(mask)
+    pieces = []
+    for run in runs:
+        parts_rows = [row for row in range(run.first, run.last + 1) if row in readable]
+        cosine = index.cosine_of_rows(vector, np.asarray(parts_rows)) if vector is not None else None
+        if cosine is not None:
+            cosine[np.isneginf(cosine)] = 0.0
+        lexical = None if bm25 is None else bm25[np.asarray(parts_rows, dtype=np.int64)]
+        fused, _mode = hybrid_scores(cosine, lexical, upper or 0.0, weight=FUSION_WEIGHT)
+        semantic = normalise_cosine(cosine) if cosine is not None else None
+        lexical01 = normalise_bm25(lexical, upper or 0.0) if lexical is not None else None
+        pieces.append([
+            {
+                "paragraph": int(index.row_paragraph[row]),
+                "ordinal": row + 1 if positions is None else int(positions[row]),
+                "text": readable[row].text,
+                "hit": row in hits,
+                "score": round(float(fused[i]), 6),
+                "lexical": None if lexical01 is None else round(float(lexical01[i]), 6),
+                "semantic": None if semantic is None else round(float(semantic[i]), 6),
+            }
+            for i, row in enumerate(parts_rows)
+        ])
+    hidden = 0
+    if reader is not None and collection.per_reader and index.size:
+        everyone = _readable_mask(collection, index, None)
+        if rows is None:
+            hidden = int(np.count_nonzero(everyone & ~mask & (row_scores >= floor)))
+    return {"pieces": pieces, "hidden_by_labels": hidden}
 
 
 def resolve_floor(collection: Collection, requested: float | None) -> tuple[float, str]:
@@ -337,7 +476,7 @@ def _stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]
     paragraph), never the collection-wide ordinals, whose gaps would show where hidden paragraphs sit.
     """
     if not hits:
-        return []
+        return [], [], {}
     documents = index.row_document
     wanted: set[int] = set()
     for row, _score in hits:
@@ -363,10 +502,12 @@ def _stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]
         names[document] = name
     readable = {}
     for row, pk in zip(rows_sorted, ids, strict=True):
+        if pk not in stored:
+            continue  # deleted since the index was written; the next search maps a new one
         start, end, text, section, k = stored[pk]
         readable[row] = Row(ordinal=row, document=int(documents[row]), start=start, end=end, text=text,
                             section=section, index=k)
-    runs = stitch(hits, readable, around)
+    runs = stitch([(row, score) for row, score in hits if row in readable], readable, around)
     # Every row readable (the usual case): a row's position is its number; otherwise count the
     # readable rows before it, once for all runs.
     position = None if mask.all() else np.cumsum(mask)
@@ -374,7 +515,7 @@ def _stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]
     def at(row: int) -> int:
         return row + 1 if position is None else int(position[row])
 
-    return [_paragraph(run, names.get(run.document, ""), readable, at) for run in runs]
+    return [_paragraph(run, names.get(run.document, ""), readable, at) for run in runs], runs, readable
 
 
 def _paragraph(run, document: str, readable: dict[int, Row], at) -> dict:

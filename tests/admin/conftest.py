@@ -7,6 +7,8 @@ from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
 from tests.conftest import HANDBOOK
 
+from .browser import page  # noqa: F401  (the chromium page fixture for the browser tests)
+
 # Two documents whose paragraphs differ only in their numbers: the build puts both in review.
 CONFLICTING = {
     "policy-2023.md": "# Leave\n\nCarry-over of annual leave is capped at 5 days in every calendar year.\n",

@@ -20,7 +20,7 @@ from memory_app.schedules import ensure_schedules
 from ragsite.embedders import HashEmbedder, NoneEmbedder
 from tests.memory.conftest import DIMENSIONS, WINDOW, prose
 
-from . import test_admin_browser as browser
+from . import browser
 
 HEALTH = "/admin/memory_app/memory/health/"
 # Markup characters in a record must come back as text, and still cover it exactly.
@@ -407,7 +407,6 @@ def test_no_memory_page_shows_a_filesystem_path(admin_client, agent, built, sett
 
 # --- In a browser ------------------------------------------------------------------------------
 
-page = browser.page  # the chromium page fixture, screenshots on failure included
 
 
 @pytest.mark.browser

@@ -4,7 +4,7 @@ import pytest
 
 from collections_app.models import Agent, Collection
 
-from .test_admin_browser import log_in, page  # noqa: F401 - the fixture and the helper
+from .browser import log_in  # the `page` fixture comes from conftest
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -367,3 +367,51 @@ def test_seed_003_a_source_over_240_paragraphs_keeps_its_first_240_and_stays_sea
     dropped = search_collection(agent=handbook.agent, collection=handbook, question=f"clause {word(299)}", around=0)
     assert all(f"Clause {word(299)} " not in p["text"] for p in dropped["paragraphs"])
     assert not Paragraph.objects.filter(collection=handbook, text__contains=f"Clause {word(240)} ").exists()
+
+
+def test_each_refused_document_records_a_category_and_the_names_stay_names_only(handbook, knowledge_folder, caplog):
+    from collections_app.samples import pdf_bytes
+
+    knowledge_folder("handbook", {"leave.md": LEAVE, "broken.pdf": b"%PDF-1.4 not really", "notes.xyz": "x",
+                                  "scan.pdf": pdf_bytes([[], []]), "blank.md": "  \n"})
+    with caplog.at_level(logging.WARNING):
+        run = build_collection(collection=handbook)
+    expected = {"broken.pdf": "corrupt", "notes.xyz": "unsupported type", "scan.pdf": "no text layer — scanned?",
+                "blank.md": "empty"}
+    assert run.refusal_reasons == expected
+    assert dict(handbook.documents.filter(status=Document.REFUSED).values_list("name", "refusal")) == expected
+    # seed 000: the build record and the run's `refused` are names, never reasons.
+    assert sorted(CollectionBuilt.objects.get(collection=handbook).refused) == sorted(expected) == sorted(run.refused)
+    # The detail stays in the server log.
+    assert "not a readable PDF" in caplog.text
+    assert "not a readable PDF" not in json.dumps(list(Document.objects.values()), default=str)
+    assert handbook.documents.get(name="leave.md").refusal == ""
+
+
+def test_a_document_that_becomes_readable_loses_its_refusal(handbook, knowledge_folder):
+    folder = knowledge_folder("handbook", {"leave.md": LEAVE, "late.md": ""})
+    build_collection(collection=handbook)
+    assert handbook.documents.get(name="late.md").refusal == "empty"
+    (folder / "late.md").write_text(SECURITY)
+    build_collection(collection=handbook)
+    late = handbook.documents.get(name="late.md")
+    assert (late.status, late.refusal) == (Document.ACTIVE, "")
+
+
+def test_a_disabled_paragraph_stays_disabled_across_rebuilds_by_its_text(handbook, knowledge_folder):
+    folder = knowledge_folder("handbook", {"leave.md": LEAVE})
+    build_collection(collection=handbook)
+    Paragraph.objects.filter(collection=handbook, text__contains="Receipts").update(enabled=False)
+    (folder / "leave.md").write_text(LEAVE.replace("five days", "six days"))  # the document changes
+    build_collection(collection=handbook)
+    assert not Paragraph.objects.get(collection=handbook, text__contains="Receipts").enabled
+    assert Paragraph.objects.get(collection=handbook, text__contains="six days").enabled
+
+
+def test_a_build_clears_the_rebuild_needed_note(handbook, knowledge_folder):
+    knowledge_folder("handbook", {"leave.md": LEAVE})
+    handbook.rebuild_needed = "x.md was deleted"
+    handbook.save()
+    build_collection(collection=handbook)
+    handbook.refresh_from_db()
+    assert handbook.rebuild_needed == ""

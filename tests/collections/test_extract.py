@@ -7,7 +7,14 @@ import docx
 import pytest
 from pypdf import PdfReader, PdfWriter
 
-from collections_app.extract import SUPPORTED_SUFFIXES, Extracted, Unreadable, extract, summarize_opening
+from collections_app.extract import (
+    REFUSAL_REASONS,
+    SUPPORTED_SUFFIXES,
+    Extracted,
+    Unreadable,
+    extract,
+    summarize_opening,
+)
 from collections_app.samples import SAFETY_PAGES, pdf_bytes
 
 SAMPLES = Path(__file__).resolve().parents[2] / "collections_app" / "sample_docs"
@@ -17,6 +24,12 @@ def reason_of(name: str, data: bytes) -> str:
     with pytest.raises(Unreadable) as caught:
         extract(name, data)
     return caught.value.reason
+
+
+def category_of(name: str, data: bytes) -> str:
+    with pytest.raises(Unreadable) as caught:
+        extract(name, data)
+    return caught.value.category
 
 
 def docx_file(build) -> bytes:
@@ -304,3 +317,35 @@ def test_summary_of_one_giant_word_is_cut_at_the_limit():
 
 def test_summary_of_headings_only_uses_their_text():
     assert summarize_opening("# Only\n## Headings") == "Only Headings"
+
+
+# --- the category a librarian is shown -----------------------------------------------------------
+
+
+def test_the_refusal_vocabulary_is_fixed_and_says_what_a_librarian_can_act_on():
+    assert REFUSAL_REASONS == (
+        "corrupt", "encrypted", "no text layer — scanned?", "unsupported type", "too large", "empty",
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "category"),
+    [
+        ("notes.xyz", b"hello", "unsupported type"),
+        ("README", b"hello", "unsupported type"),
+        ("latin.txt", "café".encode("latin-1"), "unsupported type"),
+        ("a.txt", b" \n\t ", "empty"),
+        ("a.pdf", b"%PDF-1.4\ngarbage", "corrupt"),
+        ("a.docx", b"PK\x03\x04 not a zip", "corrupt"),
+        ("scan.pdf", pdf_bytes([[], []]), "no text layer — scanned?"),
+        ("a.pdf", encrypted(pdf_bytes(SAFETY_PAGES), user_password="secret", algorithm="AES-128"), "encrypted"),
+        ("a.html", b"<html><body> </body></html>", "empty"),
+    ],
+)
+def test_each_refusal_carries_a_category_from_the_vocabulary(name, data, category):
+    assert category_of(name, data) == category
+
+
+def test_a_category_outside_the_vocabulary_is_a_programming_error():
+    with pytest.raises(ValueError, match="unknown refusal category"):
+        Unreadable("whatever", category="broken")

@@ -183,7 +183,7 @@ def test_a_build_is_measured_after_it_commits_and_the_report_agrees_with_search(
     run = handbook.runs.get()
     report = report_of(run)
     assert report.status == "measured" and (report.answers, report.controls) == (4, 1)
-    assert report.floor_source == "default" and report.floor == 0.25
+    assert report.floor_source == "default" and report.floor == 0.22
     # found@5 is what a search at the collection's settings (most 5, its floor, its around) returns.
     for result in report.results:
         if not result["control"]:
@@ -371,9 +371,10 @@ def test_a_measured_floor_is_in_force_once_measured_and_every_answer_says_its_so
 def test_a_measured_floor_that_cannot_separate_warns_that_controls_come_back(agent, knowledge_folder, build):
     collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
     knowledge_folder("handbook", HANDBOOK)
-    # A control on the documents' own subject scores like an answer.
+    # A control on the documents' own subject, worded like an answered question, scores like an answer.
     k.set_known_answers(collection=collection, floor_measured=True,
-                        items=[*ANSWERS, {"question": "how many days of annual leave are there", "control": True}])
+                        items=[*ANSWERS, {"question": "must laptops use full disk encryption on holiday",
+                                          "control": True}])
     report = report_of(build(collection))
     assert report.separates is False
     assert any("do not separate" in w and "controls will get paragraphs back" in w for w in report.warnings)

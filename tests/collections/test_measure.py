@@ -337,28 +337,40 @@ def test_lines_are_questions_with_markers_or_controls():
         parse_lines("no marker here")
 
 
-def test_the_admin_page_runs_a_measure_and_shows_tables_and_a_chart(admin_client, handbook):
+def test_the_admin_page_queues_a_measure_and_its_page_shows_the_stored_report(admin_client, handbook,
+                                                                             django_capture_on_commit_callbacks):
+    from collections_app.models import MeasureRun
+
     url = reverse("admin:collections_app_collection_measure")
     page = admin_client.get(url + f"?collection={handbook.pk}")
     assert page.status_code == 200 and f'value="{handbook.pk}" selected' in page.content.decode()
-    before = _snapshot(handbook)
+    before = _snapshot(handbook)[1]
     lines = "\n".join(f"{q['question']} | {q['answer']}" for q in QUESTIONS) + f"\n! {CONTROLS[0]}"
-    response = admin_client.post(url, {"collection": handbook.pk, "questions": lines, "most": 5})
-    assert response.status_code == 200
-    report = response.context["report"]
+    with django_capture_on_commit_callbacks(execute=True):  # the task runs as the request commits
+        response = admin_client.post(url, {"collection": handbook.pk, "questions": lines, "most": 5})
+    run = MeasureRun.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == reverse("admin:collections_app_measurerun", args=[run.pk])
+    page = admin_client.get(response["Location"])
+    report = page.context["report"]
     assert report is not None and report["questions"] == 3 and report["controls"] == 1
-    body = response.content.decode()
+    body = page.content.decode()
     assert '<svg id="measure-chart"' in body and body.count('class="rs-measure-bar') == len(report["variants"])
-    assert body.count('class="rs-variant"') == len(report["variants"]) and "hash-64" in body
+    assert body.count('<tr class="rs-variant') == len(report["variants"]) and "hash-64" in body
     assert "capped at five days" in body and "control" in body
-    assert _snapshot(handbook) == before
+    assert f"measure {run.pk}" in admin_client.get(url + f"?collection={handbook.pk}").content.decode()  # listed
+    progress = admin_client.get(reverse("admin:collections_app_measurerun_progress", args=[run.pk])).json()
+    assert (progress["status"], progress["percent"], progress["active"]) == ("succeeded", 100, False)
+    assert _snapshot(handbook)[1] == before
 
 
 def test_the_admin_page_reports_bad_lines_as_form_errors(admin_client, handbook):
     url = reverse("admin:collections_app_collection_measure")
     response = admin_client.post(url, {"collection": handbook.pk, "questions": "a question without marker", "most": 5})
-    assert response.status_code == 200 and response.context["report"] is None
-    assert "questions" in response.context["form"].errors
+    assert response.status_code == 200 and "questions" in response.context["form"].errors
+    from collections_app.models import MeasureRun
+
+    assert not MeasureRun.objects.exists()
 
 
 def test_the_admin_page_needs_view_permission(client, handbook, django_user_model):
@@ -379,3 +391,102 @@ def test_a_scratch_index_with_windows_scores_each_paragraph_by_its_best_window()
                            window_row=np.asarray([0, 0, 1]))  # paragraph 2 has no vector
     ranked = m.rank(index, "nothing matches", e[1] * 0.9, weight=1.0, most=3, around=0)
     assert [(run.first, round(run.score, 3)) for run in ranked] == [(0, 0.9), (1, 0.0), (2, 0.0)]
+
+
+# --- Measuring as a job ---------------------------------------------------------------------------
+
+
+def test_a_measure_job_records_progress_and_stores_its_report(handbook, django_capture_on_commit_callbacks):
+    from collections_app.models import MeasureRun
+    from collections_app.services.measure import request_measure
+
+    with django_capture_on_commit_callbacks(execute=True):
+        run = request_measure(collection=handbook, questions=QUESTIONS, controls=CONTROLS, requested_by="librarian")
+    run.refresh_from_db()
+    assert run.status == MeasureRun.SUCCEEDED, run.error
+    assert run.variants_total == run.variants_done == len(run.report["variants"]) + len(run.report["skipped"]) > 10
+    assert run.percent == 100 and run.report["questions"] == 3 and run.requested_by == "librarian"
+    assert run.request["controls"] == CONTROLS
+
+
+def test_a_measure_job_refuses_bad_input_before_it_is_queued(handbook):
+    from collections_app.models import MeasureRun
+    from collections_app.services.measure import request_measure
+
+    with pytest.raises(RagsiteError, match="at least one question"):
+        request_measure(collection=handbook, questions=[], controls=[])
+    assert not MeasureRun.objects.exists()
+
+
+def test_a_failed_measure_job_says_why_and_a_dead_one_is_swept(handbook, settings):
+    from django.utils import timezone
+
+    from collections_app.models import MeasureRun
+    from collections_app.services.measure import fail_stale_measures, request_measure, run_measure
+
+    run = request_measure(collection=handbook, questions=QUESTIONS, enqueue=False)
+    settings.EMBED_BACKEND = "http"
+    settings.EMBED_URL = "http://127.0.0.1:9/v1/embeddings"  # nothing listens: the embedder fails
+    settings.EMBED_MODEL = "hash-64"
+    run = run_measure(run.pk)
+    assert run.status == MeasureRun.FAILED and run.error
+    stale = request_measure(collection=handbook, questions=QUESTIONS, enqueue=False)
+    MeasureRun.objects.filter(pk=stale.pk).update(status=MeasureRun.RUNNING,
+                                                  heartbeat_at=timezone.now() - timezone.timedelta(hours=1))
+    assert fail_stale_measures() == 1
+    assert MeasureRun.objects.get(pk=stale.pk).status == MeasureRun.FAILED
+
+
+@pytest.mark.qcluster
+@pytest.mark.django_db(transaction=True)
+def test_a_real_qcluster_runs_a_measure_job_to_its_stored_report(agent, knowledge_folder, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from django_q.conf import Conf
+
+    from collections_app.models import MeasureRun
+    from collections_app.services.measure import request_measure
+    from tests.test_qcluster import ROOT, database_url
+
+    collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
+    folder = knowledge_folder("handbook", HANDBOOK)
+    Conf.SYNC = False
+    try:
+        run = request_measure(collection=collection, questions=QUESTIONS, controls=CONTROLS)
+    finally:
+        Conf.SYNC = True
+    assert MeasureRun.objects.get(pk=run.pk).status == MeasureRun.QUEUED  # queued, not run in the request
+    env = {**os.environ, "DATABASE_URL": database_url(), "Q_WORKERS": "1", "EMBED_BACKEND": "hash",
+           "KNOWLEDGE_HANDBOOK_FOLDER": str(folder)}
+    log = (tmp_path / "qcluster.log").open("w+")
+    cluster = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env,
+                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            run.refresh_from_db()
+            if run.status in (MeasureRun.SUCCEEDED, MeasureRun.FAILED):
+                break
+            assert cluster.poll() is None, (tmp_path / "qcluster.log").read_text()[-2000:]
+            time.sleep(0.5)
+        assert run.status == MeasureRun.SUCCEEDED, run.error or (tmp_path / "qcluster.log").read_text()[-2000:]
+        assert run.variants_done == run.variants_total > 10 and run.report["questions"] == len(QUESTIONS)
+    finally:
+        os.killpg(cluster.pid, signal.SIGTERM)
+        try:
+            cluster.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(cluster.pid, signal.SIGKILL)
+
+
+def test_progress_beats_while_a_variant_embeds_not_only_between_variants(handbook, settings):
+    settings.EMBED_BATCH_SIZE = 1
+    beats = []
+    report = measure_collection(collection=handbook, questions=QUESTIONS, progress=lambda done, total: beats.append(done))
+    variants = len(report["variants"]) + len(report["skipped"])
+    assert beats[0] == 0 and beats[-1] == variants and beats == sorted(beats)
+    assert len(beats) > variants + 1 + report["embedded"] - 1  # a beat per embedded batch as well

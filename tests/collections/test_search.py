@@ -44,8 +44,9 @@ def ask(agent, collection="handbook", question=QUESTION, **kwargs):
 
 def test_the_answering_paragraph_ranks_first_with_the_answer_shape(agent, handbook):
     answer = ask(agent, around=0)
-    assert set(answer) == {"paragraphs", "floor", "floor_source", "around", "mode", "model", "refused", "judge"}
-    assert (answer["mode"], answer["model"], answer["floor"], answer["around"]) == ("hybrid", "hash-64", 0.25, 0)
+    assert set(answer) == {"paragraphs", "floor", "floor_source", "around", "mode", "model", "refused", "judge",
+                           "rerank"}
+    assert (answer["mode"], answer["model"], answer["floor"], answer["around"]) == ("hybrid", "hash-64", 0.22, 0)
     assert answer["floor_source"] == "default"
     best = answer["paragraphs"][0]
     assert "capped at five days" in best["text"]
@@ -54,11 +55,12 @@ def test_the_answering_paragraph_ranks_first_with_the_answer_shape(agent, handbo
     assert best["chunk_ids"] == [best["chunk_id"]] and best["chunk_id"].startswith("leave.md#")
     assert 0 <= best["score"] <= 1
     assert answer["refused"] is None and answer["judge"] == {"status": "not configured"}
+    assert answer["rerank"] == {"status": "not configured"}
 
 
 def test_a_question_nothing_answers_gets_no_paragraphs_and_the_floor(agent, handbook):
     answer = ask(agent, question="quantum chromodynamics gluons")
-    assert answer["paragraphs"] == [] and answer["floor"] == 0.25
+    assert answer["paragraphs"] == [] and answer["floor"] == 0.22
 
 
 def test_the_floor_can_be_lowered_per_request_and_per_collection(agent, handbook):
@@ -443,3 +445,31 @@ def test_seed_unlabelled_paragraphs_of_a_per_reader_collection_are_readable_by_a
     unlabelled = {f"{p.document.name}#{p.index}" for p in Paragraph.objects.filter(collection=collection)
                   if not p.labels.exists()}
     assert unlabelled and seen == unlabelled
+
+
+def test_explain_splits_each_piece_into_its_lexical_and_semantic_parts_and_marks_the_hit(agent, handbook):
+    answer = ask(agent, around=1, most=1, explain=True)
+    [run] = answer["paragraphs"]
+    [pieces] = answer["explain"]["pieces"]
+    assert [p["ordinal"] for p in pieces] == list(range(run["first"], run["last"] + 1))
+    [hit] = [p for p in pieces if p["hit"]]
+    assert "capped at five days" in hit["text"] and hit["score"] == run["score"]
+    # The fused score is the convex sum of its parts, at the search's weight.
+    assert hit["score"] == pytest.approx(0.52 * hit["semantic"] + 0.48 * hit["lexical"], abs=1e-5)
+    assert answer["explain"]["hidden_by_labels"] == 0
+    assert "explain" not in ask(agent)  # only when asked: the API never sends it
+
+
+def test_explain_counts_the_paragraphs_a_readers_labels_hid_and_nothing_more(agent, knowledge_folder):
+    collection = create_collection(agent=agent, name="secret", method="fixed", size=80, per_reader=True)
+    knowledge_folder("secret", HANDBOOK)
+    build_collection(collection=collection)
+    hr = Label.objects.create(name="hr")
+    create_reader(external_id="bob", labels=["staff"])
+    for paragraph in Paragraph.objects.filter(collection=collection, document__name="leave.md"):
+        paragraph.labels.add(hr)
+    everyone = ask(agent, "secret", reader="bob", min_score=0, most=50, around=0, explain=True)
+    assert everyone["explain"]["hidden_by_labels"] == 3  # leave.md's three paragraphs, all above a 0 floor
+    assert all(p["document"] != "leave.md" for p in everyone["paragraphs"])
+    strict = ask(agent, "secret", reader="bob", min_score=0.99, explain=True)
+    assert strict["explain"]["hidden_by_labels"] == 0  # hidden only counts what would have made the floor

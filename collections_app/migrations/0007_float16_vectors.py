@@ -33,6 +33,6 @@ def to_float32(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("collections_app", "0004_known_answers")]
+    dependencies = [("collections_app", "0006_paragraph_context_rerank")]
 
     operations = [migrations.RunPython(to_float16, to_float32)]

@@ -1,0 +1,212 @@
+"""Where the floor should be: the score of each answer against the best score of each control.
+
+    python bench/floor.py                      # the three public sets, a table and docs/img/floor.svg
+    python bench/floor.py --sets known-answers handbook
+    python bench/floor.py --floor 0.2          # draw and report this floor instead of the configured one
+
+For every set and every answerable question, the score of the best paragraph that holds the
+answer (asked through `search_collection` in the collection's default mode, unfloored, around 0,
+every paragraph ranked); for every control question, the best score of any paragraph. A floor
+keeps an answer when the answer's paragraph scores at or above it, and leaves a control empty when
+its best paragraph scores below it.
+
+The sets:
+
+* ``known-answers``: the dev set of bench/known_answers/ (69 questions, 20 controls);
+* ``handbook``: the bundled sample documents with bench/floor_sets/handbook.jsonl (14 questions,
+  among them the lost laptop and the first day, and 10 controls, among them the capital of France);
+* ``scifact``: SciFact's **train** claims (the floor is chosen without the test split), the answer
+  being the best-scoring abstract judged relevant; the controls are the questions of the two other
+  sets, which ask about software and an employee handbook, not biomedicine (113 of them).
+
+Prints, per set, the share of answers kept and of controls left empty at each floor from 0.10 to
+0.40, and writes docs/img/floor.svg: the two histograms per set with the floor as a line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import harness  # noqa: E402
+
+SETS = ("known-answers", "handbook", "scifact")
+SVG = harness.ROOT / "docs" / "img" / "floor.svg"
+
+
+def scifact_items(dataset: Path, split: str = "train") -> tuple[list[dict], Path]:
+    """SciFact's claims of ``split`` with their relevant abstracts, and the folder of one file per abstract."""
+    folder = harness.ROOT / "data" / "bench" / "scifact-docs"  # shared with bench/beir.py
+    corpus = {}
+    with gzip.open(dataset / "corpus.jsonl.gz", "rt", encoding="utf-8") as handle:
+        for line in handle:
+            doc = json.loads(line)
+            corpus[doc["_id"]] = f"{doc.get('title') or ''}\n\n{doc.get('text') or ''}".strip() + "\n"
+    if not folder.exists() or len(list(folder.iterdir())) != len(corpus):
+        folder.mkdir(parents=True, exist_ok=True)
+        for doc_id, text in corpus.items():
+            (folder / f"{doc_id}.txt").write_text(text, encoding="utf-8")
+    queries = {}
+    for line in (dataset / "queries.jsonl").read_text(encoding="utf-8").splitlines():
+        query = json.loads(line)
+        queries[query["_id"]] = query["text"]
+    relevant: dict[str, set[str]] = {}
+    for line in (dataset / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+        qid, did, score = line.split("\t")
+        if float(score) > 0:
+            relevant.setdefault(qid, set()).add(f"{did}.txt")
+    return [{"question": queries[q], "documents": docs} for q, docs in relevant.items()], folder
+
+
+def answer_scores(agent, collection, questions: list[dict], depth: int | None = None) -> list[float | None]:
+    """Per question, the score of its best answer paragraph (None when no paragraph holds the answer)."""
+    from collections_app.services.search import search_collection
+
+    scores = []
+    for item in questions:
+        if "answer" in item:
+            scores.append(harness.rank_all(agent, collection, item["question"]).best_holding(item["answer"])[1])
+            continue
+        answer = search_collection(agent=agent, collection=collection, question=item["question"], most=depth,
+                                   around=0, min_score=0.0, max_most=depth)
+        hits = [p["score"] for p in answer["paragraphs"] if p["document"] in item["documents"]]
+        # Not in the top `depth`: below the last score returned, which is all a floor needs to know.
+        scores.append(hits[0] if hits else 0.0)
+    return scores
+
+
+def control_scores(agent, collection, controls: list[str]) -> list[float]:
+    from collections_app.services.search import search_collection
+
+    tops = []
+    for question in controls:
+        answer = search_collection(agent=agent, collection=collection, question=question, most=1, around=0,
+                                   min_score=0.0)
+        tops.append(answer["paragraphs"][0]["score"] if answer["paragraphs"] else 0.0)
+    return tops
+
+
+def kept(answers: list[float | None], floor: float) -> float:
+    return sum(1 for s in answers if s is not None and s >= floor) / len(answers)
+
+
+def empty(controls: list[float], floor: float) -> float:
+    return sum(1 for s in controls if s < floor) / len(controls)
+
+
+def histogram_svg(sets: dict[str, dict], floor: float, path: Path) -> None:
+    """One panel per set: answers (blue, up) and controls (orange, down) in bins of 0.02, the floor in red."""
+    width, panel, left, top = 720, 190, 48, 28
+    bins = 50
+    height = top + panel * len(sets) + 30
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="11">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{left}" y="16" font-size="13">Best answer paragraph (blue, up) and best control paragraph '
+           f'(orange, down) per question; floor {floor:.2f} in red</text>']
+    plot_width = width - left - 20
+    for number, (name, data) in enumerate(sets.items()):
+        y0 = top + number * panel + panel / 2
+        counts_a = [0] * bins
+        counts_c = [0] * bins
+        for s in data["answers"]:
+            counts_a[min(bins - 1, int((s or 0.0) * bins))] += 1
+        for s in data["controls"]:
+            counts_c[min(bins - 1, int(s * bins))] += 1
+        # Shares, not counts, so a set of 800 questions and one of 14 read on the same scale.
+        share_a = [c / max(1, len(data["answers"])) for c in counts_a]
+        share_c = [c / max(1, len(data["controls"])) for c in counts_c]
+        scale = (panel / 2 - 18) / max(max(share_a), max(share_c), 1e-9)
+        bar = plot_width / bins
+        for i in range(bins):
+            x = left + i * bar
+            if share_a[i]:
+                h = share_a[i] * scale
+                out.append(f'<rect x="{x:.1f}" y="{y0 - h:.1f}" width="{bar - 1:.1f}" height="{h:.1f}" fill="#3b75af"/>')
+            if share_c[i]:
+                h = share_c[i] * scale
+                out.append(f'<rect x="{x:.1f}" y="{y0:.1f}" width="{bar - 1:.1f}" height="{h:.1f}" fill="#ef8636"/>')
+        out.append(f'<line x1="{left}" x2="{left + plot_width}" y1="{y0}" y2="{y0}" stroke="#444"/>')
+        fx = left + floor * plot_width
+        out.append(f'<line x1="{fx:.1f}" x2="{fx:.1f}" y1="{y0 - panel / 2 + 32}" y2="{y0 + panel / 2 - 4}" '
+                   f'stroke="#c00" stroke-width="2"/>')
+        out.append(f'<text x="{left}" y="{y0 - panel / 2 + 24}" font-weight="bold">{name}: '
+                   f'{len(data["answers"])} answers, {len(data["controls"])} controls — kept '
+                   f'{100 * kept(data["answers"], floor):.0f} %, controls empty '
+                   f'{100 * empty(data["controls"], floor):.0f} %</text>')
+    axis = top + panel * len(sets) + 4
+    for tick in range(0, 11):
+        x = left + tick / 10 * plot_width
+        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{axis}" y2="{axis + 5}" stroke="#444"/>')
+        out.append(f'<text x="{x:.1f}" y="{axis + 17}" text-anchor="middle">{tick / 10:.1f}</text>')
+    out.append("</svg>")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(out) + "\n", encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
+    parser.add_argument("--scifact", type=Path, default=harness.SCIFACT, help="the SciFact dataset folder")
+    parser.add_argument("--floor", type=float, default=None, help="the floor to report and draw")
+    parser.add_argument("--svg", type=Path, default=SVG)
+    parser.add_argument("--no-context", action="store_true", help="index paragraphs without title and section")
+    parser.add_argument("--json", type=Path, help="write every score here")
+    parser.add_argument("--replot", type=Path, help="draw the SVG from a --json file of an earlier run, and stop")
+    args = parser.parse_args()
+    if args.replot:
+        if args.floor is None:
+            parser.error("--replot needs --floor")
+        histogram_svg(json.loads(args.replot.read_text()), args.floor, args.svg)
+        return
+
+    harness.setup("floor", context=not args.no_context)
+    from collections_app.conf import settings
+
+    floor = float(settings.MIN_SCORE) if args.floor is None else args.floor
+    dev_questions, dev_controls = harness.load_items()
+    hb_questions, hb_controls = harness.load_items(harness.ROOT / "bench" / "floor_sets" / "handbook.jsonl")
+    sets: dict[str, dict] = {}
+    for name in args.sets:
+        if name == "known-answers":
+            agent, collection = harness.built_collection(name, harness.KNOWN_ANSWERS / "corpus")
+            questions, controls = dev_questions, dev_controls
+        elif name == "handbook":
+            agent, collection = harness.built_collection(name, harness.SAMPLE_DOCS)
+            questions, controls = hb_questions, hb_controls
+        else:
+            questions, folder = scifact_items(args.scifact)
+            agent, collection = harness.built_collection(name, folder, size=100_000, overlap=0)
+            controls = [q["question"] for q in dev_questions + hb_questions] + dev_controls + hb_controls
+        sets[name] = {
+            "answers": answer_scores(agent, collection, questions, depth=100),
+            "controls": control_scores(agent, collection, controls),
+        }
+        print(f"# {name}: {len(questions)} answers, {len(controls)} controls", file=sys.stderr, flush=True)
+
+    print("| floor | " + " | ".join(f"{n} answers kept | {n} controls empty" for n in sets) + " |")
+    print("|---" * (1 + 2 * len(sets)) + "|")
+    for step in range(10, 41):
+        f = step / 100
+        cells = " | ".join(f"{100 * kept(d['answers'], f):.1f} % | {100 * empty(d['controls'], f):.1f} %"
+                           for d in sets.values())
+        mark = " ←" if abs(f - floor) < 1e-9 else ""
+        print(f"| {f:.2f}{mark} | {cells} |")
+    for name, data in sets.items():
+        found = sorted(s for s in data["answers"] if s is not None)
+        missing = sum(1 for s in data["answers"] if s is None)
+        print(f"# {name}: answers min {found[0]:.3f} median {found[len(found) // 2]:.3f}; controls max "
+              f"{max(data['controls']):.3f} median {sorted(data['controls'])[len(data['controls']) // 2]:.3f}; "
+              f"{missing} answers in no single paragraph", file=sys.stderr)
+    histogram_svg(sets, floor, args.svg)
+    if args.json:
+        args.json.write_text(json.dumps(sets, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""Review: approvals record who and when; conflicts name the other document and show both paragraphs."""
+
+import pytest
+
+from collections_app.models import Document
+from collections_app.services.agents import create_collection
+from collections_app.services.builds import build_collection
+from collections_app.services.review import (
+    approval_warnings,
+    approve_documents,
+    conflicting_documents,
+    conflicting_paragraphs,
+)
+
+pytestmark = pytest.mark.django_db
+
+OLD = "# Overtime\n\nOvertime hours are paid at 150 % of the hourly rate for all staff.\n"
+NEW = "# Overtime\n\nOvertime hours are paid at 125 % of the hourly rate for all staff.\n"
+
+
+@pytest.fixture
+def pair(agent, knowledge_folder, django_user_model):
+    collection = create_collection(agent=agent, name="hr")
+    knowledge_folder("hr", {"overtime-2024.md": OLD, "overtime-2025.md": NEW, "leave.md": "# Leave\n\nTake it.\n"})
+    build_collection(collection=collection)
+    return collection
+
+
+def test_a_conflict_names_the_other_document_and_the_two_paragraphs_side_by_side(pair):
+    old, new = pair.documents.get(name="overtime-2024.md"), pair.documents.get(name="overtime-2025.md")
+    assert old.status == new.status == Document.NEEDS_REVIEW
+    assert conflicting_documents(old) == [new]
+    [side] = conflicting_paragraphs(old, new)
+    assert "150 %" in side.mine and "125 %" in side.theirs and side.other == new
+
+
+def test_approving_one_half_of_a_pair_warns_about_the_other_once_it_is_searched(pair):
+    old, new = pair.documents.get(name="overtime-2024.md"), pair.documents.get(name="overtime-2025.md")
+    assert approval_warnings([old]) == []  # the other is still in review: nothing contradicts yet
+    assert approval_warnings([old, new]) == [
+        "overtime-2024.md conflicts with overtime-2025.md, which is approved with it: agents will get both answers"
+    ]
+    approve_documents([new], by="librarian")
+    assert approval_warnings([old]) == [
+        "overtime-2024.md conflicts with overtime-2025.md, which is already searched: agents will get both answers"
+    ]
+
+
+def test_an_approval_records_who_and_when(pair, django_user_model):
+    user = django_user_model.objects.create_user("librarian")
+    [approved] = approve_documents(pair.documents.filter(name="overtime-2025.md"), by=user)
+    approved.refresh_from_db()
+    assert approved.status == Document.ACTIVE
+    assert approved.approved_by == "librarian" and approved.approved_at is not None
