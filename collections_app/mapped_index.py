@@ -249,7 +249,10 @@ def _map(path: Path, dtype, count: int, shape=None) -> np.ndarray:
         return np.zeros(shape or (0,), dtype=dtype)
     # A plain ndarray over the same mapping: slicing a np.memmap builds a memmap object each time,
     # which made the vocabulary's binary search cost more than the scoring.
-    return np.memmap(path, dtype=dtype, mode="r", shape=shape or (count,)).view(np.ndarray)
+    try:
+        return np.memmap(path, dtype=dtype, mode="r", shape=shape or (count,)).view(np.ndarray)
+    except (OSError, ValueError) as exc:  # removed or cut short between the stat and the map
+        raise IndexUnusable(f"{path.name} could not be mapped") from exc
 
 
 @dataclass(frozen=True)

@@ -187,9 +187,22 @@ def mapped_index(collection: Collection, built: CollectionBuilt) -> tuple[str, M
             if written is None:
                 raise
             key, path = written
-            index = MappedIndex(path)
+            index = _map_written(collection, key, path)
         _mapped[collection.pk] = (key, index)
         return key, index
+
+
+def _map_written(collection: Collection, key: str, path: Path) -> MappedIndex:
+    """Map an index just written; if it vanished meanwhile (someone cleaned INDEX_DIR), write it again."""
+    for _attempt in range(3):
+        try:
+            return MappedIndex(path)
+        except IndexUnusable:
+            written = write_index(collection=collection)
+            if written is None:
+                break
+            key, path = written
+    return MappedIndex(path)
 
 
 def forget(collection_id: int) -> None:
