@@ -1,6 +1,6 @@
 """Embedding speed of the local numpy embedder, against sentence-transformers on torch when present.
 
-    python bench/embed_speed.py [CORPUS] [-n 256] [--batch-size 64] [--batch-tokens 2048] [--threads N]
+    python bench/embed_speed.py [CORPUS] [-n 256] [--batch-size 64] [--batch-tokens 2048] [--threads N [N ...]]
                                 [--chunk 64] [--repeat 3]
 
 CORPUS is a BEIR corpus.jsonl(.gz); the default is the SciFact copy in ../shared/datasets beside the
@@ -90,7 +90,8 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=256, help="paragraphs to embed (default 256)")
     parser.add_argument("--batch-size", type=int, default=64, help="local: most texts per batch")
     parser.add_argument("--batch-tokens", type=int, default=2048, help="local: most tokens per batch")
-    parser.add_argument("--threads", type=int, default=None, help="local: worker threads (default: CPUs)")
+    parser.add_argument("--threads", type=int, nargs="+", default=[None],
+                        help="local: worker threads (default: CPUs); several values compare them in one run")
     parser.add_argument("--st-batch-size", type=int, default=32, help="sentence-transformers batch size")
     parser.add_argument("--chunk", type=int, default=64, help="paragraphs per turn (default 64)")
     parser.add_argument(
@@ -103,8 +104,13 @@ def main() -> None:
 
     paragraphs = read_paragraphs(args.corpus, args.n)
     questions = read_questions(args.corpus, paragraphs, 20)
-    embedder = LocalEmbedder(batch_size=args.batch_size, batch_tokens=args.batch_tokens, threads=args.threads)
-    candidates = {"local numpy": lambda texts: embedder.embed(texts)}
+    locals_ = {
+        ("local numpy" if threads is None or len(args.threads) == 1 else f"local numpy, {threads} thread(s)"):
+        LocalEmbedder(batch_size=args.batch_size, batch_tokens=args.batch_tokens, threads=threads)
+        for threads in args.threads
+    }
+    embedder = next(iter(locals_.values()))
+    candidates = {name: local.embed for name, local in locals_.items()}
     theirs, described = load_sentence_transformers(args.st_batch_size)
     if theirs is not None:
         candidates["sentence-transformers"] = theirs
@@ -113,7 +119,8 @@ def main() -> None:
         f"corpus: {args.corpus.name}, {len(paragraphs)} paragraphs, {sum(tokens) / len(tokens):.0f} tokens each "
         f"on average after truncation to {embedder.window}; {os.cpu_count()} CPUs"
     )
-    print(f"local: threads={embedder._threads} batch_size={args.batch_size} batch_tokens={args.batch_tokens}")
+    for name, local in locals_.items():
+        print(f"{name}: threads={local._threads} batch_size={args.batch_size} batch_tokens={args.batch_tokens}")
     if theirs is None:
         print("sentence-transformers is not importable here: no comparison")
     else:
@@ -146,7 +153,7 @@ def main() -> None:
         print(
             "round: "
             + ", ".join(f"{name} {len(paragraphs) / spent[name]:.1f}/s" for name in names)
-            + (f", ratio {spent[names[1]] / spent[names[0]]:.2f}" if len(names) > 1 else ""),
+            + (f", ratio {spent[names[1]] / spent[names[0]]:.2f}" if len(names) == 2 else ""),
             flush=True,
         )
     best_latency = latency
@@ -159,13 +166,14 @@ def main() -> None:
             f"(median of {len(questions)})"
         )
     if theirs is not None:
-        ours, other = "local numpy", "sentence-transformers"
-        print(
-            f"{'ratio local / st':24s}{rates[ours] / rates[other]:7.2f}x throughput   "
-            f"{best_latency[other] / best_latency[ours]:.2f}x latency (above 1: local is faster)"
-        )
-        agreement = np.sum(np.asarray(vectors[ours]) * np.asarray(vectors[other]), axis=1)
-        print(f"agreement: min cosine {agreement.min():.6f} over {len(paragraphs)} paragraphs")
+        other = "sentence-transformers"
+        for ours in locals_:
+            print(
+                f"{'ratio ' + ours + ' / st':24s}{rates[ours] / rates[other]:7.2f}x throughput   "
+                f"{best_latency[other] / best_latency[ours]:.2f}x latency (above 1: local is faster)"
+            )
+            agreement = np.sum(np.asarray(vectors[ours]) * np.asarray(vectors[other]), axis=1)
+            print(f"agreement: min cosine {agreement.min():.6f} over {len(paragraphs)} paragraphs")
 
 
 if __name__ == "__main__":

@@ -47,8 +47,9 @@ MINIMUMS = {
     "RERANK_TIMEOUT": (0.001, "seconds to wait for the reranker"),
     "RERANK_DEPTH": (1, "fused candidates sent to the reranker"),
     "EMBED_BATCH_SIZE": (1, "texts per embedding request"),
+    "EMBED_CONCURRENCY": (1, "embedding requests in flight at once"),
     "IVF_MIN_PARAGRAPHS": (0, "paragraphs from which search takes the IVF path (0: never)"),
-    "IVF_NPROBE": (1, "IVF lists a search probes"),
+    "IVF_NPROBE": (0, "IVF lists a search probes (0: as many as the build measured for IVF_RECALL)"),
     "BUILD_HEARTBEAT_TIMEOUT": (1, "seconds of silence before a build counts as dead"),
     "MAX_UPLOAD_BYTES": (1, "bytes an uploaded document may have"),
     "HEALTH_REPAIR_MINUTES": (1, "minutes between scheduled health repairs"),
@@ -113,6 +114,13 @@ def check_settings(app_configs=None, **kwargs):
                 hint="See docs/configuration.md for what each setting means and its default.",
                 id="collections.E005",
             ))
+    recall = settings.IVF_RECALL
+    if not _number(recall) or not 0 < recall <= 1:
+        errors.append(Error(
+            f"IVF_RECALL is {recall!r}; it must be a number above 0 and at most 1",
+            hint="The recall@10 against the exact scan an IVF build measures its nprobe for; 0.95 is the default.",
+            id="collections.E005",
+        ))
     problem = prices_problem(settings.MODEL_PRICES)
     if problem:
         errors.append(Error(

@@ -382,6 +382,9 @@ class CollectionBuilt(models.Model):
     built_at = models.DateTimeField()
     # null: nobody recorded; []: nothing refused; ["a.pdf", …]: names only, never reasons or paths.
     refused = models.JSONField(null=True, blank=True)
+    # The interchange index_id this build came from (import_index), which seeds the IVF's k-means++
+    # (seed 004: fnv1a64(index_id)) whatever name it was imported under; blank: the collection's name.
+    index_id = models.CharField(max_length=200, blank=True, default="")
 
     class Meta:
         db_table = "collection_built"
@@ -389,6 +392,10 @@ class CollectionBuilt(models.Model):
 
     def __str__(self):
         return f"{self.collection} built {self.built_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def ivf_index_id(self) -> str:
+        return self.index_id or self.collection.name
 
 
 class BuildRun(models.Model):

@@ -1,5 +1,5 @@
 from django.apps import AppConfig
-from django.db.models.signals import post_migrate
+from django.db.models.signals import post_delete, post_migrate, post_save
 
 
 class MemoryConfig(AppConfig):
@@ -9,6 +9,10 @@ class MemoryConfig(AppConfig):
 
     def ready(self):
         from . import checks, mcp_tools  # noqa: F401  (registers memory.E001 and the MCP tools)
-        from .signals import after_migrate
+        from .models import RECORD_MODELS
+        from .signals import after_migrate, record_deleted, record_saved
 
         post_migrate.connect(after_migrate, sender=self, dispatch_uid="memory_app_after_migrate")
+        for kind, model in RECORD_MODELS.items():
+            post_save.connect(record_saved, sender=model, dispatch_uid=f"memory_app_recall_saved_{kind}")
+            post_delete.connect(record_deleted, sender=model, dispatch_uid=f"memory_app_recall_deleted_{kind}")

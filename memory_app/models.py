@@ -137,3 +137,20 @@ class RecordNode(models.Model):
         if self.embedding is None:
             return None
         return np.frombuffer(bytes(self.embedding), dtype="<f4")
+
+
+class RecallGeneration(models.Model):
+    """A counter per agent, raised in the same transaction as every write to its records or their nodes.
+
+    Each process caches an agent's recall index (texts, BM25, vectors, nodes) and rebuilds it when
+    this number has moved: one primary-key read per recall instead of reading 100,000 records.
+    """
+
+    agent = models.OneToOneField(Agent, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    generation = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "memory_recall_generation"
+
+    def __str__(self):
+        return f"{self.agent_id}: {self.generation}"

@@ -1,4 +1,8 @@
-"""post_migrate: after every migrate, recreate missing record-node triggers and the schedules."""
+"""post_migrate: after every migrate, recreate missing record-node triggers and the schedules.
+
+post_save / post_delete of a record: its agent's recall generation moves on (the admin, the
+services and a cascade all pass through them), so every process rebuilds its cached recall index.
+"""
 
 import logging
 
@@ -25,3 +29,15 @@ def after_migrate(sender, using="default", **kwargs) -> None:
             logger.warning("replaced record-node triggers that did not do their work: %s", ", ".join(faulty))
     if "django_q_schedule" in connection.introspection.table_names():
         ensure_schedules(using)
+
+
+def record_saved(sender, instance, **kwargs) -> None:
+    from .services.common import raise_generation
+
+    raise_generation(instance.agent_id)
+
+
+def record_deleted(sender, instance, **kwargs) -> None:
+    from .services.common import raise_generation
+
+    raise_generation(instance.agent_id, create=False)

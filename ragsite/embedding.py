@@ -11,9 +11,12 @@ from .embedders import Embedder, build_embedder
 
 
 @lru_cache(maxsize=8)
-def _embedder_for(backend: str, model_dir: str, url: str, model: str, api_key: str, timeout: float, batch: int):
+def _embedder_for(
+    backend: str, model_dir: str, url: str, model: str, api_key: str, timeout: float, batch: int, concurrency: int
+):
     return build_embedder(
-        backend, model_dir=model_dir, url=url, model=model, api_key=api_key, timeout=timeout, batch_size=batch
+        backend, model_dir=model_dir, url=url, model=model, api_key=api_key, timeout=timeout, batch_size=batch,
+        concurrency=concurrency,
     )
 
 
@@ -27,4 +30,5 @@ def get_embedder(backend: str | None = None) -> Embedder:
         settings.EMBED_API_KEY,
         float(settings.EMBED_TIMEOUT),
         int(settings.EMBED_BATCH_SIZE),
+        int(settings.EMBED_CONCURRENCY),
     )

@@ -271,6 +271,26 @@ class BM25Index:
             total += unknown * float(idf(self.n_docs, np.zeros(1))[0])
         return total * (self.k1 + 1)
 
+    def scored_as(self, collection: BM25Index) -> BM25Index:
+        """These documents scored with `collection`'s statistics: its idf, avgdl, k1 and b.
+
+        For parts of a collection's documents (a long memory's nodes): each part scores as a
+        document of that collection would, so a part and a whole document compare on one scale
+        and the collection's own scores do not move. A term the collection lacks weighs nothing.
+        """
+        known = np.fromiter((collection.term_ids.get(term, -1) for term in self.vocabulary), np.int64, self.n_terms)
+        scored = BM25Index(
+            vocabulary=self.vocabulary, doc_len=self.doc_len, indptr=self.indptr, postings_doc=self.postings_doc,
+            postings_tf=self.postings_tf, k1=collection.k1, b=collection.b,
+        )
+        if collection.n_terms == 0:  # nothing in the collection to weigh: every part scores 0
+            scored.idf = np.zeros(self.n_terms)
+        else:
+            scored.avgdl = collection.avgdl
+            scored.idf = np.where(known >= 0, collection.idf[np.maximum(known, 0)], 0.0)
+        scored._weights = scored._posting_weights()
+        return scored
+
     @property
     def n_terms(self) -> int:
         """How many distinct terms the index holds."""

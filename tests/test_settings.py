@@ -82,7 +82,10 @@ def test_the_default_settings_pass_the_checks():
     ("RERANK_DEPTH", 0, "collections.E005"),
     ("RERANK_URL", "rerank.example/rerank", "collections.E004"),
     ("EMBED_BATCH_SIZE", 0, "collections.E005"),
-    ("IVF_NPROBE", 0, "collections.E005"),
+    ("EMBED_CONCURRENCY", 0, "collections.E005"),
+    ("IVF_NPROBE", -1, "collections.E005"),
+    ("IVF_RECALL", 0, "collections.E005"),
+    ("IVF_RECALL", 1.01, "collections.E005"),
     ("IVF_MIN_PARAGRAPHS", -1, "collections.E005"),
     ("BUILD_HEARTBEAT_TIMEOUT", 0, "collections.E005"),
     ("MAX_UPLOAD_BYTES", 0, "collections.E005"),
@@ -104,6 +107,7 @@ def test_seed_settings_out_of_range_fail_the_system_check_with_a_stable_id(setti
 
 def test_settings_at_the_edges_of_their_ranges_pass(settings):
     settings.AROUND, settings.MIN_SCORE, settings.IVF_MIN_PARAGRAPHS = 5, 0, 0
+    settings.IVF_NPROBE, settings.IVF_RECALL, settings.EMBED_CONCURRENCY = 0, 1, 1
     settings.JUDGE_URL, settings.EMBED_URL = "https://api.openai.com/v1", "http://127.0.0.1:8080/"
     settings.MODEL_PRICES = {"gpt-4o-mini": {"input": 0, "output": 0.6}}
     assert setting_errors() == []

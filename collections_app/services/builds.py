@@ -410,7 +410,8 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
     progress.save(force=True, paragraphs_total=len(todo), paragraphs_done=0)
     if not todo:
         return
-    batch = max(1, int(settings.EMBED_BATCH_SIZE))
+    # EMBED_CONCURRENCY batches a call, so the http backend sends them at once (progress per call).
+    batch = max(1, int(settings.EMBED_BATCH_SIZE)) * max(1, int(settings.EMBED_CONCURRENCY))
     tokens_used = 0
     for start in range(0, len(todo), batch):
         chunk_of = todo[start : start + batch]
@@ -503,10 +504,8 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                 model=embedder.model,
                 dimensions=embedder.dimensions,
                 method=collection.method,
-                built_from=collection.built_from,
-                passages=passages,
-                built_at=now,
-                refused=refused,
+                built_from=collection.built_from, passages=passages, built_at=now,
+                refused=refused, index_id="",  # built here: the IVF seeds from the collection's name
             ),
         )
         Collection.objects.filter(pk=collection.pk).exclude(rebuild_needed="").update(rebuild_needed="")

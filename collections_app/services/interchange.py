@@ -223,6 +223,8 @@ def import_index(*, agent: Agent, directory: Path, index_id: str, name: str | No
             passages=len(index.chunks),
             # The format carries no refusals: "nobody recorded", never "nothing refused" (seed 000).
             refused=None,
+            # Seeds the IVF's k-means++ (seed 004): the same files give the same centroids under any name.
+            index_id=index_id,
         )
         if changed or previous is None or any(getattr(previous, k) != v for k, v in record.items()):
             record["built_at"] = _built_at(created_at, previous.built_at if previous else None)

@@ -22,7 +22,7 @@ from ragsite.lexical import terms
 
 from ..conf import settings
 from ..context import lexical_with_context
-from ..ivf import IVFIndex
+from ..ivf import IVFLists, build_lists
 from ..judge import JudgeUnavailable, ask_judge
 from ..mapped_index import MappedIndex, top_rows
 from ..models import Agent, ApiKey, Collection, CollectionBuilt, Document, ModelCall, Paragraph, Reader
@@ -46,7 +46,7 @@ FUSION_WEIGHT = 0.52
 # probed lists and the exact lexical top-K, each then scored exactly on both arms before fusion.
 CANDIDATE_DEPTH = 100
 
-_ivf_cache: dict[int, tuple[str, IVFIndex]] = {}
+_ivf_cache: dict[int, tuple[str, IVFLists]] = {}
 _ivf_lock = threading.Lock()
 
 
@@ -181,19 +181,23 @@ def search_collection(
     key: ApiKey | None = None,
     mode: str | None = None,
     max_most: int = MAX_MOST,
+    nprobe: int | None = None,
     explain: bool = False,
 ) -> dict:
     """Search one of `agent`'s collections; returns the answer as a JSON-ready dict.
 
     `mode` narrows the ranking to one arm ("vector" or "lexical"); by default a
     collection with vectors is searched "hybrid". `max_most` lets in-process
-    callers such as the benchmarks ask for more than an agent may. `explain` (the admin's playground,
-    never the API) adds ``explain``: each answer's pieces with their lexical and semantic parts, and how
-    many paragraphs at or above the floor this reader's labels hid (a count only).
+    callers such as the benchmarks ask for more than an agent may, and `nprobe`
+    overrides the IVF lists scored (default: the nprobe the build measured). `explain` (the admin's
+    playground, never the API) adds ``explain``: each answer's pieces with their lexical and semantic
+    parts, and how many paragraphs at or above the floor this reader's labels hid (a count only).
     """
     question = validate_request(question, most, around, min_score, max_most)
     if mode is not None and mode not in MODES:
         raise RagsiteError(f"mode must be one of {', '.join(MODES)}", code="invalid_mode")
+    if nprobe is not None and (isinstance(nprobe, bool) or not isinstance(nprobe, int) or nprobe < 1):
+        raise RagsiteError("nprobe must be a whole number of at least 1", code="invalid_nprobe")
     if not isinstance(collection, Collection):
         collection = get_collection(agent=agent, name=collection)
     elif collection.agent_id != agent.pk:
@@ -223,7 +227,7 @@ def search_collection(
         bm25, upper = _lexical(index, terms(question), view)
     candidates = None
     if vector is not None and _approximate(index):
-        candidates = _candidates(collection, key, index, vector, bm25, mask)
+        candidates = _candidates(collection, built, key, index, vector, bm25, mask, nprobe)
         cosine = index.cosine_of_rows(vector, candidates)
     elif vector is not None:
         cosine = index.cosine(vector)
@@ -434,28 +438,39 @@ def _approximate(index: MappedIndex) -> bool:
     return threshold > 0 and index.size >= threshold
 
 
-def ivf_of(collection: Collection, key: str, index: MappedIndex) -> IVFIndex:
-    """The IVF over the build's vectors (a paragraph's windows are rows of their own), once per build."""
+def ivf_of(collection: Collection, built: CollectionBuilt, key: str, index: MappedIndex) -> IVFLists:
+    """The IVF lists over the build's vectors (a paragraph's windows are rows of their own), once per
+    build and process: k-means++ seeded from the build's interchange index_id, and the nprobe that
+    reached IVF_RECALL on its own rows (ivf.build_lists)."""
     cached = _ivf_cache.get(collection.pk)
     if cached is not None and cached[0] == key:
         return cached[1]
     with _ivf_lock:
         cached = _ivf_cache.get(collection.pk)
         if cached is None or cached[0] != key:
-            ivf = IVFIndex.build(index.vector_matrix(), index_id=collection.name)
-            logger.debug("search %s: built IVF, %d lists over %d vectors", collection.name, ivf.nlist,
-                         index.vectors.shape[0])
-            cached = _ivf_cache[collection.pk] = (key, ivf)
+            lists = build_lists(index.vector_matrix(), index_id=built.ivf_index_id,
+                                target_recall=float(settings.IVF_RECALL))
+            logger.debug("search %s: built IVF, %d lists over %d vectors, nprobe %d for recall@10 %.3f",
+                         collection.name, lists.nlist, index.vectors.shape[0], lists.nprobe, lists.recall)
+            cached = _ivf_cache[collection.pk] = (key, lists)
     return cached[1]
 
 
-def _candidates(collection, key, index: MappedIndex, vector, bm25, mask) -> np.ndarray:
-    """Rows to score exactly: the IVF's vector top-K (nearest IVF_NPROBE lists) ∪ the exact lexical top-K,
-    readable ones only, ascending."""
-    ivf = ivf_of(collection, key, index)
-    nprobe = max(1, min(int(settings.IVF_NPROBE), ivf.nlist))
+def _candidates(collection, built, key, index: MappedIndex, vector, bm25, mask, nprobe) -> np.ndarray:
+    """Rows to score exactly: the IVF's vector top-K (from the nearest lists) ∪ the exact lexical top-K,
+    readable ones only, ascending.
+
+    The lists scored: the request's `nprobe`, else IVF_NPROBE when set, else the build's measured one.
+    """
+    lists = ivf_of(collection, built, key, index)
+    if nprobe is None:
+        nprobe = int(settings.IVF_NPROBE) or lists.nprobe
+    nprobe = max(1, min(int(nprobe), lists.nlist))
+    members = lists.probe(vector, nprobe)
+    vectors = index.vectors
+    closeness = np.asarray(vectors[members], dtype=np.float32) @ vector
     # Windows of one paragraph can take several places: ask for more vectors than rows wanted.
-    found, _ = ivf.search(vector, CANDIDATE_DEPTH * 2, nprobe=nprobe)
+    found = members[top_rows(closeness, None, CANDIDATE_DEPTH * 2)]
     rows = np.asarray(index.vector_row)[found]
     near = rows[mask[rows]]
     _, first = np.unique(near, return_index=True)
@@ -465,7 +480,7 @@ def _candidates(collection, key, index: MappedIndex, vector, bm25, mask) -> np.n
         near = np.concatenate([near, lexical])
     candidates = np.unique(near)
     logger.debug("search %s: IVF cosine, nprobe %d of %d lists, %d candidates of %d rows scored exactly",
-                 collection.name, nprobe, ivf.nlist, candidates.size, index.size)
+                 collection.name, nprobe, lists.nlist, candidates.size, index.size)
     return candidates
 
 

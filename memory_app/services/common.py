@@ -7,13 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from django.db.models import F
 
 from collections_app.models import Agent
 from ragsite.embedders import Embedder, EmbeddingError
 from ragsite.errors import NotFound, RagsiteError
 
 from .. import conf
-from ..models import KINDS, MAX_TEXT_LENGTH, RECORD_MODELS, Record
+from ..models import KINDS, MAX_TEXT_LENGTH, RECORD_MODELS, RecallGeneration, Record
 from ..nodes import FITS, runs_past_window
 
 logger = logging.getLogger("memory_app")
@@ -125,3 +126,24 @@ def _prepare_many(texts: list[str], embedder: Embedder) -> list[_Prepared]:
         )
         for row, count in enumerate(counts)
     ]
+
+
+def raise_generation(agent_id: int, *, create: bool = True) -> None:
+    """Move the agent's recall generation on, inside the caller's transaction (see RecallGeneration).
+
+    `create=False` on deletes: an agent's row is then only ever made by a write that adds text, and
+    never while the agent itself is being deleted (its cascade deletes records, and a row made then
+    would point at a deleted agent).
+    """
+    if RecallGeneration.objects.filter(agent_id=agent_id).update(generation=F("generation") + 1) or not create:
+        return
+    RecallGeneration.objects.get_or_create(agent_id=agent_id)
+    RecallGeneration.objects.filter(agent_id=agent_id).update(generation=F("generation") + 1)
+
+
+def recall_generation(agent_id: int) -> int:
+    """The agent's recall generation, making its row (at 0) when there is none yet."""
+    generation = RecallGeneration.objects.filter(agent_id=agent_id).values_list("generation", flat=True).first()
+    if generation is None:
+        generation = RecallGeneration.objects.get_or_create(agent_id=agent_id)[0].generation
+    return generation

@@ -26,6 +26,7 @@ from .common import (
     _can_embed,
     _vector_bytes,
     get_record,
+    raise_generation,
     record_model,
     validate_repair_limit,
 )
@@ -88,13 +89,14 @@ def build_nodes(kind: str, id: int) -> NodeBuild:
         for span in division.spans
     ]
     with transaction.atomic():
-        current = model.objects.select_for_update().filter(pk=id).values_list("text", flat=True).first()
+        current = model.objects.select_for_update().filter(pk=id).values_list("text", "agent_id").first()
         if current is None:
             return NodeBuild(kind, id, GONE)
-        if current != text:
+        if current[0] != text:
             return NodeBuild(kind, id, CHANGED)
         RecordNode.objects.filter(parent_kind=kind, parent_id=id).delete()
         RecordNode.objects.bulk_create(rows)
+        raise_generation(current[1])  # nodes rank their record: its agent's recall index is stale
     return NodeBuild(kind, id, BUILT if division.status == DIVIDED else FITS, len(rows))
 
 

@@ -18,7 +18,7 @@ from ragsite import embedding
 from ragsite.errors import Conflict, NotFound, RagsiteError
 
 from ..models import KINDS, RECORD_MODELS, Episode, Memory, Record
-from .common import QUEUED, _prepare_many, get_record, record_model, validate_text
+from .common import QUEUED, _prepare_many, get_record, raise_generation, record_model, validate_text
 
 logger = logging.getLogger("memory_app")
 
@@ -180,6 +180,7 @@ def import_records(*, agent: Agent, lines: Iterable[str]) -> dict:
     now = timezone.now()
     counts = {"memories": 0, "episodes": 0, "nodes_queued": 0}
     with transaction.atomic():
+        raise_generation(agent.pk)  # bulk_create sends no post_save
         for kind, model in RECORD_MODELS.items():
             chosen = [(item, prep) for item, prep in zip(items, prepared, strict=True) if item.kind == kind]
             created = model.objects.bulk_create(

@@ -55,6 +55,7 @@ def build_embedder(
     api_key: str = "",
     timeout: float = 30.0,
     batch_size: int = 64,
+    concurrency: int = 1,
 ) -> Embedder:
     """The embedder for `backend` ("local", "http", "none", or the testing backend "hash").
 
@@ -76,6 +77,8 @@ def build_embedder(
         )
     if batch_size < 1:
         raise ImproperlyConfigured("the embedding batch size (EMBED_BATCH_SIZE) must be at least 1")
+    if concurrency < 1:
+        raise ImproperlyConfigured("the embedding concurrency (EMBED_CONCURRENCY) must be at least 1")
     if name == "none":
         return NoneEmbedder()
     if name == "hash":
@@ -95,4 +98,6 @@ def build_embedder(
         raise ImproperlyConfigured(
             'the "http" embedding backend needs EMBED_MODEL, the model name to ask for'
         )
-    return HttpEmbedder(url, model=model.strip(), api_key=api_key, timeout=timeout, batch_size=batch_size)
+    return HttpEmbedder(
+        url, model=model.strip(), api_key=api_key, timeout=timeout, batch_size=batch_size, concurrency=concurrency
+    )

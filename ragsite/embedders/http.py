@@ -35,6 +35,9 @@ the token endpoints means "not offered"; the embedder remembers it and answers `
     ``window_end_char`` answers the request's ``window`` with the same meaning as
     ``Embedder.window_end_char``; it is null when no window was asked for.
 
+Concurrency: a text list longer than one batch is sent as ``concurrency`` (``EMBED_CONCURRENCY``)
+requests at once, answers put back in input order, so a GPU server always has the next batch waiting.
+
 Retries: a connection failure, HTTP 429 or any 5xx is retried (3 tries in all, waiting 0.2 s, then
 0.4 s; a ``Retry-After`` of a few seconds is honoured). A read timeout is not retried: the server is
 busy with the request already, and sending it again would only add load. Every other failure (a
@@ -47,6 +50,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -87,12 +91,14 @@ class HttpEmbedder(Embedder):
         batch_size: int = 64,
         tries: int = 3,
         backoff: float = 0.2,
+        concurrency: int = 1,
     ) -> None:
         self._base = api_base(url)
         self.model = model
         self._api_key = api_key
         self._timeout = timeout
         self._batch_size = batch_size
+        self._concurrency = max(1, concurrency)
         self._tries = max(1, tries)
         self._backoff = backoff
         self._lock = threading.Lock()
@@ -201,8 +207,29 @@ class HttpEmbedder(Embedder):
             tokens = None
         return vectors.astype(np.float32), tokens
 
+    def _embed_batch(self, batch: list[str]) -> tuple[np.ndarray, int | None]:
+        return self._parse_embeddings(self._post("/v1/embeddings", {"model": self.model, "input": batch}), len(batch))
+
+    def _embed_batches(self, batches: list[list[str]]) -> list[tuple[np.ndarray, int | None]]:
+        """Every batch's answer, in order, with up to `concurrency` requests in flight at once.
+
+        A GPU server is only kept busy when the next batch is already waiting; one request at a time
+        leaves it idle for every round trip. The first failure cancels the batches not yet sent and
+        is raised: no partial result.
+        """
+        if self._concurrency == 1 or len(batches) == 1:
+            return [self._embed_batch(batch) for batch in batches]
+        with ThreadPoolExecutor(max_workers=min(self._concurrency, len(batches))) as pool:
+            futures = [pool.submit(self._embed_batch, batch) for batch in batches]
+            try:
+                return [future.result() for future in futures]
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+
     def embed_with_usage(self, texts: Sequence[str]) -> Embedded:
-        """Embed in batches of `batch_size`; either every vector comes back or EmbeddingError."""
+        """Embed in batches of `batch_size`, `concurrency` at a time; every vector comes back or EmbeddingError."""
         check_texts(texts)
         if not texts:
             return Embedded(np.zeros((0, self.dimensions), dtype=np.float32), 0)
@@ -210,11 +237,8 @@ class HttpEmbedder(Embedder):
         parts: list[np.ndarray] = []
         total: int | None = 0
         width = self._dimensions
-        for start in range(0, len(texts), self._batch_size):
-            batch = texts[start : start + self._batch_size]
-            vectors, tokens = self._parse_embeddings(
-                self._post("/v1/embeddings", {"model": self.model, "input": batch}), len(batch)
-            )
+        batches = [texts[start : start + self._batch_size] for start in range(0, len(texts), self._batch_size)]
+        for vectors, tokens in self._embed_batches(batches):
             if width is not None and vectors.shape[1] != width:
                 raise EmbeddingError(
                     f"the embedding endpoint returned {vectors.shape[1]}-dimensional vectors "

@@ -1,16 +1,21 @@
-"""Search through the IVF approximate path: above IVF_MIN_PARAGRAPHS the candidates are the IVF's
-vector top-K (IVF_NPROBE nearest lists) and the lexical top-K, each scored exactly; below it, every
-row is scored exactly."""
+"""Search through the IVF approximate path: above IVF_MIN_PARAGRAPHS the candidates are the vector
+top-K from the lists nearest the question — as many as the build measured for IVF_RECALL, unless
+IVF_NPROBE or the request says otherwise — and the lexical top-K, each scored exactly; below it,
+every row is scored exactly."""
 
 import logging
 
+import numpy as np
 import pytest
 
+from collections_app.ivf import build_lists
 from collections_app.models import CollectionBuilt
 from collections_app.services import search as search_module
-from collections_app.services.agents import create_collection
+from collections_app.services.agents import create_agent, create_collection
 from collections_app.services.builds import build_collection
+from collections_app.services.interchange import export_index, import_index
 from collections_app.services.search import collection_index, search_collection
+from ragsite.errors import RagsiteError
 from ragsite.lexical import terms
 from tests.conftest import HANDBOOK
 
@@ -40,18 +45,27 @@ def library(agent, knowledge_folder):
     return collection
 
 
+class IndexOf:
+    """A collection's mapped index and this process's IVF lists over it, as the tests look at them."""
+
+    def __init__(self, collection):
+        self.pk = collection.pk
+        self.mapped = collection_index(collection, CollectionBuilt.objects.get(collection=collection))
+        self.size, self.matrix = self.mapped.size, self.mapped.vector_matrix()
+
+    @property
+    def ivf(self):
+        cached = search_module._ivf_cache.get(self.pk)
+        return None if cached is None else cached[1]
+
+    @ivf.setter
+    def ivf(self, value):
+        assert value is None, "only forgetting the lists is supported"
+        search_module._ivf_cache.pop(self.pk, None)
+
+
 def index_of(collection):
-    return collection_index(collection, CollectionBuilt.objects.get(collection=collection))
-
-
-def ivf_of_library(collection):
-    cached = search_module._ivf_cache.get(collection.pk)
-    return None if cached is None else cached[1]
-
-
-def ask(agent, collection, **kwargs):
-    kwargs.setdefault("around", 0)
-    return search_collection(agent=agent, collection=collection, question=QUESTION, **kwargs)
+    return IndexOf(collection)
 
 
 @pytest.fixture(autouse=True)
@@ -59,14 +73,22 @@ def _fresh_ivf():
     search_module._ivf_cache.clear()
 
 
+def ask(agent, collection, **kwargs):
+    kwargs.setdefault("around", 0)
+    return search_collection(agent=agent, collection=collection, question=QUESTION, **kwargs)
+
+
 def test_an_ivf_search_still_finds_the_answering_paragraph_with_the_same_answer_shape(
     agent, library, settings, caplog
 ):
     settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 2
     with caplog.at_level(logging.DEBUG, logger="ragsite.search"):
+        # Unfloored: whether the hash embedder puts the answer in one of the two probed lists is
+        # incidental (a paragraph's vector now embeds its title too); an unprobed row still ranks
+        # on BM25, which is what lets the approximate path answer at all.
         answer = ask(agent, library, min_score=0)
-    ivf = ivf_of_library(library)
-    assert ivf is not None and ivf.nlist > 2  # truly approximate: not every list was scored
+    index = index_of(library)
+    assert index.ivf is not None and index.ivf.nlist > 2  # truly approximate: not every list was scored
     assert set(answer) == {"paragraphs", "floor", "floor_source", "around", "mode", "model", "refused", "judge",
                            "rerank"}
     assert answer["mode"] == "hybrid"
@@ -80,12 +102,12 @@ def test_an_ivf_search_still_finds_the_answering_paragraph_with_the_same_answer_
 def test_the_ivf_is_built_once_per_build_and_rebuilt_with_a_new_build(agent, library, settings):
     settings.IVF_MIN_PARAGRAPHS = 1
     ask(agent, library)
-    first = ivf_of_library(library)
+    first = index_of(library).ivf
     ask(agent, library, mode="vector")
-    assert ivf_of_library(library) is first
+    assert index_of(library).ivf is first
     assert build_collection(collection=library).status == "succeeded"
     ask(agent, library)
-    assert ivf_of_library(library) is not None and ivf_of_library(library) is not first
+    assert index_of(library).ivf is not None and index_of(library).ivf is not first
 
 
 def test_every_candidate_gets_its_exact_cosine_and_bm25_whatever_lists_were_probed(agent, library, settings):
@@ -95,9 +117,7 @@ def test_every_candidate_gets_its_exact_cosine_and_bm25_whatever_lists_were_prob
     exact = {p["text"]: p["score"] for p in ask(agent, library, most=50, min_score=0.0)["paragraphs"]}
     settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 1
     approximate = ask(agent, library, most=50, min_score=0.0)["paragraphs"]
-    assert ivf_of_library(library).nlist > 1
-    # Every row comes back (the lexical top-K and the one probed list cover the small collection
-    # between them or not; whichever rows come back carry exactly the flat path's score).
+    assert index_of(library).ivf.nlist > 1
     assert approximate and all(p["score"] == exact[p["text"]] for p in approximate)
 
 
@@ -120,10 +140,10 @@ def test_the_top_ten_equals_the_flat_path_when_the_true_top_ten_are_candidates(a
 def test_nprobe_covering_every_list_equals_the_exact_search(agent, library, settings, mode):
     settings.IVF_MIN_PARAGRAPHS = 0
     exact = ask(agent, library, mode=mode, most=50, min_score=0.0)
-    assert ivf_of_library(library) is None
+    assert index_of(library).ivf is None
     settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 10_000
     approximate = ask(agent, library, mode=mode, most=50, min_score=0.0)
-    assert ivf_of_library(library) is not None
+    assert index_of(library).ivf is not None
     assert approximate == exact
 
 
@@ -133,10 +153,10 @@ def test_below_the_threshold_the_ivf_is_never_built(agent, library, settings, th
     settings.IVF_MIN_PARAGRAPHS = size + 1 if threshold == "size + 1" else threshold
     answer = ask(agent, library)
     assert "capped at five days" in answer["paragraphs"][0]["text"]
-    assert ivf_of_library(library) is None
+    assert index_of(library).ivf is None
 
 
-def test_the_default_threshold_is_fifty_thousand_and_nprobe_eight():
+def test_the_defaults_are_fifty_thousand_paragraphs_the_measured_nprobe_and_recall_095():
     import re
     from pathlib import Path
 
@@ -145,5 +165,83 @@ def test_the_default_threshold_is_fifty_thousand_and_nprobe_eight():
     # The defaults are declared once, in ragsite/settings.py.
     source = (Path(__file__).resolve().parents[2] / "ragsite" / "settings.py").read_text()
     assert re.search(r'"IVF_MIN_PARAGRAPHS", default=50_?000\)', source)
-    assert re.search(r'"IVF_NPROBE", default=8\)', source)
-    assert int(app_settings.IVF_MIN_PARAGRAPHS) == 50_000 and int(app_settings.IVF_NPROBE) == 8
+    assert re.search(r'"IVF_NPROBE", default=0\)', source)
+    assert re.search(r'"IVF_RECALL", default=0.95\)', source)
+    assert int(app_settings.IVF_MIN_PARAGRAPHS) == 50_000 and int(app_settings.IVF_NPROBE) == 0
+    assert float(app_settings.IVF_RECALL) == 0.95
+
+
+def nprobe_logged(caplog) -> int:
+    lines = [r.getMessage() for r in caplog.records if "IVF cosine, nprobe" in r.getMessage()]
+    return int(lines[-1].split("nprobe ")[1].split()[0])
+
+
+def test_search_uses_the_nprobe_the_build_measured_for_ivf_recall(agent, library, settings, caplog):
+    settings.IVF_MIN_PARAGRAPHS, settings.IVF_RECALL = 1, 0.95
+    with caplog.at_level(logging.DEBUG, logger="ragsite.search"):
+        ask(agent, library, mode="vector")
+    lists = index_of(library).ivf
+    assert lists.recall >= 0.95 and lists.target_recall == 0.95
+    assert nprobe_logged(caplog) == lists.nprobe
+
+
+def test_a_higher_target_recall_never_measures_a_smaller_nprobe(agent, library, settings):
+    settings.IVF_MIN_PARAGRAPHS = 1
+    nprobes = []
+    for target in (0.5, 0.9, 1.0):
+        settings.IVF_RECALL = target
+        index_of(library).ivf = None  # measure again with this target
+        ask(agent, library, mode="vector")
+        lists = index_of(library).ivf
+        assert lists.recall >= target
+        nprobes.append(lists.nprobe)
+    assert nprobes == sorted(nprobes) and nprobes[0] < nprobes[-1]
+
+
+def test_the_request_overrides_the_setting_which_overrides_the_measured_nprobe(agent, library, settings, caplog):
+    settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 3
+    with caplog.at_level(logging.DEBUG, logger="ragsite.search"):
+        ask(agent, library, mode="vector")
+        assert nprobe_logged(caplog) == 3
+        ask(agent, library, mode="vector", nprobe=1)
+        assert nprobe_logged(caplog) == 1
+        ask(agent, library, mode="vector", nprobe=10_000)  # capped at the number of lists
+        assert nprobe_logged(caplog) == index_of(library).ivf.nlist
+
+
+@pytest.mark.parametrize("nprobe", [0, -1, 2.5, "4", True])
+def test_an_nprobe_that_is_not_a_positive_whole_number_is_refused(agent, library, nprobe):
+    with pytest.raises(RagsiteError) as raised:
+        ask(agent, library, nprobe=nprobe)
+    assert raised.value.code == "invalid_nprobe"
+
+
+def test_an_imported_index_seeds_its_centroids_from_its_index_id_not_the_collection_name(
+    agent, library, settings, tmp_path
+):
+    # Seed 004: centroids from fnv1a64(index_id), so the same files give the same IVF under any name.
+    settings.IVF_MIN_PARAGRAPHS = 1
+    export_index(collection=library, directory=tmp_path)
+    other = create_agent(agent_id="beta", name="Beta")[0]
+    copies = [import_index(agent=other, directory=tmp_path, index_id="library", name=name) for name in ("x", "y")]
+    for copy in copies:
+        assert CollectionBuilt.objects.get(collection=copy).ivf_index_id == "library"
+        search_collection(agent=other, collection=copy, question=QUESTION, mode="vector")
+    x, y = index_of(copies[0]).ivf, index_of(copies[1]).ivf
+    assert x.index_id == y.index_id == "library" and x.nlist > 1
+    assert np.array_equal(x.centroids, y.centroids) and np.array_equal(x.members, y.members)
+    # ... and they are the centroids of the pure function seeded with that index_id, not with "x".
+    vectors = index_of(copies[0]).matrix
+    assert np.array_equal(build_lists(vectors, index_id="library").centroids, x.centroids)
+    assert not np.array_equal(build_lists(vectors, index_id="x").centroids, x.centroids)
+
+
+def test_a_build_after_an_import_seeds_from_the_collection_name_again(agent, library, settings, tmp_path,
+                                                                      knowledge_folder):
+    export_index(collection=library, directory=tmp_path)
+    copy = import_index(agent=agent, directory=tmp_path, index_id="library", name="shelf")
+    assert CollectionBuilt.objects.get(collection=copy).ivf_index_id == "library"
+    knowledge_folder("shelf", HANDBOOK)
+    assert build_collection(collection=copy).status == "succeeded"
+    built = CollectionBuilt.objects.get(collection=copy)
+    assert built.index_id == "" and built.ivf_index_id == "shelf"

@@ -7,8 +7,8 @@ from django.db.migrations.executor import MigrationExecutor
 
 from collections_app import vector_codec
 
-BEFORE = [("collections_app", "0006_paragraph_context_rerank")]
-AFTER = [("collections_app", "0007_float16_vectors")]
+BEFORE = [("collections_app", "0007_built_index_id")]
+AFTER = [("collections_app", "0008_float16_vectors")]
 
 
 def test_a_blob_holds_whole_windows_of_the_given_width():

@@ -53,3 +53,35 @@ def test_a_3000_character_memory_divides_into_nodes_that_each_fit_256_tokens(age
         assert own == node.token_count <= 256
     (hit,) = services.recall(agent=agent, query=text[built[-1].start_char :][:200], most=1)
     assert hit["excerpt"]["node_index"] == len(built) - 1
+
+
+@pytest.mark.model
+@pytest.mark.django_db
+def test_facts_planted_late_in_long_records_are_found_by_their_best_node(agent, settings):
+    """bench/memory_recall.py's planted corpus: 30 facts, each after 2,000-3,000 characters of
+    unrelated prose, among 200 short records about other things; one paraphrased question each.
+
+    Issue 12 asks for top-1 >= 90 %; measured 77 % (docs/benchmarks.md says why). This holds the
+    measured gain: ranking by records alone finds almost none first.
+    """
+    from bench.memory_recall import planted_corpus
+
+    settings.EMBED_BACKEND = "local"
+    planted, distractors = planted_corpus()
+    ids = [services.store_memory(agent=agent, text=text)[0].pk for text, _fact, _question in planted]
+    for text in distractors:
+        services.store_memory(agent=agent, text=text)
+
+    def firsts():
+        hits = [services.recall(agent=agent, query=question, most=5) for _t, _f, question in planted]
+        top1 = sum(bool(h) and h[0]["id"] == i for h, i in zip(hits, ids, strict=True)) / len(ids)
+        quoted = sum(bool(h) and h[0]["id"] == i and f in h[0]["excerpt"]["text"]
+                     for h, i, (_t, f, _q) in zip(hits, ids, planted, strict=True)) / len(ids)
+        return top1, quoted
+
+    records_only, _ = firsts()
+    for memory_id in ids:
+        services.build_nodes(MEMORY, memory_id)
+    by_node, quoted = firsts()
+    assert records_only <= 0.1
+    assert by_node >= 0.75 and quoted == by_node  # found first, and quoted by the node holding the fact

@@ -262,8 +262,10 @@ def test_recall_still_answers_lexically_when_the_query_cannot_be_embedded(agent,
     )
     (hit,) = services.recall(agent=agent, query="river lantern", most=5)
     assert hit["id"] == memory.pk
-    assert hit["excerpt"]["node_index"] is None and hit["excerpt"]["start"] == 0  # the opening
-    assert len(hit["excerpt"]["text"]) <= 300
+    # Ranked lexically by its best node, and quoted from that node.
+    excerpt = hit["excerpt"]
+    assert excerpt["node_index"] is not None and excerpt["text"] == memory.text[excerpt["start"] : excerpt["end"]]
+    assert "river" in excerpt["text"].lower() or "lantern" in excerpt["text"].lower()
 
 
 def test_a_failed_node_build_is_left_for_the_repair(agent, monkeypatch):

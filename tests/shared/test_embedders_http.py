@@ -49,6 +49,11 @@ class FakeEmbeddingServer(ThreadingHTTPServer):
         self.reverse_order = False
         self.scripts: dict[str, deque[Scripted]] = defaultdict(deque)
         self.requests: list[tuple[str, dict, dict]] = []
+        # Requests being answered right now, and the most there ever were at once.
+        self.embedding_delay = 0.0
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self._flight = threading.Lock()
 
     @property
     def url(self) -> str:
@@ -104,6 +109,18 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         body = json.loads(raw)
         self.server.requests.append((self.path, body, dict(self.headers)))
+        with self.server._flight:
+            self.server.in_flight += 1
+            self.server.most_in_flight = max(self.server.most_in_flight, self.server.in_flight)
+        try:
+            self._answer(body)
+        finally:
+            with self.server._flight:
+                self.server.in_flight -= 1
+
+    def _answer(self, body: dict) -> None:
+        if self.path == "/v1/embeddings":
+            time.sleep(self.server.embedding_delay)
         queue = self.server.scripts.get(self.path)
         if queue:
             scripted = queue.popleft()
@@ -359,3 +376,44 @@ def test_window_is_unknown_while_the_server_is_unreachable(server):
     server.script("/count_tokens", *[Scripted(status=503, body={})] * 3)
     assert embedder.window is None
     assert embedder.window == 512  # asked again once the server answers
+
+
+# -- concurrency ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("concurrency", [1, 2, 4])
+def test_sends_embed_concurrency_requests_at_once_and_keeps_input_order(server, concurrency):
+    server.embedding_delay = 0.15  # long enough that requests sent together overlap at the server
+    texts = [f"text number {i}" for i in range(20)]
+    started = time.perf_counter()
+    one_at_a_time = make(server, batch_size=2).embed_with_usage(texts)
+    sequential = time.perf_counter() - started
+    server.most_in_flight = 0
+    started = time.perf_counter()
+    result = make(server, batch_size=2, concurrency=concurrency).embed_with_usage(texts)
+    elapsed = time.perf_counter() - started
+    assert server.most_in_flight == concurrency
+    assert np.array_equal(result.vectors, one_at_a_time.vectors) and result.tokens == one_at_a_time.tokens
+    if concurrency > 1:  # 10 batches of 0.15 s: 1.5 s one at a time, 0.75 s two at a time, 0.45 s four
+        assert elapsed < 0.8 * sequential
+
+
+def test_never_more_requests_in_flight_than_batches(server):
+    server.embedding_delay = 0.1
+    make(server, batch_size=4, concurrency=8).embed(["a", "b", "c", "d", "e", "f"])
+    assert server.most_in_flight == 2
+
+
+def test_a_failing_batch_among_concurrent_ones_fails_the_whole_call(server):
+    server.script("/v1/embeddings", Scripted(), Scripted(status=400), Scripted(), Scripted())
+    with pytest.raises(EmbeddingError, match="HTTP 400"):
+        make(server, batch_size=1, concurrency=4).embed(["a", "b", "c", "d"])
+
+
+def test_the_factory_passes_the_concurrency_and_refuses_less_than_one(server):
+    from django.core.exceptions import ImproperlyConfigured
+
+    embedder = build_embedder("http", url=server.url, model="m", concurrency=3)
+    assert embedder._concurrency == 3
+    with pytest.raises(ImproperlyConfigured, match="EMBED_CONCURRENCY"):
+        build_embedder("http", url=server.url, model="m", concurrency=0)

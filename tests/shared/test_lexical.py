@@ -282,3 +282,29 @@ def test_scores_from_text_match_the_reference(texts, question):
         return
     expected = reference_scores(documents, reference_terms(question))
     np.testing.assert_allclose(index.scores(terms(question)), expected, rtol=0, atol=1e-9)
+
+
+def test_parts_scored_as_their_collection_use_its_idf_and_avgdl():
+    records = ["the harbor lantern glows at night", "a short note", "lantern oil and wicks for the harbor shed"]
+    collection = BM25Index.from_texts(records)
+    parts = ["the harbor lantern", "glows at night", "xylophone lantern"]
+    scored = BM25Index.from_texts(parts).scored_as(collection)
+    question = terms("harbor lantern xylophone")
+    expected = []
+    for part in parts:
+        words = terms(part)
+        total = 0.0
+        for term in question:
+            tf = words.count(term)
+            if tf and term in collection.term_ids:  # "xylophone" is in no record: it weighs nothing
+                norm = collection.k1 * (1 - collection.b + collection.b * len(words) / collection.avgdl)
+                total += float(collection.idf[collection.term_ids[term]]) * tf * (collection.k1 + 1) / (tf + norm)
+        expected.append(total)
+    assert np.allclose(scored.scores(question), expected, rtol=1e-12)
+    # The collection's own scores do not move, and the upper bound is the collection's to use.
+    assert np.array_equal(collection.scores(question), BM25Index.from_texts(records).scores(question))
+
+
+def test_parts_of_an_empty_collection_score_nothing():
+    scored = BM25Index.from_texts(["some words here"]).scored_as(BM25Index.from_texts(["", ""]))
+    assert scored.scores(terms("some words")).tolist() == [0.0]

@@ -33,6 +33,6 @@ def to_float32(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("collections_app", "0006_paragraph_context_rerank")]
+    dependencies = [("collections_app", "0007_built_index_id")]
 
     operations = [migrations.RunPython(to_float16, to_float32)]

@@ -1,0 +1,245 @@
+"""Memory recall: facts planted late in long records (ranked by best node), and recall latency at scale.
+
+    python bench/memory_recall.py planted [--embedder local|hash]
+    python bench/memory_recall.py scale [--memories 100000] [--questions 50] [--embedder local|hash]
+
+``planted``: 30 facts, each the last sentence of a long record (2,000–3,000 characters of unrelated
+diary prose before it, so past a 256-token window), among 200 short records about other things;
+one paraphrased question per fact. Recall is asked twice in the same run: once
+before any node is built (what ranking by the records alone gives: the rule seed 002 first wrote)
+and once after (a divided record ranked by its best node). Prints top-1 and top-5 for both, and
+how often the top-1 excerpt quotes the node that holds the fact.
+
+``scale``: one agent with --memories short records (random unit vectors of the embedder's width
+stand in for their embeddings: embedding 100,000 texts would take hours here; texts are real
+sentences, so BM25 is real), then --questions recalls: the first (which builds the agent's cached
+index), then warm ones, with the question embedded by the embedder (p50/p95 with and without that
+embedding), against the same recall with the cache dropped before each call (reading every row:
+what recall did before) in the same process, interleaved, and the floor of any exact vector recall
+(embed the question, one ``M @ q`` over the same vectors, argpartition) for a ratio.
+
+The store is a throw-away SQLite file in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+THINGS = [
+    ("boathouse key", "hangs on a hook inside the red toolbox in the garage", "Where is the key to the boathouse?"),
+    ("wifi password", "is written on the back of the kitchen calendar", "What is the wireless network password?"),
+    ("passport", "is in the fireproof box under the guest bed", "Where did I put my passport?"),
+    ("grandmother's ring", "is wrapped in a blue cloth in the sewing drawer", "Where is grandma's ring?"),
+    ("car insurance renewal", "is due on the fourteenth of March", "When do I need to renew the car insurance?"),
+    ("dentist appointment", "was moved to Thursday at half past four", "When is my dentist visit?"),
+    ("bike lock code", "is 4-7-1-9, the same as the old shed", "What's the combination for the bicycle lock?"),
+    ("spare tent pegs", "are in the green crate on the top shelf of the loft", "Where are the extra tent stakes?"),
+    ("neighbour's cat", "is called Biscuit and eats only dry food", "What is the name of the cat next door?"),
+    ("boiler service", "is done by a company called Heatwise every October", "Who services the boiler?"),
+    ("library books", "must go back by the second of May", "When are the library books due?"),
+    ("tax documents", "are in the grey folder on the left side of the filing cabinet", "Where are my tax papers?"),
+    ("sourdough starter", "needs feeding every Sunday with rye flour", "How often do I feed the sourdough culture?"),
+    ("school pickup", "on Wednesdays is done by Aunt Mira", "Who collects the kids from school on Wednesday?"),
+    ("garden hose", "leaks at the joint near the outdoor tap", "Where does the hose leak?"),
+    ("gym membership", "can be cancelled with one month's notice by email", "How do I cancel the gym?"),
+    ("water meter", "is under a metal lid beside the front gate", "Where is the water meter located?"),
+    ("landlord's phone number", "is 0161 496 0732", "How do I call the landlord?"),
+    ("allergy", "that Tom has is to cashew nuts, not peanuts", "What is Tom allergic to?"),
+    ("fuse box", "is behind the coats in the hall cupboard", "Where is the electrical fuse board?"),
+    ("wedding anniversary", "is on the ninth of September", "When is our anniversary?"),
+    ("printer ink", "is the 302 XL cartridge, black and colour", "Which ink cartridge does the printer take?"),
+    ("piano lesson", "has moved to Saturday mornings at ten", "When are the piano classes now?"),
+    ("recycling bins", "go out every other Tuesday evening", "When should the recycling be put out?"),
+    ("camera charger", "was left in the side pocket of the hiking backpack", "Where is the charger for the camera?"),
+    ("rent", "goes up to 950 a month from June", "How much will the rent be from June?"),
+    ("vet", "said the dog should lose two kilos before summer", "What did the vet say about the dog's weight?"),
+    ("holiday cottage", "is booked for the first week of August in Cornwall", "When is the cottage holiday?"),
+    ("smoke alarm battery", "was replaced on the twentieth of January", "When did I change the smoke detector battery?"),
+    ("emergency cash", "is in an envelope taped under the bottom kitchen drawer", "Where is the emergency money?"),
+]
+DIARY = [
+    "We walked along the canal after lunch and watched the narrowboats pass.",
+    "The market was busy and the bakery had run out of the seeded loaves again.",
+    "It rained most of the afternoon, so we stayed in and played cards.",
+    "My sister phoned to talk about her new job at the museum.",
+    "I finished the novel about the lighthouse keeper; the ending was sad.",
+    "The tomatoes on the balcony are finally turning red.",
+    "We tried the new Vietnamese place on the corner and the soup was excellent.",
+    "The train was delayed by twenty minutes because of a signal fault.",
+    "I spent the morning clearing leaves from the gutters.",
+    "There was a concert in the park with a brass band and a choir.",
+    "The kids built a fort out of cushions in the living room.",
+    "I repainted the fence panel that the storm had knocked loose.",
+    "Work was quiet; most of the team was away at a conference.",
+    "We drove to the coast and ate chips on the harbour wall.",
+    "The power went out for an hour during the thunderstorm.",
+    "I started learning a few words of Portuguese before the trip.",
+]
+# Short records about other things: what a long store is mostly made of.
+SUBJECTS = ["the electricity bill", "new running shoes", "the team offsite", "a birthday card for Leo",
+            "the broken blender", "oat milk", "the quarterly report", "Spanish homework", "the bus timetable",
+            "a podcast about volcanoes", "the lawn mower", "concert tickets", "the laptop update", "a pasta recipe",
+            "the parking permit", "winter tyres", "the book club", "a yoga class", "the photo album", "the fish tank"]
+VERBS = ["Paid for {s} today.", "Need to sort out {s} this week.", "Mia reminded me about {s}.",
+         "Finally dealt with {s}.", "Read an article about {s}.", "Forgot {s} again.", "Booked {s} online.",
+         "Talked to Dad about {s}.", "Added {s} to the shopping list.", "Spent an hour on {s}."]
+def planted_corpus(seed: int = 0) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """([(long record, fact sentence, question)] × 30, [200 short distractors]), deterministic."""
+    rng = random.Random(seed)
+    planted = []
+    for thing, detail, question in THINGS:
+        fact = f"Note to self: the {thing} {detail}."
+        prose: list[str] = []
+        while sum(len(s) + 1 for s in prose) < rng.randint(2000, 3000):
+            prose.append(rng.choice(DIARY))
+        planted.append((" ".join(prose) + "\n\n" + fact, fact, question))
+    distractors = [verb.format(s=subject) for subject in SUBJECTS for verb in VERBS]
+    rng.shuffle(distractors)
+    return planted, distractors[:200]
+
+
+def setup_django(embedder: str) -> None:
+    scratch = Path(tempfile.mkdtemp(prefix="memory-recall-"))
+    os.environ["DATABASE_URL"] = f"sqlite:///{scratch / 'bench.sqlite3'}"
+    os.environ["EMBED_BACKEND"] = embedder
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def run_planted() -> None:
+    from collections_app.services.agents import create_agent
+    from memory_app import services
+    from memory_app.models import MEMORY
+
+    agent = create_agent(agent_id="planted")[0]
+    planted, distractors = planted_corpus()
+    ids = []
+    for text, _fact, _question in planted:
+        memory, _nodes = services.store_memory(agent=agent, text=text)
+        ids.append(memory.pk)
+    for text in distractors:
+        services.store_memory(agent=agent, text=text)
+
+    def ask() -> tuple[int, int, int]:
+        top1 = top5 = quoted = 0
+        for memory_id, (_text, fact, question) in zip(ids, planted, strict=True):
+            results = services.recall(agent=agent, query=question, most=5)
+            found = [r["id"] for r in results if r["kind"] == MEMORY]
+            top1 += bool(results) and results[0]["id"] == memory_id
+            top5 += memory_id in found
+            quoted += bool(results) and results[0]["id"] == memory_id and fact in results[0]["excerpt"]["text"]
+        return top1, top5, quoted
+
+    before = ask()
+    started = time.perf_counter()
+    for memory_id in ids:
+        services.build_nodes(MEMORY, memory_id)
+    built = time.perf_counter() - started
+    after = ask()
+    n = len(ids)
+    print(f"# {n} planted facts among {len(distractors)} short distractors; nodes built in {built:.1f} s")
+    print(f"records only (no nodes): top-1 {before[0] / n:.0%}, top-5 {before[1] / n:.0%}, fact quoted {before[2] / n:.0%}")
+    print(f"by best node:            top-1 {after[0] / n:.0%}, top-5 {after[1] / n:.0%}, fact quoted {after[2] / n:.0%}")
+
+
+def run_scale(memories: int, questions: int) -> None:
+    import importlib
+
+    import numpy as np
+
+    from collections_app.services.agents import create_agent
+    from memory_app import services
+    from memory_app.models import Memory
+    from ragsite import embedding
+
+    recall_module = importlib.import_module("memory_app.services.recall")  # the module, not the function
+
+    embedder = embedding.get_embedder()
+    width = embedder.dimensions
+    agent = create_agent(agent_id="scale")[0]
+    rng = np.random.default_rng(0)
+    sentences = DIARY + [verb.format(s=subject) for subject in SUBJECTS for verb in VERBS]
+    started = time.perf_counter()
+    for start in range(0, memories, 5000):
+        count = min(5000, memories - start)
+        vectors = rng.standard_normal((count, width)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        Memory.objects.bulk_create(
+            Memory(agent=agent, text=f"{sentences[(start + i) % len(sentences)]} (entry {start + i})",
+                   embedding=vectors[i].astype("<f4").tobytes(), embedding_model=embedder.model)
+            for i in range(count)
+        )
+    print(f"# {memories} memories written in {time.perf_counter() - started:.1f} s; embedder {embedder.model}")
+    asked = [q for _t, _d, q in THINGS][:questions]
+    embed_times = []
+    for question in asked:
+        started = time.perf_counter()
+        embedder.embed([question])
+        embed_times.append(time.perf_counter() - started)
+    started = time.perf_counter()
+    services.recall(agent=agent, query=asked[0], most=5)
+    print(f"first recall (builds the cached index): {time.perf_counter() - started:.2f} s")
+    warm, cold, floor = [], [], []
+    matrix = recall_module._cache[agent.pk].matrix
+    rounds = max(1, questions // len(asked))
+    for _ in range(rounds):
+        for question in asked:
+            started = time.perf_counter()
+            services.recall(agent=agent, query=question, most=5)
+            warm.append(time.perf_counter() - started)
+            # The floor of any exact vector recall: embed the question, one M @ q, argpartition.
+            started = time.perf_counter()
+            scores = matrix @ embedder.embed([question])[0]
+            np.argpartition(-scores, 5)[:5]
+            floor.append(time.perf_counter() - started)
+            if len(cold) < 5:  # reading every row is slow: a few are enough for the ratio
+                recall_module.forget_agent(agent.pk)
+                started = time.perf_counter()
+                services.recall(agent=agent, query=question, most=5)
+                cold.append(time.perf_counter() - started)
+
+    def ms(values, q=50):
+        return 1000 * (statistics.median(values) if q == 50 else statistics.quantiles(values, n=20)[18])
+
+    print(f"question embedding alone: p50 {ms(embed_times):.1f} ms")
+    print(f"recall, cached index: p50 {ms(warm):.1f} ms, p95 {ms(warm, 95):.1f} ms "
+          f"(without the embedding: p50 {ms(warm) - ms(embed_times):.1f} ms), {len(warm)} recalls")
+    print(f"floor (embed + M @ q + argpartition on the same vectors): p50 {ms(floor):.1f} ms; "
+          f"recall / floor {statistics.median(warm) / statistics.median(floor):.2f}x")
+    print(f"recall reading every row (no cache): p50 {ms(cold):.0f} ms over {len(cold)}; "
+          f"ratio {statistics.median(cold) / statistics.median(warm):.0f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", choices=["planted", "scale"])
+    parser.add_argument("--embedder", default="local", choices=["local", "hash"])
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--questions", type=int, default=60)
+    args = parser.parse_args()
+    setup_django(args.embedder)
+    if args.what == "planted":
+        run_planted()
+    else:
+        run_scale(args.memories, args.questions)
+
+
+if __name__ == "__main__":
+    main()
