@@ -39,6 +39,8 @@ import numpy as np
 
 from ragsite.lexical import DEFAULT_B, DEFAULT_K1, BM25Index, idf
 
+from .ivf import IVFLists
+
 FORMAT = 1
 # The index keeps the store's float16 values widened to float32: numpy widens float16 at about
 # 20 ns an element (no BLAS, no F16C path), 18× the cost of the float32 product itself — 95 ms
@@ -132,7 +134,7 @@ class IndexWriter:
         self.rows += count
 
     def write(self, root: Path, key: str, *, extra: dict | None = None,
-              parts: dict[str, IndexWriter] | None = None) -> Path:
+              parts: dict[str, IndexWriter] | None = None, ivf: IVFLists | None = None) -> Path:
         """Write the index as ``root/key`` (temporary directory, then one rename); returns the path.
 
         When another process renamed the same build into place first, its index is kept and ours
@@ -144,6 +146,11 @@ class IndexWriter:
         scratch.mkdir()
         try:
             meta = self._write_files(scratch, extra or {})
+            if ivf is not None:
+                # The IVF lists over these vectors (ivf.build_lists), so no search process builds them.
+                for name, array in ivf.arrays().items():
+                    _write_array(scratch / f"{name}.bin", array)
+                meta["ivf"] = ivf.meta()
             # Further lexical fields over the same rows (a paragraph's context), each in a folder
             # of its own, inside the same rename.
             for name, part in (parts or {}).items():
@@ -303,6 +310,20 @@ class MappedIndex:
         if n_terms + 1 and (int(self.indptr[-1]) != n_postings or int(self.vocab_offsets[-1]) != meta["vocab_bytes"]):
             raise IndexUnusable("postings or vocabulary offsets do not close on their files")
         self.size, self.dimensions, self.n_terms = rows, d, n_terms
+        # The IVF lists written with the build, when it was large enough to have them.
+        self.ivf: IVFLists | None = None
+        if "ivf" in meta:
+            try:
+                info = meta["ivf"]
+                nlist, dims, members = int(info["ivf_nlist"]), int(info["ivf_dimensions"]), int(info["ivf_rows"])
+                arrays = {
+                    "ivf_centroids": _map(self.path / "ivf_centroids.bin", "<f4", nlist * dims),
+                    "ivf_offsets": _map(self.path / "ivf_offsets.bin", "<i8", nlist + 1),
+                    "ivf_members": _map(self.path / "ivf_members.bin", "<i8", members),
+                }
+                self.ivf = IVFLists.from_arrays(arrays, info)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise IndexUnusable(f"the IVF lists are inconsistent: {exc}") from exc
         # The BM25 of each row's context ("title › section"), when the build has contexts.
         self.context: MappedIndex | None = None
         if (self.path / "context" / "meta.json").exists():

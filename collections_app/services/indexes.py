@@ -18,10 +18,13 @@ from contextlib import contextmanager
 from datetime import UTC
 from pathlib import Path
 
+import numpy as np
+
 from ragsite.errors import Conflict, RagsiteError
 from ragsite.lexical import terms
 
 from ..conf import settings
+from ..ivf import IVFLists, build_lists
 from ..mapped_index import IndexUnusable, IndexWriter, MappedIndex, remove_stale
 from ..models import Collection, CollectionBuilt, Paragraph
 from ..vector_codec import VectorFormatError, decode
@@ -85,7 +88,8 @@ def write_index(*, collection: Collection) -> tuple[str, Path] | None:
                 continue  # a newer build committed while the rows were read
             # Contexts are written only when some row has one (context.lexical_with_context then adds them).
             parts = {"context": context} if context.vocabulary else {}
-            path = writer.write(collection_root(collection.pk), key, extra={"collection": collection.pk}, parts=parts)
+            path = writer.write(collection_root(collection.pk), key, extra={"collection": collection.pk}, parts=parts,
+                                ivf=_lists_for(writer, built))
             remove_stale(collection_root(collection.pk), keep=key)
             logger.info("index of %s/%s written: %d paragraphs in %.2fs", collection.agent.agent_id,
                         collection.name, writer.rows, time.perf_counter() - started)
@@ -151,6 +155,15 @@ def _write_rows(collection: Collection, built: CollectionBuilt) -> tuple[IndexWr
     if block:
         flush()
     return writer, context
+
+
+def _lists_for(writer: IndexWriter, built: CollectionBuilt) -> IVFLists | None:
+    """The IVF lists of a build that search will take the approximate path for (IVF_MIN_PARAGRAPHS)."""
+    threshold = int(settings.IVF_MIN_PARAGRAPHS)
+    if not writer._vectors or threshold <= 0 or writer.rows < threshold:
+        return None
+    vectors = np.concatenate(writer._vectors).astype(np.float32)
+    return build_lists(vectors, index_id=built.ivf_index_id, target_recall=float(settings.IVF_RECALL))
 
 
 def mapped_index(collection: Collection, built: CollectionBuilt) -> tuple[str, MappedIndex]:

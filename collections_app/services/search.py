@@ -442,6 +442,11 @@ def ivf_of(collection: Collection, built: CollectionBuilt, key: str, index: Mapp
     """The IVF lists over the build's vectors (a paragraph's windows are rows of their own), once per
     build and process: k-means++ seeded from the build's interchange index_id, and the nprobe that
     reached IVF_RECALL on its own rows (ivf.build_lists)."""
+    stored = index.ivf
+    if (stored is not None and stored.index_id == built.ivf_index_id
+            and stored.target_recall == float(settings.IVF_RECALL)):
+        _ivf_cache.pop(collection.pk, None)  # an earlier build's lists, built here, are done with
+        return stored  # written with the build: mapped, shared, nothing to build here
     cached = _ivf_cache.get(collection.pk)
     if cached is not None and cached[0] == key:
         return cached[1]

@@ -55,8 +55,9 @@ class IndexOf:
 
     @property
     def ivf(self):
+        """The lists search used: built by this process, or else those written with the build."""
         cached = search_module._ivf_cache.get(self.pk)
-        return None if cached is None else cached[1]
+        return self.mapped.ivf if cached is None else cached[1]
 
     @ivf.setter
     def ivf(self, value):
@@ -245,3 +246,27 @@ def test_a_build_after_an_import_seeds_from_the_collection_name_again(agent, lib
     assert build_collection(collection=copy).status == "succeeded"
     built = CollectionBuilt.objects.get(collection=copy)
     assert built.index_id == "" and built.ivf_index_id == "shelf"
+
+
+def test_a_large_builds_ivf_lists_are_written_with_its_index_and_no_search_builds_them(
+    agent, knowledge_folder, settings, caplog
+):
+    """Issue 16: the IVF lists are part of the build's index, mapped by every process."""
+    settings.IVF_MIN_PARAGRAPHS = 1
+    collection = create_collection(agent=agent, name="shelf", method="fixed", size=80)
+    knowledge_folder("shelf", {**HANDBOOK, **filler()})
+    assert build_collection(collection=collection).status == "succeeded"
+    index = index_of(collection)
+    assert index.mapped.ivf is not None and index.mapped.ivf.index_id == "shelf"
+    assert (index.mapped.path / "ivf_members.bin").exists()
+    with caplog.at_level(logging.DEBUG, logger="ragsite.search"):
+        stored = ask(agent, collection, mode="vector", most=20, min_score=0.0)
+    assert not search_module._ivf_cache  # nothing built in this process
+    assert not any("built IVF" in record.getMessage() for record in caplog.records)
+    assert nprobe_logged(caplog) == index.mapped.ivf.nprobe
+    # The same lists a process would have built itself (same vectors, same index_id, same target).
+    settings.IVF_RECALL = 0.95  # unchanged, stated: a different target would build anew
+    rebuilt = build_lists(index.matrix, index_id="shelf", target_recall=0.95)
+    assert np.array_equal(rebuilt.centroids, index.mapped.ivf.centroids)
+    assert np.array_equal(rebuilt.members, index.mapped.ivf.members)
+    assert stored["paragraphs"]
