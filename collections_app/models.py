@@ -338,6 +338,7 @@ class Paragraph(models.Model):
     end_char = models.PositiveIntegerField()
     token_count = models.PositiveIntegerField(null=True, blank=True)
     fingerprint = models.CharField(max_length=64)
+    # float16 little-endian, one vector per window of the model (usually one): see vector_codec.
     embedding = models.BinaryField(null=True, blank=True)
     labels = models.ManyToManyField(Label, blank=True, related_name="paragraphs")
     enabled = models.BooleanField(
@@ -363,11 +364,11 @@ class Paragraph(models.Model):
         """Seed 004's citation id, ``<document>#<k>`` with k counted within the document from 0."""
         return f"{self.document.name}#{self.index}"
 
-    @property
-    def vector(self) -> np.ndarray | None:
-        if self.embedding is None:
-            return None
-        return np.frombuffer(bytes(self.embedding), dtype="<f4")
+    def vectors(self, dimensions: int) -> np.ndarray | None:
+        """The paragraph's vectors as (windows, dimensions) float32; None when it was not embedded."""
+        from .vector_codec import decode
+
+        return None if self.embedding is None else decode(self.embedding, dimensions)
 
 
 class CollectionBuilt(models.Model):

@@ -193,12 +193,19 @@ def cut_hidden_overlap(rows: Sequence[Row], position: int, readable: Sequence[bo
     stops at the first earlier row that ends before this one starts.
     """
     row = rows[position]
-    cut = row.start
+    hidden_ends = []
     j = position - 1
     while j >= 0 and rows[j].document == row.document and rows[j].end > row.start:
         if not readable[j]:
-            cut = max(cut, rows[j].end)
+            hidden_ends.append(rows[j].end)
         j -= 1
+    return cut_opening(row, hidden_ends)
+
+
+def cut_opening(row: Row, hidden_ends: Sequence[int]) -> Row:
+    """``row`` starting at the furthest of ``hidden_ends`` (the ends of earlier, unreadable rows of its
+    document) that lies inside it; the row itself when none does."""
+    cut = max((end for end in hidden_ends if end > row.start), default=row.start)
     if cut == row.start:
         return row
     cut = min(cut, row.end)

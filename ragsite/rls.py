@@ -8,7 +8,7 @@ that agent's rows, or nothing, never another agent's. Outside a scope the connec
 own role, the tables' owner, which row-level security does not restrict: migrations, the admin,
 management commands and builds see everything, as they must.
 
-Installed by the migrations (`collections_app` 0009, `memory_app` 0005) when the database user
+Installed by the migrations (`collections_app` 0010, `memory_app` 0005) when the database user
 may create roles; otherwise nothing is installed and `agent_scope` does nothing (see
 docs/security.md). SQLite has no row-level security: there the agent filters are the only guard.
 """

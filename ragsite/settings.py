@@ -158,6 +158,8 @@ AROUND = env.int("AROUND", default=1)
 IVF_MIN_PARAGRAPHS = env.int("IVF_MIN_PARAGRAPHS", default=50000)
 IVF_NPROBE = env.int("IVF_NPROBE", default=0)
 IVF_RECALL = env.float("IVF_RECALL", default=0.95)
+# Each build's search index (memory-mapped by every search process); rebuilt from the store when missing.
+INDEX_DIR = Path(env("INDEX_DIR", default=str(DATA_DIR / "indexes")))
 MODEL_PRICES = env.json("MODEL_PRICES", default={})
 # Known answers (docs/measure.md): the share of answers a measured floor keeps when answers and
 # controls do not separate, and the gate — unset: off; N: refuse a build that loses more than N.

@@ -56,6 +56,12 @@ def _no_deployment_folders(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _own_index_dir(tmp_path, settings):
+    """Each test's search indexes live in its own folder, never in a deployment's DATA_DIR."""
+    settings.INDEX_DIR = tmp_path / "indexes"
+
+
+@pytest.fixture(autouse=True)
 def _test_embedder(request, settings):
     """The deterministic "hash" embedder, unless a test is marked to use the real model."""
     if request.node.get_closest_marker("model") is None:

@@ -14,7 +14,6 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -39,7 +38,8 @@ from ..models import (
     ModelCall,
     Paragraph,
 )
-from . import known_answers
+from ..windows import embed_in_windows
+from . import indexes, known_answers
 from .leases import ACTIVE_STATES, STALE_MESSAGE, Heartbeat, LeaseLost, check_lease, fail_stale_builds
 from .sources import collection_sources, document_extractor, read_bounded
 
@@ -387,11 +387,10 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
     tokens_used = 0
     for start in range(0, len(todo), batch):
         chunk_of = todo[start : start + batch]
-        embedded = embedder.embed_with_usage([embedding_text(item.pieces[i].text, item.contexts[i]) for item, i in chunk_of])
-        vectors = np.asarray(embedded.vectors, dtype="<f4")
-        for (item, i), vector in zip(chunk_of, vectors, strict=True):
-            item.vectors[i] = vector.tobytes()
-        tokens_used += embedded.tokens or 0
+        blobs, tokens = embed_in_windows([embedding_text(item.pieces[i].text, item.contexts[i]) for item, i in chunk_of], embedder)
+        for (item, i), blob in zip(chunk_of, blobs, strict=True):
+            item.vectors[i] = blob
+        tokens_used += tokens or 0
         run.paragraphs_embedded += len(chunk_of)
         progress.save(paragraphs_done=run.paragraphs_embedded)
     if embedder.backend == "http" and tokens_used:
@@ -490,6 +489,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
         run.paragraphs_done = run.paragraphs_total
         run.status, run.finished_at, run.heartbeat_at = BuildRun.SUCCEEDED, now, now
         run.save()
+    indexes.index_committed_build(collection=collection)
     logger.info(
         "build %s of %s/%s: %s paragraphs, %s documents read, %s reused, %s refused, %s embedded",
         run.pk, agent.agent_id, collection.name, passages, run.documents_read, run.documents_reused,

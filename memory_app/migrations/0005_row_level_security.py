@@ -34,5 +34,5 @@ def uninstall(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memory_app", "0004_recall_generation"), ("collections_app", "0009_row_level_security")]
+    dependencies = [("memory_app", "0004_recall_generation"), ("collections_app", "0010_row_level_security")]
     operations = [migrations.RunPython(install, uninstall)]

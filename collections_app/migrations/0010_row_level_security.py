@@ -34,5 +34,5 @@ def uninstall(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("collections_app", "0008_build_lease")]
+    dependencies = [("collections_app", "0009_build_lease")]
     operations = [migrations.RunPython(install, uninstall)]
