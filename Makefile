@@ -33,6 +33,7 @@ $(NODE_STAMP): tests/collections/package-lock.json
 install: $(STAMP) $(NODE_STAMP)
 
 migrate: install
+	@grep -qs '^SECRET_KEY=' .env || echo "SECRET_KEY=$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))')" >> .env
 	$(PY) manage.py migrate --noinput
 
 demo: migrate
@@ -52,3 +53,10 @@ test-fast: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+
+# Search at 10k and 100k paragraphs against numpy, bm25s and sqlite-vec (1M: add --sizes 1000000).
+# SCIFACT names a BEIR SciFact folder (corpus.jsonl.gz, queries.jsonl).
+SCIFACT ?= $(CURDIR)/data/scifact
+bench: install
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	SCIFACT=$(SCIFACT) $(PY) bench/search_scale.py --sizes 10000 100000

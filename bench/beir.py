@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from ragsite import embedding
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,6 +74,42 @@ def memoised(embedder):
     return lambda backend=None: memo
 
 
+def cached_embedder(embedder, path: Path):
+    """The embedder with a file of vectors by text digest: a second build of the same texts embeds nothing."""
+    import hashlib
+
+    store = dict(np.load(path)) if path.exists() else {}
+
+    class Cached:
+        def __getattr__(self, name):
+            return getattr(embedder, name)
+
+        def embed_with_usage(self, texts):
+            from ragsite.embedders import Embedded
+
+            keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+            missing = [t for t, k in zip(texts, keys, strict=True) if k not in store]
+            if missing:
+                fresh = embedder.embed_with_usage(missing).vectors
+                for text, vector in zip(missing, fresh, strict=True):
+                    store[hashlib.sha1(text.encode()).hexdigest()] = np.asarray(vector, dtype=np.float32)
+                if time.monotonic() - saved[0] > 30:  # rewriting the file per question would be the bench's cost
+                    save()
+            return Embedded(np.stack([store[k] for k in keys]), None)
+
+    saved = [time.monotonic()]
+
+    def save():
+        np.savez(path, **store)
+        saved[0] = time.monotonic()
+
+    import atexit
+
+    atexit.register(save)
+    cached = Cached()
+    return lambda backend=None: cached
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dataset", type=Path)
@@ -86,6 +124,15 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="ask only the first N queries")
     parser.add_argument("--ivf", action="store_true", help="search through the IVF approximate path")
     parser.add_argument("--nprobe", type=int, default=None, help="with --ivf: IVF lists scored per search")
+    parser.add_argument("--store", choices=["float16", "float32"], default="float16",
+                        help="how vectors are stored (the store and the index); float16 is the product's")
+    parser.add_argument("--windows", choices=["all", "first"], default="all",
+                        help="embed a long paragraph as all its windows (the product) or its first only")
+    parser.add_argument("--pooling", choices=["max", "mean"], default="max",
+                        help="how a paragraph's window cosines combine (max is the product's)")
+    parser.add_argument("--sample", type=int, default=None,
+                        help="a smaller corpus: the split's relevant documents plus the first N others "
+                             "(for A/B comparisons that cannot afford embedding the whole corpus)")
     args = parser.parse_args()
 
     name = args.dataset.resolve().name
@@ -94,8 +141,12 @@ def main() -> None:
     lexical_build = args.mode == "lexical"
     backend = "none" if lexical_build else os.environ.get("EMBED_BACKEND", "local")
     os.environ["EMBED_BACKEND"] = backend
-    os.environ["DATABASE_URL"] = f"sqlite:///{work / f'{name}-{backend}.sqlite3'}"
-    folder = work / f"{name}-docs"
+    variant = "" if lexical_build else f"-{args.store}-{args.windows}"
+    if args.sample is not None:
+        variant += f"-sample{args.sample}"
+    os.environ["DATABASE_URL"] = f"sqlite:///{work / f'{name}-{backend}{variant}.sqlite3'}"
+    os.environ["INDEX_DIR"] = str(work / f"indexes-{name}-{backend}{variant}")
+    folder = work / (f"{name}-docs" if args.sample is None else f"{name}-docs-sample{args.sample}")
     os.environ[f"KNOWLEDGE_{name.upper()}_FOLDER"] = str(folder)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
@@ -110,17 +161,31 @@ def main() -> None:
     from django.conf import settings as django_settings
     from django.core.management import call_command
 
+    from collections_app import mapped_index, vector_codec, windows
     from collections_app.metrics import ndcg_at_k, recall_at_k
     from collections_app.models import Agent, Collection
     from collections_app.services import search as search_service
     from collections_app.services.agents import create_agent, create_collection
     from collections_app.services.builds import build_collection
 
+    if args.store == "float32":
+        vector_codec.STORED_DTYPE = np.dtype("<f4")
+        mapped_index.VECTOR_DTYPE = np.dtype("<f4")
+    if args.windows == "first":
+        windows.MAX_WINDOWS = 1
+    mapped_index.WINDOW_POOLING = args.pooling
+    if not lexical_build:
+        # Variants differ only in how vectors are kept: each text is embedded once, across runs.
+        embedding.get_embedder = cached_embedder(embedding.get_embedder(), work / f"embeddings-{backend}.npz")
     call_command("migrate", verbosity=0)
     from bench.embedding_cache import install
 
     install()  # vectors kept under data/embeddings/: a rerun or a new scratch store embeds nothing seen before
     corpus, queries, qrels = load(args.dataset, args.split)
+    if args.sample is not None:
+        relevant = {doc for judged in qrels.values() for doc in judged}
+        others = [doc for doc in sorted(corpus) if doc not in relevant][: args.sample]
+        corpus = {doc: corpus[doc] for doc in sorted(relevant | set(others)) if doc in corpus}
     if not folder.exists() or len(list(folder.iterdir())) != len(corpus):
         folder.mkdir(exist_ok=True)
         for doc_id, (title, text) in corpus.items():
@@ -152,7 +217,7 @@ def main() -> None:
                                      around=0, min_score=0.0, mode=args.mode)
     warm = time.perf_counter() - started
     if args.ivf and args.mode != "lexical":
-        ivf = search_service._cache[collection.pk].ivf
+        ivf = search_service._ivf_cache[collection.pk][1]
         used = min(args.nprobe or django_settings.IVF_NPROBE or ivf.nprobe, ivf.nlist)
         print(f"# IVF: {ivf.nlist} lists, nprobe {used} (measured at build: {ivf.nprobe} for recall@10 "
               f"{ivf.recall:.3f}), load and build {warm:.2f}s", file=sys.stderr)

@@ -100,9 +100,10 @@ class SearchIn(StrictSchema):
     question: str = Field(..., min_length=1, max_length=MAX_QUESTION_CHARS)
     reader: str | None = Field(None, max_length=200, description="Required when the collection answers per reader.")
     onBehalfOf: str | None = Field(None, max_length=100, description="The agent model calls are charged to.")
-    most: int = Field(5, ge=1, le=MAX_MOST)
-    around: int | None = Field(None, ge=0, le=MAX_AROUND, description="Paragraphs either side of a hit.")
-    min_score: float | None = Field(None, ge=0, le=1, description="The floor; 0 turns it off.")
+    # Strict: `"5"`, `2.0` and `true` are not numbers an agent meant (the review's D20).
+    most: int = Field(5, ge=1, le=MAX_MOST, strict=True)
+    around: int | None = Field(None, ge=0, le=MAX_AROUND, strict=True, description="Paragraphs either side of a hit.")
+    min_score: float | None = Field(None, ge=0, le=1, strict=True, description="The floor; 0 turns it off.")
 
 
 class ParagraphOut(Schema):
@@ -149,7 +150,7 @@ class SearchOut(Schema):
     rerank: RerankOut | None = None
 
 
-@router.post("/{name}/search", response=with_errors({200: SearchOut}, 403, 404, 409, 429),
+@router.post("/{name}/search", response=with_errors({200: SearchOut}, 403, 404, 409, 413, 429, 503),
              summary="Search a collection")
 def search_collection(request, name: str, payload: SearchIn):
     return search.search_collection(
@@ -238,7 +239,7 @@ def read_known_answers(request, name: str):
     return known_answers.describe(agents.get_collection(agent=request.auth.agent, name=name))
 
 
-@router.put("/{name}/known-answers", response=with_errors({200: KnownAnswersOut}, 404, 409), summary="Replace a collection's known answers")
+@router.put("/{name}/known-answers", response=with_errors({200: KnownAnswersOut}, 403, 404, 409, 413), summary="Replace a collection's known answers")
 def put_known_answers(request, name: str, payload: KnownAnswersIn):
     collection = agents.get_collection(agent=request.auth.agent, name=name)
     known_answers.set_known_answers(collection=collection, items=payload.questions,

@@ -11,8 +11,10 @@ class CollectionsConfig(AppConfig):
         from ragsite.mcp import set_authenticator
 
         from . import checks, mcp_tools, signals  # noqa: F401  (system checks, MCP tools, the store guard)
+        from .schedules import after_migrate
         from .services.agents import key_from_request
 
         set_authenticator(key_from_request)
         post_migrate.connect(signals.record_schema_version, sender=self,
                              dispatch_uid="ragsite_record_schema_version")
+        post_migrate.connect(after_migrate, sender=self, dispatch_uid="collections_app_after_migrate")

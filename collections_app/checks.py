@@ -195,3 +195,17 @@ def check_built_from(app_configs=None, databases=None, **kwargs):
                 id="collections.W001",
             ))
     return warnings
+
+
+@register(Tags.security)
+def check_secret_key(app_configs=None, **kwargs):
+    """`ragsite.E001`: with DEBUG off, a missing or public SECRET_KEY stops the server from starting."""
+    from django.conf import settings
+
+    from ragsite.security import FIX, insecure_start_reason
+
+    reason = insecure_start_reason(settings)
+    if reason is None:
+        return []
+    return [Error(f"{reason} and DEBUG is off: anyone could forge signed data (django-q tasks run "
+                  "in the workers are signed with it)", hint=FIX, id="ragsite.E001")]

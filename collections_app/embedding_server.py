@@ -6,24 +6,22 @@ for others (point their `EMBED_URL` here). Agent keys authenticate; the tokens
 embedded are charged to the key's agent in the ledger (purpose `embed`).
 """
 
-import json
-
 import numpy as np
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from ragsite import embedding
+from ragsite.bodies import parse_json
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import RagsiteError, error_body
 
+from .conf import settings
 from .models import ModelCall
 from .services.agents import key_from_request
-from .services.ledger import record_call
+from .services.ledger import check_runaway, record_call
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
-MAX_INPUTS = 512
-MAX_TEXT_CHARS = 100_000
 
 
 def _error(status: int, code: str, message: str) -> JsonResponse:
@@ -42,21 +40,30 @@ def _endpoint(view):
         key = key_from_request(request)
         if key is None:
             return _error(401, "unauthorized", "a valid API key is required: Authorization: Bearer <key>")
-        if len(request.body) > MAX_BODY_BYTES:
-            return _error(413, "too_large", f"the request body is larger than {MAX_BODY_BYTES} bytes")
+        too_large = _error(413, "too_large", f"the request body is larger than {MAX_BODY_BYTES} bytes")
         try:
-            body = json.loads(request.body or b"null")
+            declared = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
-            return _error(400, "malformed_json", "the request body is not valid JSON")
-        if not isinstance(body, dict):
-            return _error(400, "invalid_request", "the request body must be a JSON object")
-        embedder = embedding.get_embedder()
-        if embedder.backend == "none":
-            return _error(503, "no_model", "this server has no embedding model (EMBED_BACKEND is none)")
+            declared = 0
+        if declared > MAX_BODY_BYTES:
+            return too_large
+        # Read past Django's own body limit (DATA_UPLOAD_MAX_MEMORY_SIZE, an HTML 400 once) up to ours.
+        raw = request.read(MAX_BODY_BYTES + 1)
+        if len(raw) > MAX_BODY_BYTES:
+            return too_large
         try:
+            body = parse_json(raw or b"null")
+            if not isinstance(body, dict):
+                raise RagsiteError("the request body must be a JSON object", code="invalid_request")
+            embedder = embedding.get_embedder()
+            if embedder.backend == "none":
+                return _error(503, "no_model", "this server has no embedding model (EMBED_BACKEND is none)")
             return view(request, body, embedder, key)
         except RagsiteError as exc:
-            return _error(exc.status, exc.code, exc.message)
+            response = _error(exc.status, exc.code, exc.message)
+            for name, value in exc.headers.items():  # Retry-After on the runaway limit's 429
+                response[name] = value
+            return response
         except EmbeddingError as exc:
             return _error(503, "embedder_unavailable", str(exc))
 
@@ -67,8 +74,9 @@ def _text(body: dict, field: str) -> str:
     value = body.get(field)
     if not isinstance(value, str):
         raise RagsiteError(f'"{field}" must be a string', code="invalid_request")
-    if len(value) > MAX_TEXT_CHARS:
-        raise RagsiteError(f'"{field}" is longer than {MAX_TEXT_CHARS} characters', code="invalid_request")
+    limit = int(settings.EMBED_SERVER_MAX_CHARS)
+    if len(value) > limit:
+        raise RagsiteError(f'"{field}" is longer than {limit} characters', code="invalid_request")
     return value
 
 
@@ -79,14 +87,19 @@ def embeddings(request, body, embedder, key):
         inputs = [inputs]
     if not isinstance(inputs, list) or not inputs or not all(isinstance(t, str) for t in inputs):
         raise RagsiteError('"input" must be a string or a non-empty list of strings', code="invalid_request")
-    if len(inputs) > MAX_INPUTS:
-        raise RagsiteError(f'"input" holds at most {MAX_INPUTS} texts', code="invalid_request")
-    if any(len(t) > MAX_TEXT_CHARS for t in inputs):
-        raise RagsiteError(f"each text is at most {MAX_TEXT_CHARS} characters", code="invalid_request")
+    most_inputs, most_chars = int(settings.EMBED_SERVER_MAX_INPUTS), int(settings.EMBED_SERVER_MAX_CHARS)
+    if len(inputs) > most_inputs:
+        raise RagsiteError(f'"input" holds at most {most_inputs} texts', code="invalid_request")
+    if any(len(t) > most_chars for t in inputs):
+        raise RagsiteError(f"each text is at most {most_chars} characters", code="invalid_request")
     asked = body.get("model")
+    if asked is not None and not isinstance(asked, str):
+        raise RagsiteError('"model" must be a string', code="invalid_request")
     if asked not in (None, "", embedder.model):
-        raise RagsiteError(f'this server embeds with "{embedder.model}", not "{asked}"', code="unknown_model",
-                           status=404)
+        raise RagsiteError(f'this server embeds with "{embedder.model[:200]}", not "{asked[:200]}"',
+                           code="unknown_model", status=404)
+    # Embedding is the expensive call: the caller's runaway limit applies, as for searches.
+    check_runaway(key.agent)
     embedded = embedder.embed_with_usage(inputs)
     vectors = np.asarray(embedded.vectors, dtype=np.float32)
     tokens = int(embedded.tokens or 0)

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
 __all__ = [
-    "CORRUPT", "EMPTY", "ENCRYPTED", "NO_TEXT_LAYER", "REFUSAL_REASONS", "SUPPORTED_SUFFIXES", "TOO_LARGE",
-    "UNSUPPORTED_TYPE", "Extracted", "Unreadable", "extract", "summarize_opening",
+    "BAD_NAME", "CORRUPT", "EMPTY", "ENCRYPTED", "NO_TEXT_LAYER", "REFUSAL_REASONS", "SUPPORTED_SUFFIXES", "TIMED_OUT",
+    "TOO_LARGE", "UNSUPPORTED_TYPE", "Extracted", "Unreadable", "extract", "summarize_opening",
 ]
 
 SUPPORTED_SUFFIXES = (".pdf", ".docx", ".md", ".markdown", ".txt", ".text", ".html", ".htm")
@@ -32,9 +32,11 @@ CORRUPT = "corrupt"
 ENCRYPTED = "encrypted"
 NO_TEXT_LAYER = "no text layer — scanned?"
 UNSUPPORTED_TYPE = "unsupported type"
-TOO_LARGE = "too large"
+TOO_LARGE = "too large"  # over the size limit on disk, or over the memory cap while extracting
 EMPTY = "empty"
-REFUSAL_REASONS = (CORRUPT, ENCRYPTED, NO_TEXT_LAYER, UNSUPPORTED_TYPE, TOO_LARGE, EMPTY)
+TIMED_OUT = "timed out"  # over the wall-clock limit per document (collections_app.bounded)
+BAD_NAME = "bad name"  # a file name the store cannot hold (not UTF-8, or too long)
+REFUSAL_REASONS = (CORRUPT, ENCRYPTED, NO_TEXT_LAYER, UNSUPPORTED_TYPE, TOO_LARGE, EMPTY, TIMED_OUT, BAD_NAME)
 
 
 class Unreadable(Exception):

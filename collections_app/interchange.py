@@ -410,8 +410,9 @@ def encode_index(index: RagIndex) -> dict[str, bytes]:
     }
 
 
-def build_index(*, meta: Meta, chunks: list[Chunk], vectors: np.ndarray) -> RagIndex:
-    """An index from chunks and their vectors; bm25.idx is built from the chunk texts."""
+def build_index(*, meta: Meta, chunks: list[Chunk], vectors: np.ndarray, bm25: BM25Index | None = None) -> RagIndex:
+    """An index from chunks and their vectors; bm25.idx is built from the chunk texts unless `bm25`
+    (postings of exactly these chunks, in order, e.g. from the build's search index) is given."""
     vectors = np.asarray(vectors, dtype=np.float32).reshape(len(chunks), meta.dim)
     if meta.n_chunks != len(chunks):
         raise InterchangeError(META, "n_chunks", f"{meta.n_chunks}, but there are {len(chunks)} chunks")
@@ -423,7 +424,10 @@ def build_index(*, meta: Meta, chunks: list[Chunk], vectors: np.ndarray) -> RagI
             raise InterchangeError(DOCS, "chunk_id", f'"{item.chunk_id[:200]}" should be chunk {k} of its document', line=line)
         seen[item.doc_id] = k + 1
     check_unit_rows(vectors)
-    bm25 = BM25Index.from_texts((c.text for c in chunks), k1=meta.k1, b=meta.b)
+    if bm25 is None:
+        bm25 = BM25Index.from_texts((c.text for c in chunks), k1=meta.k1, b=meta.b)
+    elif bm25.n_docs != len(chunks) or (bm25.k1, bm25.b) != (meta.k1, meta.b):
+        raise ValueError("the BM25 postings given are not those of these chunks")
     return RagIndex(meta=meta, chunks=chunks, vectors=vectors, bm25=bm25)
 
 

@@ -34,6 +34,7 @@ from ragsite.lexical import BM25Index, terms
 from .chunking import AVAILABLE, DEFAULT_SIZES, ChunkingError, chunk, resolve_sizes
 from .context import contexts_for, embedding_text, lexical_with_context
 from .stitch import Row, Stitched, stitch
+from .vector_codec import decode, encode
 
 DEFAULT_AROUNDS = (0, 1)
 TOKEN_METHODS = ("tokens", "window")
@@ -146,6 +147,9 @@ class ScratchIndex:
     rows: list[Row]  # ordinal i is row i; document = position of the document in the corpus
     bm25: BM25Index
     matrix: np.ndarray | None  # (n, d) unit rows; None when lexical only
+    # With long paragraphs stored as several windows: the row of each matrix row (ascending), and a
+    # row scores its best window, as search does. None: one matrix row per row.
+    window_row: np.ndarray | None = None
     context_bm25: BM25Index | None = None  # over each row's "title › section", as a build indexes it
 
     @property
@@ -172,10 +176,14 @@ def scratch_index(
             rows.append(Row(ordinal=len(rows), document=number, start=piece.start, end=piece.end,
                             text=piece.text, section=piece.section, index=k))
     texts = [row.text for row in rows]
+    matrix = cache.vectors([embedding_text(t, c) for t, c in zip(texts, contexts, strict=True)])
+    if matrix is not None:
+        # Through the store's float16, as a build stores them, so a variant ranks as search would.
+        matrix = decode(encode(matrix), matrix.shape[1])
     return ScratchIndex(
         rows=rows,
         bm25=BM25Index.from_texts(texts),
-        matrix=cache.vectors([embedding_text(t, c) for t, c in zip(texts, contexts, strict=True)]),
+        matrix=matrix,
         context_bm25=BM25Index.from_texts(contexts) if any(contexts) else None,
     )
 
@@ -203,6 +211,10 @@ def rank(
     cosine = None
     if index.matrix is not None and vector is not None:
         cosine = index.matrix @ np.asarray(vector, dtype=np.float32)
+        if index.window_row is not None:
+            best = np.full(len(index.rows), -np.inf, dtype=np.float32)
+            np.maximum.at(best, index.window_row, cosine)
+            cosine = np.where(np.isneginf(best), 0.0, best).astype(np.float32)  # no vector: no cosine
     question_terms = terms(question)
     context = index.context_bm25
     bm25, bound = lexical_with_context(

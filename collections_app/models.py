@@ -187,6 +187,8 @@ class Collection(models.Model):
     # last build), for people; the next successful build clears it.
     rebuild_needed = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # Bumped by every build request; a build may commit only while it holds the latest (its lease).
+    build_generation = models.PositiveIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ["agent__agent_id", "name"]
@@ -341,6 +343,7 @@ class Paragraph(models.Model):
     end_char = models.PositiveIntegerField()
     token_count = models.PositiveIntegerField(null=True, blank=True)
     fingerprint = models.CharField(max_length=64)
+    # float16 little-endian, one vector per window of the model (usually one): see vector_codec.
     embedding = models.BinaryField(null=True, blank=True)
     labels = models.ManyToManyField(Label, blank=True, related_name="paragraphs")
     enabled = models.BooleanField(
@@ -366,11 +369,11 @@ class Paragraph(models.Model):
         """Seed 004's citation id, ``<document>#<k>`` with k counted within the document from 0."""
         return f"{self.document.name}#{self.index}"
 
-    @property
-    def vector(self) -> np.ndarray | None:
-        if self.embedding is None:
-            return None
-        return np.frombuffer(bytes(self.embedding), dtype="<f4")
+    def vectors(self, dimensions: int) -> np.ndarray | None:
+        """The paragraph's vectors as (windows, dimensions) float32; None when it was not embedded."""
+        from .vector_codec import decode
+
+        return None if self.embedding is None else decode(self.embedding, dimensions)
 
 
 class CollectionBuilt(models.Model):
@@ -415,6 +418,8 @@ class BuildRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # The collection's build_generation when this build was requested: with the id, its lease.
+    generation = models.PositiveIntegerField(default=0, editable=False)
     documents_total = models.PositiveIntegerField(default=0)
     documents_done = models.PositiveIntegerField(default=0)
     paragraphs_total = models.PositiveIntegerField(default=0)

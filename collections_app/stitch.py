@@ -9,7 +9,9 @@ around it*) and DESIGN.md §5 (*Around*):
   read breaks the run rather than being closed over;
 * a run never crosses from one document into the next, although ordinals run on across the
   whole collection;
-* overlapping hits merge, and text that two chunks share is not repeated.
+* overlapping hits merge, and text that two chunks share is not repeated;
+* a row never brings back text it shares with an earlier row the reader may not read
+  (:func:`cut_hidden_overlap`).
 
 Pure: no Django models, no settings. The caller passes the readable rows it already holds.
 """
@@ -17,7 +19,7 @@ Pure: no Django models, no settings. The caller passes the readable rows it alre
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -175,3 +177,36 @@ def join_rows(rows: Sequence[Row]) -> str:
             parts.append(" " + row.text)
         covered_end = max(covered_end, row.end)
     return "".join(parts)
+
+
+def cut_hidden_overlap(rows: Sequence[Row], position: int, readable: Sequence[bool]) -> Row:
+    """``rows[position]`` less the opening it shares with earlier rows of its document that are not readable.
+
+    Chunking with an overlap (the structure strategy's 180 characters) copies the end of a piece
+    into the start of the next. The copied text belongs to the earlier piece: when this reader may
+    not read that piece, the copy is cut, and the row starts where the hidden piece ends (nothing
+    is left of a row wholly inside a hidden one). Labels are per paragraph and change after a
+    build, so this is done per search rather than trusted to a build-time rule.
+
+    ``rows`` are in ordinal order and ``readable[i]`` says whether ``rows[i]`` may be read. The rows
+    of a document advance in both start and end (every chunking strategy does), so the walk back
+    stops at the first earlier row that ends before this one starts.
+    """
+    row = rows[position]
+    hidden_ends = []
+    j = position - 1
+    while j >= 0 and rows[j].document == row.document and rows[j].end > row.start:
+        if not readable[j]:
+            hidden_ends.append(rows[j].end)
+        j -= 1
+    return cut_opening(row, hidden_ends)
+
+
+def cut_opening(row: Row, hidden_ends: Sequence[int]) -> Row:
+    """``row`` starting at the furthest of ``hidden_ends`` (the ends of earlier, unreadable rows of its
+    document) that lies inside it; the row itself when none does."""
+    cut = max((end for end in hidden_ends if end > row.start), default=row.start)
+    if cut == row.start:
+        return row
+    cut = min(cut, row.end)
+    return replace(row, start=cut, text=row.text[cut - row.start :])

@@ -42,7 +42,7 @@ class RecallIn(StrictSchema):
         ..., min_length=1, max_length=conf.MAX_QUERY_LENGTH, validation_alias=AliasChoices("question", "query"),
         description="What to recall. `query` is accepted as a deprecated alias.",
     )
-    most: int = Field(conf.DEFAULT_MOST, ge=1, le=conf.MAX_MOST)
+    most: int = Field(conf.DEFAULT_MOST, ge=1, le=conf.MAX_MOST, strict=True)
 
 
 class ExcerptOut(Schema):
@@ -87,19 +87,19 @@ def _stored(record, nodes: dict | None) -> dict:
     return answer
 
 
-@router.post("/memories", response=with_errors({201: StoredOut}, 429), exclude_none=True, summary="Store a memory")
+@router.post("/memories", response=with_errors({201: StoredOut}, 413, 429, 503), exclude_none=True, summary="Store a memory")
 def store_memory(request, payload: TextIn):
     record, nodes = services.store_memory(agent=request.auth.agent, text=payload.text)
     return Status(201, _stored(record, nodes))
 
 
-@router.post("/episodes", response=with_errors({201: StoredOut}, 429), exclude_none=True, summary="Archive an episode")
+@router.post("/episodes", response=with_errors({201: StoredOut}, 413, 429, 503), exclude_none=True, summary="Archive an episode")
 def archive_episode(request, payload: TextIn):
     record, nodes = services.archive_episode(agent=request.auth.agent, text=payload.text)
     return Status(201, _stored(record, nodes))
 
 
-@router.post("/recall", response=with_errors({200: RecallOut}, 429), summary="Recall records, each quoted by its most relevant node")
+@router.post("/recall", response=with_errors({200: RecallOut}, 413, 429, 503), summary="Recall records, each quoted by its most relevant node")
 def recall_records(request, payload: RecallIn):
     return {"records": services.recall(agent=request.auth.agent, query=payload.question, most=payload.most)}
 
@@ -114,7 +114,7 @@ def memory_health(request, params: Query[HealthQuery]):
     return services.check_health(agent=request.auth.agent, repair=params.repair, limit=params.limit)
 
 
-@router.put("/records/{kind}/{id}", response=with_errors({200: StoredOut}, 404), exclude_none=True, summary="Replace a record's text")
+@router.put("/records/{kind}/{id}", response=with_errors({200: StoredOut}, 404, 413, 503), exclude_none=True, summary="Replace a record's text")
 def update_record(request, kind: Kind, id: int, payload: TextIn):
     record, nodes = services.update_text(agent=request.auth.agent, kind=kind, id=id, text=payload.text)
     return _stored(record, nodes)

@@ -38,8 +38,11 @@ class Trigger(NamedTuple):
 FUNCTION = "record_nodes_forget_parent"
 COUNT_FUNCTION = "records_forget_token_count"
 
+# SECURITY DEFINER: the nodes go with their record even when the deleting request runs under
+# row-level security (ragsite.rls), whose policy finds a node through its record, already gone
+# in an AFTER DELETE trigger.
 POSTGRES_FUNCTION_SQL = f"""
-CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = public AS $$
 BEGIN
     DELETE FROM record_nodes WHERE parent_kind = TG_ARGV[0] AND parent_id = OLD.id;
     RETURN NULL;

@@ -8,13 +8,17 @@ without the request's contents).
 
 import logging
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
 from ninja.security import HttpBearer
 
 from collections_app.services.agents import authenticate
 
+from .bodies import parse_json
 from .errors import RagsiteError, error_body
 
 logger = logging.getLogger("ragsite.api")
@@ -27,6 +31,13 @@ class AgentKey(HttpBearer):
         return authenticate(token)
 
 
+class StrictJSON(Parser):
+    """Bodies are parsed by ragsite.bodies: deep nesting, NaN and lone surrogates are 400s."""
+
+    def parse_body(self, request):
+        return parse_json(request.body)
+
+
 class RagsiteAPI(NinjaAPI):
     def get_openapi_operation_id(self, operation) -> str:
         # Readable ids for generated clients: the view's own name (`search_collection`),
@@ -35,6 +46,7 @@ class RagsiteAPI(NinjaAPI):
 
 
 api = RagsiteAPI(
+    parser=StrictJSON(),
     title="ragsite",
     version="1",
     description="Knowledge collections and long memories for AI agents.",
@@ -76,8 +88,16 @@ def unknown_fields(errors: list[dict]) -> list[str]:
     return [str(e["loc"][-1]) for e in errors if e.get("type") == "extra_forbidden" and e.get("loc")]
 
 
+@api.exception_handler(RequestDataTooBig)
+def on_too_large(request, exc):
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return _error(request, 413, "too_large", f"a request body is at most {limit} bytes")
+
+
 @api.exception_handler(HttpError)
 def on_http_error(request, exc: HttpError):
+    if isinstance(exc.__cause__, RagsiteError):  # the body parser's own verdict
+        return on_service_error(request, exc.__cause__)
     code = "malformed_json" if exc.status_code == 400 else "http_error"
     message = "the request body is not valid JSON" if code == "malformed_json" else str(exc)
     return _error(request, exc.status_code, code, message)
@@ -91,7 +111,7 @@ def on_not_found(request, exc):
 @api.exception_handler(Exception)
 def on_unexpected(request, exc):
     # The exception's text may quote input; log its type and where, not its arguments.
-    logger.error("unexpected %s in %s", type(exc).__name__, request.path, exc_info=exc)
+    logger.error("unexpected %s in %r", type(exc).__name__, request.path, exc_info=exc)
     return _error(request, 500, "internal_error", "the server failed to answer this request")
 
 

@@ -1,32 +1,65 @@
-"""Agents get the one JSON error shape even where no view of ours answered.
+"""Every error under /api/ and on the embedding endpoints answers in the one JSON shape.
 
-Django and django-ninja answer an unknown route with an HTML 404 and a wrong method
-with a plain-text 405. Under the agent-facing prefixes (/api/, /mcp, /v1/) those
-become `{"error": {"code", "message"}}`, keeping the Allow header.
+The API's own handlers already do; this catches what answers before or around them: Django's
+CSRF failure page, a 405 for a method a route does not take, the development server's or
+Django's own HTML error pages. The status is kept; only the body becomes
+`{"error": {"code", "message"}}`.
 """
 
 from django.http import JsonResponse
 
 from .errors import error_body
+from .rls import agent_scope, installed
 
-AGENT_PREFIXES = ("/api/", "/mcp", "/v1/", "/count_tokens")
-REWRITTEN = {
-    404: ("not_found", "no such route"),
-    405: ("method_not_allowed", "this route does not answer {method}"),
+JSON_PREFIXES = ("/api/", "/v1/", "/count_tokens", "/mcp")
+CODES = {
+    400: ("bad_request", "the request could not be understood"),
+    403: ("forbidden", "this request is not allowed"),
+    404: ("not_found", "no such API route"),
+    405: ("method_not_allowed", "this route does not take that method"),
+    413: ("too_large", "the request body is too large"),
+    500: ("internal_error", "the server failed to answer this request"),
 }
 
 
-def json_errors_for_agents(get_response):
-    def middleware(request):
-        response = get_response(request)
-        if response.status_code not in REWRITTEN or not request.path.startswith(AGENT_PREFIXES):
-            return response
-        if response.get("Content-Type", "").startswith("application/json"):
-            return response
-        code, message = REWRITTEN[response.status_code]
-        answer = JsonResponse(error_body(code, message.format(method=request.method)), status=response.status_code)
-        if response.has_header("Allow"):
-            answer["Allow"] = response["Allow"]
-        return answer
+class JsonErrors:
+    def __init__(self, get_response):
+        self.get_response = get_response
 
-    return middleware
+    def __call__(self, request):
+        response = self.get_response(request)
+        if (
+            response.status_code >= 400
+            and request.path.startswith(JSON_PREFIXES)
+            and not response.get("Content-Type", "").startswith("application/json")
+        ):
+            code, message = CODES.get(response.status_code, ("http_error", "the request failed"))
+            replaced = JsonResponse(error_body(code, message), status=response.status_code)
+            for header in ("Allow", "WWW-Authenticate", "Retry-After"):
+                if header in response:
+                    replaced[header] = response[header]
+            return replaced
+        return response
+
+
+class AgentScope:
+    """Requests that carry an agent's key run inside `rls.agent_scope` for that agent (PostgreSQL
+    with row-level security installed; elsewhere this only reads the key)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not request.path.startswith(JSON_PREFIXES):
+            return self.get_response(request)
+        from django.db import connection
+
+        if not installed(connection):
+            return self.get_response(request)
+        from collections_app.services.agents import key_from_request
+
+        key = key_from_request(request)
+        if key is None:
+            return self.get_response(request)
+        with agent_scope(key.agent.agent_id):
+            return self.get_response(request)

@@ -10,6 +10,9 @@ it reads `django.conf.settings` lazily through each app's `conf.py`, so
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
+
+from ragsite.security import DEVELOPMENT_KEY
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -19,12 +22,29 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 # --- Django core -----------------------------------------------------------
 
 DEBUG = env.bool("DEBUG", default=False)
-SECRET_KEY = env("SECRET_KEY", default="ragsite-insecure-development-key-change-me")
+# The fallback is public: with DEBUG off the server refuses to start with it
+# (ragsite.security, check ragsite.E001); `make run` writes a random key into .env.
+SECRET_KEY = env("SECRET_KEY", default="") or DEVELOPMENT_KEY
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 # The admin login `make run` (manage.py demo) ensures exists; an empty password is generated and printed once.
 ADMIN_USER = env("ADMIN_USER", default="admin")
 ADMIN_PASSWORD = env("ADMIN_PASSWORD", default="")
+
+# Behind TLS (docs/security.md, "Production settings"): all off by default so the
+# embedded default keeps working over plain http on 127.0.0.1.
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=False)
+# "HTTP_X_FORWARDED_PROTO,https" when a proxy you trust terminates TLS and sets that header;
+# never set it when clients can reach the server without passing through that proxy.
+_proxy_ssl_header = env.list("SECURE_PROXY_SSL_HEADER", default=[])
+if _proxy_ssl_header and len(_proxy_ssl_header) != 2:
+    raise ImproperlyConfigured('SECURE_PROXY_SSL_HEADER is "<header>,<value>", e.g. "HTTP_X_FORWARDED_PROTO,https"')
+SECURE_PROXY_SSL_HEADER = tuple(_proxy_ssl_header) or None
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -44,6 +64,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost, so it also sees the CSRF page and any other HTML error answered below it.
+    "ragsite.middleware.JsonErrors",
+    # Row-level security on PostgreSQL: an agent's request sees only that agent's rows (ragsite.rls).
+    "ragsite.middleware.AgentScope",
     "django.middleware.security.SecurityMiddleware",
     # Static files (the admin's CSS and JS, Swagger UI) from the web process itself, with
     # DEBUG off, under runserver, uvicorn and gunicorn alike; no separate web server needed.
@@ -54,7 +78,6 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "ragsite.middleware.json_errors_for_agents",
 ]
 
 ROOT_URLCONF = "ragsite.urls"
@@ -137,6 +160,10 @@ EMBED_API_KEY = env("EMBED_API_KEY", default="")
 EMBED_TIMEOUT = env.float("EMBED_TIMEOUT", default=30.0)
 EMBED_BATCH_SIZE = env.int("EMBED_BATCH_SIZE", default=64)
 EMBED_CONCURRENCY = env.int("EMBED_CONCURRENCY", default=4)
+# What one request to this server's own /v1/embeddings may ask (collections_app.embedding_server):
+# as many texts as a build's batch, each as long as a memory record.
+EMBED_SERVER_MAX_INPUTS = env.int("EMBED_SERVER_MAX_INPUTS", default=64)
+EMBED_SERVER_MAX_CHARS = env.int("EMBED_SERVER_MAX_CHARS", default=16000)
 
 JUDGE_URL = env("JUDGE_URL", default="")
 JUDGE_MODEL = env("JUDGE_MODEL", default="")
@@ -154,6 +181,8 @@ AROUND = env.int("AROUND", default=1)
 IVF_MIN_PARAGRAPHS = env.int("IVF_MIN_PARAGRAPHS", default=50000)
 IVF_NPROBE = env.int("IVF_NPROBE", default=0)
 IVF_RECALL = env.float("IVF_RECALL", default=0.95)
+# Each build's search index (memory-mapped by every search process); rebuilt from the store when missing.
+INDEX_DIR = Path(env("INDEX_DIR", default=str(DATA_DIR / "indexes")))
 MODEL_PRICES = env.json("MODEL_PRICES", default={})
 # Known answers (docs/measure.md): the share of answers a measured floor keeps when answers and
 # controls do not separate, and the gate — unset: off; N: refuse a build that loses more than N.
@@ -168,6 +197,9 @@ KNOWLEDGE_ROOT = env("KNOWLEDGE_ROOT", default=str(DATA_DIR / "knowledge"))
 # so that no path is ever listed with the rest of the settings.
 
 BUILD_HEARTBEAT_TIMEOUT = env.int("BUILD_HEARTBEAT_TIMEOUT", default=300)
+# Per document, in a child process (collections_app.bounded): wall-clock seconds and address space.
+EXTRACT_TIMEOUT = env.float("EXTRACT_TIMEOUT", default=120.0)
+EXTRACT_MEMORY_MB = env.int("EXTRACT_MEMORY_MB", default=1024)
 # A build queued this long while no task worker reports a heartbeat is shown as waiting for one.
 BUILD_STALE_SECONDS = env.int("BUILD_STALE_SECONDS", default=60)
 MAX_UPLOAD_BYTES = env.int("MAX_UPLOAD_BYTES", default=50 * 1024 * 1024)
@@ -199,7 +231,9 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # Upstream URLs (httpx logs each request at INFO) lose userinfo and query: ragsite.logs.
+    "filters": {"redact_urls": {"()": "ragsite.logs.RedactUpstreamURLs"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_urls"]}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {"django_q": {"level": "WARNING"}},
 }

@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.http import JsonResponse
 from django.urls import path, re_path
+from django.views.decorators.csrf import csrf_exempt
 
 from collections_app import embedding_server
 from ragsite.mcp.transport import mcp_endpoint
@@ -9,6 +10,7 @@ from .api import api
 from .errors import error_body
 
 
+@csrf_exempt  # bearer keys, no cookies: a POST to an unknown route is a 404, not a CSRF page (D14)
 def api_not_found(request, rest=""):
     """Unknown routes under /api/ answer in the API's error shape rather than with an HTML page."""
     return JsonResponse(error_body("not_found", "no such API route"), status=404)

@@ -19,6 +19,22 @@ HANDBOOK = {
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _a_private_secret_key():
+    """The suite runs with DEBUG off, so it needs a key of its own (ragsite.E001 refuses the public
+    one); set in the environment too, for the servers and clusters tests start as subprocesses."""
+    import os
+    import secrets
+
+    from django.conf import settings
+
+    key = os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50)
+    previous, settings.SECRET_KEY = settings.SECRET_KEY, key
+    os.environ["SECRET_KEY"] = key
+    yield
+    settings.SECRET_KEY = previous
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _tasks_run_synchronously():
     # Tests run django-q tasks in-process, at the moment they are enqueued;
     # test_qcluster starts a real cluster instead.
@@ -70,6 +86,12 @@ def knowledge_root(settings):
 
     make.root = root
     return make
+
+
+@pytest.fixture(autouse=True)
+def _own_index_dir(tmp_path, settings):
+    """Each test's search indexes live in its own folder, never in a deployment's DATA_DIR."""
+    settings.INDEX_DIR = tmp_path / "indexes"
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,7 @@ the demo printed. Nothing here is done in a way the README does not say.
 import json
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -54,6 +55,8 @@ def process_env(**extra) -> dict:
     """The environment `make run` gives its processes: DEBUG off, the deployment's own variables."""
     env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE")
            and not (k.startswith("KNOWLEDGE_") and k.endswith("_FOLDER"))}
+    # `make run` writes a random SECRET_KEY into .env before anything starts; so does this.
+    env.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
     env.update({"DATABASE_URL": database_url(), "Q_WORKERS": "1", **extra})
     return env
 

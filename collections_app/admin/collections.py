@@ -21,8 +21,8 @@ from ..models import (
     StoreMeta,
 )
 from ..services.documents import collection_health, delete_collection, deletion_summary
+from ..services.knowledge import available_folders, describe_source
 from ..services.labels import set_per_reader
-from ..services.sources import available_folders, describe_source
 from .common import (
     HISTORY_ROWS,
     count_of,

@@ -9,7 +9,7 @@ from ragsite.errors import Conflict, NotFound, RagsiteError
 
 from ..chunking import ChunkingError, resolve_sizes
 from ..models import Agent, ApiKey, Collection, Label, Reader, built_from_problem
-from .sources import available_folders, validate_folder_name
+from .knowledge import available_folders, validate_folder_name
 
 SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 
@@ -122,6 +122,8 @@ def create_collection(
 
 def get_collection(*, agent: Agent, name: str) -> Collection:
     """The agent's own collection; another agent's answers exactly as a missing one does."""
+    if "\x00" in name:  # no name holds one, and PostgreSQL refuses to compare with it
+        raise NotFound(f'no collection "{name}"', code="unknown_collection")
     try:
         return Collection.objects.select_related("agent").get(agent=agent, name=name)
     except Collection.DoesNotExist:

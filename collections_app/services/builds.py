@@ -13,21 +13,19 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 
-import numpy as np
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from ragsite import embedding
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
 
-from .. import conf
 from ..chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
 from ..conf import settings
 from ..context import CONTEXT_VERSION, contexts_for, embedding_text
-from ..extract import CORRUPT, EMPTY, TOO_LARGE, Unreadable, extract, summarize_opening
+from ..extract import BAD_NAME, CORRUPT, EMPTY, TIMED_OUT, TOO_LARGE, Unreadable, summarize_opening
 from ..interchange import fingerprint as text_fingerprint
 from ..models import (
     Agent,
@@ -40,13 +38,16 @@ from ..models import (
     ModelCall,
     Paragraph,
 )
-from . import known_answers
-from .sources import require_source, source_folder
+from ..windows import embed_in_windows
+from . import indexes, known_answers
+from .knowledge import require_source
+from .leases import ACTIVE_STATES, STALE_MESSAGE, Heartbeat, LeaseLost, check_lease, fail_stale_builds
+from .sources import collection_sources, document_extractor, read_bounded
+
+__all__ = ["STALE_MESSAGE", "build_collection", "fail_stale_builds", "request_build", "run_build"]
 
 logger = logging.getLogger("ragsite.builds")
 
-ACTIVE_STATES = (BuildRun.QUEUED, BuildRun.RUNNING)
-MAX_DOCUMENT_BYTES = 100 * 1024 * 1024
 
 
 # --- Starting and sweeping --------------------------------------------------
@@ -69,7 +70,12 @@ def request_build(*, collection: Collection, requested_by: str = "", enqueue: bo
             raise Conflict(
                 f'a build of "{collection.name}" is already {running.status} (build {running.pk})', code="build_running"
             )
-        run = BuildRun.objects.create(collection=collection, requested_by=requested_by[:200], heartbeat_at=timezone.now())
+        # A new generation: whatever build held the previous one can no longer commit.
+        Collection.objects.filter(pk=collection.pk).update(build_generation=F("build_generation") + 1)
+        generation = Collection.objects.filter(pk=collection.pk).values_list("build_generation", flat=True).get()
+        run = BuildRun.objects.create(
+            collection=collection, requested_by=requested_by[:200], heartbeat_at=timezone.now(), generation=generation
+        )
         if enqueue:
             transaction.on_commit(lambda: _enqueue(run.pk))
     return run
@@ -79,57 +85,6 @@ def _enqueue(build_id: int) -> None:
     from django_q.tasks import async_task
 
     async_task("collections_app.tasks.run_build", build_id, task_name=f"build-{build_id}")
-
-
-def fail_stale_builds(now=None) -> int:
-    """A build whose heartbeat is older than BUILD_HEARTBEAT_TIMEOUT lost its worker: mark it failed."""
-    now = now or timezone.now()
-    cutoff = now - timedelta(seconds=int(settings.BUILD_HEARTBEAT_TIMEOUT))
-    return BuildRun.objects.filter(status__in=ACTIVE_STATES, heartbeat_at__lt=cutoff).update(
-        status=BuildRun.FAILED, finished_at=now, error="the build stopped reporting progress (its worker died)"
-    )
-
-
-# --- Sources ----------------------------------------------------------------
-
-
-@dataclass
-class Source:
-    """One document to read: its name within the collection and how to get its bytes."""
-
-    name: str
-    read: Callable[[], bytes]
-    kind: str = Document.FOLDER
-
-
-def collection_sources(collection: Collection) -> list[Source]:
-    """The folder's documents (named relative to it) followed by uploads, sorted by name."""
-    sources: dict[str, Source] = {}
-    folder = source_folder(collection).path
-    if folder is not None:
-        for path in sorted(folder.rglob("*")):
-            relative = path.relative_to(folder)
-            if any(part.startswith(".") for part in relative.parts) or not path.is_file() or path.is_symlink():
-                continue
-            name = relative.as_posix()
-            sources[name] = Source(name=name, read=path.read_bytes)
-    for document in collection.documents.filter(source=Document.UPLOAD).exclude(upload=""):
-        sources.setdefault(document.name, Source(name=document.name, read=_upload_reader(document), kind=Document.UPLOAD))
-    if not sources:
-        raise RagsiteError(
-            f'collection "{collection.name}" has no documents: give it a folder under KNOWLEDGE_ROOT, '
-            f"set {conf.folder_variable(collection.name, collection.agent.agent_id)} or upload files in the admin",
-            code="no_source",
-        )
-    return [sources[name] for name in sorted(sources)]
-
-
-def _upload_reader(document: Document) -> Callable[[], bytes]:
-    def read() -> bytes:
-        with document.upload.open("rb") as handle:
-            return handle.read()
-
-    return read
 
 
 # --- The build --------------------------------------------------------------
@@ -145,6 +100,7 @@ class Prepared:
     status: str = Document.ACTIVE
     refusal: str = ""  # extract.REFUSAL_REASONS, when refused
     reused: bool = False
+    stored: bool = True  # False for a name the store cannot hold: refused by name, no Document row
     summary: str = ""
     warnings: list[str] = field(default_factory=list)  # scan warnings: they send the document to review
     notes: list[str] = field(default_factory=list)  # told on the build, without sending it to review
@@ -169,13 +125,16 @@ class Progress:
         if force or now - self._last >= 0.5:
             self._last = now
             self.run.heartbeat_at = timezone.now()
-            BuildRun.objects.filter(pk=self.run.pk).update(
+            updated = BuildRun.objects.filter(pk=self.run.pk, status=BuildRun.RUNNING).update(
                 heartbeat_at=self.run.heartbeat_at,
                 documents_total=self.run.documents_total,
                 documents_done=self.run.documents_done,
                 paragraphs_total=self.run.paragraphs_total,
                 paragraphs_done=self.run.paragraphs_done,
             )
+            if not updated:
+                # Failed by the sweep while this worker was busy: stop now rather than at the commit.
+                raise LeaseLost(f"build {self.run.pk} was marked failed while it ran; it stopped without writing")
         if self.report:
             self.report(self.run)
 
@@ -189,7 +148,15 @@ def run_build(build_id: int, *, report: Callable[[BuildRun], None] | None = None
     run.save(update_fields=["status", "started_at", "heartbeat_at"])
     collection = run.collection
     try:
-        _build(collection, run, Progress(run, report))
+        with Heartbeat(run):
+            _build(collection, run, Progress(run, report))
+    except LeaseLost as exc:
+        # Keep what the sweep wrote (status failed, its message) where it wrote it.
+        BuildRun.objects.filter(pk=run.pk, status__in=ACTIVE_STATES).update(
+            status=BuildRun.FAILED, finished_at=timezone.now(), error=str(exc)[:2000]
+        )
+        run.refresh_from_db()
+        logger.warning("build %s of %s/%s rolled back: %s", run.pk, collection.agent.agent_id, collection.name, exc)
     except (RagsiteError, ChunkingError, EmbeddingError) as exc:
         status = BuildRun.REFUSED if isinstance(exc, BuildRefused) else BuildRun.FAILED
         _finish(run, status, error=str(exc))
@@ -230,8 +197,11 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
             )
 
     prepared: list[Prepared] = []
+    extractor = document_extractor()
     for number, source in enumerate(sources, start=1):
-        prepared.append(_prepare(source, existing.get(source.name), collection, embedder, method, size, overlap, run))
+        prepared.append(
+            _prepare(source, existing.get(source.name), collection, embedder, method, size, overlap, run, extractor)
+        )
         progress.save(documents_done=number)
 
     _review(prepared, collection)
@@ -283,17 +253,18 @@ def _known_vectors(collection: Collection, model: str) -> dict[tuple[str, str], 
     return {(fp, context): vector for fp, context, vector in rows.values_list("fingerprint", "context", "embedding")}
 
 
-def _prepare(source, document, collection, embedder, method, size, overlap, run) -> Prepared:
+def _prepare(source, document, collection, embedder, method, size, overlap, run, extractor) -> Prepared:
     try:
-        data = source.read()
+        data = read_bounded(source)
+    except Unreadable as exc:
+        item = Prepared(name=source.name, kind=source.kind, fingerprint="", stored=exc.category != BAD_NAME)
+        return _refuse(item, collection, exc.reason, exc.category, run)
     except OSError as exc:
-        logger.warning("document %s in %s/%s could not be opened: %s", source.name, collection.agent.agent_id,
+        logger.warning("document %r in %s/%s could not be opened: %s", source.name, collection.agent.agent_id,
                        collection.name, exc.strerror or type(exc).__name__)
         return Prepared(name=source.name, kind=source.kind, fingerprint="", status=Document.REFUSED, refusal=CORRUPT)
     fingerprint = hashlib.sha256(data).hexdigest()
     item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint)
-    if len(data) > MAX_DOCUMENT_BYTES:
-        return _refuse(item, collection, f"larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB", TOO_LARGE)
     unchanged = (
         document is not None
         and document.status != Document.REFUSED
@@ -307,9 +278,10 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run)
         run.documents_reused += 1
         return item
     try:
-        extracted = extract(source.name, data)
+        extracted = extractor.extract(source.name, data)
     except Unreadable as exc:
-        return _refuse(item, collection, exc.reason, exc.category)
+        return _refuse(item, collection, exc.reason, exc.category, run)
+    del data
     pieces = chunk(extracted.text, method, size=size, overlap=overlap, tokens=embedder)
     item.warnings = list(extracted.warnings)
     if getattr(pieces, "truncated", False):
@@ -330,11 +302,16 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run)
     return item
 
 
-def _refuse(item: Prepared, collection: Collection, reason: str, category: str) -> Prepared:
-    # The detailed reason goes to the server log, with the document's name but never its path;
-    # the category (a word from extract.REFUSAL_REASONS) is what the store keeps and people see.
-    logger.warning("document %s in %s/%s was refused (%s): %s", item.name, collection.agent.agent_id, collection.name,
-                   category, reason)
+def _refuse(item: Prepared, collection: Collection, reason: str, category: str,
+            run: BuildRun | None = None) -> Prepared:
+    # The detailed reason goes to the server log, with the document's name (escaped: a name can
+    # hold a newline that would forge a log line) but never its path; the category (a word from
+    # extract.REFUSAL_REASONS) is what the store keeps and people see.
+    logger.warning("document %r in %s/%s was refused (%s): %s", item.name, collection.agent.agent_id,
+                   collection.name, category, reason)
+    if run is not None and category in (TOO_LARGE, TIMED_OUT, BAD_NAME):
+        # Limits a person may want to raise, or a file to rename: said in the build's history.
+        run.warnings.append(f"{item.name} was refused ({category}): {reason}")
     item.status, item.pieces, item.refusal = Document.REFUSED, [], category
     return item
 
@@ -413,11 +390,10 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
     tokens_used = 0
     for start in range(0, len(todo), batch):
         chunk_of = todo[start : start + batch]
-        embedded = embedder.embed_with_usage([embedding_text(item.pieces[i].text, item.contexts[i]) for item, i in chunk_of])
-        vectors = np.asarray(embedded.vectors, dtype="<f4")
-        for (item, i), vector in zip(chunk_of, vectors, strict=True):
-            item.vectors[i] = vector.tobytes()
-        tokens_used += embedded.tokens or 0
+        blobs, tokens = embed_in_windows([embedding_text(item.pieces[i].text, item.contexts[i]) for item, i in chunk_of], embedder)
+        for (item, i), blob in zip(chunk_of, blobs, strict=True):
+            item.vectors[i] = blob
+        tokens_used += tokens or 0
         run.paragraphs_embedded += len(chunk_of)
         progress.save(paragraphs_done=run.paragraphs_embedded)
     if embedder.backend == "http" and tokens_used:
@@ -437,6 +413,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
     now = timezone.now()
     size, overlap = collection.chunk_sizes()
     with transaction.atomic():
+        check_lease(collection, run)
         was_searchable = Paragraph.objects.searchable(collection).exists()
         names = {p.name for p in prepared}
         # Documents gone from the source go, with their paragraphs. Uploads are
@@ -453,6 +430,8 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
         renumbered: list[Paragraph] = []
         passages = ordinal = 0
         for item in prepared:
+            if not item.stored:
+                continue
             document = existing.get(item.name) or Document(collection=collection, name=item.name, source=item.kind)
             before = _document_state(document)
             # A person approved this very version: it stays searchable.
@@ -513,6 +492,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
         run.paragraphs_done = run.paragraphs_total
         run.status, run.finished_at, run.heartbeat_at = BuildRun.SUCCEEDED, now, now
         run.save()
+    indexes.index_committed_build(collection=collection)
     logger.info(
         "build %s of %s/%s: %s paragraphs, %s documents read, %s reused, %s refused, %s embedded",
         run.pk, agent.agent_id, collection.name, passages, run.documents_read, run.documents_reused,

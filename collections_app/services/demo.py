@@ -16,7 +16,7 @@ from ..models import Agent, ApiKey, BuildRun, Collection
 from . import known_answers
 from .agents import create_agent, create_collection, issue_key
 from .builds import build_collection
-from .sources import agent_folder
+from .knowledge import agent_folder
 
 SAMPLE_DOCS = Path(__file__).resolve().parents[1] / "sample_docs"
 

@@ -20,12 +20,15 @@ from django.utils import timezone
 
 from ragsite import embedding
 from ragsite.errors import Conflict, NotFound, RagsiteError
+from ragsite.lexical import BM25Index
 
 from .. import interchange as fmt
 from ..chunking import ChunkingError, resolve_sizes
 from ..models import Agent, Collection, CollectionBuilt, Document, Paragraph
+from ..vector_codec import VectorFormatError, encode, first_window
 from .agents import create_collection
 from .builds import ACTIVE_STATES, EmptyBuild
+from .indexes import index_committed_build, mapped_index
 
 logger = logging.getLogger("ragsite.interchange")
 
@@ -64,11 +67,11 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
                                  document__enabled=True)
         .order_by("ordinal")
         .values_list("document__name", "index", "text", "token_count", "embedding", "document__built_size",
-                     "document__built_overlap")
+                     "document__built_overlap", "id")
     )
     if not rows:
         raise Conflict(f'collection "{collection.name}" has no paragraphs in search to export', code="nothing_to_export")
-    if any(vector is None for _n, _k, _t, _c, vector, _s, _o in rows):
+    if any(vector is None for _n, _k, _t, _c, vector, _s, _o, _i in rows):
         raise Conflict(
             f'collection "{collection.name}" was built without vectors (model {built.model}); '
             "the format needs one per paragraph",
@@ -81,12 +84,16 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
         fmt.Chunk(doc_id=name, k=k, text=text, n_tokens=n)
         for (name, k, text, *_r), n in zip(rows, counts, strict=True)
     ]
-    vectors = np.frombuffer(b"".join(bytes(r[4]) for r in rows), dtype="<f4")
-    if vectors.size != len(rows) * built.dimensions:
+    # One row per paragraph: its first window (see docs/interchange.md, "Long paragraphs").
+    try:
+        vectors = np.stack([first_window(r[4], built.dimensions) for r in rows])
+        # Unit length again after the store's float16 rounding (which moves a norm by up to ~5e-4).
+        vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype("<f4").reshape(-1)
+    except VectorFormatError:
         raise Conflict(
             f'collection "{collection.name}" holds vectors that are not {built.dimensions} wide; rebuild it',
             code="width_mismatch",
-        )
+        ) from None
     # What the paragraphs were cut with, as their documents record it (the collection's own
     # settings may have changed since the build).
     size, overlap = rows[0][5], rows[0][6]
@@ -102,7 +109,7 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
         chunker=chunker_block(built.method, size, overlap, [c.n_tokens for c in chunks]),
     )
     try:
-        index = fmt.build_index(meta=meta, chunks=chunks, vectors=vectors)
+        index = fmt.build_index(meta=meta, chunks=chunks, vectors=vectors, bm25=_search_postings(collection, built, rows))
         return fmt.write_index(Path(directory), index)
     except fmt.InterchangeError as exc:
         raise Conflict(f'collection "{collection.name}" cannot be exported: {exc}', code="not_exportable") from None
@@ -110,6 +117,15 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
         raise RagsiteError(
             f"could not write the index ({exc.strerror or type(exc).__name__})", code="unwritable", status=500
         ) from None
+
+
+def _search_postings(collection: Collection, built: CollectionBuilt, rows: list) -> BM25Index | None:
+    """The build's own BM25 postings when the export holds exactly the rows its search index does
+    (every document active): one scoring implementation, and no second tokenisation of every text."""
+    _key, index = mapped_index(collection, built)
+    if index.size != len(rows) or not np.array_equal(index.row_paragraph, [r[7] for r in rows]):
+        return None  # some documents are held back: the export's statistics are its own rows'
+    return index.bm25_index()
 
 
 def _token_counts(model: str, paragraphs: list[tuple[str, int | None]]) -> tuple[list[int], str]:
@@ -218,6 +234,7 @@ def import_index(*, agent: Agent, directory: Path, index_id: str, name: str | No
             # so searches keep the index they have loaded.
             logger.info("index %s is what %s/%s already holds; nothing was written", index_id, agent.agent_id, name)
             return collection
+    index_committed_build(collection=collection)
     logger.info("imported index %s into %s/%s: %s paragraphs", index_id, agent.agent_id, name, len(index.chunks))
     return collection
 
@@ -318,7 +335,7 @@ def _replace(collection, agent, index: fmt.RagIndex, method, size, overlap, star
         rows = stored.get(document.pk, []) if document.pk else []
         same = len(rows) == len(ordinals) and all(
             (k, digest, count, bytes(vector) if vector is not None else None)
-            == (index.chunks[o].k, index.chunks[o].fingerprint, token_count(index.chunks[o]), vectors[o].tobytes())
+            == (index.chunks[o].k, index.chunks[o].fingerprint, token_count(index.chunks[o]), encode(vectors[o]))
             for (_pk, _old, k, digest, count, vector), o in zip(rows, ordinals, strict=True)
         )
         if same:
@@ -372,7 +389,7 @@ def _replace_paragraphs(collection, agent, index, documents, by_document, vector
             end_char=ends[o],
             token_count=token_count(index.chunks[o]),
             fingerprint=index.chunks[o].fingerprint,
-            embedding=vectors[o].tobytes(),
+            embedding=encode(vectors[o]),
         )
         for o in ordinals
     ]

@@ -45,6 +45,7 @@ from ..models import (
     Paragraph,
 )
 from ..stitch import Row
+from ..vector_codec import VectorFormatError, decode
 from .questions import InvalidMeasure, check_questions, parse_item
 from .questions import parse_lines as parse_lines  # the admin's textarea form, read here too
 from .search import FUSION_WEIGHT
@@ -207,7 +208,8 @@ def measure_build(*, build_id: int) -> KnownAnswersReport | None:
     if built is None or live_build_id(collection) != run.pk:
         return None  # a build landed while the rows were read: they may be either build's
     try:
-        measurement = _measure(collection, questions, paragraphs, model=built.model, before=run.pk)
+        measurement = _measure(collection, questions, paragraphs, model=built.model, dimensions=built.dimensions,
+                               before=run.pk)
     except (RagsiteError, EmbeddingError) as exc:
         message = exc.message if isinstance(exc, RagsiteError) else f"the embedder failed: {exc}"
         measurement = {"status": KnownAnswersReport.FAILED, "error": message[:2000],
@@ -232,7 +234,8 @@ def gate_build(*, collection: Collection, run: BuildRun, candidate: Callable[[],
     if not questions:
         return None
     embedder = embedding.get_embedder()
-    measurement = _measure(collection, questions, candidate(), model=embedder.model, before=run.pk)
+    measurement = _measure(collection, questions, candidate(), model=embedder.model, dimensions=embedder.dimensions,
+                           before=run.pk)
     lost = measurement["lost"]
     if len(lost) > gate:
         _save(run, measurement)
@@ -253,26 +256,38 @@ def _live_paragraphs(collection: Collection) -> list[tuple]:
     return [(document, document not in held_back, *rest) for document, *rest in rows.iterator(chunk_size=2000)]
 
 
-def _index(paragraphs: Sequence[tuple]) -> tuple[ScratchIndex, np.ndarray]:
-    """An in-memory index over ``paragraphs`` (ordinals in order) and the mask of rows a search ranks."""
+def _index(paragraphs: Sequence[tuple], dimensions: int) -> tuple[ScratchIndex, np.ndarray]:
+    """An in-memory index over ``paragraphs`` (ordinals in order) and the mask of rows a search ranks.
+
+    Stored vectors are float16 windows (vector_codec); every window of a paragraph is a matrix row,
+    and the paragraph scores its best window, as search does.
+    """
     rows = [Row(ordinal=i, document=d, start=s, end=e, text=t, section=sec)
             for i, (d, _searched, s, e, t, sec, _v, _context) in enumerate(paragraphs)]
     contexts = [p[7] for p in paragraphs]
     searchable = np.array([p[1] for p in paragraphs], dtype=bool)
-    widths = {len(p[6]) // 4 for p in paragraphs if p[6] is not None}
-    if len(widths) > 1:
-        raise Conflict(f"the paragraphs hold vectors of several widths ({sorted(widths)}); rebuild the collection",
-                       code="width_mismatch")
-    matrix = None
-    if widths:
-        matrix = np.zeros((len(paragraphs), widths.pop()), dtype=np.float32)
-        for i, paragraph in enumerate(paragraphs):
-            if paragraph[6] is not None:
-                matrix[i] = np.frombuffer(bytes(paragraph[6]), dtype="<f4")
+    blocks, owners = [], []
+    for i, paragraph in enumerate(paragraphs):
+        if paragraph[6] is None:
+            continue
+        try:
+            windows = decode(paragraph[6], dimensions)
+        except VectorFormatError:
+            raise Conflict(f"the paragraphs hold vectors that are not {dimensions} wide; rebuild the collection",
+                           code="width_mismatch") from None
+        blocks.append(windows)
+        owners.append(np.full(windows.shape[0], i, dtype=np.int64))
+    matrix = window_row = None
+    if blocks:
+        matrix = np.concatenate(blocks)
+        # One vector for every paragraph: matrix row i is paragraph i, as without windows.
+        one_each = len(blocks) == len(paragraphs) and matrix.shape[0] == len(paragraphs)
+        window_row = None if one_each else np.concatenate(owners)
     # The title and section beside each paragraph, as search ranks them (collections_app/context.py).
     context_bm25 = BM25Index.from_texts(contexts) if any(contexts) else None
-    return ScratchIndex(rows=rows, bm25=BM25Index.from_texts(r.text for r in rows), matrix=matrix,
-                        context_bm25=context_bm25), searchable
+    index = ScratchIndex(rows=rows, bm25=BM25Index.from_texts(r.text for r in rows), matrix=matrix,
+                         window_row=window_row, context_bm25=context_bm25)
+    return index, searchable
 
 
 def _question_vectors(collection: Collection, questions: Sequence[Question], model: str, width: int) -> np.ndarray:
@@ -294,10 +309,10 @@ def _question_vectors(collection: Collection, questions: Sequence[Question], mod
 
 
 def _measure(collection: Collection, questions: Sequence[Question], paragraphs: Sequence[tuple], *,
-             model: str, before: int) -> dict:
+             model: str, dimensions: int, before: int) -> dict:
     """The report's fields: every question asked unfloored (scores, the bands, the measured floor),
     then at the floor in force (found@1/@5), and the answers lost since the live build before ``before``."""
-    index, searchable = _index(paragraphs)
+    index, searchable = _index(paragraphs, dimensions)
     vectors = None
     if index.matrix is not None:
         vectors = _question_vectors(collection, questions, model, index.matrix.shape[1])

@@ -8,6 +8,8 @@ from django.db.models import Count, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from ragsite.errors import TooManyRequests
+
 from ..conf import settings
 from ..models import Agent, Collection, ModelCall
 
@@ -78,3 +80,20 @@ def spent_today(agent: Agent) -> float:
     start = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
     total = ModelCall.objects.filter(agent=agent, created_at__gte=start).aggregate(total=Sum("cost"))["total"]
     return float(total or 0)
+
+
+def check_runaway(payer: Agent | None) -> None:
+    """429 when `payer` made its runaway limit of model calls in the last minute (searches and the
+    embedding endpoints share it); nothing to check when nobody pays."""
+    if payer is None or not payer.runaway_limit:
+        return
+    since = timezone.now() - timedelta(seconds=60)
+    recent = ModelCall.objects.filter(agent=payer, created_at__gte=since)
+    if recent.count() >= payer.runaway_limit:
+        oldest = recent.order_by("created_at").values_list("created_at", flat=True).first()
+        wait = max(1, int(60 - (timezone.now() - oldest).total_seconds()) + 1) if oldest else 60
+        raise TooManyRequests(
+            f'agent "{payer.agent_id}" made {payer.runaway_limit} model calls in the last minute; try again later',
+            code="runaway_limit",
+            headers={"Retry-After": str(wait)},
+        )

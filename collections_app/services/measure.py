@@ -22,10 +22,9 @@ from ragsite.lexical import DEFAULT_B, DEFAULT_K1
 
 from ..chunking import AVAILABLE, ChunkingError, resolve_sizes, validate_method
 from ..conf import settings
-from ..extract import SUPPORTED_SUFFIXES, Unreadable, extract
+from ..extract import SUPPORTED_SUFFIXES, Unreadable
 from ..measure import DEFAULT_AROUNDS, Question, Variant, VectorCache, default_sizes, grid, measure_variant
 from ..models import Collection, MeasureRun, ModelCall
-from .builds import MAX_DOCUMENT_BYTES, collection_sources
 from .questions import (
     MAX_MARKER_CHARS,
     MAX_QUESTIONS,
@@ -35,6 +34,7 @@ from .questions import (
     parse_items,
 )
 from .search import FUSION_WEIGHT, MAX_AROUND, MAX_MOST
+from .sources import collection_sources, document_extractor, read_bounded
 
 logger = logging.getLogger("ragsite.measure")
 
@@ -92,17 +92,18 @@ def _read_corpus(collection: Collection) -> tuple[list[str], list[str], list[tup
     texts: list[str] = []
     refused: list[str] = []
     fingerprints: list[tuple[str, str]] = []
+    extractor = document_extractor()
     for source in collection_sources(collection):
         try:
-            data = source.read()
-        except OSError:
+            data = read_bounded(source)
+        except (OSError, Unreadable):
             refused.append(source.name)
             continue
-        if len(data) > MAX_DOCUMENT_BYTES or not source.name.lower().endswith(SUPPORTED_SUFFIXES):
+        if not source.name.lower().endswith(SUPPORTED_SUFFIXES):
             refused.append(source.name)
             continue
         try:
-            extracted = extract(source.name, data)
+            extracted = extractor.extract(source.name, data)
         except Unreadable:
             refused.append(source.name)
             continue

@@ -8,29 +8,29 @@ reach the ledger or a log line.
 
 import logging
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import timedelta
 
 import numpy as np
 from django.db.models import Q
-from django.utils import timezone
 
 from ragsite import embedding
+from ragsite.bodies import encodable
 from ragsite.embedders import EmbeddingError
-from ragsite.errors import Conflict, Forbidden, NotFound, RagsiteError, TooManyRequests
+from ragsite.errors import Conflict, Forbidden, NotFound, RagsiteError
 from ragsite.fusion import hybrid_scores, normalise_bm25, normalise_cosine
-from ragsite.lexical import BM25Index, terms
+from ragsite.lexical import terms
 
 from ..conf import settings
 from ..context import lexical_with_context
 from ..ivf import IVFLists, build_lists
 from ..judge import JudgeUnavailable, ask_judge
+from ..mapped_index import MappedIndex, top_rows
 from ..models import Agent, ApiKey, Collection, CollectionBuilt, Document, ModelCall, Paragraph, Reader
 from ..rerank import RerankUnavailable, ask_reranker
 from ..stitch import Row, stitch
 from .agents import get_collection
-from .ledger import record_call, spent_today
+from .indexes import forget, mapped_index
+from .ledger import check_runaway, record_call, spent_today
+from .readers import cut_hidden_copies, resolve_reader
 
 logger = logging.getLogger("ragsite.search")
 
@@ -42,196 +42,76 @@ MAX_AROUND = Collection.MAX_AROUND
 FUSION_WEIGHT = 0.52
 
 
-@dataclass
-class CollectionIndex:
-    """Everything a search needs from one build of one collection, held in memory."""
+# How many candidates each arm brings to an approximate (IVF) search: the vector top-K from the
+# probed lists and the exact lexical top-K, each then scored exactly on both arms before fusion.
+CANDIDATE_DEPTH = 100
 
-    built_at: object
-    passages: int  # the build record's count when loaded: a deleted document lowers it (see _current)
-    model: str
-    dimensions: int
-    ids: np.ndarray  # paragraph id per row
-    documents: np.ndarray  # document id per row
-    rows: list[Row]  # stitch rows, in ordinal order
-    matrix: np.ndarray | None  # (n, d) float32, unit rows; None when nothing was embedded
-    has_vector: np.ndarray  # bool per row
-    bm25: BM25Index
-    document_names: dict[int, str]
-    position: dict[int, int]  # ordinal -> row
-    # The approximate path for large collections: built on first use, once per build (see _ivf_for).
-    ivf: IVFLists | None = None
-    ivf_rows: np.ndarray | None = None  # index row of each IVF row (the rows that hold a vector)
-    ivf_vectors: np.ndarray | None = None  # the rows the IVF lists name (the matrix itself when all hold one)
-    # BM25 over each row's "title › section" (context.py); None when no row has a context.
-    context_bm25: BM25Index | None = None
-
-    @property
-    def size(self) -> int:
-        return len(self.rows)
-
-
-class ReadableRows(Mapping):
-    """The rows a search may use, by ordinal, without building a dict of them on every search."""
-
-    def __init__(self, index: CollectionIndex, mask: np.ndarray):
-        self.index, self.mask = index, mask
-
-    def __getitem__(self, ordinal: int) -> Row:
-        position = self.index.position.get(ordinal)
-        if position is None or not self.mask[position]:
-            raise KeyError(ordinal)
-        return self.index.rows[position]
-
-    def __iter__(self):
-        return (self.index.rows[i].ordinal for i in np.flatnonzero(self.mask))
-
-    def __len__(self) -> int:
-        return int(self.mask.sum())
-
-
-_cache: dict[int, CollectionIndex] = {}
-_cache_lock = threading.Lock()
+_ivf_cache: dict[int, tuple[str, IVFLists]] = {}
 _ivf_lock = threading.Lock()
 
 
-def collection_index(collection: Collection, built: CollectionBuilt) -> CollectionIndex:
-    """The in-memory index of `collection`'s current build, loaded once per build per process."""
-    cached = _cache.get(collection.pk)
-    if _current(cached, built):
-        return cached
-    with _cache_lock:
-        cached = _cache.get(collection.pk)
-        if _current(cached, built):
-            return cached
-        index = _load_index(collection, built)
-        _cache[collection.pk] = index
-        return index
-
-
-def _current(cached: CollectionIndex | None, built: CollectionBuilt) -> bool:
-    # A new build changes built_at; deleting a document between builds lowers `passages`
-    # (services.documents), which every process sees at its next search.
-    return cached is not None and (cached.built_at, cached.passages) == (built.built_at, built.passages)
+def collection_index(collection: Collection, built: CollectionBuilt) -> MappedIndex:
+    """The memory-mapped index of `collection`'s current build (see services.indexes)."""
+    return mapped_index(collection, built)[1]
 
 
 def forget_index(collection_id: int) -> None:
-    _cache.pop(collection_id, None)
-
-
-def _load_index(collection: Collection, built: CollectionBuilt) -> CollectionIndex:
-    records = list(
-        Paragraph.objects.filter(collection=collection)
-        .order_by("ordinal")
-        .values_list("id", "ordinal", "document_id", "start_char", "end_char", "text", "section", "index", "embedding")
-    )
-    contexts = list(Paragraph.objects.filter(collection=collection).order_by("ordinal").values_list("context", flat=True))
-    rows = [
-        Row(ordinal=o, document=d, start=s, end=e, text=t, section=sec, index=k)
-        for _i, o, d, s, e, t, sec, k, _v in records
-    ]
-    widths = {len(v) // 4 for *_rest, v in records if v is not None}
-    if len(widths) > 1:
-        raise Conflict(
-            f'collection "{collection.name}" holds vectors of several widths ({sorted(widths)}); rebuild it',
-            code="width_mismatch",
-        )
-    has_vector = np.array([v is not None for *_rest, v in records], dtype=bool)
-    matrix = None
-    if widths:
-        width = widths.pop()
-        matrix = np.zeros((len(records), width), dtype=np.float32)
-        for i, (*_rest, vector) in enumerate(records):
-            if vector is not None:
-                matrix[i] = np.frombuffer(bytes(vector), dtype="<f4")
-    names = dict(Document.objects.filter(collection=collection).values_list("id", "name"))
-    return CollectionIndex(
-        built_at=built.built_at,
-        passages=built.passages,
-        model=built.model,
-        dimensions=built.dimensions,
-        ids=np.array([r[0] for r in records], dtype=np.int64),
-        documents=np.array([r[2] for r in records], dtype=np.int64),
-        rows=rows,
-        matrix=matrix,
-        has_vector=has_vector,
-        bm25=BM25Index.from_texts(r.text for r in rows),
-        document_names=names,
-        position={row.ordinal: i for i, row in enumerate(rows)},
-        context_bm25=BM25Index.from_texts(contexts) if any(contexts) else None,
-    )
+    """Drop this process's mapping and IVF of a collection; the next search maps it again."""
+    forget(collection_id)
+    _ivf_cache.pop(collection_id, None)
 
 
 # --- Who may read, who pays ---------------------------------------------------
 
 
-def _readable_mask(collection: Collection, index: CollectionIndex, reader: Reader | None) -> np.ndarray:
-    """Rows this search may rank and stitch: enabled paragraphs of active, enabled documents, and for a
-    per-reader collection the reader's labels."""
-    # Documents out of search (in review, refused, disabled) are few; list those rather than the active ones.
+def _readable_mask(collection: Collection, index: MappedIndex, reader: Reader | None) -> np.ndarray:
+    """Rows this search may rank and stitch: active documents, and for a per-reader collection the reader's labels.
+
+    Any further per-row filter (a disabled paragraph, say) is one more `&=` here: ranking,
+    statistics, stitching and positions all follow this mask.
+    """
+    # Documents out of search (in review, refused) are few; list those rather than the active ones.
+    # No ORDER BY: the model's default ordering would walk every document of the collection.
     held_back = list(
-        collection.documents.filter(~Q(status=Document.ACTIVE) | Q(enabled=False)).values_list("id", flat=True)
+        Document.objects.filter(collection=collection).filter(~Q(status=Document.ACTIVE) | Q(enabled=False))
+        .order_by().values_list("id", flat=True)
     )
-    mask = ~np.isin(index.documents, np.asarray(held_back, dtype=np.int64))
+    mask = np.ones(index.size, dtype=bool)
+    if held_back:
+        mask &= ~np.isin(index.row_document, np.asarray(held_back, dtype=np.int64))
     # Disabled paragraphs are read per search (a partial index holds only them), so a switch takes
     # effect at the next question without waiting for a new build.
     disabled = list(Paragraph.objects.filter(collection=collection, enabled=False).values_list("id", flat=True))
     if disabled:
-        mask &= ~np.isin(index.ids, np.asarray(disabled, dtype=np.int64))
+        mask &= ~np.isin(index.row_paragraph, np.asarray(disabled, dtype=np.int64))
     if collection.per_reader and reader is not None:
         through = Paragraph.labels.through
         labelled = set(through.objects.filter(paragraph__collection=collection).values_list("paragraph_id", flat=True))
         allowed = set(
             through.objects.filter(
-                paragraph__collection=collection, label__in=reader.labels.all()
+                paragraph__collection=collection, label__in=reader.labels.all() if reader.pk else []
             ).values_list("paragraph_id", flat=True)
         )
         # A paragraph with no labels is readable by anybody (seed 000's decision);
         # a labelled one needs at least one label the reader holds.
         forbidden = labelled - allowed
         if forbidden:
-            mask &= ~np.isin(index.ids, np.fromiter(forbidden, dtype=np.int64, count=len(forbidden)))
+            mask &= ~np.isin(index.row_paragraph, np.fromiter(forbidden, dtype=np.int64, count=len(forbidden)))
     return mask
-
-
-def _resolve_reader(collection: Collection, reader: str | None) -> Reader | None:
-    if reader is None or reader == "":
-        if collection.per_reader:
-            raise RagsiteError(
-                f'collection "{collection.name}" answers per reader: say which reader with "reader"',
-                code="reader_required",
-            )
-        return None
-    found = Reader.objects.filter(external_id=reader).first()
-    if found is None:
-        raise Forbidden("this reader is not known here", code="unknown_reader")
-    return found
 
 
 def resolve_payer(key: ApiKey | None, on_behalf_of: str | None) -> Agent | None:
     """The agent model calls are charged to; None when nobody was named (then nothing is recorded)."""
     if not on_behalf_of:
         return None
-    payer = Agent.objects.filter(agent_id=on_behalf_of).first()
+    if key is not None and not key.may_act_for_others and on_behalf_of != key.agent.agent_id:
+        # Decided before any lookup: another installation's agent and a name nobody holds get
+        # one status and one message, so ids cannot be probed (D13).
+        raise Forbidden("this key may only charge its own agent", code="not_allowed_for_agent")
+    payer = None if "\x00" in on_behalf_of else Agent.objects.filter(agent_id=on_behalf_of).first()
     if payer is None:
         raise RagsiteError(f'onBehalfOf names no known agent ("{on_behalf_of[:100]}")', code="unknown_agent")
-    if key is not None and payer.pk != key.agent_id and not key.may_act_for_others:
-        raise Forbidden("this key may only charge its own agent", code="not_allowed_for_agent")
     return payer
-
-
-def _check_runaway(payer: Agent | None) -> None:
-    if payer is None or not payer.runaway_limit:
-        return
-    since = timezone.now() - timedelta(seconds=60)
-    recent = ModelCall.objects.filter(agent=payer, created_at__gte=since)
-    if recent.count() >= payer.runaway_limit:
-        oldest = recent.order_by("created_at").values_list("created_at", flat=True).first()
-        wait = max(1, int(60 - (timezone.now() - oldest).total_seconds()) + 1) if oldest else 60
-        raise TooManyRequests(
-            f'agent "{payer.agent_id}" made {payer.runaway_limit} model calls in the last minute; try again later',
-            code="runaway_limit",
-            headers={"Retry-After": str(wait)},
-        )
 
 
 def _over_budget(payer: Agent | None) -> bool:
@@ -252,11 +132,15 @@ def validate_request(
         raise RagsiteError("question must not be empty", code="invalid_question")
     if len(question) > MAX_QUESTION_CHARS:
         raise RagsiteError(f"question is at most {MAX_QUESTION_CHARS} characters", code="invalid_question")
-    if not isinstance(most, int) or not 1 <= most <= max_most:
+    if not encodable(question):  # a lone surrogate: valid JSON, but no tokenizer takes it
+        raise RagsiteError("question must not contain lone surrogates", code="invalid_question")
+    if not isinstance(most, int) or isinstance(most, bool) or not 1 <= most <= max_most:
         raise RagsiteError(f"most must be between 1 and {max_most}", code="invalid_most")
-    if around is not None and (not isinstance(around, int) or not 0 <= around <= MAX_AROUND):
+    if around is not None and (not isinstance(around, int) or isinstance(around, bool) or not 0 <= around <= MAX_AROUND):
         raise RagsiteError(f"around must be between 0 and {MAX_AROUND}", code="invalid_around")
-    if min_score is not None and not 0 <= min_score <= 1:
+    if min_score is not None and (
+        isinstance(min_score, bool) or not isinstance(min_score, int | float) or not 0 <= min_score <= 1
+    ):
         raise RagsiteError("min_score must be between 0 and 1", code="invalid_min_score")
     return question
 
@@ -295,36 +179,57 @@ def search_collection(
         collection = get_collection(agent=agent, name=collection)
     elif collection.agent_id != agent.pk:
         raise NotFound(f'no collection "{collection.name}"', code="unknown_collection")
-    reader_obj = _resolve_reader(collection, reader)
+    reader_obj = resolve_reader(collection, reader)
     payer = resolve_payer(key, on_behalf_of)
-    _check_runaway(payer)
+    check_runaway(payer)
 
     floor, floor_source = resolve_floor(collection, min_score)
     around = int(_first_set(around, collection.around, settings.AROUND))
     built = CollectionBuilt.objects.filter(collection=collection).first()
     if built is None:
         raise Conflict(f'collection "{collection.name}" has never been built', code="not_built")
-    index = collection_index(collection, built)
-
-    cosine, model = (
-        (None, index.model) if mode == "lexical" else _cosine(collection, built, index, question, payer, nprobe)
-    )
-    if mode == "vector" and cosine is None:
-        raise Conflict(f'collection "{collection.name}" holds no vectors to search', code="no_vectors")
-    question_terms = terms(question)
-    bm25, bound = _lexical(index, question_terms) if mode != "vector" else (None, 0.0)
-    scores, mode = hybrid_scores(cosine, bm25, bound, weight=FUSION_WEIGHT)
-
+    key, index = mapped_index(collection, built)
     mask = _readable_mask(collection, index, reader_obj)
-    eligible = np.flatnonzero(mask & (scores >= floor)) if index.size else np.zeros(0, dtype=np.int64)
-    top = eligible[np.argsort(-scores[eligible], kind="stable")[:most]]
-    readable = ReadableRows(index, mask)
-    top, relevance, rerank, fused_rank = _rerank(collection, index, question, scores, mask, floor, most, payer, top)
-    order_by = scores if relevance is None else relevance
-    runs = stitch([(index.rows[i].ordinal, float(order_by[i])) for i in top], readable, around)
-    paragraphs = [_paragraph(run, index.document_names.get(run.document, ""), readable) for run in runs]
+    # A per-reader collection's BM25 statistics are those of the rows this reader may see, so no
+    # score depends on a paragraph it cannot read (issue 15); other collections keep seed 004's
+    # collection-wide statistics, which the interchange export reproduces.
+    view = index.view(mask) if collection.per_reader else None
+
+    vector, model = (None, built.model) if mode == "lexical" else _question_vector(collection, built, index, question,
+                                                                                  payer)
+    if mode == "vector" and vector is None:
+        raise Conflict(f'collection "{collection.name}" holds no vectors to search', code="no_vectors")
+    bm25 = upper = None
+    if mode != "vector":
+        bm25, upper = _lexical(index, terms(question), view)
+    candidates = None
+    if vector is not None and _approximate(index):
+        candidates = _candidates(collection, built, key, index, vector, bm25, mask, nprobe)
+        cosine = index.cosine_of_rows(vector, candidates)
+    elif vector is not None:
+        cosine = index.cosine(vector)
+    else:
+        cosine = None
+    if cosine is not None:
+        cosine[np.isneginf(cosine)] = 0.0  # a row without a vector has no cosine to offer
+    lexical = None if bm25 is None else (bm25 if candidates is None else bm25[candidates])
+    scores, mode = hybrid_scores(cosine, lexical, upper or 0.0, weight=FUSION_WEIGHT)
+    if candidates is None:
+        rows, row_scores = None, scores
+        everyone = bool(mask.all())
+        # Unfloored over an unfiltered collection every row is eligible: no mask to build or apply.
+        eligible = None if everyone and floor <= 0 else (mask if floor <= 0 else mask & (scores >= floor))
+        top = top_rows(scores, eligible, most)
+    else:
+        rows, row_scores = candidates, scores  # candidates are readable and ascending: ties to the lower row
+        top = candidates[top_rows(scores, scores >= floor, most)]
+    fused = _fused_of(rows, row_scores)
+    top, relevance, rerank, fused_rank = _rerank(collection, index, question, rows, row_scores, mask, floor, most,
+                                                 payer, top)
+    hits = [(int(row), float(fused(row) if relevance is None else relevance[int(row)])) for row in top]
+    paragraphs, runs, readable = _stitched(index, mask, hits, around)
     if relevance is not None:
-        _mark_reranked(paragraphs, runs, index, top, scores, fused_rank)
+        _mark_reranked(paragraphs, runs, top, fused, fused_rank)
     answer = {
         "paragraphs": paragraphs,
         "floor": floor,
@@ -336,8 +241,8 @@ def search_collection(
         "rerank": rerank,
     }
     if explain:
-        answer["explain"] = _explain(collection, index, runs, top, mask, scores, floor, cosine, bm25, bound,
-                                     reader_obj)
+        answer["explain"] = _explain(collection, index, runs, readable, top, mask, view, vector, bm25, upper, floor,
+                                     reader_obj, rows, row_scores)
     _judge(answer, collection, question, payer)
     logger.info(
         "search %s/%s: mode %s, %d paragraphs, refused %s",
@@ -346,8 +251,34 @@ def search_collection(
     return answer
 
 
-def _rerank(collection, index: CollectionIndex, question: str, scores: np.ndarray, mask: np.ndarray, floor: float,
-            most: int, payer: Agent | None, top: np.ndarray):
+def _lexical(index: MappedIndex, question_terms: list[str], view) -> tuple[np.ndarray, float]:
+    """The seed-004 BM25 of each row's text with its context's share added (context.py), and the bound;
+    both over the same view of the rows."""
+    text, bound = index.bm25(question_terms, view)
+    if index.context is None:
+        return text, bound
+    context_view = None if view is None else index.context.view(view.mask)
+    context, context_bound = index.context.bm25(question_terms, context_view)
+    return lexical_with_context(text, bound, context, context_bound)
+
+
+def _fused_of(rows: np.ndarray | None, scores: np.ndarray):
+    """A row's fused score, whether `scores` covers every row (rows None) or the candidates `rows`."""
+    if rows is None:
+        return lambda row: float(scores[row])
+    at = {int(row): i for i, row in enumerate(rows.tolist())}
+    return lambda row: float(scores[at[int(row)]])
+
+
+def _texts(index: MappedIndex, rows) -> list[str]:
+    """The stored texts of some rows, in their order: one query."""
+    ids = [int(index.row_paragraph[r]) for r in rows]
+    found = dict(Paragraph.objects.filter(pk__in=ids).order_by().values_list("id", "text"))
+    return [found.get(pk, "") for pk in ids]
+
+
+def _rerank(collection, index: MappedIndex, question: str, rows, scores: np.ndarray, mask: np.ndarray,
+            floor: float, most: int, payer: Agent | None, top: np.ndarray):
     """Reorder the top ``RERANK_DEPTH`` readable candidates by the reranker, before the floor.
 
     Returns the rows to stitch, their relevance by row (None when the fused order stands), the
@@ -359,16 +290,19 @@ def _rerank(collection, index: CollectionIndex, question: str, scores: np.ndarra
         return top, None, {"status": "not configured"}, {}
     if _over_budget(payer):
         return top, None, {"status": "over budget"}, {}
-    readable = np.flatnonzero(mask)
     depth = max(int(settings.RERANK_DEPTH), most)
-    candidates = readable[np.argsort(-scores[readable], kind="stable")[:depth]]
+    if rows is None:
+        candidates = top_rows(scores, mask, depth)
+        candidate_scores = scores[candidates]
+    else:
+        best = top_rows(scores, None, depth)
+        candidates, candidate_scores = rows[best], scores[best]
     if candidates.size == 0:
         return top, None, {"status": "nothing to rerank"}, {}
     try:
         reranked = ask_reranker(
             url=settings.RERANK_URL, model=settings.RERANK_MODEL, api_key=settings.RERANK_API_KEY,
-            timeout=float(settings.RERANK_TIMEOUT), question=question,
-            documents=[index.rows[i].text for i in candidates],
+            timeout=float(settings.RERANK_TIMEOUT), question=question, documents=_texts(index, candidates),
         )
     except RerankUnavailable as exc:
         logger.warning("reranker unavailable for %s/%s: %s", collection.agent.agent_id, collection.name, exc)
@@ -376,61 +310,62 @@ def _rerank(collection, index: CollectionIndex, question: str, scores: np.ndarra
     if payer is not None:
         record_call(agent=payer, collection=collection, purpose=ModelCall.RERANK, model=reranked.model,
                     tokens_in=reranked.tokens)
-    relevance = np.full(index.size, -np.inf)
-    relevance[candidates] = reranked.scores
-    order = candidates[np.argsort(-relevance[candidates], kind="stable")]
-    fused_rank = {index.rows[i].ordinal: position for position, i in enumerate(candidates.tolist(), start=1)}
+    relevance = {int(row): float(value) for row, value in zip(candidates.tolist(), reranked.scores, strict=True)}
+    order = np.argsort(-np.asarray(reranked.scores, dtype=np.float64), kind="stable")
+    kept = [int(candidates[i]) for i in order if candidate_scores[i] >= floor][:most]
+    fused_rank = {int(row): position for position, row in enumerate(candidates.tolist(), start=1)}
     status = {"status": "reranked", "model": reranked.model, "depth": int(candidates.size)}
-    return order[scores[order] >= floor][:most], relevance, status, fused_rank
+    return np.asarray(kept, dtype=np.int64), relevance, status, fused_rank
 
 
-def _mark_reranked(paragraphs: list[dict], runs, index: CollectionIndex, top: np.ndarray, scores: np.ndarray,
-                   fused_rank: dict[int, int]) -> None:
+def _mark_reranked(paragraphs: list[dict], runs, top: np.ndarray, fused, fused_rank: dict[int, int]) -> None:
     """Each stitched paragraph's fused score and fused position beside the reranker's score that ordered it."""
-    fused = {index.rows[i].ordinal: float(scores[i]) for i in top}
+    hits_fused = {int(row): fused(row) for row in top}
     for paragraph, run in zip(paragraphs, runs, strict=True):
-        hits = [o for o in range(run.first, run.last + 1) if o in fused]
+        hits = [row for row in range(run.first, run.last + 1) if row in hits_fused]
         paragraph["rerank_score"] = paragraph["score"]
-        paragraph["score"] = round(max(fused[o] for o in hits), 6)
-        paragraph["fused_rank"] = min(fused_rank[o] for o in hits)
+        paragraph["score"] = round(max(hits_fused[row] for row in hits), 6)
+        paragraph["fused_rank"] = min(fused_rank[row] for row in hits)
 
 
-def _lexical(index: CollectionIndex, question_terms: list[str]) -> tuple[np.ndarray, float]:
-    """The seed-004 BM25 of each row's text with its context's share added (context.py), and the bound."""
-    context = index.context_bm25
-    return lexical_with_context(
-        index.bm25.scores(question_terms), index.bm25.upper_bound(question_terms),
-        context.scores(question_terms) if context is not None else None,
-        context.upper_bound(question_terms) if context is not None else 0.0,
-    )
+def _explain(collection, index: MappedIndex, runs, readable, top, mask, view, vector, bm25, upper, floor, reader,
+             rows, row_scores) -> dict:
+    """Why each answer scored what it did, piece by piece, for a person testing the collection.
 
-
-def _explain(collection, index, runs, top, mask, scores, floor, cosine, bm25, upper_bound, reader) -> dict:
-    """Why each answer scored what it did, piece by piece, for a person testing the collection."""
-    hits = {int(index.rows[i].ordinal) for i in top}
-    semantic = normalise_cosine(cosine) if cosine is not None else None
-    lexical = normalise_bm25(bm25, upper_bound) if bm25 is not None else None
+    Each piece's parts are scored exactly (its cosine from the index, its BM25 from this search's).
+    ``hidden_by_labels`` counts readable-to-everyone rows at or above the floor this reader cannot see;
+    on the approximate path it counts among the candidates only.
+    """
+    hits = {int(row) for row in top}
+    # Positions among the rows this search may use, as `first`/`last` give them.
+    positions = None if mask.all() else np.cumsum(mask)
     pieces = []
     for run in runs:
-        parts = []
-        for ordinal in range(run.first, run.last + 1):
-            position = index.position.get(ordinal)
-            if position is None or not mask[position]:
-                continue
-            parts.append({
-                "paragraph": int(index.ids[position]),
-                "ordinal": ordinal,
-                "text": index.rows[position].text,
-                "hit": ordinal in hits,
-                "score": round(float(scores[position]), 6),
-                "lexical": None if lexical is None else round(float(lexical[position]), 6),
-                "semantic": None if semantic is None else round(float(semantic[position]), 6),
-            })
-        pieces.append(parts)
+        parts_rows = [row for row in range(run.first, run.last + 1) if row in readable]
+        cosine = index.cosine_of_rows(vector, np.asarray(parts_rows)) if vector is not None else None
+        if cosine is not None:
+            cosine[np.isneginf(cosine)] = 0.0
+        lexical = None if bm25 is None else bm25[np.asarray(parts_rows, dtype=np.int64)]
+        fused, _mode = hybrid_scores(cosine, lexical, upper or 0.0, weight=FUSION_WEIGHT)
+        semantic = normalise_cosine(cosine) if cosine is not None else None
+        lexical01 = normalise_bm25(lexical, upper or 0.0) if lexical is not None else None
+        pieces.append([
+            {
+                "paragraph": int(index.row_paragraph[row]),
+                "ordinal": row + 1 if positions is None else int(positions[row]),
+                "text": readable[row].text,
+                "hit": row in hits,
+                "score": round(float(fused[i]), 6),
+                "lexical": None if lexical01 is None else round(float(lexical01[i]), 6),
+                "semantic": None if semantic is None else round(float(semantic[i]), 6),
+            }
+            for i, row in enumerate(parts_rows)
+        ])
     hidden = 0
     if reader is not None and collection.per_reader and index.size:
         everyone = _readable_mask(collection, index, None)
-        hidden = int(np.count_nonzero(everyone & ~mask & (scores >= floor)))
+        if rows is None:
+            hidden = int(np.count_nonzero(everyone & ~mask & (row_scores >= floor)))
     return {"pieces": pieces, "hidden_by_labels": hidden}
 
 
@@ -443,14 +378,152 @@ def resolve_floor(collection: Collection, requested: float | None) -> tuple[floa
     return collection.floor_in_force(measured=measured, default=float(settings.MIN_SCORE))
 
 
-def _paragraph(run, document: str, readable: ReadableRows) -> dict:
+def _first_set(*values):
+    return next(v for v in values if v is not None)
+
+
+def _question_vector(collection, built: CollectionBuilt, index: MappedIndex, question: str, payer: Agent | None):
+    """The question's vector, or None when the collection holds no vectors (then it is not embedded)."""
+    if index.vectors.shape[0] == 0:
+        return None, built.model  # lexical: the question is not embedded at all
+    embedder = embedding.get_embedder()
+    if embedder.model != built.model:
+        raise Conflict(
+            f'collection "{collection.name}" was built with {built.model} but this server embeds with '
+            f"{embedder.model}; rebuild the collection or restore the embedder",
+            code="model_mismatch",
+        )
+    try:
+        embedded = embedder.embed_with_usage([question])
+    except EmbeddingError as exc:
+        raise RagsiteError(f"the embedder failed: {exc}", code="embedder_unavailable", status=503) from None
+    vector = np.asarray(embedded.vectors[0], dtype=np.float32)
+    if vector.shape[0] != index.dimensions:
+        raise Conflict(
+            f"the question was embedded with {vector.shape[0]} dimensions but the collection's rows have "
+            f"{index.dimensions}; rebuild the collection",
+            code="width_mismatch",
+        )
+    if payer is not None and embedder.backend == "http":
+        record_call(agent=payer, collection=collection, purpose=ModelCall.EMBED, model=embedder.model,
+                    tokens_in=embedded.tokens or 0)
+    return vector, built.model
+
+
+def _approximate(index: MappedIndex) -> bool:
+    threshold = int(settings.IVF_MIN_PARAGRAPHS)
+    return threshold > 0 and index.size >= threshold
+
+
+def ivf_of(collection: Collection, built: CollectionBuilt, key: str, index: MappedIndex) -> IVFLists:
+    """The IVF lists over the build's vectors (a paragraph's windows are rows of their own), once per
+    build and process: k-means++ seeded from the build's interchange index_id, and the nprobe that
+    reached IVF_RECALL on its own rows (ivf.build_lists)."""
+    stored = index.ivf
+    if (stored is not None and stored.index_id == built.ivf_index_id
+            and stored.target_recall == float(settings.IVF_RECALL)):
+        _ivf_cache.pop(collection.pk, None)  # an earlier build's lists, built here, are done with
+        return stored  # written with the build: mapped, shared, nothing to build here
+    cached = _ivf_cache.get(collection.pk)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    with _ivf_lock:
+        cached = _ivf_cache.get(collection.pk)
+        if cached is None or cached[0] != key:
+            lists = build_lists(index.vector_matrix(), index_id=built.ivf_index_id,
+                                target_recall=float(settings.IVF_RECALL))
+            logger.debug("search %s: built IVF, %d lists over %d vectors, nprobe %d for recall@10 %.3f",
+                         collection.name, lists.nlist, index.vectors.shape[0], lists.nprobe, lists.recall)
+            cached = _ivf_cache[collection.pk] = (key, lists)
+    return cached[1]
+
+
+def _candidates(collection, built, key, index: MappedIndex, vector, bm25, mask, nprobe) -> np.ndarray:
+    """Rows to score exactly: the IVF's vector top-K (from the nearest lists) ∪ the exact lexical top-K,
+    readable ones only, ascending.
+
+    The lists scored: the request's `nprobe`, else IVF_NPROBE when set, else the build's measured one.
+    """
+    lists = ivf_of(collection, built, key, index)
+    if nprobe is None:
+        nprobe = int(settings.IVF_NPROBE) or lists.nprobe
+    nprobe = max(1, min(int(nprobe), lists.nlist))
+    members = lists.probe(vector, nprobe)
+    vectors = index.vectors
+    closeness = np.asarray(vectors[members], dtype=np.float32) @ vector
+    # Windows of one paragraph can take several places: ask for more vectors than rows wanted.
+    found = members[top_rows(closeness, None, CANDIDATE_DEPTH * 2)]
+    rows = np.asarray(index.vector_row)[found]
+    near = rows[mask[rows]]
+    _, first = np.unique(near, return_index=True)
+    near = near[np.sort(first)][:CANDIDATE_DEPTH]
+    if bm25 is not None:
+        lexical = top_rows(bm25, mask & (bm25 > 0), CANDIDATE_DEPTH)
+        near = np.concatenate([near, lexical])
+    candidates = np.unique(near)
+    logger.debug("search %s: IVF cosine, nprobe %d of %d lists, %d candidates of %d rows scored exactly",
+                 collection.name, nprobe, lists.nlist, candidates.size, index.size)
+    return candidates
+
+
+def _stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]], around: int) -> list[dict]:
+    """Hits widened by their readable neighbours, with texts read from the store for those rows only.
+
+    `first` and `last` are positions among the rows this search may use (1 = the first readable
+    paragraph), never the collection-wide ordinals, whose gaps would show where hidden paragraphs sit.
+    """
+    if not hits:
+        return [], [], {}
+    documents = index.row_document
+    wanted: set[int] = set()
+    for row, _score in hits:
+        wanted.add(row)
+        for step in (-1, 1):
+            at = row
+            for _ in range(around):
+                at += step
+                if not 0 <= at < index.size or not mask[at] or documents[at] != documents[row]:
+                    break
+                wanted.add(at)
+    rows_sorted = sorted(wanted)
+    ids = [int(index.row_paragraph[r]) for r in rows_sorted]
+    names: dict[int, str] = {}
+    stored = {}
+    # No ORDER BY: the model's default ordering joins the collection and sorts by its agent and name.
+    for pk, start, end, text, section, k, document, name in (
+        Paragraph.objects.filter(pk__in=ids).order_by().values_list(
+            "id", "start_char", "end_char", "text", "section", "index", "document_id", "document__name"
+        )
+    ):
+        stored[pk] = (start, end, text, section, k)
+        names[document] = name
+    readable = {}
+    for row, pk in zip(rows_sorted, ids, strict=True):
+        if pk not in stored:
+            continue  # deleted since the index was written; the next search maps a new one
+        start, end, text, section, k = stored[pk]
+        readable[row] = Row(ordinal=row, document=int(documents[row]), start=start, end=end, text=text,
+                            section=section, index=k)
+    cut_hidden_copies(index, mask, readable)
+    runs = stitch([(row, score) for row, score in hits if row in readable], readable, around)
+    runs = [run for run in runs if run.text.strip()]  # a hit wholly inside a hidden neighbour's copy
+    # Every row readable (the usual case): a row's position is its number; otherwise count the
+    # readable rows before it, once for all runs.
+    position = None if mask.all() else np.cumsum(mask)
+
+    def at(row: int) -> int:
+        return row + 1 if position is None else int(position[row])
+
+    return [_paragraph(run, names.get(run.document, ""), readable, at) for run in runs], runs, readable
+
+
+def _paragraph(run, document: str, readable: dict[int, Row], at) -> dict:
     """One paragraph of the answer, citable by seed 004's chunk id.
 
     `chunk_id` is `<document>#<k>` of the paragraph the question matched, k its position within
     its document: the id `export_index` writes in docs.jsonl, unchanged by rebuilds of other
     documents. `chunk_ids` names every stored paragraph the text stitches, in document order.
-    `first`/`last` are positions across the whole collection, not ids: they shift whenever an
-    earlier document changes.
+    `first`/`last` are positions among the paragraphs this search may use (see `_stitched`).
     """
     return {
         "text": run.text,
@@ -460,87 +533,9 @@ def _paragraph(run, document: str, readable: ReadableRows) -> dict:
         "passages": run.passages,
         "chunk_id": f"{document}#{readable[run.hit].index}",
         "chunk_ids": [f"{document}#{readable[o].index}" for o in range(run.first, run.last + 1)],
-        "first": run.first,
-        "last": run.last,
+        "first": at(run.first),
+        "last": at(run.last),
     }
-
-
-def _first_set(*values):
-    return next(v for v in values if v is not None)
-
-
-def _cosine(collection, built, index: CollectionIndex, question: str, payer: Agent | None, nprobe: int | None):
-    """Cosine of the question against every row, or None when the collection holds no vectors."""
-    if index.matrix is None or not index.has_vector.any():
-        return None, index.model  # lexical: the question is not embedded at all
-    embedder = embedding.get_embedder()
-    if embedder.model != index.model:
-        raise Conflict(
-            f'collection "{collection.name}" was built with {index.model} but this server embeds with '
-            f"{embedder.model}; rebuild the collection or restore the embedder",
-            code="model_mismatch",
-        )
-    try:
-        embedded = embedder.embed_with_usage([question])
-    except EmbeddingError as exc:
-        raise RagsiteError(f"the embedder failed: {exc}", code="embedder_unavailable", status=503) from None
-    vector = np.asarray(embedded.vectors[0], dtype=np.float32)
-    if vector.shape[0] != index.matrix.shape[1]:
-        raise Conflict(
-            f"the question was embedded with {vector.shape[0]} dimensions but the collection's rows have "
-            f"{index.matrix.shape[1]}; rebuild the collection",
-            code="width_mismatch",
-        )
-    if payer is not None and embedder.backend == "http":
-        record_call(agent=payer, collection=collection, purpose=ModelCall.EMBED, model=embedder.model,
-                    tokens_in=embedded.tokens or 0)
-    threshold = int(settings.IVF_MIN_PARAGRAPHS)
-    if threshold > 0 and index.size >= threshold:
-        return _ivf_cosine(collection, built, index, vector, nprobe), index.model
-    logger.debug("search %s: exact cosine over %d rows", collection.name, index.size)
-    cosine = index.matrix @ vector
-    cosine[~index.has_vector] = 0.0
-    return cosine, index.model
-
-
-def _ivf_for(collection: Collection, built: CollectionBuilt, index: CollectionIndex) -> IVFLists:
-    """The IVF lists over `index`'s rows that hold a vector, built once per build: k-means++ seeded
-    from the build's interchange index_id, and the nprobe that reached IVF_RECALL on its own rows."""
-    if index.ivf is None:
-        with _ivf_lock:
-            if index.ivf is None:
-                rows = np.flatnonzero(index.has_vector)
-                # All rows embedded (the usual case): the matrix itself, not a copy of it.
-                vectors = index.matrix if rows.size == index.size else index.matrix[rows]
-                lists = build_lists(vectors, index_id=built.ivf_index_id, target_recall=float(settings.IVF_RECALL))
-                index.ivf_rows, index.ivf_vectors, index.ivf = rows, vectors, lists
-                logger.debug(
-                    "search %s: built IVF, %d lists over %d rows, nprobe %d for recall@10 %.3f",
-                    collection.name, lists.nlist, rows.size, lists.nprobe, lists.recall,
-                )
-    return index.ivf
-
-
-def _ivf_cosine(
-    collection: Collection, built: CollectionBuilt, index: CollectionIndex, vector: np.ndarray, nprobe: int | None
-) -> np.ndarray:
-    """Cosine for the rows in the lists nearest the question; every other row gets 0,
-    so it can still rank on BM25 in hybrid mode.
-
-    The lists scored: the request's `nprobe`, else IVF_NPROBE when set, else the build's measured one.
-    """
-    lists = _ivf_for(collection, built, index)
-    if nprobe is None:
-        nprobe = int(settings.IVF_NPROBE) or lists.nprobe
-    nprobe = max(1, min(int(nprobe), lists.nlist))
-    members = lists.probe(vector, nprobe)
-    cosine = np.zeros(index.size, dtype=np.float32)
-    cosine[index.ivf_rows[members]] = index.ivf_vectors[members] @ vector
-    logger.debug(
-        "search %s: IVF cosine, nprobe %d of %d lists, %d of %d rows scored",
-        collection.name, nprobe, lists.nlist, members.size, index.size,
-    )
-    return cosine
 
 
 def _judge(answer: dict, collection: Collection, question: str, payer: Agent | None) -> None:

@@ -1,143 +1,120 @@
-"""Where a collection's documents live: one rule, used by builds, requests and the admin.
+"""Where a build's documents come from, and reading them within bounds.
 
-Precedence, first match wins:
-
-1. `KNOWLEDGE_<AGENT>__<COLLECTION>_FOLDER`: an explicit folder for this agent's collection.
-2. `KNOWLEDGE_<COLLECTION>_FOLDER`: only while exactly one agent has a collection of that
-   name, so a second agent's same-named collection never reads the first one's documents.
-3. `KNOWLEDGE_ROOT/<agent id>/<folder>`, where `folder` is the collection's own field: one
-   path component, no separators, no `..`, nothing hidden. A symbolic link that leaves the
-   agent's folder is refused at build time, by name.
-4. Nothing: the collection is built from files uploaded in the admin alone.
-
-Paths are facts about one machine. They are opened here and never stored, logged or
-returned: every message names a variable, a folder name or a collection, never a path.
+The folder's files (named relative to it) and the admin's uploads. A document's size is
+asked of the file system before it is read, and the read itself stops past the limit, so
+a file larger than `MAX_DOCUMENT_BYTES` (or a sparse multi-gigabyte one) is never loaded
+(D18 of the 2026-12-01 review). A name the store cannot hold is refused by a printable
+form of it before the file is opened (D7). Extraction itself runs in a bounded child
+process (`collections_app.bounded`).
 """
 
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
-from ragsite.errors import Conflict, RagsiteError
+from ragsite.errors import RagsiteError
 
 from .. import conf
-from ..models import Agent, Collection, Document
+from ..bounded import BoundedExtractor, Limits, bounded_extractor
+from ..conf import settings
+from ..extract import BAD_NAME, TOO_LARGE, Unreadable
+from ..models import Collection, Document
+from .knowledge import source_folder
 
-MAX_FOLDER_CHARS = 100
-# One path component of ordinary characters: a name, never a path.
-FOLDER_NAME = re.compile(rf"^[^./\\\x00-\x1f][^/\\\x00-\x1f]{{0,{MAX_FOLDER_CHARS - 1}}}$")
-
-
-@dataclass(frozen=True)
-class SourceFolder:
-    """The folder a build reads (None: uploads only) and, for people, where that came from."""
-
-    path: Path | None
-    origin: str  # "KNOWLEDGE_HR__HANDBOOK_FOLDER", 'folder "handbook" under KNOWLEDGE_ROOT', or ""
+MAX_DOCUMENT_BYTES = 100 * 1024 * 1024
+MAX_NAME_LENGTH = Document._meta.get_field("name").max_length
 
 
-def validate_folder_name(folder: str) -> str:
-    """A collection's folder is a single name under its agent's folder; anything path-like is refused."""
-    folder = folder or ""
-    if folder and (not FOLDER_NAME.match(folder) or folder.strip() != folder):
-        raise RagsiteError(
-            f"folder must be the name of one folder (1-{MAX_FOLDER_CHARS} characters, no '/', '\\' or "
-            f"leading '.'), not a path; got {folder!r}",
-            code="invalid_folder",
-        )
-    return folder
+@dataclass
+class Source:
+    """One document to read: its name within the collection, its size, and how to get its bytes.
+
+    `read(limit)` returns at most `limit` bytes, so a file that grows after `size()` was asked
+    is still never read whole. A source whose name the store cannot hold carries `bad_name`:
+    it is refused by a printable form of its name without being opened."""
+
+    name: str
+    read: Callable[[int], bytes]
+    size: Callable[[], int]
+    kind: str = Document.FOLDER
+    bad_name: str = ""
 
 
-def agent_folder(agent: Agent) -> Path | None:
-    root = conf.knowledge_root()
-    return None if root is None else root / agent.agent_id
-
-
-def available_folders(agent: Agent) -> list[str]:
-    """The names of the sub-folders of `KNOWLEDGE_ROOT/<agent id>/`: what the admin offers."""
-    home = agent_folder(agent)
-    if home is None or not home.is_dir():
-        return []
-    names = []
-    for entry in sorted(home.iterdir()):
-        if FOLDER_NAME.match(entry.name) and entry.is_dir() and _inside(entry, home):
-            names.append(entry.name)
-    return names
-
-
-def _inside(path: Path, home: Path) -> bool:
-    try:
-        return path.resolve().is_relative_to(home.resolve())
-    except OSError:
-        return False
-
-
-def source_folder(collection: Collection) -> SourceFolder:
-    """The folder `collection` is built from, by the precedence above. Raises when it is unusable."""
-    agent_id = collection.agent.agent_id
-    variable = conf.folder_variable(collection.name, agent_id)
-    folder = conf.folder_from_variable(variable)
-    if folder is None:
-        shared = conf.folder_variable(collection.name)
-        folder = conf.folder_from_variable(shared)
-        if folder is not None:
-            owners = Collection.objects.filter(name=collection.name).values("agent").distinct().count()
-            if owners > 1:
-                raise RagsiteError(
-                    f"{shared} is set, but {owners} agents have a collection \"{collection.name}\"; "
-                    f"name the agent: {variable}",
-                    code="ambiguous_source",
-                )
-            variable = shared
+def collection_sources(collection: Collection) -> list[Source]:
+    """The folder's documents (named relative to it) followed by uploads, sorted by name."""
+    sources: dict[str, Source] = {}
+    # KNOWLEDGE_ROOT/<agent>/<folder> or an override, by services.knowledge's precedence; raises by name.
+    folder = source_folder(collection).path
     if folder is not None:
-        if not folder.is_dir():
-            # Say which variable, never what it holds.
-            raise RagsiteError(f"{variable} does not name a readable folder", code="no_source")
-        return SourceFolder(folder, variable)
-    if not collection.folder:
-        return SourceFolder(None, "")
-    validate_folder_name(collection.folder)
-    home = agent_folder(collection.agent)
-    where = f'folder "{collection.folder}" under KNOWLEDGE_ROOT'
-    if home is None:
-        raise RagsiteError(f"collection \"{collection.name}\" names {where}, but KNOWLEDGE_ROOT is not set",
-                           code="no_source")
-    folder = home / collection.folder
-    if not folder.is_dir():
+        for path in sorted(folder.rglob("*")):
+            relative = path.relative_to(folder)
+            if any(part.startswith(".") for part in relative.parts) or not path.is_file() or path.is_symlink():
+                continue
+            name = relative.as_posix()
+            problem = _name_problem(name)
+            if problem:
+                name = _printable(name)
+            sources[name] = Source(name=name, read=_file_reader(path), size=lambda p=path: p.stat().st_size,
+                                   bad_name=problem)
+    for document in collection.documents.filter(source=Document.UPLOAD).exclude(upload=""):
+        sources.setdefault(document.name, Source(name=document.name, read=_upload_reader(document),
+                                                 size=lambda d=document: d.upload.size, kind=Document.UPLOAD))
+    if not sources:
         raise RagsiteError(
-            f'{where} does not exist for agent "{agent_id}" (collection "{collection.name}")', code="no_source"
-        )
-    if not _inside(folder, home):
-        raise RagsiteError(
-            f'{where} of collection "{collection.name}" is a link that leaves agent "{agent_id}"\'s folder; refused',
-            code="source_outside_agent",
-        )
-    return SourceFolder(folder, where)
-
-
-def describe_source(collection: Collection) -> str:
-    """For people: where the documents come from, or why they cannot be read. Never a path."""
-    try:
-        found = source_folder(collection)
-    except RagsiteError as exc:
-        return exc.message
-    return found.origin or "no folder (uploads only)"
-
-
-def require_source(collection: Collection) -> None:
-    """Refuse, before anything is queued, a build whose documents this process cannot see.
-
-    The web process and the task cluster read the same environment and `.env`, so what
-    is refused here would have failed in the worker; the answer names the collection.
-    """
-    try:
-        found = source_folder(collection)
-    except RagsiteError as exc:
-        raise Conflict(f'collection "{collection.name}" cannot be built: {exc.message}', code=exc.code) from None
-    if found.path is None and not collection.documents.filter(source=Document.UPLOAD).exclude(upload="").exists():
-        raise Conflict(
-            f'collection "{collection.name}" has no documents: give it a folder under KNOWLEDGE_ROOT/'
-            f"{collection.agent.agent_id}/, set {conf.folder_variable(collection.name, collection.agent.agent_id)}, "
-            "or upload files in the admin",
+            f'collection "{collection.name}" has no documents: give it a folder under KNOWLEDGE_ROOT, '
+            f"set {conf.folder_variable(collection.name, collection.agent.agent_id)} or upload files in the admin",
             code="no_source",
         )
+    return [sources[name] for name in sorted(sources)]
+
+
+def _upload_reader(document: Document) -> Callable[[int], bytes]:
+    def read(limit: int) -> bytes:
+        with document.upload.open("rb") as handle:
+            return handle.read(limit)
+
+    return read
+
+
+def _file_reader(path) -> Callable[[int], bytes]:
+    def read(limit: int) -> bytes:
+        with path.open("rb") as handle:
+            return handle.read(limit)
+
+    return read
+
+
+def _name_problem(name: str) -> str:
+    """Why the store cannot hold this file name ("" when it can)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "its name is not UTF-8"
+    if "\x00" in name or len(name) > MAX_NAME_LENGTH:
+        return f"its name is longer than {MAX_NAME_LENGTH} characters" if len(name) > MAX_NAME_LENGTH else "bad name"
+    return ""
+
+
+def _printable(name: str) -> str:
+    """A form of a name that cannot be stored, for the refused list: undecodable bytes shown as �, cut short."""
+    shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return shown if len(shown) <= 200 else shown[:199] + "…"
+
+
+def read_bounded(source: Source) -> bytes:
+    """The document's bytes; `Unreadable` (BAD_NAME, TOO_LARGE) without reading what must not be read."""
+    if source.bad_name:
+        raise Unreadable(source.bad_name, category=BAD_NAME)
+    too_large = f"larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB"
+    if source.size() > MAX_DOCUMENT_BYTES:
+        raise Unreadable(too_large, category=TOO_LARGE)
+    data = source.read(MAX_DOCUMENT_BYTES + 1)
+    if len(data) > MAX_DOCUMENT_BYTES:  # it grew after its size was asked
+        raise Unreadable(too_large, category=TOO_LARGE)
+    return data
+
+
+def document_extractor() -> BoundedExtractor:
+    """This process's extractor for the configured limits (EXTRACT_TIMEOUT, EXTRACT_MEMORY_MB)."""
+    return bounded_extractor(
+        Limits(seconds=float(settings.EXTRACT_TIMEOUT), memory_bytes=int(settings.EXTRACT_MEMORY_MB) * 1024 * 1024)
+    )

@@ -10,6 +10,7 @@ import numpy as np
 from django.db.models import F
 
 from collections_app.models import Agent
+from ragsite.bodies import encodable
 from ragsite.embedders import Embedder, EmbeddingError
 from ragsite.errors import NotFound, RagsiteError
 
@@ -41,6 +42,9 @@ def validate_text(text: Any) -> str:
     if "\x00" in text:
         # PostgreSQL cannot store NUL in text; refusing it everywhere keeps the two stores alike.
         raise RagsiteError("text must not contain NUL characters", code="invalid_text")
+    if not encodable(text):
+        # A lone surrogate is valid JSON but not text: no tokenizer or UTF-8 store takes it.
+        raise RagsiteError("text must not contain lone surrogates", code="invalid_text")
     return text
 
 
@@ -50,6 +54,8 @@ def validate_query(query: Any, most: Any) -> tuple[str, int]:
         raise RagsiteError("query must be a non-empty string", code="invalid_query")
     if len(query) > conf.MAX_QUERY_LENGTH:
         raise RagsiteError(f"query is at most {conf.MAX_QUERY_LENGTH:,} characters", code="query_too_long")
+    if not encodable(query):
+        raise RagsiteError("query must not contain lone surrogates", code="invalid_query")
     if isinstance(most, bool) or not isinstance(most, int) or not 1 <= most <= conf.MAX_MOST:
         raise RagsiteError(f"most must be a whole number from 1 to {conf.MAX_MOST}", code="invalid_most")
     return query, most

@@ -27,6 +27,7 @@ from django.http import HttpResponse, JsonResponse
 from django.http.request import validate_host
 from django.views.decorators.csrf import csrf_exempt
 
+from ragsite.bodies import BadBody, parse_json
 from ragsite.errors import RagsiteError, error_body
 
 from .protocol import (
@@ -241,12 +242,8 @@ def _accepts_json(accept: str) -> bool:
     return bool(kinds & {"application/json", "application/*", "*/*"})
 
 
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not JSON")
-
-
 def _parse(body: bytes) -> Any:
-    return json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+    return parse_json(body)  # nesting, NaN and lone surrogates refused as the API refuses them
 
 
 @csrf_exempt  # bearer keys, no cookies: nothing for a cross-site request to ride on
@@ -281,8 +278,8 @@ def mcp_endpoint(request) -> HttpResponse:
 
     try:
         payload = _parse(body)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return _json(rpc_error(None, PARSE_ERROR, "parse error: the body is not JSON"), status=400)
+    except BadBody as exc:
+        return _json(rpc_error(None, PARSE_ERROR, f"parse error: {exc.message}"), status=400)
 
     caller = Caller(agent=key.agent, key=key)
     header = request.headers.get(PROTOCOL_VERSION_HEADER)

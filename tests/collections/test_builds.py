@@ -58,7 +58,7 @@ def test_a_folder_builds_into_paragraphs_named_relative_to_it(handbook, knowledg
     assert built.passages == Paragraph.objects.filter(collection=handbook).count() == run.passages > 0
     paragraph = Paragraph.objects.filter(collection=handbook, text__contains="five days").get()
     assert paragraph.agent_id == "alpha" and paragraph.section == "Leave"
-    assert len(paragraph.vector) == 64 and paragraph.token_count > 0
+    assert paragraph.vectors(64).shape == (1, 64) and paragraph.token_count > 0
     ordinals = list(Paragraph.objects.filter(collection=handbook).values_list("ordinal", flat=True))
     assert ordinals == list(range(len(ordinals)))
 

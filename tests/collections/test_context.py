@@ -15,6 +15,7 @@ from collections_app.models import Paragraph
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
 from collections_app.services.search import search_collection
+from collections_app.vector_codec import decode
 from ragsite import embedding
 
 CHAPTER = (
@@ -81,7 +82,7 @@ def test_a_build_stores_the_context_embeds_it_and_search_returns_the_paragraph_a
     assert row.context == "Routine Vacuuming › The Autovacuum Daemon › Temporary tables"
     assert "Routine Vacuuming" not in row.text
     expected = embedding.get_embedder().embed([embedding_text(row.text, row.context)])[0]
-    assert np.allclose(np.frombuffer(bytes(row.embedding), dtype="<f4"), expected)
+    assert np.allclose(decode(row.embedding, 64)[0], expected, atol=1e-3)  # stored as float16
 
     # Only the title and section say "routine vacuuming": the context makes the paragraph findable,
     # and the answer carries the paragraph's own text.

@@ -325,6 +325,7 @@ def test_summary_of_headings_only_uses_their_text():
 def test_the_refusal_vocabulary_is_fixed_and_says_what_a_librarian_can_act_on():
     assert REFUSAL_REASONS == (
         "corrupt", "encrypted", "no text layer — scanned?", "unsupported type", "too large", "empty",
+        "timed out", "bad name",  # the per-document limits (collections_app.bounded, services.sources)
     )
 
 

@@ -45,7 +45,22 @@ def test_export_writes_the_four_files_of_the_current_build(handbook, tmp_path):
                                   "method": "structure", "chars": {"size": 1800, "overlap": 180}}
     assert [c.chunk_id for c in index.chunks] == [f"{p.document.name}#{p.index}" for p in paragraphs]
     assert [c.text for c in index.chunks] == [p.text for p in paragraphs]
-    assert index.vectors.tobytes() == b"".join(bytes(p.embedding) for p in paragraphs)
+    # One row per paragraph: its first window, widened from the store's float16 and normalised.
+    first = np.stack([p.vectors(64)[0] for p in paragraphs])
+    assert np.allclose(index.vectors, first / np.linalg.norm(first, axis=1, keepdims=True), atol=1e-7)
+    assert np.allclose(np.linalg.norm(index.vectors, axis=1), 1.0, atol=1e-6)
+    # bm25.idx comes from the build's search index, and is byte for byte seed 004's from the texts.
+    from_texts = fmt.build_index(meta=index.meta, chunks=index.chunks, vectors=index.vectors)
+    assert (folder / "bm25.idx").read_bytes() == fmt.encode_index(from_texts)["bm25.idx"]
+
+
+def test_an_export_with_documents_held_back_has_the_statistics_of_what_it_holds(handbook, tmp_path):
+    Document.objects.filter(collection=handbook, name="leave.md").update(status=Document.NEEDS_REVIEW)
+    folder = export_index(collection=handbook, directory=tmp_path)
+    index = fmt.read_index(folder, index_id="handbook")
+    assert all(c.doc_id != "leave.md" for c in index.chunks)
+    from_texts = fmt.build_index(meta=index.meta, chunks=index.chunks, vectors=index.vectors)
+    assert (folder / "bm25.idx").read_bytes() == fmt.encode_index(from_texts)["bm25.idx"]
 
 
 @pytest.fixture

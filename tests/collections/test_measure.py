@@ -379,6 +379,20 @@ def test_the_admin_page_needs_view_permission(client, handbook, django_user_mode
     assert client.get(reverse("admin:collections_app_collection_measure")).status_code == 403
 
 
+def test_a_scratch_index_with_windows_scores_each_paragraph_by_its_best_window():
+    """As search does (mapped_index): a long paragraph's windows are rows of the matrix."""
+    from collections_app.stitch import Row
+    from ragsite.lexical import BM25Index
+
+    texts = ["alpha beta", "gamma delta", "epsilon"]
+    rows = [Row(ordinal=i, document=i, start=0, end=len(t), text=t, section="") for i, t in enumerate(texts)]
+    e = np.eye(3, dtype=np.float32)
+    index = m.ScratchIndex(rows=rows, bm25=BM25Index.from_texts(texts), matrix=np.stack([e[0], e[1], e[2]]),
+                           window_row=np.asarray([0, 0, 1]))  # paragraph 2 has no vector
+    ranked = m.rank(index, "nothing matches", e[1] * 0.9, weight=1.0, most=3, around=0)
+    assert [(run.first, round(run.score, 3)) for run in ranked] == [(0, 0.9), (1, 0.0), (2, 0.0)]
+
+
 # --- Measuring as a job ---------------------------------------------------------------------------
 
 

@@ -89,15 +89,21 @@ def test_a_collection_without_vectors_ranks_lexically_without_embedding_the_ques
     assert "five days" in answer["paragraphs"][0]["text"]
 
 
-def test_a_per_reader_collection_needs_a_known_reader(agent, knowledge_folder):
+def test_a_per_reader_collection_needs_a_reader_and_an_unknown_one_reads_only_unlabelled(agent, knowledge_folder):
     collection = create_collection(agent=agent, name="secret", method="fixed", size=80, per_reader=True)
     knowledge_folder("secret", HANDBOOK)
     build_collection(collection=collection)
     with pytest.raises(RagsiteError, match="say which reader") as raised:
         ask(agent, "secret")
     assert raised.value.status == 400
-    with pytest.raises(Forbidden):
-        ask(agent, "secret", reader="mallory")
+    hr = Label.objects.create(name="hr")
+    Paragraph.objects.get(collection=collection, text__contains="capped at five").labels.add(hr)
+    create_reader(external_id="nobody-here@example.com", labels=[])
+    # An unknown id answers exactly as a known reader holding no labels: ids cannot be probed (D13).
+    unknown = ask(agent, "secret", reader="mallory@example.com", min_score=0, most=50)
+    known = ask(agent, "secret", reader="nobody-here@example.com", min_score=0, most=50)
+    assert unknown == known and unknown["paragraphs"]
+    assert all("capped at five" not in p["text"] for p in unknown["paragraphs"])
 
 
 def test_labels_filter_before_ranking_and_are_never_stitched_in(agent, knowledge_folder):
@@ -113,8 +119,12 @@ def test_labels_filter_before_ranking_and_are_never_stitched_in(agent, knowledge
     assert any("capped at five" in p["text"] for p in for_alice["paragraphs"])
     for_bob = ask(agent, "secret", reader="bob", around=2, min_score=0, most=50)
     assert all("capped at five" not in p["text"] for p in for_bob["paragraphs"])
-    # The run around the restricted paragraph breaks rather than closing over it.
-    assert all(not (p["first"] < capped.ordinal < p["last"]) for p in for_bob["paragraphs"])
+    # The run around the restricted paragraph breaks rather than closing over it, and positions
+    # count only what bob may read, so no gap shows where it sits.
+    readable = Paragraph.objects.filter(collection=collection).exclude(pk=capped.pk).count()
+    assert all(1 <= p["first"] <= p["last"] <= readable for p in for_bob["paragraphs"])
+    assert sorted(i for p in for_bob["paragraphs"] for i in range(p["first"], p["last"] + 1)) == list(
+        range(1, readable + 1))
 
 
 def test_documents_in_review_are_not_searched_until_approved(agent, handbook):
@@ -284,15 +294,55 @@ def test_bad_input_is_400_in_the_one_error_shape(client, handbook, api_key, payl
     assert set(error) == {"code", "message"} and error["message"]
 
 
-def test_a_missing_reader_is_400_and_an_unknown_one_403_over_the_api(client, agent, api_key, knowledge_folder):
+def test_a_missing_reader_is_400_and_known_or_unknown_ones_answer_alike_over_the_api(
+    client, agent, api_key, knowledge_folder
+):
     collection = create_collection(agent=agent, name="secret", per_reader=True)
     knowledge_folder("secret", HANDBOOK)
     build_collection(collection=collection)
     url = "/api/v1/collections/secret/search"
     assert post(client, api_key, url, {"question": QUESTION}).json()["error"]["code"] == "reader_required"
-    assert post(client, api_key, url, {"question": QUESTION, "reader": "nobody"}).status_code == 403
     Reader.objects.create(external_id="carol")
-    assert post(client, api_key, url, {"question": QUESTION, "reader": "carol"}).status_code == 200
+    answers = [post(client, api_key, url, {"question": QUESTION, "reader": name})
+               for name in ("carol", "nobody", "x\u0000y")]
+    assert {r.status_code for r in answers} == {200}
+    assert len({r.content for r in answers}) == 1
+
+
+def test_on_behalf_of_another_agent_or_nobody_answers_alike(client, agent, api_key, knowledge_folder):
+    create_agent(agent_id="another-installation")
+    knowledge_folder("handbook", HANDBOOK)
+    create_collection(agent=agent, name="handbook", method="fixed", size=80)
+    url = "/api/v1/collections/handbook/search"
+    answers = [post(client, api_key, url, {"question": QUESTION, "onBehalfOf": name})
+               for name in ("another-installation", "zz-nobody", "nul\u0000here")]
+    assert {r.status_code for r in answers} == {403}
+    assert len({r.content for r in answers}) == 1
+
+
+def test_labels_set_after_the_build_cut_the_overlap_they_hide(agent, knowledge_folder):
+    """The review's D4: a public piece began with the last characters of the secret piece before it."""
+    collection = create_collection(agent=agent, name="merger", method="structure", size=200, overlap=120,
+                                   per_reader=True)
+    text = ("Our public leave policy is generous and clear. " * 4) + "The acquisition target is Hooli. "
+    text += "The canteen opens at eight and closes at four every weekday. " * 4
+    knowledge_folder("merger", {"plan.md": text})
+    build_collection(collection=collection)
+    rows = list(Paragraph.objects.filter(collection=collection).order_by("ordinal"))
+    secret = next(p for p in rows if "Hooli" in p.text)
+    after = next(p for p in rows if p.ordinal == secret.ordinal + 1)
+    assert "Hooli" in after.text  # the overlap copied it
+    public, restricted = Label.objects.create(name="pub"), Label.objects.create(name="secret")
+    for paragraph in rows:  # labelled after the build, as a librarian does in the admin
+        paragraph.labels.add(restricted if paragraph.pk == secret.pk else public)
+    create_reader(external_id="alice", labels=["pub"])
+    create_reader(external_id="bob", labels=["pub", "secret"])
+    for question in ("Hooli acquisition target", "canteen opens", "leave policy"):
+        for around in (0, 1, 3):
+            answer = ask(agent, "merger", question=question, reader="alice", around=around, min_score=0, most=50)
+            assert answer["paragraphs"] and all("Hooli" not in p["text"] for p in answer["paragraphs"])
+    whole = ask(agent, "merger", question="Hooli acquisition target", reader="bob", around=0, min_score=0, most=50)
+    assert any("Hooli" in p["text"] for p in whole["paragraphs"])
 
 
 def test_runaway_over_the_api_is_429_with_retry_after(client, agent, judged, judge, api_key):
@@ -335,8 +385,9 @@ def test_seed_003_a_paragraph_is_cited_by_document_and_its_index_within_the_docu
     seed 004: chunk_id is <doc_id>#<k>."""
     answer = ask(agent, around=1, min_score=0, most=50)
     for paragraph in answer["paragraphs"]:
-        stitched = Paragraph.objects.filter(collection=handbook, ordinal__gte=paragraph["first"],
-                                            ordinal__lte=paragraph["last"]).order_by("ordinal")
+        # Every paragraph is readable here, so position p (from 1) is ordinal p - 1.
+        stitched = Paragraph.objects.filter(collection=handbook, ordinal__gte=paragraph["first"] - 1,
+                                            ordinal__lte=paragraph["last"] - 1).order_by("ordinal")
         assert paragraph["chunk_ids"] == [f"{p.document.name}#{p.index}" for p in stitched]
     best = ask(agent, around=1, most=1)["paragraphs"][0]
     matched = Paragraph.objects.get(collection=handbook, text__contains="capped at five")
@@ -413,7 +464,9 @@ def test_seed_refusal_2_a_row_of_another_width_in_the_collection_is_refused(agen
     """Seed 000, refusal 2, the per-row half: one row written at another width (a raw edit, a partial
     migration) refuses the collection rather than scoring the others."""
     odd = Paragraph.objects.filter(collection=handbook).order_by("ordinal").last()
-    Paragraph.objects.filter(pk=odd.pk).update(embedding=np.ones(32, dtype="<f4").tobytes())
+    # 40 float16 values: no whole number of the collection's 64-wide vectors (a blob that happens to
+    # be a multiple of the width reads as several windows; the build's model check guards that case).
+    Paragraph.objects.filter(pk=odd.pk).update(embedding=np.ones(40, dtype="<f2").tobytes())
     CollectionBuilt.objects.filter(collection=handbook).update(built_at=timezone.now())  # reload the index
     with pytest.raises(Conflict) as caught:
         ask(agent)

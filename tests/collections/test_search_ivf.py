@@ -1,6 +1,7 @@
-"""Search through the IVF approximate path: above IVF_MIN_PARAGRAPHS the cosine is scored only for
-the rows in the lists nearest the question — as many as the build measured for IVF_RECALL, unless
-IVF_NPROBE or the request says otherwise; below it, exactly as before."""
+"""Search through the IVF approximate path: above IVF_MIN_PARAGRAPHS the candidates are the vector
+top-K from the lists nearest the question — as many as the build measured for IVF_RECALL, unless
+IVF_NPROBE or the request says otherwise — and the lexical top-K, each scored exactly; below it,
+every row is scored exactly."""
 
 import logging
 
@@ -9,11 +10,13 @@ import pytest
 
 from collections_app.ivf import build_lists
 from collections_app.models import CollectionBuilt
+from collections_app.services import search as search_module
 from collections_app.services.agents import create_agent, create_collection
 from collections_app.services.builds import build_collection
 from collections_app.services.interchange import export_index, import_index
 from collections_app.services.search import collection_index, search_collection
 from ragsite.errors import RagsiteError
+from ragsite.lexical import terms
 from tests.conftest import HANDBOOK
 
 pytestmark = pytest.mark.django_db
@@ -42,8 +45,33 @@ def library(agent, knowledge_folder):
     return collection
 
 
+class IndexOf:
+    """A collection's mapped index and this process's IVF lists over it, as the tests look at them."""
+
+    def __init__(self, collection):
+        self.pk = collection.pk
+        self.mapped = collection_index(collection, CollectionBuilt.objects.get(collection=collection))
+        self.size, self.matrix = self.mapped.size, self.mapped.vector_matrix()
+
+    @property
+    def ivf(self):
+        """The lists search used: built by this process, or else those written with the build."""
+        cached = search_module._ivf_cache.get(self.pk)
+        return self.mapped.ivf if cached is None else cached[1]
+
+    @ivf.setter
+    def ivf(self, value):
+        assert value is None, "only forgetting the lists is supported"
+        search_module._ivf_cache.pop(self.pk, None)
+
+
 def index_of(collection):
-    return collection_index(collection, CollectionBuilt.objects.get(collection=collection))
+    return IndexOf(collection)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_ivf():
+    search_module._ivf_cache.clear()
 
 
 def ask(agent, collection, **kwargs):
@@ -83,15 +111,30 @@ def test_the_ivf_is_built_once_per_build_and_rebuilt_with_a_new_build(agent, lib
     assert index_of(library).ivf is not None and index_of(library).ivf is not first
 
 
-def test_rows_outside_the_probed_lists_get_no_cosine_but_still_rank_on_bm25(agent, library, settings):
+def test_every_candidate_gets_its_exact_cosine_and_bm25_whatever_lists_were_probed(agent, library, settings):
+    """Hybrid candidates are the IVF's vector top-K plus the lexical top-K, each scored exactly on both
+    arms: a paragraph outside the probed lists keeps its true cosine rather than 0."""
+    settings.IVF_MIN_PARAGRAPHS = 0
+    exact = {p["text"]: p["score"] for p in ask(agent, library, most=50, min_score=0.0)["paragraphs"]}
     settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 1
-    vector_answer = ask(agent, library, mode="vector", most=50, min_score=0.0)
-    index = index_of(library)
-    probed = max(len(index.ivf.list_rows(c)) for c in range(index.ivf.nlist))
-    # Vector mode ranks only the probed list's rows above zero.
-    assert sum(p["score"] > 0 for p in vector_answer["paragraphs"]) <= probed < index.size
-    hybrid = ask(agent, library, min_score=0.0, most=50)
-    assert "capped at five days" in hybrid["paragraphs"][0]["text"]
+    approximate = ask(agent, library, most=50, min_score=0.0)["paragraphs"]
+    assert index_of(library).ivf.nlist > 1
+    assert approximate and all(p["score"] == exact[p["text"]] for p in approximate)
+
+
+def test_the_top_ten_equals_the_flat_path_when_the_true_top_ten_are_candidates(agent, library, settings):
+    settings.IVF_MIN_PARAGRAPHS = 0
+    flat = ask(agent, library, most=10, min_score=0.0)
+    settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 1
+    approximate = ask(agent, library, most=10, min_score=0.0)
+    # The collection is smaller than the lexical candidate depth, so every paragraph holding a
+    # question term is a candidate; the flat top ten that do are ranked identically.
+    assert index_of(library).size < search_module.CANDIDATE_DEPTH
+    question_terms = set(terms(QUESTION))
+    lexical_hits = [p for p in flat["paragraphs"] if question_terms & set(terms(p["text"]))]
+    assert len(lexical_hits) >= 2
+    assert [p for p in approximate["paragraphs"] if p in lexical_hits] == lexical_hits
+    assert approximate["paragraphs"][0] == flat["paragraphs"][0]
 
 
 @pytest.mark.parametrize("mode", ["vector", "hybrid"])
@@ -111,8 +154,7 @@ def test_below_the_threshold_the_ivf_is_never_built(agent, library, settings, th
     settings.IVF_MIN_PARAGRAPHS = size + 1 if threshold == "size + 1" else threshold
     answer = ask(agent, library)
     assert "capped at five days" in answer["paragraphs"][0]["text"]
-    index = index_of(library)
-    assert index.ivf is None and index.ivf_rows is None
+    assert index_of(library).ivf is None
 
 
 def test_the_defaults_are_fifty_thousand_paragraphs_the_measured_nprobe_and_recall_095():
@@ -204,3 +246,27 @@ def test_a_build_after_an_import_seeds_from_the_collection_name_again(agent, lib
     assert build_collection(collection=copy).status == "succeeded"
     built = CollectionBuilt.objects.get(collection=copy)
     assert built.index_id == "" and built.ivf_index_id == "shelf"
+
+
+def test_a_large_builds_ivf_lists_are_written_with_its_index_and_no_search_builds_them(
+    agent, knowledge_folder, settings, caplog
+):
+    """Issue 16: the IVF lists are part of the build's index, mapped by every process."""
+    settings.IVF_MIN_PARAGRAPHS = 1
+    collection = create_collection(agent=agent, name="shelf", method="fixed", size=80)
+    knowledge_folder("shelf", {**HANDBOOK, **filler()})
+    assert build_collection(collection=collection).status == "succeeded"
+    index = index_of(collection)
+    assert index.mapped.ivf is not None and index.mapped.ivf.index_id == "shelf"
+    assert (index.mapped.path / "ivf_members.bin").exists()
+    with caplog.at_level(logging.DEBUG, logger="ragsite.search"):
+        stored = ask(agent, collection, mode="vector", most=20, min_score=0.0)
+    assert not search_module._ivf_cache  # nothing built in this process
+    assert not any("built IVF" in record.getMessage() for record in caplog.records)
+    assert nprobe_logged(caplog) == index.mapped.ivf.nprobe
+    # The same lists a process would have built itself (same vectors, same index_id, same target).
+    settings.IVF_RECALL = 0.95  # unchanged, stated: a different target would build anew
+    rebuilt = build_lists(index.matrix, index_id="shelf", target_recall=0.95)
+    assert np.array_equal(rebuilt.centroids, index.mapped.ivf.centroids)
+    assert np.array_equal(rebuilt.members, index.mapped.ivf.members)
+    assert stored["paragraphs"]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collections_app.stitch import Row, join_rows, stitch
+from collections_app.chunking import chunk
+from collections_app.stitch import Row, cut_hidden_overlap, join_rows, stitch
 
 
 def plain_rows(layout: list[int], unreadable: frozenset[int] = frozenset()) -> dict[int, Row]:
@@ -219,3 +222,97 @@ def test_word_aligned_overlaps_read_as_the_document(words, data):
         for i, (a, b) in enumerate(spans)
     ]
     assert join_rows(rows) == document
+
+
+# --- overlap never carries text across a label boundary ------------------------------------
+
+LEAK = 20  # a returned substring this long that occurs only in hidden text is a leak
+
+
+class ReaderView(Mapping):
+    """What the search service hands to stitch: readable rows by ordinal, each cut by cut_hidden_overlap."""
+
+    def __init__(self, rows: list[Row], readable: list[bool]):
+        self.rows, self.readable = rows, readable
+
+    def __getitem__(self, ordinal):
+        if not 0 <= ordinal < len(self.rows) or not self.readable[ordinal]:
+            raise KeyError(ordinal)
+        return cut_hidden_overlap(self.rows, ordinal, self.readable)
+
+    def __iter__(self):
+        return (i for i, ok in enumerate(self.readable) if ok)
+
+    def __len__(self):
+        return sum(self.readable)
+
+
+def _document(words: int, seed: int) -> str:
+    """Prose of distinct words (so any 20 characters of it occur once), with a heading now and then."""
+    import random
+
+    rng = random.Random(seed)
+    parts = []
+    for i in range(words):
+        if i and rng.random() < 0.04:
+            parts.append(f"\n\n# Heading {i:05d}\n\n")
+        elif i and rng.random() < 0.1:
+            parts.append("\n\n")
+        parts.append(f"w{i:05d}{rng.choice('abcdefgh')}" + ("." if rng.random() < 0.2 else "") + " ")
+    return "".join(parts).strip()
+
+
+def _hidden_only(text: str, pieces, readable: list[bool]) -> list[str]:
+    """Every 20-character stretch of the document whose characters all belong to hidden pieces.
+
+    A character belongs to the earliest piece that covers it: overlap copies the end of a piece
+    into the next, so the copy is the earlier piece's text."""
+    owner = [None] * len(text)
+    for number, piece in reversed(list(enumerate(pieces))):
+        owner[piece.start : piece.end] = [number] * (piece.end - piece.start)
+    hidden = [o is not None and not readable[o] for o in owner]
+    return [text[i : i + LEAK] for i in range(len(text) - LEAK + 1) if all(hidden[i : i + LEAK])]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    words=st.integers(20, 400),
+    seed=st.integers(0, 10_000),
+        size=st.integers(60, 400),
+    overlap_share=st.floats(0.05, 0.5),
+    layout=st.lists(st.booleans(), min_size=1, max_size=400),
+    around=st.integers(0, 5),
+    hits=st.lists(st.integers(0, 399), max_size=12),
+)
+def test_no_answer_carries_text_that_only_hidden_paragraphs_hold(
+    words, seed, size, overlap_share, layout, around, hits
+):
+    text = _document(words, seed)
+    pieces = list(chunk(text, "structure", size=size, overlap=int(size * overlap_share)))
+    rows = [Row(i, 0, p.start, p.end, p.text, p.section) for i, p in enumerate(pieces)]
+    readable = [layout[i % len(layout)] for i in range(len(rows))]
+    view = ReaderView(rows, readable)
+    chosen = [(h % len(rows), 1.0) for h in hits if readable[h % len(rows)]]
+    returned = [run.text for run in stitch(chosen, view, around)]
+    secrets = _hidden_only(text, pieces, readable)
+    for answer in returned:
+        assert not [s for s in secrets if s in answer]
+    # And what a reader may read is all still there: every readable character outside hidden copies.
+    for ordinal in (o for o, _s in chosen):
+        row = view[ordinal]
+        assert row.text == text[row.start : row.end]
+
+
+def test_the_review_case_the_tail_of_a_secret_piece_is_cut_from_the_next_public_one():
+    text = ("Public opening about leave. " * 8) + "The acquisition target is Hooli at ninety million. "
+    text += "Public closing words about travel and expenses follow here. " * 6
+    pieces = list(chunk(text, "structure", size=200, overlap=120))
+    secret = next(i for i, p in enumerate(pieces) if "Hooli" in p.text)
+    assert "Hooli" in pieces[secret + 1].text  # the overlap copied it into the next, public, piece
+    readable = [i != secret for i in range(len(pieces))]
+    rows = [Row(i, 0, p.start, p.end, p.text, "") for i, p in enumerate(pieces)]
+    after = ReaderView(rows, readable)[secret + 1]
+    assert "Hooli" not in after.text and after.start == pieces[secret].end
+    assert after.text == text[pieces[secret].end : pieces[secret + 1].end]
+    # A reader who may read the secret piece gets the next one whole.
+    assert ReaderView(rows, [True] * len(rows))[secret + 1] == rows[secret + 1]

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('collections_app', '0007_built_index_id'),
+        ('collections_app', '0010_row_level_security'),
     ]
 
     operations = [

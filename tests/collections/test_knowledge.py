@@ -5,7 +5,7 @@ import pytest
 from collections_app.models import BuildRun, Paragraph
 from collections_app.services.agents import create_agent, create_collection
 from collections_app.services.builds import build_collection, request_build, run_build
-from collections_app.services.sources import available_folders, describe_source, source_folder
+from collections_app.services.knowledge import available_folders, describe_source, source_folder
 from ragsite.errors import Conflict, RagsiteError
 
 pytestmark = pytest.mark.django_db

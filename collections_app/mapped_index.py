@@ -1,0 +1,510 @@
+"""One build's search index as flat files, written once and memory-mapped read-only by every process.
+
+A search process used to build its own copy of a collection from the database rows (about 25 KB
+a paragraph and a second per thousand paragraphs, per process). Here the build writes the arrays
+once, next to the store, and each process maps them: the pages are shared through the OS page
+cache, so a further worker costs almost no private memory and opens a collection in milliseconds.
+
+The directory of one build (``<root>/c<collection>/<key>/``) holds, little-endian:
+
+* ``meta.json`` — counts, width, BM25 constants, format version; written last;
+* ``row_paragraph.i64``, ``row_document.i64`` — per row (rows in ordinal order): the paragraph and
+  document ids; texts stay in the database and are read only for hits and their neighbours;
+* ``vectors.bin`` (``n_vectors × d``, the store's float16 values as float32, see VECTOR_DTYPE) and ``vector_row.i32`` — the vectors, a paragraph's windows
+  consecutive, each naming its row (ascending), so a paragraph is scored by its best window;
+* ``doc_len.i32``, ``indptr.i64``, ``postings_doc.i32``, ``postings_tf.i32`` — seed 004's BM25
+  postings in CSR form (``lexical.BM25Index``'s layout), term ids in UTF-8 byte order;
+* ``vocab.bin`` + ``vocab_offsets.i64`` — the sorted vocabulary, looked up by binary search so
+  opening an index never builds a dictionary of it.
+
+The directory is written under a temporary name and renamed into place, so a reader sees a whole
+index or none. BM25 is computed at query time from tf and document length, so statistics can be
+those of any subset of the rows (a reader's view) without copying anything: see
+:meth:`MappedIndex.bm25`.
+
+Pure: numpy only; no models, no settings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ragsite.lexical import DEFAULT_B, DEFAULT_K1, BM25Index, idf
+
+from .ivf import IVFLists
+
+FORMAT = 1
+# The index keeps the store's float16 values widened to float32: numpy widens float16 at about
+# 20 ns an element (no BLAS, no F16C path), 18× the cost of the float32 product itself — 95 ms
+# against 4 ms for a flat scan of 10,000 × 384 (docs/benchmarks.md). The values are the float16
+# ones, so scores equal a float16 index's; the file costs 1.5 KB a paragraph of page cache, shared
+# by every worker, while the store keeps 768 B. A float16 index can still be written (vector_dtype).
+VECTOR_DTYPE = np.dtype("<f4")
+# Rows per block when scoring float16 vectors: the block is widened to float32 for the product, so
+# this bounds the temporary (64k × 384 × 4 bytes = 96 MiB) whatever the collection's size.
+VECTOR_BLOCK = 65536
+
+# How a paragraph's windows make its cosine: "max" (its best window, the product's) or "mean"
+# (compared in bench/beir.py --pooling; docs/benchmarks.md).
+WINDOW_POOLING = "max"
+
+_ARRAYS = {
+    "row_paragraph": ("row_paragraph.i64", "<i8"),
+    "row_document": ("row_document.i64", "<i8"),
+    "vector_row": ("vector_row.i32", "<i4"),
+    "doc_len": ("doc_len.i32", "<i4"),
+    "indptr": ("indptr.i64", "<i8"),
+    "postings_doc": ("postings_doc.i32", "<i4"),
+    "postings_tf": ("postings_tf.i32", "<i4"),
+    "vocab_offsets": ("vocab_offsets.i64", "<i8"),
+}
+
+
+class IndexUnusable(Exception):
+    """The files of an index are missing, incomplete or inconsistent: rebuild it from the rows."""
+
+
+# --- Writing -------------------------------------------------------------------------------------
+
+
+class IndexWriter:
+    """Accumulates rows block by block (so a million paragraphs never sit in memory as Python objects).
+
+    Call :meth:`add` with consecutive blocks of rows in ordinal order, then :meth:`write`.
+    """
+
+    def __init__(self, dimensions: int, *, k1: float = DEFAULT_K1, b: float = DEFAULT_B, vector_dtype=None) -> None:
+        self.dimensions, self.k1, self.b = int(dimensions), float(k1), float(b)
+        # float16 unless told otherwise (bench/beir.py compares float32 on the same data).
+        self.vector_dtype = np.dtype(vector_dtype or VECTOR_DTYPE)
+        self.vocabulary: dict[str, int] = {}  # term -> id in order of first sight
+        self._paragraph: list[np.ndarray] = []
+        self._document: list[np.ndarray] = []
+        self._doc_len: list[np.ndarray] = []
+        self._post_term: list[np.ndarray] = []
+        self._post_doc: list[np.ndarray] = []
+        self._post_tf: list[np.ndarray] = []
+        self._vectors: list[np.ndarray] = []
+        self._vector_row: list[np.ndarray] = []
+        self.rows = 0
+
+    def add(
+        self,
+        paragraph_ids: Sequence[int],
+        document_ids: Sequence[int],
+        term_lists: Sequence[Sequence[str]],
+        vectors: Sequence[np.ndarray | None],
+    ) -> None:
+        """One block: per row its ids, its terms (``lexical.terms``) and its (windows, d) vectors or None."""
+        count = len(paragraph_ids)
+        first = self.rows
+        self._paragraph.append(np.asarray(paragraph_ids, dtype=np.int64))
+        self._document.append(np.asarray(document_ids, dtype=np.int64))
+        lengths = np.fromiter(map(len, term_lists), dtype=np.int64, count=count)
+        self._doc_len.append(lengths.astype(np.int32))
+        tokens = [term for terms_of in term_lists for term in terms_of]
+        if tokens:
+            # Block-local ids in C (dict lookups through map), then one Python step per distinct term.
+            local_vocab = list(dict.fromkeys(tokens))
+            local_ids = dict(zip(local_vocab, range(len(local_vocab)), strict=True))
+            to_global = np.fromiter(
+                (self.vocabulary.setdefault(term, len(self.vocabulary)) for term in local_vocab),
+                dtype=np.int64, count=len(local_vocab),
+            )
+            local = np.fromiter(map(local_ids.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+            docs = np.repeat(np.arange(count, dtype=np.int64), lengths)
+            keys, tf = np.unique(to_global[local] * count + docs, return_counts=True)
+            self._post_term.append(keys // count)
+            self._post_doc.append((keys % count + first).astype(np.int32))
+            self._post_tf.append(tf.astype(np.int32))
+        for offset, windows in enumerate(vectors):
+            if windows is None:
+                continue
+            windows = np.asarray(windows, dtype=np.float32).reshape(-1, self.dimensions)
+            self._vectors.append(windows.astype(self.vector_dtype))
+            self._vector_row.append(np.full(windows.shape[0], first + offset, dtype=np.int32))
+        self.rows += count
+
+    def write(self, root: Path, key: str, *, extra: dict | None = None,
+              parts: dict[str, IndexWriter] | None = None, ivf: IVFLists | None = None) -> Path:
+        """Write the index as ``root/key`` (temporary directory, then one rename); returns the path.
+
+        When another process renamed the same build into place first, its index is kept and ours
+        dropped: both were made from the same rows.
+        """
+        root.mkdir(parents=True, exist_ok=True)
+        final = root / key
+        scratch = root / f".{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+        scratch.mkdir()
+        try:
+            meta = self._write_files(scratch, extra or {})
+            if ivf is not None:
+                # The IVF lists over these vectors (ivf.build_lists), so no search process builds them.
+                for name, array in ivf.arrays().items():
+                    _write_array(scratch / f"{name}.bin", array)
+                meta["ivf"] = ivf.meta()
+            # Further lexical fields over the same rows (a paragraph's context), each in a folder
+            # of its own, inside the same rename.
+            for name, part in (parts or {}).items():
+                (scratch / name).mkdir()
+                part_meta = part._write_files(scratch / name, {})
+                (scratch / name / "meta.json").write_text(json.dumps(part_meta, sort_keys=True))
+            (scratch / "meta.json").write_text(json.dumps(meta, sort_keys=True))
+            _fsync_dir(scratch)
+            try:
+                os.rename(scratch, final)
+            except OSError:
+                if not (final / "meta.json").exists():
+                    raise
+                shutil.rmtree(scratch, ignore_errors=True)
+            _fsync_dir(root)
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        return final
+
+    def _write_files(self, directory: Path, extra: dict) -> dict:
+        empty_i8 = np.zeros(0, dtype=np.int64)
+        vocabulary = list(self.vocabulary)
+        order = sorted(range(len(vocabulary)), key=vocabulary.__getitem__)  # code point = UTF-8 byte order
+        rank = np.empty(len(vocabulary), dtype=np.int64)
+        rank[np.asarray(order, dtype=np.int64)] = np.arange(len(vocabulary), dtype=np.int64)
+        post_term = rank[np.concatenate(self._post_term)] if self._post_term else empty_i8
+        # Blocks are in row order and each block's postings are sorted by (term, row), so a stable
+        # sort by term leaves each term's rows ascending, as seed 004 requires.
+        by_term = np.argsort(post_term, kind="stable")
+        postings_doc = np.concatenate(self._post_doc)[by_term] if self._post_doc else np.zeros(0, np.int32)
+        postings_tf = np.concatenate(self._post_tf)[by_term] if self._post_tf else np.zeros(0, np.int32)
+        indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(post_term, minlength=len(vocabulary)), out=indptr[1:])
+        encoded = [vocabulary[i].encode("utf-8") for i in order]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        doc_len = np.concatenate(self._doc_len) if self._doc_len else np.zeros(0, np.int32)
+        vectors = (
+            np.concatenate(self._vectors) if self._vectors else np.zeros((0, self.dimensions), self.vector_dtype)
+        )
+        arrays = {
+            "row_paragraph": np.concatenate(self._paragraph) if self._paragraph else empty_i8,
+            "row_document": np.concatenate(self._document) if self._document else empty_i8,
+            "vector_row": np.concatenate(self._vector_row) if self._vector_row else np.zeros(0, np.int32),
+            "doc_len": doc_len,
+            "indptr": indptr,
+            "postings_doc": postings_doc,
+            "postings_tf": postings_tf,
+            "vocab_offsets": offsets,
+        }
+        for name, (filename, dtype) in _ARRAYS.items():
+            _write_array(directory / filename, arrays[name].astype(dtype, copy=False))
+        _write_array(directory / "vectors.bin", vectors)
+        with open(directory / "vocab.bin", "wb") as handle:
+            handle.write(b"".join(encoded))
+            handle.flush()
+            os.fsync(handle.fileno())
+        return {
+            **extra,
+            "format": FORMAT,
+            "rows": self.rows,
+            "vectors": int(vectors.shape[0]),
+            "dimensions": self.dimensions,
+            "vector_dtype": self.vector_dtype.str,
+            "terms": len(vocabulary),
+            "postings": int(postings_doc.shape[0]),
+            "vocab_bytes": int(offsets[-1]),
+            "doc_len_sum": int(doc_len.sum(dtype=np.int64)),
+            "k1": self.k1,
+            "b": self.b,
+        }
+
+
+def _write_array(path: Path, array: np.ndarray) -> None:
+    with open(path, "wb") as handle:
+        np.ascontiguousarray(array).tofile(handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+# --- Reading -------------------------------------------------------------------------------------
+
+
+def _map(path: Path, dtype, count: int, shape=None) -> np.ndarray:
+    """A read-only map of ``count`` items; the file must hold exactly that many bytes."""
+    dtype = np.dtype(dtype)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise IndexUnusable(f"{path.name} is missing") from exc
+    if size != count * dtype.itemsize:
+        raise IndexUnusable(f"{path.name} holds {size} bytes, expected {count * dtype.itemsize}")
+    if count == 0:  # mmap cannot map an empty file
+        return np.zeros(shape or (0,), dtype=dtype)
+    # A plain ndarray over the same mapping: slicing a np.memmap builds a memmap object each time,
+    # which made the vocabulary's binary search cost more than the scoring.
+    try:
+        return np.memmap(path, dtype=dtype, mode="r", shape=shape or (count,)).view(np.ndarray)
+    except (OSError, ValueError) as exc:  # removed or cut short between the stat and the map
+        raise IndexUnusable(f"{path.name} could not be mapped") from exc
+
+
+@dataclass(frozen=True)
+class View:
+    """BM25 statistics of a subset of rows: N, the sum of their lengths, and the membership mask."""
+
+    mask: np.ndarray | None  # None: every row
+    n_docs: int
+    length_sum: int
+
+    @property
+    def avgdl(self) -> float:
+        # Summed as integers and divided once, as lexical.BM25Index does: exact up to one rounding.
+        return self.length_sum / self.n_docs if self.n_docs else 0.0
+
+
+class MappedIndex:
+    """One build's index, memory-mapped. Scores are float64 (BM25) and float32 (cosine)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        try:
+            self.meta = json.loads((self.path / "meta.json").read_text())
+        except (OSError, ValueError) as exc:
+            raise IndexUnusable("meta.json is missing or unreadable") from exc
+        meta = self.meta
+        try:
+            if meta.get("format") != FORMAT:
+                raise IndexUnusable(f"format {meta.get('format')!r} is not {FORMAT}")
+            rows, n_vectors, d = int(meta["rows"]), int(meta["vectors"]), int(meta["dimensions"])
+            n_terms, n_postings = int(meta["terms"]), int(meta["postings"])
+            self.k1, self.b = float(meta["k1"]), float(meta["b"])
+            counts = {
+                "row_paragraph": rows, "row_document": rows, "vector_row": n_vectors, "doc_len": rows,
+                "indptr": n_terms + 1, "postings_doc": n_postings, "postings_tf": n_postings,
+                "vocab_offsets": n_terms + 1,
+            }
+            for name, (filename, dtype) in _ARRAYS.items():
+                setattr(self, name, _map(self.path / filename, dtype, counts[name]))
+            vector_dtype = np.dtype(meta["vector_dtype"])
+            if vector_dtype.str not in ("<f2", "<f4"):
+                raise IndexUnusable(f"vectors of type {vector_dtype.str} are not float16 or float32")
+            self.vectors = _map(self.path / "vectors.bin", vector_dtype, n_vectors * d, shape=(n_vectors, d))
+            self.vocab = _map(self.path / "vocab.bin", np.uint8, int(meta["vocab_bytes"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IndexUnusable(f"meta.json is inconsistent: {exc}") from exc
+        # Cheap consistency checks on the ends of the arrays (a torn or foreign file fails here).
+        if n_terms + 1 and (int(self.indptr[-1]) != n_postings or int(self.vocab_offsets[-1]) != meta["vocab_bytes"]):
+            raise IndexUnusable("postings or vocabulary offsets do not close on their files")
+        self.size, self.dimensions, self.n_terms = rows, d, n_terms
+        # The IVF lists written with the build, when it was large enough to have them.
+        self.ivf: IVFLists | None = None
+        if "ivf" in meta:
+            try:
+                info = meta["ivf"]
+                nlist, dims, members = int(info["ivf_nlist"]), int(info["ivf_dimensions"]), int(info["ivf_rows"])
+                arrays = {
+                    "ivf_centroids": _map(self.path / "ivf_centroids.bin", "<f4", nlist * dims),
+                    "ivf_offsets": _map(self.path / "ivf_offsets.bin", "<i8", nlist + 1),
+                    "ivf_members": _map(self.path / "ivf_members.bin", "<i8", members),
+                }
+                self.ivf = IVFLists.from_arrays(arrays, info)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise IndexUnusable(f"the IVF lists are inconsistent: {exc}") from exc
+        # The BM25 of each row's context ("title › section"), when the build has contexts.
+        self.context: MappedIndex | None = None
+        if (self.path / "context" / "meta.json").exists():
+            self.context = MappedIndex(self.path / "context")
+            if self.context.size != rows:
+                raise IndexUnusable("the context postings do not cover the same rows")
+        self.everyone = View(mask=None, n_docs=rows, length_sum=int(meta["doc_len_sum"]))
+        # A paragraph's windows are consecutive rows of `vectors`: the first vector of each paragraph.
+        self.has_vector = np.zeros(rows, dtype=bool)
+        if n_vectors:
+            self.has_vector[np.asarray(self.vector_row)] = True
+            starts = np.flatnonzero(np.diff(self.vector_row, prepend=-1))
+            self.window_starts = starts if starts.size < n_vectors else None  # None: one vector a row
+        else:
+            self.window_starts = None
+
+    # --- vocabulary
+
+    def _term(self, position: int) -> bytes:
+        return self.vocab[int(self.vocab_offsets[position]) : int(self.vocab_offsets[position + 1])].tobytes()
+
+    def term_id(self, term: str) -> int | None:
+        """The id of ``term`` (a binary search over the sorted vocabulary), or None."""
+        wanted = term.encode("utf-8")
+        lo, hi = 0, self.n_terms
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._term(mid) < wanted:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo if lo < self.n_terms and self._term(lo) == wanted else None
+
+    # --- lexical
+
+    def view(self, mask: np.ndarray | None) -> View:
+        """Statistics over the rows where ``mask`` is true (None: all rows)."""
+        if mask is None:
+            return self.everyone
+        return View(mask=mask, n_docs=int(np.count_nonzero(mask)),
+                    length_sum=int(self.doc_len[mask].sum(dtype=np.int64)))
+
+    def bm25(self, query_terms: Iterable[str], view: View | None = None) -> tuple[np.ndarray, float]:
+        """Seed 004's BM25 of every row for the question's terms, and the question's upper bound.
+
+        Document frequencies, N and avgdl are those of ``view`` (default: every row), so a reader's
+        scores do not depend on rows it cannot read. Rows outside the view get scores too (they are
+        filtered by the caller). Repeated question terms count with their multiplicity, and the
+        upper bound is ``sum idf(q) (k1 + 1)`` over all question terms, a term unknown to the view
+        weighing the idf of df = 0 — both exactly as ``lexical.BM25Index``.
+        """
+        view = view or self.everyone
+        question = list(query_terms)
+        counts: dict[int, int] = {}
+        unknown = 0
+        for term in question:
+            term_id = self.term_id(term)
+            if term_id is None:
+                unknown += 1
+            else:
+                counts[term_id] = counts.get(term_id, 0) + 1
+        scores = np.zeros(self.size, dtype=np.float64)
+        total = 0.0
+        avgdl = view.avgdl
+        for term_id in sorted(counts):
+            count = counts[term_id]
+            lo, hi = int(self.indptr[term_id]), int(self.indptr[term_id + 1])
+            docs = np.asarray(self.postings_doc[lo:hi])
+            df = hi - lo if view.mask is None else int(np.count_nonzero(view.mask[docs]))
+            if df == 0:
+                unknown += count  # nowhere in this view: weighs as a term no paragraph holds
+                continue
+            term_idf = float(idf(view.n_docs, np.asarray([df]))[0])
+            total += count * term_idf
+            tf = self.postings_tf[lo:hi].astype(np.float64)
+            dl = self.doc_len[docs].astype(np.float64)
+            # The order of operations of lexical.BM25Index._posting_weights and .scores.
+            weights = tf * (self.k1 + 1) / (tf + self.k1 * (1 - self.b + self.b * dl / avgdl))
+            scores[docs] += (count * term_idf) * weights
+        if unknown:
+            total += unknown * float(idf(view.n_docs, np.zeros(1))[0])
+        return scores, total * (self.k1 + 1)
+
+    def bm25_index(self) -> BM25Index:
+        """These postings as a ``lexical.BM25Index`` (what seed 004's bm25.idx is written from)."""
+        offsets = np.asarray(self.vocab_offsets)
+        blob = self.vocab.tobytes()
+        vocabulary = [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(self.n_terms)]
+        return BM25Index(vocabulary=vocabulary, doc_len=self.doc_len, indptr=self.indptr,
+                         postings_doc=self.postings_doc, postings_tf=self.postings_tf, k1=self.k1, b=self.b)
+
+    # --- vectors
+
+    def cosine(self, query: np.ndarray) -> np.ndarray:
+        """Cosine of ``query`` with every row (best window per paragraph); -inf for rows without a vector."""
+        query = np.asarray(query, dtype=np.float32)
+        if self.vectors.dtype == np.float32:
+            return self._best_window(self.vectors @ query if self.vectors.shape[0] else np.zeros(0, np.float32))
+        n_vectors = self.vectors.shape[0]
+        per_vector = np.empty(n_vectors, dtype=np.float32)
+        for start in range(0, n_vectors, VECTOR_BLOCK):
+            block = np.asarray(self.vectors[start : start + VECTOR_BLOCK], dtype=np.float32)
+            per_vector[start : start + block.shape[0]] = block @ query
+        return self._best_window(per_vector)
+
+    def cosine_of_rows(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Exact cosine (best window) for the given rows only; -inf for a row without a vector."""
+        query = np.asarray(query, dtype=np.float32)
+        rows = np.asarray(rows, dtype=np.int64)
+        result = np.full(rows.shape[0], -np.inf, dtype=np.float32)
+        if rows.size == 0 or self.vectors.shape[0] == 0:
+            return result
+        vector_row = np.asarray(self.vector_row)
+        lo = np.searchsorted(vector_row, rows, side="left")
+        hi = np.searchsorted(vector_row, rows, side="right")
+        spans = hi - lo
+        wanted = np.repeat(lo, spans) + (np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans))
+        if wanted.size:
+            per_vector = np.asarray(self.vectors[wanted], dtype=np.float32) @ query
+            owners = np.repeat(np.arange(rows.shape[0]), spans)
+            if WINDOW_POOLING == "mean":
+                sums = np.zeros(rows.shape[0], dtype=np.float64)
+                np.add.at(sums, owners, per_vector)
+                has = spans > 0
+                result[has] = (sums[has] / spans[has]).astype(np.float32)
+            else:
+                np.maximum.at(result, owners, per_vector)
+        return result
+
+    def _best_window(self, per_vector: np.ndarray) -> np.ndarray:
+        cosine = np.full(self.size, -np.inf, dtype=np.float32)
+        if per_vector.size == 0:
+            return cosine
+        if self.window_starts is None:
+            cosine[np.asarray(self.vector_row)] = per_vector
+        else:
+            if WINDOW_POOLING == "mean":
+                counts = np.diff(np.append(self.window_starts, per_vector.size))
+                best = (np.add.reduceat(per_vector, self.window_starts) / counts).astype(np.float32)
+            else:
+                best = np.maximum.reduceat(per_vector, self.window_starts)
+            cosine[np.asarray(self.vector_row)[self.window_starts]] = best
+        return cosine
+
+    def vector_matrix(self) -> np.ndarray:
+        """All vectors widened to float32 (a copy): for building an IVF over them."""
+        return np.asarray(self.vectors, dtype=np.float32)
+
+
+def top_rows(scores: np.ndarray, eligible: np.ndarray | None, k: int) -> np.ndarray:
+    """The rows of the ``k`` best scores among ``eligible`` ones, best first, ties to the lower row.
+
+    The same order as a stable argsort of every row, for the cost of one partition: the k-th best
+    value is found first, then only the rows at or above it are sorted.
+    """
+    if eligible is not None:
+        candidates = np.flatnonzero(eligible)
+        values = scores[candidates]
+    else:
+        candidates, values = None, scores
+    if k <= 0 or values.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if values.size > k:
+        threshold = -np.partition(-values, k - 1)[k - 1]
+        keep = np.flatnonzero(values >= threshold)
+    else:
+        keep = np.arange(values.size)
+    keep = keep[np.lexsort((keep, -values[keep]))][:k]
+    return keep if candidates is None else candidates[keep]
+
+
+def remove_stale(root: Path, keep: str) -> None:
+    """Delete the other builds' directories (and abandoned temporaries) of one collection.
+
+    A process that still has an old build mapped keeps reading it: unlinking does not unmap.
+    """
+    if not root.is_dir():
+        return
+    for entry in root.iterdir():
+        if entry.name != keep and entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+__all__ = ["FORMAT", "IndexUnusable", "IndexWriter", "MappedIndex", "View", "remove_stale", "top_rows"]

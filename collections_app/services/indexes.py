@@ -1,0 +1,226 @@
+"""Each build's search index on disk: written when a build or import commits, mapped by searches.
+
+The database stays the source of truth. The index of a build (``mapped_index``) is a derived copy
+keyed by the collection and the build's ``built_at``: written whole by the worker that committed the
+build, and by any process that finds it missing or unusable (under a per-collection file lock, so
+one process writes while the others wait and then map what it wrote). A search process maps each
+build once and keeps the mapping until a newer build replaces it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import shutil
+import threading
+import time
+from contextlib import contextmanager
+from datetime import UTC
+from pathlib import Path
+
+import numpy as np
+
+from ragsite.errors import Conflict, RagsiteError
+from ragsite.lexical import terms
+
+from ..conf import settings
+from ..ivf import IVFLists, build_lists
+from ..mapped_index import IndexUnusable, IndexWriter, MappedIndex, remove_stale
+from ..models import Collection, CollectionBuilt, Paragraph
+from ..vector_codec import VectorFormatError, decode
+
+logger = logging.getLogger("ragsite.search")
+
+ROWS_PER_BLOCK = 5000
+
+_mapped: dict[int, tuple[str, MappedIndex]] = {}
+_mapped_lock = threading.Lock()
+
+
+def build_key(built: CollectionBuilt) -> str:
+    """The directory name of a build's index: its commit time to the microsecond, in UTC."""
+    moment = built.built_at
+    if moment.utcoffset() is not None:
+        moment = moment.astimezone(UTC)
+    # Deleting a document between builds lowers `passages` (services.documents): a new index then.
+    return f'{moment.strftime("%Y%m%dT%H%M%S%fZ")}-{built.passages}'
+
+
+
+def collection_root(collection_id: int) -> Path:
+    return Path(settings.INDEX_DIR) / f"c{collection_id}"
+
+
+@contextmanager
+def _collection_lock(collection_id: int):
+    """An exclusive lock (flock) across processes on one collection's index folder."""
+    root = collection_root(collection_id)
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def write_index(*, collection: Collection) -> tuple[str, Path] | None:
+    """Write the index of `collection`'s current build from its rows; None when it was never built.
+
+    Rows are streamed in blocks. On PostgreSQL a build can commit between reading the build
+    record and the rows, so the record is read again afterwards and the work repeated if it moved.
+    """
+    with _collection_lock(collection.pk):
+        for _attempt in range(5):
+            built = CollectionBuilt.objects.filter(collection=collection).first()
+            if built is None:
+                return None
+            key = build_key(built)
+            path = collection_root(collection.pk) / key
+            if _usable(path):
+                return key, path
+            # Broken (torn, truncated, foreign): out of the way, so the rename below can land.
+            shutil.rmtree(path, ignore_errors=True)
+            started = time.perf_counter()
+            writer, context = _write_rows(collection, built)
+            again = CollectionBuilt.objects.filter(collection=collection).values_list("built_at", "passages").first()
+            if again != (built.built_at, built.passages):
+                continue  # a newer build committed while the rows were read
+            # Contexts are written only when some row has one (context.lexical_with_context then adds them).
+            parts = {"context": context} if context.vocabulary else {}
+            path = writer.write(collection_root(collection.pk), key, extra={"collection": collection.pk}, parts=parts,
+                                ivf=_lists_for(writer, built))
+            remove_stale(collection_root(collection.pk), keep=key)
+            logger.info("index of %s/%s written: %d paragraphs in %.2fs", collection.agent.agent_id,
+                        collection.name, writer.rows, time.perf_counter() - started)
+            return key, path
+    raise RuntimeError(f'collection "{collection.name}" kept being rebuilt while its index was written')
+
+
+def index_committed_build(*, collection: Collection) -> None:
+    """Write the index of the build that just committed, so no search waits for it.
+
+    Never fails the build: the rows are committed, and a search that finds no usable index
+    writes it from them.
+    """
+    try:
+        write_index(collection=collection)
+    except (OSError, RagsiteError) as exc:
+        logger.warning("index of %s/%s not written now (%s); the first search will write it",
+                       collection.agent.agent_id, collection.name, getattr(exc, "strerror", None) or exc)
+
+
+def _usable(path: Path) -> bool:
+    if not (path / "meta.json").exists():
+        return False
+    try:
+        MappedIndex(path)
+    except IndexUnusable:
+        return False
+    return True
+
+
+def _write_rows(collection: Collection, built: CollectionBuilt) -> tuple[IndexWriter, IndexWriter]:
+    writer = IndexWriter(built.dimensions)
+    context = IndexWriter(0)
+    rows = (
+        Paragraph.objects.filter(collection=collection)
+        .order_by("ordinal")
+        .values_list("id", "document_id", "text", "embedding", "context")
+    )
+    block: list[tuple] = []
+
+    def flush():
+        vectors = []
+        for _id, _doc, _text, blob, _context in block:
+            if blob is None or not built.dimensions:
+                vectors.append(None)
+                continue
+            try:
+                vectors.append(decode(blob, built.dimensions))
+            except VectorFormatError:
+                raise Conflict(
+                    f'collection "{collection.name}" holds vectors that are not {built.dimensions} wide; rebuild it',
+                    code="width_mismatch",
+                ) from None
+        writer.add([r[0] for r in block], [r[1] for r in block], [terms(r[2]) for r in block], vectors)
+        context.add([r[0] for r in block], [r[1] for r in block], [terms(r[4] or "") for r in block],
+                    [None] * len(block))
+        block.clear()
+
+    for row in rows.iterator(chunk_size=ROWS_PER_BLOCK):
+        block.append(row)
+        if len(block) >= ROWS_PER_BLOCK:
+            flush()
+    if block:
+        flush()
+    return writer, context
+
+
+def _lists_for(writer: IndexWriter, built: CollectionBuilt) -> IVFLists | None:
+    """The IVF lists of a build that search will take the approximate path for (IVF_MIN_PARAGRAPHS)."""
+    threshold = int(settings.IVF_MIN_PARAGRAPHS)
+    if not writer._vectors or threshold <= 0 or writer.rows < threshold:
+        return None
+    vectors = np.concatenate(writer._vectors).astype(np.float32)
+    return build_lists(vectors, index_id=built.ivf_index_id, target_recall=float(settings.IVF_RECALL))
+
+
+def mapped_index(collection: Collection, built: CollectionBuilt) -> tuple[str, MappedIndex]:
+    """The mapped index of `built`, from this process's cache, the disk, or written from the rows.
+
+    Returns the key actually mapped: when a newer build committed meanwhile, its index.
+    """
+    key = build_key(built)
+    cached = _mapped.get(collection.pk)
+    if cached is not None and cached[0] == key:
+        return cached
+    with _mapped_lock:
+        cached = _mapped.get(collection.pk)
+        if cached is not None and cached[0] == key:
+            return cached
+        path = collection_root(collection.pk) / key
+        try:
+            index = MappedIndex(path)
+        except IndexUnusable as exc:
+            if (path / "meta.json").exists() or path.exists():
+                logger.warning("index of %s/%s unusable (%s): rebuilding it from the store",
+                               collection.agent.agent_id, collection.name, exc)
+            try:
+                written = write_index(collection=collection)
+            except OSError as error:
+                # Say what failed, never where: INDEX_DIR is a path on this machine.
+                logger.error("index of %s/%s cannot be written: %s", collection.agent.agent_id, collection.name,
+                             error.strerror or type(error).__name__)
+                raise RagsiteError(
+                    f"the search index of \"{collection.name}\" cannot be written "
+                    f"({error.strerror or type(error).__name__}); see INDEX_DIR",
+                    code="index_unavailable", status=503,
+                ) from None
+            if written is None:
+                raise
+            key, path = written
+            index = _map_written(collection, key, path)
+        _mapped[collection.pk] = (key, index)
+        return key, index
+
+
+def _map_written(collection: Collection, key: str, path: Path) -> MappedIndex:
+    """Map an index just written; if it vanished meanwhile (someone cleaned INDEX_DIR), write it again."""
+    for _attempt in range(3):
+        try:
+            return MappedIndex(path)
+        except IndexUnusable:
+            written = write_index(collection=collection)
+            if written is None:
+                break
+            key, path = written
+    return MappedIndex(path)
+
+
+def forget(collection_id: int) -> None:
+    """Drop this process's mapping of a collection (the files stay)."""
+    _mapped.pop(collection_id, None)
+
+
+__all__ = ["build_key", "collection_root", "forget", "index_committed_build", "mapped_index", "write_index"]

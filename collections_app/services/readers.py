@@ -1,0 +1,61 @@
+"""Who a per-reader search answers for, and what of a row that reader may see.
+
+Kept apart from the ranking in `search`: an unknown reader id must answer exactly as a known
+reader holding no labels (so ids cannot be probed), and a readable row must not bring back the
+text it shares with an earlier row the reader may not read (the structure strategy's overlap).
+"""
+
+import numpy as np
+
+from ragsite.errors import RagsiteError
+
+from ..mapped_index import MappedIndex
+from ..models import Collection, Paragraph, Reader
+from ..stitch import Row, cut_opening
+
+NO_LABELS = Reader(external_id="")  # an unsaved reader holding nothing: reads unlabelled paragraphs only
+
+
+def resolve_reader(collection: Collection, reader: str | None) -> Reader | None:
+    """The reader a per-reader search answers for. An unknown id reads as a reader holding no
+    labels (unlabelled paragraphs only), exactly like a known reader holding none, so the
+    answer never says whether an id exists; a collection that is not per-reader ignores it."""
+    if not collection.per_reader:
+        return None
+    if reader is None or reader == "":
+        raise RagsiteError(
+            f'collection "{collection.name}" answers per reader: say which reader with "reader"',
+            code="reader_required",
+        )
+    if "\x00" in reader or len(reader) > 200:  # cannot be stored, so cannot be known; never queried
+        return NO_LABELS
+    return Reader.objects.filter(external_id=reader).first() or NO_LABELS
+
+
+# Rows of a document advance in start and end, and overlap is smaller than a piece, so the
+# earlier rows a row can share text with are its few predecessors.
+OVERLAP_REACH = 3
+
+
+def cut_hidden_copies(index: MappedIndex, mask: np.ndarray, readable: dict[int, Row]) -> None:
+    """Each row less the opening it shares with earlier rows of its document this search may not read.
+
+    The structure strategy copies the end of a piece into the next; labels are per paragraph and
+    change after a build, so the copy is cut here, per search (stitch.cut_opening, docs/security.md).
+    Only the ends of those hidden predecessors are read, in one query.
+    """
+    if mask.all():
+        return
+    documents = index.row_document
+    behind = {
+        j: int(index.row_paragraph[j])
+        for r in readable for j in range(max(0, r - OVERLAP_REACH), r)
+        if not mask[j] and documents[j] == documents[r]
+    }
+    if not behind:
+        return
+    ends = dict(Paragraph.objects.filter(pk__in=list(behind.values())).order_by().values_list("id", "end_char"))
+    for r, row in list(readable.items()):
+        hidden_ends = [ends[behind[j]] for j in range(max(0, r - OVERLAP_REACH), r)
+                       if j in behind and documents[j] == documents[r] and behind[j] in ends]
+        readable[r] = cut_opening(row, hidden_ends)

@@ -1,0 +1,54 @@
+"""Reading a JSON request body the same strict way on every surface (API, MCP, embedding endpoints).
+
+`json.loads` accepts things the rest of the server cannot use: nesting deep enough to exhaust
+the stack (a `RecursionError`, once a 500 HTML page), `NaN`/`Infinity`, and lone surrogates
+(`"\\udfff"`, valid JSON that no tokenizer, database or UTF-8 encoder accepts; once a 500 in
+memory, MCP and the embedding endpoints). Each is refused here as a 400 with the one error shape.
+"""
+
+import json
+
+from .errors import RagsiteError
+
+
+class BadBody(RagsiteError):
+    status = 400
+    code = "malformed_json"
+
+
+def _reject_constant(name: str):
+    raise BadBody(f"the request body holds {name}, which is not a number JSON allows")
+
+
+def parse_json(raw: bytes | str) -> object:
+    """The body as Python values, or `BadBody` saying what is wrong with it."""
+    try:
+        data = json.loads(raw, parse_constant=_reject_constant)
+    except RecursionError:
+        raise BadBody("the request body is nested too deeply") from None
+    except UnicodeDecodeError:
+        raise BadBody("the request body is not UTF-8") from None
+    except ValueError:
+        raise BadBody("the request body is not valid JSON") from None
+    if not encodable(data):
+        raise BadBody("the request body holds a lone surrogate (\\ud800-\\udfff), which is not text",
+                      code="invalid_text")
+    return data
+
+
+def encodable(value: object) -> bool:
+    """True when every string in `value` (keys included) can be written as UTF-8."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True

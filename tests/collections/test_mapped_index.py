@@ -1,0 +1,123 @@
+"""The per-build index files: written whole, mapped read-only, scored exactly as seed 004's BM25 and
+the exact cosine — for all rows or for any subset's statistics."""
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from collections_app.mapped_index import IndexUnusable, IndexWriter, MappedIndex, remove_stale, top_rows
+from ragsite.lexical import BM25Index, terms
+
+TEXTS = [
+    "Carry-over of annual leave is capped at five days a year.",
+    "Unused days expire at the end of April.",
+    "Laptops must use full-disk encryption; ÄRGER über Straße.",
+    "Mileage is reimbursed at 0.42 per kilometre. Trains, trains, trains.",
+    "",
+    "Leave requests go to your line manager; annual leave annual leave.",
+]
+
+
+def write(tmp_path, texts, vectors=None, block=2, dimensions=4, key="b1"):
+    writer = IndexWriter(dimensions)
+    vectors = vectors if vectors is not None else [None] * len(texts)
+    for start in range(0, len(texts), block):
+        part = range(start, min(start + block, len(texts)))
+        writer.add([100 + i for i in part], [i // 2 for i in part], [terms(texts[i]) for i in part],
+                   [vectors[i] for i in part])
+    return MappedIndex(writer.write(tmp_path, key))
+
+
+@pytest.mark.parametrize("block", [1, 2, 4, 100])
+def test_scores_equal_the_seed_bm25_whatever_the_blocks_it_was_written_in(tmp_path, block):
+    index = write(tmp_path, TEXTS, block=block)
+    reference = BM25Index.from_texts(TEXTS)
+    for question in ["annual leave", "trains per kilometre", "straße ärger", "nothing here", "leave leave days"]:
+        scores, upper = index.bm25(terms(question))
+        assert np.array_equal(scores, reference.scores(terms(question)))
+        assert upper == reference.upper_bound(terms(question))
+    assert list(index.row_paragraph) == [100 + i for i in range(len(TEXTS))]
+    assert [index.term_id(t) for t in reference.vocabulary] == list(range(reference.n_terms))
+    assert index.term_id("absent") is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(mask=st.lists(st.booleans(), min_size=len(TEXTS), max_size=len(TEXTS)).filter(any),
+       question=st.sampled_from(["annual leave days", "trains encryption", "april manager leave"]))
+def test_a_views_statistics_are_those_of_its_rows_alone(tmp_path_factory, mask, question):
+    """BM25 over a subset's view equals BM25 of an index built from that subset only."""
+    index = write(tmp_path_factory.mktemp("v"), TEXTS)
+    mask = np.asarray(mask)
+    scores, upper = index.bm25(terms(question), index.view(mask))
+    alone = BM25Index.from_texts([t for t, keep in zip(TEXTS, mask, strict=True) if keep])
+    assert np.allclose(scores[mask], alone.scores(terms(question)), rtol=0, atol=1e-12)
+    assert upper == pytest.approx(alone.upper_bound(terms(question)), abs=1e-12)
+
+
+def test_a_paragraph_scores_by_its_best_window_and_rows_without_vectors_by_none(tmp_path):
+    e = np.eye(4, dtype=np.float32)
+    vectors = [e[0], np.stack([e[1], e[2]]), None, e[3], np.stack([e[0], e[3], e[1]]), None]
+    index = write(tmp_path, TEXTS, vectors=vectors)
+    assert index.vectors.dtype == np.float32 and index.vectors.shape == (7, 4)
+    query = np.asarray([0.1, 0.2, 0.9, 0.3], dtype=np.float32)
+    cosine = index.cosine(query)
+    assert cosine[0] == pytest.approx(0.1) and cosine[1] == pytest.approx(0.9) and cosine[3] == pytest.approx(0.3)
+    assert cosine[4] == pytest.approx(0.3) and np.isneginf(cosine[2]) and np.isneginf(cosine[5])
+    rows = np.asarray([4, 2, 1])
+    assert np.array_equal(index.cosine_of_rows(query, rows), cosine[rows])
+    # A float16 index scores the same (its blocks are widened before the product).
+    writer = IndexWriter(4, vector_dtype="<f2")
+    writer.add([1, 2, 3, 4, 5, 6], [0, 0, 1, 1, 2, 2], [terms(t) for t in TEXTS], vectors)
+    half = MappedIndex(writer.write(tmp_path, "half"))
+    assert half.vectors.dtype == np.float16
+    assert np.allclose(half.cosine(query), cosine, atol=1e-3) and np.array_equal(np.isneginf(half.cosine(query)),
+                                                                                  np.isneginf(cosine))
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.sampled_from([0.0, 0.1, 0.5, 0.5, 0.9, 1.0]), min_size=0, max_size=40),
+       k=st.integers(1, 12), eligible_seed=st.integers(0, 2**31))
+def test_top_rows_is_a_stable_full_sort_cut_at_k(values, k, eligible_seed):
+    scores = np.asarray(values, dtype=np.float64)
+    eligible = np.random.default_rng(eligible_seed).random(scores.size) < 0.7
+    rows = np.flatnonzero(eligible)
+    expected = rows[np.argsort(-scores[rows], kind="stable")[:k]]
+    assert np.array_equal(top_rows(scores, eligible, k), expected)
+
+
+def test_a_torn_or_foreign_index_is_refused_not_read(tmp_path):
+    path = write(tmp_path, TEXTS).path
+    (path / "postings_tf.i32").write_bytes(b"\0" * 3)
+    with pytest.raises(IndexUnusable, match="postings_tf"):
+        MappedIndex(path)
+    path = write(tmp_path, TEXTS, key="b2").path
+    meta = json.loads((path / "meta.json").read_text())
+    (path / "meta.json").write_text(json.dumps({**meta, "format": 99}))
+    with pytest.raises(IndexUnusable, match="format"):
+        MappedIndex(path)
+    with pytest.raises(IndexUnusable, match="meta.json"):
+        MappedIndex(tmp_path / "never-written")
+
+
+def test_the_index_is_renamed_into_place_whole_and_older_builds_are_removed(tmp_path):
+    write(tmp_path, TEXTS, key="old")
+    write(tmp_path, TEXTS, key="new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new", "old"]  # no temporary left behind
+    remove_stale(tmp_path, keep="new")
+    assert [p.name for p in tmp_path.iterdir()] == ["new"]
+    # A second writer of the same build keeps the first one's files.
+    again = write(tmp_path, TEXTS, key="new")
+    assert again.size == len(TEXTS) and [p.name for p in tmp_path.iterdir()] == ["new"]
+
+
+def test_the_postings_are_seed_004s_bm25_index_exactly(tmp_path):
+    """What the interchange export writes bm25.idx from, without tokenising the texts again."""
+    reference = BM25Index.from_texts(TEXTS)
+    rebuilt = write(tmp_path, TEXTS, block=3).bm25_index()
+    assert rebuilt.vocabulary == reference.vocabulary
+    for name in ("doc_len", "indptr", "postings_doc", "postings_tf", "df", "idf", "_weights"):
+        assert np.array_equal(getattr(rebuilt, name), getattr(reference, name)), name
+    assert rebuilt.avgdl == reference.avgdl

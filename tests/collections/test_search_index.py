@@ -1,0 +1,198 @@
+"""The per-build search index in use: written when a build or import commits, mapped by searches,
+rebuilt from the store when missing or broken; per-reader statistics and positions; long paragraphs
+as several windows."""
+
+import threading
+
+import numpy as np
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from collections_app.models import CollectionBuilt, Label, Paragraph
+from collections_app.services import indexes
+from collections_app.services.agents import create_collection, create_reader
+from collections_app.services.builds import build_collection
+from collections_app.services.search import forget_index, search_collection
+from collections_app.vector_codec import decode
+from collections_app.windows import model_windows
+from ragsite.errors import RagsiteError
+from tests.conftest import HANDBOOK
+
+pytestmark = pytest.mark.django_db
+
+QUESTION = "how many days of annual leave carry over"
+
+
+@pytest.fixture
+def handbook(agent, knowledge_folder):
+    collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
+    knowledge_folder("handbook", HANDBOOK)
+    assert build_collection(collection=collection).status == "succeeded"
+    return collection
+
+
+def index_dir(collection):
+    built = CollectionBuilt.objects.get(collection=collection)
+    return indexes.collection_root(collection.pk) / indexes.build_key(built)
+
+
+def ask(agent, collection, **kwargs):
+    return search_collection(agent=agent, collection=collection, question=kwargs.pop("question", QUESTION), **kwargs)
+
+
+def test_a_build_writes_its_index_and_a_new_build_replaces_it(agent, handbook, settings):
+    first = index_dir(handbook)
+    assert (first / "meta.json").exists() and (first / "vectors.bin").exists()
+    assert first.is_relative_to(settings.INDEX_DIR)
+    assert build_collection(collection=handbook).status == "succeeded"
+    second = index_dir(handbook)
+    assert second != first and (second / "meta.json").exists() and not first.exists()
+    assert "capped at five days" in ask(agent, handbook)["paragraphs"][0]["text"]
+
+
+def test_texts_are_read_from_the_store_only_for_the_hits_and_their_neighbours(agent, handbook):
+    ask(agent, handbook)  # map the index
+    with CaptureQueriesContext(connection) as queries:
+        answer = ask(agent, handbook, most=1, around=1)
+    text_reads = [q["sql"] for q in queries.captured_queries if '"agents_chunks"."text"' in q["sql"]]
+    assert len(text_reads) == 1 and '"agents_chunks"."id" IN' in text_reads[0]
+    assert answer["paragraphs"][0]["passages"] <= 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_index_deleted_mid_flight_is_rebuilt_from_the_rows_while_searches_go_on(agent, handbook):
+    expected = ask(agent, handbook)
+    answers, errors = [], []
+
+    def searcher():
+        from django.db import connections
+
+        try:
+            for _ in range(15):
+                answers.append(ask(agent, handbook))
+        except Exception as exc:  # noqa: BLE001 - the test reports whatever went wrong
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=searcher) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for _ in range(10):
+        # What a new worker process meets: no mapping of its own, and no files.
+        forget_index(handbook.pk)
+        import shutil
+
+        shutil.rmtree(index_dir(handbook), ignore_errors=True)
+        answers.append(ask(agent, handbook))
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert len(answers) == 55 and all(answer == expected for answer in answers)
+    # A deletion racing a rewrite can leave no files while every process still answers from its
+    # mapping; the next process to look writes them again.
+    forget_index(handbook.pk)
+    assert ask(agent, handbook) == expected
+    assert (index_dir(handbook) / "meta.json").exists()
+
+
+def test_a_corrupt_index_is_rebuilt_from_the_rows(agent, handbook, caplog):
+    expected = ask(agent, handbook)
+    forget_index(handbook.pk)
+    (index_dir(handbook) / "postings_doc.i32").write_bytes(b"broken")
+    assert ask(agent, handbook) == expected
+    assert "unusable" in caplog.text and "rebuilding it from the store" in caplog.text
+    assert (index_dir(handbook) / "postings_doc.i32").stat().st_size > 6
+
+
+SECRET = {
+    "a-secret.md": "# Secret\n\nAnnual leave annual leave carry over days days days.\n\nLeave over leave.\n",
+}
+
+
+def readable_collection(agent, knowledge_folder, name, files):
+    collection = create_collection(agent=agent, name=name, method="fixed", size=80, per_reader=True)
+    knowledge_folder(name, files)
+    assert build_collection(collection=collection).status == "succeeded"
+    secret = Label.objects.get_or_create(name="secret")[0]
+    for paragraph in Paragraph.objects.filter(collection=collection, document__name__startswith="a-secret"):
+        paragraph.labels.add(secret)
+    return collection
+
+
+def test_a_readers_scores_and_positions_do_not_depend_on_paragraphs_it_cannot_read(agent, knowledge_folder):
+    """Issue 15: hidden paragraphs holding the question's words change neither the scores (document
+    frequencies and lengths are those of the reader's view) nor the positions a reader is shown."""
+    create_reader(external_id="bob", labels=["staff"])
+    without = readable_collection(agent, knowledge_folder, "without", HANDBOOK)
+    with_hidden = readable_collection(agent, knowledge_folder, "withhidden", {**HANDBOOK, **SECRET})
+    assert Paragraph.objects.filter(collection=with_hidden, labels__name="secret").count() >= 2
+    for mode in ("lexical", "hybrid", "vector"):
+        for question in (QUESTION, "leave over days", "encryption"):
+            plain = ask(agent, without, reader="bob", mode=mode, question=question, most=20, min_score=0, around=1)
+            hidden = ask(agent, with_hidden, reader="bob", mode=mode, question=question, most=20, min_score=0,
+                         around=1)
+            assert hidden == plain
+    # A reader who holds the label sees the secret paragraphs, ranked with statistics that include them.
+    create_reader(external_id="carol", labels=["secret"])
+    for_carol = ask(agent, with_hidden, reader="carol", mode="lexical", most=3)
+    assert for_carol["paragraphs"][0]["document"] == "a-secret.md"
+
+
+def test_positions_count_only_the_paragraphs_this_search_may_use(agent, knowledge_folder):
+    create_reader(external_id="bob", labels=["staff"])
+    collection = readable_collection(agent, knowledge_folder, "numbered", {**HANDBOOK, **SECRET})
+    readable = Paragraph.objects.filter(collection=collection).exclude(labels__name="secret").count()
+    answer = ask(agent, collection, reader="bob", most=50, min_score=0, around=0)
+    positions = sorted(p["first"] for p in answer["paragraphs"])
+    assert positions == list(range(1, readable + 1))
+    assert all(p["first"] == p["last"] for p in answer["paragraphs"])
+
+
+def test_a_paragraph_longer_than_the_window_is_embedded_as_windows_and_scored_by_the_best(
+    agent, knowledge_folder, settings
+):
+    """Issue 12: the tail of a long paragraph is seen by the vector."""
+    from ragsite import embedding
+
+    filler = " ".join(f"word{i}" for i in range(600))
+    long_text = f"{filler} zebra quokka narwhal axolotl pangolin."
+    collection = create_collection(agent=agent, name="long", method="fixed", size=100_000)
+    knowledge_folder("long", {"long.md": long_text, "short.md": "Quokka facts are short."})
+    assert build_collection(collection=collection).status == "succeeded"
+    embedder = embedding.get_embedder()
+    paragraph = Paragraph.objects.get(collection=collection, document__name="long.md")
+    windows = paragraph.vectors(embedder.dimensions)
+    pieces = model_windows(paragraph.text, embedder)
+    assert windows.shape[0] == len(pieces) >= 3
+    assert all(embedder.count_tokens(piece) <= embedder.window for piece in pieces)
+    assert pieces[-1].endswith("pangolin.") and pieces[0].startswith("word0 ")
+    # Consecutive windows overlap, so no sentence is lost at a cut.
+    assert all(a.split()[-1] in b.split() for a, b in zip(pieces, pieces[1:], strict=False))
+    answer = ask(agent, collection, question="zebra quokka narwhal axolotl pangolin", mode="vector", around=0,
+                 min_score=0)
+    question = embedder.embed(["zebra quokka narwhal axolotl pangolin"])[0]
+    best = float(np.max(windows @ question))
+    assert answer["paragraphs"][0]["document"] == "long.md"
+    assert answer["paragraphs"][0]["score"] == pytest.approx(best, abs=1e-6)
+    assert best > float(windows[0] @ question) + 0.1  # the first window alone would not have seen it
+
+
+def test_stored_vectors_are_float16_one_window_a_short_paragraph(agent, handbook):
+    paragraph = Paragraph.objects.filter(collection=handbook).first()
+    assert len(bytes(paragraph.embedding)) == 64 * 2
+    assert decode(paragraph.embedding, 64).shape == (1, 64)
+
+
+def test_an_index_folder_that_cannot_be_written_is_a_503_that_names_no_path(agent, handbook, settings, tmp_path):
+    forget_index(handbook.pk)
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the index folder should be")
+    settings.INDEX_DIR = blocked
+    with pytest.raises(RagsiteError) as caught:
+        ask(agent, handbook)
+    assert caught.value.status == 503 and caught.value.code == "index_unavailable"
+    assert str(tmp_path) not in caught.value.message
+    settings.INDEX_DIR = tmp_path / "indexes-again"
+    assert "capped at five days" in ask(agent, handbook)["paragraphs"][0]["text"]

@@ -1,0 +1,42 @@
+"""Logs cannot leak credentials: upstream URLs are written without userinfo or query (D19)."""
+
+import io
+import logging
+
+import httpx
+import pytest
+
+from ragsite.logs import RedactUpstreamURLs, redact_url
+from tests.servers import JudgeServer, serving
+
+
+@pytest.mark.parametrize(
+    ("url", "logged"),
+    [
+        ("http://user:s3cret@127.0.0.1:8199/v1/embeddings?api_key=KEY123", "http://127.0.0.1:8199/v1/embeddings"),
+        ("https://embed.example.com/v1?token=abc#frag", "https://embed.example.com/v1"),
+        ("http://[::1]:9000/v1/chat/completions", "http://[::1]:9000/v1/chat/completions"),
+    ],
+)
+def test_a_url_keeps_only_scheme_host_port_and_path(url, logged):
+    assert redact_url(url) == logged
+
+
+def test_the_configured_console_handler_logs_httpx_requests_without_credentials():
+    handler = next(h for h in logging.getLogger().handlers
+                   if any(isinstance(f, RedactUpstreamURLs) for f in h.filters))
+    captured = io.StringIO()
+    previous = handler.setStream(captured)
+    httpx_logger = logging.getLogger("httpx")
+    level, httpx_logger.level = httpx_logger.level, logging.INFO
+    try:
+        with serving(JudgeServer()) as server:
+            port = server.url.rsplit(":", 1)[1]
+            httpx.post(f"http://user:s3cretpass@127.0.0.1:{port}/v1/chat/completions?api_key=KEY123",
+                       json={"model": "judge", "messages": []}, timeout=5)
+    finally:
+        handler.setStream(previous)
+        httpx_logger.level = level
+    text = captured.getvalue()
+    assert f"POST http://127.0.0.1:{port}/v1/chat/completions" in text
+    assert "s3cretpass" not in text and "KEY123" not in text and "user" not in text

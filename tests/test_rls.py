@@ -1,0 +1,94 @@
+"""Row-level security on PostgreSQL: a query that forgets its agent filter returns only the scoped
+agent's rows, or nothing, never another agent's; writes for another agent are refused; outside a
+scope (migrations, the admin, commands, builds) everything is visible. SQLite has no row-level
+security: these tests run when DATABASE_URL is PostgreSQL."""
+
+import json
+
+import pytest
+from django.db import DatabaseError, connection, transaction
+
+from collections_app.models import Collection, CollectionBuilt, Document, ModelCall, Paragraph
+from collections_app.services.agents import create_agent, create_collection
+from collections_app.services.builds import build_collection
+from collections_app.services.ledger import record_call
+from memory_app.models import Memory, RecordNode
+from memory_app.services import store_memory
+from ragsite.rls import agent_scope, installed
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+
+
+@pytest.fixture
+def two_agents(knowledge_folder):
+    if connection.vendor != "postgresql":
+        pytest.skip("row-level security is PostgreSQL's")
+    assert installed(connection), "the migrations did not install row-level security"
+    agents = {}
+    for name in ("agent-a", "agent-b"):
+        agent, raw = create_agent(agent_id=name)
+        knowledge_folder(f"{name}-docs", {"a.md": f"# Notes\n\n{name} keeps its own private notes here."})
+        collection = create_collection(agent=agent, name=f"{name}-docs")
+        build_collection(collection=collection)
+        store_memory(agent=agent, text=f"{name} remembers its own vault code.")
+        record_call(agent=agent, collection=collection, purpose=ModelCall.EMBED, model="m", tokens_in=3)
+        agents[name] = (agent, raw)
+    return agents
+
+
+UNFILTERED = {
+    "paragraphs": lambda: set(Paragraph.objects.values_list("agent_id", flat=True)),
+    "collections": lambda: set(Collection.objects.values_list("agent__agent_id", flat=True)),
+    "documents": lambda: set(Document.objects.values_list("collection__agent__agent_id", flat=True)),
+    "built": lambda: set(CollectionBuilt.objects.values_list("agent_id", flat=True)),
+    "ledger": lambda: set(ModelCall.objects.values_list("agent__agent_id", flat=True)),
+    "memories": lambda: set(Memory.objects.values_list("agent__agent_id", flat=True)),
+}
+
+
+@pytest.mark.parametrize("table", UNFILTERED)
+def test_an_unfiltered_query_sees_only_the_scoped_agent(two_agents, table):
+    everything = UNFILTERED[table]()
+    assert everything == {"agent-a", "agent-b"}  # the owner, outside any scope, sees both
+    with agent_scope("agent-b"):
+        assert UNFILTERED[table]() == {"agent-b"}
+    with agent_scope("nobody-at-all"):
+        assert UNFILTERED[table]() == set()
+    assert UNFILTERED[table]() == everything  # the role is given back after the scope
+
+
+def test_record_nodes_follow_their_records(two_agents):
+    a = Memory.objects.get(agent__agent_id="agent-a")
+    RecordNode.objects.create(parent_kind="mem", parent_id=a.pk, node_index=0, start_char=0, end_char=5,
+                              token_count=2, window=8)
+    with agent_scope("agent-b"):
+        assert not RecordNode.objects.exists()
+    with agent_scope("agent-a"):
+        assert RecordNode.objects.count() == 1
+
+
+def test_writing_a_row_for_another_agent_is_refused(two_agents):
+    a, _raw = two_agents["agent-a"]
+    with pytest.raises(DatabaseError, match="row-level security"):
+        with transaction.atomic(), agent_scope("agent-b"):
+            Memory.objects.create(agent=a, text="planted in A's memory by B")
+    assert not Memory.objects.filter(text__startswith="planted").exists()
+
+
+def test_requests_run_in_their_agents_scope_and_still_answer(client, two_agents):
+    _b, raw = two_agents["agent-b"]
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {raw}"}
+    search = client.post("/api/v1/collections/agent-b-docs/search", json.dumps({"question": "private notes",
+                         "min_score": 0}), content_type="application/json", **headers)
+    assert search.status_code == 200 and "agent-b keeps" in search.json()["paragraphs"][0]["text"]
+    theirs = client.post("/api/v1/collections/agent-a-docs/search", json.dumps({"question": "notes"}),
+                         content_type="application/json", **headers)
+    assert theirs.status_code == 404
+    stored = client.post("/api/v1/memory/memories", json.dumps({"text": "B's second memory"}),
+                         content_type="application/json", **headers)
+    recalled = client.post("/api/v1/memory/recall", json.dumps({"query": "vault code"}),
+                           content_type="application/json", **headers)
+    assert stored.status_code == 201 and recalled.status_code == 200
+    assert "agent-a" not in recalled.content.decode()
+    # After the request the test's connection is the owner again.
+    assert UNFILTERED["memories"]() == {"agent-a", "agent-b"}
