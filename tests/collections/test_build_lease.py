@@ -149,6 +149,7 @@ def test_the_sweep_is_a_schedule_made_by_migrate_and_it_fails_dead_builds(agent,
     assert ensure_schedules() == [SWEEP_STALE_BUILDS] and ensure_schedules() == []
 
     collection = create_collection(agent=agent, name="dead", method="fixed", size=200)
+    knowledge_folder("dead", {"a.md": "# A\n\nText.\n"})  # a build with no source is refused before it is queued
     dead = request_build(collection=collection, enqueue=False)
     BuildRun.objects.filter(pk=dead.pk).update(
         status=BuildRun.RUNNING, heartbeat_at=timezone.now() - timedelta(seconds=settings.BUILD_HEARTBEAT_TIMEOUT + 5)
