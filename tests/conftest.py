@@ -26,12 +26,15 @@ def _a_private_secret_key():
     import secrets
 
     from django.conf import settings
+    from django_q.conf import Conf
 
     key = os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50)
     previous, settings.SECRET_KEY = settings.SECRET_KEY, key
+    # django-q2 signs queued tasks with the key it read at import; a cluster subprocess reads this one.
+    previous_q, Conf.SECRET_KEY = Conf.SECRET_KEY, key
     os.environ["SECRET_KEY"] = key
     yield
-    settings.SECRET_KEY = previous
+    settings.SECRET_KEY, Conf.SECRET_KEY = previous, previous_q
 
 
 @pytest.fixture(autouse=True, scope="session")
