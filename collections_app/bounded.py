@@ -65,6 +65,10 @@ class BoundedExtractor:
                 self._stop()
                 reason = "the extractor ran out of memory or crashed on this document"
                 raise Unreadable(reason, category=TOO_LARGE) from None
+            if not answer["ok"] and answer["category"] == TOO_LARGE:
+                # A child that reached its memory cap may not have room left even for a small
+                # document: the next one gets a fresh child.
+                self._stop()
         if answer["ok"]:
             return Extracted(text=answer["text"], warnings=answer["warnings"])
         raise Unreadable(answer["reason"], category=answer["category"])

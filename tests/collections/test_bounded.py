@@ -38,15 +38,30 @@ def test_a_docx_that_expands_to_hundreds_of_megabytes_is_too_large(extractor, tm
     assert category == TOO_LARGE and seconds < LIMITS.seconds + 2
 
 
-def test_a_pdf_that_loops_is_stopped_at_the_time_limit(extractor, tmp_path):
+@pytest.fixture
+def roomy_extractor():
+    # The looping PDF also grows (about 35-60 MB a second here): with room to spare, it is the
+    # clock that stops it, whatever the machine's speed.
+    bounded = BoundedExtractor(Limits(seconds=LIMITS.seconds, memory_bytes=2048 * 1024 * 1024))
+    yield bounded
+    bounded.close()
+
+
+def test_a_pdf_that_loops_is_stopped_at_the_time_limit(roomy_extractor, tmp_path):
     pdf = looping_pdf(tmp_path / "loop.pdf").read_bytes()
     assert len(pdf) < 100_000
-    category, seconds = _refused(extractor, "loop.pdf", pdf)
+    category, seconds = _refused(roomy_extractor, "loop.pdf", pdf)
     assert category == TIMED_OUT and LIMITS.seconds <= seconds < LIMITS.seconds + 2
 
 
-def test_after_a_killed_child_the_next_document_is_read_by_a_fresh_one(extractor, tmp_path):
-    _refused(extractor, "loop.pdf", looping_pdf(tmp_path / "loop.pdf").read_bytes())
+def test_after_a_killed_child_the_next_document_is_read_by_a_fresh_one(roomy_extractor, tmp_path):
+    assert _refused(roomy_extractor, "loop.pdf", looping_pdf(tmp_path / "loop.pdf").read_bytes())[0] == TIMED_OUT
+    assert roomy_extractor.extract("after.md", b"# After\n\nStill reading.").text == "# After\n\nStill reading."
+
+
+def test_after_a_child_reaches_its_memory_cap_the_next_document_is_read_by_a_fresh_one(extractor, tmp_path):
+    bomb = zip_bomb_docx(tmp_path / "bomb.docx", expanded_mb=300).read_bytes()
+    assert _refused(extractor, "bomb.docx", bomb)[0] == TOO_LARGE
     assert extractor.extract("after.md", b"# After\n\nStill reading.").text == "# After\n\nStill reading."
 
 
