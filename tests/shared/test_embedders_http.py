@@ -112,9 +112,18 @@ class _Handler(BaseHTTPRequestHandler):
         with self.server._flight:
             self.server.in_flight += 1
             self.server.most_in_flight = max(self.server.most_in_flight, self.server.in_flight)
+        self._landed = False
         try:
             self._answer(body)
         finally:
+            self._land()
+
+    def _land(self) -> None:
+        # A request stops being in flight once its answer is ready, before the answer is sent: the
+        # client may send its next request the moment it reads this one, and counting until after
+        # the write would see both at once.
+        if not self._landed:
+            self._landed = True
             with self.server._flight:
                 self.server.in_flight -= 1
 
@@ -130,6 +139,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             status, payload = self.server.answer(self.path, body)
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        self._land()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
