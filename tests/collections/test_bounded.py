@@ -16,6 +16,11 @@ from tests.hostile import long_path, looping_pdf, non_utf8_name, sparse_file, zi
 
 LIMITS = Limits(seconds=3.0, memory_bytes=256 * 1024 * 1024)
 
+# Run with the database tests (pytest-django otherwise orders tests without a database last): at the
+# very end of the full suite on PostgreSQL, freshly started extraction children were seen to die at
+# once (cause not yet found; noted on issue 15), which these tests would report as their own failure.
+pytestmark = pytest.mark.django_db
+
 
 @pytest.fixture
 def extractor():
@@ -72,7 +77,6 @@ def test_ordinary_refusals_keep_their_reason_and_category(extractor):
     assert raised.value.category is None or raised.value.category in REFUSAL_REASONS
 
 
-@pytest.mark.django_db
 def test_a_build_refuses_each_hostile_file_by_name_in_bounded_time_and_reads_the_rest(
     agent, knowledge_folder, settings, caplog
 ):
