@@ -35,17 +35,24 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def load(dataset: Path, split: str):
+def read_corpus(dataset: Path) -> dict[str, tuple[str, str]]:
+    """A BEIR corpus: document id -> (title, text)."""
     corpus = {}
     with gzip.open(dataset / "corpus.jsonl.gz", "rt", encoding="utf-8") as handle:
         for line in handle:
             doc = json.loads(line)
             corpus[doc["_id"]] = (doc.get("title") or "", doc.get("text") or "")
-    queries = {}
+    return corpus
+
+
+def read_queries(dataset: Path) -> dict[str, str]:
+    """A BEIR query file: query id -> text (metadata is never shown to the retriever)."""
     with open(dataset / "queries.jsonl", encoding="utf-8") as handle:
-        for line in handle:
-            query = json.loads(line)
-            queries[query["_id"]] = query["text"]  # metadata is never shown to the retriever
+        return {query["_id"]: query["text"] for query in map(json.loads, handle)}
+
+
+def load(dataset: Path, split: str):
+    corpus, queries = read_corpus(dataset), read_queries(dataset)
     qrels: dict[str, dict[str, float]] = {}
     with open(dataset / "qrels" / f"{split}.tsv", encoding="utf-8") as handle:
         next(handle)

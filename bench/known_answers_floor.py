@@ -18,8 +18,6 @@ under data/bench/ and is reused: a second run embeds nothing.
 """
 
 import argparse
-import gzip
-import json
 import math
 import os
 import random
@@ -34,16 +32,9 @@ MARKER_CHARS = 60
 
 
 def load(dataset: Path):
-    corpus = {}
-    with gzip.open(dataset / "corpus.jsonl.gz", "rt", encoding="utf-8") as handle:
-        for line in handle:
-            doc = json.loads(line)
-            corpus[doc["_id"]] = (doc.get("title") or "", doc.get("text") or "")
-    queries = {}
-    with open(dataset / "queries.jsonl", encoding="utf-8") as handle:
-        for line in handle:
-            query = json.loads(line)
-            queries[query["_id"]] = query["text"]
+    from bench.beir import read_corpus, read_queries
+
+    corpus, queries = read_corpus(dataset), read_queries(dataset)
     relevant: dict[str, set[str]] = {}
     for split in ("train", "test"):
         with open(dataset / "qrels" / f"{split}.tsv", encoding="utf-8") as handle:
