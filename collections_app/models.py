@@ -283,8 +283,15 @@ class Document(models.Model):
     class Meta:
         ordering = ["collection", "name"]
         constraints = [models.UniqueConstraint(fields=["collection", "name"], name="document_unique_name")]
-        # Every search asks which documents are held back from it (in review, refused).
-        indexes = [models.Index(fields=["collection", "status"], name="document_by_status")]
+        # Every search asks which documents are held back from it (in review, refused, switched off).
+        # They are few, so the partial index holds only them: its condition is the search's own
+        # filter (services.search._readable_mask), so the planner reads just those rows instead of
+        # every document of the collection (10,000 at 100k paragraphs: 2-10 ms a search).
+        indexes = [
+            models.Index(fields=["collection", "status"], name="document_by_status"),
+            models.Index(fields=["collection"], condition=~models.Q(status="active") | models.Q(enabled=False),
+                         name="document_held_back"),
+        ]
 
     def __str__(self):
         return self.name

@@ -81,7 +81,11 @@ def _readable_mask(collection: Collection, index: MappedIndex, reader: Reader | 
         mask &= ~np.isin(index.row_document, np.asarray(held_back, dtype=np.int64))
     # Disabled paragraphs are read per search (a partial index holds only them), so a switch takes
     # effect at the next question without waiting for a new build.
-    disabled = list(Paragraph.objects.filter(collection=collection, enabled=False).values_list("id", flat=True))
+    # No ORDER BY here either: with the default ordering the planner walks the collection's every
+    # paragraph in ordinal order (paragraph_by_ordinal) instead of the partial index of disabled
+    # ones — 0.1 ms became 170-590 ms at 100,000 paragraphs.
+    disabled = list(Paragraph.objects.filter(collection=collection, enabled=False).order_by()
+                    .values_list("id", flat=True))
     if disabled:
         mask &= ~np.isin(index.row_paragraph, np.asarray(disabled, dtype=np.int64))
     if collection.per_reader and reader is not None:

@@ -44,6 +44,28 @@ def test_scores_equal_the_seed_bm25_whatever_the_blocks_it_was_written_in(tmp_pa
     assert index.term_id("absent") is None
 
 
+def test_weights_written_in_blocks_and_an_index_written_without_them_score_the_same(tmp_path, monkeypatch):
+    """The all-rows view reads each posting's weight from the build; an older index without that
+    file computes it per search. Both are seed 004's BM25 to the bit."""
+    import collections_app.mapped_index as mapped
+
+    monkeypatch.setattr(mapped, "WEIGHT_BLOCK", 3)  # several blocks even for a few postings
+    index = write(tmp_path, TEXTS)
+    assert index.postings_weight is not None and index.postings_weight.shape == index.postings_tf.shape
+    (index.path / "postings_weight.f64").unlink()
+    with pytest.raises(IndexUnusable, match="postings_weight"):
+        MappedIndex(index.path)
+    meta = json.loads((index.path / "meta.json").read_text())
+    del meta["postings_weight"]
+    (index.path / "meta.json").write_text(json.dumps(meta))
+    older = MappedIndex(index.path)
+    assert older.postings_weight is None
+    reference = BM25Index.from_texts(TEXTS)
+    for question in ["annual leave", "trains trains per kilometre", "straße ärger days"]:
+        assert np.array_equal(index.bm25(terms(question))[0], reference.scores(terms(question)))
+        assert np.array_equal(older.bm25(terms(question))[0], reference.scores(terms(question)))
+
+
 @settings(max_examples=40, deadline=None)
 @given(mask=st.lists(st.booleans(), min_size=len(TEXTS), max_size=len(TEXTS)).filter(any),
        question=st.sampled_from(["annual leave days", "trains encryption", "april manager leave"]))
@@ -86,6 +108,20 @@ def test_top_rows_is_a_stable_full_sort_cut_at_k(values, k, eligible_seed):
     rows = np.flatnonzero(eligible)
     expected = rows[np.argsort(-scores[rows], kind="stable")[:k]]
     assert np.array_equal(top_rows(scores, eligible, k), expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(size=st.integers(200, 5000), k=st.integers(1, 12), levels=st.sampled_from([0, 3, 50]),
+       zeros=st.floats(0, 1), seed=st.integers(0, 2**31))
+def test_top_rows_over_many_rows_takes_the_sampled_threshold_and_stays_exact(size, k, levels, zeros, seed):
+    """Long score arrays go through a strided sample first; ties and mostly-zero arrays included."""
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(0, levels, size) / 7.0 if levels else rng.random(size)
+    scores[rng.random(size) < zeros] = 0.0
+    for eligible in (None, rng.random(size) < 0.5):
+        rows = np.arange(size) if eligible is None else np.flatnonzero(eligible)
+        expected = rows[np.argsort(-scores[rows], kind="stable")[:k]]
+        assert np.array_equal(top_rows(scores, eligible, k), expected)
 
 
 def test_a_torn_or_foreign_index_is_refused_not_read(tmp_path):

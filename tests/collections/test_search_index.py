@@ -196,3 +196,23 @@ def test_an_index_folder_that_cannot_be_written_is_a_503_that_names_no_path(agen
     assert str(tmp_path) not in caught.value.message
     settings.INDEX_DIR = tmp_path / "indexes-again"
     assert "capped at five days" in ask(agent, handbook)["paragraphs"][0]["text"]
+
+
+def test_a_search_reads_only_the_held_back_rows_of_a_collection_never_all_of_them(agent, handbook):
+    """Which documents and paragraphs are held back is asked on every search; the planner must reach
+    them through the partial indexes of held-back rows, not walk every row of the collection (the
+    default ordering made SQLite walk 100,000 paragraphs for it: 170-590 ms a search)."""
+    if connection.vendor != "sqlite":
+        pytest.skip("reads SQLite's query plans")
+    ask(agent, handbook)
+    with CaptureQueriesContext(connection) as queries:
+        ask(agent, handbook, mode="lexical")
+    listings = [q["sql"] for q in queries.captured_queries
+                if ("agents_chunks" in q["sql"] or "collections_app_document" in q["sql"]) and " IN (" not in q["sql"]]
+    assert len(listings) == 2  # documents held back, paragraphs switched off
+    for sql in listings:
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN QUERY PLAN " + sql)
+            steps = [row[-1] for row in cursor.fetchall()]
+        assert any("document_held_back" in s or "paragraph_disabled" in s for s in steps), steps
+        assert not any("paragraph_by_ordinal" in s or s.startswith("SCAN") for s in steps), steps
