@@ -10,7 +10,6 @@ import logging
 import threading
 
 import numpy as np
-from django.db.models import Q
 
 from ragsite import embedding
 from ragsite.bodies import encodable
@@ -24,13 +23,13 @@ from ..context import lexical_with_context
 from ..ivf import IVFLists, build_lists
 from ..judge import JudgeUnavailable, ask_judge
 from ..mapped_index import MappedIndex, top_rows
-from ..models import Agent, ApiKey, Collection, CollectionBuilt, Document, ModelCall, Paragraph, Reader
+from ..models import Agent, ApiKey, Collection, CollectionBuilt, ModelCall, Paragraph, Reader
 from ..rerank import RerankUnavailable, ask_reranker
 from ..stitch import Row, stitch
 from .agents import get_collection
 from .indexes import forget, mapped_index
 from .ledger import check_runaway, record_call, spent_today
-from .readers import cut_hidden_copies, resolve_reader
+from .readers import cut_hidden_copies, held_back, resolve_reader
 
 logger = logging.getLogger("ragsite.search")
 
@@ -70,24 +69,12 @@ def _readable_mask(collection: Collection, index: MappedIndex, reader: Reader | 
     Any further per-row filter (a disabled paragraph, say) is one more `&=` here: ranking,
     statistics, stitching and positions all follow this mask.
     """
-    # Documents out of search (in review, refused) are few; list those rather than the active ones.
-    # No ORDER BY: the model's default ordering would walk every document of the collection.
-    held_back = list(
-        Document.objects.filter(collection=collection).filter(~Q(status=Document.ACTIVE) | Q(enabled=False))
-        .order_by().values_list("id", flat=True)
-    )
+    documents, paragraphs = held_back(collection)
     mask = np.ones(index.size, dtype=bool)
-    if held_back:
-        mask &= ~np.isin(index.row_document, np.asarray(held_back, dtype=np.int64))
-    # Disabled paragraphs are read per search (a partial index holds only them), so a switch takes
-    # effect at the next question without waiting for a new build.
-    # No ORDER BY here either: with the default ordering the planner walks the collection's every
-    # paragraph in ordinal order (paragraph_by_ordinal) instead of the partial index of disabled
-    # ones — 0.1 ms became 170-590 ms at 100,000 paragraphs.
-    disabled = list(Paragraph.objects.filter(collection=collection, enabled=False).order_by()
-                    .values_list("id", flat=True))
-    if disabled:
-        mask &= ~np.isin(index.row_paragraph, np.asarray(disabled, dtype=np.int64))
+    if documents.size:
+        mask &= ~np.isin(index.row_document, documents)
+    if paragraphs.size:
+        mask &= ~np.isin(index.row_paragraph, paragraphs)
     if collection.per_reader and reader is not None:
         through = Paragraph.labels.through
         labelled = set(through.objects.filter(paragraph__collection=collection).values_list("paragraph_id", flat=True))
