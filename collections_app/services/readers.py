@@ -6,12 +6,11 @@ text it shares with an earlier row the reader may not read (the structure strate
 """
 
 import numpy as np
-from django.db import connection
 
 from ragsite.errors import RagsiteError
 
 from ..mapped_index import MappedIndex
-from ..models import Collection, Document, Paragraph, Reader
+from ..models import Collection, Paragraph, Reader
 from ..stitch import Row, cut_opening
 
 NO_LABELS = Reader(external_id="")  # an unsaved reader holding nothing: reads unlabelled paragraphs only
@@ -31,31 +30,6 @@ def resolve_reader(collection: Collection, reader: str | None) -> Reader | None:
     if "\x00" in reader or len(reader) > 200:  # cannot be stored, so cannot be known; never queried
         return NO_LABELS
     return Reader.objects.filter(external_id=reader).first() or NO_LABELS
-
-
-def held_back(collection: Collection) -> tuple[np.ndarray, np.ndarray]:
-    """Ids of the collection's documents out of search (in review, refused, switched off) and of
-    its switched-off paragraphs, in one statement.
-
-    Asked on every search, so a switch takes effect at the next question without a new build.
-    Both sets are few, and each condition is written as its partial index's own (document_held_back,
-    paragraph_disabled), so the planner reads only those rows; tests/collections/test_search_index.py
-    reads the plans. Through the ORM the two queries cost 0.6 ms to build and compile, this one
-    0.08 ms (100,000 paragraphs, docs/benchmarks.md); with the models' default ordering they walked
-    every paragraph of the collection (170-590 ms).
-    """
-    quote = connection.ops.quote_name
-    sql = (
-        f"SELECT 0, id FROM {quote(Document._meta.db_table)} "
-        "WHERE collection_id = %s AND (NOT (status = %s) OR NOT enabled) "
-        f"UNION ALL SELECT 1, id FROM {quote(Paragraph._meta.db_table)} WHERE collection_id = %s AND NOT enabled"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [collection.pk, Document.ACTIVE, collection.pk])
-        found = cursor.fetchall()
-    documents = np.asarray([pk for kind, pk in found if kind == 0], dtype=np.int64)
-    paragraphs = np.asarray([pk for kind, pk in found if kind == 1], dtype=np.int64)
-    return documents, paragraphs
 
 
 # Rows of a document advance in start and end, and overlap is smaller than a piece, so the

@@ -29,7 +29,8 @@ from ..stitch import Row, stitch
 from .agents import get_collection
 from .indexes import forget, mapped_index
 from .ledger import check_runaway, record_call, spent_today
-from .readers import cut_hidden_copies, held_back, resolve_reader
+from .readers import cut_hidden_copies, resolve_reader
+from .rows import held_back, stored_rows
 
 logger = logging.getLogger("ragsite.search")
 
@@ -480,12 +481,7 @@ def _stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]
     ids = [int(index.row_paragraph[r]) for r in rows_sorted]
     names: dict[int, str] = {}
     stored = {}
-    # No ORDER BY: the model's default ordering joins the collection and sorts by its agent and name.
-    for pk, start, end, text, section, k, document, name in (
-        Paragraph.objects.filter(pk__in=ids).order_by().values_list(
-            "id", "start_char", "end_char", "text", "section", "index", "document_id", "document__name"
-        )
-    ):
+    for pk, start, end, text, section, k, document, name in stored_rows(ids):
         stored[pk] = (start, end, text, section, k)
         names[document] = name
     readable = {}
