@@ -245,9 +245,18 @@ def bm25_weights(tf: np.ndarray, dl: np.ndarray, k1: float, b: float, avgdl: flo
     The order of operations of ``lexical.BM25Index._posting_weights``, so written and on-the-fly
     weights are bit for bit the seed's.
     """
-    tf = np.asarray(tf).astype(np.float64)
-    dl = np.asarray(dl).astype(np.float64)
-    return tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+    # In place, one operation at a time in the seed's order: the temporaries of the plain
+    # expression were a third of a reader view's scoring time (22.8 -> 15.4 ms, 100k rows).
+    weights = np.asarray(tf).astype(np.float64)
+    denominator = np.asarray(dl).astype(np.float64)
+    denominator *= b
+    denominator /= avgdl
+    denominator += 1 - b
+    denominator *= k1
+    denominator += weights
+    weights *= k1 + 1
+    weights /= denominator
+    return weights
 
 
 def _write_array(path: Path, array: np.ndarray) -> None:
