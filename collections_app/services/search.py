@@ -30,7 +30,7 @@ from .agents import get_collection
 from .indexes import forget, mapped_index
 from .ledger import check_runaway, record_call, spent_today
 from .readers import cut_hidden_copies, resolve_reader
-from .rows import held_back, stored_rows
+from .rows import current_build, held_back, stored_rows
 
 logger = logging.getLogger("ragsite.search")
 
@@ -177,7 +177,7 @@ def search_collection(
 
     floor, floor_source = resolve_floor(collection, min_score)
     around = int(_first_set(around, collection.around, settings.AROUND))
-    built = CollectionBuilt.objects.filter(collection=collection).first()
+    built = current_build(collection)
     if built is None:
         raise Conflict(f'collection "{collection.name}" has never been built', code="not_built")
     key, index = mapped_index(collection, built)
