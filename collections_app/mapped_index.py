@@ -281,6 +281,7 @@ class View:
     # Rows scored on their text less their carried opening (their terms and length less its own),
     # because an earlier row they share it with is outside the view; None: none.
     cut: np.ndarray | None = None
+    doc_len: np.ndarray | None = None  # with cut rows: every row's length, the cut ones' less their openings
 
     @property
     def avgdl(self) -> float:
@@ -390,11 +391,13 @@ class MappedIndex:
         """
         if mask is None:
             return self.everyone
-        length_sum = int(self.doc_len[mask].sum(dtype=np.int64))
         cut = self.rows_cut(mask) if cut_carried else None
-        if cut is not None:
-            length_sum -= int(self.carried.doc_len[cut].sum(dtype=np.int64))
-        return View(mask=mask, n_docs=int(np.count_nonzero(mask)), length_sum=length_sum, cut=cut)
+        if cut is None:
+            return View(mask=mask, n_docs=int(np.count_nonzero(mask)),
+                        length_sum=int(self.doc_len[mask].sum(dtype=np.int64)))
+        lengths = np.where(cut, self.doc_len - self.carried.doc_len, self.doc_len)
+        return View(mask=mask, n_docs=int(np.count_nonzero(mask)), length_sum=int(lengths[mask].sum(dtype=np.int64)),
+                    cut=cut, doc_len=lengths)
 
     def rows_cut(self, mask: np.ndarray) -> np.ndarray | None:
         """Rows where ``mask`` is true that share text with an earlier row where it is false; None: none."""
@@ -435,11 +438,11 @@ class MappedIndex:
             lo, hi = int(self.indptr[term_id]), int(self.indptr[term_id + 1])
             docs = np.asarray(self.postings_doc[lo:hi])
             tf = self.postings_tf[lo:hi].astype(np.float64)
-            dl = self.doc_len[docs].astype(np.float64)
+            dl = (self.doc_len if view.doc_len is None else view.doc_len)[docs].astype(np.float64)
             if view.cut is None:
                 df = hi - lo if view.mask is None else int(np.count_nonzero(view.mask[docs]))
             else:
-                self._less_carried(spelled[term_id], docs, tf, dl, view.cut)
+                self._less_carried(spelled[term_id], docs, tf, view.cut)
                 df = int(np.count_nonzero(view.mask[docs] & (tf > 0)))
             if df == 0:
                 unknown += count  # nowhere in this view: weighs as a term no paragraph holds
@@ -453,13 +456,12 @@ class MappedIndex:
             total += unknown * float(idf(view.n_docs, np.zeros(1))[0])
         return scores, total * (self.k1 + 1)
 
-    def _less_carried(self, term: str, docs: np.ndarray, tf: np.ndarray, dl: np.ndarray, cut: np.ndarray) -> None:
-        """``tf`` and ``dl`` (of the rows ``docs``, in place) less the carried openings of the ``cut`` rows.
+    def _less_carried(self, term: str, docs: np.ndarray, tf: np.ndarray, cut: np.ndarray) -> None:
+        """``tf`` (of ``term`` in the rows ``docs``, in place) less its count in the ``cut`` rows' openings.
 
         An opening's terms are a sub-multiset of its row's (stitch.carried_terms_text), so its rows are
         among ``docs`` and no count goes below zero.
         """
-        dl -= np.where(cut[docs], self.carried.doc_len[docs], 0)
         carried_id = self.carried.term_id(term)
         if carried_id is None:
             return
