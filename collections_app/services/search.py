@@ -369,6 +369,7 @@ def _explain(collection, index: MappedIndex, runs, readable, top, mask, view, ve
         cosine = index.cosine_of_rows(vector, np.asarray(parts_rows)) if vector is not None else None
         if cosine is not None:
             cosine[np.isneginf(cosine)] = 0.0
+            _without_stale_cosine(index, view, cosine, np.asarray(parts_rows, dtype=np.int64))
         lexical = None if bm25 is None else bm25[np.asarray(parts_rows, dtype=np.int64)]
         fused, _mode = hybrid_scores(cosine, lexical, upper or 0.0, weight=FUSION_WEIGHT)
         semantic = normalise_cosine(cosine) if cosine is not None else None
