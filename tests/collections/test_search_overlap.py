@@ -81,10 +81,7 @@ def test_every_readable_rows_score_is_the_same_whatever_the_hidden_paragraphs_sa
         assert with_words == without
     texts = " ".join(p["text"] for answer in with_words for p in answer["paragraphs"])
     assert "Hooli" not in texts and "travel" in texts
-
-
-def test_a_reader_who_may_read_the_hidden_piece_scores_the_copy(agent, boards):
-    told, _other = boards
+    # The cut is this reader's: one who may read the hidden piece scores the copy in the next one.
     create_reader(external_id="carol", labels=["secret"])
     answer = search_collection(agent=agent, collection=told, question="Hooli", reader="carol", mode="lexical",
                                most=5, min_score=0, around=0)
