@@ -142,7 +142,7 @@ def _write_rows(collection: Collection, built: CollectionBuilt) -> tuple[IndexWr
         .values_list("id", "document_id", "text", "embedding", "context")
     )
     # Each row's carried opening and the first row it shares text with, from the positions alone.
-    positions = rows.model.objects.filter(collection=collection).order_by("ordinal").values_list(
+    positions = Paragraph.objects.filter(collection=collection).order_by("ordinal").values_list(
         "document_id", "start_char", "end_char")
     openings = np.fromiter(
         (value for pair in carried_openings(positions.iterator(chunk_size=ROWS_PER_BLOCK)) for value in pair),
