@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -329,26 +330,32 @@ def LABELLED_TEXT(world) -> str:  # noqa: N802 - the document's text as extracte
 
 def isolation(tally: Tally, base: str, world: dict) -> None:
     headers = {"Authorization": f"Bearer {world['b_key']}"}
+    search = {"question": "carry-over capped", "min_score": 0}
+    # Each probe with a body its route accepts, so the answer comes from the object look-up, not
+    # from validating the body.
     probes = [
-        ("get", "/api/v1/collections/{}", ("alpha", "missing")),
-        ("post", "/api/v1/collections/{}/search", ("alpha", "missing")),
-        ("post", "/api/v1/collections/{}/build", ("alpha", "missing")),
-        ("post", "/api/v1/collections/{}/search", ("labelled", "missing2")),
-        ("get", "/api/v1/memory/nodes/mem/{}/0", (str(world["memory"]), "999999")),
-        ("put", "/api/v1/memory/records/mem/{}", (str(world["memory"]), "999999")),
-        ("delete", "/api/v1/memory/records/mem/{}", (str(world["memory"]), "999999")),
+        ("get", "/api/v1/collections/{}", ("alpha", "missing"), None),
+        ("post", "/api/v1/collections/{}/search", ("alpha", "missing"), search),
+        ("post", "/api/v1/collections/{}/build", ("alpha", "missing"), {}),
+        ("post", "/api/v1/collections/{}/search", ("labelled", "missing2"), search),
+        ("get", "/api/v1/memory/nodes/mem/{}/0", (str(world["memory"]), "999999"), None),
+        ("put", "/api/v1/memory/records/mem/{}", (str(world["memory"]), "999999"), {"text": "overwrite"}),
+        ("delete", "/api/v1/memory/records/mem/{}", (str(world["memory"]), "999999"), None),
     ]
     variants = ["{}", "{}%00", "{}%2F..", "{}\u200b", "{}/"]
+
+    def named(content: bytes, name: str) -> bytes:
+        # The id as a whole token only: a record id of 1 must not turn "/api/v1/docs" into "/api/vX/docs".
+        return re.sub(rb"(?<![0-9A-Za-z])" + re.escape(name.encode()) + rb"(?![0-9A-Za-z])", b"X", content)
+
     with _client() as http:
-        for method, template, (theirs, missing) in probes:
+        for method, template, (theirs, missing), body in probes:
             for variant in variants:
-                body = {"question": "carry-over capped", "text": "overwrite", "min_score": 0}
                 one = http.request(method, base + template.format(variant.format(theirs)), headers=headers,
                                    json=body)
                 two = http.request(method, base + template.format(variant.format(missing)), headers=headers,
                                    json=body)
-                same = one.status_code == two.status_code and one.content.replace(
-                    theirs.encode(), b"X") == two.content.replace(missing.encode(), b"X")
+                same = one.status_code == two.status_code and named(one.content, theirs) == named(two.content, missing)
                 leaked = any(w in one.text for w in ("private note", "vault code", "Hooli"))
                 tally.count("isolation", failed=one.status_code >= 500 or not same, leaked=leaked,
                             note=f"{method} {template} {variant}: {one.status_code} vs {two.status_code}")
