@@ -17,7 +17,12 @@ The directory of one build (``<root>/c<collection>/<key>/``) holds, little-endia
 * ``postings_weight.f64`` — each posting's BM25 weight without its idf, for the statistics of all
   rows (``BM25Index._posting_weights``, same operations, so the same bits);
 * ``vocab.bin`` + ``vocab_offsets.i64`` — the sorted vocabulary, looked up by binary search so
-  opening an index never builds a dictionary of it.
+  opening an index never builds a dictionary of it;
+* ``context/`` and ``carried/`` — further lexical fields over the same rows, when some row has one:
+  each row's "title › section", and each row's *carried opening* (the text it shares with earlier
+  rows of its document, ``stitch.carried_openings``) with ``carried/carried_from.i32``, the first
+  earlier row each row shares text with. A reader who may not read one of those rows scores the
+  row without its opening (:meth:`MappedIndex.view`).
 
 The directory is written under a temporary name and renamed into place, so a reader sees a whole
 index or none. BM25 is computed at query time from tf and document length, so statistics can be
@@ -43,8 +48,10 @@ import numpy as np
 from ragsite.lexical import DEFAULT_B, DEFAULT_K1, BM25Index, idf
 
 from .ivf import IVFLists
+from .top import top_rows
 
-FORMAT = 1
+# 2: the carried openings (a format-1 index on disk is rewritten from the rows on first use).
+FORMAT = 2
 # The index keeps the store's float16 values widened to float32: numpy widens float16 at about
 # 20 ns an element (no BLAS, no F16C path), 18× the cost of the float32 product itself — 95 ms
 # against 4 ms for a flat scan of 10,000 × 384 (docs/benchmarks.md). The values are the float16
@@ -99,6 +106,7 @@ class IndexWriter:
         self._post_tf: list[np.ndarray] = []
         self._vectors: list[np.ndarray] = []
         self._vector_row: list[np.ndarray] = []
+        self.arrays: dict[str, np.ndarray] = {}  # further per-row files of this field, by file name
         self.rows = 0
 
     def add(
@@ -218,6 +226,8 @@ class IndexWriter:
             handle.flush()
             os.fsync(handle.fileno())
         _write_array(directory / "vectors.bin", vectors)
+        for filename, array in self.arrays.items():
+            _write_array(directory / filename, array)
         with open(directory / "vocab.bin", "wb") as handle:
             handle.write(b"".join(encoded))
             handle.flush()
@@ -303,6 +313,10 @@ class View:
     mask: np.ndarray | None  # None: every row
     n_docs: int
     length_sum: int
+    # Rows scored on their text less their carried opening (their terms and length less its own),
+    # because an earlier row they share it with is outside the view; None: none.
+    cut: np.ndarray | None = None
+    doc_len: np.ndarray | None = None  # with cut rows: every row's length, the cut ones' less their openings
 
     @property
     def avgdl(self) -> float:
@@ -367,6 +381,14 @@ class MappedIndex:
             self.context = MappedIndex(self.path / "context")
             if self.context.size != rows:
                 raise IndexUnusable("the context postings do not cover the same rows")
+        # Each row's carried opening, and the first earlier row it shares text with (itself when none).
+        self.carried: MappedIndex | None = None
+        self.carried_from: np.ndarray | None = None
+        if (self.path / "carried" / "meta.json").exists():
+            self.carried = MappedIndex(self.path / "carried")
+            self.carried_from = _map(self.path / "carried" / "carried_from.i32", "<i4", rows)
+            if self.carried.size != rows:
+                raise IndexUnusable("the carried openings do not cover the same rows")
         self.everyone = View(mask=None, n_docs=rows, length_sum=int(meta["doc_len_sum"]))
         # A paragraph's windows are consecutive rows of `vectors`: the first vector of each paragraph.
         self.has_vector = np.zeros(rows, dtype=bool)
@@ -396,12 +418,34 @@ class MappedIndex:
 
     # --- lexical
 
-    def view(self, mask: np.ndarray | None) -> View:
-        """Statistics over the rows where ``mask`` is true (None: all rows)."""
+    def view(self, mask: np.ndarray | None, *, cut_carried: bool = False) -> View:
+        """Statistics over the rows where ``mask`` is true (None: all rows).
+
+        ``cut_carried``: a row in the view that shares its opening with an earlier row outside it is
+        counted, in every statistic and score, as its text less that opening, so nothing of the view
+        depends on text only rows outside it hold (issue 15). The whole carried opening goes, even when
+        the row outside ends before a row inside that also overlaps (a cut a little wider than the
+        displayed one, stitch.cut_opening: conservative).
+        """
         if mask is None:
             return self.everyone
-        return View(mask=mask, n_docs=int(np.count_nonzero(mask)),
-                    length_sum=int(self.doc_len[mask].sum(dtype=np.int64)))
+        cut = self.rows_cut(mask) if cut_carried else None
+        if cut is None:
+            return View(mask=mask, n_docs=int(np.count_nonzero(mask)),
+                        length_sum=int(self.doc_len[mask].sum(dtype=np.int64)))
+        lengths = np.where(cut, self.doc_len - self.carried.doc_len, self.doc_len)
+        return View(mask=mask, n_docs=int(np.count_nonzero(mask)), length_sum=int(lengths[mask].sum(dtype=np.int64)),
+                    cut=cut, doc_len=lengths)
+
+    def rows_cut(self, mask: np.ndarray) -> np.ndarray | None:
+        """Rows where ``mask`` is true that share text with an earlier row where it is false; None: none."""
+        if self.carried_from is None or mask.all():
+            return None
+        hidden = np.zeros(self.size + 1, dtype=np.int64)
+        np.cumsum(~mask, out=hidden[1:])
+        # The rows a row shares text with are carried_from[row] .. row - 1 (stitch.carried_openings).
+        cut = mask & (hidden[:-1] > hidden[np.asarray(self.carried_from, dtype=np.int64)])
+        return cut if cut.any() else None
 
     def bm25(self, query_terms: Iterable[str], view: View | None = None) -> tuple[np.ndarray, float]:
         """Seed 004's BM25 of every row for the question's terms, and the question's upper bound.
@@ -416,6 +460,7 @@ class MappedIndex:
         written = self.postings_weight if view.mask is None else None
         question = list(query_terms)
         counts: dict[int, int] = {}
+        spelled: dict[int, str] = {}
         unknown = 0
         for term in question:
             term_id = self.term_id(term)
@@ -423,6 +468,7 @@ class MappedIndex:
                 unknown += 1
             else:
                 counts[term_id] = counts.get(term_id, 0) + 1
+                spelled[term_id] = term
         scores = np.zeros(self.size, dtype=np.float64)
         total = 0.0
         avgdl = view.avgdl
@@ -430,7 +476,13 @@ class MappedIndex:
             count = counts[term_id]
             lo, hi = int(self.indptr[term_id]), int(self.indptr[term_id + 1])
             docs = np.asarray(self.postings_doc[lo:hi])
-            df = hi - lo if view.mask is None else int(np.count_nonzero(view.mask[docs]))
+            tf = self.postings_tf[lo:hi]
+            if view.cut is None:
+                df = hi - lo if view.mask is None else int(np.count_nonzero(view.mask[docs]))
+            else:
+                tf = tf.astype(np.float64)
+                self._less_carried(spelled[term_id], docs, tf, view.cut)
+                df = int(np.count_nonzero(view.mask[docs] & (tf > 0)))
             if df == 0:
                 unknown += count  # nowhere in this view: weighs as a term no paragraph holds
                 continue
@@ -439,13 +491,28 @@ class MappedIndex:
             if written is not None:
                 weights = written[lo:hi]
             else:
-                weights = bm25_weights(self.postings_tf[lo:hi], self.doc_len[docs], self.k1, self.b, avgdl)
+                dl = (self.doc_len if view.doc_len is None else view.doc_len)[docs]
+                weights = bm25_weights(tf, dl, self.k1, self.b, avgdl)
             # A term's postings name each row once, so this is lexical.BM25Index.scores' `+=`;
             # np.add.at is its unbuffered form, 2-5x faster than fancy-index `+=` on 10^5 postings.
             np.add.at(scores, docs, (count * term_idf) * weights)
         if unknown:
             total += unknown * float(idf(view.n_docs, np.zeros(1))[0])
         return scores, total * (self.k1 + 1)
+
+    def _less_carried(self, term: str, docs: np.ndarray, tf: np.ndarray, cut: np.ndarray) -> None:
+        """``tf`` (of ``term`` in the rows ``docs``, in place) less its count in the ``cut`` rows' openings.
+
+        An opening's terms are a sub-multiset of its row's (stitch.carried_terms_text), so its rows are
+        among ``docs`` and no count goes below zero.
+        """
+        carried_id = self.carried.term_id(term)
+        if carried_id is None:
+            return
+        lo, hi = int(self.carried.indptr[carried_id]), int(self.carried.indptr[carried_id + 1])
+        rows = np.asarray(self.carried.postings_doc[lo:hi])
+        keep = cut[rows]
+        tf[np.searchsorted(docs, rows[keep])] -= self.carried.postings_tf[lo:hi][keep]
 
     def bm25_index(self) -> BM25Index:
         """These postings as a ``lexical.BM25Index`` (what seed 004's bm25.idx is written from)."""
@@ -515,42 +582,6 @@ class MappedIndex:
     def vector_matrix(self) -> np.ndarray:
         """All vectors widened to float32 (a copy): for building an IVF over them."""
         return np.asarray(self.vectors, dtype=np.float32)
-
-
-def top_rows(scores: np.ndarray, eligible: np.ndarray | None, k: int) -> np.ndarray:
-    """The rows of the ``k`` best scores among ``eligible`` ones, best first, ties to the lower row.
-
-    The same order as a stable argsort of every row, for the cost of one partition: the k-th best
-    value is found first, then only the rows at or above it are sorted.
-    """
-    if eligible is not None:
-        candidates = np.flatnonzero(eligible)
-        values = scores[candidates]
-    else:
-        candidates, values = None, scores
-    if k <= 0 or values.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if values.size > k:
-        keep = np.flatnonzero(values >= _kth_best(values, k))
-    else:
-        keep = np.arange(values.size)
-    keep = keep[np.lexsort((keep, -values[keep]))][:k]
-    return keep if candidates is None else candidates[keep]
-
-
-def _kth_best(values: np.ndarray, k: int) -> float:
-    """The k-th largest of ``values`` (more than k of them).
-
-    Over many values, a strided sample's k-th best comes first: those are k values of the whole,
-    so the whole's k-th best is at or above it, and the exact partition runs over the few values
-    that reach it (about 16 k) instead of all of them; 100,000 scores took 1-2.5 ms to partition.
-    """
-    stride = values.size // (16 * k)
-    if stride >= 4:
-        sample = values[::stride]
-        bound = np.partition(sample, sample.size - k)[sample.size - k]
-        values = values[values >= bound]
-    return np.partition(values, values.size - k)[values.size - k]
 
 
 def remove_stale(root: Path, keep: str) -> None:
