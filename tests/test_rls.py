@@ -12,7 +12,7 @@ from collections_app.models import Collection, CollectionBuilt, Document, ModelC
 from collections_app.services.agents import create_agent, create_collection
 from collections_app.services.builds import build_collection
 from collections_app.services.ledger import record_call
-from memory_app.models import Memory, RecordNode
+from memory_app.models import Memory, NodePassages, RecordNode
 from memory_app.services import store_memory
 from ragsite.rls import agent_scope, installed
 
@@ -61,10 +61,13 @@ def test_record_nodes_follow_their_records(two_agents):
     a = Memory.objects.get(agent__agent_id="agent-a")
     RecordNode.objects.create(parent_kind="mem", parent_id=a.pk, node_index=0, start_char=0, end_char=5,
                               token_count=2, window=8)
+    NodePassages.objects.create(parent_kind="mem", parent_id=a.pk, node_index=0, bounds=b"\0" * 8)
     with agent_scope("agent-b"):
         assert not RecordNode.objects.exists()
+        assert not NodePassages.objects.exists()
     with agent_scope("agent-a"):
         assert RecordNode.objects.count() == 1
+        assert NodePassages.objects.count() == 1
 
 
 def test_writing_a_row_for_another_agent_is_refused(two_agents):
