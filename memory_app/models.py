@@ -154,7 +154,7 @@ class NodePassages(models.Model):
     parent_id = models.BigIntegerField()
     node_index = models.IntegerField()
     bounds = models.BinaryField(help_text="The node's start, then each passage's end: offsets in the parent's text, int32.")
-    embeddings = models.BinaryField(null=True, blank=True, help_text="One float32 vector per passage.")
+    embeddings = models.BinaryField(null=True, blank=True, help_text="One float16 vector per passage (half the bytes; scored in float32).")
     embedding_model = models.TextField(default="", blank=True)
 
     class Meta:

@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
                 ('parent_id', models.BigIntegerField()),
                 ('node_index', models.IntegerField()),
                 ('bounds', models.BinaryField(help_text="The node's start, then each passage's end: offsets in the parent's text, int32.")),
-                ('embeddings', models.BinaryField(blank=True, help_text='One float32 vector per passage.', null=True)),
+                ('embeddings', models.BinaryField(blank=True, help_text='One float16 vector per passage (half the bytes; scored in float32).', null=True)),
                 ('embedding_model', models.TextField(blank=True, default='')),
             ],
             options={

@@ -137,8 +137,8 @@ def _read(agent: Agent, model: str, keys: set[tuple[str, int]] | None) -> list[R
                 if bounds[0] == start and bounds[-1] == end:
                     node.passages = list(zip(bounds[:-1], bounds[1:], strict=True))
                     if passage_data is not None and node.vector is not None:
-                        node.passage_vectors = list(np.frombuffer(bytes(passage_data), dtype="<f4").reshape(
-                            len(node.passages), node.vector.size))
+                        node.passage_vectors = list(np.frombuffer(bytes(passage_data), dtype="<f2").astype(
+                            np.float32).reshape(len(node.passages), node.vector.size))
             record.nodes.append(node)
         records.extend(these.values())
     return records

@@ -103,7 +103,8 @@ def plain_recall(*, agent, query, most=5, nodes_rank=True, passages=True):
                 spans = [(n.start_char, n.end_char, n.vector)]
                 held = NodePassages.objects.filter(parent_kind=kind, parent_id=pk, node_index=n.node_index).first()
                 if passages and held is not None:
-                    vectors = np.frombuffer(bytes(held.embeddings), dtype="<f4").reshape(len(held.spans), -1)
+                    vectors = np.frombuffer(bytes(held.embeddings), dtype="<f2").astype(np.float32).reshape(
+                        len(held.spans), -1)
                     spans += [(a, b, v) for (a, b), v in zip(held.spans, vectors, strict=True)]
                 scored.append(max(fused(float(v @ query_vector), bm25_of(text[a:b])) for a, b, v in spans))
             scores.append(max(scored))
