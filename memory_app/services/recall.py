@@ -1,8 +1,10 @@
 """Recall: rank an agent's records, a divided one by its best node, and quote each by that node.
 
-An agent's records are read once per process into an `AgentIndex` (texts, BM25, vectors, nodes) and
-kept until its recall generation moves (every write raises it, in the write's own transaction), so a
-recall over 100,000 memories costs one primary-key read, not 100,000 rows.
+An agent's records, nodes and passages are read once per process into an `AgentIndex` (a
+`RecallIndex`: texts, BM25 postings, vectors) and kept while its recall generation stands (every
+write raises it, in the write's own transaction), so a recall over 100,000 memories costs one
+primary-key read, not 100,000 rows. A write that names its records is applied in place by the
+next recall: those records alone are read again.
 """
 
 from __future__ import annotations
@@ -222,22 +224,25 @@ def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST) -> list[d
     """The agent's records that best answer `query`, best first, each quoted by an excerpt.
 
     BM25 and cosine fused by `ragsite.fusion.hybrid_scores` into one [0, 1] score, for a record
-    that has nodes by its best node (`_scores`); only embeddings of the current model take part,
-    and with none at all the query is not embedded and the ranking is lexical. Ties go by kind, then id; records scoring 0 are left out.
-    Each record is quoted by the node that ranked it, or by its opening when it has no nodes.
+    that has nodes by its best node, a node by the best of itself and its passages
+    (`RecallIndex.scores`); only embeddings of the current model take part, and with none at all
+    the query is not embedded and the ranking is lexical. Ties go by kind, then id; records
+    scoring 0 are left out. Each record is quoted by the node that ranked it, or by its opening
+    when it has no nodes.
     Each result is `{"kind", "id", "score", "excerpt": {"text", "node_index", "start", "end"}}`.
     """
     query, most = validate_query(query, most)
     embedder = embedding.get_embedder()
     entry = agent_index(agent, embedder.model)
+    # Embedded outside the lock: it is most of a recall, and needs nothing from the index but this.
+    vector = _QueryVector(query, embedder).get() if entry.index.has_vectors else None
     with entry.lock:
-        return _ranked(entry.index, query, most, embedder)
+        return _ranked(entry.index, query, most, vector)
 
 
-def _ranked(index: RecallIndex, query: str, most: int, embedder: Embedder) -> list[dict]:
+def _ranked(index: RecallIndex, query: str, most: int, vector: np.ndarray | None) -> list[dict]:
     if not index.size:
         return []
-    vector = _QueryVector(query, embedder).get() if index.has_vectors else None
     if vector is not None:
         vector = np.asarray(vector, dtype=np.float32)
         if vector.shape != (index.width,):
