@@ -72,7 +72,7 @@ class Postings:
     def __init__(self, vocabulary: dict[str, int]) -> None:
         self.vocabulary = vocabulary
         self.doc_len = _Growing(np.float64)
-        self.row_terms: list[Counter] = []  # each row's term counts: what removing it must undo
+        self.row_terms: list[list[str]] = []  # each row's terms: what removing it must undo
         self._indptr = np.zeros(1, dtype=np.int64)  # CSR block over term ids < len(indptr) - 1
         self._doc = np.zeros(0, dtype=np.int64)
         self._tf = np.zeros(0, dtype=np.float64)
@@ -83,29 +83,34 @@ class Postings:
     def rows(self) -> int:
         return len(self.row_terms)
 
-    def add(self, term_lists: list[list[str]]) -> list[Counter]:
-        """Append one row per term list; answers each row's term counts."""
-        first = self.rows
-        counted = [Counter(terms) for terms in term_lists]
-        self.doc_len.append([len(terms) for terms in term_lists])
-        self.row_terms.extend(counted)
-        if len(counted) > COMPACT_AT:  # a whole agent read at once: straight into the block
-            self.compact()
-            return counted
-        for row, counts in enumerate(counted, start=first):
-            for term, tf in counts.items():
-                term_id = self.vocabulary.setdefault(term, len(self.vocabulary))
-                docs, tfs = self._extra.setdefault(term_id, ([], []))
-                docs.append(row)
-                tfs.append(float(tf))
-            self._extra_count += len(counts)
-        if self._extra_count > max(COMPACT_AT, self._doc.size // 4):
-            self.compact()
-        return counted
+    def add(self, term_lists: list[list[str]]) -> np.ndarray:
+        """Append one row per term list; answers the term id of each new (term, row) posting."""
+        first, count = self.rows, len(term_lists)
+        self.row_terms.extend(term_lists)
+        sizes = np.fromiter(map(len, term_lists), dtype=np.int64, count=count)
+        self.doc_len.append(sizes)
+        for term in set(chain.from_iterable(term_lists)):
+            self.vocabulary.setdefault(term, len(self.vocabulary))
+        # Flattened in C (chain, map, fromiter, unique), as BM25Index.from_terms does: a Python
+        # loop over every token was most of a load.
+        ids = np.fromiter(map(self.vocabulary.__getitem__, chain.from_iterable(term_lists)), np.int64, int(sizes.sum()))
+        stride = first + count
+        keys, tf = np.unique(ids * stride + np.repeat(np.arange(first, stride, dtype=np.int64), sizes),
+                             return_counts=True)
+        terms_of, docs = keys // stride, keys % stride
+        if count > COMPACT_AT or self._extra_count + keys.size > max(COMPACT_AT, self._doc.size // 4):
+            self._merge(terms_of, docs, tf.astype(np.float64))
+        else:
+            for term_id, doc, frequency in zip(terms_of.tolist(), docs.tolist(), tf.tolist(), strict=True):
+                extra_docs, extra_tfs = self._extra.setdefault(term_id, ([], []))
+                extra_docs.append(doc)
+                extra_tfs.append(float(frequency))
+            self._extra_count += keys.size
+        return terms_of
 
-    def remove(self, row: int) -> Counter:
-        """Zero a row's postings (it then adds nothing to any score); answers its term counts."""
-        counts = self.row_terms[row]
+    def remove(self, row: int) -> tuple[np.ndarray, int]:
+        """Zero a row's postings (it then adds nothing to any score); answers its term ids and length."""
+        counts = Counter(self.row_terms[row])
         blocked = self._indptr.size - 1
         for term in counts:
             term_id = self.vocabulary[term]
@@ -117,27 +122,26 @@ class Postings:
                     continue
             docs, tfs = self._extra[term_id]
             tfs[docs.index(row)] = 0.0
-        self.row_terms[row] = Counter()
+        length = len(self.row_terms[row])
+        self.row_terms[row] = []
         self.doc_len.array[row] = 0.0
-        return counts
+        return np.fromiter((self.vocabulary[term] for term in counts), np.int64, len(counts)), length
 
-    def compact(self) -> None:
-        """Rebuild the CSR block from every live row's terms, and empty the per-term lists."""
-        for term in {term for counts in self.row_terms for term in counts}:
-            self.vocabulary.setdefault(term, len(self.vocabulary))
-        # Flattened in C (chain, map, fromiter): a Python loop over every posting was most of a load.
-        sizes = np.fromiter(map(len, self.row_terms), dtype=np.int64, count=self.rows)
-        total = int(sizes.sum())
-        term_ids = np.fromiter(map(self.vocabulary.__getitem__, chain.from_iterable(self.row_terms)), np.int64, total)
-        tfs = np.fromiter(chain.from_iterable(counts.values() for counts in self.row_terms), np.float64, total)
-        docs = np.repeat(np.arange(self.rows, dtype=np.int64), sizes)
-        order = np.lexsort((docs, term_ids))
+    def _merge(self, terms_of: np.ndarray, docs: np.ndarray, tfs: np.ndarray) -> None:
+        """One CSR block from the block, the per-term lists and these postings; dead postings dropped."""
+        parts = [(np.repeat(np.arange(self._indptr.size - 1, dtype=np.int64), np.diff(self._indptr)), self._doc, self._tf),
+                 (terms_of, docs, tfs)]
+        for term_id, (extra_docs, extra_tfs) in self._extra.items():
+            parts.append((np.full(len(extra_docs), term_id, np.int64), np.asarray(extra_docs, np.int64),
+                          np.asarray(extra_tfs, np.float64)))
+        all_terms, all_docs, all_tfs = (np.concatenate(column) for column in zip(*parts, strict=True))
+        live = all_tfs > 0
+        all_terms, all_docs, all_tfs = all_terms[live], all_docs[live], all_tfs[live]
+        order = np.lexsort((all_docs, all_terms))
         self._indptr = np.zeros(len(self.vocabulary) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(term_ids, minlength=len(self.vocabulary)), out=self._indptr[1:])
-        self._doc = docs[order]
-        self._tf = tfs[order]
-        self._extra = {}
-        self._extra_count = 0
+        np.cumsum(np.bincount(all_terms, minlength=len(self.vocabulary)), out=self._indptr[1:])
+        self._doc, self._tf = all_docs[order], all_tfs[order]
+        self._extra, self._extra_count = {}, 0
 
     def postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
         """(rows, term frequencies) of one term, dead rows included with frequency 0."""
@@ -162,19 +166,20 @@ class Level:
         self.alive = _Growing(bool)
         self.vectors = 0  # live rows that have a vector
 
-    def add(self, term_lists: list[list[str]], vectors: list[np.ndarray | None]) -> list[Counter]:
+    def add(self, term_lists: list[list[str]], vectors: list[np.ndarray | None]) -> np.ndarray:
         width = self.matrix.width
         usable = [v is not None and v.shape == (width,) for v in vectors]
         block = np.zeros((len(vectors), width), np.float32)
-        for row in np.flatnonzero(usable).tolist():  # row by row: far cheaper than asarray over a list
-            block[row] = vectors[row]
+        rows = np.flatnonzero(usable)
+        if rows.size:
+            block[rows] = np.stack([vectors[row] for row in rows.tolist()])
         self.matrix.append(block)
         self.has_vector.append(usable)
         self.alive.append([True] * len(vectors))
         self.vectors += sum(usable)
         return self.postings.add(term_lists)
 
-    def remove(self, row: int) -> Counter:
+    def remove(self, row: int) -> tuple[np.ndarray, int]:
         self.vectors -= int(self.has_vector.array[row] and self.alive.array[row])
         self.alive.array[row] = False
         self.has_vector.array[row] = False
@@ -188,42 +193,50 @@ class Level:
 class Statistics:
     """The records' BM25 statistics, kept exact as records come and go."""
 
-    def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> None:
+    def __init__(self, vocabulary: dict[str, int], k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> None:
         self.k1, self.b = k1, b
-        self.df: Counter = Counter()  # term -> live records holding it
+        self.vocabulary = vocabulary
+        self.df = np.zeros(0, dtype=np.int64)  # by term id: live records holding the term
         self.count = 0
         self.length = 0
 
-    def add(self, rows: list[Counter]) -> None:
-        self.df.update(chain.from_iterable(rows))  # a Counter iterates over its distinct terms
-        self.count += len(rows)
-        self.length += sum(map(sum, map(Counter.values, rows)))
+    def add(self, posting_terms: np.ndarray, rows: int, length: int) -> None:
+        """Count new records in: the term id of each of their (term, record) postings, and their sizes."""
+        added = np.bincount(posting_terms, minlength=len(self.vocabulary))
+        if self.df.size < added.size:
+            self.df = np.concatenate([self.df, np.zeros(added.size - self.df.size, np.int64)])
+        self.df[: added.size] += added
+        self.count += rows
+        self.length += length
 
-    def remove(self, counts: Counter) -> None:
-        self.df.subtract(counts.keys())
+    def remove(self, term_ids: np.ndarray, length: int) -> None:
+        self.df[term_ids] -= 1
         self.count -= 1
-        self.length -= sum(counts.values())
+        self.length -= length
 
     @property
     def avgdl(self) -> float:
         return self.length / self.count if self.count else 0.0
 
+    def frequency(self, term: str) -> int:
+        term_id = self.vocabulary.get(term)
+        return int(self.df[term_id]) if term_id is not None and term_id < self.df.size else 0
+
     def idf(self, term: str) -> float:
-        return float(idf(self.count, np.asarray([self.df.get(term, 0)]))[0])
+        return float(idf(self.count, np.asarray([self.frequency(term)]))[0])
 
     def upper_bound(self, query_terms: list[str]) -> float:
         """`BM25Index.upper_bound` over the live records: sum of idf(q) * (k1 + 1), repeats counted."""
         return sum(self.idf(term) * count for term, count in Counter(query_terms).items()) * (self.k1 + 1)
 
-    def scores(self, level: Level, query_terms: list[str], vocabulary: dict[str, int]) -> np.ndarray:
+    def scores(self, level: Level, query_terms: list[str]) -> np.ndarray:
         """BM25 of every row of `level` with these statistics (a term no record holds weighs nothing)."""
         result = np.zeros(level.postings.rows, dtype=np.float64)
         avgdl = self.avgdl
         for term, count in sorted(Counter(query_terms).items()):
-            term_id = vocabulary.get(term)
-            if term_id is None or self.df.get(term, 0) <= 0:
+            if self.frequency(term) <= 0:
                 continue
-            docs, tf = level.postings.postings(term_id)
+            docs, tf = level.postings.postings(self.vocabulary[term])
             if not docs.size:
                 continue
             dl = level.postings.doc_len.array[docs]
@@ -233,7 +246,7 @@ class Statistics:
         return result
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeRow:
     """One node as read from the store; `passages` None for a node built before passages existed."""
 
@@ -245,7 +258,7 @@ class NodeRow:
     passage_vectors: list[np.ndarray | None] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class RecordRow:
     kind: str
     id: int
@@ -261,7 +274,7 @@ class RecallIndex:
     def __init__(self, width: int) -> None:
         self.width = width
         self.vocabulary: dict[str, int] = {}
-        self.statistics = Statistics()
+        self.statistics = Statistics(self.vocabulary)
         self.records = Level(self.vocabulary, width)
         self.nodes = Level(self.vocabulary, width)
         self.passages = Level(self.vocabulary, width)
@@ -295,7 +308,9 @@ class RecallIndex:
         self.kinds.extend(record.kind for record in records)
         self.ids.append([record.id for record in records])
         self.kind_order.append([record.kind_order for record in records])
-        self.statistics.add(self.records.add([terms(record.text) for record in records], [r.vector for r in records]))
+        term_lists = [terms(record.text) for record in records]
+        self.statistics.add(self.records.add(term_lists, [r.vector for r in records]), len(records),
+                            sum(map(len, term_lists)))
         nodes: list[tuple[int, NodeRow]] = []
         for row, record in enumerate(records, start=first):
             self.row_of[(record.kind, record.id)] = row
@@ -326,7 +341,7 @@ class RecallIndex:
         row = self.row_of.pop((kind, id), None)
         if row is None:
             return
-        self.statistics.remove(self.records.remove(row))
+        self.statistics.remove(*self.records.remove(row))
         self.texts[row] = ""
         for node_row in self._nodes_of.pop(row, []):
             self.nodes.remove(node_row)
@@ -340,12 +355,12 @@ class RecallIndex:
         passages, each scored like a record: its cosine and its BM25 with the records' statistics.
         A record without nodes is scored by itself. Dead rows score 0.
         """
-        statistics, vocabulary = self.statistics, self.vocabulary
+        statistics = self.statistics
         upper = statistics.upper_bound(query_terms)
 
         def fused(level: Level) -> np.ndarray:
             cosine = None if vector is None else level.cosine(vector)
-            return hybrid_scores(cosine, statistics.scores(level, query_terms, vocabulary), upper, weight=weight)[0]
+            return hybrid_scores(cosine, statistics.scores(level, query_terms), upper, weight=weight)[0]
 
         scores = fused(self.records)
         best_node = np.full(scores.size, -1, dtype=np.int64)
