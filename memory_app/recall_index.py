@@ -165,6 +165,9 @@ class Level:
         self.has_vector = _Growing(bool)
         self.alive = _Growing(bool)
         self.vectors = 0  # live rows that have a vector
+        # A term's postings and their BM25 weights, computed by the first question that uses the
+        # term since the last write (a write moves the average length, and so every weight).
+        self.weights: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def add(self, term_lists: list[list[str]], vectors: list[np.ndarray | None]) -> np.ndarray:
         width = self.matrix.width
@@ -236,13 +239,15 @@ class Statistics:
         for term, count in sorted(Counter(query_terms).items()):
             if self.frequency(term) <= 0:
                 continue
-            docs, tf = level.postings.postings(self.vocabulary[term])
-            if not docs.size:
-                continue
-            dl = level.postings.doc_len.array[docs]
-            # The seed's order of operations (see BM25Index._posting_weights).
-            weights = tf * (self.k1 + 1) / (tf + self.k1 * (1 - self.b + self.b * dl / avgdl))
-            result[docs] += (count * self.idf(term)) * weights
+            term_id = self.vocabulary[term]
+            if term_id not in level.weights:
+                docs, tf = level.postings.postings(term_id)
+                dl = level.postings.doc_len.array[docs]
+                # The seed's order of operations (see BM25Index._posting_weights).
+                level.weights[term_id] = docs, tf * (self.k1 + 1) / (tf + self.k1 * (1 - self.b + self.b * dl / avgdl))
+            docs, weights = level.weights[term_id]
+            if docs.size:
+                result[docs] += (count * self.idf(term)) * weights
         return result
 
 
@@ -301,6 +306,7 @@ class RecallIndex:
 
     def put(self, records: list[RecordRow]) -> None:
         """Add records, replacing any already held under the same (kind, id)."""
+        self._forget_weights()
         for record in records:
             self.drop(record.kind, record.id)
         first = len(self.texts)
@@ -341,12 +347,17 @@ class RecallIndex:
         row = self.row_of.pop((kind, id), None)
         if row is None:
             return
+        self._forget_weights()
         self.statistics.remove(*self.records.remove(row))
         self.texts[row] = ""
         for node_row in self._nodes_of.pop(row, []):
             self.nodes.remove(node_row)
             for passage_row in self._passages_of.pop(node_row, []):
                 self.passages.remove(passage_row)
+
+    def _forget_weights(self) -> None:
+        for level in (self.records, self.nodes, self.passages):
+            level.weights.clear()
 
     def scores(self, query_terms: list[str], vector: np.ndarray | None, weight: float) -> tuple[np.ndarray, np.ndarray]:
         """Per record row, the fused score recall ranks by, and the node row that gave it (-1: the record).
