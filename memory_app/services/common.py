@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 from django.db import transaction
+from django.db.models import F
 
 from collections_app.models import Agent
 from ragsite.bodies import encodable
@@ -154,18 +155,18 @@ def raise_generation(agent_id: int, *, create: bool = True, changed: Iterable[tu
     if keys is not None and len(keys) > RECENT_KEYS:
         keys = None
     with transaction.atomic():
-        # Locked for the read-modify-write of `recent`; the row's update would lock it anyway.
-        row = RecallGeneration.objects.select_for_update().filter(agent_id=agent_id).values_list(
-            "generation", "recent").first()
-        if row is None:
+        # The counter is raised first: that write takes the row's lock (and SQLite's write lock)
+        # before `recent` is read and written back, so two writers cannot interleave there.
+        raised = RecallGeneration.objects.filter(agent_id=agent_id).update(generation=F("generation") + 1)
+        if not raised:
             if not create:
                 return
             RecallGeneration.objects.get_or_create(agent_id=agent_id)
-            row = RecallGeneration.objects.select_for_update().filter(agent_id=agent_id).values_list(
-                "generation", "recent").first()
-        generation = row[0] + 1
-        recent = [*(row[1] or []), [generation, keys]][-RECENT_GENERATIONS:]
-        RecallGeneration.objects.filter(agent_id=agent_id).update(generation=generation, recent=recent)
+            RecallGeneration.objects.filter(agent_id=agent_id).update(generation=F("generation") + 1)
+        generation, recent = RecallGeneration.objects.filter(agent_id=agent_id).values_list(
+            "generation", "recent").get()
+        recent = [*(recent or []), [generation, keys]][-RECENT_GENERATIONS:]
+        RecallGeneration.objects.filter(agent_id=agent_id).update(recent=recent)
 
 
 def recent_changes(agent_id: int, since: int, until: int) -> set[tuple[str, int]] | None:

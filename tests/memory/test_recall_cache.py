@@ -108,6 +108,21 @@ def test_a_write_that_names_nothing_reads_everything_again(agent):
     assert len(ids(agent)) == 2 and recall_module._cache[agent.pk] is not cached
 
 
+def test_an_index_too_many_generations_behind_reads_everything_again(agent):
+    from memory_app.services.common import RECENT_GENERATIONS
+
+    services.store_memory(agent=agent, text="the harbor lantern was lit at dusk")
+    ids(agent)
+    cached = recall_module._cache[agent.pk]
+    for n in range(RECENT_GENERATIONS + 1):
+        services.store_memory(agent=agent, text=f"harbor note {n}")
+    assert len(RecallGeneration.objects.get(agent=agent).recent) == RECENT_GENERATIONS
+    after = ids(agent)
+    assert recall_module._cache[agent.pk] is not cached and recall_module._cache[agent.pk].size == RECENT_GENERATIONS + 2
+    recall_module._cache.clear()
+    assert after == ids(agent)
+
+
 def test_updated_in_place_scores_what_a_fresh_index_scores(agent, run_on_commit, monkeypatch):
     """Stores, edits, deletes and node builds, with recalls between them: every answer, scores
     included, equals a cold index's, across compactions of the postings."""
