@@ -12,6 +12,7 @@ column, whose sequence never hands out a number twice (both are pinned by a test
 
 from __future__ import annotations
 
+import secrets
 from typing import ClassVar
 
 import numpy as np
@@ -171,6 +172,10 @@ class NodePassages(models.Model):
         return list(zip(bounds[:-1], bounds[1:], strict=True))
 
 
+def new_epoch() -> str:
+    return secrets.token_hex(8)
+
+
 class RecallGeneration(models.Model):
     """A counter per agent, raised in the same transaction as every write to its records or their nodes.
 
@@ -184,6 +189,9 @@ class RecallGeneration(models.Model):
     # the list null when the write did not say (a bulk import). A process whose cached index is only
     # a few generations behind re-reads just those records instead of all of them.
     recent = models.JSONField(default=list, blank=True)
+    # Drawn when the row is made: generations are comparable only within one epoch (a row made again
+    # — a rolled-back test database, an agent deleted and made again — starts another history).
+    epoch = models.CharField(max_length=32, default=new_epoch)
 
     class Meta:
         db_table = "memory_recall_generation"

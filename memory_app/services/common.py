@@ -182,9 +182,10 @@ def recent_changes(agent_id: int, since: int, until: int) -> set[tuple[str, int]
     return changed
 
 
-def recall_generation(agent_id: int) -> int:
-    """The agent's recall generation, making its row (at 0) when there is none yet."""
-    generation = RecallGeneration.objects.filter(agent_id=agent_id).values_list("generation", flat=True).first()
-    if generation is None:
-        generation = RecallGeneration.objects.get_or_create(agent_id=agent_id)[0].generation
-    return generation
+def recall_generation(agent_id: int) -> tuple[str, int]:
+    """The agent's recall (epoch, generation), making its row (at 0) when there is none yet."""
+    current = RecallGeneration.objects.filter(agent_id=agent_id).values_list("epoch", "generation").first()
+    if current is None:
+        row = RecallGeneration.objects.get_or_create(agent_id=agent_id)[0]
+        current = (row.epoch, row.generation)
+    return current

@@ -37,12 +37,13 @@ CACHED_AGENTS = 32
 
 @dataclass
 class AgentIndex:
-    """An agent's recall index (`RecallIndex`) as of one recall generation and embedding model.
+    """An agent's recall index (`RecallIndex`) as of one recall epoch and generation and embedding model.
 
     Updated in place by the next recall after a write; `lock` is held while it is updated or
     scored, so no thread reads it half updated.
     """
 
+    epoch: str
     generation: int
     model: str
     index: RecallIndex
@@ -64,14 +65,12 @@ def agent_index(agent: Agent, model: str) -> AgentIndex:
     naming the records it changed: those records are read again and replaced in place. Otherwise
     (a new process, another model, a write that named nothing, too far behind): everything is read.
     """
-    generation = recall_generation(agent.pk)  # read before the rows, so a write in between only repeats
+    epoch, generation = recall_generation(agent.pk)  # read before the rows, so a write in between only repeats
     with _cache_lock:
         cached = _cache.get(agent.pk)
-    if cached is not None and cached.model == model:
+    if cached is not None and cached.model == model and cached.epoch == epoch:
         with cached.lock:
-            # A generation that went backwards is another store's (a test's rolled-back database, a
-            # reused agent id): start again.
-            if cached.generation > generation:
+            if cached.generation > generation:  # cannot happen within one epoch; start again if it does
                 cached = None
             elif cached.generation < generation:
                 if _update(agent, cached, generation):
@@ -81,7 +80,7 @@ def agent_index(agent: Agent, model: str) -> AgentIndex:
     else:
         cached = None
     if cached is None:
-        cached = AgentIndex(generation, model, _load(agent, model, _read(agent, model, None)))
+        cached = AgentIndex(epoch, generation, model, _load(agent, model, _read(agent, model, None)))
     with _cache_lock:
         _cache[agent.pk] = cached
         _cache.move_to_end(agent.pk)
