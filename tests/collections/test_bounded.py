@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from collections_app.bounded import BoundedExtractor, Limits
+from collections_app.bounded import BoundedExtractor, Limits, stderr_summary
 from collections_app.extract import BAD_NAME, REFUSAL_REASONS, TIMED_OUT, TOO_LARGE, Unreadable
 from collections_app.models import BuildRun, Document
 from collections_app.services.agents import create_collection
@@ -75,6 +75,30 @@ def test_ordinary_refusals_keep_their_reason_and_category(extractor):
         extractor.extract("scan.pdf", b"%PDF-1.4 not really")
     assert raised.value.reason  # said by extract, carried across the process boundary
     assert raised.value.category is None or raised.value.category in REFUSAL_REASONS
+
+
+def test_a_dead_childs_cause_is_logged_without_paths_and_kept_out_of_the_refusal(caplog):
+    # An 8 MB cap leaves no room to read a 12 MB document: the child dies with a MemoryError.
+    starved = BoundedExtractor(Limits(seconds=LIMITS.seconds, memory_bytes=8 * 1024 * 1024))
+    try:
+        with caplog.at_level(logging.WARNING, logger="ragsite.builds"), pytest.raises(Unreadable) as raised:
+            starved.extract("big.md", b"# Big\n\n" + b"word " * 2_400_000)
+    finally:
+        starved.close()
+    assert raised.value.category == TOO_LARGE and "MemoryError" not in raised.value.reason
+    [line] = [r.getMessage() for r in caplog.records if "extraction child died" in r.getMessage()]
+    assert "before answering any document" in line and "exit status 1" in line and "MemoryError" in line
+    assert "/" not in line  # the traceback's file paths stay out of the log
+
+
+def test_the_stderr_summary_keeps_the_last_line_and_drops_paths():
+    traceback = (b'Traceback (most recent call last):\n  File "/srv/ragsite/.venv/lib/python3.12/runpy.py", line 198\n'
+                 b"    return _run_code(code)\n           ^^^^^^^^^^^^^^\n"
+                 b"OSError: [Errno 24] Too many open files: '/srv/ragsite/data/knowledge/a.pdf'\n")
+    summary = stderr_summary(traceback)
+    assert "OSError: [Errno 24] Too many open files: '<path>'" in summary and "/srv" not in summary
+    assert stderr_summary(b"") == "nothing on stderr"
+    assert stderr_summary(b"x" * 5000 + b"\nline\nforged\n") == "'forged'"  # one line, escaped, bounded
 
 
 def test_a_build_refuses_each_hostile_file_by_name_in_bounded_time_and_reads_the_rest(
