@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import select
@@ -72,10 +73,10 @@ class BoundedExtractor:
                 self._stop()
                 reason = f"extraction took longer than {self.limits.seconds:g} s"
                 raise Unreadable(reason, category=TIMED_OUT) from None
-            except (EOFError, OSError, ValueError):
+            except (EOFError, OSError, ValueError) as exc:
                 # The child died under the document: the memory cap's verdict, or a crash. Why is
                 # told in the server log only (the build keeps the category, never the child's words).
-                self._report_death(self._stop())
+                self._report_death(exc, self._stop(grace=1.0))
                 reason = "the extractor ran out of memory or crashed on this document"
                 raise Unreadable(reason, category=TOO_LARGE) from None
             self._answered += 1
@@ -101,13 +102,18 @@ class BoundedExtractor:
             self._stderr, self._answered = _Tail(self._child.stderr), 0
         return self._child
 
-    def _stop(self) -> tuple[int | None, bytes]:
-        """Stop the child; its exit status and the end of its stderr."""
+    def _stop(self, grace: float = 0.0) -> tuple[int | None, bytes]:
+        """Stop the child, after `grace` seconds to end by itself (a crashing child may still be
+        unwinding); its own exit status (None: it was still running) and the end of its stderr."""
         child, self._child = self._child, None
         tail, self._stderr = self._stderr, None
         if child is None:
             return None, b""
-        if child.poll() is None:
+        try:
+            status = child.wait(timeout=grace) if grace else child.poll()
+        except subprocess.TimeoutExpired:
+            status = None
+        if status is None:
             child.kill()
         child.wait(timeout=10)
         for stream in (child.stdin, child.stdout):
@@ -115,12 +121,14 @@ class BoundedExtractor:
                 stream.close()
             except OSError:
                 pass
-        return child.returncode, tail.collect() if tail is not None else b""
+        return status, tail.collect() if tail is not None else b""
 
-    def _report_death(self, stopped: tuple[int | None, bytes]) -> None:
+    def _report_death(self, seen: Exception, stopped: tuple[int | None, bytes]) -> None:
         status, tail = stopped
         when = "before answering any document" if not self._answered else f"after {self._answered} documents"
-        logger.warning("the extraction child died %s (%s): %s", when, exit_status(status), stderr_summary(tail))
+        # A child still running when the parent gave up points at the parent's side (its pipes).
+        logger.warning("the extraction child failed %s (%s; the worker saw %s): %s", when, exit_status(status),
+                       type(seen).__name__, stderr_summary(tail))
 
 
 class _Tail:
@@ -153,7 +161,7 @@ class _Tail:
 
 def exit_status(code: int | None) -> str:
     if code is None:
-        return "still running"
+        return "still running, stopped by the worker"
     if code < 0:
         try:
             return f"killed by {signal.Signals(-code).name}"
@@ -174,13 +182,21 @@ def stderr_summary(tail: bytes, limit: int = 240) -> str:
     return repr(_PATH.sub("<path>", lines[-1])[:limit])
 
 
+def _readable(fd: int, seconds: float) -> bool:
+    """Whether `fd` has data (or its end) within `seconds`. poll, not select: select refuses
+    descriptors numbered 1024 or more, which a worker holding many index mappings reaches."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)  # POLLHUP and POLLERR are always reported
+    return bool(poller.poll(max(1, math.ceil(seconds * 1000))))
+
+
 def _read_exactly(stream, size: int, deadline: float | None) -> bytes:
     chunks, wanted = [], size
     fd = stream.fileno()
     while wanted:
         if deadline is not None:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            if left <= 0 or not _readable(fd, left):
                 raise TimeoutError
         chunk = os.read(fd, min(wanted, 1 << 20))
         if not chunk:
