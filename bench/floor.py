@@ -26,7 +26,6 @@ Prints, per set, the share of answers kept and of controls left empty at each fl
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 from pathlib import Path
@@ -41,26 +40,15 @@ SVG = harness.ROOT / "docs" / "img" / "floor.svg"
 
 def scifact_items(dataset: Path, split: str = "train") -> tuple[list[dict], Path]:
     """SciFact's claims of ``split`` with their relevant abstracts, and the folder of one file per abstract."""
+    from bench.beir import load
+
+    corpus, queries, qrels = load(dataset, split)
     folder = harness.ROOT / "data" / "bench" / "scifact-docs"  # shared with bench/beir.py
-    corpus = {}
-    with gzip.open(dataset / "corpus.jsonl.gz", "rt", encoding="utf-8") as handle:
-        for line in handle:
-            doc = json.loads(line)
-            corpus[doc["_id"]] = f"{doc.get('title') or ''}\n\n{doc.get('text') or ''}".strip() + "\n"
     if not folder.exists() or len(list(folder.iterdir())) != len(corpus):
         folder.mkdir(parents=True, exist_ok=True)
-        for doc_id, text in corpus.items():
-            (folder / f"{doc_id}.txt").write_text(text, encoding="utf-8")
-    queries = {}
-    for line in (dataset / "queries.jsonl").read_text(encoding="utf-8").splitlines():
-        query = json.loads(line)
-        queries[query["_id"]] = query["text"]
-    relevant: dict[str, set[str]] = {}
-    for line in (dataset / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()[1:]:
-        qid, did, score = line.split("\t")
-        if float(score) > 0:
-            relevant.setdefault(qid, set()).add(f"{did}.txt")
-    return [{"question": queries[q], "documents": docs} for q, docs in relevant.items()], folder
+        for doc_id, (title, text) in corpus.items():
+            (folder / f"{doc_id}.txt").write_text(f"{title}\n\n{text}".strip() + "\n", encoding="utf-8")
+    return [{"question": queries[q], "documents": {f"{d}.txt" for d in docs}} for q, docs in qrels.items()], folder
 
 
 def answer_scores(agent, collection, questions: list[dict], depth: int | None = None) -> list[float | None]:

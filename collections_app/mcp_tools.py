@@ -68,8 +68,9 @@ SEARCH_ANSWER = {
                                  "matched, k its position within its document: cite this."},
                     "chunk_ids": {"type": "array", "items": {"type": "string"},
                                   "description": "The chunk ids of every stored paragraph stitched here, in order."},
-                    "first": {"type": "integer", "description": "A position across the collection, not an id."},
-                    "last": {"type": "integer", "description": "A position across the collection, not an id."},
+                    "first": {"type": "integer", "description": "Position of the first stitched paragraph among those "
+                              "this search may read (1 = the first), not an id."},
+                    "last": {"type": "integer", "description": "Position of the last, counted the same way."},
                     "rerank_score": {"type": "number", "description": "Only when reranked: the reranker's score, "
                                      "which set the order; `score` stays the fused score the floor applies to."},
                     "fused_rank": {"type": "integer", "description": "Only when reranked: the position by the "

@@ -330,8 +330,10 @@ class ParagraphManager(models.Manager):
 class Paragraph(models.Model):
     """One searchable piece of a document (the seeds' "passage")."""
 
-    agent_id = models.CharField(max_length=100, db_index=True)
-    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="paragraphs")
+    # No index of its own on agent_id or collection: every query of paragraphs names its collection,
+    # which paragraph_by_ordinal leads with (each index costs 10-16 bytes a row, issue 16's storage).
+    agent_id = models.CharField(max_length=100)
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="paragraphs", db_index=False)
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="paragraphs")
     ordinal = models.PositiveIntegerField(help_text="Position across the whole collection.")
     index = models.PositiveIntegerField(help_text="Position within its document: the k of doc#k.")

@@ -21,6 +21,33 @@ def test_sqlite_store_runs_in_wal_mode_with_immediate_transactions():
     assert connection.settings_dict["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
 
 
+def test_a_new_sqlite_store_takes_32_kb_pages_and_an_old_one_keeps_its_own(tmp_path, django_db_blocker):
+    """A paragraph row is ~2.4 KB: on 4 KB pages each held one row (docs/benchmarks.md, storage)."""
+    import sqlite3
+
+    from django.db.backends.sqlite3.base import DatabaseWrapper
+
+    if connection.vendor != "sqlite":
+        pytest.skip("page sizes are SQLite's")
+    old = tmp_path / "old.sqlite3"
+    with sqlite3.connect(old) as plain:  # a store made before: 4 KB pages, already in WAL
+        plain.execute("PRAGMA journal_mode=WAL")
+        plain.execute("CREATE TABLE t (x)")
+    sizes = {}
+    for name in ("new.sqlite3", "old.sqlite3"):
+        store = DatabaseWrapper({**connection.settings_dict, "NAME": str(tmp_path / name)}, alias=name)
+        with django_db_blocker.unblock():
+            with store.cursor() as cursor:
+                cursor.execute("CREATE TABLE IF NOT EXISTS t (x)")
+                cursor.execute("INSERT INTO t VALUES (1)")
+                cursor.execute("PRAGMA page_size")
+                sizes[name] = cursor.fetchone()[0]
+                cursor.execute("PRAGMA journal_mode")
+                assert cursor.fetchone()[0] == "wal"
+            store.close()
+    assert sizes == {"new.sqlite3": 32768, "old.sqlite3": 4096}
+
+
 @pytest.mark.django_db
 def test_migrations_record_the_schema_version():
     assert read_schema_version(connection) == SCHEMA_VERSION

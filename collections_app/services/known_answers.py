@@ -151,16 +151,23 @@ def set_known_answers(
         )
     checked = check_items(items) if items else []
     with transaction.atomic():
-        KnownAnswer.objects.filter(collection=collection).delete()
-        KnownAnswer.objects.bulk_create(
-            [KnownAnswer(collection=collection, position=n, question=q.text, answer=q.answer or "")
-             for n, q in enumerate(checked, start=1)]
-        )
+        # The same set again (a client retrying, or looping) rewrites nothing and queues no second
+        # measurement of the same build: each one embeds every question. A measurement that is
+        # missing or failed is queued again, so a PUT stays the way to retry one.
+        unchanged = checked == known_answers(collection)
+        if not unchanged:
+            KnownAnswer.objects.filter(collection=collection).delete()
+            KnownAnswer.objects.bulk_create(
+                [KnownAnswer(collection=collection, position=n, question=q.text, answer=q.answer or "")
+                 for n, q in enumerate(checked, start=1)]
+            )
         if floor_measured is not None and floor_measured != collection.floor_measured:
             collection.floor_measured = floor_measured
             Collection.objects.filter(pk=collection.pk).update(floor_measured=floor_measured)
         live = live_build_id(collection)
-        if checked and live is not None:
+        measured = unchanged and KnownAnswersReport.objects.filter(
+            build_id=live, status=KnownAnswersReport.MEASURED).exists()
+        if checked and live is not None and not measured:
             transaction.on_commit(lambda: _enqueue(live))
     logger.info("known answers of %s/%s set: %d items", collection.agent.agent_id, collection.name, len(checked))
     return checked

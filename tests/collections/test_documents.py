@@ -23,17 +23,8 @@ from collections_app.services.documents import (
 )
 from collections_app.services.search import search_collection
 from collections_app.services.uploads import upload_document
-from tests.conftest import HANDBOOK
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def handbook(agent, knowledge_folder):
-    collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
-    knowledge_folder("handbook", HANDBOOK)
-    assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
-    return collection
 
 
 def texts(agent, question, **kwargs):

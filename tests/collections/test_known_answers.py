@@ -438,6 +438,28 @@ def test_the_api_puts_and_gets_known_answers(client, keyed, django_capture_on_co
     assert (search["floor"], search["floor_source"]) == (report["measured_floor"], "measured")
 
 
+def test_putting_the_same_set_again_queues_no_second_measurement(client, keyed, django_capture_on_commit_callbacks,
+                                                                  monkeypatch):
+    collection, raw = keyed
+    path = "/api/v1/collections/handbook/known-answers"
+    with django_capture_on_commit_callbacks(execute=True):
+        assert request(client, "put", raw, path, {"questions": ITEMS}).status_code == 200
+    report = collection.known_answer_reports.get()
+    queued = []
+    monkeypatch.setattr("collections_app.services.known_answers._enqueue", queued.append)
+    for _ in range(3):
+        with django_capture_on_commit_callbacks(execute=True):
+            assert request(client, "put", raw, path, {"questions": ITEMS}).status_code == 200
+    assert queued == [] and list(collection.known_answer_reports.all()) == [report]
+    # A failed measurement is retried by the same PUT; a changed set is measured again.
+    KnownAnswersReport.objects.filter(pk=report.pk).update(status=KnownAnswersReport.FAILED)
+    with django_capture_on_commit_callbacks(execute=True):
+        request(client, "put", raw, path, {"questions": ITEMS})
+    with django_capture_on_commit_callbacks(execute=True):
+        request(client, "put", raw, path, {"questions": ITEMS[:-1]})
+    assert queued == [report.build_id, report.build_id]
+
+
 @pytest.mark.parametrize(
     ("payload", "message"),
     [({"questions": [{"question": "q"}]}, "item 1 needs either"),

@@ -154,14 +154,6 @@ def test_floor_range(answers, controls, expected):
 # --- The service -----------------------------------------------------------------------------
 
 
-@pytest.fixture
-def handbook(agent, knowledge_folder):
-    collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
-    knowledge_folder("handbook", HANDBOOK)
-    assert build_collection(collection=collection).status == "succeeded"
-    return collection
-
-
 def _snapshot(collection):
     counts = {model.__name__: model.objects.count() for model in apps.get_app_config("collections_app").get_models()}
     built = CollectionBuilt.objects.filter(collection=collection).values().get()

@@ -17,14 +17,6 @@ QUESTION = "how many days of annual leave carry over"
 
 
 @pytest.fixture
-def handbook(agent, knowledge_folder):
-    collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
-    knowledge_folder("handbook", HANDBOOK)
-    assert build_collection(collection=collection).status == "succeeded"
-    return collection
-
-
-@pytest.fixture
 def reranker(settings):
     # The reranker prefers the paragraph about lapsing days, which the fused score ranks second.
     with serving(RerankServer(favourite="lapse")) as server:

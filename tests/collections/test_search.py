@@ -24,14 +24,6 @@ QUESTION = "how many days of annual leave carry over"
 
 
 @pytest.fixture
-def handbook(agent, knowledge_folder):
-    collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
-    knowledge_folder("handbook", HANDBOOK)
-    assert build_collection(collection=collection).status == "succeeded"
-    return collection
-
-
-@pytest.fixture
 def judge(settings):
     with serving(JudgeServer()) as server:
         settings.JUDGE_URL, settings.JUDGE_MODEL, settings.JUDGE_TIMEOUT = server.url, "judge-mini", 0.5

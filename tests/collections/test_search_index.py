@@ -24,14 +24,6 @@ pytestmark = pytest.mark.django_db
 QUESTION = "how many days of annual leave carry over"
 
 
-@pytest.fixture
-def handbook(agent, knowledge_folder):
-    collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
-    knowledge_folder("handbook", HANDBOOK)
-    assert build_collection(collection=collection).status == "succeeded"
-    return collection
-
-
 def index_dir(collection):
     built = CollectionBuilt.objects.get(collection=collection)
     return indexes.collection_root(collection.pk) / indexes.build_key(built)
