@@ -30,5 +30,5 @@ def uninstall(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("collections_app", "0011_collection_folder")]
+    dependencies = [("collections_app", "0012_paragraph_fewer_indexes")]
     operations = [migrations.RunPython(install, uninstall)]
