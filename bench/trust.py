@@ -17,6 +17,11 @@ Families (the 2026-12-01 review's, where this branch answers them):
 * overlap - reader alice (label pub) searches a per-reader collection whose structure pieces
   alternate pub/secret with overlap, over questions x around x floor x most: leaked = an answer
   holding 20 or more characters that only secret pieces hold.
+* scores - alice asks (questions x around x floor x most, hybrid as the API ranks) a per-reader
+  collection and its twin, whose secret pieces hold other letters in place of every letter only
+  they hold (so both chunk alike): leaked = her answers (texts, scores, order) differ, i.e. a
+  score moved with text she may not read (the overlap copied into a readable piece, statistics).
+  The lexical and vector arms alone: tests/collections/test_search_overlap.py.
 * bodies - oversized, nested, NaN, lone-surrogate, NUL, non-UTF-8 and wrongly typed bodies on
   every surface (API, MCP, embedding endpoints) and unknown routes: failed = a 5xx, or HTML
   under /api/ or on the embedding endpoints.
@@ -28,10 +33,10 @@ Families (the 2026-12-01 review's, where this branch answers them):
 * secrets - `manage.py check` and the WSGI entry point with DEBUG off and no SECRET_KEY:
   failed = either starts.
 * rls (PostgreSQL only) - deliberately unfiltered queries on every agent-scoped table inside
-  agent B's row-level-security scope: leaked = a row of agent A.
+  agent B's row-level-security scope (a request's, and inside B's build task and node-building
+  task as a worker runs them): leaked = a row of agent A.
 
-Not measured here: BM25 statistics over hidden paragraphs and ordinal gaps (issue 15's
-*Statistics* and *Numbering*, another branch).
+Not measured here: ordinal gaps (issue 15's *Numbering*, tests/collections/test_search_index.py).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -51,7 +57,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-FAMILIES = ("isolation", "oracles", "overlap", "bodies", "files", "stale", "secrets", "rls")
+FAMILIES = ("isolation", "oracles", "overlap", "scores", "bodies", "files", "stale", "secrets", "rls")
 SECRET_WORDS = ("Hooli", "ninety million", "zanzibarquux", "SECRETSALARY")
 
 
@@ -148,11 +154,14 @@ def child(database: str, postgres_url: str, quick: bool) -> None:
             isolation(tally, base, world)
             oracles(tally, base, world)
             overlap(tally, base, world, quick)
+            scores(tally, base, world, quick)
             bodies(tally, base, world)
             files(tally, base, world, scratch)
         stale(tally, scratch)
         secrets_family(tally)
         if database == "postgres":
+            from bench.trust_rls import rls_family
+
             rls_family(tally)
     finally:
         from django.db import connections
@@ -256,10 +265,43 @@ def _world(scratch: Path) -> dict:
     create_reader(external_id="alice@example.com", labels=["pub"])
     create_reader(external_id="bob@example.com", labels=["pub", "secret"])
     memory, _nodes = store_memory(agent=a, text="Agent A's memory: the vault code is 4417.")
+    disguised = _twin(folder, labelled, paragraphs, secret, public)
     readable = [p for p in paragraphs if p.labels.filter(name="pub").exists()]
     hidden = [p for p in paragraphs if not p.labels.filter(name="pub").exists()]
     return {"a_key": a_key, "b_key": b_key, "memory": memory.pk, "folder": str(folder),
-            "readable": readable, "hidden": hidden}
+            "readable": readable, "hidden": hidden, "twin_alike": disguised}
+
+
+def _twin(folder: Path, labelled, paragraphs, secret, public) -> bool:
+    """The collection `disguised`: plans.md with every letter and digit only secret pieces hold replaced
+    by another, labelled piece for piece as `labelled`; True when it chunked exactly alike."""
+    import random
+
+    from collections_app.extract import extract
+    from collections_app.models import Paragraph
+    from collections_app.services.agents import create_collection
+    from collections_app.services.builds import build_collection
+
+    text = extract("plans.md", LABELLED.encode()).text
+    owner = [None] * len(text)
+    for paragraph in reversed(paragraphs):
+        owner[paragraph.start_char:paragraph.end_char] = [paragraph] * (paragraph.end_char - paragraph.start_char)
+    rng = random.Random(15)
+    other = "".join(
+        (rng.choice("bdfgkmpvwz") if ch.isalpha() else rng.choice("0123456789") if ch.isdigit() else ch)
+        if o is not None and o.labels.filter(name="secret").exists() else ch
+        for ch, o in zip(text, owner, strict=True)
+    )
+    (folder / "disguised").mkdir()
+    (folder / "disguised" / "plans.md").write_text(other)
+    os.environ["KNOWLEDGE_DISGUISED_FOLDER"] = str(folder / "disguised")
+    twin = create_collection(agent=labelled.agent, name="disguised", method="structure", size=400, overlap=150,
+                             per_reader=True)
+    build_collection(collection=twin)
+    pieces = list(Paragraph.objects.filter(collection=twin).order_by("ordinal"))
+    for piece, original in zip(pieces, paragraphs, strict=False):
+        piece.labels.add(secret if original.labels.filter(name="secret").exists() else public)
+    return [(p.start_char, p.end_char) for p in pieces] == [(p.start_char, p.end_char) for p in paragraphs]
 
 
 def _hidden_only(world) -> list[str]:
@@ -291,26 +333,32 @@ def LABELLED_TEXT(world) -> str:  # noqa: N802 - the document's text as extracte
 
 def isolation(tally: Tally, base: str, world: dict) -> None:
     headers = {"Authorization": f"Bearer {world['b_key']}"}
+    search = {"question": "carry-over capped", "min_score": 0}
+    # Each probe with a body its route accepts, so the answer comes from the object look-up, not
+    # from validating the body.
     probes = [
-        ("get", "/api/v1/collections/{}", ("alpha", "missing")),
-        ("post", "/api/v1/collections/{}/search", ("alpha", "missing")),
-        ("post", "/api/v1/collections/{}/build", ("alpha", "missing")),
-        ("post", "/api/v1/collections/{}/search", ("labelled", "missing2")),
-        ("get", "/api/v1/memory/nodes/mem/{}/0", (str(world["memory"]), "999999")),
-        ("put", "/api/v1/memory/records/mem/{}", (str(world["memory"]), "999999")),
-        ("delete", "/api/v1/memory/records/mem/{}", (str(world["memory"]), "999999")),
+        ("get", "/api/v1/collections/{}", ("alpha", "missing"), None),
+        ("post", "/api/v1/collections/{}/search", ("alpha", "missing"), search),
+        ("post", "/api/v1/collections/{}/build", ("alpha", "missing"), {}),
+        ("post", "/api/v1/collections/{}/search", ("labelled", "missing2"), search),
+        ("get", "/api/v1/memory/nodes/mem/{}/0", (str(world["memory"]), "999999"), None),
+        ("put", "/api/v1/memory/records/mem/{}", (str(world["memory"]), "999999"), {"text": "overwrite"}),
+        ("delete", "/api/v1/memory/records/mem/{}", (str(world["memory"]), "999999"), None),
     ]
     variants = ["{}", "{}%00", "{}%2F..", "{}\u200b", "{}/"]
+
+    def named(content: bytes, name: str) -> bytes:
+        # The id as a whole token only: a record id of 1 must not turn "/api/v1/docs" into "/api/vX/docs".
+        return re.sub(rb"(?<![0-9A-Za-z])" + re.escape(name.encode()) + rb"(?![0-9A-Za-z])", b"X", content)
+
     with _client() as http:
-        for method, template, (theirs, missing) in probes:
+        for method, template, (theirs, missing), body in probes:
             for variant in variants:
-                body = {"question": "carry-over capped", "text": "overwrite", "min_score": 0}
                 one = http.request(method, base + template.format(variant.format(theirs)), headers=headers,
                                    json=body)
                 two = http.request(method, base + template.format(variant.format(missing)), headers=headers,
                                    json=body)
-                same = one.status_code == two.status_code and one.content.replace(
-                    theirs.encode(), b"X") == two.content.replace(missing.encode(), b"X")
+                same = one.status_code == two.status_code and named(one.content, theirs) == named(two.content, missing)
                 leaked = any(w in one.text for w in ("private note", "vault code", "Hooli"))
                 tally.count("isolation", failed=one.status_code >= 500 or not same, leaked=leaked,
                             note=f"{method} {template} {variant}: {one.status_code} vs {two.status_code}")
@@ -371,6 +419,27 @@ def overlap(tally: Tally, base: str, world: dict, quick: bool) -> None:
         bob = http.post(base + "/api/v1/collections/labelled/search", headers=headers,
                         json={"question": "Hooli acquisition", "reader": "bob@example.com", "min_score": 0})
         tally.count("overlap", failed="Hooli" not in bob.text, note="bob (pub+secret) did not get the merger note")
+
+
+def scores(tally: Tally, base: str, world: dict, quick: bool) -> None:
+    headers = {"Authorization": f"Bearer {world['a_key']}"}
+    tally.count("scores", failed=not world["twin_alike"], note="the twin collection did not chunk alike")
+    questions = ["acquisition target Hooli", "Hooli price ninety million", "zanzibarquux codename",
+                 "SECRETSALARY band rises", "deal closes March", "public leave policy", "canteen weekday",
+                 "travel mileage rate"]
+    grid = [(floor, around, most) for floor in ((0,) if quick else (0, None)) for around in (0, 1, 3)
+            for most in ((5,) if quick else (1, 5, 50))]
+    with _client() as http:
+        for question in questions:
+            for floor, around, most in grid:
+                body = {"question": question, "reader": "alice@example.com", "around": around, "most": most}
+                if floor is not None:
+                    body["min_score"] = floor
+                one = http.post(base + "/api/v1/collections/labelled/search", headers=headers, json=body)
+                two = http.post(base + "/api/v1/collections/disguised/search", headers=headers, json=body)
+                tally.count("scores", failed=one.status_code != 200 or two.status_code != 200,
+                            leaked=one.content != two.content,
+                            note=f"{question!r} around {around} floor {floor}: {one.status_code} {two.status_code}")
 
 
 def bodies(tally: Tally, base: str, world: dict) -> None:
@@ -499,29 +568,6 @@ def secrets_family(tally: Tally) -> None:
         done = subprocess.run([sys.executable, *command], cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=120)
         tally.count("secrets", failed=done.returncode == 0, note=f"{' '.join(command)} started with no key")
-
-
-def rls_family(tally: Tally) -> None:
-    from collections_app.models import Collection, CollectionBuilt, Document, ModelCall, Paragraph
-    from memory_app.models import Episode, Memory, RecordNode
-    from ragsite.rls import agent_scope
-
-    queries = {
-        "paragraphs": lambda: Paragraph.objects.values_list("agent_id", flat=True),
-        "collections": lambda: Collection.objects.values_list("agent__agent_id", flat=True),
-        "documents": lambda: Document.objects.values_list("collection__agent__agent_id", flat=True),
-        "built": lambda: CollectionBuilt.objects.values_list("agent_id", flat=True),
-        "ledger": lambda: ModelCall.objects.values_list("agent__agent_id", flat=True),
-        "memories": lambda: Memory.objects.values_list("agent__agent_id", flat=True),
-        "episodes": lambda: Episode.objects.values_list("agent__agent_id", flat=True),
-        "nodes": lambda: RecordNode.objects.values_list("parent_id", flat=True),
-    }
-    a_memories = set(Memory.objects.filter(agent__agent_id="agent-a").values_list("pk", flat=True))
-    for name, query in queries.items():
-        with agent_scope("agent-b"):
-            seen = set(query())
-        leaked = "agent-a" in seen or (name == "nodes" and bool(seen & a_memories))
-        tally.count("rls", leaked=leaked, note=f"{name}: agent B's scope saw {sorted(map(str, seen))[:5]}")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,8 @@ MAX_CONTEXT_CHARS = 600
 MAX_TITLE_LINE = 200  # a longer first line is a paragraph, not a title
 # Bumped when what goes into a paragraph's representation changes: a build re-reads every document
 # whose paragraphs were indexed by an older version, so no collection mixes the two silently.
-CONTEXT_VERSION = 1
+# 2: a paragraph is embedded without the opening it shares with earlier paragraphs (builds.py).
+CONTEXT_VERSION = 2
 
 def _headings(text: str) -> list[tuple[int, int, str]]:
     """(offset, level, name) of every named heading line outside fenced code, in order."""

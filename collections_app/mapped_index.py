@@ -15,7 +15,12 @@ The directory of one build (``<root>/c<collection>/<key>/``) holds, little-endia
 * ``doc_len.i32``, ``indptr.i64``, ``postings_doc.i32``, ``postings_tf.i32`` — seed 004's BM25
   postings in CSR form (``lexical.BM25Index``'s layout), term ids in UTF-8 byte order;
 * ``vocab.bin`` + ``vocab_offsets.i64`` — the sorted vocabulary, looked up by binary search so
-  opening an index never builds a dictionary of it.
+  opening an index never builds a dictionary of it;
+* ``context/`` and ``carried/`` — further lexical fields over the same rows, when some row has one:
+  each row's "title › section", and each row's *carried opening* (the text it shares with earlier
+  rows of its document, ``stitch.carried_openings``) with ``carried/carried_from.i32``, the first
+  earlier row each row shares text with. A reader who may not read one of those rows scores the
+  row without its opening (:meth:`MappedIndex.view`).
 
 The directory is written under a temporary name and renamed into place, so a reader sees a whole
 index or none. BM25 is computed at query time from tf and document length, so statistics can be
@@ -41,7 +46,8 @@ from ragsite.lexical import DEFAULT_B, DEFAULT_K1, BM25Index, idf
 
 from .ivf import IVFLists
 
-FORMAT = 1
+# 2: the carried openings (a format-1 index on disk is rewritten from the rows on first use).
+FORMAT = 2
 # The index keeps the store's float16 values widened to float32: numpy widens float16 at about
 # 20 ns an element (no BLAS, no F16C path), 18× the cost of the float32 product itself — 95 ms
 # against 4 ms for a flat scan of 10,000 × 384 (docs/benchmarks.md). The values are the float16
@@ -94,6 +100,7 @@ class IndexWriter:
         self._post_tf: list[np.ndarray] = []
         self._vectors: list[np.ndarray] = []
         self._vector_row: list[np.ndarray] = []
+        self.arrays: dict[str, np.ndarray] = {}  # further per-row files of this field, by file name
         self.rows = 0
 
     def add(
@@ -205,6 +212,8 @@ class IndexWriter:
         for name, (filename, dtype) in _ARRAYS.items():
             _write_array(directory / filename, arrays[name].astype(dtype, copy=False))
         _write_array(directory / "vectors.bin", vectors)
+        for filename, array in self.arrays.items():
+            _write_array(directory / filename, array)
         with open(directory / "vocab.bin", "wb") as handle:
             handle.write(b"".join(encoded))
             handle.flush()
@@ -269,6 +278,10 @@ class View:
     mask: np.ndarray | None  # None: every row
     n_docs: int
     length_sum: int
+    # Rows scored on their text less their carried opening (their terms and length less its own),
+    # because an earlier row they share it with is outside the view; None: none.
+    cut: np.ndarray | None = None
+    doc_len: np.ndarray | None = None  # with cut rows: every row's length, the cut ones' less their openings
 
     @property
     def avgdl(self) -> float:
@@ -330,6 +343,14 @@ class MappedIndex:
             self.context = MappedIndex(self.path / "context")
             if self.context.size != rows:
                 raise IndexUnusable("the context postings do not cover the same rows")
+        # Each row's carried opening, and the first earlier row it shares text with (itself when none).
+        self.carried: MappedIndex | None = None
+        self.carried_from: np.ndarray | None = None
+        if (self.path / "carried" / "meta.json").exists():
+            self.carried = MappedIndex(self.path / "carried")
+            self.carried_from = _map(self.path / "carried" / "carried_from.i32", "<i4", rows)
+            if self.carried.size != rows:
+                raise IndexUnusable("the carried openings do not cover the same rows")
         self.everyone = View(mask=None, n_docs=rows, length_sum=int(meta["doc_len_sum"]))
         # A paragraph's windows are consecutive rows of `vectors`: the first vector of each paragraph.
         self.has_vector = np.zeros(rows, dtype=bool)
@@ -359,12 +380,34 @@ class MappedIndex:
 
     # --- lexical
 
-    def view(self, mask: np.ndarray | None) -> View:
-        """Statistics over the rows where ``mask`` is true (None: all rows)."""
+    def view(self, mask: np.ndarray | None, *, cut_carried: bool = False) -> View:
+        """Statistics over the rows where ``mask`` is true (None: all rows).
+
+        ``cut_carried``: a row in the view that shares its opening with an earlier row outside it is
+        counted, in every statistic and score, as its text less that opening, so nothing of the view
+        depends on text only rows outside it hold (issue 15). The whole carried opening goes, even when
+        the row outside ends before a row inside that also overlaps (a cut a little wider than the
+        displayed one, stitch.cut_opening: conservative).
+        """
         if mask is None:
             return self.everyone
-        return View(mask=mask, n_docs=int(np.count_nonzero(mask)),
-                    length_sum=int(self.doc_len[mask].sum(dtype=np.int64)))
+        cut = self.rows_cut(mask) if cut_carried else None
+        if cut is None:
+            return View(mask=mask, n_docs=int(np.count_nonzero(mask)),
+                        length_sum=int(self.doc_len[mask].sum(dtype=np.int64)))
+        lengths = np.where(cut, self.doc_len - self.carried.doc_len, self.doc_len)
+        return View(mask=mask, n_docs=int(np.count_nonzero(mask)), length_sum=int(lengths[mask].sum(dtype=np.int64)),
+                    cut=cut, doc_len=lengths)
+
+    def rows_cut(self, mask: np.ndarray) -> np.ndarray | None:
+        """Rows where ``mask`` is true that share text with an earlier row where it is false; None: none."""
+        if self.carried_from is None or mask.all():
+            return None
+        hidden = np.zeros(self.size + 1, dtype=np.int64)
+        np.cumsum(~mask, out=hidden[1:])
+        # The rows a row shares text with are carried_from[row] .. row - 1 (stitch.carried_openings).
+        cut = mask & (hidden[:-1] > hidden[np.asarray(self.carried_from, dtype=np.int64)])
+        return cut if cut.any() else None
 
     def bm25(self, query_terms: Iterable[str], view: View | None = None) -> tuple[np.ndarray, float]:
         """Seed 004's BM25 of every row for the question's terms, and the question's upper bound.
@@ -378,6 +421,7 @@ class MappedIndex:
         view = view or self.everyone
         question = list(query_terms)
         counts: dict[int, int] = {}
+        spelled: dict[int, str] = {}
         unknown = 0
         for term in question:
             term_id = self.term_id(term)
@@ -385,6 +429,7 @@ class MappedIndex:
                 unknown += 1
             else:
                 counts[term_id] = counts.get(term_id, 0) + 1
+                spelled[term_id] = term
         scores = np.zeros(self.size, dtype=np.float64)
         total = 0.0
         avgdl = view.avgdl
@@ -392,20 +437,38 @@ class MappedIndex:
             count = counts[term_id]
             lo, hi = int(self.indptr[term_id]), int(self.indptr[term_id + 1])
             docs = np.asarray(self.postings_doc[lo:hi])
-            df = hi - lo if view.mask is None else int(np.count_nonzero(view.mask[docs]))
+            tf = self.postings_tf[lo:hi].astype(np.float64)
+            dl = (self.doc_len if view.doc_len is None else view.doc_len)[docs].astype(np.float64)
+            if view.cut is None:
+                df = hi - lo if view.mask is None else int(np.count_nonzero(view.mask[docs]))
+            else:
+                self._less_carried(spelled[term_id], docs, tf, view.cut)
+                df = int(np.count_nonzero(view.mask[docs] & (tf > 0)))
             if df == 0:
                 unknown += count  # nowhere in this view: weighs as a term no paragraph holds
                 continue
             term_idf = float(idf(view.n_docs, np.asarray([df]))[0])
             total += count * term_idf
-            tf = self.postings_tf[lo:hi].astype(np.float64)
-            dl = self.doc_len[docs].astype(np.float64)
             # The order of operations of lexical.BM25Index._posting_weights and .scores.
             weights = tf * (self.k1 + 1) / (tf + self.k1 * (1 - self.b + self.b * dl / avgdl))
             scores[docs] += (count * term_idf) * weights
         if unknown:
             total += unknown * float(idf(view.n_docs, np.zeros(1))[0])
         return scores, total * (self.k1 + 1)
+
+    def _less_carried(self, term: str, docs: np.ndarray, tf: np.ndarray, cut: np.ndarray) -> None:
+        """``tf`` (of ``term`` in the rows ``docs``, in place) less its count in the ``cut`` rows' openings.
+
+        An opening's terms are a sub-multiset of its row's (stitch.carried_terms_text), so its rows are
+        among ``docs`` and no count goes below zero.
+        """
+        carried_id = self.carried.term_id(term)
+        if carried_id is None:
+            return
+        lo, hi = int(self.carried.indptr[carried_id]), int(self.carried.indptr[carried_id + 1])
+        rows = np.asarray(self.carried.postings_doc[lo:hi])
+        keep = cut[rows]
+        tf[np.searchsorted(docs, rows[keep])] -= self.carried.postings_tf[lo:hi][keep]
 
     def bm25_index(self) -> BM25Index:
         """These postings as a ``lexical.BM25Index`` (what seed 004's bm25.idx is written from)."""

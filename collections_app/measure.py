@@ -33,7 +33,7 @@ from ragsite.lexical import BM25Index, terms
 
 from .chunking import AVAILABLE, DEFAULT_SIZES, ChunkingError, chunk, resolve_sizes
 from .context import contexts_for, embedding_text, lexical_with_context
-from .stitch import Row, Stitched, stitch
+from .stitch import Row, Stitched, carried_openings, fresh_text, stitch
 from .vector_codec import decode, encode
 
 DEFAULT_AROUNDS = (0, 1)
@@ -176,7 +176,10 @@ def scratch_index(
             rows.append(Row(ordinal=len(rows), document=number, start=piece.start, end=piece.end,
                             text=piece.text, section=piece.section, index=k))
     texts = [row.text for row in rows]
-    matrix = cache.vectors([embedding_text(t, c) for t, c in zip(texts, contexts, strict=True)])
+    # Each embedded from the end of what it shares with earlier rows, as a build embeds it.
+    carried = [length for length, _first in carried_openings((r.document, r.start, r.end) for r in rows)]
+    matrix = cache.vectors([embedding_text(fresh_text(t, n), c) for t, n, c in zip(texts, carried, contexts,
+                                                                                  strict=True)])
     if matrix is not None:
         # Through the store's float16, as a build stores them, so a variant ranks as search would.
         matrix = decode(encode(matrix), matrix.shape[1])

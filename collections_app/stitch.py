@@ -18,8 +18,11 @@ Pure: no Django models, no settings. The caller passes the readable rows it alre
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+
+from ragsite.lexical import terms
 
 
 @dataclass(frozen=True)
@@ -210,3 +213,53 @@ def cut_opening(row: Row, hidden_ends: Sequence[int]) -> Row:
         return row
     cut = min(cut, row.end)
     return replace(row, start=cut, text=row.text[cut - row.start :])
+
+
+# --- What a row shares with earlier rows, for scoring (issue 15, *Overlap*) -----------------------
+
+
+def carried_openings(rows: Iterable[tuple[int, int, int]]) -> Iterator[tuple[int, int]]:
+    """For rows in ordinal order, given as (document, start, end): per row, how many characters of its
+    opening earlier rows of its document also hold (its *carried opening*, from its start to the
+    furthest end before it), and the first earlier row of its document that ends past its start (the
+    row itself when none does).
+
+    Streamed, one row at a time (it keeps the ends of one document). The earlier rows a row can
+    share text with are exactly those from that first one up to it: ends only grow along a document
+    (a prefix maximum is used, so that holds even if a strategy ever broke it, at the price of
+    counting a row that does not overlap).
+    """
+    document = None
+    ends: list[int] = []  # the prefix maximum of the ends of the current document's rows
+    begin = 0  # the ordinal of the current document's first row
+    for ordinal, (doc, start, end) in enumerate(rows):
+        if doc != document:
+            document, ends, begin = doc, [], ordinal
+        reach = ends[-1] if ends else start
+        yield max(0, min(end, reach) - start), begin + bisect_right(ends, start)
+        ends.append(max(reach, end))
+
+
+def _term_char(character: str) -> bool:
+    return bool(terms(character))
+
+
+def carried_terms_text(text: str, carried: int) -> str:
+    """The opening of ``text`` whose terms a reader that may not read an earlier row must not be scored on.
+
+    The carried opening, extended to the end of a word it stops inside (a hard cut through a long
+    word): the word's terms hold characters of the earlier row, and splitting it would count terms
+    the row does not have. So the terms of the result are always a sub-multiset of the row's terms,
+    and the row's terms less them are those of ``text`` after it.
+    """
+    cut = min(max(carried, 0), len(text))
+    if cut == 0:
+        return ""
+    while cut < len(text) and _term_char(text[cut - 1]) and _term_char(text[cut]):
+        cut += 1
+    return text[:cut]
+
+
+def fresh_text(text: str, carried: int) -> str:
+    """What of a row no earlier row of its document holds: what its vector is embedded from."""
+    return text[max(carried, 0):]

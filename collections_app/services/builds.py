@@ -38,6 +38,7 @@ from ..models import (
     ModelCall,
     Paragraph,
 )
+from ..stitch import carried_openings, fresh_text
 from ..windows import embed_in_windows
 from . import indexes, known_answers
 from .knowledge import require_source
@@ -110,6 +111,7 @@ class Prepared:
     tokens: list = field(default_factory=list)
     vectors: list = field(default_factory=list)  # bytes | None per piece
     contexts: list = field(default_factory=list)  # "title › section" per piece (context.py)
+    carried: list = field(default_factory=list)  # per piece, the characters it shares with earlier pieces
 
 
 class Progress:
@@ -248,9 +250,24 @@ def _review_warnings(items) -> list[str]:
     return [f"{item.name} needs review: {'; '.join(item.warnings + item.conflicts)}" for item in items]
 
 
-def _known_vectors(collection: Collection, model: str) -> dict[tuple[str, str], bytes]:  # a vector embeds both
-    rows = Paragraph.objects.filter(collection=collection, document__built_model=model, embedding__isnull=False)
-    return {(fp, context): vector for fp, context, vector in rows.values_list("fingerprint", "context", "embedding")}
+def _known_vectors(collection: Collection, model: str) -> dict[tuple[str, str, int], bytes]:
+    """Vectors this model made, by what they embed: text fingerprint, context, carried characters left out.
+    One built before CONTEXT_VERSION 2 embedded its whole text: reused only where nothing is carried."""
+    rows = (Paragraph.objects.filter(collection=collection, document__built_model=model).order_by("ordinal")
+            .values_list("document_id", "start_char", "end_char", "fingerprint", "context", "embedding",
+                         "document__built_context"))
+    known, current = {}, []  # current: the row carried_openings is at (it reads one row a step)
+
+    def positions():
+        for row in rows.iterator(chunk_size=2000):
+            current[:] = [row]
+            yield row[:3]
+
+    for carried, _first in carried_openings(positions()):
+        _document, _start, _end, fp, context, vector, version = current[0]
+        if vector is not None and (version >= CONTEXT_VERSION or carried == 0):
+            known[(fp, context, carried)] = vector
+    return known
 
 
 def _prepare(source, document, collection, embedder, method, size, overlap, run, extractor) -> Prepared:
@@ -294,6 +311,7 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
         )
     item.pieces = list(pieces)
     item.contexts = contexts_for(source.name, extracted.text, [p.start for p in item.pieces])
+    item.carried = [length for length, _first in carried_openings((0, p.start, p.end) for p in item.pieces)]
     item.tokens = [embedder.count_tokens(p.text) for p in item.pieces]
     item.summary = summarize_opening(extracted.text)
     if not item.pieces:
@@ -377,7 +395,7 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
             continue
         item.vectors = [None] * len(item.pieces)
         for i, piece in enumerate(item.pieces):
-            vector = known_vectors.get((text_fingerprint(piece.text), item.contexts[i]))
+            vector = known_vectors.get((text_fingerprint(piece.text), item.contexts[i], item.carried[i]))
             if vector is not None:
                 item.vectors[i] = bytes(vector)
             elif not lexical_only:
@@ -390,7 +408,10 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
     tokens_used = 0
     for start in range(0, len(todo), batch):
         chunk_of = todo[start : start + batch]
-        blobs, tokens = embed_in_windows([embedding_text(item.pieces[i].text, item.contexts[i]) for item, i in chunk_of], embedder)
+        # Embedded from the end of the text a piece shares with earlier ones, so no vector holds words
+        # of a paragraph whose labels may differ (docs/security.md).
+        blobs, tokens = embed_in_windows([embedding_text(fresh_text(item.pieces[i].text, item.carried[i]),
+                                                         item.contexts[i]) for item, i in chunk_of], embedder)
         for (item, i), blob in zip(chunk_of, blobs, strict=True):
             item.vectors[i] = blob
         tokens_used += tokens or 0

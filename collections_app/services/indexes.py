@@ -24,9 +24,11 @@ from ragsite.errors import Conflict, RagsiteError
 from ragsite.lexical import terms
 
 from ..conf import settings
+from ..context import CONTEXT_VERSION
 from ..ivf import IVFLists, build_lists
 from ..mapped_index import IndexUnusable, IndexWriter, MappedIndex, remove_stale
 from ..models import Collection, CollectionBuilt, Paragraph
+from ..stitch import carried_openings, carried_terms_text
 from ..vector_codec import VectorFormatError, decode
 
 logger = logging.getLogger("ragsite.search")
@@ -82,13 +84,21 @@ def write_index(*, collection: Collection) -> tuple[str, Path] | None:
             # Broken (torn, truncated, foreign): out of the way, so the rename below can land.
             shutil.rmtree(path, ignore_errors=True)
             started = time.perf_counter()
-            writer, context = _write_rows(collection, built)
+            writer, context, carried, consistent = _write_rows(collection, built)
             again = CollectionBuilt.objects.filter(collection=collection).values_list("built_at", "passages").first()
-            if again != (built.built_at, built.passages):
+            if again != (built.built_at, built.passages) or not consistent:
                 continue  # a newer build committed while the rows were read
             # Contexts are written only when some row has one (context.lexical_with_context then adds them).
             parts = {"context": context} if context.vocabulary else {}
-            path = writer.write(collection_root(collection.pk), key, extra={"collection": collection.pk}, parts=parts,
+            if carried.vocabulary:  # some row shares text with an earlier one (an overlapping strategy)
+                parts["carried"] = carried
+            # Whether every vector was embedded without its row's carried opening (builds.py; an older
+            # build's or an import's may not be: search then ignores those rows' cosine for readers
+            # who may not read the rows they share text with).
+            fresh = not Paragraph.objects.filter(collection=collection, embedding__isnull=False).filter(
+                document__built_context__lt=CONTEXT_VERSION).exists()
+            path = writer.write(collection_root(collection.pk), key,
+                                extra={"collection": collection.pk, "fresh_vectors": fresh}, parts=parts,
                                 ivf=_lists_for(writer, built))
             remove_stale(collection_root(collection.pk), keep=key)
             logger.info("index of %s/%s written: %d paragraphs in %.2fs", collection.agent.agent_id,
@@ -120,14 +130,25 @@ def _usable(path: Path) -> bool:
     return True
 
 
-def _write_rows(collection: Collection, built: CollectionBuilt) -> tuple[IndexWriter, IndexWriter]:
+def _write_rows(collection: Collection, built: CollectionBuilt) -> tuple[IndexWriter, IndexWriter, IndexWriter, bool]:
+    """The main field (texts and vectors), the contexts, the carried openings of every row, and
+    whether the two reads of the rows met the same rows (else a build committed between them)."""
     writer = IndexWriter(built.dimensions)
     context = IndexWriter(0)
+    carried = IndexWriter(0)
     rows = (
         Paragraph.objects.filter(collection=collection)
         .order_by("ordinal")
         .values_list("id", "document_id", "text", "embedding", "context")
     )
+    # Each row's carried opening and the first row it shares text with, from the positions alone.
+    positions = Paragraph.objects.filter(collection=collection).order_by("ordinal").values_list(
+        "document_id", "start_char", "end_char")
+    openings = np.fromiter(
+        (value for pair in carried_openings(positions.iterator(chunk_size=ROWS_PER_BLOCK)) for value in pair),
+        dtype=np.int64,
+    ).reshape(-1, 2)
+    carried.arrays["carried_from.i32"] = openings[:, 1].astype(np.int32)
     block: list[tuple] = []
 
     def flush():
@@ -146,6 +167,11 @@ def _write_rows(collection: Collection, built: CollectionBuilt) -> tuple[IndexWr
         writer.add([r[0] for r in block], [r[1] for r in block], [terms(r[2]) for r in block], vectors)
         context.add([r[0] for r in block], [r[1] for r in block], [terms(r[4] or "") for r in block],
                     [None] * len(block))
+        lengths = openings[carried.rows : carried.rows + len(block), 0].tolist()
+        lengths += [0] * (len(block) - len(lengths))  # rows that came since (the caller then writes again)
+        carried.add([r[0] for r in block], [r[1] for r in block],
+                    [terms(carried_terms_text(r[2], n)) for r, n in zip(block, lengths, strict=True)],
+                    [None] * len(block))
         block.clear()
 
     for row in rows.iterator(chunk_size=ROWS_PER_BLOCK):
@@ -154,7 +180,7 @@ def _write_rows(collection: Collection, built: CollectionBuilt) -> tuple[IndexWr
             flush()
     if block:
         flush()
-    return writer, context
+    return writer, context, carried, len(openings) == carried.rows
 
 
 def _lists_for(writer: IndexWriter, built: CollectionBuilt) -> IVFLists | None:

@@ -190,10 +190,11 @@ def search_collection(
         raise Conflict(f'collection "{collection.name}" has never been built', code="not_built")
     key, index = mapped_index(collection, built)
     mask = _readable_mask(collection, index, reader_obj)
-    # A per-reader collection's BM25 statistics are those of the rows this reader may see, so no
-    # score depends on a paragraph it cannot read (issue 15); other collections keep seed 004's
-    # collection-wide statistics, which the interchange export reproduces.
-    view = index.view(mask) if collection.per_reader else None
+    # A per-reader collection's BM25 statistics are those of the rows this reader may see, each row
+    # less the opening it shares with a row the reader may not see, so no score depends on a paragraph
+    # it cannot read (issue 15); other collections keep seed 004's collection-wide statistics, which
+    # the interchange export reproduces.
+    view = index.view(mask, cut_carried=True) if collection.per_reader else None
 
     vector, model = (None, built.model) if mode == "lexical" else _question_vector(collection, built, index, question,
                                                                                   payer)
@@ -212,6 +213,7 @@ def search_collection(
         cosine = None
     if cosine is not None:
         cosine[np.isneginf(cosine)] = 0.0  # a row without a vector has no cosine to offer
+        _without_stale_cosine(index, view, cosine, candidates)
     lexical = None if bm25 is None else (bm25 if candidates is None else bm25[candidates])
     scores, mode = hybrid_scores(cosine, lexical, upper or 0.0, weight=FUSION_WEIGHT)
     if candidates is None:
@@ -262,6 +264,22 @@ def _lexical(index: MappedIndex, question_terms: list[str], view) -> tuple[np.nd
     return lexical_with_context(text, bound, context, context_bound)
 
 
+def _without_stale_cosine(index: MappedIndex, view, cosine: np.ndarray, candidates: np.ndarray | None) -> None:
+    """No cosine for a cut row whose vector may have been embedded with its carried opening.
+
+    Builds embed a row from the end of its carried opening (builds.py), so its vector holds no text of
+    the rows it shares text with. An index over older vectors (or imported ones) says so in its meta;
+    there a row that shares text with a row this reader may not read is ranked on its text alone
+    until the collection is rebuilt (which re-embeds it once).
+    """
+    if view is None or view.cut is None or index.meta.get("fresh_vectors"):
+        return
+    if candidates is None:
+        cosine[view.cut] = 0.0
+    else:
+        cosine[view.cut[candidates]] = 0.0
+
+
 def _fused_of(rows: np.ndarray | None, scores: np.ndarray):
     """A row's fused score, whether `scores` covers every row (rows None) or the candidates `rows`."""
     if rows is None:
@@ -270,11 +288,17 @@ def _fused_of(rows: np.ndarray | None, scores: np.ndarray):
     return lambda row: float(scores[at[int(row)]])
 
 
-def _texts(index: MappedIndex, rows) -> list[str]:
-    """The stored texts of some rows, in their order: one query."""
+def _texts(index: MappedIndex, rows, mask: np.ndarray) -> list[str]:
+    """The texts of some rows as this search may show them (less what they share with rows it may not
+    read, readers.cut_hidden_copies), in their order: what the reranker reads, so it orders on
+    nothing the reader could not be shown."""
     ids = [int(index.row_paragraph[r]) for r in rows]
-    found = dict(Paragraph.objects.filter(pk__in=ids).order_by().values_list("id", "text"))
-    return [found.get(pk, "") for pk in ids]
+    found = {pk: values for pk, *values in Paragraph.objects.filter(pk__in=ids).order_by().values_list(
+        "id", "start_char", "end_char", "text")}
+    shown = {int(r): Row(ordinal=int(r), document=int(index.row_document[r]), start=found[pk][0], end=found[pk][1],
+                         text=found[pk][2], section="") for r, pk in zip(rows, ids, strict=True) if pk in found}
+    cut_hidden_copies(index, mask, shown)
+    return [shown[int(r)].text if int(r) in shown else "" for r in rows]
 
 
 def _rerank(collection, index: MappedIndex, question: str, rows, scores: np.ndarray, mask: np.ndarray,
@@ -302,7 +326,7 @@ def _rerank(collection, index: MappedIndex, question: str, rows, scores: np.ndar
     try:
         reranked = ask_reranker(
             url=settings.RERANK_URL, model=settings.RERANK_MODEL, api_key=settings.RERANK_API_KEY,
-            timeout=float(settings.RERANK_TIMEOUT), question=question, documents=_texts(index, candidates),
+            timeout=float(settings.RERANK_TIMEOUT), question=question, documents=_texts(index, candidates, mask),
         )
     except RerankUnavailable as exc:
         logger.warning("reranker unavailable for %s/%s: %s", collection.agent.agent_id, collection.name, exc)
@@ -345,6 +369,7 @@ def _explain(collection, index: MappedIndex, runs, readable, top, mask, view, ve
         cosine = index.cosine_of_rows(vector, np.asarray(parts_rows)) if vector is not None else None
         if cosine is not None:
             cosine[np.isneginf(cosine)] = 0.0
+            _without_stale_cosine(index, view, cosine, np.asarray(parts_rows, dtype=np.int64))
         lexical = None if bm25 is None else bm25[np.asarray(parts_rows, dtype=np.int64)]
         fused, _mode = hybrid_scores(cosine, lexical, upper or 0.0, weight=FUSION_WEIGHT)
         semantic = normalise_cosine(cosine) if cosine is not None else None

@@ -13,6 +13,7 @@ from collections_app.models import Agent
 from ragsite import embedding
 from ragsite.embedders import Embedder, EmbeddingError
 from ragsite.errors import NotFound
+from ragsite.rls import task_scope
 
 from .. import conf
 from ..models import KINDS, NodePassages, Record, RecordNode
@@ -46,6 +47,18 @@ class NodeBuild:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def agent_id_of_record(kind: str, id: int) -> str:
+    """The agent a record belongs to, read as the tables' owner; "" when it is gone (a scope that sees nothing)."""
+    return record_model(kind).objects.filter(pk=id).values_list("agent__agent_id", flat=True).first() or ""
+
+
+def build_nodes_for_agent(kind: str, id: int) -> NodeBuild:
+    """`build_nodes` in the record's agent's row-level security scope on PostgreSQL (the task, the
+    repairs): a query in it that forgets its agent filter sees only that agent's records."""
+    with task_scope(agent_id_of_record(kind, id)):
+        return build_nodes(kind, id)
 
 
 def build_nodes(kind: str, id: int) -> NodeBuild:
@@ -213,7 +226,7 @@ def repair_records(records: Iterable[Record], *, limit: int = conf.REPAIR_LIMIT)
             needing.append(record)
         else:
             counts[state] += 1
-    repaired = [build_nodes(record.KIND, record.pk).as_dict() for record in needing[:limit]]
+    repaired = [build_nodes_for_agent(record.KIND, record.pk).as_dict() for record in needing[:limit]]
     return {
         "repaired": repaired,
         "current": counts[NODES_CURRENT],
