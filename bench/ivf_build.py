@@ -144,7 +144,7 @@ def main() -> None:
         top = np.argpartition(-scores, 10)[:10]
         return top[np.argsort(-scores[top])]
 
-    probes = [lists.nprobe, *args.nprobe]
+    probes = list(dict.fromkeys([lists.nprobe, *args.nprobe]))  # the measured one first, each once
     times = {"flat": []} | {p: [] for p in probes}
     found = {p: 0 for p in probes}
     for _ in range(2):

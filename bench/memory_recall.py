@@ -5,7 +5,8 @@
 
 ``planted``: 30 facts, each the last sentence of a long record (2,000–3,000 characters of unrelated
 diary prose before it, so past a 256-token window), among 200 short records about other things;
-one paraphrased question per fact. Recall is asked twice in the same run: once
+one paraphrased question per fact. Two sets: THINGS (development: chose the passage window) and
+HELD_OUT (30 other facts and questions, written before any miss was read; checks the choice). Recall is asked twice in the same run: once
 before any node is built (what ranking by the records alone gives: the rule seed 002 first wrote)
 and once after (a divided record ranked by its best node). Prints top-1 and top-5 for both, and
 how often the top-1 excerpt quotes the node that holds the fact.
@@ -13,10 +14,11 @@ how often the top-1 excerpt quotes the node that holds the fact.
 ``scale``: one agent with --memories short records (random unit vectors of the embedder's width
 stand in for their embeddings: embedding 100,000 texts would take hours here; texts are real
 sentences, so BM25 is real), then --questions recalls: the first (which builds the agent's cached
-index), then warm ones, with the question embedded by the embedder (p50/p95 with and without that
-embedding), against the same recall with the cache dropped before each call (reading every row:
-what recall did before) in the same process, interleaved, and the floor of any exact vector recall
-(embed the question, one ``M @ q`` over the same vectors, argpartition) for a ratio.
+index), then warm ones, with the question embedded by the embedder (p50/p95 of the whole call, of
+its embedding and of the rest), every third followed by a stored memory and the recall after it
+(the index updated in place), against the same recall with the cache dropped (reading every row)
+in the same process, interleaved, and the floor of any exact vector recall (embed the question,
+one ``M @ q`` over the same vectors, argpartition) for a ratio.
 
 The store is a throw-away SQLite file in a temporary folder.
 """
@@ -68,6 +70,39 @@ THINGS = [
     ("smoke alarm battery", "was replaced on the twentieth of January", "When did I change the smoke detector battery?"),
     ("emergency cash", "is in an envelope taped under the bottom kitchen drawer", "Where is the emergency money?"),
 ]
+# Held out: written before the misses of THINGS were read; never used to choose anything.
+HELD_OUT = [
+    ("spare house key", "is under the third flowerpot on the back step", "Where can I find the extra key to the house?"),
+    ("plumber", "is a woman called Dana who charges 60 an hour", "Who fixes our pipes?"),
+    ("kids' vaccination cards", "are clipped inside the red health binder", "Where are the children's immunisation records?"),
+    ("electric car charger", "trips the breaker if the dryer is running", "Why does the EV charging point keep cutting out?"),
+    ("council tax", "is paid by direct debit on the first of each month", "How is the council tax paid?"),
+    ("Sam's shoe size", "is a 34 in European sizes", "What size shoes does Sam wear?"),
+    ("bank safe deposit box", "is at the branch on Mill Street, number 212", "Where is the safety deposit box?"),
+    ("greenhouse heater", "runs on the small propane bottles from the hardware shop", "What fuel does the greenhouse heater need?"),
+    ("mortgage fixed rate", "ends in November next year", "When does the fixed mortgage deal run out?"),
+    ("router admin page", "uses the login admin and the serial number on the sticker", "How do I log into the modem settings?"),
+    ("Grandad's medication", "is two tablets at breakfast and one at bedtime", "How many pills does grandpa take and when?"),
+    ("roof leak", "comes from the cracked tile above the bathroom window", "What is causing the drip in the ceiling?"),
+    ("babysitter", "is free on Fridays but not on Saturdays", "Which evenings can the sitter come?"),
+    ("washing machine warranty", "runs out at the end of July", "Until when is the washer under guarantee?"),
+    ("allotment plot", "is number 17, at the far end near the compost heaps", "Which garden plot is ours?"),
+    ("passport photos", "are in the envelope stuck to the fridge door", "Where did I leave the ID pictures?"),
+    ("choir rehearsal", "starts at seven thirty in the church hall", "What time does singing practice begin?"),
+    ("car's tyre pressure", "should be 2.3 bar at the front and 2.1 at the back", "How much air do the car tires need?"),
+    ("school trip money", "has to be paid online before Friday", "When is the deadline for the field trip payment?"),
+    ("Christmas decorations", "are in the three brown boxes behind the water tank", "Where are the festive ornaments stored?"),
+    ("office door code", "is 2580 followed by the hash key", "What do I type to get into the office building?"),
+    ("lawn feed", "should only go down after it has rained", "When should I fertilise the grass?"),
+    ("Lucy's birthday present", "is hidden on top of the wardrobe in the spare room", "Where did I hide Lucy's gift?"),
+    ("solar panel inverter", "shows a red light when it needs resetting", "How can I tell the solar inverter needs a reset?"),
+    ("swimming lessons", "are on Mondays at the leisure centre pool", "Where and when does swim class happen?"),
+    ("old laptop", "was given to cousin Ravi for his studies", "Who has my previous computer?"),
+    ("caravan storage fee", "is 400 a year, paid each April", "How much does it cost to store the caravan?"),
+    ("dog's microchip number", "is on the pink card in the pet folder", "Where is the pet's chip ID written?"),
+    ("chimney", "was last swept in October by a man named Pete", "When was the fireplace flue last cleaned?"),
+    ("best route to the airport", "avoids the ring road and goes through Eastfield", "Which way should I drive to the airport?"),
+]
 DIARY = [
     "We walked along the canal after lunch and watched the narrowboats pass.",
     "The market was busy and the bakery had run out of the seeded loaves again.",
@@ -94,11 +129,11 @@ SUBJECTS = ["the electricity bill", "new running shoes", "the team offsite", "a 
 VERBS = ["Paid for {s} today.", "Need to sort out {s} this week.", "Mia reminded me about {s}.",
          "Finally dealt with {s}.", "Read an article about {s}.", "Forgot {s} again.", "Booked {s} online.",
          "Talked to Dad about {s}.", "Added {s} to the shopping list.", "Spent an hour on {s}."]
-def planted_corpus(seed: int = 0) -> tuple[list[tuple[str, str, str]], list[str]]:
+def planted_corpus(seed: int = 0, things=THINGS) -> tuple[list[tuple[str, str, str]], list[str]]:
     """([(long record, fact sentence, question)] × 30, [200 short distractors]), deterministic."""
     rng = random.Random(seed)
     planted = []
-    for thing, detail, question in THINGS:
+    for thing, detail, question in things:
         fact = f"Note to self: the {thing} {detail}."
         prose: list[str] = []
         while sum(len(s) + 1 for s in prose) < rng.randint(2000, 3000):
@@ -123,40 +158,46 @@ def setup_django(embedder: str) -> None:
     call_command("migrate", verbosity=0)
 
 
-def run_planted() -> None:
+def run_planted(passage_window: int | None) -> None:
+    """Both fact sets, each in its own agent: the development set (THINGS, which chose
+    PASSAGE_WINDOW) and the held-out one (HELD_OUT, never used to choose anything)."""
     from collections_app.services.agents import create_agent
-    from memory_app import services
+    from memory_app import nodes, services
     from memory_app.models import MEMORY
 
-    agent = create_agent(agent_id="planted")[0]
-    planted, distractors = planted_corpus()
-    ids = []
-    for text, _fact, _question in planted:
-        memory, _nodes = services.store_memory(agent=agent, text=text)
-        ids.append(memory.pk)
-    for text in distractors:
-        services.store_memory(agent=agent, text=text)
+    if passage_window is not None:  # 256 or more: each node is its own only passage (the rule before)
+        nodes.PASSAGE_WINDOW = passage_window
+    print(f"# passage window {nodes.PASSAGE_WINDOW} tokens")
+    for name, seed, things in (("development", 0, THINGS), ("held out", 1, HELD_OUT)):
+        agent = create_agent(agent_id=f"planted-{seed}")[0]
+        planted, distractors = planted_corpus(seed, things)
+        ids = [services.store_memory(agent=agent, text=text)[0].pk for text, _fact, _question in planted]
+        for text in distractors:
+            services.store_memory(agent=agent, text=text)
 
-    def ask() -> tuple[int, int, int]:
-        top1 = top5 = quoted = 0
-        for memory_id, (_text, fact, question) in zip(ids, planted, strict=True):
-            results = services.recall(agent=agent, query=question, most=5)
-            found = [r["id"] for r in results if r["kind"] == MEMORY]
-            top1 += bool(results) and results[0]["id"] == memory_id
-            top5 += memory_id in found
-            quoted += bool(results) and results[0]["id"] == memory_id and fact in results[0]["excerpt"]["text"]
-        return top1, top5, quoted
+        def ask(agent=agent, planted=planted, ids=ids) -> tuple[int, int, int]:
+            top1 = top5 = quoted = 0
+            for memory_id, (_text, fact, question) in zip(ids, planted, strict=True):
+                results = services.recall(agent=agent, query=question, most=5)
+                found = [r["id"] for r in results if r["kind"] == MEMORY]
+                first = bool(results) and results[0]["id"] == memory_id
+                top1 += first
+                top5 += memory_id in found
+                quoted += first and fact in results[0]["excerpt"]["text"]
+            return top1, top5, quoted
 
-    before = ask()
-    started = time.perf_counter()
-    for memory_id in ids:
-        services.build_nodes(MEMORY, memory_id)
-    built = time.perf_counter() - started
-    after = ask()
-    n = len(ids)
-    print(f"# {n} planted facts among {len(distractors)} short distractors; nodes built in {built:.1f} s")
-    print(f"records only (no nodes): top-1 {before[0] / n:.0%}, top-5 {before[1] / n:.0%}, fact quoted {before[2] / n:.0%}")
-    print(f"by best node:            top-1 {after[0] / n:.0%}, top-5 {after[1] / n:.0%}, fact quoted {after[2] / n:.0%}")
+        before = ask()
+        started = time.perf_counter()
+        for memory_id in ids:
+            services.build_nodes(MEMORY, memory_id)
+        built = time.perf_counter() - started
+        after = ask()
+        n = len(ids)
+        print(f"## {name}: {n} planted facts among {len(distractors)} short distractors; nodes built in {built:.1f} s")
+        print(f"records only (no nodes): top-1 {before[0] / n:.0%}, top-5 {before[1] / n:.0%}, "
+              f"fact quoted {before[2] / n:.0%}")
+        print(f"by best node:            top-1 {after[0] / n:.0%}, top-5 {after[1] / n:.0%}, "
+              f"fact quoted {after[2] / n:.0%}")
 
 
 def run_scale(memories: int, questions: int) -> None:
@@ -188,39 +229,57 @@ def run_scale(memories: int, questions: int) -> None:
         )
     print(f"# {memories} memories written in {time.perf_counter() - started:.1f} s; embedder {embedder.model}")
     asked = [q for _t, _d, q in THINGS][:questions]
-    embed_times = []
-    for question in asked:
+    # Each recall's own embedding time, measured inside it, so "the rest" is the same call's remainder.
+    embedded: list[float] = []
+    embed = embedder.embed
+
+    def timed_embed(texts):
         started = time.perf_counter()
-        embedder.embed([question])
-        embed_times.append(time.perf_counter() - started)
+        try:
+            return embed(texts)
+        finally:
+            embedded.append(time.perf_counter() - started)
+
+    embedder.embed = timed_embed
     started = time.perf_counter()
     services.recall(agent=agent, query=asked[0], most=5)
     print(f"first recall (builds the cached index): {time.perf_counter() - started:.2f} s")
-    warm, cold, floor = [], [], []
-    matrix = recall_module._cache[agent.pk].matrix
+    warm, rest, after_write, floor, cold = [], [], [], [], []
     rounds = max(1, questions // len(asked))
-    for _ in range(rounds):
-        for question in asked:
+    for round_ in range(rounds):
+        for n, question in enumerate(asked):
+            embedded.clear()
             started = time.perf_counter()
             services.recall(agent=agent, query=question, most=5)
             warm.append(time.perf_counter() - started)
+            rest.append(warm[-1] - sum(embedded))
             # The floor of any exact vector recall: embed the question, one M @ q, argpartition.
+            matrix = recall_module._cache[agent.pk].index.records.matrix.array
             started = time.perf_counter()
-            scores = matrix @ embedder.embed([question])[0]
+            scores = matrix @ embed([question])[0]
             np.argpartition(-scores, 5)[:5]
             floor.append(time.perf_counter() - started)
-            if len(cold) < 5:  # reading every row is slow: a few are enough for the ratio
+            if n % 3 == 0:  # a write (embedded before the clock starts), then the next recall
+                services.store_memory(agent=agent, text=f"{question} (written at round {round_})")
+                started = time.perf_counter()
+                services.recall(agent=agent, query=question, most=5)
+                after_write.append(time.perf_counter() - started)
+            if len(cold) < 3:  # reading every row is slow: a few are enough for the ratio
                 recall_module.forget_agent(agent.pk)
                 started = time.perf_counter()
                 services.recall(agent=agent, query=question, most=5)
                 cold.append(time.perf_counter() - started)
+    embedder.embed = embed
 
     def ms(values, q=50):
         return 1000 * (statistics.median(values) if q == 50 else statistics.quantiles(values, n=20)[18])
 
-    print(f"question embedding alone: p50 {ms(embed_times):.1f} ms")
-    print(f"recall, cached index: p50 {ms(warm):.1f} ms, p95 {ms(warm, 95):.1f} ms "
-          f"(without the embedding: p50 {ms(warm) - ms(embed_times):.1f} ms), {len(warm)} recalls")
+    embedding_only = [w - r for w, r in zip(warm, rest, strict=True)]
+    print(f"recall, cached index: p50 {ms(warm):.1f} ms, p95 {ms(warm, 95):.1f} ms, {len(warm)} recalls")
+    print(f"  of which embedding the question: p50 {ms(embedding_only):.1f} ms, p95 {ms(embedding_only, 95):.1f} ms")
+    print(f"  and the rest: p50 {ms(rest):.1f} ms, p95 {ms(rest, 95):.1f} ms")
+    print(f"recall right after a write (index updated in place): p50 {ms(after_write):.1f} ms, "
+          f"p95 {ms(after_write, 95):.1f} ms, {len(after_write)} writes")
     print(f"floor (embed + M @ q + argpartition on the same vectors): p50 {ms(floor):.1f} ms; "
           f"recall / floor {statistics.median(warm) / statistics.median(floor):.2f}x")
     print(f"recall reading every row (no cache): p50 {ms(cold):.0f} ms over {len(cold)}; "
@@ -233,10 +292,12 @@ def main() -> None:
     parser.add_argument("--embedder", default="local", choices=["local", "hash"])
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--questions", type=int, default=60)
+    parser.add_argument("--passage-window", type=int, default=None,
+                        help="planted: passages of this many tokens (default: memory_app.nodes.PASSAGE_WINDOW)")
     args = parser.parse_args()
     setup_django(args.embedder)
     if args.what == "planted":
-        run_planted()
+        run_planted(args.passage_window)
     else:
         run_scale(args.memories, args.questions)
 

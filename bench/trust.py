@@ -33,7 +33,8 @@ Families (the 2026-12-01 review's, where this branch answers them):
 * secrets - `manage.py check` and the WSGI entry point with DEBUG off and no SECRET_KEY:
   failed = either starts.
 * rls (PostgreSQL only) - deliberately unfiltered queries on every agent-scoped table inside
-  agent B's row-level-security scope: leaked = a row of agent A.
+  agent B's row-level-security scope (a request's, and inside B's build task and node-building
+  task as a worker runs them): leaked = a row of agent A.
 
 Not measured here: ordinal gaps (issue 15's *Numbering*, tests/collections/test_search_index.py).
 """
@@ -159,6 +160,8 @@ def child(database: str, postgres_url: str, quick: bool) -> None:
         stale(tally, scratch)
         secrets_family(tally)
         if database == "postgres":
+            from bench.trust_rls import rls_family
+
             rls_family(tally)
     finally:
         from django.db import connections
@@ -565,29 +568,6 @@ def secrets_family(tally: Tally) -> None:
         done = subprocess.run([sys.executable, *command], cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=120)
         tally.count("secrets", failed=done.returncode == 0, note=f"{' '.join(command)} started with no key")
-
-
-def rls_family(tally: Tally) -> None:
-    from collections_app.models import Collection, CollectionBuilt, Document, ModelCall, Paragraph
-    from memory_app.models import Episode, Memory, RecordNode
-    from ragsite.rls import agent_scope
-
-    queries = {
-        "paragraphs": lambda: Paragraph.objects.values_list("agent_id", flat=True),
-        "collections": lambda: Collection.objects.values_list("agent__agent_id", flat=True),
-        "documents": lambda: Document.objects.values_list("collection__agent__agent_id", flat=True),
-        "built": lambda: CollectionBuilt.objects.values_list("agent_id", flat=True),
-        "ledger": lambda: ModelCall.objects.values_list("agent__agent_id", flat=True),
-        "memories": lambda: Memory.objects.values_list("agent__agent_id", flat=True),
-        "episodes": lambda: Episode.objects.values_list("agent__agent_id", flat=True),
-        "nodes": lambda: RecordNode.objects.values_list("parent_id", flat=True),
-    }
-    a_memories = set(Memory.objects.filter(agent__agent_id="agent-a").values_list("pk", flat=True))
-    for name, query in queries.items():
-        with agent_scope("agent-b"):
-            seen = set(query())
-        leaked = "agent-a" in seen or (name == "nodes" and bool(seen & a_memories))
-        tally.count("rls", leaked=leaked, note=f"{name}: agent B's scope saw {sorted(map(str, seen))[:5]}")
 
 
 if __name__ == "__main__":

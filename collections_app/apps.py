@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.backends.signals import connection_created
 from django.db.models.signals import post_migrate
 
 
@@ -9,6 +10,7 @@ class CollectionsConfig(AppConfig):
 
     def ready(self):
         from ragsite.mcp import set_authenticator
+        from ragsite.rls import rescope_new_connection
 
         from . import checks, mcp_tools, signals  # noqa: F401  (system checks, MCP tools, the store guard)
         from .schedules import after_migrate
@@ -18,3 +20,5 @@ class CollectionsConfig(AppConfig):
         post_migrate.connect(signals.record_schema_version, sender=self,
                              dispatch_uid="ragsite_record_schema_version")
         post_migrate.connect(after_migrate, sender=self, dispatch_uid="collections_app_after_migrate")
+        # A task's connection that is opened again mid-task keeps the task's agent scope (ragsite.rls).
+        connection_created.connect(rescope_new_connection, dispatch_uid="ragsite_rls_rescope")

@@ -17,8 +17,12 @@ Pure in the house sense: no models, no settings; the limits are passed in.
 from __future__ import annotations
 
 import json
+import logging
+import math
 import os
+import re
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -29,6 +33,13 @@ from dataclasses import dataclass
 from .extract import CORRUPT, TIMED_OUT, TOO_LARGE, Extracted, Unreadable, extract
 
 _LENGTH = struct.Struct("<Q")
+
+logger = logging.getLogger("ragsite.builds")
+
+# How much of a child's stderr is kept: enough for the end of a traceback or a fatal error.
+STDERR_TAIL = 2048
+# Anything that looks like a file path: the server's layout stays out of the log summary.
+_PATH = re.compile(r"""(?:[A-Za-z]:)?(?:[\\/][^\s"'\\/:,()]+)+[\\/]?""")
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,8 @@ class BoundedExtractor:
     def __init__(self, limits: Limits):
         self.limits = limits
         self._child: subprocess.Popen | None = None
+        self._stderr: _Tail | None = None
+        self._answered = 0  # documents the current child answered
         self._lock = threading.Lock()
 
     def extract(self, name: str, data: bytes) -> Extracted:
@@ -60,11 +73,13 @@ class BoundedExtractor:
                 self._stop()
                 reason = f"extraction took longer than {self.limits.seconds:g} s"
                 raise Unreadable(reason, category=TIMED_OUT) from None
-            except (EOFError, OSError, ValueError):
-                # The child died under the document: the memory cap's verdict, or a crash.
-                self._stop()
+            except (EOFError, OSError, ValueError) as exc:
+                # The child died under the document: the memory cap's verdict, or a crash. Why is
+                # told in the server log only (the build keeps the category, never the child's words).
+                self._report_death(exc, self._stop(grace=1.0))
                 reason = "the extractor ran out of memory or crashed on this document"
                 raise Unreadable(reason, category=TOO_LARGE) from None
+            self._answered += 1
             if not answer["ok"] and answer["category"] == TOO_LARGE:
                 # A child that reached its memory cap may not have room left even for a small
                 # document: the next one gets a fresh child.
@@ -82,15 +97,23 @@ class BoundedExtractor:
             self._stop()
             self._child = subprocess.Popen(
                 [sys.executable, "-m", "collections_app.bounded", str(self.limits.memory_bytes)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
             )
+            self._stderr, self._answered = _Tail(self._child.stderr), 0
         return self._child
 
-    def _stop(self) -> None:
+    def _stop(self, grace: float = 0.0) -> tuple[int | None, bytes]:
+        """Stop the child, after `grace` seconds to end by itself (a crashing child may still be
+        unwinding); its own exit status (None: it was still running) and the end of its stderr."""
         child, self._child = self._child, None
+        tail, self._stderr = self._stderr, None
         if child is None:
-            return
-        if child.poll() is None:
+            return None, b""
+        try:
+            status = child.wait(timeout=grace) if grace else child.poll()
+        except subprocess.TimeoutExpired:
+            status = None
+        if status is None:
             child.kill()
         child.wait(timeout=10)
         for stream in (child.stdin, child.stdout):
@@ -98,6 +121,73 @@ class BoundedExtractor:
                 stream.close()
             except OSError:
                 pass
+        return status, tail.collect() if tail is not None else b""
+
+    def _report_death(self, seen: Exception, stopped: tuple[int | None, bytes]) -> None:
+        status, tail = stopped
+        when = "before answering any document" if not self._answered else f"after {self._answered} documents"
+        # A child still running when the parent gave up points at the parent's side (its pipes).
+        logger.warning("the extraction child failed %s (%s; the worker saw %s): %s", when, exit_status(status),
+                       type(seen).__name__, stderr_summary(tail))
+
+
+class _Tail:
+    """The last STDERR_TAIL bytes a child writes to stderr, read by a thread so that the child never
+    blocks on a full pipe."""
+
+    def __init__(self, stream):
+        self._stream, self._kept = stream, bytearray()
+        self._thread = threading.Thread(target=self._drain, name="extraction-stderr", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        fd = self._stream.fileno()
+        try:
+            while chunk := os.read(fd, 4096):
+                self._kept += chunk
+                del self._kept[:-STDERR_TAIL]
+        except OSError:
+            pass
+
+    def collect(self) -> bytes:
+        """After the child ended: what it wrote last (the pipe is at its end, so this is quick)."""
+        self._thread.join(timeout=2)
+        try:
+            self._stream.close()
+        except OSError:
+            pass
+        return bytes(self._kept)
+
+
+def exit_status(code: int | None) -> str:
+    if code is None:
+        return "still running, stopped by the worker"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
+def stderr_summary(tail: bytes, limit: int = 240) -> str:
+    """The last meaningful line a dead child wrote, without file paths, escaped for one log line.
+
+    A traceback ends with the exception ("MemoryError", "ModuleNotFoundError: ..."); its "File ..."
+    lines and anything shaped like a path are left out, so the log never shows the server's layout."""
+    lines = [line.strip() for line in tail.decode("utf-8", "replace").splitlines()]
+    lines = [line for line in lines if line and not line.startswith(("File ", "^", "~"))]
+    if not lines:
+        return "nothing on stderr"
+    return repr(_PATH.sub("<path>", lines[-1])[:limit])
+
+
+def _readable(fd: int, seconds: float) -> bool:
+    """Whether `fd` has data (or its end) within `seconds`. poll, not select: select refuses
+    descriptors numbered 1024 or more, which a worker holding many index mappings reaches."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)  # POLLHUP and POLLERR are always reported
+    return bool(poller.poll(max(1, math.ceil(seconds * 1000))))
 
 
 def _read_exactly(stream, size: int, deadline: float | None) -> bytes:
@@ -106,7 +196,7 @@ def _read_exactly(stream, size: int, deadline: float | None) -> bytes:
     while wanted:
         if deadline is not None:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            if left <= 0 or not _readable(fd, left):
                 raise TimeoutError
         chunk = os.read(fd, min(wanted, 1 << 20))
         if not chunk:

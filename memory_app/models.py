@@ -12,6 +12,7 @@ column, whose sequence never hands out a number twice (both are pinned by a test
 
 from __future__ import annotations
 
+import secrets
 from typing import ClassVar
 
 import numpy as np
@@ -139,6 +140,42 @@ class RecordNode(models.Model):
         return np.frombuffer(bytes(self.embedding), dtype="<f4")
 
 
+class NodePassages(models.Model):
+    """The passages of one node: spans of about a sentence (`nodes.PASSAGE_WINDOW` tokens) and their vectors.
+
+    A fact is often a tenth of a node, and the node's one vector dilutes it (docs/decisions.md);
+    recall scores a node by the best of itself and its passages. Kept beside `record_nodes`, whose
+    columns are seed 002's, under the same key. Written only by `services.build_nodes`, in the
+    transaction that writes the node; a row whose node is gone (its record deleted or changed, the
+    triggers having removed the node) matches nothing and is replaced by the next build.
+    """
+
+    pk = models.CompositePrimaryKey("parent_kind", "parent_id", "node_index")
+    parent_kind = models.TextField(choices=[(MEMORY, "memory"), (EPISODE, "episode")])
+    parent_id = models.BigIntegerField()
+    node_index = models.IntegerField()
+    bounds = models.BinaryField(help_text="The node's start, then each passage's end: offsets in the parent's text, int32.")
+    embeddings = models.BinaryField(null=True, blank=True, help_text="One float16 vector per passage (half the bytes; scored in float32).")
+    embedding_model = models.TextField(default="", blank=True)
+
+    class Meta:
+        db_table = "record_node_passages"
+        verbose_name_plural = "node passages"
+
+    def __str__(self):
+        return f"{self.parent_kind}:{self.parent_id}#{self.node_index} passages"
+
+    @property
+    def spans(self) -> list[tuple[int, int]]:
+        """(start, end) of each passage in the parent's text; the first starts where its node does."""
+        bounds = np.frombuffer(bytes(self.bounds), dtype="<i4").tolist()
+        return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
+def new_epoch() -> str:
+    return secrets.token_hex(8)
+
+
 class RecallGeneration(models.Model):
     """A counter per agent, raised in the same transaction as every write to its records or their nodes.
 
@@ -148,6 +185,13 @@ class RecallGeneration(models.Model):
 
     agent = models.OneToOneField(Agent, on_delete=models.CASCADE, primary_key=True, related_name="+")
     generation = models.BigIntegerField(default=0)
+    # The last few generations and the records each changed: [[generation, [[kind, id], ...]], ...],
+    # the list null when the write did not say (a bulk import). A process whose cached index is only
+    # a few generations behind re-reads just those records instead of all of them.
+    recent = models.JSONField(default=list, blank=True)
+    # Drawn when the row is made: generations are comparable only within one epoch (a row made again
+    # — a rolled-back test database, an agent deleted and made again — starts another history).
+    epoch = models.CharField(max_length=32, default=new_epoch)
 
     class Meta:
         db_table = "memory_recall_generation"

@@ -21,14 +21,22 @@ FITS: Literal["fits"] = "fits"
 DIVIDED: Literal["divided"] = "divided"
 
 
+# Passages: each node is divided again, by the same rule, against this many tokens (about one
+# sentence). A node's single vector dilutes a one-sentence fact among a window of other prose; the
+# passage's vector does not. 32 chosen on bench/memory_recall.py's development facts (30 of 30 at
+# 32 and 48, 29 at 64, 28 at 96, 23 with nodes alone); docs/decisions.md has the held-out figures.
+PASSAGE_WINDOW = 32
+
+
 @dataclass(frozen=True)
 class NodeSpan:
-    """One node: `text[start:end]`, and its own token count."""
+    """One node: `text[start:end]`, its own token count, and its passages' (start, end) in `text`."""
 
     index: int
     start: int
     end: int
     token_count: int
+    passages: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -63,7 +71,8 @@ def divide_record(text: str, embedder: TokenCounter) -> Division:
     for index, (start, end) in enumerate(cuts):
         # Counted on the span itself, as it will be embedded: invariant 3 is about this number.
         count = embedder.count_tokens(text[start:end])
-        if count is None:
+        passages = divide(text[start:end], lambda remaining: embedder.window_end_char(remaining, PASSAGE_WINDOW))
+        if count is None or passages is None:
             return Division(UNKNOWN, window, tokens)
-        spans.append(NodeSpan(index, start, end, count))
+        spans.append(NodeSpan(index, start, end, count, tuple((start + a, start + b) for a, b in passages)))
     return Division(DIVIDED, window, tokens, spans)

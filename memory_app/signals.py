@@ -34,10 +34,14 @@ def after_migrate(sender, using="default", **kwargs) -> None:
 def record_saved(sender, instance, **kwargs) -> None:
     from .services.common import raise_generation
 
-    raise_generation(instance.agent_id)
+    raise_generation(instance.agent_id, changed=[(instance.KIND, instance.pk)])
 
 
 def record_deleted(sender, instance, **kwargs) -> None:
+    from .models import NodePassages
     from .services.common import raise_generation
 
-    raise_generation(instance.agent_id, create=False)
+    # The triggers delete the record's nodes; their passages go with the record here.
+    NodePassages.objects.filter(parent_kind=instance.KIND, parent_id=instance.pk).delete()
+
+    raise_generation(instance.agent_id, create=False, changed=[(instance.KIND, instance.pk)])

@@ -1,11 +1,15 @@
-"""django-q2 tasks: thin adapters that take ids and call one service."""
+"""django-q2 tasks: thin adapters that take ids and call one service.
+
+Node building runs in the record's agent's row-level security scope (ragsite.rls.task_scope).
+The scheduled repair surveys every agent's records and removes orphan nodes, which have no agent,
+as the tables' owner; it builds each record's nodes in that record's agent's scope."""
 
 from . import services
 
 
 def build_record_nodes(kind: str, id: int) -> dict:
     """Build the nodes of one record (queued when a long record is stored, changed or imported)."""
-    return services.build_nodes(kind, id).as_dict()
+    return services.build_nodes_for_agent(kind, id).as_dict()
 
 
 def repair_record_nodes() -> dict:

@@ -2,11 +2,13 @@
 
 Each agent-scoped table gets a policy for the role `ragsite_agent`: a row is visible (and may be
 written) only when it belongs to the agent named by the setting `ragsite.agent_id`. A request
-or task acting for an agent runs inside `agent_scope(agent_id)`: one transaction that takes the
+acting for an agent runs inside `agent_scope(agent_id)`: one transaction that takes the
 role and names the agent with `SET LOCAL`, so a query that forgot its `agent=` filter returns
-that agent's rows, or nothing, never another agent's. Outside a scope the connection keeps its
-own role, the tables' owner, which row-level security does not restrict: migrations, the admin,
-management commands and builds see everything, as they must.
+that agent's rows, or nothing, never another agent's. A django-q task acting for one agent runs in
+`task_scope(agent_id)` instead: a build is many transactions, so the task's connection takes the
+role for the whole task and gives it back when the task ends. Outside a scope the connection keeps
+its own role, the tables' owner, which row-level security does not restrict: migrations, the
+admin, management commands and the schedules that span agents see everything, as they must.
 
 Installed by the migrations (`collections_app` 0010, `memory_app` 0005) when the database user
 may create roles; otherwise nothing is installed and `agent_scope` does nothing (see
@@ -15,6 +17,7 @@ docs/security.md). SQLite has no row-level security: there the agent filters are
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 
 ROLE = "ragsite_agent"
@@ -112,3 +115,72 @@ def agent_scope(agent_id: str, using: str = "default"):
                 with connection.cursor() as cursor:
                     cursor.execute("RESET ROLE")
                     cursor.execute("SELECT set_config(%s, '', true)", [SETTING])
+
+
+# --- Tasks ------------------------------------------------------------------
+#
+# A django-q task is not one transaction: a build writes its progress, beats from a thread and
+# commits in a transaction of its own that locks rows. So a task takes the role for its whole
+# connection (session-level `SET ROLE`, `set_config(..., false)`) and gives it back when it ends,
+# however it ends. The agent is remembered per thread, so a connection opened again in the middle
+# of the task (a dropped one) is scoped too, and a thread the task starts can take the same scope.
+
+_task = threading.local()
+
+
+def current_task_agent() -> str | None:
+    """The agent the running task in this thread acts for, or None outside `task_scope`."""
+    return getattr(_task, "agent_id", None)
+
+
+def _name_agent(connection, agent_id: str | None) -> None:
+    with connection.cursor() as cursor:
+        if agent_id is None:
+            cursor.execute("RESET ROLE")
+            cursor.execute("SELECT set_config(%s, '', false)", [SETTING])
+        else:
+            cursor.execute(f"SET ROLE {ROLE}")
+            cursor.execute("SELECT set_config(%s, %s, false)", [SETTING, agent_id])
+
+
+@contextmanager
+def task_scope(agent_id: str, using: str = "default"):
+    """Run a task acting for `agent_id` as `ragsite_agent`, for as many transactions as it takes.
+
+    An empty `agent_id` (the task's row was not found) is a scope that sees nothing. Inside a
+    caller's transaction (a test's, or a task run synchronously by a request) a session setting
+    would outlive that transaction's rollback, so there this is `agent_scope`. A no-op where RLS is
+    not installed."""
+    from django.db import connections
+
+    connection = connections[using]
+    if not installed(connection):
+        yield
+        return
+    if connection.in_atomic_block:
+        with agent_scope(agent_id, using=using):
+            yield
+        return
+    previous = current_task_agent()
+    _task.agent_id = agent_id
+    try:
+        _name_agent(connection, agent_id)
+        yield
+    finally:
+        _task.agent_id = previous
+        try:
+            _name_agent(connection, previous)
+        except Exception:
+            # A connection that cannot give the role back must not serve the next task with it.
+            connection.close()
+
+
+def rescope_new_connection(sender, connection, **kwargs) -> None:
+    """A connection opened inside a task (the first, or one replacing a dropped one) takes its scope."""
+    agent_id = current_task_agent()
+    if agent_id is not None and connection.vendor == "postgresql" and installed(connection):
+        try:
+            _name_agent(connection, agent_id)
+        except Exception:
+            connection.close()  # never left open as the owner inside a task
+            raise

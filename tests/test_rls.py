@@ -8,11 +8,23 @@ import json
 import pytest
 from django.db import DatabaseError, connection, transaction
 
-from collections_app.models import Collection, CollectionBuilt, Document, ModelCall, Paragraph
+from collections_app.models import (
+    BuildRun,
+    Collection,
+    CollectionBuilt,
+    Document,
+    KnownAnswer,
+    KnownAnswersReport,
+    MeasureRun,
+    ModelCall,
+    Paragraph,
+)
+from collections_app.services import known_answers
 from collections_app.services.agents import create_agent, create_collection
 from collections_app.services.builds import build_collection
 from collections_app.services.ledger import record_call
-from memory_app.models import Memory, RecordNode
+from collections_app.services.measure import request_measure
+from memory_app.models import Memory, NodePassages, RecordNode
 from memory_app.services import store_memory
 from ragsite.rls import agent_scope, installed
 
@@ -25,11 +37,17 @@ def two_agents(knowledge_folder):
         pytest.skip("row-level security is PostgreSQL's")
     assert installed(connection), "the migrations did not install row-level security"
     agents = {}
+    COLLECTION_OF.clear()
     for name in ("agent-a", "agent-b"):
         agent, raw = create_agent(agent_id=name)
         knowledge_folder(f"{name}-docs", {"a.md": f"# Notes\n\n{name} keeps its own private notes here."})
         collection = create_collection(agent=agent, name=f"{name}-docs")
-        build_collection(collection=collection)
+        COLLECTION_OF[name] = collection.pk
+        known_answers.set_known_answers(collection=collection, items=[{"question": f"what does {name} keep",
+                                                                       "answer": "private notes"}])
+        built = build_collection(collection=collection)
+        assert known_answers.measure_build(build_id=built.pk) is not None  # the task's work, here inline
+        request_measure(collection=collection, questions=[{"question": "notes", "answer": "notes"}], enqueue=False)
         store_memory(agent=agent, text=f"{name} remembers its own vault code.")
         record_call(agent=agent, collection=collection, purpose=ModelCall.EMBED, model="m", tokens_in=3)
         agents[name] = (agent, raw)
@@ -43,7 +61,21 @@ UNFILTERED = {
     "built": lambda: set(CollectionBuilt.objects.values_list("agent_id", flat=True)),
     "ledger": lambda: set(ModelCall.objects.values_list("agent__agent_id", flat=True)),
     "memories": lambda: set(Memory.objects.values_list("agent__agent_id", flat=True)),
+    # By the row's own collection id, never a join: a join through the collection would be
+    # filtered by the collection's policy and hide a table that has none.
+    "build runs": lambda: owners(BuildRun),
+    "measure runs": lambda: owners(MeasureRun),
+    "known answers": lambda: owners(KnownAnswer),
+    "known-answer reports": lambda: owners(KnownAnswersReport),
 }
+
+
+def owners(model) -> set[str]:
+    ids = set(model.objects.order_by().values_list("collection_id", flat=True))  # no ordering join either
+    return {agent for agent, pk in COLLECTION_OF.items() if pk in ids}
+
+
+COLLECTION_OF: dict[str, int] = {}  # "agent-a" -> its collection's id, filled by the fixture as the owner
 
 
 @pytest.mark.parametrize("table", UNFILTERED)
@@ -61,10 +93,13 @@ def test_record_nodes_follow_their_records(two_agents):
     a = Memory.objects.get(agent__agent_id="agent-a")
     RecordNode.objects.create(parent_kind="mem", parent_id=a.pk, node_index=0, start_char=0, end_char=5,
                               token_count=2, window=8)
+    NodePassages.objects.create(parent_kind="mem", parent_id=a.pk, node_index=0, bounds=b"\0" * 8)
     with agent_scope("agent-b"):
         assert not RecordNode.objects.exists()
+        assert not NodePassages.objects.exists()
     with agent_scope("agent-a"):
         assert RecordNode.objects.count() == 1
+        assert NodePassages.objects.count() == 1
 
 
 def test_writing_a_row_for_another_agent_is_refused(two_agents):

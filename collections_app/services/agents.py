@@ -8,7 +8,7 @@ from django.utils import timezone
 from ragsite.errors import Conflict, NotFound, RagsiteError
 
 from ..chunking import ChunkingError, resolve_sizes
-from ..models import Agent, ApiKey, Collection, Label, Reader, built_from_problem
+from ..models import Agent, ApiKey, BuildRun, Collection, Label, MeasureRun, Reader, built_from_problem
 from .knowledge import available_folders, validate_folder_name
 
 SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
@@ -28,6 +28,19 @@ def get_agent(agent_id: str) -> Agent:
         return Agent.objects.get(agent_id=agent_id)
     except Agent.DoesNotExist:
         raise NotFound(f'no agent "{agent_id}"', code="unknown_agent") from None
+
+
+def agent_id_of_build(build_id: int) -> str:
+    """The agent a queued build acts for, read as the tables' owner before its task takes that
+    agent's scope (ragsite.rls.task_scope); "" when the build is gone, a scope that sees nothing."""
+    found = BuildRun.objects.filter(pk=build_id).values_list("collection__agent__agent_id", flat=True).first()
+    return found or ""
+
+
+def agent_id_of_measure(measure_id: int) -> str:
+    """The agent a queued measurement acts for; "" when it is gone (see agent_id_of_build)."""
+    found = MeasureRun.objects.filter(pk=measure_id).values_list("collection__agent__agent_id", flat=True).first()
+    return found or ""
 
 
 def create_agent(*, agent_id: str, name: str = "") -> tuple[Agent, str]:

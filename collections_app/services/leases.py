@@ -9,12 +9,14 @@ request superseded, rolls back instead of writing over newer paragraphs (D2 of t
 
 import logging
 import threading
+from contextlib import nullcontext
 from datetime import timedelta
 
 from django.db import connection
 from django.utils import timezone
 
 from ragsite.errors import RagsiteError
+from ragsite.rls import current_task_agent, task_scope
 
 from ..conf import settings
 from ..models import BuildRun, Collection
@@ -60,6 +62,8 @@ class Heartbeat:
         self.interval = min(60.0, max(0.2, int(settings.BUILD_HEARTBEAT_TIMEOUT) / 4))
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # The thread's own connection takes the scope of the task that started it.
+        self._agent_id = current_task_agent()
 
     def __enter__(self):
         if not connection.in_atomic_block:
@@ -75,19 +79,24 @@ class Heartbeat:
     def _beat(self) -> None:
         from django.db import connections
 
+        scope = task_scope(self._agent_id) if self._agent_id is not None else nullcontext()
         try:
-            while not self._stop.wait(self.interval):
-                try:
-                    alive = BuildRun.objects.filter(pk=self.run.pk, status=BuildRun.RUNNING).update(
-                        heartbeat_at=timezone.now()
-                    )
-                except Exception:  # a busy database: the next beat tries again
-                    logger.warning("build %s: heartbeat not written", self.run.pk, exc_info=True)
-                    continue
-                if not alive:
-                    return
+            with scope:
+                self._beat_until_stopped()
         finally:
             connections.close_all()
+
+    def _beat_until_stopped(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                alive = BuildRun.objects.filter(pk=self.run.pk, status=BuildRun.RUNNING).update(
+                    heartbeat_at=timezone.now()
+                )
+            except Exception:  # a busy database: the next beat tries again
+                logger.warning("build %s: heartbeat not written", self.run.pk, exc_info=True)
+                continue
+            if not alive:
+                return
 
 
 def check_lease(collection: Collection, run: BuildRun) -> None:

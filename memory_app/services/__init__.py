@@ -36,6 +36,7 @@ from .nodes import (  # noqa: F401
     NodeBuild,
     NodeState,
     build_nodes,
+    build_nodes_for_agent,
     get_node,
     node_state,
     record_nodes,

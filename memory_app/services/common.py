@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from django.db import transaction
 from django.db.models import F
 
 from collections_app.models import Agent
@@ -134,22 +136,56 @@ def _prepare_many(texts: list[str], embedder: Embedder) -> list[_Prepared]:
     ]
 
 
-def raise_generation(agent_id: int, *, create: bool = True) -> None:
+# How many generations an agent's row remembers the changes of, and how many records one write
+# may list (a larger write is recorded as "unknown": the next recall reads everything again).
+RECENT_GENERATIONS = 64
+RECENT_KEYS = 256
+
+
+def raise_generation(agent_id: int, *, create: bool = True, changed: Iterable[tuple[str, int]] | None = None) -> None:
     """Move the agent's recall generation on, inside the caller's transaction (see RecallGeneration).
 
+    `changed` names the records (kind, id) this write added, changed or deleted, nodes included;
+    None when the writer cannot say, which makes every process read the agent's records again.
     `create=False` on deletes: an agent's row is then only ever made by a write that adds text, and
     never while the agent itself is being deleted (its cascade deletes records, and a row made then
     would point at a deleted agent).
     """
-    if RecallGeneration.objects.filter(agent_id=agent_id).update(generation=F("generation") + 1) or not create:
-        return
-    RecallGeneration.objects.get_or_create(agent_id=agent_id)
-    RecallGeneration.objects.filter(agent_id=agent_id).update(generation=F("generation") + 1)
+    keys = None if changed is None else [[kind, int(id)] for kind, id in changed]
+    if keys is not None and len(keys) > RECENT_KEYS:
+        keys = None
+    with transaction.atomic():
+        # The counter is raised first: that write takes the row's lock (and SQLite's write lock)
+        # before `recent` is read and written back, so two writers cannot interleave there.
+        raised = RecallGeneration.objects.filter(agent_id=agent_id).update(generation=F("generation") + 1)
+        if not raised:
+            if not create:
+                return
+            RecallGeneration.objects.get_or_create(agent_id=agent_id)
+            RecallGeneration.objects.filter(agent_id=agent_id).update(generation=F("generation") + 1)
+        generation, recent = RecallGeneration.objects.filter(agent_id=agent_id).values_list(
+            "generation", "recent").get()
+        recent = [*(recent or []), [generation, keys]][-RECENT_GENERATIONS:]
+        RecallGeneration.objects.filter(agent_id=agent_id).update(recent=recent)
 
 
-def recall_generation(agent_id: int) -> int:
-    """The agent's recall generation, making its row (at 0) when there is none yet."""
-    generation = RecallGeneration.objects.filter(agent_id=agent_id).values_list("generation", flat=True).first()
-    if generation is None:
-        generation = RecallGeneration.objects.get_or_create(agent_id=agent_id)[0].generation
-    return generation
+def recent_changes(agent_id: int, since: int, until: int) -> set[tuple[str, int]] | None:
+    """The records changed by generations since+1 .. until, or None when any of them is not known."""
+    recent = RecallGeneration.objects.filter(agent_id=agent_id).values_list("recent", flat=True).first() or []
+    listed = {generation: keys for generation, keys in recent}
+    changed: set[tuple[str, int]] = set()
+    for generation in range(since + 1, until + 1):
+        keys = listed.get(generation)
+        if keys is None:
+            return None
+        changed.update((kind, int(id)) for kind, id in keys)
+    return changed
+
+
+def recall_generation(agent_id: int) -> tuple[str, int]:
+    """The agent's recall (epoch, generation), making its row (at 0) when there is none yet."""
+    current = RecallGeneration.objects.filter(agent_id=agent_id).values_list("epoch", "generation").first()
+    if current is None:
+        row = RecallGeneration.objects.get_or_create(agent_id=agent_id)[0]
+        current = (row.epoch, row.generation)
+    return current

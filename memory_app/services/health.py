@@ -143,7 +143,9 @@ def check_health(*, agent: Agent | None = None, repair: bool = False, limit: int
     if repair:
         repaired = []
         for _created, kind, pk, _why in needing[:limit]:
-            repaired.append(node_services.build_nodes(kind, pk).as_dict())
+            # The survey and the orphans span agents (an orphan has no agent to scope by), so
+            # they run as the tables' owner; each record's nodes are built in its agent's scope.
+            repaired.append(node_services.build_nodes_for_agent(kind, pk).as_dict())
         report["repaired"] = repaired
         report["remaining"] = len(needing) - sum(1 for item in repaired if item["status"] in SETTLED)
         if agent is None and report["orphan_nodes"]:

@@ -6,15 +6,17 @@ import logging
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
+import numpy as np
 from django.db import transaction
 
 from collections_app.models import Agent
 from ragsite import embedding
 from ragsite.embedders import Embedder, EmbeddingError
 from ragsite.errors import NotFound
+from ragsite.rls import task_scope
 
 from .. import conf
-from ..models import KINDS, Record, RecordNode
+from ..models import KINDS, NodePassages, Record, RecordNode
 from ..nodes import DIVIDED, FITS, UNKNOWN, divide_record, runs_past_window
 from .common import (
     BUILT,
@@ -47,6 +49,18 @@ class NodeBuild:
         return asdict(self)
 
 
+def agent_id_of_record(kind: str, id: int) -> str:
+    """The agent a record belongs to, read as the tables' owner; "" when it is gone (a scope that sees nothing)."""
+    return record_model(kind).objects.filter(pk=id).values_list("agent__agent_id", flat=True).first() or ""
+
+
+def build_nodes_for_agent(kind: str, id: int) -> NodeBuild:
+    """`build_nodes` in the record's agent's row-level security scope on PostgreSQL (the task, the
+    repairs): a query in it that forgets its agent filter sees only that agent's records."""
+    with task_scope(agent_id_of_record(kind, id)):
+        return build_nodes(kind, id)
+
+
 def build_nodes(kind: str, id: int) -> NodeBuild:
     """Divide one record and embed its nodes, then write them in one short transaction.
 
@@ -63,19 +77,28 @@ def build_nodes(kind: str, id: int) -> NodeBuild:
         return NodeBuild(kind, id, GONE)
     embedder = embedding.get_embedder()
     existing = RecordNode.objects.filter(parent_kind=kind, parent_id=id)
-    if existing.exists() and not existing.exclude(embedding_model=embedder.model).exists():
+    # Nodes built before passages existed are built again, so their record gains passages.
+    passages = NodePassages.objects.filter(parent_kind=kind, parent_id=id, embedding_model=embedder.model)
+    if (existing.exists() and not existing.exclude(embedding_model=embedder.model).exists()
+            and passages.count() == existing.count()):
         return NodeBuild(kind, id, PRESENT, existing.count())
     try:
         division = divide_record(text, embedder)
         if division.status == UNKNOWN:
             return NodeBuild(kind, id, UNKNOWN)
+        # Nodes, then every node's passages, embedded in one call.
         pieces = [text[span.start : span.end] for span in division.spans]
+        pieces += [text[start:end] for span in division.spans for start, end in span.passages]
         vectors = embedder.embed(pieces) if pieces and _can_embed(embedder) else None
     except EmbeddingError as exc:
         logger.warning("building the nodes of %s:%s failed: %s", kind, id, exc)
         return NodeBuild(kind, id, FAILED)
-    rows = [
-        RecordNode(
+    rows, passage_rows = [], []
+    first_passage = len(division.spans)  # where this node's passage vectors begin in `vectors`
+    for span in division.spans:
+        passages = slice(first_passage, first_passage + len(span.passages))
+        first_passage = passages.stop
+        rows.append(RecordNode(
             parent_kind=kind,
             parent_id=id,
             node_index=span.index,
@@ -85,9 +108,16 @@ def build_nodes(kind: str, id: int) -> NodeBuild:
             window=division.window,
             embedding=_vector_bytes(vectors[span.index]) if vectors is not None else None,
             embedding_model=embedder.model,
-        )
-        for span in division.spans
-    ]
+        ))
+        passage_rows.append(NodePassages(
+            parent_kind=kind,
+            parent_id=id,
+            node_index=span.index,
+            bounds=np.asarray([span.start, *(end for _start, end in span.passages)], dtype="<i4").tobytes(),
+            # float16: passages are most of a divided record's bytes; their cosines move by ~1e-3.
+            embeddings=np.asarray(vectors[passages], dtype="<f2").tobytes() if vectors is not None else None,
+            embedding_model=embedder.model,
+        ))
     with transaction.atomic():
         current = model.objects.select_for_update().filter(pk=id).values_list("text", "agent_id").first()
         if current is None:
@@ -95,8 +125,10 @@ def build_nodes(kind: str, id: int) -> NodeBuild:
         if current[0] != text:
             return NodeBuild(kind, id, CHANGED)
         RecordNode.objects.filter(parent_kind=kind, parent_id=id).delete()
+        NodePassages.objects.filter(parent_kind=kind, parent_id=id).delete()
         RecordNode.objects.bulk_create(rows)
-        raise_generation(current[1])  # nodes rank their record: its agent's recall index is stale
+        NodePassages.objects.bulk_create(passage_rows)
+        raise_generation(current[1], changed=[(kind, id)])  # nodes rank their record: its agent's recall index is stale
     return NodeBuild(kind, id, BUILT if division.status == DIVIDED else FITS, len(rows))
 
 
@@ -194,7 +226,7 @@ def repair_records(records: Iterable[Record], *, limit: int = conf.REPAIR_LIMIT)
             needing.append(record)
         else:
             counts[state] += 1
-    repaired = [build_nodes(record.KIND, record.pk).as_dict() for record in needing[:limit]]
+    repaired = [build_nodes_for_agent(record.KIND, record.pk).as_dict() for record in needing[:limit]]
     return {
         "repaired": repaired,
         "current": counts[NODES_CURRENT],

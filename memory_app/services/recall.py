@@ -1,8 +1,10 @@
 """Recall: rank an agent's records, a divided one by its best node, and quote each by that node.
 
-An agent's records are read once per process into an `AgentIndex` (texts, BM25, vectors, nodes) and
-kept until its recall generation moves (every write raises it, in the write's own transaction), so a
-recall over 100,000 memories costs one primary-key read, not 100,000 rows.
+An agent's records, nodes and passages are read once per process into an `AgentIndex` (a
+`RecallIndex`: texts, BM25 postings, vectors) and kept while its recall generation stands (every
+write raises it, in the write's own transaction), so a recall over 100,000 memories costs one
+primary-key read, not 100,000 rows. A write that names its records is applied in place by the
+next recall: those records alone are read again.
 """
 
 from __future__ import annotations
@@ -10,19 +12,21 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 
 from collections_app.models import Agent
 from ragsite import embedding
 from ragsite.embedders import Embedder, EmbeddingError
-from ragsite.fusion import DEFAULT_WEIGHT, hybrid_scores
-from ragsite.lexical import BM25Index, terms
+from ragsite.fusion import DEFAULT_WEIGHT
+from ragsite.lexical import terms
 
 from .. import conf
-from ..models import KINDS, RECORD_MODELS, RecordNode
-from .common import _can_embed, recall_generation, validate_query
+from ..models import KINDS, RECORD_MODELS, NodePassages, RecordNode
+from ..recall_index import NodeRow, RecallIndex, RecordRow
+from .common import _can_embed, recall_generation, recent_changes, validate_query
 
 logger = logging.getLogger("memory_app")
 
@@ -33,31 +37,21 @@ CACHED_AGENTS = 32
 
 @dataclass
 class AgentIndex:
-    """An agent's records as recall reads them, built once per recall generation and embedding model.
+    """An agent's recall index (`RecallIndex`) as of one recall epoch and generation and embedding model.
 
-    Rows are the records (memories, then episodes, each by id). A divided record's nodes of the
-    current model are kept as one matrix, grouped by record, so its best node is a reduceat away.
+    Updated in place by the next recall after a write; `lock` is held while it is updated or
+    scored, so no thread reads it half updated.
     """
 
+    epoch: str
     generation: int
     model: str
-    kinds: list[str]
-    ids: np.ndarray  # record id per row
-    kind_order: np.ndarray  # position of the row's kind in KINDS: ties go by kind, then id
-    texts: list[str]
-    bm25: BM25Index
-    vector_rows: np.ndarray  # rows with an embedding of `model`
-    matrix: np.ndarray | None  # (len(vector_rows), d)
-    node_rows: np.ndarray  # owner row per node, grouped, owners ascending
-    node_starts: np.ndarray  # first node of each owner in the node arrays
-    node_index: np.ndarray
-    node_spans: np.ndarray  # (nodes, 2) start, end
-    node_matrix: np.ndarray | None
-    node_bm25: BM25Index  # the nodes' own texts, scored with the records' statistics
+    index: RecallIndex
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def size(self) -> int:
-        return len(self.texts)
+        return self.index.size
 
 
 _cache: OrderedDict[int, AgentIndex] = OrderedDict()
@@ -65,20 +59,34 @@ _cache_lock = threading.Lock()
 
 
 def agent_index(agent: Agent, model: str) -> AgentIndex:
-    """The agent's cached index, rebuilt when its recall generation or the embedding model moved."""
-    generation = recall_generation(agent.pk)  # read before the rows, so a write in between only rebuilds
+    """The agent's cached index, brought up to (at least) its recall generation.
+
+    Unchanged generation: used as it is (one primary-key read). A few generations behind, each
+    naming the records it changed: those records are read again and replaced in place. Otherwise
+    (a new process, another model, a write that named nothing, too far behind): everything is read.
+    """
+    epoch, generation = recall_generation(agent.pk)  # read before the rows, so a write in between only repeats
     with _cache_lock:
         cached = _cache.get(agent.pk)
-        if cached is not None and cached.generation == generation and cached.model == model:
-            _cache.move_to_end(agent.pk)
-            return cached
-    index = _load(agent, model, generation)
+    if cached is not None and cached.model == model and cached.epoch == epoch:
+        with cached.lock:
+            if cached.generation > generation:  # cannot happen within one epoch; start again if it does
+                cached = None
+            elif cached.generation < generation:
+                if _update(agent, cached, generation):
+                    cached.generation = generation
+                else:
+                    cached = None
+    else:
+        cached = None
+    if cached is None:
+        cached = AgentIndex(epoch, generation, model, _load(agent, model, _read(agent, model, None)))
     with _cache_lock:
-        _cache[agent.pk] = index
+        _cache[agent.pk] = cached
         _cache.move_to_end(agent.pk)
         while len(_cache) > CACHED_AGENTS:
             _cache.popitem(last=False)
-    return index
+    return cached
 
 
 def forget_agent(agent_id: int) -> None:
@@ -86,72 +94,85 @@ def forget_agent(agent_id: int) -> None:
         _cache.pop(agent_id, None)
 
 
-def _load(agent: Agent, model: str, generation: int) -> AgentIndex:
-    kinds: list[str] = []
-    ids: list[int] = []
-    texts: list[str] = []
-    vectors: list[bytes | None] = []
+def _vector(data, model_of_row: str, model: str) -> np.ndarray | None:
+    if data is None or model_of_row != model:
+        return None
+    return np.frombuffer(bytes(data), dtype="<f4")
+
+
+def _read(agent: Agent, model: str, keys: set[tuple[str, int]] | None) -> list[RecordRow]:
+    """The agent's records (all, or those of `keys` that still exist) with their nodes of `model`."""
+    records: list[RecordRow] = []
     for kind, record_class in RECORD_MODELS.items():
-        rows = record_class.objects.filter(agent=agent).order_by("pk")
-        for pk, text, vector_bytes, embedding_model in rows.values_list("pk", "text", "embedding", "embedding_model"):
-            kinds.append(kind)
-            ids.append(pk)
-            texts.append(text)
-            vectors.append(bytes(vector_bytes) if vector_bytes is not None and embedding_model == model else None)
-    width = next((len(v) for v in vectors if v is not None), 0)
-    vector_rows = np.asarray([row for row, v in enumerate(vectors) if v is not None and len(v) == width], np.int64)
-    matrix = None
-    if vector_rows.size:
-        matrix = np.frombuffer(b"".join(vectors[row] for row in vector_rows), dtype="<f4").reshape(-1, width // 4)
-    row_of = {(kind, pk): row for row, (kind, pk) in enumerate(zip(kinds, ids, strict=True))}
-    node_rows, node_index, spans, node_vectors = [], [], [], []
-    for kind, record_class in RECORD_MODELS.items():
-        nodes = RecordNode.objects.filter(
-            parent_kind=kind,
-            parent_id__in=record_class.objects.filter(agent=agent).values("pk"),
-            embedding_model=model,
-            embedding__isnull=False,
-        ).order_by("parent_id", "node_index")
-        for parent_id, index, start, end, vector_bytes in nodes.values_list(
+        rows = record_class.objects.filter(agent=agent)
+        nodes = RecordNode.objects.filter(parent_kind=kind, embedding_model=model, embedding__isnull=False)
+        if keys is not None:
+            wanted = sorted(id for key_kind, id in keys if key_kind == kind)
+            if not wanted:
+                continue
+            rows = rows.filter(pk__in=wanted)
+            nodes = nodes.filter(parent_id__in=wanted)
+        else:
+            nodes = nodes.filter(parent_id__in=record_class.objects.filter(agent=agent).values("pk"))
+        order = KINDS.index(kind)
+        these = {
+            pk: RecordRow(kind, pk, order, text, _vector(data, by, model))
+            for pk, text, data, by in rows.order_by("pk").values_list("pk", "text", "embedding", "embedding_model")
+        }
+        passages = NodePassages.objects.filter(parent_kind=kind, embedding_model=model)
+        passages = passages.filter(parent_id__in=wanted) if keys is not None else passages.filter(
+            parent_id__in=record_class.objects.filter(agent=agent).values("pk"))
+        passages_of = {(parent_id, index): (bounds, data) for parent_id, index, bounds, data in passages.values_list(
+            "parent_id", "node_index", "bounds", "embeddings")}
+        for parent_id, index, start, end, data in nodes.order_by("parent_id", "node_index").values_list(
             "parent_id", "node_index", "start_char", "end_char", "embedding"
         ):
-            row = row_of.get((kind, parent_id))
-            # A node past its record's end belongs to an older text (a raw edit the trigger missed).
-            if row is None or end > len(texts[row]) or len(vector_bytes) != width:
+            record = these.get(parent_id)
+            if record is None:
                 continue
-            node_rows.append(row)
-            node_index.append(index)
-            spans.append((start, end))
-            node_vectors.append(bytes(vector_bytes))
-    node_rows_array = np.asarray(node_rows, dtype=np.int64)
-    order = np.argsort(node_rows_array, kind="stable")  # memories' nodes, then episodes': group by row
-    node_rows_array = node_rows_array[order]
-    node_matrix = None
-    if node_vectors:
-        node_matrix = np.frombuffer(b"".join(node_vectors[i] for i in order), dtype="<f4").reshape(-1, width // 4)
-    starts = np.flatnonzero(np.diff(node_rows_array, prepend=-1)) if node_rows_array.size else node_rows_array
-    node_spans = np.asarray(spans, dtype=np.int64).reshape(-1, 2)[order]
-    bm25 = BM25Index.from_texts(texts)
-    node_texts = (texts[row][start:end] for row, (start, end) in zip(node_rows_array.tolist(), node_spans.tolist(),
-                                                                      strict=True))
-    logger.debug("recall index of %s: %d records, %d nodes", agent.agent_id, len(texts), node_rows_array.size)
-    return AgentIndex(
-        generation=generation,
-        model=model,
-        kinds=kinds,
-        ids=np.asarray(ids, dtype=np.int64),
-        kind_order=np.asarray([KINDS.index(kind) for kind in kinds], dtype=np.int64),
-        texts=texts,
-        bm25=bm25,
-        vector_rows=vector_rows,
-        matrix=matrix,
-        node_rows=node_rows_array,
-        node_starts=starts,
-        node_index=np.asarray(node_index, dtype=np.int64)[order],
-        node_spans=node_spans,
-        node_matrix=node_matrix,
-        node_bm25=BM25Index.from_texts(node_texts).scored_as(bm25),
-    )
+            node = NodeRow(index, start, end, _vector(data, model, model))
+            bounds, passage_data = passages_of.get((parent_id, index), (None, None))
+            if bounds is not None:
+                bounds = np.frombuffer(bytes(bounds), dtype="<i4").tolist()
+                # Passages of an older division of the text (not yet rebuilt) are not this node's.
+                if bounds[0] == start and bounds[-1] == end:
+                    node.passages = list(zip(bounds[:-1], bounds[1:], strict=True))
+                    if passage_data is not None and node.vector is not None:
+                        node.passage_vectors = list(np.frombuffer(bytes(passage_data), dtype="<f2").astype(
+                            np.float32).reshape(len(node.passages), node.vector.size))
+            record.nodes.append(node)
+        records.extend(these.values())
+    return records
+
+
+def _width(records: list[RecordRow]) -> int:
+    for record in records:
+        for vector in chain([record.vector], (node.vector for node in record.nodes)):
+            if vector is not None:
+                return vector.size
+    return 0
+
+
+def _load(agent: Agent, model: str, records: list[RecordRow]) -> RecallIndex:
+    index = RecallIndex(_width(records))
+    index.put(records)
+    logger.debug("recall index of %s: %d records, %d nodes", agent.agent_id, index.size, index.node_owner.size)
+    return index
+
+
+def _update(agent: Agent, cached: AgentIndex, generation: int) -> bool:
+    """Replace the records changed since the cached generation; False when they are not known."""
+    keys = recent_changes(agent.pk, cached.generation, generation)
+    if keys is None:
+        return False
+    records = _read(agent, cached.model, keys)
+    width = _width(records)
+    if width and width != cached.index.width:  # the first vectors, or another width: start again
+        return False
+    for kind, id in keys:
+        cached.index.drop(kind, id)
+    cached.index.put(records)
+    return True
 
 
 class _QueryVector:
@@ -188,44 +209,13 @@ def opening(text: str, length: int = conf.OPENING_LENGTH) -> tuple[int, int]:
     return 0, end
 
 
-def _scores(index: AgentIndex, query_terms: list[str], vector: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """Per record, the fused score recall ranks by, and the node that gave it (-1: the record itself).
-
-    A divided record is ranked by its best-matching node (issue 12; seed 002 §7 left this to be
-    decided, see docs/decisions.md): each node is scored like a record — its cosine, and the BM25
-    of its own span with the records' statistics — and the record takes its best node's score. An
-    undivided record is scored by itself, exactly as before nodes existed.
-    """
-    upper = index.bm25.upper_bound(query_terms)
-    cosine = None
-    if vector is not None:
-        vector = np.asarray(vector, dtype=np.float32)
-        cosine = np.zeros(index.size, dtype=np.float64)
-        if index.matrix is not None:
-            cosine[index.vector_rows] = index.matrix @ vector
-    scores, _mode = hybrid_scores(cosine, index.bm25.scores(query_terms), upper, weight=DEFAULT_WEIGHT)
-    best_node = np.full(index.size, -1, dtype=np.int64)
-    if index.node_rows.size == 0:
-        return scores, best_node
-    node_cosine = None if vector is None or index.node_matrix is None else (index.node_matrix @ vector).astype(np.float64)
-    per_node, _mode = hybrid_scores(node_cosine, index.node_bm25.scores(query_terms), upper, weight=DEFAULT_WEIGHT)
-    best = np.maximum.reduceat(per_node, index.node_starts)
-    owners = index.node_rows[index.node_starts]
-    scores[owners] = best
-    # The first node reaching its owner's best: the earlier node wins a tie.
-    group = np.repeat(np.arange(index.node_starts.size), np.diff(np.append(index.node_starts, per_node.size)))
-    reaching = np.flatnonzero(per_node == best[group])
-    best_node[owners] = reaching[np.unique(group[reaching], return_index=True)[1]]
-    return scores, best_node
-
-
-def _top(scores: np.ndarray, index: AgentIndex, most: int) -> np.ndarray:
+def _top(scores: np.ndarray, index: RecallIndex, most: int) -> np.ndarray:
     """Rows of the `most` best positive scores, ties by kind then id: one partition, then a sort."""
     positive = np.flatnonzero(scores > 0)
     if positive.size > most:
         threshold = np.partition(scores[positive], positive.size - most)[positive.size - most]
         positive = positive[scores[positive] >= threshold]
-    order = np.lexsort((index.ids[positive], index.kind_order[positive], -scores[positive]))
+    order = np.lexsort((index.ids.array[positive], index.kind_order.array[positive], -scores[positive]))
     return positive[order][:most]
 
 
@@ -233,29 +223,41 @@ def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST) -> list[d
     """The agent's records that best answer `query`, best first, each quoted by an excerpt.
 
     BM25 and cosine fused by `ragsite.fusion.hybrid_scores` into one [0, 1] score, for a record
-    that has nodes by its best node (`_scores`); only embeddings of the current model take part,
-    and with none at all the query is not embedded and the ranking is lexical. Ties go by kind, then id; records scoring 0 are left out.
-    Each record is quoted by the node that ranked it, or by its opening when it has no nodes.
+    that has nodes by its best node, a node by the best of itself and its passages
+    (`RecallIndex.scores`); only embeddings of the current model take part, and with none at all
+    the query is not embedded and the ranking is lexical. Ties go by kind, then id; records
+    scoring 0 are left out. Each record is quoted by the node that ranked it, or by its opening
+    when it has no nodes.
     Each result is `{"kind", "id", "score", "excerpt": {"text", "node_index", "start", "end"}}`.
     """
     query, most = validate_query(query, most)
     embedder = embedding.get_embedder()
-    index = agent_index(agent, embedder.model)
+    entry = agent_index(agent, embedder.model)
+    # Embedded outside the lock: it is most of a recall, and needs nothing from the index but this.
+    vector = _QueryVector(query, embedder).get() if entry.index.has_vectors else None
+    with entry.lock:
+        return _ranked(entry.index, query, most, vector)
+
+
+def _ranked(index: RecallIndex, query: str, most: int, vector: np.ndarray | None) -> list[dict]:
     if not index.size:
         return []
-    query_vector = _QueryVector(query, embedder)
-    vector = query_vector.get() if index.matrix is not None or index.node_matrix is not None else None
-    scores, best_node = _scores(index, terms(query), vector)
+    if vector is not None:
+        vector = np.asarray(vector, dtype=np.float32)
+        if vector.shape != (index.width,):
+            vector = None  # not comparable with the stored vectors: rank lexically
+    scores, best_node = index.scores(terms(query), vector, DEFAULT_WEIGHT)
     results = []
     for row in _top(scores, index, most):
         text = index.texts[row]
         node = int(best_node[row])
         if node >= 0:
-            start, end = (int(v) for v in index.node_spans[node])
-            excerpt = {"text": text[start:end], "node_index": int(index.node_index[node]), "start": start, "end": end}
+            start, end = (int(v) for v in index.node_spans.array[node])
+            excerpt = {"text": text[start:end], "node_index": int(index.node_index.array[node]), "start": start,
+                       "end": end}
         else:
             start, end = opening(text)
             excerpt = {"text": text[start:end], "node_index": None, "start": start, "end": end}
-        results.append({"kind": index.kinds[row], "id": int(index.ids[row]), "score": round(float(scores[row]), 6),
+        results.append({"kind": index.kinds[row], "id": int(index.ids.array[row]), "score": round(float(scores[row]), 6),
                         "excerpt": excerpt})
     return results

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from memory_app import services
-from memory_app.models import EPISODE, MEMORY, RECORD_MODELS, Episode, Memory, RecordNode
+from memory_app.models import EPISODE, MEMORY, RECORD_MODELS, Episode, Memory, NodePassages, RecordNode
 from ragsite import embedding
 from ragsite.fusion import DEFAULT_WEIGHT, hybrid_scores
 from ragsite.lexical import BM25Index, terms
@@ -65,11 +65,12 @@ def corpus(rng: random.Random) -> list[tuple[str, str]]:
 QUERIES = [" ".join(TOPICS[topic][i : i + 3]) for topic in TOPICS for i in (0, 3, 6)]
 
 
-def plain_recall(*, agent, query, most=5, nodes_rank=True):
+def plain_recall(*, agent, query, most=5, nodes_rank=True, passages=True):
     """The rule written out plainly, record by record, from the database.
 
     nodes_rank=True: a record with nodes scores as its best node, each node scored like a record
-    (its cosine, and seed 004's BM25 of its own span with the records' idf and avgdl).
+    (its cosine, and seed 004's BM25 of its own span with the records' idf and avgdl), a node
+    scoring the best of itself and its passages (`passages=False`: itself alone, the rule before).
     nodes_rank=False: the superseded rule (seed 002 §5 as first written): nodes never rank.
     """
     embedder = embedding.get_embedder()
@@ -97,7 +98,15 @@ def plain_recall(*, agent, query, most=5, nodes_rank=True):
     for kind, pk, text, vector in rows:
         nodes = list(RecordNode.objects.filter(parent_kind=kind, parent_id=pk).order_by("node_index"))
         if nodes and nodes_rank:
-            scored = [fused(float(n.vector @ query_vector), bm25_of(text[n.start_char : n.end_char])) for n in nodes]
+            scored = []
+            for n in nodes:
+                spans = [(n.start_char, n.end_char, n.vector)]
+                held = NodePassages.objects.filter(parent_kind=kind, parent_id=pk, node_index=n.node_index).first()
+                if passages and held is not None:
+                    vectors = np.frombuffer(bytes(held.embeddings), dtype="<f2").astype(np.float32).reshape(
+                        len(held.spans), -1)
+                    spans += [(a, b, v) for (a, b), v in zip(held.spans, vectors, strict=True)]
+                scored.append(max(fused(float(v @ query_vector), bm25_of(text[a:b])) for a, b, v in spans))
             scores.append(max(scored))
             best_node.append(nodes[scored.index(max(scored))].node_index)
         else:
@@ -126,15 +135,18 @@ def test_invariant_1_a_divided_record_is_ranked_and_quoted_by_its_best_node_unde
     for build in queued:
         build()
     assert RecordNode.objects.values("parent_kind", "parent_id").distinct().count() == 8
-    changed_by_old_rule = 0
+    changed_by_old_rule = changed_without_passages = 0
     for query in QUERIES:
         real = services.recall(agent=agent, query=query, most=8)
         assert real, query
         assert shown(real) == shown(plain_recall(agent=agent, query=query, most=8))
         old = plain_recall(agent=agent, query=query, most=8, nodes_rank=False)
         changed_by_old_rule += [(r["kind"], r["id"]) for r in real] != [(r["kind"], r["id"]) for r in old]
-    # The old rule (nodes ignored) gives other rankings on this corpus: the test can tell them apart.
-    assert changed_by_old_rule >= 3
+        changed_without_passages += shown(real) != shown(plain_recall(agent=agent, query=query, most=8,
+                                                                      passages=False))
+    # The old rules (nodes ignored; nodes without their passages) give other rankings or scores on
+    # this corpus: the test can tell them apart.
+    assert changed_by_old_rule >= 3 and changed_without_passages >= 3
     # A record that was never divided scores what it scored before any node existed.
     divided = set(RecordNode.objects.values_list("parent_kind", "parent_id"))
     for query in QUERIES:

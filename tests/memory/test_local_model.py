@@ -57,17 +57,20 @@ def test_a_3000_character_memory_divides_into_nodes_that_each_fit_256_tokens(age
 
 @pytest.mark.model
 @pytest.mark.django_db
-def test_facts_planted_late_in_long_records_are_found_by_their_best_node(agent, settings):
+@pytest.mark.parametrize("seed", [0, 1], ids=["development", "held-out"])
+def test_facts_planted_late_in_long_records_are_found_by_their_best_node(seed, settings):
     """bench/memory_recall.py's planted corpus: 30 facts, each after 2,000-3,000 characters of
     unrelated prose, among 200 short records about other things; one paraphrased question each.
 
-    Issue 12 asks for top-1 >= 90 %; measured 77 % (docs/benchmarks.md says why). This holds the
-    measured gain: ranking by records alone finds almost none first.
+    Issue 12 asks for top-1 >= 90 %. The development facts chose the passage window; the held-out
+    facts were written before any miss was read and chose nothing (docs/benchmarks.md).
     """
-    from bench.memory_recall import planted_corpus
+    from bench.memory_recall import HELD_OUT, THINGS, planted_corpus
+    from collections_app.services.agents import create_agent
 
     settings.EMBED_BACKEND = "local"
-    planted, distractors = planted_corpus()
+    agent = create_agent(agent_id=f"planted-{seed}")[0]
+    planted, distractors = planted_corpus(seed, THINGS if seed == 0 else HELD_OUT)
     ids = [services.store_memory(agent=agent, text=text)[0].pk for text, _fact, _question in planted]
     for text in distractors:
         services.store_memory(agent=agent, text=text)
@@ -84,4 +87,4 @@ def test_facts_planted_late_in_long_records_are_found_by_their_best_node(agent, 
         services.build_nodes(MEMORY, memory_id)
     by_node, quoted = firsts()
     assert records_only <= 0.1
-    assert by_node >= 0.75 and quoted == by_node  # found first, and quoted by the node holding the fact
+    assert by_node >= 0.9 and quoted == by_node  # found first, and quoted by the node holding the fact

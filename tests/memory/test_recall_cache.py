@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from memory_app import services
 from memory_app.models import MEMORY, Memory, RecallGeneration, RecordNode
 
-from .conftest import prose
+from .conftest import WORDS, prose
 
 # The module, not the `recall` function the services package exports under the same name.
 recall_module = importlib.import_module("memory_app.services.recall")
@@ -83,6 +83,72 @@ def test_every_write_is_seen_by_the_next_recall(agent, write):
     assert after == ids(agent) and after != before
 
 
+@pytest.mark.parametrize("write", write_paths()[:-1], ids=lambda f: f.__name__)
+def test_a_write_that_names_its_record_updates_the_cached_index_in_place(agent, write):
+    """Rebuilding 100,000 records after each write took seconds; the named record is re-read alone."""
+    memory, _ = services.store_memory(agent=agent, text="the harbor lantern was lit at dusk")
+    for n in range(30):
+        services.store_memory(agent=agent, text=f"note {n} about the copper signal")
+    ids(agent)
+    cached = recall_module._cache[agent.pk]
+    write(agent, memory)
+    after, sql = queries_of(ids, agent=agent)
+    assert recall_module._cache[agent.pk] is cached
+    # The generation, its recent changes, then the named record (and its nodes and passages) per kind.
+    assert not any("copper" in q for q in sql) and len(sql) <= 8
+    recall_module._cache.clear()
+    assert after == ids(agent)
+
+
+def test_a_write_that_names_nothing_reads_everything_again(agent):
+    services.store_memory(agent=agent, text="the harbor lantern was lit at dusk")
+    ids(agent)
+    cached = recall_module._cache[agent.pk]
+    services.import_records(agent=agent, lines=['{"kind": "mem", "text": "imported harbor lantern note"}'])
+    assert len(ids(agent)) == 2 and recall_module._cache[agent.pk] is not cached
+
+
+def test_an_index_too_many_generations_behind_reads_everything_again(agent):
+    from memory_app.services.common import RECENT_GENERATIONS
+
+    services.store_memory(agent=agent, text="the harbor lantern was lit at dusk")
+    ids(agent)
+    cached = recall_module._cache[agent.pk]
+    for n in range(RECENT_GENERATIONS + 1):
+        services.store_memory(agent=agent, text=f"harbor note {n}")
+    assert len(RecallGeneration.objects.get(agent=agent).recent) == RECENT_GENERATIONS
+    after = ids(agent)
+    assert recall_module._cache[agent.pk] is not cached and recall_module._cache[agent.pk].size == RECENT_GENERATIONS + 2
+    recall_module._cache.clear()
+    assert after == ids(agent)
+
+
+def test_updated_in_place_scores_what_a_fresh_index_scores(agent, run_on_commit, monkeypatch):
+    """Stores, edits, deletes and node builds, with recalls between them: every answer, scores
+    included, equals a cold index's, across compactions of the postings."""
+    monkeypatch.setattr("memory_app.recall_index.COMPACT_AT", 50)
+    rng = np.random.default_rng(3)
+    live = []
+    for step in range(60):
+        action = rng.integers(0, 4) if live else 0
+        if action <= 1:
+            store = services.store_memory if step % 3 else services.archive_episode
+            live.append(run_on_commit(store, agent=agent, text=prose(int(rng.integers(5, 150)), seed=step))[0])
+        elif action == 2:
+            record = live[int(rng.integers(len(live)))]
+            run_on_commit(services.update_text, agent=agent, kind=record.KIND, id=record.pk,
+                          text=prose(int(rng.integers(5, 150)), seed=1000 + step))
+        else:
+            record = live.pop(int(rng.integers(len(live))))
+            services.delete_record(agent=agent, kind=record.KIND, id=record.pk)
+        if step % 4 == 0:
+            query = " ".join(rng.choice(WORDS, 3))
+            warm = services.recall(agent=agent, query=query, most=10)
+            kept = recall_module._cache.pop(agent.pk)
+            assert services.recall(agent=agent, query=query, most=10) == warm, step
+            recall_module._cache[agent.pk] = kept  # the updated-in-place index goes on being updated
+
+
 def test_built_nodes_are_seen_by_the_next_recall(agent):
     memory, nodes = services.store_memory(agent=agent, text=prose(300, seed=4) + "\n\nThe albatross xylophone.")
     assert nodes == {"status": "queued"}
@@ -111,7 +177,7 @@ def test_a_change_of_embedding_model_rebuilds_the_index(agent, embedder, monkeyp
     monkeypatch.setattr(embedder, "model", "another-model")
     (hit,) = services.recall(agent=agent, query="harbor lantern")
     assert recall_module._cache[agent.pk].model == "another-model"
-    assert recall_module._cache[agent.pk].matrix is None  # the stored vectors are of the old model
+    assert not recall_module._cache[agent.pk].index.has_vectors  # the stored vectors are of the old model
     assert hit["id"]  # still found, lexically
 
 
