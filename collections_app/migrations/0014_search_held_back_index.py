@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('collections_app', '0012_paragraph_fewer_indexes'),
+        ('collections_app', '0013_row_level_security_runs'),
     ]
 
     operations = [
