@@ -157,6 +157,9 @@ CACHES = {
 
 EMBED_BACKEND = env("EMBED_BACKEND", default="local")
 EMBED_MODEL_DIR = env("EMBED_MODEL_DIR", default="")
+# The local model's laid-out weights, written once and mapped read-only by every worker; empty keeps
+# a private copy per process.
+EMBED_CACHE_DIR = env("EMBED_CACHE_DIR", default=str(DATA_DIR / "model-cache"))
 EMBED_URL = env("EMBED_URL", default="")
 EMBED_MODEL = env("EMBED_MODEL", default="")
 EMBED_API_KEY = env("EMBED_API_KEY", default="")

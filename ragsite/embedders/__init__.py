@@ -56,10 +56,12 @@ def build_embedder(
     timeout: float = 30.0,
     batch_size: int = 64,
     concurrency: int = 1,
+    cache_dir: str = "",
 ) -> Embedder:
     """The embedder for `backend` ("local", "http", "none", or the testing backend "hash").
 
-    `url`, `model` and `api_key` are for http only; `model_dir` for local only. Raises
+    `url`, `model` and `api_key` are for http only; `model_dir` and `cache_dir` (where the
+    laid-out weights are shared between processes; empty keeps them private) for local only. Raises
     ImproperlyConfigured naming the problem and the valid choices: an unknown backend, http without
     a URL or model, a local model folder without model.safetensors, a non-positive timeout or batch
     size.
@@ -86,7 +88,7 @@ def build_embedder(
     if name == "local":
         # EMBED_MODEL names the remote model; the local model is named by its own folder, so a
         # value left over from an http setup cannot mislabel what the local model built.
-        return LocalEmbedder(model_dir or None, batch_size=batch_size)
+        return LocalEmbedder(model_dir or None, batch_size=batch_size, cache_dir=cache_dir or None)
     if not url.strip():
         raise ImproperlyConfigured(
             f'the "http" embedding backend needs EMBED_URL, the base URL of an OpenAI-compatible endpoint; '

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from . import layout_cache
 from .base import EmbeddingError, normalise_rows
+
+logger = logging.getLogger("ragsite.embedders")
 
 
 @dataclass(frozen=True)
@@ -38,8 +42,38 @@ class Bert:
     eps: float
 
 
-def load_bert(path: Path, heads: int, eps: float) -> Bert:
-    """Read safetensors weights and lay them out for row-major matmuls (x @ W)."""
+def load_bert(path: Path, heads: int, eps: float, cache_dir: Path | None = None) -> Bert:
+    """Read safetensors weights and lay them out for row-major matmuls (x @ W).
+
+    With `cache_dir`, the laid-out weights are mapped read-only from a file there (written by the
+    first process to load this model), so that every worker shares one copy; see `layout_cache`.
+    A folder that cannot be written falls back to a private layout, with one warning per process.
+    """
+    if cache_dir is not None:
+        try:
+            arrays = layout_cache.load_or_build(cache_dir, path, heads, lambda: lay_out(path, heads))
+        except layout_cache.CacheUnavailable as exc:
+            _warn_once(f"the embedding weights cache folder cannot be used ({exc}); each process keeps "
+                       "its own copy of the model weights")
+        except OSError as exc:  # the model file itself cannot be read for its key
+            raise EmbeddingError(f"the local model weights could not be read ({type(exc).__name__})") from None
+        else:
+            return assemble(arrays, heads, eps)
+    return assemble(lay_out(path, heads), heads, eps)
+
+
+_warned = False
+
+
+def _warn_once(message: str) -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        logger.warning(message)
+
+
+def lay_out(path: Path, heads: int) -> dict[str, np.ndarray]:
+    """The safetensors weights as the flat, named float32 arrays that `assemble` turns into a Bert."""
     from safetensors.numpy import load_file
 
     try:
@@ -58,47 +92,53 @@ def load_bert(path: Path, heads: int, eps: float) -> Bert:
 
     hidden = get("embeddings.word_embeddings.weight").shape[1]
     scale = np.float32(1.0 / math.sqrt(hidden // heads))
-    layers = []
+    out = {
+        "word": get("embeddings.word_embeddings.weight"),
+        # the token-type-0 embedding is added once here rather than to every token
+        "position": get("embeddings.position_embeddings.weight") + get("embeddings.token_type_embeddings.weight")[0],
+        "norm_g": get("embeddings.LayerNorm.weight"),
+        "norm_b": get("embeddings.LayerNorm.bias"),
+    }
     index = 0
     while f"encoder.layer.{index}.attention.self.query.weight" in raw:
-        p = f"encoder.layer.{index}."
+        p, q = f"encoder.layer.{index}.", f"{index}."
         # torch Linear stores (out, in); transposing once here makes every product a plain x @ W.
         query_w = get(p + "attention.self.query.weight").T * scale
         query_b = get(p + "attention.self.query.bias") * scale
-        qkv_w = np.concatenate(
+        out[q + "qkv_w"] = np.concatenate(
             [query_w, get(p + "attention.self.key.weight").T, get(p + "attention.self.value.weight").T],
             axis=1,
         )
-        qkv_b = np.concatenate(
+        out[q + "qkv_b"] = np.concatenate(
             [query_b, get(p + "attention.self.key.bias"), get(p + "attention.self.value.bias")]
         )
-        layers.append(
-            Layer(
-                qkv_w=np.ascontiguousarray(qkv_w),
-                qkv_b=qkv_b,
-                out_w=np.ascontiguousarray(get(p + "attention.output.dense.weight").T),
-                out_b=get(p + "attention.output.dense.bias"),
-                norm1_g=get(p + "attention.output.LayerNorm.weight"),
-                norm1_b=get(p + "attention.output.LayerNorm.bias"),
-                up_w=np.ascontiguousarray(get(p + "intermediate.dense.weight").T),
-                up_b=get(p + "intermediate.dense.bias"),
-                down_w=np.ascontiguousarray(get(p + "output.dense.weight").T),
-                down_b=get(p + "output.dense.bias"),
-                norm2_g=get(p + "output.LayerNorm.weight"),
-                norm2_b=get(p + "output.LayerNorm.bias"),
-            )
-        )
+        out[q + "out_w"] = get(p + "attention.output.dense.weight").T
+        out[q + "out_b"] = get(p + "attention.output.dense.bias")
+        out[q + "norm1_g"] = get(p + "attention.output.LayerNorm.weight")
+        out[q + "norm1_b"] = get(p + "attention.output.LayerNorm.bias")
+        out[q + "up_w"] = get(p + "intermediate.dense.weight").T
+        out[q + "up_b"] = get(p + "intermediate.dense.bias")
+        out[q + "down_w"] = get(p + "output.dense.weight").T
+        out[q + "down_b"] = get(p + "output.dense.bias")
+        out[q + "norm2_g"] = get(p + "output.LayerNorm.weight")
+        out[q + "norm2_b"] = get(p + "output.LayerNorm.bias")
         index += 1
-    if not layers:
+    if not index:
         raise EmbeddingError("the local model weights hold no encoder layers")
-    position = (
-        get("embeddings.position_embeddings.weight") + get("embeddings.token_type_embeddings.weight")[0]
-    )
+    return {name: np.ascontiguousarray(array) for name, array in out.items()}
+
+
+def assemble(arrays: dict[str, np.ndarray], heads: int, eps: float) -> Bert:
+    """A Bert over the arrays of `lay_out` (private, or mapped from the cache), without copying them."""
+    layers = []
+    while f"{len(layers)}.qkv_w" in arrays:
+        q = f"{len(layers)}."
+        layers.append(Layer(**{field: arrays[q + field] for field in Layer.__dataclass_fields__}))
     return Bert(
-        word=get("embeddings.word_embeddings.weight"),
-        position=np.ascontiguousarray(position),
-        norm_g=get("embeddings.LayerNorm.weight"),
-        norm_b=get("embeddings.LayerNorm.bias"),
+        word=arrays["word"],
+        position=arrays["position"],
+        norm_g=arrays["norm_g"],
+        norm_b=arrays["norm_b"],
         layers=tuple(layers),
         heads=heads,
         eps=eps,

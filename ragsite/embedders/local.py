@@ -133,6 +133,7 @@ class LocalEmbedder(Embedder):
         batch_size: int = 64,
         batch_tokens: int = 2048,
         threads: int | None = None,
+        cache_dir: Path | str | None = None,
     ) -> None:
         folder = Path(model_dir) if model_dir else default_model_dir()
         if not (folder / "model.safetensors").is_file():
@@ -165,6 +166,9 @@ class LocalEmbedder(Embedder):
             raise ImproperlyConfigured("the embedding batch size must be at least 1")
 
         self._folder = folder
+        # Where the laid-out weights are shared between processes (see `layout_cache`); None keeps
+        # them private to this process.
+        self._cache_dir = Path(cache_dir) if cache_dir else None
         self.model = (
             model or _name_from_card(folder) or (DEFAULT_LOCAL_MODEL if _is_bundled(folder) else folder.name)
         )
@@ -209,7 +213,9 @@ class LocalEmbedder(Embedder):
         if self._bert is None:
             with self._lock:
                 if self._bert is None:
-                    self._bert = load_bert(self._folder / "model.safetensors", self._heads, self._eps)
+                    self._bert = load_bert(
+                        self._folder / "model.safetensors", self._heads, self._eps, self._cache_dir
+                    )
                     if self._bert.word.shape[1] != self.dimensions:
                         raise EmbeddingError("the local model's weights do not match its configured width")
                     _single_threaded_blas()
