@@ -5,6 +5,7 @@ texts with the configured local embedder and waits. A process is started only wh
 is warm, and USS/PSS/RSS of every process are read from /proc/<pid>/smaps_rollup while all are alive.
 
     .venv/bin/python bench/worker_memory.py --processes 4
+    EMBED_CACHE_DIR= .venv/bin/python bench/worker_memory.py   # private weights, as before the cache
 """
 
 import argparse
@@ -17,9 +18,9 @@ import os, sys
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
 import django
 django.setup()
-from ragsite.embedding import get_embedder
-embedder = get_embedder("local")
-embedder.embed(["a first text about memory", "the second one is longer " * 20, "third"])
+if sys.argv[1] == "embed":
+    from ragsite.embedding import get_embedder
+    get_embedder("local").embed(["a first text about memory", "the second one is longer " * 20, "third"])
 print("ready", flush=True)
 sys.stdin.readline()
 """
@@ -43,11 +44,12 @@ def rollup(pid: int) -> dict[str, int]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument("--setup-only", action="store_true", help="django.setup() without the embedder")
     args = parser.parse_args()
     children = []
     for _ in range(args.processes):
         child = subprocess.Popen(
-            [sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=os.environ
+            [sys.executable, "-c", CHILD, "setup" if args.setup_only else "embed"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=os.environ
         )
         if child.stdout.readline().strip() != "ready":
             raise SystemExit("a child process failed to start")
