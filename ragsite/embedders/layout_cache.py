@@ -5,9 +5,9 @@ worker, that layout is ~90 MB of private memory per process. Here it is written 
 to `<cache folder>/bert-<key>.weights` and mapped with `mmap`: the pages live in the kernel's page
 cache and count once however many processes map them.
 
-File layout: an 8-byte magic, an 8-byte little-endian header length, a JSON header (the arrays'
-names, shapes and offsets, and a CRC-32 of the data), then the float32 arrays, each starting on a
-64-byte boundary. The key in the file name is a hash of the whole safetensors file plus the
+File layout: an 8-byte magic, the JSON header's length and CRC-32 (4 bytes each, little-endian),
+the JSON header (the arrays' names, shapes and offsets, and a CRC-32 of the data), then the float32
+arrays, each starting on a 64-byte boundary. The key in the file name is a hash of the whole safetensors file plus the
 attention head count (the query scaling depends on it) and this format's version, so a changed model
 or layout never reuses a stale file. A file that is short, unparseable or fails its checksum is
 rebuilt; one that cannot be written leaves the caller to lay the weights out privately.
@@ -74,18 +74,37 @@ def write(path: Path, arrays: dict[str, np.ndarray]) -> None:
         raise CacheUnavailable(type(exc).__name__) from None
     try:
         with os.fdopen(descriptor, "wb") as handle:
-            handle.write(_MAGIC + struct.pack("<Q", len(header)) + header)
+            handle.write(_MAGIC + struct.pack("<II", len(header), zlib.crc32(header)) + header)
             for array in arrays.values():
                 data = np.ascontiguousarray(array, dtype=np.float32).tobytes()
                 handle.write(data + b"\0" * (_aligned(len(data)) - len(data)))
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
+        _publish(temporary, path)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise CacheUnavailable(type(exc).__name__) from None
+
+
+def _publish(temporary: str, path: Path) -> None:
+    """Give the written file its final name; the first valid file wins, so all processes map one.
+
+    Two processes building at once each write a whole file; linking (which fails when the name
+    exists) keeps the first, where a plain rename would leave the first process mapping an unlinked
+    copy of its own. A file that is there but invalid is replaced.
+    """
+    try:
+        os.link(temporary, path)
+    except FileExistsError:
+        if read(path) is None:
+            os.replace(temporary, path)
+            return
+    except OSError:  # a filesystem without hard links
+        os.replace(temporary, path)
+        return
+    os.unlink(temporary)
 
 
 def read(path: Path) -> dict[str, np.ndarray] | None:
@@ -104,8 +123,10 @@ def read(path: Path) -> dict[str, np.ndarray] | None:
     try:
         if mapping[:8] != _MAGIC:
             return None
-        (length,) = struct.unpack("<Q", mapping[8:16])
+        length, header_crc = struct.unpack("<II", mapping[8:16])
         start = 16 + length
+        if start > size or zlib.crc32(mapping[16:start]) != header_crc:
+            return None
         meta = json.loads(mapping[16:start].decode())
         if meta.get("version") != _VERSION or start + int(meta["data_bytes"]) != size:
             return None

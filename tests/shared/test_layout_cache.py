@@ -113,7 +113,7 @@ def test_a_changed_model_with_the_same_size_and_mtime_gets_its_own_file(model, t
     assert len(_cache_files(cache)) == 2
 
 
-@pytest.mark.parametrize("damage", ["truncate", "flip", "header", "empty"])
+@pytest.mark.parametrize("damage", ["truncate", "flip", "header", "shape", "empty"])
 def test_a_damaged_cache_file_is_rebuilt_never_used(model, tmp_path, damage):
     cache = tmp_path / "cache"
     expected = _embed(model, cache)
@@ -125,6 +125,11 @@ def test_a_damaged_cache_file_is_rebuilt_never_used(model, tmp_path, damage):
         data[-40] ^= 0x10  # one bit of one weight
     elif damage == "header":
         data[20:30] = b"}{not json"
+    elif damage == "shape":  # still valid JSON, but the arrays would be read with other shapes
+        header = data[16 : 16 + int.from_bytes(data[8:12], "little")]
+        changed = header.replace(b"[30, 8]", b"[8, 30]")
+        assert changed != header
+        data[16 : 16 + len(header)] = changed
     else:
         data = bytearray()
     path.write_bytes(bytes(data))
@@ -172,11 +177,33 @@ def test_the_file_records_what_it_holds(model, tmp_path):
     _embed(model, cache)
     (path,) = _cache_files(cache)
     raw = path.read_bytes()
-    length = int.from_bytes(raw[8:16], "little")
+    length = int.from_bytes(raw[8:12], "little")
     header = json.loads(raw[16 : 16 + length])
     names = [entry[0] for entry in header["arrays"]]
     assert names[:4] == ["word", "position", "norm_g", "norm_b"] and "1.qkv_w" in names
     assert 16 + length + header["data_bytes"] == len(raw)
+
+
+def test_concurrent_builds_keep_the_first_file_so_every_process_maps_the_same_one(model, tmp_path):
+    cache = tmp_path / "cache"
+    arrays = bert.lay_out(model, HEADS)
+    path = cache / "bert-x.weights"
+    layout_cache.write(path, arrays)
+    first = path.stat().st_ino
+    layout_cache.write(path, arrays)  # a second process that built at the same time
+    assert path.stat().st_ino == first and not list(cache.glob("*.tmp"))
+    path.write_bytes(b"broken")
+    layout_cache.write(path, arrays)  # but a damaged file is replaced
+    assert layout_cache.read(path) is not None
+
+
+def test_the_cache_folder_setting_reaches_the_local_embedder(settings, tmp_path):
+    from ragsite.embedding import get_embedder
+
+    settings.EMBED_CACHE_DIR = str(tmp_path / "shared-weights")
+    assert get_embedder("local")._cache_dir == tmp_path / "shared-weights"
+    settings.EMBED_CACHE_DIR = ""
+    assert get_embedder("local")._cache_dir is None
 
 
 def test_the_factory_passes_the_cache_folder_to_the_local_backend(tmp_path):
