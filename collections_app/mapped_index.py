@@ -170,6 +170,7 @@ class IndexWriter:
                 (scratch / name).mkdir()
                 part_meta = part._write_files(scratch / name, {})
                 (scratch / name / "meta.json").write_text(json.dumps(part_meta, sort_keys=True))
+            meta["parts"] = sorted(parts or {})  # so a load never mistakes a part deleted under it for none
             (scratch / "meta.json").write_text(json.dumps(meta, sort_keys=True))
             _fsync_dir(scratch)
             try:
@@ -375,16 +376,19 @@ class MappedIndex:
                 self.ivf = IVFLists.from_arrays(arrays, info)
             except (KeyError, TypeError, ValueError) as exc:
                 raise IndexUnusable(f"the IVF lists are inconsistent: {exc}") from exc
+        # Parts meta.json lists must be there (a missing one: IndexUnusable, rewritten); older indexes: by their files.
+        listed = meta.get("parts")
+        parts = {n for n in ("context", "carried") if (n in listed if listed is not None else (self.path / n).is_dir())}
         # The BM25 of each row's context ("title › section"), when the build has contexts.
         self.context: MappedIndex | None = None
-        if (self.path / "context" / "meta.json").exists():
+        if "context" in parts:
             self.context = MappedIndex(self.path / "context")
             if self.context.size != rows:
                 raise IndexUnusable("the context postings do not cover the same rows")
         # Each row's carried opening, and the first earlier row it shares text with (itself when none).
         self.carried: MappedIndex | None = None
         self.carried_from: np.ndarray | None = None
-        if (self.path / "carried" / "meta.json").exists():
+        if "carried" in parts:
             self.carried = MappedIndex(self.path / "carried")
             self.carried_from = _map(self.path / "carried" / "carried_from.i32", "<i4", rows)
             if self.carried.size != rows:
@@ -585,10 +589,7 @@ class MappedIndex:
 
 
 def remove_stale(root: Path, keep: str) -> None:
-    """Delete the other builds' directories (and abandoned temporaries) of one collection.
-
-    A process that still has an old build mapped keeps reading it: unlinking does not unmap.
-    """
+    """Delete a collection's other builds' directories and temporaries (a process mapping one keeps reading it)."""
     if not root.is_dir():
         return
     for entry in root.iterdir():

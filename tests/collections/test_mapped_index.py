@@ -138,6 +138,24 @@ def test_a_torn_or_foreign_index_is_refused_not_read(tmp_path):
         MappedIndex(tmp_path / "never-written")
 
 
+def test_a_part_deleted_under_a_load_makes_the_index_unusable_not_a_different_index(tmp_path):
+    # A search process mapping an index while another removes it must not read it without its
+    # context (other scores, no error): the parts written are listed, and a missing one refuses.
+    context = IndexWriter(4)
+    context.add([100 + i for i in range(len(TEXTS))], [0] * len(TEXTS), [terms("Handbook › Leave")] * len(TEXTS),
+                [None] * len(TEXTS))
+    writer = IndexWriter(4)
+    writer.add([100 + i for i in range(len(TEXTS))], [0] * len(TEXTS), [terms(t) for t in TEXTS],
+               [None] * len(TEXTS))
+    path = writer.write(tmp_path, "b1", parts={"context": context})
+    assert MappedIndex(path).context is not None
+    import shutil
+
+    shutil.rmtree(path / "context")
+    with pytest.raises(IndexUnusable, match="meta.json"):
+        MappedIndex(path)
+
+
 def test_the_index_is_renamed_into_place_whole_and_older_builds_are_removed(tmp_path):
     write(tmp_path, TEXTS, key="old")
     write(tmp_path, TEXTS, key="new")
