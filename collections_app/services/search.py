@@ -285,8 +285,7 @@ def _texts(index: MappedIndex, rows, mask: np.ndarray) -> list[str]:
     read, readers.cut_hidden_copies), in their order: what the reranker reads, so it orders on
     nothing the reader could not be shown."""
     ids = [int(index.row_paragraph[r]) for r in rows]
-    found = {pk: values for pk, *values in Paragraph.objects.filter(pk__in=ids).order_by().values_list(
-        "id", "start_char", "end_char", "text")}
+    found = {pk: (start, end, text) for pk, start, end, text, *_ in stored_rows(ids)}
     shown = {int(r): Row(ordinal=int(r), document=int(index.row_document[r]), start=found[pk][0], end=found[pk][1],
                          text=found[pk][2], section="") for r, pk in zip(rows, ids, strict=True) if pk in found}
     cut_hidden_copies(index, mask, shown)
