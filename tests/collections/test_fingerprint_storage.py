@@ -166,3 +166,26 @@ def test_no_index_of_the_collections_app_is_led_by_another_on_its_table():
             if longer or plain.count(index) > 1:
                 redundant.append((model._meta.db_table, index, longer))
     assert redundant == []
+
+
+@pytest.mark.django_db
+def test_the_look_ups_those_indexes_served_still_search_an_index_and_never_scan_a_table(leave_and_security, agent):
+    """The unique constraints and indexes left take over the dropped indexes' look-ups (SQLite's plans)."""
+    if connection.vendor != "sqlite":
+        pytest.skip("reads SQLite's query plans")
+    collection, _folder = leave_and_security
+    document = collection.documents.first()
+    queries = {
+        "the reuse look-up": Paragraph.objects.filter(collection=collection, document__built_model="m")
+        .order_by("ordinal").values_list("fingerprint", "context", "embedding"),
+        "labels by fingerprint": Paragraph.labels.through.objects.filter(paragraph__document=document)
+        .values_list("paragraph__fingerprint", "label_id"),
+        "a collection's documents": collection.documents.all(),
+        "its refused documents": collection.documents.filter(status="refused"),
+        "an agent's collections": agent.collections.all(),
+        "known answers": collection.known_answers.order_by("position"),
+        "known-answer reports": collection.known_answer_reports.filter(status="measured"),
+    }
+    for name, query in queries.items():
+        steps = [line for line in query.explain().splitlines() if " SCAN " in f" {line} " or "SEARCH" in line]
+        assert steps and not any(" SCAN " in f" {step} " for step in steps), (name, steps)
