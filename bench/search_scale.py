@@ -116,8 +116,9 @@ def setup_django(n: int) -> None:
     django.setup()
 
 
-def populate(n: int, corpus: list[str], model: str) -> dict:
-    """The store and index of an N-paragraph collection (reused when already there)."""
+def insert_collection(n: int, corpus: list[str], model: str) -> tuple[object, dict]:
+    """The agent "scale" and its N-paragraph collection "scale" in the store, written as an import
+    would (reused when already built); bench/store_bytes.py writes the same rows on either database."""
     from django.core.management import call_command
     from django.db import transaction
     from django.utils import timezone
@@ -125,7 +126,6 @@ def populate(n: int, corpus: list[str], model: str) -> dict:
     from collections_app.interchange import fingerprint
     from collections_app.models import Agent, Collection, CollectionBuilt, Document, Paragraph
     from collections_app.services.agents import create_agent, create_collection
-    from collections_app.services.indexes import write_index
     from collections_app.vector_codec import encode
 
     call_command("migrate", verbosity=0)
@@ -162,6 +162,15 @@ def populate(n: int, corpus: list[str], model: str) -> dict:
                 agent_id=agent.agent_id, model=model, dimensions=DIMENSIONS, method="fixed", passages=n,
                 built_at=timezone.now(), refused=[]))
         facts["insert_s"] = time.perf_counter() - started
+    return collection, facts
+
+
+def populate(n: int, corpus: list[str], model: str) -> dict:
+    """The store and index of an N-paragraph collection (reused when already there)."""
+    from collections_app.models import CollectionBuilt
+    from collections_app.services.indexes import write_index
+
+    collection, facts = insert_collection(n, corpus, model)
     from collections_app.services.indexes import build_key, collection_root
 
     built = CollectionBuilt.objects.get(collection=collection)

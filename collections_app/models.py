@@ -1,8 +1,8 @@
 """The store: agents and their keys, collections, documents, paragraphs, builds, readers and the ledger.
 
-Table names follow the seeds where the seeds name them (`store_meta`,
-`agents_chunks`, `collection_built`). Every paragraph row carries `agent_id`,
-so one installation serves many agents and a row always says whose it is.
+Table names follow the seeds where they name them (`store_meta`, `agents_chunks`, `collection_built`). Every
+paragraph row carries `agent_id`: one installation serves many agents, and a row always says whose it is. A
+foreign key whose column leads a unique constraint or index has no index of its own (db_index=False).
 """
 
 import hashlib
@@ -14,6 +14,8 @@ from django.db import models
 from django.utils import timezone
 
 from ragsite.errors import RagsiteError
+
+from .fields import DigestField
 
 # The schema this code writes and understands. A store whose `schema_version`
 # is newer was written by a newer ragsite and is refused, never guessed at.
@@ -157,7 +159,7 @@ class Collection(models.Model):
     # Paragraphs either side of a hit, at most: for a request, a collection's override and AROUND.
     MAX_AROUND = 5
 
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="collections")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="collections", db_index=False)
     name = models.SlugField(max_length=100)
     built_from = models.CharField(
         max_length=200, blank=True, help_text='What the documents are, for people: "the HR share". Never a path.'
@@ -249,7 +251,7 @@ class Document(models.Model):
     STATUS_CHOICES = [(ACTIVE, "active"), (NEEDS_REVIEW, "needs review"), (REFUSED, "refused")]
     FOLDER, UPLOAD = "folder", "upload"
 
-    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="documents")
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="documents", db_index=False)
     name = models.CharField(max_length=500)
     source = models.CharField(max_length=10, choices=[(FOLDER, "folder"), (UPLOAD, "upload")], default=FOLDER)
     upload = models.FileField(upload_to=upload_to, null=True, blank=True, max_length=500)
@@ -351,7 +353,7 @@ class Paragraph(models.Model):
     start_char = models.PositiveIntegerField()
     end_char = models.PositiveIntegerField()
     token_count = models.PositiveIntegerField(null=True, blank=True)
-    fingerprint = models.CharField(max_length=64)
+    fingerprint = DigestField(help_text="SHA-256 of the text (32 bytes in the row, hex in Python).")
     # float16 little-endian, one vector per window of the model (usually one): see vector_codec.
     embedding = models.BinaryField(null=True, blank=True)
     labels = models.ManyToManyField(Label, blank=True, related_name="paragraphs")
@@ -531,7 +533,7 @@ class KnownAnswer(models.Model):
     Kept in the librarian's order (``position``); never logged, never in the ledger.
     """
 
-    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="known_answers")
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="known_answers", db_index=False)
     position = models.PositiveIntegerField()
     question = models.TextField()
     # A marker is at least one character, so an empty one can only mean a control.
@@ -570,7 +572,7 @@ class KnownAnswersReport(models.Model):
     MEASURED, FAILED = "measured", "failed"
 
     build = models.OneToOneField(BuildRun, on_delete=models.CASCADE, related_name="known_answers_report")
-    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="known_answer_reports")
+    collection = models.ForeignKey(Collection, models.CASCADE, related_name="known_answer_reports", db_index=False)
     status = models.CharField(max_length=20, choices=[(MEASURED, "measured"), (FAILED, "failed")])
     measured_at = models.DateTimeField(default=timezone.now)
     answers = models.PositiveIntegerField(default=0, help_text="Questions with an answer marker.")
