@@ -101,8 +101,12 @@ def question_parts(index, embedder, questions: list[str]):
     return parts, windows
 
 
-def score_all(parts, windows, documents, qrels_list, rule, weight, context_weight):
-    """nDCG@10 and recall@100 over the questions for one setting, with the product's fusion and ranking."""
+def score_all(parts, windows, documents, qrels_list, rule, weight, context_weight, shift=0.0):
+    """nDCG@10 and recall@100 over the questions for one setting, with the product's fusion and ranking.
+
+    ``shift`` s > 0 maps the cosine onto [0, 1] by ``(cos - s) / (1 - s)`` before the product's clip
+    (the cosine-normalisation lever: still absolute, but a cosine below s counts as none).
+    """
     from collections_app.context import lexical_with_context
     from collections_app.metrics import ndcg_at_k, recall_at_k
     from collections_app.top import top_rows
@@ -111,6 +115,8 @@ def score_all(parts, windows, documents, qrels_list, rule, weight, context_weigh
     ndcg = recall = 0.0
     for (first, rest, mean, text, text_bound, context, context_bound), qrels in zip(parts, qrels_list, strict=True):
         cosine = pooled(rule, first, rest, mean, windows)
+        if shift:
+            cosine = (cosine - np.float32(shift)) / np.float32(1 - shift)
         lexical, bound = lexical_with_context(text, text_bound, context, context_bound, weight=context_weight)
         scores, _mode = hybrid_scores(cosine, lexical, bound, weight=weight)
         ranked = [documents[row] for row in top_rows(scores, None, 100)]
@@ -126,11 +132,15 @@ def main() -> None:
     parser.add_argument("--rules", nargs="+", default=list(DEFAULT_RULES), help="pooling rules (module docstring)")
     parser.add_argument("--weights", type=float, nargs="+", default=list(DEFAULT_WEIGHTS), help="fusion weights")
     parser.add_argument("--context-weights", type=float, nargs="+", default=list(DEFAULT_CONTEXT))
+    parser.add_argument("--cosine-shifts", type=float, nargs="+", default=[0.0],
+                        help="cosine s mapped to 0 before the clip, (cos - s) / (1 - s); 0 is the product's")
     parser.add_argument("--sample", type=int, default=None, help="as beir.py --sample")
     args = parser.parse_args()
     for weight in [*args.weights, *args.context_weights]:
         if not 0.0 <= weight <= 1.0:
             parser.error(f"weights must be within [0, 1], got {weight}")
+    if any(not 0.0 <= shift < 1.0 for shift in args.cosine_shifts):
+        parser.error("cosine shifts must be within [0, 1)")
 
     # The product's build: float16 vectors, every window, the store and caches of `beir.py --mode hybrid`.
     agent, collection, queries, qrels = beir.prepare(SimpleNamespace(
@@ -156,18 +166,21 @@ def main() -> None:
 
     product = (f"first+{windows_module.LATER_WINDOW_SHARE:g}", search_service.FUSION_WEIGHT,
                context_module.CONTEXT_WEIGHT)
-    settings_list = [product] + [(rule, weight, cw) for rule in args.rules for weight in args.weights
-                                 for cw in args.context_weights if (rule, weight, cw) != product]
-    print("| pooling | fusion weight | context weight | nDCG@10 | recall@100 |")
-    print("|---|---|---|---|---|")
+    product = (*product, 0.0)
+    settings_list = [product] + [(rule, weight, cw, shift) for shift in args.cosine_shifts for rule in args.rules
+                                 for weight in args.weights for cw in args.context_weights
+                                 if (rule, weight, cw, shift) != product]
+    print("| pooling | fusion weight | context weight | cosine shift | nDCG@10 | recall@100 |")
+    print("|---|---|---|---|---|---|")
     results = []
-    for rule, weight, context_weight in settings_list:
-        ndcg, recall = score_all(parts, windows, documents, qrels_list, rule, weight, context_weight)
-        results.append((ndcg, recall, rule, weight, context_weight))
-        print(f"| {rule} | {weight:.2f} | {context_weight:.2f} | {ndcg:.4f} | {recall:.4f} |", flush=True)
+    for rule, weight, context_weight, shift in settings_list:
+        ndcg, recall = score_all(parts, windows, documents, qrels_list, rule, weight, context_weight, shift)
+        results.append((ndcg, recall, rule, weight, context_weight, shift))
+        print(f"| {rule} | {weight:.2f} | {context_weight:.2f} | {shift:.2f} | {ndcg:.4f} | {recall:.4f} |",
+              flush=True)
     best = max(results, key=lambda r: (r[0], r[1]))
-    print(f"# best on {args.split}: pooling {best[2]}, weight {best[3]:.2f}, context {best[4]:.2f}: "
-          f"nDCG@10 {best[0]:.4f} recall@100 {best[1]:.4f}", file=sys.stderr)
+    print(f"# best on {args.split}: pooling {best[2]}, weight {best[3]:.2f}, context {best[4]:.2f}, "
+          f"shift {best[5]:.2f}: nDCG@10 {best[0]:.4f} recall@100 {best[1]:.4f}", file=sys.stderr)
 
 
 if __name__ == "__main__":
