@@ -53,3 +53,22 @@ def test_a_share_outside_zero_to_one_is_refused(share):
 
 def test_no_paragraphs_pool_to_nothing():
     assert pool_windows(np.zeros(0, np.float32), np.zeros(0, np.int64)).shape == (0,)
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5, 0.75, 1.0])
+def test_the_offline_sweep_pools_as_the_product_does(share):
+    """bench/beir_sweep.py's `first+A` is this rule bit for bit, so its figures are the product's."""
+    from bench.beir_sweep import pooled
+
+    rng = np.random.default_rng(7)
+    counts = rng.integers(1, 5, 50)
+    per_vector = rng.uniform(-0.2, 0.9, counts.sum()).astype(np.float32)
+    starts = np.cumsum(np.concatenate([[0], counts[:-1]]))
+    rest = np.full(counts.size, -np.inf, dtype=np.float32)
+    for i, (start, count) in enumerate(zip(starts, counts, strict=True)):
+        if count > 1:
+            rest[i] = per_vector[start + 1 : start + count].max()
+    mean = (np.add.reduceat(per_vector, starts) / counts).astype(np.float32)
+    # Share 1 is the best window, which the sweep calls `max` (its `first+1` may differ by an ulp).
+    swept = pooled("max" if share == 1 else f"first+{share:g}", per_vector[starts], rest, mean, counts)
+    assert np.array_equal(swept, pool_windows(per_vector, starts, share=share))
