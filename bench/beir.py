@@ -117,31 +117,13 @@ def cached_embedder(embedder, path: Path):
     return lambda backend=None: cached
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("dataset", type=Path)
-    parser.add_argument("--mode", choices=["lexical", "vector", "hybrid"], default="hybrid")
-    parser.add_argument("--split", choices=["test", "train"], default="test")
-    parser.add_argument("--sweep", action="store_true", help="hybrid only: nDCG@10 for fusion weights 0.0-1.0")
-    parser.add_argument("--weights", type=float, nargs="+", default=None,
-                        help="with --sweep: these weights instead of 0.0, 0.1, ... 1.0")
-    parser.add_argument("--weight", type=float, default=None, help="hybrid only: the cosine weight to use")
-    parser.add_argument("--context-weight", type=float, default=None,
-                        help="the lexical weight of a paragraph's title (collections_app.context.CONTEXT_WEIGHT)")
-    parser.add_argument("--limit", type=int, default=None, help="ask only the first N queries")
-    parser.add_argument("--ivf", action="store_true", help="search through the IVF approximate path")
-    parser.add_argument("--nprobe", type=int, default=None, help="with --ivf: IVF lists scored per search")
-    parser.add_argument("--store", choices=["float16", "float32"], default="float16",
-                        help="how vectors are stored (the store and the index); float16 is the product's")
-    parser.add_argument("--windows", choices=["all", "first"], default="all",
-                        help="embed a long paragraph as all its windows (the product) or its first only")
-    parser.add_argument("--pooling", choices=["max", "mean"], default="max",
-                        help="how a paragraph's window cosines combine (max is the product's)")
-    parser.add_argument("--sample", type=int, default=None,
-                        help="a smaller corpus: the split's relevant documents plus the first N others "
-                             "(for A/B comparisons that cannot afford embedding the whole corpus)")
-    args = parser.parse_args()
+def prepare(args):
+    """Point Django at the variant's scratch store, build the corpus's collection there, and load the split.
 
+    ``args`` carries dataset, mode, split, store, windows, later_share, sample, ivf and nprobe (as main's
+    parser gives them). Returns (agent, collection, queries, qrels); a rebuild of an unchanged corpus
+    embeds nothing, and every embedding goes through both caches (this store's file and data/embeddings/).
+    """
     name = args.dataset.resolve().name
     work = ROOT / "data" / "bench"
     work.mkdir(parents=True, exist_ok=True)
@@ -165,13 +147,10 @@ def main() -> None:
     import django
 
     django.setup()
-    from django.conf import settings as django_settings
     from django.core.management import call_command
 
     from collections_app import mapped_index, vector_codec, windows
-    from collections_app.metrics import ndcg_at_k, recall_at_k
     from collections_app.models import Agent, Collection
-    from collections_app.services import search as search_service
     from collections_app.services.agents import create_agent, create_collection
     from collections_app.services.builds import build_collection
 
@@ -180,7 +159,8 @@ def main() -> None:
         mapped_index.VECTOR_DTYPE = np.dtype("<f4")
     if args.windows == "first":
         windows.MAX_WINDOWS = 1
-    mapped_index.WINDOW_POOLING = args.pooling
+    if args.later_share is not None:
+        windows.LATER_WINDOW_SHARE = args.later_share
     if not lexical_build:
         # Variants differ only in how vectors are kept: each text is embedded once, across runs.
         embedding.get_embedder = cached_embedder(embedding.get_embedder(), work / f"embeddings-{backend}.npz")
@@ -207,6 +187,42 @@ def main() -> None:
         raise SystemExit(f"build {run.status}: {run.error}")
     print(f"# build: {run.passages} paragraphs, {run.paragraphs_embedded} embedded, {run.documents_reused} reused, "
           f"{time.perf_counter() - started:.1f}s, model {run.model}", file=sys.stderr)
+
+    return agent, collection, queries, qrels
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("dataset", type=Path)
+    parser.add_argument("--mode", choices=["lexical", "vector", "hybrid"], default="hybrid")
+    parser.add_argument("--split", choices=["test", "train"], default="test")
+    parser.add_argument("--sweep", action="store_true", help="hybrid only: nDCG@10 for fusion weights 0.0-1.0")
+    parser.add_argument("--weights", type=float, nargs="+", default=None,
+                        help="with --sweep: these weights instead of 0.0, 0.1, ... 1.0")
+    parser.add_argument("--weight", type=float, default=None, help="hybrid only: the cosine weight to use")
+    parser.add_argument("--context-weight", type=float, default=None,
+                        help="the lexical weight of a paragraph's title (collections_app.context.CONTEXT_WEIGHT)")
+    parser.add_argument("--limit", type=int, default=None, help="ask only the first N queries")
+    parser.add_argument("--ivf", action="store_true", help="search through the IVF approximate path")
+    parser.add_argument("--nprobe", type=int, default=None, help="with --ivf: IVF lists scored per search")
+    parser.add_argument("--store", choices=["float16", "float32"], default="float16",
+                        help="how vectors are stored (the store and the index); float16 is the product's")
+    parser.add_argument("--windows", choices=["all", "first"], default="all",
+                        help="embed a long paragraph as all its windows (the product) or its first only")
+    parser.add_argument("--later-share", type=float, default=None,
+                        help="the share of what a paragraph's best later window adds over its first that counts "
+                             "(collections_app.windows.LATER_WINDOW_SHARE; 1 is the best window, 0 the first; "
+                             "bench/beir_sweep.py compares more pooling rules offline)")
+    parser.add_argument("--sample", type=int, default=None,
+                        help="a smaller corpus: the split's relevant documents plus the first N others "
+                             "(for A/B comparisons that cannot afford embedding the whole corpus)")
+    args = parser.parse_args()
+
+    agent, collection, queries, qrels = prepare(args)
+    from django.conf import settings as django_settings
+
+    from collections_app.metrics import ndcg_at_k, recall_at_k
+    from collections_app.services import search as search_service
 
     if args.context_weight is not None:
         from collections_app import context
@@ -256,7 +272,7 @@ def main() -> None:
             print(f"weight {weight:.2f}  nDCG@10 {ndcg:.4f}  recall@100 {recall:.4f}")
         return
     ndcg, recall, ms = evaluate(args.weight)
-    print(f"# {name} {args.split}, {len(items)} queries, mode {args.mode}, weight {search_service.FUSION_WEIGHT}, "
+    print(f"# {args.dataset.resolve().name} {args.split}, {len(items)} queries, mode {args.mode}, weight {search_service.FUSION_WEIGHT}, "
           f"{ms:.1f} ms per search", file=sys.stderr)
     print(f"nDCG@10 {ndcg:.4f}")
     print(f"recall@100 {recall:.4f}")

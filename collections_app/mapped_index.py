@@ -11,7 +11,7 @@ The directory of one build (``<root>/c<collection>/<key>/``) holds, little-endia
 * ``row_paragraph.i64``, ``row_document.i64`` — per row (rows in ordinal order): the paragraph and
   document ids; texts stay in the database and are read only for hits and their neighbours;
 * ``vectors.bin`` (``n_vectors × d``, the store's float16 values as float32, see VECTOR_DTYPE) and ``vector_row.i32`` — the vectors, a paragraph's windows
-  consecutive, each naming its row (ascending), so a paragraph is scored by its best window;
+  consecutive, each naming its row (ascending), so a paragraph is scored from its windows (`windows.pool_windows`);
 * ``doc_len.i32``, ``indptr.i64``, ``postings_doc.i32``, ``postings_tf.i32`` — seed 004's BM25
   postings in CSR form (``lexical.BM25Index``'s layout), term ids in UTF-8 byte order;
 * ``postings_weight.f64`` — each posting's BM25 weight without its idf, for the statistics of all
@@ -49,6 +49,7 @@ from ragsite.lexical import DEFAULT_B, DEFAULT_K1, BM25Index, idf
 
 from .ivf import IVFLists
 from .top import top_rows
+from .windows import lean_to_first, pool_windows
 
 # 2: the carried openings (a format-1 index on disk is rewritten from the rows on first use).
 FORMAT = 2
@@ -63,10 +64,6 @@ WEIGHT_BLOCK = 1 << 20
 # Rows per block when scoring float16 vectors: the block is widened to float32 for the product, so
 # this bounds the temporary (64k × 384 × 4 bytes = 96 MiB) whatever the collection's size.
 VECTOR_BLOCK = 65536
-
-# How a paragraph's windows make its cosine: "max" (its best window, the product's) or "mean"
-# (compared in bench/beir.py --pooling; docs/benchmarks.md).
-WINDOW_POOLING = "max"
 
 _ARRAYS = {
     "row_paragraph": ("row_paragraph.i64", "<i8"),
@@ -529,19 +526,19 @@ class MappedIndex:
     # --- vectors
 
     def cosine(self, query: np.ndarray) -> np.ndarray:
-        """Cosine of ``query`` with every row (best window per paragraph); -inf for rows without a vector."""
+        """Cosine of ``query`` with every row (from its windows, `windows.pool_windows`); -inf for rows without a vector."""
         query = np.asarray(query, dtype=np.float32)
         if self.vectors.dtype == np.float32:
-            return self._best_window(self.vectors @ query if self.vectors.shape[0] else np.zeros(0, np.float32))
+            return self._pooled(self.vectors @ query if self.vectors.shape[0] else np.zeros(0, np.float32))
         n_vectors = self.vectors.shape[0]
         per_vector = np.empty(n_vectors, dtype=np.float32)
         for start in range(0, n_vectors, VECTOR_BLOCK):
             block = np.asarray(self.vectors[start : start + VECTOR_BLOCK], dtype=np.float32)
             per_vector[start : start + block.shape[0]] = block @ query
-        return self._best_window(per_vector)
+        return self._pooled(per_vector)
 
     def cosine_of_rows(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Exact cosine (best window) for the given rows only; -inf for a row without a vector."""
+        """Exact cosine (pooled as `cosine` pools it) for the given rows only; -inf for a row without a vector."""
         query = np.asarray(query, dtype=np.float32)
         rows = np.asarray(rows, dtype=np.int64)
         result = np.full(rows.shape[0], -np.inf, dtype=np.float32)
@@ -554,17 +551,13 @@ class MappedIndex:
         wanted = np.repeat(lo, spans) + (np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans))
         if wanted.size:
             per_vector = np.asarray(self.vectors[wanted], dtype=np.float32) @ query
-            owners = np.repeat(np.arange(rows.shape[0]), spans)
-            if WINDOW_POOLING == "mean":
-                sums = np.zeros(rows.shape[0], dtype=np.float64)
-                np.add.at(sums, owners, per_vector)
-                has = spans > 0
-                result[has] = (sums[has] / spans[has]).astype(np.float32)
-            else:
-                np.maximum.at(result, owners, per_vector)
+            np.maximum.at(result, np.repeat(np.arange(rows.shape[0]), spans), per_vector)
+            has = spans > 0
+            # Each row's first window is the first of its span (a row's windows are consecutive).
+            result[has] = lean_to_first(per_vector[(np.cumsum(spans) - spans)[has]], result[has])
         return result
 
-    def _best_window(self, per_vector: np.ndarray) -> np.ndarray:
+    def _pooled(self, per_vector: np.ndarray) -> np.ndarray:
         if per_vector.size == self.size and self.window_starts is None:
             # One vector a row, rows ascending: vector i is row i, so the product is the answer
             # (no -inf fill and scatter over every row).
@@ -575,12 +568,7 @@ class MappedIndex:
         if self.window_starts is None:
             cosine[np.asarray(self.vector_row)] = per_vector
         else:
-            if WINDOW_POOLING == "mean":
-                counts = np.diff(np.append(self.window_starts, per_vector.size))
-                best = (np.add.reduceat(per_vector, self.window_starts) / counts).astype(np.float32)
-            else:
-                best = np.maximum.reduceat(per_vector, self.window_starts)
-            cosine[np.asarray(self.vector_row)[self.window_starts]] = best
+            cosine[np.asarray(self.vector_row)[self.window_starts]] = pool_windows(per_vector, self.window_starts)
         return cosine
 
     def vector_matrix(self) -> np.ndarray:

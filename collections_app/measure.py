@@ -35,6 +35,7 @@ from .chunking import AVAILABLE, DEFAULT_SIZES, ChunkingError, chunk, resolve_si
 from .context import contexts_for, embedding_text, lexical_with_context
 from .stitch import Row, Stitched, carried_openings, fresh_text, stitch
 from .vector_codec import decode, encode
+from .windows import pool_windows
 
 DEFAULT_AROUNDS = (0, 1)
 TOKEN_METHODS = ("tokens", "window")
@@ -148,7 +149,8 @@ class ScratchIndex:
     bm25: BM25Index
     matrix: np.ndarray | None  # (n, d) unit rows; None when lexical only
     # With long paragraphs stored as several windows: the row of each matrix row (ascending), and a
-    # row scores its best window, as search does. None: one matrix row per row.
+    # row's cosine is pooled from its windows as search pools it (windows.pool_windows). None: one
+    # matrix row per row.
     window_row: np.ndarray | None = None
     context_bm25: BM25Index | None = None  # over each row's "title › section", as a build indexes it
 
@@ -215,9 +217,10 @@ def rank(
     if index.matrix is not None and vector is not None:
         cosine = index.matrix @ np.asarray(vector, dtype=np.float32)
         if index.window_row is not None:
-            best = np.full(len(index.rows), -np.inf, dtype=np.float32)
-            np.maximum.at(best, index.window_row, cosine)
-            cosine = np.where(np.isneginf(best), 0.0, best).astype(np.float32)  # no vector: no cosine
+            pooled = np.full(len(index.rows), -np.inf, dtype=np.float32)
+            starts = np.flatnonzero(np.diff(index.window_row, prepend=-1))
+            pooled[index.window_row[starts]] = pool_windows(cosine, starts)
+            cosine = np.where(np.isneginf(pooled), 0.0, pooled).astype(np.float32)  # no vector: no cosine
     question_terms = terms(question)
     context = index.context_bm25
     bm25, bound = lexical_with_context(

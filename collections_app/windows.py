@@ -2,7 +2,8 @@
 
 A paragraph longer than the embedding model's token window would lose its tail to the model's
 truncation, so it is embedded as several windows (stored as extra vectors of the same paragraph,
-see vector_codec, and scored by the best one, see mapped_index).
+see vector_codec) and scored by its first window plus a share of what its best later window adds
+(`lean_to_first`, used by mapped_index and measure).
 
 Pure: works with any embedder exposing `window` and `window_end_char` (ragsite.embedders).
 """
@@ -19,6 +20,12 @@ MAX_WINDOWS = 16
 # Consecutive windows share a quarter of the model's window, so a sentence cut by one window's end
 # is whole in the next.
 WINDOW_OVERLAP = 0.25
+# The share of what a paragraph's best later window adds over its first that counts in the
+# paragraph's cosine: 1 would score the best window, 0 the first alone. The best of several cosines
+# is biased upwards for a long paragraph (more draws), while the first window holds its title and
+# opening; 0.75 was chosen on SciFact train among 0, 0.25, 0.5, 0.6, 0.75, 0.9 and 1 with the
+# fusion and context weights swept beside it (docs/decisions.md, docs/benchmarks.md).
+LATER_WINDOW_SHARE = 0.75
 
 
 def model_windows(text: str, embedder) -> list[str]:
@@ -63,4 +70,37 @@ def embed_in_windows(texts: list[str], embedder) -> tuple[list[bytes], int | Non
     return blobs, embedded.tokens
 
 
-__all__ = ["MAX_WINDOWS", "WINDOW_OVERLAP", "embed_in_windows", "model_windows"]
+def lean_to_first(first: np.ndarray, best: np.ndarray, share: float | None = None) -> np.ndarray:
+    """Each paragraph's cosine from its first window's and its best window's (the first included):
+    ``first + share * (best - first)``, in float32 as the scores are.
+
+    ``best >= first``, so the result lies between them: a one-window paragraph (``best == first``)
+    keeps its cosine, and no rule moves a paragraph past what its best window says. ``share`` None is
+    `LATER_WINDOW_SHARE`; share 1 returns ``best`` exactly (``first + (best - first)`` can differ by an
+    ulp in float32).
+    """
+    share = LATER_WINDOW_SHARE if share is None else share
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"the later windows' share must be within [0, 1], got {share}")
+    first = np.asarray(first, dtype=np.float32)
+    best = np.asarray(best, dtype=np.float32)
+    if share == 1.0:
+        return best.copy()
+    return (first + np.float32(share) * (best - first)).astype(np.float32)
+
+
+def pool_windows(per_vector: np.ndarray, starts: np.ndarray, share: float | None = None) -> np.ndarray:
+    """One cosine per paragraph from the cosines of its windows, `lean_to_first`.
+
+    ``per_vector`` holds every window's cosine, a paragraph's windows consecutive, and ``starts``
+    (ascending, ``starts[0] == 0``) the position of each paragraph's first window.
+    """
+    per_vector = np.asarray(per_vector, dtype=np.float32)
+    starts = np.asarray(starts, dtype=np.int64)
+    if starts.size == 0:
+        return np.zeros(0, dtype=np.float32)
+    return lean_to_first(per_vector[starts], np.maximum.reduceat(per_vector, starts), share)
+
+
+__all__ = ["LATER_WINDOW_SHARE", "MAX_WINDOWS", "WINDOW_OVERLAP", "embed_in_windows", "lean_to_first",
+           "model_windows", "pool_windows"]

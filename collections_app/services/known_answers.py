@@ -267,7 +267,7 @@ def _index(paragraphs: Sequence[tuple], dimensions: int) -> tuple[ScratchIndex, 
     """An in-memory index over ``paragraphs`` (ordinals in order) and the mask of rows a search ranks.
 
     Stored vectors are float16 windows (vector_codec); every window of a paragraph is a matrix row,
-    and the paragraph scores its best window, as search does.
+    and the paragraph's cosine is pooled from them as search pools it.
     """
     rows = [Row(ordinal=i, document=d, start=s, end=e, text=t, section=sec)
             for i, (d, _searched, s, e, t, sec, _v, _context) in enumerate(paragraphs)]

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collections_app.mapped_index import IndexUnusable, IndexWriter, MappedIndex, remove_stale, top_rows
+from collections_app.windows import LATER_WINDOW_SHARE
 from ragsite.lexical import BM25Index, terms
 
 TEXTS = [
@@ -79,16 +80,20 @@ def test_a_views_statistics_are_those_of_its_rows_alone(tmp_path_factory, mask, 
     assert upper == pytest.approx(alone.upper_bound(terms(question)), abs=1e-12)
 
 
-def test_a_paragraph_scores_by_its_best_window_and_rows_without_vectors_by_none(tmp_path):
+def test_a_paragraph_scores_its_first_window_and_a_share_of_a_better_later_one_and_no_vector_none(tmp_path):
     e = np.eye(4, dtype=np.float32)
     vectors = [e[0], np.stack([e[1], e[2]]), None, e[3], np.stack([e[0], e[3], e[1]]), None]
     index = write(tmp_path, TEXTS, vectors=vectors)
     assert index.vectors.dtype == np.float32 and index.vectors.shape == (7, 4)
     query = np.asarray([0.1, 0.2, 0.9, 0.3], dtype=np.float32)
     cosine = index.cosine(query)
-    assert cosine[0] == pytest.approx(0.1) and cosine[1] == pytest.approx(0.9) and cosine[3] == pytest.approx(0.3)
-    assert cosine[4] == pytest.approx(0.3) and np.isneginf(cosine[2]) and np.isneginf(cosine[5])
-    rows = np.asarray([4, 2, 1])
+    share = LATER_WINDOW_SHARE
+    assert cosine[0] == pytest.approx(0.1) and cosine[3] == pytest.approx(0.3)
+    assert cosine[1] == pytest.approx(0.2 + share * (0.9 - 0.2))  # first 0.2, best later 0.9
+    assert cosine[4] == pytest.approx(0.1 + share * (0.3 - 0.1))  # first 0.1, best later 0.3 (then 0.2)
+    assert np.isneginf(cosine[2]) and np.isneginf(cosine[5])
+    # The candidates' path (IVF, the playground's explain) pools the same way, row order as asked.
+    rows = np.asarray([4, 2, 1, 0])
     assert np.array_equal(index.cosine_of_rows(query, rows), cosine[rows])
     # A float16 index scores the same (its blocks are widened before the product).
     writer = IndexWriter(4, vector_dtype="<f2")

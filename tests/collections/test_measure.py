@@ -371,9 +371,10 @@ def test_the_admin_page_needs_view_permission(client, handbook, django_user_mode
     assert client.get(reverse("admin:collections_app_collection_measure")).status_code == 403
 
 
-def test_a_scratch_index_with_windows_scores_each_paragraph_by_its_best_window():
-    """As search does (mapped_index): a long paragraph's windows are rows of the matrix."""
+def test_a_scratch_index_with_windows_pools_each_paragraphs_windows_as_search_does():
+    """As search does (mapped_index, windows.pool_windows): a long paragraph's windows are rows of the matrix."""
     from collections_app.stitch import Row
+    from collections_app.windows import LATER_WINDOW_SHARE
     from ragsite.lexical import BM25Index
 
     texts = ["alpha beta", "gamma delta", "epsilon"]
@@ -381,8 +382,11 @@ def test_a_scratch_index_with_windows_scores_each_paragraph_by_its_best_window()
     e = np.eye(3, dtype=np.float32)
     index = m.ScratchIndex(rows=rows, bm25=BM25Index.from_texts(texts), matrix=np.stack([e[0], e[1], e[2]]),
                            window_row=np.asarray([0, 0, 1]))  # paragraph 2 has no vector
-    ranked = m.rank(index, "nothing matches", e[1] * 0.9, weight=1.0, most=3, around=0)
-    assert [(run.first, round(run.score, 3)) for run in ranked] == [(0, 0.9), (1, 0.0), (2, 0.0)]
+    question = np.asarray([0.1, 0.9, 0.2], dtype=np.float32)
+    ranked = m.rank(index, "nothing matches", question, weight=1.0, most=3, around=0)
+    first_then_better = 0.1 + LATER_WINDOW_SHARE * (0.9 - 0.1)
+    assert [(run.first, round(run.score, 3)) for run in ranked] == [(0, round(first_then_better, 3)), (1, 0.2),
+                                                                    (2, 0.0)]
 
 
 # --- Measuring as a job ---------------------------------------------------------------------------
