@@ -10,7 +10,9 @@ by `manage.py demo` in a temporary folder), memory read from /proc/<pid>/smaps_r
   workers are fresh interpreters, so they share what separate processes share).
 - `gunicorn-1`, `gunicorn`: `gunicorn -c python:ragsite.gunicorn_conf` with 1 and N workers.
 - `gunicorn-nofreeze`, `gunicorn-nowarm`: the same config without `gc.freeze()`, and without the
-  master's warm-up (the application still preloaded), to say what each buys.
+  master's warm-up (the application still preloaded), to say what each buys;
+  `gunicorn-collect`, `gunicorn-nofreeze-collect`: a full `gc.collect()` in each worker once it has
+  booted, with and without the freeze (a full collection is rare in a worker's first requests).
 
 Every server answers hybrid searches (the question embedded by the server) from `--clients`
 concurrent clients, a new connection each, until every worker has answered at least
@@ -66,6 +68,11 @@ VARIANTS = {
     "gunicorn-nowarm": "from ragsite.gunicorn_conf import *  # noqa\n"
                        "def when_ready(server):\n    pass\n",
 }
+# A full collection in each worker as soon as it has booted, with and without the freeze: what a
+# worker's first full collection (rare, but it comes as its heap grows) does to the inherited pages.
+COLLECT = "def post_worker_init(worker):\n    import gc\n    gc.collect()\n"
+VARIANTS["gunicorn-collect"] = "from ragsite.gunicorn_conf import *  # noqa\n" + COLLECT
+VARIANTS["gunicorn-nofreeze-collect"] = VARIANTS["gunicorn-nofreeze"] + COLLECT
 
 
 def rollup(pid: int) -> dict[str, int]:
@@ -301,10 +308,11 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--per-worker", type=int, default=10, help="searches every worker answers at least")
     parser.add_argument("--only", nargs="*", help="arms: separate uvicorn gunicorn-1 gunicorn gunicorn-nofreeze "
-                                                  "gunicorn-nowarm")
+                                                  "gunicorn-nowarm gunicorn-collect gunicorn-nofreeze-collect")
     parser.add_argument("--dirty", action="store_true", help="what a worker's private memory grew by, by mapping")
     args = parser.parse_args()
-    arms = args.only or ["separate", "uvicorn", "gunicorn-1", "gunicorn", "gunicorn-nofreeze", "gunicorn-nowarm"]
+    arms = args.only or ["separate", "uvicorn", "gunicorn-1", "gunicorn", "gunicorn-nofreeze", "gunicorn-nowarm",
+                         "gunicorn-collect", "gunicorn-nofreeze-collect"]
     print(f"load average at start: {load_average()}; {len(QUESTIONS)} questions")
     work = Path(tempfile.mkdtemp(prefix="worker-memory-"))
     try:
@@ -347,7 +355,7 @@ def summarise(results: dict) -> None:
         if "separate" in results:
             print("  gunicorn: worker USS / a separate process's USS = "
                   + ", ".join(f"{m['uss'] / results['separate'][0]['uss']:.1%}" for m in workers))
-    for arm in ("uvicorn", "gunicorn-nofreeze", "gunicorn-nowarm"):
+    for arm in ("uvicorn", "gunicorn-nofreeze", "gunicorn-nowarm", "gunicorn-collect", "gunicorn-nofreeze-collect"):
         if arm in results and many:
             values = [m["uss"] for m in results[arm]["after"].values()]
             print(f"  {arm}: worker USS {', '.join(mib(v).strip() for v in values)} MiB; total PSS "
