@@ -5,6 +5,7 @@ and MCP `tools/call search` correctly from both workers, and keeps answering whi
 `build_status` waits on a build longer than gunicorn's own worker timeout.
 """
 
+import importlib
 import re
 import sys
 import time
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
 from collections_app.models import BuildRun
 from collections_app.services.agents import create_agent, create_collection
@@ -23,6 +25,18 @@ from tests.test_walkthrough import Processes, free_port, process_env
 
 ROOT = Path(__file__).resolve().parents[1]
 GUNICORN = Path(sys.executable).parent / "gunicorn"
+
+
+def test_the_configuration_is_read_from_the_web_settings_and_refuses_no_workers_or_threads(settings):
+    settings.WEB_CONCURRENCY, settings.WEB_THREADS, settings.WEB_BIND = 3, 2, "127.0.0.1:8123"
+    conf = importlib.reload(importlib.import_module("ragsite.gunicorn_conf"))
+    assert (conf.workers, conf.threads, conf.bind) == (3, 2, ["127.0.0.1:8123"])
+    assert (conf.worker_class, conf.preload_app, conf.wsgi_app) == ("gthread", True, "ragsite.wsgi:application")
+    for name in ("WEB_CONCURRENCY", "WEB_THREADS"):
+        setattr(settings, name, 0)
+        with pytest.raises(ImproperlyConfigured, match=f"{name} must be at least 1, not 0"):
+            importlib.reload(conf)
+        setattr(settings, name, 2)
 
 
 @pytest.fixture
