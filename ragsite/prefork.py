@@ -19,8 +19,9 @@ logger = logging.getLogger("ragsite.prefork")
 
 # A question like an agent's: long enough to go through every layer of the model once.
 WARM_QUESTION = "How many leave days carry over into the next year?"
-# The HF tokenizers library warns, and turns its own parallelism off, in a child forked after
-# the parent used it; the master's warm-up therefore runs with it off (see `warm`).
+# The HF tokenizers library's thread pool does not survive a fork: a child forked after its parent
+# used it, with parallelism set on, waits forever in its first batch (measured: the child hangs).
+# The master's warm-up therefore runs with it off; see `_warm_local_embedder`.
 TOKENIZERS_PARALLELISM = "TOKENIZERS_PARALLELISM"
 
 
@@ -51,15 +52,17 @@ def warm() -> list[str]:
 def _warm_local_embedder() -> str:
     from ragsite.embedding import get_embedder
 
-    # Off for the warm-up only, unless the deployment chose: a child forked after the library's
-    # thread pool ran prints a warning and loses the pool; one forked before it started keeps it.
+    # Off for the warm-up, whatever the deployment set, and the deployment's value put back: the
+    # pool then never starts in the master, and each worker starts its own when it first needs one.
     chosen = os.environ.get(TOKENIZERS_PARALLELISM)
-    os.environ[TOKENIZERS_PARALLELISM] = "false" if chosen is None else chosen
+    os.environ[TOKENIZERS_PARALLELISM] = "false"
     try:
         get_embedder().embed([WARM_QUESTION])
     finally:
         if chosen is None:
             del os.environ[TOKENIZERS_PARALLELISM]
+        else:
+            os.environ[TOKENIZERS_PARALLELISM] = chosen
     return "local embedder"
 
 
