@@ -114,8 +114,8 @@ _embedders: weakref.WeakSet[LocalEmbedder] = weakref.WeakSet()
 
 
 def _after_fork_in_child() -> None:
-    """Threads do not survive `fork`: a child (a gunicorn worker forked from a warmed master, a
-    django-q worker) inherits each embedder's pool without its threads. Threads the parent had
+    """Threads do not survive `fork`: a child (a gunicorn worker forked from a warmed master, or any
+    other) inherits each embedder's pool without its threads. Threads the parent had
     left idle count as available, so batches handed to that pool would wait forever. Each embedder
     instead makes a new pool, and a new lock (one held by a parent's thread would never be
     released here), on its next use. The tokenizers and the mapped weights are kept: shared pages."""
