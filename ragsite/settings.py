@@ -230,6 +230,15 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+# --- Web tier (gunicorn -c python:ragsite.gunicorn_conf) ----------------------
+
+# Preforked workers (each a process forked from a warmed master, see ragsite/prefork.py), the
+# threads each one serves requests with (a build_status wait holds one for up to a minute), and
+# the address the master listens on.
+WEB_CONCURRENCY = env.int("WEB_CONCURRENCY", default=4)
+WEB_THREADS = env.int("WEB_THREADS", default=4)
+WEB_BIND = env("WEB_BIND", default="127.0.0.1:8000")
+
 # --- Logging ---------------------------------------------------------------
 
 LOG_LEVEL = env("LOG_LEVEL", default="INFO")

@@ -249,15 +249,19 @@ def test_from_make_run_to_a_labelled_rebuilt_searched_collection(processes, chro
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("server", ["runserver", "uvicorn"])
+@pytest.mark.parametrize("server", ["runserver", "uvicorn", "gunicorn"])
 def test_the_admin_and_the_api_docs_are_styled_with_debug_off_offline(processes, chromium, tmp_path, server):
-    """Static files come from the web process itself under `make run`'s runserver and the README's uvicorn line."""
+    """Static files come from the web process itself under `make run`'s runserver and the README's
+    gunicorn and uvicorn lines."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = process_env(DATABASE_URL=f"sqlite:///{tmp_path / 'store.sqlite3'}")
     processes.run("migrate", "--noinput", env=env)
     if server == "runserver":
         processes.start(server, "runserver", f"127.0.0.1:{port}", env=env)
+    elif server == "gunicorn":
+        processes.start(server, env={**env, "WEB_BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": "2"},
+                        command=[str(Path(sys.executable).parent / "gunicorn"), "-c", "python:ragsite.gunicorn_conf"])
     else:
         processes.start(server, env=env, command=[str(Path(sys.executable).parent / "uvicorn"),
                                                   "ragsite.asgi:application", "--port", str(port)])

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import threading
+import weakref
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib.util import find_spec
@@ -108,6 +109,25 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+# Every local embedder of this process, for `_after_fork_in_child`.
+_embedders: weakref.WeakSet[LocalEmbedder] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """Threads do not survive `fork`: a child (a gunicorn worker forked from a warmed master, or any
+    other) inherits each embedder's pool without its threads. Threads the parent had
+    left idle count as available, so batches handed to that pool would wait forever. Each embedder
+    instead makes a new pool, and a new lock (one held by a parent's thread would never be
+    released here), on its next use. The tokenizers and the mapped weights are kept: shared pages."""
+    for embedder in list(_embedders):
+        embedder._lock = threading.Lock()
+        embedder._pool = None
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class LocalEmbedder(Embedder):
     """A BERT sentence-transformers model run with numpy (all-MiniLM-L6-v2 by default).
 
@@ -183,6 +203,7 @@ class LocalEmbedder(Embedder):
         self._tokenizers: tuple[Any, Any] | None = None
         self._bert: Bert | None = None
         self._pool: ThreadPoolExecutor | None = None
+        _embedders.add(self)
 
     # -- lazy loading --------------------------------------------------------------------------
 
@@ -219,9 +240,15 @@ class LocalEmbedder(Embedder):
                     if self._bert.word.shape[1] != self.dimensions:
                         raise EmbeddingError("the local model's weights do not match its configured width")
                     _single_threaded_blas()
-                    if self._threads > 1:
-                        self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="embed")
         return self._bert
+
+    def _get_pool(self) -> ThreadPoolExecutor | None:
+        """The worker threads batches are spread over (None with one thread), made on first use."""
+        if self._pool is None and self._threads > 1:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="embed")
+        return self._pool
 
     # -- embedding -----------------------------------------------------------------------------
 
@@ -267,8 +294,9 @@ class LocalEmbedder(Embedder):
                 np.asarray([lengths[i] for i in batch], np.int64),
             )
 
-        if self._pool is not None and len(batches) > 1:
-            results = list(self._pool.map(run, batches))
+        pool = self._get_pool() if len(batches) > 1 else None
+        if pool is not None:
+            results = list(pool.map(run, batches))
         else:
             # A lone batch (a question) stays on this thread: splitting its small matrix products
             # across cores was measured slower whenever the other core had other work.

@@ -1,0 +1,50 @@
+"""gunicorn's configuration for the web tier: `gunicorn -c python:ragsite.gunicorn_conf`.
+
+The application is loaded and warmed in the master, then forked into `WEB_CONCURRENCY` workers,
+so that the Python heap, Django, the URLconf and the local model's state are built once and
+shared by every worker page by page (ragsite/prefork.py; figures in docs/benchmarks.md). Each
+worker serves `WEB_THREADS` requests at once (gthread): an MCP `build_status` with `wait_seconds`
+holds its thread for up to a minute, and the other threads go on answering. Anything else of
+gunicorn's can still be given on its command line or in GUNICORN_CMD_ARGS, which win over this.
+"""
+
+import os
+
+from django.core.exceptions import ImproperlyConfigured
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+
+from ragsite import prefork  # noqa: E402  (after the settings module is named)
+from ragsite.conf import settings  # noqa: E402
+
+
+def _at_least_one(name: str) -> int:
+    value = int(getattr(settings, name))
+    if value < 1:
+        raise ImproperlyConfigured(f"{name} must be at least 1, not {value}")
+    return value
+
+
+wsgi_app = "ragsite.wsgi:application"
+bind = [str(settings.WEB_BIND)]
+workers = _at_least_one("WEB_CONCURRENCY")
+threads = _at_least_one("WEB_THREADS")
+worker_class = "gthread"
+# Load the application in the master before forking: what the master builds, workers share.
+preload_app = True
+# gunicorn's control socket has one default path per user ($XDG_RUNTIME_DIR or ~/.gunicorn), which
+# a second server on the machine would take over, and it runs an asyncio thread in the master that
+# every later fork (a replaced worker) would cross.
+control_socket_disable = True
+
+
+def when_ready(server):
+    """The master has loaded the application and bound its socket; no worker is forked yet."""
+    if not server.cfg.preload_app:  # each worker loads the application itself: nothing to share
+        return
+    steps = prefork.warm()
+    server.log.info("warmed before forking: %s", ", ".join(steps))
+
+
+def pre_fork(server, worker):
+    prefork.before_fork()
