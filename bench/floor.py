@@ -3,6 +3,7 @@
     python bench/floor.py                      # the three public sets, a table and docs/img/floor.svg
     python bench/floor.py --sets known-answers handbook
     python bench/floor.py --floor 0.2          # draw and report this floor instead of the configured one
+    python bench/floor.py --fusion-weight 0.48 --svg out.svg     # the bands under another fused scale
 
 For every set and every answerable question, the score of the best paragraph that holds the
 answer (asked through `search_collection` in the collection's default mode, unfloored, around 0,
@@ -20,13 +21,17 @@ The sets:
   sets, which ask about software and an employee handbook, not biomedicine (113 of them).
 
 Prints, per set, the share of answers kept and of controls left empty at each floor from 0.10 to
-0.40, and writes docs/img/floor.svg: the two histograms per set with the floor as a line.
+0.40 and the band of floors that keep ≥ 95 % of the answers and leave ≥ 90 % of the controls empty
+(issue 12's dev-set targets), or by how much the two overlap when none does; and writes
+docs/img/floor.svg: the two histograms per set with the floor as a line. ``--fusion-weight`` sets
+the cosine's weight in the fused score for the run, to see whether another scale opens a band.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -87,6 +92,23 @@ def empty(controls: list[float], floor: float) -> float:
     return sum(1 for s in controls if s < floor) / len(controls)
 
 
+def band(answers: list[float | None], controls: list[float], *, keep: float = 0.95,
+         stop: float = 0.90) -> tuple[float, float]:
+    """(above, at_most): every floor f with above < f <= at_most keeps at least ``keep`` of the answers
+    and leaves at least ``stop`` of the controls empty; above >= at_most means no floor does, by the
+    overlap above - at_most (issue 12's dev-set targets are the defaults)."""
+    if not answers or not controls or not (0 <= keep <= 1 and 0 <= stop <= 1):
+        raise ValueError("a band needs answers, controls and shares from 0 to 1")
+    scores = sorted(s or 0.0 for s in answers)
+    tops = sorted(controls, reverse=True)
+    # How many may fall on the wrong side; the epsilon keeps 20 × (1 − 0.9) from flooring to 1.
+    may_lose = math.floor(len(scores) * (1 - keep) + 1e-9)
+    may_pass = math.floor(len(tops) * (1 - stop) + 1e-9)
+    at_most = scores[may_lose] if may_lose < len(scores) else math.inf
+    above = tops[may_pass] if may_pass < len(tops) else -math.inf
+    return above, at_most
+
+
 def histogram_svg(sets: dict[str, dict], floor: float, path: Path) -> None:
     """One panel per set: answers (blue, up) and controls (orange, down) in bins of 0.02, the floor in red."""
     width, panel, left, top = 720, 190, 48, 28
@@ -143,6 +165,8 @@ def main() -> None:
     parser.add_argument("--scifact", type=Path, default=harness.SCIFACT, help="the SciFact dataset folder")
     parser.add_argument("--floor", type=float, default=None, help="the floor to report and draw")
     parser.add_argument("--svg", type=Path, default=SVG)
+    parser.add_argument("--fusion-weight", type=float, default=None,
+                        help="the cosine's weight in the fused score (search.FUSION_WEIGHT), to see how the bands move")
     parser.add_argument("--no-context", action="store_true", help="index paragraphs without title and section")
     parser.add_argument("--json", type=Path, help="write every score here")
     parser.add_argument("--replot", type=Path, help="draw the SVG from a --json file of an earlier run, and stop")
@@ -155,6 +179,13 @@ def main() -> None:
 
     harness.setup("floor", context=not args.no_context)
     from collections_app.conf import settings
+
+    if args.fusion_weight is not None:
+        if not 0 <= args.fusion_weight <= 1:
+            parser.error("--fusion-weight is a number from 0 to 1")
+        from collections_app.services import search as search_service
+
+        search_service.FUSION_WEIGHT = args.fusion_weight
 
     floor = float(settings.MIN_SCORE) if args.floor is None else args.floor
     dev_questions, dev_controls = harness.load_items()
@@ -191,6 +222,11 @@ def main() -> None:
         print(f"# {name}: answers min {found[0]:.3f} median {found[len(found) // 2]:.3f}; controls max "
               f"{max(data['controls']):.3f} median {sorted(data['controls'])[len(data['controls']) // 2]:.3f}; "
               f"{missing} answers in no single paragraph", file=sys.stderr)
+        above, at_most = band(data["answers"], data["controls"])
+        verdict = (f"floors above {above:.4f} and up to {at_most:.4f} meet both" if above < at_most else
+                   f"no floor meets both: the controls need one above {above:.4f}, the answers one at most "
+                   f"{at_most:.4f} (overlap {above - at_most:.4f})")
+        print(f"# {name}: ≥ 95 % of answers kept and ≥ 90 % of controls empty: {verdict}", file=sys.stderr)
     histogram_svg(sets, floor, args.svg)
     if args.json:
         args.json.write_text(json.dumps(sets, indent=1))
