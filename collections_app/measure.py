@@ -35,7 +35,7 @@ from .chunking import AVAILABLE, DEFAULT_SIZES, ChunkingError, chunk, resolve_si
 from .context import contexts_for, embedding_text, lexical_with_context
 from .stitch import Row, Stitched, carried_openings, fresh_text, stitch
 from .vector_codec import decode, encode
-from .windows import pool_windows
+from .windows import model_windows, pool_windows
 
 DEFAULT_AROUNDS = (0, 1)
 TOKEN_METHODS = ("tokens", "window")
@@ -180,15 +180,23 @@ def scratch_index(
     texts = [row.text for row in rows]
     # Each embedded from the end of what it shares with earlier rows, as a build embeds it.
     carried = [length for length, _first in carried_openings((r.document, r.start, r.end) for r in rows)]
-    matrix = cache.vectors([embedding_text(fresh_text(t, n), c) for t, n, c in zip(texts, carried, contexts,
-                                                                                  strict=True)])
+    # A paragraph longer than the model's window is embedded as its windows, as a build embeds it
+    # (windows.embed_in_windows), so a variant's long paragraphs are pooled as search pools them.
+    windows = [model_windows(embedding_text(fresh_text(t, n), c), tokens) if tokens is not None
+               else [embedding_text(fresh_text(t, n), c)]
+               for t, n, c in zip(texts, carried, contexts, strict=True)]
+    matrix = cache.vectors([piece for pieces in windows for piece in pieces])
+    window_row = None
     if matrix is not None:
         # Through the store's float16, as a build stores them, so a variant ranks as search would.
         matrix = decode(encode(matrix), matrix.shape[1])
+        if any(len(pieces) > 1 for pieces in windows):
+            window_row = np.repeat(np.arange(len(windows)), [len(pieces) for pieces in windows])
     return ScratchIndex(
         rows=rows,
         bm25=BM25Index.from_texts(texts),
         matrix=matrix,
+        window_row=window_row,
         context_bm25=BM25Index.from_texts(contexts) if any(contexts) else None,
     )
 

@@ -389,6 +389,26 @@ def test_a_scratch_index_with_windows_pools_each_paragraphs_windows_as_search_do
                                                                     (2, 0.0)]
 
 
+def test_a_scratch_index_embeds_a_long_paragraph_as_its_windows_as_a_build_stores_it():
+    """A variant's paragraph longer than the model's window has one matrix row per window, the windows
+    model_windows cuts (as windows.embed_in_windows does for a build), so measure ranks it as search would."""
+    from collections_app.windows import model_windows
+    from ragsite.embedders.simple import HashEmbedder
+
+    embedder = HashEmbedder(dimensions=16, window=12)
+    long_text = " ".join(f"word{i}" for i in range(40))
+    cache = m.VectorCache(embedder.embed)
+    variant = m.Variant("fixed", 4000, 0, 0)
+    index = m.scratch_index(["short text here", long_text], variant, cache=cache, tokens=embedder)
+    assert len(index.rows) == 2
+    pieces = model_windows(index.rows[1].text, embedder)
+    assert len(pieces) > 1
+    assert index.window_row.tolist() == [0] + [1] * len(pieces)
+    assert index.matrix.shape == (1 + len(pieces), 16)
+    # Without a token counter a paragraph is one vector, as before.
+    assert m.scratch_index(["short text here", long_text], variant, cache=cache).window_row is None
+
+
 # --- Measuring as a job ---------------------------------------------------------------------------
 
 
