@@ -21,27 +21,28 @@ def top_rows(scores: np.ndarray, eligible: np.ndarray | None, k: int) -> np.ndar
         candidates, values = None, scores
     if k <= 0 or values.size == 0:
         return np.zeros(0, dtype=np.int64)
-    if values.size > k:
-        keep = np.flatnonzero(values >= _kth_best(values, k))
-    else:
-        keep = np.arange(values.size)
+    keep = _at_or_above_kth(values, k) if values.size > k else np.arange(values.size)
     keep = keep[np.lexsort((keep, -values[keep]))][:k]
     return keep if candidates is None else candidates[keep]
 
 
-def _kth_best(values: np.ndarray, k: int) -> float:
-    """The k-th largest of ``values`` (more than k of them).
+def _at_or_above_kth(values: np.ndarray, k: int) -> np.ndarray:
+    """The positions of the values at or above the k-th largest of ``values`` (more than k of them).
 
     Over many values, a strided sample's k-th best comes first: those are k values of the whole,
     so the whole's k-th best is at or above it, and the exact partition runs over the few values
     that reach it (about 16 k) instead of all of them; 100,000 scores took 1-2.5 ms to partition.
+    The positions reaching the sample's bound are taken once and narrowed, so the whole array is
+    read once (it was three times: 0.21 -> 0.13 ms at 100,000 BM25 scores).
     """
     stride = values.size // (16 * k)
     if stride >= 4:
         sample = values[::stride]
-        bound = np.partition(sample, sample.size - k)[sample.size - k]
-        values = values[values >= bound]
-    return np.partition(values, values.size - k)[values.size - k]
+        near = np.flatnonzero(values >= np.partition(sample, sample.size - k)[sample.size - k])
+    else:
+        near = np.arange(values.size)
+    near_values = values[near]
+    return near[near_values >= np.partition(near_values, near_values.size - k)[near_values.size - k]]
 
 
 __all__ = ["top_rows"]
