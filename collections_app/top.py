@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
+# Relative: a superset of rows given to :func:`top_of_superset` holds every row within this of the k-th best.
+MARGIN = 1e-9
+
 
 def top_rows(scores: np.ndarray, eligible: np.ndarray | None, k: int) -> np.ndarray:
     """The rows of the ``k`` best scores among ``eligible`` ones, best first, ties to the lower row.
@@ -45,4 +48,26 @@ def _at_or_above_kth(values: np.ndarray, k: int) -> np.ndarray:
     return near[near_values >= np.partition(near_values, near_values.size - k)[near_values.size - k]]
 
 
-__all__ = ["top_rows"]
+def top_of_superset(rows: np.ndarray, raw: np.ndarray, k: int, transform) -> tuple[np.ndarray, np.ndarray] | None:
+    """``top_rows(transform(every row's raw), eligible, k)`` and those rows' transformed values, from a few rows.
+
+    ``rows`` (ascending) with their ``raw`` values must hold every eligible row whose raw value is at
+    least ``(1 - MARGIN)`` times the k-th best eligible raw value (bm25_top's guarantee); ``transform``
+    maps raw values to the ranked ones and never decreases (the fused score of BM25 alone). A row
+    left out is below ``low = kth (1 - MARGIN)``, so it is transformed to at most ``transform(low)``;
+    when that is below ``transform(kth)`` it cannot reach, nor tie, the k rows at or above the k-th,
+    and only the rows given need transforming. Otherwise (rounding or a clip could make them equal)
+    None: the caller transforms every row.
+    """
+    if rows.size < k or k <= 0:
+        return None
+    kth = float(raw[np.lexsort((rows, -raw))[k - 1]])
+    low, high = transform(np.asarray([kth - abs(kth) * MARGIN, kth], dtype=raw.dtype))
+    if not low < high:
+        return None
+    values = transform(raw)
+    best = np.lexsort((rows, -values))[:k]
+    return rows[best], values[best]
+
+
+__all__ = ["MARGIN", "top_of_superset", "top_rows"]
