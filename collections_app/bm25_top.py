@@ -34,7 +34,7 @@ import numpy as np
 
 from ragsite.lexical import idf
 
-from .top import MARGIN, top_of_superset, top_rows
+from .top import MARGIN, kth_best, top_of_superset
 
 # A term in more than 1/COMMON of the rows is a common one: left out of the dense partial score.
 COMMON = 8
@@ -67,7 +67,14 @@ def bm25_top(index, query_terms: Iterable[str], k: int,
             np.add.at(partial, np.asarray(docs[lo:hi]), coefficient * weights[lo:hi])
     # A row's score is its partial one plus the common terms' shares (none negative), so k rows score at
     # least the k-th best partial score (less a margin far wider than the sums' rounding): theta.
-    theta = float(partial[top_rows(partial, eligible, k)[-1]]) * (1 - 10 * MARGIN)
+    # Over the rows some rare term reached only: a partition over mostly zeros took 1 ms at 100,000 rows.
+    reached = partial > 0
+    if eligible is not None:
+        reached &= eligible
+    values = partial[reached]
+    if values.size < k:
+        return None  # fewer than k rows hold a rare term: the common terms decide, every row could reach
+    theta = kth_best(values, k) * (1 - 10 * MARGIN)
     # tf (k1 + 1) / (tf + K) < k1 + 1 for K > 0: each common term's ceiling, widened past its rounding.
     ceiling = sum(coefficient for _lo, _hi, coefficient in common) * (index.k1 + 1) * (1 + MARGIN)
     cut = theta * (1 - 10 * MARGIN) - ceiling

@@ -48,6 +48,11 @@ def _at_or_above_kth(values: np.ndarray, k: int) -> np.ndarray:
     return near[near_values >= np.partition(near_values, near_values.size - k)[near_values.size - k]]
 
 
+def kth_best(values: np.ndarray, k: int) -> float:
+    """The k-th largest of ``values`` (at least k of them), by the strided sample of :func:`top_rows`."""
+    return float(values[_at_or_above_kth(values, k)].min()) if values.size > k else float(values.min())
+
+
 def top_of_superset(rows: np.ndarray, raw: np.ndarray, k: int, transform) -> tuple[np.ndarray, np.ndarray] | None:
     """``top_rows(transform(every row's raw), eligible, k)`` and those rows' transformed values, from a few rows.
 
@@ -70,4 +75,4 @@ def top_of_superset(rows: np.ndarray, raw: np.ndarray, k: int, transform) -> tup
     return rows[best], values[best]
 
 
-__all__ = ["MARGIN", "top_of_superset", "top_rows"]
+__all__ = ["MARGIN", "kth_best", "top_of_superset", "top_rows"]
