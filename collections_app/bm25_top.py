@@ -19,9 +19,10 @@ Exactness: a row's exact score is summed term by term in term-id order, each ter
 `MappedIndex.bm25` (and so of `lexical.BM25Index`), so the same bits. The rows returned are every
 eligible row whose score is at least ``(1 - 1e-9)`` times the k-th best, a margin wider than any rounding of the
 bound, so that a transform applied after (the fused score) cannot tie in a row left out
-(`top.top_of_superset`). Only the all-rows view with written weights and no context field takes this
-path; otherwise (or when pruning would not pay) :func:`bm25_top` returns None and the caller scores
-densely.
+(`top.top_of_superset`). A context field ("title › section", context.py) is scored over every row as
+the search scores it and added in the same way (it only raises a row, so the partial score stays a
+lower bound). Only the all-rows view with written weights takes this path; otherwise (or when pruning
+would not pay) :func:`bm25_top` returns None and the caller scores densely.
 
 Pure: numpy only; no models, no settings.
 """
@@ -29,12 +30,14 @@ Pure: numpy only; no models, no settings.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 
 import numpy as np
 
 from ragsite.lexical import idf
 
-from .top import MARGIN, kth_best, top_of_superset
+from .context import lexical_with_context
+from .top import MARGIN, kth_positive, top_of_superset
 
 # A term in more than 1/COMMON of the rows is a common one: left out of the dense partial score.
 COMMON = 8
@@ -49,13 +52,15 @@ MOST_CANDIDATES = 16
 def bm25_top(index, query_terms: Iterable[str], k: int,
              eligible: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float] | None:
     """Rows (ascending) holding the ``k`` best eligible rows of ``index`` (a ``MappedIndex``) by BM25 over
-    all its rows, their exact scores, and the question's upper bound; None when not worth it.
+    all its rows (with its context's share, as search adds it), their exact scores, and the question's
+    upper bound; None when not worth it.
 
     Every eligible row scoring at least ``(1 - MARGIN)`` times the k-th best eligible score is among the
     rows returned (more may be). ``eligible`` None: every row.
     """
-    if index.postings_weight is None or index.context is not None or k <= 0 or index.size < LEAST_ROWS:
+    if index.postings_weight is None or k <= 0 or index.size < LEAST_ROWS:
         return None
+    query_terms = list(query_terms)
     question, bound = _question(index, query_terms)
     common = [term for term in question if term[1] - term[0] > index.size // COMMON]
     if not common or eligible is not None and np.count_nonzero(eligible) <= k:
@@ -65,28 +70,33 @@ def bm25_top(index, query_terms: Iterable[str], k: int,
     for lo, hi, coefficient in question:
         if hi - lo <= index.size // COMMON:
             np.add.at(partial, np.asarray(docs[lo:hi]), coefficient * weights[lo:hi])
+    with_context = _with_context(index, query_terms, bound)
+    partial = with_context(partial, None)  # a context's share is no less than nothing: still a lower bound
     # A row's score is its partial one plus the common terms' shares (none negative), so k rows score at
     # least the k-th best partial score (less a margin far wider than the sums' rounding): theta.
-    # Over the rows some rare term reached only: a partition over mostly zeros took 1 ms at 100,000 rows.
-    reached = partial > 0
-    if eligible is not None:
-        reached &= eligible
-    values = partial[reached]
-    if values.size < k:
-        return None  # fewer than k rows hold a rare term: the common terms decide, every row could reach
-    theta = kth_best(values, k) * (1 - 10 * MARGIN)
+    theta = kth_positive(partial if eligible is None else np.where(eligible, partial, 0.0), k) * (1 - 10 * MARGIN)
     # tf (k1 + 1) / (tf + K) < k1 + 1 for K > 0: each common term's ceiling, widened past its rounding.
     ceiling = sum(coefficient for _lo, _hi, coefficient in common) * (index.k1 + 1) * (1 + MARGIN)
     cut = theta * (1 - 10 * MARGIN) - ceiling
     if cut <= 0:
-        return None  # every row could still reach the top
+        return None  # every row could still reach the top (fewer than k rows hold a rare term, say)
     reach = partial >= cut
     if eligible is not None:
         reach &= eligible
     rows = np.flatnonzero(reach)
     if rows.size > index.size // MOST_CANDIDATES:
         return None
-    return rows, _exact(index, question, rows), bound
+    return rows, with_context(_exact(index, question, rows), rows), bound
+
+
+def _with_context(index, query_terms: list[str], bound: float):
+    """``(scores, rows) -> scores`` plus the rows' context share (context.lexical_with_context, element by
+    element, so the same bits as over every row); the identity for an index without contexts."""
+    if index.context is None:
+        return lambda scores, rows: scores
+    context, context_bound = index.context.bm25(query_terms)  # the context field's own postings, all rows
+    return lambda scores, rows: lexical_with_context(scores, bound, context if rows is None else context[rows],
+                                                     context_bound)[0]
 
 
 def best_rows(index, query_terms: Iterable[str], k: int, eligible: np.ndarray | None,
@@ -122,12 +132,19 @@ def _question(index, query_terms: Iterable[str]) -> tuple[list[tuple[int, int, f
         if hi == lo:
             unknown += counts[term_id]
             continue
-        term_idf = float(idf(index.size, np.asarray([hi - lo]))[0])
+        term_idf = _idf(index.size, hi - lo)
         total += counts[term_id] * term_idf
         question.append((lo, hi, counts[term_id] * term_idf))
     if unknown:
         total += unknown * float(idf(index.size, np.zeros(1))[0])
     return question, total * (index.k1 + 1)
+
+
+@lru_cache(maxsize=1 << 16)
+def _idf(n_docs: int, df: int) -> float:
+    """``lexical.idf`` of one term as `MappedIndex.bm25` computes it (a one-element array, the same bits),
+    remembered: numpy's call costs ~10 us, a twelfth of a pruned search's scoring over twelve terms."""
+    return float(idf(n_docs, np.asarray([df]))[0])
 
 
 def _exact(index, question: list[tuple[int, int, float]], rows: np.ndarray) -> np.ndarray:

@@ -48,9 +48,22 @@ def _at_or_above_kth(values: np.ndarray, k: int) -> np.ndarray:
     return near[near_values >= np.partition(near_values, near_values.size - k)[near_values.size - k]]
 
 
-def kth_best(values: np.ndarray, k: int) -> float:
-    """The k-th largest of ``values`` (at least k of them), by the strided sample of :func:`top_rows`."""
-    return float(values[_at_or_above_kth(values, k)].min()) if values.size > k else float(values.min())
+def kth_positive(values: np.ndarray, k: int) -> float:
+    """The k-th largest of the positive ``values``, 0.0 when fewer than k are positive.
+
+    For arrays that are mostly zeros (a partial score): the strided sample's positive values bound it
+    from below when k of them are positive, so only the values reaching that bound are partitioned; a
+    partition over every value, zeros and all, took 1 ms at 100,000.
+    """
+    stride = values.size // (16 * k)
+    if stride >= 4:
+        sample = values[::stride]
+        sample = sample[sample > 0]
+        if sample.size >= k:
+            values = values[values >= np.partition(sample, sample.size - k)[sample.size - k]]
+            return float(np.partition(values, values.size - k)[values.size - k])
+    values = values[values > 0]
+    return float(np.partition(values, values.size - k)[values.size - k]) if values.size >= k else 0.0
 
 
 def top_of_superset(rows: np.ndarray, raw: np.ndarray, k: int, transform) -> tuple[np.ndarray, np.ndarray] | None:
@@ -75,4 +88,4 @@ def top_of_superset(rows: np.ndarray, raw: np.ndarray, k: int, transform) -> tup
     return rows[best], values[best]
 
 
-__all__ = ["MARGIN", "kth_best", "top_of_superset", "top_rows"]
+__all__ = ["MARGIN", "kth_positive", "top_of_superset", "top_rows"]

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from collections_app import bm25_top as pruning
 from collections_app.bm25_top import best_rows, bm25_top
+from collections_app.context import lexical_with_context
 from collections_app.mapped_index import IndexWriter, MappedIndex
 from collections_app.top import MARGIN, top_rows
 from ragsite.fusion import hybrid_scores
@@ -34,11 +35,15 @@ def _zipf(n):
     return weights / weights.sum()
 
 
-def index_of(tmp_path, texts, key="b1"):
-    writer = IndexWriter(4)
-    writer.add(list(range(100, 100 + len(texts))), [i // 5 for i in range(len(texts))], [terms(t) for t in texts],
-               [None] * len(texts))
-    return MappedIndex(writer.write(tmp_path, key))
+def index_of(tmp_path, texts, key="b1", contexts=None):
+    def writer_of(texts):
+        writer = IndexWriter(4)
+        writer.add(list(range(100, 100 + len(texts))), [i // 5 for i in range(len(texts))],
+                   [terms(t) for t in texts], [None] * len(texts))
+        return writer
+
+    parts = None if contexts is None else {"context": writer_of(contexts)}
+    return MappedIndex(writer_of(texts).write(tmp_path, key, parts=parts))
 
 
 def fused(bm25, bound):
@@ -81,6 +86,21 @@ def test_the_best_rows_are_those_of_scoring_every_row_ties_and_all(tmp_path_fact
     if got is not None:  # None: the caller scores every row (nothing common, or too many could reach)
         assert np.array_equal(got[0], expected)
         assert np.array_equal(got[1], fused(dense, bound)[expected])
+
+
+def test_a_context_field_is_added_as_the_search_adds_it(tmp_path):
+    texts = [f"the of and in r{i % 100} s{i % 37} " + "the " * (i % 3) for i in range(2000)]
+    contexts = [f"Handbook › {'Leave' if i % 250 == 0 else 'Travel'}" for i in range(2000)]
+    index = index_of(tmp_path, texts, contexts=contexts)
+    question = terms("the r5 of leave s5 s6 in")
+    rows, scores, bound = bm25_top(index, question, 5)
+    text, text_bound = index.bm25(question)
+    expected, expected_bound = lexical_with_context(text, text_bound, *index.context.bm25(question))
+    assert not np.array_equal(expected, text)  # the contexts count
+    assert rows.size < index.size // 16
+    assert np.array_equal(scores, expected[rows]) and bound == expected_bound
+    assert np.array_equal(best_rows(index, question, 5, None, fused)[0],
+                          top_rows(fused(expected, expected_bound), None, 5))
 
 
 def test_repeated_texts_tie_and_the_lower_row_wins_as_in_a_full_sort(tmp_path):
