@@ -16,12 +16,14 @@ side) and new draws from the mixture (vector side). The rows are written straigh
 (as an import would), then the build's index is written by the product's own `write_index`.
 
 Arms, interleaved question by question in rotating order, the question's vector given (embedding a
-question is timed separately by bench/embed_speed.py), each timed by the wall clock and by this thread's
+question is timed separately by bench/embed_speed.py), each timed by the wall clock and by the process's
 CPU time (on shared cores the wall clock also counts other processes' turns):
 * ragsite `search_collection` lexical / vector / hybrid (most 10, around 0, floor 0), on the exact
   path and on the IVF path (IVF_MIN_PARAGRAPHS 1, IVF_NPROBE as configured);
 * numpy flat: the float32 matrix in memory, `M @ q` + argpartition;
-* bm25s (numpy backend) indexed on the product's own terms, k1 1.2, b 0.75, lucene idf;
+* bm25s (numpy backend) indexed on the product's own terms, k1 1.2, b 0.75, lucene idf, scoring in the
+  calling thread (`n_threads=0`); "bm25s pool" is the same with `n_threads=1`, a one-thread pool started
+  for each question, which this bench measured before 2026-12-02;
 * sqlite-vec: a `vec0(float[384])` table in memory, KNN query.
 Also: recall@10 of the IVF path against the exact path (vector and hybrid), cold start (a fresh
 process mapping the index and answering one search), and with `--http N`: N uvicorn workers under
@@ -265,11 +267,13 @@ def measure_child(n: int, args) -> dict:
         top = np.argpartition(-scores, 10)[:10]
         return top[np.argsort(-scores[top])]
 
-    def bm25s_run(q):
+    def bm25s_run(q, n_threads=0):
         tokens = [t for t in terms(q) if t in vocab] or ["__none__"]
         if tokens == ["__none__"]:
             return None
-        return retriever.retrieve([tokens], k=10, show_progress=False, n_threads=1)
+        # n_threads=0 scores in this thread; n_threads=1 (the arm "bm25s pool", this bench's baseline until
+        # 2026-12-02) starts a one-thread pool for every question and scores in it.
+        return retriever.retrieve([tokens], k=10, show_progress=False, n_threads=n_threads)
 
     def sqlite_vec_run(q):
         return vec_db.execute("SELECT rowid, distance FROM v WHERE embedding MATCH ? AND k = 10",
@@ -293,7 +297,7 @@ def measure_child(n: int, args) -> dict:
         "bm25 all rows": bm25_all, "bm25 reader view": bm25_view,
         "lexical": ours("lexical", False), "vector": ours("vector", False), "hybrid": ours("hybrid", False),
         "vector IVF": ours("vector", True), "hybrid IVF": ours("hybrid", True),
-        "numpy flat": numpy_flat, "bm25s": bm25s_run,
+        "numpy flat": numpy_flat, "bm25s": bm25s_run, "bm25s pool": lambda q: bm25s_run(q, n_threads=1),
     }
     if vec_db is not None:
         arms["sqlite-vec"] = sqlite_vec_run
@@ -309,8 +313,8 @@ def measure_child(n: int, args) -> dict:
     ivf = cached[1] if cached is not None else mapped.ivf
     facts["ivf_lists"], facts["nprobe"] = ivf.nlist, int(settings.IVF_NPROBE) or ivf.nprobe
     timings = {name: [] for name in arms}
-    # This thread's CPU time too: on a shared machine a wall-clock p50 is mostly the other processes'
-    # turns (it moved 0.78-0.99x between runs), the CPU time is what the arm itself spent.
+    # The process's CPU time too (every thread: bm25s's pool scores in one of its own): on a shared machine a
+    # wall-clock p50 is much of it other processes' turns (it moved 0.78-0.99x between runs).
     cpu = {name: [] for name in arms}
     answers = {name: {} for name in ("vector", "hybrid", "vector IVF", "hybrid IVF")}
     names = list(arms)
@@ -318,10 +322,10 @@ def measure_child(n: int, args) -> dict:
         for number, q in enumerate(asked):
             order = names[number % len(names):] + names[: number % len(names)]
             for name in order:
-                started, started_cpu = time.perf_counter(), time.thread_time()
+                started, started_cpu = time.perf_counter(), time.process_time()
                 result = arms[name](q)
                 timings[name].append(time.perf_counter() - started)
-                cpu[name].append(time.thread_time() - started_cpu)
+                cpu[name].append(time.process_time() - started_cpu)
                 if name in answers:
                     answers[name][q] = [p["first"] for p in result["paragraphs"]]
     facts["latency_ms"] = {name: {"p50": percentile(v, 50), "p95": percentile(v, 95)} for name, v in timings.items()}
@@ -467,7 +471,7 @@ def table(results: list[dict]) -> str:
         cpu = facts.get("cpu_ms", {})
         lines.append("| arm | p50 ms | p95 ms | baseline | baseline p50 | ratio p50 | CPU p50 ms: arm / baseline, ratio |")
         lines.append("|---|---|---|---|---|---|---|")
-        pairs = [("bm25 reader view", "bm25 all rows"), ("lexical", "bm25s"), ("vector", "numpy flat"), ("vector", "sqlite-vec"),
+        pairs = [("bm25 reader view", "bm25 all rows"), ("lexical", "bm25s"), ("lexical", "bm25s pool"), ("vector", "numpy flat"), ("vector", "sqlite-vec"),
                  ("vector IVF", "numpy flat"), ("hybrid", "numpy flat + bm25s"), ("hybrid IVF", "numpy flat + bm25s")]
         for ours, base in pairs:
             if base not in lat:
