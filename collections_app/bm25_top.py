@@ -160,17 +160,23 @@ def _idf(n_docs: int, df: int) -> float:
 
 
 def _exact(index, question: list[tuple[int, int, float]], rows: np.ndarray) -> np.ndarray:
-    """The exact BM25 of ``rows`` (ascending): each term's share added in term-id order, as the dense sum
+    """The exact BM25 of ``rows`` (ascending; ``question`` not empty): each term's share added in term-id order, as the dense sum
     adds it (a row without the term adds nothing, where the dense sum adds 0.0: the same bits)."""
-    scores = np.zeros(rows.size, dtype=np.float64)
     # In the postings' own type: searchsorted would otherwise cast each term's postings, not the rows.
     rows = rows.astype(index.postings_doc.dtype)
-    for lo, hi, coefficient in question:
-        docs = index.postings_doc[lo:hi]
-        at = np.searchsorted(docs, rows)
-        np.minimum(at, docs.size - 1, out=at)
-        # Where a row lacks the term 0.0 is added, as the dense sum adds nothing to it: the same bits.
-        scores += np.where(docs[at] == rows, coefficient * index.postings_weight[lo + at], 0.0)
+    # Each term's position of each row in the postings (one search a term), then every term at once:
+    # a dozen numpy calls a term cost more than the searches (0.25 -> 0.14 ms, twelve terms, 100,000 rows).
+    at = np.empty((len(question), rows.size), dtype=np.int64)
+    for term, (lo, hi, _coefficient) in enumerate(question):
+        at[term] = np.searchsorted(index.postings_doc[lo:hi], rows)
+        at[term] += lo
+    _lo, hi, coefficient = (np.asarray(column)[:, None] for column in zip(*question, strict=True))
+    np.minimum(at, hi - 1, out=at)
+    # Where a row lacks the term 0.0 is added, as the dense sum adds nothing to it: the same bits.
+    shares = np.where(index.postings_doc[at] == rows, coefficient * index.postings_weight[at], 0.0)
+    scores = np.zeros(rows.size, dtype=np.float64)
+    for share in shares:  # term by term, in term-id order, as the dense sum adds them
+        scores += share
     return scores
 
 
