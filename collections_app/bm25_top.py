@@ -38,7 +38,7 @@ import numpy as np
 from ragsite.lexical import idf
 
 from .context import lexical_with_context
-from .top import MARGIN, kth_positive, top_of_superset
+from .top import MARGIN, positive_tail, top_of_superset
 
 # A term in more than 1/COMMON of the rows is a common one: left out of the dense partial score.
 COMMON = 8
@@ -81,16 +81,17 @@ def bm25_top(index, query_terms: Iterable[str], k: int,
     partial = with_context(partial, None)  # a context's share is no less than nothing: still a lower bound
     # A row's score is its partial one plus the common terms' shares (none negative), so k rows score at
     # least the k-th best partial score (less a margin far wider than the sums' rounding): theta.
-    theta = kth_positive(partial if eligible is None else np.where(eligible, partial, 0.0), k) * (1 - 10 * MARGIN)
+    scored = partial if eligible is None else np.where(eligible, partial, 0.0)
+    kth, low, near = positive_tail(scored, k)
+    theta = kth * (1 - 10 * MARGIN)
     # tf (k1 + 1) / (tf + K) < k1 + 1 for K > 0: each common term's ceiling, widened past its rounding.
     ceiling = sum(coefficient for _lo, _hi, coefficient in common) * (index.k1 + 1) * (1 + MARGIN)
     cut = theta * (1 - 10 * MARGIN) - ceiling
     if cut <= 0:
         return None  # every row could still reach the top (fewer than k rows hold a rare term, say)
-    reach = partial >= cut
-    if eligible is not None:
-        reach &= eligible
-    rows = np.flatnonzero(reach)
+    # Every eligible row reaching the cut (ineligible ones score 0 here, below it); usually all of them
+    # are among those at or above the tail's bound, already found.
+    rows = near[scored[near] >= cut] if cut >= low else np.flatnonzero(scored >= cut)
     if rows.size > index.size // MOST_CANDIDATES:
         return None
     return rows, with_context(_exact(index, question, rows), rows), bound

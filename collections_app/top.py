@@ -48,22 +48,29 @@ def _at_or_above_kth(values: np.ndarray, k: int) -> np.ndarray:
     return near[near_values >= np.partition(near_values, near_values.size - k)[near_values.size - k]]
 
 
-def kth_positive(values: np.ndarray, k: int) -> float:
-    """The k-th largest of the positive ``values``, 0.0 when fewer than k are positive.
+def positive_tail(values: np.ndarray, k: int) -> tuple[float, float, np.ndarray]:
+    """The k-th largest of the positive ``values`` (0.0 when fewer than k are positive), a bound at or
+    below it, and the positions (ascending) of every value at or above that bound.
 
-    For arrays that are mostly zeros (a partial score): the strided sample's positive values bound it
-    from below when k of them are positive, so only the values reaching that bound are partitioned; a
-    partition over every value, zeros and all, took 1 ms at 100,000.
+    For arrays that are mostly zeros (a partial score): the positive values of a strided sample of
+    2,560 bound the k-th best from below when k of them are positive, so only the values reaching that
+    bound are partitioned (a few hundred at 100,000); a partition over every value, zeros and all,
+    took 1 ms, and a 160-value sample 0.16 ms against 0.08 ms.
     """
-    stride = values.size // (16 * k)
+    stride = values.size // (256 * k)
     if stride >= 4:
         sample = values[::stride]
         sample = sample[sample > 0]
         if sample.size >= k:
-            values = values[values >= np.partition(sample, sample.size - k)[sample.size - k]]
-            return float(np.partition(values, values.size - k)[values.size - k])
-    values = values[values > 0]
-    return float(np.partition(values, values.size - k)[values.size - k]) if values.size >= k else 0.0
+            bound = float(np.partition(sample, sample.size - k)[sample.size - k])
+            near = np.flatnonzero(values >= bound)
+            reached = values[near]
+            return float(np.partition(reached, reached.size - k)[reached.size - k]), bound, near
+    near = np.flatnonzero(values > 0)
+    if near.size < k:
+        return 0.0, 0.0, near
+    reached = values[near]
+    return float(np.partition(reached, reached.size - k)[reached.size - k]), float(reached.min()), near
 
 
 def top_of_superset(rows: np.ndarray, raw: np.ndarray, k: int, transform) -> tuple[np.ndarray, np.ndarray] | None:
@@ -88,4 +95,4 @@ def top_of_superset(rows: np.ndarray, raw: np.ndarray, k: int, transform) -> tup
     return rows[best], values[best]
 
 
-__all__ = ["MARGIN", "kth_positive", "top_of_superset", "top_rows"]
+__all__ = ["MARGIN", "positive_tail", "top_of_superset", "top_rows"]
