@@ -248,3 +248,15 @@ def test_a_lexical_search_that_leaves_the_common_words_out_answers_as_scoring_ev
         monkeypatch.setattr(bm25_top, "LEAST_ROWS", 10**9)
         assert answers() == quick
         monkeypatch.setattr(bm25_top, "LEAST_ROWS", 0)
+
+
+def test_the_build_record_is_read_every_search_and_made_again_only_when_its_row_changed(agent, handbook):
+    from collections_app.services.rows import current_build
+
+    first = current_build(handbook)
+    assert current_build(handbook) is first  # the same row: the record already made
+    CollectionBuilt.objects.filter(collection=handbook).update(passages=first.passages - 1)
+    changed = current_build(handbook)
+    assert changed is not first and changed.passages == first.passages - 1
+    CollectionBuilt.objects.filter(collection=handbook).delete()
+    assert current_build(handbook) is None
