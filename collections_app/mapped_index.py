@@ -402,20 +402,19 @@ class MappedIndex:
 
     # --- vocabulary
 
-    def _term(self, position: int) -> bytes:
-        return self.vocab[int(self.vocab_offsets[position]) : int(self.vocab_offsets[position + 1])].tobytes()
-
     def term_id(self, term: str) -> int | None:
         """The id of ``term`` (a binary search over the sorted vocabulary), or None."""
-        wanted = term.encode("utf-8")
+        # Through memoryviews of the maps: an item is a Python int and a slice's bytes one call, where
+        # numpy's scalars and views cost ~10x that (0.18 ms of a 12-term question at 100,000 rows).
+        wanted, vocab, offsets = term.encode("utf-8"), memoryview(self.vocab), memoryview(self.vocab_offsets)
         lo, hi = 0, self.n_terms
         while lo < hi:
             mid = (lo + hi) // 2
-            if self._term(mid) < wanted:
+            if vocab[offsets[mid] : offsets[mid + 1]].tobytes() < wanted:
                 lo = mid + 1
             else:
                 hi = mid
-        return lo if lo < self.n_terms and self._term(lo) == wanted else None
+        return lo if lo < self.n_terms and vocab[offsets[lo] : offsets[lo + 1]].tobytes() == wanted else None
 
     # --- lexical
 

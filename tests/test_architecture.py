@@ -18,8 +18,8 @@ FLOOR = ("ragsite.errors", "ragsite.conf", "ragsite.embedders", "ragsite.embeddi
 # Pure modules: formulas and formats, tested without a database. No models, no settings, no services.
 PURE = ("ragsite.embedders", "ragsite.lexical", "ragsite.fusion", "ragsite.division",
         "collections_app.extract", "collections_app.chunking", "collections_app.stitch", "collections_app.ivf",
-        "collections_app.interchange", "collections_app.measure", "collections_app.metrics", "memory_app.nodes",
-        "memory_app.recall_index")
+        "collections_app.interchange", "collections_app.measure", "collections_app.metrics",
+        "collections_app.bm25_top", "memory_app.nodes", "memory_app.recall_index")
 # What memory may take from collections: the models (agents own memories) and the agent look-up.
 MEMORY_MAY_USE = ("collections_app.models", "collections_app.services.agents")
 # Adapters: they call services; services never call them.

@@ -15,9 +15,10 @@ from ragsite import embedding
 from ragsite.bodies import encodable
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, Forbidden, NotFound, RagsiteError
-from ragsite.fusion import hybrid_scores, normalise_bm25, normalise_cosine
+from ragsite.fusion import LEXICAL, hybrid_scores, normalise_bm25, normalise_cosine
 from ragsite.lexical import terms
 
+from ..bm25_top import best_rows
 from ..conf import settings
 from ..context import lexical_with_context
 from ..ivf import IVFLists, build_lists
@@ -193,30 +194,40 @@ def search_collection(
     if mode == "vector" and vector is None:
         raise Conflict(f'collection "{collection.name}" holds no vectors to search', code="no_vectors")
     bm25 = upper = None
-    if mode != "vector":
-        bm25, upper = _lexical(index, terms(question), view)
-    candidates = None
-    if vector is not None and _approximate(index):
-        candidates = _candidates(collection, built, key, index, vector, bm25, mask, nprobe)
-        cosine = index.cosine_of_rows(vector, candidates)
-    elif vector is not None:
-        cosine = index.cosine(vector)
+    question_terms = None if mode == "vector" else terms(question)
+    # Lexical alone over every row's statistics, and nothing asks for every row's score (explain, the
+    # reranker): the best rows are found without scoring every row, and only they are normalised.
+    quick = (best_rows(index, question_terms, most, None if mask.all() else mask,
+                       lambda bm25, bound: hybrid_scores(None, bm25, bound, weight=FUSION_WEIGHT)[0])
+             if vector is None and view is None and not explain and not settings.RERANK_URL else None)
+    if quick is not None:
+        rows, row_scores = quick  # the top rows by fused score, best first, and those scores
+        top, mode = rows[row_scores >= floor], LEXICAL  # the floor cuts the order's tail (fusion is monotone)
     else:
-        cosine = None
-    if cosine is not None:
-        cosine[np.isneginf(cosine)] = 0.0  # a row without a vector has no cosine to offer
-        _without_stale_cosine(index, view, cosine, candidates)
-    lexical = None if bm25 is None else (bm25 if candidates is None else bm25[candidates])
-    scores, mode = hybrid_scores(cosine, lexical, upper or 0.0, weight=FUSION_WEIGHT)
-    if candidates is None:
-        rows, row_scores = None, scores
-        everyone = bool(mask.all())
-        # Unfloored over an unfiltered collection every row is eligible: no mask to build or apply.
-        eligible = None if everyone and floor <= 0 else (mask if floor <= 0 else mask & (scores >= floor))
-        top = top_rows(scores, eligible, most)
-    else:
-        rows, row_scores = candidates, scores  # candidates are readable and ascending: ties to the lower row
-        top = candidates[top_rows(scores, scores >= floor, most)]
+        if question_terms is not None:
+            bm25, upper = _lexical(index, question_terms, view)
+        candidates = None
+        if vector is not None and _approximate(index):
+            candidates = _candidates(collection, built, key, index, vector, bm25, mask, nprobe)
+            cosine = index.cosine_of_rows(vector, candidates)
+        elif vector is not None:
+            cosine = index.cosine(vector)
+        else:
+            cosine = None
+        if cosine is not None:
+            cosine[np.isneginf(cosine)] = 0.0  # a row without a vector has no cosine to offer
+            _without_stale_cosine(index, view, cosine, candidates)
+        lexical = None if bm25 is None else (bm25 if candidates is None else bm25[candidates])
+        scores, mode = hybrid_scores(cosine, lexical, upper or 0.0, weight=FUSION_WEIGHT)
+        if candidates is None:
+            rows, row_scores = None, scores
+            everyone = bool(mask.all())
+            # Unfloored over an unfiltered collection every row is eligible: no mask to build or apply.
+            eligible = None if everyone and floor <= 0 else (mask if floor <= 0 else mask & (scores >= floor))
+            top = top_rows(scores, eligible, most)
+        else:
+            rows, row_scores = candidates, scores  # candidates are readable and ascending: ties to the lower row
+            top = candidates[top_rows(scores, scores >= floor, most)]
     fused = _fused_of(rows, row_scores)
     top, relevance, rerank, fused_rank = _rerank(collection, index, question, rows, row_scores, mask, floor, most,
                                                  payer, top)

@@ -211,3 +211,53 @@ def test_a_search_reads_only_the_held_back_rows_of_a_collection_never_all_of_the
     assert any("USING INDEX document_held_back" in s for s in steps), steps
     assert any("USING INDEX paragraph_disabled" in s for s in steps), steps
     assert all("document_held_back" in s or "paragraph_disabled" in s for s in steps), steps
+
+
+def test_a_lexical_search_that_leaves_the_common_words_out_answers_as_scoring_every_row(
+        agent, knowledge_folder, monkeypatch):
+    """bm25_top (the common terms read only for rows that can reach the top) against the dense sum over
+    every row: the same answer, scores and order, contexts and held-back documents included."""
+    from collections_app import bm25_top
+    from collections_app.models import Document
+    from collections_app.services.documents import set_documents_enabled
+
+    files = {f"policy-{d:02d}.md": f"# Policy {d}\n\n## Part {d % 3}\n\n" + "\n\n".join(
+        f"The rule of the office in case {d * 10 + p} is rule{(d * 10 + p) % 23} and term{(d * 10 + p) % 41}."
+        for p in range(10)) + "\n" for d in range(40)}
+    collection = create_collection(agent=agent, name="policies", method="fixed", size=80)
+    knowledge_folder("policies", files)
+    assert build_collection(collection=collection).status == "succeeded"
+    Document.objects.filter(collection=collection).update(status=Document.ACTIVE)  # so alike, they await review
+    monkeypatch.setattr(bm25_top, "LEAST_ROWS", 0)
+    pruned = []
+    original = bm25_top.bm25_top
+    monkeypatch.setattr(bm25_top, "bm25_top", lambda *a, **k: pruned.append(original(*a, **k)) or pruned[-1])
+    questions = ["the rule of rule5 in case term7", "rule12 of the office part 2", "the of in", "rule3 rule3 term3"]
+
+    def answers():
+        return [ask(agent, collection, mode="lexical", question=q, most=most, around=around, min_score=floor)
+                for q in questions for most in (1, 5) for around in (0, 1) for floor in (0, 0.2)]
+
+    for held_back in (False, True):
+        if held_back:
+            set_documents_enabled(documents=Document.objects.filter(collection=collection, name="policy-01.md"),
+                                  enabled=False)
+        pruned.clear()
+        quick = answers()
+        assert any(found is not None for found in pruned)  # the pruned path was taken
+        assert sum(len(answer["paragraphs"]) for answer in quick) > len(quick)
+        monkeypatch.setattr(bm25_top, "LEAST_ROWS", 10**9)
+        assert answers() == quick
+        monkeypatch.setattr(bm25_top, "LEAST_ROWS", 0)
+
+
+def test_the_build_record_is_read_every_search_and_made_again_only_when_its_row_changed(agent, handbook):
+    from collections_app.services.rows import current_build
+
+    first = current_build(handbook)
+    assert current_build(handbook) is first  # the same row: the record already made
+    CollectionBuilt.objects.filter(collection=handbook).update(passages=first.passages - 1)
+    changed = current_build(handbook)
+    assert changed is not first and changed.passages == first.passages - 1
+    CollectionBuilt.objects.filter(collection=handbook).delete()
+    assert current_build(handbook) is None
