@@ -1,22 +1,21 @@
 """Search at 10k, 100k (and 1M) paragraphs against numpy, bm25s and sqlite-vec, in one process.
 
     python bench/search_scale.py                      # 10,000 and 100,000 (what `make bench` runs)
-    python bench/search_scale.py --sizes 1000000      # a million (several minutes, a few GB)
+    python bench/search_scale.py --sizes 1000000 --populate   # a million: store and index only
+    python bench/search_scale.py --sizes 1000000      # then the measurement, reusing them
+    python bench/search_scale.py --report             # tables and plot from every size's saved results
     python bench/search_scale.py --sizes 10000 --http 0 --passes 1   # quick
 
 Each size runs in a child process of its own (its own SQLite store under data/bench/scale/, its own
-index folder), so memory and cold start are that size's alone; the parent prints the tables and
-draws docs/img/search_scale.png.
-
-Data: paragraph j is SciFact abstract j mod 5,183 (title and text); from the second pass over the
-corpus on, three words from a pool of 100,000 pseudo-words are appended, so texts differ. Ten
-paragraphs a document. Vectors are synthetic unit vectors (384 dimensions) from a mixture of about
-sqrt(N) Gaussian clusters around 32 super-centres; questions are the first SciFact queries (lexical
-side) and new draws from the mixture (vector side). The rows are written straight into the store
-(as an import would), then the build's index is written by the product's own `write_index`.
+index folder), so memory and cold start are that size's alone. Store and index are made once and
+reused (bench/scale_store.py describes the data). Each size's results are saved with the commit and
+load average they come from in bench/results/search_scale-N.json; the tables and
+docs/img/search_scale.png are drawn from every size saved there, so a 1M run need not redo 10k and
+100k.
 
 Arms, interleaved question by question in rotating order, the question's vector given (embedding a
-question is timed separately by bench/embed_speed.py):
+question is timed separately by bench/embed_speed.py); questions are the first SciFact queries
+(lexical side) and new draws from the vectors' mixture (vector side):
 * ragsite `search_collection` lexical / vector / hybrid (most 10, around 0, floor 0), on the exact
   path and on the IVF path (IVF_MIN_PARAGRAPHS 1, IVF_NPROBE as configured);
 * numpy flat: the float32 matrix in memory, `M @ q` + argpartition;
@@ -30,7 +29,6 @@ process mapping the index and answering one search), and with `--http N`: N uvic
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import subprocess
@@ -48,139 +46,13 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-WORK = ROOT / "data" / "bench" / "scale"
-DIMENSIONS = 384
-PER_DOCUMENT = 10
+sys.path.insert(0, str(ROOT / "bench"))
+from scale_store import DIMENSIONS, Mixture, load_scifact, populate, provenance, setup_django  # noqa: E402
 
-
-# --- data ----------------------------------------------------------------------------------------
-
-
-def load_scifact(dataset: Path, questions: int) -> tuple[list[str], list[str]]:
-    texts = []
-    with gzip.open(dataset / "corpus.jsonl.gz", "rt", encoding="utf-8") as handle:
-        for line in handle:
-            doc = json.loads(line)
-            texts.append(f"{doc.get('title') or ''}\n\n{doc.get('text') or ''}".strip())
-    asked = []
-    with open(dataset / "queries.jsonl", encoding="utf-8") as handle:
-        for line in handle:
-            asked.append(json.loads(line)["text"])
-            if len(asked) >= questions:
-                break
-    return texts, asked
-
-
-def paragraph_text(j: int, corpus: list[str], rng_words: np.ndarray) -> str:
-    base = corpus[j % len(corpus)]
-    if j < len(corpus):
-        return base
-    words = rng_words[(j * 3) % len(rng_words) : (j * 3) % len(rng_words) + 3]
-    return base + " " + " ".join(f"zq{w:05d}" for w in words)
-
-
-class Mixture:
-    """Unit vectors around ~sqrt(N) cluster centres, themselves around 32 super-centres."""
-
-    def __init__(self, n: int, seed: int = 7):
-        self.rng = np.random.default_rng(seed)
-        supers = self._unit(self.rng.standard_normal((32, DIMENSIONS)))
-        k = max(1, int(np.sqrt(n)))
-        self.centres = self._unit(supers[self.rng.integers(0, 32, k)] + self.rng.standard_normal((k, DIMENSIONS)) * 0.06)
-        self.spread = self.rng.uniform(0.6, 1.2, k)
-        sizes = self.rng.lognormal(0, 1, k)
-        self.weights = sizes / sizes.sum()
-
-    @staticmethod
-    def _unit(x):
-        return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
-
-    def draw(self, count: int) -> np.ndarray:
-        which = self.rng.choice(len(self.centres), size=count, p=self.weights)
-        noise = self.rng.standard_normal((count, DIMENSIONS)).astype(np.float32)
-        return self._unit(self.centres[which] + noise * (self.spread[which, None] / np.sqrt(DIMENSIONS)) * 1.2)
+RESULTS = ROOT / "bench" / "results"
 
 
 # --- the child: one size -------------------------------------------------------------------------
-
-
-def setup_django(n: int) -> None:
-    WORK.mkdir(parents=True, exist_ok=True)
-    os.environ["DATABASE_URL"] = f"sqlite:///{WORK / f'scale-{n}.sqlite3'}"
-    os.environ["INDEX_DIR"] = str(WORK / f"indexes-{n}")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
-    os.environ.setdefault("LOG_LEVEL", "WARNING")
-    os.environ["EMBED_BACKEND"] = "local"
-    import django
-
-    django.setup()
-
-
-def populate(n: int, corpus: list[str], model: str) -> dict:
-    """The store and index of an N-paragraph collection (reused when already there)."""
-    from django.core.management import call_command
-    from django.db import transaction
-    from django.utils import timezone
-
-    from collections_app.interchange import fingerprint
-    from collections_app.models import Agent, Collection, CollectionBuilt, Document, Paragraph
-    from collections_app.services.agents import create_agent, create_collection
-    from collections_app.services.indexes import write_index
-    from collections_app.vector_codec import encode
-
-    call_command("migrate", verbosity=0)
-    agent = Agent.objects.filter(agent_id="scale").first() or create_agent(agent_id="scale")[0]
-    collection = Collection.objects.filter(agent=agent, name="scale").first()
-    facts = {}
-    if collection is None or not CollectionBuilt.objects.filter(collection=collection).exists():
-        collection = collection or create_collection(agent=agent, name="scale", method="fixed", size=4000)
-        mixture = Mixture(n)
-        words = np.random.default_rng(3).integers(0, 100_000, 3 * n + 3)
-        started = time.perf_counter()
-        with transaction.atomic():
-            documents = Document.objects.bulk_create(
-                [Document(collection=collection, name=f"d{d:07d}.md", paragraph_count=PER_DOCUMENT,
-                          built_method="fixed", built_model=model) for d in range((n + PER_DOCUMENT - 1) // PER_DOCUMENT)],
-                batch_size=2000,
-            )
-            if not all(d.pk for d in documents):
-                documents = list(Document.objects.filter(collection=collection).order_by("name"))
-            for block in range(0, n, 5000):
-                count = min(5000, n - block)
-                vectors = mixture.draw(count)
-                rows = []
-                for offset in range(count):
-                    j = block + offset
-                    text = paragraph_text(j, corpus, words)
-                    rows.append(Paragraph(
-                        agent_id=agent.agent_id, collection=collection, document=documents[j // PER_DOCUMENT],
-                        ordinal=j, index=j % PER_DOCUMENT, text=text, start_char=0, end_char=len(text),
-                        token_count=None, fingerprint=fingerprint(text), embedding=encode(vectors[offset]),
-                    ))
-                Paragraph.objects.bulk_create(rows, batch_size=1000)
-            CollectionBuilt.objects.update_or_create(collection=collection, defaults=dict(
-                agent_id=agent.agent_id, model=model, dimensions=DIMENSIONS, method="fixed", passages=n,
-                built_at=timezone.now(), refused=[]))
-        facts["insert_s"] = time.perf_counter() - started
-    from collections_app.services.indexes import build_key, collection_root
-
-    built = CollectionBuilt.objects.get(collection=collection)
-    folder = collection_root(collection.pk) / build_key(built)
-    if not folder.exists():
-        started = time.perf_counter()
-        write_index(collection=collection)
-        facts["index_write_s"] = time.perf_counter() - started
-    facts["index_bytes"] = sum(p.stat().st_size for p in folder.iterdir())
-    facts["index_files"] = {p.name: p.stat().st_size for p in folder.iterdir()}
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the file's size then holds every row
-        cursor.execute("SELECT sum(length(text)), sum(length(embedding)) FROM agents_chunks")
-        text_bytes, vector_bytes = cursor.fetchone()
-    facts["db_bytes"] = Path(os.environ["DATABASE_URL"].removeprefix("sqlite:///")).stat().st_size
-    facts["text_bytes"], facts["vector_bytes"] = int(text_bytes), int(vector_bytes)
-    return facts
 
 
 class GivenVectors:
@@ -197,8 +69,32 @@ class GivenVectors:
         return Embedded(np.stack([self.vectors[t] for t in texts]), None)
 
 
+def token_ids(documents) -> tuple[list[list[int]], dict[str, int]]:
+    """bm25s's (ids, vocabulary) form of the documents' terms, built as they stream past.
+
+    What bm25s's own token path would make (each term's id in order of first sight), without holding
+    every document's terms as strings first: at a million paragraphs those are ~10^8 string objects.
+    """
+    vocabulary: dict[str, int] = {}
+    ids = [[vocabulary.setdefault(term, len(vocabulary)) for term in document] for document in documents]
+    return ids, vocabulary
+
+
 def percentile(values, q):
     return float(np.percentile(np.asarray(values) * 1000, q))
+
+
+def progress(n: int, message: str) -> None:
+    print(f"[{n:,}] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
+
+
+def populate_child(n: int, args) -> dict:
+    setup_django(n)
+    corpus, _asked = load_scifact(args.dataset, args.questions)
+    progress(n, "populating (or checking) the store and index")
+    facts = populate(n, corpus, "all-MiniLM-L6-v2")
+    progress(n, f"populated: {json.dumps({k: v for k, v in facts.items() if k.endswith('_s')})}")
+    return facts
 
 
 def measure_child(n: int, args) -> dict:
@@ -213,27 +109,31 @@ def measure_child(n: int, args) -> dict:
 
     corpus, asked = load_scifact(args.dataset, args.questions)
     model = embedding.get_embedder("local").model if args.http else "all-MiniLM-L6-v2"
+    progress(n, "populating (or checking) the store and index")
     facts = populate(n, corpus, model)
+    progress(n, "store and index ready; loading the baselines")
     agent = Agent.objects.get(agent_id="scale")
     collection = Collection.objects.get(agent=agent, name="scale")
     question_vectors = Mixture(n, seed=11).draw(len(asked))
     given = {q: v for q, v in zip(asked, question_vectors, strict=True)}
     embedding.get_embedder = lambda backend=None: GivenVectors(model, given)
 
-    # Baselines, built in this process from the same rows.
+    # Baselines, built in this process from the same rows, filled in place (a million rows: no list
+    # of a million blobs, no second copy of the matrix).
     rows = Paragraph.objects.filter(collection=collection).order_by("ordinal")
     started = time.perf_counter()
-    blobs = list(rows.values_list("embedding", flat=True).iterator(chunk_size=10000))
-    matrix = np.frombuffer(b"".join(bytes(b) for b in blobs), dtype="<f2").astype(np.float32).reshape(n, DIMENSIONS)
-    del blobs
+    matrix = np.empty((n, DIMENSIONS), dtype=np.float32)
+    for i, blob in enumerate(rows.values_list("embedding", flat=True).iterator(chunk_size=10000)):
+        matrix[i] = np.frombuffer(blob, dtype="<f2")
     facts["numpy_load_s"] = time.perf_counter() - started
     import bm25s
 
     started = time.perf_counter()
     retriever = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
-    retriever.index([terms(t) for t in rows.values_list("text", flat=True).iterator(chunk_size=10000)],
+    retriever.index(token_ids(terms(t) for t in rows.values_list("text", flat=True).iterator(chunk_size=10000)),
                     show_progress=False)
     facts["bm25s_index_s"] = time.perf_counter() - started
+    progress(n, f"numpy matrix {facts['numpy_load_s']:.0f} s, bm25s indexed {facts['bm25s_index_s']:.0f} s")
     vocab = retriever.vocab_dict
     vec_db = None
     try:
@@ -307,6 +207,9 @@ def measure_child(n: int, args) -> dict:
     cached = search_module._ivf_cache.get(collection.pk)
     ivf = cached[1] if cached is not None else mapped.ivf
     facts["ivf_lists"], facts["nprobe"] = ivf.nlist, int(settings.IVF_NPROBE) or ivf.nprobe
+    progress(n, f"sqlite-vec {facts.get('sqlite_vec_insert_s', 0):.0f} s; first search {facts['first_search_s']:.1f} s;"
+                f" timing {len(arms)} arms x {len(asked)} questions x {args.passes} passes")
+    started_arms = time.perf_counter()
     timings = {name: [] for name in arms}
     answers = {name: {} for name in ("vector", "hybrid", "vector IVF", "hybrid IVF")}
     names = list(arms)
@@ -319,6 +222,8 @@ def measure_child(n: int, args) -> dict:
                 timings[name].append(time.perf_counter() - started)
                 if name in answers:
                     answers[name][q] = [p["first"] for p in result["paragraphs"]]
+    facts["arms_s"] = time.perf_counter() - started_arms
+    progress(n, f"arms timed in {facts['arms_s']:.0f} s; cold start and HTTP next")
     facts["latency_ms"] = {name: {"p50": percentile(v, 50), "p95": percentile(v, 95)} for name, v in timings.items()}
     # Hybrid baseline: the two baselines one after the other.
     both = [a + b for a, b in zip(timings["numpy flat"], timings["bm25s"], strict=True)]
@@ -335,6 +240,7 @@ def measure_child(n: int, args) -> dict:
         [len(set(answers["vector"][q]) & {int(r) + 1 for r in numpy_flat(q)}) / 10 for q in asked]))
     facts["n"] = n
     facts["cold_start_s"] = cold_start(n, args)
+    progress(n, f"cold start {min(facts['cold_start_s']):.2f} s (best of 3)")
     if args.http:
         facts["http"] = http_phase(n, args, model, asked)
     return facts
@@ -503,6 +409,12 @@ def plot(results: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def saved_results() -> list[dict]:
+    """Every size's last saved results, smallest first."""
+    found = [json.loads(path.read_text()) for path in RESULTS.glob("search_scale-*.json")]
+    return sorted(found, key=lambda r: r["n"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -512,32 +424,46 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=2)
     parser.add_argument("--http", type=int, default=4, help="uvicorn workers for the HTTP phase; 0 skips it")
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "img" / "search_scale.png")
+    parser.add_argument("--populate", action="store_true",
+                        help="only make (or check) each size's store and index, measuring no search")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--cold", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--report", action="store_true",
-                        help="print the tables and draw the plot from the sizes' saved results, measuring nothing")
+                        help="print the tables and draw the plot from every size's saved results, measuring nothing")
     args = parser.parse_args()
     if args.report:
-        results = [json.loads((WORK / f"results-{n}.json").read_text()) for n in sorted(args.sizes)]
+        results = saved_results()
+        if not results:
+            raise SystemExit(f"no saved results in {RESULTS}: run a size first")
         print(table(results))
         plot(results, args.plot)
         return None
     if args.cold:
         return cold_child(args.cold, args)
     if args.one:
-        print(json.dumps(measure_child(args.one, args)))
+        print(json.dumps(populate_child(args.one, args) if args.populate else measure_child(args.one, args)))
         return None
-    results = []
     for n in args.sizes:
         command = [sys.executable, __file__, "--one", str(n), "--dataset", str(args.dataset), "--questions",
                    str(args.questions), "--passes", str(args.passes), "--http", str(args.http)]
-        out = subprocess.run(command, capture_output=True, text=True, check=False)
+        started, at = time.perf_counter(), provenance()
+        # The child's progress lines (stderr) pass straight through: a million rows take a while.
+        out = subprocess.run(command + (["--populate"] if args.populate else []), stdout=subprocess.PIPE, text=True,
+                             check=False)
         if out.returncode:
-            raise SystemExit(f"size {n} failed:\n{out.stderr[-4000:]}")
-        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        (WORK / f"results-{n}.json").write_text(json.dumps(results[-1], indent=1))
+            raise SystemExit(f"size {n} failed (its error is above)")
+        facts = json.loads(out.stdout.strip().splitlines()[-1])
+        facts["run"] = {**at, "load_after": list(os.getloadavg()), "wall_s": time.perf_counter() - started}
+        if args.populate:
+            print(json.dumps(facts, indent=1))
+            continue
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / f"search_scale-{n}.json").write_text(json.dumps(facts, indent=1) + "\n")
+    if args.populate:
+        return None
+    results = saved_results()
     print(table(results))
-    plot(sorted(results, key=lambda r: r["n"]), args.plot)
+    plot(results, args.plot)
     print(f"\nplot: {args.plot}")
     return None
 
