@@ -16,6 +16,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import secrets
 import subprocess
 import time
 from datetime import UTC, datetime
@@ -104,9 +105,18 @@ def setup_django(n: int) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     os.environ["EMBED_BACKEND"] = "local"
+    # The HTTP phase's server refuses the public development key with DEBUG off; the bench's processes
+    # (the one issuing the API key and the server checking it) share this one unless one is configured.
+    if not os.environ.get("SECRET_KEY") and "SECRET_KEY=" not in _dotenv():
+        os.environ["SECRET_KEY"] = secrets.token_urlsafe(50)
     import django
 
     django.setup()
+
+
+def _dotenv() -> str:
+    path = ROOT / ".env"
+    return path.read_text(encoding="utf-8") if path.exists() else ""
 
 
 def insert_paragraphs(*, agent_id: str, collection, documents: list, n: int, corpus: list[str]) -> None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -334,21 +335,28 @@ def http_phase(n: int, args, model: str, asked: list[str]) -> dict:
 
     raw = issue_key(agent=Agent.objects.get(agent_id="scale"))
     raw = raw[1] if isinstance(raw, tuple) else raw
-    port = 8790 + n % 97
+    # A free port, not a fixed one: other worktrees run this bench on the same machine.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     env = {**os.environ, "EMBED_BACKEND": "local"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "ragsite.asgi:application", "--host", "127.0.0.1", "--port", str(port),
-         "--workers", str(args.http), "--log-level", "warning"], cwd=ROOT, env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = WORK / f"http-{n}.log"
+    with open(log, "wb") as sink:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "ragsite.asgi:application", "--host", "127.0.0.1", "--port", str(port),
+             "--workers", str(args.http), "--log-level", "warning"], cwd=ROOT, env=env,
+            stdout=subprocess.DEVNULL, stderr=sink)
     url = f"http://127.0.0.1:{port}/api/v1/collections/scale/search"
     headers = {"Authorization": f"Bearer {raw}"}
     try:
         deadline = time.time() + 120
-        while time.time() < deadline:
+        while True:
             try:
                 httpx.get(f"http://127.0.0.1:{port}/api/v1/collections/", headers=headers, timeout=2)
                 break
             except httpx.HTTPError:
+                if server.poll() is not None or time.time() > deadline:
+                    raise SystemExit(f"the uvicorn server did not come up; its log ends:\n{log.read_text()[-3000:]}") from None
                 time.sleep(0.5)
         # Warm every worker (model load, index map) before the timed phase.
         warm_started = time.perf_counter()
