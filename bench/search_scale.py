@@ -400,6 +400,16 @@ def table(results: list[dict]) -> str:
         n = facts["n"]
         lat = facts["latency_ms"]
         lines.append(f"\n### N = {n:,}\n")
+        run = facts.get("run", {})
+        if run:
+            changed = f", uncommitted changes to {', '.join(run['changed'])}" if run.get("changed") else ""
+            lines.append(f"Measured at commit {run['commit']}{changed}, {run['at']}, in {run['wall_s'] / 60:.1f} min; "
+                         f"load average {run['load'][0]:.1f} before, {run['load_after'][0]:.1f} after (2 cores).")
+        made = [f"{label} {facts[key]:.0f} s (commit {facts[key.removesuffix('_s') + '_at']['commit']})"
+                for label, key in (("rows inserted", "insert_s"), ("index written", "index_write_s"),
+                                   ("bm25s indexed", "bm25s_index_s")) if key in facts and key.removesuffix("_s") + "_at" in facts]
+        if made:
+            lines.append(f"Made once and kept: {'; '.join(made)}.")
         lines.append(f"Store {facts['db_bytes'] / n:,.0f} B/paragraph (text {facts['text_bytes'] / n:,.0f}, "
                      f"vectors {facts['vector_bytes'] / n:,.0f}); index files {facts['index_bytes'] / n:,.0f} "
                      f"B/paragraph; index written in {facts.get('index_write_s', float('nan')):.1f} s; cold start "
