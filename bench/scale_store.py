@@ -186,7 +186,7 @@ def populate(n: int, corpus: list[str], model: str) -> dict:
     collection = Collection.objects.filter(agent=agent, name="scale").first()
     if collection is None or not CollectionBuilt.objects.filter(collection=collection).exists():
         collection = collection or create_collection(agent=agent, name="scale", method="fixed", size=4000)
-        started = time.perf_counter()
+        started, at = time.perf_counter(), provenance()  # the code that runs is the code at the start
         with transaction.atomic():
             documents = Document.objects.bulk_create(
                 [Document(collection=collection, name=f"d{d:07d}.md", paragraph_count=PER_DOCUMENT,
@@ -200,17 +200,17 @@ def populate(n: int, corpus: list[str], model: str) -> dict:
                 agent_id=agent.agent_id, model=model, dimensions=DIMENSIONS, method="fixed", passages=n,
                 built_at=timezone.now(), refused=[]))
         facts["insert_s"] = time.perf_counter() - started
-        facts["insert_at"] = provenance()
+        facts["insert_at"] = at
         record.write_text(json.dumps(facts, indent=1))
     built = CollectionBuilt.objects.get(collection=collection)
     folder = collection_root(collection.pk) / build_key(built)
     meta = folder / "meta.json"
     before = meta.stat().st_mtime_ns if meta.exists() else None
-    started = time.perf_counter()
+    started, at = time.perf_counter(), provenance()
     write_index(collection=collection)  # returns at once when the index there is usable
     elapsed = time.perf_counter() - started
     if meta.stat().st_mtime_ns != before:  # written now (none was there, or the one there was unusable)
-        facts["index_write_s"], facts["index_write_at"] = elapsed, provenance()
+        facts["index_write_s"], facts["index_write_at"] = elapsed, at
         record.write_text(json.dumps(facts, indent=1))
     facts["index_bytes"] = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     facts["index_files"] = {p.name: p.stat().st_size for p in folder.iterdir() if p.is_file()}
