@@ -38,8 +38,8 @@ def provenance() -> dict:
         out = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False)
         return out.stdout
 
-    # Code only: the bench redraws docs/img/search_scale.png, which says nothing of the code measured.
-    changed = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs").splitlines()
+    # Code only: the bench redraws docs/img/search_scale.png and writes bench/results/, neither of them code.
+    changed = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs", ":!bench/results").splitlines()
                if line]
     return {"commit": git("rev-parse", "--short=10", "HEAD").strip() or "unknown", "changed": changed,
             "at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "load": list(os.getloadavg())}

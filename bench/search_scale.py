@@ -187,11 +187,11 @@ def measure_child(n: int, args) -> dict:
     except ImportError:
         facts["sqlite_vec"] = "not installed (pip install '.[bench]')"
 
-    def ours(mode, ivf):
+    def ours(mode, ivf, nprobe=None):
         def run(q):
             settings.IVF_MIN_PARAGRAPHS = 1 if ivf else 0
             return search_collection(agent=agent, collection=collection, question=q, mode=mode, most=10, around=0,
-                                     min_score=0.0)
+                                     min_score=0.0, nprobe=nprobe)
         return run
 
     def numpy_flat(q):
@@ -229,6 +229,9 @@ def measure_child(n: int, args) -> dict:
         "vector IVF": ours("vector", True), "hybrid IVF": ours("hybrid", True),
         "numpy flat": numpy_flat, "bm25s": bm25s_run,
     }
+    # The same IVF at other nprobe (the request's override): what recall@10 costs on these questions.
+    probed = [f"vector IVF nprobe {k}" for k in args.nprobes]
+    arms.update({name: ours("vector", True, k) for name, k in zip(probed, args.nprobes, strict=True)})
     if vec_db is not None:
         arms["sqlite-vec"] = sqlite_vec_run
     # Warm: map the index, build the IVF (its build time is reported, not timed as a search).
@@ -246,7 +249,7 @@ def measure_child(n: int, args) -> dict:
                 f" timing {len(arms)} arms x {len(asked)} questions x {args.passes} passes")
     started_arms = time.perf_counter()
     timings = {name: [] for name in arms}
-    answers = {name: {} for name in ("vector", "hybrid", "vector IVF", "hybrid IVF")}
+    answers = {name: {} for name in ("vector", "hybrid", "vector IVF", "hybrid IVF", *probed)}
     names = list(arms)
     for _pass in range(args.passes):
         for number, q in enumerate(asked):
@@ -270,6 +273,8 @@ def measure_child(n: int, args) -> dict:
 
     facts["recall_vector_ivf"] = recall("vector IVF", "vector")
     facts["recall_hybrid_ivf"] = recall("hybrid IVF", "hybrid")
+    facts["recall_vector_ivf_by_nprobe"] = {str(k): recall(name, "vector") for name, k in zip(probed, args.nprobes,
+                                                                                            strict=True)}
     # Our exact vector arm against the numpy baseline (positions are 1-based rows here: all rows readable).
     facts["recall_vector_vs_numpy"] = float(np.mean(
         [len(set(answers["vector"][q]) & {int(r) + 1 for r in numpy_flat(q)}) / 10 for q in asked]))
@@ -427,6 +432,10 @@ def table(results: list[dict]) -> str:
         lines.append(f"\nrecall@10 against the exact path: vector IVF {facts['recall_vector_ivf']:.3f}, "
                      f"hybrid IVF (exact candidates) {facts['recall_hybrid_ivf']:.3f}; exact vector against numpy "
                      f"{facts['recall_vector_vs_numpy']:.3f}.")
+        if facts.get("recall_vector_ivf_by_nprobe"):
+            lines.append("Vector IVF at other nprobe (p50 / p95 ms, recall@10 against exact): " + "; ".join(
+                f"{k}: {lat[f'vector IVF nprobe {k}']['p50']:.2f} / {lat[f'vector IVF nprobe {k}']['p95']:.2f}, {r:.3f}"
+                for k, r in facts["recall_vector_ivf_by_nprobe"].items()) + ".")
         if "http" in facts:
             h = facts["http"]
             mem = "; ".join(f"RSS {m['rss'] / 2**20:.0f} / PSS {m['pss'] / 2**20:.0f} / USS {m['uss'] / 2**20:.0f} MiB"
@@ -476,6 +485,8 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=2)
     parser.add_argument("--http", type=int, default=4, help="uvicorn workers for the HTTP phase; 0 skips it")
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "img" / "search_scale.png")
+    parser.add_argument("--nprobes", type=int, nargs="*", default=[16, 32, 64],
+                        help="further vector IVF arms at these nprobe (the build measures its own for the main arm)")
     parser.add_argument("--populate", action="store_true",
                         help="only make (or check) each size's store and index, measuring no search")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
@@ -497,7 +508,8 @@ def main() -> None:
         return None
     for n in args.sizes:
         command = [sys.executable, __file__, "--one", str(n), "--dataset", str(args.dataset), "--questions",
-                   str(args.questions), "--passes", str(args.passes), "--http", str(args.http)]
+                   str(args.questions), "--passes", str(args.passes), "--http", str(args.http),
+                   "--nprobes", *map(str, args.nprobes)]
         started, at = time.perf_counter(), provenance()
         # The child's progress lines (stderr) pass straight through: a million rows take a while.
         out = subprocess.run(command + (["--populate"] if args.populate else []), stdout=subprocess.PIPE, text=True,
