@@ -12,6 +12,7 @@ import scale_store  # noqa: E402
 from collections_app.interchange import fingerprint  # noqa: E402
 from collections_app.models import Document, Paragraph  # noqa: E402
 from collections_app.services.agents import create_agent, create_collection  # noqa: E402
+from collections_app.stitch import carried_openings  # noqa: E402
 from collections_app.vector_codec import encode  # noqa: E402
 
 pytestmark = pytest.mark.django_db
@@ -41,13 +42,29 @@ def test_inserted_rows_equal_the_orm_rows_of_the_same_values():
     vectors = scale_store.Mixture(3).draw(3)
     words = np.random.default_rng(3).integers(0, 100_000, 12)
     texts = [scale_store.paragraph_text(j, CORPUS, words) for j in range(3)]
+    starts = [0, len(texts[0]) + 2, len(texts[0]) + len(texts[1]) + 4]  # "\n\n" between paragraphs
     Paragraph.objects.bulk_create([
         Paragraph(agent_id=agent.agent_id, collection=orm, document=orm_documents[0], ordinal=j, index=j,
-                  text=text, start_char=0, end_char=len(text), token_count=None, fingerprint=fingerprint(text),
-                  embedding=encode(vectors[j]))
+                  text=text, start_char=starts[j], end_char=starts[j] + len(text), token_count=None,
+                  fingerprint=fingerprint(text), embedding=encode(vectors[j]))
         for j, text in enumerate(texts)
     ])
 
     assert _stored(fast) == _stored(orm)
     assert texts[2].startswith(CORPUS[0] + " zq")  # the second pass over the corpus differs
     assert [p.document_id for p in Paragraph.objects.filter(collection=fast)] == [fast_documents[0].pk] * 3
+
+
+def test_a_documents_rows_share_no_text_so_the_index_carries_none():
+    agent = create_agent(agent_id="scale")[0]
+    collection = create_collection(agent=agent, name="fast", method="fixed", size=4000)
+    documents = [Document.objects.create(collection=collection, name=f"d{d:07d}.md", paragraph_count=10,
+                                         built_method="fixed", built_model="m") for d in range(2)]
+    scale_store.insert_paragraphs(agent_id=agent.agent_id, collection=collection, documents=documents, n=20,
+                                  corpus=CORPUS)
+    positions = Paragraph.objects.filter(collection=collection).order_by("ordinal").values_list(
+        "document_id", "start_char", "end_char")
+
+    assert [carried for carried, _first in carried_openings(positions)] == [0] * 20
+    assert [start for _doc, start, _end in positions][:2] == [0, len(CORPUS[0]) + 2]
+    assert positions[10][1] == 0  # the second document starts again at 0
