@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-WORK = ROOT / "data" / "bench" / "scale"
+# SCALE_BENCH_DIR: another folder of stores (to make a second store of a size beside a kept one).
+WORK = Path(os.environ.get("SCALE_BENCH_DIR") or ROOT / "data" / "bench" / "scale")
 DIMENSIONS = 384
 PER_DOCUMENT = 10
 BLOCK = 5000
