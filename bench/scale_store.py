@@ -148,6 +148,8 @@ def insert_paragraphs(*, agent_id: str, collection, documents: list, n: int, cor
            f"VALUES ({', '.join(['%s'] * len(fields))})")
     slots = {f.attname: i for i, f in enumerate(fields)}
     base = [prepared[f.attname] for f in fields]
+    # The varied values go through their fields too (a fingerprint may be stored as its digest's bytes).
+    save = {f.attname: f.get_db_prep_save for f in fields if f.attname in varied}
     mixture = Mixture(n)
     words = np.random.default_rng(3).integers(0, 100_000, 3 * n + 3)
     end = 0
@@ -159,17 +161,17 @@ def insert_paragraphs(*, agent_id: str, collection, documents: list, n: int, cor
             for offset in range(count):
                 j = block + offset
                 text = paragraph_text(j, corpus, words)
-                row = list(base)
-                row[slots["document_id"]] = documents[j // PER_DOCUMENT].pk
-                row[slots["ordinal"]], row[slots["index"]] = j, j % PER_DOCUMENT
                 # Consecutive spans of the document (a paragraph break between them), as a fixed-size
                 # strategy leaves them: rows that all started at 0 overlapped one another, so the index
                 # carried every row's text again (its `carried` part) and was written twice as slowly.
                 start = 0 if j % PER_DOCUMENT == 0 else end + len(GAP)
                 end = start + len(text)
-                row[slots["text"]], row[slots["start_char"]], row[slots["end_char"]] = text, start, end
-                row[slots["fingerprint"]] = fingerprint(text)
-                row[slots["embedding"]] = encode(vectors[offset])
+                values = {"document_id": documents[j // PER_DOCUMENT].pk, "ordinal": j, "index": j % PER_DOCUMENT,
+                          "text": text, "start_char": start, "end_char": end, "fingerprint": fingerprint(text),
+                          "embedding": encode(vectors[offset])}
+                row = list(base)
+                for name, value in values.items():
+                    row[slots[name]] = save[name](value, connection)
                 rows.append(row)
             cursor.executemany(sql, rows)
 
