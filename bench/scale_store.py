@@ -137,7 +137,7 @@ def insert_paragraphs(*, agent_id: str, collection, documents: list, n: int, cor
 
     fields = [f for f in Paragraph._meta.concrete_fields if not f.primary_key]
     template = Paragraph(agent_id=agent_id, collection=collection, document=documents[0], ordinal=0, index=0,
-                         text="", start_char=0, end_char=0, token_count=None, fingerprint="", embedding=b"")
+                         text="", start_char=0, end_char=0, token_count=None, fingerprint=fingerprint(""), embedding=b"")
     prepared = {f.attname: f.get_db_prep_save(getattr(template, f.attname), connection) for f in fields}
     varied = ("document_id", "ordinal", "index", "text", "start_char", "end_char", "fingerprint", "embedding")
     missing = [name for name in varied if name not in prepared]
