@@ -71,7 +71,7 @@ bench: install
 	SCIFACT=$(SCIFACT) $(PY) bench/search_scale.py --sizes 10000 100000
 
 # The million-paragraph run. The first run makes the store and index (data/bench/scale/, about
-# 7 GB, tens of minutes); later runs reuse them and measure only. The tables and plot combine every
+# 7 GB, 30-70 min on 2 shared cores); later runs reuse them and measure only (6-8 min). The tables and plot combine every
 # size saved in bench/results/.
 bench-1m: install
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
