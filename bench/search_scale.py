@@ -1,23 +1,22 @@
 """Search at 10k, 100k (and 1M) paragraphs against numpy, bm25s and sqlite-vec, in one process.
 
     python bench/search_scale.py                      # 10,000 and 100,000 (what `make bench` runs)
-    python bench/search_scale.py --sizes 1000000      # a million (several minutes, a few GB)
+    python bench/search_scale.py --sizes 1000000 --populate   # a million: store and index only
+    python bench/search_scale.py --sizes 1000000      # then the measurement, reusing them
+    python bench/search_scale.py --report             # tables and plot from every size's saved results
     python bench/search_scale.py --sizes 10000 --http 0 --passes 1   # quick
 
 Each size runs in a child process of its own (its own SQLite store under data/bench/scale/, its own
-index folder), so memory and cold start are that size's alone; the parent prints the tables and
-draws docs/img/search_scale.png.
-
-Data: paragraph j is SciFact abstract j mod 5,183 (title and text); from the second pass over the
-corpus on, three words from a pool of 100,000 pseudo-words are appended, so texts differ. Ten
-paragraphs a document. Vectors are synthetic unit vectors (384 dimensions) from a mixture of about
-sqrt(N) Gaussian clusters around 32 super-centres; questions are the first SciFact queries (lexical
-side) and new draws from the mixture (vector side). The rows are written straight into the store
-(as an import would), then the build's index is written by the product's own `write_index`.
+index folder), so memory and cold start are that size's alone. Store and index are made once and
+reused (bench/scale_store.py describes the data). Each size's results are saved with the commit and
+load average they come from in bench/results/search_scale-N.json; the tables and
+docs/img/search_scale.png are drawn from every size saved there, so a 1M run need not redo 10k and
+100k.
 
 Arms, interleaved question by question in rotating order, the question's vector given (embedding a
 question is timed separately by bench/embed_speed.py), each timed by the wall clock and by the process's
-CPU time (on shared cores the wall clock also counts other processes' turns):
+CPU time (on shared cores the wall clock also counts other processes' turns); questions are the first
+SciFact queries (lexical side) and new draws from the vectors' mixture (vector side):
 * ragsite `search_collection` lexical / vector / hybrid (most 10, around 0, floor 0), on the exact
   path and on the IVF path (IVF_MIN_PARAGRAPHS 1, IVF_NPROBE as configured);
 * numpy flat: the float32 matrix in memory, `M @ q` + argpartition;
@@ -33,9 +32,9 @@ process mapping the index and answering one search), and with `--http N`: N uvic
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -51,148 +50,13 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-WORK = ROOT / "data" / "bench" / "scale"
-DIMENSIONS = 384
-PER_DOCUMENT = 10
+sys.path.insert(0, str(ROOT / "bench"))
+from scale_store import DIMENSIONS, WORK, Mixture, load_scifact, populate, provenance, setup_django  # noqa: E402
 
-
-# --- data ----------------------------------------------------------------------------------------
-
-
-def load_scifact(dataset: Path, questions: int) -> tuple[list[str], list[str]]:
-    texts = []
-    with gzip.open(dataset / "corpus.jsonl.gz", "rt", encoding="utf-8") as handle:
-        for line in handle:
-            doc = json.loads(line)
-            texts.append(f"{doc.get('title') or ''}\n\n{doc.get('text') or ''}".strip())
-    asked = []
-    with open(dataset / "queries.jsonl", encoding="utf-8") as handle:
-        for line in handle:
-            asked.append(json.loads(line)["text"])
-            if len(asked) >= questions:
-                break
-    return texts, asked
-
-
-def paragraph_text(j: int, corpus: list[str], rng_words: np.ndarray) -> str:
-    base = corpus[j % len(corpus)]
-    if j < len(corpus):
-        return base
-    words = rng_words[(j * 3) % len(rng_words) : (j * 3) % len(rng_words) + 3]
-    return base + " " + " ".join(f"zq{w:05d}" for w in words)
-
-
-class Mixture:
-    """Unit vectors around ~sqrt(N) cluster centres, themselves around 32 super-centres."""
-
-    def __init__(self, n: int, seed: int = 7):
-        self.rng = np.random.default_rng(seed)
-        supers = self._unit(self.rng.standard_normal((32, DIMENSIONS)))
-        k = max(1, int(np.sqrt(n)))
-        self.centres = self._unit(supers[self.rng.integers(0, 32, k)] + self.rng.standard_normal((k, DIMENSIONS)) * 0.06)
-        self.spread = self.rng.uniform(0.6, 1.2, k)
-        sizes = self.rng.lognormal(0, 1, k)
-        self.weights = sizes / sizes.sum()
-
-    @staticmethod
-    def _unit(x):
-        return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
-
-    def draw(self, count: int) -> np.ndarray:
-        which = self.rng.choice(len(self.centres), size=count, p=self.weights)
-        noise = self.rng.standard_normal((count, DIMENSIONS)).astype(np.float32)
-        return self._unit(self.centres[which] + noise * (self.spread[which, None] / np.sqrt(DIMENSIONS)) * 1.2)
+RESULTS = ROOT / "bench" / "results"
 
 
 # --- the child: one size -------------------------------------------------------------------------
-
-
-def setup_django(n: int) -> None:
-    WORK.mkdir(parents=True, exist_ok=True)
-    os.environ["DATABASE_URL"] = f"sqlite:///{WORK / f'scale-{n}.sqlite3'}"
-    os.environ["INDEX_DIR"] = str(WORK / f"indexes-{n}")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
-    os.environ.setdefault("LOG_LEVEL", "WARNING")
-    os.environ["EMBED_BACKEND"] = "local"
-    import django
-
-    django.setup()
-
-
-def insert_collection(n: int, corpus: list[str], model: str) -> tuple[object, dict]:
-    """The agent "scale" and its N-paragraph collection "scale" in the store, written as an import
-    would (reused when already built); bench/store_bytes.py writes the same rows on either database."""
-    from django.core.management import call_command
-    from django.db import transaction
-    from django.utils import timezone
-
-    from collections_app.interchange import fingerprint
-    from collections_app.models import Agent, Collection, CollectionBuilt, Document, Paragraph
-    from collections_app.services.agents import create_agent, create_collection
-    from collections_app.vector_codec import encode
-
-    call_command("migrate", verbosity=0)
-    agent = Agent.objects.filter(agent_id="scale").first() or create_agent(agent_id="scale")[0]
-    collection = Collection.objects.filter(agent=agent, name="scale").first()
-    facts = {}
-    if collection is None or not CollectionBuilt.objects.filter(collection=collection).exists():
-        collection = collection or create_collection(agent=agent, name="scale", method="fixed", size=4000)
-        mixture = Mixture(n)
-        words = np.random.default_rng(3).integers(0, 100_000, 3 * n + 3)
-        started = time.perf_counter()
-        with transaction.atomic():
-            documents = Document.objects.bulk_create(
-                [Document(collection=collection, name=f"d{d:07d}.md", paragraph_count=PER_DOCUMENT,
-                          built_method="fixed", built_model=model) for d in range((n + PER_DOCUMENT - 1) // PER_DOCUMENT)],
-                batch_size=2000,
-            )
-            if not all(d.pk for d in documents):
-                documents = list(Document.objects.filter(collection=collection).order_by("name"))
-            for block in range(0, n, 5000):
-                count = min(5000, n - block)
-                vectors = mixture.draw(count)
-                rows = []
-                for offset in range(count):
-                    j = block + offset
-                    text = paragraph_text(j, corpus, words)
-                    rows.append(Paragraph(
-                        agent_id=agent.agent_id, collection=collection, document=documents[j // PER_DOCUMENT],
-                        ordinal=j, index=j % PER_DOCUMENT, text=text, start_char=0, end_char=len(text),
-                        token_count=None, fingerprint=fingerprint(text), embedding=encode(vectors[offset]),
-                    ))
-                Paragraph.objects.bulk_create(rows, batch_size=1000)
-            CollectionBuilt.objects.update_or_create(collection=collection, defaults=dict(
-                agent_id=agent.agent_id, model=model, dimensions=DIMENSIONS, method="fixed", passages=n,
-                built_at=timezone.now(), refused=[]))
-        facts["insert_s"] = time.perf_counter() - started
-    return collection, facts
-
-
-def populate(n: int, corpus: list[str], model: str) -> dict:
-    """The store and index of an N-paragraph collection (reused when already there)."""
-    from collections_app.models import CollectionBuilt
-    from collections_app.services.indexes import write_index
-
-    collection, facts = insert_collection(n, corpus, model)
-    from collections_app.services.indexes import build_key, collection_root
-
-    built = CollectionBuilt.objects.get(collection=collection)
-    folder = collection_root(collection.pk) / build_key(built)
-    if not folder.exists():
-        started = time.perf_counter()
-        write_index(collection=collection)
-        facts["index_write_s"] = time.perf_counter() - started
-    facts["index_bytes"] = sum(p.stat().st_size for p in folder.iterdir())
-    facts["index_files"] = {p.name: p.stat().st_size for p in folder.iterdir()}
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the file's size then holds every row
-        cursor.execute("SELECT sum(length(text)), sum(length(embedding)) FROM agents_chunks")
-        text_bytes, vector_bytes = cursor.fetchone()
-    facts["db_bytes"] = Path(os.environ["DATABASE_URL"].removeprefix("sqlite:///")).stat().st_size
-    facts["text_bytes"], facts["vector_bytes"] = int(text_bytes), int(vector_bytes)
-    return facts
 
 
 class GivenVectors:
@@ -209,8 +73,71 @@ class GivenVectors:
         return Embedded(np.stack([self.vectors[t] for t in texts]), None)
 
 
+def token_ids(documents) -> tuple[list[list[int]], dict[str, int]]:
+    """bm25s's (ids, vocabulary) form of the documents' terms, built as they stream past.
+
+    What bm25s's own token path would make (each term's id in order of first sight), without holding
+    every document's terms as strings first: at a million paragraphs those are ~10^8 string objects.
+    """
+    vocabulary: dict[str, int] = {}
+    ids = [[vocabulary.setdefault(term, len(vocabulary)) for term in document] for document in documents]
+    return ids, vocabulary
+
+
+def bm25s_baseline(n: int, collection, rows, facts: dict):
+    """bm25s indexed on the product's terms of every row; kept beside the store and reused while the
+    rows, the product's tokenizer (ragsite/lexical.py) and bm25s are the same (a million rows: tens
+    of minutes of tokenizing and indexing, the bench's own cost, not a search's)."""
+    import hashlib
+    import unicodedata
+
+    import bm25s
+
+    from collections_app.models import CollectionBuilt
+    from collections_app.services.indexes import build_key
+    from ragsite import lexical
+
+    key = hashlib.sha256(b"\0".join([
+        Path(lexical.__file__).read_bytes(), unicodedata.unidata_version.encode(), bm25s.__version__.encode(),
+        build_key(CollectionBuilt.objects.get(collection=collection)).encode()])).hexdigest()[:16]
+    folder = WORK / f"bm25s-{n}-{key}"
+    if (folder / "made.json").exists():
+        started = time.perf_counter()
+        retriever = bm25s.BM25.load(folder)
+        facts["bm25s_load_s"] = time.perf_counter() - started
+        facts.update(json.loads((folder / "made.json").read_text()))
+        return retriever
+    started, at = time.perf_counter(), provenance()  # the code that runs is the code at the start
+    retriever = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
+    texts = rows.values_list("text", flat=True).iterator(chunk_size=10000)
+    retriever.index(token_ids(lexical.terms(t) for t in texts), show_progress=False)
+    made = {"bm25s_index_s": time.perf_counter() - started, "bm25s_index_at": at}
+    retriever.save(folder)
+    (folder / "made.json").write_text(json.dumps(made, indent=1))
+    facts.update(made)
+    return retriever
+
+
 def percentile(values, q):
     return float(np.percentile(np.asarray(values) * 1000, q))
+
+
+def progress(n: int, message: str) -> None:
+    print(f"[{n:,}] {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
+
+
+def populate_child(n: int, args) -> dict:
+    setup_django(n)
+    corpus, _asked = load_scifact(args.dataset, args.questions)
+    progress(n, "populating (or checking) the store and index")
+    facts = populate(n, corpus, "all-MiniLM-L6-v2")
+    progress(n, "store and index ready; the bm25s baseline's index next")
+    from collections_app.models import Collection, Paragraph
+
+    collection = Collection.objects.get(agent__agent_id="scale", name="scale")
+    bm25s_baseline(n, collection, Paragraph.objects.filter(collection=collection).order_by("ordinal"), facts)
+    progress(n, f"populated: {json.dumps({k: v for k, v in facts.items() if k.endswith('_s')})}")
+    return facts
 
 
 def measure_child(n: int, args) -> dict:
@@ -225,27 +152,26 @@ def measure_child(n: int, args) -> dict:
 
     corpus, asked = load_scifact(args.dataset, args.questions)
     model = embedding.get_embedder("local").model if args.http else "all-MiniLM-L6-v2"
+    progress(n, "populating (or checking) the store and index")
     facts = populate(n, corpus, model)
+    progress(n, "store and index ready; loading the baselines")
     agent = Agent.objects.get(agent_id="scale")
     collection = Collection.objects.get(agent=agent, name="scale")
     question_vectors = Mixture(n, seed=11).draw(len(asked))
     given = {q: v for q, v in zip(asked, question_vectors, strict=True)}
     embedding.get_embedder = lambda backend=None: GivenVectors(model, given)
 
-    # Baselines, built in this process from the same rows.
+    # Baselines, built in this process from the same rows, filled in place (a million rows: no list
+    # of a million blobs, no second copy of the matrix).
     rows = Paragraph.objects.filter(collection=collection).order_by("ordinal")
     started = time.perf_counter()
-    blobs = list(rows.values_list("embedding", flat=True).iterator(chunk_size=10000))
-    matrix = np.frombuffer(b"".join(bytes(b) for b in blobs), dtype="<f2").astype(np.float32).reshape(n, DIMENSIONS)
-    del blobs
+    matrix = np.empty((n, DIMENSIONS), dtype=np.float32)
+    for i, blob in enumerate(rows.values_list("embedding", flat=True).iterator(chunk_size=10000)):
+        matrix[i] = np.frombuffer(blob, dtype="<f2")
     facts["numpy_load_s"] = time.perf_counter() - started
-    import bm25s
-
-    started = time.perf_counter()
-    retriever = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
-    retriever.index([terms(t) for t in rows.values_list("text", flat=True).iterator(chunk_size=10000)],
-                    show_progress=False)
-    facts["bm25s_index_s"] = time.perf_counter() - started
+    retriever = bm25s_baseline(n, collection, rows, facts)
+    progress(n, f"numpy matrix {facts['numpy_load_s']:.0f} s, bm25s indexed {facts['bm25s_index_s']:.0f} s"
+                f" (loaded from the kept one: {facts.get('bm25s_load_s', 'no')})")
     vocab = retriever.vocab_dict
     vec_db = None
     try:
@@ -264,11 +190,11 @@ def measure_child(n: int, args) -> dict:
     except ImportError:
         facts["sqlite_vec"] = "not installed (pip install '.[bench]')"
 
-    def ours(mode, ivf):
+    def ours(mode, ivf, nprobe=None):
         def run(q):
             settings.IVF_MIN_PARAGRAPHS = 1 if ivf else 0
             return search_collection(agent=agent, collection=collection, question=q, mode=mode, most=10, around=0,
-                                     min_score=0.0)
+                                     min_score=0.0, nprobe=nprobe)
         return run
 
     def numpy_flat(q):
@@ -308,6 +234,9 @@ def measure_child(n: int, args) -> dict:
         "vector IVF": ours("vector", True), "hybrid IVF": ours("hybrid", True),
         "numpy flat": numpy_flat, "bm25s": bm25s_run, "bm25s pool": lambda q: bm25s_run(q, n_threads=1),
     }
+    # The same IVF at other nprobe (the request's override): what recall@10 costs on these questions.
+    probed = [f"vector IVF nprobe {k}" for k in args.nprobes]
+    arms.update({name: ours("vector", True, k) for name, k in zip(probed, args.nprobes, strict=True)})
     if vec_db is not None:
         arms["sqlite-vec"] = sqlite_vec_run
     # Warm: map the index, build the IVF (its build time is reported, not timed as a search).
@@ -321,11 +250,14 @@ def measure_child(n: int, args) -> dict:
     cached = search_module._ivf_cache.get(collection.pk)
     ivf = cached[1] if cached is not None else mapped.ivf
     facts["ivf_lists"], facts["nprobe"] = ivf.nlist, int(settings.IVF_NPROBE) or ivf.nprobe
+    progress(n, f"sqlite-vec {facts.get('sqlite_vec_insert_s', 0):.0f} s; first search {facts['first_search_s']:.1f} s;"
+                f" timing {len(arms)} arms x {len(asked)} questions x {args.passes} passes")
+    started_arms = time.perf_counter()
     timings = {name: [] for name in arms}
     # The process's CPU time too (every thread: bm25s's pool scores in one of its own): on a shared machine a
     # wall-clock p50 is much of it other processes' turns (it moved 0.78-0.99x between runs).
     cpu = {name: [] for name in arms}
-    answers = {name: {} for name in ("vector", "hybrid", "vector IVF", "hybrid IVF")}
+    answers = {name: {} for name in ("vector", "hybrid", "vector IVF", "hybrid IVF", *probed)}
     names = list(arms)
     for _pass in range(args.passes):
         for number, q in enumerate(asked):
@@ -337,6 +269,8 @@ def measure_child(n: int, args) -> dict:
                 cpu[name].append(time.process_time() - started_cpu)
                 if name in answers:
                     answers[name][q] = [p["first"] for p in result["paragraphs"]]
+    facts["arms_s"] = time.perf_counter() - started_arms
+    progress(n, f"arms timed in {facts['arms_s']:.0f} s; cold start and HTTP next")
     facts["latency_ms"] = {name: {"p50": percentile(v, 50), "p95": percentile(v, 95)} for name, v in timings.items()}
     # Hybrid baseline: the two baselines one after the other.
     both = [a + b for a, b in zip(timings["numpy flat"], timings["bm25s"], strict=True)]
@@ -350,11 +284,14 @@ def measure_child(n: int, args) -> dict:
 
     facts["recall_vector_ivf"] = recall("vector IVF", "vector")
     facts["recall_hybrid_ivf"] = recall("hybrid IVF", "hybrid")
+    facts["recall_vector_ivf_by_nprobe"] = {str(k): recall(name, "vector") for name, k in zip(probed, args.nprobes,
+                                                                                            strict=True)}
     # Our exact vector arm against the numpy baseline (positions are 1-based rows here: all rows readable).
     facts["recall_vector_vs_numpy"] = float(np.mean(
         [len(set(answers["vector"][q]) & {int(r) + 1 for r in numpy_flat(q)}) / 10 for q in asked]))
     facts["n"] = n
     facts["cold_start_s"] = cold_start(n, args)
+    progress(n, f"cold start {min(facts['cold_start_s']):.2f} s (best of 3)")
     if args.http:
         facts["http"] = http_phase(n, args, model, asked)
     return facts
@@ -414,21 +351,28 @@ def http_phase(n: int, args, model: str, asked: list[str]) -> dict:
 
     raw = issue_key(agent=Agent.objects.get(agent_id="scale"))
     raw = raw[1] if isinstance(raw, tuple) else raw
-    port = 8790 + n % 97
+    # A free port, not a fixed one: other worktrees run this bench on the same machine.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     env = {**os.environ, "EMBED_BACKEND": "local"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "ragsite.asgi:application", "--host", "127.0.0.1", "--port", str(port),
-         "--workers", str(args.http), "--log-level", "warning"], cwd=ROOT, env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = WORK / f"http-{n}.log"
+    with open(log, "wb") as sink:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "ragsite.asgi:application", "--host", "127.0.0.1", "--port", str(port),
+             "--workers", str(args.http), "--log-level", "warning"], cwd=ROOT, env=env,
+            stdout=subprocess.DEVNULL, stderr=sink)
     url = f"http://127.0.0.1:{port}/api/v1/collections/scale/search"
     headers = {"Authorization": f"Bearer {raw}"}
     try:
         deadline = time.time() + 120
-        while time.time() < deadline:
+        while True:
             try:
                 httpx.get(f"http://127.0.0.1:{port}/api/v1/collections/", headers=headers, timeout=2)
                 break
             except httpx.HTTPError:
+                if server.poll() is not None or time.time() > deadline:
+                    raise SystemExit(f"the uvicorn server did not come up; its log ends:\n{log.read_text()[-3000:]}") from None
                 time.sleep(0.5)
         # Warm every worker (model load, index map) before the timed phase.
         warm_started = time.perf_counter()
@@ -472,11 +416,26 @@ def table(results: list[dict]) -> str:
         n = facts["n"]
         lat = facts["latency_ms"]
         lines.append(f"\n### N = {n:,}\n")
+        run = facts.get("run", {})
+        if run:
+            changed = f", uncommitted changes to {', '.join(run['changed'])}" if run.get("changed") else ""
+            lines.append(f"Measured at commit {run['commit']}{changed}, {run['at']}, in {run['wall_s'] / 60:.1f} min; "
+                         f"load average {run['load'][0]:.1f} before, {run['load_after'][0]:.1f} after (2 cores).")
+        made = [f"{label} {facts[key]:.0f} s (commit {facts[key.removesuffix('_s') + '_at']['commit']})"
+                for label, key in (("rows inserted", "insert_s"), ("index written", "index_write_s"),
+                                   ("bm25s indexed", "bm25s_index_s")) if key in facts and key.removesuffix("_s") + "_at" in facts]
+        if made:
+            lines.append(f"Made once and kept: {'; '.join(made)}.")
         lines.append(f"Store {facts['db_bytes'] / n:,.0f} B/paragraph (text {facts['text_bytes'] / n:,.0f}, "
                      f"vectors {facts['vector_bytes'] / n:,.0f}); index files {facts['index_bytes'] / n:,.0f} "
                      f"B/paragraph; index written in {facts.get('index_write_s', float('nan')):.1f} s; cold start "
                      f"(fresh process, first lexical answer) {min(facts['cold_start_s']):.3f} s; IVF "
                      f"{facts['ivf_lists']} lists, nprobe {facts['nprobe']}, built in {facts['ivf_build_s']:.1f} s.\n")
+        if facts.get("index_parts"):
+            lines.append("Index parts beyond the main field (in the index files' total): " + ", ".join(
+                f"{name} {size / n:,.0f} B/paragraph" for name, size in facts["index_parts"].items())
+                + (" — the store's rows overlap (made before their spans were consecutive); no arm here reads it."
+                   if "carried" in facts["index_parts"] else "") + "\n")
         cpu = facts.get("cpu_ms", {})
         lines.append("| arm | p50 ms | p95 ms | baseline | baseline p50 | ratio p50 | CPU p50 ms: arm / baseline, ratio |")
         lines.append("|---|---|---|---|---|---|---|")
@@ -492,6 +451,10 @@ def table(results: list[dict]) -> str:
         lines.append(f"\nrecall@10 against the exact path: vector IVF {facts['recall_vector_ivf']:.3f}, "
                      f"hybrid IVF (exact candidates) {facts['recall_hybrid_ivf']:.3f}; exact vector against numpy "
                      f"{facts['recall_vector_vs_numpy']:.3f}.")
+        if facts.get("recall_vector_ivf_by_nprobe"):
+            lines.append("Vector IVF at other nprobe (p50 / p95 ms, recall@10 against exact): " + "; ".join(
+                f"{k}: {lat[f'vector IVF nprobe {k}']['p50']:.2f} / {lat[f'vector IVF nprobe {k}']['p95']:.2f}, {r:.3f}"
+                for k, r in facts["recall_vector_ivf_by_nprobe"].items()) + ".")
         if "http" in facts:
             h = facts["http"]
             mem = "; ".join(f"RSS {m['rss'] / 2**20:.0f} / PSS {m['pss'] / 2**20:.0f} / USS {m['uss'] / 2**20:.0f} MiB"
@@ -526,6 +489,12 @@ def plot(results: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def saved_results() -> list[dict]:
+    """Every size's last saved results, smallest first."""
+    found = [json.loads(path.read_text()) for path in RESULTS.glob("search_scale-*.json")]
+    return sorted(found, key=lambda r: r["n"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -535,32 +504,49 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=2)
     parser.add_argument("--http", type=int, default=4, help="uvicorn workers for the HTTP phase; 0 skips it")
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "img" / "search_scale.png")
+    parser.add_argument("--nprobes", type=int, nargs="*", default=[16, 32, 64],
+                        help="further vector IVF arms at these nprobe (the build measures its own for the main arm)")
+    parser.add_argument("--populate", action="store_true",
+                        help="only make (or check) each size's store and index, measuring no search")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--cold", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--report", action="store_true",
-                        help="print the tables and draw the plot from the sizes' saved results, measuring nothing")
+                        help="print the tables and draw the plot from every size's saved results, measuring nothing")
     args = parser.parse_args()
     if args.report:
-        results = [json.loads((WORK / f"results-{n}.json").read_text()) for n in sorted(args.sizes)]
+        results = saved_results()
+        if not results:
+            raise SystemExit(f"no saved results in {RESULTS}: run a size first")
         print(table(results))
         plot(results, args.plot)
         return None
     if args.cold:
         return cold_child(args.cold, args)
     if args.one:
-        print(json.dumps(measure_child(args.one, args)))
+        print(json.dumps(populate_child(args.one, args) if args.populate else measure_child(args.one, args)))
         return None
-    results = []
     for n in args.sizes:
         command = [sys.executable, __file__, "--one", str(n), "--dataset", str(args.dataset), "--questions",
-                   str(args.questions), "--passes", str(args.passes), "--http", str(args.http)]
-        out = subprocess.run(command, capture_output=True, text=True, check=False)
+                   str(args.questions), "--passes", str(args.passes), "--http", str(args.http),
+                   "--nprobes", *map(str, args.nprobes)]
+        started, at = time.perf_counter(), provenance()
+        # The child's progress lines (stderr) pass straight through: a million rows take a while.
+        out = subprocess.run(command + (["--populate"] if args.populate else []), stdout=subprocess.PIPE, text=True,
+                             check=False)
         if out.returncode:
-            raise SystemExit(f"size {n} failed:\n{out.stderr[-4000:]}")
-        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        (WORK / f"results-{n}.json").write_text(json.dumps(results[-1], indent=1))
+            raise SystemExit(f"size {n} failed (its error is above)")
+        facts = json.loads(out.stdout.strip().splitlines()[-1])
+        facts["run"] = {**at, "load_after": list(os.getloadavg()), "wall_s": time.perf_counter() - started}
+        if args.populate:
+            print(json.dumps(facts, indent=1))
+            continue
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / f"search_scale-{n}.json").write_text(json.dumps(facts, indent=1) + "\n")
+    if args.populate:
+        return None
+    results = saved_results()
     print(table(results))
-    plot(sorted(results, key=lambda r: r["n"]), args.plot)
+    plot(results, args.plot)
     print(f"\nplot: {args.plot}")
     return None
 

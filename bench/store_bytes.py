@@ -3,7 +3,7 @@
     python bench/store_bytes.py --size 100000 --dataset ../shared/datasets/scifact
     python bench/store_bytes.py --size 100000 --dataset ... --database postgres://postgres@127.0.0.1:5432/ragsite_bytes
 
-The rows are search_scale.py's (`insert_collection`, the same texts, vectors and columns). SQLite: a new
+The rows are bench/scale_store.py's (`insert_collection`, the same texts, vectors and columns). SQLite: a new
 file under data/bench/store/ (removed first), measured after a WAL checkpoint, and the `dbstat` virtual
 table's pages and payload for every table and index. PostgreSQL: the named database is dropped and
 created again, every table is vacuumed, then `pg_total_relation_size` (table, TOAST and indexes) of
@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import search_scale  # noqa: E402  (the bench folder is not a package)
+import scale_store  # noqa: E402  (the bench folder is not a package)
 
-WORK = search_scale.ROOT / "data" / "bench" / "store"
+WORK = scale_store.ROOT / "data" / "bench" / "store"
 
 
 def fresh_database(url: str, n: int) -> str:
@@ -89,8 +89,8 @@ def main() -> None:
     django.setup()
     from django.db import connection
 
-    corpus, _ = search_scale.load_scifact(args.dataset, 1)
-    _collection, facts = search_scale.insert_collection(args.size, corpus, "sentence-transformers/all-MiniLM-L6-v2")
+    corpus, _ = scale_store.load_scifact(args.dataset, 1)
+    _collection, facts = scale_store.insert_collection(args.size, corpus, "sentence-transformers/all-MiniLM-L6-v2")
     if connection.vendor == "postgresql":
         measured = postgres_bytes(connection)
         length = "octet_length(text), length(text)"
