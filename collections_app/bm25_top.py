@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import lru_cache
-from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -49,11 +48,6 @@ LEAST_ROWS = 1 << 15
 # summing every posting: score densely instead.
 MOST_CANDIDATES = 16
 
-
-# Per index, the ids of terms asked before: most questions repeat "the", "of", "in", and each look-up
-# is a binary search of ~17 steps over the mapped vocabulary (0.06 ms a question at 100,000 rows).
-TERMS_REMEMBERED = 1 << 14
-_term_ids: WeakKeyDictionary = WeakKeyDictionary()
 
 
 def bm25_top(index, query_terms: Iterable[str], k: int,
@@ -126,19 +120,7 @@ def best_rows(index, query_terms: Iterable[str], k: int, eligible: np.ndarray | 
 def _question(index, query_terms: Iterable[str]) -> tuple[list[tuple[int, int, float]], float]:
     """Each known question term's postings ``(lo, hi)`` and ``count * idf``, in term-id order, and the
     upper bound: `MappedIndex.bm25`'s arithmetic for the all-rows view, in its order."""
-    counts: dict[int, int] = {}
-    unknown = 0
-    known = _term_ids.setdefault(index, {})
-    for term in query_terms:
-        term_id = known.get(term, -1)
-        if term_id == -1:
-            term_id = index.term_id(term)
-            if len(known) < TERMS_REMEMBERED:
-                known[term] = term_id
-        if term_id is None:
-            unknown += 1
-        else:
-            counts[term_id] = counts.get(term_id, 0) + 1
+    counts, _spelled, unknown = index.term_counts(query_terms)
     question, total = [], 0.0
     for term_id in sorted(counts):
         lo, hi = int(index.indptr[term_id]), int(index.indptr[term_id + 1])

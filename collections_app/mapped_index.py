@@ -64,6 +64,8 @@ WEIGHT_BLOCK = 1 << 20
 # Rows per block when scoring float16 vectors: the block is widened to float32 for the product, so
 # this bounds the temporary (64k × 384 × 4 bytes = 96 MiB) whatever the collection's size.
 VECTOR_BLOCK = 65536
+# Question terms whose ids an index remembers ("the", "of", "in" recur; a look-up is ~17 steps).
+TERMS_REMEMBERED = 1 << 14
 
 _ARRAYS = {
     "row_paragraph": ("row_paragraph.i64", "<i8"),
@@ -326,6 +328,7 @@ class MappedIndex:
     """One build's index, memory-mapped. Scores are float64 (BM25) and float32 (cosine)."""
 
     def __init__(self, path: Path) -> None:
+        self._term_ids: dict[str, int | None] = {}
         self.path = Path(path)
         try:
             self.meta = json.loads((self.path / "meta.json").read_text())
@@ -402,6 +405,26 @@ class MappedIndex:
 
     # --- vocabulary
 
+    def term_counts(self, query_terms: Iterable[str]) -> tuple[dict[int, int], dict[int, str], int]:
+        """The question's known terms as ``{term id: count}`` and ``{term id: spelling}``, and how many terms
+        the vocabulary lacks (repeats counted, as ``lexical.BM25Index``); ids asked before are remembered."""
+        counts: dict[int, int] = {}
+        spelled: dict[int, str] = {}
+        unknown = 0
+        known = self._term_ids
+        for term in query_terms:
+            term_id = known.get(term, -1)
+            if term_id == -1:
+                term_id = self.term_id(term)
+                if len(known) < TERMS_REMEMBERED:
+                    known[term] = term_id
+            if term_id is None:
+                unknown += 1
+            else:
+                counts[term_id] = counts.get(term_id, 0) + 1
+                spelled[term_id] = term
+        return counts, spelled, unknown
+
     def term_id(self, term: str) -> int | None:
         """The id of ``term`` (a binary search over the sorted vocabulary), or None."""
         # Through memoryviews of the maps: an item is a Python int and a slice's bytes one call, where
@@ -458,17 +481,7 @@ class MappedIndex:
         """
         view = view or self.everyone
         written = self.postings_weight if view.mask is None else None
-        question = list(query_terms)
-        counts: dict[int, int] = {}
-        spelled: dict[int, str] = {}
-        unknown = 0
-        for term in question:
-            term_id = self.term_id(term)
-            if term_id is None:
-                unknown += 1
-            else:
-                counts[term_id] = counts.get(term_id, 0) + 1
-                spelled[term_id] = term
+        counts, spelled, unknown = self.term_counts(query_terms)
         scores = np.zeros(self.size, dtype=np.float64)
         total = 0.0
         avgdl = view.avgdl
