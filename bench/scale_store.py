@@ -91,9 +91,11 @@ class Mixture:
     def _unit(x):
         return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
-    def draw(self, count: int) -> np.ndarray:
-        which = self.rng.choice(len(self.centres), size=count, p=self.weights)
-        noise = self.rng.standard_normal((count, DIMENSIONS)).astype(np.float32)
+    def draw(self, count: int, rng: np.random.Generator | None = None) -> np.ndarray:
+        """``count`` rows; ``rng`` draws them from the same centres without moving the store's own draws."""
+        rng = self.rng if rng is None else rng
+        which = rng.choice(len(self.centres), size=count, p=self.weights)
+        noise = rng.standard_normal((count, DIMENSIONS)).astype(np.float32)
         return self._unit(self.centres[which] + noise * (self.spread[which, None] / np.sqrt(DIMENSIONS)) * 1.2)
 
 
