@@ -103,6 +103,52 @@ def convex(vector01: np.ndarray, lexical01: np.ndarray, weight: float) -> np.nda
     return np.clip(weight * vector01 + (1.0 - weight) * lexical01, 0.0, 1.0)
 
 
+def entry_score(scores: np.ndarray, floor: float, k: int) -> float:
+    """The least fused score with which a row not among ``scores`` could still enter their top ``k``
+    at or above ``floor``: the k-th best of those at or above the floor, else the floor itself.
+
+    A row scoring exactly this may still enter (a tie goes to the lower row), so callers ask ``>=``.
+    """
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    scores = np.asarray(scores, dtype=np.float64)
+    eligible = scores[scores >= floor]
+    if eligible.size < k:
+        return float(floor)
+    return float(np.partition(eligible, eligible.size - k)[eligible.size - k])
+
+
+def may_enter(
+    threshold: float, cosine_bound: np.ndarray, lexical: np.ndarray | None, upper_bound: float, *,
+    weight: float, cap: int | None = None,
+) -> tuple[np.ndarray, bool]:
+    """Which rows left out of a scored set could still enter its top k: Fagin's threshold algorithm, one round.
+
+    ``threshold`` is the scored rows' :func:`entry_score` ``S``; ``cosine_bound`` holds, for each row
+    left out, a cosine at or above its own, and ``lexical`` its exact BM25 (None: vector only, as in
+    :func:`hybrid_scores`). Returns the positions (ascending) of the rows whose fused score could reach
+    ``S``, and whether that is all of them (False when more than ``cap`` could: then the ``cap`` with
+    the best bounds, and the top k stays approximate). Given one row bounding every row left out (the
+    best cosine ``c_out`` and the best BM25 ``l_out`` among them), an empty answer says the scored rows
+    already hold the top k.
+
+    Why one round suffices: the true top k's k-th score at or above the floor is at least the scored
+    rows' (they are some of the rows), so each row of the true top k scores ``S`` or more. Fusion never
+    decreases in either arm, so a row left out fuses at most ``fused(its cosine bound, its BM25)``, and
+    every row whose bound reaches ``S`` is returned. Once those are scored, a row still left out fuses
+    below ``S``, which is at most the enlarged set's k-th score (or the floor), so it can neither enter
+    nor tie. Fagin's per-arm form adds every row with BM25 above ``l_need``, what it needs beside
+    ``c_out`` to reach ``S``, or cosine above ``c_need``, beside ``l_out`` (a row left out then fuses at
+    most ``fused(c_need, l_need) <= S``); a row whose own bound reaches ``S`` is in both of those sets,
+    so the per-row form adds fewer rows for the same guarantee.
+    """
+    bound, _ = hybrid_scores(np.asarray(cosine_bound, dtype=np.float64), lexical, upper_bound, weight=weight)
+    reach = np.flatnonzero(bound >= threshold)
+    if cap is None or reach.size <= cap:
+        return reach, True
+    return np.sort(reach[np.lexsort((reach, -bound[reach]))[:cap]]), False
+
+
 def reciprocal_rank(rank_lists: Iterable[Sequence[Id]], k: int = RRF_K) -> dict[Id, float]:
     """Reciprocal rank fusion: ``score(d) = sum over lists of 1 / (k + rank(d))``, rank from 1.
 

@@ -28,6 +28,7 @@ from ..models import Agent, ApiKey, Collection, CollectionBuilt, ModelCall, Para
 from ..rerank import RerankUnavailable, ask_reranker
 from ..stitch import Row, stitch
 from .agents import get_collection
+from .candidates import scored_candidates
 from .indexes import forget, mapped_index
 from .ledger import check_runaway, record_call, spent_today
 from .readers import cut_hidden_copies, resolve_reader
@@ -42,10 +43,6 @@ MAX_AROUND = Collection.MAX_AROUND
 # SciFact train split; see docs/benchmarks.md.
 FUSION_WEIGHT = 0.52
 
-
-# How many candidates each arm brings to an approximate (IVF) search: the vector top-K from the
-# probed lists and the exact lexical top-K, each then scored exactly on both arms before fusion.
-CANDIDATE_DEPTH = 100
 
 _ivf_cache: dict[int, tuple[str, IVFLists]] = {}
 _ivf_lock = threading.Lock()
@@ -208,17 +205,11 @@ def search_collection(
             bm25, upper = _lexical(index, question_terms, view)
         candidates = None
         if vector is not None and _approximate(index):
-            candidates = _candidates(collection, built, key, index, vector, bm25, mask, nprobe)
-            cosine = index.cosine_of_rows(vector, candidates)
-        elif vector is not None:
-            cosine = index.cosine(vector)
+            candidates, scores, mode = scored_candidates(
+                collection.name, ivf_of(collection, built, key, index), index, vector, bm25, upper, mask, nprobe,
+                floor, most, lambda rows: _fused_scores(index, vector, bm25, upper, view, rows), weight=FUSION_WEIGHT)
         else:
-            cosine = None
-        if cosine is not None:
-            cosine[np.isneginf(cosine)] = 0.0  # a row without a vector has no cosine to offer
-            _without_stale_cosine(index, view, cosine, candidates)
-        lexical = None if bm25 is None else (bm25 if candidates is None else bm25[candidates])
-        scores, mode = hybrid_scores(cosine, lexical, upper or 0.0, weight=FUSION_WEIGHT)
+            scores, mode = _fused_scores(index, vector, bm25, upper, view, None)
         if candidates is None:
             rows, row_scores = None, scores
             everyone = bool(mask.all())
@@ -265,6 +256,19 @@ def _lexical(index: MappedIndex, question_terms: list[str], view) -> tuple[np.nd
     context_view = None if view is None else index.context.view(view.mask)
     context, context_bound = index.context.bm25(question_terms, context_view)
     return lexical_with_context(text, bound, context, context_bound)
+
+
+def _fused_scores(index: MappedIndex, vector, bm25, upper, view, rows: np.ndarray | None) -> tuple[np.ndarray, str]:
+    """The exact fused score of each of `rows` (None: every row), and the mode: its pooled cosine (0 for
+    a row without a vector, or with a stale one) and its BM25."""
+    if vector is None:
+        cosine = None
+    else:
+        cosine = index.cosine(vector) if rows is None else index.cosine_of_rows(vector, rows)
+        cosine[np.isneginf(cosine)] = 0.0  # a row without a vector has no cosine to offer
+        _without_stale_cosine(index, view, cosine, rows)
+    lexical = None if bm25 is None else (bm25 if rows is None else bm25[rows])
+    return hybrid_scores(cosine, lexical, upper or 0.0, weight=FUSION_WEIGHT)
 
 
 def _without_stale_cosine(index: MappedIndex, view, cosine: np.ndarray, candidates: np.ndarray | None) -> None:
@@ -463,34 +467,6 @@ def ivf_of(collection: Collection, built: CollectionBuilt, key: str, index: Mapp
                          collection.name, lists.nlist, index.vectors.shape[0], lists.nprobe, lists.recall)
             cached = _ivf_cache[collection.pk] = (key, lists)
     return cached[1]
-
-
-def _candidates(collection, built, key, index: MappedIndex, vector, bm25, mask, nprobe) -> np.ndarray:
-    """Rows to score exactly: the IVF's vector top-K (from the nearest lists) ∪ the exact lexical top-K,
-    readable ones only, ascending.
-
-    The lists scored: the request's `nprobe`, else IVF_NPROBE when set, else the build's measured one.
-    """
-    lists = ivf_of(collection, built, key, index)
-    if nprobe is None:
-        nprobe = int(settings.IVF_NPROBE) or lists.nprobe
-    nprobe = max(1, min(int(nprobe), lists.nlist))
-    members = lists.probe(vector, nprobe)
-    vectors = index.vectors
-    closeness = np.asarray(vectors[members], dtype=np.float32) @ vector
-    # Windows of one paragraph can take several places: ask for more vectors than rows wanted.
-    found = members[top_rows(closeness, None, CANDIDATE_DEPTH * 2)]
-    rows = np.asarray(index.vector_row)[found]
-    near = rows[mask[rows]]
-    _, first = np.unique(near, return_index=True)
-    near = near[np.sort(first)][:CANDIDATE_DEPTH]
-    if bm25 is not None:
-        lexical = top_rows(bm25, mask & (bm25 > 0), CANDIDATE_DEPTH)
-        near = np.concatenate([near, lexical])
-    candidates = np.unique(near)
-    logger.debug("search %s: IVF cosine, nprobe %d of %d lists, %d candidates of %d rows scored exactly",
-                 collection.name, nprobe, lists.nlist, candidates.size, index.size)
-    return candidates
 
 
 def _stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]], around: int) -> list[dict]:

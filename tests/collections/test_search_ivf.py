@@ -10,6 +10,7 @@ import pytest
 
 from collections_app.ivf import build_lists
 from collections_app.models import CollectionBuilt
+from collections_app.services import candidates as candidates_module
 from collections_app.services import search as search_module
 from collections_app.services.agents import create_agent, create_collection
 from collections_app.services.builds import build_collection
@@ -129,7 +130,7 @@ def test_the_top_ten_equals_the_flat_path_when_the_true_top_ten_are_candidates(a
     approximate = ask(agent, library, most=10, min_score=0.0)
     # The collection is smaller than the lexical candidate depth, so every paragraph holding a
     # question term is a candidate; the flat top ten that do are ranked identically.
-    assert index_of(library).size < search_module.CANDIDATE_DEPTH
+    assert index_of(library).size < candidates_module.CANDIDATE_DEPTH
     question_terms = set(terms(QUESTION))
     lexical_hits = [p for p in flat["paragraphs"] if question_terms & set(terms(p["text"]))]
     assert len(lexical_hits) >= 2
@@ -270,3 +271,94 @@ def test_a_large_builds_ivf_lists_are_written_with_its_index_and_no_search_build
     assert np.array_equal(rebuilt.centroids, index.mapped.ivf.centroids)
     assert np.array_equal(rebuilt.members, index.mapped.ivf.members)
     assert stored["paragraphs"]
+
+
+def near_ties(count: int = 14) -> dict[str, str]:
+    """Paragraphs that all answer the question with the same words, so their BM25 ties exactly, and
+    differ only in two words the question lacks, so their cosines differ: the hybrid order among them
+    is the cosine order, which neither arm's top-K alone sees once there are more than K of them."""
+    return {f"copy-{i:02d}.md": f"Annual leave days carry over at {WORDS[i % len(WORDS)]} "
+            f"{WORDS[(i * 5 + 3) % len(WORDS)]}.\n" for i in range(count)}
+
+
+def prose() -> dict[str, str]:
+    """Like `filler`, without its numbers: documents that differ only in numbers go to review, so these
+    stay searchable and the ties share the probed lists with readable rows that do not answer."""
+    return {f"prose-{i:02d}.md": f"The {WORDS[i]} survey of {WORDS[(i * 3 + 1) % len(WORDS)]} was filed.\n\n"
+            f"Samples of {WORDS[(i * 5 + 2) % len(WORDS)]} and {WORDS[i]} were kept.\n\n"
+            f"The {WORDS[(i * 3 + 1) % len(WORDS)]} report is archived.\n" for i in range(len(WORDS))}
+
+
+@pytest.fixture
+def ties(agent, knowledge_folder):
+    collection = create_collection(agent=agent, name="ties", method="fixed", size=80)
+    knowledge_folder("ties", {**near_ties(), **prose()})
+    assert build_collection(collection=collection).status == "succeeded"
+    return collection
+
+
+@pytest.mark.parametrize("most", [3, 4, 10])
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+def test_more_lexical_ties_than_the_candidate_depth_still_give_the_exact_top_k(
+    agent, ties, settings, monkeypatch, caplog, mode, most
+):
+    """Issue 16 item 3: every list probed, the IVF path's top-k equals the flat path's, rows and scores,
+    even when more rows tie lexically than either arm's top-K holds. (With the fixed depth alone,
+    hybrid at most 10 and vector at most 4 and 10 differed from the flat path.)"""
+    monkeypatch.setattr(candidates_module, "CANDIDATE_DEPTH", 3)
+    settings.IVF_MIN_PARAGRAPHS = 0
+    exact = ask(agent, ties, mode=mode, most=most, min_score=0.0)
+    question_terms = set(terms(QUESTION))
+    assert sum(bool(question_terms & set(terms(p["text"]))) for p in exact["paragraphs"]) >= min(most, 4)
+    settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 10_000
+    with caplog.at_level(logging.DEBUG, logger="ragsite.search"):
+        approximate = ask(agent, ties, mode=mode, most=most, min_score=0.0)
+    assert index_of(ties).ivf.nlist > 1
+    assert approximate == exact
+
+
+def test_when_the_candidates_bound_already_holds_nothing_more_is_scored(agent, ties, settings, monkeypatch, caplog):
+    """The common case stays as cheap as before: the best cosine and the best BM25 left out cannot
+    reach the top row's score, so no row beyond the candidates is scored."""
+    monkeypatch.setattr(candidates_module, "CANDIDATE_DEPTH", 3)
+    settings.IVF_MIN_PARAGRAPHS = 0
+    exact = ask(agent, ties, most=1, min_score=0.0)
+    settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 10_000
+    with caplog.at_level(logging.DEBUG, logger="ragsite.search"):
+        approximate = ask(agent, ties, most=1, min_score=0.0)
+    assert approximate == exact
+    assert any("candidates of" in record.getMessage() for record in caplog.records)
+    assert not any("more rows scored" in record.getMessage() for record in caplog.records)
+
+
+def test_past_the_cap_the_top_stays_approximate_and_says_so(agent, ties, settings, monkeypatch, caplog):
+    monkeypatch.setattr(candidates_module, "CANDIDATE_DEPTH", 3)
+    monkeypatch.setattr(candidates_module, "EXTENSION_CAP", 1)  # three more rows at most
+    settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 10_000
+    with caplog.at_level(logging.DEBUG, logger="ragsite.search"):
+        answer = ask(agent, ties, most=10, min_score=0.0)
+    messages = [record.getMessage() for record in caplog.records]
+    assert any("the top stays approximate" in message for message in messages)
+    assert any("3 more rows scored exactly" in message for message in messages)
+    assert len(answer["paragraphs"]) < 10  # two arms' top three and three more: not the ten asked for
+
+
+@pytest.mark.parametrize("nprobe", [1, 3, 10_000])
+def test_the_probe_bounds_every_readable_row_the_candidates_leave_out(ties, monkeypatch, nprobe):
+    """The one row the fast path checks bounds them all: no readable row left out has a probed window
+    above `cosine_out` nor a BM25 above `lexical_out`, whatever the question and the reader."""
+    monkeypatch.setattr(candidates_module, "CANDIDATE_DEPTH", 3)
+    index = index_of(ties)
+    lists = build_lists(index.matrix, index_id="ties")
+    bm25, _bound = index.mapped.bm25(terms(QUESTION), None)
+    vector_row = np.asarray(index.mapped.vector_row)
+    rng = np.random.default_rng(nprobe)
+    for _ in range(20):
+        question = index.matrix[rng.integers(index.matrix.shape[0])]
+        mask = rng.random(index.size) < rng.choice([0.3, 0.7, 1.0])
+        found, probe = candidates_module.candidates("ties", lists, index.mapped, question, bm25, mask, nprobe)
+        assert mask[found].all()
+        left = ~np.isin(np.arange(index.size), found) & mask
+        windows = np.isin(np.arange(vector_row.size), probe.members) & left[vector_row]
+        assert (index.matrix[windows] @ question <= probe.cosine_out + candidates_module.COSINE_ROUNDING).all()
+        assert (bm25[left] <= probe.lexical_out).all()

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from ragsite.fusion import (
     DEFAULT_WEIGHT,
     convex,
+    entry_score,
     hybrid_scores,
+    may_enter,
     normalise_bm25,
     normalise_bm25_by_max,
     normalise_cosine,
@@ -128,3 +130,70 @@ def test_convex_of_unit_scores_stays_in_the_unit_interval(pair, weight):
     assert in_unit_interval(fused)
     assert (fused >= np.minimum(vector, lexical) - 1e-12).all()
     assert (fused <= np.maximum(vector, lexical) + 1e-12).all()
+
+
+def top_k(rows: np.ndarray, scores: np.ndarray, floor: float, k: int) -> list[tuple[int, float]]:
+    """The k best (row, score) at or above the floor, ties to the lower row: the order search answers in."""
+    keep = scores >= floor
+    rows, scores = rows[keep], scores[keep]
+    order = np.lexsort((rows, -scores))[:k]
+    return [(int(rows[i]), float(scores[i])) for i in order]
+
+
+@settings(max_examples=400)
+@given(
+    st.integers(0, 2**32 - 1), st.integers(1, 60), weights, st.sampled_from([0.0, 0.0, 0.2, 0.5, 0.9]),
+    st.integers(1, 12), st.booleans(), st.sampled_from([0.0, 0.5, 7.0]),
+)
+def test_the_threshold_round_completes_any_candidate_set_to_the_exact_top_k(
+    seed, n, weight, floor, k, lexical_too, upper
+):
+    """Issue 16 item 3, against brute force: a random candidate set, enlarged by ``may_enter``, holds the
+    true top k; and when one row bounding all those left out cannot enter, none of them can."""
+    rng = np.random.default_rng(seed)
+    # Few distinct values, so scores tie often (the 1M bench repeats each text ~193 times).
+    cosine = rng.choice(np.asarray([-0.2, 0.0, 0.1, 0.35, 0.6, 0.6, 0.9, 1.0]), n)
+    bm25 = rng.choice(np.asarray([0.0, 0.5, 1.5, 1.5, 3.0, 7.0]), n) if lexical_too else None
+    # Each row's bound is its own cosine or above (a pooled cosine is at most its best window's).
+    bound = cosine + rng.choice(np.asarray([0.0, 0.0, 0.05, 0.3]), n)
+    fused, _ = hybrid_scores(cosine, bm25, upper, weight=weight)
+    scored = np.flatnonzero(rng.random(n) < rng.random())
+    outside = np.setdiff1d(np.arange(n), scored)
+    lexical = None if bm25 is None else bm25[outside]
+    threshold = entry_score(fused[scored], floor, k)
+    reach, whole = may_enter(threshold, bound[outside], lexical, upper, weight=weight)
+    assert whole and np.array_equal(reach, np.unique(reach))
+    enlarged = np.union1d(scored, outside[reach])
+    assert top_k(enlarged, fused[enlarged], floor, k) == top_k(np.arange(n), fused, floor, k)
+    if outside.size:
+        # The fast path: the best bound and the best BM25 left out, as one row.
+        worst, _ = may_enter(threshold, bound[outside].max(keepdims=True),
+                             None if lexical is None else lexical.max(keepdims=True), upper, weight=weight)
+        assert worst.size or reach.size == 0
+
+
+def test_entry_score_is_the_kth_best_at_or_above_the_floor_else_the_floor():
+    scores = np.asarray([0.9, 0.2, 0.7, 0.7, 0.4])
+    assert entry_score(scores, 0.0, 3) == 0.7
+    assert entry_score(scores, 0.3, 4) == 0.4
+    assert entry_score(scores, 0.5, 4) == 0.5  # three at or above the floor: any row reaching it may enter
+    assert entry_score(np.zeros(0), 0.25, 1) == 0.25
+    with pytest.raises(ValueError):
+        entry_score(scores, 0.0, 0)
+
+
+def test_a_bound_below_the_entry_score_adds_nothing_and_a_tie_is_added():
+    # fused(0.7, 1.0 / 2) at weight 0.5 is 0.6: below 0.8, so neither row left out can enter.
+    reach, whole = may_enter(0.8, np.asarray([0.5, 0.7]), np.asarray([1.0, 0.0]), 2.0, weight=0.5)
+    assert reach.size == 0 and whole
+    # fused(0.6, 0.8) is 0.7, the entry score itself: a tie may go to the lower row, so it is added.
+    reach, _ = may_enter(0.7, np.asarray([0.6, 0.2]), np.asarray([0.8, 0.8]), 1.0, weight=0.5)
+    assert reach.tolist() == [0]
+
+
+def test_past_the_cap_the_rows_with_the_best_bounds_are_kept_and_the_set_is_not_whole():
+    bound = np.asarray([0.5, 0.9, 0.7, 0.9, 0.6])
+    reach, whole = may_enter(0.1, bound, None, 0.0, weight=1.0, cap=3)
+    assert not whole and reach.tolist() == [1, 2, 3]
+    reach, whole = may_enter(0.1, bound, None, 0.0, weight=1.0, cap=5)
+    assert whole and reach.tolist() == [0, 1, 2, 3, 4]

@@ -1,0 +1,156 @@
+"""The rows an approximate (IVF) search scores exactly, chosen so that its top k is the exact path's.
+
+Above IVF_MIN_PARAGRAPHS a search scores a candidate set rather than every row: the vector top-K of
+the probed lists and the exact lexical top-K (issue 16). A fixed depth misses rows of the exact
+hybrid top k where more rows nearly tie on one arm than it holds (the 1M bench repeats each text
+~193 times with near-equal BM25: hybrid recall@10 against the exact path was 0.399), so one round of
+the threshold algorithm then adds every row that a bound cannot rule out (`ragsite.fusion.may_enter`).
+"""
+
+import logging
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+from ragsite.fusion import entry_score, may_enter
+
+from ..conf import settings
+from ..ivf import IVFLists
+from ..mapped_index import MappedIndex, top_rows
+
+logger = logging.getLogger("ragsite.search")
+
+# How many candidates each arm brings to an approximate (IVF) search: the vector top-K from the
+# probed lists and the exact lexical top-K, each then scored exactly on both arms before fusion.
+CANDIDATE_DEPTH = 100
+# At most this many times CANDIDATE_DEPTH rows more are scored when the bound cannot rule them out
+# (`scored_candidates`): past it a question whose top is a sea of near-ties stays approximate rather
+# than turning into a scan of the probed lists.
+EXTENSION_CAP = 50
+# Added to a probed window's cosine before it bounds its row's: the probe's product and
+# `cosine_of_rows`' are separate float32 products that can differ in the last bits (so can
+# `lean_to_first`'s rounding), and a bound an ulp short would miss a row that ties.
+COSINE_ROUNDING = 1e-5
+
+
+class Probe(NamedTuple):
+    """What a probe of the IVF lists saw, for bounding the rows the candidates leave out."""
+
+    members: np.ndarray  # the probed windows (positions in the index's vectors, ascending)
+    closeness: np.ndarray  # each one's cosine with the question
+    cosine_out: float  # no readable row left out has a probed window above this (0 when none is left)
+    lexical_out: float  # no readable row left out has a BM25 above this
+
+
+def scored_candidates(name: str, lists: IVFLists, index: MappedIndex, vector: np.ndarray, bm25: np.ndarray | None,
+                      upper: float | None, mask: np.ndarray, nprobe: int | None, floor: float, most: int,
+                      score: Callable[[np.ndarray], tuple[np.ndarray, str]], *, weight: float
+                      ) -> tuple[np.ndarray, np.ndarray, str]:
+    """The rows an approximate search scores (readable, ascending), their exact fused scores from
+    `score`, and the mode.
+
+    The candidates first (`candidates`), then one round of the threshold algorithm (`fusion.may_enter`)
+    against `S`, the `most`-th candidate's score at or above the floor (or the floor). First one row
+    that bounds all those left out, from the probe's own numbers: when even it cannot reach `S`, the
+    candidates hold the top `most` and nothing more is read (the common case, as cheap as before).
+    Otherwise every probed row left out, and every row without a vector (its cosine is 0), is bounded
+    by its best window's cosine and its exact BM25, and those whose bound reaches `S` are scored too.
+    So the answer is the exact path's whenever the exact top `most` lies in the probed lists. Rows
+    outside them are never added (the IVF's approximation, measured by its own recall), nor more than
+    EXTENSION_CAP x CANDIDATE_DEPTH rows: past that those with the best bounds are, and the answer
+    stays approximate.
+    """
+    found, probe = candidates(name, lists, index, vector, bm25, mask, nprobe)
+    scores, mode = score(found)
+    threshold = entry_score(scores, floor, most)
+    cosine_out = np.asarray([probe.cosine_out + COSINE_ROUNDING])
+    lexical_out = None if bm25 is None else np.asarray([probe.lexical_out])
+    if may_enter(threshold, cosine_out, lexical_out, upper or 0.0, weight=weight)[0].size == 0:
+        return found, scores, mode
+    known, bound = _left_out(index, mask, probe, found)
+    cap = EXTENSION_CAP * CANDIDATE_DEPTH
+    reach, whole = may_enter(threshold, bound, None if bm25 is None else bm25[known], upper or 0.0, weight=weight,
+                             cap=cap)
+    if not whole:
+        logger.debug("search %s: more than %d rows could enter the top %d; the top stays approximate",
+                     name, cap, most)
+    more = known[reach]
+    logger.debug("search %s: the candidates' bound did not hold, %d more rows scored exactly", name, more.size)
+    if more.size == 0:
+        return found, scores, mode
+    rows = np.concatenate([found, more])
+    order = np.argsort(rows, kind="stable")  # ascending again: top_rows breaks ties to the lower row
+    return rows[order], np.concatenate([scores, score(more)[0]])[order], mode
+
+
+def candidates(name: str, lists: IVFLists, index: MappedIndex, vector: np.ndarray, bm25: np.ndarray | None,
+               mask: np.ndarray, nprobe: int | None) -> tuple[np.ndarray, Probe]:
+    """Rows to score exactly: the IVF's vector top-K (from the nearest lists) ∪ the exact lexical top-K,
+    readable ones only, ascending; and what the probe saw.
+
+    The lists scored: the request's `nprobe`, else IVF_NPROBE when set, else the build's measured one.
+    """
+    if nprobe is None:
+        nprobe = int(settings.IVF_NPROBE) or lists.nprobe
+    nprobe = max(1, min(int(nprobe), lists.nlist))
+    members = lists.probe(vector, nprobe)
+    closeness = np.asarray(index.vectors[members], dtype=np.float32) @ vector
+    # Windows of one paragraph can take several places: ask for more vectors than rows wanted.
+    order = top_rows(closeness, None, CANDIDATE_DEPTH * 2)
+    # A readable row left out has every window after the window that brought in the K-th row; with
+    # fewer rows than K, after the windows looked at (and when those are all, none is left out).
+    cosine_out = float(closeness[order[-1]]) if members.size > order.size else 0.0
+    rows = np.asarray(index.vector_row)[members[order]]
+    readable = mask[rows]
+    rows, order = rows[readable], order[readable]
+    _, first = np.unique(rows, return_index=True)
+    first = np.sort(first)[:CANDIDATE_DEPTH]
+    near = rows[first]
+    if near.size == CANDIDATE_DEPTH:
+        cosine_out = float(closeness[order[first[-1]]])
+    lexical_out = 0.0
+    if bm25 is not None:
+        lexical = top_rows(bm25, mask & (bm25 > 0), CANDIDATE_DEPTH)
+        near = np.concatenate([near, lexical])
+        # Below the K-th best BM25; with fewer than K above 0, every row above 0 is in.
+        lexical_out = float(bm25[lexical[-1]]) if lexical.size == CANDIDATE_DEPTH else 0.0
+    found = np.unique(near)
+    logger.debug("search %s: IVF cosine, nprobe %d of %d lists, %d candidates of %d rows scored exactly",
+                 name, nprobe, lists.nlist, found.size, index.size)
+    return found, Probe(members, closeness, max(cosine_out, 0.0), lexical_out)
+
+
+def _left_out(index: MappedIndex, mask: np.ndarray, probe: Probe, found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The readable rows the candidates `found` left out that a bound can speak for, and each one's
+    cosine bound: a probed row's best window's (a row's pooled cosine is at most that, `lean_to_first`),
+    plus COSINE_ROUNDING, and 0 for a row without a vector."""
+    # `members` ascend and a row's windows are consecutive vectors, so each row's windows are a run.
+    owners = np.asarray(index.vector_row)[probe.members]
+    starts = np.flatnonzero(np.diff(owners, prepend=-1))
+    probed = owners[starts].astype(np.int64)
+    best = np.maximum.reduceat(probe.closeness, starts) if starts.size else np.zeros(0, np.float32)
+    bare = _vectorless(index, mask)
+    known = np.concatenate([probed, bare])
+    bound = np.concatenate([best.astype(np.float64) + COSINE_ROUNDING, np.zeros(bare.size)])
+    keep = mask[known] & ~_within(known, found)
+    return known[keep], bound[keep]
+
+
+def _vectorless(index: MappedIndex, mask: np.ndarray) -> np.ndarray:
+    """Readable rows without a vector (ascending); no scan when every row has one."""
+    with_vectors = index.vectors.shape[0] if index.window_starts is None else index.window_starts.size
+    if with_vectors >= index.size:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(mask & ~index.has_vector)
+
+
+def _within(rows: np.ndarray, sorted_rows: np.ndarray) -> np.ndarray:
+    """Whether each of `rows` is one of `sorted_rows` (ascending)."""
+    if sorted_rows.size == 0:
+        return np.zeros(rows.size, dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_rows, rows), sorted_rows.size - 1)
+    return sorted_rows[at] == rows
+
+
+__all__ = ["CANDIDATE_DEPTH", "COSINE_ROUNDING", "EXTENSION_CAP", "Probe", "candidates", "scored_candidates"]
