@@ -68,3 +68,16 @@ def test_a_documents_rows_share_no_text_so_the_index_carries_none():
     assert [carried for carried, _first in carried_openings(positions)] == [0] * 20
     assert [start for _doc, start, _end in positions][:2] == [0, len(CORPUS[0]) + 2]
     assert positions[10][1] == 0  # the second document starts again at 0
+
+
+def test_questions_are_drawn_near_the_stores_rows_without_moving_the_stores_draws():
+    """search_scale's questions come from the store's own clusters (another generator), so each one sits
+    in a cluster of rows; a mixture with another seed puts them near no row (the 'far' questions)."""
+    n = 400
+    rows = scale_store.Mixture(n).draw(n)
+    mixture = scale_store.Mixture(n)
+    questions = mixture.draw(50, rng=np.random.default_rng(11))
+    assert np.array_equal(mixture.draw(n), rows)  # the question draws did not move the store's
+    near = (questions @ rows.T).max(axis=1)
+    far = (scale_store.Mixture(n, seed=11).draw(50) @ rows.T).max(axis=1)
+    assert np.median(near) > np.median(far) + 0.2
