@@ -32,8 +32,12 @@ def smaps(pid: int) -> dict[str, int]:
             parts = line.split()
             if len(parts) >= 3 and parts[1].isdigit():
                 figures[parts[0].rstrip(":")] = int(parts[1]) * 1024
+    # USS counts a clean page of the mapped index that only this process has touched so far: page
+    # cache, shared as soon as another worker reads it. Private_Dirty is what the process wrote (its
+    # heap, the master's pages it copied): memory no other process can share.
     return {"rss": figures.get("Rss", 0), "pss": figures.get("Pss", 0),
-            "uss": figures.get("Private_Clean", 0) + figures.get("Private_Dirty", 0)}
+            "uss": figures.get("Private_Clean", 0) + figures.get("Private_Dirty", 0),
+            "dirty": figures.get("Private_Dirty", 0)}
 
 
 def descendants(pid: int) -> list[int]:
@@ -72,6 +76,7 @@ def http_phase(n: int, args, model: str, asked: list[str]) -> dict:
     one, many = results["gunicorn-1"], results["gunicorn"]
     first = one["master"]["pss"] + sum(m["pss"] for m in one["memory"])
     results["worker_uss_over_first"] = [m["uss"] / first for m in many["memory"]]
+    results["worker_dirty_over_first"] = [m["dirty"] / first for m in many["memory"]]
     results["first_pss"] = first
     return {**results["uvicorn"], **{k: v for k, v in results.items() if k != "uvicorn"}}
 
@@ -140,7 +145,8 @@ def serve(n: int, server: str, workers: int, raw: str, asked: list[str]) -> dict
 
 def http_lines(h: dict) -> list[str]:
     def mib(m):
-        return f"RSS {m['rss'] / 2**20:.0f} / PSS {m['pss'] / 2**20:.0f} / USS {m['uss'] / 2**20:.0f} MiB"
+        dirty = f" (dirty {m['dirty'] / 2**20:.0f})" if "dirty" in m else ""
+        return f"RSS {m['rss'] / 2**20:.0f} / PSS {m['pss'] / 2**20:.0f} / USS {m['uss'] / 2**20:.0f}{dirty} MiB"
 
     lines = []
     # Before 2026-12-02 the HTTP phase ran uvicorn only, and its figures sit at the top level.
@@ -155,5 +161,7 @@ def http_lines(h: dict) -> list[str]:
     if "worker_uss_over_first" in h:
         lines.append(f"\nA gunicorn worker's private memory (USS) against the first worker's footprint (the one-worker "
                      f"server's PSS, master included, {h['first_pss'] / 2**20:.0f} MiB): "
-                     + ", ".join(f"{r:.1%}" for r in h["worker_uss_over_first"]) + ".")
+                     + ", ".join(f"{r:.1%}" for r in h["worker_uss_over_first"]) + "; its private dirty memory "
+                     "(what it wrote, not the index pages only it has read): "
+                     + ", ".join(f"{r:.1%}" for r in h.get("worker_dirty_over_first", [])) + ".")
     return lines
