@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 from collections_app.ivf import build_lists
-from collections_app.models import CollectionBuilt
+from collections_app.models import CollectionBuilt, Label, Paragraph
 from collections_app.services import candidates as candidates_module
 from collections_app.services import search as search_module
-from collections_app.services.agents import create_agent, create_collection
+from collections_app.services.agents import create_agent, create_collection, create_reader
 from collections_app.services.builds import build_collection
 from collections_app.services.interchange import export_index, import_index
+from collections_app.services.labels import set_per_reader
 from collections_app.services.search import collection_index, search_collection
 from ragsite.errors import RagsiteError
 from ragsite.lexical import terms
@@ -315,6 +316,28 @@ def test_more_lexical_ties_than_the_candidate_depth_still_give_the_exact_top_k(
         approximate = ask(agent, ties, mode=mode, most=most, min_score=0.0)
     assert index_of(ties).ivf.nlist > 1
     assert approximate == exact
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+def test_the_extension_never_adds_a_paragraph_the_reader_may_not_read(agent, ties, settings, monkeypatch, mode):
+    """A hostile reader: half of the tied copies carry a label it lacks. The rows the threshold round
+    adds are readable ones only, and the answer is the flat path's for that reader."""
+    monkeypatch.setattr(candidates_module, "CANDIDATE_DEPTH", 3)
+    set_per_reader(collection=ties, per_reader=True)
+    ties.refresh_from_db()
+    hr = Label.objects.create(name="hr")
+    hidden = Paragraph.objects.filter(collection=ties, document__name__in=[f"copy-{i:02d}.md" for i in range(0, 14, 2)])
+    assert hidden.count() == 7
+    for paragraph in hidden:
+        paragraph.labels.add(hr)
+    create_reader(external_id="mallory", labels=[])
+    secret = {p.text for p in hidden}
+    settings.IVF_MIN_PARAGRAPHS = 0
+    exact = ask(agent, ties, mode=mode, most=10, min_score=0.0, reader="mallory")
+    settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 10_000
+    approximate = ask(agent, ties, mode=mode, most=10, min_score=0.0, reader="mallory")
+    assert approximate == exact and len(exact["paragraphs"]) == 10
+    assert not any(p["text"] in secret for p in approximate["paragraphs"])
 
 
 def test_when_the_candidates_bound_already_holds_nothing_more_is_scored(agent, ties, settings, monkeypatch, caplog):
