@@ -9,7 +9,6 @@ each question. Memory is read from /proc/<pid>/smaps_rollup once the clients sto
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 from scale_store import ROOT, WORK
+from worker_memory import free_port, rollup
 
 
 def percentile(values, q):
@@ -26,18 +26,8 @@ def percentile(values, q):
 
 
 def smaps(pid: int) -> dict[str, int]:
-    figures = {}
-    with open(f"/proc/{pid}/smaps_rollup") as handle:
-        for line in handle:
-            parts = line.split()
-            if len(parts) >= 3 and parts[1].isdigit():
-                figures[parts[0].rstrip(":")] = int(parts[1]) * 1024
-    # USS counts a clean page of the mapped index that only this process has touched so far: page
-    # cache, shared as soon as another worker reads it. Private_Dirty is what the process wrote (its
-    # heap, the master's pages it copied): memory no other process can share.
-    return {"rss": figures.get("Rss", 0), "pss": figures.get("Pss", 0),
-            "uss": figures.get("Private_Clean", 0) + figures.get("Private_Dirty", 0),
-            "dirty": figures.get("Private_Dirty", 0)}
+    """worker_memory.rollup's figures in bytes (rss, pss, uss, dirty), as the saved results hold them."""
+    return {name: kib * 1024 for name, kib in rollup(pid).items()}
 
 
 def descendants(pid: int) -> list[int]:
@@ -84,10 +74,7 @@ def http_phase(n: int, args, model: str, asked: list[str]) -> dict:
 def serve(n: int, server: str, workers: int, raw: str, asked: list[str]) -> dict:
     import httpx
 
-    # A free port, not a fixed one: other worktrees run this bench on the same machine.
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()  # not a fixed one: other worktrees run this bench on the same machine
     env = {**os.environ, "EMBED_BACKEND": "local", "WEB_CONCURRENCY": str(workers), "WEB_BIND": f"127.0.0.1:{port}"}
     if server == "uvicorn":
         command = [sys.executable, "-m", "uvicorn", "ragsite.asgi:application", "--host", "127.0.0.1", "--port",

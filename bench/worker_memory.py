@@ -76,14 +76,19 @@ VARIANTS["gunicorn-nofreeze-collect"] = VARIANTS["gunicorn-nofreeze"] + COLLECT
 
 
 def rollup(pid: int) -> dict[str, int]:
-    """USS (private clean + dirty), PSS and RSS in KiB."""
+    """USS (private clean + dirty), PSS, RSS and Private_Dirty in KiB.
+
+    USS counts a clean page of a mapped file that only this process has read so far (page cache,
+    shared as soon as another process reads it); Private_Dirty is what the process wrote (its heap,
+    the pages it copied from its master): memory no other process can share."""
     fields = {}
     with open(f"/proc/{pid}/smaps_rollup") as handle:
         for line in handle:
             parts = line.split()
             if len(parts) >= 3 and parts[0].endswith(":"):
                 fields[parts[0][:-1]] = int(parts[1])
-    return {"uss": fields["Private_Clean"] + fields["Private_Dirty"], "pss": fields["Pss"], "rss": fields["Rss"]}
+    return {"uss": fields["Private_Clean"] + fields["Private_Dirty"], "pss": fields["Pss"], "rss": fields["Rss"],
+            "dirty": fields["Private_Dirty"]}
 
 
 def private_by_mapping(pid: int) -> dict[int, tuple[str, int]]:

@@ -471,6 +471,14 @@ def flat_search(vectors: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndar
     return best, scores[best]
 
 
+def recall_by_nprobe(vectors: np.ndarray, lists: IVFLists, queries: np.ndarray, k: int = 10) -> np.ndarray:
+    """:func:`recall_at_k` of ``queries`` at every nprobe 1..nlist (element p − 1), from one exact scan
+    per query (see :func:`recall_curves`)."""
+    assignment = np.empty(lists.members.shape[0], dtype=np.int64)
+    assignment[lists.members] = np.repeat(np.arange(lists.nlist), np.diff(lists.offsets))
+    return _curve(vectors, lists, assignment, np.asarray(queries, dtype=np.float32), None, k)
+
+
 def recall_at_k(vectors: np.ndarray, lists: IVFLists, queries: np.ndarray, k: int = 10, *, nprobe: int | None = None) -> float:
     """Mean fraction of the exact top-k that the IVF also returns, for the given query vectors."""
     found = 0
@@ -483,6 +491,7 @@ def recall_at_k(vectors: np.ndarray, lists: IVFLists, queries: np.ndarray, k: in
 
 __all__ = [
     "PCG32", "IVFLists", "build_lists", "default_nlist", "flat_search", "fnv1a64", "kmeans_plus_plus",
-    "kmeans_plus_plus_assigned", "kmeans_plus_plus_reference", "recall_at_k", "recall_curve", "recall_curves",
+    "kmeans_plus_plus_assigned", "kmeans_plus_plus_reference", "recall_at_k", "recall_by_nprobe", "recall_curve",
+    "recall_curves",
     "rng_for",
 ]

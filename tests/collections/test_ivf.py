@@ -15,6 +15,7 @@ from collections_app.ivf import (
     kmeans_plus_plus_assigned,
     kmeans_plus_plus_reference,
     recall_at_k,
+    recall_by_nprobe,
     recall_curve,
     recall_curves,
     rng_for,
@@ -140,6 +141,16 @@ def test_probing_every_list_is_the_exact_scan():
     exact_ids, exact_scores = flat_search(vectors, query, 10)
     assert ids.tolist() == exact_ids.tolist() and np.allclose(scores, exact_scores)
     assert recall_at_k(vectors, lists, vectors[:20], 10, nprobe=lists.nlist) == 1.0
+
+
+def test_the_recall_at_every_nprobe_is_the_recall_of_searching_at_each():
+    vectors = clustered(600)
+    lists = build_lists(vectors, index_id="docs")
+    questions = clustered(630)[600:]  # other draws: near rows, never one of them
+    curve = recall_by_nprobe(vectors, lists, questions, 10)
+    assert curve.shape == (lists.nlist,) and curve[-1] == 1.0
+    for nprobe in (1, 2, lists.nprobe, lists.nlist):
+        assert curve[nprobe - 1] == pytest.approx(recall_at_k(vectors, lists, questions, 10, nprobe=nprobe))
 
 
 def brute_force_recall(vectors, lists, queries, nprobe, left_out=None, k=10):
