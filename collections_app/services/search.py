@@ -32,7 +32,7 @@ from .candidates import scored_candidates
 from .indexes import forget, mapped_index
 from .ledger import check_runaway, record_call, spent_today
 from .readers import cut_hidden_copies, resolve_reader
-from .rows import current_build, held_back, stored_rows
+from .rows import search_state, stored_rows
 
 logger = logging.getLogger("ragsite.search")
 
@@ -62,13 +62,15 @@ def forget_index(collection_id: int) -> None:
 # --- Who may read, who pays ---------------------------------------------------
 
 
-def _readable_mask(collection: Collection, index: MappedIndex, reader: Reader | None) -> np.ndarray:
-    """Rows this search may rank and stitch: active documents, and for a per-reader collection the reader's labels.
+def _readable_mask(collection: Collection, index: MappedIndex, reader: Reader | None,
+                   held_back: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Rows this search may rank and stitch: active documents less the held-back documents and paragraphs
+    (`rows.search_state`), and for a per-reader collection the reader's labels.
 
-    Any further per-row filter (a disabled paragraph, say) is one more `&=` here: ranking,
-    statistics, stitching and positions all follow this mask.
+    Any further per-row filter is one more `&=` here: ranking, statistics, stitching and positions all
+    follow this mask.
     """
-    documents, paragraphs = held_back(collection)
+    documents, paragraphs = held_back
     mask = np.ones(index.size, dtype=bool)
     if documents.size:
         mask &= ~np.isin(index.row_document, documents)
@@ -175,11 +177,11 @@ def search_collection(
 
     floor, floor_source = resolve_floor(collection, min_score)
     around = int(_first_set(around, collection.around, settings.AROUND))
-    built = current_build(collection)
+    built, *held_back = search_state(collection)
     if built is None:
         raise Conflict(f'collection "{collection.name}" has never been built', code="not_built")
     key, index = mapped_index(collection, built)
-    mask = _readable_mask(collection, index, reader_obj)
+    mask = _readable_mask(collection, index, reader_obj, held_back)
     # A per-reader collection's BM25 statistics are those of the rows this reader may see, each row
     # less the opening it shares with a row the reader may not see, so no score depends on a paragraph
     # it cannot read (issue 15); other collections keep seed 004's collection-wide statistics, which
@@ -238,7 +240,7 @@ def search_collection(
     }
     if explain:
         answer["explain"] = _explain(collection, index, runs, readable, top, mask, view, vector, bm25, upper, floor,
-                                     reader_obj, rows, row_scores)
+                                     reader_obj, rows, row_scores, held_back)
     _judge(answer, collection, question, payer)
     logger.info(
         "search %s/%s: mode %s, %d paragraphs, refused %s",
@@ -359,7 +361,7 @@ def _mark_reranked(paragraphs: list[dict], runs, top: np.ndarray, fused, fused_r
 
 
 def _explain(collection, index: MappedIndex, runs, readable, top, mask, view, vector, bm25, upper, floor, reader,
-             rows, row_scores) -> dict:
+             rows, row_scores, held_back) -> dict:
     """Why each answer scored what it did, piece by piece, for a person testing the collection.
 
     Each piece's parts are scored exactly (its cosine from the index, its BM25 from this search's).
@@ -394,7 +396,7 @@ def _explain(collection, index: MappedIndex, runs, readable, top, mask, view, ve
         ])
     hidden = 0
     if reader is not None and collection.per_reader and index.size:
-        everyone = _readable_mask(collection, index, None)
+        everyone = _readable_mask(collection, index, None, held_back)
         if rows is None:
             hidden = int(np.count_nonzero(everyone & ~mask & (row_scores >= floor)))
     return {"pieces": pieces, "hidden_by_labels": hidden}
