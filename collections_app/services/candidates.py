@@ -33,10 +33,10 @@ EXTENSION_CAP = 50
 # `lean_to_first`'s rounding), and a bound an ulp short would miss a row that ties.
 COSINE_ROUNDING = 1e-5
 # Probed windows gathered per block for their cosine: the gather copies them (float32), and a probe
-# reaches thousands of windows (4,700 at 100,000 rows: a 7 MiB copy). 1,024 windows of 384
-# dimensions are 1.5 MiB, below glibc's mmap threshold, so a web worker's thread reuses one block's
-# memory instead of growing its malloc arena, and its release threshold, to the whole probe's size
-# (docs/decisions.md, "A web worker's private memory").
+# reaches thousands of windows (up to 4,700 at 100,000 rows: a 7 MiB copy). 1,024 windows of 384
+# dimensions are 1.5 MiB, below the mmap threshold glibc reaches in a warmed web master (2 MiB), so
+# a web worker's thread reuses one block's memory instead of growing its malloc arena, and glibc's
+# release threshold, to the whole probe's size (docs/decisions.md, "A web worker's private memory").
 PROBE_BLOCK = 1024
 
 
