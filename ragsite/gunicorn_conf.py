@@ -48,3 +48,8 @@ def when_ready(server):
 
 def pre_fork(server, worker):
     prefork.before_fork()
+
+
+def post_fork(server, worker):
+    """In the new worker, before it starts its threads."""
+    prefork.after_fork()

@@ -6,11 +6,13 @@ URLconf, the lexical term tables, the local model's tokenizers and mapped weight
 BLAS library's lazily made state), forgets what must not cross a fork (database connections), and
 moves every object it holds into the garbage collector's permanent generation (`gc.freeze`), so
 that a collection in a worker does not write into the header of every inherited object and copy
-its page. ragsite/gunicorn_conf.py calls these; docs/decisions.md says what each step measured.
+its page. Each worker then holds its threads to one malloc arena (`after_fork`).
+ragsite/gunicorn_conf.py calls these; docs/decisions.md says what each step measured.
 """
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import logging
 import os
@@ -23,6 +25,12 @@ WARM_QUESTION = "How many leave days carry over into the next year?"
 # used it, with parallelism set on, waits forever in its first batch (measured: the child hangs).
 # The master's warm-up therefore runs with it off; see `_warm_local_embedder`.
 TOKENIZERS_PARALLELISM = "TOKENIZERS_PARALLELISM"
+# glibc gives each thread that allocates a malloc arena of its own (up to 8 per core), and an arena
+# keeps what a search freed for that thread's next one: a worker whose request threads had each
+# served a search kept one search's memory per thread. Its threads share one arena instead; measured
+# in docs/decisions.md ("A web worker's private memory").
+WORKER_MALLOC_ARENAS = 1
+_M_ARENA_MAX = -8  # mallopt's parameter number, from glibc's malloc.h
 
 
 def warm() -> list[str]:
@@ -64,6 +72,26 @@ def _warm_local_embedder() -> str:
         else:
             os.environ[TOKENIZERS_PARALLELISM] = chosen
     return "local embedder"
+
+
+def malloc_arenas(limit: int) -> bool:
+    """Hold this process's glibc malloc to `limit` arenas for the threads it starts from now on.
+
+    Whether it was set: False on a C library other than glibc (musl, macOS), where nothing changes.
+    Arenas already made stay in use: set it before starting threads (a worker's master made only the
+    main arena, as malloc_info shows in a worker just forked).
+    """
+    try:
+        if not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc"):
+            return False
+    except (ValueError, OSError, AttributeError):  # no such name here: not glibc
+        return False
+    return ctypes.CDLL(None).mallopt(_M_ARENA_MAX, limit) == 1
+
+
+def after_fork() -> None:
+    """In a worker just forked, before its request threads start: they share WORKER_MALLOC_ARENAS."""
+    malloc_arenas(WORKER_MALLOC_ARENAS)
 
 
 def before_fork() -> None:

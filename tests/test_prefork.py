@@ -76,3 +76,62 @@ def test_before_fork_closes_the_database_connection_and_freezes_the_heap():
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+# In a fresh interpreter, so that no arena made by this test process's own threads is counted: threads
+# each holding malloc'd blocks (bytearrays above Python's small-object allocator) while the heaps are counted.
+THREADS_ALLOCATING = """
+import ctypes, os, re, sys, tempfile, threading
+from ragsite import prefork
+if sys.argv[1] == "limited":
+    assert prefork.malloc_arenas(1)
+held, ready, done = [], threading.Barrier(5), threading.Event()
+def allocate():
+    held.append([bytearray(4096) for _ in range(256)])
+    ready.wait()
+    done.wait()
+threads = [threading.Thread(target=allocate) for _ in range(4)]
+for thread in threads:
+    thread.start()
+ready.wait()
+libc = ctypes.CDLL(None)
+libc.fopen.restype = ctypes.c_void_p
+libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+with tempfile.TemporaryDirectory() as folder:
+    path = os.path.join(folder, "malloc.xml")
+    handle = libc.fopen(path.encode(), b"w")
+    libc.malloc_info(0, handle)
+    libc.fclose(handle)
+    print(len(re.findall('<heap nr=', open(path).read())))
+done.set()
+"""
+
+
+def _is_glibc() -> bool:
+    try:
+        return (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
+    except (ValueError, OSError, AttributeError):
+        return False
+
+
+@pytest.mark.skipif(not _is_glibc(), reason="malloc arenas are glibc's")
+def test_threads_started_after_malloc_arenas_1_share_the_main_arena():
+    # glibc's own defaults: no arena limit from the environment
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_TUNABLES"))}
+
+    def heaps(arm: str) -> int:
+        done = subprocess.run([sys.executable, "-c", THREADS_ALLOCATING, arm], cwd=ROOT, capture_output=True,
+                              text=True, timeout=60, env=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return int(done.stdout)
+
+    assert heaps("default") > 1  # each thread its own arena: what a worker did before
+    assert heaps("limited") == 1
+
+
+def test_malloc_arenas_changes_nothing_without_glibc(monkeypatch):
+    monkeypatch.setattr(os, "confstr", lambda name: "musl")
+    monkeypatch.setattr(prefork.ctypes, "CDLL", lambda name: pytest.fail("a C library was asked"))
+    assert prefork.malloc_arenas(1) is False
