@@ -62,6 +62,8 @@ def current_build(collection: Collection) -> CollectionBuilt | None:
 
 
 def _record(collection: Collection, row: tuple | None) -> CollectionBuilt | None:
+    """The build record of `row` as read: this process's record when the row is the one it was made
+    from, else a record read again (one more statement, only after a build or an import)."""
     if row is None:
         return None
     cached = _builds.get(collection.pk)
