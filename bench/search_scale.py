@@ -242,13 +242,12 @@ def measure_child(n: int, args) -> dict:
     from collections_app.bm25_top import best_rows
     from collections_app.services.rows import stored_rows
     from collections_app.top import top_rows
-    from ragsite.fusion import hybrid_scores
 
-    def ranking(q):
+    def ranking(q):  # search_collection's lexical ranking: pruned, else every row's score (its `_lexical`)
         question = terms(q)
-        found = best_rows(mapped, question, 10, None, lambda bm25, bound: hybrid_scores(
-            None, bm25, bound, weight=search_module.FUSION_WEIGHT)[0])
-        return found[0] if found is not None else top_rows(mapped.bm25(question)[0], None, 10)
+        found = best_rows(mapped, question, 10, None, search_module.lexical_score)
+        return found[0] if found is not None else top_rows(
+            search_module.lexical_score(*search_module._lexical(mapped, question, None)), None, 10)
 
     def bm25s_texts(q):
         found = bm25s_run(q)

@@ -64,6 +64,12 @@ WEIGHT_BLOCK = 1 << 20
 # Rows per block when scoring float16 vectors: the block is widened to float32 for the product, so
 # this bounds the temporary (64k × 384 × 4 bytes = 96 MiB) whatever the collection's size.
 VECTOR_BLOCK = 65536
+# Windows per block when scoring some windows by id (an IVF probe, a search's exact candidates): the
+# gather copies them. A probe reaches thousands (up to 4,700 at 100,000 rows, a 7 MiB copy), and a copy
+# that large, once freed, raised glibc's mmap and trim thresholds in a web worker so that each request
+# thread kept an arena of that size (docs/decisions.md, "A web worker's private memory"). 1,024 windows
+# of 384 dimensions are 1.5 MiB, under the 2 MiB threshold of a warmed web master.
+GATHER_BLOCK = 1024
 # Question terms whose ids an index remembers ("the", "of", "in" recur; a look-up is ~17 steps).
 TERMS_REMEMBERED = 1 << 14
 
@@ -562,12 +568,22 @@ class MappedIndex:
         spans = hi - lo
         wanted = np.repeat(lo, spans) + (np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans))
         if wanted.size:
-            per_vector = np.asarray(self.vectors[wanted], dtype=np.float32) @ query
+            per_vector = self.products(wanted, query)
             np.maximum.at(result, np.repeat(np.arange(rows.shape[0]), spans), per_vector)
             has = spans > 0
             # Each row's first window is the first of its span (a row's windows are consecutive).
             result[has] = lean_to_first(per_vector[(np.cumsum(spans) - spans)[has]], result[has])
         return result
+
+    def products(self, vector_ids: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """The product of each of the given vectors (windows, not rows) with ``query`` (float32), in their
+        order, gathered GATHER_BLOCK at a time: the same values as one gather of them all."""
+        query = np.asarray(query, dtype=np.float32)
+        products = np.empty(len(vector_ids), dtype=np.float32)
+        for start in range(0, products.size, GATHER_BLOCK):
+            block = vector_ids[start : start + GATHER_BLOCK]
+            products[start : start + block.size] = np.asarray(self.vectors[block], dtype=np.float32) @ query
+        return products
 
     def _pooled(self, per_vector: np.ndarray) -> np.ndarray:
         if per_vector.size == self.size and self.window_starts is None:

@@ -74,6 +74,14 @@ def _warm_local_embedder() -> str:
     return "local embedder"
 
 
+def glibc() -> bool:
+    """Whether this process's C library is glibc (malloc's arenas and `mallopt` are glibc's)."""
+    try:
+        return (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
+    except (ValueError, OSError, AttributeError):  # no such name here: not glibc
+        return False
+
+
 def malloc_arenas(limit: int) -> bool:
     """Hold this process's glibc malloc to `limit` arenas for the threads it starts from now on.
 
@@ -81,10 +89,7 @@ def malloc_arenas(limit: int) -> bool:
     Arenas already made stay in use: set it before starting threads (a worker's master made only the
     main arena, as malloc_info shows in a worker just forked).
     """
-    try:
-        if not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc"):
-            return False
-    except (ValueError, OSError, AttributeError):  # no such name here: not glibc
+    if not glibc():
         return False
     return ctypes.CDLL(None).mallopt(_M_ARENA_MAX, limit) == 1
 

@@ -109,14 +109,7 @@ done.set()
 """
 
 
-def _is_glibc() -> bool:
-    try:
-        return (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
-    except (ValueError, OSError, AttributeError):
-        return False
-
-
-@pytest.mark.skipif(not _is_glibc(), reason="malloc arenas are glibc's")
+@pytest.mark.skipif(not prefork.glibc(), reason="malloc arenas are glibc's")
 def test_threads_started_after_malloc_arenas_1_share_the_main_arena():
     # glibc's own defaults: no arena limit from the environment
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_TUNABLES"))}

@@ -32,12 +32,6 @@ EXTENSION_CAP = 50
 # `cosine_of_rows`' are separate float32 products that can differ in the last bits (so can
 # `lean_to_first`'s rounding), and a bound an ulp short would miss a row that ties.
 COSINE_ROUNDING = 1e-5
-# Probed windows gathered per block for their cosine: the gather copies them (float32), and a probe
-# reaches thousands of windows (up to 4,700 at 100,000 rows: a 7 MiB copy). 1,024 windows of 384
-# dimensions are 1.5 MiB, below the mmap threshold glibc reaches in a warmed web master (2 MiB), so
-# a web worker's thread reuses one block's memory instead of growing its malloc arena, and glibc's
-# release threshold, to the whole probe's size (docs/decisions.md, "A web worker's private memory").
-PROBE_BLOCK = 1024
 
 
 class Probe(NamedTuple):
@@ -101,7 +95,7 @@ def candidates(name: str, lists: IVFLists, index: MappedIndex, vector: np.ndarra
         nprobe = int(settings.IVF_NPROBE) or lists.nprobe
     nprobe = max(1, min(int(nprobe), lists.nlist))
     members = lists.probe(vector, nprobe)
-    closeness = probed_cosine(index, members, vector)
+    closeness = index.products(members, vector)
     # Windows of one paragraph can take several places: ask for more vectors than rows wanted.
     order = top_rows(closeness, None, CANDIDATE_DEPTH * 2)
     # A readable row left out has every window after the window that brought in the K-th row; with
@@ -125,15 +119,6 @@ def candidates(name: str, lists: IVFLists, index: MappedIndex, vector: np.ndarra
     logger.debug("search %s: IVF cosine, nprobe %d of %d lists, %d candidates of %d rows scored exactly",
                  name, nprobe, lists.nlist, found.size, index.size)
     return found, Probe(members, closeness, max(cosine_out, 0.0), lexical_out)
-
-
-def probed_cosine(index: MappedIndex, members: np.ndarray, vector: np.ndarray) -> np.ndarray:
-    """Each probed window's product with the (unit) question vector, PROBE_BLOCK windows at a time."""
-    closeness = np.empty(members.size, dtype=np.float32)
-    for start in range(0, members.size, PROBE_BLOCK):
-        block = members[start : start + PROBE_BLOCK]
-        closeness[start : start + block.size] = np.asarray(index.vectors[block], dtype=np.float32) @ vector
-    return closeness
 
 
 def _left_out(index: MappedIndex, mask: np.ndarray, probe: Probe, found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -168,5 +153,4 @@ def _within(rows: np.ndarray, sorted_rows: np.ndarray) -> np.ndarray:
     return sorted_rows[at] == rows
 
 
-__all__ = ["CANDIDATE_DEPTH", "COSINE_ROUNDING", "EXTENSION_CAP", "PROBE_BLOCK", "Probe", "candidates", "probed_cosine",
-           "scored_candidates"]
+__all__ = ["CANDIDATE_DEPTH", "COSINE_ROUNDING", "EXTENSION_CAP", "Probe", "candidates", "scored_candidates"]

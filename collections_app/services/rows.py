@@ -7,6 +7,8 @@ queries cost 0.35-0.6 ms each at 100,000 paragraphs, several times the statement
 the models' Meta).
 """
 
+from functools import cache
+
 import numpy as np
 from django.db import connection
 
@@ -36,10 +38,22 @@ def search_state(collection: Collection) -> tuple[CollectionBuilt | None, np.nda
     (through the ORM, so its fields are converted as any read converts them). Callers read the record
     and never change it: it is shared.
     """
+    with connection.cursor() as cursor:
+        cursor.execute(_state_sql(connection.vendor), [collection.pk, collection.pk, Document.ACTIVE, collection.pk])
+        found = cursor.fetchall()
+    row = next((tuple(r[1:-1]) for r in found if r[0] == BUILT), None)
+    documents = np.asarray([r[-1] for r in found if r[0] == HELD_DOCUMENT], dtype=np.int64)
+    paragraphs = np.asarray([r[-1] for r in found if r[0] == HELD_PARAGRAPH], dtype=np.int64)
+    return _record(collection, row), documents, paragraphs
+
+
+@cache
+def _state_sql(vendor: str) -> str:
+    """`search_state`'s statement, written once per database vendor (it names only tables and columns)."""
     quote = connection.ops.quote_name
     columns = [field.column for field in CollectionBuilt._meta.concrete_fields]
     padding = ", ".join(["NULL"] * len(columns))
-    sql = (
+    return (
         f"SELECT {BUILT}, {', '.join(quote(c) for c in columns)}, NULL "
         f"FROM {quote(CollectionBuilt._meta.db_table)} WHERE collection_id = %s "
         f"UNION ALL SELECT {HELD_DOCUMENT}, {padding}, id FROM {quote(Document._meta.db_table)} "
@@ -47,13 +61,6 @@ def search_state(collection: Collection) -> tuple[CollectionBuilt | None, np.nda
         f"UNION ALL SELECT {HELD_PARAGRAPH}, {padding}, id FROM {quote(Paragraph._meta.db_table)} "
         "WHERE collection_id = %s AND NOT enabled"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [collection.pk, collection.pk, Document.ACTIVE, collection.pk])
-        found = cursor.fetchall()
-    row = next((tuple(r[1:-1]) for r in found if r[0] == BUILT), None)
-    documents = np.asarray([r[-1] for r in found if r[0] == HELD_DOCUMENT], dtype=np.int64)
-    paragraphs = np.asarray([r[-1] for r in found if r[0] == HELD_PARAGRAPH], dtype=np.int64)
-    return _record(collection, row), documents, paragraphs
 
 
 def current_build(collection: Collection) -> CollectionBuilt | None:
@@ -80,14 +87,18 @@ def stored_rows(paragraph_ids: list[int]) -> list[tuple]:
     given paragraphs, in no order; ids no longer stored are simply absent."""
     if not paragraph_ids:
         return []
-    quote = connection.ops.quote_name
-    paragraph, document = quote(Paragraph._meta.db_table), quote(Document._meta.db_table)
-    columns = ", ".join(f"{paragraph}.{quote(c)}"
-                        for c in ("id", "start_char", "end_char", "text", "section", "index", "document_id"))
-    sql = (f"SELECT {columns}, {document}.{quote('name')} FROM {paragraph} INNER JOIN {document} "
-           f"ON ({paragraph}.{quote('document_id')} = {document}.{quote('id')}) "
-           f"WHERE {paragraph}.{quote('id')} IN ({', '.join(['%s'] * len(paragraph_ids))})")
+    sql = f"{_texts_sql(connection.vendor)} ({', '.join(['%s'] * len(paragraph_ids))})"
     with connection.cursor() as cursor:
         cursor.execute(sql, paragraph_ids)
         return cursor.fetchall()
 
+
+@cache
+def _texts_sql(vendor: str) -> str:
+    """`stored_rows`' statement up to its list of ids, written once per database vendor."""
+    quote = connection.ops.quote_name
+    paragraph, document = quote(Paragraph._meta.db_table), quote(Document._meta.db_table)
+    columns = ", ".join(f"{paragraph}.{quote(c)}"
+                        for c in ("id", "start_char", "end_char", "text", "section", "index", "document_id"))
+    return (f"SELECT {columns}, {document}.{quote('name')} FROM {paragraph} INNER JOIN {document} "
+            f"ON ({paragraph}.{quote('document_id')} = {document}.{quote('id')}) WHERE {paragraph}.{quote('id')} IN")

@@ -197,7 +197,7 @@ def search_collection(
     # Lexical alone over every row's statistics, and nothing asks for every row's score (explain, the
     # reranker): the best rows are found without scoring every row, and only they are normalised.
     quick = (best_rows(index, question_terms, most, None if mask.all() else mask,
-                       lambda bm25, bound: hybrid_scores(None, bm25, bound, weight=FUSION_WEIGHT)[0])
+                       lexical_score)
              if vector is None and view is None and not explain and not settings.RERANK_URL else None)
     if quick is not None:
         rows, row_scores = quick  # the top rows by fused score, best first, and those scores
@@ -247,6 +247,12 @@ def search_collection(
         agent.agent_id, collection.name, mode, len(answer["paragraphs"]), answer["refused"],
     )
     return answer
+
+
+def lexical_score(bm25: np.ndarray, bound: float) -> np.ndarray:
+    """The fused score of BM25 alone (a lexical search's, and a hybrid one's for a row without a cosine):
+    never decreasing in BM25, so the best rows by one are the best by the other (bm25_top.best_rows)."""
+    return hybrid_scores(None, bm25, bound, weight=FUSION_WEIGHT)[0]
 
 
 def _lexical(index: MappedIndex, question_terms: list[str], view) -> tuple[np.ndarray, float]:

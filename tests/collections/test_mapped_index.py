@@ -180,3 +180,26 @@ def test_the_postings_are_seed_004s_bm25_index_exactly(tmp_path):
     for name in ("doc_len", "indptr", "postings_doc", "postings_tf", "df", "idf", "_weights"):
         assert np.array_equal(getattr(rebuilt, name), getattr(reference, name)), name
     assert rebuilt.avgdl == reference.avgdl
+
+
+@pytest.mark.parametrize("dtype", ["<f4", "<f2"])
+def test_vectors_scored_in_blocks_equal_one_product_over_all_of_them(tmp_path, monkeypatch, dtype):
+    """Some windows' products (an IVF probe's, a search's exact candidates') are gathered a block at a
+    time (a web worker's memory, docs/decisions.md); each is the one a single gather of them all gives,
+    to the bit, in the order asked, and the rows' pooled cosines are unchanged."""
+    from collections_app import mapped_index
+
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((1000, 48)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    writer = IndexWriter(48, vector_dtype=dtype)
+    writer.add(list(range(1000)), [i // 10 for i in range(1000)], [terms("w")] * 1000, [v[None, :] for v in vectors])
+    index = MappedIndex(writer.write(tmp_path, "b1"))
+    members = np.sort(rng.choice(1000, size=777, replace=False))
+    question = vectors[3]
+    whole = np.asarray(index.vectors[members], dtype=np.float32) @ question
+    rows = index.cosine_of_rows(question, members)
+    monkeypatch.setattr(mapped_index, "GATHER_BLOCK", 64)  # 13 blocks, the last one short
+    assert np.array_equal(index.products(members, question), whole)
+    assert index.products(members[:0], question).shape == (0,)
+    assert np.array_equal(index.cosine_of_rows(question, members), rows)
