@@ -341,7 +341,8 @@ def test_at_1280_the_paragraph_text_has_half_the_table(page, admin_user, library
 @pytest.mark.parametrize("width", [1280, 1024])
 def test_a_build_history_with_long_warnings_is_never_cut_off(page, admin_user, handbook, width):
     """Long warnings on the latest builds: at 1280 px the history fits its row; narrower, its box
-    scrolls sideways, and nothing of it lies past the row, whose overflow is hidden."""
+    scrolls sideways, and nothing of it lies past the row, whose overflow is hidden. The warnings list
+    starts at its cell (the admin indents every list in a form by 170 px, which pushed it out of view)."""
     note = ("19 paragraphs have no label, so any reader may read them; the measured floor 0.130389 keeps 31 of "
             "31 answers found: answers and controls do not separate")
     handbook.runs.update(warnings=[note, note])
@@ -351,6 +352,9 @@ def test_a_build_history_with_long_warnings_is_never_cut_off(page, admin_user, h
     row = page.locator(".field-build_history").bounding_box()
     shown = page.locator(".field-build_history .rs-scroll").bounding_box()
     assert shown["x"] + shown["width"] <= row["x"] + row["width"] + 1, (shown, row)
+    cell = page.locator("table.rs-history tbody td:last-child >> nth=0").bounding_box()
+    warnings = page.locator("table.rs-history ul.rs-warnings >> nth=0").bounding_box()
+    assert warnings["x"] - cell["x"] < 30, (warnings, cell)  # not indented as the admin indents a form's lists
     if width == 1280:
         history = page.locator("table.rs-history").bounding_box()
         assert history["x"] + history["width"] <= row["x"] + row["width"] + 1, (history, row)
