@@ -1,34 +1,31 @@
 """One build's search index as flat files, written once and memory-mapped read-only by every process.
 
-A search process used to build its own copy of a collection from the database rows (about 25 KB
-a paragraph and a second per thousand paragraphs, per process). Here the build writes the arrays
-once, next to the store, and each process maps them: the pages are shared through the OS page
-cache, so a further worker costs almost no private memory and opens a collection in milliseconds.
+The build writes the arrays once, next to the store, and each process maps them: pages are shared
+through the OS page cache, so a further worker costs almost no private memory and opens a collection
+in milliseconds (a process used to build its own copy from the rows: ~25 KB and ~1 ms a paragraph).
 
 The directory of one build (``<root>/c<collection>/<key>/``) holds, little-endian:
 
 * ``meta.json`` — counts, width, BM25 constants, format version; written last;
 * ``row_paragraph.i64``, ``row_document.i64`` — per row (rows in ordinal order): the paragraph and
   document ids; texts stay in the database and are read only for hits and their neighbours;
-* ``vectors.bin`` (``n_vectors × d``, the store's float16 values as float32, see VECTOR_DTYPE) and ``vector_row.i32`` — the vectors, a paragraph's windows
-  consecutive, each naming its row (ascending), so a paragraph is scored from its windows (`windows.pool_windows`);
+* ``vectors.bin`` (``n_vectors × d``, the store's float16 values as float32, see VECTOR_DTYPE) and
+  ``vector_row.i32`` — a paragraph's windows consecutive, each naming its row (`windows.pool_windows`);
 * ``doc_len.i32``, ``indptr.i64``, ``postings_doc.i32``, ``postings_tf.i32`` — seed 004's BM25
   postings in CSR form (``lexical.BM25Index``'s layout), term ids in UTF-8 byte order;
 * ``postings_weight.f64`` — each posting's BM25 weight without its idf, for the statistics of all
   rows (``BM25Index._posting_weights``, same operations, so the same bits);
-* ``vocab.bin`` + ``vocab_offsets.i64`` — the sorted vocabulary, looked up by binary search so
-  opening an index never builds a dictionary of it;
+* ``vocab.bin`` + ``vocab_offsets.i64`` — the sorted vocabulary, searched in place (no dictionary);
 * ``context/`` and ``carried/`` — further lexical fields over the same rows, when some row has one:
   each row's "title › section", and each row's *carried opening* (the text it shares with earlier
-  rows of its document, ``stitch.carried_openings``) with ``carried/carried_from.i32``, the first
-  earlier row each row shares text with. A reader who may not read one of those rows scores the
-  row without its opening (:meth:`MappedIndex.view`).
+  rows, ``stitch.carried_openings``) with ``carried/carried_from.i32``, the first earlier row each
+  row shares text with; a reader who may not read that row scores this one without its opening
+  (:meth:`MappedIndex.view`).
 
-The directory is written under a temporary name and renamed into place, so a reader sees a whole
-index or none. BM25 is computed at query time from tf and document length, so statistics can be
-those of any subset of the rows (a reader's view) without copying anything: see
-:meth:`MappedIndex.bm25`; the all-rows view, every collection's but a per-reader one's, reads the
-weights written with the build instead (a fifth of the time at 100,000 rows, docs/benchmarks.md).
+Written under a temporary name and renamed into place, a reader sees a whole index or none. BM25 is
+computed at query time from tf and document length, so statistics can be any subset's (a reader's
+view) without a copy (:meth:`MappedIndex.bm25`); the all-rows view reads the weights written with
+the build instead (a fifth of the time at 100,000 rows, docs/benchmarks.md).
 
 Pure: numpy only; no models, no settings.
 """
@@ -64,11 +61,8 @@ WEIGHT_BLOCK = 1 << 20
 # Rows per block when scoring float16 vectors: the block is widened to float32 for the product, so
 # this bounds the temporary (64k × 384 × 4 bytes = 96 MiB) whatever the collection's size.
 VECTOR_BLOCK = 65536
-# Windows per block when scoring some windows by id (an IVF probe, a search's exact candidates): the
-# gather copies them. A probe reaches thousands (up to 4,700 at 100,000 rows, a 7 MiB copy), and a copy
-# that large, once freed, raised glibc's mmap and trim thresholds in a web worker so that each request
-# thread kept an arena of that size (docs/decisions.md, "A web worker's private memory"). 1,024 windows
-# of 384 dimensions are 1.5 MiB, under the 2 MiB threshold of a warmed web master.
+# Windows gathered per block when scoring some by id (a probe, exact candidates): 1.5 MiB at 384 d, under a warmed
+# master's mmap threshold; one 7 MiB copy left each web worker thread an arena that size (docs/decisions.md).
 GATHER_BLOCK = 1024
 # Question terms whose ids an index remembers ("the", "of", "in" recur; a look-up is ~17 steps).
 TERMS_REMEMBERED = 1 << 14
@@ -576,8 +570,7 @@ class MappedIndex:
         return result
 
     def products(self, vector_ids: np.ndarray, query: np.ndarray) -> np.ndarray:
-        """The product of each of the given vectors (windows, not rows) with ``query`` (float32), in their
-        order, gathered GATHER_BLOCK at a time: the same values as one gather of them all."""
+        """Each given vector's (window's, not row's) product with ``query``, GATHER_BLOCK at a time (one gather's values)."""
         query = np.asarray(query, dtype=np.float32)
         products = np.empty(len(vector_ids), dtype=np.float32)
         for start in range(0, products.size, GATHER_BLOCK):
@@ -604,13 +597,4 @@ class MappedIndex:
         return np.asarray(self.vectors, dtype=np.float32)
 
 
-def remove_stale(root: Path, keep: str) -> None:
-    """Delete a collection's other builds' directories and temporaries (a process mapping one keeps reading it)."""
-    if not root.is_dir():
-        return
-    for entry in root.iterdir():
-        if entry.name != keep and entry.is_dir():
-            shutil.rmtree(entry, ignore_errors=True)
-
-
-__all__ = ["FORMAT", "IndexUnusable", "IndexWriter", "MappedIndex", "View", "remove_stale", "top_rows"]
+__all__ = ["FORMAT", "IndexUnusable", "IndexWriter", "MappedIndex", "View", "top_rows"]

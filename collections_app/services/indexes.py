@@ -26,7 +26,7 @@ from ragsite.lexical import terms
 from ..conf import settings
 from ..context import CONTEXT_VERSION
 from ..ivf import IVFLists, build_lists
-from ..mapped_index import IndexUnusable, IndexWriter, MappedIndex, remove_stale
+from ..mapped_index import IndexUnusable, IndexWriter, MappedIndex
 from ..models import Collection, CollectionBuilt, Paragraph
 from ..stitch import carried_openings, carried_terms_text
 from ..vector_codec import VectorFormatError, decode
@@ -51,6 +51,15 @@ def build_key(built: CollectionBuilt) -> str:
 
 def collection_root(collection_id: int) -> Path:
     return Path(settings.INDEX_DIR) / f"c{collection_id}"
+
+
+def remove_stale(root: Path, keep: str) -> None:
+    """Delete a collection's other builds' directories and temporaries (a process mapping one keeps reading it)."""
+    if not root.is_dir():
+        return
+    for entry in root.iterdir():
+        if entry.name != keep and entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 @contextmanager
@@ -249,4 +258,5 @@ def forget(collection_id: int) -> None:
     _mapped.pop(collection_id, None)
 
 
-__all__ = ["build_key", "collection_root", "forget", "index_committed_build", "mapped_index", "write_index"]
+__all__ = ["build_key", "collection_root", "forget", "index_committed_build", "mapped_index", "remove_stale",
+           "write_index"]

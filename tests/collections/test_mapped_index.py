@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collections_app.mapped_index import IndexUnusable, IndexWriter, MappedIndex, remove_stale, top_rows
+from collections_app.mapped_index import IndexUnusable, IndexWriter, MappedIndex, top_rows
+from collections_app.services.indexes import remove_stale
 from collections_app.windows import LATER_WINDOW_SHARE
 from ragsite.lexical import BM25Index, terms
 
