@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragsite import embedding
+from ragsite import embedding, fusion
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -247,7 +247,7 @@ def main() -> None:
 
     def evaluate(weight: float | None) -> tuple[float, float, float]:
         if weight is not None:
-            search_service.FUSION_WEIGHT = weight
+            fusion.FUSION_WEIGHT = weight
         ndcg = recall = 0.0
         started = time.perf_counter()
         for qid, text in items:
@@ -272,7 +272,7 @@ def main() -> None:
             print(f"weight {weight:.2f}  nDCG@10 {ndcg:.4f}  recall@100 {recall:.4f}")
         return
     ndcg, recall, ms = evaluate(args.weight)
-    print(f"# {args.dataset.resolve().name} {args.split}, {len(items)} queries, mode {args.mode}, weight {search_service.FUSION_WEIGHT}, "
+    print(f"# {args.dataset.resolve().name} {args.split}, {len(items)} queries, mode {args.mode}, weight {fusion.FUSION_WEIGHT}, "
           f"{ms:.1f} ms per search", file=sys.stderr)
     print(f"nDCG@10 {ndcg:.4f}")
     print(f"recall@100 {recall:.4f}")

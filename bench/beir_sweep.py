@@ -109,8 +109,8 @@ def score_all(parts, windows, documents, qrels_list, rule, weight, context_weigh
     """
     from collections_app.context import lexical_with_context
     from collections_app.metrics import ndcg_at_k, recall_at_k
-    from collections_app.top import top_rows
     from ragsite.fusion import hybrid_scores
+    from ragsite.top import top_rows
 
     ndcg = recall = 0.0
     for (first, rest, mean, text, text_bound, context, context_bound), qrels in zip(parts, qrels_list, strict=True):
@@ -151,7 +151,7 @@ def main() -> None:
     from collections_app.models import Document
     from collections_app.services import search as search_service
     from collections_app.services.rows import current_build
-    from ragsite import embedding
+    from ragsite import embedding, fusion
 
     index = search_service.collection_index(collection, current_build(collection))
     names = dict(Document.objects.filter(collection=collection).values_list("pk", "name"))
@@ -164,7 +164,7 @@ def main() -> None:
           f"({int((windows > 1).sum())} paragraphs with more than one); parts in {time.perf_counter() - started:.0f}s",
           file=sys.stderr)
 
-    product = (f"first+{windows_module.LATER_WINDOW_SHARE:g}", search_service.FUSION_WEIGHT,
+    product = (f"first+{windows_module.LATER_WINDOW_SHARE:g}", fusion.FUSION_WEIGHT,
                context_module.CONTEXT_WEIGHT)
     product = (*product, 0.0)
     settings_list = [product] + [(rule, weight, cw, shift) for shift in args.cosine_shifts for rule in args.rules

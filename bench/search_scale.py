@@ -241,7 +241,7 @@ def measure_child(n: int, args) -> dict:
     # bm25s followed by the one statement that reads its hits' texts, as a search must.
     from collections_app.bm25_top import best_rows
     from collections_app.services.rows import stored_rows
-    from collections_app.top import top_rows
+    from ragsite.top import top_rows
 
     def ranking(q):  # search_collection's lexical ranking: pruned, else every row's score (its `_lexical`)
         question = terms(q)

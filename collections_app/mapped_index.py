@@ -45,7 +45,6 @@ import numpy as np
 from ragsite.lexical import DEFAULT_B, DEFAULT_K1, BM25Index, idf
 
 from .ivf import IVFLists
-from .top import top_rows
 from .windows import lean_to_first, pool_windows
 
 # 2: the carried openings (a format-1 index on disk is rewritten from the rows on first use).
@@ -597,4 +596,4 @@ class MappedIndex:
         return np.asarray(self.vectors, dtype=np.float32)
 
 
-__all__ = ["FORMAT", "IndexUnusable", "IndexWriter", "MappedIndex", "View", "top_rows"]
+__all__ = ["FORMAT", "IndexUnusable", "IndexWriter", "MappedIndex", "View"]

@@ -14,14 +14,17 @@ PACKAGES = ("ragsite", "collections_app", "memory_app")
 
 # The shared floor: machinery that belongs to no app. It never imports an app.
 FLOOR = ("ragsite.errors", "ragsite.conf", "ragsite.embedders", "ragsite.embedding", "ragsite.lexical",
-         "ragsite.fusion", "ragsite.division", "ragsite.mcp", "ragsite.commands")
+         "ragsite.fusion", "ragsite.top", "ragsite.model_calls", "ragsite.division", "ragsite.mcp",
+         "ragsite.commands")
 # Pure modules: formulas and formats, tested without a database. No models, no settings, no services.
-PURE = ("ragsite.embedders", "ragsite.lexical", "ragsite.fusion", "ragsite.division",
+PURE = ("ragsite.embedders", "ragsite.lexical", "ragsite.fusion", "ragsite.top", "ragsite.model_calls",
+        "ragsite.division",
         "collections_app.extract", "collections_app.chunking", "collections_app.stitch", "collections_app.ivf",
         "collections_app.interchange", "collections_app.measure", "collections_app.metrics",
         "collections_app.bm25_top", "memory_app.nodes", "memory_app.recall_index")
-# What memory may take from collections: the models (agents own memories) and the agent look-up.
-MEMORY_MAY_USE = ("collections_app.models", "collections_app.services.agents")
+# What memory may take from collections: the models (agents own memories), the agent look-up, and the
+# ledger model calls are charged to (agents own it, whichever app made the call).
+MEMORY_MAY_USE = ("collections_app.models", "collections_app.services.agents", "collections_app.services.ledger")
 # Adapters: they call services; services never call them.
 ADAPTERS = ("admin", "api", "mcp_tools", "management", "tasks", "embedding_server", "views")
 

@@ -28,6 +28,7 @@ from django.utils import timezone
 from ragsite import embedding
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
+from ragsite.fusion import FUSION_WEIGHT
 from ragsite.lexical import BM25Index
 
 from .. import conf
@@ -48,7 +49,6 @@ from ..stitch import Row
 from ..vector_codec import VectorFormatError, decode
 from .questions import InvalidMeasure, check_questions, parse_item
 from .questions import parse_lines as parse_lines  # the admin's textarea form, read here too
-from .search import FUSION_WEIGHT
 
 logger = logging.getLogger("ragsite.known_answers")
 

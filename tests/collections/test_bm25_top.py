@@ -10,9 +10,9 @@ from collections_app import bm25_top as pruning
 from collections_app.bm25_top import best_rows, bm25_top
 from collections_app.context import lexical_with_context
 from collections_app.mapped_index import IndexWriter, MappedIndex
-from collections_app.top import MARGIN, top_rows
 from ragsite.fusion import hybrid_scores
 from ragsite.lexical import BM25Index, terms
+from ragsite.top import MARGIN, top_rows
 
 COMMON_WORDS = ["the", "of", "and", "in"]
 RARE_WORDS = [f"w{i}" for i in range(40)]

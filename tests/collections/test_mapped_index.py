@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collections_app.mapped_index import IndexUnusable, IndexWriter, MappedIndex, top_rows
+from collections_app.mapped_index import IndexUnusable, IndexWriter, MappedIndex
 from collections_app.services.indexes import remove_stale
 from collections_app.windows import LATER_WINDOW_SHARE
 from ragsite.lexical import BM25Index, terms
+from ragsite.top import top_rows
 
 TEXTS = [
     "Carry-over of annual leave is capped at five days a year.",

@@ -17,9 +17,10 @@ from collections_app.models import CollectionBuilt
 from collections_app.services.agents import create_agent, create_collection
 from collections_app.services.builds import build_collection
 from collections_app.services.measure import MAX_QUESTIONS, measure_collection, parse_items
-from collections_app.services.search import FUSION_WEIGHT, search_collection
+from collections_app.services.search import search_collection
 from ragsite.embedders import build_embedder
 from ragsite.errors import RagsiteError
+from ragsite.fusion import FUSION_WEIGHT
 from ragsite.mcp import registry
 from tests.collections.test_mcp import call_tool, tool_error
 from tests.conftest import HANDBOOK
