@@ -149,10 +149,12 @@ def prepare(args):
     django.setup()
     from django.core.management import call_command
 
-    from collections_app import mapped_index, vector_codec, windows
+    from collections_app.index import mapped as mapped_index
+    from collections_app.index import vector_codec
     from collections_app.models import Agent, Collection
     from collections_app.services.agents import create_agent, create_collection
     from collections_app.services.builds import build_collection
+    from collections_app.text import windows
 
     if args.store == "float32":
         vector_codec.STORED_DTYPE = np.dtype("<f4")
@@ -201,7 +203,7 @@ def main() -> None:
                         help="with --sweep: these weights instead of 0.0, 0.1, ... 1.0")
     parser.add_argument("--weight", type=float, default=None, help="hybrid only: the cosine weight to use")
     parser.add_argument("--context-weight", type=float, default=None,
-                        help="the lexical weight of a paragraph's title (collections_app.context.CONTEXT_WEIGHT)")
+                        help="the lexical weight of a paragraph's title (collections_app.text.context.CONTEXT_WEIGHT)")
     parser.add_argument("--limit", type=int, default=None, help="ask only the first N queries")
     parser.add_argument("--ivf", action="store_true", help="search through the IVF approximate path")
     parser.add_argument("--nprobe", type=int, default=None, help="with --ivf: IVF lists scored per search")
@@ -211,7 +213,7 @@ def main() -> None:
                         help="embed a long paragraph as all its windows (the product) or its first only")
     parser.add_argument("--later-share", type=float, default=None,
                         help="the share of what a paragraph's best later window adds over its first that counts "
-                             "(collections_app.windows.LATER_WINDOW_SHARE; 1 is the best window, 0 the first; "
+                             "(collections_app.text.windows.LATER_WINDOW_SHARE; 1 is the best window, 0 the first; "
                              "bench/beir_sweep.py compares more pooling rules offline)")
     parser.add_argument("--sample", type=int, default=None,
                         help="a smaller corpus: the split's relevant documents plus the first N others "
@@ -225,7 +227,7 @@ def main() -> None:
     from collections_app.services import search as search_service
 
     if args.context_weight is not None:
-        from collections_app import context
+        from collections_app.text import context
 
         context.CONTEXT_WEIGHT = args.context_weight
     items = list(queries.items())[: args.limit]

@@ -107,8 +107,8 @@ def score_all(parts, windows, documents, qrels_list, rule, weight, context_weigh
     ``shift`` s > 0 maps the cosine onto [0, 1] by ``(cos - s) / (1 - s)`` before the product's clip
     (the cosine-normalisation lever: still absolute, but a cosine below s counts as none).
     """
-    from collections_app.context import lexical_with_context
     from collections_app.metrics import ndcg_at_k, recall_at_k
+    from collections_app.text.context import lexical_with_context
     from ragsite.fusion import hybrid_scores
     from ragsite.top import top_rows
 
@@ -146,11 +146,11 @@ def main() -> None:
     agent, collection, queries, qrels = beir.prepare(SimpleNamespace(
         dataset=args.dataset, mode="hybrid", split=args.split, store="float16", windows="all",
         sample=args.sample, ivf=False, nprobe=None, later_share=None))
-    from collections_app import context as context_module
-    from collections_app import windows as windows_module
     from collections_app.models import Document
     from collections_app.services import search as search_service
     from collections_app.services.rows import current_build
+    from collections_app.text import context as context_module
+    from collections_app.text import windows as windows_module
     from ragsite import embedding, fusion
 
     index = search_service.collection_index(collection, current_build(collection))

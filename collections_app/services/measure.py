@@ -21,11 +21,11 @@ from ragsite.errors import RagsiteError
 from ragsite.fusion import FUSION_WEIGHT
 from ragsite.lexical import DEFAULT_B, DEFAULT_K1
 
-from ..chunking import AVAILABLE, ChunkingError, resolve_sizes, validate_method
 from ..conf import settings
-from ..extract import SUPPORTED_SUFFIXES, Unreadable
 from ..measure import DEFAULT_AROUNDS, Question, Variant, VectorCache, default_sizes, grid, measure_variant
 from ..models import Collection, MeasureRun, ModelCall
+from ..text.chunking import AVAILABLE, ChunkingError, resolve_sizes, validate_method
+from ..text.extract import SUPPORTED_SUFFIXES, Unreadable
 from .questions import (
     MAX_MARKER_CHARS,
     MAX_QUESTIONS,

@@ -21,13 +21,13 @@ from ragsite.model_calls.judge import JudgeUnavailable, ask_judge
 from ragsite.model_calls.rerank import RerankUnavailable, ask_reranker
 from ragsite.top import top_rows
 
-from ..bm25_top import best_rows
 from ..conf import settings
-from ..context import lexical_with_context
-from ..ivf import IVFLists, build_lists
-from ..mapped_index import MappedIndex
+from ..index.bm25_top import best_rows
+from ..index.ivf import IVFLists, build_lists
+from ..index.mapped import MappedIndex
 from ..models import Agent, ApiKey, Collection, CollectionBuilt, ModelCall, Paragraph, Reader
-from ..stitch import Row, stitch
+from ..text.context import lexical_with_context
+from ..text.stitch import Row, stitch
 from .agents import get_collection
 from .candidates import scored_candidates
 from .indexes import forget, mapped_index

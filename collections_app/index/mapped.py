@@ -44,8 +44,8 @@ import numpy as np
 
 from ragsite.lexical import DEFAULT_B, DEFAULT_K1, BM25Index, idf
 
+from ..text.windows import lean_to_first, pool_windows
 from .ivf import IVFLists
-from .windows import lean_to_first, pool_windows
 
 # 2: the carried openings (a format-1 index on disk is rewritten from the rows on first use).
 FORMAT = 2
