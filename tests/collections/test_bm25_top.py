@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from collections_app.index import bm25_top as pruning
 from collections_app.index.bm25_top import best_rows, bm25_top
-from collections_app.index.mapped import IndexWriter, MappedIndex
+from collections_app.index.mapped import MappedIndex
+from collections_app.index.writer import IndexWriter
 from collections_app.text.context import lexical_with_context
 from ragsite.fusion import hybrid_scores
 from ragsite.lexical import BM25Index, terms

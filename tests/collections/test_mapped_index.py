@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collections_app.index.mapped import IndexUnusable, IndexWriter, MappedIndex
+from collections_app.index.format import IndexUnusable
+from collections_app.index.mapped import MappedIndex
+from collections_app.index.writer import IndexWriter
 from collections_app.services.indexes import remove_stale
 from collections_app.text.windows import LATER_WINDOW_SHARE
 from ragsite.lexical import BM25Index, terms
@@ -50,7 +52,7 @@ def test_scores_equal_the_seed_bm25_whatever_the_blocks_it_was_written_in(tmp_pa
 def test_weights_written_in_blocks_and_an_index_written_without_them_score_the_same(tmp_path, monkeypatch):
     """The all-rows view reads each posting's weight from the build; an older index without that
     file computes it per search. Both are seed 004's BM25 to the bit."""
-    import collections_app.index.mapped as mapped
+    import collections_app.index.writer as mapped
 
     monkeypatch.setattr(mapped, "WEIGHT_BLOCK", 3)  # several blocks even for a few postings
     index = write(tmp_path, TEXTS)

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collections_app.index.mapped import IndexWriter, MappedIndex
+from collections_app.index.mapped import MappedIndex
+from collections_app.index.writer import IndexWriter
 from collections_app.text.chunking import chunk
 from collections_app.text.stitch import carried_openings, carried_terms_text, fresh_text
 from ragsite.lexical import BM25Index, terms
