@@ -252,6 +252,8 @@ class BuildKnownAnswersOut(KnownAnswersSummaryOut):
 
 
 class BuildProgress(Schema):
+    phase: Literal["queued", "reading documents", "embedding paragraphs", "saving", "finished"] = Field(
+        ..., description="What the build is doing now; `paragraphs_done` moves batch by batch while embedding.")
     documents_done: int
     documents_total: int
     paragraphs_done: int
