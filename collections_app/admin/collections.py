@@ -1,5 +1,7 @@
 """Collections and their builds: the collection list and page, rebuilds with live progress, build history."""
 
+import json
+
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, JSONField, OuterRef, Q, Subquery
@@ -51,6 +53,10 @@ class CollectionForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["folder"].choices = folder_choices(self.instance)
+        if "agent" in self.fields:
+            # The add page's script shows only the picked agent's group of folders (its optgroup label).
+            agents = {str(pk): agent_id for pk, agent_id in Agent.objects.values_list("pk", "agent_id")}
+            self.fields["folder"].widget.attrs["data-agents"] = json.dumps(agents)
         if "name" in self.fields:
             # The admin renders help text as HTML, so the placeholder's brackets are escaped.
             self.fields["name"].help_text = escape(
