@@ -4,6 +4,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Field, Query, Router, Schema, Status
+from pydantic import ConfigDict
 
 from ragsite.schemas import StrictSchema, with_errors
 
@@ -68,6 +69,9 @@ router.get("/", response=list[CollectionOut], include_in_schema=False)(list_coll
 
 
 class CollectionIn(StrictSchema):
+    model_config = ConfigDict(json_schema_extra={"example": {"name": "policies", "folder": "policies",
+                                                             "built_from": "the HR share"}})
+
     name: str = Field(..., min_length=1, max_length=100, description="Letters, digits, '-' or '_'.")
     folder: str = Field("", max_length=100, description="A sub-folder of KNOWLEDGE_ROOT/<agent id>/, by name only.")
     built_from: str = Field("", max_length=200, description='What the documents are, for people: "the HR share".')
@@ -97,6 +101,11 @@ def read_collection(request, name: str):
 
 
 class SearchIn(StrictSchema):
+    # The API docs' "Try it out" body: a generated one ("reader": "string", "onBehalfOf": "string",
+    # "min_score": 1) answered 403 and would have found nothing; this one works with any agent's key.
+    model_config = ConfigDict(json_schema_extra={"example": {"question": "How many days of leave carry over?",
+                                                             "most": 5}})
+
     question: str = Field(..., min_length=1, max_length=MAX_QUESTION_CHARS)
     reader: str | None = Field(None, max_length=200, description="Required when the collection answers per reader.")
     onBehalfOf: str | None = Field(None, max_length=100, description="The agent model calls are charged to.")

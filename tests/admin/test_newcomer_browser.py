@@ -7,8 +7,10 @@ import pytest
 
 from collections_app.models import Collection
 from collections_app.services.agents import create_agent
+from tests.conftest import HANDBOOK
 
 from .browser import log_in
+from .conftest import make_built
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -43,3 +45,33 @@ def test_add_collection_offers_only_the_picked_agents_folders_before_save(page, 
     page.click("input[name=_save]")
     page.wait_for_selector("ul.messagelist")
     assert Collection.objects.get(name="hr").agent == helpdesk
+
+
+def test_the_landing_page_leads_to_the_admin_and_the_api_docs(page, admin_user):
+    response = page.goto("/")
+    assert response.status == 200  # a new user opening the printed address got a 404
+    page.click("#home-admin")
+    page.wait_for_selector("#login-form")
+    page.goto("/")
+    page.click("#home-api-docs")
+    page.wait_for_selector(".swagger-ui .info")
+
+
+def test_the_api_docs_try_it_out_searches_with_a_pasted_key(page, agent_key, knowledge_folder):
+    agent, raw = agent_key
+    make_built(agent, knowledge_folder, "handbook", HANDBOOK)
+    page.goto("/api/v1/docs")
+    page.click(".swagger-ui .btn.authorize")
+    page.fill(".swagger-ui .modal-ux input", raw)
+    page.click(".swagger-ui .modal-ux .auth-btn-wrapper .authorize")
+    page.click(".swagger-ui .modal-ux .btn-done")
+    operation = page.locator(".opblock", has=page.locator("[data-path='/api/v1/collections/{name}/search']"))
+    operation.locator(".opblock-summary").first.click()
+    operation.locator(".try-out__btn").click()
+    operation.locator("input[placeholder=name]").fill("handbook")
+    operation.locator(".execute").click()
+    status = operation.locator(".live-responses-table tbody .response-col_status").first
+    status.wait_for()
+    body = operation.locator(".live-responses-table tbody .response-col_description pre").first.inner_text()
+    assert status.inner_text().strip() == "200", body  # the generated example answered 403
+    assert "capped at five days" in body
