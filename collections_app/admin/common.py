@@ -68,7 +68,7 @@ def progress_payload(run: BuildRun | None) -> dict:
         detail += f"; {count_of(run.passages, 'paragraph')}"
     eta = _eta_seconds(run)
     if eta is not None:
-        detail += f"; about {_duration(eta)} left"
+        detail += f"; about {duration(eta)} left"
     elif run.status == BuildRun.QUEUED:
         detail = "queued: waiting for a task worker to pick it up"
     return {
@@ -104,7 +104,7 @@ def _eta_seconds(run: BuildRun) -> int | None:
     return max(1, int(spent * (100 - run.percent) / run.percent))
 
 
-def _duration(seconds: int) -> str:
+def duration(seconds: int) -> str:
     if seconds < 90:
         return count_of(seconds, "second")
     return count_of(round(seconds / 60), "minute")

@@ -75,3 +75,19 @@ def test_the_api_docs_try_it_out_searches_with_a_pasted_key(page, agent_key, kno
     body = operation.locator(".live-responses-table tbody .response-col_description pre").first.inner_text()
     assert status.inner_text().strip() == "200", body  # the generated example answered 403
     assert "capped at five days" in body
+
+
+def test_measure_says_how_long_it_will_take_before_it_starts(page, admin_user, agent, knowledge_folder):
+    notes = {f"note-{n}.md": f"# Note {n}\n\nThe archive keeps box {n}.\n\nThe canteen serves soup {n}.\n"
+             for n in range(8)}
+    archive = make_built(agent, knowledge_folder, "archive", notes, size=40)
+    fresh = make_built(agent, knowledge_folder, "fresh", {"a.md": "# A\n\nOne paragraph only.\n"})
+    log_in(page)
+    page.goto(f"/admin/collections_app/collection/{archive.pk}/change/")
+    page.click("text=Measure")
+    page.wait_for_selector("#measure-form")
+    page.select_option("#id_collection", str(archive.pk))
+    page.wait_for_selector("#measure-estimate:not([hidden])")
+    assert "expect roughly" in page.inner_text("#measure-estimate")
+    page.select_option("#id_collection", str(fresh.pk))
+    page.wait_for_function("document.getElementById('measure-estimate').textContent.includes('No build')")
