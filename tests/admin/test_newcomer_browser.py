@@ -91,3 +91,16 @@ def test_measure_says_how_long_it_will_take_before_it_starts(page, admin_user, a
     assert "expect roughly" in page.inner_text("#measure-estimate")
     page.select_option("#id_collection", str(fresh.pk))
     page.wait_for_function("document.getElementById('measure-estimate').textContent.includes('No build')")
+
+
+def test_an_empty_spend_page_says_why(page, admin_user, agent, settings):
+    settings.EMBED_BACKEND, settings.JUDGE_URL, settings.RERANK_URL = "hash", "", ""
+    log_in(page)
+    page.click("#content-main a:text-is('Agents')")
+    page.click(f"#result_list a:text-is('{agent.agent_id}')")
+    said = page.inner_text("#spend-empty")
+    assert "No model calls in the last 30 days" in said
+    assert "this server uses none" in said and "searches and builds cost nothing" in said
+    settings.JUDGE_URL = "http://127.0.0.1:9/judge"
+    page.reload()
+    assert "calls a remote judge; none of their calls was charged to this agent" in page.inner_text("#spend-empty")
