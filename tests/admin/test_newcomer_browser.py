@@ -104,3 +104,72 @@ def test_an_empty_spend_page_says_why(page, admin_user, agent, settings):
     settings.JUDGE_URL = "http://127.0.0.1:9/judge"
     page.reload()
     assert "calls a remote judge; none of their calls was charged to this agent" in page.inner_text("#spend-empty")
+
+
+# --- The playground counts what it shows ------------------------------------------------------------------
+
+STEPS = ["install the package", "make a key pair", "sign the certificate", "start the listener",
+         "connect the client", "check the encrypted traffic"]
+TUNNEL = "\n\n".join(
+    [f"## Step: {what}\n\nTo set up an SSL tunnel with socat between two hosts, {what} first; the socat "
+     f"tunnel then carries the traffic of {what.split()[-1]} encrypted." for what in STEPS]
+    + ["## Files\n\nThe certificate lives at cafile=" + "/very/long/path/segment" * 14 + "/client.crt in this setup."]
+    + [f"## Notes on {topic}\n\n" + " ".join(f"A remark about {topic}, {word} and the weather."
+                                          for word in ("soup", "bread", "tea", "rain", "wind", "snow", "fog") * 4)
+       for topic in ("the canteen", "the garden", "the library")]
+)
+
+
+def test_the_playground_counts_hits_and_passages_and_its_scores_add_up(page, admin_user, agent, knowledge_folder):
+    tunnels = make_built(agent, knowledge_folder, "tunnels", {"socat.md": TUNNEL}, method="structure", size=None)
+    log_in(page)
+    page.goto(f"/admin/collections_app/collection/playground/?collection={tunnels.pk}")
+    page.fill("#id_question", "how do I set up an SSL tunnel with socat")
+    page.fill("#id_most", "5")
+    page.fill("#id_around", "1")
+    page.fill("#id_min_score", "0")
+    page.click("#playground-submit")
+    answer = page.locator("#playground-result")
+    answer.wait_for()
+    cards = answer.locator(".rs-result")
+    # Five hits side by side are stitched into one passage: the page says so instead of "Results: 5".
+    assert answer.locator("[data-role=count]").inner_text() == f"5 hits in {cards.count()} passage" and cards.count() == 1
+    formula = answer.locator("[data-role=formula]").inner_text()
+    assert formula.startswith("0.52 × semantic") and "0.48 × lexical" in formula and "0.3 more" in formula
+    for n in range(cards.count()):
+        card = cards.nth(n)
+        score = float(card.locator("[data-role=score]").inner_text())
+        parts = card.locator("[data-role=parts]").inner_text().split()
+        # "= 0.52 × semantic S + 0.48 × lexical L": the parts shown are the ones that made the score.
+        w_semantic, semantic, w_lexical, lexical = (float(parts[i]) for i in (1, 4, 6, 9))
+        assert abs(w_semantic * semantic + w_lexical * lexical - score) <= 0.002, parts
+
+
+def test_long_passages_fold_around_their_hit_and_the_side_by_side_view_wraps(page, admin_user, agent,
+                                                                           knowledge_folder):
+    tunnels = make_built(agent, knowledge_folder, "tunnels", {"socat.md": TUNNEL}, method="structure", size=None)
+    log_in(page)
+    page.goto(f"/admin/collections_app/collection/playground/?collection={tunnels.pk}")
+    page.fill("#id_question", "where does the client certificate cafile live")
+    page.fill("#id_most", "3")
+    page.fill("#id_around", "3")
+    page.fill("#id_min_score", "0")
+    page.fill("#id_compare_min_score", "0.1")
+    page.click("#playground-submit")
+    left = page.locator("#playground-result")
+    left.wait_for()
+    passage = left.locator("[data-role=passage]").first
+    folded = passage.evaluate("p => ({shown: p.clientHeight, whole: p.scrollHeight})")
+    assert folded["shown"] <= 300 < folded["whole"]
+    # The best hit is in the folded window, not scrolled out of it.
+    inside = passage.evaluate("""p => { const h = p.querySelector('[data-role=hit]').getBoundingClientRect();
+        const b = p.getBoundingClientRect(); return h.top >= b.top - 1 && h.top < b.bottom; }""")
+    assert inside
+    more = left.locator("[data-role=more]").first
+    more.click()
+    assert passage.evaluate("p => p.clientHeight >= p.scrollHeight - 1") and more.inner_text() == "show less"
+    # Side by side, the long path wraps inside its column rather than being cut at the edge.
+    for answer in ("#playground-result", "#playground-result-2"):
+        widths = page.locator(f"{answer} .rs-text").evaluate_all(
+            "els => els.map(e => [e.scrollWidth, e.clientWidth])")
+        assert widths and all(scroll <= client + 1 for scroll, client in widths), widths
