@@ -37,6 +37,19 @@ def agent_id_of_build(build_id: int) -> str:
     return found or ""
 
 
+def agent_id_of_collection(collection_id: int) -> str:
+    """The agent a sync check acts for (see agent_id_of_build); "" when the collection is gone."""
+    return Collection.objects.filter(pk=collection_id).values_list("agent__agent_id", flat=True).first() or ""
+
+
+def agent_id_of_delivery(delivery_id: int) -> str:
+    """The agent a webhook delivery acts for (see agent_id_of_build); "" when it is gone."""
+    from ..models import WebhookDelivery
+
+    found = WebhookDelivery.objects.filter(pk=delivery_id).values_list("webhook__agent__agent_id", flat=True)
+    return found.first() or ""
+
+
 def agent_id_of_measure(measure_id: int) -> str:
     """The agent a queued measurement acts for; "" when it is gone (see agent_id_of_build)."""
     found = MeasureRun.objects.filter(pk=measure_id).values_list("collection__agent__agent_id", flat=True).first()
