@@ -110,7 +110,11 @@ def create_collection(
     judge: bool = False,
     size: int | None = None,
     overlap: int | None = None,
+    sync_every: int | None = None,
 ) -> Collection:
+    """A new collection of `agent`; with `sync_every` (minutes) it keeps itself current (services.sync)."""
+    from . import sync
+
     _require_slug(name, "collection name")
     try:
         resolve_sizes(method, size, overlap)
@@ -131,17 +135,13 @@ def create_collection(
         )
     try:
         with transaction.atomic():
-            return Collection.objects.create(
-                agent=agent,
-                name=name,
-                folder=folder,
-                method=method,
-                built_from=built_from,
-                per_reader=per_reader,
-                judge=judge,
-                size=size,
-                overlap=overlap,
+            collection = Collection.objects.create(
+                agent=agent, name=name, folder=folder, method=method, built_from=built_from, per_reader=per_reader,
+                judge=judge, size=size, overlap=overlap,
             )
+            if sync_every is not None:
+                sync.set_sync(collection=collection, every=sync_every)
+            return collection
     except IntegrityError:
         raise Conflict(f'agent "{agent.agent_id}" already has a collection "{name}"', code="duplicate_collection") from None
 
