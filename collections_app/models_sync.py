@@ -27,7 +27,7 @@ class CollectionSync(models.Model):
     """
 
     collection = models.OneToOneField(COLLECTION, on_delete=models.CASCADE, related_name="sync")
-    enabled = models.BooleanField(default=True, help_text="Check the folder and build when it changed.")
+    enabled = models.BooleanField(default=False, help_text="Check the folder and build when it changed.")
     every = models.PositiveIntegerField(
         default=15, validators=[MinValueValidator(1), MaxValueValidator(MAX_SYNC_MINUTES)],
         help_text="Minutes between checks of the folder (1 to 10080).",

@@ -45,7 +45,7 @@ class Migration(migrations.Migration):
             name='CollectionSync',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('enabled', models.BooleanField(default=True, help_text='Check the folder and build when it changed.')),
+                ('enabled', models.BooleanField(default=False, help_text='Check the folder and build when it changed.')),
                 ('every', models.PositiveIntegerField(default=15, help_text='Minutes between checks of the folder (1 to 10080).', validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(10080)])),
                 ('last_checked_at', models.DateTimeField(blank=True, null=True)),
                 ('last_changed_at', models.DateTimeField(blank=True, help_text='When a check last found a change.', null=True)),

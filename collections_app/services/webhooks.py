@@ -284,3 +284,15 @@ def retry_due(now=None) -> list[int]:
     for pk in due:
         transaction.on_commit(lambda pk=pk: _enqueue(pk))
     return due
+
+
+def send_again(*, deliveries) -> int:
+    """A person's retry: failed or waiting deliveries become due now and are queued. Their attempts are kept:
+    one that had run out gets one more."""
+    now = timezone.now()
+    ids = list(deliveries.filter(status__in=(WebhookDelivery.PENDING, WebhookDelivery.FAILED))
+               .values_list("pk", flat=True))
+    WebhookDelivery.objects.filter(pk__in=ids).update(status=WebhookDelivery.PENDING, next_attempt_at=now)
+    for pk in ids:
+        transaction.on_commit(lambda pk=pk: _enqueue(pk))
+    return len(ids)
