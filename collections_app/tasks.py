@@ -9,7 +9,7 @@ tables' owner.
 from ragsite.rls import task_scope
 
 from .models import Collection
-from .services import builds, known_answers, measure, sync, webhooks
+from .services import builds, known_answers, measure, sync, sync_check, webhooks
 from .services.agents import (
     agent_id_of_build,
     agent_id_of_collection,
@@ -51,7 +51,7 @@ def check_collection_sync(collection_id: int) -> str:
     """Check one synced collection's folder and build it if something changed; returns what the check said."""
     with task_scope(agent_id_of_collection(collection_id)):
         collection = Collection.objects.select_related("agent").filter(pk=collection_id).first()
-        return sync.check_source(collection=collection).outcome if collection is not None else "gone"
+        return sync_check.check_source(collection=collection).outcome if collection is not None else "gone"
 
 
 def deliver_webhook(delivery_id: int) -> str:

@@ -1,4 +1,4 @@
-from collections_app.services import sync
+from collections_app.services import sync, sync_check
 from collections_app.services.agents import get_agent, get_collection
 from ragsite.commands import ServiceCommand
 
@@ -21,7 +21,7 @@ class Command(ServiceCommand):
     def handle(self, *args, agent_id, name, every, off, check, json, **options):
         collection = get_collection(agent=get_agent(agent_id), name=name)
         if check:
-            found = sync.check_source(collection=collection)
+            found = sync_check.check_source(collection=collection)
             result = {"new": found.new, "changed": found.changed, "deleted": found.deleted,
                       "build": found.build.pk if found.build else None, "outcome": found.outcome}
             return self.print_json(result) if json else self.stdout.write(f"{name}: {found.outcome}")
