@@ -7,7 +7,7 @@ from django.urls import path, reverse
 
 from ragsite.errors import RagsiteError
 
-from ..context import CONTEXT_WEIGHT
+from ..text.context import CONTEXT_WEIGHT
 from ..models import (
     Agent,
     Collection,
