@@ -204,8 +204,7 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
         prepared.append(
             _prepare(source, existing.get(source.name), collection, embedder, method, size, overlap, run, extractor)
         )
-        if number < len(sources):  # the last one is told with the paragraphs to embed (BuildRun.phase)
-            progress.save(documents_done=number)
+        progress.save(documents_done=min(number, len(sources) - 1))  # the last: with the paragraphs to embed
 
     _review(prepared, collection)
     # Embeddings already made by this model, by text fingerprint: an edited
@@ -404,7 +403,10 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
     progress.save(force=True, documents_done=run.documents_total, paragraphs_total=len(todo), paragraphs_done=0)
     if not todo:
         return
-    batch = _embedding_step(embedder, len(todo))
+    # http: one call = EMBED_CONCURRENCY batches at once; in process ~20 calls, so the bar moves while embedding.
+    size = max(1, int(settings.EMBED_BATCH_SIZE))
+    batch = (size * max(1, int(settings.EMBED_CONCURRENCY)) if embedder.backend == "http"
+             else min(size, max(8, -(-len(todo) // 20))))
     tokens_used = 0
     for start in range(0, len(todo), batch):
         chunk_of = todo[start : start + batch]
@@ -422,23 +424,6 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
 
         record_call(agent=collection.agent, collection=collection, purpose=ModelCall.EMBED, model=embedder.model,
                     tokens_in=tokens_used)
-
-
-def _embedding_step(embedder, total: int) -> int:
-    """Paragraphs per embedding call, each call followed by a progress save.
-
-    The http backend sends EMBED_CONCURRENCY batches at once, so one call is that many batches. In
-    process the model's time grows with the texts whatever the call size, so a build is cut into about
-    PROGRESS_STEPS calls (of 8 to EMBED_BATCH_SIZE paragraphs): a one-call build showed 0 of 186
-    embedded for a minute, then 100 %.
-    """
-    size = max(1, int(settings.EMBED_BATCH_SIZE))
-    if embedder.backend == "http":
-        return size * max(1, int(settings.EMBED_CONCURRENCY))
-    return min(size, max(8, -(-total // PROGRESS_STEPS)))
-
-
-PROGRESS_STEPS = 20
 
 
 def _commit(collection, run, prepared, existing, embedder, refused, previous) -> None:
