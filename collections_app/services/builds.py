@@ -363,11 +363,10 @@ def _review(prepared: list[Prepared], collection: Collection) -> None:
     for entries in shapes.values():
         if len({" ".join(t.split()) for _n, t in entries}) < 2:
             continue
-        names = sorted({n for n, _t in entries})
-        for item in readable:
-            if item.name in names:
-                others = [n for n in names if n != item.name] or [item.name]
-                item.conflicts.append(f"a paragraph matches one in {', '.join(others)} except for its numbers")
+        names = sorted({n for n, _t in entries})  # one name: repeats inside a man page or changelog, not a conflict
+        for item in (item for item in readable if len(names) > 1 and item.name in names):
+            others = [n for n in names if n != item.name]
+            item.conflicts.append(f"a paragraph matches one in {', '.join(others)} except for its numbers")
     for item in readable:
         item.conflicts = sorted(set(item.conflicts))
         if item.warnings or item.conflicts:
@@ -495,7 +494,8 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             unlabelled = Paragraph.objects.filter(collection=collection, labels__isnull=True).count()
             if unlabelled:
                 run.warnings.append(f"{unlabelled} paragraphs have no label, so any reader may read them")
-        run.warnings += _review_warnings(item for item in prepared if item.status == Document.NEEDS_REVIEW)
+        run.warnings += _review_warnings(p for p in prepared
+                                         if p.status == Document.NEEDS_REVIEW and not _approved(p, existing))
         if not Paragraph.objects.searchable(collection).exists():
             run.warnings.append("no paragraph is searchable until a person approves the documents in review")
         CollectionBuilt.objects.update_or_create(
