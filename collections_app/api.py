@@ -9,8 +9,9 @@ from pydantic import ConfigDict
 from ragsite.schemas import StrictSchema, with_errors
 
 from .models import Collection
-from .services import agents, build_status, builds, known_answers, search
+from .services import agents, build_status, builds, known_answers, search, sync
 from .services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
+from .services.sync import MAX_EVERY, MIN_EVERY
 
 router = Router(tags=["collections"])
 
@@ -25,6 +26,16 @@ class BuildRecord(Schema):
     refused: list[str] | None  # null: nobody recorded; []: nothing refused; names otherwise
 
 
+class SyncOut(Schema):
+    sync_every: int = Field(..., description="Minutes between checks of the collection's folder.")
+    last_checked_at: datetime | None
+    last_changed_at: datetime | None = Field(..., description="When a check last found the folder changed.")
+    next_check_at: datetime | None
+    outcome: str = Field(..., description='What the last check found: "unchanged", "1 new, 2 changed: build 7 '
+                         'queued", …')
+    build: int | None = Field(..., description="The last build a check queued.")
+
+
 class CollectionOut(Schema):
     name: str
     built_from: str
@@ -33,11 +44,13 @@ class CollectionOut(Schema):
     judge: bool
     folder: str = Field(..., description="The sub-folder of the agent's folder under KNOWLEDGE_ROOT; empty: none.")
     built: BuildRecord | None  # null: never built
+    sync: SyncOut | None = Field(..., description="null: the collection is built only when asked.")
 
 
 def collection_out(collection: Collection) -> dict:
     built = getattr(collection, "built", None)
     return {
+        "sync": sync.describe(collection),
         "name": collection.name,
         "built_from": collection.built_from,
         "method": collection.method,
@@ -77,6 +90,9 @@ class CollectionIn(StrictSchema):
     built_from: str = Field("", max_length=200, description='What the documents are, for people: "the HR share".')
     method: str = Field("structure", max_length=40, description="The chunking method.")
     per_reader: bool = False
+    sync_every: int | None = Field(None, ge=MIN_EVERY, le=MAX_EVERY, strict=True,
+                                   description="Check the folder every N minutes and build when it changed; "
+                                   "null: build only when asked.")
 
 
 @router.post("", response=with_errors({201: CollectionOut}, 409), summary="Create a collection")
@@ -88,6 +104,7 @@ def create_collection(request, payload: CollectionIn):
         built_from=payload.built_from,
         method=payload.method,
         per_reader=payload.per_reader,
+        sync_every=payload.sync_every,
     )
     return Status(201, collection_out(collection))
 
@@ -98,6 +115,20 @@ router.post("/", response={201: CollectionOut}, include_in_schema=False)(create_
 @router.get("/{name}", response=with_errors({200: CollectionOut}, 404), summary="One collection and what built it")
 def read_collection(request, name: str):
     return collection_out(agents.get_collection(agent=request.auth.agent, name=name))
+
+
+class SyncIn(StrictSchema):
+    sync_every: int | None = Field(..., ge=MIN_EVERY, le=MAX_EVERY, strict=True,
+                                   description="Minutes between checks of the folder; null stops syncing.")
+
+
+@router.put("/{name}/sync", response=with_errors({200: CollectionOut}, 404),
+            summary="Keep a collection current by itself, or stop")
+def put_sync(request, name: str, payload: SyncIn):
+    """The first check runs within a minute; each check builds only when the folder changed."""
+    collection = agents.get_collection(agent=request.auth.agent, name=name)
+    sync.set_sync(collection=collection, every=payload.sync_every)
+    return collection_out(collection)
 
 
 class SearchIn(StrictSchema):

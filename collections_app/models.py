@@ -16,9 +16,9 @@ from django.utils import timezone
 from ragsite.errors import RagsiteError
 
 from .fields import DigestField
+from .models_sync import CollectionSync, KeptLabels, Webhook, WebhookDelivery  # noqa: F401 (issue 26, apart)
 
-# The schema this code writes and understands. A store whose `schema_version`
-# is newer was written by a newer ragsite and is refused, never guessed at.
+# The schema this code writes and understands; a store whose `schema_version` is newer is refused, not guessed.
 SCHEMA_VERSION = 1
 
 KEY_PREFIX = "rsk_"

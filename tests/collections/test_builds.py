@@ -288,7 +288,8 @@ def test_a_rebuild_of_an_unchanged_folder_writes_nothing_but_the_build_record(ha
     writes = [q["sql"] for q in queries if q["sql"].split()[0].upper() in ("INSERT", "UPDATE", "DELETE")]
     touched = {table for sql in writes for table in ("agents_chunks", "collections_app_document") if table in sql}
     assert touched == set(), writes
-    assert len(queries) < 40  # not a query per document
+    # Not a query per document (30 here): a constant number, one of them asking which webhooks to tell.
+    assert len(queries) < 41
 
 
 def test_the_command_prints_one_line_per_phase_when_not_on_a_terminal(handbook, knowledge_folder):
