@@ -22,7 +22,6 @@ from ragsite import embedding
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
 
-from ..conf import settings
 from ..interchange import fingerprint as text_fingerprint
 from ..models import (
     Agent,
@@ -399,10 +398,7 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
     progress.save(force=True, documents_done=run.documents_total, paragraphs_total=len(todo), paragraphs_done=0)
     if not todo:
         return
-    # http: one call = EMBED_CONCURRENCY batches at once; in process ~20 calls, so the bar moves while embedding.
-    size = max(1, int(settings.EMBED_BATCH_SIZE))
-    batch = (size * max(1, int(settings.EMBED_CONCURRENCY)) if embedder.backend == "http"
-             else min(size, max(8, -(-len(todo) // 20))))
+    batch = embedding.progress_step(embedder, len(todo))  # the bar moves after each call
     tokens_used = 0
     for start in range(0, len(todo), batch):
         chunk_of = todo[start : start + batch]
