@@ -232,3 +232,29 @@ def test_the_review_queue_names_the_paragraphs_and_approval_sticks(page, admin_u
     row = page.locator("#result_list tbody tr").filter(
         has=page.locator(".field-name_shown", has_text="policy-2023.md"))
     assert "approved by admin" in row.inner_text()
+
+
+def test_the_rebuild_bar_names_the_phase_and_moves_while_embedding(page, admin_user, handbook):
+    from django.utils import timezone
+
+    from collections_app.models import BuildRun
+
+    run = BuildRun.objects.create(collection=handbook, status=BuildRun.RUNNING, started_at=timezone.now(),
+                                  heartbeat_at=timezone.now(), documents_total=11, documents_done=4)
+    log_in(page)
+    page.goto(f"/admin/collections_app/collection/{handbook.pk}/change/")
+    assert page.inner_text("#build-progress [data-role=phase]") == "reading documents"
+    seen = []
+    for done in (0, 62, 124):  # the build saves after every batch the model returns
+        BuildRun.objects.filter(pk=run.pk).update(documents_done=11, paragraphs_total=186, paragraphs_done=done,
+                                                  heartbeat_at=timezone.now())
+        page.wait_for_function(
+            f"document.querySelector('#build-progress [data-role=detail]').textContent.includes('{done} of 186')")
+        seen.append((page.inner_text("#build-progress [data-role=phase]"),
+                     page.inner_text("#build-progress [data-role=percent]")))
+    assert seen == [("embedding paragraphs", "50 %"), ("embedding paragraphs", "66 %"),
+                    ("embedding paragraphs", "83 %")]
+    BuildRun.objects.filter(pk=run.pk).update(paragraphs_done=186)
+    page.wait_for_function(
+        "document.querySelector('#build-progress [data-role=phase]').textContent === 'saving'")
+    assert page.inner_text("#build-progress [data-role=percent]") == "99 %"
