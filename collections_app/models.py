@@ -455,24 +455,7 @@ class BuildRun(models.Model):
         read = self.documents_done / self.documents_total if self.documents_total else 0.0
         if not self.paragraphs_total:
             return int(50 * min(read, 1.0))
-        # 99 at most until it has succeeded: the write and the index still follow the last batch.
-        return min(99, int(50 + 50 * min(self.paragraphs_done / self.paragraphs_total, 1.0)))
-
-    # What a running build is doing, named for the admin bar and build_status (derived from the counts,
-    # which the build saves as it goes, so no column of its own).
-    PHASES = ("queued", "reading documents", "embedding paragraphs", "saving", "finished")
-
-    @property
-    def phase(self) -> str:
-        if self.status == self.QUEUED:
-            return "queued"
-        if self.status != self.RUNNING:
-            return "finished"
-        if not self.documents_total or self.documents_done < self.documents_total:
-            return "reading documents"
-        if self.paragraphs_done < self.paragraphs_total:
-            return "embedding paragraphs"
-        return "saving"
+        return min(99, int(50 + 50 * min(self.paragraphs_done / self.paragraphs_total, 1.0)))  # 100: succeeded
 
 
 class MeasureRun(models.Model):
