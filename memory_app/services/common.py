@@ -63,6 +63,14 @@ def validate_query(query: Any, most: Any) -> tuple[str, int]:
     return query, most
 
 
+def validate_max_chars(max_chars: Any) -> int:
+    """A recall's character budget: a whole number from 1 to `conf.MAX_RECALL_CHARS`."""
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or not 1 <= max_chars <= conf.MAX_RECALL_CHARS:
+        raise RagsiteError(f"max_chars must be a whole number from 1 to {conf.MAX_RECALL_CHARS:,}",
+                           code="invalid_max_chars")
+    return max_chars
+
+
 def validate_repair_limit(limit: Any) -> int:
     """How many records one repair may build: a whole number from 0 to 50 (seed 002 §3, "at most 50")."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= conf.REPAIR_LIMIT:

@@ -145,6 +145,7 @@ def test_another_agents_record_answers_exactly_like_a_missing_one(agent, other_a
         "get_node": lambda id: services.get_node(agent=agent, kind=MEMORY, id=id, index=0),
         "update": lambda id: services.update_text(agent=agent, kind=MEMORY, id=id, text="mine now"),
         "delete": lambda id: services.delete_record(agent=agent, kind=MEMORY, id=id),
+        "read": lambda id: services.read_record(agent=agent, kind=MEMORY, id=id),
     }
     for name, attempt in attempts.items():
         with pytest.raises(NotFound) as on_theirs:
@@ -152,7 +153,8 @@ def test_another_agents_record_answers_exactly_like_a_missing_one(agent, other_a
         with pytest.raises(NotFound) as on_missing:
             attempt(theirs.pk + 1000)
         assert on_theirs.value.code == on_missing.value.code == "unknown_record", name
-    assert services.recall(agent=agent, query="river stone", most=5) == []
+    assert services.recall(agent=agent, query="river stone", most=5)["excerpts"] == []
+    assert services.list_records(agent=agent, kind=MEMORY)["records"] == []
     assert Memory.objects.get(pk=theirs.pk).text == theirs.text and nodes_of(theirs)
 
 
@@ -260,11 +262,10 @@ def test_recall_still_answers_lexically_when_the_query_cannot_be_embedded(agent,
     monkeypatch.setattr(
         "ragsite.embedding.get_embedder", lambda backend=None: BrokenEmbedder(dimensions=256, window=WINDOW)
     )
-    (hit,) = services.recall(agent=agent, query="river lantern", most=5)
-    assert hit["id"] == memory.pk
-    # Ranked lexically by its best node, and quoted from that node.
-    excerpt = hit["excerpt"]
-    assert excerpt["node_index"] is not None and excerpt["text"] == memory.text[excerpt["start"] : excerpt["end"]]
+    excerpt = services.recall(agent=agent, query="river lantern", most=5)["excerpts"][0]
+    assert excerpt["id"] == memory.pk
+    # Ranked lexically by its nodes, and quoted from them.
+    assert isinstance(excerpt["nodes"], dict) and excerpt["text"] == memory.text[excerpt["start"] : excerpt["end"]]
     assert "river" in excerpt["text"].lower() or "lantern" in excerpt["text"].lower()
 
 
