@@ -11,6 +11,8 @@ keep (seed 002):
   opening of a record whose nodes are pending; several may come from one record, merged when they
   touch, within a character budget. Records never divided keep their relative order.
 * Slow work (counting tokens, embedding) happens before a short write transaction, never in it.
+* A store answers before its record is embedded: a task makes the vector (`vectors`), as one
+  builds the nodes; recall scores the record by its words until then.
 * Node building runs on the task queue, enqueued when the record's row is committed; a store
   answers at once with `nodes: {"status": "queued"}` when the record runs past the window.
 * Nodes never modify their record; the health repair therefore covers locked records too.
@@ -60,4 +62,8 @@ from .records import (  # noqa: F401
     import_records,
     store_memory,
     update_text,
+)
+from .vectors import (  # noqa: F401
+    embed_vector,
+    embed_vector_for_agent,
 )

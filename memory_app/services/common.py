@@ -125,14 +125,20 @@ def _unavailable(exc: EmbeddingError) -> RagsiteError:
     )
 
 
-def _prepare_many(texts: list[str], embedder: Embedder) -> list[_Prepared]:
+def _prepare_many(texts: list[str], embedder: Embedder, *, embed: bool = True) -> list[_Prepared]:
+    """Count (and with `embed`, embed) texts before their rows are written.
+
+    `embed=False` (a store: its vector is made by a task, off the request path) leaves the vector
+    empty but names the model that counted the text and will embed it, so the health check and
+    the repair know the vector is still to come.
+    """
     try:
         counts = [embedder.count_tokens(text) for text in texts]
-        vectors = embedder.embed(texts) if texts and _can_embed(embedder) else None
+        vectors = embedder.embed(texts) if embed and texts and _can_embed(embedder) else None
     except EmbeddingError as exc:
         raise _unavailable(exc) from None
     window = embedder.window
-    model = embedder.model if vectors is not None else ""
+    model = embedder.model if vectors is not None or (not embed and _can_embed(embedder)) else ""
     return [
         _Prepared(
             token_count=count,

@@ -84,11 +84,11 @@ def test_every_write_is_seen_by_the_next_recall(agent, write):
 
 
 @pytest.mark.parametrize("write", write_paths()[:-1], ids=lambda f: f.__name__)
-def test_a_write_that_names_its_record_updates_the_cached_index_in_place(agent, write):
+def test_a_write_that_names_its_record_updates_the_cached_index_in_place(agent, write, run_on_commit):
     """Rebuilding 100,000 records after each write took seconds; the named record is re-read alone."""
-    memory, _ = services.store_memory(agent=agent, text="the harbor lantern was lit at dusk")
+    memory, _ = run_on_commit(services.store_memory, agent=agent, text="the harbor lantern was lit at dusk")
     for n in range(30):
-        services.store_memory(agent=agent, text=f"note {n} about the copper signal")
+        run_on_commit(services.store_memory, agent=agent, text=f"note {n} about the copper signal")
     ids(agent)
     cached = recall_module._cache[agent.pk]
     write(agent, memory)
