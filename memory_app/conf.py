@@ -17,6 +17,8 @@ __all__ = [
     "MAX_TEXT_LENGTH",
     "MAX_RECALL_CHARS",
     "OPENING_LENGTH",
+    "EXCERPT_LENGTH_EXPONENT",
+    "EXCERPT_LENGTH_REFERENCE",
     "RECALL_FUSION_WEIGHT",
     "REPAIR_LIMIT",
     "REPORT_IDS",
@@ -37,6 +39,10 @@ OPENING_LENGTH = 300
 MAX_RECALL_CHARS = 100_000
 # The share of the cosine in recall's fused score (ragsite.fusion.hybrid_scores).
 RECALL_FUSION_WEIGHT = 0.5
+# Per-excerpt length normalisation: a candidate's score is multiplied by
+# (its characters / EXCERPT_LENGTH_REFERENCE) ** -EXCERPT_LENGTH_EXPONENT; 0 turns it off.
+EXCERPT_LENGTH_EXPONENT = 0.0
+EXCERPT_LENGTH_REFERENCE = 1000
 # The health report lists at most this many record ids; its counts are always exact.
 REPORT_IDS = 1_000
 

@@ -280,6 +280,12 @@ def _selected(index: RecallIndex, query: str, most: int, max_chars: int, vector:
     kind_order = np.concatenate([index.kind_order.array[records], index.kind_order.array[owners]])
     ids = np.concatenate([index.ids.array[records], index.ids.array[owners]])
     node_index = np.concatenate([np.full(records.size, -1, np.int64), index.node_index.array[nodes]])
+    if conf.EXCERPT_LENGTH_EXPONENT:
+        lengths = np.concatenate([
+            [conf.OPENING_LENGTH if index.pending.array[row] else len(index.texts[row]) for row in records.tolist()],
+            np.diff(index.node_spans.array[nodes], axis=1)[:, 0],
+        ]).astype(np.float64)
+        scores = scores * (np.maximum(lengths, 1.0) / conf.EXCERPT_LENGTH_REFERENCE) ** -conf.EXCERPT_LENGTH_EXPONENT
 
     def candidate(position: int) -> Candidate:
         score = float(scores[position])
