@@ -11,7 +11,7 @@ from typing import Literal
 
 from django.http import JsonResponse
 from ninja import Field, Query, Router, Schema, Status
-from pydantic import AliasChoices
+from pydantic import AliasChoices, ConfigDict
 
 from ragsite.errors import RagsiteError
 from ragsite.schemas import StrictSchema, with_errors
@@ -40,6 +40,9 @@ class StoredOut(Schema):
 
 
 class RecallIn(StrictSchema):
+    model_config = ConfigDict(json_schema_extra={"example": {"question": "What did the user say about deadlines?",
+                                                             "most": 5}})
+
     # One vocabulary with collection search: `question`. `query`, its old name, is still
     # accepted (deprecated, docs/memory.md); a body with both is refused (422 naming `query`).
     question: str = Field(

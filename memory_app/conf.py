@@ -7,6 +7,7 @@ Settings are looked up through `ragsite.conf` when used, never at import time, s
 from __future__ import annotations
 
 from ragsite.conf import settings
+from ragsite.fusion import FUSION_WEIGHT
 
 from .models import MAX_TEXT_LENGTH
 
@@ -37,8 +38,9 @@ OPENING_LENGTH = 300
 # A recall answers at most this many characters, whatever `max_chars` asks (50 excerpts of
 # 2,000 characters).
 MAX_RECALL_CHARS = 100_000
-# The share of the cosine in recall's fused score (ragsite.fusion.hybrid_scores).
-RECALL_FUSION_WEIGHT = 0.5
+# The share of the cosine in recall's fused score (ragsite.fusion.hybrid_scores): the one weight
+# collection search uses, until the LoCoMo dev split says memory needs its own (docs/benchmarks.md).
+RECALL_FUSION_WEIGHT = FUSION_WEIGHT
 # Per-excerpt length normalisation: a candidate's score is multiplied by
 # (its characters / EXCERPT_LENGTH_REFERENCE) ** -EXCERPT_LENGTH_EXPONENT; 0 turns it off.
 EXCERPT_LENGTH_EXPONENT = 0.0

@@ -25,6 +25,7 @@ from collections_app.models import Agent
 from ragsite import embedding
 from ragsite.embedders import Embedder, EmbeddingError
 from ragsite.lexical import terms
+from ragsite.top import top_rows
 
 from .. import conf
 from ..excerpts import NODE, PENDING, WHOLE, Candidate, Selection, select
@@ -309,16 +310,12 @@ def _selected(index: RecallIndex, query: str, most: int, max_chars: int, vector:
 
 
 def _best_first(scores: np.ndarray, kind_order: np.ndarray, ids: np.ndarray, node_index: np.ndarray, first: int):
-    """Positions of the positive scores, best first, ties by kind, id, node: the first `first`
-    by one partition and a sort of what reaches it, then (should they all be taken) more."""
-    positive = np.flatnonzero(scores > 0)
-    given, k = 0, first
-    while given < positive.size:
-        chosen = positive
-        if positive.size > k:
-            threshold = np.partition(scores[positive], positive.size - k)[positive.size - k]
-            chosen = positive[scores[positive] >= threshold]
-        chosen = chosen[np.lexsort((node_index[chosen], ids[chosen], kind_order[chosen], -scores[chosen]))]
+    """Positions of the positive scores, best first, ties by kind, id, node (`ragsite.top.top_rows`):
+    the first `first`, then, should the selection take them all, four times as many, and so on."""
+    positive = scores > 0
+    total, given, k = int(positive.sum()), 0, first
+    while given < total:
+        chosen = top_rows(scores, positive, k, ties=(kind_order, ids, node_index))
         yield from chosen[given:].tolist()
         given = chosen.size
         k *= 4
