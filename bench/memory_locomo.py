@@ -343,33 +343,35 @@ def baselines(conversations, tally: Tally, node_chars: float, facts: dict) -> No
 # --- In-process sweep ---------------------------------------------------------------------------
 
 
-def sweep(conversations, agents: dict) -> dict:
-    """ragsite's recall in this process for other fusion weights and length normalisations."""
+SWEEP_WEIGHTS = (0.1, 0.2, 0.25, 0.3, 0.4, 0.52, 0.6)
+SWEEP_EXPONENTS = (0.0, 0.15)
+
+
+def sweep(conversations, agents: dict, weights=SWEEP_WEIGHTS, exponents=SWEEP_EXPONENTS) -> dict:
+    """ragsite's recall in this process (the same store and code as the server) at other fusion
+    weights and per-excerpt length normalisations: evidence recall at each budget and at most 1."""
     from memory_app import conf, services
 
     results = {}
-    original = (conf.RECALL_FUSION_WEIGHT, getattr(conf, "EXCERPT_LENGTH_EXPONENT", 0.0))
+    original = (conf.RECALL_FUSION_WEIGHT, conf.EXCERPT_LENGTH_EXPONENT)
+    asked = [(name, most, max_chars) for name, most, max_chars in settings_asked() if name != "most 3"]
     try:
-        for weight in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
-            for exponent in (0.0,) + ((0.1, 0.2, 0.3) if hasattr(conf, "EXCERPT_LENGTH_EXPONENT") else ()):
-                conf.RECALL_FUSION_WEIGHT = weight
-                if hasattr(conf, "EXCERPT_LENGTH_EXPONENT"):
-                    conf.EXCERPT_LENGTH_EXPONENT = exponent
+        for weight in weights:
+            for exponent in exponents:
+                conf.RECALL_FUSION_WEIGHT, conf.EXCERPT_LENGTH_EXPONENT = weight, exponent
                 tally = Tally()
                 for conversation in conversations:
                     for question in conversation.questions:
-                        for name, most, max_chars in settings_asked():
+                        for name, most, max_chars in asked:
                             answer = services.recall(agent=agents[conversation.name], query=question.question,
                                                      most=most, max_chars=max_chars)
                             tally.add("ragsite", name, question.category,
                                       found(conversation, question, answer["excerpts"]))
                 key = f"weight {weight} exponent {exponent}"
-                results[key] = {name: tally.figures("ragsite", name)[0] for name, _m, _c in settings_asked()}
+                results[key] = {name: tally.figures("ragsite", name)[0] for name, _m, _c in asked}
                 print(key, " ".join(f"{name} {value:.1f}" for name, value in results[key].items()), flush=True)
     finally:
-        conf.RECALL_FUSION_WEIGHT = original[0]
-        if hasattr(conf, "EXCERPT_LENGTH_EXPONENT"):
-            conf.EXCERPT_LENGTH_EXPONENT = original[1]
+        conf.RECALL_FUSION_WEIGHT, conf.EXCERPT_LENGTH_EXPONENT = original
     return results
 
 
@@ -432,15 +434,30 @@ def plot(tally: Tally, path: Path) -> None:
     figure.savefig(path, dpi=110)
 
 
+def _map_records(conversations, agents: dict) -> None:
+    """The episode ids of an earlier run's store, session by session (they were stored in order)."""
+    from memory_app.models import Episode
+
+    for conversation in conversations:
+        ids = list(Episode.objects.filter(agent=agents[conversation.name]).order_by("pk").values_list("pk", flat=True))
+        for session, pk in zip(conversation.sessions, ids, strict=True):
+            session.record_id = pk
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--store", type=Path, default=WORK / "memory-locomo.sqlite3")
     parser.add_argument("--sweep", action="store_true", help="also sweep the fusion weight in this process")
+    parser.add_argument("--weights", type=float, nargs="*", help="the sweep's fusion weights (default: SWEEP_WEIGHTS)")
+    parser.add_argument("--exponents", type=float, nargs="*", help="the sweep's length exponents")
+    parser.add_argument("--only-sweep", action="store_true",
+                        help="the sweep alone, over the store of an earlier run (implies --reuse)")
     parser.add_argument("--reuse", action="store_true", help="keep the store of an earlier run: skip storing")
     parser.add_argument("--node-timeout", type=float, default=1800)
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args()
+    args.reuse = args.reuse or args.only_sweep
 
     conversations = load(args.data)
     questions = sum(len(c.questions) for c in conversations)
@@ -463,6 +480,9 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    from bench.embedding_cache import install
+
+    install()  # this process only (baselines, sweep): a rerun embeds no text twice; the server embeds for itself
     from collections_app.models import Agent
     from collections_app.services.agents import create_agent, issue_key
 
@@ -475,6 +495,11 @@ def main() -> None:
         keys[conversation.name] = issued[1] if isinstance(issued, tuple) else issued
         agents[conversation.name] = agent
 
+    if args.only_sweep:
+        _map_records(conversations, agents)
+        print(json.dumps(sweep(conversations, agents, args.weights or SWEEP_WEIGHTS,
+                               args.exponents or SWEEP_EXPONENTS), indent=1))
+        return
     facts: dict = {"machine": "2 cores shared with other agents' work", "questions": questions}
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -497,12 +522,7 @@ def main() -> None:
                 time.sleep(0.5)
         began = time.perf_counter()
         if args.reuse:
-            from memory_app.models import Episode
-
-            for conversation in conversations:
-                ids = list(Episode.objects.filter(agent=agents[conversation.name]).order_by("pk").values_list("pk", flat=True))
-                for session, pk in zip(conversation.sessions, ids, strict=True):
-                    session.record_id = pk
+            _map_records(conversations, agents)
         else:
             store_all(conversations, base, keys, facts)
         await_nodes(conversations, base, keys, facts, began, args.node_timeout)
@@ -519,12 +539,13 @@ def main() -> None:
                                           for n, _mo, _c in settings_asked()},
               "by_category": {f"{m} | {n} | {c}": tally.figures(m, n, c)[0] for m in tally.methods()
                               for n, _mo, _c in settings_asked() for c in CATEGORIES}}
-    if args.sweep:
-        output["sweep"] = sweep(conversations, agents)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(output, indent=1))
     if not args.no_plot:
         plot(tally, PLOT)
+    if args.sweep:
+        output["sweep"] = sweep(conversations, agents, args.weights or SWEEP_WEIGHTS, args.exponents or SWEEP_EXPONENTS)
+        RESULTS.write_text(json.dumps(output, indent=1))
 
 
 if __name__ == "__main__":
