@@ -10,6 +10,7 @@ from __future__ import annotations
 from ragsite.errors import Forbidden, NotFound
 from ragsite.mcp import Caller, Tool, register
 
+from .mcp_citations import search_links
 from .services.agents import get_collection
 from .services.build_status import (
     MAX_WAIT_SECONDS,
@@ -142,6 +143,7 @@ register(Tool(
     output_schema=SEARCH_ANSWER,
     handler=search,
     annotations={"readOnlyHint": True, "openWorldHint": False},
+    links=search_links,
 ))
 register(Tool(
     name="build",
