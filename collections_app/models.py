@@ -202,7 +202,7 @@ class Collection(models.Model):
     def clean(self):
         from django.core.exceptions import ValidationError
 
-        from .chunking import ChunkingError, resolve_sizes
+        from .text.chunking import ChunkingError, resolve_sizes
 
         errors = {}
         try:
@@ -235,7 +235,7 @@ class Collection(models.Model):
 
     def chunk_sizes(self) -> tuple[int | None, int]:
         """(size, overlap) the chunker will use: this collection's, or the method's defaults."""
-        from .chunking import resolve_sizes
+        from .text.chunking import resolve_sizes
 
         return resolve_sizes(self.method, self.size, self.overlap)
 
@@ -382,7 +382,7 @@ class Paragraph(models.Model):
 
     def vectors(self, dimensions: int) -> np.ndarray | None:
         """The paragraph's vectors as (windows, dimensions) float32; None when it was not embedded."""
-        from .vector_codec import decode
+        from .index.vector_codec import decode
 
         return None if self.embedding is None else decode(self.embedding, dimensions)
 

@@ -203,7 +203,7 @@ KNOWLEDGE_ROOT = env("KNOWLEDGE_ROOT", default=str(DATA_DIR / "knowledge"))
 # so that no path is ever listed with the rest of the settings.
 
 BUILD_HEARTBEAT_TIMEOUT = env.int("BUILD_HEARTBEAT_TIMEOUT", default=300)
-# Per document, in a child process (collections_app.bounded): wall-clock seconds and address space.
+# Per document, in a child process (collections_app.text.bounded): wall-clock seconds and address space.
 EXTRACT_TIMEOUT = env.float("EXTRACT_TIMEOUT", default=120.0)
 EXTRACT_MEMORY_MB = env.int("EXTRACT_MEMORY_MB", default=1024)
 # A build queued this long while no task worker reports a heartbeat is shown as waiting for one.

@@ -10,7 +10,6 @@ from django.utils.html import escape, format_html, format_html_join
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_POST
 
-from ..chunking import AVAILABLE
 from ..models import (
     Agent,
     BuildRun,
@@ -23,6 +22,7 @@ from ..models import (
 from ..services.documents import collection_health, delete_collection, deletion_summary
 from ..services.knowledge import available_folders, describe_source
 from ..services.labels import set_per_reader
+from ..text.chunking import AVAILABLE
 from .common import (
     HISTORY_ROWS,
     count_of,

@@ -7,8 +7,8 @@ from django.utils import timezone
 
 from ragsite.errors import Conflict, NotFound, RagsiteError
 
-from ..chunking import ChunkingError, resolve_sizes
 from ..models import Agent, ApiKey, BuildRun, Collection, Label, MeasureRun, Reader, built_from_problem
+from ..text.chunking import ChunkingError, resolve_sizes
 from .knowledge import available_folders, validate_folder_name
 
 SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")

@@ -22,10 +22,7 @@ from ragsite import embedding
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
 
-from ..chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
 from ..conf import settings
-from ..context import CONTEXT_VERSION, contexts_for, embedding_text
-from ..extract import BAD_NAME, CORRUPT, EMPTY, TIMED_OUT, TOO_LARGE, Unreadable, summarize_opening
 from ..interchange import fingerprint as text_fingerprint
 from ..models import (
     Agent,
@@ -38,8 +35,11 @@ from ..models import (
     ModelCall,
     Paragraph,
 )
-from ..stitch import carried_openings, fresh_text
-from ..windows import embed_in_windows
+from ..text.chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
+from ..text.context import CONTEXT_VERSION, contexts_for, embedding_text
+from ..text.extract import BAD_NAME, CORRUPT, EMPTY, TIMED_OUT, TOO_LARGE, Unreadable, summarize_opening
+from ..text.stitch import carried_openings, fresh_text
+from ..text.windows import embed_in_windows
 from . import indexes, known_answers
 from .knowledge import require_source
 from .leases import ACTIVE_STATES, STALE_MESSAGE, Heartbeat, LeaseLost, check_lease, fail_stale_builds

@@ -5,7 +5,7 @@ asked of the file system before it is read, and the read itself stops past the l
 a file larger than `MAX_DOCUMENT_BYTES` (or a sparse multi-gigabyte one) is never loaded
 (D18 of the 2026-12-01 review). A name the store cannot hold is refused by a printable
 form of it before the file is opened (D7). Extraction itself runs in a bounded child
-process (`collections_app.bounded`).
+process (`collections_app.text.bounded`).
 """
 
 from collections.abc import Callable
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from ragsite.errors import RagsiteError
 
 from .. import conf
-from ..bounded import BoundedExtractor, Limits, bounded_extractor
 from ..conf import settings
-from ..extract import BAD_NAME, TOO_LARGE, Unreadable
 from ..models import Collection, Document
+from ..text.bounded import BoundedExtractor, Limits, bounded_extractor
+from ..text.extract import BAD_NAME, TOO_LARGE, Unreadable
 from .knowledge import source_folder
 
 MAX_DOCUMENT_BYTES = 100 * 1024 * 1024

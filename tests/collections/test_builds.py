@@ -358,7 +358,7 @@ def test_seed_000_refused_an_empty_build_keeps_the_names_it_knew_on_its_run(hand
 def test_seed_003_a_source_over_240_paragraphs_keeps_its_first_240_and_stays_searchable(handbook, knowledge_folder):
     """Seed 003: "At most 240 passages are kept per source. A document that needs more is a document that
     should be several sources" - the rest is dropped with a warning that does not hold the document back."""
-    from collections_app.chunking import MAX_PARAGRAPHS_PER_DOCUMENT
+    from collections_app.text.chunking import MAX_PARAGRAPHS_PER_DOCUMENT
 
     def word(n: int) -> str:  # numbers would make the clauses "differ only in their numbers", a conflict
         return "".join("abcdefghij"[int(digit)] for digit in f"{n:03d}")

@@ -1,5 +1,5 @@
-from collections_app.chunking import AVAILABLE
 from collections_app.services.agents import create_collection, get_agent
+from collections_app.text.chunking import AVAILABLE
 from ragsite.commands import ServiceCommand
 
 
