@@ -104,6 +104,10 @@ class SearchIn(StrictSchema):
     most: int = Field(5, ge=1, le=MAX_MOST, strict=True)
     around: int | None = Field(None, ge=0, le=MAX_AROUND, strict=True, description="Paragraphs either side of a hit.")
     min_score: float | None = Field(None, ge=0, le=1, strict=True, description="The floor; 0 turns it off.")
+    filters: dict | None = Field(
+        None, description="Only paragraphs matching this filter take part, before ranking: OpenAI's vector-store "
+        'shape, {"type": "eq"|"ne"|"gt"|"gte"|"lt"|"lte"|"in"|"nin", "key", "value"} or {"type": "and"|"or", '
+        '"filters": [...]}, over document attributes and document, section, page (docs/collections.md).')
 
 
 class ParagraphOut(Schema):
@@ -163,6 +167,7 @@ def search_collection(request, name: str, payload: SearchIn):
         around=payload.around,
         min_score=payload.min_score,
         key=request.auth,
+        filters=payload.filters,
     )
 
 

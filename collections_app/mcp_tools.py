@@ -47,6 +47,10 @@ SEARCH_INPUT = {
                    "description": "Paragraphs either side of each hit to stitch in; default: the collection's."},
         "min_score": {"type": ["number", "null"], "minimum": 0, "maximum": 1,
                       "description": "The floor: nothing scoring below it comes back; 0 turns it off."},
+        "filters": {"type": ["object", "null"],
+                    "description": 'Only paragraphs matching this take part: {"type": "eq"|"ne"|"gt"|"gte"|"lt"|"lte"|'
+                    '"in"|"nin", "key", "value"} or {"type": "and"|"or", "filters": [...]}; keys are document '
+                    'attributes, or "document", "section", "page".'},
     },
     "required": ["collection", "question"],
     "additionalProperties": False,
@@ -111,6 +115,7 @@ def search(caller: Caller, arguments: dict) -> dict:
         around=arguments.get("around"),
         min_score=arguments.get("min_score"),
         key=caller.key,
+        filters=arguments.get("filters"),
     )
 
 

@@ -29,6 +29,7 @@ from .services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, search_co
 from .services.vector_stores import (
     DEFAULT_LISTED,
     ListRequest,
+    document_attributes,
     get_vector_store,
     list_vector_stores,
     results_page,
@@ -108,8 +109,6 @@ def vector_store_search(request, key, store_id: str) -> dict:
     if body.get("rewrite_query") not in (None, False):
         raise RagsiteError("rewrite_query is not supported: ragsite searches the query as given; send false or "
                            "leave it out", code="rewrite_unsupported")
-    if body.get("filters") is not None:
-        raise RagsiteError("filters are not supported yet", code="filters_unsupported")
     answer = search_collection(
         agent=key.agent,
         collection=store_id,
@@ -120,8 +119,11 @@ def vector_store_search(request, key, store_id: str) -> dict:
         around=_integer(body, "around", None, 0, MAX_AROUND),
         min_score=options.get("score_threshold"),
         key=key,
+        filters=body.get("filters"),
     )
-    return results_page(answer, query=query)
+    names = {paragraph["document"] for paragraph in answer["paragraphs"]}
+    return results_page(answer, query=query,
+                        attributes=document_attributes(agent=key.agent, store_id=store_id, names=names))
 
 
 def _body(request) -> dict:

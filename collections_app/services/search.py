@@ -30,6 +30,7 @@ from ..text.context import lexical_with_context
 from ..text.stitch import Row, stitch
 from .agents import get_collection
 from .candidates import scored_candidates
+from .filtering import filter_mask, parse_filters
 from .indexes import forget, mapped_index
 from .ledger import check_runaway, over_budget, record_call
 from .readers import cut_hidden_copies, resolve_reader
@@ -146,6 +147,7 @@ def search_collection(
     max_most: int = MAX_MOST,
     nprobe: int | None = None,
     explain: bool = False,
+    filters: dict | None = None,
 ) -> dict:
     """Search one of `agent`'s collections; returns the answer as a JSON-ready dict.
 
@@ -155,8 +157,11 @@ def search_collection(
     overrides the IVF lists scored (default: the nprobe the build measured). `explain` (the admin's
     playground, never the API) adds ``explain``: each answer's pieces with their lexical and semantic
     parts, and how many paragraphs at or above the floor this reader's labels hid (a count only).
+    `filters` (OpenAI's vector-store shape, services.filtering) keeps only the rows it describes, before
+    ranking, exactly as a reader's labels do.
     """
     question = validate_request(question, most, around, min_score, max_most)
+    parsed_filters = parse_filters(filters)
     if mode is not None and mode not in MODES:
         raise RagsiteError(f"mode must be one of {', '.join(MODES)}", code="invalid_mode")
     if nprobe is not None and (isinstance(nprobe, bool) or not isinstance(nprobe, int) or nprobe < 1):
@@ -176,11 +181,14 @@ def search_collection(
         raise Conflict(f'collection "{collection.name}" has never been built', code="not_built")
     key, index = mapped_index(collection, built)
     mask = _readable_mask(collection, index, reader_obj, held_back)
+    if parsed_filters is not None:
+        mask &= filter_mask(collection, index, parsed_filters)
     # A per-reader collection's BM25 statistics are those of the rows this reader may see, each row
     # less the opening it shares with a row the reader may not see, so no score depends on a paragraph
-    # it cannot read (issue 15); other collections keep seed 004's collection-wide statistics, which
-    # the interchange export reproduces.
-    view = index.view(mask, cut_carried=True) if collection.per_reader else None
+    # it cannot read (issue 15); a filtered search's are those of the rows its filter keeps (issue 26),
+    # the same as a collection holding only them; other searches keep seed 004's collection-wide
+    # statistics, which the interchange export reproduces.
+    view = index.view(mask, cut_carried=True) if collection.per_reader or parsed_filters is not None else None
 
     vector, model = (None, built.model) if mode == "lexical" else _question_vector(collection, built, index, question,
                                                                                   payer)

@@ -9,12 +9,14 @@ process (`collections_app.text.bounded`).
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ragsite.bodies import BadBody, parse_json
 from ragsite.errors import RagsiteError
 
 from .. import conf
 from ..conf import settings
+from ..index.filters import FilterError, checked_attributes
 from ..models import Collection, Document
 from ..text.bounded import BoundedExtractor, Limits, bounded_extractor
 from ..text.extract import BAD_NAME, TOO_LARGE, Unreadable
@@ -22,6 +24,9 @@ from .knowledge import source_folder
 
 MAX_DOCUMENT_BYTES = 100 * 1024 * 1024
 MAX_NAME_LENGTH = Document._meta.get_field("name").max_length
+# `<document>.meta.json` beside a document holds its attributes (docs/collections.md); never a document itself.
+SIDECAR_SUFFIX = ".meta.json"
+MAX_SIDECAR_BYTES = 64 * 1024
 
 
 @dataclass
@@ -37,6 +42,8 @@ class Source:
     size: Callable[[], int]
     kind: str = Document.FOLDER
     bad_name: str = ""
+    attributes: dict = field(default_factory=dict)
+    attributes_note: str = ""  # why the sidecar was not taken, told on the build
 
 
 def collection_sources(collection: Collection) -> list[Source]:
@@ -50,11 +57,14 @@ def collection_sources(collection: Collection) -> list[Source]:
             if any(part.startswith(".") for part in relative.parts) or not path.is_file() or path.is_symlink():
                 continue
             name = relative.as_posix()
+            if name.endswith(SIDECAR_SUFFIX):
+                continue
             problem = _name_problem(name)
             if problem:
                 name = _printable(name)
+            attributes, note = _sidecar(path, name)
             sources[name] = Source(name=name, read=_file_reader(path), size=lambda p=path: p.stat().st_size,
-                                   bad_name=problem)
+                                   bad_name=problem, attributes=attributes, attributes_note=note)
     for document in collection.documents.filter(source=Document.UPLOAD).exclude(upload=""):
         sources.setdefault(document.name, Source(name=document.name, read=_upload_reader(document),
                                                  size=lambda d=document: d.upload.size, kind=Document.UPLOAD))
@@ -65,6 +75,26 @@ def collection_sources(collection: Collection) -> list[Source]:
             code="no_source",
         )
     return [sources[name] for name in sorted(sources)]
+
+
+def _sidecar(path, name: str) -> tuple[dict, str]:
+    """The attributes in `<document>.meta.json` beside `path`, and why they were not taken ("" if they were).
+
+    A sidecar that is too large, not JSON or not attributes leaves the document without attributes and
+    says so on the build (naming the document, never the path); the document itself is still read.
+    """
+    sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
+    if not sidecar.is_file() or sidecar.is_symlink():
+        return {}, ""
+    try:
+        if sidecar.stat().st_size > MAX_SIDECAR_BYTES:
+            raise FilterError(f"larger than {MAX_SIDECAR_BYTES // 1024} KiB")
+        with sidecar.open("rb") as handle:
+            return checked_attributes(parse_json(handle.read(MAX_SIDECAR_BYTES + 1))), ""
+    except (BadBody, FilterError) as exc:
+        return {}, f"{name}{SIDECAR_SUFFIX} was not taken ({getattr(exc, 'message', None) or exc}): no attributes"
+    except OSError as exc:
+        return {}, f"{name}{SIDECAR_SUFFIX} could not be read ({exc.strerror or type(exc).__name__}): no attributes"
 
 
 def _upload_reader(document: Document) -> Callable[[int], bytes]:

@@ -101,6 +101,12 @@ def list_vector_stores(*, agent: Agent, request: ListRequest) -> dict:
             "last_id": data[-1]["id"] if data else None, "has_more": len(window) > len(page)}
 
 
+def document_attributes(*, agent: Agent, store_id: str, names: set[str]) -> dict[str, dict]:
+    """The attributes of the named documents of one of the agent's collections, by name."""
+    return dict(Document.objects.filter(collection__agent=agent, collection__name=store_id, name__in=names)
+                .values_list("name", "attributes"))
+
+
 def results_page(answer: dict, *, query: str, attributes: dict[str, dict] | None = None) -> dict:
     """A search answer as `vector_store.search_results.page`: one result per answer paragraph, in order.
 
