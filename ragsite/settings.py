@@ -210,6 +210,10 @@ EXTRACT_MEMORY_MB = env.int("EXTRACT_MEMORY_MB", default=1024)
 BUILD_STALE_SECONDS = env.int("BUILD_STALE_SECONDS", default=60)
 MAX_UPLOAD_BYTES = env.int("MAX_UPLOAD_BYTES", default=50 * 1024 * 1024)
 HEALTH_REPAIR_MINUTES = env.int("HEALTH_REPAIR_MINUTES", default=15)
+# Webhooks (docs/webhooks.md): a URL whose host resolves to a loopback, private, link-local or other
+# non-public address is refused unless this is on (a deployment whose receivers are on its own network).
+WEBHOOK_ALLOW_PRIVATE = env.bool("WEBHOOK_ALLOW_PRIVATE", default=False)
+WEBHOOK_TIMEOUT = env.float("WEBHOOK_TIMEOUT", default=10.0)
 
 # --- Files, static, i18n ---------------------------------------------------
 

@@ -47,6 +47,7 @@ from ..models import (
     Paragraph,
 )
 from ..text.stitch import Row
+from . import webhooks
 from .questions import InvalidMeasure, check_questions, parse_item
 from .questions import parse_lines as parse_lines  # the admin's textarea form, read here too
 
@@ -426,6 +427,8 @@ def _save(run: BuildRun, measurement: dict) -> KnownAnswersReport:
     logger.info("known answers of build %s (%s/%s): %s, %s of %s found at %d, %d lost", run.pk,
                 collection.agent.agent_id, collection.name, report.status, report.found_at_5, report.answers, DEPTH,
                 len(report.lost))
+    if run.status == BuildRun.SUCCEEDED:  # a refused build's loss is told with its refusal (webhooks)
+        webhooks.known_answers_measured(report=report, run=run)
     return report
 
 

@@ -240,6 +240,7 @@ def request_measure(
     min_score: float | None = None,
     requested_by: str = "",
     enqueue: bool = True,
+    estimate_seconds: int | None = None,
 ) -> MeasureRun:
     """Check a measurement's input now, store it as a queued `MeasureRun` and hand it to a task.
 
@@ -258,7 +259,7 @@ def request_measure(
             requested_by=requested_by[:150],
             heartbeat_at=timezone.now(),
             request={"questions": [dict(q) for q in questions], "controls": list(controls), "most": most,
-                     "min_score": min_score},
+                     "min_score": min_score, "estimate_seconds": estimate_seconds},
         )
         if enqueue:
             transaction.on_commit(lambda: _enqueue_measure(run.pk))
