@@ -280,8 +280,7 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
                        collection.name, exc.strerror or type(exc).__name__)
         return Prepared(name=source.name, kind=source.kind, fingerprint="", status=Document.REFUSED, refusal=CORRUPT)
     fingerprint = hashlib.sha256(data).hexdigest()
-    item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint, attributes=source.attributes,
-                    notes=[source.attributes_note] if source.attributes_note else [])
+    item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint, **source.carried())
     unchanged = (
         document is not None
         and document.status != Document.REFUSED

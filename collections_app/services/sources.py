@@ -46,6 +46,10 @@ class Source:
     attributes: dict = field(default_factory=dict)
     attributes_note: str = ""  # why the sidecar was not taken, told on the build
 
+    def carried(self) -> dict:
+        """What a build keeps of the source beside its text: its attributes, and a note on its sidecar."""
+        return {"attributes": self.attributes, "notes": [self.attributes_note] if self.attributes_note else []}
+
 
 def collection_sources(collection: Collection) -> list[Source]:
     """The folder's documents (named relative to it) followed by uploads, sorted by name."""

@@ -139,3 +139,11 @@ def test_filters_through_the_api_and_mcp(client, db, knowledge_folder):
                                          "ranking_options": {"score_threshold": 0}})).json()
     assert {r["filename"] for r in store["data"]} == {"leave.md"}
     assert store["data"][0]["attributes"]["team"] == "hr" and store["data"][0]["attributes"]["year"] == 2024
+
+
+def test_a_sidecar_is_not_a_file_the_build_or_the_sync_check_lists(tmp_path):
+    from collections_app.services.sources import folder_entries
+
+    (tmp_path / "leave.md").write_text(HANDBOOK["leave.md"])
+    (tmp_path / "leave.md.meta.json").write_text(SIDECARS["leave.md.meta.json"])
+    assert [entry.name for entry in folder_entries(tmp_path)] == ["leave.md"]
