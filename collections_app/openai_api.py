@@ -24,8 +24,9 @@ from ragsite import fusion
 from ragsite.bodies import BadBody, parse_json
 from ragsite.errors import RagsiteError, error_body
 
+from .limits import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
 from .services.agents import key_from_request
-from .services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, search_collection
+from .services.search import search_collection
 from .services.vector_stores import (
     DEFAULT_LISTED,
     ListRequest,

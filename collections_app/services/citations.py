@@ -16,7 +16,8 @@ from .agents import get_collection
 from .indexes import mapped_index
 from .readers import resolve_reader
 from .rows import search_state
-from .search import _readable_mask, _stitched
+from .search.plan import readable_mask
+from .search.stitched import stitched
 
 
 def read_cited(*, agent: Agent, collection: str, chunk_id: str, reader: str | None = None) -> dict:
@@ -28,7 +29,7 @@ def read_cited(*, agent: Agent, collection: str, chunk_id: str, reader: str | No
     if built is None:
         raise Conflict(f'collection "{found.name}" has never been built', code="not_built")
     _key, index = mapped_index(found, built)
-    mask = _readable_mask(found, index, reader_obj, held_back)
+    mask = readable_mask(found, index, reader_obj, tuple(held_back))
     missing = NotFound(f'no paragraph "{chunk_id[:200]}" in collection "{found.name}"', code="unknown_paragraph")
     document, _hash, k = chunk_id.rpartition("#")
     if not document or not k.isdigit():
@@ -38,7 +39,7 @@ def read_cited(*, agent: Agent, collection: str, chunk_id: str, reader: str | No
     rows = [] if paragraph is None else (index.row_paragraph == paragraph).nonzero()[0]
     if len(rows) == 0 or not mask[rows[0]]:
         raise missing
-    paragraphs, _runs, _readable = _stitched(index, mask, [(int(rows[0]), 0.0)], 0)
+    paragraphs = stitched(index, mask, [(int(rows[0]), 0.0)], 0).paragraphs
     if not paragraphs:  # the whole text is a hidden neighbour's copy
         raise missing
     shown = paragraphs[0]

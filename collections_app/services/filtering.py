@@ -12,6 +12,7 @@ import numpy as np
 
 from ragsite.errors import RagsiteError
 
+from .. import errors
 from ..index.filters import SECTION, Filter, FilterError, RowFacts, keys_of, parse_filter, row_mask
 from ..index.mapped import MappedIndex
 from ..models import Collection, Document, Paragraph
@@ -24,7 +25,7 @@ def parse_filters(filters: object) -> Filter | None:
     try:
         return parse_filter(filters)
     except FilterError as exc:
-        raise RagsiteError(str(exc), code="invalid_filters") from None
+        raise RagsiteError(str(exc), code=errors.INVALID_FILTERS) from None
 
 
 def filter_mask(collection: Collection, index: MappedIndex, parsed: Filter) -> np.ndarray:
@@ -43,4 +44,4 @@ def filter_mask(collection: Collection, index: MappedIndex, parsed: Filter) -> n
     try:
         return row_mask(parsed, facts)
     except FilterError as exc:
-        raise RagsiteError(str(exc), code="invalid_filters") from None
+        raise RagsiteError(str(exc), code=errors.INVALID_FILTERS) from None
