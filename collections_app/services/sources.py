@@ -58,7 +58,7 @@ def collection_sources(collection: Collection) -> list[Source]:
     folder = source_folder(collection).path
     if folder is not None:
         for entry in folder_entries(folder):
-            attributes, note = _sidecar(entry.path, entry.name)
+            attributes, note = read_sidecar(entry.path, entry.name)
             sources[entry.name] = Source(name=entry.name, read=_file_reader(entry.path),
                                          size=lambda p=entry.path: p.stat().st_size, bad_name=entry.bad_name,
                                          attributes=attributes, attributes_note=note)
@@ -93,14 +93,14 @@ def folder_entries(folder: Path) -> list[FolderEntry]:
         if any(part.startswith(".") for part in relative.parts) or not path.is_file() or path.is_symlink():
             continue
         name = relative.as_posix()
-        if name.endswith(SIDECAR_SUFFIX):  # a document's attributes, read with it (_sidecar)
+        if name.endswith(SIDECAR_SUFFIX):  # a document's attributes, read with it (read_sidecar)
             continue
         problem = _name_problem(name)
         entries.append(FolderEntry(name=_printable(name) if problem else name, path=path, bad_name=problem))
     return entries
 
 
-def _sidecar(path, name: str) -> tuple[dict, str]:
+def read_sidecar(path, name: str) -> tuple[dict, str]:
     """The attributes in `<document>.meta.json` beside `path`, and why they were not taken ("" if they were).
 
     A sidecar that is too large, not JSON or not attributes leaves the document without attributes and

@@ -147,3 +147,32 @@ def test_a_sidecar_is_not_a_file_the_build_or_the_sync_check_lists(tmp_path):
     (tmp_path / "leave.md").write_text(HANDBOOK["leave.md"])
     (tmp_path / "leave.md.meta.json").write_text(SIDECARS["leave.md.meta.json"])
     assert [entry.name for entry in folder_entries(tmp_path)] == ["leave.md"]
+
+
+def test_a_synced_folder_rebuilds_when_only_a_sidecar_changes(agent, knowledge_folder,
+                                                              django_capture_on_commit_callbacks):
+    from collections_app.services import sync, sync_check
+
+    folder = knowledge_folder("synced", {**HANDBOOK, "leave.md.meta.json": SIDECARS["leave.md.meta.json"]})
+    collection = create_collection(agent=agent, name="synced", method="fixed", size=80)
+    sync.set_sync(collection=collection, every=5)
+
+    def check():
+        with django_capture_on_commit_callbacks(execute=True):
+            return sync_check.check_source(collection=collection)
+
+    def hr_documents():
+        answer = ask(agent, collection, "leave days", filters={"type": "eq", "key": "team", "value": "hr"})
+        return {p["document"] for p in answer["paragraphs"]}
+
+    assert check().build is not None and hr_documents() == {"leave.md"}
+    unchanged = check()
+    assert unchanged.outcome == "unchanged" and unchanged.fingerprinted == 0  # the sidecar is not read again
+    (folder / "leave.md.meta.json").write_text(json.dumps({"team": "legal"}))
+    (folder / "travel.md.meta.json").write_text(json.dumps({"team": "hr"}))
+    found = check()
+    assert found.changed == ["leave.md", "travel.md"] and found.new == [] and found.build is not None
+    assert hr_documents() == {"travel.md"}
+    (folder / "travel.md.meta.json").unlink()
+    assert check().changed == ["travel.md"] and hr_documents() == set()
+    assert check().outcome == "unchanged"
