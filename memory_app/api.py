@@ -80,6 +80,8 @@ class RecallOut(Schema):
     chars: int
     max_chars: int
     cut: bool
+    # {"status": "not configured" | "nothing to rerank" | "unavailable" | "reranked", "model"?, "depth"?}
+    rerank: dict = Field(..., description="Whether the optional reranker ordered the excerpts (RERANK_URL).")
 
 
 class NodeItem(Schema):

@@ -7,7 +7,6 @@ Settings are looked up through `ragsite.conf` when used, never at import time, s
 from __future__ import annotations
 
 from ragsite.conf import settings
-from ragsite.fusion import FUSION_WEIGHT
 
 from .models import MAX_TEXT_LENGTH
 
@@ -38,11 +37,16 @@ OPENING_LENGTH = 300
 # A recall answers at most this many characters, whatever `max_chars` asks (50 excerpts of
 # 2,000 characters).
 MAX_RECALL_CHARS = 100_000
-# The share of the cosine in recall's fused score (ragsite.fusion.hybrid_scores): the one weight
-# collection search uses, until the LoCoMo dev split says memory needs its own (docs/benchmarks.md).
-RECALL_FUSION_WEIGHT = FUSION_WEIGHT
+# The share of the cosine in recall's fused score (ragsite.fusion.hybrid_scores). Collection search's
+# FUSION_WEIGHT (0.52, SciFact) gave 55.2 / 67.1 / 76.1 / 84.4 % evidence recall at 1k / 2k / 4k / 8k
+# characters on the LoCoMo dev split; 0.3 gave 57.2 / 70.3 / 78.2 / 85.0 (0.25: 57.2 / 69.0 / 78.3 /
+# 85.3; 0.1: 55.4 / 67.4 / 76.3 / 84.4): conversations name people and events, and words count more
+# (bench/memory_locomo.py --sweep; docs/benchmarks.md, docs/decisions.md).
+RECALL_FUSION_WEIGHT = 0.3
 # Per-excerpt length normalisation: a candidate's score is multiplied by
-# (its characters / EXCERPT_LENGTH_REFERENCE) ** -EXCERPT_LENGTH_EXPONENT; 0 turns it off.
+# (its characters / EXCERPT_LENGTH_REFERENCE) ** -EXCERPT_LENGTH_EXPONENT; 0 turns it off. Off: on
+# the dev split 0.15 moved the budgets by -0.2 to +1.0 points and cost most-1 recall 1-4 points,
+# 0.3 cost everywhere (docs/benchmarks.md).
 EXCERPT_LENGTH_EXPONENT = 0.0
 EXCERPT_LENGTH_REFERENCE = 1000
 # The health report lists at most this many record ids; its counts are always exact.

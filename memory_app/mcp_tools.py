@@ -136,6 +136,7 @@ register(Tool(
             "chars": {"type": "integer"},
             "max_chars": {"type": "integer"},
             "cut": {"type": "boolean"},
+            "rerank": {"type": "object", "properties": {"status": {"type": "string"}}},
         },
         "required": ["excerpts", "chars", "max_chars", "cut"],
     },

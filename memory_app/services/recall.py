@@ -16,15 +16,18 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, islice
 
 import numpy as np
 
 from collections_app.models import Agent
 from ragsite import embedding
+from ragsite.conf import settings
 from ragsite.embedders import Embedder, EmbeddingError
 from ragsite.lexical import terms
+from ragsite.model_calls.rerank import RerankUnavailable, ask_reranker
 from ragsite.top import top_rows
 
 from .. import conf
@@ -245,9 +248,10 @@ def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST, max_chars
     # Embedded outside the lock: it is most of a recall, and needs nothing from the index but this.
     vector = _QueryVector(query, embedder).get() if entry.index.has_vectors else None
     with entry.lock:
-        selection, index = _selected(entry.index, query, most, max_chars, vector), entry.index
-        excerpts = [_shown(index, excerpt) for excerpt in selection.excerpts]
-    return {"excerpts": excerpts, "chars": selection.chars, "max_chars": max_chars, "cut": selection.cut}
+        selection, rerank = _selected(entry.index, query, most, max_chars, vector)
+        excerpts = [_shown(entry.index, excerpt) for excerpt in selection.excerpts]
+    return {"excerpts": excerpts, "chars": selection.chars, "max_chars": max_chars, "cut": selection.cut,
+            "rerank": rerank}
 
 
 def _shown(index: RecallIndex, excerpt) -> dict:
@@ -263,9 +267,10 @@ def _shown(index: RecallIndex, excerpt) -> dict:
             "nodes": nodes, "record_length": len(text), "cut": excerpt.cut}
 
 
-def _selected(index: RecallIndex, query: str, most: int, max_chars: int, vector: np.ndarray | None) -> Selection:
+def _selected(index: RecallIndex, query: str, most: int, max_chars: int,
+              vector: np.ndarray | None) -> tuple[Selection, dict]:
     if not index.size:
-        return Selection([], 0, False)
+        return Selection([], 0, False), {"status": "nothing to rerank" if settings.RERANK_URL else "not configured"}
     if vector is not None:
         vector = np.asarray(vector, dtype=np.float32)
         if vector.shape != (index.width,):
@@ -304,9 +309,44 @@ def _selected(index: RecallIndex, query: str, most: int, max_chars: int, vector:
         return Candidate(index.kinds[row], int(index.ids.array[row]), NODE, int(index.node_index.array[node_row]),
                          start, end, score, parts)
 
+    def text_of(kind: str, id: int) -> str:
+        return index.texts[index.row_of[(kind, id)]]
+
     ordered = (candidate(int(p)) for p in _best_first(scores, kind_order, ids, node_index, 4 * most + 8))
-    return select(ordered, lambda kind, id: index.texts[index.row_of[(kind, id)]], max_chars=max_chars,
-                  most=most, terms_of=lambda text: set(terms(text)), query_terms=set(query_terms))
+    ordered, rerank = _reranked(ordered, query, most, text_of)
+    return select(ordered, text_of, max_chars=max_chars,
+                  most=most, terms_of=lambda text: set(terms(text)), query_terms=set(query_terms)), rerank
+
+
+def _reranked(ordered: Iterator[Candidate], question: str, most: int,
+              text_of: Callable[[str, int], str]) -> tuple[Iterator[Candidate], dict]:
+    """With `RERANK_URL` set, the first `RERANK_DEPTH` (at least `most`) candidates in the reranker's
+    order, then the rest in the fused order; otherwise the fused order as it is.
+
+    The shared reranker (`ragsite.model_calls.rerank`) reads each candidate's text; the excerpts keep
+    their fused scores, and the reranker only decides the order, as in collection search. Any failure
+    keeps the fused order. A recall names no agent to charge (there is no `onBehalfOf`), so the call
+    is recorded nowhere. It is made under the agent's index lock: the agent's other recalls wait
+    for it, at most `RERANK_TIMEOUT`.
+    """
+    if not settings.RERANK_URL:
+        return ordered, {"status": "not configured"}
+    depth = max(int(settings.RERANK_DEPTH), most)
+    head = list(islice(ordered, depth))
+    if not head:
+        return iter(()), {"status": "nothing to rerank"}
+    try:
+        reranked = ask_reranker(
+            url=settings.RERANK_URL, model=settings.RERANK_MODEL, api_key=settings.RERANK_API_KEY,
+            timeout=float(settings.RERANK_TIMEOUT), question=question,
+            documents=[text_of(c.kind, c.id)[c.start : c.end] for c in head],
+        )
+    except RerankUnavailable as exc:
+        logger.warning("the reranker was unavailable for a memory recall: %s", exc)
+        return chain(head, ordered), {"status": "unavailable"}
+    order = np.argsort(-np.asarray(reranked.scores, dtype=np.float64), kind="stable")
+    return chain((head[i] for i in order.tolist()), ordered), {"status": "reranked", "model": reranked.model,
+                                                                "depth": len(head)}
 
 
 def _best_first(scores: np.ndarray, kind_order: np.ndarray, ids: np.ndarray, node_index: np.ndarray, first: int):

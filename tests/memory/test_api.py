@@ -61,7 +61,8 @@ def test_recall_answers_excerpts_within_its_budget(api):
     response = api("post", "/recall", {"query": "river stone lantern harbor", "most": 5, "max_chars": 100_000})
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"excerpts", "chars", "max_chars", "cut"}
+    assert set(body) == {"excerpts", "chars", "max_chars", "cut", "rerank"}
+    assert body["rerank"] == {"status": "not configured"}
     excerpts = body["excerpts"]
     assert {(e["kind"], e["id"]) for e in excerpts} == {("mem", long_id), ("mem", short_id)}
     (short,) = [e for e in excerpts if e["id"] == short_id]

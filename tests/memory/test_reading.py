@@ -11,6 +11,7 @@ from django.utils import timezone
 from collections_app.services.agents import create_agent
 from memory_app import services
 from memory_app.models import Memory, RecordNode
+from tests.servers import RerankServer, serving
 
 from .conftest import WINDOW, prose
 
@@ -181,3 +182,27 @@ def test_mcp_lists_and_reads_records(client):
     assert missing["isError"] is True
     recalled = call_tool(client, raw, "recall", {"question": "boiler service", "max_chars": 20})["structuredContent"]
     assert recalled["chars"] <= 20 and recalled["max_chars"] == 20
+
+
+# --- The optional reranker orders the candidates (a real /rerank endpoint on 127.0.0.1) ----------
+
+
+def test_the_reranker_orders_the_excerpts_and_a_failure_keeps_the_fused_order(agent, settings):
+    texts = ["The harbor lantern was lit at dusk by the keeper.", "A harbor walk with a lantern and a falcon.",
+             "Lantern oil is kept in the harbor shed."]
+    for text in texts:
+        services.store_memory(agent=agent, text=text)
+    services.repair_all()  # the stores' vectors
+    fused = services.recall(agent=agent, query="harbor lantern", most=3)
+    assert fused["rerank"] == {"status": "not configured"} and len(fused["excerpts"]) == 3
+    with serving(RerankServer(favourite="falcon")) as server:
+        settings.RERANK_URL, settings.RERANK_MODEL, settings.RERANK_TIMEOUT = server.url + "/v1/rerank", "rr", 0.5
+        reranked = services.recall(agent=agent, query="harbor lantern", most=3)
+        assert reranked["rerank"] == {"status": "reranked", "model": "rr", "depth": 3}
+        assert "falcon" in reranked["excerpts"][0]["text"] and "falcon" not in fused["excerpts"][0]["text"]
+        # The scores stay the fused ones: the reranker decides the order only.
+        assert sorted(e["score"] for e in reranked["excerpts"]) == sorted(e["score"] for e in fused["excerpts"])
+        assert server.requests[0]["body"]["query"] == "harbor lantern"
+        server.mode = "error"
+        failed = services.recall(agent=agent, query="harbor lantern", most=3)
+        assert failed["rerank"] == {"status": "unavailable"} and failed["excerpts"] == fused["excerpts"]
