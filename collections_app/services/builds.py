@@ -22,15 +22,14 @@ from ragsite import embedding
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
 
+from ..errors import BuildRefused, EmptyBuild
 from ..interchange import fingerprint as text_fingerprint
 from ..models import (
     Agent,
-    BuildRefused,
     BuildRun,
     Collection,
     CollectionBuilt,
     Document,
-    EmptyBuild,
     ModelCall,
     Paragraph,
 )
@@ -569,12 +568,10 @@ def _replace_paragraphs(document: Document, item: Prepared, agent: Agent, ordina
     return ordinal + len(rows)
 
 
-def _candidate_paragraphs(collection: Collection, prepared: list[Prepared], existing: dict) -> list[tuple]:
-    """The paragraphs `_commit` will leave, in its ordinal order, for measuring a build before its swap.
-
-    One tuple per paragraph: (document, searched, start, end, text, section, vector bytes or None,
-    context), where ``document`` tells documents apart and ``searched`` says whether a search ranks it.
-    """
+def _candidate_paragraphs(collection: Collection, prepared: list[Prepared],
+                          existing: dict) -> list[known_answers.CandidateRow]:
+    """The paragraphs `_commit` will leave, in its ordinal order, for measuring a build before its swap;
+    a document is told apart by its position in ``prepared``."""
     reused = {existing[p.name].pk for p in prepared if p.reused}
     stored: dict[int, list[tuple]] = defaultdict(list)
     if reused:
@@ -583,7 +580,7 @@ def _candidate_paragraphs(collection: Collection, prepared: list[Prepared], exis
         for document_id, *row in rows.iterator(chunk_size=2000):
             if document_id in reused:
                 stored[document_id].append(tuple(row))
-    paragraphs: list[tuple] = []
+    paragraphs: list[known_answers.CandidateRow] = []
     for number, item in enumerate(prepared):
         if item.status == Document.REFUSED:
             continue
@@ -594,5 +591,5 @@ def _candidate_paragraphs(collection: Collection, prepared: list[Prepared], exis
         else:
             pieces = [(p.start, p.end, p.text, (p.section or "")[:300], item.vectors[i] if item.vectors else None,
                        item.contexts[i]) for i, p in enumerate(item.pieces)]
-        paragraphs.extend((number, searched, *piece) for piece in pieces)
+        paragraphs.extend(known_answers.CandidateRow(number, searched, *piece) for piece in pieces)
     return paragraphs
