@@ -18,6 +18,7 @@ from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 
 from ..models import Collection, CollectionBuilt, Document, MeasureRun, Paragraph
+from .known_answers import measure_again
 from .search import forget_index
 
 logger = logging.getLogger("ragsite.documents")
@@ -35,11 +36,14 @@ def set_paragraphs_enabled(*, paragraphs: Iterable[Paragraph], enabled: bool) ->
     """Enable or disable paragraphs; returns how many changed. Takes effect at the next search."""
     ids = _ids(paragraphs)
     changed = 0
+    touched: set[int] = set()
     with transaction.atomic():
         for start in range(0, len(ids), BATCH):
-            changed += Paragraph.objects.filter(pk__in=ids[start : start + BATCH]).exclude(enabled=enabled).update(
-                enabled=enabled
-            )
+            batch = Paragraph.objects.filter(pk__in=ids[start : start + BATCH]).exclude(enabled=enabled)
+            touched.update(batch.values_list("collection_id", flat=True).distinct())
+            changed += batch.update(enabled=enabled)
+        # Known answers are measured over what search reads, which this changed: they are asked again.
+        measure_again(collection_ids=touched)
     return changed
 
 
@@ -47,11 +51,14 @@ def set_documents_enabled(*, documents: Iterable[Document], enabled: bool) -> in
     """Enable or disable whole documents; returns how many changed. Their paragraphs keep their own marks."""
     ids = _ids(documents)
     changed = 0
+    touched: set[int] = set()
     with transaction.atomic():
         for start in range(0, len(ids), BATCH):
-            changed += Document.objects.filter(pk__in=ids[start : start + BATCH]).exclude(enabled=enabled).update(
-                enabled=enabled
-            )
+            batch = Document.objects.filter(pk__in=ids[start : start + BATCH]).exclude(enabled=enabled)
+            touched.update(batch.values_list("collection_id", flat=True).distinct())
+            changed += batch.update(enabled=enabled)
+        # Known answers are measured over what search reads, which this changed: they are asked again.
+        measure_again(collection_ids=touched)
     return changed
 
 

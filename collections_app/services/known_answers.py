@@ -41,7 +41,6 @@ from ..models import (
     BuildRun,
     Collection,
     CollectionBuilt,
-    Document,
     KnownAnswer,
     KnownAnswersReport,
     ModelCall,
@@ -51,6 +50,7 @@ from ..text.stitch import Row
 from . import webhooks
 from .questions import InvalidMeasure, check_questions, parse_item
 from .questions import parse_lines as parse_lines  # the admin's textarea form, read here too
+from .rows import search_state
 
 logger = logging.getLogger("ragsite.known_answers")
 
@@ -67,7 +67,7 @@ class CandidateRow(NamedTuple):
     """One paragraph as the known answers are measured against it: a live one, or one a build would leave."""
 
     document: int  # tells documents apart
-    searched: bool  # whether a search ranks it (its document is not held back)
+    searched: bool  # whether a search ranks it (search's row mask before labels: rows.search_state)
     start: int
     end: int
     text: str
@@ -180,6 +180,15 @@ def set_known_answers(
 # --- Measuring ----------------------------------------------------------------------------
 
 
+def measure_again(*, collection_ids: Iterable[int]) -> None:
+    """Queue a new measurement of each collection's live build, once this transaction commits: what search
+    sees changed without a build (a document or paragraph switched off or on)."""
+    for collection in Collection.objects.filter(pk__in=set(collection_ids), known_answers__isnull=False).distinct():
+        live = live_build_id(collection)
+        if live is not None:
+            transaction.on_commit(lambda live=live: _enqueue(live))
+
+
 def live_build_id(collection: Collection) -> int | None:
     """The build the collection answers from: its latest successful one (builds of a collection run one at a time)."""
     return (BuildRun.objects.filter(collection=collection, status=BuildRun.SUCCEEDED)
@@ -260,12 +269,18 @@ def gate_build(*, collection: Collection, run: BuildRun,
 
 
 def _live_paragraphs(collection: Collection) -> list[CandidateRow]:
-    """The live collection's paragraphs as a search loads them."""
-    held_back = set(collection.documents.exclude(status=Document.ACTIVE).values_list("id", flat=True))
+    """The live collection's paragraphs as a search loads them.
+
+    ``searched`` is search's own row mask before reader labels, from the statement every search reads
+    (`rows.search_state`): not in a document in review, refused or switched off, not switched off itself.
+    A document the librarian had disabled was once reported "found, rank 1" while no search returned it.
+    """
+    _built, documents, paragraphs = search_state(collection)
+    held_documents, held_paragraphs = set(documents.tolist()), set(paragraphs.tolist())
     rows = (Paragraph.objects.filter(collection=collection).order_by("ordinal")
-            .values_list("document_id", "start_char", "end_char", "text", "section", "embedding", "context"))
-    return [CandidateRow(document, document not in held_back, *rest)
-            for document, *rest in rows.iterator(chunk_size=2000)]
+            .values_list("pk", "document_id", "start_char", "end_char", "text", "section", "embedding", "context"))
+    return [CandidateRow(document, document not in held_documents and pk not in held_paragraphs, *rest)
+            for pk, document, *rest in rows.iterator(chunk_size=2000)]
 
 
 def _index(paragraphs: Sequence[CandidateRow], dimensions: int) -> tuple[ScratchIndex, np.ndarray]:
@@ -324,7 +339,9 @@ def _measure(collection: Collection, questions: Sequence[Question], paragraphs: 
              model: str, dimensions: int, before: int) -> dict:
     """The report's fields: every question asked unfloored (scores, the bands, the measured floor),
     then at the floor in force (found@1/@5), and the answers lost since the live build before ``before``."""
-    index, searchable = _index(paragraphs, dimensions)
+    # Only the rows a search ranks, as if the others were deleted: search's statistics, ranks and
+    # stitching all follow its row mask, so this answers exactly as a twin collection without them would.
+    index, searchable = _index([p for p in paragraphs if p.searched], dimensions)
     vectors = None
     if index.matrix is not None:
         vectors = _question_vectors(collection, questions, model, index.matrix.shape[1])
@@ -392,8 +409,14 @@ def _lost(collection: Collection, results: Sequence[dict], before: int) -> list[
             if not r["control"] and not r["found"] and (r["question"], r["answer"]) in found_before]
 
 
+# Whose view a per-reader collection's known answers are measured in: every label held, so a reader with
+# fewer labels may find less. Said on every report of such a collection (admin, API, build_status).
+EVERY_LABEL = ("measured as a reader holding every label would search (labels are not applied): a reader "
+               "with fewer labels may not find every answer counted here")
+
+
 def _warnings(measurement: dict, read_off: dict, collection: Collection) -> list[str]:
-    warnings = []
+    warnings = [EVERY_LABEL] if collection.per_reader else []
     lost, answers = measurement["lost"], measurement["answers"]
     if lost:
         named = "; ".join(f"“{q}”" for q in lost[:LOST_NAMED])

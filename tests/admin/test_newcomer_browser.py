@@ -258,3 +258,28 @@ def test_the_rebuild_bar_names_the_phase_and_moves_while_embedding(page, admin_u
     page.wait_for_function(
         "document.querySelector('#build-progress [data-role=phase]').textContent === 'saving'")
     assert page.inner_text("#build-progress [data-role=percent]") == "99 %"
+
+
+def test_known_answers_stop_finding_a_document_the_librarian_disables(page, admin_user, agent, knowledge_folder,
+                                                                       django_capture_on_commit_callbacks):
+    from collections_app.services import known_answers
+
+    collection = make_built(agent, knowledge_folder, "handbook", HANDBOOK)
+    question = "what is mileage reimbursed at per kilometre"
+    with django_capture_on_commit_callbacks(execute=True):
+        known_answers.set_known_answers(collection=collection, items=[
+            {"question": question, "answer": "0.42 per kilometre"},
+            {"question": "how much annual leave carries over", "answer": "capped at five days"}])
+    log_in(page)
+    page.goto(f"/admin/collections_app/collection/{collection.pk}/known-answers/")
+    row = page.locator("#known-answers-results tbody tr", has_text=question)
+    assert "found" in row.inner_text() and "not found" not in row.inner_text()
+    assert "exactly as a search would" in page.inner_text("#known-answers-view")
+    travel = collection.documents.get(name="travel.md")
+    page.goto(f"/admin/collections_app/document/?collection__id__exact={collection.pk}")
+    page.check(f'input[name="_selected_action"][value="{travel.pk}"]')
+    page.select_option("select[name=action]", "disable_action")
+    page.click("button[name=index]")  # the task queue runs at once in tests: measured again on commit
+    page.wait_for_selector("ul.messagelist")
+    page.goto(f"/admin/collections_app/collection/{collection.pk}/known-answers/")
+    assert "not found" in page.locator("#known-answers-results tbody tr", has_text=question).inner_text()
