@@ -169,6 +169,15 @@ class Collection(models.Model):
         help_text="The sub-folder of the agent folder in KNOWLEDGE_ROOT that the documents are read from: a name, never a path. "
         "Empty = uploads only (or a KNOWLEDGE_..._FOLDER variable).",
     )
+    # Set by staff only (the admin, `manage.py bind_folder`), never through the API: the one collection of
+    # this name that the agent-less KNOWLEDGE_<NAME>_FOLDER serves. Unique per name in the database, so the
+    # check holds whatever row-level-security scope a request runs in.
+    folder_variable_bound = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="Build from KNOWLEDGE_<NAME>_FOLDER (the variable without an agent). Staff binds it; at "
+        "most one collection of a name may be bound. KNOWLEDGE_<AGENT>__<NAME>_FOLDER needs no binding.",
+    )
     # Validated against chunking.STRATEGIES rather than fixed as choices, so that a
     # strategy becoming available needs no migration.
     method = models.CharField(max_length=40, default="structure")
@@ -194,7 +203,13 @@ class Collection(models.Model):
 
     class Meta:
         ordering = ["agent__agent_id", "name"]
-        constraints = [models.UniqueConstraint(fields=["agent", "name"], name="collection_unique_per_agent")]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "name"], name="collection_unique_per_agent"),
+            models.UniqueConstraint(
+                fields=["name"], condition=models.Q(folder_variable_bound=True),
+                name="collection_one_bound_per_name",
+            ),
+        ]
 
     def __str__(self):
         return f"{self.agent.agent_id}/{self.name}"

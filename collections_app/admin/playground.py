@@ -15,6 +15,7 @@ from ..models import (
 )
 from ..services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, search_collection
 from .common import (
+    has_perm,
     require,
 )
 
@@ -118,9 +119,13 @@ class PlaygroundAdminMixin:
             return None
         return _laid_out(answer, collection, label)
 
+    def may_use_playground(self, request) -> bool:
+        """The playground shows paragraphs' text, any reader's: viewing collections alone is not enough."""
+        return self.has_view_permission(request) and has_perm(request, "view", Paragraph)
+
     def playground_view(self, request):
         """Run a search exactly as the API would, through `search_collection`, and show everything it answers."""
-        require(self.has_view_permission(request))
+        require(self.may_use_playground(request))
         answers = []
         if request.method == "POST":
             form = PlaygroundForm(request.POST)

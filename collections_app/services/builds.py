@@ -237,7 +237,8 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
     measured = known_answers.gate_build(collection=collection, run=run,
                                         candidate=lambda: _candidate_paragraphs(collection, prepared, existing))
     _commit(collection, run, prepared, existing, embedder, refused, previous)
-    known_answers.after_build(run=run, measured=measured)
+    if run.status == BuildRun.SUCCEEDED:
+        known_answers.after_build(run=run, measured=measured)
 
 
 def _approved(item: "Prepared", existing: dict[str, Document]) -> bool:
@@ -495,7 +496,12 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                 run.warnings.append(f"{unlabelled} paragraphs have no label, so any reader may read them")
         run.warnings += _review_warnings(item for item in prepared if item.status == Document.NEEDS_REVIEW)
         if not Paragraph.objects.searchable(collection).exists():
-            run.warnings.append("no paragraph is searchable until a person approves the documents in review")
+            # Seed 000: a build that leaves nothing to answer from is refused. Only a collection that
+            # answered nothing before gets here (else _build refused earlier); its documents are kept,
+            # held for review, so a person can approve them, but it is not built: searches answer
+            # "never built" rather than an empty list.
+            _refuse_all_in_review(collection, run, prepared, now)
+            return
         CollectionBuilt.objects.update_or_create(
             collection=collection,
             defaults=dict(
@@ -511,14 +517,29 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
         run.passages = passages
         run.documents_done = run.documents_total
         run.paragraphs_done = run.paragraphs_total
+        # The index is written and read back before the swap commits: a full disk fails the build here,
+        # rolling it back, and the previous build keeps answering.
+        key = indexes.index_before_commit(collection=collection)
         run.status, run.finished_at, run.heartbeat_at = BuildRun.SUCCEEDED, now, now
         run.save()
-    indexes.index_committed_build(collection=collection)
+    indexes.after_commit(collection=collection, key=key)
     logger.info(
         "build %s of %s/%s: %s paragraphs, %s documents read, %s reused, %s refused, %s embedded",
         run.pk, agent.agent_id, collection.name, passages, run.documents_read, run.documents_reused,
         len(refused), run.paragraphs_embedded,
     )
+
+
+def _refuse_all_in_review(collection, run, prepared, now) -> None:
+    """Inside the commit: keep the documents and rows for review, unbuild the collection, refuse the run."""
+    CollectionBuilt.objects.filter(collection=collection).delete()
+    held = ", ".join(item.name for item in prepared if item.status == Document.NEEDS_REVIEW)
+    run.error = (f'the build of "{collection.name}" would leave nothing readers could search: every document '
+                 f"needs review ({held}); approve them in the admin, then build again")[:2000]
+    run.status, run.finished_at, run.heartbeat_at = BuildRun.REFUSED, now, now
+    run.save()
+    logger.warning("build %s of %s/%s refused: every document needs review", run.pk,
+                   collection.agent.agent_id, collection.name)
 
 
 BUILD_FIELDS = (

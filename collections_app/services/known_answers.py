@@ -26,6 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ragsite import embedding
+from ragsite.bodies import refuse_nul
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
 from ragsite.lexical import BM25Index
@@ -101,6 +102,7 @@ def check_items(items: Sequence[object]) -> list[Question]:
         raise InvalidKnownAnswers("known answers are a list of items")
     if len(items) > MAX_KNOWN_ANSWERS:
         raise InvalidKnownAnswers(f"at most {MAX_KNOWN_ANSWERS} known answers and controls together")
+    refuse_nul(items, field="a known answer")
     try:
         checked = check_questions([parse_item(item, n) for n, item in enumerate(items, 1)], limit=MAX_KNOWN_ANSWERS)
     except InvalidMeasure as exc:

@@ -382,7 +382,7 @@ def test_a_measured_floor_that_cannot_separate_warns_that_controls_come_back(age
 
 def test_the_measured_floor_keeps_at_least_95_percent_of_the_sample_handbooks_answers(agent, monkeypatch, build):
     """With the hash embedder: of the answers found unfloored, the search at the measured floor keeps ≥ 95 %."""
-    monkeypatch.setenv("KNOWLEDGE_HANDBOOK_FOLDER", str(SAMPLE_DOCS))
+    monkeypatch.setenv("KNOWLEDGE_ALPHA__HANDBOOK_FOLDER", str(SAMPLE_DOCS))
     collection = create_collection(agent=agent, name="handbook")
     items = k.parse_jsonl(k.SAMPLE_SET.read_bytes())
     k.set_known_answers(collection=collection, items=items, floor_measured=True)
@@ -394,7 +394,7 @@ def test_the_measured_floor_keeps_at_least_95_percent_of_the_sample_handbooks_an
 
 @pytest.mark.model
 def test_with_the_real_model_the_measured_floor_keeps_95_percent_of_every_sample_answer(agent, monkeypatch, build):
-    monkeypatch.setenv("KNOWLEDGE_HANDBOOK_FOLDER", str(SAMPLE_DOCS))
+    monkeypatch.setenv("KNOWLEDGE_ALPHA__HANDBOOK_FOLDER", str(SAMPLE_DOCS))
     collection = create_collection(agent=agent, name="handbook")
     items = k.parse_jsonl(k.SAMPLE_SET.read_bytes())
     answers = [i for i in items if "answer" in i]
@@ -417,7 +417,7 @@ def request(client, method, raw, path, payload=None):
 def keyed(agent_key, knowledge_folder, build):
     agent, raw = agent_key
     collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
-    knowledge_folder("handbook", HANDBOOK)
+    knowledge_folder("handbook", HANDBOOK, agent="keyed")
     build(collection)
     return collection, raw
 
