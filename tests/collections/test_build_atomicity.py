@@ -9,7 +9,6 @@ from collections_app.models import Paragraph
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
 
-
 WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven"]
 
 
