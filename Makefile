@@ -48,11 +48,10 @@ migrate: install-server
 demo: migrate
 	$(PY) manage.py demo --host $(HOST) --port $(PORT) $(if $(NEW_KEY),--new-key)
 
+# ragsite/serve.py runs both and stops both on Ctrl-C or SIGTERM (to it or to its process group).
 run: demo
 	@echo "Starting the task cluster and the web server on http://$(HOST):$(PORT)/ (Ctrl-C stops both)"
-	$(PY) manage.py qcluster & QPID=$$!; \
-	trap 'kill $$QPID 2>/dev/null' EXIT INT TERM; \
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	$(PY) -m ragsite.serve $(HOST):$(PORT)
 
 test: install
 	$(PY) -m pytest

@@ -203,13 +203,17 @@ KNOWLEDGE_ROOT = env("KNOWLEDGE_ROOT", default=str(DATA_DIR / "knowledge"))
 # so that no path is ever listed with the rest of the settings.
 
 BUILD_HEARTBEAT_TIMEOUT = env.int("BUILD_HEARTBEAT_TIMEOUT", default=300)
-# Per document, in a child process (collections_app.bounded): wall-clock seconds and address space.
+# Per document, in a child process (collections_app.text.bounded): wall-clock seconds and address space.
 EXTRACT_TIMEOUT = env.float("EXTRACT_TIMEOUT", default=120.0)
 EXTRACT_MEMORY_MB = env.int("EXTRACT_MEMORY_MB", default=1024)
 # A build queued this long while no task worker reports a heartbeat is shown as waiting for one.
 BUILD_STALE_SECONDS = env.int("BUILD_STALE_SECONDS", default=60)
 MAX_UPLOAD_BYTES = env.int("MAX_UPLOAD_BYTES", default=50 * 1024 * 1024)
 HEALTH_REPAIR_MINUTES = env.int("HEALTH_REPAIR_MINUTES", default=15)
+# Webhooks (docs/webhooks.md): a URL whose host resolves to a loopback, private, link-local or other
+# non-public address is refused unless this is on (a deployment whose receivers are on its own network).
+WEBHOOK_ALLOW_PRIVATE = env.bool("WEBHOOK_ALLOW_PRIVATE", default=False)
+WEBHOOK_TIMEOUT = env.float("WEBHOOK_TIMEOUT", default=10.0)
 
 # --- Files, static, i18n ---------------------------------------------------
 

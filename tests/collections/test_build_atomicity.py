@@ -71,7 +71,7 @@ def test_a_full_disk_while_the_index_is_written_fails_the_build_and_the_old_buil
     """Issue 24, item 9: the index is written and read back before the swap commits."""
     import errno
 
-    from collections_app.mapped_index import IndexWriter
+    from collections_app.index.writer import IndexWriter
     from collections_app.models import BuildRun, CollectionBuilt
     from collections_app.services import indexes
     from collections_app.services.search import search_collection

@@ -34,7 +34,7 @@ NO_TEXT_LAYER = "no text layer — scanned?"
 UNSUPPORTED_TYPE = "unsupported type"
 TOO_LARGE = "too large"  # over the size limit on disk, or over the memory cap while extracting
 EMPTY = "empty"
-TIMED_OUT = "timed out"  # over the wall-clock limit per document (collections_app.bounded)
+TIMED_OUT = "timed out"  # over the wall-clock limit per document (collections_app.text.bounded)
 BAD_NAME = "bad name"  # a file name the store cannot hold (not UTF-8, or too long)
 REFUSAL_REASONS = (CORRUPT, ENCRYPTED, NO_TEXT_LAYER, UNSUPPORTED_TYPE, TOO_LARGE, EMPTY, TIMED_OUT, BAD_NAME)
 

@@ -2,7 +2,7 @@
 
 A small hostile file can hold a worker for hours or take gigabytes (the 2026-12-01 review:
 an 816 KB DOCX reached 1.6 GB, a 53 KB PDF ran past 300 s). Extraction therefore runs in a
-child process (`python -m collections_app.bounded`: no Django, no database connection, no
+child process (`python -m collections_app.text.bounded`: no Django, no database connection, no
 inherited threads), whose address space is capped with `RLIMIT_AS`. The parent waits at
 most the time limit for each document; a child that overruns is killed and a fresh one is
 started for the next document, and a child that runs out of memory or dies answers for that
@@ -96,7 +96,7 @@ class BoundedExtractor:
         if self._child is None or self._child.poll() is not None:
             self._stop()
             self._child = subprocess.Popen(
-                [sys.executable, "-m", "collections_app.bounded", str(self.limits.memory_bytes)],
+                [sys.executable, "-m", "collections_app.text.bounded", str(self.limits.memory_bytes)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
             )
             self._stderr, self._answered = _Tail(self._child.stderr), 0
