@@ -241,8 +241,10 @@ class Collection(models.Model):
 
         ``measured`` is the floor read off its known answers (used only when `floor_measured`
         is set, and only once there is one); then its own override; then ``default`` (MIN_SCORE).
+        A per-reader collection never answers at a measured floor: measured over every paragraph, it
+        would move with paragraphs a reader may not read (issue 24, item 6); it keeps its configured one.
         """
-        if self.floor_measured and measured is not None:
+        if self.floor_measured and measured is not None and not self.per_reader:
             return measured, "measured"
         if self.min_score is not None:
             return self.min_score, "collection"

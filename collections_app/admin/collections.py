@@ -101,6 +101,9 @@ class CollectionForm(forms.ModelForm):
             name=name, collection_pk=self.instance.pk)
         if problem:
             self.add_error("folder_variable_bound", problem)
+        if cleaned.get("per_reader") and cleaned.get("floor_measured"):
+            self.add_error("floor_measured", "a per-reader collection answers at its configured floor: one "
+                           "measured over every paragraph would depend on paragraphs a reader may not read")
         return cleaned
 
 

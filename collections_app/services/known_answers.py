@@ -152,6 +152,12 @@ def set_known_answers(
             "in the admin or with manage.py known_answers",
             code="per_reader",
         )
+    if floor_measured and collection.per_reader:
+        raise Conflict(
+            f'collection "{collection.name}" answers per reader, so its floor is the configured one: a floor '
+            "measured over every paragraph would depend on paragraphs a reader may not read",
+            code="per_reader_floor",
+        )
     checked = check_items(items) if items else []
     with transaction.atomic():
         # The same set again (a client retrying, or looping) rewrites nothing and queues no second
@@ -398,6 +404,10 @@ def _warnings(measurement: dict, read_off: dict, collection: Collection) -> list
         more = f"; and {len(lost) - LOST_NAMED} more" if len(lost) > LOST_NAMED else ""
         warnings.append(f"{len(lost)} of {answers} known answers no longer found: {named}{more}")
     if not collection.floor_measured:
+        return warnings
+    if collection.per_reader:
+        warnings.append("this collection answers per reader, so its configured floor applies, not the "
+                        "measured one")
         return warnings
     if read_off["floor"] is None:
         warnings.append(f"no known answer was found, so no floor was measured; the floor stays at "

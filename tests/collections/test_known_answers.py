@@ -368,6 +368,29 @@ def test_a_measured_floor_is_in_force_once_measured_and_every_answer_says_its_so
     assert search_collection(**ask, min_score=0.5)["floor_source"] == "request"
 
 
+def test_a_per_reader_collection_answers_at_its_configured_floor_never_a_measured_one(handbook, build,
+                                                                                      settings):
+    """Issue 24, item 6: a floor measured over every paragraph moves with paragraphs a reader may not read,
+    so on a per-reader collection it is not used (and staff cannot ask for it), for every reader alike."""
+    from collections_app.models import Reader
+    from collections_app.services.labels import set_per_reader
+
+    k.set_known_answers(collection=handbook, items=ITEMS, floor_measured=True)
+    report = report_of(build(handbook))
+    everyone = search_collection(agent=handbook.agent, collection=handbook, question="annual leave")
+    assert everyone["floor_source"] == "measured" and report.measured_floor is not None
+    set_per_reader(collection=handbook, per_reader=True)
+    handbook.refresh_from_db()
+    Reader.objects.create(external_id="alice")
+    answer = search_collection(agent=handbook.agent, collection=handbook, question="annual leave",
+                               reader="alice")
+    assert (answer["floor"], answer["floor_source"]) == (float(settings.MIN_SCORE), "default")
+    with pytest.raises(RagsiteError) as refused:
+        k.set_known_answers(collection=handbook, items=ITEMS, floor_measured=True)
+    assert refused.value.code == "per_reader_floor"
+    assert any("configured floor applies" in w for w in report_of(build(handbook)).warnings)
+
+
 def test_a_measured_floor_that_cannot_separate_warns_that_controls_come_back(agent, knowledge_folder, build):
     collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
     knowledge_folder("handbook", HANDBOOK)
