@@ -169,9 +169,7 @@ class Collection(models.Model):
         help_text="The sub-folder of the agent folder in KNOWLEDGE_ROOT that the documents are read from: a name, never a path. "
         "Empty = uploads only (or a KNOWLEDGE_..._FOLDER variable).",
     )
-    # Set by staff only (the admin, `manage.py bind_folder`), never through the API: the one collection of
-    # this name that the agent-less KNOWLEDGE_<NAME>_FOLDER serves. Unique per name in the database, so the
-    # check holds whatever row-level-security scope a request runs in.
+    # Set by staff only (services.knowledge.bind_folder_variable); one per name, whatever the RLS scope.
     folder_variable_bound = models.BooleanField(
         default=False,
         db_default=False,
@@ -241,8 +239,7 @@ class Collection(models.Model):
 
         ``measured`` is the floor read off its known answers (used only when `floor_measured`
         is set, and only once there is one); then its own override; then ``default`` (MIN_SCORE).
-        A per-reader collection never answers at a measured floor: measured over every paragraph, it
-        would move with paragraphs a reader may not read (issue 24, item 6); it keeps its configured one.
+        Never a measured floor per reader: it would move with paragraphs the reader may not read.
         """
         if self.floor_measured and measured is not None and not self.per_reader:
             return measured, "measured"

@@ -237,7 +237,7 @@ def measure_build(*, build_id: int) -> KnownAnswersReport | None:
 def gate_build(*, collection: Collection, run: BuildRun, candidate: Callable[[], list[tuple]]) -> dict | None:
     """With KNOWN_ANSWERS_GATE set, measure a build's candidate paragraphs before its swap.
 
-    ``candidate`` gives the paragraphs the swap would leave (see `builds._candidate_paragraphs`).
+    ``candidate`` gives the paragraphs the swap would leave (see `swap.candidate_paragraphs`).
     Refuses the build (`KnownAnswersLost`, which the build records as refused) when it loses more
     known answers than the gate allows, storing the candidate's report so people see which. Returns
     the measurement for `after_build` to store, or None when there is no gate or no known answers.
