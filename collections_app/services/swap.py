@@ -13,6 +13,7 @@ from ..interchange import fingerprint as text_fingerprint
 from ..models import Agent, BuildRun, Collection, Document, Paragraph
 from ..text.relabel import carry_labels, own_fingerprint
 from ..text.stitch import carried_openings
+from .known_answers import CandidateRow
 
 # `item`s are builds.Prepared (not imported here: builds imports this module).
 
@@ -86,7 +87,7 @@ def _relabel_warnings(name: str, carried_over: list) -> list[str]:
     return notes
 
 
-def candidate_paragraphs(collection: Collection, prepared: list, existing: dict) -> list[tuple]:
+def candidate_paragraphs(collection: Collection, prepared: list, existing: dict) -> list[CandidateRow]:
     """The paragraphs `_commit` will leave, in its ordinal order, for measuring a build before its swap.
 
     One tuple per paragraph: (document, searched, start, end, text, section, vector bytes or None,
@@ -100,7 +101,7 @@ def candidate_paragraphs(collection: Collection, prepared: list, existing: dict)
         for document_id, *row in rows.iterator(chunk_size=2000):
             if document_id in reused:
                 stored[document_id].append(tuple(row))
-    paragraphs: list[tuple] = []
+    paragraphs: list[CandidateRow] = []
     for number, item in enumerate(prepared):
         if item.status == Document.REFUSED:
             continue
@@ -113,5 +114,5 @@ def candidate_paragraphs(collection: Collection, prepared: list, existing: dict)
             pieces = [(p.start, p.end, p.text, (p.section or "")[:300],
                        item.vectors[i] if item.vectors else None, item.contexts[i])
                       for i, p in enumerate(item.pieces)]
-        paragraphs.extend((number, searched, *piece) for piece in pieces)
+        paragraphs.extend(CandidateRow(number, searched, *piece) for piece in pieces)
     return paragraphs
