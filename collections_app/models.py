@@ -168,6 +168,13 @@ class Collection(models.Model):
         help_text="The sub-folder of the agent folder in KNOWLEDGE_ROOT that the documents are read from: a name, never a path. "
         "Empty = uploads only (or a KNOWLEDGE_..._FOLDER variable).",
     )
+    # Set by staff only (services.knowledge.bind_folder_variable); one per name, whatever the RLS scope.
+    folder_variable_bound = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="Build from KNOWLEDGE_<NAME>_FOLDER (the variable without an agent). Staff binds it; at "
+        "most one collection of a name may be bound. KNOWLEDGE_<AGENT>__<NAME>_FOLDER needs no binding.",
+    )
     # Validated against chunking.STRATEGIES rather than fixed as choices, so that a
     # strategy becoming available needs no migration.
     method = models.CharField(max_length=40, default="structure")
@@ -192,7 +199,13 @@ class Collection(models.Model):
 
     class Meta:
         ordering = ["agent__agent_id", "name"]
-        constraints = [models.UniqueConstraint(fields=["agent", "name"], name="collection_unique_per_agent")]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "name"], name="collection_unique_per_agent"),
+            models.UniqueConstraint(
+                fields=["name"], condition=models.Q(folder_variable_bound=True),
+                name="collection_one_bound_per_name",
+            ),
+        ]
 
     def __str__(self):
         return f"{self.agent.agent_id}/{self.name}"
@@ -224,8 +237,9 @@ class Collection(models.Model):
 
         ``measured`` is the floor read off its known answers (used only when `floor_measured`
         is set, and only once there is one); then its own override; then ``default`` (MIN_SCORE).
+        Never a measured floor per reader: it would move with paragraphs the reader may not read.
         """
-        if self.floor_measured and measured is not None:
+        if self.floor_measured and measured is not None and not self.per_reader:
             return measured, "measured"
         if self.min_score is not None:
             return self.min_score, "collection"

@@ -19,7 +19,7 @@ from ninja.security import HttpBearer
 from collections_app.services.agents import authenticate
 
 from .bodies import parse_json
-from .errors import RagsiteError, error_body
+from .errors import RagsiteError, error_body, store_busy
 
 logger = logging.getLogger("ragsite.api")
 
@@ -110,6 +110,10 @@ def on_not_found(request, exc):
 
 @api.exception_handler(Exception)
 def on_unexpected(request, exc):
+    busy = store_busy(exc)
+    if busy is not None:
+        logger.warning("store busy: %r answered 503", request.path)
+        return on_service_error(request, busy)
     # The exception's text may quote input; log its type and where, not its arguments.
     logger.error("unexpected %s in %r", type(exc).__name__, request.path, exc_info=exc)
     return _error(request, 500, "internal_error", "the server failed to answer this request")

@@ -7,6 +7,7 @@ memory, MCP and the embedding endpoints). Each is refused here as a 400 with the
 """
 
 import json
+from collections.abc import Mapping
 
 from .errors import RagsiteError
 
@@ -52,3 +53,23 @@ def encodable(value: object) -> bool:
         elif isinstance(item, list):
             stack.extend(item)
     return True
+
+
+def refuse_nul(value: object, *, field: str) -> None:
+    """Refuse a NUL anywhere in `value`'s strings, as `invalid_text`, before it is stored.
+
+    PostgreSQL's text and jsonb cannot hold U+0000 (a DataError, once a 500) and SQLite can: refusing
+    it in every stored text field keeps the two stores alike. Fields only compared, never stored (a
+    reader's name, onBehalfOf), are not refused: there it answers as an unknown name would.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                raise RagsiteError(f"{field} must not contain NUL characters (U+0000)", code="invalid_text")
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)

@@ -47,3 +47,30 @@ class TooManyRequests(RagsiteError):
 
 def error_body(code: str, message: str) -> dict:
     return {"error": {"code": code, "message": message}}
+
+
+# How long a caller is asked to wait when the store is busy: SQLite's write lock is held for one
+# transaction, and a build commits in short ones, so a few seconds is usually enough.
+STORE_BUSY_RETRY_SECONDS = 5
+
+
+class StoreBusy(RagsiteError):
+    status = 503
+    code = "store_busy"
+
+
+def store_busy(exc: BaseException) -> StoreBusy | None:
+    """The 503 to answer when `exc` is the store refusing a lock (SQLite "database is locked", PostgreSQL
+    lock_not_available), or None for any other error: a busy store is a wait, never a 500."""
+    from django.db import OperationalError
+
+    if not isinstance(exc, OperationalError):
+        return None
+    cause = exc.__cause__ or exc
+    locked = "database is locked" in str(exc) or "database table is locked" in str(exc)
+    if not locked and getattr(cause, "pgcode", None) != "55P03":
+        return None
+    return StoreBusy(
+        f"the store is busy with another write; retry in {STORE_BUSY_RETRY_SECONDS} seconds",
+        headers={"Retry-After": str(STORE_BUSY_RETRY_SECONDS)},
+    )

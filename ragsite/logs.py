@@ -42,3 +42,47 @@ class RedactUpstreamURLs(logging.Filter):
                 for arg in record.args
             )
         return True
+
+
+class WithoutInstallPaths(logging.Formatter):
+    """Writes a record, its traceback included, with this installation's folders as placeholders.
+
+    A traceback names every file it passes through: the checkout (`<ragsite>`), the Python and its
+    packages (`<python>`), and a deployment's data and knowledge folders (`<data>`, `<knowledge>`).
+    Django logs one for an admin PermissionDenied (WARNING) and for each 500 (ERROR), so without this
+    a log at INFO would carry the deployment's paths (docs/configuration.md, LOG_LEVEL).
+    """
+
+    _roots: list[tuple[str, str]] | None = None
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        for root, placeholder in self.roots():
+            text = text.replace(root, placeholder)
+        return text
+
+    @classmethod
+    def roots(cls) -> list[tuple[str, str]]:
+        """(folder, placeholder) pairs, longest folder first so a nested one is replaced whole."""
+        if cls._roots is None:
+            import sys
+            import sysconfig
+            from pathlib import Path
+
+            from django.conf import settings
+
+            named = [(getattr(settings, "BASE_DIR", None), "<ragsite>"), (sys.prefix, "<python>"),
+                     (sys.base_prefix + "/lib", "<python>/lib"), (sys.exec_prefix, "<python>")]
+            paths = sysconfig.get_paths()
+            named += [(paths.get(key), "<python>") for key in ("stdlib", "purelib", "platlib")]
+            named += [(getattr(settings, name, None), placeholder) for name, placeholder in (
+                ("DATA_DIR", "<data>"), ("INDEX_DIR", "<data>/indexes"), ("MEDIA_ROOT", "<data>/media"),
+                ("KNOWLEDGE_ROOT", "<knowledge>"))]
+            pairs = set()
+            for folder, placeholder in named:
+                if not folder or str(folder) in ("/", "."):
+                    continue
+                for form in {str(folder), str(Path(folder).resolve())}:
+                    pairs.add((form.rstrip("/"), placeholder))
+            cls._roots = sorted(pairs, key=lambda pair: -len(pair[0]))
+        return cls._roots

@@ -6,9 +6,9 @@ Django's own HTML error pages. The status is kept; only the body becomes
 `{"error": {"code", "message"}}`.
 """
 
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 
-from .errors import error_body
+from .errors import error_body, store_busy
 from .rls import agent_scope, installed
 
 JSON_PREFIXES = ("/api/", "/v1/", "/count_tokens", "/mcp")
@@ -39,6 +39,20 @@ class JsonErrors:
                 if header in response:
                     replaced[header] = response[header]
             return replaced
+        return response
+
+    def process_exception(self, request, exception):
+        """A view that met a locked store answers 503 with Retry-After (JSON under the API prefixes)."""
+        busy = store_busy(exception)
+        if busy is None:
+            return None
+        if request.path.startswith(JSON_PREFIXES):
+            response = JsonResponse(busy.as_dict(), status=busy.status)
+        else:
+            response = HttpResponse(busy.message, status=busy.status,
+                                    content_type="text/plain; charset=utf-8")
+        for name, value in busy.headers.items():
+            response[name] = value
         return response
 
 

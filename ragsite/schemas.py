@@ -18,7 +18,8 @@ ERROR_MEANINGS = {
     413: "The request body is larger than the server accepts.",
     422: "The body has fields this route does not take; the message names them.",
     429: "The agent's runaway limit (model calls per minute) was reached; see Retry-After.",
-    503: "The embedder is unavailable.",
+    503: "The embedder is unavailable, or the store is busy with another write (code `store_busy`; "
+         "see Retry-After).",
 }
 
 
@@ -47,8 +48,9 @@ def errors(*statuses: int) -> dict:
     return {status: ErrorOut for status in statuses}
 
 
-# Every authenticated operation with a body may answer these; each route adds its own.
-COMMON_ERRORS = (400, 401, 422)
+# Every authenticated operation with a body may answer these; each route adds its own. 503: a store busy
+# with another writer's lock (SQLite) answers it on any route that writes.
+COMMON_ERRORS = (400, 401, 422, 503)
 
 
 def with_errors(responses: dict, *statuses: int) -> dict:

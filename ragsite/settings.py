@@ -251,7 +251,10 @@ LOG_LEVEL = env("LOG_LEVEL", default="INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    # Tracebacks (an admin PermissionDenied, a 500) name files: the installation's folders become
+    # placeholders (ragsite.logs.WithoutInstallPaths), so no deployment path reaches the log.
+    "formatters": {"plain": {"class": "ragsite.logs.WithoutInstallPaths",
+                             "format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     # Upstream URLs (httpx logs each request at INFO) lose userinfo and query: ragsite.logs.
     "filters": {"redact_urls": {"()": "ragsite.logs.RedactUpstreamURLs"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_urls"]}},

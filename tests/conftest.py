@@ -122,10 +122,14 @@ def agent_key(db):
 
 @pytest.fixture
 def knowledge_folder(tmp_path, monkeypatch):
-    """Make a folder for a collection and point its KNOWLEDGE_<NAME>_FOLDER at it."""
+    """Make a folder for one agent's collection and point KNOWLEDGE_<AGENT>__<NAME>_FOLDER at it.
+
+    The agent-qualified variable, because the agent-less one serves only a collection staff bound to it.
+    """
     from collections_app.conf import folder_variable
 
-    def make(collection_name: str, files: dict[str, str | bytes] | None = None, samples: bool = False) -> Path:
+    def make(collection_name: str, files: dict[str, str | bytes] | None = None, samples: bool = False,
+             agent: str = "alpha") -> Path:
         folder = tmp_path / f"deployment-secret-{collection_name}"
         folder.mkdir(parents=True, exist_ok=True)
         if samples:
@@ -139,7 +143,7 @@ def knowledge_folder(tmp_path, monkeypatch):
                 target.write_text(content)
             else:
                 target.write_bytes(content)
-        monkeypatch.setenv(folder_variable(collection_name), str(folder))
+        monkeypatch.setenv(folder_variable(collection_name, agent), str(folder))
         return folder
 
     return make

@@ -22,7 +22,7 @@ bodies = st.dictionaries(fields, values, max_size=6) | values
 def searchable(db, knowledge_folder):
     agent, raw = create_agent(agent_id="fuzz")
     collection = create_collection(agent=agent, name="handbook")
-    knowledge_folder("handbook", {"a.md": "# A\n\nCarry-over is capped at five days."})
+    knowledge_folder("handbook", {"a.md": "# A\n\nCarry-over is capped at five days."}, agent="fuzz")
     build_collection(collection=collection)
     return raw
 

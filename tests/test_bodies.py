@@ -28,7 +28,7 @@ SURFACES = {
 @pytest.fixture
 def raw(knowledge_folder):
     agent, raw = create_agent(agent_id="hostile")
-    knowledge_folder("handbook", {"a.md": "# A\n\nCarry-over is capped at five days."})
+    knowledge_folder("handbook", {"a.md": "# A\n\nCarry-over is capped at five days."}, agent="hostile")
     build_collection(collection=create_collection(agent=agent, name="handbook"))
     return raw
 
@@ -133,3 +133,36 @@ def test_a_method_a_route_does_not_take_is_json_405(client, raw, method):
                               content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}")
     assert response.status_code == 405 and response.json()["error"]["code"] == "method_not_allowed"
     assert "POST" in response["Allow"]
+
+
+NUL_FIELDS = {
+    "built_from": ("post", "/api/v1/collections", {"name": "zz-bf", "built_from": "the HR\u0000share"}),
+    "known answer": ("put", "/api/v1/collections/handbook/known-answers",
+                     {"questions": [{"question": "carry\u0000over", "answer": "five days"}]}),
+    "known answer marker": ("put", "/api/v1/collections/handbook/known-answers",
+                            {"questions": [{"question": "carry-over", "answer": "five\u0000days"}]}),
+    "memory": ("post", "/api/v1/memory/memories", {"text": "badge\u0000office"}),
+    "episode": ("post", "/api/v1/memory/episodes", {"text": "badge\u0000office"}),
+}
+
+
+@pytest.mark.parametrize("field", NUL_FIELDS)
+def test_a_nul_in_any_stored_text_field_is_refused_with_the_one_error_shape(client, raw, field):
+    """Issue 24, item 10: PostgreSQL cannot store U+0000, so it was a 500 there and stored on SQLite."""
+    method, path, body = NUL_FIELDS[field]
+    response = getattr(client, method)(path, json.dumps(body), content_type="application/json",
+                                       HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert response.json() == {"error": {"code": "invalid_text", "message": error["message"]}}
+    assert "NUL" in response.json()["error"]["message"]
+
+
+def test_a_nul_in_a_measure_question_is_a_tool_error_not_a_500(client, raw):
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "measure", "arguments": {
+        "collection": "handbook", "questions": [{"question": "carry\u0000over", "answer": "five days"}]}}}
+    response = client.post("/mcp", json.dumps(call), content_type="application/json",
+                           HTTP_AUTHORIZATION=f"Bearer {raw}", HTTP_ACCEPT="application/json")
+    result = response.json()["result"]
+    assert response.status_code == 200 and result["isError"] is True
+    assert json.loads(result["content"][0]["text"])["error"]["code"] == "invalid_text"

@@ -44,7 +44,7 @@ def served(knowledge_folder, transactional_db, settings, tmp_path):
     """A built handbook in the test database and a gunicorn of two workers serving it: (base, key, access log, log)."""
     agent, raw = create_agent(agent_id="served", name="Served")
     collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
-    knowledge_folder("handbook", HANDBOOK)
+    knowledge_folder("handbook", HANDBOOK, agent="served")
     assert build_collection(collection=collection).status == "succeeded"
     port = free_port()
     access = tmp_path / "access.log"

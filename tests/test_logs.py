@@ -40,3 +40,35 @@ def test_the_configured_console_handler_logs_httpx_requests_without_credentials(
     text = captured.getvalue()
     assert f"POST http://127.0.0.1:{port}/v1/chat/completions" in text
     assert "s3cretpass" not in text and "KEY123" not in text and "user" not in text
+
+
+@pytest.mark.django_db
+def test_an_admin_permission_denied_and_a_500_are_logged_without_install_paths(client, settings,
+                                                                              django_user_model):
+    """Issue 24, item 10: Django logs tracebacks at WARNING and ERROR; the console formatter replaces the
+    checkout, the Python and the data folders with placeholders, so no deployment path reaches the log."""
+    import sys
+    from pathlib import Path
+
+    from django.urls import reverse
+
+    from ragsite.logs import WithoutInstallPaths
+
+    handler = next(h for h in logging.getLogger().handlers if isinstance(h.formatter, WithoutInstallPaths))
+    captured = io.StringIO()
+    previous = handler.setStream(captured)
+    try:
+        clerk = django_user_model.objects.create_user("clerk", password="pw-clerk-123", is_staff=True)
+        client.force_login(clerk)
+        assert client.get(reverse("admin:collections_app_collection_playground")).status_code == 403
+        try:
+            Path(settings.DATA_DIR, "no-such-folder", "x").read_text()
+        except OSError:
+            logging.getLogger("ragsite.api").error("unexpected OSError in %r", "/api/v1/x", exc_info=True)
+    finally:
+        handler.setStream(previous)
+    text = captured.getvalue()
+    assert "Forbidden (Permission denied)" in text and "Traceback" in text and "FileNotFoundError" in text
+    assert 'File "<ragsite>/' in text and 'File "<python>/' in text and "<data>/no-such-folder" in text
+    for root in {str(settings.BASE_DIR), sys.prefix, str(Path(sys.prefix).resolve()), str(settings.DATA_DIR)}:
+        assert root not in text, root

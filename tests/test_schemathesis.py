@@ -30,7 +30,8 @@ CHECKS = [not_a_server_error, status_code_conformance, response_schema_conforman
 @pytest.mark.django_db(transaction=True)
 def test_every_operation_answers_within_its_schema_and_never_5xx(live_server, knowledge_folder):
     agent, raw = create_agent(agent_id="schemathesis")
-    knowledge_folder("handbook", {"leave.md": "# Leave\n\nCarry-over is capped at five days a year."})
+    knowledge_folder("handbook", {"leave.md": "# Leave\n\nCarry-over is capped at five days a year."},
+                     agent="schemathesis")
     build_collection(collection=create_collection(agent=agent, name="handbook"))
     store_memory(agent=agent, text="The office plants are watered on Fridays.")
 

@@ -22,7 +22,7 @@ from ..models import (
     StoreMeta,
 )
 from ..services.documents import collection_health, delete_collection, deletion_summary
-from ..services.knowledge import available_folders, describe_source
+from ..services.knowledge import available_folders, binding_problem, describe_source
 from ..services.labels import set_per_reader
 from ..text.chunking import AVAILABLE
 from .common import (
@@ -66,22 +66,28 @@ class CollectionForm(forms.ModelForm):
             # The admin renders help text as HTML, so the placeholder's brackets are escaped.
             self.fields["name"].help_text = escape(
                 "Letters, digits, '-' and '_'; the name cannot be changed once saved. The documents come from "
-                "the folder chosen below, or from KNOWLEDGE_<AGENT>__<NAME>_FOLDER (or KNOWLEDGE_<NAME>_FOLDER) "
-                "when that is set."
+                "the folder chosen below, or from KNOWLEDGE_<AGENT>__<NAME>_FOLDER when that is set (or "
+                "KNOWLEDGE_<NAME>_FOLDER, once bound below)."
             )
-        self.fields["min_score"].label = "Floor"
-        self.fields["min_score"].help_text = "The lowest score a result may have (0–1); empty = this server's MIN_SCORE."
-        self.fields["around"].label = "Neighbours"
-        self.fields["around"].help_text = "Paragraphs either side of a hit that come back with it; empty = AROUND."
-        self.fields["per_reader"].help_text = (
-            "Off by default: every reader sees every paragraph and labels are kept but ignored. On: every search "
-            "must name a reader, and a labelled paragraph is seen only by readers holding one of its labels."
-        )
+        # A user who may only view collections gets read-only fields: the form then holds none of these.
+        for name, label, help_text in [
+            ("min_score", "Floor",
+             "The lowest score a result may have (0–1); empty = this server's MIN_SCORE."),
+            ("around", "Neighbours",
+             "Paragraphs either side of a hit that come back with it; empty = AROUND."),
+            ("per_reader", None,
+             "Off by default: every reader sees every paragraph and labels are kept but ignored. On: every "
+             "search must name a reader, and a labelled paragraph is seen only by readers holding one of its "
+             "labels."),
+        ]:
+            if name in self.fields:
+                self.fields[name].label = label or self.fields[name].label
+                self.fields[name].help_text = help_text
 
     class Meta:
         model = Collection
-        fields = ["agent", "name", "built_from", "folder", "method", "size", "overlap", "per_reader", "judge",
-                  "min_score", "floor_measured", "around"]
+        fields = ["agent", "name", "built_from", "folder", "folder_variable_bound", "method", "size",
+                  "overlap", "per_reader", "judge", "min_score", "floor_measured", "around"]
 
     def clean(self):
         cleaned = super().clean()
@@ -90,6 +96,14 @@ class CollectionForm(forms.ModelForm):
         if agent is not None and folder and folder != self.initial.get("folder"):
             if folder not in available_folders(agent):
                 self.add_error("folder", f'agent "{agent.agent_id}" has no folder "{folder}" under KNOWLEDGE_ROOT')
+        name = cleaned.get("name") or self.instance.name
+        problem = name and cleaned.get("folder_variable_bound") and binding_problem(
+            name=name, collection_pk=self.instance.pk)
+        if problem:
+            self.add_error("folder_variable_bound", problem)
+        if cleaned.get("per_reader") and cleaned.get("floor_measured"):
+            self.add_error("floor_measured", "a per-reader collection answers at its configured floor: one "
+                           "measured over every paragraph would depend on paragraphs a reader may not read")
         return cleaned
 
 
@@ -135,7 +149,8 @@ class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMix
     readonly_fields = ["source", "searchable", "contents", "current_build", "build_history", *SYNC_READONLY]
     delete_confirmation_template = "admin/collections_app/collection/delete_confirmation.html"
     fieldsets = [
-        (None, {"fields": ["agent", "name", "built_from", "folder", "source", "searchable", "contents"]}),
+        (None, {"fields": ["agent", "name", "built_from", "folder", "folder_variable_bound", "source",
+                           "searchable", "contents"]}),
         ("Chunking", {"fields": ["method", "size", "overlap"]}),
         ("Search", {"fields": ["per_reader", "judge", "min_score", "floor_measured", "around"]}),
         ("Builds", {"fields": ["current_build", "build_history"]}),
@@ -314,7 +329,7 @@ class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMix
                 progress_url=reverse("admin:collections_app_collection_progress", args=[collection.pk]),
                 rebuild_url=reverse("admin:collections_app_collection_rebuild", args=[collection.pk]),
                 playground_url=reverse("admin:collections_app_collection_playground")
-                + "?" + urlencode({"collection": collection.pk}),
+                + "?" + urlencode({"collection": collection.pk}) if self.may_use_playground(request) else "",
                 measure_url=reverse("admin:collections_app_collection_measure")
                 + "?" + urlencode({"collection": collection.pk}),
                 runs=collection.measure_runs.select_related("collection").defer("report", "request")[:5],
@@ -324,7 +339,9 @@ class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMix
         return super().change_view(request, object_id, form_url, extra_context)
 
     def changelist_view(self, request, extra_context=None):
-        extra_context = {**(extra_context or {}), "playground_url": reverse("admin:collections_app_collection_playground")}
+        playground = (reverse("admin:collections_app_collection_playground")
+                      if self.may_use_playground(request) else "")
+        extra_context = {**(extra_context or {}), "playground_url": playground}
         return super().changelist_view(request, extra_context)
 
     # -- rebuilds

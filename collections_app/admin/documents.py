@@ -24,6 +24,7 @@ from ..services.labels import (
 from ..services.review import (
     approval_warnings,
     approve_documents,
+    build_unbuilt_after_approval,
     conflicting_documents,
     conflicting_paragraphs,
 )
@@ -224,6 +225,17 @@ class DocumentAdmin(admin.ModelAdmin):
             text += f" {count_of(skipped, 'other')} {'was' if skipped == 1 else 'were'} not waiting for review " \
                 "and left alone."
         self.message_user(request, text, messages.SUCCESS if approved else messages.WARNING)
+        self._build_unbuilt(request, approved)
+
+    def _build_unbuilt(self, request, approved) -> None:
+        who = f"approval by {request.user.get_username()}"
+        for name, problem in build_unbuilt_after_approval(approved, requested_by=who).items():
+            if problem:
+                self.message_user(request, f'Collection "{name}" was never built, and no build could be '
+                                  f"queued: {problem}", messages.WARNING)
+            else:
+                self.message_user(request, f'Collection "{name}" was never built: a build was queued so the '
+                                  "approved documents are searched once it finishes.", messages.INFO)
 
     def get_urls(self):
         wrap = self.admin_site.admin_view
@@ -285,8 +297,10 @@ class DocumentAdmin(admin.ModelAdmin):
         require(self.has_change_permission(request, document))
         for warning in approval_warnings([document]):
             self.message_user(request, warning, messages.WARNING)
-        if approve_documents([document], by=request.user):
+        approved = approve_documents([document], by=request.user)
+        if approved:
             self.message_user(request, f"{document.name} is approved and searched from now on.", messages.SUCCESS)
+            self._build_unbuilt(request, approved)
         else:
             self.message_user(request, f"{document.name} was not waiting for review.", messages.WARNING)
         return HttpResponseRedirect(reverse("admin:collections_app_document_change", args=[document.pk]))

@@ -19,6 +19,7 @@ from ..services.search import search_collection
 from ..text.context import CONTEXT_WEIGHT
 from .common import (
     count_of,
+    has_perm,
     require,
 )
 
@@ -133,9 +134,13 @@ class PlaygroundAdminMixin:
             return None
         return _laid_out(answer, collection, label)
 
+    def may_use_playground(self, request) -> bool:
+        """The playground shows paragraphs' text, any reader's: viewing collections alone is not enough."""
+        return self.has_view_permission(request) and has_perm(request, "view", Paragraph)
+
     def playground_view(self, request):
         """Run a search exactly as the API would, through `search_collection`, and show everything it answers."""
-        require(self.has_view_permission(request))
+        require(self.may_use_playground(request))
         answers = []
         if request.method == "POST":
             form = PlaygroundForm(request.POST)

@@ -1,15 +1,20 @@
 """Agents, their keys, their collections, and readers."""
 
+import logging
 import re
+from contextlib import contextmanager
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 
+from ragsite.bodies import refuse_nul
 from ragsite.errors import Conflict, NotFound, RagsiteError
 
 from ..models import Agent, ApiKey, BuildRun, Collection, Label, MeasureRun, Reader, built_from_problem
 from ..text.chunking import ChunkingError, resolve_sizes
 from .knowledge import available_folders, validate_folder_name
+
+logger = logging.getLogger("ragsite.api")
 
 SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 
@@ -82,15 +87,52 @@ def revoke_key(*, key: ApiKey) -> None:
 
 
 def authenticate(raw: str) -> ApiKey | None:
-    """The active key matching `raw`, or None. Records when it was last used (at most once a minute)."""
+    """The active key matching `raw`, or None. Records when it was last used (at most once a minute).
+
+    A read: the use is recorded by `_record_use`, outside the request's transaction and never waiting
+    for a lock, so a search keeps answering while another process holds the store's write lock.
+    """
     if not raw or len(raw) > 200:
         return None
     key = ApiKey.objects.active().select_related("agent").filter(hashed=ApiKey.hash(raw)).first()
     if key is not None:
         now = timezone.now()
-        if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
-            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        if key.last_used_at is None or (now - key.last_used_at).total_seconds() > KEY_USE_EVERY_SECONDS:
+            if connection.in_atomic_block:
+                transaction.on_commit(lambda: _record_use(key_pk=key.pk, at=now))
+            else:
+                _record_use(key_pk=key.pk, at=now)
     return key
+
+
+# How stale `ApiKey.last_used_at` may be: it says which keys are in use, not when each request came.
+KEY_USE_EVERY_SECONDS = 60
+
+
+def _record_use(*, key_pk: int, at) -> None:
+    """Best effort: write `last_used_at` if the store's lock is free now, else leave it to a later request."""
+    try:
+        if connection.vendor == "sqlite":
+            with _sqlite_no_wait():
+                ApiKey.objects.filter(pk=key_pk).update(last_used_at=at)
+        else:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SET LOCAL lock_timeout = '100ms'")
+                ApiKey.objects.filter(pk=key_pk).update(last_used_at=at)
+    except OperationalError as exc:
+        logger.debug("key use not recorded now (%s)", type(exc).__name__)
+
+
+@contextmanager
+def _sqlite_no_wait():
+    """SQLite's busy timeout off for one statement (autocommit): a held write lock fails it at once."""
+    waits_ms = int(float(connection.settings_dict.get("OPTIONS", {}).get("timeout", 5)) * 1000)
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA busy_timeout = 0")
+        try:
+            yield
+        finally:
+            cursor.execute(f"PRAGMA busy_timeout = {waits_ms}")
 
 
 def key_from_request(request) -> ApiKey | None:
@@ -125,6 +167,7 @@ def create_collection(
     problem = built_from_problem(built_from)
     if problem:
         raise RagsiteError(problem, code="invalid_built_from")
+    refuse_nul(built_from, field="built_from")
     validate_folder_name(folder)
     if folder and folder not in available_folders(agent):
         # Named only: the answer says which folder name is missing, never where it was looked for.

@@ -42,6 +42,7 @@ from . import indexes, kept_labels, known_answers, webhooks
 from .knowledge import require_source
 from .leases import ACTIVE_STATES, STALE_MESSAGE, Heartbeat, LeaseLost, check_lease, fail_stale_builds
 from .sources import collection_sources, document_extractor, read_bounded
+from .swap import approved, candidate_paragraphs, replace_paragraphs
 
 __all__ = ["STALE_MESSAGE", "build_collection", "fail_stale_builds", "request_build", "run_build"]
 
@@ -219,7 +220,7 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
     if passages == 0:
         raise EmptyBuild(f'the build of "{collection.name}" produced no paragraphs; '
                          "the collection keeps its current ones")
-    held = [p for p in prepared if p.status == Document.NEEDS_REVIEW and not _approved(p, existing)]
+    held = [p for p in prepared if p.status == Document.NEEDS_REVIEW and not approved(p, existing)]
     searchable = passages - sum(len(p.pieces) + p.kept for p in held)
     if searchable == 0 and Paragraph.objects.searchable(collection).exists():
         # Seed 000, refusal 3: paragraphs no reader may search would replace a collection that answers.
@@ -231,15 +232,11 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
     # Known answers: measured from the candidate before the swap only when a gate may refuse it;
     # otherwise by a task once the swap has committed, so the build never waits for them.
     measured = known_answers.gate_build(collection=collection, run=run,
-                                        candidate=lambda: _candidate_paragraphs(collection, prepared, existing))
+                                        candidate=lambda: candidate_paragraphs(collection, prepared,
+                                                                                              existing))
     _commit(collection, run, prepared, existing, embedder, refused, previous)
-    known_answers.after_build(run=run, measured=measured)
-
-
-def _approved(item: "Prepared", existing: dict[str, Document]) -> bool:
-    """A person approved this very version of the document, so it stays searchable despite its review."""
-    document = existing.get(item.name)
-    return document is not None and bool(document.approved_fingerprint) and document.approved_fingerprint == item.fingerprint
+    if run.status == BuildRun.SUCCEEDED:
+        known_answers.after_build(run=run, measured=measured)
 
 
 def _review_warnings(items) -> list[str]:
@@ -453,8 +450,9 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             document = existing.get(item.name) or Document(collection=collection, name=item.name, source=item.kind)
             before = _document_state(document)
             # A person approved this very version: it stays searchable.
-            approved = _approved(item, existing)
-            document.status = Document.ACTIVE if item.status == Document.NEEDS_REVIEW and approved else item.status
+            was_approved = approved(item, existing)
+            in_review = item.status == Document.NEEDS_REVIEW
+            document.status = Document.ACTIVE if in_review and was_approved else item.status
             document.fingerprint, document.summary = item.fingerprint, item.summary
             document.scan_warnings, document.conflicts = item.warnings, item.conflicts
             document.refusal, document.attributes = item.refusal, item.attributes
@@ -485,8 +483,9 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                 if kept is not None:
                     kept_labels.restore_defaults(document=document, kept=kept)
                     kept.delete()
-                ordinal = _replace_paragraphs(document, item, agent, ordinal,
-                                              kept=kept_labels.paragraph_labels(kept) if kept else None)
+                ordinal = replace_paragraphs(
+                    document=document, item=item, agent=agent, ordinal=ordinal, run=run,
+                    kept=kept_labels.paragraph_labels(kept) if kept else None)
             passages += document.paragraph_count
         if renumbered:
             Paragraph.objects.bulk_update(renumbered, ["ordinal"], batch_size=500)
@@ -496,9 +495,14 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             if unlabelled:
                 run.warnings.append(f"{unlabelled} paragraphs have no label, so any reader may read them")
         run.warnings += _review_warnings(p for p in prepared
-                                         if p.status == Document.NEEDS_REVIEW and not _approved(p, existing))
+                                         if p.status == Document.NEEDS_REVIEW and not approved(p, existing))
         if not Paragraph.objects.searchable(collection).exists():
-            run.warnings.append("no paragraph is searchable until a person approves the documents in review")
+            # Seed 000: a build that leaves nothing to answer from is refused. Only a collection that
+            # answered nothing before gets here (else _build refused earlier); its documents are kept,
+            # held for review, so a person can approve them, but it is not built: searches answer
+            # "never built" rather than an empty list.
+            _refuse_all_in_review(collection, run, prepared, now)
+            return
         CollectionBuilt.objects.update_or_create(
             collection=collection,
             defaults=dict(
@@ -514,12 +518,27 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
         run.passages = passages
         run.documents_done = run.documents_total
         run.paragraphs_done = run.paragraphs_total
+        # The index is written and read back before the swap commits: a full disk fails the build here,
+        # rolling it back, and the previous build keeps answering.
+        key = indexes.index_before_commit(collection=collection)
         run.status, run.finished_at, run.heartbeat_at = BuildRun.SUCCEEDED, now, now
         run.save()
-    indexes.index_committed_build(collection=collection)
+    indexes.after_commit(collection=collection, key=key)
     logger.info("build %s of %s/%s: %s paragraphs, %s documents read, %s reused, %s refused, %s embedded",
                 run.pk, agent.agent_id, collection.name, passages, run.documents_read, run.documents_reused,
                 len(refused), run.paragraphs_embedded)
+
+
+def _refuse_all_in_review(collection, run, prepared, now) -> None:
+    """Inside the commit: keep the documents and rows for review, unbuild the collection, refuse the run."""
+    CollectionBuilt.objects.filter(collection=collection).delete()
+    held = ", ".join(item.name for item in prepared if item.status == Document.NEEDS_REVIEW)
+    run.error = (f'the build of "{collection.name}" would leave nothing readers could search: every document '
+                 f"needs review ({held}); approve them in the admin, then build again")[:2000]
+    run.status, run.finished_at, run.heartbeat_at = BuildRun.REFUSED, now, now
+    run.save()
+    logger.warning("build %s of %s/%s refused: every document needs review", run.pk,
+                   collection.agent.agent_id, collection.name)
 
 
 BUILD_FIELDS = (
@@ -530,67 +549,3 @@ BUILD_FIELDS = (
 
 def _document_state(document: Document) -> tuple:
     return tuple(getattr(document, name) for name in BUILD_FIELDS)
-
-
-def _replace_paragraphs(document: Document, item: Prepared, agent: Agent, ordinal: int,
-                        kept: dict[str, set[int]] | None = None) -> int:
-    """Swap a changed document's paragraphs; unchanged texts keep their labels and disabled marks
-    (`kept`: the labels a returning document had when it left, by text fingerprint)."""
-    old_labels: dict[str, set[int]] = {fp: set(ids) for fp, ids in (kept or {}).items()}
-    through = Paragraph.labels.through
-    labelled = through.objects.filter(paragraph__document=document)
-    for fingerprint, label_id in labelled.values_list("paragraph__fingerprint", "label_id"):
-        old_labels.setdefault(fingerprint, set()).add(label_id)
-    disabled = set(document.paragraphs.filter(enabled=False).values_list("fingerprint", flat=True))
-    document.paragraphs.all().delete()
-    defaults = set(document.default_labels.values_list("pk", flat=True))
-    rows = []
-    for index, piece in enumerate(item.pieces):
-        rows.append(
-            Paragraph(
-                agent_id=agent.agent_id, collection_id=document.collection_id, document=document,
-                ordinal=ordinal + index, index=index, section=(piece.section or "")[:300],
-                context=item.contexts[index] if index < len(item.contexts) else "", text=piece.text,
-                start_char=piece.start, end_char=piece.end,
-                token_count=item.tokens[index] if index < len(item.tokens) else None,
-                fingerprint=text_fingerprint(piece.text),
-                embedding=item.vectors[index] if item.vectors else None,
-                enabled=text_fingerprint(piece.text) not in disabled,
-            )
-        )
-    created = Paragraph.objects.bulk_create(rows, batch_size=500)
-    if not all(p.pk for p in created):  # backends that do not return ids on bulk insert
-        created = list(document.paragraphs.order_by("index"))
-    links = []
-    for paragraph in created:
-        for label_id in old_labels.get(paragraph.fingerprint, set()) | defaults:
-            links.append(through(paragraph_id=paragraph.pk, label_id=label_id))
-    through.objects.bulk_create(links, batch_size=1000, ignore_conflicts=True)
-    return ordinal + len(rows)
-
-
-def _candidate_paragraphs(collection: Collection, prepared: list[Prepared],
-                          existing: dict) -> list[known_answers.CandidateRow]:
-    """The paragraphs `_commit` will leave, in its ordinal order, for measuring a build before its swap;
-    a document is told apart by its position in ``prepared``."""
-    reused = {existing[p.name].pk for p in prepared if p.reused}
-    stored: dict[int, list[tuple]] = defaultdict(list)
-    if reused:
-        rows = Paragraph.objects.filter(collection=collection).order_by("document_id", "index").values_list(
-            "document_id", "start_char", "end_char", "text", "section", "embedding", "context")
-        for document_id, *row in rows.iterator(chunk_size=2000):
-            if document_id in reused:
-                stored[document_id].append(tuple(row))
-    paragraphs: list[known_answers.CandidateRow] = []
-    for number, item in enumerate(prepared):
-        if item.status == Document.REFUSED:
-            continue
-        # The status the swap gives the document: in review unless a person approved this very version.
-        searched = item.status == Document.ACTIVE or (item.status == Document.NEEDS_REVIEW and _approved(item, existing))
-        if item.reused:
-            pieces = stored[existing[item.name].pk]
-        else:
-            pieces = [(p.start, p.end, p.text, (p.section or "")[:300], item.vectors[i] if item.vectors else None,
-                       item.contexts[i]) for i, p in enumerate(item.pieces)]
-        paragraphs.extend(known_answers.CandidateRow(number, searched, *piece) for piece in pieces)
-    return paragraphs

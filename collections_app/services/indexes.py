@@ -77,11 +77,13 @@ def _collection_lock(collection_id: int):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def write_index(*, collection: Collection) -> tuple[str, Path] | None:
+def write_index(*, collection: Collection, keep_others: bool = False) -> tuple[str, Path] | None:
     """Write the index of `collection`'s current build from its rows; None when it was never built.
 
     Rows are streamed in blocks. On PostgreSQL a build can commit between reading the build
     record and the rows, so the record is read again afterwards and the work repeated if it moved.
+    `keep_others`: leave the other builds' indexes (a build writing its own before it commits, whose
+    transaction may still roll back to the build that answers now).
     """
     with _collection_lock(collection.pk):
         for _attempt in range(5):
@@ -111,17 +113,50 @@ def write_index(*, collection: Collection) -> tuple[str, Path] | None:
             path = writer.write(collection_root(collection.pk), key,
                                 extra={"collection": collection.pk, "fresh_vectors": fresh}, parts=parts,
                                 ivf=_lists_for(writer, built))
-            remove_stale(collection_root(collection.pk), keep=key)
+            if not keep_others:
+                remove_stale(collection_root(collection.pk), keep=key)
             logger.info("index of %s/%s written: %d paragraphs in %.2fs", collection.agent.agent_id,
                         collection.name, writer.rows, time.perf_counter() - started)
             return key, path
     raise RuntimeError(f'collection "{collection.name}" kept being rebuilt while its index was written')
 
 
-def index_committed_build(*, collection: Collection) -> None:
-    """Write the index of the build that just committed, so no search waits for it.
+def index_before_commit(*, collection: Collection) -> str:
+    """Write and verify the index of the build being committed, inside its transaction (issue 24, item 9).
 
-    Never fails the build: the rows are committed, and a search that finds no usable index
+    Called after the build record is written and before the transaction commits, so the rows it reads
+    are the new build's. When the index cannot be written whole (a full disk) or does not read back
+    with every row, this raises and the transaction rolls back: the build fails and the previous build,
+    whose index is left in place, keeps answering. Returns the key to keep once the build commits.
+    """
+    try:
+        written = write_index(collection=collection, keep_others=True)
+        if written is None:
+            raise IndexUnusable("the build record was not found")
+        key, path = written
+        rows, read_back = Paragraph.objects.filter(collection=collection).count(), MappedIndex(path).size
+        if read_back != rows:
+            raise IndexUnusable(f"it reads back {read_back} of {rows} rows")
+    except (OSError, IndexUnusable) as exc:
+        # Never the file name: INDEX_DIR is a path on this machine.
+        reason = (exc.strerror or type(exc).__name__) if isinstance(exc, OSError) else str(exc)
+        raise RagsiteError(
+            f'the search index of "{collection.name}" could not be written ({reason}); the build is not used '
+            "and the previous one keeps answering",
+            code="index_not_written",
+        ) from None
+    return key
+
+
+def after_commit(*, collection: Collection, key: str) -> None:
+    """Once the build that wrote index `key` committed: the older builds' indexes go."""
+    remove_stale(collection_root(collection.pk), keep=key)
+
+
+def index_committed_build(*, collection: Collection) -> None:
+    """Write the index of a build that already committed (an import), so no search waits for it.
+
+    Never fails the import: the rows are committed, and a search that finds no usable index
     writes it from them.
     """
     try:
@@ -260,5 +295,5 @@ def forget(collection_id: int) -> None:
     _mapped.pop(collection_id, None)
 
 
-__all__ = ["build_key", "collection_root", "forget", "index_committed_build", "mapped_index", "remove_stale",
-           "write_index"]
+__all__ = ["after_commit", "build_key", "collection_root", "forget", "index_before_commit",
+           "index_committed_build", "mapped_index", "remove_stale", "write_index"]

@@ -77,12 +77,15 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
             code="no_vectors",
         )
     counts, tokenizer = _token_counts(built.model, [(text, count) for _n, _k, text, count, *_r in rows])
-    # k is the stored position within the document, so a chunk_id in a search answer is the one
-    # written here (a document's paragraphs all share its status, so none is skipped).
-    chunks = [
-        fmt.Chunk(doc_id=name, k=k, text=text, n_tokens=n)
-        for (name, k, text, *_r), n in zip(rows, counts, strict=True)
-    ]
+    # k is the position within the document among the paragraphs exported: the stored one, so a
+    # chunk_id in a search answer is the one written here, until a paragraph inside a document is
+    # disabled; that one is left out and the later ones of its document renumbered, as the format
+    # wants consecutive chunks (issue 24's seed audit, R53; docs/interchange.md).
+    position: dict[str, int] = {}
+    chunks = []
+    for (name, _k, text, *_r), n in zip(rows, counts, strict=True):
+        chunks.append(fmt.Chunk(doc_id=name, k=position.get(name, 0), text=text, n_tokens=n))
+        position[name] = position.get(name, 0) + 1
     # One row per paragraph: its first window (see docs/interchange.md, "Long paragraphs").
     try:
         vectors = np.stack([first_window(r[4], built.dimensions) for r in rows])

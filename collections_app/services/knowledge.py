@@ -3,8 +3,10 @@
 Precedence, first match wins:
 
 1. `KNOWLEDGE_<AGENT>__<COLLECTION>_FOLDER`: an explicit folder for this agent's collection.
-2. `KNOWLEDGE_<COLLECTION>_FOLDER`: only while exactly one agent has a collection of that
-   name, so a second agent's same-named collection never reads the first one's documents.
+2. `KNOWLEDGE_<COLLECTION>_FOLDER`: only for the one collection of that name that staff bound to it
+   (`Collection.folder_variable_bound`, set in the admin or by `manage.py bind_folder`; unique per
+   name in the database). An agent creating a name never picks the variable up, and what other
+   agents have is never consulted, so no answer depends on, or tells of, another agent's names.
 3. `KNOWLEDGE_ROOT/<agent id>/<folder>`, where `folder` is the collection's own field: one
    path component, no separators, no `..`, nothing hidden. A symbolic link that leaves the
    agent's folder is refused at build time, by name.
@@ -17,6 +19,8 @@ returned: every message names a variable, a folder name or a collection, never a
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from django.db import IntegrityError, transaction
 
 from ragsite.errors import Conflict, RagsiteError
 
@@ -77,18 +81,9 @@ def source_folder(collection: Collection) -> SourceFolder:
     agent_id = collection.agent.agent_id
     variable = conf.folder_variable(collection.name, agent_id)
     folder = conf.folder_from_variable(variable)
-    if folder is None:
-        shared = conf.folder_variable(collection.name)
-        folder = conf.folder_from_variable(shared)
-        if folder is not None:
-            owners = Collection.objects.filter(name=collection.name).values("agent").distinct().count()
-            if owners > 1:
-                raise RagsiteError(
-                    f"{shared} is set, but {owners} agents have a collection \"{collection.name}\"; "
-                    f"name the agent: {variable}",
-                    code="ambiguous_source",
-                )
-            variable = shared
+    if folder is None and collection.folder_variable_bound:
+        variable = conf.folder_variable(collection.name)
+        folder = conf.folder_from_variable(variable)
     if folder is not None:
         if not folder.is_dir():
             # Say which variable, never what it holds.
@@ -141,3 +136,32 @@ def require_source(collection: Collection) -> None:
             "or upload files in the admin",
             code="no_source",
         )
+
+
+def binding_problem(*, name: str, collection_pk: int | None) -> str | None:
+    """For staff: why the collection `collection_pk` may not bind KNOWLEDGE_<name>_FOLDER, or None."""
+    holder = (Collection.objects.filter(name=name, folder_variable_bound=True).exclude(pk=collection_pk)
+              .select_related("agent").first())
+    if holder is None:
+        return None
+    return f"{conf.folder_variable(name)} is already bound to {holder}; unbind it there first"
+
+
+def bind_folder_variable(*, collection: Collection, bound: bool = True) -> Collection:
+    """Staff's act (the admin, `manage.py bind_folder`): let `collection` read KNOWLEDGE_<NAME>_FOLDER.
+
+    Never reachable from the API. The database allows one bound collection per name, whatever scope a
+    caller runs in; a second binding is refused naming the collection that holds it (staff see all).
+    """
+    if bound:
+        problem = binding_problem(name=collection.name, collection_pk=collection.pk)
+        if problem:
+            raise Conflict(problem, code="already_bound")
+    collection.folder_variable_bound = bound
+    try:
+        with transaction.atomic():
+            collection.save(update_fields=["folder_variable_bound"])
+    except IntegrityError:  # bound elsewhere between the look and the write
+        raise Conflict(f"{conf.folder_variable(collection.name)} is already bound to another collection",
+                       code="already_bound") from None
+    return collection

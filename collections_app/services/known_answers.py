@@ -27,6 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ragsite import embedding
+from ragsite.bodies import refuse_nul
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
 from ragsite.fusion import FUSION_WEIGHT
@@ -105,6 +106,7 @@ def check_items(items: Sequence[object]) -> list[Question]:
         raise InvalidKnownAnswers("known answers are a list of items")
     if len(items) > MAX_KNOWN_ANSWERS:
         raise InvalidKnownAnswers(f"at most {MAX_KNOWN_ANSWERS} known answers and controls together")
+    refuse_nul(items, field="a known answer")
     try:
         checked = check_questions([parse_item(item, n) for n, item in enumerate(items, 1)], limit=MAX_KNOWN_ANSWERS)
     except InvalidMeasure as exc:
@@ -152,6 +154,12 @@ def set_known_answers(
             f'collection "{collection.name}" answers per reader: its known answers are set by staff, '
             "in the admin or with manage.py known_answers",
             code="per_reader",
+        )
+    if floor_measured and collection.per_reader:
+        raise Conflict(
+            f'collection "{collection.name}" answers per reader, so its floor is the configured one: a floor '
+            "measured over every paragraph would depend on paragraphs a reader may not read",
+            code="per_reader_floor",
         )
     checked = check_items(items) if items else []
     with transaction.atomic():
@@ -242,7 +250,7 @@ def gate_build(*, collection: Collection, run: BuildRun,
                candidate: Callable[[], list[CandidateRow]]) -> dict | None:
     """With KNOWN_ANSWERS_GATE set, measure a build's candidate paragraphs before its swap.
 
-    ``candidate`` gives the paragraphs the swap would leave (see `builds._candidate_paragraphs`).
+    ``candidate`` gives the paragraphs the swap would leave (see `swap.candidate_paragraphs`).
     Refuses the build (`KnownAnswersLost`, which the build records as refused) when it loses more
     known answers than the gate allows, storing the candidate's report so people see which. Returns
     the measurement for `after_build` to store, or None when there is no gate or no known answers.
@@ -423,6 +431,10 @@ def _warnings(measurement: dict, read_off: dict, collection: Collection) -> list
         more = f"; and {len(lost) - LOST_NAMED} more" if len(lost) > LOST_NAMED else ""
         warnings.append(f"{len(lost)} of {answers} known answers no longer found: {named}{more}")
     if not collection.floor_measured:
+        return warnings
+    if collection.per_reader:
+        warnings.append("this collection answers per reader, so its configured floor applies, not the "
+                        "measured one")
         return warnings
     if read_off["floor"] is None:
         warnings.append(f"no known answer was found, so no floor was measured; the floor stays at "

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ragsite import embedding
+from ragsite.bodies import refuse_nul
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import RagsiteError
 from ragsite.fusion import FUSION_WEIGHT
@@ -48,6 +49,7 @@ DEFAULT_MOST = 10
 
 
 def _questions(questions: Sequence[Mapping], controls: Sequence[str]) -> list[Question]:
+    refuse_nul([list(questions), list(controls)], field="a question or answer")
     items = [*(Question(q.get("question"), q.get("answer") if isinstance(q.get("answer"), str) else "")
                for q in questions), *(Question(c) for c in controls)]
     return check_questions(items)

@@ -32,9 +32,18 @@ def resolve_reader(collection: Collection, reader: str | None) -> Reader | None:
     return Reader.objects.filter(external_id=reader).first() or NO_LABELS
 
 
-# Rows of a document advance in start and end, and overlap is smaller than a piece, so the
-# earlier rows a row can share text with are its few predecessors.
-OVERLAP_REACH = 3
+# Rows of a document advance in start and end. Without the index's `carried_from` (an index written
+# before it), the earlier rows a row can share text with are looked for this far back: far enough for an
+# overlap of up to 7/8 of the size; the index's own span is used whenever it has one.
+OVERLAP_REACH = 8
+
+
+def _sharing(index: MappedIndex, row: int) -> range:
+    """The earlier rows `row` can share text with: the whole carried span, as scoring uses it
+    (`carried_from`, issue 24 item 4), so the text shown and the score obey one rule."""
+    if index.carried_from is not None:
+        return range(int(index.carried_from[row]), row)
+    return range(max(0, row - OVERLAP_REACH), row)
 
 
 def cut_hidden_copies(index: MappedIndex, mask: np.ndarray, readable: dict[int, Row]) -> None:
@@ -49,13 +58,13 @@ def cut_hidden_copies(index: MappedIndex, mask: np.ndarray, readable: dict[int, 
     documents = index.row_document
     behind = {
         j: int(index.row_paragraph[j])
-        for r in readable for j in range(max(0, r - OVERLAP_REACH), r)
+        for r in readable for j in _sharing(index, r)
         if not mask[j] and documents[j] == documents[r]
     }
     if not behind:
         return
     ends = dict(Paragraph.objects.filter(pk__in=list(behind.values())).order_by().values_list("id", "end_char"))
     for r, row in list(readable.items()):
-        hidden_ends = [ends[behind[j]] for j in range(max(0, r - OVERLAP_REACH), r)
+        hidden_ends = [ends[behind[j]] for j in _sharing(index, r)
                        if j in behind and documents[j] == documents[r] and behind[j] in ends]
         readable[r] = cut_opening(row, hidden_ends)

@@ -43,6 +43,28 @@ def approve_documents(documents: Iterable[Document], *, by=None) -> list[Documen
     return approved
 
 
+def build_unbuilt_after_approval(approved: Iterable[Document], *, requested_by: str = "") -> dict[str, str]:
+    """Queue a build of each never-built collection among `approved`'s: {name: "" when queued, else why not}.
+
+    A first build whose documents all needed review is refused (seed 000), so the collection has no
+    build for an approval to go live in: the build the approval calls for is queued here.
+    """
+    from ragsite.errors import RagsiteError
+
+    from ..models import Collection
+    from .builds import request_build
+
+    outcome = {}
+    ids = {document.collection_id for document in approved}
+    for collection in Collection.objects.filter(pk__in=ids, built__isnull=True).select_related("agent"):
+        try:
+            request_build(collection=collection, requested_by=requested_by or "approval")
+            outcome[collection.name] = ""
+        except RagsiteError as exc:
+            outcome[collection.name] = exc.message
+    return outcome
+
+
 @dataclass
 class ConflictingPair:
     """Two paragraphs, one in each document, that read the same except for their numbers."""

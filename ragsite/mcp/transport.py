@@ -27,12 +27,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.http import HttpResponse, JsonResponse
 from django.http.request import validate_host
 from django.views.decorators.csrf import csrf_exempt
 
 from ragsite.bodies import BadBody, parse_json
-from ragsite.errors import RagsiteError, error_body
+from ragsite.errors import RagsiteError, error_body, store_busy
 
 from . import modern
 from .protocol import (
@@ -151,8 +152,14 @@ def call_tool(params: dict, caller: Caller, version: str) -> dict:
     if not isinstance(arguments, dict):
         raise RpcError(INVALID_PARAMS, "tools/call: arguments must be an object")
     try:
-        checked = check_arguments(tool.input_schema, arguments)
-        answer = tool.handler(caller, checked)
+        try:
+            checked = check_arguments(tool.input_schema, arguments)
+            answer = tool.handler(caller, checked)
+        except DatabaseError as exc:  # a locked store is a tool error asking to retry, not an internal one
+            busy = store_busy(exc)
+            if busy is None:
+                raise
+            raise busy from None
     except RagsiteError as exc:
         logger.info("mcp tool %s for %s: %s", name, caller.agent.agent_id, exc.code)
         return tool_result(error_body(exc.code, exc.message), version, is_error=True)

@@ -21,11 +21,12 @@ def _uploads_in_a_temporary_folder(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media-root"
 
 
-def make_built(agent, knowledge_folder, name: str, files: dict, **options) -> Collection:
+def make_built(agent, knowledge_folder, name: str, files: dict, *, outcome: str = BuildRun.SUCCEEDED,
+               **options) -> Collection:
     collection = create_collection(agent=agent, name=name, **{"method": "fixed", "size": 80, **options})
     knowledge_folder(name, files)
     run = build_collection(collection=collection)
-    assert run.status == BuildRun.SUCCEEDED, run.error
+    assert run.status == outcome, run.error
     return collection
 
 
@@ -36,7 +37,8 @@ def handbook(agent, knowledge_folder):
 
 @pytest.fixture
 def conflicting(agent, knowledge_folder):
-    return make_built(agent, knowledge_folder, "policies", CONFLICTING)
+    """Both documents in review: the first build is refused (nothing to answer from), its documents kept."""
+    return make_built(agent, knowledge_folder, "policies", CONFLICTING, outcome=BuildRun.REFUSED)
 
 
 @pytest.fixture

@@ -258,7 +258,7 @@ def test_the_change_page_shows_the_bar_the_history_and_the_source_by_variable(ad
     assert 'role="progressbar"' in body and 'aria-valuenow="100"' in body and 'data-active="false"' in body
     assert f'data-url="{url("collection_progress", handbook.pk)}"' in body
     assert body.count("rs-status-succeeded") >= 2  # the bar's badge and the history rows
-    assert "KNOWLEDGE_HANDBOOK_FOLDER and 0 uploaded documents" in body
+    assert "KNOWLEDGE_ALPHA__HANDBOOK_FOLDER and 0 uploaded documents" in body
     for run in handbook.runs.all():
         assert url("buildrun_change", run.pk) in body
 
@@ -342,16 +342,22 @@ def test_the_approve_action_and_button_go_through_the_service(admin_client, conf
     assert url("document_approve", second.pk) not in admin_client.get(url("document_change", second.pk)).content.decode()
 
 
-def test_approved_documents_are_searched(admin_client, conflicting, agent):
+def test_approved_documents_are_searched(admin_client, conflicting, agent, run_on_commit):
+    """The first build was refused (both in review), so approving in the admin queues the build that
+    puts the approved document live; after that, an approval is searched at once."""
     from collections_app.services.search import search_collection
 
     def found():
         answer = search_collection(agent=agent, collection=conflicting, question="carry-over annual leave", min_score=0)
         return {p["document"] for p in answer["paragraphs"]}
 
-    assert found() == set()
-    approve_documents(conflicting.documents.filter(name="policy-2024.md"))
+    newer = conflicting.documents.get(name="policy-2024.md")
+    with run_on_commit(execute=True):
+        page = admin_client.post(url("document_approve", newer.pk), follow=True)
+    assert "policies&quot; was never built: a build was queued" in page.content.decode()
     assert found() == {"policy-2024.md"}
+    approve_documents(conflicting.documents.filter(name="policy-2023.md"))
+    assert found() == {"policy-2023.md", "policy-2024.md"}
 
 
 def test_default_labels_are_editable_and_apply_to_the_documents_paragraphs(admin_client, handbook):

@@ -69,3 +69,25 @@ def test_the_playground_charges_only_the_agent_named(admin_client, handbook, age
     admin_client.post(url("collection_playground"), {"collection": handbook.pk, "question": "badges", "most": 5,
                                                      "on_behalf_of": agent.agent_id})
     assert ModelCall.objects.count() == before  # the hash embedder and no judge make no charged calls
+
+
+def test_viewing_collections_alone_does_not_open_the_playground(handbook, staff_user):
+    """Issue 24, item 10: the playground shows paragraph text, so it needs paragraph view permission."""
+    from django.contrib.auth.models import Permission
+    from django.test import Client
+
+    staff_user.user_permissions.add(Permission.objects.get(codename="view_collection"))
+    client = Client()
+    client.force_login(staff_user)
+    ask = {"collection": handbook.pk, "question": "how many days of annual leave carry over", "most": 3}
+    assert client.get(url("paragraph_changelist")).status_code == 403
+    assert client.get(url("collection_playground")).status_code == 403
+    refused = client.post(url("collection_playground"), ask)
+    assert refused.status_code == 403 and "capped at five" not in refused.content.decode()
+    assert "Search playground" not in client.get(url("collection_changelist")).content.decode()
+    assert "Search playground" not in client.get(url("collection_change", handbook.pk)).content.decode()
+
+    staff_user.user_permissions.add(Permission.objects.get(codename="view_paragraph"))
+    client.force_login(staff_user)  # permissions are cached on the user object
+    assert "Search playground" in client.get(url("collection_changelist")).content.decode()
+    assert "capped at five" in client.post(url("collection_playground"), ask).content.decode()

@@ -5,7 +5,7 @@ Run with `pytest -m browser`; skipped with the reason when /usr/bin/chromium is 
 
 import pytest
 
-from collections_app.models import ApiKey, Collection, Document, Label, MeasureRun, Paragraph
+from collections_app.models import ApiKey, BuildRun, Collection, Document, Label, MeasureRun, Paragraph
 from collections_app.services.agents import create_reader
 
 from .browser import horizontal_overflow, log_in, messages_text, run_action, screenshot
@@ -173,7 +173,8 @@ def test_a_disabled_document_is_struck_through_and_enabled_again(page, admin_use
 def test_a_refused_document_shows_its_reason_and_a_conflict_its_other_half(page, admin_user, agent, knowledge_folder):
     from .conftest import CONFLICTING
 
-    collection = make_built(agent, knowledge_folder, "mixed", {**CONFLICTING, "broken.pdf": b"%PDF-1.4 nothing"})
+    collection = make_built(agent, knowledge_folder, "mixed",
+                            {**CONFLICTING, "broken.pdf": b"%PDF-1.4 nothing"}, outcome=BuildRun.REFUSED)
     broken = collection.documents.get(name="broken.pdf")
     log_in(page)
     page.goto(f"/admin/collections_app/document/{broken.pk}/change/")

@@ -356,14 +356,28 @@ def test_seed_refusal_3_the_store_refuses_to_replace_a_searchable_collection_wit
     Paragraph.objects.guard_not_empty(handbook, was_searchable=False)  # nothing searchable was replaced
 
 
-def test_a_first_build_whose_documents_all_need_review_is_kept_for_a_person_to_review(handbook, knowledge_folder):
-    """Nothing answering is replaced, so the build lands and its documents can be approved in the admin;
-    until then the run says nothing is searchable."""
+def test_a_first_build_whose_documents_all_need_review_is_refused_and_kept_for_a_person_to_review(
+        handbook, knowledge_folder):
+    """Seed 000: a build that would leave the collection nothing to answer from is refused, so searches
+    say "never built" instead of answering [] to everything. Its documents are kept, held for review, so
+    a person can approve them; the next build then goes live."""
+    from collections_app.services.review import approve_documents
+    from collections_app.services.search import search_collection
+
     knowledge_folder("handbook", {"a.md": LEAVE, "b.md": LEAVE})
     run = build_collection(collection=handbook)
-    assert run.status == BuildRun.SUCCEEDED
+    assert run.status == BuildRun.REFUSED
+    assert "every document needs review (a.md, b.md)" in run.error and "approve them" in run.error
+    assert not CollectionBuilt.objects.filter(collection=handbook).exists()
     assert set(handbook.documents.values_list("status", flat=True)) == {Document.NEEDS_REVIEW}
-    assert "no paragraph is searchable until a person approves the documents in review" in run.warnings
+    with pytest.raises(Conflict) as unbuilt:
+        search_collection(agent=handbook.agent, collection=handbook, question="carry-over five days")
+    assert unbuilt.value.code == "not_built"
+
+    approve_documents(handbook.documents.all())
+    assert build_collection(collection=handbook).status == BuildRun.SUCCEEDED
+    answer = search_collection(agent=handbook.agent, collection=handbook, question="carry-over five days")
+    assert answer["paragraphs"] and "five days" in answer["paragraphs"][0]["text"]
 
 
 def test_seed_000_refused_an_empty_build_keeps_the_names_it_knew_on_its_run(handbook, knowledge_folder):

@@ -329,3 +329,20 @@ def test_export_leaves_out_disabled_paragraphs_and_documents(handbook, tmp_path)
     Document.objects.filter(collection=handbook, name="travel.md").update(enabled=False)
     index = fmt.read_index(export_index(collection=handbook, directory=tmp_path), index_id="handbook")
     assert {c.doc_id for c in index.chunks} == {"leave.md"}
+
+
+def test_export_leaves_out_one_disabled_paragraph_inside_a_document_and_renumbers_the_rest(
+        agent, knowledge_folder, tmp_path):
+    """The seed audit's R53: disabling one paragraph in the middle of a document made the whole
+    collection not_exportable. It is left out; the document's later chunks are numbered on."""
+    handbook = create_collection(agent=agent, name="handbook", method="fixed", size=80)
+    knowledge_folder("handbook", {"leave.md": " ".join(f"Leave rule {w} applies to all staff in the office."
+                                                        for w in ("one", "two", "three", "four", "five"))})
+    build_collection(collection=handbook)
+    leave = list(Paragraph.objects.filter(collection=handbook, document__name="leave.md").order_by("index"))
+    assert len(leave) >= 3
+    Paragraph.objects.filter(pk=leave[1].pk).update(enabled=False)
+    index = fmt.read_index(export_index(collection=handbook, directory=tmp_path), index_id="handbook")
+    exported = [c for c in index.chunks if c.doc_id == "leave.md"]
+    assert [c.k for c in exported] == list(range(len(leave) - 1))
+    assert [c.text for c in exported] == [p.text for p in leave if p.pk != leave[1].pk]

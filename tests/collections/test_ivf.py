@@ -51,6 +51,18 @@ def test_fnv1a64_reference_values():
     assert fnv1a64(b"foobar") == 0x85944171F73967E8
 
 
+def test_an_index_ids_random_stream_is_pcg32_seeded_with_its_fnv1a64():
+    """Seed 004: k-means++ draws from PCG32 seeded with fnv1a64(index_id), so another implementation
+    given the same id picks the same centroids. fnv1a64(b"docs") is 0xdc47fd6761f51d72; the stream is
+    pcg32_srandom_r(that, 721347520444481703)'s, whose first outputs are pinned here."""
+    assert fnv1a64(b"docs") == 0xDC47FD6761F51D72
+    reference = PCG32.from_sequence(0xDC47FD6761F51D72, 721347520444481703)
+    stream = rng_for("docs")
+    drawn = [stream.next_u32() for _ in range(4)]
+    assert drawn == [reference.next_u32() for _ in range(4)]
+    assert drawn == [0x47032382, 0x14AF6175, 0x573E4BB6, 0x4FA8C484]
+
+
 def test_bounded_stays_in_range_and_covers_it():
     rng = rng_for("docs")
     seen = {rng.bounded(7) for _ in range(500)}

@@ -1,11 +1,21 @@
 """Where a collection's documents live: KNOWLEDGE_ROOT/<agent>/<folder>, the overrides, and what is refused."""
 
-import pytest
+import io
+import json
 
-from collections_app.models import BuildRun, Paragraph
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import IntegrityError, transaction
+
+from collections_app.models import BuildRun, Collection, Paragraph
 from collections_app.services.agents import create_agent, create_collection
 from collections_app.services.builds import build_collection, request_build, run_build
-from collections_app.services.knowledge import available_folders, describe_source, source_folder
+from collections_app.services.knowledge import (
+    available_folders,
+    bind_folder_variable,
+    describe_source,
+    source_folder,
+)
 from ragsite.errors import Conflict, RagsiteError
 
 pytestmark = pytest.mark.django_db
@@ -51,30 +61,94 @@ def test_agent_b_same_named_collection_never_indexes_agent_a_files(knowledge_roo
     assert "band seven" in texts(mine) and "canteen" not in texts(mine)
 
 
-def test_the_agent_less_variable_applies_only_while_one_agent_has_the_name(knowledge_root, tmp_path, monkeypatch):
-    shared = tmp_path / "shared-secret-folder"
-    shared.mkdir()
-    (shared / "pay.md").write_text(SECRET_A["pay.md"])
-    monkeypatch.setenv("KNOWLEDGE_HANDBOOK_FOLDER", str(shared))
+def shared_folder(tmp_path, monkeypatch, name: str, files: dict) -> None:
+    folder = tmp_path / f"deployment-{name}"
+    folder.mkdir()
+    for file, text in files.items():
+        (folder / file).write_text(text)
+    monkeypatch.setenv(f"KNOWLEDGE_{name.upper()}_FOLDER", str(folder))
+
+
+def api(client, raw):
+    def call(method, path, body=None):
+        return getattr(client, method)(f"/api/v1{path}", data=json.dumps(body or {}),
+                                       content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return call
+
+
+def test_the_agent_less_variable_serves_only_the_collection_staff_bound(
+        client, tmp_path, monkeypatch, django_capture_on_commit_callbacks):
+    """Through the API, so on PostgreSQL each agent's requests run under row-level security."""
+    shared_folder(tmp_path, monkeypatch, "legacy", {"door.md": "# Legacy\n\nAgent A's door code is 5150.\n"})
+    shared_folder(tmp_path, monkeypatch, "unclaimed", {"u.md": "# Unclaimed\n\nThe secret is 8086.\n"})
+    a, a_key = create_agent(agent_id="agent-a")
+    b, b_key = create_agent(agent_id="agent-b")
+    as_a, as_b = api(client, a_key), api(client, b_key)
+    assert as_a("post", "/collections", {"name": "legacy"}).status_code == 201
+    # Creating the name is not a claim: unbound, A's collection has no documents either.
+    assert as_a("post", "/collections/legacy/build").json()["error"]["code"] == "no_source"
+    call_command("bind_folder", "agent-a", "legacy", stdout=io.StringIO())
+    with django_capture_on_commit_callbacks(execute=True):
+        assert as_a("post", "/collections/legacy/build").status_code == 202
+
+    answers = {}
+    for name in ("legacy", "unclaimed", "made-up"):
+        assert as_b("post", "/collections", {"name": name}).status_code == 201
+        with django_capture_on_commit_callbacks(execute=True):
+            answers[name] = as_b("post", f"/collections/{name}/build")
+    # B reads neither A's folder nor the unclaimed one, and each refusal reads like one for a made-up name.
+    for name, answer in answers.items():
+        assert answer.status_code == 409 and answer.json()["error"]["code"] == "no_source", answer.content
+        said = answer.content.decode()
+        assert said.replace(name, "NAME").replace(name.upper().replace("-", "_"), "NAME") == (
+            answers["made-up"].content.decode().replace("made-up", "NAME").replace("MADE_UP", "NAME"))
+        assert "agents" not in said and f"KNOWLEDGE_{name.upper()}_FOLDER" not in said
+    assert not Paragraph.objects.filter(collection__agent=b).exists()
+    # A's builds are not blocked by B's same-named collection.
+    with django_capture_on_commit_callbacks(execute=True):
+        assert as_a("post", "/collections/legacy/build").status_code == 202
+    mine = Collection.objects.get(agent=a, name="legacy")
+    assert BuildRun.objects.filter(collection=mine, status=BuildRun.SUCCEEDED).count() == 2
+    assert "5150" in texts(mine)
+    # Staff cannot bind a second collection of the name: the database holds one binding per name.
+    with pytest.raises(CommandError, match="already bound to agent-a/legacy"):
+        call_command("bind_folder", "agent-b", "legacy", stdout=io.StringIO())
+    theirs = Collection.objects.get(agent=b, name="legacy")
+    theirs.folder_variable_bound = True
+    with pytest.raises(IntegrityError), transaction.atomic():
+        theirs.save()
+
+
+def test_the_api_cannot_bind_the_agent_less_variable(client, tmp_path, monkeypatch):
+    shared_folder(tmp_path, monkeypatch, "legacy", {"door.md": "# Legacy\n\nThe door code is 5150.\n"})
+    _, key = create_agent(agent_id="agent-b")
+    made = api(client, key)("post", "/collections", {"name": "legacy", "folder_variable_bound": True})
+    # Refused, not ignored.
+    assert made.status_code == 422 and made.json()["error"]["code"] == "unknown_fields"
+    assert not Collection.objects.filter(name="legacy").exists()
+
+
+def test_an_agent_qualified_variable_needs_no_binding(tmp_path, monkeypatch):
     a, _ = create_agent(agent_id="agent-a")
-    mine = create_collection(agent=a, name="handbook")
-    assert build_collection(collection=mine).status == BuildRun.SUCCEEDED  # the demo's old way still works
     b, _ = create_agent(agent_id="agent-b")
-    theirs = create_collection(agent=b, name="handbook")
-    with pytest.raises(Conflict) as refused:
-        request_build(collection=theirs, enqueue=False)
-    message = refused.value.message
-    assert refused.value.status == 409 and refused.value.code == "ambiguous_source"
-    assert "KNOWLEDGE_AGENT_B__HANDBOOK_FOLDER" in message and str(tmp_path) not in message
-    assert not Paragraph.objects.filter(collection=theirs).exists()
-    # The agent-qualified variable wins for each agent.
+    shared_folder(tmp_path, monkeypatch, "handbook", SECRET_A)
+    mine = create_collection(agent=a, name="handbook")
+    bind_folder_variable(collection=mine)
+    assert build_collection(collection=mine).status == BuildRun.SUCCEEDED
+    # The agent-qualified variable wins for each agent, bound or not.
     own = tmp_path / "b-folder"
     own.mkdir()
     (own / "hello.md").write_text(PUBLIC_B["hello.md"])
     monkeypatch.setenv("KNOWLEDGE_AGENT_B__HANDBOOK_FOLDER", str(own))
+    theirs = create_collection(agent=b, name="handbook")
     assert build_collection(collection=theirs).status == BuildRun.SUCCEEDED
     assert "canteen" in texts(theirs) and "band seven" not in texts(theirs)
     assert source_folder(theirs).origin == "KNOWLEDGE_AGENT_B__HANDBOOK_FOLDER"
+    assert source_folder(mine).origin == "KNOWLEDGE_HANDBOOK_FOLDER"
+    # Unbinding takes the variable back at once.
+    bind_folder_variable(collection=mine, bound=False)
+    with pytest.raises(Conflict, match="has no documents"):
+        request_build(collection=mine, enqueue=False)
 
 
 def test_the_agent_variable_wins_over_the_folder_under_the_root(agent, knowledge_root, tmp_path, monkeypatch):

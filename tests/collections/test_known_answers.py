@@ -368,6 +368,29 @@ def test_a_measured_floor_is_in_force_once_measured_and_every_answer_says_its_so
     assert search_collection(**ask, min_score=0.5)["floor_source"] == "request"
 
 
+def test_a_per_reader_collection_answers_at_its_configured_floor_never_a_measured_one(handbook, build,
+                                                                                      settings):
+    """Issue 24, item 6: a floor measured over every paragraph moves with paragraphs a reader may not read,
+    so on a per-reader collection it is not used (and staff cannot ask for it), for every reader alike."""
+    from collections_app.models import Reader
+    from collections_app.services.labels import set_per_reader
+
+    k.set_known_answers(collection=handbook, items=ITEMS, floor_measured=True)
+    report = report_of(build(handbook))
+    everyone = search_collection(agent=handbook.agent, collection=handbook, question="annual leave")
+    assert everyone["floor_source"] == "measured" and report.measured_floor is not None
+    set_per_reader(collection=handbook, per_reader=True)
+    handbook.refresh_from_db()
+    Reader.objects.create(external_id="alice")
+    answer = search_collection(agent=handbook.agent, collection=handbook, question="annual leave",
+                               reader="alice")
+    assert (answer["floor"], answer["floor_source"]) == (float(settings.MIN_SCORE), "default")
+    with pytest.raises(RagsiteError) as refused:
+        k.set_known_answers(collection=handbook, items=ITEMS, floor_measured=True)
+    assert refused.value.code == "per_reader_floor"
+    assert any("configured floor applies" in w for w in report_of(build(handbook)).warnings)
+
+
 def test_a_measured_floor_that_cannot_separate_warns_that_controls_come_back(agent, knowledge_folder, build):
     collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
     knowledge_folder("handbook", HANDBOOK)
@@ -382,7 +405,7 @@ def test_a_measured_floor_that_cannot_separate_warns_that_controls_come_back(age
 
 def test_the_measured_floor_keeps_at_least_95_percent_of_the_sample_handbooks_answers(agent, monkeypatch, build):
     """With the hash embedder: of the answers found unfloored, the search at the measured floor keeps ≥ 95 %."""
-    monkeypatch.setenv("KNOWLEDGE_HANDBOOK_FOLDER", str(SAMPLE_DOCS))
+    monkeypatch.setenv("KNOWLEDGE_ALPHA__HANDBOOK_FOLDER", str(SAMPLE_DOCS))
     collection = create_collection(agent=agent, name="handbook")
     items = k.parse_jsonl(k.SAMPLE_SET.read_bytes())
     k.set_known_answers(collection=collection, items=items, floor_measured=True)
@@ -394,7 +417,7 @@ def test_the_measured_floor_keeps_at_least_95_percent_of_the_sample_handbooks_an
 
 @pytest.mark.model
 def test_with_the_real_model_the_measured_floor_keeps_95_percent_of_every_sample_answer(agent, monkeypatch, build):
-    monkeypatch.setenv("KNOWLEDGE_HANDBOOK_FOLDER", str(SAMPLE_DOCS))
+    monkeypatch.setenv("KNOWLEDGE_ALPHA__HANDBOOK_FOLDER", str(SAMPLE_DOCS))
     collection = create_collection(agent=agent, name="handbook")
     items = k.parse_jsonl(k.SAMPLE_SET.read_bytes())
     answers = [i for i in items if "answer" in i]
@@ -417,7 +440,7 @@ def request(client, method, raw, path, payload=None):
 def keyed(agent_key, knowledge_folder, build):
     agent, raw = agent_key
     collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
-    knowledge_folder("handbook", HANDBOOK)
+    knowledge_folder("handbook", HANDBOOK, agent="keyed")
     build(collection)
     return collection, raw
 

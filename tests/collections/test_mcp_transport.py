@@ -206,7 +206,7 @@ def live_handbook(live_server, knowledge_folder, transactional_db):
     """A built collection, committed so the live server's thread sees it; answers (url, key)."""
     agent, raw = create_agent(agent_id="live", name="Live")
     collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
-    knowledge_folder("handbook", HANDBOOK)
+    knowledge_folder("handbook", HANDBOOK, agent="live")
     assert build_collection(collection=collection).status == "succeeded"
     return f"{live_server.url}/mcp", raw
 

@@ -276,7 +276,7 @@ def test_the_command_prints_a_table_and_refuses_bad_files(handbook, tmp_path):
 def keyed_handbook(db, knowledge_folder):
     agent, raw = create_agent(agent_id="beta", name="Beta")
     collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
-    knowledge_folder("handbook", HANDBOOK)
+    knowledge_folder("handbook", HANDBOOK, agent="beta")
     assert build_collection(collection=collection).status == "succeeded"
     return collection, raw
 
@@ -478,7 +478,7 @@ def test_a_real_qcluster_runs_a_measure_job_to_its_stored_report(agent, knowledg
         Conf.SYNC = True
     assert MeasureRun.objects.get(pk=run.pk).status == MeasureRun.QUEUED  # queued, not run in the request
     env = {**os.environ, "DATABASE_URL": database_url(), "Q_WORKERS": "1", "EMBED_BACKEND": "hash",
-           "KNOWLEDGE_HANDBOOK_FOLDER": str(folder)}
+           "KNOWLEDGE_ALPHA__HANDBOOK_FOLDER": str(folder)}
     log = (tmp_path / "qcluster.log").open("w+")
     cluster = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env,
                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -161,7 +161,7 @@ def test_the_reranker_never_sees_a_paragraph_the_reader_may_not_read(agent, know
 def test_over_the_api_a_failing_reranker_is_a_200_with_the_status(client, agent_key, knowledge_folder, reranker):
     agent, raw = agent_key
     collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
-    knowledge_folder("handbook", HANDBOOK)
+    knowledge_folder("handbook", HANDBOOK, agent="keyed")
     build_collection(collection=collection)
     reranker.mode = "error"
     response = client.post("/api/v1/collections/handbook/search", data=json.dumps({"question": QUESTION}),

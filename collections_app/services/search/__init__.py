@@ -77,7 +77,8 @@ def search_collection(
     relevance = reranked.relevance
     hits = [(int(row), ranking.score_of(row) if relevance is None else relevance[int(row)])
             for row in reranked.top]
-    paragraphs, runs, readable = stitched(plan.index, plan.mask, hits, plan.around)
+    paragraphs, runs, readable = stitched(plan.index, plan.mask, hits, plan.around,
+                                          per_reader=plan.reader is not None)
     if relevance is not None:
         mark_reranked(paragraphs, runs, {int(row): ranking.score_of(row) for row in reranked.top},
                       reranked.fused_rank)

@@ -5,6 +5,7 @@ read from the store for those rows only, less what they share with rows this sea
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
@@ -24,11 +25,15 @@ class Stitching(NamedTuple):
     readable: dict[int, Row]
 
 
-def stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]], around: int) -> Stitching:
+def stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]], around: int, *,
+             per_reader: bool = False) -> Stitching:
     """Hits widened by their readable neighbours, with texts read from the store for those rows only.
 
-    `first` and `last` are positions among the rows this search may use (1 = the first readable
-    paragraph), never the collection-wide ordinals, whose gaps would show where hidden paragraphs sit.
+    A hit's neighbours are the nearest rows of its document this search may use, a row it may not
+    use being stepped over as if it did not exist (issue 24, item 3): the answer is the one a
+    collection without those rows gives, so no run stops where a hidden paragraph sits. `first` and
+    `last` are positions among the rows this search may use (1 = the first readable paragraph).
+    `per_reader`: chunk ids count this reader's paragraphs only (`_citable`).
     """
     if not hits:
         return Stitching([], [], {})
@@ -37,12 +42,12 @@ def stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]]
     for row, _score in hits:
         wanted.add(row)
         for step in (-1, 1):
-            at = row
-            for _ in range(around):
+            at, taken = row + step, 0
+            while taken < around and 0 <= at < index.size and documents[at] == documents[row]:
+                if mask[at]:
+                    wanted.add(at)
+                    taken += 1
                 at += step
-                if not 0 <= at < index.size or not mask[at] or documents[at] != documents[row]:
-                    break
-                wanted.add(at)
     rows_sorted = sorted(wanted)
     ids = [int(index.row_paragraph[r]) for r in rows_sorted]
     names: dict[int, str] = {}
@@ -58,11 +63,40 @@ def stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]]
         readable[row] = Row(ordinal=row, document=int(documents[row]), start=found.start, end=found.end,
                             text=found.text, section=found.section, index=found.index)
     cut_hidden_copies(index, mask, readable)
-    runs = stitch([(row, score) for row, score in hits if row in readable], readable, around)
+    runs = _stitch_readable(mask, hits, readable, around)
     runs = [run for run in runs if run.text.strip()]  # a hit wholly inside a hidden neighbour's copy
     at = positions(mask)
-    paragraphs = [_paragraph(run, names.get(run.document, ""), readable, at) for run in runs]
+    cite = _citable(index, mask, readable) if per_reader else (lambda row: readable[row].index)
+    paragraphs = [_paragraph(run, names.get(run.document, ""), readable, at, cite) for run in runs]
     return Stitching(paragraphs, runs, readable)
+
+
+def _stitch_readable(mask: np.ndarray, hits: list[tuple[int, float]], readable: dict[int, Row],
+                     around: int) -> list[Stitched]:
+    """`stitch` over the readable rows numbered consecutively (their positions among the rows this
+    search may use), so two readable rows with hidden ones between them are neighbours; the runs come
+    back in row ordinals, `passages` counting readable rows only."""
+    if mask.all():
+        return stitch([(row, score) for row, score in hits if row in readable], readable, around)
+    counted = np.cumsum(mask)
+    dense = {int(counted[row]) - 1: row for row in readable}
+    compact = {position: replace(readable[row], ordinal=position) for position, row in dense.items()}
+    runs = stitch([(int(counted[row]) - 1, score) for row, score in hits if row in readable], compact, around)
+    return [replace(run, first=dense[run.first], last=dense[run.last], hit=dense[run.hit]) for run in runs]
+
+
+def _citable(index: MappedIndex, mask: np.ndarray, readable: dict[int, Row]) -> Callable[[int], int]:
+    """A row's k in `<document>#<k>` for a per-reader search: its position among the paragraphs of its
+    document this reader may read, from 0 (issue 24, item 2), so no id says where a hidden one sits."""
+    documents = index.row_document
+
+    def k(row: int) -> int:
+        first = row
+        while first > 0 and documents[first - 1] == documents[row]:
+            first -= 1
+        return int(np.count_nonzero(mask[first:row]))
+
+    return k
 
 
 def positions(mask: np.ndarray) -> Callable[[int], int]:
@@ -77,7 +111,8 @@ def positions(mask: np.ndarray) -> Callable[[int], int]:
     return lambda row: int(counted[row])
 
 
-def _paragraph(run: Stitched, document: str, readable: dict[int, Row], at: Callable[[int], int]) -> dict:
+def _paragraph(run: Stitched, document: str, readable: dict[int, Row], at: Callable[[int], int],
+               cite: Callable[[int], int]) -> dict:
     """One paragraph of the answer (`answer.ParagraphOut`), citable by seed 004's chunk id.
 
     `chunk_id` is `<document>#<k>` of the paragraph the question matched, k its position within
@@ -90,8 +125,8 @@ def _paragraph(run: Stitched, document: str, readable: dict[int, Row], at: Calla
         "document": document,
         "section": run.section,
         "passages": run.passages,
-        "chunk_id": f"{document}#{readable[run.hit].index}",
-        "chunk_ids": [f"{document}#{readable[o].index}" for o in range(run.first, run.last + 1)],
+        "chunk_id": f"{document}#{cite(run.hit)}",
+        "chunk_ids": [f"{document}#{cite(o)}" for o in range(run.first, run.last + 1) if o in readable],
         "first": at(run.first),
         "last": at(run.last),
     }
