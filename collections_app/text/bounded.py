@@ -30,7 +30,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from .extract import CORRUPT, TIMED_OUT, TOO_LARGE, Extracted, Unreadable, extract
+from .extract import CORRUPT, TIMED_OUT, TOO_LARGE, Extracted, PageMark, Unreadable, extract
 
 _LENGTH = struct.Struct("<Q")
 
@@ -85,7 +85,9 @@ class BoundedExtractor:
                 # document: the next one gets a fresh child.
                 self._stop()
         if answer["ok"]:
-            return Extracted(text=answer["text"], warnings=answer["warnings"])
+            return Extracted(text=answer["text"], warnings=answer["warnings"], notes=answer["notes"],
+                             pages=tuple(PageMark(start, page) for start, page in answer["pages"]),
+                             page_unit=answer["page_unit"])
         raise Unreadable(answer["reason"], category=answer["category"])
 
     def close(self) -> None:
@@ -215,7 +217,9 @@ def _answer(name: str, data: bytes) -> dict:
     """What the child sends back for one document."""
     try:
         extracted = extract(name, data)
-        return {"ok": True, "text": extracted.text, "warnings": list(extracted.warnings)}
+        return {"ok": True, "text": extracted.text, "warnings": list(extracted.warnings),
+                "notes": list(extracted.notes), "pages": [[mark.start, mark.page] for mark in extracted.pages],
+                "page_unit": extracted.page_unit}
     except Unreadable as exc:
         if isinstance(exc.__cause__, MemoryError):
             return {"ok": False, "reason": "extracting it needs more memory than allowed", "category": TOO_LARGE}

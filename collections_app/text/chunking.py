@@ -418,18 +418,41 @@ def _pack_section(text: str, units: list[tuple[int, int]], size: int, overlap: i
             # Split inside the paragraph: end just before the last whitespace of the window that
             # follows new text; with none, cut hard at the window's end (a word longer than the room).
             limit = start + size
-            end = limit
-            for position in range(limit, fresh, -1):
-                if text[position].isspace() and not text[position - 1].isspace():
-                    end = position
-                    break
+            end = _row_end(text, fresh, limit) if _is_table(text, unit_start, unit_end) else None
+            if end is None:
+                end = limit
+                for position in range(limit, fresh, -1):
+                    if text[position].isspace() and not text[position - 1].isspace():
+                        end = position
+                        break
         spans.append((start, end))
         last_end = end
         if index >= len(units):
             break
-        carried = _carry(text, start, end, overlap)
+        # Rows stand on their own (each block repeats its header), and a carried opening would
+        # start the next piece mid-row: nothing is carried out of a table.
+        carried = None if _ends_in_table_row(text, end) else _carry(text, start, end, overlap)
         cursor = carried if carried is not None else _next_non_ws(text, end)
     return spans
+
+
+_TABLE_ROW = re.compile(r"[ \t]*\|")
+
+
+def _is_table(text: str, start: int, end: int) -> bool:
+    """A block whose every line is a Markdown table row (`tables`): it is divided only between rows."""
+    return all(_TABLE_ROW.match(line) for line in text[start:end].split("\n"))
+
+
+def _row_end(text: str, fresh: int, limit: int) -> int | None:
+    """The end of the last whole row inside ``(fresh, limit]``, or None when one row overflows."""
+    end = text.rfind("\n", fresh + 1, limit + 1)
+    return end if end > fresh else None
+
+
+def _ends_in_table_row(text: str, end: int) -> bool:
+    line_start = text.rfind("\n", 0, end) + 1
+    return bool(_TABLE_ROW.match(text, line_start)) and text[end - 1] == "|"
 
 
 def _word_start(text: str, lo: int, hi: int) -> int | None:
