@@ -30,7 +30,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from .extract import CORRUPT, TIMED_OUT, TOO_LARGE, Extracted, PageMark, Unreadable, extract
+from .blocks import PageStart
+from .extract import CORRUPT, TIMED_OUT, TOO_LARGE, Extracted, Unreadable, extract
 
 _LENGTH = struct.Struct("<Q")
 
@@ -86,8 +87,7 @@ class BoundedExtractor:
                 self._stop()
         if answer["ok"]:
             return Extracted(text=answer["text"], warnings=answer["warnings"], notes=answer["notes"],
-                             pages=tuple(PageMark(start, page) for start, page in answer["pages"]),
-                             page_unit=answer["page_unit"])
+                             pages=tuple(PageStart(offset, page) for offset, page in answer["pages"]))
         raise Unreadable(answer["reason"], category=answer["category"])
 
     def close(self) -> None:
@@ -218,8 +218,7 @@ def _answer(name: str, data: bytes) -> dict:
     try:
         extracted = extract(name, data)
         return {"ok": True, "text": extracted.text, "warnings": list(extracted.warnings),
-                "notes": list(extracted.notes), "pages": [[mark.start, mark.page] for mark in extracted.pages],
-                "page_unit": extracted.page_unit}
+                "pages": [[mark.offset, mark.page] for mark in extracted.pages], "notes": list(extracted.notes)}
     except Unreadable as exc:
         if isinstance(exc.__cause__, MemoryError):
             return {"ok": False, "reason": "extracting it needs more memory than allowed", "category": TOO_LARGE}

@@ -15,13 +15,14 @@ import re
 from collections.abc import Iterator
 from urllib.parse import unquote
 
+from .blocks import Block
 from .html import html_text
 from .reading import (
     CORRUPT,
     ENCRYPTED,
     MAX_TEXT_CHARS,
-    Part,
     Unreadable,
+    heading_block,
     open_package,
     parse_xml,
     read_member,
@@ -32,7 +33,7 @@ _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 _XHTML_TYPES = ("application/xhtml+xml", "text/html")
 
 
-def read_epub(data: bytes, warnings: list[str]) -> Iterator[Part]:
+def read_epub(data: bytes, warnings: list[str]) -> Iterator[Block]:
     package = open_package(data, KIND)
     names = set(package.namelist())
     if "META-INF/encryption.xml" in names and _encrypts_content(read_member(package, "META-INF/encryption.xml", KIND)):
@@ -63,7 +64,7 @@ def read_epub(data: bytes, warnings: list[str]) -> Iterator[Part]:
         del markup
         has_heading = re.search(r"(?m)^#{1,6} ", text) is not None
         size += len(text)
-        yield Part(text=text, heading="" if has_heading else title, level=1)
+        yield heading_block("" if has_heading else title, text)
 
 
 def _opf_path(container: bytes) -> str:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from . import epub, odf, sheets, slides
+from .blocks import Block, PageStart, join_blocks
 from .html import read_html
 from .reading import (
     BAD_NAME,
@@ -31,17 +32,15 @@ from .reading import (
     TIMED_OUT,
     TOO_LARGE,
     UNSUPPORTED_TYPE,
-    PageMark,
-    Part,
     Unreadable,
-    assemble,
     open_package,
+    within_limit,
 )
 from .tables import markdown_table
 
 __all__ = [
-    "BAD_NAME", "CORRUPT", "EMPTY", "ENCRYPTED", "NO_TEXT_LAYER", "REFUSAL_REASONS", "SUPPORTED_SUFFIXES", "TIMED_OUT",
-    "TOO_LARGE", "UNSUPPORTED_TYPE", "Extracted", "PageMark", "Unreadable", "extract", "summarize_opening",
+    "BAD_NAME", "CORRUPT", "EMPTY", "ENCRYPTED", "NO_TEXT_LAYER", "REFUSAL_REASONS", "SUPPORTED_SUFFIXES",
+    "TIMED_OUT", "TOO_LARGE", "UNSUPPORTED_TYPE", "Extracted", "Unreadable", "extract", "summarize_opening",
 ]
 
 
@@ -50,50 +49,41 @@ class Extracted:
     """What a readable document gave: its text, what a reviewer should know, and where its pages start.
 
     ``warnings`` send the document to review (a page with no text layer); ``notes`` only go into the
-    build's history (the text was cut at `MAX_TEXT_CHARS`). ``pages`` is the page carrier: the offset
-    in ``text`` where each page begins, in ``page_unit`` ("page", "slide", "row"; empty when the
-    format has none), read for a paragraph by `reading.page_span`."""
+    build's history (the text was cut at `MAX_TEXT_CHARS`). ``pages`` says where each page (slide,
+    sheet) starts in ``text`` (`text.blocks.PageStart`), empty for a format without pages."""
 
     text: str
     warnings: list[str] = field(default_factory=list)
-    pages: tuple[PageMark, ...] = ()
-    page_unit: str = ""
+    pages: tuple[PageStart, ...] = ()
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class Reader:
-    """How one format is read, and what its page numbers count.
-
-    ``read(data, warnings)`` returns (or yields) the document's parts and appends to ``warnings``
-    what should send the document to review."""
-
-    read: Callable[[bytes, list[str]], Iterable[Part]]
-    page_unit: str = ""
+# Reads a format: ``read(data, warnings)`` returns (or yields) the document's blocks and appends to
+# ``warnings`` what should send the document to review.
+Reader = Callable[[bytes, list[str]], Iterable[Block]]
 
 
-def _pdf_parts(data: bytes, warnings: list[str]) -> list[Part]:
-    text, found = _pdf(data)
-    warnings += found
-    return [Part(text=text)]
+def _plain_blocks(data: bytes, _warnings: list[str]) -> list[Block]:
+    return [Block(_plain(data))]
 
 
-PLAIN = Reader(lambda data, _warnings: [Part(text=_plain(data))])
-# The one vocabulary of suffixes: what is read, and by which reader. A name without a suffix
-# (README, CHANGELOG) is read as plain text when it decodes as text (`_untyped`).
+def _docx_blocks(data: bytes, _warnings: list[str]) -> list[Block]:
+    return [Block(_docx(data))]
+
+
+# The one vocabulary of suffixes besides PDF: what is read, and by which reader. A name without a suffix (README, CHANGELOG) is read as text when it is text (`_untyped`).
 READERS: dict[str, Reader] = {
-    ".pdf": Reader(_pdf_parts),
-    ".docx": Reader(lambda data, _warnings: [Part(text=_docx(data))]),
-    ".md": PLAIN, ".markdown": PLAIN, ".txt": PLAIN, ".text": PLAIN,
-    ".html": Reader(read_html), ".htm": Reader(read_html),
-    ".pptx": Reader(slides.read_pptx, page_unit="slide"),
-    ".xlsx": Reader(sheets.read_xlsx, page_unit="row"),
-    ".csv": Reader(sheets.read_csv, page_unit="row"),
-    ".epub": Reader(epub.read_epub),
-    ".odt": Reader(odf.read_odt),
-    ".odp": Reader(odf.read_odp, page_unit="slide"),
+    ".docx": _docx_blocks,
+    ".md": _plain_blocks, ".markdown": _plain_blocks, ".txt": _plain_blocks, ".text": _plain_blocks,
+    ".html": read_html, ".htm": read_html,
+    ".pptx": slides.read_pptx,  # pages: slides
+    ".xlsx": sheets.read_xlsx,  # pages: sheets, in workbook order
+    ".csv": sheets.read_csv,
+    ".epub": epub.read_epub,
+    ".odt": odf.read_odt,
+    ".odp": odf.read_odp,  # pages: slides
 }  # fmt: skip
-SUPPORTED_SUFFIXES = tuple(READERS)
+SUPPORTED_SUFFIXES = (".pdf", *READERS)
 
 
 def extract(name: str, data: bytes) -> Extracted:
@@ -105,16 +95,20 @@ def extract(name: str, data: bytes) -> Extracted:
     its limits, and a document with no text at all. Text past `MAX_TEXT_CHARS` is left out, with a note.
     """
     suffix = _suffix(name)
-    reader = READERS.get(suffix) or (Reader(_untyped) if not suffix else None)
-    if reader is None:
-        raise Unreadable(f"unsupported type {suffix}", category=UNSUPPORTED_TYPE)
     warnings: list[str] = []
-    assembled = assemble(reader.read(data, warnings))
-    if not assembled.text:
+    if suffix == ".pdf":
+        text, warnings = _pdf(data)
+        blocks = [Block(text)]
+    elif suffix in READERS or not suffix:
+        blocks = (READERS[suffix] if suffix else _untyped)(data, warnings)
+    else:
+        raise Unreadable(f"unsupported type {suffix}", category=UNSUPPORTED_TYPE)
+    kept = within_limit(blocks, MAX_TEXT_CHARS)
+    text, pages = join_blocks(kept)
+    if not text:
         raise Unreadable("no text", category=EMPTY)
-    notes = [f"only its first {MAX_TEXT_CHARS:,} characters were read"] if assembled.cut else []
-    return Extracted(text=assembled.text, warnings=warnings, pages=assembled.pages,
-                     page_unit=reader.page_unit if assembled.pages else "", notes=notes)
+    notes = [f"only its first {MAX_TEXT_CHARS:,} characters were read"] if kept.cut else []
+    return Extracted(text=text, warnings=warnings, pages=pages, notes=notes)
 
 
 def summarize_opening(text: str, limit: int = 300) -> str:
@@ -255,7 +249,7 @@ def _plain(data: bytes) -> str:
         raise Unreadable("not UTF-8 text", category=UNSUPPORTED_TYPE) from exc
 
 
-def _untyped(data: bytes, _warnings: list[str]) -> list[Part]:
+def _untyped(data: bytes, _warnings: list[str]) -> list[Block]:
     """A file without a suffix (README, CHANGELOG, LICENSE): text when its opening is UTF-8 text."""
     opening = data[:65536]
     try:
@@ -265,4 +259,4 @@ def _untyped(data: bytes, _warnings: list[str]) -> list[Part]:
     # Control characters other than tab, line ends and form feed mean a binary file that happens to decode.
     if sample is None or any(ord(ch) < 32 and ch not in "\t\n\r\f" for ch in sample):
         raise Unreadable("unsupported type (no suffix, not text)", category=UNSUPPORTED_TYPE)
-    return [Part(text=_plain(data))]
+    return [Block(_plain(data))]

@@ -17,7 +17,8 @@ import codecs
 import re
 from html.parser import HTMLParser
 
-from .reading import CORRUPT, MAX_TEXT_CHARS, UNSUPPORTED_TYPE, Part, Unreadable
+from .blocks import Block
+from .reading import CORRUPT, MAX_TEXT_CHARS, UNSUPPORTED_TYPE, Unreadable
 from .tables import markdown_table
 
 FEED_CHARS = 1 << 20
@@ -48,7 +49,7 @@ def html_codec(data: bytes) -> tuple[str, bytes]:
     return "utf-8", data
 
 
-def read_html(data: bytes, _warnings: list[str] | None = None, *, limit: int = MAX_TEXT_CHARS) -> list[Part]:
+def read_html(data: bytes, _warnings: list[str] | None = None, *, limit: int = MAX_TEXT_CHARS) -> list[Block]:
     """The page's text as one part (HTML has no pages)."""
     codec, body = html_codec(data)
     try:
@@ -59,7 +60,7 @@ def read_html(data: bytes, _warnings: list[str] | None = None, *, limit: int = M
             category=UNSUPPORTED_TYPE if codec == "utf-8" else CORRUPT,
         ) from exc
     del body
-    return [Part(text=html_text(markup, limit=limit))]
+    return [Block(html_text(markup, limit=limit))]
 
 
 def html_text(markup: str, *, limit: int = MAX_TEXT_CHARS) -> str:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .reading import CORRUPT, MAX_TEXT_CHARS, Part, Unreadable, open_package, parse_xml, read_member
+from .blocks import Block
+from .reading import CORRUPT, MAX_TEXT_CHARS, Unreadable, heading_block, open_package, parse_xml, read_member
 from .tables import MAX_COLUMNS, markdown_table
 
 TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
@@ -36,17 +37,17 @@ def _content(data: bytes, kind: str):
     return parse_xml(read_member(package, "content.xml", kind), kind)
 
 
-def read_odt(data: bytes, _warnings: list[str]) -> list[Part]:
+def read_odt(data: bytes, _warnings: list[str]) -> list[Block]:
     root = _content(data, "OpenDocument text")
     body = root.find(f"{_q(OFFICE, 'body')}/{_q(OFFICE, 'text')}")
     if body is None:
         raise Unreadable("not a readable OpenDocument text (no text body)", category=CORRUPT)
     blocks: list[str] = []
     _blocks(body, blocks, [0])
-    return [Part(text="\n\n".join(blocks))]
+    return [Block("\n\n".join(blocks))]
 
 
-def read_odp(data: bytes, _warnings: list[str]) -> Iterator[Part]:
+def read_odp(data: bytes, _warnings: list[str]) -> Iterator[Block]:
     root = _content(data, "OpenDocument presentation")
     body = root.find(f"{_q(OFFICE, 'body')}/{_q(OFFICE, 'presentation')}")
     if body is None:
@@ -72,7 +73,7 @@ def read_odp(data: bytes, _warnings: list[str]) -> Iterator[Part]:
             blocks.append("Notes: " + notes_text)
         heading = f"Slide {number}: {title}" if title else f"Slide {number}"
         size += len(heading) + sum(len(b) for b in blocks)
-        yield Part(text="\n\n".join(blocks), page=number, heading=heading, level=1)
+        yield heading_block(heading, "\n\n".join(blocks), number)
 
 
 def _blocks(element, out: list[str], size: list[int]) -> None:

@@ -1,19 +1,18 @@
-"""What every format's reader shares: the refusal vocabulary, the limits, and the parts a reader returns.
+"""What every format's reader shares: the refusal vocabulary, the bounds of reading, zip and XML guards.
 
-Pure: no models, no settings. A reader turns a document's bytes into `Part`s (a stretch of text and
-the page, slide or row it starts on); `assemble` joins them into one text with Markdown headings and
-records where each page starts, so the chunker and the page carrier see the same offsets. The
-readers for the older formats (PDF, DOCX, text) live in `extract`; each newer one has its own
-module (`html`, `slides`, `sheets`, `epub`, `odf`), and `extract` holds the one table of suffixes.
+Pure: no models, no settings. A reader turns a document's bytes into `blocks.Block`s (some text and
+the page, slide or sheet it is on), which `extract` keeps `within_limit` and joins with
+`blocks.join_blocks`, the page carrier. The readers for PDF, images, DOCX and text live in `extract`
+(PDF's in `pdf`); each newer one has its own module (`html`, `slides`, `sheets`, `epub`, `odf`), and
+`extract` holds the one table of suffixes.
 """
 
 from __future__ import annotations
 
-import bisect
-import re
 import zipfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from .blocks import Block, tidy
 
 # Why a document was refused, in words a librarian acts on: the one vocabulary every refusal
 # (extraction, the build's size and time limits, uploads) is recorded in. A category names a kind
@@ -55,95 +54,40 @@ class Unreadable(Exception):
         self.reason, self.category = reason, category
 
 
-@dataclass(frozen=True)
-class Part:
-    """A stretch of a document's text, and the page (slide, row) it starts on when the format has one.
+class Kept(list):
+    """The blocks `within_limit` kept; ``cut`` when text past the limit was left out."""
 
-    ``heading`` (optional) is written above the text as a Markdown heading of ``level``: a slide's
-    title, a sheet's name, a chapter's title."""
-
-    text: str
-    page: int | None = None
-    heading: str = ""
-    level: int = 1
-    # Later pages starting inside ``text``: (offset in text, page), ascending (a table's rows).
-    pages_within: tuple[tuple[int, int], ...] = ()
+    cut = False
 
 
-@dataclass(frozen=True)
-class PageMark:
-    """Where a page (slide, sheet row) begins in the extracted text: the page carrier."""
+def within_limit(blocks: Iterable[Block], limit: int) -> Kept:
+    """The blocks while their text fits in ``limit`` characters, the last one cut at a line end.
 
-    start: int
-    page: int
-
-
-@dataclass(frozen=True)
-class Assembled:
-    text: str
-    pages: tuple[PageMark, ...]
-    cut: bool  # text past MAX_TEXT_CHARS was left out
-
-
-def assemble(parts: Iterable[Part], *, limit: int = MAX_TEXT_CHARS) -> Assembled:
-    """Join parts with blank lines, each under its heading, noting the offset where each page starts.
-
-    Parts are tidied one by one, so the offsets recorded are offsets in the returned text. Reading
-    stops once ``limit`` characters are held (``cut``): a reader that yields parts lazily is never
-    asked for more."""
-    pieces: list[str] = []
-    marks: list[PageMark] = []
-    length, cut = 0, False
-    for part in parts:
-        body = tidy(part.text)
-        title = " ".join(part.heading.split())
-        block = "\n\n".join(x for x in (f"{'#' * min(max(part.level, 1), 6)} {title}" if title else "", body) if x)
-        if not block:
+    Blocks are taken lazily, so a reader that yields them is never asked for more than fits; sizes
+    count the blank line `blocks.join_blocks` puts between blocks."""
+    kept, used = Kept(), 0
+    for block in blocks:
+        text = tidy(block.text)
+        if not text:
             continue
-        start = length + (2 if pieces else 0)
-        if start + len(block) > limit:
-            room = limit - start
-            block = _cut_at_line(block, room) if room > 0 else ""
-            cut = True
-        if block:
-            within = [(0, part.page)] if part.page is not None else []
-            if part.pages_within and body == part.text:  # offsets hold only in text tidying left alone
-                skip = len(block) - len(body)
-                within += [(skip + offset, page) for offset, page in part.pages_within if skip + offset < len(block)]
-            for offset, page in within:
-                if not marks or marks[-1].page != page:
-                    marks.append(PageMark(start=start + offset, page=page))
-            pieces.append(block)
-            length = start + len(block)
-        if cut:
+        joined = used + (2 if kept else 0)
+        if joined + len(text) > limit:
+            room = limit - joined
+            text = _cut_at_line(text, room) if room > 0 else ""
+            if text:
+                kept.append(Block(text, block.page))
+            kept.cut = True
             break
-    return Assembled(text="\n\n".join(pieces), pages=tuple(marks), cut=cut)
+        kept.append(Block(text, block.page))
+        used = joined + len(text)
+    return kept
 
 
-def page_span(pages: tuple[PageMark, ...] | list[PageMark], start: int, end: int) -> tuple[int, int] | None:
-    """(first, last) page of the text between offsets ``start`` and ``end``; None without pages."""
-    if not pages:
-        return None
-    starts = [mark.start for mark in pages]
-    first = bisect.bisect_right(starts, start) - 1
-    last = bisect.bisect_right(starts, max(start, end - 1)) - 1
-    if last < 0:
-        return None
-    return pages[max(first, 0)].page, pages[last].page
-
-
-def tidy(text: str) -> str:
-    """Normalise line ends, drop trailing spaces on lines and collapse runs of blank lines."""
-    # NUL is dropped because PostgreSQL text columns cannot hold it.
-    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
-    text = re.sub(r"[ \t]+\n", "\n", text)
-    text = re.sub(r"\n{3,}", "\n\n", text)
-    return text.strip()
-
-
-def _cut_at_line(text: str, room: int) -> str:
-    line_end = text.rfind("\n", 0, room + 1)
-    return text[: line_end if line_end > 0 else room].rstrip()
+def heading_block(heading: str, text: str, page: int | None = None, level: int = 1) -> Block:
+    """A block of ``text`` under a Markdown heading (a slide's title, a sheet's name, a chapter's)."""
+    title = " ".join(heading.split())
+    head = f"{'#' * min(max(level, 1), 6)} {title}" if title else ""
+    return Block("\n\n".join(x for x in (head, text) if x), page)
 
 
 def open_package(data: bytes, kind: str) -> zipfile.ZipFile:
@@ -192,3 +136,8 @@ def parse_xml(data: bytes, kind: str):
         return etree.fromstring(data, parser)
     except (etree.XMLSyntaxError, ValueError) as exc:
         raise Unreadable(f"not a readable {kind}", category=CORRUPT) from exc
+
+
+def _cut_at_line(text: str, room: int) -> str:
+    line_end = text.rfind("\n", 0, room + 1)
+    return text[: line_end if line_end > 0 else room].rstrip()

@@ -1,10 +1,10 @@
 """Reading spreadsheets: Excel workbooks (.xlsx, openpyxl in read-only mode) and CSV (the csv module).
 
-Pure. Each sheet is a section, headed by its name; its first non-empty row is the header, and the
-rows below it are written as Markdown table rows in blocks that each repeat the header
-(`tables.table_blocks`), so a paragraph holding row 812 still says what each value is. The rows are
-the pages: a paragraph cites "rows 40–79" of its sheet. The choice of Markdown rows over
-``header: value`` lines was measured (docs/decisions.md).
+Pure. Each sheet is a section, headed by its name, and a page (its place in the workbook, as
+`blocks` numbers pages); its first non-empty row is the header, and the rows below it are written as
+Markdown table rows in blocks that each repeat the header (`tables.table_blocks`), so a paragraph
+holding row 812 still says what each value is. The choice of Markdown rows over ``header: value``
+lines was measured (docs/decisions.md). A CSV file is one sheet without a name or a page.
 
 Bounds: `MAX_ROWS` rows and `tables.MAX_COLUMNS` columns a sheet, `tables.MAX_CELL_CHARS` a cell,
 and the document's `MAX_TEXT_CHARS`; rows are read as a stream (read-only mode parses a sheet's XML
@@ -21,7 +21,8 @@ import io
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 
-from .reading import CORRUPT, MAX_TEXT_CHARS, UNSUPPORTED_TYPE, Part, Unreadable, open_package
+from .blocks import Block
+from .reading import CORRUPT, MAX_TEXT_CHARS, UNSUPPORTED_TYPE, Unreadable, heading_block, open_package
 from .tables import MAX_COLUMNS, table_blocks
 
 MAX_ROWS = 100_000
@@ -29,7 +30,7 @@ MAX_SHEETS = 200
 SNIFF_CHARS = 65536
 
 
-def read_xlsx(data: bytes, warnings: list[str]) -> Iterator[Part]:
+def read_xlsx(data: bytes, warnings: list[str]) -> Iterator[Block]:
     import openpyxl
 
     open_package(data, "Excel workbook").close()
@@ -39,12 +40,12 @@ def read_xlsx(data: bytes, warnings: list[str]) -> Iterator[Part]:
         raise Unreadable("not a readable Excel workbook", category=CORRUPT) from exc
     try:
         budget = _Budget()
-        for sheet in workbook.worksheets[:MAX_SHEETS]:
+        for number, sheet in enumerate(workbook.worksheets[:MAX_SHEETS], start=1):
             if budget.spent:
                 return
             rows = sheet.iter_rows(max_row=MAX_ROWS, max_col=MAX_COLUMNS, values_only=True)
             try:
-                yield from _sheet_parts(sheet.title, rows, budget)
+                yield from _sheet_blocks(sheet.title, rows, budget, number)
             except Unreadable:
                 raise
             except Exception:  # one damaged sheet should not cost the others
@@ -53,7 +54,7 @@ def read_xlsx(data: bytes, warnings: list[str]) -> Iterator[Part]:
         workbook.close()
 
 
-def read_csv(data: bytes, _warnings: list[str]) -> Iterator[Part]:
+def read_csv(data: bytes, _warnings: list[str]) -> Iterator[Block]:
     """One sheet, without a name: its dialect (delimiter, quoting) sniffed from its opening."""
     head = data[: MAX_TEXT_CHARS * 4 + 4]
     try:
@@ -67,7 +68,7 @@ def read_csv(data: bytes, _warnings: list[str]) -> Iterator[Part]:
         dialect = csv.excel  # one column, or nothing to tell by: commas
     rows = itertools.islice(csv.reader(io.StringIO(text), dialect), MAX_ROWS)
     try:
-        yield from _sheet_parts("", rows, _Budget())
+        yield from _sheet_blocks("", rows, _Budget(), None)
     except csv.Error as exc:  # a field over the csv module's limit, a NUL byte
         raise Unreadable("not a readable CSV file", category=CORRUPT) from exc
 
@@ -83,13 +84,12 @@ class _Budget:
         return self.used > MAX_TEXT_CHARS
 
 
-def _sheet_parts(title: str, rows: Iterable[Sequence[object]], budget: _Budget) -> Iterator[Part]:
-    """A sheet as parts: its name as the heading of the first, each block's rows numbered from 1."""
-    heading = " ".join(title.split())
+def _sheet_blocks(title: str, rows: Iterable[Sequence[object]], budget: _Budget, page: int | None) -> Iterator[Block]:
+    """A sheet as blocks of its table, the first under the sheet's name."""
+    heading = title
     for block in table_blocks(rows):
         if budget.spent:
             return
-        budget.used += len(block.text) + len(heading)
-        yield Part(text=block.text, page=block.first_row + 1, heading=heading, level=1,
-                   pages_within=tuple((offset, number + 1) for offset, number in block.rows))
+        budget.used += len(block) + len(heading)
+        yield heading_block(heading, block, page)
         heading = ""

@@ -11,13 +11,14 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 
-from .reading import CORRUPT, MAX_TEXT_CHARS, Part, Unreadable, open_package
+from .blocks import Block
+from .reading import CORRUPT, MAX_TEXT_CHARS, Unreadable, heading_block, open_package
 from .tables import markdown_table
 
 MAX_GROUP_DEPTH = 8
 
 
-def read_pptx(data: bytes, warnings: list[str]) -> Iterator[Part]:
+def read_pptx(data: bytes, warnings: list[str]) -> Iterator[Block]:
     from pptx import Presentation
 
     open_package(data, "PowerPoint deck").close()
@@ -37,7 +38,7 @@ def read_pptx(data: bytes, warnings: list[str]) -> Iterator[Part]:
             continue
         heading = f"Slide {number}: {title}" if title else f"Slide {number}"
         size += len(heading) + len(body)
-        yield Part(text=body, page=number, heading=heading, level=1)
+        yield heading_block(heading, body, number)
 
 
 def _slide_text(slide) -> tuple[str, str]:

@@ -11,24 +11,10 @@ the defaults each block fits a paragraph whole; the chunker divides a longer blo
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 
 BLOCK_CHARS = 1500
 MAX_CELL_CHARS = 500
 MAX_COLUMNS = 64
-
-
-@dataclass(frozen=True)
-class TableBlock:
-    """One Markdown table (header, rule, rows): its text, and where each of its rows starts in it, with
-    the row's number in the rows given (from 0) — the header and rule lines count as the first row's."""
-
-    text: str
-    rows: tuple[tuple[int, int], ...]  # (offset in text, row number)
-
-    @property
-    def first_row(self) -> int:
-        return self.rows[0][1]
 
 
 def cell_text(value: object) -> str:
@@ -45,7 +31,7 @@ def row_line(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def table_blocks(rows: Iterable[Sequence[object]], *, block_chars: int = BLOCK_CHARS) -> Iterator[TableBlock]:
+def table_blocks(rows: Iterable[Sequence[object]], *, block_chars: int = BLOCK_CHARS) -> Iterator[str]:
     """The rows of a table as Markdown tables of about ``block_chars`` each, the first row as header.
 
     Empty rows are skipped; rows are padded to the widest row seen so far so the Markdown stays a
@@ -53,10 +39,9 @@ def table_blocks(rows: Iterable[Sequence[object]], *, block_chars: int = BLOCK_C
     held whole."""
     header: list[str] | None = None
     lines: list[str] = []
-    numbers: list[int] = []
-    size, first = 0, 0
+    size = 0
     head_text = ""
-    for number, raw in enumerate(rows):
+    for raw in rows:
         cells = [cell_text(value) for value in list(raw)[:MAX_COLUMNS]]
         while cells and not cells[-1]:
             cells.pop()
@@ -65,7 +50,6 @@ def table_blocks(rows: Iterable[Sequence[object]], *, block_chars: int = BLOCK_C
         if header is None:
             header = cells
             head_text = row_line(header) + "\n" + row_line(["---"] * len(header))
-            first = number
             continue
         if len(cells) > len(header):  # a row wider than the header: widen it with empty names
             header += [""] * (len(cells) - len(header))
@@ -73,30 +57,17 @@ def table_blocks(rows: Iterable[Sequence[object]], *, block_chars: int = BLOCK_C
         cells += [""] * (len(header) - len(cells))
         line = row_line(cells)
         if lines and size + len(line) + 1 > block_chars:
-            yield _block(head_text, lines, numbers)
-            lines, numbers = [], []
+            yield head_text + "\n" + "\n".join(lines)
+            lines = []
         if not lines:
             size = len(head_text)
         lines.append(line)
-        numbers.append(number)
         size += len(line) + 1
     if header is None:
         return
-    if lines:
-        yield _block(head_text, lines, numbers)
-    else:
-        yield TableBlock(text=row_line(header), rows=((0, first),))
-
-
-def _block(head_text: str, lines: list[str], numbers: list[int]) -> TableBlock:
-    offsets, position = [], len(head_text) + 1
-    for line, number in zip(lines, numbers, strict=True):
-        offsets.append((position, number))
-        position += len(line) + 1
-    offsets[0] = (0, numbers[0])
-    return TableBlock(text=head_text + "\n" + "\n".join(lines), rows=tuple(offsets))
+    yield head_text + "\n" + "\n".join(lines) if lines else row_line(header)
 
 
 def markdown_table(rows: Iterable[Sequence[object]], *, block_chars: int = BLOCK_CHARS) -> str:
     """`table_blocks` joined by blank lines: the text of a whole table."""
-    return "\n\n".join(block.text for block in table_blocks(rows, block_chars=block_chars))
+    return "\n\n".join(table_blocks(rows, block_chars=block_chars))

@@ -8,8 +8,9 @@ import zipfile
 import pytest
 
 from collections_app.text import reading, sheets, tables
+from collections_app.text.blocks import page_range
 from collections_app.text.extract import Unreadable, extract
-from collections_app.text.reading import MAX_TEXT_CHARS, page_span
+from collections_app.text.reading import MAX_TEXT_CHARS
 from tests.office_files import csv_bytes, epub_bytes, odf_bytes, pptx_bytes, xlsx_bytes, zip_bomb
 
 
@@ -19,9 +20,9 @@ def category_of(name: str, data: bytes) -> str:
     return caught.value.category
 
 
-def pages_of(extracted, needle: str) -> tuple[int, int] | None:
+def pages_of(extracted, needle: str) -> tuple[int | None, int | None]:
     start = extracted.text.index(needle)
-    return page_span(extracted.pages, start, start + len(needle))
+    return page_range(extracted.pages, start, start + len(needle))
 
 
 # --- PowerPoint ----------------------------------------------------------------------------------
@@ -37,7 +38,6 @@ def test_each_slide_is_a_section_titled_by_its_number_and_title_with_its_notes()
         "# Slide 1: Quarterly results\n\nRevenue grew 12%\nCosts fell\n\nNotes: Mention Berlin.\n\n"
         "# Slide 2\n\nA slide without a title\n\n| Region | Sales |\n| --- | --- |\n| North | 40 |"
     )
-    assert extracted.page_unit == "slide"
     assert pages_of(extracted, "Mention Berlin.") == (1, 1)
     assert pages_of(extracted, "| North | 40 |") == (2, 2)
     assert pages_of(extracted, "Costs fell\n\nNotes: Mention Berlin.\n\n# Slide 2\n\nA slide") == (1, 2)
@@ -50,7 +50,7 @@ def test_a_damaged_deck_is_corrupt():
 # --- Excel and CSV -------------------------------------------------------------------------------
 
 
-def test_each_sheet_is_a_section_whose_rows_carry_their_header_and_their_row_number():
+def test_each_sheet_is_a_section_and_a_page_whose_rows_carry_their_header():
     workbook = xlsx_bytes({
         "Staff": [["Name", "Department", "Phone"], ["Alice", "Sales", "555-0101"], [None, None, None],
                   ["Bob", "Legal", "555-0199"]],
@@ -61,10 +61,9 @@ def test_each_sheet_is_a_section_whose_rows_carry_their_header_and_their_row_num
         "# Staff\n\n| Name | Department | Phone |\n| --- | --- | --- |\n| Alice | Sales | 555-0101 |\n"
         "| Bob | Legal | 555-0199 |\n\n# Rooms\n\n| Room | Seats |\n| --- | --- |\n| Oak | 12 |"
     )
-    assert extracted.page_unit == "row"
-    assert pages_of(extracted, "| Bob | Legal | 555-0199 |") == (4, 4)  # the spreadsheet's own row 4
-    assert pages_of(extracted, "| Alice | Sales | 555-0101 |\n| Bob") == (2, 4)
-    assert pages_of(extracted, "| Oak | 12 |") == (2, 2)
+    assert pages_of(extracted, "| Bob | Legal | 555-0199 |") == (1, 1)
+    assert pages_of(extracted, "| Oak | 12 |") == (2, 2)  # the workbook's second sheet
+    assert pages_of(extracted, "555-0199 |\n\n# Rooms") == (1, 2)
 
 
 def test_a_formula_gives_the_value_the_spreadsheet_last_showed_not_its_source():
@@ -92,7 +91,7 @@ def test_a_long_table_is_divided_between_rows_and_every_block_repeats_the_header
         assert all(line.startswith("| ") and line.endswith(" |") for line in lines)
     kept = [line for block in blocks for line in block.split("\n")[2:]]
     assert kept == [f"| E{n:04d} | error number {n} means the pump stalled |" for n in range(200)]
-    assert pages_of(extracted, "| E0150 |") == (152, 152)  # the header is row 1
+    assert extracted.pages == ()  # a CSV file is one sheet, with no pages to cite
 
 
 def test_csv_dialect_is_sniffed_and_pipes_in_cells_are_escaped():
@@ -173,7 +172,7 @@ def test_an_odp_is_read_slide_by_slide_with_notes_and_slide_numbers():
             "<draw:text-box><text:p>Second</text:p></draw:text-box></draw:frame></draw:page>")
     extracted = extract("d.odp", odf_bytes(body, kind="presentation"))
     assert extracted.text == "# Slide 1: Hello\n\nPoint A\n\nNotes: say hi\n\n# Slide 2\n\nSecond"
-    assert (extracted.page_unit, pages_of(extracted, "Second")) == ("slide", (2, 2))
+    assert pages_of(extracted, "Second") == (2, 2)
 
 
 def test_repeated_cells_and_rows_expand_only_to_the_table_limits():
@@ -232,3 +231,18 @@ def test_a_package_of_too_many_parts_is_too_large():
         for n in range(reading.MAX_MEMBERS + 1):
             package.writestr(f"p{n}", "")
     assert category_of("many.xlsx", out.getvalue()) == "too large"
+
+
+def test_pages_and_notes_come_back_through_the_bounded_child():
+    from collections_app.text.bounded import BoundedExtractor, Limits
+
+    extractor = BoundedExtractor(Limits(seconds=60, memory_bytes=1024 * 1024 * 1024))
+    try:
+        deck = extractor.extract("deck.pptx", pptx_bytes([{"title": "One"}, {"title": "Two", "lines": ["x"]}]))
+        rows = [["id", "text"]] + [[n, "lorem ipsum dolor sit amet " * 3] for n in range(60_000)]
+        huge = extractor.extract("huge.csv", csv_bytes(rows))
+    finally:
+        extractor.close()
+    assert deck == extract("deck.pptx", pptx_bytes([{"title": "One"}, {"title": "Two", "lines": ["x"]}]))
+    assert [mark.page for mark in deck.pages] == [1, 2]
+    assert huge.notes == [f"only its first {MAX_TEXT_CHARS:,} characters were read"]
