@@ -13,7 +13,7 @@ ADMIN_USER ?= admin
 ADMIN_PASSWORD ?=
 export ADMIN_USER ADMIN_PASSWORD
 
-.PHONY: install install-server run migrate demo test test-fast lint bench bench-1m
+.PHONY: install install-server run migrate demo test test-fast lint bench bench-1m bench-memory
 
 # What the server needs (`make run`): the project and the model's files, nothing for tests.
 SERVER_STAMP := $(VENV)/.installed-server
@@ -48,11 +48,10 @@ migrate: install-server
 demo: migrate
 	$(PY) manage.py demo --host $(HOST) --port $(PORT) $(if $(NEW_KEY),--new-key)
 
+# ragsite/serve.py runs both and stops both on Ctrl-C or SIGTERM (to it or to its process group).
 run: demo
 	@echo "Starting the task cluster and the web server on http://$(HOST):$(PORT)/ (Ctrl-C stops both)"
-	$(PY) manage.py qcluster & QPID=$$!; \
-	trap 'kill $$QPID 2>/dev/null' EXIT INT TERM; \
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	$(PY) -m ragsite.serve $(HOST):$(PORT)
 
 test: install
 	$(PY) -m pytest
@@ -76,3 +75,9 @@ bench: install
 bench-1m: install
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	SCIFACT=$(SCIFACT) nice -n 10 $(PY) bench/search_scale.py --sizes 1000000
+
+# Memory recall on LoCoMo's development split (../shared/datasets/locomo-dev): stored over HTTP
+# through gunicorn and a qcluster, against bm25s, MiniLM and their hybrid in the same run.
+bench-memory: install
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) bench/memory_locomo.py

@@ -37,6 +37,19 @@ def agent_id_of_build(build_id: int) -> str:
     return found or ""
 
 
+def agent_id_of_collection(collection_id: int) -> str:
+    """The agent a sync check acts for (see agent_id_of_build); "" when the collection is gone."""
+    return Collection.objects.filter(pk=collection_id).values_list("agent__agent_id", flat=True).first() or ""
+
+
+def agent_id_of_delivery(delivery_id: int) -> str:
+    """The agent a webhook delivery acts for (see agent_id_of_build); "" when it is gone."""
+    from ..models import WebhookDelivery
+
+    found = WebhookDelivery.objects.filter(pk=delivery_id).values_list("webhook__agent__agent_id", flat=True)
+    return found.first() or ""
+
+
 def agent_id_of_measure(measure_id: int) -> str:
     """The agent a queued measurement acts for; "" when it is gone (see agent_id_of_build)."""
     found = MeasureRun.objects.filter(pk=measure_id).values_list("collection__agent__agent_id", flat=True).first()
@@ -97,7 +110,11 @@ def create_collection(
     judge: bool = False,
     size: int | None = None,
     overlap: int | None = None,
+    sync_every: int | None = None,
 ) -> Collection:
+    """A new collection of `agent`; with `sync_every` (minutes) it keeps itself current (services.sync)."""
+    from . import sync
+
     _require_slug(name, "collection name")
     try:
         resolve_sizes(method, size, overlap)
@@ -118,17 +135,13 @@ def create_collection(
         )
     try:
         with transaction.atomic():
-            return Collection.objects.create(
-                agent=agent,
-                name=name,
-                folder=folder,
-                method=method,
-                built_from=built_from,
-                per_reader=per_reader,
-                judge=judge,
-                size=size,
-                overlap=overlap,
+            collection = Collection.objects.create(
+                agent=agent, name=name, folder=folder, method=method, built_from=built_from, per_reader=per_reader,
+                judge=judge, size=size, overlap=overlap,
             )
+            if sync_every is not None:
+                sync.set_sync(collection=collection, every=sync_every)
+            return collection
     except IntegrityError:
         raise Conflict(f'agent "{agent.agent_id}" already has a collection "{name}"', code="duplicate_collection") from None
 

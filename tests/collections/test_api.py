@@ -48,6 +48,7 @@ def test_a_collection_is_created_from_a_folder_under_the_root_built_and_its_outc
     assert answer["passages"] >= 1 and answer["documents_read"] == 1 and answer["documents_reused"] == 0
     assert answer["refused"] == ["bad.pdf"] and answer["model"] == "hash-64" and answer["error"] is None
     assert answer["progress"]["documents_done"] == answer["progress"]["documents_total"] == 2
+    assert answer["progress"]["phase"] == "finished"
     assert answer["waiting"] is None and answer["seconds"] is not None
     assert str(tmp_path) not in status.content.decode()
 
@@ -161,7 +162,7 @@ def test_recall_takes_question_and_still_accepts_query(caller):
     caller("post", "/memory/memories", {"text": "river stone lantern by the harbor"})
     for body in ({"question": "river lantern"}, {"query": "river lantern"}):
         response = caller("post", "/memory/recall", body)
-        assert response.status_code == 200 and len(response.json()["records"]) == 1
+        assert response.status_code == 200 and len(response.json()["excerpts"]) == 1
     both = caller("post", "/memory/recall", {"question": "river", "query": "lantern"})
     assert both.status_code == 422 and "'query'" in both.json()["error"]["message"]
     missing = caller("post", "/memory/recall", {})

@@ -1,7 +1,5 @@
 """Record nodes with the real local model (all-MiniLM-L6-v2, a 256-token window)."""
 
-import gzip
-import json
 from pathlib import Path
 
 import pytest
@@ -9,27 +7,12 @@ import pytest
 from memory_app import services
 from memory_app.models import MEMORY
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "scifact" / "corpus.jsonl.gz"
-
-FALLBACK = (
-    "Mitochondria supply most of a cell's energy. Their inner membrane folds into cristae, which "
-    "raises the surface available for oxidative phosphorylation; e.g. heart muscle has dense cristae.\n\n"
-    "Damage to mitochondrial DNA accumulates with age (about 1.5-fold per decade in some tissues). "
-)
+# Eleven unrelated paragraphs, in the repository so that the test reads nothing beside the clone.
+LONG_RECORD = Path(__file__).resolve().parent / "data" / "long_record.txt"
 
 
 def about_3000_characters() -> str:
-    if CORPUS.is_file():
-        parts, size = [], 0
-        with gzip.open(CORPUS, "rt", encoding="utf-8") as lines:
-            for line in lines:
-                text = json.loads(line)["text"].strip()
-                parts.append(text)
-                size += len(text) + 2
-                if size >= 3000:
-                    break
-        return "\n\n".join(parts)[:3200]
-    return (FALLBACK * 20)[:3000]
+    return LONG_RECORD.read_text(encoding="utf-8").strip()[:3000]
 
 
 @pytest.mark.model
@@ -51,8 +34,8 @@ def test_a_3000_character_memory_divides_into_nodes_that_each_fit_256_tokens(age
         assert node.window == 256 and node.embedding_model == embedder.model
         own = embedder.count_tokens(text[node.start_char : node.end_char])
         assert own == node.token_count <= 256
-    (hit,) = services.recall(agent=agent, query=text[built[-1].start_char :][:200], most=1)
-    assert hit["excerpt"]["node_index"] == len(built) - 1
+    (hit,) = services.recall(agent=agent, query=text[built[-1].start_char :][:200], most=1)["excerpts"]
+    assert hit["nodes"] == {"first": len(built) - 1, "last": len(built) - 1}
 
 
 @pytest.mark.model
@@ -76,9 +59,9 @@ def test_facts_planted_late_in_long_records_are_found_by_their_best_node(seed, s
         services.store_memory(agent=agent, text=text)
 
     def firsts():
-        hits = [services.recall(agent=agent, query=question, most=5) for _t, _f, question in planted]
+        hits = [services.recall(agent=agent, query=question, most=5)["excerpts"] for _t, _f, question in planted]
         top1 = sum(bool(h) and h[0]["id"] == i for h, i in zip(hits, ids, strict=True)) / len(ids)
-        quoted = sum(bool(h) and h[0]["id"] == i and f in h[0]["excerpt"]["text"]
+        quoted = sum(bool(h) and h[0]["id"] == i and f in h[0]["text"]
                      for h, i, (_t, f, _q) in zip(hits, ids, planted, strict=True)) / len(ids)
         return top1, quoted
 
