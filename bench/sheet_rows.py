@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import harness  # noqa: E402
 
-FIRST = ["Priya", "Omar", "Lena", "Tomasz", "Aiko", "Mateo", "Ingrid", "Kwame", "Sofia", "Ravi", "Elif", "Jonas",
-         "Chen", "Amara", "Lucas", "Nadia", "Pavel", "Yuki", "Helena", "Diego"]
+FIRST = ["Priya", "Omar", "Lena", "Tomasz", "Aiko", "Mateo", "Ingrid", "Kwame", "Sofia", "Ravi", "Elif",
+         "Jonas", "Chen", "Amara", "Lucas", "Nadia", "Pavel", "Yuki", "Helena", "Diego"]
 LAST = ["Natarajan", "Haddad", "Fischer", "Kowalski", "Tanaka", "Silva", "Larsen", "Mensah", "Rossi", "Iyer",
         "Demir", "Berg", "Wei", "Okafor", "Moreau", "Petrova", "Novak", "Sato", "Lindqvist", "Ortega"]
 DEPARTMENTS = ["Finance", "Legal", "Sales", "Support", "Research", "Facilities", "Marketing", "Security"]
@@ -48,8 +48,8 @@ def tables(seed: int = 25) -> dict[str, list[list[str]]]:
     extensions = rng.sample(range(2000, 9999), 300)
     staff = [["Name", "Staff number", "Department", "Office", "Phone extension", "Start year"]]
     for index, (first, last) in enumerate(people):
-        staff.append([f"{first} {last}", f"S-{10400 + index * 7}", rng.choice(DEPARTMENTS), rng.choice(CITIES),
-                      f"x{extensions[index]}", str(rng.randint(1998, 2026))])
+        staff.append([f"{first} {last}", f"S-{10400 + index * 7}", rng.choice(DEPARTMENTS),
+                      rng.choice(CITIES), f"x{extensions[index]}", str(rng.randint(1998, 2026))])
     kinds = rng.sample([(m, p) for m in MAKERS for p in PARTS], 60)
     parts = [["Part number", "Part", "Maker", "Size", "Warehouse", "Unit price (EUR)"]]
     for index in range(200):
@@ -77,7 +77,8 @@ def questions(data: dict[str, list[list[str]]], seed: int = 26) -> list[dict]:
         if len(chosen) == 20:
             break
     for row in chosen:
-        asked.append({"question": f"What is the part number of the {row[3]} {row[2]} {row[1]}?", "answer": row[0]})
+        question = f"What is the part number of the {row[3]} {row[2]} {row[1]}?"
+        asked.append({"question": question, "answer": row[0]})
     return asked
 
 
@@ -97,7 +98,8 @@ def write_fields(folder: Path, data: dict[str, list[list[str]]]) -> None:
 def found(agent, collection, asked: list[dict], mode: str) -> dict[int, float]:
     ranks = []
     for item in asked:
-        rank, _score = harness.rank_all(agent, collection, item["question"], mode=mode).best_holding(item["answer"])
+        ranked = harness.rank_all(agent, collection, item["question"], mode=mode)
+        rank, _score = ranked.best_holding(item["answer"])
         ranks.append(rank)
     return {k: sum(1 for r in ranks if r is not None and r < k) / len(ranks) for k in (1, 5)}
 

@@ -30,7 +30,8 @@ def pptx_bytes(slides: Sequence[dict]) -> bytes:
             box.text = "\n".join(spec["lines"])
         if spec.get("table"):
             rows = spec["table"]
-            shape = slide.shapes.add_table(len(rows), len(rows[0]), Inches(1), Inches(4), Inches(6), Inches(2))
+            shape = slide.shapes.add_table(len(rows), len(rows[0]), Inches(1), Inches(4), Inches(6),
+                                           Inches(2))
             for r, row in enumerate(rows):
                 for c, value in enumerate(row):
                     shape.table.cell(r, c).text = value

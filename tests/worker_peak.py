@@ -39,7 +39,8 @@ def main(folder: str, store: str, method: str = "structure") -> None:
     document_extractor().close()  # the extraction child is waited for, so its peak is counted below
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
     print(json.dumps({"status": run.status, "read": run.documents_read, "refused": run.documents_refused,
-                      "warnings": run.warnings, "before_mib": before, "peak_mib": after, "child_peak_mib": child}))
+                      "warnings": run.warnings, "before_mib": before, "peak_mib": after,
+                      "child_peak_mib": child}))
 
 
 if __name__ == "__main__":

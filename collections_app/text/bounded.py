@@ -218,7 +218,8 @@ def _answer(name: str, data: bytes) -> dict:
     try:
         extracted = extract(name, data)
         return {"ok": True, "text": extracted.text, "warnings": list(extracted.warnings),
-                "pages": [[mark.offset, mark.page] for mark in extracted.pages], "notes": list(extracted.notes)}
+                "pages": [[mark.offset, mark.page] for mark in extracted.pages],
+                "notes": list(extracted.notes)}
     except Unreadable as exc:
         if isinstance(exc.__cause__, MemoryError):
             return {"ok": False, "reason": "extracting it needs more memory than allowed", "category": TOO_LARGE}

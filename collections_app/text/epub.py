@@ -36,7 +36,8 @@ _XHTML_TYPES = ("application/xhtml+xml", "text/html")
 def read_epub(data: bytes, warnings: list[str]) -> Iterator[Block]:
     package = open_package(data, KIND)
     names = set(package.namelist())
-    if "META-INF/encryption.xml" in names and _encrypts_content(read_member(package, "META-INF/encryption.xml", KIND)):
+    encryption = "META-INF/encryption.xml"
+    if encryption in names and _encrypts_content(read_member(package, encryption, KIND)):
         raise Unreadable("encrypted", category=ENCRYPTED)
     opf_path = _opf_path(read_member(package, "META-INF/container.xml", KIND))
     opf = parse_xml(read_member(package, opf_path, KIND), KIND)

@@ -71,7 +71,8 @@ def _docx_blocks(data: bytes, _warnings: list[str]) -> list[Block]:
     return [Block(_docx(data))]
 
 
-# The one vocabulary of suffixes besides PDF: what is read, and by which reader. A name without a suffix (README, CHANGELOG) is read as text when it is text (`_untyped`).
+# The one vocabulary of suffixes besides PDF: what is read, and by which reader. A name without a
+# suffix (README, CHANGELOG) is read as text when it is text (`_untyped`).
 READERS: dict[str, Reader] = {
     ".docx": _docx_blocks,
     ".md": _plain_blocks, ".markdown": _plain_blocks, ".txt": _plain_blocks, ".text": _plain_blocks,

@@ -26,7 +26,9 @@ FEED_CHARS = 1 << 20
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 # What browsers do (WHATWG Encoding): these labels mean windows-1252, which differs from Latin-1
 # only in 0x80-0x9F, where real pages put curly quotes and dashes.
-_WINDOWS_1252_LABELS = {"iso-8859-1", "iso8859-1", "latin1", "latin-1", "l1", "ascii", "us-ascii", "iso_8859-1"}
+_WINDOWS_1252_LABELS = {
+    "iso-8859-1", "iso8859-1", "latin1", "latin-1", "l1", "ascii", "us-ascii", "iso_8859-1",
+}  # fmt: skip
 
 
 def html_codec(data: bytes) -> tuple[str, bytes]:

@@ -58,7 +58,7 @@ def read_odp(data: bytes, _warnings: list[str]) -> Iterator[Block]:
             return
         title, blocks, notes = "", [], []
         for frame in page.iter(_q(DRAW, "frame")):
-            in_notes = any(a.tag == _q(PRESENTATION, "notes") for a in frame.iterancestors())
+            in_notes = _in_notes(frame)
             found: list[str] = []
             _blocks(frame, found, [0])
             text = "\n".join(found)
@@ -90,7 +90,7 @@ def _blocks(element, out: list[str], size: list[int]) -> None:
             text = " ".join(_inline(child).split())
         elif tag == _q(TABLE, "table"):
             text = markdown_table(_table_rows(child))
-        elif tag == _q(DRAW, "frame") and any(a.tag == _q(PRESENTATION, "notes") for a in child.iterancestors()):
+        elif tag == _q(DRAW, "frame") and _in_notes(child):
             continue
         else:  # lists, sections, frames, text boxes: containers of blocks
             _blocks(child, out, size)
@@ -98,6 +98,10 @@ def _blocks(element, out: list[str], size: list[int]) -> None:
         if text:
             out.append(text)
             size[0] += len(text)
+
+
+def _in_notes(element) -> bool:
+    return any(ancestor.tag == _q(PRESENTATION, "notes") for ancestor in element.iterancestors())
 
 
 def _table_rows(table) -> Iterator[list[str]]:

@@ -33,8 +33,8 @@ def write_html(folder: Path) -> None:
     with (folder / "big.html").open("wb") as out:
         out.write(b"<html><body><nav>menu</nav>")
         for n in range(520_000):
-            out.write(b"<div><p>Paragraph %d of the long page, with <b>bold</b> and <a href='#'>links</a>.</p></div>\n"
-                      % n)
+            out.write(b"<div><p>Paragraph %d of the long page, with <b>bold</b> and "
+                      b"<a href='#'>links</a>.</p></div>\n" % n)
         out.write(b"</body></html>")
 
 
@@ -49,15 +49,16 @@ def write_bomb(folder: Path) -> None:
      (write_bomb, 2, 0, "bomb.docx was refused (too large)")],
     ids=["100MB-text", "50MB-html", "docx-bomb"],
 )
-def test_one_huge_or_hostile_file_keeps_the_build_worker_within_its_stated_bound(tmp_path, make, megabytes, read,
-                                                                                  note):
+def test_one_huge_or_hostile_file_keeps_the_build_worker_within_its_stated_bound(
+    tmp_path, make, megabytes, read, note
+):
     folder = tmp_path / "docs"
     folder.mkdir()
     make(folder)
     size = sum(path.stat().st_size for path in folder.iterdir())
     assert size >= megabytes * 1000 * 1000
-    done = subprocess.run([sys.executable, "-m", "tests.worker_peak", str(folder), str(tmp_path / "store.sqlite3")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    command = [sys.executable, "-m", "tests.worker_peak", str(folder), str(tmp_path / "store.sqlite3")]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
     assert outcome["read"] == read

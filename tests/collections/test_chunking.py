@@ -407,7 +407,8 @@ def test_an_empty_overlap_too_large_for_a_small_size_shrinks_in_proportion():
 
 def test_a_table_longer_than_the_size_is_divided_between_rows_and_carries_no_overlap():
     rows = "\n".join(f"| E{n:03d} | the pump stalled at stage {n} |" for n in range(60))
-    text = "# Codes\n\nIntro sentence.\n\n| Code | Meaning |\n| --- | --- |\n" + rows + "\n\nClosing words here."
+    text = ("# Codes\n\nIntro sentence.\n\n| Code | Meaning |\n| --- | --- |\n" + rows
+            + "\n\nClosing words here.")
     pieces = chunk(text, "structure", size=300, overlap=60)
     table_pieces = [p for p in pieces if "| E0" in p.text]
     assert len(table_pieces) > 3
@@ -425,4 +426,5 @@ def test_a_single_row_longer_than_the_size_is_still_split_at_whitespace():
     text = "| A | B |\n| --- | --- |\n| " + "word " * 100 + "| x |"
     pieces = chunk(text, "structure", size=120, overlap=0)
     assert all(len(p.text) <= 120 for p in pieces)
-    assert "".join(p.text.replace(" ", "").replace("\n", "") for p in pieces) == text.replace(" ", "").replace("\n", "")
+    squeezed = "".join(p.text.replace(" ", "").replace("\n", "") for p in pieces)
+    assert squeezed == text.replace(" ", "").replace("\n", "")

@@ -194,7 +194,8 @@ def test_docx_merged_cell_stands_over_each_column_it_spans():
         for index, value in enumerate(("a", "b", "c")):
             table.cell(1, index).text = value
 
-    assert extract("a.docx", docx_file(build)).text == "| Wide | Wide | Right |\n| --- | --- | --- |\n| a | b | c |"
+    expected = "| Wide | Wide | Right |\n| --- | --- | --- |\n| a | b | c |"
+    assert extract("a.docx", docx_file(build)).text == expected
 
 
 def test_docx_empty_paragraphs_are_skipped():

@@ -34,9 +34,12 @@ FILES = {
         {"title": "Expansion", "lines": ["A new office in Germany"],
          "notes": "The Berlin office opens in March 2027 with forty desks."},
     ]),
-    "rooms.xlsx": xlsx_bytes({"Staff": [["Name", "Team"], ["Alice", "Sales"]],
-                              "Rooms": [["Room", "Seats", "Projector"], ["Oak", 14, "yes"], ["Birch", 6, "no"]]}),
-    "codes.csv": csv_bytes([["Code", "Meaning"]] + [[f"E{n:04d}", f"pump stage {n} stalled"] for n in range(120)]
+    "rooms.xlsx": xlsx_bytes({
+        "Staff": [["Name", "Team"], ["Alice", "Sales"]],
+        "Rooms": [["Room", "Seats", "Projector"], ["Oak", 14, "yes"], ["Birch", 6, "no"]],
+    }),
+    "codes.csv": csv_bytes([["Code", "Meaning"]]
+                           + [[f"E{n:04d}", f"pump stage {n} stalled"] for n in range(120)]
                            + [["E9001", "the coolant reservoir is empty"]]),
     "tale.epub": epub_bytes([("The Keeper", "<h1>The Keeper</h1><p>Old Marta guards the lighthouse on the"
                                             " northern cape every winter night.</p>")]),
@@ -58,7 +61,9 @@ QUESTIONS = [
 
 
 @pytest.mark.django_db
-def test_a_folder_of_office_files_builds_and_each_answers_a_question_under_its_section(agent, knowledge_folder):
+def test_a_folder_of_office_files_builds_and_each_answers_a_question_under_its_section(
+    agent, knowledge_folder
+):
     knowledge_folder("office", FILES)
     collection = create_collection(agent=agent, name="office", method="structure")
     run = build_collection(collection=collection)

@@ -30,7 +30,8 @@ def pages_of(extracted, needle: str) -> tuple[int | None, int | None]:
 
 def test_each_slide_is_a_section_titled_by_its_number_and_title_with_its_notes():
     deck = pptx_bytes([
-        {"title": "Quarterly results", "lines": ["Revenue grew 12%", "Costs fell"], "notes": "Mention Berlin."},
+        {"title": "Quarterly results", "lines": ["Revenue grew 12%", "Costs fell"],
+         "notes": "Mention Berlin."},
         {"lines": ["A slide without a title"], "table": [["Region", "Sales"], ["North", "40"]]},
     ])
     extracted = extract("deck.pptx", deck)
@@ -80,7 +81,8 @@ def test_a_formula_gives_the_value_the_spreadsheet_last_showed_not_its_source():
 
 
 def test_a_long_table_is_divided_between_rows_and_every_block_repeats_the_header():
-    rows = [["Code", "Meaning"]] + [[f"E{n:04d}", f"error number {n} means the pump stalled"] for n in range(200)]
+    rows = [["Code", "Meaning"]]
+    rows += [[f"E{n:04d}", f"error number {n} means the pump stalled"] for n in range(200)]
     extracted = extract("codes.csv", csv_bytes(rows))
     blocks = extracted.text.split("\n\n")
     assert len(blocks) > 3
@@ -138,7 +140,8 @@ def test_an_epub_is_read_in_spine_order_and_a_chapter_without_a_heading_is_heade
     book = epub_bytes([("Chapter One", "<h1>Beginnings</h1><p>It was a dark night.</p>"),
                        ("Interlude", "<p>No heading here.</p>")])
     # epub_bytes lists the spine in reverse, so the reading order is not the order of the files.
-    assert extract("b.epub", book).text == "# Interlude\n\nNo heading here.\n\n# Beginnings\n\nIt was a dark night."
+    expected = "# Interlude\n\nNo heading here.\n\n# Beginnings\n\nIt was a dark night."
+    assert extract("b.epub", book).text == expected
 
 
 def test_an_encrypted_epub_is_refused_as_encrypted_and_a_broken_one_as_corrupt():
@@ -201,7 +204,8 @@ def test_deeply_nested_xml_is_refused_as_corrupt_at_once():
 
 
 def test_entities_are_never_expanded():
-    laughs = ('<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">'
+    laughs = ('<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa">'
+              '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">'
               '<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">]>'
               '<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
               'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:text>'
@@ -238,7 +242,8 @@ def test_pages_and_notes_come_back_through_the_bounded_child():
 
     extractor = BoundedExtractor(Limits(seconds=60, memory_bytes=1024 * 1024 * 1024))
     try:
-        deck = extractor.extract("deck.pptx", pptx_bytes([{"title": "One"}, {"title": "Two", "lines": ["x"]}]))
+        deck = extractor.extract("deck.pptx", pptx_bytes([{"title": "One"},
+                                                          {"title": "Two", "lines": ["x"]}]))
         rows = [["id", "text"]] + [[n, "lorem ipsum dolor sit amet " * 3] for n in range(60_000)]
         huge = extractor.extract("huge.csv", csv_bytes(rows))
     finally:
