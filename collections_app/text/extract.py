@@ -40,7 +40,7 @@ from .tables import markdown_table
 
 __all__ = [
     "BAD_NAME", "CORRUPT", "EMPTY", "ENCRYPTED", "NO_TEXT_LAYER", "REFUSAL_REASONS", "SUPPORTED_SUFFIXES",
-    "TIMED_OUT", "TOO_LARGE", "UNSUPPORTED_TYPE", "Extracted", "Unreadable", "extract", "summarize_opening",
+    "TIMED_OUT", "TOO_LARGE", "UNSUPPORTED_TYPE", "Extracted", "Unreadable", "extract", "reads_as_text", "summarize_opening",
 ]
 
 
@@ -250,14 +250,19 @@ def _plain(data: bytes) -> str:
         raise Unreadable("not UTF-8 text", category=UNSUPPORTED_TYPE) from exc
 
 
-def _untyped(data: bytes, _warnings: list[str]) -> list[Block]:
-    """A file without a suffix (README, CHANGELOG, LICENSE): text when its opening is UTF-8 text."""
+def reads_as_text(data: bytes) -> bool:
+    """Whether a file without a suffix is text: its opening is UTF-8 without control characters other
+    than tab, line ends and form feed (a binary file that happens to decode has them)."""
     opening = data[:65536]
     try:
         sample = codecs.getincrementaldecoder("utf-8-sig")().decode(opening, final=len(opening) == len(data))
     except UnicodeDecodeError:
-        sample = None
-    # Control characters other than tab, line ends and form feed mean a binary file that happens to decode.
-    if sample is None or any(ord(ch) < 32 and ch not in "\t\n\r\f" for ch in sample):
+        return False
+    return not any(ord(ch) < 32 and ch not in "\t\n\r\f" for ch in sample)
+
+
+def _untyped(data: bytes, _warnings: list[str]) -> list[Block]:
+    """A file without a suffix (README, CHANGELOG, LICENSE): read as text when it is text."""
+    if not reads_as_text(data):
         raise Unreadable("unsupported type (no suffix, not text)", category=UNSUPPORTED_TYPE)
     return [Block(_plain(data))]
