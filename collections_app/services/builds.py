@@ -295,8 +295,7 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
         return _refuse(item, collection, exc.reason, exc.category, run)
     del data
     pieces = chunk(extracted.text, method, size=size, overlap=overlap, tokens=embedder)
-    item.warnings = list(extracted.warnings)
-    item.notes += [f"{source.name}: {note}" for note in extracted.notes]
+    item.warnings, item.notes = list(extracted.warnings), [f"{source.name}: {n}" for n in extracted.notes]
     if getattr(pieces, "truncated", False):
         # Seed 003 keeps the first 240 and says why; the document stays searchable, so this is not
         # a scan warning (which would hold all of it back for review).
