@@ -4,8 +4,9 @@ Pure. What is dropped: scripts, styles and other invisible elements; navigation 
 page's own banner and footer (a ``<header>`` or ``<footer>`` that is not inside an ``<article>``,
 ``<aside>``, ``<main>``, ``<nav>`` or ``<section>`` — ARIA's banner and contentinfo landmarks — and
 any element whose role says it is one of those), because the same menu on every page of a site is
-page furniture, not knowledge, and would match every question about the site's words. A header
-inside an article (its title, its byline) is kept. Tables are written by `tables.table_blocks`.
+page furniture, not knowledge, and would match every question about the site's words. Headings in
+the banner are kept (a page often puts its title there), and a header inside an article (its title,
+its byline) is kept whole. Tables are written by `tables.table_blocks`.
 
 The markup is fed to the parser a slice at a time and reading stops once `MAX_TEXT_CHARS` of text
 are held, so a 50 MB page costs its bytes, not a parse tree or a list of every word.
@@ -127,6 +128,7 @@ class _HtmlText(HTMLParser):
         self._line_start = True
         self._skip = 0
         self._dropped: list[str] = []  # the tags that opened a dropped stretch (furniture), innermost last
+        self._banner: list[str] = []  # the same for the page's banner, of which only headings are kept
         self._sectioning = 0
         self._pre = 0
         self._heading: tuple[int, list[str]] | None = None
@@ -137,7 +139,10 @@ class _HtmlText(HTMLParser):
         if tag in _SKIPPED:
             self._skip += 1
             return
-        if self._is_furniture(tag, attrs):
+        furniture = self._furniture(tag, attrs)
+        if furniture == "banner":
+            self._banner.append(tag)
+        elif furniture:
             self._dropped.append(tag)
             self._skip += 1
             return
@@ -171,11 +176,15 @@ class _HtmlText(HTMLParser):
         elif tag in _PARAGRAPH_BLOCKS:
             self._break(2)
 
-    def _is_furniture(self, tag: str, attrs) -> bool:
-        role = next((value for name, value in attrs if name == "role"), None) or ""
-        if role.strip().lower() in _FURNITURE_ROLES:
-            return True
-        return tag == "nav" or (tag in ("header", "footer") and not self._sectioning)
+    def _furniture(self, tag: str, attrs) -> str:
+        """"drop" for navigation and the page's footer, "banner" for the page's header (whose headings
+        are kept: a page often puts its title there), "" for content."""
+        role = (next((value for name, value in attrs if name == "role"), None) or "").strip().lower()
+        if role == "banner" or (tag == "header" and not role and not self._sectioning):
+            return "banner"
+        if role in _FURNITURE_ROLES or tag == "nav" or (tag == "footer" and not self._sectioning):
+            return "drop"
+        return ""
 
     def _table_tag(self, tag: str) -> bool:
         """Row and cell tags of the table being read; True when the tag was taken care of."""
@@ -204,6 +213,8 @@ class _HtmlText(HTMLParser):
             self._dropped.pop()
             self._skip = max(0, self._skip - 1)
             return
+        if self._banner and self._banner[-1] == tag:
+            self._banner.pop()
         if tag in _SECTIONING:
             self._sectioning = max(0, self._sectioning - 1)
         if self._skip:
@@ -227,7 +238,7 @@ class _HtmlText(HTMLParser):
             self._break(2)
 
     def handle_data(self, data: str) -> None:
-        if self._skip:
+        if self._skip or (self._banner and self._heading is None):
             return
         if self._tables:
             table = self._tables[-1]

@@ -389,3 +389,9 @@ def test_a_50_mb_page_is_read_only_as_far_as_the_text_limit():
     assert MAX_TEXT_CHARS - 10 <= len(extracted.text) <= MAX_TEXT_CHARS
     assert extracted.notes == [f"only its first {MAX_TEXT_CHARS:,} characters were read"]
     assert "the end" not in extracted.text
+
+
+def test_the_pages_banner_keeps_its_headings_and_drops_the_rest():
+    page = (b"<body><header><a href='/'>Acme</a><h1>Returns policy</h1><ul><li>Shop</li><li>Help</li></ul>"
+            b"</header><p>Returns are free.</p></body>")
+    assert extract("a.html", page).text == "# Returns policy\n\nReturns are free."
