@@ -15,15 +15,24 @@ from __future__ import annotations
 import codecs
 import io
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
+from .text.blocks import Block, PageStart, join_blocks
+from .text.blocks import tidy as _tidy
+from .text.ocr import NotInstalled, OcrOptions, ocr_images
+from .text.pdf import PdfProblem, PdfText, read_pdf
+
 __all__ = [
-    "BAD_NAME", "CORRUPT", "EMPTY", "ENCRYPTED", "NO_TEXT_LAYER", "REFUSAL_REASONS", "SUPPORTED_SUFFIXES", "TIMED_OUT",
-    "TOO_LARGE", "UNSUPPORTED_TYPE", "Extracted", "Unreadable", "extract", "summarize_opening",
+    "BAD_NAME", "CORRUPT", "EMPTY", "ENCRYPTED", "IMAGE_SUFFIXES", "NEEDS_OCR", "NO_TEXT_LAYER", "REFUSAL_REASONS",
+    "SUPPORTED_SUFFIXES", "TIMED_OUT", "TOO_LARGE", "UNSUPPORTED_TYPE", "Extracted", "Unreadable", "extract",
+    "summarize_opening",
 ]
 
-SUPPORTED_SUFFIXES = (".pdf", ".docx", ".md", ".markdown", ".txt", ".text", ".html", ".htm")
+# Pictures of text, read by OCR (collections_app.text.ocr) when Tesseract is installed.
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff")
+SUPPORTED_SUFFIXES = (".pdf", ".docx", ".md", ".markdown", ".txt", ".text", ".html", ".htm", *IMAGE_SUFFIXES)
 
 # Why a document was refused, in words a librarian acts on: the one vocabulary every refusal
 # (extraction, the build's size and time limits, uploads) is recorded in. A category names a kind
@@ -36,7 +45,9 @@ TOO_LARGE = "too large"  # over the size limit on disk, or over the memory cap w
 EMPTY = "empty"
 TIMED_OUT = "timed out"  # over the wall-clock limit per document (collections_app.bounded)
 BAD_NAME = "bad name"  # a file name the store cannot hold (not UTF-8, or too long)
-REFUSAL_REASONS = (CORRUPT, ENCRYPTED, NO_TEXT_LAYER, UNSUPPORTED_TYPE, TOO_LARGE, EMPTY, TIMED_OUT, BAD_NAME)
+NEEDS_OCR = "needs OCR (not installed)"  # a scan or an image, on a machine without Tesseract (or its language)
+REFUSAL_REASONS = (CORRUPT, ENCRYPTED, NO_TEXT_LAYER, UNSUPPORTED_TYPE, TOO_LARGE, EMPTY, TIMED_OUT, BAD_NAME,
+                   NEEDS_OCR)
 
 
 class Unreadable(Exception):
@@ -55,23 +66,35 @@ class Unreadable(Exception):
 
 @dataclass(frozen=True)
 class Extracted:
-    """What a readable document gave: its text, and anything a reviewer should know about the scan."""
+    """What a readable document gave: its text, and anything a reviewer should know about the scan.
+
+    ``pages`` says where each page (slide, sheet) starts in ``text`` (`text.blocks.PageStart`), empty for
+    a format without pages; ``ocr_pages`` counts the pages read by OCR."""
 
     text: str
     warnings: list[str] = field(default_factory=list)
+    pages: tuple[PageStart, ...] = ()
+    ocr_pages: int = 0
 
 
-def extract(name: str, data: bytes) -> Extracted:
+def extract(name: str, data: bytes, *, ocr: OcrOptions | None = None,
+            on_ocr_page: Callable[[int], None] | None = None) -> Extracted:
     """Extract the text of the document called ``name`` (relative; only its suffix is used) from ``data``.
 
     The format is chosen by the suffix alone, compared case-insensitively. Raises `Unreadable` for an
     unsupported suffix, a damaged or encrypted file, text that is not UTF-8 where UTF-8 is required,
-    and a document with no text at all.
+    and a document with no text at all. ``ocr`` None: pages without a text layer and images are not
+    read by OCR (a scan is then refused as `NEEDS_OCR`). ``on_ocr_page(n)`` is told before the n-th page
+    is OCR'd (the bounded extractor extends its deadline by the page's own limit).
     """
     suffix = _suffix(name)
-    if suffix == ".pdf":
-        text, warnings = _pdf(data)
-    elif suffix == ".docx":
+    if suffix == ".pdf" or suffix in IMAGE_SUFFIXES:
+        read = _pdf(data, ocr, on_ocr_page) if suffix == ".pdf" else _image(data, ocr, on_ocr_page)
+        text, pages = join_blocks(read.blocks)
+        if not text:
+            raise Unreadable("no text", category=EMPTY)
+        return Extracted(text=text, warnings=read.warnings, pages=pages, ocr_pages=read.ocr_pages)
+    if suffix == ".docx":
         text, warnings = _docx(data), []
     elif suffix in (".md", ".markdown", ".txt", ".text"):
         text, warnings = _plain(data), []
@@ -118,56 +141,46 @@ def _suffix(name: str) -> str:
     return base[dot:].lower() if dot > 0 else ""
 
 
-def _tidy(text: str) -> str:
-    """Normalise line ends, drop trailing spaces on lines and collapse runs of blank lines."""
-    # NUL is dropped because PostgreSQL text columns cannot hold it.
-    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
-    text = re.sub(r"[ \t]+\n", "\n", text)
-    text = re.sub(r"\n{3,}", "\n\n", text)
-    return text.strip()
-
-
 # --- PDF -----------------------------------------------------------------------------------------
 
 
-def _pdf(data: bytes) -> tuple[str, list[str]]:
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+_PDF_PROBLEMS = {"encrypted": ENCRYPTED, "corrupt": CORRUPT, "empty": EMPTY, "no_text": NO_TEXT_LAYER,
+                 "needs_ocr": NEEDS_OCR}
 
+
+def _pdf(data: bytes, ocr: OcrOptions | None, on_ocr_page) -> PdfText:
     try:
-        reader = PdfReader(io.BytesIO(data), strict=False)
-        if reader.is_encrypted:
-            try:
-                opened = reader.decrypt("")
-            except Exception as exc:  # an unsupported algorithm is as closed to us as a password
-                raise Unreadable("encrypted", category=ENCRYPTED) from exc
-            if not opened:
-                raise Unreadable("encrypted", category=ENCRYPTED)
-        pages = list(reader.pages)
-    except Unreadable:
-        raise
-    except (PdfReadError, Exception) as exc:
-        # Damaged input surfaces from deep inside pypdf as almost any exception type, not only
-        # PdfReadError; whatever it is, the document is not readable and the build goes on.
-        raise Unreadable("not a readable PDF", category=CORRUPT) from exc
+        read = read_pdf(data, ocr=ocr, on_ocr_page=on_ocr_page)
+    except PdfProblem as exc:
+        raise Unreadable(exc.reason, category=_PDF_PROBLEMS[exc.kind]) from exc
+    return read
 
-    texts: list[str] = []
-    warnings: list[str] = []
+
+def _image(data: bytes, ocr: OcrOptions | None, on_ocr_page) -> PdfText:
+    """An image file: its frames as pages, read by OCR."""
+    if ocr is None:
+        raise Unreadable("an image is read only by OCR", category=NEEDS_OCR)
+    try:
+        pages = ocr_images(data, ocr, on_page=on_ocr_page)
+    except NotInstalled as exc:
+        raise Unreadable(str(exc), category=NEEDS_OCR) from exc
+    except ValueError as exc:
+        if "pixel limit" in str(exc):
+            raise Unreadable(str(exc), category=TOO_LARGE) from exc
+        raise Unreadable("not a readable image", category=CORRUPT) from exc
+    except MemoryError:
+        raise
+    except Exception as exc:  # Pillow reports damaged images as many exception types
+        raise Unreadable("not a readable image", category=CORRUPT) from exc
+    read = PdfText(blocks=[Block(page.text, number) for number, page in enumerate(pages, start=1)])
     for number, page in enumerate(pages, start=1):
-        try:
-            page_text = page.extract_text() or ""
-        except Exception:
-            # One broken page should not cost the rest of the document.
-            warnings.append(f"page {number} could not be read")
-            continue
-        if page_text.strip():
-            texts.append(page_text.strip())
-        else:
-            warnings.append(f"page {number} has no text layer")
-    if not texts:
-        # Pages but no text on any of them: a scan, most likely, which OCR would read.
-        raise Unreadable("no text", category=NO_TEXT_LAYER if pages else EMPTY)
-    return "\n\n".join(texts), warnings
+        if page.text.strip():
+            read.ocr_pages += 1
+        elif page.problem:
+            read.warnings.append(f"page {number} was not read by OCR: {page.problem}")
+    if not read.ocr_pages:
+        raise Unreadable("OCR found no text", category=NO_TEXT_LAYER)
+    return read
 
 
 # --- DOCX ----------------------------------------------------------------------------------------

@@ -70,3 +70,20 @@ def reciprocal_rank(ranked_ids: Sequence[Id], relevant_ids: Collection[Id], k: i
         if item in relevant:
             return 1.0 / rank
     return 0.0
+
+
+def character_error_rate(read: str, truth: str) -> float:
+    """OCR's character error rate: the Levenshtein distance from ``read`` to ``truth`` (insertions,
+    deletions and substitutions of one character each) over the length of ``truth`` (Morris et al.,
+    "From WER and RIL to MER and WIL", 2004, as OCR evaluations such as ocreval use it for characters).
+    Whitespace is compared as single spaces. 0 is perfect; it can exceed 1 when ``read`` is longer."""
+    read, truth = " ".join(read.split()), " ".join(truth.split())
+    if not truth:
+        return float(bool(read))
+    previous = list(range(len(truth) + 1))
+    for i, mine in enumerate(read, start=1):
+        current = [i]
+        for j, theirs in enumerate(truth, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (mine != theirs)))
+        previous = current
+    return previous[-1] / len(truth)

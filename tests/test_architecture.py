@@ -19,7 +19,8 @@ FLOOR = ("ragsite.errors", "ragsite.conf", "ragsite.embedders", "ragsite.embeddi
 PURE = ("ragsite.embedders", "ragsite.lexical", "ragsite.fusion", "ragsite.division",
         "collections_app.extract", "collections_app.chunking", "collections_app.stitch", "collections_app.ivf",
         "collections_app.interchange", "collections_app.measure", "collections_app.metrics",
-        "collections_app.bm25_top", "memory_app.nodes", "memory_app.recall_index")
+        "collections_app.bm25_top", "collections_app.text.blocks", "collections_app.text.pdf",
+        "collections_app.text.ocr", "memory_app.nodes", "memory_app.recall_index")
 # What memory may take from collections: the models (agents own memories) and the agent look-up.
 MEMORY_MAY_USE = ("collections_app.models", "collections_app.services.agents")
 # Adapters: they call services; services never call them.
