@@ -57,11 +57,10 @@ ocr-tools:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr tesseract-ocr-eng >/dev/null; \
 	else echo "tesseract not found: scanned PDFs and images will be refused; install tesseract-ocr to read them"; fi
 
+# ragsite/serve.py runs both and stops both on Ctrl-C or SIGTERM (to it or to its process group).
 run: ocr-tools demo
 	@echo "Starting the task cluster and the web server on http://$(HOST):$(PORT)/ (Ctrl-C stops both)"
-	$(PY) manage.py qcluster & QPID=$$!; \
-	trap 'kill $$QPID 2>/dev/null' EXIT INT TERM; \
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	$(PY) -m ragsite.serve $(HOST):$(PORT)
 
 test: install
 	$(PY) -m pytest

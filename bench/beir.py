@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragsite import embedding
+from ragsite import embedding, fusion
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -149,14 +149,16 @@ def prepare(args):
     django.setup()
     from django.core.management import call_command
 
-    from collections_app import mapped_index, vector_codec, windows
+    from collections_app.index import vector_codec
+    from collections_app.index import writer as index_writer
     from collections_app.models import Agent, Collection
     from collections_app.services.agents import create_agent, create_collection
     from collections_app.services.builds import build_collection
+    from collections_app.text import windows
 
     if args.store == "float32":
         vector_codec.STORED_DTYPE = np.dtype("<f4")
-        mapped_index.VECTOR_DTYPE = np.dtype("<f4")
+        index_writer.VECTOR_DTYPE = np.dtype("<f4")
     if args.windows == "first":
         windows.MAX_WINDOWS = 1
     if args.later_share is not None:
@@ -201,7 +203,7 @@ def main() -> None:
                         help="with --sweep: these weights instead of 0.0, 0.1, ... 1.0")
     parser.add_argument("--weight", type=float, default=None, help="hybrid only: the cosine weight to use")
     parser.add_argument("--context-weight", type=float, default=None,
-                        help="the lexical weight of a paragraph's title (collections_app.context.CONTEXT_WEIGHT)")
+                        help="the lexical weight of a paragraph's title (collections_app.text.context.CONTEXT_WEIGHT)")
     parser.add_argument("--limit", type=int, default=None, help="ask only the first N queries")
     parser.add_argument("--ivf", action="store_true", help="search through the IVF approximate path")
     parser.add_argument("--nprobe", type=int, default=None, help="with --ivf: IVF lists scored per search")
@@ -211,7 +213,7 @@ def main() -> None:
                         help="embed a long paragraph as all its windows (the product) or its first only")
     parser.add_argument("--later-share", type=float, default=None,
                         help="the share of what a paragraph's best later window adds over its first that counts "
-                             "(collections_app.windows.LATER_WINDOW_SHARE; 1 is the best window, 0 the first; "
+                             "(collections_app.text.windows.LATER_WINDOW_SHARE; 1 is the best window, 0 the first; "
                              "bench/beir_sweep.py compares more pooling rules offline)")
     parser.add_argument("--sample", type=int, default=None,
                         help="a smaller corpus: the split's relevant documents plus the first N others "
@@ -225,7 +227,7 @@ def main() -> None:
     from collections_app.services import search as search_service
 
     if args.context_weight is not None:
-        from collections_app import context
+        from collections_app.text import context
 
         context.CONTEXT_WEIGHT = args.context_weight
     items = list(queries.items())[: args.limit]
@@ -247,7 +249,7 @@ def main() -> None:
 
     def evaluate(weight: float | None) -> tuple[float, float, float]:
         if weight is not None:
-            search_service.FUSION_WEIGHT = weight
+            fusion.FUSION_WEIGHT = weight
         ndcg = recall = 0.0
         started = time.perf_counter()
         for qid, text in items:
@@ -272,7 +274,7 @@ def main() -> None:
             print(f"weight {weight:.2f}  nDCG@10 {ndcg:.4f}  recall@100 {recall:.4f}")
         return
     ndcg, recall, ms = evaluate(args.weight)
-    print(f"# {args.dataset.resolve().name} {args.split}, {len(items)} queries, mode {args.mode}, weight {search_service.FUSION_WEIGHT}, "
+    print(f"# {args.dataset.resolve().name} {args.split}, {len(items)} queries, mode {args.mode}, weight {fusion.FUSION_WEIGHT}, "
           f"{ms:.1f} ms per search", file=sys.stderr)
     print(f"nDCG@10 {ndcg:.4f}")
     print(f"recall@100 {recall:.4f}")

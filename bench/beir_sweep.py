@@ -107,10 +107,10 @@ def score_all(parts, windows, documents, qrels_list, rule, weight, context_weigh
     ``shift`` s > 0 maps the cosine onto [0, 1] by ``(cos - s) / (1 - s)`` before the product's clip
     (the cosine-normalisation lever: still absolute, but a cosine below s counts as none).
     """
-    from collections_app.context import lexical_with_context
     from collections_app.metrics import ndcg_at_k, recall_at_k
-    from collections_app.top import top_rows
+    from collections_app.text.context import lexical_with_context
     from ragsite.fusion import hybrid_scores
+    from ragsite.top import top_rows
 
     ndcg = recall = 0.0
     for (first, rest, mean, text, text_bound, context, context_bound), qrels in zip(parts, qrels_list, strict=True):
@@ -146,12 +146,12 @@ def main() -> None:
     agent, collection, queries, qrels = beir.prepare(SimpleNamespace(
         dataset=args.dataset, mode="hybrid", split=args.split, store="float16", windows="all",
         sample=args.sample, ivf=False, nprobe=None, later_share=None))
-    from collections_app import context as context_module
-    from collections_app import windows as windows_module
     from collections_app.models import Document
     from collections_app.services import search as search_service
     from collections_app.services.rows import current_build
-    from ragsite import embedding
+    from collections_app.text import context as context_module
+    from collections_app.text import windows as windows_module
+    from ragsite import embedding, fusion
 
     index = search_service.collection_index(collection, current_build(collection))
     names = dict(Document.objects.filter(collection=collection).values_list("pk", "name"))
@@ -164,7 +164,7 @@ def main() -> None:
           f"({int((windows > 1).sum())} paragraphs with more than one); parts in {time.perf_counter() - started:.0f}s",
           file=sys.stderr)
 
-    product = (f"first+{windows_module.LATER_WINDOW_SHARE:g}", search_service.FUSION_WEIGHT,
+    product = (f"first+{windows_module.LATER_WINDOW_SHARE:g}", fusion.FUSION_WEIGHT,
                context_module.CONTEXT_WEIGHT)
     product = (*product, 0.0)
     settings_list = [product] + [(rule, weight, cw, shift) for shift in args.cosine_shifts for rule in args.rules

@@ -166,7 +166,8 @@ def main() -> None:
     parser.add_argument("--floor", type=float, default=None, help="the floor to report and draw")
     parser.add_argument("--svg", type=Path, default=SVG)
     parser.add_argument("--fusion-weight", type=float, default=None,
-                        help="the cosine's weight in the fused score (search.FUSION_WEIGHT), to see how the bands move")
+                        help="the cosine's weight in the fused score (ragsite.fusion.FUSION_WEIGHT), "
+                             "to see how the bands move")
     parser.add_argument("--no-context", action="store_true", help="index paragraphs without title and section")
     parser.add_argument("--json", type=Path, help="write every score here")
     parser.add_argument("--replot", type=Path, help="draw the SVG from a --json file of an earlier run, and stop")
@@ -183,9 +184,9 @@ def main() -> None:
     if args.fusion_weight is not None:
         if not 0 <= args.fusion_weight <= 1:
             parser.error("--fusion-weight is a number from 0 to 1")
-        from collections_app.services import search as search_service
+        from ragsite import fusion
 
-        search_service.FUSION_WEIGHT = args.fusion_weight
+        fusion.FUSION_WEIGHT = args.fusion_weight
 
     floor = float(settings.MIN_SCORE) if args.floor is None else args.floor
     dev_questions, dev_controls = harness.load_items()

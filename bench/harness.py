@@ -29,7 +29,7 @@ def setup(store: str, *, backend: str | None = None, environ: dict[str, str] | N
     """Point Django at the scratch store ``data/bench/<store>-<backend>.sqlite3`` and migrate it.
 
     ``context`` False indexes paragraphs without their title and section (the representation before
-    collections_app/context.py), in a store of its own, to measure what context adds.
+    collections_app/text/context.py), in a store of its own, to measure what context adds.
     """
     work = ROOT / "data" / "bench"
     work.mkdir(parents=True, exist_ok=True)

@@ -39,7 +39,7 @@ if str(REPO) not in sys.path:
 
 import numpy as np  # noqa: E402
 
-from collections_app import ivf  # noqa: E402
+from collections_app.index import ivf  # noqa: E402
 
 
 def unit(rows: np.ndarray) -> np.ndarray:

@@ -62,8 +62,8 @@ def evaluate(agent, collection, questions, controls, *, mode: str, floor: float 
 
 def measure(collection, questions, controls, *, floor: float | None) -> list[dict]:
     """found@1/5/10 per chunking strategy (default size) and around, through `measure_collection`."""
-    from collections_app.chunking import AVAILABLE
     from collections_app.services.measure import MAX_QUESTIONS, measure_collection
+    from collections_app.text.chunking import AVAILABLE
 
     variants = [{"method": method, "around": around} for method in AVAILABLE for around in (0, 1)]
     # Within measure's limit of questions per run: answerable questions and controls shared out evenly.
@@ -114,7 +114,7 @@ def main() -> None:
     from collections_app.conf import settings
 
     if args.context_weight is not None:
-        from collections_app import context
+        from collections_app.text import context
 
         context.CONTEXT_WEIGHT = args.context_weight
     questions, controls = harness.load_items()

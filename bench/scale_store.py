@@ -133,9 +133,9 @@ def insert_paragraphs(*, agent_id: str, collection, documents: list, n: int, cor
     """
     from django.db import connection
 
+    from collections_app.index.vector_codec import encode
     from collections_app.interchange import fingerprint
     from collections_app.models import Paragraph
-    from collections_app.vector_codec import encode
 
     fields = [f for f in Paragraph._meta.concrete_fields if not f.primary_key]
     template = Paragraph(agent_id=agent_id, collection=collection, document=documents[0], ordinal=0, index=0,

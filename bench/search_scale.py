@@ -146,7 +146,7 @@ def measure_child(n: int, args) -> dict:
     setup_django(n)
     from django.conf import settings
 
-    from collections_app import ivf as ivf_module
+    from collections_app.index import ivf as ivf_module
     from collections_app.models import Agent, Collection, Paragraph
     from collections_app.services import search as search_module
     from collections_app.services.search import search_collection
@@ -239,9 +239,9 @@ def measure_child(n: int, args) -> dict:
     # Like for like with bm25s, which returns ten rows' ids and scores and reads no store: our lexical
     # ranking alone (what `search_collection` ranks with: pruned top-k, dense when pruning declines), and
     # bm25s followed by the one statement that reads its hits' texts, as a search must.
-    from collections_app.bm25_top import best_rows
+    from collections_app.index.bm25_top import best_rows
     from collections_app.services.rows import stored_rows
-    from collections_app.top import top_rows
+    from ragsite.top import top_rows
 
     def ranking(q):  # search_collection's lexical ranking: pruned, else every row's score (its `_lexical`)
         question = terms(q)

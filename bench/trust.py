@@ -277,10 +277,10 @@ def _twin(folder: Path, labelled, paragraphs, secret, public) -> bool:
     by another, labelled piece for piece as `labelled`; True when it chunked exactly alike."""
     import random
 
-    from collections_app.extract import extract
     from collections_app.models import Paragraph
     from collections_app.services.agents import create_collection
     from collections_app.services.builds import build_collection
+    from collections_app.text.extract import extract
 
     text = extract("plans.md", LABELLED.encode()).text
     owner = [None] * len(text)
@@ -326,7 +326,7 @@ def _hidden_only(world) -> list[str]:
 
 
 def LABELLED_TEXT(world) -> str:  # noqa: N802 - the document's text as extracted
-    from collections_app.extract import extract
+    from collections_app.text.extract import extract
 
     return extract("plans.md", LABELLED.encode()).text
 

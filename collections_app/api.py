@@ -4,12 +4,14 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Field, Query, Router, Schema, Status
+from pydantic import ConfigDict
 
 from ragsite.schemas import StrictSchema, with_errors
 
 from .models import Collection
-from .services import agents, build_status, builds, known_answers, search
+from .services import agents, build_status, builds, known_answers, search, sync
 from .services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
+from .services.sync import MAX_EVERY, MIN_EVERY
 
 router = Router(tags=["collections"])
 
@@ -24,6 +26,16 @@ class BuildRecord(Schema):
     refused: list[str] | None  # null: nobody recorded; []: nothing refused; names otherwise
 
 
+class SyncOut(Schema):
+    sync_every: int = Field(..., description="Minutes between checks of the collection's folder.")
+    last_checked_at: datetime | None
+    last_changed_at: datetime | None = Field(..., description="When a check last found the folder changed.")
+    next_check_at: datetime | None
+    outcome: str = Field(..., description='What the last check found: "unchanged", "1 new, 2 changed: build 7 '
+                         'queued", …')
+    build: int | None = Field(..., description="The last build a check queued.")
+
+
 class CollectionOut(Schema):
     name: str
     built_from: str
@@ -32,11 +44,13 @@ class CollectionOut(Schema):
     judge: bool
     folder: str = Field(..., description="The sub-folder of the agent's folder under KNOWLEDGE_ROOT; empty: none.")
     built: BuildRecord | None  # null: never built
+    sync: SyncOut | None = Field(..., description="null: the collection is built only when asked.")
 
 
 def collection_out(collection: Collection) -> dict:
     built = getattr(collection, "built", None)
     return {
+        "sync": sync.describe(collection),
         "name": collection.name,
         "built_from": collection.built_from,
         "method": collection.method,
@@ -68,11 +82,17 @@ router.get("/", response=list[CollectionOut], include_in_schema=False)(list_coll
 
 
 class CollectionIn(StrictSchema):
+    model_config = ConfigDict(json_schema_extra={"example": {"name": "policies", "folder": "policies",
+                                                             "built_from": "the HR share"}})
+
     name: str = Field(..., min_length=1, max_length=100, description="Letters, digits, '-' or '_'.")
     folder: str = Field("", max_length=100, description="A sub-folder of KNOWLEDGE_ROOT/<agent id>/, by name only.")
     built_from: str = Field("", max_length=200, description='What the documents are, for people: "the HR share".')
     method: str = Field("structure", max_length=40, description="The chunking method.")
     per_reader: bool = False
+    sync_every: int | None = Field(None, ge=MIN_EVERY, le=MAX_EVERY, strict=True,
+                                   description="Check the folder every N minutes and build when it changed; "
+                                   "null: build only when asked.")
 
 
 @router.post("", response=with_errors({201: CollectionOut}, 409), summary="Create a collection")
@@ -84,6 +104,7 @@ def create_collection(request, payload: CollectionIn):
         built_from=payload.built_from,
         method=payload.method,
         per_reader=payload.per_reader,
+        sync_every=payload.sync_every,
     )
     return Status(201, collection_out(collection))
 
@@ -96,7 +117,26 @@ def read_collection(request, name: str):
     return collection_out(agents.get_collection(agent=request.auth.agent, name=name))
 
 
+class SyncIn(StrictSchema):
+    sync_every: int | None = Field(..., ge=MIN_EVERY, le=MAX_EVERY, strict=True,
+                                   description="Minutes between checks of the folder; null stops syncing.")
+
+
+@router.put("/{name}/sync", response=with_errors({200: CollectionOut}, 404),
+            summary="Keep a collection current by itself, or stop")
+def put_sync(request, name: str, payload: SyncIn):
+    """The first check runs within a minute; each check builds only when the folder changed."""
+    collection = agents.get_collection(agent=request.auth.agent, name=name)
+    sync.set_sync(collection=collection, every=payload.sync_every)
+    return collection_out(collection)
+
+
 class SearchIn(StrictSchema):
+    # The API docs' "Try it out" body: a generated one ("reader": "string", "onBehalfOf": "string",
+    # "min_score": 1) answered 403 and would have found nothing; this one works with any agent's key.
+    model_config = ConfigDict(json_schema_extra={"example": {"question": "How many days of leave carry over?",
+                                                             "most": 5}})
+
     question: str = Field(..., min_length=1, max_length=MAX_QUESTION_CHARS)
     reader: str | None = Field(None, max_length=200, description="Required when the collection answers per reader.")
     onBehalfOf: str | None = Field(None, max_length=100, description="The agent model calls are charged to.")
@@ -252,6 +292,8 @@ class BuildKnownAnswersOut(KnownAnswersSummaryOut):
 
 
 class BuildProgress(Schema):
+    phase: Literal["queued", "reading documents", "embedding paragraphs", "saving", "finished"] = Field(
+        ..., description="What the build is doing now; `paragraphs_done` moves batch by batch while embedding.")
     documents_done: int
     documents_total: int
     paragraphs_done: int

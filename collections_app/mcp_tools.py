@@ -269,8 +269,12 @@ register(Tool(
 
 BUILD_PROGRESS = {
     "type": "object",
-    "properties": {name: {"type": "integer"} for name in
-                   ("documents_done", "documents_total", "paragraphs_done", "paragraphs_total")},
+    "properties": {
+        "phase": {"type": "string", "enum": ["queued", "reading documents", "embedding paragraphs", "saving",
+                                             "finished"]},
+        **{name: {"type": "integer"} for name in
+           ("documents_done", "documents_total", "paragraphs_done", "paragraphs_total")},
+    },
 }
 
 BUILD_STATUS_ANSWER = {

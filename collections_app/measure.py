@@ -31,11 +31,11 @@ from ragsite.division import TokenCounter
 from ragsite.fusion import hybrid_scores
 from ragsite.lexical import BM25Index, terms
 
-from .chunking import AVAILABLE, DEFAULT_SIZES, ChunkingError, chunk, resolve_sizes
-from .context import contexts_for, embedding_text, lexical_with_context
-from .stitch import Row, Stitched, carried_openings, fresh_text, stitch
-from .vector_codec import decode, encode
-from .windows import model_windows, pool_windows
+from .index.vector_codec import decode, encode
+from .text.chunking import AVAILABLE, DEFAULT_SIZES, ChunkingError, chunk, resolve_sizes
+from .text.context import contexts_for, embedding_text, lexical_with_context
+from .text.stitch import Row, Stitched, carried_openings, fresh_text, stitch
+from .text.windows import model_windows, pool_windows
 
 DEFAULT_AROUNDS = (0, 1)
 TOKEN_METHODS = ("tokens", "window")

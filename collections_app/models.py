@@ -16,9 +16,9 @@ from django.utils import timezone
 from ragsite.errors import RagsiteError
 
 from .fields import DigestField
+from .models_sync import CollectionSync, KeptLabels, Webhook, WebhookDelivery  # noqa: F401 (issue 26, apart)
 
-# The schema this code writes and understands. A store whose `schema_version`
-# is newer was written by a newer ragsite and is refused, never guessed at.
+# The schema this code writes and understands; a store whose `schema_version` is newer is refused, not guessed.
 SCHEMA_VERSION = 1
 
 KEY_PREFIX = "rsk_"
@@ -199,7 +199,7 @@ class Collection(models.Model):
     def clean(self):
         from django.core.exceptions import ValidationError
 
-        from .chunking import ChunkingError, resolve_sizes
+        from .text.chunking import ChunkingError, resolve_sizes
 
         errors = {}
         try:
@@ -232,7 +232,7 @@ class Collection(models.Model):
 
     def chunk_sizes(self) -> tuple[int | None, int]:
         """(size, overlap) the chunker will use: this collection's, or the method's defaults."""
-        from .chunking import resolve_sizes
+        from .text.chunking import resolve_sizes
 
         return resolve_sizes(self.method, self.size, self.overlap)
 
@@ -380,7 +380,7 @@ class Paragraph(models.Model):
 
     def vectors(self, dimensions: int) -> np.ndarray | None:
         """The paragraph's vectors as (windows, dimensions) float32; None when it was not embedded."""
-        from .vector_codec import decode
+        from .index.vector_codec import decode
 
         return None if self.embedding is None else decode(self.embedding, dimensions)
 
@@ -468,7 +468,24 @@ class BuildRun(models.Model):
         read = self.documents_done / self.documents_total if self.documents_total else 0.0
         if not self.paragraphs_total:
             return int(50 * min(read, 1.0))
-        return int(50 + 50 * min(self.paragraphs_done / self.paragraphs_total, 1.0))
+        # 99 at most until it has succeeded: the write and the index still follow the last batch.
+        return min(99, int(50 + 50 * min(self.paragraphs_done / self.paragraphs_total, 1.0)))
+
+    # What a running build is doing, named for the admin bar and build_status (derived from the counts,
+    # which the build saves as it goes, so no column of its own).
+    PHASES = ("queued", "reading documents", "embedding paragraphs", "saving", "finished")
+
+    @property
+    def phase(self) -> str:
+        if self.status == self.QUEUED:
+            return "queued"
+        if self.status != self.RUNNING:
+            return "finished"
+        if not self.documents_total or self.documents_done < self.documents_total:
+            return "reading documents"
+        if self.paragraphs_done < self.paragraphs_total:
+            return "embedding paragraphs"
+        return "saving"
 
 
 class MeasureRun(models.Model):

@@ -8,8 +8,14 @@ tables' owner.
 
 from ragsite.rls import task_scope
 
-from .services import builds, known_answers, measure
-from .services.agents import agent_id_of_build, agent_id_of_measure
+from .models import Collection
+from .services import builds, known_answers, measure, sync, sync_check, webhooks
+from .services.agents import (
+    agent_id_of_build,
+    agent_id_of_collection,
+    agent_id_of_delivery,
+    agent_id_of_measure,
+)
 
 
 def run_build(build_id: int) -> str:
@@ -34,3 +40,26 @@ def measure_known_answers(build_id: int) -> str:
     with task_scope(agent_id_of_build(build_id)):
         report = known_answers.measure_build(build_id=build_id)
     return report.status if report is not None else "skipped"
+
+
+def sweep_sync() -> int:
+    """Queue a check of every synced collection that is due; returns how many (spans agents: no scope)."""
+    return len(sync.sweep_due())
+
+
+def check_collection_sync(collection_id: int) -> str:
+    """Check one synced collection's folder and build it if something changed; returns what the check said."""
+    with task_scope(agent_id_of_collection(collection_id)):
+        collection = Collection.objects.select_related("agent").filter(pk=collection_id).first()
+        return sync_check.check_source(collection=collection).outcome if collection is not None else "gone"
+
+
+def deliver_webhook(delivery_id: int) -> str:
+    """One attempt at a webhook delivery; returns its status."""
+    with task_scope(agent_id_of_delivery(delivery_id)):
+        return webhooks.deliver(delivery_id=delivery_id)
+
+
+def sweep_webhooks() -> int:
+    """Queue the webhook deliveries whose backoff has passed; returns how many."""
+    return len(webhooks.retry_due())

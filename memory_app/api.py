@@ -8,7 +8,7 @@ the service, so an over-long text gets its own code (`text_too_long`) wherever i
 from typing import Literal
 
 from ninja import Field, Query, Router, Schema, Status
-from pydantic import AliasChoices
+from pydantic import AliasChoices, ConfigDict
 
 from ragsite.schemas import StrictSchema, with_errors
 
@@ -36,6 +36,9 @@ class StoredOut(Schema):
 
 
 class RecallIn(StrictSchema):
+    model_config = ConfigDict(json_schema_extra={"example": {"question": "What did the user say about deadlines?",
+                                                             "most": 5}})
+
     # One vocabulary with collection search: `question`. `query`, its old name, is still
     # accepted (deprecated, docs/memory.md); a body with both is refused (422 naming `query`).
     question: str = Field(

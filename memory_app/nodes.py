@@ -1,6 +1,6 @@
 """Dividing one record's text into nodes against an embedder's token window (seed 002 §2).
 
-Pure: no models, no settings. The cutting rule itself is `collections_app.chunking.divide`; this
+Pure: no models, no settings. The cutting rule itself is `collections_app.text.chunking.divide`; this
 module decides whether a record is divided at all and counts each node's own tokens.
 
 * A record "runs past the window" when its whole text counts more tokens than the window.

@@ -203,7 +203,7 @@ KNOWLEDGE_ROOT = env("KNOWLEDGE_ROOT", default=str(DATA_DIR / "knowledge"))
 # so that no path is ever listed with the rest of the settings.
 
 BUILD_HEARTBEAT_TIMEOUT = env.int("BUILD_HEARTBEAT_TIMEOUT", default=300)
-# Per document, in a child process (collections_app.bounded): wall-clock seconds and address space.
+# Per document, in a child process (collections_app.text.bounded): wall-clock seconds and address space.
 EXTRACT_TIMEOUT = env.float("EXTRACT_TIMEOUT", default=120.0)
 EXTRACT_MEMORY_MB = env.int("EXTRACT_MEMORY_MB", default=1024)
 # OCR of scanned PDF pages and images (collections_app.text.ocr), in that child too. Empty languages: off.
@@ -216,6 +216,10 @@ OCR_DPI = env.int("OCR_DPI", default=300)
 BUILD_STALE_SECONDS = env.int("BUILD_STALE_SECONDS", default=60)
 MAX_UPLOAD_BYTES = env.int("MAX_UPLOAD_BYTES", default=50 * 1024 * 1024)
 HEALTH_REPAIR_MINUTES = env.int("HEALTH_REPAIR_MINUTES", default=15)
+# Webhooks (docs/webhooks.md): a URL whose host resolves to a loopback, private, link-local or other
+# non-public address is refused unless this is on (a deployment whose receivers are on its own network).
+WEBHOOK_ALLOW_PRIVATE = env.bool("WEBHOOK_ALLOW_PRIVATE", default=False)
+WEBHOOK_TIMEOUT = env.float("WEBHOOK_TIMEOUT", default=10.0)
 
 # --- Files, static, i18n ---------------------------------------------------
 

@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.http import JsonResponse
+from django.shortcuts import render
 from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
@@ -16,7 +17,13 @@ def api_not_found(request, rest=""):
     return JsonResponse(error_body("not_found", "no such API route"), status=404)
 
 
+def home(request):
+    """`/`: where to go next (a new user opened the address `make run` printed and got a 404)."""
+    return render(request, "home.html", {"docs_url": "/api/v1/docs"})
+
+
 urlpatterns = [
+    path("", home, name="home"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("v1/embeddings", embedding_server.embeddings, name="embeddings"),

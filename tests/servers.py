@@ -122,3 +122,26 @@ def serving(server):
     finally:
         server.httpd.shutdown()
         server.httpd.server_close()
+
+
+class WebhookReceiver:
+    """A webhook receiver: records every POST (headers and body) and answers the next status in `statuses`
+    (200 once they run out), so a test can make the first attempt fail."""
+
+    def __init__(self, statuses=()):
+        self.statuses = list(statuses)
+        self.requests: list[dict] = []
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(JsonHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with server.lock:
+                    server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                    status = server.statuses.pop(0) if server.statuses else 200
+                self._send(status, {"ok": status == 200})
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"

@@ -14,15 +14,18 @@ PACKAGES = ("ragsite", "collections_app", "memory_app")
 
 # The shared floor: machinery that belongs to no app. It never imports an app.
 FLOOR = ("ragsite.errors", "ragsite.conf", "ragsite.embedders", "ragsite.embedding", "ragsite.lexical",
-         "ragsite.fusion", "ragsite.division", "ragsite.mcp", "ragsite.commands")
+         "ragsite.fusion", "ragsite.top", "ragsite.model_calls", "ragsite.division", "ragsite.mcp",
+         "ragsite.commands")
 # Pure modules: formulas and formats, tested without a database. No models, no settings, no services.
-PURE = ("ragsite.embedders", "ragsite.lexical", "ragsite.fusion", "ragsite.division",
-        "collections_app.extract", "collections_app.chunking", "collections_app.stitch", "collections_app.ivf",
-        "collections_app.interchange", "collections_app.measure", "collections_app.metrics",
-        "collections_app.bm25_top", "collections_app.text.blocks", "collections_app.text.pdf",
-        "collections_app.text.ocr", "memory_app.nodes", "memory_app.recall_index")
-# What memory may take from collections: the models (agents own memories) and the agent look-up.
-MEMORY_MAY_USE = ("collections_app.models", "collections_app.services.agents")
+# Whole folders are pure (a module added to one is checked without being listed here), plus a few
+# single modules that sit beside the models.
+PURE_FOLDERS = ("ragsite.embedders", "ragsite.model_calls", "collections_app.text", "collections_app.index")
+PURE = (*PURE_FOLDERS, "ragsite.lexical", "ragsite.fusion", "ragsite.top", "ragsite.division",
+        "collections_app.ranking", "collections_app.interchange", "collections_app.measure",
+        "collections_app.metrics", "memory_app.nodes", "memory_app.recall_index")
+# What memory may take from collections: the models (agents own memories), the agent look-up, and the
+# ledger model calls are charged to (agents own it, whichever app made the call).
+MEMORY_MAY_USE = ("collections_app.models", "collections_app.services.agents", "collections_app.services.ledger")
 # Adapters: they call services; services never call them.
 ADAPTERS = ("admin", "api", "mcp_tools", "management", "tasks", "embedding_server", "views")
 
@@ -76,6 +79,7 @@ def _within(module: str, prefixes) -> bool:
 
 def test_the_tree_is_read():
     assert "collections_app.services.search" in GRAPH and "ragsite.mcp.transport" in GRAPH
+    assert all(any(_within(m, (folder,)) and m != folder for m in MODULES) for folder in PURE_FOLDERS)
     assert "ragsite.lexical" in _project_edges("collections_app.services.search")
 
 

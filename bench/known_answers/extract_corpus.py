@@ -8,7 +8,7 @@ The extracted documents are committed under ``corpus/`` (their licences allow it
 SOURCES.md), so the benchmark runs from a clean checkout without these packages. This script
 is how they were made: it cuts each page's main text out of the package's HTML (no navigation,
 sidebars, tables of contents or footers), turns it into text with Markdown headings by the
-project's own `collections_app.extract` (so headings are found exactly as a build finds them),
+project's own `collections_app.text.extract` (so headings are found exactly as a build finds them),
 drops Sphinx's "¶" anchors, and writes ``<name>.md`` with the page's title as its first heading.
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from collections_app.extract import extract  # noqa: E402
+from collections_app.text.extract import extract  # noqa: E402
 
 PYTHON = Path("/usr/share/doc/python3-doc/html")
 POSTGRES = Path("/usr/share/doc/postgresql-doc-15/html")

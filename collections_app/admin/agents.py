@@ -11,6 +11,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
+from ..conf import settings
 from ..models import (
     Agent,
     ApiKey,
@@ -44,13 +45,29 @@ class ApiKeyInline(admin.TabularInline):
         return format_html('<span class="rs-badge rs-status-succeeded">active</span> <a href="{}">revoke…</a>', url)
 
 
+def why_no_spend() -> str:
+    """Why an agent's spend can be empty: only calls to a remote model are charged (a newcomer searched
+    dozens of times with the built-in model and saw nothing, with no word why)."""
+    remote = [name for name, on in (("embedding model", settings.EMBED_BACKEND == "http"),
+                                     ("judge", bool(settings.JUDGE_URL)), ("reranker", bool(settings.RERANK_URL)))
+              if on]
+    if not remote:
+        return ("Only calls to a remote model are charged, and this server uses none: it embeds with the built-in "
+                "model on its own processor and has no judge or reranker, so searches and builds cost nothing "
+                "and are not listed here. Configuring a remote embedding model, judge or reranker "
+                "(docs/configuration.md) makes their calls appear here, charged to the agent that asked.")
+    return (f"This server calls a remote {' and '.join(remote)}; none of their calls was charged to this agent "
+            "in the last 30 days (a search with onBehalfOf charges the agent named there).")
+
+
 def spend_chart(days, budget=None) -> str:
     """An inline SVG bar chart of cost per day (calls when nothing had a price), with the daily budget
     drawn as a line and the days over it marked."""
     by_cost = any(d.cost for d in days)
     values = [float(d.cost) if by_cost else d.calls for d in days]
     if not any(values):
-        return format_html('<p class="rs-refused-none">{}</p>', "No model calls in the last 30 days.")
+        return format_html('<p class="rs-refused-none" id="spend-empty">No model calls in the last 30 days. {}</p>',
+                           why_no_spend())
     budget = float(budget) if budget is not None and by_cost else None
     top = max([*values, budget or 0]) or 1
     width, height, gap = 600, 120, 2

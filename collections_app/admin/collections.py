@@ -1,5 +1,7 @@
 """Collections and their builds: the collection list and page, rebuilds with live progress, build history."""
 
+import json
+
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, JSONField, OuterRef, Q, Subquery
@@ -10,7 +12,6 @@ from django.utils.html import escape, format_html, format_html_join
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_POST
 
-from ..chunking import AVAILABLE
 from ..models import (
     Agent,
     BuildRun,
@@ -23,6 +24,7 @@ from ..models import (
 from ..services.documents import collection_health, delete_collection, deletion_summary
 from ..services.knowledge import available_folders, describe_source
 from ..services.labels import set_per_reader
+from ..text.chunking import AVAILABLE
 from .common import (
     HISTORY_ROWS,
     count_of,
@@ -37,6 +39,8 @@ from .common import (
 from .known_answers import KnownAnswersAdminMixin, known_answers_warnings
 from .measure import MeasureAdminMixin
 from .playground import PlaygroundAdminMixin
+from .sync import READONLY as SYNC_READONLY
+from .sync import SYNC_FIELDS, SyncAdminMixin, sync_form_fields, sync_initial
 
 
 class CollectionForm(forms.ModelForm):
@@ -48,9 +52,16 @@ class CollectionForm(forms.ModelForm):
     # The sub-folders of the agent's folder in KNOWLEDGE_ROOT as they are now (no restart needed), by name only.
     folder = forms.ChoiceField(required=False, help_text=Collection._meta.get_field("folder").help_text)
 
+    sync, sync_every = sync_form_fields()  # saved through the sync service (admin/sync.py)
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["folder"].choices = folder_choices(self.instance)
+        if "agent" in self.fields:
+            # The add page's script shows only the picked agent's group of folders (its optgroup label).
+            agents = {str(pk): agent_id for pk, agent_id in Agent.objects.values_list("pk", "agent_id")}
+            self.fields["folder"].widget.attrs["data-agents"] = json.dumps(agents)
+        sync_initial(self)
         if "name" in self.fields:
             # The admin renders help text as HTML, so the placeholder's brackets are escaped.
             self.fields["name"].help_text = escape(
@@ -98,20 +109,23 @@ def folder_choices(collection: Collection) -> list:
 
 
 @admin.register(Collection)
-class CollectionAdmin(KnownAnswersAdminMixin, PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin):
+class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMixin, MeasureAdminMixin,
+                      admin.ModelAdmin):
     form = CollectionForm
-    list_display = ["name", "agent", "searchable", "last_build", "embedding_model", "refused", "warnings"]
+    list_display = ["name", "agent", "searchable", "last_build", "sync_state", "embedding_model", "refused",
+                    "warnings"]
     list_filter = ["agent", "method", "per_reader"]
     search_fields = ["name", "built_from"]
     list_select_related = ["agent", "built"]
     actions = ["rebuild_selected"]
-    readonly_fields = ["source", "searchable", "contents", "current_build", "build_history"]
+    readonly_fields = ["source", "searchable", "contents", "current_build", "build_history", *SYNC_READONLY]
     delete_confirmation_template = "admin/collections_app/collection/delete_confirmation.html"
     fieldsets = [
         (None, {"fields": ["agent", "name", "built_from", "folder", "source", "searchable", "contents"]}),
         ("Chunking", {"fields": ["method", "size", "overlap"]}),
         ("Search", {"fields": ["per_reader", "judge", "min_score", "floor_measured", "around"]}),
         ("Builds", {"fields": ["current_build", "build_history"]}),
+        ("Folder sync", {"fields": SYNC_FIELDS}),
     ]
 
     def get_queryset(self, request):

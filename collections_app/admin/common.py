@@ -59,7 +59,8 @@ def has_perm(request, action: str, model) -> bool:
 def progress_payload(run: BuildRun | None) -> dict:
     """What the progress bar shows for one build: status, percent and the counts behind it."""
     if run is None:
-        return {"build": None, "status": "never built", "active": False, "percent": 0, "detail": "no build yet"}
+        return {"build": None, "status": "never built", "active": False, "percent": 0, "phase": "",
+                "detail": "no build yet"}
     detail = f"{run.documents_done} of {run.documents_total} documents read"
     if run.paragraphs_total:
         detail += f", {run.paragraphs_done} of {run.paragraphs_total} paragraphs embedded"
@@ -67,7 +68,7 @@ def progress_payload(run: BuildRun | None) -> dict:
         detail += f"; {count_of(run.passages, 'paragraph')}"
     eta = _eta_seconds(run)
     if eta is not None:
-        detail += f"; about {_duration(eta)} left"
+        detail += f"; about {duration(eta)} left"
     elif run.status == BuildRun.QUEUED:
         detail = "queued: waiting for a task worker to pick it up"
     return {
@@ -75,6 +76,7 @@ def progress_payload(run: BuildRun | None) -> dict:
         "status": run.status,
         "active": run.status in ACTIVE_STATES,
         "percent": run.percent,
+        "phase": run.phase,
         "documents_done": run.documents_done,
         "documents_total": run.documents_total,
         "paragraphs_done": run.paragraphs_done,
@@ -102,7 +104,7 @@ def _eta_seconds(run: BuildRun) -> int | None:
     return max(1, int(spent * (100 - run.percent) / run.percent))
 
 
-def _duration(seconds: int) -> str:
+def duration(seconds: int) -> str:
     if seconds < 90:
         return count_of(seconds, "second")
     return count_of(round(seconds / 60), "minute")

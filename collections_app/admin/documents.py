@@ -13,7 +13,6 @@ from django.views.decorators.http import require_POST
 from ragsite.errors import RagsiteError
 
 from .. import conf
-from ..extract import SUPPORTED_SUFFIXES
 from ..models import (
     Collection,
     Document,
@@ -29,6 +28,7 @@ from ..services.review import (
     conflicting_paragraphs,
 )
 from ..services.uploads import upload_documents
+from ..text.extract import SUPPORTED_SUFFIXES
 from .common import (
     count_of,
     has_perm,

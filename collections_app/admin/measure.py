@@ -13,14 +13,16 @@ from django.http import HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils import timezone
 
 from ragsite.errors import RagsiteError
 
 from ..models import Collection, MeasureRun
 from ..services import questions
 from ..services.measure import DEFAULT_MOST, MAX_MARKER_CHARS, MAX_QUESTIONS, parse_items, request_measure
+from ..services.measure_estimate import MeasureEstimate, estimate_measure
 from ..services.search import MAX_MOST, MAX_QUESTION_CHARS
-from .common import HISTORY_ROWS
+from .common import HISTORY_ROWS, duration
 from .known_answers import measure_lines
 
 # Chart geometry, in SVG user units.
@@ -83,14 +85,36 @@ def chart(report: dict) -> dict:
     }
 
 
+def estimate_sentence(estimate: MeasureEstimate) -> str:
+    """What the form says before anything is queued: how much work, and how long by the last build."""
+    said = (f"{estimate.variants} variants: the documents are cut {estimate.cuttings} ways and each cut is embedded "
+            f"afresh, about {estimate.cuttings} full builds' worth of work")
+    if estimate.seconds is None:
+        return said + ". No build of this collection embedded enough paragraphs with this model to time it by."
+    return (said + f". Build {estimate.reference_build} embedded {estimate.reference_embedded} paragraphs in "
+            f"{estimate.reference_seconds:g} s, so expect roughly {duration(estimate.seconds)} for its "
+            f"{estimate.paragraphs} paragraphs. It runs in the background: this page can be left.")
+
+
 def measure_payload(run: MeasureRun) -> dict:
-    """What the measure page's bar shows, polled while the task runs."""
+    """What the measure page's bar shows, polled while the task runs, with the time left once it can be told."""
+    detail = f"{run.variants_done} of {run.variants_total or '?'} variants measured"
+    expected = (run.request or {}).get("estimate_seconds")
+    if run.status == MeasureRun.QUEUED:
+        detail = "queued: waiting for a task worker to pick it up"
+    elif run.status == MeasureRun.RUNNING and run.started_at:
+        spent = (timezone.now() - run.started_at).total_seconds()
+        if run.variants_done and run.variants_total:
+            left = spent * (run.variants_total - run.variants_done) / run.variants_done
+            detail += f"; about {duration(max(1, int(left)))} left"
+        elif expected:
+            detail += f"; expected to take roughly {duration(expected)} in all"
     return {
         "measure": run.pk,
         "status": run.status,
         "active": run.status in (MeasureRun.QUEUED, MeasureRun.RUNNING),
         "percent": run.percent,
-        "detail": f"{run.variants_done} of {run.variants_total or '?'} variants measured",
+        "detail": detail,
         "error": run.error,
     }
 
@@ -122,6 +146,7 @@ class MeasureAdminMixin:
             path("measure/<int:measure_id>/", wrap(self.measure_run_view), name="collections_app_measurerun"),
             path("measure/<int:measure_id>/progress/", wrap(self.measure_progress_view),
                  name="collections_app_measurerun_progress"),
+            path("measure/estimate/", wrap(self.measure_estimate_view), name="collections_app_measure_estimate"),
         ] + super().get_urls()
 
     def measure_view(self, request):
@@ -136,7 +161,8 @@ class MeasureAdminMixin:
                 try:
                     run = request_measure(collection=data["collection"], questions=questions, controls=controls,
                                           most=data["most"], min_score=data["min_score"],
-                                          requested_by=request.user.get_username())
+                                          requested_by=request.user.get_username(),
+                                          estimate_seconds=estimate_measure(collection=data["collection"]).seconds)
                 except RagsiteError as exc:
                     self.message_user(request, f"{exc.message} ({exc.code})", messages.ERROR)
                 else:
@@ -158,6 +184,7 @@ class MeasureAdminMixin:
             "opts": self.model._meta,
             "title": "Measure a collection",
             "form": form,
+            "estimate_url": reverse("admin:collections_app_measure_estimate"),
             "runs": runs[:HISTORY_ROWS],
         }
         return TemplateResponse(request, "admin/collections_app/measure.html", context)
@@ -185,6 +212,17 @@ class MeasureAdminMixin:
             "again_url": reverse("admin:collections_app_collection_measure") + f"?collection={run.collection_id}",
         }
         return TemplateResponse(request, "admin/collections_app/measure_run.html", context)
+
+    def measure_estimate_view(self, request):
+        """The form's warning for the collection picked: the work and the time it will take."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        chosen = request.GET.get("collection", "")
+        collection = get_object_or_404(Collection, pk=int(chosen)) if chosen.isdigit() else None
+        if collection is None:
+            return JsonResponse({"estimate": None, "seconds": None})
+        estimate = estimate_measure(collection=collection)
+        return JsonResponse({"estimate": estimate_sentence(estimate), "seconds": estimate.seconds})
 
     def measure_progress_view(self, request, measure_id):
         return JsonResponse(measure_payload(self._measure_run(request, measure_id)))

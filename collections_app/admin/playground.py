@@ -7,14 +7,16 @@ from django.urls import path, reverse
 
 from ragsite.errors import RagsiteError
 
+from ..context import CONTEXT_WEIGHT
 from ..models import (
     Agent,
     Collection,
     Paragraph,
     Reader,
 )
-from ..services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, search_collection
+from ..services.search import FUSION_WEIGHT, MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, search_collection
 from .common import (
+    count_of,
     require,
 )
 
@@ -32,7 +34,10 @@ class PlaygroundForm(forms.Form):
                                  help_text="The lowest score that comes back; empty = the collection's setting.")
     around = forms.IntegerField(required=False, min_value=0, max_value=MAX_AROUND, label="Neighbours",
                                 help_text="Paragraphs either side of a hit; empty = the collection's setting.")
-    most = forms.IntegerField(initial=5, min_value=1, max_value=MAX_MOST, label="Results")
+    most = forms.IntegerField(
+        initial=5, min_value=1, max_value=MAX_MOST, label="Hits",
+        help_text="How many matching paragraphs come back (the API's most). Neighbours then join hits that sit "
+        "together into one passage, so there can be fewer passages than hits.")
     compare_reader = forms.ModelChoiceField(
         queryset=Reader.objects.all(), required=False, to_field_name="external_id", label="Compare with reader",
         help_text="Side by side: the same question for a second reader…",
@@ -70,7 +75,11 @@ def _laid_out(answer: dict, collection: Collection, label: str) -> dict:
                 "url": reverse("admin:collections_app_paragraph_change", args=[piece["paragraph"]]),
                 "percent": round(100 * piece["score"], 1),
             })
-        hit = next((p for p in shown if p["hit"]), shown[0] if shown else None)
+        # The hit that gave the passage its score (the best one; stitch.py): its parts are the ones that add up.
+        hits = [p for p in shown if p["hit"]] or shown[:1]
+        hit = max(hits, key=lambda p: p["score"]) if hits else None
+        for piece in shown:
+            piece["best"] = piece is hit
         document = found[hit["paragraph"]].document if hit and hit["paragraph"] in found else None
         results.append({
             **paragraph,
@@ -80,10 +89,14 @@ def _laid_out(answer: dict, collection: Collection, label: str) -> dict:
             "pieces": shown,
             "document_url": reverse("admin:collections_app_document_change", args=[document.pk]) if document else "",
         })
+    hit_count = sum(1 for result in results for piece in result["pieces"] if piece["hit"])
     return {
         **answer,
         "label": label,
         "results": results,
+        # "5 hits in 1 passage": `most` counts hits, and neighbours join hits into fewer passages.
+        "counted": f"{count_of(hit_count, 'hit')} in {count_of(len(results), 'passage')}",
+        "weights": {"semantic": FUSION_WEIGHT, "lexical": round(1 - FUSION_WEIGHT, 6), "context": CONTEXT_WEIGHT},
         "floor_percent": round(100 * answer["floor"], 1),
         "hidden_by_labels": answer.get("explain", {}).get("hidden_by_labels", 0),
         "searched_as": collection.agent.agent_id,

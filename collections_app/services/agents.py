@@ -7,8 +7,8 @@ from django.utils import timezone
 
 from ragsite.errors import Conflict, NotFound, RagsiteError
 
-from ..chunking import ChunkingError, resolve_sizes
 from ..models import Agent, ApiKey, BuildRun, Collection, Label, MeasureRun, Reader, built_from_problem
+from ..text.chunking import ChunkingError, resolve_sizes
 from .knowledge import available_folders, validate_folder_name
 
 SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
@@ -35,6 +35,19 @@ def agent_id_of_build(build_id: int) -> str:
     agent's scope (ragsite.rls.task_scope); "" when the build is gone, a scope that sees nothing."""
     found = BuildRun.objects.filter(pk=build_id).values_list("collection__agent__agent_id", flat=True).first()
     return found or ""
+
+
+def agent_id_of_collection(collection_id: int) -> str:
+    """The agent a sync check acts for (see agent_id_of_build); "" when the collection is gone."""
+    return Collection.objects.filter(pk=collection_id).values_list("agent__agent_id", flat=True).first() or ""
+
+
+def agent_id_of_delivery(delivery_id: int) -> str:
+    """The agent a webhook delivery acts for (see agent_id_of_build); "" when it is gone."""
+    from ..models import WebhookDelivery
+
+    found = WebhookDelivery.objects.filter(pk=delivery_id).values_list("webhook__agent__agent_id", flat=True)
+    return found.first() or ""
 
 
 def agent_id_of_measure(measure_id: int) -> str:
@@ -97,7 +110,11 @@ def create_collection(
     judge: bool = False,
     size: int | None = None,
     overlap: int | None = None,
+    sync_every: int | None = None,
 ) -> Collection:
+    """A new collection of `agent`; with `sync_every` (minutes) it keeps itself current (services.sync)."""
+    from . import sync
+
     _require_slug(name, "collection name")
     try:
         resolve_sizes(method, size, overlap)
@@ -118,17 +135,13 @@ def create_collection(
         )
     try:
         with transaction.atomic():
-            return Collection.objects.create(
-                agent=agent,
-                name=name,
-                folder=folder,
-                method=method,
-                built_from=built_from,
-                per_reader=per_reader,
-                judge=judge,
-                size=size,
-                overlap=overlap,
+            collection = Collection.objects.create(
+                agent=agent, name=name, folder=folder, method=method, built_from=built_from, per_reader=per_reader,
+                judge=judge, size=size, overlap=overlap,
             )
+            if sync_every is not None:
+                sync.set_sync(collection=collection, every=sync_every)
+            return collection
     except IntegrityError:
         raise Conflict(f'agent "{agent.agent_id}" already has a collection "{name}"', code="duplicate_collection") from None
 

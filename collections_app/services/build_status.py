@@ -75,6 +75,7 @@ def build_status(*, run: BuildRun, running: bool | None = None) -> dict:
         "status": run.status,
         "percent": run.percent,
         "progress": {
+            "phase": run.phase,
             "documents_done": run.documents_done,
             "documents_total": run.documents_total,
             "paragraphs_done": run.paragraphs_done,

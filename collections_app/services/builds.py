@@ -22,10 +22,7 @@ from ragsite import embedding
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
 
-from ..chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
 from ..conf import settings
-from ..context import CONTEXT_VERSION, contexts_for, embedding_text
-from ..extract import BAD_NAME, CORRUPT, EMPTY, TIMED_OUT, TOO_LARGE, Unreadable, summarize_opening
 from ..interchange import fingerprint as text_fingerprint
 from ..models import (
     Agent,
@@ -38,10 +35,13 @@ from ..models import (
     ModelCall,
     Paragraph,
 )
-from ..stitch import carried_openings, fresh_text
 from ..text.blocks import page_range
-from ..windows import embed_in_windows
-from . import indexes, known_answers
+from ..text.chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
+from ..text.context import CONTEXT_VERSION, contexts_for, embedding_text
+from ..text.extract import BAD_NAME, CORRUPT, EMPTY, TIMED_OUT, TOO_LARGE, Unreadable, summarize_opening
+from ..text.stitch import carried_openings, fresh_text
+from ..text.windows import embed_in_windows
+from . import indexes, kept_labels, known_answers, webhooks
 from .knowledge import require_source
 from .leases import ACTIVE_STATES, STALE_MESSAGE, Heartbeat, LeaseLost, check_lease, fail_stale_builds
 from .sources import collection_sources, document_extractor, read_bounded
@@ -67,15 +67,13 @@ def request_build(*, collection: Collection, requested_by: str = "", enqueue: bo
         Collection.objects.select_for_update().filter(pk=collection.pk).first()
         running = collection.runs.filter(status__in=ACTIVE_STATES).first()
         if running is not None:
-            raise Conflict(
-                f'a build of "{collection.name}" is already {running.status} (build {running.pk})', code="build_running"
-            )
+            raise Conflict(f'a build of "{collection.name}" is already {running.status} (build {running.pk})',
+                           code="build_running")
         # A new generation: whatever build held the previous one can no longer commit.
         Collection.objects.filter(pk=collection.pk).update(build_generation=F("build_generation") + 1)
         generation = Collection.objects.filter(pk=collection.pk).values_list("build_generation", flat=True).get()
-        run = BuildRun.objects.create(
-            collection=collection, requested_by=requested_by[:200], heartbeat_at=timezone.now(), generation=generation
-        )
+        run = BuildRun.objects.create(collection=collection, requested_by=requested_by[:200],
+                                      heartbeat_at=timezone.now(), generation=generation)
         if enqueue:
             transaction.on_commit(lambda: _enqueue(run.pk))
     return run
@@ -149,15 +147,14 @@ def run_build(build_id: int, *, report: Callable[[BuildRun], None] | None = None
         return run
     run.status, run.started_at, run.heartbeat_at = BuildRun.RUNNING, timezone.now(), timezone.now()
     run.save(update_fields=["status", "started_at", "heartbeat_at"])
-    collection = run.collection
+    collection, announce = run.collection, True
     try:
         with Heartbeat(run):
             _build(collection, run, Progress(run, report))
     except LeaseLost as exc:
-        # Keep what the sweep wrote (status failed, its message) where it wrote it.
-        BuildRun.objects.filter(pk=run.pk, status__in=ACTIVE_STATES).update(
-            status=BuildRun.FAILED, finished_at=timezone.now(), error=str(exc)[:2000]
-        )
+        # Keep what the sweep wrote (status failed, its message) where it wrote it; it told the webhooks.
+        announce = bool(BuildRun.objects.filter(pk=run.pk, status__in=ACTIVE_STATES).update(
+            status=BuildRun.FAILED, finished_at=timezone.now(), error=str(exc)[:2000]))
         run.refresh_from_db()
         logger.warning("build %s of %s/%s rolled back: %s", run.pk, collection.agent.agent_id, collection.name, exc)
     except (RagsiteError, ChunkingError, EmbeddingError) as exc:
@@ -167,6 +164,8 @@ def run_build(build_id: int, *, report: Callable[[BuildRun], None] | None = None
     except Exception as exc:
         _finish(run, BuildRun.FAILED, error=f"unexpected {type(exc).__name__}; see the server log")
         logger.exception("build %s of %s/%s failed", run.pk, collection.agent.agent_id, collection.name)
+    if announce:
+        webhooks.build_finished(run=run)
     return run
 
 
@@ -205,7 +204,8 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
         prepared.append(
             _prepare(source, existing.get(source.name), collection, embedder, method, size, overlap, run, extractor)
         )
-        progress.save(documents_done=number)
+        if number < len(sources):  # the last one is told with the paragraphs to embed (BuildRun.phase)
+            progress.save(documents_done=number)
 
     _review(prepared, collection)
     # Embeddings already made by this model, by text fingerprint: an edited
@@ -221,9 +221,8 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
     run.warnings += [note for p in prepared for note in p.notes]
     passages = sum(len(p.pieces) + p.kept for p in prepared if p.status != Document.REFUSED)
     if passages == 0:
-        raise EmptyBuild(
-            f'the build of "{collection.name}" produced no paragraphs; the collection keeps its current ones'
-        )
+        raise EmptyBuild(f'the build of "{collection.name}" produced no paragraphs; '
+                         "the collection keeps its current ones")
     held = [p for p in prepared if p.status == Document.NEEDS_REVIEW and not _approved(p, existing)]
     searchable = passages - sum(len(p.pieces) + p.kept for p in held)
     if searchable == 0 and Paragraph.objects.searchable(collection).exists():
@@ -404,11 +403,10 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
                 item.vectors[i] = bytes(vector)
             elif not lexical_only:
                 todo.append((item, i))
-    progress.save(force=True, paragraphs_total=len(todo), paragraphs_done=0)
+    progress.save(force=True, documents_done=run.documents_total, paragraphs_total=len(todo), paragraphs_done=0)
     if not todo:
         return
-    # EMBED_CONCURRENCY batches a call, so the http backend sends them at once (progress per call).
-    batch = max(1, int(settings.EMBED_BATCH_SIZE)) * max(1, int(settings.EMBED_CONCURRENCY))
+    batch = _embedding_step(embedder, len(todo))
     tokens_used = 0
     for start in range(0, len(todo), batch):
         chunk_of = todo[start : start + batch]
@@ -428,6 +426,23 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
                     tokens_in=tokens_used)
 
 
+def _embedding_step(embedder, total: int) -> int:
+    """Paragraphs per embedding call, each call followed by a progress save.
+
+    The http backend sends EMBED_CONCURRENCY batches at once, so one call is that many batches. In
+    process the model's time grows with the texts whatever the call size, so a build is cut into about
+    PROGRESS_STEPS calls (of 8 to EMBED_BATCH_SIZE paragraphs): a one-call build showed 0 of 186
+    embedded for a minute, then 100 %.
+    """
+    size = max(1, int(settings.EMBED_BATCH_SIZE))
+    if embedder.backend == "http":
+        return size * max(1, int(settings.EMBED_CONCURRENCY))
+    return min(size, max(8, -(-total // PROGRESS_STEPS)))
+
+
+PROGRESS_STEPS = 20
+
+
 def _commit(collection, run, prepared, existing, embedder, refused, previous) -> None:
     """The one short transaction: documents, paragraphs, labels, the build record.
 
@@ -443,9 +458,12 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
         names = {p.name for p in prepared}
         # Documents gone from the source go, with their paragraphs. Uploads are
         # listed among the sources, so they never vanish here.
-        gone = [document.pk for name, document in existing.items() if name not in names]
+        gone = [document for name, document in existing.items() if name not in names]
         if gone:
-            Document.objects.filter(pk__in=gone).delete()
+            # Their labels wait for their return (services.kept_labels), then they go in this same swap.
+            kept_labels.keep(collection=collection, documents=gone)
+            Document.objects.filter(pk__in=[document.pk for document in gone]).delete()
+        returning = kept_labels.kept_for(collection) if any(not p.reused for p in prepared) else {}
         stored: dict[int, list[tuple[int, int]]] = defaultdict(list)
         for pk, document_id, ordinal in (
             Paragraph.objects.filter(collection=collection).order_by("document_id", "index")
@@ -490,7 +508,12 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                 document.updated_at = now
                 document.save(update_fields=[*BUILD_FIELDS, "updated_at"])
             if item.status != Document.REFUSED and not item.reused:
-                ordinal = _replace_paragraphs(document, item, agent, ordinal)
+                kept = returning.pop(item.name, None)
+                if kept is not None:
+                    kept_labels.restore_defaults(document=document, kept=kept)
+                    kept.delete()
+                ordinal = _replace_paragraphs(document, item, agent, ordinal,
+                                              kept=kept_labels.paragraph_labels(kept) if kept else None)
             passages += document.paragraph_count
         if renumbered:
             Paragraph.objects.bulk_update(renumbered, ["ordinal"], batch_size=500)
@@ -520,11 +543,9 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
         run.status, run.finished_at, run.heartbeat_at = BuildRun.SUCCEEDED, now, now
         run.save()
     indexes.index_committed_build(collection=collection)
-    logger.info(
-        "build %s of %s/%s: %s paragraphs, %s documents read, %s reused, %s refused, %s embedded",
-        run.pk, agent.agent_id, collection.name, passages, run.documents_read, run.documents_reused,
-        len(refused), run.paragraphs_embedded,
-    )
+    logger.info("build %s of %s/%s: %s paragraphs, %s documents read, %s reused, %s refused, %s embedded",
+                run.pk, agent.agent_id, collection.name, passages, run.documents_read, run.documents_reused,
+                len(refused), run.paragraphs_embedded)
 
 
 BUILD_FIELDS = (
@@ -537,13 +558,14 @@ def _document_state(document: Document) -> tuple:
     return tuple(getattr(document, name) for name in BUILD_FIELDS)
 
 
-def _replace_paragraphs(document: Document, item: Prepared, agent: Agent, ordinal: int) -> int:
-    """Swap a changed document's paragraphs; unchanged texts keep their labels and disabled marks."""
-    old_labels: dict[str, set[int]] = {}
+def _replace_paragraphs(document: Document, item: Prepared, agent: Agent, ordinal: int,
+                        kept: dict[str, set[int]] | None = None) -> int:
+    """Swap a changed document's paragraphs; unchanged texts keep their labels and disabled marks
+    (`kept`: the labels a returning document had when it left, by text fingerprint)."""
+    old_labels: dict[str, set[int]] = {fp: set(ids) for fp, ids in (kept or {}).items()}
     through = Paragraph.labels.through
-    for fingerprint, label_id in through.objects.filter(paragraph__document=document).values_list(
-        "paragraph__fingerprint", "label_id"
-    ):
+    labelled = through.objects.filter(paragraph__document=document)
+    for fingerprint, label_id in labelled.values_list("paragraph__fingerprint", "label_id"):
         old_labels.setdefault(fingerprint, set()).add(label_id)
     disabled = set(document.paragraphs.filter(enabled=False).values_list("fingerprint", flat=True))
     document.paragraphs.all().delete()

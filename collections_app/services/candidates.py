@@ -14,10 +14,11 @@ from typing import NamedTuple
 import numpy as np
 
 from ragsite.fusion import entry_score, may_enter
+from ragsite.top import top_rows
 
 from ..conf import settings
-from ..ivf import IVFLists
-from ..mapped_index import MappedIndex, top_rows
+from ..index.ivf import IVFLists
+from ..index.mapped import MappedIndex
 
 logger = logging.getLogger("ragsite.search")
 

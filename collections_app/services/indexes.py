@@ -24,12 +24,14 @@ from ragsite.errors import Conflict, RagsiteError
 from ragsite.lexical import terms
 
 from ..conf import settings
-from ..context import CONTEXT_VERSION
-from ..ivf import IVFLists, build_lists
-from ..mapped_index import IndexUnusable, IndexWriter, MappedIndex
+from ..index.format import IndexUnusable
+from ..index.ivf import IVFLists, build_lists
+from ..index.mapped import MappedIndex
+from ..index.vector_codec import VectorFormatError, decode
+from ..index.writer import IndexWriter
 from ..models import Collection, CollectionBuilt, Paragraph
-from ..stitch import carried_openings, carried_terms_text
-from ..vector_codec import VectorFormatError, decode
+from ..text.context import CONTEXT_VERSION
+from ..text.stitch import carried_openings, carried_terms_text
 
 logger = logging.getLogger("ragsite.search")
 

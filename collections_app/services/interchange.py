@@ -23,9 +23,9 @@ from ragsite.errors import Conflict, NotFound, RagsiteError
 from ragsite.lexical import BM25Index
 
 from .. import interchange as fmt
-from ..chunking import ChunkingError, resolve_sizes
+from ..index.vector_codec import VectorFormatError, encode, first_window
 from ..models import Agent, Collection, CollectionBuilt, Document, Paragraph
-from ..vector_codec import VectorFormatError, encode, first_window
+from ..text.chunking import ChunkingError, resolve_sizes
 from .agents import create_collection
 from .builds import ACTIVE_STATES, EmptyBuild
 from .indexes import index_committed_build, mapped_index

@@ -28,10 +28,12 @@ from django.utils import timezone
 from ragsite import embedding
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
+from ragsite.fusion import FUSION_WEIGHT
 from ragsite.lexical import BM25Index
 
 from .. import conf
 from ..conf import settings
+from ..index.vector_codec import VectorFormatError, decode
 from ..measure import Question, ScratchIndex, floor_range, measured_floor, normalise, outcomes
 from ..models import (
     BuildRefused,
@@ -44,11 +46,10 @@ from ..models import (
     ModelCall,
     Paragraph,
 )
-from ..stitch import Row
-from ..vector_codec import VectorFormatError, decode
+from ..text.stitch import Row
+from . import webhooks
 from .questions import InvalidMeasure, check_questions, parse_item
 from .questions import parse_lines as parse_lines  # the admin's textarea form, read here too
-from .search import FUSION_WEIGHT
 
 logger = logging.getLogger("ragsite.known_answers")
 
@@ -290,7 +291,7 @@ def _index(paragraphs: Sequence[tuple], dimensions: int) -> tuple[ScratchIndex, 
         # One vector for every paragraph: matrix row i is paragraph i, as without windows.
         one_each = len(blocks) == len(paragraphs) and matrix.shape[0] == len(paragraphs)
         window_row = None if one_each else np.concatenate(owners)
-    # The title and section beside each paragraph, as search ranks them (collections_app/context.py).
+    # The title and section beside each paragraph, as search ranks them (collections_app/text/context.py).
     context_bm25 = BM25Index.from_texts(contexts) if any(contexts) else None
     index = ScratchIndex(rows=rows, bm25=BM25Index.from_texts(r.text for r in rows), matrix=matrix,
                          window_row=window_row, context_bm25=context_bm25)
@@ -426,6 +427,8 @@ def _save(run: BuildRun, measurement: dict) -> KnownAnswersReport:
     logger.info("known answers of build %s (%s/%s): %s, %s of %s found at %d, %d lost", run.pk,
                 collection.agent.agent_id, collection.name, report.status, report.found_at_5, report.answers, DEPTH,
                 len(report.lost))
+    if run.status == BuildRun.SUCCEEDED:  # a refused build's loss is told with its refusal (webhooks)
+        webhooks.known_answers_measured(report=report, run=run)
     return report
 
 

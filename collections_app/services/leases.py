@@ -41,11 +41,18 @@ def fail_stale_builds(now=None) -> int:
     Run by every build request and on a django-q schedule (collections_app.schedules). A build
     marked failed here that is in fact still running can never commit: `_commit` checks its
     lease inside the committing transaction."""
+    from .webhooks import build_finished
+
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=int(settings.BUILD_HEARTBEAT_TIMEOUT))
-    return BuildRun.objects.filter(status__in=ACTIVE_STATES, heartbeat_at__lt=cutoff).update(
-        status=BuildRun.FAILED, finished_at=now, error=STALE_MESSAGE
-    )
+    stale = BuildRun.objects.filter(status__in=ACTIVE_STATES, heartbeat_at__lt=cutoff)
+    failed = 0
+    for pk in stale.values_list("pk", flat=True):
+        # One at a time, so each build failed here (and only here) is told to the webhooks once.
+        if stale.filter(pk=pk).update(status=BuildRun.FAILED, finished_at=now, error=STALE_MESSAGE):
+            failed += 1
+            build_finished(run=BuildRun.objects.select_related("collection__agent").get(pk=pk))
+    return failed
 
 
 class Heartbeat:

@@ -1,4 +1,8 @@
-"""The ledger: model calls charged to agents. It records counts and costs, never text."""
+"""The ledger: model calls charged to agents. It records counts and costs, never text.
+
+Agents own the ledger, whichever app made the call, so memory may charge it too (the architecture
+test lets memory import this module beside the agent look-up).
+"""
 
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
@@ -80,6 +84,12 @@ def spent_today(agent: Agent) -> float:
     start = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
     total = ModelCall.objects.filter(agent=agent, created_at__gte=start).aggregate(total=Sum("cost"))["total"]
     return float(total or 0)
+
+
+def over_budget(payer: Agent | None) -> bool:
+    """Whether `payer` spent its daily budget today: an optional model call (rerank, judge) is skipped.
+    Nobody paying, or no budget, is never over."""
+    return payer is not None and payer.daily_budget is not None and spent_today(payer) >= float(payer.daily_budget)
 
 
 def check_runaway(payer: Agent | None) -> None:

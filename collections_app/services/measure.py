@@ -18,13 +18,14 @@ from django.utils import timezone
 from ragsite import embedding
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import RagsiteError
+from ragsite.fusion import FUSION_WEIGHT
 from ragsite.lexical import DEFAULT_B, DEFAULT_K1
 
-from ..chunking import AVAILABLE, ChunkingError, resolve_sizes, validate_method
 from ..conf import settings
-from ..extract import SUPPORTED_SUFFIXES, Unreadable
 from ..measure import DEFAULT_AROUNDS, Question, Variant, VectorCache, default_sizes, grid, measure_variant
 from ..models import Collection, MeasureRun, ModelCall
+from ..text.chunking import AVAILABLE, ChunkingError, resolve_sizes, validate_method
+from ..text.extract import SUPPORTED_SUFFIXES, Unreadable
 from .questions import (
     MAX_MARKER_CHARS,
     MAX_QUESTIONS,
@@ -33,7 +34,7 @@ from .questions import (
     parse_item,
     parse_items,
 )
-from .search import FUSION_WEIGHT, MAX_AROUND, MAX_MOST
+from .search import MAX_AROUND, MAX_MOST
 from .sources import collection_sources, document_extractor, read_bounded
 
 logger = logging.getLogger("ragsite.measure")
@@ -239,6 +240,7 @@ def request_measure(
     min_score: float | None = None,
     requested_by: str = "",
     enqueue: bool = True,
+    estimate_seconds: int | None = None,
 ) -> MeasureRun:
     """Check a measurement's input now, store it as a queued `MeasureRun` and hand it to a task.
 
@@ -257,7 +259,7 @@ def request_measure(
             requested_by=requested_by[:150],
             heartbeat_at=timezone.now(),
             request={"questions": [dict(q) for q in questions], "controls": list(controls), "most": most,
-                     "min_score": min_score},
+                     "min_score": min_score, "estimate_seconds": estimate_seconds},
         )
         if enqueue:
             transaction.on_commit(lambda: _enqueue_measure(run.pk))

@@ -11,26 +11,27 @@ import threading
 
 import numpy as np
 
-from ragsite import embedding
+from ragsite import embedding, fusion
 from ragsite.bodies import encodable
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, Forbidden, NotFound, RagsiteError
 from ragsite.fusion import LEXICAL, hybrid_scores, normalise_bm25, normalise_cosine
 from ragsite.lexical import terms
+from ragsite.model_calls.judge import JudgeUnavailable, ask_judge
+from ragsite.model_calls.rerank import RerankUnavailable, ask_reranker
+from ragsite.top import top_rows
 
-from ..bm25_top import best_rows
 from ..conf import settings
-from ..context import lexical_with_context
-from ..ivf import IVFLists, build_lists
-from ..judge import JudgeUnavailable, ask_judge
-from ..mapped_index import MappedIndex, top_rows
+from ..index.bm25_top import best_rows
+from ..index.ivf import IVFLists, build_lists
+from ..index.mapped import MappedIndex
 from ..models import Agent, ApiKey, Collection, CollectionBuilt, ModelCall, Paragraph, Reader
-from ..rerank import RerankUnavailable, ask_reranker
-from ..stitch import Row, stitch
+from ..text.context import lexical_with_context
+from ..text.stitch import Row, stitch
 from .agents import get_collection
 from .candidates import scored_candidates
 from .indexes import forget, mapped_index
-from .ledger import check_runaway, record_call, spent_today
+from .ledger import check_runaway, over_budget, record_call
 from .readers import cut_hidden_copies, resolve_reader
 from .rows import search_state, stored_rows
 
@@ -39,9 +40,6 @@ logger = logging.getLogger("ragsite.search")
 MAX_QUESTION_CHARS = 2000
 MAX_MOST = 50
 MAX_AROUND = Collection.MAX_AROUND
-# Weight of the cosine in the convex fusion: the best of 0.0-1.0 (then 0.42-0.58) on the
-# SciFact train split; see docs/benchmarks.md.
-FUSION_WEIGHT = 0.52
 
 
 _ivf_cache: dict[int, tuple[str, IVFLists]] = {}
@@ -104,10 +102,6 @@ def resolve_payer(key: ApiKey | None, on_behalf_of: str | None) -> Agent | None:
     if payer is None:
         raise RagsiteError(f'onBehalfOf names no known agent ("{on_behalf_of[:100]}")', code="unknown_agent")
     return payer
-
-
-def _over_budget(payer: Agent | None) -> bool:
-    return payer is not None and payer.daily_budget is not None and spent_today(payer) >= float(payer.daily_budget)
 
 
 # --- The search ---------------------------------------------------------------
@@ -209,7 +203,7 @@ def search_collection(
         if vector is not None and _approximate(index):
             candidates, scores, mode = scored_candidates(
                 collection.name, ivf_of(collection, built, key, index), index, vector, bm25, upper, mask, nprobe,
-                floor, most, lambda rows: _fused_scores(index, vector, bm25, upper, view, rows), weight=FUSION_WEIGHT)
+                floor, most, lambda rows: _fused_scores(index, vector, bm25, upper, view, rows), weight=fusion.FUSION_WEIGHT)
         else:
             scores, mode = _fused_scores(index, vector, bm25, upper, view, None)
         if candidates is None:
@@ -252,7 +246,7 @@ def search_collection(
 def lexical_score(bm25: np.ndarray, bound: float) -> np.ndarray:
     """The fused score of BM25 alone (a lexical search's, and a hybrid one's for a row without a cosine):
     never decreasing in BM25, so the best rows by one are the best by the other (bm25_top.best_rows)."""
-    return hybrid_scores(None, bm25, bound, weight=FUSION_WEIGHT)[0]
+    return hybrid_scores(None, bm25, bound, weight=fusion.FUSION_WEIGHT)[0]
 
 
 def _lexical(index: MappedIndex, question_terms: list[str], view) -> tuple[np.ndarray, float]:
@@ -276,7 +270,7 @@ def _fused_scores(index: MappedIndex, vector, bm25, upper, view, rows: np.ndarra
         cosine[np.isneginf(cosine)] = 0.0  # a row without a vector has no cosine to offer
         _without_stale_cosine(index, view, cosine, rows)
     lexical = None if bm25 is None else (bm25 if rows is None else bm25[rows])
-    return hybrid_scores(cosine, lexical, upper or 0.0, weight=FUSION_WEIGHT)
+    return hybrid_scores(cosine, lexical, upper or 0.0, weight=fusion.FUSION_WEIGHT)
 
 
 def _without_stale_cosine(index: MappedIndex, view, cosine: np.ndarray, candidates: np.ndarray | None) -> None:
@@ -326,7 +320,7 @@ def _rerank(collection, index: MappedIndex, question: str, rows, scores: np.ndar
     """
     if not settings.RERANK_URL:
         return top, None, {"status": "not configured"}, {}
-    if _over_budget(payer):
+    if over_budget(payer):
         return top, None, {"status": "over budget"}, {}
     depth = max(int(settings.RERANK_DEPTH), most)
     if rows is None:
@@ -385,7 +379,7 @@ def _explain(collection, index: MappedIndex, runs, readable, top, mask, view, ve
             cosine[np.isneginf(cosine)] = 0.0
             _without_stale_cosine(index, view, cosine, np.asarray(parts_rows, dtype=np.int64))
         lexical = None if bm25 is None else bm25[np.asarray(parts_rows, dtype=np.int64)]
-        fused, _mode = hybrid_scores(cosine, lexical, upper or 0.0, weight=FUSION_WEIGHT)
+        fused, _mode = hybrid_scores(cosine, lexical, upper or 0.0, weight=fusion.FUSION_WEIGHT)
         semantic = normalise_cosine(cosine) if cosine is not None else None
         lexical01 = normalise_bm25(lexical, upper or 0.0) if lexical is not None else None
         pieces.append([
@@ -552,7 +546,7 @@ def _judge(answer: dict, collection: Collection, question: str, payer: Agent | N
     if not answer["paragraphs"]:
         answer["judge"] = {"status": "nothing to judge"}
         return
-    if _over_budget(payer):
+    if over_budget(payer):
         answer["judge"] = {"status": "over budget"}
         return
     try:

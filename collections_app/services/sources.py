@@ -5,19 +5,20 @@ asked of the file system before it is read, and the read itself stops past the l
 a file larger than `MAX_DOCUMENT_BYTES` (or a sparse multi-gigabyte one) is never loaded
 (D18 of the 2026-12-01 review). A name the store cannot hold is refused by a printable
 form of it before the file is opened (D7). Extraction itself runs in a bounded child
-process (`collections_app.bounded`).
+process (`collections_app.text.bounded`).
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from ragsite.errors import RagsiteError
 
 from .. import conf
-from ..bounded import BoundedExtractor, Limits, bounded_extractor
 from ..conf import settings
-from ..extract import BAD_NAME, TOO_LARGE, Unreadable
 from ..models import Collection, Document
+from ..text.bounded import BoundedExtractor, Limits, bounded_extractor
+from ..text.extract import BAD_NAME, TOO_LARGE, Unreadable
 from .knowledge import source_folder
 
 MAX_DOCUMENT_BYTES = 100 * 1024 * 1024
@@ -45,16 +46,9 @@ def collection_sources(collection: Collection) -> list[Source]:
     # KNOWLEDGE_ROOT/<agent>/<folder> or an override, by services.knowledge's precedence; raises by name.
     folder = source_folder(collection).path
     if folder is not None:
-        for path in sorted(folder.rglob("*")):
-            relative = path.relative_to(folder)
-            if any(part.startswith(".") for part in relative.parts) or not path.is_file() or path.is_symlink():
-                continue
-            name = relative.as_posix()
-            problem = _name_problem(name)
-            if problem:
-                name = _printable(name)
-            sources[name] = Source(name=name, read=_file_reader(path), size=lambda p=path: p.stat().st_size,
-                                   bad_name=problem)
+        for entry in folder_entries(folder):
+            sources[entry.name] = Source(name=entry.name, read=_file_reader(entry.path),
+                                         size=lambda p=entry.path: p.stat().st_size, bad_name=entry.bad_name)
     for document in collection.documents.filter(source=Document.UPLOAD).exclude(upload=""):
         sources.setdefault(document.name, Source(name=document.name, read=_upload_reader(document),
                                                  size=lambda d=document: d.upload.size, kind=Document.UPLOAD))
@@ -65,6 +59,30 @@ def collection_sources(collection: Collection) -> list[Source]:
             code="no_source",
         )
     return [sources[name] for name in sorted(sources)]
+
+
+@dataclass(frozen=True)
+class FolderEntry:
+    """A file of a source folder: its document name, where it is (never shown), and why its name is bad."""
+
+    name: str
+    path: Path
+    bad_name: str = ""
+
+
+def folder_entries(folder: Path) -> list[FolderEntry]:
+    """The files a build reads from `folder`, sorted: hidden names, symbolic links and folders are skipped.
+
+    Shared by the build and the sync check (services.sync), so both see the same documents."""
+    entries = []
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder)
+        if any(part.startswith(".") for part in relative.parts) or not path.is_file() or path.is_symlink():
+            continue
+        name = relative.as_posix()
+        problem = _name_problem(name)
+        entries.append(FolderEntry(name=_printable(name) if problem else name, path=path, bad_name=problem))
+    return entries
 
 
 def _upload_reader(document: Document) -> Callable[[int], bytes]:

@@ -17,8 +17,8 @@ from django.utils import timezone
 from ragsite.errors import Conflict, RagsiteError
 
 from ..conf import settings
-from ..extract import EMPTY, SUPPORTED_SUFFIXES, TOO_LARGE, UNSUPPORTED_TYPE
 from ..models import Collection, Document
+from ..text.extract import EMPTY, SUPPORTED_SUFFIXES, TOO_LARGE, UNSUPPORTED_TYPE
 
 logger = logging.getLogger("ragsite.uploads")
 

@@ -20,8 +20,9 @@ import numpy as np
 from collections_app.models import Agent
 from ragsite import embedding
 from ragsite.embedders import Embedder, EmbeddingError
-from ragsite.fusion import DEFAULT_WEIGHT
+from ragsite.fusion import FUSION_WEIGHT
 from ragsite.lexical import terms
+from ragsite.top import top_rows
 
 from .. import conf
 from ..models import KINDS, RECORD_MODELS, NodePassages, RecordNode
@@ -210,13 +211,8 @@ def opening(text: str, length: int = conf.OPENING_LENGTH) -> tuple[int, int]:
 
 
 def _top(scores: np.ndarray, index: RecallIndex, most: int) -> np.ndarray:
-    """Rows of the `most` best positive scores, ties by kind then id: one partition, then a sort."""
-    positive = np.flatnonzero(scores > 0)
-    if positive.size > most:
-        threshold = np.partition(scores[positive], positive.size - most)[positive.size - most]
-        positive = positive[scores[positive] >= threshold]
-    order = np.lexsort((index.ids.array[positive], index.kind_order.array[positive], -scores[positive]))
-    return positive[order][:most]
+    """Rows of the `most` best positive scores, ties by kind then id."""
+    return top_rows(scores, scores > 0, most, ties=(index.kind_order.array, index.ids.array))
 
 
 def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST) -> list[dict]:
@@ -246,7 +242,7 @@ def _ranked(index: RecallIndex, query: str, most: int, vector: np.ndarray | None
         vector = np.asarray(vector, dtype=np.float32)
         if vector.shape != (index.width,):
             vector = None  # not comparable with the stored vectors: rank lexically
-    scores, best_node = index.scores(terms(query), vector, DEFAULT_WEIGHT)
+    scores, best_node = index.scores(terms(query), vector, FUSION_WEIGHT)
     results = []
     for row in _top(scores, index, most):
         text = index.texts[row]

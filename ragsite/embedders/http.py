@@ -55,16 +55,12 @@ from typing import Any
 
 import numpy as np
 
+from ragsite.model_calls.http import api_base, bearer
+
 from .base import Embedded, Embedder, EmbeddingError, check_texts, check_window, normalise_rows
 
 # Statuses with which an optional endpoint says it does not exist here.
 _NOT_OFFERED = frozenset({404, 405, 501})
-
-
-def api_base(url: str) -> str:
-    """The base URL of an OpenAI-compatible endpoint as a setting gives it: a trailing ``/v1`` (and
-    slash) is accepted and dropped, so ``http://host:8000`` and ``http://host:8000/v1/`` mean the same."""
-    return url.strip().rstrip("/").removesuffix("/v1")
 
 
 class _NotOffered(Exception):
@@ -117,7 +113,7 @@ class HttpEmbedder(Embedder):
                 if self._client is None:
                     import httpx
 
-                    headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+                    headers = bearer(self._api_key)
                     # Certificates are verified for https; a plain-http URL has no TLS to verify, and
                     # skipping the CA bundle saves ~40 ms per client.
                     secure = self._base.lower().startswith("https://")

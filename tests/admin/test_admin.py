@@ -220,6 +220,7 @@ def test_the_progress_endpoint_reports_the_latest_build(admin_client, agent, han
     # Reading documents is the first half of the bar, embedding the second: 50 + 50 * 2/7.
     assert (body["build"], body["status"], body["percent"], body["active"]) == (running.pk, "running", 64, True)
     assert body["detail"].startswith("3 of 3 documents read, 2 of 7 paragraphs embedded")
+    assert body["phase"] == "embedding paragraphs"
     # An estimate once embedding has moved; none while its first batch is out.
     BuildRun.objects.filter(pk=running.pk).update(started_at=timezone.now() - timezone.timedelta(seconds=64))
     body = admin_client.get(url("collection_progress", handbook.pk)).json()

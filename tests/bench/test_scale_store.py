@@ -9,11 +9,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import scale_store  # noqa: E402
 
+from collections_app.index.vector_codec import encode  # noqa: E402
 from collections_app.interchange import fingerprint  # noqa: E402
 from collections_app.models import Document, Paragraph  # noqa: E402
 from collections_app.services.agents import create_agent, create_collection  # noqa: E402
-from collections_app.stitch import carried_openings  # noqa: E402
-from collections_app.vector_codec import encode  # noqa: E402
+from collections_app.text.stitch import carried_openings  # noqa: E402
 
 pytestmark = pytest.mark.django_db
 

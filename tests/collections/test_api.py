@@ -48,6 +48,7 @@ def test_a_collection_is_created_from_a_folder_under_the_root_built_and_its_outc
     assert answer["passages"] >= 1 and answer["documents_read"] == 1 and answer["documents_reused"] == 0
     assert answer["refused"] == ["bad.pdf"] and answer["model"] == "hash-64" and answer["error"] is None
     assert answer["progress"]["documents_done"] == answer["progress"]["documents_total"] == 2
+    assert answer["progress"]["phase"] == "finished"
     assert answer["waiting"] is None and answer["seconds"] is not None
     assert str(tmp_path) not in status.content.decode()
 

@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from collections_app.bounded import BoundedExtractor, Limits, stderr_summary
-from collections_app.extract import BAD_NAME, REFUSAL_REASONS, TIMED_OUT, TOO_LARGE, Unreadable
 from collections_app.models import BuildRun, Document
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
+from collections_app.text.bounded import BoundedExtractor, Limits, stderr_summary
+from collections_app.text.extract import BAD_NAME, REFUSAL_REASONS, TIMED_OUT, TOO_LARGE, Unreadable
 from tests.hostile import long_path, looping_pdf, non_utf8_name, sparse_file, zip_bomb_docx
 
 LIMITS = Limits(seconds=3.0, memory_bytes=256 * 1024 * 1024)

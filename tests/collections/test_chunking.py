@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collections_app.chunking import (
+from collections_app.text.chunking import (
     AVAILABLE,
     DEFAULT_SIZES,
     MAX_PARAGRAPHS_PER_DOCUMENT,

@@ -3,7 +3,12 @@
 import numpy as np
 import pytest
 
-from collections_app.context import (
+from collections_app.index.vector_codec import decode
+from collections_app.models import Paragraph
+from collections_app.services.agents import create_collection
+from collections_app.services.builds import build_collection
+from collections_app.services.search import search_collection
+from collections_app.text.context import (
     contexts_for,
     document_title,
     embedding_text,
@@ -11,11 +16,6 @@ from collections_app.context import (
     paragraph_context,
     section_paths,
 )
-from collections_app.models import Paragraph
-from collections_app.services.agents import create_collection
-from collections_app.services.builds import build_collection
-from collections_app.services.search import search_collection
-from collections_app.vector_codec import decode
 from ragsite import embedding
 
 CHAPTER = (

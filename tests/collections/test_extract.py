@@ -7,7 +7,8 @@ import docx
 import pytest
 from pypdf import PdfReader, PdfWriter
 
-from collections_app.extract import (
+from collections_app.samples import SAFETY_PAGES, pdf_bytes
+from collections_app.text.extract import (
     REFUSAL_REASONS,
     SUPPORTED_SUFFIXES,
     Extracted,
@@ -15,7 +16,6 @@ from collections_app.extract import (
     extract,
     summarize_opening,
 )
-from collections_app.samples import SAFETY_PAGES, pdf_bytes
 
 SAMPLES = Path(__file__).resolve().parents[2] / "collections_app" / "sample_docs"
 
@@ -326,7 +326,7 @@ def test_summary_of_headings_only_uses_their_text():
 def test_the_refusal_vocabulary_is_fixed_and_says_what_a_librarian_can_act_on():
     assert REFUSAL_REASONS == (
         "corrupt", "encrypted", "no text layer — scanned?", "unsupported type", "too large", "empty",
-        "timed out", "bad name",  # the per-document limits (collections_app.bounded, services.sources)
+        "timed out", "bad name",  # the per-document limits (collections_app.text.bounded, services.sources)
         "needs OCR (not installed)",  # a scan or an image where Tesseract (or a language) is missing
     )
 

@@ -82,7 +82,7 @@ def test_import_under_another_name_for_another_agent_searches_the_same(which, re
     assert (copy.agent, copy.name, copy.method) == (other_agent, "copy", original_collection.method)
     assert (copy.size, copy.overlap) == original_collection.chunk_sizes()
     assert set(Paragraph.objects.filter(collection=copy).values_list("agent_id", flat=True)) == {"beta"}
-    # The format has no field for a paragraph's title and section (collections_app/context.py): the
+    # The format has no field for a paragraph's title and section (collections_app/text/context.py): the
     # vectors, embedded with them, travel as they are, but an imported copy ranks lexically on its
     # text alone. So the vector arm answers identically, and hybrid search finds the same answers.
     assert set(Paragraph.objects.filter(collection=copy).values_list("context", flat=True)) == {""}

@@ -4,7 +4,7 @@ index_id, and the nprobe a build measures against the exact scan."""
 import numpy as np
 import pytest
 
-from collections_app.ivf import (
+from collections_app.index.ivf import (
     PCG32,
     IVFLists,
     build_lists,

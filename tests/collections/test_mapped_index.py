@@ -8,10 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collections_app.mapped_index import IndexUnusable, IndexWriter, MappedIndex, top_rows
+from collections_app.index.format import IndexUnusable
+from collections_app.index.mapped import MappedIndex
+from collections_app.index.writer import IndexWriter
 from collections_app.services.indexes import remove_stale
-from collections_app.windows import LATER_WINDOW_SHARE
+from collections_app.text.windows import LATER_WINDOW_SHARE
 from ragsite.lexical import BM25Index, terms
+from ragsite.top import top_rows
 
 TEXTS = [
     "Carry-over of annual leave is capped at five days a year.",
@@ -49,7 +52,7 @@ def test_scores_equal_the_seed_bm25_whatever_the_blocks_it_was_written_in(tmp_pa
 def test_weights_written_in_blocks_and_an_index_written_without_them_score_the_same(tmp_path, monkeypatch):
     """The all-rows view reads each posting's weight from the build; an older index without that
     file computes it per search. Both are seed 004's BM25 to the bit."""
-    import collections_app.mapped_index as mapped
+    import collections_app.index.writer as mapped
 
     monkeypatch.setattr(mapped, "WEIGHT_BLOCK", 3)  # several blocks even for a few postings
     index = write(tmp_path, TEXTS)
@@ -188,7 +191,7 @@ def test_vectors_scored_in_blocks_equal_one_product_over_all_of_them(tmp_path, m
     """Some windows' products (an IVF probe's, a search's exact candidates') are gathered a block at a
     time (a web worker's memory, docs/decisions.md); each is the one a single gather of them all gives,
     to the bit, in the order asked, and the rows' pooled cosines are unchanged."""
-    from collections_app import mapped_index
+    from collections_app.index import mapped as mapped_index
 
     rng = np.random.default_rng(5)
     vectors = rng.standard_normal((1000, 48)).astype(np.float32)

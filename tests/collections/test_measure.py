@@ -12,14 +12,15 @@ from django.urls import reverse
 
 from collections_app import measure as m
 from collections_app.admin.measure import parse_lines
-from collections_app.chunking import AVAILABLE
 from collections_app.models import CollectionBuilt
 from collections_app.services.agents import create_agent, create_collection
 from collections_app.services.builds import build_collection
 from collections_app.services.measure import MAX_QUESTIONS, measure_collection, parse_items
-from collections_app.services.search import FUSION_WEIGHT, search_collection
+from collections_app.services.search import search_collection
+from collections_app.text.chunking import AVAILABLE
 from ragsite.embedders import build_embedder
 from ragsite.errors import RagsiteError
+from ragsite.fusion import FUSION_WEIGHT
 from ragsite.mcp import registry
 from tests.collections.test_mcp import call_tool, tool_error
 from tests.conftest import HANDBOOK
@@ -373,8 +374,8 @@ def test_the_admin_page_needs_view_permission(client, handbook, django_user_mode
 
 def test_a_scratch_index_with_windows_pools_each_paragraphs_windows_as_search_does():
     """As search does (mapped_index, windows.pool_windows): a long paragraph's windows are rows of the matrix."""
-    from collections_app.stitch import Row
-    from collections_app.windows import LATER_WINDOW_SHARE
+    from collections_app.text.stitch import Row
+    from collections_app.text.windows import LATER_WINDOW_SHARE
     from ragsite.lexical import BM25Index
 
     texts = ["alpha beta", "gamma delta", "epsilon"]
@@ -392,7 +393,7 @@ def test_a_scratch_index_with_windows_pools_each_paragraphs_windows_as_search_do
 def test_a_scratch_index_embeds_a_long_paragraph_as_its_windows_as_a_build_stores_it():
     """A variant's paragraph longer than the model's window has one matrix row per window, the windows
     model_windows cuts (as windows.embed_in_windows does for a build), so measure ranks it as search would."""
-    from collections_app.windows import model_windows
+    from collections_app.text.windows import model_windows
     from ragsite.embedders.simple import HashEmbedder
 
     embedder = HashEmbedder(dimensions=16, window=12)

@@ -5,10 +5,10 @@ import time
 
 import pytest
 
-from collections_app.bounded import BoundedExtractor, Limits
-from collections_app.extract import NEEDS_OCR, TOO_LARGE, Unreadable, extract
 from collections_app.metrics import character_error_rate
 from collections_app.samples import pdf_bytes, scanned_pdf_bytes
+from collections_app.text.bounded import BoundedExtractor, Limits
+from collections_app.text.extract import NEEDS_OCR, TOO_LARGE, Unreadable, extract
 from collections_app.text.ocr import OcrOptions
 
 PAGES = [

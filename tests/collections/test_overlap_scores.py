@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collections_app.chunking import chunk
-from collections_app.mapped_index import IndexWriter, MappedIndex
-from collections_app.stitch import carried_openings, carried_terms_text, fresh_text
+from collections_app.index.mapped import MappedIndex
+from collections_app.index.writer import IndexWriter
+from collections_app.text.chunking import chunk
+from collections_app.text.stitch import carried_openings, carried_terms_text, fresh_text
 from ragsite.lexical import BM25Index, terms
 
 QUESTIONS = ["w00010a w00011b", "heading w00002c w00003d w00003d", "w00050a w00051b w00052c w00053d", "nothing"]

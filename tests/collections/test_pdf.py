@@ -2,10 +2,10 @@
 
 import pytest
 
-from collections_app.chunking import chunk
-from collections_app.extract import extract
 from collections_app.samples import pdf_bytes, with_outline
 from collections_app.text.blocks import Block, PageStart, join_blocks, page_range
+from collections_app.text.chunking import chunk
+from collections_app.text.extract import extract
 
 MANUAL = [
     [("p", "Northwind Robotics - Safety Manual"), ("h", "Protective equipment"),

@@ -6,10 +6,10 @@ from decimal import Decimal
 import pytest
 
 from collections_app.models import Label, ModelCall, Paragraph
-from collections_app.rerank import RerankUnavailable, ask_reranker, parse_scores
 from collections_app.services.agents import create_collection, create_reader
 from collections_app.services.builds import build_collection
 from collections_app.services.search import search_collection
+from ragsite.model_calls.rerank import RerankUnavailable, ask_reranker, parse_scores
 from tests.conftest import HANDBOOK
 from tests.servers import RerankServer, serving
 

@@ -9,13 +9,13 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from collections_app.index.vector_codec import decode
 from collections_app.models import CollectionBuilt, Label, Paragraph
 from collections_app.services import indexes
 from collections_app.services.agents import create_collection, create_reader
 from collections_app.services.builds import build_collection
 from collections_app.services.search import forget_index, search_collection
-from collections_app.vector_codec import decode
-from collections_app.windows import LATER_WINDOW_SHARE, model_windows
+from collections_app.text.windows import LATER_WINDOW_SHARE, model_windows
 from ragsite.errors import RagsiteError
 from tests.conftest import HANDBOOK
 
@@ -218,7 +218,7 @@ def test_a_lexical_search_that_leaves_the_common_words_out_answers_as_scoring_ev
         agent, knowledge_folder, monkeypatch):
     """bm25_top (the common terms read only for rows that can reach the top) against the dense sum over
     every row: the same answer, scores and order, contexts and held-back documents included."""
-    from collections_app import bm25_top
+    from collections_app.index import bm25_top
     from collections_app.models import Document
     from collections_app.services.documents import set_documents_enabled
 

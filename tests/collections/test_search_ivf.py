@@ -8,7 +8,7 @@ import logging
 import numpy as np
 import pytest
 
-from collections_app.ivf import build_lists
+from collections_app.index.ivf import build_lists
 from collections_app.models import CollectionBuilt, Label, Paragraph
 from collections_app.services import candidates as candidates_module
 from collections_app.services import search as search_module

@@ -7,15 +7,15 @@ import shutil
 import numpy as np
 import pytest
 
-from collections_app.context import embedding_text
+from collections_app.index.vector_codec import decode
 from collections_app.models import BuildRun, CollectionBuilt, Document, Label, Paragraph
 from collections_app.services import indexes
 from collections_app.services.agents import create_collection, create_reader
 from collections_app.services.builds import build_collection
 from collections_app.services.search import forget_index, search_collection
-from collections_app.stitch import carried_openings, fresh_text
-from collections_app.vector_codec import decode
-from collections_app.windows import embed_in_windows
+from collections_app.text.context import embedding_text
+from collections_app.text.stitch import carried_openings, fresh_text
+from collections_app.text.windows import embed_in_windows
 from ragsite import embedding
 from tests.conftest import HANDBOOK
 

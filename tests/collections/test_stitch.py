@@ -1,4 +1,4 @@
-"""collections_app.stitch: hits come back with readable neighbours of their own document only."""
+"""collections_app.text.stitch: hits come back with readable neighbours of their own document only."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collections_app.chunking import chunk
-from collections_app.stitch import Row, cut_hidden_overlap, join_rows, stitch
+from collections_app.text.chunking import chunk
+from collections_app.text.stitch import Row, cut_hidden_overlap, join_rows, stitch
 
 
 def plain_rows(layout: list[int], unreadable: frozenset[int] = frozenset()) -> dict[int, Row]:

@@ -5,7 +5,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from collections_app import vector_codec
+from collections_app.index import vector_codec
 
 BEFORE = [("collections_app", "0007_built_index_id")]
 AFTER = [("collections_app", "0008_float16_vectors")]

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collections_app import windows
-from collections_app.windows import LATER_WINDOW_SHARE, lean_to_first, pool_windows
+from collections_app.text import windows
+from collections_app.text.windows import LATER_WINDOW_SHARE, lean_to_first, pool_windows
 
 
 def test_the_first_window_counts_whole_and_a_later_one_only_by_its_share_of_what_it_adds():

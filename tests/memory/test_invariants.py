@@ -22,7 +22,7 @@ import pytest
 from memory_app import services
 from memory_app.models import EPISODE, MEMORY, RECORD_MODELS, Episode, Memory, NodePassages, RecordNode
 from ragsite import embedding
-from ragsite.fusion import DEFAULT_WEIGHT, hybrid_scores
+from ragsite.fusion import FUSION_WEIGHT, hybrid_scores
 from ragsite.lexical import BM25Index, terms
 
 from .conftest import prose
@@ -83,7 +83,7 @@ def plain_recall(*, agent, query, most=5, nodes_rank=True, passages=True):
     upper = index.upper_bound(query_terms)
 
     def fused(cosine, bm25):
-        return float(hybrid_scores(np.array([cosine]), np.array([bm25]), upper, weight=DEFAULT_WEIGHT)[0][0])
+        return float(hybrid_scores(np.array([cosine]), np.array([bm25]), upper, weight=FUSION_WEIGHT)[0][0])
 
     def bm25_of(text):  # seed 004's formula, written out, with the records' statistics
         words = terms(text)

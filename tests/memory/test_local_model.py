@@ -1,7 +1,5 @@
 """Record nodes with the real local model (all-MiniLM-L6-v2, a 256-token window)."""
 
-import gzip
-import json
 from pathlib import Path
 
 import pytest
@@ -9,27 +7,12 @@ import pytest
 from memory_app import services
 from memory_app.models import MEMORY
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "scifact" / "corpus.jsonl.gz"
-
-FALLBACK = (
-    "Mitochondria supply most of a cell's energy. Their inner membrane folds into cristae, which "
-    "raises the surface available for oxidative phosphorylation; e.g. heart muscle has dense cristae.\n\n"
-    "Damage to mitochondrial DNA accumulates with age (about 1.5-fold per decade in some tissues). "
-)
+# Eleven unrelated paragraphs, in the repository so that the test reads nothing beside the clone.
+LONG_RECORD = Path(__file__).resolve().parent / "data" / "long_record.txt"
 
 
 def about_3000_characters() -> str:
-    if CORPUS.is_file():
-        parts, size = [], 0
-        with gzip.open(CORPUS, "rt", encoding="utf-8") as lines:
-            for line in lines:
-                text = json.loads(line)["text"].strip()
-                parts.append(text)
-                size += len(text) + 2
-                if size >= 3000:
-                    break
-        return "\n\n".join(parts)[:3200]
-    return (FALLBACK * 20)[:3000]
+    return LONG_RECORD.read_text(encoding="utf-8").strip()[:3000]
 
 
 @pytest.mark.model

@@ -28,7 +28,8 @@ from ragsite.embedders import (
     default_model_dir,
 )
 
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "testdata" / "minilm_reference.json"
+# In the repository (tests/shared/data/README.md says how it was made and how to make it again).
+REFERENCE = Path(__file__).resolve().parent / "data" / "minilm_reference.json"
 
 # Text that exercises the tokenizer's corners: accents (stripped by the normaliser), CJK (one token per
 # character), Hebrew and Cyrillic, an emoji (an [UNK] that swallows its whole word), combining marks,

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from ragsite.fusion import (
-    DEFAULT_WEIGHT,
+    FUSION_WEIGHT,
     convex,
     entry_score,
     hybrid_scores,
@@ -29,8 +29,8 @@ def in_unit_interval(values: np.ndarray) -> bool:
     return bool(((values >= 0.0) & (values <= 1.0)).all())
 
 
-def test_default_weight_is_a_half():
-    assert DEFAULT_WEIGHT == 0.5
+def test_the_one_fusion_weight_is_the_measured_one():
+    assert FUSION_WEIGHT == 0.52
 
 
 def test_negative_cosines_clip_to_zero_and_positive_ones_are_kept():

@@ -1,5 +1,5 @@
-from collections_app.chunking import AVAILABLE
 from collections_app.services.agents import create_collection, get_agent
+from collections_app.text.chunking import AVAILABLE
 from ragsite.commands import ServiceCommand
 
 
@@ -17,6 +17,8 @@ class Command(ServiceCommand):
         parser.add_argument("--built-from", default="", help='what the documents are, for people ("the HR share")')
         parser.add_argument("--per-reader", action="store_true", help="searches must name a reader")
         parser.add_argument("--judge", action="store_true", help="ask the judge model whether paragraphs answer")
+        parser.add_argument("--sync-every", type=int, default=None, metavar="MINUTES",
+                            help="check the folder every N minutes and build when it changed (see sync_collection)")
 
     def handle(self, *args, **o):
         collection = create_collection(
@@ -29,5 +31,6 @@ class Command(ServiceCommand):
             judge=o["judge"],
             size=o["size"],
             overlap=o["overlap"],
+            sync_every=o["sync_every"],
         )
         self.stdout.write(f'Created collection "{collection.name}" for agent "{collection.agent.agent_id}" ({collection.method}).')

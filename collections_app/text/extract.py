@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from .text.blocks import Block, PageStart, join_blocks
-from .text.blocks import tidy as _tidy
-from .text.ocr import NotInstalled, OcrOptions, ocr_images
-from .text.pdf import PdfProblem, PdfText, read_pdf
+from .blocks import Block, PageStart, join_blocks
+from .blocks import tidy as _tidy
+from .ocr import NotInstalled, OcrOptions, ocr_images
+from .pdf import PdfProblem, PdfText, read_pdf
 
 __all__ = [
     "BAD_NAME", "CORRUPT", "EMPTY", "ENCRYPTED", "IMAGE_SUFFIXES", "NEEDS_OCR", "NO_TEXT_LAYER", "REFUSAL_REASONS",
@@ -43,7 +43,7 @@ NO_TEXT_LAYER = "no text layer — scanned?"
 UNSUPPORTED_TYPE = "unsupported type"
 TOO_LARGE = "too large"  # over the size limit on disk, or over the memory cap while extracting
 EMPTY = "empty"
-TIMED_OUT = "timed out"  # over the wall-clock limit per document (collections_app.bounded)
+TIMED_OUT = "timed out"  # over the wall-clock limit per document (collections_app.text.bounded)
 BAD_NAME = "bad name"  # a file name the store cannot hold (not UTF-8, or too long)
 NEEDS_OCR = "needs OCR (not installed)"  # a scan or an image, on a machine without Tesseract (or its language)
 REFUSAL_REASONS = (CORRUPT, ENCRYPTED, NO_TEXT_LAYER, UNSUPPORTED_TYPE, TOO_LARGE, EMPTY, TIMED_OUT, BAD_NAME,

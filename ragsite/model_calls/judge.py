@@ -10,9 +10,7 @@ reports as `refused: null`, never as an approval.
 import json
 from dataclasses import dataclass
 
-import httpx
-
-from ragsite.embedders.http import api_base
+from .http import api_base, post_once
 
 SYSTEM_PROMPT = (
     "You decide whether the numbered paragraphs contain the answer to the question. "
@@ -49,23 +47,14 @@ def ask_judge(
 
     `url` is the endpoint's base URL, with or without its trailing ``/v1``, as `EMBED_URL` is.
     """
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     body = {
         "model": model,
         "temperature": 0,
         "response_format": {"type": "json_object"},
         "messages": judge_messages(question, paragraphs),
     }
-    endpoint = api_base(url) + "/v1/chat/completions"
-    try:
-        if client is not None:
-            response = client.post(endpoint, json=body, headers=headers, timeout=timeout)
-        else:
-            response = httpx.post(endpoint, json=body, headers=headers, timeout=timeout)
-    except httpx.HTTPError as exc:
-        raise JudgeUnavailable(f"the judge did not answer ({type(exc).__name__})") from None
-    if response.status_code != 200:
-        raise JudgeUnavailable(f"the judge answered HTTP {response.status_code}")
+    response = post_once(api_base(url) + "/v1/chat/completions", body, api_key=api_key, timeout=timeout,
+                         who="the judge", unavailable=JudgeUnavailable, client=client)
     try:
         payload = response.json()
         content = payload["choices"][0]["message"]["content"]

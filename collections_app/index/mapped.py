@@ -33,31 +33,18 @@ Pure: numpy only; no models, no settings.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ragsite.lexical import DEFAULT_B, DEFAULT_K1, BM25Index, idf
+from ragsite.lexical import BM25Index, idf
 
+from ..text.windows import lean_to_first, pool_windows
+from .format import ARRAYS, FORMAT, IndexUnusable, bm25_weights
 from .ivf import IVFLists
-from .top import top_rows
-from .windows import lean_to_first, pool_windows
 
-# 2: the carried openings (a format-1 index on disk is rewritten from the rows on first use).
-FORMAT = 2
-# The index keeps the store's float16 values widened to float32: numpy widens float16 at about
-# 20 ns an element (no BLAS, no F16C path), 18× the cost of the float32 product itself — 95 ms
-# against 4 ms for a flat scan of 10,000 × 384 (docs/benchmarks.md). The values are the float16
-# ones, so scores equal a float16 index's; the file costs 1.5 KB a paragraph of page cache, shared
-# by every worker, while the store keeps 768 B. A float16 index can still be written (vector_dtype).
-VECTOR_DTYPE = np.dtype("<f4")
-# Postings per block when the writer computes their weights: bounds its float64 temporaries.
-WEIGHT_BLOCK = 1 << 20
 # Rows per block when scoring float16 vectors: the block is widened to float32 for the product, so
 # this bounds the temporary (64k × 384 × 4 bytes = 96 MiB) whatever the collection's size.
 VECTOR_BLOCK = 65536
@@ -66,225 +53,6 @@ VECTOR_BLOCK = 65536
 GATHER_BLOCK = 1024
 # Question terms whose ids an index remembers ("the", "of", "in" recur; a look-up is ~17 steps).
 TERMS_REMEMBERED = 1 << 14
-
-_ARRAYS = {
-    "row_paragraph": ("row_paragraph.i64", "<i8"),
-    "row_document": ("row_document.i64", "<i8"),
-    "vector_row": ("vector_row.i32", "<i4"),
-    "doc_len": ("doc_len.i32", "<i4"),
-    "indptr": ("indptr.i64", "<i8"),
-    "postings_doc": ("postings_doc.i32", "<i4"),
-    "postings_tf": ("postings_tf.i32", "<i4"),
-    "vocab_offsets": ("vocab_offsets.i64", "<i8"),
-}
-
-
-class IndexUnusable(Exception):
-    """The files of an index are missing, incomplete or inconsistent: rebuild it from the rows."""
-
-
-# --- Writing -------------------------------------------------------------------------------------
-
-
-class IndexWriter:
-    """Accumulates rows block by block (so a million paragraphs never sit in memory as Python objects).
-
-    Call :meth:`add` with consecutive blocks of rows in ordinal order, then :meth:`write`.
-    """
-
-    def __init__(self, dimensions: int, *, k1: float = DEFAULT_K1, b: float = DEFAULT_B, vector_dtype=None) -> None:
-        self.dimensions, self.k1, self.b = int(dimensions), float(k1), float(b)
-        # float16 unless told otherwise (bench/beir.py compares float32 on the same data).
-        self.vector_dtype = np.dtype(vector_dtype or VECTOR_DTYPE)
-        self.vocabulary: dict[str, int] = {}  # term -> id in order of first sight
-        self._paragraph: list[np.ndarray] = []
-        self._document: list[np.ndarray] = []
-        self._doc_len: list[np.ndarray] = []
-        self._post_term: list[np.ndarray] = []
-        self._post_doc: list[np.ndarray] = []
-        self._post_tf: list[np.ndarray] = []
-        self._vectors: list[np.ndarray] = []
-        self._vector_row: list[np.ndarray] = []
-        self.arrays: dict[str, np.ndarray] = {}  # further per-row files of this field, by file name
-        self.rows = 0
-
-    def add(
-        self,
-        paragraph_ids: Sequence[int],
-        document_ids: Sequence[int],
-        term_lists: Sequence[Sequence[str]],
-        vectors: Sequence[np.ndarray | None],
-    ) -> None:
-        """One block: per row its ids, its terms (``lexical.terms``) and its (windows, d) vectors or None."""
-        count = len(paragraph_ids)
-        first = self.rows
-        self._paragraph.append(np.asarray(paragraph_ids, dtype=np.int64))
-        self._document.append(np.asarray(document_ids, dtype=np.int64))
-        lengths = np.fromiter(map(len, term_lists), dtype=np.int64, count=count)
-        self._doc_len.append(lengths.astype(np.int32))
-        tokens = [term for terms_of in term_lists for term in terms_of]
-        if tokens:
-            # Block-local ids in C (dict lookups through map), then one Python step per distinct term.
-            local_vocab = list(dict.fromkeys(tokens))
-            local_ids = dict(zip(local_vocab, range(len(local_vocab)), strict=True))
-            to_global = np.fromiter(
-                (self.vocabulary.setdefault(term, len(self.vocabulary)) for term in local_vocab),
-                dtype=np.int64, count=len(local_vocab),
-            )
-            local = np.fromiter(map(local_ids.__getitem__, tokens), dtype=np.int64, count=len(tokens))
-            docs = np.repeat(np.arange(count, dtype=np.int64), lengths)
-            keys, tf = np.unique(to_global[local] * count + docs, return_counts=True)
-            self._post_term.append(keys // count)
-            self._post_doc.append((keys % count + first).astype(np.int32))
-            self._post_tf.append(tf.astype(np.int32))
-        for offset, windows in enumerate(vectors):
-            if windows is None:
-                continue
-            windows = np.asarray(windows, dtype=np.float32).reshape(-1, self.dimensions)
-            self._vectors.append(windows.astype(self.vector_dtype))
-            self._vector_row.append(np.full(windows.shape[0], first + offset, dtype=np.int32))
-        self.rows += count
-
-    def write(self, root: Path, key: str, *, extra: dict | None = None,
-              parts: dict[str, IndexWriter] | None = None, ivf: IVFLists | None = None) -> Path:
-        """Write the index as ``root/key`` (temporary directory, then one rename); returns the path.
-
-        When another process renamed the same build into place first, its index is kept and ours
-        dropped: both were made from the same rows.
-        """
-        root.mkdir(parents=True, exist_ok=True)
-        final = root / key
-        scratch = root / f".{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-        scratch.mkdir()
-        try:
-            meta = self._write_files(scratch, extra or {})
-            if ivf is not None:
-                # The IVF lists over these vectors (ivf.build_lists), so no search process builds them.
-                for name, array in ivf.arrays().items():
-                    _write_array(scratch / f"{name}.bin", array)
-                meta["ivf"] = ivf.meta()
-            # Further lexical fields over the same rows (a paragraph's context), each in a folder
-            # of its own, inside the same rename.
-            for name, part in (parts or {}).items():
-                (scratch / name).mkdir()
-                part_meta = part._write_files(scratch / name, {})
-                (scratch / name / "meta.json").write_text(json.dumps(part_meta, sort_keys=True))
-            meta["parts"] = sorted(parts or {})  # so a load never mistakes a part deleted under it for none
-            (scratch / "meta.json").write_text(json.dumps(meta, sort_keys=True))
-            _fsync_dir(scratch)
-            try:
-                os.rename(scratch, final)
-            except OSError:
-                if not (final / "meta.json").exists():
-                    raise
-                shutil.rmtree(scratch, ignore_errors=True)
-            _fsync_dir(root)
-        except BaseException:
-            shutil.rmtree(scratch, ignore_errors=True)
-            raise
-        return final
-
-    def _write_files(self, directory: Path, extra: dict) -> dict:
-        empty_i8 = np.zeros(0, dtype=np.int64)
-        vocabulary = list(self.vocabulary)
-        order = sorted(range(len(vocabulary)), key=vocabulary.__getitem__)  # code point = UTF-8 byte order
-        rank = np.empty(len(vocabulary), dtype=np.int64)
-        rank[np.asarray(order, dtype=np.int64)] = np.arange(len(vocabulary), dtype=np.int64)
-        post_term = rank[np.concatenate(self._post_term)] if self._post_term else empty_i8
-        # Blocks are in row order and each block's postings are sorted by (term, row), so a stable
-        # sort by term leaves each term's rows ascending, as seed 004 requires.
-        by_term = np.argsort(post_term, kind="stable")
-        postings_doc = np.concatenate(self._post_doc)[by_term] if self._post_doc else np.zeros(0, np.int32)
-        postings_tf = np.concatenate(self._post_tf)[by_term] if self._post_tf else np.zeros(0, np.int32)
-        indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(post_term, minlength=len(vocabulary)), out=indptr[1:])
-        encoded = [vocabulary[i].encode("utf-8") for i in order]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(e) for e in encoded], out=offsets[1:])
-        doc_len = np.concatenate(self._doc_len) if self._doc_len else np.zeros(0, np.int32)
-        vectors = (
-            np.concatenate(self._vectors) if self._vectors else np.zeros((0, self.dimensions), self.vector_dtype)
-        )
-        arrays = {
-            "row_paragraph": np.concatenate(self._paragraph) if self._paragraph else empty_i8,
-            "row_document": np.concatenate(self._document) if self._document else empty_i8,
-            "vector_row": np.concatenate(self._vector_row) if self._vector_row else np.zeros(0, np.int32),
-            "doc_len": doc_len,
-            "indptr": indptr,
-            "postings_doc": postings_doc,
-            "postings_tf": postings_tf,
-            "vocab_offsets": offsets,
-        }
-        for name, (filename, dtype) in _ARRAYS.items():
-            _write_array(directory / filename, arrays[name].astype(dtype, copy=False))
-        avgdl = int(doc_len.sum(dtype=np.int64)) / self.rows if self.rows else 0.0
-        with open(directory / "postings_weight.f64", "wb") as handle:
-            for start in range(0, postings_doc.shape[0], WEIGHT_BLOCK):
-                block = slice(start, start + WEIGHT_BLOCK)
-                weights = bm25_weights(postings_tf[block], doc_len[postings_doc[block]], self.k1, self.b, avgdl)
-                weights.astype("<f8", copy=False).tofile(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        _write_array(directory / "vectors.bin", vectors)
-        for filename, array in self.arrays.items():
-            _write_array(directory / filename, array)
-        with open(directory / "vocab.bin", "wb") as handle:
-            handle.write(b"".join(encoded))
-            handle.flush()
-            os.fsync(handle.fileno())
-        return {
-            **extra,
-            "format": FORMAT,
-            "rows": self.rows,
-            "vectors": int(vectors.shape[0]),
-            "dimensions": self.dimensions,
-            "vector_dtype": self.vector_dtype.str,
-            "terms": len(vocabulary),
-            "postings": int(postings_doc.shape[0]),
-            "vocab_bytes": int(offsets[-1]),
-            "doc_len_sum": int(doc_len.sum(dtype=np.int64)),
-            "postings_weight": True,
-            "k1": self.k1,
-            "b": self.b,
-        }
-
-
-def bm25_weights(tf: np.ndarray, dl: np.ndarray, k1: float, b: float, avgdl: float) -> np.ndarray:
-    """``tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))`` per posting, in float64.
-
-    The order of operations of ``lexical.BM25Index._posting_weights``, so written and on-the-fly
-    weights are bit for bit the seed's.
-    """
-    # In place, one operation at a time in the seed's order: the temporaries of the plain
-    # expression were a third of a reader view's scoring time (22.8 -> 15.4 ms, 100k rows).
-    weights = np.asarray(tf).astype(np.float64)
-    denominator = np.asarray(dl).astype(np.float64)
-    denominator *= b
-    denominator /= avgdl
-    denominator += 1 - b
-    denominator *= k1
-    denominator += weights
-    weights *= k1 + 1
-    weights /= denominator
-    return weights
-
-
-def _write_array(path: Path, array: np.ndarray) -> None:
-    with open(path, "wb") as handle:
-        np.ascontiguousarray(array).tofile(handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-# --- Reading -------------------------------------------------------------------------------------
 
 
 def _map(path: Path, dtype, count: int, shape=None) -> np.ndarray:
@@ -346,7 +114,7 @@ class MappedIndex:
                 "indptr": n_terms + 1, "postings_doc": n_postings, "postings_tf": n_postings,
                 "vocab_offsets": n_terms + 1,
             }
-            for name, (filename, dtype) in _ARRAYS.items():
+            for name, (filename, dtype) in ARRAYS.items():
                 setattr(self, name, _map(self.path / filename, dtype, counts[name]))
             vector_dtype = np.dtype(meta["vector_dtype"])
             if vector_dtype.str not in ("<f2", "<f4"):
@@ -597,4 +365,4 @@ class MappedIndex:
         return np.asarray(self.vectors, dtype=np.float32)
 
 
-__all__ = ["FORMAT", "IndexUnusable", "IndexWriter", "MappedIndex", "View", "top_rows"]
+__all__ = ["MappedIndex", "View"]

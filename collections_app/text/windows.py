@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .vector_codec import encode
+from ..index.vector_codec import encode
 
 # At most this many windows a paragraph: a paragraph far longer than the model's window (a
 # `fixed` chunk of 100,000 characters, say) is embedded over its first MAX_WINDOWS windows only.

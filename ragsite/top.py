@@ -11,11 +11,14 @@ import numpy as np
 MARGIN = 1e-9
 
 
-def top_rows(scores: np.ndarray, eligible: np.ndarray | None, k: int) -> np.ndarray:
+def top_rows(scores: np.ndarray, eligible: np.ndarray | None, k: int,
+             ties: tuple[np.ndarray, ...] = ()) -> np.ndarray:
     """The rows of the ``k`` best scores among ``eligible`` ones, best first, ties to the lower row.
 
     The same order as a stable argsort of every row, for the cost of one partition: the k-th best
-    value is found first, then only the rows at or above it are sorted.
+    value is found first, then only the rows at or above it are sorted. ``ties`` are per-row keys
+    that break equal scores before the row number does, first key first (memory's recall breaks
+    them by kind, then id).
     """
     if eligible is not None:
         candidates = np.flatnonzero(eligible)
@@ -25,7 +28,9 @@ def top_rows(scores: np.ndarray, eligible: np.ndarray | None, k: int) -> np.ndar
     if k <= 0 or values.size == 0:
         return np.zeros(0, dtype=np.int64)
     keep = _at_or_above_kth(values, k) if values.size > k else np.arange(values.size)
-    keep = keep[np.lexsort((keep, -values[keep]))][:k]
+    rows = keep if candidates is None else candidates[keep]
+    keys = [key[rows] for key in reversed(ties)]
+    keep = keep[np.lexsort((keep, *keys, -values[keep]))][:k]
     return keep if candidates is None else candidates[keep]
 
 

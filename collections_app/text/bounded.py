@@ -2,7 +2,7 @@
 
 A small hostile file can hold a worker for hours or take gigabytes (the 2026-12-01 review:
 an 816 KB DOCX reached 1.6 GB, a 53 KB PDF ran past 300 s). Extraction therefore runs in a
-child process (`python -m collections_app.bounded`: no Django, no database connection, no
+child process (`python -m collections_app.text.bounded`: no Django, no database connection, no
 inherited threads), whose address space is capped with `RLIMIT_AS`. The parent waits at
 most the time limit for each document; a child that overruns is killed and a fresh one is
 started for the next document, and a child that runs out of memory or dies answers for that
@@ -30,9 +30,9 @@ import threading
 import time
 from dataclasses import dataclass
 
+from .blocks import PageStart
 from .extract import CORRUPT, TIMED_OUT, TOO_LARGE, Extracted, Unreadable, extract
-from .text.blocks import PageStart
-from .text.ocr import OcrOptions
+from .ocr import OcrOptions
 
 _LENGTH = struct.Struct("<Q")
 
@@ -114,7 +114,7 @@ class BoundedExtractor:
         if self._child is None or self._child.poll() is not None:
             self._stop()
             self._child = subprocess.Popen(
-                [sys.executable, "-m", "collections_app.bounded", str(self.limits.memory_bytes),
+                [sys.executable, "-m", "collections_app.text.bounded", str(self.limits.memory_bytes),
                  json.dumps(self.limits.ocr.as_json() if self.limits.ocr else None)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
             )

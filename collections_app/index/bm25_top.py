@@ -35,9 +35,9 @@ from functools import lru_cache
 import numpy as np
 
 from ragsite.lexical import idf
+from ragsite.top import MARGIN, positive_tail, top_of_superset
 
-from .context import lexical_with_context
-from .top import MARGIN, positive_tail, top_of_superset
+from ..text.context import lexical_with_context
 
 # A term in more than 1/COMMON of the rows is a common one: left out of the dense partial score.
 COMMON = 8

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ragsite.top import top_rows
+
 FNV_OFFSET = 14695981039346656037
 FNV_PRIME = 1099511628211
 PCG_MULTIPLIER = 6364136223846793005
@@ -284,7 +286,7 @@ class IVFLists:
         if candidates.size == 0:
             return candidates, np.zeros(0, dtype=np.float32)
         scores = np.asarray(vectors[candidates], dtype=np.float32) @ query
-        best = _top(scores, k)
+        best = top_rows(scores, None, k)
         return candidates[best], scores[best]
 
     # --- storage
@@ -435,7 +437,7 @@ def _curve(vectors, lists, assignment, queries, left_out, k) -> np.ndarray:
         if kk <= 0:
             continue
         for i in range(batch.shape[0]):
-            neighbours = _top(scores[i], kk)
+            neighbours = top_rows(scores[i], None, kk)
             found += np.bincount(list_rank[i, assignment[neighbours]], minlength=lists.nlist)
             total += kk
     if total == 0:
@@ -451,23 +453,10 @@ def _scores_in_blocks(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
     return scores
 
 
-def _top(scores: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the k largest scores, best first, ties to the lower position (one partition, then a sort)."""
-    k = min(k, scores.shape[0])
-    if k <= 0:
-        return np.zeros(0, dtype=np.int64)
-    if scores.shape[0] > k:
-        threshold = np.partition(scores, scores.shape[0] - k)[scores.shape[0] - k]
-        keep = np.flatnonzero(scores >= threshold)
-    else:
-        keep = np.arange(scores.shape[0])
-    return keep[np.lexsort((keep, -scores[keep]))][:k]
-
-
 def flat_search(vectors: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The exact scan IVF approximates: every row's dot product, best k."""
     scores = vectors @ np.asarray(query, dtype=np.float32)
-    best = _top(scores, k)
+    best = top_rows(scores, None, k)
     return best, scores[best]
 
 

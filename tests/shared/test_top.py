@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collections_app.top import MARGIN, positive_tail, top_of_superset, top_rows
+from ragsite.top import MARGIN, positive_tail, top_of_superset, top_rows
 
 
 @settings(max_examples=300, deadline=None)
@@ -50,3 +50,16 @@ def test_the_kth_positive_value_is_the_kth_of_a_sort_and_the_tail_holds_all_abov
     assert kth == (positive[-k] if positive.size >= k else 0.0)
     if positive.size >= k:
         assert 0 < bound <= kth and np.array_equal(near, np.flatnonzero(values >= bound))
+
+
+@settings(max_examples=200, deadline=None)
+@given(size=st.integers(0, 300), k=st.integers(0, 12), levels=st.integers(1, 4), seed=st.integers(0, 2**31))
+def test_tie_keys_order_equal_scores_as_a_full_sort_by_score_then_keys_would(size, k, levels, seed):
+    """Memory's rule: the best positive scores, equal ones by kind, then id (then row)."""
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(0, levels + 1, size) / levels
+    kind, ident = rng.integers(0, 3, size), rng.permutation(size)
+    rows = np.arange(size)
+    positive = rows[scores > 0]
+    full = positive[np.lexsort((positive, ident[positive], kind[positive], -scores[positive]))][:k]
+    assert np.array_equal(top_rows(scores, scores > 0, k, ties=(kind, ident)), full)

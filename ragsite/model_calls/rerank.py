@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import httpx
+from .http import post_once
 
 MAX_DOCUMENT_CHARS = 4000
 
@@ -45,18 +45,12 @@ def ask_reranker(
     """POST the question and candidates to ``url``; the relevance of every candidate, by position."""
     if not documents:
         return Reranked(scores=[], model=model, tokens=0)
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     texts = [text[:MAX_DOCUMENT_CHARS] for text in documents]
     body = {"query": question, "documents": texts, "texts": texts, "top_n": len(texts)}
     if model:
         body["model"] = model
-    try:
-        post = client.post if client is not None else httpx.post
-        response = post(url, json=body, headers=headers, timeout=timeout)
-    except httpx.HTTPError as exc:
-        raise RerankUnavailable(f"the reranker did not answer ({type(exc).__name__})") from None
-    if response.status_code != 200:
-        raise RerankUnavailable(f"the reranker answered HTTP {response.status_code}")
+    response = post_once(url, body, api_key=api_key, timeout=timeout, who="the reranker",
+                         unavailable=RerankUnavailable, client=client)
     try:
         payload = response.json()
         scores = parse_scores(payload, len(texts))

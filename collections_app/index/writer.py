@@ -1,0 +1,204 @@
+"""Writing one build's index files (layout in `index.mapped`): under a temporary name, fsynced, then
+renamed into place, so a reader sees a whole index or none.
+
+Pure: numpy only; no models, no settings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ragsite.lexical import DEFAULT_B, DEFAULT_K1
+
+from .format import ARRAYS, FORMAT, VECTOR_DTYPE, bm25_weights
+from .ivf import IVFLists
+
+# Postings per block when the writer computes their weights: bounds its float64 temporaries.
+WEIGHT_BLOCK = 1 << 20
+
+class IndexWriter:
+    """Accumulates rows block by block (so a million paragraphs never sit in memory as Python objects).
+
+    Call :meth:`add` with consecutive blocks of rows in ordinal order, then :meth:`write`.
+    """
+
+    def __init__(self, dimensions: int, *, k1: float = DEFAULT_K1, b: float = DEFAULT_B, vector_dtype=None) -> None:
+        self.dimensions, self.k1, self.b = int(dimensions), float(k1), float(b)
+        # float16 unless told otherwise (bench/beir.py compares float32 on the same data).
+        self.vector_dtype = np.dtype(vector_dtype or VECTOR_DTYPE)
+        self.vocabulary: dict[str, int] = {}  # term -> id in order of first sight
+        self._paragraph: list[np.ndarray] = []
+        self._document: list[np.ndarray] = []
+        self._doc_len: list[np.ndarray] = []
+        self._post_term: list[np.ndarray] = []
+        self._post_doc: list[np.ndarray] = []
+        self._post_tf: list[np.ndarray] = []
+        self._vectors: list[np.ndarray] = []
+        self._vector_row: list[np.ndarray] = []
+        self.arrays: dict[str, np.ndarray] = {}  # further per-row files of this field, by file name
+        self.rows = 0
+
+    def add(
+        self,
+        paragraph_ids: Sequence[int],
+        document_ids: Sequence[int],
+        term_lists: Sequence[Sequence[str]],
+        vectors: Sequence[np.ndarray | None],
+    ) -> None:
+        """One block: per row its ids, its terms (``lexical.terms``) and its (windows, d) vectors or None."""
+        count = len(paragraph_ids)
+        first = self.rows
+        self._paragraph.append(np.asarray(paragraph_ids, dtype=np.int64))
+        self._document.append(np.asarray(document_ids, dtype=np.int64))
+        lengths = np.fromiter(map(len, term_lists), dtype=np.int64, count=count)
+        self._doc_len.append(lengths.astype(np.int32))
+        tokens = [term for terms_of in term_lists for term in terms_of]
+        if tokens:
+            # Block-local ids in C (dict lookups through map), then one Python step per distinct term.
+            local_vocab = list(dict.fromkeys(tokens))
+            local_ids = dict(zip(local_vocab, range(len(local_vocab)), strict=True))
+            to_global = np.fromiter(
+                (self.vocabulary.setdefault(term, len(self.vocabulary)) for term in local_vocab),
+                dtype=np.int64, count=len(local_vocab),
+            )
+            local = np.fromiter(map(local_ids.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+            docs = np.repeat(np.arange(count, dtype=np.int64), lengths)
+            keys, tf = np.unique(to_global[local] * count + docs, return_counts=True)
+            self._post_term.append(keys // count)
+            self._post_doc.append((keys % count + first).astype(np.int32))
+            self._post_tf.append(tf.astype(np.int32))
+        for offset, windows in enumerate(vectors):
+            if windows is None:
+                continue
+            windows = np.asarray(windows, dtype=np.float32).reshape(-1, self.dimensions)
+            self._vectors.append(windows.astype(self.vector_dtype))
+            self._vector_row.append(np.full(windows.shape[0], first + offset, dtype=np.int32))
+        self.rows += count
+
+    def write(self, root: Path, key: str, *, extra: dict | None = None,
+              parts: dict[str, IndexWriter] | None = None, ivf: IVFLists | None = None) -> Path:
+        """Write the index as ``root/key`` (temporary directory, then one rename); returns the path.
+
+        When another process renamed the same build into place first, its index is kept and ours
+        dropped: both were made from the same rows.
+        """
+        root.mkdir(parents=True, exist_ok=True)
+        final = root / key
+        scratch = root / f".{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+        scratch.mkdir()
+        try:
+            meta = self._write_files(scratch, extra or {})
+            if ivf is not None:
+                # The IVF lists over these vectors (ivf.build_lists), so no search process builds them.
+                for name, array in ivf.arrays().items():
+                    _write_array(scratch / f"{name}.bin", array)
+                meta["ivf"] = ivf.meta()
+            # Further lexical fields over the same rows (a paragraph's context), each in a folder
+            # of its own, inside the same rename.
+            for name, part in (parts or {}).items():
+                (scratch / name).mkdir()
+                part_meta = part._write_files(scratch / name, {})
+                (scratch / name / "meta.json").write_text(json.dumps(part_meta, sort_keys=True))
+            meta["parts"] = sorted(parts or {})  # so a load never mistakes a part deleted under it for none
+            (scratch / "meta.json").write_text(json.dumps(meta, sort_keys=True))
+            _fsync_dir(scratch)
+            try:
+                os.rename(scratch, final)
+            except OSError:
+                if not (final / "meta.json").exists():
+                    raise
+                shutil.rmtree(scratch, ignore_errors=True)
+            _fsync_dir(root)
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        return final
+
+    def _write_files(self, directory: Path, extra: dict) -> dict:
+        empty_i8 = np.zeros(0, dtype=np.int64)
+        vocabulary = list(self.vocabulary)
+        order = sorted(range(len(vocabulary)), key=vocabulary.__getitem__)  # code point = UTF-8 byte order
+        rank = np.empty(len(vocabulary), dtype=np.int64)
+        rank[np.asarray(order, dtype=np.int64)] = np.arange(len(vocabulary), dtype=np.int64)
+        post_term = rank[np.concatenate(self._post_term)] if self._post_term else empty_i8
+        # Blocks are in row order and each block's postings are sorted by (term, row), so a stable
+        # sort by term leaves each term's rows ascending, as seed 004 requires.
+        by_term = np.argsort(post_term, kind="stable")
+        postings_doc = np.concatenate(self._post_doc)[by_term] if self._post_doc else np.zeros(0, np.int32)
+        postings_tf = np.concatenate(self._post_tf)[by_term] if self._post_tf else np.zeros(0, np.int32)
+        indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(post_term, minlength=len(vocabulary)), out=indptr[1:])
+        encoded = [vocabulary[i].encode("utf-8") for i in order]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        doc_len = np.concatenate(self._doc_len) if self._doc_len else np.zeros(0, np.int32)
+        vectors = (
+            np.concatenate(self._vectors) if self._vectors else np.zeros((0, self.dimensions), self.vector_dtype)
+        )
+        arrays = {
+            "row_paragraph": np.concatenate(self._paragraph) if self._paragraph else empty_i8,
+            "row_document": np.concatenate(self._document) if self._document else empty_i8,
+            "vector_row": np.concatenate(self._vector_row) if self._vector_row else np.zeros(0, np.int32),
+            "doc_len": doc_len,
+            "indptr": indptr,
+            "postings_doc": postings_doc,
+            "postings_tf": postings_tf,
+            "vocab_offsets": offsets,
+        }
+        for name, (filename, dtype) in ARRAYS.items():
+            _write_array(directory / filename, arrays[name].astype(dtype, copy=False))
+        avgdl = int(doc_len.sum(dtype=np.int64)) / self.rows if self.rows else 0.0
+        with open(directory / "postings_weight.f64", "wb") as handle:
+            for start in range(0, postings_doc.shape[0], WEIGHT_BLOCK):
+                block = slice(start, start + WEIGHT_BLOCK)
+                weights = bm25_weights(postings_tf[block], doc_len[postings_doc[block]], self.k1, self.b, avgdl)
+                weights.astype("<f8", copy=False).tofile(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        _write_array(directory / "vectors.bin", vectors)
+        for filename, array in self.arrays.items():
+            _write_array(directory / filename, array)
+        with open(directory / "vocab.bin", "wb") as handle:
+            handle.write(b"".join(encoded))
+            handle.flush()
+            os.fsync(handle.fileno())
+        return {
+            **extra,
+            "format": FORMAT,
+            "rows": self.rows,
+            "vectors": int(vectors.shape[0]),
+            "dimensions": self.dimensions,
+            "vector_dtype": self.vector_dtype.str,
+            "terms": len(vocabulary),
+            "postings": int(postings_doc.shape[0]),
+            "vocab_bytes": int(offsets[-1]),
+            "doc_len_sum": int(doc_len.sum(dtype=np.int64)),
+            "postings_weight": True,
+            "k1": self.k1,
+            "b": self.b,
+        }
+
+
+def _write_array(path: Path, array: np.ndarray) -> None:
+    with open(path, "wb") as handle:
+        np.ascontiguousarray(array).tofile(handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+__all__ = ["IndexWriter"]

@@ -1,0 +1,155 @@
+"""One check of a synced collection's folder (services.sync has the overview): stat, fingerprint what changed,
+compare with the live build, and queue a build only when something changed."""
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.utils import timezone
+
+from ragsite.errors import RagsiteError
+
+from ..models import BuildRun, Collection, CollectionBuilt, CollectionSync, Document
+from .builds import request_build
+from .knowledge import source_folder
+from .leases import ACTIVE_STATES
+from .sources import MAX_DOCUMENT_BYTES, folder_entries
+
+logger = logging.getLogger("ragsite.sync")
+
+SYNC_REQUESTER = "sync"
+READ_BLOCK = 1024 * 1024
+
+
+@dataclass
+class Check:
+    """What one check found. Names only, never a path."""
+
+    new: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    uploads: bool = False  # documents uploaded or deleted in the admin since the last build
+    never_built: bool = False
+    fingerprinted: int = 0  # files read this check (their stat changed since the last one)
+    build: BuildRun | None = None
+    outcome: str = ""
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.new or self.changed or self.deleted or self.uploads or self.never_built)
+
+    def summary(self) -> str:
+        parts = [f"{len(names)} {what}" for names, what in
+                 ((self.new, "new"), (self.changed, "changed"), (self.deleted, "deleted")) if names]
+        if self.uploads:
+            parts.append("uploads changed")
+        if self.never_built:
+            parts.append("never built")
+        return ", ".join(parts) or "unchanged"
+
+
+def check_source(*, collection: Collection, now=None) -> Check:
+    """Check the collection's folder against its live build and queue a build if something changed."""
+    now = now or timezone.now()
+    sync = CollectionSync.objects.filter(collection=collection).first() or CollectionSync(collection=collection)
+    check = Check()
+    try:
+        folder = source_folder(collection).path
+    except RagsiteError as exc:
+        check.outcome = f"the source cannot be read: {exc.message}"
+        return _record(sync, check, now, snapshot=sync.snapshot)
+    snapshot, current = _scan(folder, sync.snapshot, check) if folder is not None else ({}, {})
+    stored = dict(collection.documents.filter(source=Document.FOLDER).values_list("name", "fingerprint"))
+    check.new = sorted(set(current) - set(stored))
+    check.deleted = sorted(set(stored) - set(current))
+    check.changed = sorted(name for name in set(current) & set(stored) if current[name] != stored[name])
+    check.uploads = bool(collection.rebuild_needed)
+    check.never_built = not CollectionBuilt.objects.filter(collection=collection).exists()
+    signature = _signature(current, check)
+    if not check.changes:
+        check.outcome = "unchanged"
+        return _record(sync, check, now, snapshot=snapshot, attempted="")
+    if signature == sync.attempted and sync.last_build_id is not None:
+        last = BuildRun.objects.filter(pk=sync.last_build_id).values_list("status", flat=True).first()
+        if last not in ACTIVE_STATES:
+            check.outcome = f"{check.summary()}; not built again: build {sync.last_build_id} of this state {last}"
+            return _record(sync, check, now, snapshot=snapshot)
+    active = collection.runs.filter(status__in=ACTIVE_STATES).values_list("pk", flat=True).first()
+    if active is not None:
+        check.outcome = f"{check.summary()}; waiting for build {active} to finish"
+        return _record(sync, check, now, snapshot=snapshot)
+    try:
+        check.build = request_build(collection=collection, requested_by=SYNC_REQUESTER)
+    except RagsiteError as exc:  # a request that won the race, or a source that vanished meanwhile
+        check.outcome = f"{check.summary()}; not queued: {exc.message}"
+        return _record(sync, check, now, snapshot=snapshot)
+    check.outcome = f"{check.summary()}: build {check.build.pk} queued"
+    return _record(sync, check, now, snapshot=snapshot, attempted=signature, build=check.build)
+
+
+def _scan(folder, previous: dict, check: Check) -> tuple[dict, dict[str, str]]:
+    """(the new snapshot, {name: fingerprint}); a file is read only when its stat changed since `previous`."""
+    snapshot, current = {}, {}
+    for entry in folder_entries(folder):
+        try:
+            stat = entry.path.stat()
+        except OSError:
+            continue  # gone between the listing and now: the next check sees it gone
+        key = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
+        cached = previous.get(entry.name)
+        if isinstance(cached, list) and len(cached) == 4 and cached[:3] == key:
+            fingerprint = cached[3]
+        else:
+            fingerprint = _fingerprint(entry.path, stat.st_size)
+            check.fingerprinted += 1
+        snapshot[entry.name] = [*key, fingerprint]
+        current[entry.name] = fingerprint
+    return snapshot, current
+
+
+def _fingerprint(path, size: int) -> str:
+    """SHA-256 of the file, as a build fingerprints it; a file the build would refuse unread is not read."""
+    if size > MAX_DOCUMENT_BYTES:
+        return f"too-large:{size}"
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            while block := handle.read(READ_BLOCK):
+                digest.update(block)
+    except OSError:
+        return "unreadable"
+    return digest.hexdigest()
+
+
+def _signature(current: dict[str, str], check: Check) -> str:
+    digest = hashlib.sha256()
+    for name in sorted(current):
+        digest.update(f"{name}\x00{current[name]}\x00".encode("utf-8", "surrogateescape"))
+    digest.update(b"uploads" if check.uploads else b"")
+    return digest.hexdigest()
+
+
+def _record(sync: CollectionSync, check: Check, now, *, snapshot: dict, attempted: str | None = None,
+            build: BuildRun | None = None) -> Check:
+    """Write what the check saw; `attempted` None keeps the state the last sync build was asked for."""
+    if check.changes and _folder_state(snapshot) != _folder_state(sync.snapshot):
+        sync.last_changed_at = now  # a change this check is the first to see
+    sync.last_checked_at, sync.snapshot, sync.last_outcome = now, snapshot, check.outcome[:300]
+    if sync.enabled and (sync.next_check_at is None or sync.next_check_at <= now):
+        sync.next_check_at = now + timedelta(minutes=sync.every)
+    if attempted is not None:
+        sync.attempted = attempted
+    if build is not None:
+        sync.last_build = build
+    if sync.pk:
+        sync.save()
+    collection = sync.collection
+    logger.info("sync check of %s/%s: %s (%s files read)", collection.agent.agent_id, collection.name,
+                check.summary() if check.build is None else f"{check.summary()}, build {check.build.pk}",
+                check.fingerprinted)
+    return check
+
+
+def _folder_state(snapshot: dict) -> dict:
+    return {name: value[3] for name, value in snapshot.items() if isinstance(value, list) and len(value) == 4}

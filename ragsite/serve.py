@@ -1,0 +1,61 @@
+"""`make run`'s two processes, the task cluster and the development server, stopped together.
+
+    python -m ragsite.serve HOST:PORT
+
+django-q2's cluster stops cleanly only when its main process alone is signalled: its sentinel and
+workers die at once on SIGTERM, and the main process then waits forever on a lock the dead sentinel
+held. SIGTERM sent to a whole process group (systemd, docker, `kill -- -PGID`) hung `make run` until
+SIGKILL. So the cluster runs in a process group of its own, and this launcher, on SIGTERM, SIGINT
+or the server's exit, signals the cluster's main process only and waits for it to stop (Ctrl-C in a
+terminal arrives here as SIGINT and goes the same way).
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+# How long the cluster may take to finish a running task's current step before it is killed.
+CLUSTER_STOP_SECONDS = 30
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m ragsite.serve HOST:PORT", file=sys.stderr)
+        return 2
+    manage = [sys.executable, "manage.py"]
+    # Each in a process group of its own: a signal to ours reaches neither the cluster's sentinel and
+    # workers nor the server's autoreloader child directly; this process passes it on.
+    cluster = subprocess.Popen([*manage, "qcluster"], process_group=0)
+    server = subprocess.Popen([*manage, "runserver", argv[0]], process_group=0)
+    stopping = []
+
+    def stop(signum, _frame):
+        stopping.append(signum)
+        if server.poll() is None:
+            os.killpg(server.pid, signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    status = server.wait()
+    stop_cluster(cluster)
+    return 0 if stopping else status
+
+
+def stop_cluster(cluster: subprocess.Popen) -> None:
+    """SIGTERM to the cluster's main process (which stops its sentinel and workers), then wait."""
+    if cluster.poll() is not None:
+        return
+    cluster.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + CLUSTER_STOP_SECONDS
+    while cluster.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if cluster.poll() is None:
+        print(f"the task cluster did not stop within {CLUSTER_STOP_SECONDS} s; killing it", file=sys.stderr)
+        os.killpg(cluster.pid, signal.SIGKILL)
+        cluster.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

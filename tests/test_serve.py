@@ -1,0 +1,78 @@
+"""`make run`'s launcher (ragsite/serve.py): SIGTERM to its process group stops the server and the cluster.
+
+django-q2's cluster hung after "stopping." (3 of 3 tries) when its sentinel and workers got the
+group's SIGTERM too; systemd and docker stop a service that way.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from collections_app.services.build_status import worker_running
+
+from .test_qcluster import ROOT, database_url
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def processes_with(marker: str) -> list[int]:
+    """Every live process whose environment carries `marker` (this test's DATA_DIR)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in environ and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def wait_until(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return condition()
+
+
+@pytest.mark.qcluster
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc to find the processes")
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_to_the_process_group_stops_the_server_and_the_task_cluster(tmp_path, signum):
+    port = free_port()
+    env = {**os.environ, "DATABASE_URL": database_url(), "Q_WORKERS": "1", "DATA_DIR": str(tmp_path)}
+    log = (tmp_path / "serve.log").open("w+")
+    launcher = subprocess.Popen([sys.executable, "-m", "ragsite.serve", f"127.0.0.1:{port}"], cwd=ROOT, env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        def answering():
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", port)) == 0
+
+        assert wait_until(lambda: answering() and worker_running(), 90), log.name and Path(log.name).read_text()
+        assert len(processes_with(str(tmp_path))) >= 4  # launcher, server, cluster, its sentinel and worker
+        os.killpg(launcher.pid, signum)  # as systemd, docker or a terminal's Ctrl-C would
+        launcher.wait(timeout=45)
+        assert wait_until(lambda: not processes_with(str(tmp_path)), 10), Path(log.name).read_text()[-3000:]
+        assert launcher.returncode == 0
+        assert "has stopped" in Path(log.name).read_text()  # the cluster's own clean stop, not a kill
+    finally:
+        for pid in processes_with(str(tmp_path)):
+            os.kill(pid, signal.SIGKILL)
