@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('collections_app', '0015_fingerprint_bytes_fewer_indexes'),
+        ('collections_app', '0016_sync_and_webhooks'),
     ]
 
     operations = [
