@@ -74,16 +74,24 @@ def reciprocal_rank(ranked_ids: Sequence[Id], relevant_ids: Collection[Id], k: i
 
 def character_error_rate(read: str, truth: str) -> float:
     """OCR's character error rate: the Levenshtein distance from ``read`` to ``truth`` (insertions,
-    deletions and substitutions of one character each) over the length of ``truth`` (Morris et al.,
-    "From WER and RIL to MER and WIL", 2004, as OCR evaluations such as ocreval use it for characters).
-    Whitespace is compared as single spaces. 0 is perfect; it can exceed 1 when ``read`` is longer."""
+    deletions and substitutions of one character each) over the length of ``truth`` (the measure OCR
+    evaluations such as ISRI's ocreval report). Whitespace is compared as single spaces. 0 is perfect;
+    it can exceed 1 when ``read`` is longer than ``truth``.
+
+    One row of the distance table at a time, in numpy: with t[j] = min(above + 1, diagonal + cost), the
+    row is min over k <= j of t[k] + (j - k), a running minimum of t[k] - k (Hyyrö's prefix-minimum form),
+    so a page against a page (3,000 characters each) takes milliseconds rather than seconds."""
+    import numpy as np
+
     read, truth = " ".join(read.split()), " ".join(truth.split())
     if not truth:
         return float(bool(read))
-    previous = list(range(len(truth) + 1))
-    for i, mine in enumerate(read, start=1):
-        current = [i]
-        for j, theirs in enumerate(truth, start=1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (mine != theirs)))
-        previous = current
-    return previous[-1] / len(truth)
+    target = np.frombuffer(truth.encode("utf-32-le"), dtype=np.uint32)
+    steps = np.arange(len(truth) + 1)
+    previous = steps.copy()
+    for i, code in enumerate(np.frombuffer(read.encode("utf-32-le"), dtype=np.uint32), start=1):
+        best = np.empty_like(previous)
+        best[0] = i
+        best[1:] = np.minimum(previous[1:] + 1, previous[:-1] + (target != code))
+        previous = np.minimum.accumulate(best - steps) + steps
+    return float(previous[-1]) / len(truth)

@@ -201,6 +201,12 @@ _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")
 _NON_WS = re.compile(r"\S")
 _WORD_START = re.compile(r"(?<!\S)\S")
+# Between two sentences: ., ! or ? (a closing quote or bracket may follow), whitespace (group 1),
+# then a capital, a digit or an opening quote. "e.g. this" is no break; "Dr. Smith" is taken for one,
+# which costs nothing worse than the word start it replaces.
+_SENTENCE_BREAK = re.compile(r"""[.!?]["')\]]?(\s+)(?=["'(\[]?[A-Z0-9\u00C0-\u00DE])""")
+# How far back from a window's end a split inside a paragraph looks for a sentence's end first.
+SENTENCE_REACH = 0.25
 _WS = re.compile(r"\s")
 
 
@@ -418,11 +424,13 @@ def _pack_section(text: str, units: list[tuple[int, int]], size: int, overlap: i
             # Split inside the paragraph: end just before the last whitespace of the window that
             # follows new text; with none, cut hard at the window's end (a word longer than the room).
             limit = start + size
-            end = limit
-            for position in range(limit, fresh, -1):
-                if text[position].isspace() and not text[position - 1].isspace():
-                    end = position
-                    break
+            end = _sentence_end(text, max(fresh + 1, limit - int(size * SENTENCE_REACH)), limit)
+            if end is None:
+                end = limit
+                for position in range(limit, fresh, -1):
+                    if text[position].isspace() and not text[position - 1].isspace():
+                        end = position
+                        break
         spans.append((start, end))
         last_end = end
         if index >= len(units):
@@ -430,6 +438,15 @@ def _pack_section(text: str, units: list[tuple[int, int]], size: int, overlap: i
         carried = _carry(text, start, end, overlap)
         cursor = carried if carried is not None else _next_non_ws(text, end)
     return spans
+
+
+def _sentence_end(text: str, lo: int, hi: int) -> int | None:
+    """The end of the last sentence that ends within ``text[lo:hi]`` (just after its ., ! or ?), or None."""
+    best = None
+    for match in _SENTENCE_BREAK.finditer(text, lo, min(len(text), hi + 8)):
+        if lo < match.start(1) <= hi:
+            best = match.start(1)
+    return best
 
 
 def _word_start(text: str, lo: int, hi: int) -> int | None:
@@ -443,6 +460,14 @@ def _carry(text: str, start: int, end: int, overlap: int) -> int | None:
         return None
     lo = max(end - overlap, start + 1)
     if lo >= end:
+        return None
+    # A sentence that starts inside the overlap opens the next piece: it does not begin mid-sentence.
+    sentence = _SENTENCE_BREAK.search(text, max(start, lo - 3), end)
+    if sentence is not None and lo <= sentence.end(1) < end:
+        return sentence.end(1)
+    if _SENTENCE_BREAK.match(text, end - 1) or _SENTENCE_BREAK.match(text, end - 2):
+        # The piece ends a sentence and none starts within the overlap: no sentence crosses the join,
+        # so the next piece starts at the next sentence rather than inside this one.
         return None
     found = _word_start(text, lo, end)
     if found is not None:
