@@ -13,7 +13,7 @@ ADMIN_USER ?= admin
 ADMIN_PASSWORD ?=
 export ADMIN_USER ADMIN_PASSWORD
 
-.PHONY: install install-server ocr-tools run migrate demo test test-fast lint bench bench-1m
+.PHONY: install install-server ocr-tools run migrate demo test test-fast lint bench bench-1m bench-memory
 
 # What the server needs (`make run`): the project and the model's files, nothing for tests.
 SERVER_STAMP := $(VENV)/.installed-server
@@ -84,3 +84,9 @@ bench: install
 bench-1m: install
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	SCIFACT=$(SCIFACT) nice -n 10 $(PY) bench/search_scale.py --sizes 1000000
+
+# Memory recall on LoCoMo's development split (../shared/datasets/locomo-dev): stored over HTTP
+# through gunicorn and a qcluster, against bm25s, MiniLM and their hybrid in the same run.
+bench-memory: install
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) bench/memory_locomo.py

@@ -225,6 +225,7 @@ def main() -> None:
 
     from collections_app.metrics import ndcg_at_k, recall_at_k
     from collections_app.services import search as search_service
+    from collections_app.services.search import approximate
 
     if args.context_weight is not None:
         from collections_app.text import context
@@ -242,7 +243,7 @@ def main() -> None:
                                      around=0, min_score=0.0, mode=args.mode)
     warm = time.perf_counter() - started
     if args.ivf and args.mode != "lexical":
-        ivf = search_service._ivf_cache[collection.pk][1]
+        ivf = approximate._ivf_cache[collection.pk][1]
         used = min(args.nprobe or django_settings.IVF_NPROBE or ivf.nprobe, ivf.nlist)
         print(f"# IVF: {ivf.nlist} lists, nprobe {used} (measured at build: {ivf.nprobe} for recall@10 "
               f"{ivf.recall:.3f}), load and build {warm:.2f}s", file=sys.stderr)

@@ -149,7 +149,7 @@ def measure_child(n: int, args) -> dict:
     from collections_app.index import ivf as ivf_module
     from collections_app.models import Agent, Collection, Paragraph
     from collections_app.services import search as search_module
-    from collections_app.services.search import search_collection
+    from collections_app.services.search import approximate, search_collection
     from ragsite import embedding
     from ragsite.lexical import terms
 
@@ -247,7 +247,7 @@ def measure_child(n: int, args) -> dict:
         question = terms(q)
         found = best_rows(mapped, question, 10, None, search_module.lexical_score)
         return found[0] if found is not None else top_rows(
-            search_module.lexical_score(*search_module._lexical(mapped, question, None)), None, 10)
+            search_module.lexical_score(*mapped.lexical(question, None)), None, 10)
 
     def bm25s_texts(q):
         found = bm25s_run(q)
@@ -273,7 +273,7 @@ def measure_child(n: int, args) -> dict:
     arms["hybrid IVF"](asked[0])
     facts["ivf_build_s"] = time.perf_counter() - started
     # The IVF written with the build is mapped; one built in this process (an older index) is cached.
-    cached = search_module._ivf_cache.get(collection.pk)
+    cached = approximate._ivf_cache.get(collection.pk)
     ivf = cached[1] if cached is not None else mapped.ivf
     facts["ivf_lists"], facts["nprobe"] = ivf.nlist, int(settings.IVF_NPROBE) or ivf.nprobe
     progress(n, f"sqlite-vec {facts.get('sqlite_vec_insert_s', 0):.0f} s; first search {facts['first_search_s']:.1f} s;"

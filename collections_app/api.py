@@ -8,9 +8,10 @@ from pydantic import ConfigDict
 
 from ragsite.schemas import StrictSchema, with_errors
 
+from .limits import DEFAULT_MOST, MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
 from .models import Collection
 from .services import agents, build_status, builds, known_answers, search, sync
-from .services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
+from .services.search.answer import SearchOut
 from .services.sync import MAX_EVERY, MIN_EVERY
 
 router = Router(tags=["collections"])
@@ -141,53 +142,9 @@ class SearchIn(StrictSchema):
     reader: str | None = Field(None, max_length=200, description="Required when the collection answers per reader.")
     onBehalfOf: str | None = Field(None, max_length=100, description="The agent model calls are charged to.")
     # Strict: `"5"`, `2.0` and `true` are not numbers an agent meant (the review's D20).
-    most: int = Field(5, ge=1, le=MAX_MOST, strict=True)
+    most: int = Field(DEFAULT_MOST, ge=1, le=MAX_MOST, strict=True)
     around: int | None = Field(None, ge=0, le=MAX_AROUND, strict=True, description="Paragraphs either side of a hit.")
     min_score: float | None = Field(None, ge=0, le=1, strict=True, description="The floor; 0 turns it off.")
-
-
-class ParagraphOut(Schema):
-    text: str
-    score: float
-    document: str
-    section: str
-    passages: int = Field(..., description="How many stored paragraphs this one stitches together.")
-    chunk_id: str = Field(
-        ..., description="<document>#<k> of the paragraph the question matched, k its position within its "
-        "document from 0: the chunk_id export_index writes in docs.jsonl, for citation."
-    )
-    chunk_ids: list[str] = Field(..., description="The chunk ids of every stored paragraph stitched here, in order.")
-    first: int = Field(..., description="Position of the first stitched paragraph across the whole collection; "
-                       "not an id: it shifts when an earlier document changes.")
-    last: int = Field(..., description="Position of the last stitched paragraph across the whole collection.")
-    rerank_score: float | None = Field(None, description="Only when reranked: the reranker's score, which set the order.")
-    fused_rank: int | None = Field(None, description="Only when reranked: the position by the fused score.")
-
-
-class RerankOut(Schema):
-    status: Literal["reranked", "not configured", "unavailable", "over budget", "nothing to rerank"]
-    model: str | None = None
-    depth: int | None = Field(None, description="How many fused candidates the reranker reordered.")
-
-
-class JudgeOut(Schema):
-    status: Literal["answered", "not configured", "unavailable", "over budget", "nothing to judge"]
-    model: str | None = None
-
-
-class SearchOut(Schema):
-    paragraphs: list[ParagraphOut]
-    floor: float
-    floor_source: Literal["default", "collection", "request", "measured"] = Field(
-        ..., description="Where the floor came from: MIN_SCORE, the collection's override, this request, "
-        "or measured off the collection's known answers."
-    )
-    around: int
-    mode: Literal["hybrid", "vector", "lexical"]
-    model: str
-    refused: bool | None = Field(..., description="true: withheld by the judge; false: approved; null: not judged.")
-    judge: JudgeOut | None = None
-    rerank: RerankOut | None = None
 
 
 @router.post("/{name}/search", response=with_errors({200: SearchOut}, 403, 404, 409, 413, 429, 503),

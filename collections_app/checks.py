@@ -65,7 +65,7 @@ def check_settings(app_configs=None, **kwargs):
     """collections.E002-E006: settings a search, build or ledger would misread, caught before the first request."""
     from ragsite.conf import settings
 
-    from .services.search import MAX_AROUND
+    from .limits import MAX_AROUND
 
     errors = []
     around = settings.AROUND

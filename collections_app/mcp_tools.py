@@ -10,6 +10,8 @@ from __future__ import annotations
 from ragsite.errors import Forbidden, NotFound
 from ragsite.mcp import Caller, Tool, register
 
+from .limits import DEFAULT_MOST as SEARCH_MOST
+from .limits import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
 from .services.agents import get_collection
 from .services.build_status import (
     MAX_WAIT_SECONDS,
@@ -21,7 +23,8 @@ from .services.build_status import (
 )
 from .services.builds import request_build
 from .services.measure import DEFAULT_MOST, MAX_MARKER_CHARS, MAX_QUESTIONS, measure_collection, parse_items
-from .services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, search_collection
+from .services.search import search_collection
+from .services.search.answer import mcp_output_schema
 
 COLLECTION_NAME = {
     "type": "string",
@@ -40,7 +43,7 @@ SEARCH_INPUT = {
                    "description": "The person you are reading for; required when the collection answers per reader."},
         "onBehalfOf": {"type": ["string", "null"], "maxLength": 100,
                        "description": "The agent any model call (the judge) is charged to."},
-        "most": {"type": "integer", "minimum": 1, "maximum": MAX_MOST, "default": 5,
+        "most": {"type": "integer", "minimum": 1, "maximum": MAX_MOST, "default": SEARCH_MOST,
                  "description": "At most this many paragraphs."},
         "around": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_AROUND,
                    "description": "Paragraphs either side of each hit to stitch in; default: the collection's."},
@@ -51,52 +54,8 @@ SEARCH_INPUT = {
     "additionalProperties": False,
 }
 
-SEARCH_ANSWER = {
-    "type": "object",
-    "properties": {
-        "paragraphs": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "text": {"type": "string"},
-                    "score": {"type": "number"},
-                    "document": {"type": "string"},
-                    "section": {"type": "string"},
-                    "passages": {"type": "integer", "description": "Stored paragraphs stitched into this one."},
-                    "chunk_id": {"type": "string", "description": "<document>#<k> of the paragraph the question "
-                                 "matched, k its position within its document: cite this."},
-                    "chunk_ids": {"type": "array", "items": {"type": "string"},
-                                  "description": "The chunk ids of every stored paragraph stitched here, in order."},
-                    "first": {"type": "integer", "description": "Position of the first stitched paragraph among those "
-                              "this search may read (1 = the first), not an id."},
-                    "last": {"type": "integer", "description": "Position of the last, counted the same way."},
-                    "rerank_score": {"type": "number", "description": "Only when reranked: the reranker's score, "
-                                     "which set the order; `score` stays the fused score the floor applies to."},
-                    "fused_rank": {"type": "integer", "description": "Only when reranked: the position by the "
-                                   "fused score."},
-                },
-                "required": ["text", "score", "document", "section", "passages", "chunk_id", "chunk_ids", "first",
-                             "last"],
-            },
-        },
-        "floor": {"type": "number"},
-        "floor_source": {"type": "string", "enum": ["default", "collection", "request", "measured"],
-                         "description": "Where the floor came from: MIN_SCORE, the collection's override, this "
-                         "request, or measured off the collection's known answers."},
-        "around": {"type": "integer"},
-        "mode": {"type": "string", "enum": ["hybrid", "vector", "lexical"]},
-        "model": {"type": "string"},
-        "refused": {"type": ["boolean", "null"],
-                    "description": "true: withheld by the judge; false: approved; null: not judged."},
-        "judge": {"type": "object", "properties": {"status": {"type": "string"}, "model": {"type": "string"}}},
-        "rerank": {"type": "object", "description": "reranked, not configured, unavailable (the fused order "
-                   "stands), over budget or nothing to rerank",
-                   "properties": {"status": {"type": "string"}, "model": {"type": "string"},
-                                  "depth": {"type": "integer"}}},
-    },
-    "required": ["paragraphs", "floor", "around", "mode", "model", "refused"],
-}
+# Generated from the one declaration of the answer (services/search/answer.py).
+SEARCH_ANSWER = mcp_output_schema()
 
 
 def search(caller: Caller, arguments: dict) -> dict:
@@ -106,7 +65,7 @@ def search(caller: Caller, arguments: dict) -> dict:
         question=arguments["question"],
         reader=arguments.get("reader"),
         on_behalf_of=arguments.get("onBehalfOf"),
-        most=arguments.get("most", 5),
+        most=arguments.get("most", SEARCH_MOST),
         around=arguments.get("around"),
         min_score=arguments.get("min_score"),
         key=caller.key,

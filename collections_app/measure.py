@@ -2,9 +2,8 @@
 
 Each variant — a chunking method, a size, and an ``around`` — gets a scratch index held in memory:
 the documents chunked the variant's way, each paragraph embedded, a `BM25Index` and a matrix. Every
-question is then ranked by the same pure functions a search uses (`fusion.hybrid_scores`, the
-floor, `stitch.stitch`), so what a variant finds here is what a collection built that way would
-answer. Nothing is stored: the scratch index is thrown away with the variant.
+question is then ranked by the ranking step a search uses (`collections_app.ranking`: fuse, floor,
+top k, stitch), so what a variant finds here is what a collection built that way would answer. Nothing is stored: the scratch index is thrown away with the variant.
 
 A question *is found* when the answer marker appears in a returned paragraph's text, compared
 case-insensitively and with runs of whitespace collapsed to one space (stitching rejoins pieces
@@ -28,17 +27,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragsite.division import TokenCounter
-from ragsite.fusion import hybrid_scores
 from ragsite.lexical import BM25Index, terms
 
 from .index.vector_codec import decode, encode
-from .text.chunking import AVAILABLE, DEFAULT_SIZES, ChunkingError, chunk, resolve_sizes
+from .ranking import ranked_runs
+from .text.chunking import AVAILABLE, DEFAULT_SIZES, TOKEN_METHODS, ChunkingError, chunk, resolve_sizes
 from .text.context import contexts_for, embedding_text, lexical_with_context
-from .text.stitch import Row, Stitched, carried_openings, fresh_text, stitch
+from .text.stitch import Row, Stitched, carried_openings, fresh_text
 from .text.windows import model_windows, pool_windows
 
 DEFAULT_AROUNDS = (0, 1)
-TOKEN_METHODS = ("tokens", "window")
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 
@@ -158,6 +156,31 @@ class ScratchIndex:
     def readable(self) -> dict[int, Row]:
         return {row.ordinal: row for row in self.rows}
 
+    # --- The ranking protocol (collections_app.ranking.Scorable); a scratch index has no views.
+
+    @property
+    def size(self) -> int:
+        return len(self.rows)
+
+    def lexical(self, question_terms: list[str], view=None) -> tuple[np.ndarray, float]:
+        """Each row's BM25 with its context's share (`context.lexical_with_context`), and the bound."""
+        context = self.context_bm25
+        return lexical_with_context(
+            self.bm25.scores(question_terms), self.bm25.upper_bound(question_terms),
+            context.scores(question_terms) if context is not None else None,
+            context.upper_bound(question_terms) if context is not None else 0.0,
+        )
+
+    def row_cosines(self, vector: np.ndarray, rows: np.ndarray | None = None, view=None) -> np.ndarray:
+        """Each row's cosine, pooled from its windows as search pools them; 0 for a row without one."""
+        cosine = self.matrix @ np.asarray(vector, dtype=np.float32)
+        if self.window_row is not None:
+            pooled = np.full(len(self.rows), -np.inf, dtype=np.float32)
+            starts = np.flatnonzero(np.diff(self.window_row, prepend=-1))
+            pooled[self.window_row[starts]] = pool_windows(cosine, starts)
+            cosine = np.where(np.isneginf(pooled), 0.0, pooled).astype(np.float32)
+        return cosine if rows is None else cosine[rows]
+
 
 def scratch_index(
     documents: Sequence[str], variant: Variant, *, cache: VectorCache, tokens: TokenCounter | None = None,
@@ -213,35 +236,14 @@ def rank(
     readable: Mapping[int, Row] | None = None,
     searchable: np.ndarray | None = None,
 ) -> list[Stitched]:
-    """The paragraphs a search would return, best first: fuse, floor, take ``most``, stitch.
-
-    The same steps, in the same order and with the same tie-breaking, as
-    `services.search.search_collection`. ``searchable`` (a bool per row) leaves rows out of the
-    ranking as a search leaves out documents held back for review; by default every row ranks.
+    """The paragraphs a search would return, best first: the search's own ranking step
+    (`ranking.ranked_runs`: fuse, floor, take ``most``, stitch). ``searchable`` (a bool per row) leaves
+    rows out of the ranking as a search leaves out documents held back for review; by default every
+    row ranks.
     """
-    if not index.rows:
-        return []
-    cosine = None
-    if index.matrix is not None and vector is not None:
-        cosine = index.matrix @ np.asarray(vector, dtype=np.float32)
-        if index.window_row is not None:
-            pooled = np.full(len(index.rows), -np.inf, dtype=np.float32)
-            starts = np.flatnonzero(np.diff(index.window_row, prepend=-1))
-            pooled[index.window_row[starts]] = pool_windows(cosine, starts)
-            cosine = np.where(np.isneginf(pooled), 0.0, pooled).astype(np.float32)  # no vector: no cosine
-    question_terms = terms(question)
-    context = index.context_bm25
-    bm25, bound = lexical_with_context(
-        index.bm25.scores(question_terms), index.bm25.upper_bound(question_terms),
-        context.scores(question_terms) if context is not None else None,
-        context.upper_bound(question_terms) if context is not None else 0.0,
-    )
-    scores, _mode = hybrid_scores(cosine, bm25, bound, weight=weight)
-    passing = scores >= floor
-    eligible = np.flatnonzero(passing if searchable is None else passing & searchable)
-    top = eligible[np.argsort(-scores[eligible], kind="stable")[:most]]
-    hits = [(index.rows[i].ordinal, float(scores[i])) for i in top]
-    return stitch(hits, readable if readable is not None else index.readable, around)
+    return ranked_runs(index, terms(question), vector if index.matrix is not None else None, weight=weight,
+                       most=most, floor=floor, around=around,
+                       rows=readable if readable is not None else index.readable, readable=searchable)
 
 
 def normalise(text: str) -> str:

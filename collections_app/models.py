@@ -13,8 +13,8 @@ import numpy as np
 from django.db import models
 from django.utils import timezone
 
-from ragsite.errors import RagsiteError
-
+from . import limits
+from .errors import EmptyBuild
 from .fields import DigestField
 from .models_sync import CollectionSync, KeptLabels, Webhook, WebhookDelivery  # noqa: F401 (issue 26, apart)
 
@@ -155,8 +155,7 @@ def built_from_problem(value: str) -> str | None:
 class Collection(models.Model):
     """A named set of documents one agent answers from."""
 
-    # Paragraphs either side of a hit, at most: for a request, a collection's override and AROUND.
-    MAX_AROUND = 5
+    MAX_AROUND = limits.MAX_AROUND
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="collections", db_index=False)
     name = models.SlugField(max_length=100)
@@ -283,7 +282,7 @@ class Document(models.Model):
         constraints = [models.UniqueConstraint(fields=["collection", "name"], name="document_unique_name")]
         # Every search asks which documents are held back from it (in review, refused, switched off).
         # They are few, so the partial index holds only them: its condition is the search's own
-        # filter (services.search._readable_mask), so the planner reads just those rows instead of
+        # filter (services.search.plan.readable_mask), so the planner reads just those rows instead of
         # every document of the collection (10,000 at 100k paragraphs: 2-10 ms a search).
         indexes = [
             models.Index(fields=["collection", "status"], name="document_by_status"),
@@ -293,19 +292,6 @@ class Document(models.Model):
 
     def __str__(self):
         return self.name
-
-
-class BuildRefused(RagsiteError):
-    """A build refused before its swap: it is recorded as refused and the old paragraphs keep answering."""
-
-    code = "build_refused"
-    status = 409
-
-
-class EmptyBuild(BuildRefused):
-    """A build would leave the collection with no paragraphs; the old ones keep answering."""
-
-    code = "empty_build"
 
 
 class ParagraphManager(models.Manager):
@@ -468,24 +454,7 @@ class BuildRun(models.Model):
         read = self.documents_done / self.documents_total if self.documents_total else 0.0
         if not self.paragraphs_total:
             return int(50 * min(read, 1.0))
-        # 99 at most until it has succeeded: the write and the index still follow the last batch.
-        return min(99, int(50 + 50 * min(self.paragraphs_done / self.paragraphs_total, 1.0)))
-
-    # What a running build is doing, named for the admin bar and build_status (derived from the counts,
-    # which the build saves as it goes, so no column of its own).
-    PHASES = ("queued", "reading documents", "embedding paragraphs", "saving", "finished")
-
-    @property
-    def phase(self) -> str:
-        if self.status == self.QUEUED:
-            return "queued"
-        if self.status != self.RUNNING:
-            return "finished"
-        if not self.documents_total or self.documents_done < self.documents_total:
-            return "reading documents"
-        if self.paragraphs_done < self.paragraphs_total:
-            return "embedding paragraphs"
-        return "saving"
+        return min(99, int(50 + 50 * min(self.paragraphs_done / self.paragraphs_total, 1.0)))  # 100: succeeded
 
 
 class MeasureRun(models.Model):

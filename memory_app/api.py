@@ -5,11 +5,15 @@ Lengths are declared in the schema for the OpenAPI document; the text limit itse
 the service, so an over-long text gets its own code (`text_too_long`) wherever it comes from.
 """
 
+from datetime import datetime
+from functools import wraps
 from typing import Literal
 
+from django.http import JsonResponse
 from ninja import Field, Query, Router, Schema, Status
 from pydantic import AliasChoices, ConfigDict
 
+from ragsite.errors import RagsiteError
 from ragsite.schemas import StrictSchema, with_errors
 
 from . import conf, services
@@ -46,24 +50,86 @@ class RecallIn(StrictSchema):
         description="What to recall. `query` is accepted as a deprecated alias.",
     )
     most: int = Field(conf.DEFAULT_MOST, ge=1, le=conf.MAX_MOST, strict=True)
+    max_chars: int | None = Field(
+        None, ge=1, le=conf.MAX_RECALL_CHARS, strict=True,
+        description="Characters the excerpts may hold in all; default MEMORY_RECALL_MAX_CHARS.",
+    )
+
+
+class NodeRange(Schema):
+    first: int
+    last: int
 
 
 class ExcerptOut(Schema):
-    text: str
-    node_index: int | None  # null: the record's opening (it has no nodes yet, or fits the window)
-    start: int
-    end: int
-
-
-class RecalledOut(Schema):
     kind: Kind
     id: int
     score: float
-    excerpt: ExcerptOut
+    text: str
+    start: int
+    end: int
+    # The nodes it covers; null: a record quoted without nodes (it fits the window, or cannot be
+    # counted); "pending": the opening of a record whose nodes are being built.
+    nodes: NodeRange | Literal["pending"] | None
+    record_length: int
+    cut: bool
 
 
 class RecallOut(Schema):
-    records: list[RecalledOut]
+    excerpts: list[ExcerptOut]
+    chars: int
+    max_chars: int
+    cut: bool
+
+
+class NodeItem(Schema):
+    node_index: int
+    start: int
+    end: int
+    token_count: int
+
+
+NodeStatus = Literal["built", "pending", "fits", "unknown"]
+
+
+class RecordNodes(Schema):
+    status: NodeStatus
+    items: list[NodeItem]
+
+
+class RecordOut(Schema):
+    kind: Kind
+    id: int
+    text: str
+    text_length: int
+    token_count: int | None
+    created_at: datetime
+    updated_at: datetime
+    locked: bool
+    nodes: RecordNodes
+
+
+class ListedOut(Schema):
+    kind: Kind
+    id: int
+    text_length: int
+    opening: str
+    created_at: datetime
+    updated_at: datetime
+    locked: bool
+    nodes: NodeStatus
+
+
+class ListOut(Schema):
+    records: list[ListedOut]
+    next: str | None
+
+
+class ListQuery(Schema):
+    limit: int = Field(services.reading.DEFAULT_PAGE, ge=1, le=services.reading.MAX_PAGE)
+    cursor: str | None = Field(None, max_length=200)
+    since: datetime | None = None
+    until: datetime | None = None
 
 
 class NodeOut(Schema):
@@ -81,6 +147,23 @@ class NodeOut(Schema):
 class HealthQuery(Schema):
     repair: bool = False
     limit: int = Field(conf.REPAIR_LIMIT, ge=0, le=conf.REPAIR_LIMIT)
+
+
+def _quiet(view):
+    """A read that misses (404) or finds nodes pending (409) is an answer, not a WARNING log line."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except RagsiteError as exc:
+            if exc.status not in (404, 409):
+                raise
+            response = JsonResponse(exc.as_dict(), status=exc.status, headers=exc.headers)
+            response._has_been_logged = True  # what django.request checks before logging a 4xx
+            return response
+
+    return wrapped
 
 
 def _stored(record, nodes: dict | None) -> dict:
@@ -102,14 +185,33 @@ def archive_episode(request, payload: TextIn):
     return Status(201, _stored(record, nodes))
 
 
-@router.post("/recall", response=with_errors({200: RecallOut}, 413, 429, 503), summary="Recall records, each quoted by its most relevant node")
+@router.post("/recall", response=with_errors({200: RecallOut}, 413, 429, 503),
+             summary="Recall the excerpts of your records that best answer a question, within a character budget")
 def recall_records(request, payload: RecallIn):
-    return {"records": services.recall(agent=request.auth.agent, query=payload.question, most=payload.most)}
+    return services.recall(agent=request.auth.agent, query=payload.question, most=payload.most,
+                           max_chars=payload.max_chars)
 
 
-@router.get("/nodes/{kind}/{id}/{index}", response=with_errors({200: NodeOut}, 404), summary="One node of a record")
+@router.get("/nodes/{kind}/{id}/{index}", response=with_errors({200: NodeOut}, 404, 409), summary="One node of a record")
+@_quiet
 def read_node(request, kind: Kind, id: int, index: int):
     return services.get_node(agent=request.auth.agent, kind=kind, id=id, index=index)
+
+
+@router.get("/records/{kind}/{id}", response=with_errors({200: RecordOut}, 404), summary="One record whole, with its nodes")
+@_quiet
+def read_record(request, kind: Kind, id: int):
+    return services.read_record(agent=request.auth.agent, kind=kind, id=id)
+
+
+@router.get("/memories", response=with_errors({200: ListOut}), summary="Your memories, newest first")
+def list_memories(request, params: Query[ListQuery]):
+    return services.list_records(agent=request.auth.agent, kind="mem", **params.dict())
+
+
+@router.get("/episodes", response=with_errors({200: ListOut}), summary="Your episodes, newest first")
+def list_episodes(request, params: Query[ListQuery]):
+    return services.list_records(agent=request.auth.agent, kind="ep", **params.dict())
 
 
 @router.get("/health", response=with_errors({200: dict}), summary="Long records without nodes; ?repair=true builds up to `limit` of them")

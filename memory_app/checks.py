@@ -144,3 +144,20 @@ def check_record_node_triggers(app_configs=None, databases=None, **kwargs):
                 )
             )
     return errors
+
+
+@register()
+def check_recall_max_chars(app_configs=None, **kwargs):
+    """memory.E002: MEMORY_RECALL_MAX_CHARS is not a whole number from 1 to the API's own limit."""
+    from django.conf import settings
+
+    from .conf import MAX_RECALL_CHARS
+
+    value = getattr(settings, "MEMORY_RECALL_MAX_CHARS", None)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RECALL_CHARS:
+        return [Error(
+            f"MEMORY_RECALL_MAX_CHARS is {value!r}; it must be a whole number from 1 to {MAX_RECALL_CHARS:,}",
+            hint="The characters a memory recall answers when the request does not say (docs/configuration.md).",
+            id="memory.E002",
+        )]
+    return []

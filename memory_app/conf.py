@@ -7,6 +7,7 @@ Settings are looked up through `ragsite.conf` when used, never at import time, s
 from __future__ import annotations
 
 from ragsite.conf import settings
+from ragsite.fusion import FUSION_WEIGHT
 
 from .models import MAX_TEXT_LENGTH
 
@@ -15,10 +16,15 @@ __all__ = [
     "MAX_MOST",
     "MAX_QUERY_LENGTH",
     "MAX_TEXT_LENGTH",
+    "MAX_RECALL_CHARS",
     "OPENING_LENGTH",
+    "EXCERPT_LENGTH_EXPONENT",
+    "EXCERPT_LENGTH_REFERENCE",
+    "RECALL_FUSION_WEIGHT",
     "REPAIR_LIMIT",
     "REPORT_IDS",
     "health_repair_minutes",
+    "recall_max_chars",
 ]
 
 MAX_QUERY_LENGTH = 2_000
@@ -27,8 +33,18 @@ DEFAULT_MOST = 5
 # One health repair builds at most this many records' nodes (seed 002 §3); a backlog converges
 # over successive runs instead of holding the queue for minutes.
 REPAIR_LIMIT = 50
-# A record without nodes is quoted by its opening, about this many characters.
+# A record whose nodes are pending is quoted by its opening, about this many characters.
 OPENING_LENGTH = 300
+# A recall answers at most this many characters, whatever `max_chars` asks (50 excerpts of
+# 2,000 characters).
+MAX_RECALL_CHARS = 100_000
+# The share of the cosine in recall's fused score (ragsite.fusion.hybrid_scores): the one weight
+# collection search uses, until the LoCoMo dev split says memory needs its own (docs/benchmarks.md).
+RECALL_FUSION_WEIGHT = FUSION_WEIGHT
+# Per-excerpt length normalisation: a candidate's score is multiplied by
+# (its characters / EXCERPT_LENGTH_REFERENCE) ** -EXCERPT_LENGTH_EXPONENT; 0 turns it off.
+EXCERPT_LENGTH_EXPONENT = 0.0
+EXCERPT_LENGTH_REFERENCE = 1000
 # The health report lists at most this many record ids; its counts are always exact.
 REPORT_IDS = 1_000
 
@@ -36,3 +52,8 @@ REPORT_IDS = 1_000
 def health_repair_minutes() -> int:
     """`HEALTH_REPAIR_MINUTES`: how often the scheduled repair runs; at least 1."""
     return max(1, int(settings.HEALTH_REPAIR_MINUTES))
+
+
+def recall_max_chars() -> int:
+    """`MEMORY_RECALL_MAX_CHARS`: the characters a recall answers when the caller does not say."""
+    return int(settings.MEMORY_RECALL_MAX_CHARS)

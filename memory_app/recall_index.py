@@ -271,6 +271,8 @@ class RecordRow:
     text: str
     vector: np.ndarray | None
     nodes: list[NodeRow] = field(default_factory=list)
+    # Runs past the window but has no nodes of the current model yet: quoted by its opening.
+    pending: bool = False
 
 
 class RecallIndex:
@@ -288,10 +290,12 @@ class RecallIndex:
         self.row_of: dict[tuple[str, int], int] = {}
         self.ids = _Growing(np.int64)
         self.kind_order = _Growing(np.int64)
+        self.pending = _Growing(bool)
         self.node_owner = _Growing(np.int64)
         self.node_index = _Growing(np.int64)
         self.node_spans = _Growing(np.int64, 2)
         self.passage_node = _Growing(np.int64)
+        self.passage_spans = _Growing(np.int64, 2)
         self._nodes_of: dict[int, list[int]] = {}
         self._passages_of: dict[int, list[int]] = {}
 
@@ -314,6 +318,7 @@ class RecallIndex:
         self.kinds.extend(record.kind for record in records)
         self.ids.append([record.id for record in records])
         self.kind_order.append([record.kind_order for record in records])
+        self.pending.append([record.pending and not record.nodes for record in records])
         term_lists = [terms(record.text) for record in records]
         self.statistics.add(self.records.add(term_lists, [r.vector for r in records]), len(records),
                             sum(map(len, term_lists)))
@@ -339,6 +344,7 @@ class RecallIndex:
         self.passages.add([terms(self.texts[self.node_owner.array[n]][a:b]) for n, (a, b), _v in passages],
                           [vector for _n, _span, vector in passages])
         self.passage_node.append([node_row for node_row, _span, _vector in passages])
+        self.passage_spans.append(np.asarray([span for _n, span, _v in passages], np.int64).reshape(-1, 2))
         for passage_row, (node_row, _span, _vector) in enumerate(passages, start=first_passage):
             self._passages_of.setdefault(node_row, []).append(passage_row)
 
@@ -359,12 +365,13 @@ class RecallIndex:
         for level in (self.records, self.nodes, self.passages):
             level.weights.clear()
 
-    def scores(self, query_terms: list[str], vector: np.ndarray | None, weight: float) -> tuple[np.ndarray, np.ndarray]:
-        """Per record row, the fused score recall ranks by, and the node row that gave it (-1: the record).
+    def level_scores(self, query_terms: list[str], vector: np.ndarray | None, weight: float) -> LevelScores:
+        """The fused score of every record, node and passage row, each scored like a record.
 
-        A record with nodes is ranked by its best node, a node scoring the best of itself and its
-        passages, each scored like a record: its cosine and its BM25 with the records' statistics.
-        A record without nodes is scored by itself. Dead rows score 0.
+        A row's score is its cosine and its BM25 with the records' statistics (idf, average
+        length), fused by `ragsite.fusion.hybrid_scores`; a node's is the best of itself and its
+        passages. Dead rows score 0. Nothing here depends on another agent: an index holds one
+        agent's records.
         """
         statistics = self.statistics
         upper = statistics.upper_bound(query_terms)
@@ -373,22 +380,29 @@ class RecallIndex:
             cosine = None if vector is None else level.cosine(vector)
             return hybrid_scores(cosine, statistics.scores(level, query_terms), upper, weight=weight)[0]
 
-        scores = fused(self.records)
-        best_node = np.full(scores.size, -1, dtype=np.int64)
+        records = fused(self.records)
+        nodes = fused(self.nodes) if self.nodes.alive.size else np.zeros(0)
+        passages = fused(self.passages) if self.passages.alive.size else np.zeros(0)
+        if passages.size:
+            live = np.flatnonzero(self.passages.alive.array)
+            np.maximum.at(nodes, self.passage_node.array[live], passages[live])
+        return LevelScores(records, nodes, passages)
+
+    def divided(self) -> np.ndarray:
+        """Per record row: whether it holds live nodes (it is then quoted by them, never whole)."""
+        held = np.zeros(self.ids.size, dtype=bool)
         alive = np.flatnonzero(self.nodes.alive.array)
-        if not alive.size:
-            return scores, best_node
-        per_node = fused(self.nodes)
-        live_passages = np.flatnonzero(self.passages.alive.array)
-        if live_passages.size:
-            np.maximum.at(per_node, self.passage_node.array[live_passages], fused(self.passages)[live_passages])
-        owners = self.node_owner.array[alive]
-        scores[owners] = -1.0
-        np.maximum.at(scores, owners, per_node[alive])
-        # The first node (in text order) reaching its owner's best: the earlier node wins a tie.
-        reaching = alive[per_node[alive] == scores[owners]]
-        reaching = reaching[np.lexsort((self.node_index.array[reaching], self.node_owner.array[reaching]))]
-        owners_reaching = self.node_owner.array[reaching]
-        first = np.flatnonzero(np.diff(owners_reaching, prepend=-1))
-        best_node[owners_reaching[first]] = reaching[first]
-        return scores, best_node
+        held[self.node_owner.array[alive]] = True
+        return held
+
+    def passages_of(self, node_row: int) -> list[int]:
+        return self._passages_of.get(node_row, [])
+
+
+@dataclass(slots=True)
+class LevelScores:
+    """Fused scores by row of each level of a `RecallIndex` (a node's already the best of its passages)."""
+
+    records: np.ndarray
+    nodes: np.ndarray
+    passages: np.ndarray

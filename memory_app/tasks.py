@@ -12,6 +12,11 @@ def build_record_nodes(kind: str, id: int) -> dict:
     return services.build_nodes_for_agent(kind, id).as_dict()
 
 
+def embed_record_vector(kind: str, id: int) -> dict:
+    """Embed a stored record's own text (queued by a store, which answers before the vector exists)."""
+    return services.embed_vector_for_agent(kind, id).as_dict()
+
+
 def repair_record_nodes() -> dict:
     """The scheduled health repair: at most REPAIR_LIMIT records per run; returns a short summary."""
     report = services.repair_all()

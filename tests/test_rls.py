@@ -12,12 +12,16 @@ from collections_app.models import (
     BuildRun,
     Collection,
     CollectionBuilt,
+    CollectionSync,
     Document,
+    KeptLabels,
     KnownAnswer,
     KnownAnswersReport,
     MeasureRun,
     ModelCall,
     Paragraph,
+    Webhook,
+    WebhookDelivery,
 )
 from collections_app.services import known_answers
 from collections_app.services.agents import create_agent, create_collection
@@ -50,6 +54,11 @@ def two_agents(knowledge_folder):
         request_measure(collection=collection, questions=[{"question": "notes", "answer": "notes"}], enqueue=False)
         store_memory(agent=agent, text=f"{name} remembers its own vault code.")
         record_call(agent=agent, collection=collection, purpose=ModelCall.EMBED, model="m", tokens_in=3)
+        CollectionSync.objects.create(collection=collection, enabled=True, every=5)
+        KeptLabels.objects.create(collection=collection, name="gone.md")
+        hook = Webhook.objects.create(agent=agent, url="https://93.184.216.34/", events=["build.failed"])
+        WEBHOOK_OF[name] = hook.pk
+        WebhookDelivery.objects.create(webhook=hook, event="build.failed", payload={})
         agents[name] = (agent, raw)
     return agents
 
@@ -67,6 +76,11 @@ UNFILTERED = {
     "measure runs": lambda: owners(MeasureRun),
     "known answers": lambda: owners(KnownAnswer),
     "known-answer reports": lambda: owners(KnownAnswersReport),
+    "folder syncs": lambda: owners(CollectionSync),
+    "kept labels": lambda: owners(KeptLabels),
+    "webhooks": lambda: set(Webhook.objects.values_list("agent__agent_id", flat=True)),
+    "webhook deliveries": lambda: {agent for agent, pk in WEBHOOK_OF.items()
+                                   if pk in set(WebhookDelivery.objects.order_by().values_list("webhook_id", flat=True))},
 }
 
 
@@ -76,6 +90,7 @@ def owners(model) -> set[str]:
 
 
 COLLECTION_OF: dict[str, int] = {}  # "agent-a" -> its collection's id, filled by the fixture as the owner
+WEBHOOK_OF: dict[str, int] = {}  # "agent-a" -> its webhook's id, likewise
 
 
 @pytest.mark.parametrize("table", UNFILTERED)

@@ -13,7 +13,7 @@ from ..models import (
     BuildRun,
     Collection,
 )
-from ..services.build_status import waiting_notice
+from ..services.build_status import build_phase, waiting_notice
 from ..services.builds import ACTIVE_STATES, request_build
 
 HISTORY_ROWS = 20
@@ -76,7 +76,7 @@ def progress_payload(run: BuildRun | None) -> dict:
         "status": run.status,
         "active": run.status in ACTIVE_STATES,
         "percent": run.percent,
-        "phase": run.phase,
+        "phase": build_phase(run),
         "documents_done": run.documents_done,
         "documents_total": run.documents_total,
         "paragraphs_done": run.paragraphs_done,

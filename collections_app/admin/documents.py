@@ -128,8 +128,9 @@ class DocumentAdmin(admin.ModelAdmin):
     @admin.display(description="why in review")
     def review_shown(self, document):
         items = list(document.scan_warnings) + list(document.conflicts)
-        if not items:
-            return "—"
+        if not items or document.status != Document.NEEDS_REVIEW:
+            # Approved (this version) or refused: the reason no longer holds it back.
+            return f"approved by {document.approved_by or 'an unknown user'}" if items and document.approved_at else "—"
         return format_html('<ul class="rs-warnings">{}</ul>', format_html_join("", "<li>{}</li>", ((w,) for w in items)))
 
     @admin.display(description="approval")
@@ -147,9 +148,13 @@ class DocumentAdmin(admin.ModelAdmin):
         for other in conflicting_documents(document):
             url = reverse("admin:collections_app_document_change", args=[other.pk])
             pairs = conflicting_paragraphs(document, other)
+            paragraph = "admin:collections_app_paragraph_change"
             rows = format_html_join(
-                "", '<tr><td><div class="rs-text">{}</div></td><td><div class="rs-text">{}</div></td></tr>',
-                ((pair.mine, pair.theirs) for pair in pairs),
+                "", '<tr><td><a href="{}" data-role="mine">{}</a><div class="rs-text">{}</div></td>'
+                '<td><a href="{}" data-role="theirs">{}</a><div class="rs-text">{}</div></td></tr>',
+                ((reverse(paragraph, args=[pair.mine_paragraph]), pair.mine_chunk_id, pair.mine,
+                  reverse(paragraph, args=[pair.theirs_paragraph]), pair.theirs_chunk_id, pair.theirs)
+                 for pair in pairs),
             )
             parts.append(format_html(
                 '<table class="rs-side-by-side" data-other="{}"><thead><tr><th>this document</th>'

@@ -17,11 +17,11 @@ from django.utils import timezone
 
 from ragsite.errors import RagsiteError
 
+from ..limits import MAX_MOST, MAX_QUESTION_CHARS
 from ..models import Collection, MeasureRun
 from ..services import questions
 from ..services.measure import DEFAULT_MOST, MAX_MARKER_CHARS, MAX_QUESTIONS, parse_items, request_measure
 from ..services.measure_estimate import MeasureEstimate, estimate_measure
-from ..services.search import MAX_MOST, MAX_QUESTION_CHARS
 from .common import HISTORY_ROWS, duration
 from .known_answers import measure_lines
 

@@ -8,13 +8,14 @@ from django.urls import path, reverse
 from ragsite.errors import RagsiteError
 from ragsite.fusion import FUSION_WEIGHT
 
+from ..limits import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
 from ..models import (
     Agent,
     Collection,
     Paragraph,
     Reader,
 )
-from ..services.search import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, search_collection
+from ..services.search import search_collection
 from ..text.context import CONTEXT_WEIGHT
 from .common import (
     count_of,

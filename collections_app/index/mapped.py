@@ -41,6 +41,7 @@ import numpy as np
 
 from ragsite.lexical import BM25Index, idf
 
+from ..text.context import lexical_with_context
 from ..text.windows import lean_to_first, pool_windows
 from .format import ARRAYS, FORMAT, IndexUnusable, bm25_weights
 from .ivf import IVFLists
@@ -304,6 +305,36 @@ class MappedIndex:
                          postings_doc=self.postings_doc, postings_tf=self.postings_tf, k1=self.k1, b=self.b)
 
     # --- vectors
+
+    # --- The ranking protocol (collections_app.ranking.Scorable) ---
+
+    def lexical(self, question_terms: list[str], view: View | None = None) -> tuple[np.ndarray, float]:
+        """Each row's seed-004 BM25 with its context's share added (`context.lexical_with_context`), and
+        the bound; both over the same view of the rows."""
+        text, bound = self.bm25(question_terms, view)
+        if self.context is None:
+            return text, bound
+        context_view = None if view is None else self.context.view(view.mask)
+        context, context_bound = self.context.bm25(question_terms, context_view)
+        return lexical_with_context(text, bound, context, context_bound)
+
+    def row_cosines(self, vector: np.ndarray, rows: np.ndarray | None = None,
+                    view: View | None = None) -> np.ndarray:
+        """The pooled cosine of each of ``rows`` (None: every row) with ``vector``; 0 for a row without
+        a vector, and for a cut row of ``view`` whose vector may hold its carried opening.
+
+        Builds embed a row from the end of its carried opening (builds.py), so its vector holds no text
+        of the rows it shares text with. An index over older vectors (or imported ones) says so in its
+        meta; there a row that shares text with a row this reader may not read is ranked on its text
+        alone until the collection is rebuilt (which re-embeds it once).
+        """
+        cosine = self.cosine(vector) if rows is None else self.cosine_of_rows(vector, rows)
+        cosine[np.isneginf(cosine)] = 0.0  # a row without a vector has no cosine to offer
+        if view is not None and view.cut is not None and not self.meta.get("fresh_vectors"):
+            cosine[view.cut if rows is None else view.cut[rows]] = 0.0
+        return cosine
+
+    # --- Scoring ---
 
     def cosine(self, query: np.ndarray) -> np.ndarray:
         """Cosine of ``query`` with every row (from its windows, `windows.pool_windows`); -inf for rows without a vector."""

@@ -57,6 +57,20 @@ def worker_missing(run: BuildRun, *, now: datetime | None = None, running: bool 
     return not (worker_running() if running is None else running)
 
 
+def build_phase(run: BuildRun) -> str:
+    """What a build is doing, for the admin bar and build_status: derived from the counts the build saves
+    as it goes (the last document is counted with the paragraphs to embed, so "reading" ends there)."""
+    if run.status == BuildRun.QUEUED:
+        return "queued"
+    if run.status != BuildRun.RUNNING:
+        return "finished"
+    if not run.documents_total or run.documents_done < run.documents_total:
+        return "reading documents"
+    if run.paragraphs_done < run.paragraphs_total:
+        return "embedding paragraphs"
+    return "saving"
+
+
 def waiting_notice(run: BuildRun, **kwargs) -> str | None:
     """The sentence shown beside a build nobody is carrying out, or None."""
     if not worker_missing(run, **kwargs):
@@ -75,7 +89,7 @@ def build_status(*, run: BuildRun, running: bool | None = None) -> dict:
         "status": run.status,
         "percent": run.percent,
         "progress": {
-            "phase": run.phase,
+            "phase": build_phase(run),
             "documents_done": run.documents_done,
             "documents_total": run.documents_total,
             "paragraphs_done": run.paragraphs_done,

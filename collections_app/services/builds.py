@@ -22,16 +22,14 @@ from ragsite import embedding
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
 
-from ..conf import settings
+from ..errors import BuildRefused, EmptyBuild
 from ..interchange import fingerprint as text_fingerprint
 from ..models import (
     Agent,
-    BuildRefused,
     BuildRun,
     Collection,
     CollectionBuilt,
     Document,
-    EmptyBuild,
     ModelCall,
     Paragraph,
 )
@@ -204,8 +202,7 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
         prepared.append(
             _prepare(source, existing.get(source.name), collection, embedder, method, size, overlap, run, extractor)
         )
-        if number < len(sources):  # the last one is told with the paragraphs to embed (BuildRun.phase)
-            progress.save(documents_done=number)
+        progress.save(documents_done=min(number, len(sources) - 1))  # the last: with the paragraphs to embed
 
     _review(prepared, collection)
     # Embeddings already made by this model, by text fingerprint: an edited
@@ -366,11 +363,10 @@ def _review(prepared: list[Prepared], collection: Collection) -> None:
     for entries in shapes.values():
         if len({" ".join(t.split()) for _n, t in entries}) < 2:
             continue
-        names = sorted({n for n, _t in entries})
-        for item in readable:
-            if item.name in names:
-                others = [n for n in names if n != item.name] or [item.name]
-                item.conflicts.append(f"a paragraph matches one in {', '.join(others)} except for its numbers")
+        names = sorted({n for n, _t in entries})  # one name: repeats inside a man page or changelog, not a conflict
+        for item in (item for item in readable if len(names) > 1 and item.name in names):
+            others = [n for n in names if n != item.name]
+            item.conflicts.append(f"a paragraph matches one in {', '.join(others)} except for its numbers")
     for item in readable:
         item.conflicts = sorted(set(item.conflicts))
         if item.warnings or item.conflicts:
@@ -406,7 +402,7 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
     progress.save(force=True, documents_done=run.documents_total, paragraphs_total=len(todo), paragraphs_done=0)
     if not todo:
         return
-    batch = _embedding_step(embedder, len(todo))
+    batch = embedding.progress_step(embedder, len(todo))  # the bar moves after each call
     tokens_used = 0
     for start in range(0, len(todo), batch):
         chunk_of = todo[start : start + batch]
@@ -424,23 +420,6 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
 
         record_call(agent=collection.agent, collection=collection, purpose=ModelCall.EMBED, model=embedder.model,
                     tokens_in=tokens_used)
-
-
-def _embedding_step(embedder, total: int) -> int:
-    """Paragraphs per embedding call, each call followed by a progress save.
-
-    The http backend sends EMBED_CONCURRENCY batches at once, so one call is that many batches. In
-    process the model's time grows with the texts whatever the call size, so a build is cut into about
-    PROGRESS_STEPS calls (of 8 to EMBED_BATCH_SIZE paragraphs): a one-call build showed 0 of 186
-    embedded for a minute, then 100 %.
-    """
-    size = max(1, int(settings.EMBED_BATCH_SIZE))
-    if embedder.backend == "http":
-        return size * max(1, int(settings.EMBED_CONCURRENCY))
-    return min(size, max(8, -(-total // PROGRESS_STEPS)))
-
-
-PROGRESS_STEPS = 20
 
 
 def _commit(collection, run, prepared, existing, embedder, refused, previous) -> None:
@@ -522,7 +501,8 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             unlabelled = Paragraph.objects.filter(collection=collection, labels__isnull=True).count()
             if unlabelled:
                 run.warnings.append(f"{unlabelled} paragraphs have no label, so any reader may read them")
-        run.warnings += _review_warnings(item for item in prepared if item.status == Document.NEEDS_REVIEW)
+        run.warnings += _review_warnings(p for p in prepared
+                                         if p.status == Document.NEEDS_REVIEW and not _approved(p, existing))
         if not Paragraph.objects.searchable(collection).exists():
             run.warnings.append("no paragraph is searchable until a person approves the documents in review")
         CollectionBuilt.objects.update_or_create(
@@ -593,12 +573,10 @@ def _replace_paragraphs(document: Document, item: Prepared, agent: Agent, ordina
     return ordinal + len(rows)
 
 
-def _candidate_paragraphs(collection: Collection, prepared: list[Prepared], existing: dict) -> list[tuple]:
-    """The paragraphs `_commit` will leave, in its ordinal order, for measuring a build before its swap.
-
-    One tuple per paragraph: (document, searched, start, end, text, section, vector bytes or None,
-    context), where ``document`` tells documents apart and ``searched`` says whether a search ranks it.
-    """
+def _candidate_paragraphs(collection: Collection, prepared: list[Prepared],
+                          existing: dict) -> list[known_answers.CandidateRow]:
+    """The paragraphs `_commit` will leave, in its ordinal order, for measuring a build before its swap;
+    a document is told apart by its position in ``prepared``."""
     reused = {existing[p.name].pk for p in prepared if p.reused}
     stored: dict[int, list[tuple]] = defaultdict(list)
     if reused:
@@ -607,7 +585,7 @@ def _candidate_paragraphs(collection: Collection, prepared: list[Prepared], exis
         for document_id, *row in rows.iterator(chunk_size=2000):
             if document_id in reused:
                 stored[document_id].append(tuple(row))
-    paragraphs: list[tuple] = []
+    paragraphs: list[known_answers.CandidateRow] = []
     for number, item in enumerate(prepared):
         if item.status == Document.REFUSED:
             continue
@@ -618,5 +596,5 @@ def _candidate_paragraphs(collection: Collection, prepared: list[Prepared], exis
         else:
             pieces = [(p.start, p.end, p.text, (p.section or "")[:300], item.vectors[i] if item.vectors else None,
                        item.contexts[i]) for i, p in enumerate(item.pieces)]
-        paragraphs.extend((number, searched, *piece) for piece in pieces)
+        paragraphs.extend(known_answers.CandidateRow(number, searched, *piece) for piece in pieces)
     return paragraphs

@@ -23,17 +23,16 @@ from ragsite.errors import Conflict, NotFound, RagsiteError
 from ragsite.lexical import BM25Index
 
 from .. import interchange as fmt
+from ..errors import EmptyBuild
 from ..index.vector_codec import VectorFormatError, encode, first_window
 from ..models import Agent, Collection, CollectionBuilt, Document, Paragraph
-from ..text.chunking import ChunkingError, resolve_sizes
+from ..text.chunking import TOKEN_METHODS, ChunkingError, resolve_sizes
 from .agents import create_collection
-from .builds import ACTIVE_STATES, EmptyBuild
+from .builds import ACTIVE_STATES
 from .indexes import index_committed_build, mapped_index
 
 logger = logging.getLogger("ragsite.interchange")
 
-# Chunking methods whose size and overlap count model tokens, like the seed's chunker block.
-TOKEN_METHODS = ("tokens", "window")
 CREATED_AT_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 # A chunk shares at least this many characters with the one before it before the two are taken
 # to overlap; a shorter match (a repeated letter or word) is chance.
@@ -154,7 +153,7 @@ def chunker_block(method: str, size: int | None, overlap: int, n_tokens: list[in
     0, and their character settings go in "chars" so an import can restore them.
     """
     longest = max(n_tokens, default=0)
-    if method in TOKEN_METHODS:
+    if method in TOKEN_METHODS:  # sizes in model tokens, like the seed's chunker block
         return {"max_tokens": size if size is not None else longest, "overlap": overlap, "method": method}
     return {"max_tokens": longest, "overlap": 0, "method": method, "chars": {"size": size, "overlap": overlap}}
 

@@ -20,6 +20,7 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from django.db import transaction
@@ -33,10 +34,10 @@ from ragsite.lexical import BM25Index
 
 from .. import conf
 from ..conf import settings
+from ..errors import InvalidKnownAnswers, KnownAnswersLost
 from ..index.vector_codec import VectorFormatError, decode
 from ..measure import Question, ScratchIndex, floor_range, measured_floor, normalise, outcomes
 from ..models import (
-    BuildRefused,
     BuildRun,
     Collection,
     CollectionBuilt,
@@ -62,15 +63,17 @@ SAMPLE_SET = Path(__file__).resolve().parents[1] / "sample_known_answers.jsonl"
 LOST_NAMED = 10  # lost questions a warning names before saying "and N more"
 
 
-class InvalidKnownAnswers(RagsiteError):
-    code = "invalid_known_answers"
-    status = 400
+class CandidateRow(NamedTuple):
+    """One paragraph as the known answers are measured against it: a live one, or one a build would leave."""
 
-
-class KnownAnswersLost(BuildRefused):
-    """KNOWN_ANSWERS_GATE refused a build: it loses more known answers than the gate allows."""
-
-    code = "known_answers_lost"
+    document: int  # tells documents apart
+    searched: bool  # whether a search ranks it (its document is not held back)
+    start: int
+    end: int
+    text: str
+    section: str
+    vector: bytes | None  # its stored windows (vector_codec); None: no vector
+    context: str
 
 
 # --- The set ------------------------------------------------------------------------------
@@ -226,7 +229,8 @@ def measure_build(*, build_id: int) -> KnownAnswersReport | None:
     return _save(run, measurement)
 
 
-def gate_build(*, collection: Collection, run: BuildRun, candidate: Callable[[], list[tuple]]) -> dict | None:
+def gate_build(*, collection: Collection, run: BuildRun,
+               candidate: Callable[[], list[CandidateRow]]) -> dict | None:
     """With KNOWN_ANSWERS_GATE set, measure a build's candidate paragraphs before its swap.
 
     ``candidate`` gives the paragraphs the swap would leave (see `builds._candidate_paragraphs`).
@@ -255,31 +259,31 @@ def gate_build(*, collection: Collection, run: BuildRun, candidate: Callable[[],
     return measurement
 
 
-def _live_paragraphs(collection: Collection) -> list[tuple]:
-    """The live collection's paragraphs as a search loads them:
-    (document, searched, start, end, text, section, vector, context)."""
+def _live_paragraphs(collection: Collection) -> list[CandidateRow]:
+    """The live collection's paragraphs as a search loads them."""
     held_back = set(collection.documents.exclude(status=Document.ACTIVE).values_list("id", flat=True))
     rows = (Paragraph.objects.filter(collection=collection).order_by("ordinal")
             .values_list("document_id", "start_char", "end_char", "text", "section", "embedding", "context"))
-    return [(document, document not in held_back, *rest) for document, *rest in rows.iterator(chunk_size=2000)]
+    return [CandidateRow(document, document not in held_back, *rest)
+            for document, *rest in rows.iterator(chunk_size=2000)]
 
 
-def _index(paragraphs: Sequence[tuple], dimensions: int) -> tuple[ScratchIndex, np.ndarray]:
+def _index(paragraphs: Sequence[CandidateRow], dimensions: int) -> tuple[ScratchIndex, np.ndarray]:
     """An in-memory index over ``paragraphs`` (ordinals in order) and the mask of rows a search ranks.
 
     Stored vectors are float16 windows (vector_codec); every window of a paragraph is a matrix row,
     and the paragraph's cosine is pooled from them as search pools it.
     """
-    rows = [Row(ordinal=i, document=d, start=s, end=e, text=t, section=sec)
-            for i, (d, _searched, s, e, t, sec, _v, _context) in enumerate(paragraphs)]
-    contexts = [p[7] for p in paragraphs]
-    searchable = np.array([p[1] for p in paragraphs], dtype=bool)
+    rows = [Row(ordinal=i, document=p.document, start=p.start, end=p.end, text=p.text, section=p.section)
+            for i, p in enumerate(paragraphs)]
+    contexts = [p.context for p in paragraphs]
+    searchable = np.array([p.searched for p in paragraphs], dtype=bool)
     blocks, owners = [], []
     for i, paragraph in enumerate(paragraphs):
-        if paragraph[6] is None:
+        if paragraph.vector is None:
             continue
         try:
-            windows = decode(paragraph[6], dimensions)
+            windows = decode(paragraph.vector, dimensions)
         except VectorFormatError:
             raise Conflict(f"the paragraphs hold vectors that are not {dimensions} wide; rebuild the collection",
                            code="width_mismatch") from None
@@ -316,7 +320,7 @@ def _question_vectors(collection: Collection, questions: Sequence[Question], mod
     return vectors
 
 
-def _measure(collection: Collection, questions: Sequence[Question], paragraphs: Sequence[tuple], *,
+def _measure(collection: Collection, questions: Sequence[Question], paragraphs: Sequence[CandidateRow], *,
              model: str, dimensions: int, before: int) -> dict:
     """The report's fields: every question asked unfloored (scores, the bands, the measured floor),
     then at the floor in force (found@1/@5), and the answers lost since the live build before ``before``."""

@@ -22,9 +22,10 @@ from ragsite.fusion import FUSION_WEIGHT
 from ragsite.lexical import DEFAULT_B, DEFAULT_K1
 
 from ..conf import settings
+from ..limits import MAX_AROUND, MAX_MOST
 from ..measure import DEFAULT_AROUNDS, Question, Variant, VectorCache, default_sizes, grid, measure_variant
 from ..models import Collection, MeasureRun, ModelCall
-from ..text.chunking import AVAILABLE, ChunkingError, resolve_sizes, validate_method
+from ..text.chunking import AVAILABLE, TOKEN_METHODS, ChunkingError, resolve_sizes, validate_method
 from ..text.extract import SUPPORTED_SUFFIXES, Unreadable
 from .questions import (
     MAX_MARKER_CHARS,
@@ -34,7 +35,6 @@ from .questions import (
     parse_item,
     parse_items,
 )
-from .search import MAX_AROUND, MAX_MOST
 from .sources import collection_sources, document_extractor, read_bounded
 
 logger = logging.getLogger("ragsite.measure")
@@ -78,7 +78,7 @@ def _variants(requested: Sequence[Mapping] | None, can_count: bool, window: int 
             raise InvalidMeasure(str(exc)) from None
         if not isinstance(around, int) or not 0 <= around <= MAX_AROUND:
             raise InvalidMeasure(f"around must be between 0 and {MAX_AROUND}")
-        if method in ("tokens", "window") and not can_count:
+        if method in TOKEN_METHODS and not can_count:
             skipped.append({"method": method, "size": size,
                             "reason": f'"{method}" needs an embedder that counts tokens, and this one cannot'})
             continue

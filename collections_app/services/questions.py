@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ragsite.errors import RagsiteError
 
+from ..limits import MAX_QUESTION_CHARS
 from ..measure import Question
-from .search import MAX_QUESTION_CHARS
 
 MAX_QUESTIONS = 50
 MAX_MARKER_CHARS = 2000

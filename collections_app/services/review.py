@@ -50,6 +50,10 @@ class ConflictingPair:
     other: Document
     mine: str
     theirs: str
+    mine_paragraph: int | None = None  # the stored paragraph holding each side, to link to
+    theirs_paragraph: int | None = None
+    mine_chunk_id: str = ""
+    theirs_chunk_id: str = ""
 
 
 def conflicting_documents(document: Document) -> list[Document]:
@@ -64,21 +68,24 @@ def conflicting_documents(document: Document) -> list[Document]:
 def conflicting_paragraphs(document: Document, other: Document) -> list[ConflictingPair]:
     """The blocks of the two documents that match except for their numbers, side by side (the build's rule)."""
 
-    def blocks(doc: Document) -> dict[str, str]:
-        shapes: dict[str, str] = {}
-        for text in Paragraph.objects.filter(document=doc).order_by("index").values_list("text", flat=True):
+    def blocks(doc: Document) -> dict[str, tuple[str, int, str]]:
+        shapes: dict[str, tuple[str, int, str]] = {}
+        rows = Paragraph.objects.filter(document=doc).order_by("index").values_list("pk", "index", "text")
+        for pk, index, text in rows:
             for block in BLOCK_BREAK.split(text):
                 block = " ".join(line for line in block.splitlines() if not line.lstrip().startswith("#"))
                 flat = " ".join(block.split())
                 if NUMBER.search(flat) and len(flat) >= 40:
-                    shapes.setdefault(NUMBER.sub("#", flat), flat)
+                    shapes.setdefault(NUMBER.sub("#", flat), (flat, pk, f"{doc.name}#{index}"))
         return shapes
 
     mine, theirs = blocks(document), blocks(other)
     return [
-        ConflictingPair(other=other, mine=mine[shape], theirs=theirs[shape])
+        ConflictingPair(other=other, mine=mine[shape][0], theirs=theirs[shape][0],
+                        mine_paragraph=mine[shape][1], theirs_paragraph=theirs[shape][1],
+                        mine_chunk_id=mine[shape][2], theirs_chunk_id=theirs[shape][2])
         for shape in mine
-        if shape in theirs and mine[shape] != theirs[shape]
+        if shape in theirs and mine[shape][0] != theirs[shape][0]
     ]
 
 

@@ -8,6 +8,7 @@ the models' Meta).
 """
 
 from functools import cache
+from typing import NamedTuple
 
 import numpy as np
 from django.db import connection
@@ -82,15 +83,27 @@ def _record(collection: Collection, row: tuple | None) -> CollectionBuilt | None
     return built
 
 
-def stored_rows(paragraph_ids: list[int]) -> list[tuple]:
-    """``(id, start_char, end_char, text, section, index, document_id, document name)`` of the
-    given paragraphs, in no order; ids no longer stored are simply absent."""
+class StoredRow(NamedTuple):
+    """A paragraph's stored text and where it sits, as a search shows it."""
+
+    id: int
+    start: int  # start_char
+    end: int  # end_char
+    text: str
+    section: str
+    index: int  # its position within its document (the k of its chunk id)
+    document: int  # document_id
+    name: str  # the document's name
+
+
+def stored_rows(paragraph_ids: list[int]) -> list[StoredRow]:
+    """The given paragraphs' `StoredRow`, in no order; ids no longer stored are simply absent."""
     if not paragraph_ids:
         return []
     sql = f"{_texts_sql(connection.vendor)} ({', '.join(['%s'] * len(paragraph_ids))})"
     with connection.cursor() as cursor:
         cursor.execute(sql, paragraph_ids)
-        return cursor.fetchall()
+        return [StoredRow(*row) for row in cursor.fetchall()]
 
 
 @cache

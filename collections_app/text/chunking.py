@@ -8,7 +8,11 @@ fences) in force where the piece's first line of text starts, or "Document" befo
 heading lines at the very start of a piece are stepped over, so "# Handbook / ## Leave / text" is
 filed under "Leave". Section names are cut to 300 characters.
 
-Strategies, by name (the vocabulary is `STRATEGIES`; only `AVAILABLE` names are accepted):
+Strategies, by name. `STRATEGIES` is the one table: each built name's cutting function, default size
+and overlap, whether it overlaps its pieces, whether its sizes count model tokens (and so need an
+embedder that counts them), and its per-document cap; a planned name maps to None. `AVAILABLE`,
+`DEFAULT_SIZES` and `TOKEN_METHODS` are derived from it, and `chunk` dispatches through it, so a name
+without a strategy is refused rather than cut some other way.
 
 ``fixed``
     Pieces of at most ``size`` characters, broken at the last whitespace inside the window, so the
@@ -37,7 +41,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from ragsite.division import TokenCounter, divide
@@ -50,7 +54,9 @@ __all__ = [
     "MAX_PARAGRAPHS_PER_DOCUMENT",
     "MAX_SECTION_LENGTH",
     "STRATEGIES",
+    "TOKEN_METHODS",
     "Chunks",
+    "Strategy",
     "ChunkingError",
     "Piece",
     "chunk",
@@ -58,32 +64,26 @@ __all__ = [
     "validate_method",
 ]
 
-# Each name maps to the version that introduced it, or None while it is only planned. Planned names
-# are kept so that naming one is a clear validation error rather than "unknown".
-STRATEGIES: dict[str, str | None] = {
-    "fixed": "0.1",
-    "structure": "0.1",
-    "tokens": "0.1",
-    "window": "0.1",
-    "semantic": None,
-    "parent-child": None,
-    "page": None,
-    "proposition": None,
-}
-# Derived, never written out, so the two cannot disagree.
-AVAILABLE: tuple[str, ...] = tuple(name for name, version in STRATEGIES.items() if version is not None)
-
-# (size, overlap) when a collection leaves them empty. fixed and structure count characters, tokens
-# counts model tokens, and window's None means "the embedder's own window".
-DEFAULT_SIZES: dict[str, tuple[int | None, int]] = {
-    "fixed": (350, 0),
-    "structure": (1800, 180),
-    "tokens": (200, 32),
-    "window": (None, 0),
-}
 MAX_PARAGRAPHS_PER_DOCUMENT = 240
 MAX_SECTION_LENGTH = 300
 DEFAULT_SECTION = "Document"
+
+
+# A strategy's cut: (text, size, overlap, token counter) -> the pieces' (start, end) spans, in order.
+Cut = Callable[[str, "int | None", int, "TokenCounter | None"], list[tuple[int, int]]]
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """One built chunking method (see the module docstring for what each does)."""
+
+    version: str  # the version that introduced it
+    cut: Cut
+    size: int | None  # the default size: characters, or tokens when counts_tokens; None: the model's window
+    overlap: int  # the default overlap, in the same unit
+    overlaps: bool  # whether its pieces may overlap at all
+    counts_tokens: bool  # sizes are model tokens: it needs an embedder that counts them
+    cap: int | None = None  # at most this many pieces a document (the rest are reported as dropped)
 
 
 class ChunkingError(ValueError):
@@ -137,7 +137,8 @@ def resolve_sizes(method: str, size: int | None = None, overlap: int | None = No
     to refuse bad settings up front; `chunk` calls it too. Raises `ChunkingError`.
     """
     validate_method(method)
-    default_size, default_overlap = DEFAULT_SIZES[method]
+    strategy = STRATEGIES[method]
+    default_size, default_overlap = strategy.size, strategy.overlap
     size = default_size if size is None else size
     if overlap is None:
         overlap = default_overlap
@@ -149,7 +150,7 @@ def resolve_sizes(method: str, size: int | None = None, overlap: int | None = No
         raise ChunkingError(f"{method}: size must be a whole number of at least 1, not {size!r}")
     if not isinstance(overlap, int) or overlap < 0:
         raise ChunkingError(f"{method}: overlap must be a whole number of at least 0, not {overlap!r}")
-    if method in ("fixed", "window") and overlap:
+    if not strategy.overlaps and overlap:
         raise ChunkingError(f"{method} does not overlap its pieces; set overlap to 0 or leave it empty")
     if size is not None and overlap >= size:
         raise ChunkingError(f"{method}: overlap ({overlap}) must be smaller than size ({size})")
@@ -171,21 +172,12 @@ def chunk(
     method whose embedder cannot count.
     """
     size, overlap = resolve_sizes(method, size, overlap)
+    strategy = STRATEGIES[method]
+    spans = strategy.cut(text, size, overlap, tokens)
     dropped = 0
-    if method == "fixed":
-        assert size is not None
-        spans = _fixed(text, size)
-    elif method == "structure":
-        assert size is not None
-        spans = _structure(text, size, overlap)
-        if len(spans) > MAX_PARAGRAPHS_PER_DOCUMENT:
-            dropped = len(spans) - MAX_PARAGRAPHS_PER_DOCUMENT
-            spans = spans[:MAX_PARAGRAPHS_PER_DOCUMENT]
-    elif method == "tokens":
-        assert size is not None
-        spans = _tokens(text, size, overlap, tokens)
-    else:
-        spans = _window(text, size, tokens)
+    if strategy.cap is not None and len(spans) > strategy.cap:
+        dropped = len(spans) - strategy.cap
+        spans = spans[: strategy.cap]
     outline = _Outline(text)
     pieces = (Piece(text[s:e], s, e, outline.section_of(text, s, e)) for s, e in spans if e > s)
     return Chunks(pieces, dropped=dropped)
@@ -521,3 +513,31 @@ def _window(text: str, size: int | None, tokens: TokenCounter | None) -> list[tu
     if spans is None:
         raise ChunkingError('"window" needs an embedder that can count tokens, and this one cannot')
     return [_trim(text, start, end) for start, end in spans]
+
+
+# --- The table -----------------------------------------------------------------------------------
+
+# Each name maps to its strategy, or to None while it is only planned: naming a planned one is a clear
+# validation error rather than "unknown". fixed and structure count characters.
+STRATEGIES: dict[str, Strategy | None] = {
+    "fixed": Strategy("0.1", lambda text, size, overlap, tokens: _fixed(text, size), size=350, overlap=0,
+                      overlaps=False, counts_tokens=False),
+    "structure": Strategy("0.1", lambda text, size, overlap, tokens: _structure(text, size, overlap),
+                          size=1800, overlap=180, overlaps=True, counts_tokens=False,
+                          cap=MAX_PARAGRAPHS_PER_DOCUMENT),
+    "tokens": Strategy("0.1", lambda text, size, overlap, tokens: _tokens(text, size, overlap, tokens),
+                       size=200, overlap=32, overlaps=True, counts_tokens=True),
+    "window": Strategy("0.1", lambda text, size, overlap, tokens: _window(text, size, tokens), size=None,
+                       overlap=0, overlaps=False, counts_tokens=True),
+    "semantic": None,
+    "parent-child": None,
+    "page": None,
+    "proposition": None,
+}
+# Derived, never written out, so none can disagree with the table.
+AVAILABLE: tuple[str, ...] = tuple(name for name, strategy in STRATEGIES.items() if strategy is not None)
+# (size, overlap) when a collection leaves them empty.
+DEFAULT_SIZES: dict[str, tuple[int | None, int]] = {
+    name: (strategy.size, strategy.overlap) for name, strategy in STRATEGIES.items() if strategy is not None
+}
+TOKEN_METHODS: tuple[str, ...] = tuple(name for name in AVAILABLE if STRATEGIES[name].counts_tokens)

@@ -1,14 +1,18 @@
 """Memory services: store, change and delete records, recall them, build and check their nodes.
 
-One module per verb family: `records` (store, update, delete, export, import), `recall`, `nodes`
-(build and read a record's nodes), `health` (the check and its repair); `common` holds what they share.
+One module per verb family: `records` (store, update, delete, export, import), `reading` (read
+and list), `recall`, `nodes` (build and read a record's nodes), `health` (the check and its
+repair); `common` holds what they share.
 
 Every interface (the API, the commands, the tasks) calls these and nothing else. The rules they
 keep (seed 002):
 
-* Recall ranks RECORDS ONLY. Nodes are read after the ranking is fixed, to choose each record's
-  excerpt, so the records returned and their order are the same with or without nodes.
+* Recall ranks EXCERPTS: the nodes of divided records, whole records that fit the window, and the
+  opening of a record whose nodes are pending; several may come from one record, merged when they
+  touch, within a character budget. Records never divided keep their relative order.
 * Slow work (counting tokens, embedding) happens before a short write transaction, never in it.
+* A store answers before its record is embedded: a task makes the vector (`vectors`), as one
+  builds the nodes; recall scores the record by its words until then.
 * Node building runs on the task queue, enqueued when the record's row is committed; a store
   answers at once with `nodes: {"status": "queued"}` when the record runs past the window.
 * Nodes never modify their record; the health repair therefore covers locked records too.
@@ -20,6 +24,7 @@ from .common import (  # noqa: F401
     SETTLED,
     get_record,
     record_model,
+    validate_max_chars,
     validate_query,
     validate_text,
 )
@@ -42,6 +47,10 @@ from .nodes import (  # noqa: F401
     record_nodes,
     repair_records,
 )
+from .reading import (  # noqa: F401
+    list_records,
+    read_record,
+)
 from .recall import (  # noqa: F401
     opening,
     recall,
@@ -53,4 +62,8 @@ from .records import (  # noqa: F401
     import_records,
     store_memory,
     update_text,
+)
+from .vectors import (  # noqa: F401
+    embed_vector,
+    embed_vector_for_agent,
 )

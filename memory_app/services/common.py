@@ -63,6 +63,14 @@ def validate_query(query: Any, most: Any) -> tuple[str, int]:
     return query, most
 
 
+def validate_max_chars(max_chars: Any) -> int:
+    """A recall's character budget: a whole number from 1 to `conf.MAX_RECALL_CHARS`."""
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or not 1 <= max_chars <= conf.MAX_RECALL_CHARS:
+        raise RagsiteError(f"max_chars must be a whole number from 1 to {conf.MAX_RECALL_CHARS:,}",
+                           code="invalid_max_chars")
+    return max_chars
+
+
 def validate_repair_limit(limit: Any) -> int:
     """How many records one repair may build: a whole number from 0 to 50 (seed 002 §3, "at most 50")."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= conf.REPAIR_LIMIT:
@@ -117,14 +125,20 @@ def _unavailable(exc: EmbeddingError) -> RagsiteError:
     )
 
 
-def _prepare_many(texts: list[str], embedder: Embedder) -> list[_Prepared]:
+def _prepare_many(texts: list[str], embedder: Embedder, *, embed: bool = True) -> list[_Prepared]:
+    """Count (and with `embed`, embed) texts before their rows are written.
+
+    `embed=False` (a store: its vector is made by a task, off the request path) leaves the vector
+    empty but names the model that counted the text and will embed it, so the health check and
+    the repair know the vector is still to come.
+    """
     try:
         counts = [embedder.count_tokens(text) for text in texts]
-        vectors = embedder.embed(texts) if texts and _can_embed(embedder) else None
+        vectors = embedder.embed(texts) if embed and texts and _can_embed(embedder) else None
     except EmbeddingError as exc:
         raise _unavailable(exc) from None
     window = embedder.window
-    model = embedder.model if vectors is not None else ""
+    model = embedder.model if vectors is not None or (not embed and _can_embed(embedder)) else ""
     return [
         _Prepared(
             token_count=count,

@@ -19,6 +19,7 @@ from ..models import KINDS, RECORD_MODELS, RecordNode
 from ..nodes import runs_past_window
 from ..triggers import UnsupportedDatabase, missing_triggers
 from . import nodes as node_services
+from . import vectors as vector_services
 from .common import SETTLED, record_model, validate_repair_limit
 
 logger = logging.getLogger("memory_app")
@@ -140,7 +141,11 @@ def check_health(*, agent: Agent | None = None, repair: bool = False, limit: int
     report["missing_truncated"] = len(needing) > conf.REPORT_IDS
     if agent is None:
         report["orphan_nodes"] = _orphan_nodes().count()
+    waiting = vector_services.waiting_for_vectors(agent)
+    report["missing_vectors"] = len(waiting)
     if repair:
+        # Records whose vector task never ran (a broker that was down): embedded here, as many as nodes.
+        report["vectors"] = [vector_services.embed_vector_for_agent(kind, pk).as_dict() for kind, pk in waiting[:limit]]
         repaired = []
         for _created, kind, pk, _why in needing[:limit]:
             # The survey and the orphans span agents (an orphan has no agent to scope by), so

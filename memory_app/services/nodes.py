@@ -12,7 +12,7 @@ from django.db import transaction
 from collections_app.models import Agent
 from ragsite import embedding
 from ragsite.embedders import Embedder, EmbeddingError
-from ragsite.errors import NotFound
+from ragsite.errors import Conflict, NotFound
 from ragsite.rls import task_scope
 
 from .. import conf
@@ -34,6 +34,9 @@ from .common import (
 )
 
 logger = logging.getLogger("memory_app")
+
+# Seconds a node read that found the nodes still being built tells its caller to wait (Retry-After).
+NODES_RETRY_AFTER = 5
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,12 @@ def get_node(*, agent: Agent, kind: str, id: int, index: int) -> dict:
     """One node of the agent's own record: its text, offsets, token count, window and model."""
     record = get_record(agent=agent, kind=kind, id=id)
     node = RecordNode.objects.filter(parent_kind=kind, parent_id=record.pk, node_index=index).first()
-    if node is None:
+    if node is None or node.embedding_model != embedding.get_embedder().model:
+        # Pending: queued, or held from another model and about to be rebuilt; it may well exist in
+        # a moment. Otherwise the record fits, cannot be counted, or has fewer nodes: it never will.
+        if node is not None or (index >= 0 and node_state(record).state in _NEEDS_NODES):
+            raise Conflict(f"the nodes of record {kind}:{id} are being built; ask again shortly",
+                           code="nodes_pending", headers={"Retry-After": str(NODES_RETRY_AFTER)})
         raise NotFound(f"record {kind}:{id} has no node {index}", code="unknown_node")
     return {
         "kind": kind,

@@ -1,4 +1,8 @@
-"""Recall: rank an agent's records, a divided one by its best node, and quote each by that node.
+"""Recall: rank excerpts of an agent's records and quote the best within a character budget.
+
+The candidates are the nodes of divided records, the records that fit the window (whole), and
+the opening of a record whose nodes are still pending; `memory_app.excerpts` takes them best
+first, merges those that touch and cuts the last one to the budget.
 
 An agent's records, nodes and passages are read once per process into an `AgentIndex` (a
 `RecallIndex`: texts, BM25 postings, vectors) and kept while its recall generation stands (every
@@ -20,14 +24,15 @@ import numpy as np
 from collections_app.models import Agent
 from ragsite import embedding
 from ragsite.embedders import Embedder, EmbeddingError
-from ragsite.fusion import FUSION_WEIGHT
 from ragsite.lexical import terms
 from ragsite.top import top_rows
 
 from .. import conf
+from ..excerpts import NODE, PENDING, WHOLE, Candidate, Selection, select
 from ..models import KINDS, RECORD_MODELS, NodePassages, RecordNode
+from ..nodes import runs_past_window
 from ..recall_index import NodeRow, RecallIndex, RecordRow
-from .common import _can_embed, recall_generation, recent_changes, validate_query
+from .common import _can_embed, recall_generation, recent_changes, validate_max_chars, validate_query
 
 logger = logging.getLogger("memory_app")
 
@@ -47,6 +52,7 @@ class AgentIndex:
     epoch: str
     generation: int
     model: str
+    window: int | None  # the model's token window: a record past it without nodes is pending
     index: RecallIndex
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -59,7 +65,7 @@ _cache: OrderedDict[int, AgentIndex] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def agent_index(agent: Agent, model: str) -> AgentIndex:
+def agent_index(agent: Agent, model: str, window: int | None = None) -> AgentIndex:
     """The agent's cached index, brought up to (at least) its recall generation.
 
     Unchanged generation: used as it is (one primary-key read). A few generations behind, each
@@ -69,7 +75,7 @@ def agent_index(agent: Agent, model: str) -> AgentIndex:
     epoch, generation = recall_generation(agent.pk)  # read before the rows, so a write in between only repeats
     with _cache_lock:
         cached = _cache.get(agent.pk)
-    if cached is not None and cached.model == model and cached.epoch == epoch:
+    if cached is not None and (cached.model, cached.window, cached.epoch) == (model, window, epoch):
         with cached.lock:
             if cached.generation > generation:  # cannot happen within one epoch; start again if it does
                 cached = None
@@ -81,7 +87,7 @@ def agent_index(agent: Agent, model: str) -> AgentIndex:
     else:
         cached = None
     if cached is None:
-        cached = AgentIndex(epoch, generation, model, _load(agent, model, _read(agent, model, None)))
+        cached = AgentIndex(epoch, generation, model, window, _load(agent, model, _read(agent, model, window, None)))
     with _cache_lock:
         _cache[agent.pk] = cached
         _cache.move_to_end(agent.pk)
@@ -101,8 +107,12 @@ def _vector(data, model_of_row: str, model: str) -> np.ndarray | None:
     return np.frombuffer(bytes(data), dtype="<f4")
 
 
-def _read(agent: Agent, model: str, keys: set[tuple[str, int]] | None) -> list[RecordRow]:
-    """The agent's records (all, or those of `keys` that still exist) with their nodes of `model`."""
+def _read(agent: Agent, model: str, window: int | None, keys: set[tuple[str, int]] | None) -> list[RecordRow]:
+    """The agent's records (all, or those of `keys` that still exist) with their nodes of `model`.
+
+    A record is pending when `model` counted it past `window` (its nodes are queued or being rebuilt);
+    it stops being pending once it holds nodes of `model`.
+    """
     records: list[RecordRow] = []
     for kind, record_class in RECORD_MODELS.items():
         rows = record_class.objects.filter(agent=agent)
@@ -117,8 +127,10 @@ def _read(agent: Agent, model: str, keys: set[tuple[str, int]] | None) -> list[R
             nodes = nodes.filter(parent_id__in=record_class.objects.filter(agent=agent).values("pk"))
         order = KINDS.index(kind)
         these = {
-            pk: RecordRow(kind, pk, order, text, _vector(data, by, model))
-            for pk, text, data, by in rows.order_by("pk").values_list("pk", "text", "embedding", "embedding_model")
+            pk: RecordRow(kind, pk, order, text, _vector(data, by, model),
+                          pending=by == model and runs_past_window(tokens, window))
+            for pk, text, data, by, tokens in rows.order_by("pk").values_list(
+                "pk", "text", "embedding", "embedding_model", "token_count")
         }
         passages = NodePassages.objects.filter(parent_kind=kind, embedding_model=model)
         passages = passages.filter(parent_id__in=wanted) if keys is not None else passages.filter(
@@ -166,7 +178,7 @@ def _update(agent: Agent, cached: AgentIndex, generation: int) -> bool:
     keys = recent_changes(agent.pk, cached.generation, generation)
     if keys is None:
         return False
-    records = _read(agent, cached.model, keys)
+    records = _read(agent, cached.model, cached.window, keys)
     width = _width(records)
     if width and width != cached.index.width:  # the first vectors, or another width: start again
         return False
@@ -210,50 +222,100 @@ def opening(text: str, length: int = conf.OPENING_LENGTH) -> tuple[int, int]:
     return 0, end
 
 
-def _top(scores: np.ndarray, index: RecallIndex, most: int) -> np.ndarray:
-    """Rows of the `most` best positive scores, ties by kind then id."""
-    return top_rows(scores, scores > 0, most, ties=(index.kind_order.array, index.ids.array))
+def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST, max_chars: int | None = None) -> dict:
+    """The excerpts of the agent's records that best answer `query`, best first, within `max_chars`.
 
+    Candidates (`memory_app.excerpts`): each node of a divided record, scored as the best of itself
+    and its passages; each record that fits the window, whole, scored by itself; the opening of a
+    record whose nodes are pending, scored by the record. Scores are BM25 and cosine fused by
+    `ragsite.fusion.hybrid_scores` at `conf.RECALL_FUSION_WEIGHT` into [0, 1], with the agent's own
+    records' statistics; only embeddings of the current model take part, and with none at all the
+    query is not embedded and the ranking is lexical. Ties go by kind, id, then node; candidates
+    scoring 0 are left out. At most `most` excerpts and `max_chars` characters (default
+    `MEMORY_RECALL_MAX_CHARS`); the last excerpt is cut to fit at sentence boundaries.
 
-def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST) -> list[dict]:
-    """The agent's records that best answer `query`, best first, each quoted by an excerpt.
-
-    BM25 and cosine fused by `ragsite.fusion.hybrid_scores` into one [0, 1] score, for a record
-    that has nodes by its best node, a node by the best of itself and its passages
-    (`RecallIndex.scores`); only embeddings of the current model take part, and with none at all
-    the query is not embedded and the ranking is lexical. Ties go by kind, then id; records
-    scoring 0 are left out. Each record is quoted by the node that ranked it, or by its opening
-    when it has no nodes.
-    Each result is `{"kind", "id", "score", "excerpt": {"text", "node_index", "start", "end"}}`.
+    Answers `{"excerpts": [{"kind", "id", "score", "text", "start", "end", "nodes", "record_length",
+    "cut"}], "chars", "max_chars", "cut"}` where `nodes` is `{"first", "last"}` for an excerpt of
+    nodes, null for a whole record (or a cut of it), and "pending" for an opening.
     """
     query, most = validate_query(query, most)
+    max_chars = validate_max_chars(conf.recall_max_chars() if max_chars is None else max_chars)
     embedder = embedding.get_embedder()
-    entry = agent_index(agent, embedder.model)
+    entry = agent_index(agent, embedder.model, embedder.window)
     # Embedded outside the lock: it is most of a recall, and needs nothing from the index but this.
     vector = _QueryVector(query, embedder).get() if entry.index.has_vectors else None
     with entry.lock:
-        return _ranked(entry.index, query, most, vector)
+        selection, index = _selected(entry.index, query, most, max_chars, vector), entry.index
+        excerpts = [_shown(index, excerpt) for excerpt in selection.excerpts]
+    return {"excerpts": excerpts, "chars": selection.chars, "max_chars": max_chars, "cut": selection.cut}
 
 
-def _ranked(index: RecallIndex, query: str, most: int, vector: np.ndarray | None) -> list[dict]:
+def _shown(index: RecallIndex, excerpt) -> dict:
+    text = index.texts[index.row_of[(excerpt.kind, excerpt.id)]]
+    if excerpt.source == PENDING:
+        nodes: dict | str | None = PENDING
+    elif excerpt.first_node is None:
+        nodes = None
+    else:
+        nodes = {"first": excerpt.first_node, "last": excerpt.last_node}
+    return {"kind": excerpt.kind, "id": excerpt.id, "score": round(excerpt.score, 6),
+            "text": text[excerpt.start : excerpt.end], "start": excerpt.start, "end": excerpt.end,
+            "nodes": nodes, "record_length": len(text), "cut": excerpt.cut}
+
+
+def _selected(index: RecallIndex, query: str, most: int, max_chars: int, vector: np.ndarray | None) -> Selection:
     if not index.size:
-        return []
+        return Selection([], 0, False)
     if vector is not None:
         vector = np.asarray(vector, dtype=np.float32)
         if vector.shape != (index.width,):
             vector = None  # not comparable with the stored vectors: rank lexically
-    scores, best_node = index.scores(terms(query), vector, FUSION_WEIGHT)
-    results = []
-    for row in _top(scores, index, most):
-        text = index.texts[row]
-        node = int(best_node[row])
-        if node >= 0:
-            start, end = (int(v) for v in index.node_spans.array[node])
-            excerpt = {"text": text[start:end], "node_index": int(index.node_index.array[node]), "start": start,
-                       "end": end}
-        else:
-            start, end = opening(text)
-            excerpt = {"text": text[start:end], "node_index": None, "start": start, "end": end}
-        results.append({"kind": index.kinds[row], "id": int(index.ids.array[row]), "score": round(float(scores[row]), 6),
-                        "excerpt": excerpt})
-    return results
+    query_terms = terms(query)
+    scored = index.level_scores(query_terms, vector, conf.RECALL_FUSION_WEIGHT)
+    divided = index.divided()
+    records = np.flatnonzero(index.records.alive.array & ~divided)
+    nodes = np.flatnonzero(index.nodes.alive.array)
+    owners = index.node_owner.array[nodes]
+    # One array of candidates: record rows first, then node rows (position >= records.size).
+    scores = np.concatenate([scored.records[records], scored.nodes[nodes]])
+    kind_order = np.concatenate([index.kind_order.array[records], index.kind_order.array[owners]])
+    ids = np.concatenate([index.ids.array[records], index.ids.array[owners]])
+    node_index = np.concatenate([np.full(records.size, -1, np.int64), index.node_index.array[nodes]])
+    if conf.EXCERPT_LENGTH_EXPONENT:
+        lengths = np.concatenate([
+            [conf.OPENING_LENGTH if index.pending.array[row] else len(index.texts[row]) for row in records.tolist()],
+            np.diff(index.node_spans.array[nodes], axis=1)[:, 0],
+        ]).astype(np.float64)
+        scores = scores * (np.maximum(lengths, 1.0) / conf.EXCERPT_LENGTH_REFERENCE) ** -conf.EXCERPT_LENGTH_EXPONENT
+
+    def candidate(position: int) -> Candidate:
+        score = float(scores[position])
+        if position < records.size:
+            row = int(records[position])
+            kind, id = index.kinds[row], int(index.ids.array[row])
+            if index.pending.array[row]:
+                return Candidate(kind, id, PENDING, None, *opening(index.texts[row]), score)
+            return Candidate(kind, id, WHOLE, None, 0, len(index.texts[row]), score)
+        node_row = int(nodes[position - records.size])
+        row = int(index.node_owner.array[node_row])
+        start, end = (int(v) for v in index.node_spans.array[node_row])
+        parts = [(int(a), int(b), float(scored.passages[p]))
+                 for p in index.passages_of(node_row) for a, b in [index.passage_spans.array[p]]]
+        return Candidate(index.kinds[row], int(index.ids.array[row]), NODE, int(index.node_index.array[node_row]),
+                         start, end, score, parts)
+
+    ordered = (candidate(int(p)) for p in _best_first(scores, kind_order, ids, node_index, 4 * most + 8))
+    return select(ordered, lambda kind, id: index.texts[index.row_of[(kind, id)]], max_chars=max_chars,
+                  most=most, terms_of=lambda text: set(terms(text)), query_terms=set(query_terms))
+
+
+def _best_first(scores: np.ndarray, kind_order: np.ndarray, ids: np.ndarray, node_index: np.ndarray, first: int):
+    """Positions of the positive scores, best first, ties by kind, id, node (`ragsite.top.top_rows`):
+    the first `first`, then, should the selection take them all, four times as many, and so on."""
+    positive = scores > 0
+    total, given, k = int(positive.sum()), 0, first
+    while given < total:
+        chosen = top_rows(scores, positive, k, ties=(kind_order, ids, node_index))
+        yield from chosen[given:].tolist()
+        given = chosen.size
+        k *= 4

@@ -36,17 +36,37 @@ def _queue_nodes(kind: str, id: int) -> None:
     transaction.on_commit(enqueue, robust=True)
 
 
+def _queue_vector(kind: str, id: int) -> None:
+    """Enqueue `embed_record_vector` once the surrounding transaction commits (robust, as nodes are)."""
+
+    def enqueue() -> None:
+        from django_q.tasks import async_task
+
+        async_task("memory_app.tasks.embed_record_vector", kind, id, task_name=f"vector-{kind}-{id}")
+
+    transaction.on_commit(enqueue, robust=True)
+
+
 def _store(model: type[Record], agent: Agent, text: str) -> tuple[Record, dict | None]:
+    """Count the text, write the row, and queue its vector (and its nodes, when it runs past the window).
+
+    The vector is made by a task, not here: embedding on the request path cost a store 0.2-0.6 s
+    while node builds shared the cores (docs/benchmarks.md). Until the task runs, recall scores
+    the record by its words alone; the health repair embeds any whose task never ran.
+    """
     text = validate_text(text)
-    (prepared,) = _prepare_many([text], embedding.get_embedder())
+    embedder = embedding.get_embedder()
+    (prepared,) = _prepare_many([text], embedder, embed=False)
     with transaction.atomic():
         record = model.objects.create(
             agent=agent,
             text=text,
             token_count=prepared.token_count,
-            embedding=prepared.embedding,
+            embedding=None,
             embedding_model=prepared.embedding_model,
         )
+        if prepared.embedding_model:
+            _queue_vector(model.KIND, record.pk)
         if prepared.runs_past_window:
             _queue_nodes(model.KIND, record.pk)
     return record, ({"status": QUEUED} if prepared.runs_past_window else None)

@@ -173,3 +173,88 @@ def test_long_passages_fold_around_their_hit_and_the_side_by_side_view_wraps(pag
         widths = page.locator(f"{answer} .rs-text").evaluate_all(
             "els => els.map(e => [e.scrollWidth, e.clientWidth])")
         assert widths and all(scroll <= client + 1 for scroll, client in widths), widths
+
+
+# --- A review queue that names what it holds --------------------------------------------------------------
+
+MAN_PAGE = "# socat\n\n" + "\n\n".join(
+    f"Option {n}: sets the timeout of the {word} connection to {n * 5} seconds before socat gives up."
+    for n, word in enumerate(["first", "first", "first", "first"], start=1))
+POLICIES = {
+    "policy-2023.md": "# Leave\n\n" + "\n\n".join(f"Carry-over of annual leave for {who} is capped at 5 days in every "
+                                                 f"calendar year." for who in ("staff", "managers", "interns")),
+    "policy-2024.md": "# Leave\n\n" + "\n\n".join(f"Carry-over of annual leave for {who} is capped at 10 days in "
+                                                 f"every calendar year." for who in ("staff", "managers", "interns")),
+}
+
+
+def test_the_review_queue_names_the_paragraphs_and_approval_sticks(page, admin_user, agent, knowledge_folder):
+    from collections_app.models import BuildRun, Document, Paragraph
+
+    collection = make_built(agent, knowledge_folder, "leave", {**POLICIES, "socat.md": MAN_PAGE},
+                            method="structure", size=None)
+    # Repeats inside one man page are not a conflict: the page is searchable.
+    assert collection.documents.get(name="socat.md").status == Document.ACTIVE
+    older = collection.documents.get(name="policy-2023.md")
+    log_in(page)
+    page.goto(f"/admin/collections_app/collection/{collection.pk}/change/")
+    warning = page.inner_text("#held-back")
+    stored = Paragraph.objects.filter(collection=collection).count()
+    held = Paragraph.objects.filter(collection=collection, document__status=Document.NEEDS_REVIEW).count()
+    assert f"{held} of its {stored} paragraphs are held back, in 2 documents waiting for review" in warning
+    page.click("#held-back a")
+    assert page.locator("#result_list tbody .field-name_shown").all_inner_texts() == ["policy-2023.md",
+                                                                                    "policy-2024.md"]
+    page.click("#result_list >> text=policy-2023.md")
+    side = page.locator('table.rs-side-by-side[data-other="policy-2024.md"]')
+    assert "5 days" in side.inner_text() and "10 days" in side.inner_text()
+    # Each side names its paragraph and links to it.
+    mine = side.locator("[data-role=mine]").first
+    assert mine.inner_text().startswith("policy-2023.md#")
+    theirs = side.locator("[data-role=theirs]").first.inner_text()
+    mine.click()
+    page.wait_for_url("**/paragraph/*/change/")
+    page.go_back()
+    page.click("#approve-button")
+    page.wait_for_selector("ul.messagelist")
+    assert theirs.startswith("policy-2024.md#")
+    # A rebuild of the unchanged files keeps the approval and no longer warns about it.
+    page.goto(f"/admin/collections_app/collection/{collection.pk}/change/")
+    page.click("#rebuild-button")
+    page.wait_for_selector("ul.messagelist")
+    run = collection.runs.first()
+    assert run.status == BuildRun.SUCCEEDED and run.pk != collection.runs.last().pk
+    older.refresh_from_db()
+    assert older.status == Document.ACTIVE
+    assert not [w for w in run.warnings if w.startswith("policy-2023.md")]
+    assert [w for w in run.warnings if w.startswith("policy-2024.md needs review")]
+    page.goto(f"/admin/collections_app/document/?collection__id__exact={collection.pk}")
+    row = page.locator("#result_list tbody tr").filter(
+        has=page.locator(".field-name_shown", has_text="policy-2023.md"))
+    assert "approved by admin" in row.inner_text()
+
+
+def test_the_rebuild_bar_names_the_phase_and_moves_while_embedding(page, admin_user, handbook):
+    from django.utils import timezone
+
+    from collections_app.models import BuildRun
+
+    run = BuildRun.objects.create(collection=handbook, status=BuildRun.RUNNING, started_at=timezone.now(),
+                                  heartbeat_at=timezone.now(), documents_total=11, documents_done=4)
+    log_in(page)
+    page.goto(f"/admin/collections_app/collection/{handbook.pk}/change/")
+    assert page.inner_text("#build-progress [data-role=phase]") == "reading documents"
+    seen = []
+    for done in (0, 62, 124):  # the build saves after every batch the model returns
+        BuildRun.objects.filter(pk=run.pk).update(documents_done=11, paragraphs_total=186, paragraphs_done=done,
+                                                  heartbeat_at=timezone.now())
+        page.wait_for_function(
+            f"document.querySelector('#build-progress [data-role=detail]').textContent.includes('{done} of 186')")
+        seen.append((page.inner_text("#build-progress [data-role=phase]"),
+                     page.inner_text("#build-progress [data-role=percent]")))
+    assert seen == [("embedding paragraphs", "50 %"), ("embedding paragraphs", "66 %"),
+                    ("embedding paragraphs", "83 %")]
+    BuildRun.objects.filter(pk=run.pk).update(paragraphs_done=186)
+    page.wait_for_function(
+        "document.querySelector('#build-progress [data-role=phase]').textContent === 'saving'")
+    assert page.inner_text("#build-progress [data-role=percent]") == "99 %"

@@ -162,7 +162,7 @@ def test_recall_takes_question_and_still_accepts_query(caller):
     caller("post", "/memory/memories", {"text": "river stone lantern by the harbor"})
     for body in ({"question": "river lantern"}, {"query": "river lantern"}):
         response = caller("post", "/memory/recall", body)
-        assert response.status_code == 200 and len(response.json()["records"]) == 1
+        assert response.status_code == 200 and len(response.json()["excerpts"]) == 1
     both = caller("post", "/memory/recall", {"question": "river", "query": "lantern"})
     assert both.status_code == 422 and "'query'" in both.json()["error"]["message"]
     missing = caller("post", "/memory/recall", {})

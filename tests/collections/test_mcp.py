@@ -268,9 +268,9 @@ def test_store_then_recall_finds_the_memory(client, keyed):
     episode = call_tool(client, raw, "store", {"text": "Deployed the search service on Tuesday.", "kind": "ep"})
     assert episode["structuredContent"]["kind"] == "ep"
     recalled = call_tool(client, raw, "recall", {"question": "when does the staging password rotate", "most": 1})
-    records = recalled["structuredContent"]["records"]
-    assert len(records) == 1 and records[0]["id"] == stored["structuredContent"]["id"]
-    assert "rotates every Monday" in records[0]["excerpt"]["text"]
+    excerpts = recalled["structuredContent"]["excerpts"]
+    assert len(excerpts) == 1 and excerpts[0]["id"] == stored["structuredContent"]["id"]
+    assert "rotates every Monday" in excerpts[0]["text"]
 
 
 def test_memory_tool_errors_are_tool_results(client, keyed):

@@ -92,8 +92,8 @@ def test_recall_takes_question_and_still_accepts_query(client, keyed):
     call_tool(client, raw, "store", {"text": "Deployed the search service on Tuesday.", "kind": "ep"})
     asked = "when does the staging password rotate"
     for arguments in ({"question": asked, "most": 1}, {"query": asked, "most": 1}):
-        records = call_tool(client, raw, "recall", arguments)["structuredContent"]["records"]
-        assert len(records) == 1 and "rotates every Monday" in records[0]["excerpt"]["text"]
+        excerpts = call_tool(client, raw, "recall", arguments)["structuredContent"]["excerpts"]
+        assert len(excerpts) == 1 and "rotates every Monday" in excerpts[0]["text"]
     for arguments in ({}, {"question": "a", "query": "b"}):
         assert tool_error(call_tool(client, raw, "recall", arguments))["code"] == "invalid_arguments"
 

@@ -52,3 +52,28 @@ def test_an_approval_records_who_and_when(pair, django_user_model):
     approved.refresh_from_db()
     assert approved.status == Document.ACTIVE
     assert approved.approved_by == "librarian" and approved.approved_at is not None
+
+
+def test_repeats_inside_one_document_are_not_a_conflict(agent, knowledge_folder):
+    """A man page repeating a sentence with other numbers held 94 paragraphs back, 'matching' itself."""
+    collection = create_collection(agent=agent, name="man")
+    page = "# socat\n\n" + "\n\n".join(f"Option {n}: the first connection times out after {n * 5} seconds here."
+                                       for n in range(1, 5))
+    knowledge_folder("man", {"socat.md": page})
+    run = build_collection(collection=collection)
+    assert collection.documents.get().status == Document.ACTIVE and run.warnings == []
+
+
+def test_an_approval_sticks_across_rebuilds_and_is_not_warned_about_again(pair):
+    new = pair.documents.get(name="overtime-2025.md")
+    approve_documents([new], by="librarian")
+    run = build_collection(collection=pair)  # the same files
+    new.refresh_from_db()
+    assert new.status == Document.ACTIVE and new.approved_by == "librarian"
+    assert [w for w in run.warnings if "needs review" in w] == [
+        "overtime-2024.md needs review: a paragraph matches one in overtime-2025.md except for its numbers"
+    ]
+    # The paragraphs of each side are named, to link to.
+    [side] = conflicting_paragraphs(pair.documents.get(name="overtime-2024.md"), new)
+    assert (side.mine_chunk_id, side.theirs_chunk_id) == ("overtime-2024.md#0", "overtime-2025.md#0")
+    assert side.theirs_paragraph == new.paragraphs.get().pk

@@ -10,12 +10,12 @@ import pytest
 
 from collections_app.index.ivf import build_lists
 from collections_app.models import CollectionBuilt, Label, Paragraph
-from collections_app.services import candidates as candidates_module
-from collections_app.services import search as search_module
 from collections_app.services.agents import create_agent, create_collection, create_reader
 from collections_app.services.builds import build_collection
 from collections_app.services.interchange import export_index, import_index
 from collections_app.services.labels import set_per_reader
+from collections_app.services.search import approximate as candidates_module
+from collections_app.services.search import approximate as search_module
 from collections_app.services.search import collection_index, search_collection
 from ragsite.errors import RagsiteError
 from ragsite.lexical import terms

@@ -54,18 +54,29 @@ def test_storing_a_long_episode_answers_queued_and_its_nodes_can_be_read(api):
     assert node["token_count"] <= node["window"] == WINDOW and node["node_index"] == 1
 
 
-def test_recall_answers_records_with_excerpts(api):
-    long_id = api("post", "/memories", {"text": prose(200, seed=1)}).json()["id"]
+def test_recall_answers_excerpts_within_its_budget(api):
+    long_text = prose(200, seed=1)
+    long_id = api("post", "/memories", {"text": long_text}).json()["id"]
     short_id = api("post", "/memories", {"text": "river stone lantern by the harbor"}).json()["id"]
-    response = api("post", "/recall", {"query": "river stone lantern harbor", "most": 5})
+    response = api("post", "/recall", {"query": "river stone lantern harbor", "most": 5, "max_chars": 100_000})
     assert response.status_code == 200
-    records = response.json()["records"]
-    assert {(r["kind"], r["id"]) for r in records} == {("mem", long_id), ("mem", short_id)}
-    by_id = {r["id"]: r for r in records}
-    assert by_id[short_id]["excerpt"] == {"text": "river stone lantern by the harbor", "node_index": None, "start": 0, "end": 33}
-    assert isinstance(by_id[long_id]["excerpt"]["node_index"], int)
-    assert all(0 <= r["score"] <= 1 for r in records)
-    assert api("post", "/recall", {"query": "river", "most": 1}).json()["records"][0]["id"] in by_id
+    body = response.json()
+    assert set(body) == {"excerpts", "chars", "max_chars", "cut"}
+    excerpts = body["excerpts"]
+    assert {(e["kind"], e["id"]) for e in excerpts} == {("mem", long_id), ("mem", short_id)}
+    (short,) = [e for e in excerpts if e["id"] == short_id]
+    assert short == {"kind": "mem", "id": short_id, "score": short["score"], "text": "river stone lantern by the harbor",
+                     "start": 0, "end": 33, "nodes": None, "record_length": 33, "cut": False}
+    for excerpt in excerpts:
+        if excerpt["id"] == long_id:
+            assert excerpt["text"] == long_text[excerpt["start"] : excerpt["end"]]
+            assert 0 <= excerpt["nodes"]["first"] <= excerpt["nodes"]["last"]
+    assert all(0 <= e["score"] <= 1 for e in excerpts)
+    assert [e["score"] for e in excerpts] == sorted((e["score"] for e in excerpts), reverse=True)
+    assert body["chars"] == sum(len(e["text"]) for e in excerpts) and body["max_chars"] == 100_000
+    small = api("post", "/recall", {"query": "river stone lantern harbor", "max_chars": 120}).json()
+    assert small["chars"] <= 120 and small["max_chars"] == 120 and small["cut"] is True
+    assert api("post", "/recall", {"query": "river", "most": 1}).json()["excerpts"][0]["id"] in (long_id, short_id)
 
 
 @pytest.mark.parametrize(
@@ -80,6 +91,9 @@ def test_recall_answers_records_with_excerpts(api):
         ("/recall", {"query": "q" * 2001}, "invalid_request"),
         ("/recall", {"query": "fine", "most": 0}, "invalid_request"),
         ("/recall", {"query": "fine", "most": 51}, "invalid_request"),
+        ("/recall", {"query": "fine", "max_chars": 0}, "invalid_request"),
+        ("/recall", {"query": "fine", "max_chars": 100_001}, "invalid_request"),
+        ("/recall", {"query": "fine", "max_chars": "9"}, "invalid_request"),
     ],
 )
 def test_bad_input_is_400_in_the_one_error_shape(api, path, body, code):
@@ -91,7 +105,8 @@ def test_bad_input_is_400_in_the_one_error_shape(api, path, body, code):
 
 def test_the_limits_themselves_are_accepted(api):
     assert api("post", "/memories", {"text": "x" * MAX_TEXT_LENGTH}).status_code == 201
-    assert api("post", "/recall", {"query": "q" * 2000, "most": 50}).status_code == 200
+    assert api("post", "/recall", {"query": "q" * 2000, "most": 50, "max_chars": 100_000}).status_code == 200
+    assert api("post", "/recall", {"query": "q", "max_chars": 1}).status_code == 200
 
 
 def test_a_malformed_body_is_400(api, client):
@@ -108,7 +123,7 @@ def test_another_agents_node_answers_404_exactly_like_a_missing_one(api):
     on_missing = api("get", f"/nodes/mem/{theirs + 100}/0")
     assert on_theirs.status_code == on_missing.status_code == 404
     assert error_code(on_theirs) == error_code(on_missing) == "unknown_record"
-    assert api("post", "/recall", {"query": "river stone"}).json() == {"records": []}
+    assert api("post", "/recall", {"query": "river stone"}).json()["excerpts"] == []
     assert api("get", "/health").json()["records"] == 0
 
 

@@ -34,8 +34,8 @@ def test_a_3000_character_memory_divides_into_nodes_that_each_fit_256_tokens(age
         assert node.window == 256 and node.embedding_model == embedder.model
         own = embedder.count_tokens(text[node.start_char : node.end_char])
         assert own == node.token_count <= 256
-    (hit,) = services.recall(agent=agent, query=text[built[-1].start_char :][:200], most=1)
-    assert hit["excerpt"]["node_index"] == len(built) - 1
+    (hit,) = services.recall(agent=agent, query=text[built[-1].start_char :][:200], most=1)["excerpts"]
+    assert hit["nodes"] == {"first": len(built) - 1, "last": len(built) - 1}
 
 
 @pytest.mark.model
@@ -59,9 +59,9 @@ def test_facts_planted_late_in_long_records_are_found_by_their_best_node(seed, s
         services.store_memory(agent=agent, text=text)
 
     def firsts():
-        hits = [services.recall(agent=agent, query=question, most=5) for _t, _f, question in planted]
+        hits = [services.recall(agent=agent, query=question, most=5)["excerpts"] for _t, _f, question in planted]
         top1 = sum(bool(h) and h[0]["id"] == i for h, i in zip(hits, ids, strict=True)) / len(ids)
-        quoted = sum(bool(h) and h[0]["id"] == i and f in h[0]["excerpt"]["text"]
+        quoted = sum(bool(h) and h[0]["id"] == i and f in h[0]["text"]
                      for h, i, (_t, f, _q) in zip(hits, ids, planted, strict=True)) / len(ids)
         return top1, quoted
 

@@ -31,7 +31,7 @@ def _empty_cache():
 
 
 def ids(agent, query="harbor lantern", most=50):
-    return [(r["kind"], r["id"]) for r in services.recall(agent=agent, query=query, most=most)]
+    return [(r["kind"], r["id"]) for r in services.recall(agent=agent, query=query, most=most)["excerpts"]]
 
 
 def queries_of(function, **kwargs):
@@ -44,7 +44,7 @@ def test_a_warm_recall_reads_one_number_and_no_record_rows(agent):
     services.store_memory(agent=agent, text="the harbor lantern was lit at dusk")
     services.recall(agent=agent, query="harbor lantern")
     result, sql = queries_of(services.recall, agent=agent, query="harbor lantern")
-    assert [r["kind"] for r in result] == [MEMORY]
+    assert [r["kind"] for r in result["excerpts"]] == [MEMORY]
     assert len(sql) == 1 and "memory_recall_generation" in sql[0]
 
 
@@ -84,11 +84,11 @@ def test_every_write_is_seen_by_the_next_recall(agent, write):
 
 
 @pytest.mark.parametrize("write", write_paths()[:-1], ids=lambda f: f.__name__)
-def test_a_write_that_names_its_record_updates_the_cached_index_in_place(agent, write):
+def test_a_write_that_names_its_record_updates_the_cached_index_in_place(agent, write, run_on_commit):
     """Rebuilding 100,000 records after each write took seconds; the named record is re-read alone."""
-    memory, _ = services.store_memory(agent=agent, text="the harbor lantern was lit at dusk")
+    memory, _ = run_on_commit(services.store_memory, agent=agent, text="the harbor lantern was lit at dusk")
     for n in range(30):
-        services.store_memory(agent=agent, text=f"note {n} about the copper signal")
+        run_on_commit(services.store_memory, agent=agent, text=f"note {n} about the copper signal")
     ids(agent)
     cached = recall_module._cache[agent.pk]
     write(agent, memory)
@@ -154,11 +154,11 @@ def test_built_nodes_are_seen_by_the_next_recall(agent):
     assert nodes == {"status": "queued"}
     RecordNode.objects.filter(parent_kind=MEMORY, parent_id=memory.pk).delete()  # as if not built yet
     recall_module._cache.clear()
-    (first,) = services.recall(agent=agent, query="albatross xylophone")
-    assert first["excerpt"]["node_index"] is None  # no nodes: quoted by its opening
+    (first,) = services.recall(agent=agent, query="albatross xylophone")["excerpts"]
+    assert first["nodes"] == "pending" and first["start"] == 0  # no nodes yet: quoted by its opening
     assert services.build_nodes(MEMORY, memory.pk).status == "built"
-    (again,) = services.recall(agent=agent, query="albatross xylophone")
-    assert again["excerpt"]["node_index"] is not None and "albatross xylophone" in again["excerpt"]["text"]
+    again = services.recall(agent=agent, query="albatross xylophone")["excerpts"][0]
+    assert isinstance(again["nodes"], dict) and "albatross xylophone" in again["text"]
 
 
 def test_another_agents_writes_leave_this_agents_index_in_place(agent, other_agent):
@@ -175,7 +175,7 @@ def test_a_change_of_embedding_model_rebuilds_the_index(agent, embedder, monkeyp
     services.store_memory(agent=agent, text="the harbor lantern was lit at dusk")
     services.recall(agent=agent, query="harbor lantern")
     monkeypatch.setattr(embedder, "model", "another-model")
-    (hit,) = services.recall(agent=agent, query="harbor lantern")
+    (hit,) = services.recall(agent=agent, query="harbor lantern")["excerpts"]
     assert recall_module._cache[agent.pk].model == "another-model"
     assert not recall_module._cache[agent.pk].index.has_vectors  # the stored vectors are of the old model
     assert hit["id"]  # still found, lexically

@@ -22,6 +22,8 @@ def test_storing_a_short_memory_answers_without_nodes_and_builds_none(agent, run
     memory, nodes = run_on_commit(services.store_memory, agent=agent, text="The kettle is in the left cupboard.")
     assert nodes is None
     assert memory.token_count == 7 + 2 and memory.embedding_model == embedder.model
+    assert memory.vector is None  # the store answered before the vector was made ...
+    memory.refresh_from_db()  # ... by the task its commit queued
     vector = memory.vector
     assert vector.dtype == np.dtype("<f4") and abs(float(np.linalg.norm(vector)) - 1) < 1e-6
     assert nodes_of(memory) == []
@@ -36,13 +38,15 @@ def test_storing_a_long_memory_answers_queued_and_the_task_builds_its_nodes(agen
     assert all(node.window == WINDOW and node.embedding_model == "hash-256" for node in built)
 
 
-def test_the_node_task_is_enqueued_only_when_the_row_commits(agent, django_capture_on_commit_callbacks):
+def test_the_vector_and_node_tasks_are_enqueued_only_when_the_row_commits(agent, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks() as callbacks:
         memory, _ = services.store_memory(agent=agent, text=prose(200))
-    assert len(callbacks) == 1
-    assert nodes_of(memory) == []  # until the commit, nothing was enqueued or built
-    callbacks[0]()
-    assert nodes_of(memory)
+    assert len(callbacks) == 2
+    assert nodes_of(memory) == [] and memory.embedding is None  # until the commit, nothing was enqueued or made
+    for callback in callbacks:
+        callback()
+    memory.refresh_from_db()
+    assert nodes_of(memory) and memory.vector is not None
 
 
 def test_archiving_a_long_episode_works_like_storing_a_memory(agent, run_on_commit):
@@ -91,6 +95,7 @@ def test_with_no_embedding_model_records_are_stored_but_get_no_embedding_and_no_
 
 def test_changing_the_text_re_embeds_and_queues_new_nodes(agent, run_on_commit):
     memory, _ = run_on_commit(services.store_memory, agent=agent, text=prose(200, seed=1))
+    memory.refresh_from_db()
     old_vector = memory.vector.copy()
     new_text = prose(260, seed=9)
     changed, nodes = run_on_commit(services.update_text, agent=agent, kind=MEMORY, id=memory.pk, text=new_text)
@@ -145,6 +150,7 @@ def test_another_agents_record_answers_exactly_like_a_missing_one(agent, other_a
         "get_node": lambda id: services.get_node(agent=agent, kind=MEMORY, id=id, index=0),
         "update": lambda id: services.update_text(agent=agent, kind=MEMORY, id=id, text="mine now"),
         "delete": lambda id: services.delete_record(agent=agent, kind=MEMORY, id=id),
+        "read": lambda id: services.read_record(agent=agent, kind=MEMORY, id=id),
     }
     for name, attempt in attempts.items():
         with pytest.raises(NotFound) as on_theirs:
@@ -152,7 +158,8 @@ def test_another_agents_record_answers_exactly_like_a_missing_one(agent, other_a
         with pytest.raises(NotFound) as on_missing:
             attempt(theirs.pk + 1000)
         assert on_theirs.value.code == on_missing.value.code == "unknown_record", name
-    assert services.recall(agent=agent, query="river stone", most=5) == []
+    assert services.recall(agent=agent, query="river stone", most=5)["excerpts"] == []
+    assert services.list_records(agent=agent, kind=MEMORY)["records"] == []
     assert Memory.objects.get(pk=theirs.pk).text == theirs.text and nodes_of(theirs)
 
 
@@ -246,12 +253,34 @@ class BrokenEmbedder(HashEmbedder):
         raise EmbeddingError("the embedding endpoint could not be reached")
 
 
-def test_a_store_whose_embedding_fails_stores_nothing_and_says_so(agent, monkeypatch):
-    monkeypatch.setattr("ragsite.embedding.get_embedder", lambda backend=None: BrokenEmbedder(window=WINDOW))
+def test_a_store_whose_embedder_cannot_count_stores_nothing_and_says_so(agent, monkeypatch):
+    class CannotCount(BrokenEmbedder):
+        def count_tokens(self, text):
+            from ragsite.embedders import EmbeddingError
+
+            raise EmbeddingError("the embedding endpoint could not be reached")
+
+    monkeypatch.setattr("ragsite.embedding.get_embedder", lambda backend=None: CannotCount(window=WINDOW))
     with pytest.raises(RagsiteError) as refused:
         services.store_memory(agent=agent, text="remember me")
     assert refused.value.status == 503 and refused.value.code == "embedding_unavailable"
     assert not Memory.objects.exists()
+
+
+def test_a_vector_that_could_not_be_made_is_made_by_the_repair(agent, run_on_commit, monkeypatch, embedder):
+    """The store answers before its vector exists; a failed vector task leaves it to the health repair,
+    and meanwhile recall finds the record by its words."""
+    monkeypatch.setattr("ragsite.embedding.get_embedder", lambda backend=None: BrokenEmbedder(dimensions=256,
+                                                                                             window=WINDOW))
+    memory, _ = run_on_commit(services.store_memory, agent=agent, text="The kettle is in the left cupboard.")
+    memory.refresh_from_db()
+    assert memory.embedding is None and memory.embedding_model == "hash-256"
+    monkeypatch.setattr("ragsite.embedding.get_embedder", lambda backend=None: embedder)
+    assert [e["id"] for e in services.recall(agent=agent, query="kettle cupboard")["excerpts"]] == [memory.pk]
+    report = services.check_health(repair=True)
+    assert report["missing_vectors"] == 1 and report["vectors"] == [{"kind": MEMORY, "id": memory.pk, "status": "built"}]
+    memory.refresh_from_db()
+    assert memory.vector is not None and services.check_health()["missing_vectors"] == 0
 
 
 def test_recall_still_answers_lexically_when_the_query_cannot_be_embedded(agent, run_on_commit, monkeypatch):
@@ -260,11 +289,10 @@ def test_recall_still_answers_lexically_when_the_query_cannot_be_embedded(agent,
     monkeypatch.setattr(
         "ragsite.embedding.get_embedder", lambda backend=None: BrokenEmbedder(dimensions=256, window=WINDOW)
     )
-    (hit,) = services.recall(agent=agent, query="river lantern", most=5)
-    assert hit["id"] == memory.pk
-    # Ranked lexically by its best node, and quoted from that node.
-    excerpt = hit["excerpt"]
-    assert excerpt["node_index"] is not None and excerpt["text"] == memory.text[excerpt["start"] : excerpt["end"]]
+    excerpt = services.recall(agent=agent, query="river lantern", most=5)["excerpts"][0]
+    assert excerpt["id"] == memory.pk
+    # Ranked lexically by its nodes, and quoted from them.
+    assert isinstance(excerpt["nodes"], dict) and excerpt["text"] == memory.text[excerpt["start"] : excerpt["end"]]
     assert "river" in excerpt["text"].lower() or "lantern" in excerpt["text"].lower()
 
 

@@ -1,4 +1,5 @@
-"""The rows an approximate (IVF) search scores exactly, chosen so that its top k is the exact path's.
+"""The approximate (IVF) path: the rows a search scores exactly, chosen so that its top k is the exact
+path's, and the per-process IVF lists they are probed from.
 
 Above IVF_MIN_PARAGRAPHS a search scores a candidate set rather than every row: the vector top-K of
 the probed lists and the exact lexical top-K (issue 16). A fixed depth misses rows of the exact
@@ -8,6 +9,7 @@ the threshold algorithm then adds every row that a bound cannot rule out (`ragsi
 """
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -16,9 +18,12 @@ import numpy as np
 from ragsite.fusion import entry_score, may_enter
 from ragsite.top import top_rows
 
-from ..conf import settings
-from ..index.ivf import IVFLists
-from ..index.mapped import MappedIndex
+from ...conf import settings
+from ...index.ivf import IVFLists, build_lists
+from ...index.mapped import MappedIndex
+from ...models import Collection, CollectionBuilt
+from ...ranking import Lexical, Ranking, fused, top_at_floor
+from .plan import SearchPlan
 
 logger = logging.getLogger("ragsite.search")
 
@@ -44,10 +49,34 @@ class Probe(NamedTuple):
     lexical_out: float  # no readable row left out has a BM25 above this
 
 
-def scored_candidates(name: str, lists: IVFLists, index: MappedIndex, vector: np.ndarray, bm25: np.ndarray | None,
-                      upper: float | None, mask: np.ndarray, nprobe: int | None, floor: float, most: int,
-                      score: Callable[[np.ndarray], tuple[np.ndarray, str]], *, weight: float
-                      ) -> tuple[np.ndarray, np.ndarray, str]:
+def uses_ivf(index: MappedIndex) -> bool:
+    """Whether a search of ``index`` takes the approximate path: IVF_MIN_PARAGRAPHS rows or more."""
+    threshold = int(settings.IVF_MIN_PARAGRAPHS)
+    return threshold > 0 and index.size >= threshold
+
+
+def approximate_ranking(plan: SearchPlan, vector: np.ndarray, lexical: Lexical | None, *,
+                        weight: float) -> Ranking:
+    """The approximate path's ranking: the candidates scored exactly, then the one floor and top k."""
+    index, view = plan.index, plan.view
+
+    def score(rows: np.ndarray) -> tuple[np.ndarray, str]:
+        return fused(index, vector, lexical, weight=weight, view=view, rows=rows)
+
+    lists = ivf_of(plan.collection, plan.built, plan.index_key, index)
+    candidates, scores, mode = scored_candidates(
+        plan.collection.name, lists, index, vector, bm25=None if lexical is None else lexical.scores,
+        upper=None if lexical is None else lexical.upper, mask=plan.mask, nprobe=plan.nprobe,
+        floor=plan.floor, most=plan.most, score=score, weight=weight)
+    # The candidates are readable and ascending: ties go to the lower row, as on the exact path.
+    top = top_at_floor(scores, plan.floor, plan.most, rows=candidates)
+    return Ranking(top=top, rows=candidates, scores=scores, mode=mode, lexical=lexical)
+
+
+def scored_candidates(name: str, lists: IVFLists, index: MappedIndex, vector: np.ndarray, *,
+                      bm25: np.ndarray | None, upper: float | None, mask: np.ndarray, nprobe: int | None,
+                      floor: float, most: int, score: Callable[[np.ndarray], tuple[np.ndarray, str]],
+                      weight: float) -> tuple[np.ndarray, np.ndarray, str]:
     """The rows an approximate search scores (readable, ascending), their exact fused scores from
     `score`, and the mode.
 
@@ -154,4 +183,39 @@ def _within(rows: np.ndarray, sorted_rows: np.ndarray) -> np.ndarray:
     return sorted_rows[at] == rows
 
 
-__all__ = ["CANDIDATE_DEPTH", "COSINE_ROUNDING", "EXTENSION_CAP", "Probe", "candidates", "scored_candidates"]
+# --- The IVF lists, once per build and process ------------------------------------------------
+
+_ivf_cache: dict[int, tuple[str, IVFLists]] = {}
+_ivf_lock = threading.Lock()
+
+
+def forget_ivf(collection_id: int) -> None:
+    """Drop this process's IVF lists of a collection; the next approximate search builds or maps them."""
+    _ivf_cache.pop(collection_id, None)
+
+
+def ivf_of(collection: Collection, built: CollectionBuilt, key: str, index: MappedIndex) -> IVFLists:
+    """The IVF lists over the build's vectors (a paragraph's windows are rows of their own), once per
+    build and process: k-means++ seeded from the build's interchange index_id, and the nprobe that
+    reached IVF_RECALL on its own rows (ivf.build_lists)."""
+    stored = index.ivf
+    if (stored is not None and stored.index_id == built.ivf_index_id
+            and stored.target_recall == float(settings.IVF_RECALL)):
+        _ivf_cache.pop(collection.pk, None)  # an earlier build's lists, built here, are done with
+        return stored  # written with the build: mapped, shared, nothing to build here
+    cached = _ivf_cache.get(collection.pk)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    with _ivf_lock:
+        cached = _ivf_cache.get(collection.pk)
+        if cached is None or cached[0] != key:
+            lists = build_lists(index.vector_matrix(), index_id=built.ivf_index_id,
+                                target_recall=float(settings.IVF_RECALL))
+            logger.debug("search %s: built IVF, %d lists over %d vectors, nprobe %d for recall@10 %.3f",
+                         collection.name, lists.nlist, index.vectors.shape[0], lists.nprobe, lists.recall)
+            cached = _ivf_cache[collection.pk] = (key, lists)
+    return cached[1]
+
+
+__all__ = ["CANDIDATE_DEPTH", "COSINE_ROUNDING", "EXTENSION_CAP", "Probe", "approximate_ranking", "candidates",
+           "forget_ivf", "ivf_of", "scored_candidates", "uses_ivf"]

@@ -1,0 +1,133 @@
+"""Searching a collection: plan, rank, rerank, stitch, judge, answer, and charge the asking agent.
+
+The ranking itself is pure (`collections_app.ranking`, over the mapped index); this package decides
+who may read what (`plan`), which ranking path a question takes (lexical top-k, approximate, exact),
+and records model calls in the ledger (`model_steps`). The question and the paragraphs never reach
+the ledger or a log line. The answer's shape is declared once, in `answer`.
+"""
+
+import logging
+
+import numpy as np
+
+from ragsite import fusion
+from ragsite.fusion import LEXICAL, hybrid_scores
+
+from ...conf import settings
+from ...index.bm25_top import best_rows
+from ...index.mapped import MappedIndex
+from ...limits import DEFAULT_MOST, MAX_MOST
+from ...models import Agent, ApiKey, Collection, CollectionBuilt
+from ...ranking import Ranking, lexical, rank, top_at_floor
+from ..indexes import forget, mapped_index
+from .approximate import approximate_ranking, forget_ivf, uses_ivf
+from .explain import explain as explained
+from .model_steps import judge, question_vector, rerank
+from .plan import MODES, SearchPlan, plan_search, resolve_floor, resolve_payer, validate_request
+from .stitched import mark_reranked, stitched
+
+logger = logging.getLogger("ragsite.search")
+
+
+def collection_index(collection: Collection, built: CollectionBuilt) -> MappedIndex:
+    """The memory-mapped index of `collection`'s current build (see services.indexes)."""
+    return mapped_index(collection, built)[1]
+
+
+def forget_index(collection_id: int) -> None:
+    """Drop this process's mapping and IVF of a collection; the next search maps it again."""
+    forget(collection_id)
+    forget_ivf(collection_id)
+
+
+def search_collection(
+    *,
+    agent: Agent,
+    collection: str | Collection,
+    question: str,
+    reader: str | None = None,
+    on_behalf_of: str | None = None,
+    most: int = DEFAULT_MOST,
+    around: int | None = None,
+    min_score: float | None = None,
+    key: ApiKey | None = None,
+    mode: str | None = None,
+    max_most: int = MAX_MOST,
+    nprobe: int | None = None,
+    explain: bool = False,
+) -> dict:
+    """Search one of `agent`'s collections; returns the answer (`answer.SearchOut`) as a JSON-ready dict.
+
+    `mode` narrows the ranking to one arm ("vector" or "lexical"); by default a
+    collection with vectors is searched "hybrid". `max_most` lets in-process
+    callers such as the benchmarks ask for more than an agent may, and `nprobe`
+    overrides the IVF lists scored (default: the nprobe the build measured). `explain` (the admin's
+    playground, never the API) adds ``explain``: each answer's pieces with their lexical and semantic
+    parts, and how many paragraphs at or above the floor this reader's labels hid (a count only).
+    """
+    plan = plan_search(agent=agent, collection=collection, question=question, reader=reader,
+                       on_behalf_of=on_behalf_of, most=most, around=around, min_score=min_score, key=key,
+                       mode=mode, max_most=max_most, nprobe=nprobe, explain=explain)
+    asked = question_vector(plan)
+    ranking = _ranking(plan, asked.vector)
+    reranked = rerank(plan, ranking)
+    relevance = reranked.relevance
+    hits = [(int(row), ranking.score_of(row) if relevance is None else relevance[int(row)])
+            for row in reranked.top]
+    paragraphs, runs, readable = stitched(plan.index, plan.mask, hits, plan.around)
+    if relevance is not None:
+        mark_reranked(paragraphs, runs, {int(row): ranking.score_of(row) for row in reranked.top},
+                      reranked.fused_rank)
+    answer = {
+        "paragraphs": paragraphs,
+        "floor": plan.floor,
+        "floor_source": plan.floor_source,
+        "around": plan.around,
+        "mode": ranking.mode,
+        "model": asked.model,
+        "refused": None,
+        "rerank": reranked.status,
+    }
+    if explain:
+        answer["explain"] = explained(plan, ranking, asked.vector, reranked.top, runs, readable)
+    verdict = judge(plan, paragraphs)
+    answer["judge"] = verdict.status
+    if verdict.refused is not None:
+        answer["refused"] = verdict.refused
+    if verdict.refused:
+        answer["paragraphs"] = []  # withheld: the answering call never sees them
+    logger.info(
+        "search %s/%s: mode %s, %d paragraphs, refused %s",
+        agent.agent_id, plan.collection.name, ranking.mode, len(answer["paragraphs"]), answer["refused"],
+    )
+    return answer
+
+
+def _ranking(plan: SearchPlan, vector: np.ndarray | None) -> Ranking:
+    """The ranking path this question takes; every path ends in the one floor and top k
+    (`ranking.top_at_floor`)."""
+    index, weight = plan.index, fusion.FUSION_WEIGHT
+    if vector is None and plan.view is None and not plan.explain and not settings.RERANK_URL:
+        # Lexical alone over every row's statistics, and nothing asks for every row's score (explain,
+        # the reranker): the best rows are found without scoring every row, and only they are fused.
+        found = best_rows(index, plan.question_terms, plan.most, None if plan.mask.all() else plan.mask,
+                          lexical_score)
+        if found is not None:
+            rows, scores = found  # the top rows by fused score, best first, and those scores
+            top = top_at_floor(scores, plan.floor, plan.most, rows=rows)
+            return Ranking(top=top, rows=rows, scores=scores, mode=LEXICAL)
+    if vector is not None and uses_ivf(index):
+        lexical_arm = lexical(index, plan.question_terms, plan.view)
+        return approximate_ranking(plan, vector, lexical_arm, weight=weight)
+    return rank(index, plan.question_terms, vector, weight=weight, most=plan.most, floor=plan.floor,
+                readable=plan.mask, view=plan.view)
+
+
+def lexical_score(bm25: np.ndarray, bound: float) -> np.ndarray:
+    """The fused score of BM25 alone (a lexical search's, and a hybrid one's for a row without a cosine):
+    never decreasing in BM25, so the best rows by one are the best by the other (bm25_top.best_rows)."""
+    return hybrid_scores(None, bm25, bound, weight=fusion.FUSION_WEIGHT)[0]
+
+
+__all__ = ["MODES", "collection_index", "forget_index", "lexical_score", "resolve_floor", "resolve_payer",
+           "search_collection", "validate_request"]

@@ -1,0 +1,167 @@
+"""The model calls a search makes: embedding the question, reranking the fused candidates, judging the
+answer. Each is charged to the payer in the ledger (counts and costs, never the question or a
+paragraph) and each returns a small record, never a tuple to be read by position.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ragsite import embedding
+from ragsite.embedders import EmbeddingError
+from ragsite.errors import Conflict, RagsiteError
+from ragsite.model_calls.judge import JudgeUnavailable, ask_judge
+from ragsite.model_calls.rerank import RerankUnavailable, ask_reranker
+from ragsite.top import top_rows
+
+from ... import errors
+from ...conf import settings
+from ...models import ModelCall
+from ...ranking import Ranking, clears_floor
+from ..ledger import over_budget, record_call
+from .plan import SearchPlan
+from .stitched import shown_texts
+
+logger = logging.getLogger("ragsite.search")
+
+
+@dataclass(frozen=True)
+class QuestionVector:
+    """The question's vector (None: the collection holds none, or the search is lexical) and the model
+    of the build it is compared with."""
+
+    vector: np.ndarray | None
+    model: str
+
+
+def question_vector(plan: SearchPlan) -> QuestionVector:
+    """Embed the question when the collection holds vectors and the search is not lexical."""
+    built, index, collection = plan.built, plan.index, plan.collection
+    if plan.mode == "lexical" or index.vectors.shape[0] == 0:
+        found = QuestionVector(None, built.model)  # lexical: the question is not embedded at all
+    else:
+        found = QuestionVector(_embedded(plan), built.model)
+    if plan.mode == "vector" and found.vector is None:
+        raise Conflict(f'collection "{collection.name}" holds no vectors to search', code=errors.NO_VECTORS)
+    return found
+
+
+def _embedded(plan: SearchPlan) -> np.ndarray:
+    collection, built = plan.collection, plan.built
+    embedder = embedding.get_embedder()
+    if embedder.model != built.model:
+        raise Conflict(
+            f'collection "{collection.name}" was built with {built.model} but this server embeds with '
+            f"{embedder.model}; rebuild the collection or restore the embedder",
+            code=errors.MODEL_MISMATCH,
+        )
+    try:
+        embedded = embedder.embed_with_usage([plan.question])
+    except EmbeddingError as exc:
+        raise RagsiteError(f"the embedder failed: {exc}", code=errors.EMBEDDER_UNAVAILABLE,
+                           status=503) from None
+    vector = np.asarray(embedded.vectors[0], dtype=np.float32)
+    if vector.shape[0] != plan.index.dimensions:
+        raise Conflict(
+            f"the question was embedded with {vector.shape[0]} dimensions but the collection's rows have "
+            f"{plan.index.dimensions}; rebuild the collection",
+            code=errors.WIDTH_MISMATCH,
+        )
+    if plan.payer is not None and embedder.backend == "http":
+        record_call(agent=plan.payer, collection=collection, purpose=ModelCall.EMBED, model=embedder.model,
+                    tokens_in=embedded.tokens or 0)
+    return vector
+
+
+@dataclass(frozen=True)
+class RerankStep:
+    """The rows to stitch, and what the reranker said about them.
+
+    ``relevance`` is each reranked row's score (None: the fused order stands); ``status`` is the
+    answer's ``rerank`` field; ``fused_rank`` each candidate's position in the fused order.
+    """
+
+    top: np.ndarray
+    status: dict
+    relevance: dict[int, float] | None = None
+    fused_rank: dict[int, int] = field(default_factory=dict)
+
+
+def rerank(plan: SearchPlan, ranking: Ranking) -> RerankStep:
+    """Reorder the top ``RERANK_DEPTH`` readable candidates by the reranker, before the floor.
+
+    The floor still applies to the fused score, whose scale it was calibrated on; the reranker only
+    decides the order. Any failure keeps the fused order.
+    """
+    if not settings.RERANK_URL:
+        return RerankStep(ranking.top, {"status": "not configured"})
+    if over_budget(plan.payer):
+        return RerankStep(ranking.top, {"status": "over budget"})
+    depth = max(int(settings.RERANK_DEPTH), plan.most)
+    if ranking.rows is None:
+        candidates = top_rows(ranking.scores, plan.mask, depth)
+        candidate_scores = ranking.scores[candidates]
+    else:
+        best = top_rows(ranking.scores, None, depth)
+        candidates, candidate_scores = ranking.rows[best], ranking.scores[best]
+    if candidates.size == 0:
+        return RerankStep(ranking.top, {"status": "nothing to rerank"})
+    collection = plan.collection
+    try:
+        reranked = ask_reranker(
+            url=settings.RERANK_URL, model=settings.RERANK_MODEL, api_key=settings.RERANK_API_KEY,
+            timeout=float(settings.RERANK_TIMEOUT), question=plan.question,
+            documents=shown_texts(plan.index, candidates, plan.mask),
+        )
+    except RerankUnavailable as exc:
+        logger.warning("reranker unavailable for %s/%s: %s", collection.agent.agent_id, collection.name, exc)
+        return RerankStep(ranking.top, {"status": "unavailable"})
+    if plan.payer is not None:
+        record_call(agent=plan.payer, collection=collection, purpose=ModelCall.RERANK, model=reranked.model,
+                    tokens_in=reranked.tokens)
+    relevance = {int(row): float(value)
+                 for row, value in zip(candidates.tolist(), reranked.scores, strict=True)}
+    order = np.argsort(-np.asarray(reranked.scores, dtype=np.float64), kind="stable")
+    passing = clears_floor(candidate_scores, plan.floor)
+    kept = [int(candidates[i]) for i in order if passing[i]][: plan.most]
+    fused_rank = {int(row): position for position, row in enumerate(candidates.tolist(), start=1)}
+    status = {"status": "reranked", "model": reranked.model, "depth": int(candidates.size)}
+    return RerankStep(np.asarray(kept, dtype=np.int64), status, relevance, fused_rank)
+
+
+@dataclass(frozen=True)
+class JudgeStep:
+    """The answer's ``judge`` field and its ``refused``: null unless a verdict came back."""
+
+    status: dict
+    refused: bool | None = None
+
+
+def judge(plan: SearchPlan, paragraphs: list[dict]) -> JudgeStep:
+    """Ask the judge, when this collection has one, whether the paragraphs answer the question."""
+    collection = plan.collection
+    if not collection.judge or not settings.JUDGE_URL:
+        return JudgeStep({"status": "not configured"})
+    if not paragraphs:
+        return JudgeStep({"status": "nothing to judge"})
+    if over_budget(plan.payer):
+        return JudgeStep({"status": "over budget"})
+    try:
+        verdict = ask_judge(
+            url=settings.JUDGE_URL,
+            model=settings.JUDGE_MODEL,
+            api_key=settings.JUDGE_API_KEY,
+            timeout=float(settings.JUDGE_TIMEOUT),
+            question=plan.question,
+            paragraphs=[p["text"] for p in paragraphs],
+        )
+    except JudgeUnavailable as exc:
+        logger.warning("judge unavailable for %s/%s: %s", collection.agent.agent_id, collection.name, exc)
+        return JudgeStep({"status": "unavailable"})
+    if plan.payer is not None:
+        record_call(agent=plan.payer, collection=collection, purpose=ModelCall.JUDGE, model=verdict.model,
+                    tokens_in=verdict.tokens_in, tokens_out=verdict.tokens_out)
+    return JudgeStep({"status": "answered", "model": verdict.model}, refused=not verdict.answers)

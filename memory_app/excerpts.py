@@ -1,0 +1,228 @@
+"""Choosing what recall quotes: excerpts best-first within a character budget.
+
+Pure: no models, no settings. `services.recall` scores the candidates (the nodes of divided
+records, whole records that fit the window, the opening of a record whose nodes are pending) and
+hands them here best first; this module turns them into the answer's excerpts:
+
+* candidates are taken best first until `most` excerpts are held or `max_chars` is spent;
+* a candidate that touches an excerpt of the same record already held (only whitespace between
+  them) is merged into it, in text order, and does not count as another excerpt;
+* the candidate that does not fit what is left of the budget is cut to fit, at sentence
+  boundaries, around its best-scoring part, and is the last one taken;
+* each excerpt keeps the best score of its pieces and the range of nodes it covers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+# Where a quoted piece may start or end: after a line break, or after a sentence's stop (a
+# full-width 。．！？ anywhere, a half-width . ! ? before whitespace), the same sentence ends
+# `ragsite.division` cuts nodes at. Whitespace after the boundary is left outside the excerpt.
+_SENTENCE_END = re.compile(r"\n|[\u3002\uff0e\uff01\uff1f]|[.!?][\"'\u201d\u2019)\]]*(?=\s|\Z)")
+
+# Candidate kinds: a node of a divided record, a whole record, a pending record's opening.
+NODE, WHOLE, PENDING = "node", "whole", "pending"
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One span recall may quote, with its score; `parts` are scored sub-spans used to cut it."""
+
+    kind: str
+    id: int
+    source: str  # NODE, WHOLE or PENDING
+    node: int | None  # the node index of a NODE candidate
+    start: int
+    end: int
+    score: float
+    parts: Sequence[tuple[int, int, float]] = ()  # (start, end, score) inside [start, end)
+
+
+@dataclass(slots=True)
+class Excerpt:
+    """A contiguous span of one record in the answer."""
+
+    kind: str
+    id: int
+    source: str
+    start: int
+    end: int
+    score: float
+    first_node: int | None
+    last_node: int | None
+    cut: bool = False
+    pieces: list[tuple[int, int]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    excerpts: list[Excerpt]
+    chars: int
+    cut: bool
+
+
+def sentence_bounds(text: str, start: int, end: int) -> list[int]:
+    """Offsets in `text` where a quote of [start, end) may begin or end: start, each sentence end, end."""
+    bounds = [start]
+    for match in _SENTENCE_END.finditer(text, start, end):
+        bounds.append(match.end())
+    bounds.append(end)
+    return sorted(set(bounds))
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def cut_to_fit(text: str, candidate: Candidate, room: int, terms_of: Callable[[str], set[str]] | None = None,
+               query_terms: set[str] | None = None) -> tuple[int, int] | None:
+    """The best run of whole sentences of `candidate` of at most `room` characters, or None.
+
+    Sentences are scored by the candidate's scored parts they overlap (the best such part), or, for
+    a candidate without parts, by how many of the question's terms they hold. The run starts at the
+    best sentence and grows towards the better neighbour while it fits. A candidate with no
+    sentence that fits is cut at the last whitespace that fits, or not at all when none does.
+    """
+    bounds = sentence_bounds(text, candidate.start, candidate.end)
+    units = [_trim(text, a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
+    units = [(a, b) for a, b in units if b > a]
+    if not units:
+        return None
+
+    def unit_score(a: int, b: int) -> float:
+        if candidate.parts:
+            return max((score for s, e, score in candidate.parts if s < b and e > a), default=0.0)
+        if terms_of is not None and query_terms:
+            return float(len(terms_of(text[a:b]) & query_terms))
+        return 0.0
+
+    scores = [unit_score(a, b) for a, b in units]
+    fitting = [i for i, (a, b) in enumerate(units) if b - a <= room]
+    if not fitting:
+        # Not one sentence fits: the opening of the best one, to its last whitespace that fits.
+        a, b = units[max(range(len(units)), key=lambda i: (scores[i], -i))]
+        space = max(text.rfind(" ", a, a + room + 1), text.rfind("\n", a, a + room + 1))
+        if space <= a:
+            return None
+        return _trim(text, a, space)
+    best = max(fitting, key=lambda i: (scores[i], -i))
+    lo = hi = best
+    while True:
+        options = []
+        if lo > 0 and units[hi][1] - units[lo - 1][0] <= room:
+            options.append((scores[lo - 1], 0, lo - 1))
+        if hi + 1 < len(units) and units[hi + 1][1] - units[lo][0] <= room:
+            options.append((scores[hi + 1], 1, hi + 1))
+        if not options:
+            break
+        _score, side, _i = max(options)  # the better neighbour; a tie goes on in text order
+        if side:
+            hi += 1
+        else:
+            lo -= 1
+    return units[lo][0], units[hi][1]
+
+
+def _touches(text: str, a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Two spans of one text touch when nothing but whitespace lies between them (or they overlap)."""
+    (s1, e1), (s2, e2) = sorted([a, b])
+    return s2 <= e1 or not text[e1:s2].strip()
+
+
+def select(candidates: Iterable[Candidate], text_of: Callable[[str, int], str], *, max_chars: int, most: int,
+           terms_of: Callable[[str], set[str]] | None = None, query_terms: set[str] | None = None) -> Selection:
+    """Excerpts from `candidates` (best first): at most `most`, at most `max_chars` characters in all."""
+    held: list[Excerpt] = []
+    of_record: dict[tuple[str, int], list[Excerpt]] = {}
+    chars = 0
+    cut = False
+    for candidate in candidates:
+        if len(held) >= most or chars >= max_chars:
+            break
+        text = text_of(candidate.kind, candidate.id)
+        span = _trim(text, candidate.start, candidate.end)
+        if span[1] <= span[0]:
+            continue
+        mine = of_record.setdefault((candidate.kind, candidate.id), [])
+        touching = [e for e in mine if _touches(text, (e.start, e.end), span)]
+        merged_start = min([span[0], *(e.start for e in touching)])
+        merged_end = max([span[1], *(e.end for e in touching)])
+        cost = (merged_end - merged_start) - sum(e.end - e.start for e in touching)
+        room = max_chars - chars
+        if cost > room:
+            # The last excerpt: cut to what is left, then stop.
+            cut = True
+            piece = cut_to_fit(text, candidate, room - _gap_cost(text, touching, candidate), terms_of, query_terms)
+            if piece is None:
+                break
+            span = piece
+            touching = [e for e in mine if _touches(text, (e.start, e.end), span)]
+            merged_start = min([span[0], *(e.start for e in touching)])
+            merged_end = max([span[1], *(e.end for e in touching)])
+            cost = (merged_end - merged_start) - sum(e.end - e.start for e in touching)
+            if cost > room:  # the whitespace between them tipped it over: quote it on its own
+                touching, merged_start, merged_end, cost = [], span[0], span[1], span[1] - span[0]
+        _merge(candidate, span, touching, merged_start, merged_end, held, mine, partial=cut)
+        chars += cost
+        if cut:
+            break
+    return Selection(held, chars, cut)
+
+
+def _gap_cost(text: str, touching: list[Excerpt], candidate: Candidate) -> int:
+    """Whitespace a cut piece would add between it and an excerpt it touches (a bound, to leave room)."""
+    if not touching:
+        return 0
+    gaps = []
+    for e in touching:
+        if e.end <= candidate.start:
+            gaps.append(len(text[e.end : candidate.start]))
+        elif candidate.end <= e.start:
+            gaps.append(len(text[candidate.end : e.start]))
+    return max(gaps, default=0)
+
+
+def _merge(candidate: Candidate, span: tuple[int, int], touching: list[Excerpt], start: int, end: int,
+           held: list[Excerpt], mine: list[Excerpt], *, partial: bool) -> Excerpt:
+    """Add `span` as a new excerpt, or fold it and the excerpts it touches into the earliest held one."""
+    node = candidate.node
+    if not touching:
+        excerpt = Excerpt(candidate.kind, candidate.id, candidate.source, start, end, candidate.score, node, node,
+                          cut=partial, pieces=[span])
+        held.append(excerpt)
+        mine.append(excerpt)
+        return excerpt
+    # The excerpt held longest keeps its place in the answer; the others it now joins leave it.
+    keep = min(touching, key=held.index)
+    for other in touching:
+        if other is keep:
+            continue
+        keep.pieces.extend(other.pieces)
+        keep.score = max(keep.score, other.score)
+        keep.cut = keep.cut or other.cut
+        keep.first_node = _lowest(keep.first_node, other.first_node)
+        keep.last_node = _highest(keep.last_node, other.last_node)
+        held.remove(other)
+        mine.remove(other)
+    keep.start, keep.end = start, end
+    keep.pieces.append(span)
+    keep.score = max(keep.score, candidate.score)
+    keep.cut = keep.cut or partial
+    keep.first_node = _lowest(keep.first_node, node)
+    keep.last_node = _highest(keep.last_node, node)
+    return keep
+
+
+def _lowest(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _highest(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)

@@ -1,0 +1,87 @@
+"""Choosing excerpts (memory_app.excerpts): best first, merged when they touch, within a budget."""
+
+from memory_app.excerpts import NODE, WHOLE, Candidate, cut_to_fit, select
+
+# One record of four "nodes" of two sentences each, and a short record.
+NODES = [
+    "Anna planted tulips in April. The bulbs came from Leiden.\n",
+    "Ben fixed the boat on Tuesday. He used copper nails.\n",
+    "Clara baked bread for the fair. It sold out by noon.\n",
+    "Dev moved to Lisbon in June. He loves the trams there.",
+]
+LONG = "".join(NODES)
+SHORT = "The spare key is under the blue pot."
+TEXTS = {("ep", 1): LONG, ("mem", 2): SHORT}
+
+
+def spans():
+    out, at = [], 0
+    for node in NODES:
+        out.append((at, at + len(node)))
+        at += len(node)
+    return out
+
+
+def node(index, score, parts=()):
+    start, end = spans()[index]
+    return Candidate("ep", 1, NODE, index, start, end, score, parts)
+
+
+def whole(score):
+    return Candidate("mem", 2, WHOLE, None, 0, len(SHORT), score)
+
+
+def chosen(candidates, max_chars=10_000, most=10):
+    return select(candidates, lambda kind, id: TEXTS[(kind, id)], max_chars=max_chars, most=most)
+
+
+def test_nodes_that_touch_are_merged_in_text_order_and_keep_the_best_score():
+    result = chosen([node(2, 0.9), whole(0.8), node(1, 0.7), node(3, 0.1)])
+    first, second = result.excerpts
+    assert (first.start, first.end) == (spans()[1][0], len(LONG))
+    assert (first.first_node, first.last_node, first.score) == (1, 3, 0.9)
+    assert LONG[first.start : first.end].startswith("Ben fixed") and (second.kind, second.id) == ("mem", 2)
+    assert result.chars == (first.end - first.start) + len(SHORT) and not result.cut
+
+
+def test_nodes_that_do_not_touch_stay_apart_until_one_between_joins_them():
+    apart = chosen([node(0, 0.9), node(2, 0.8)])
+    assert [(e.first_node, e.last_node) for e in apart.excerpts] == [(0, 0), (2, 2)]
+    joined = chosen([node(0, 0.9), node(2, 0.8), node(1, 0.5)])
+    (only,) = joined.excerpts
+    assert (only.first_node, only.last_node, only.start) == (0, 2, 0)
+    assert only.end == spans()[2][1] - 1  # the separator after the last node is not quoted
+
+
+def test_most_caps_excerpts_not_merged_pieces():
+    result = chosen([node(1, 0.9), node(2, 0.8), whole(0.7), node(0, 0.6)], most=2)
+    merged, short = result.excerpts
+    assert (merged.first_node, merged.last_node) == (1, 2) and short.id == 2
+    (only,) = chosen([node(1, 0.9), node(2, 0.8)], most=1).excerpts  # the cap is reached: nothing more
+    assert (only.first_node, only.last_node) == (1, 1)
+
+
+def test_the_budget_cuts_the_last_excerpt_at_a_sentence_and_stops():
+    room = len(NODES[2].strip()) + 30
+    parts = [(spans()[3][0], spans()[3][0] + 28, 0.1), (spans()[3][0] + 29, spans()[3][1], 0.9)]
+    result = chosen([node(2, 0.9), node(0, 0.85, ()), whole(0.5)], max_chars=room)
+    assert result.cut and result.chars <= room
+    first, last = result.excerpts
+    assert LONG[last.start : last.end] == "Anna planted tulips in April."  # the sentence that fits
+    assert last.cut and not first.cut
+    # The part that scores best is kept when the cut must choose.
+    cut = chosen([node(3, 0.9, parts)], max_chars=30).excerpts[0]
+    assert LONG[cut.start : cut.end] == "He loves the trams there."
+
+
+def test_a_cut_with_no_sentence_that_fits_ends_at_a_word_or_gives_nothing():
+    candidate = whole(1.0)
+    assert cut_to_fit(SHORT, candidate, 12) == (0, 9)  # "The spare", not "The spare ke"
+    assert cut_to_fit(SHORT, candidate, 2) is None
+    assert chosen([whole(1.0)], max_chars=2).excerpts == []
+
+
+def test_the_budget_is_never_exceeded_and_characters_are_counted_exactly():
+    for budget in (1, 20, 57, 120, 300):
+        result = chosen([node(1, 0.9), node(3, 0.8), whole(0.7), node(0, 0.6), node(2, 0.5)], max_chars=budget)
+        assert result.chars == sum(e.end - e.start for e in result.excerpts) <= budget
