@@ -125,3 +125,32 @@ def test_without_tesseract_the_scans_are_refused_with_a_reason_and_the_rest_is_r
     mixed = Document.objects.get(collection=collection, name="mixed.pdf")
     assert mixed.status == Document.NEEDS_REVIEW and mixed.ocr_pages == 0
     assert mixed.scan_warnings == ["page 2 has no text layer (needs OCR, not installed)"]
+
+
+QUESTIONS = {  # a question per file (in the words of its answer: tests embed by hashing), and its page
+    "Which car park do staff use?": ("scan.pdf", [1, 2]),
+    "When do borrowed books go back to the library?": ("mixed.pdf", [1, 2]),
+    "When does outgoing post leave the mail room?": ("mixed.pdf", [3, 3]),
+    "Does remote work need a signed agreement?": ("outlined.pdf", [2, 2]),
+    "When do fire drills take place?": ("notice.png", [1, 1]),
+}
+
+
+def test_search_answers_a_question_per_file_with_its_page(agent_key, knowledge_folder, folder_files, client):
+    from collections_app.services.search import search_collection
+
+    agent, key = agent_key
+    knowledge_folder("office", folder_files)
+    collection = create_collection(agent=agent, name="office", method="structure")
+    assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
+    for question, (document, pages) in QUESTIONS.items():
+        best = search_collection(agent=agent, collection="office", question=question, around=0,
+                                 min_score=0)["paragraphs"][0]
+        assert (best["document"], best["pages"]) == (document, pages), question
+        api = client.post("/api/v1/collections/office/search", {"question": question, "around": 0, "min_score": 0},
+                          content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}").json()
+        assert api["paragraphs"][0]["pages"] == pages
+    notes = search_collection(agent=agent, collection="office", question="public holidays", around=0, min_score=0)
+    assert notes["paragraphs"][0]["document"] == "notes.md" and notes["paragraphs"][0]["pages"] is None
+    schema = client.get("/api/v1/openapi.json").json()["components"]["schemas"]["ParagraphOut"]["properties"]
+    assert "pages" in schema

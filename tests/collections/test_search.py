@@ -42,7 +42,8 @@ def test_the_answering_paragraph_ranks_first_with_the_answer_shape(agent, handbo
     assert answer["floor_source"] == "default"
     best = answer["paragraphs"][0]
     assert "capped at five days" in best["text"]
-    assert set(best) == {"text", "score", "document", "section", "passages", "chunk_id", "chunk_ids", "first", "last"}
+    assert set(best) == {"text", "score", "document", "section", "passages", "chunk_id", "chunk_ids", "first", "last",
+                         "pages"}
     assert (best["document"], best["section"], best["passages"]) == ("leave.md", "Leave", 1)
     assert best["chunk_ids"] == [best["chunk_id"]] and best["chunk_id"].startswith("leave.md#")
     assert 0 <= best["score"] <= 1

@@ -97,7 +97,7 @@ def test_an_ivf_search_still_finds_the_answering_paragraph_with_the_same_answer_
     assert answer["mode"] == "hybrid"
     assert "capped at five days" in answer["paragraphs"][0]["text"]
     assert set(answer["paragraphs"][0]) == {"text", "score", "document", "section", "passages", "chunk_id", "chunk_ids",
-                                          "first", "last"}
+                                          "first", "last", "pages"}
     assert any("IVF cosine, nprobe 2" in record.getMessage() for record in caplog.records)
     assert QUESTION not in caplog.text
 

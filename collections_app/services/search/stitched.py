@@ -56,7 +56,8 @@ def stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]]
             continue  # deleted since the index was written; the next search maps a new one
         found = stored[pk]
         readable[row] = Row(ordinal=row, document=int(documents[row]), start=found.start, end=found.end,
-                            text=found.text, section=found.section, index=found.index)
+                            text=found.text, section=found.section, index=found.index,
+                            pages=(found.page_first, found.page_last) if found.page_first is not None else None)
     cut_hidden_copies(index, mask, readable)
     runs = stitch([(row, score) for row, score in hits if row in readable], readable, around)
     runs = [run for run in runs if run.text.strip()]  # a hit wholly inside a hidden neighbour's copy
@@ -94,7 +95,16 @@ def _paragraph(run: Stitched, document: str, readable: dict[int, Row], at: Calla
         "chunk_ids": [f"{document}#{readable[o].index}" for o in range(run.first, run.last + 1)],
         "first": at(run.first),
         "last": at(run.last),
+        "pages": pages_of([readable[o] for o in range(run.first, run.last + 1)]),
     }
+
+
+def pages_of(rows: list[Row]) -> list[int] | None:
+    """[first, last] page of the rows' text, as docs.jsonl's "pages" gives it; None when none has pages."""
+    paged = [row.pages for row in rows if row.pages is not None]
+    if not paged:
+        return None
+    return [min(first for first, _last in paged), max(last for _first, last in paged)]
 
 
 def mark_reranked(paragraphs: list[dict], runs: list[Stitched], fused: dict[int, float],
