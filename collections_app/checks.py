@@ -122,6 +122,15 @@ def check_settings(app_configs=None, **kwargs):
             id="collections.E005",
         ))
     errors += check_ocr()
+    from .limits import MAX_ANSWER_CHARS, MIN_ANSWER_CHARS
+
+    budget = settings.ANSWER_MAX_CHARS
+    if not (_number(budget) and float(budget).is_integer() and MIN_ANSWER_CHARS <= budget <= MAX_ANSWER_CHARS):
+        errors.append(Error(
+            f"ANSWER_MAX_CHARS is {budget!r}; it must be a whole number from {MIN_ANSWER_CHARS} to {MAX_ANSWER_CHARS}",
+            hint="The characters of text one search answer holds; 6000 is the default (docs/configuration.md).",
+            id="collections.E008",
+        ))
     problem = prices_problem(settings.MODEL_PRICES)
     if problem:
         errors.append(Error(

@@ -196,7 +196,7 @@ _WORD_START = re.compile(r"(?<!\S)\S")
 # Between two sentences: ., ! or ? (a closing quote or bracket may follow), whitespace (group 1),
 # then a capital, a digit or an opening quote. "e.g. this" is no break; "Dr. Smith" is taken for one,
 # which costs nothing worse than the word start it replaces.
-_SENTENCE_BREAK = re.compile(r"""[.!?]["')\]]?(\s+)(?=["'(\[]?[A-Z0-9\u00C0-\u00DE])""")
+SENTENCE_BREAK = re.compile(r"""[.!?]["')\]]?(\s+)(?=["'(\[]?[A-Z0-9\u00C0-\u00DE])""")
 # How far back from a window's end a split inside a paragraph looks for a sentence's end first.
 SENTENCE_REACH = 0.25
 _WS = re.compile(r"\s")
@@ -435,7 +435,7 @@ def _pack_section(text: str, units: list[tuple[int, int]], size: int, overlap: i
 def _sentence_end(text: str, lo: int, hi: int) -> int | None:
     """The end of the last sentence that ends within ``text[lo:hi]`` (just after its ., ! or ?), or None."""
     best = None
-    for match in _SENTENCE_BREAK.finditer(text, lo, min(len(text), hi + 8)):
+    for match in SENTENCE_BREAK.finditer(text, lo, min(len(text), hi + 8)):
         if lo < match.start(1) <= hi:
             best = match.start(1)
     return best
@@ -454,10 +454,10 @@ def _carry(text: str, start: int, end: int, overlap: int) -> int | None:
     if lo >= end:
         return None
     # A sentence that starts inside the overlap opens the next piece: it does not begin mid-sentence.
-    sentence = _SENTENCE_BREAK.search(text, max(start, lo - 3), end)
+    sentence = SENTENCE_BREAK.search(text, max(start, lo - 3), end)
     if sentence is not None and lo <= sentence.end(1) < end:
         return sentence.end(1)
-    if _SENTENCE_BREAK.match(text, end - 1) or _SENTENCE_BREAK.match(text, end - 2):
+    if SENTENCE_BREAK.match(text, end - 1) or SENTENCE_BREAK.match(text, end - 2):
         # The piece ends a sentence and none starts within the overlap: no sentence crosses the join,
         # so the next piece starts at the next sentence rather than inside this one.
         return None

@@ -36,7 +36,8 @@ def ask(agent, collection="handbook", question=QUESTION, **kwargs):
 
 def test_the_answering_paragraph_ranks_first_with_the_answer_shape(agent, handbook):
     answer = ask(agent, around=0)
-    assert set(answer) == {"paragraphs", "floor", "floor_source", "around", "mode", "model", "refused", "judge",
+    assert set(answer) == {"paragraphs", "floor", "floor_source", "around", "max_chars", "chars", "cut", "mode",
+                           "model", "refused", "judge",
                            "rerank"}
     assert (answer["mode"], answer["model"], answer["floor"], answer["around"]) == ("hybrid", "hash-64", 0.22, 0)
     assert answer["floor_source"] == "default"

@@ -66,6 +66,11 @@ class SearchOut(BaseModel):
         "or measured off the collection's known answers."
     )
     around: int
+    max_chars: int = Field(..., description="The characters of text this answer could hold (the request's "
+                           "max_chars, or ANSWER_MAX_CHARS).")
+    chars: int = Field(..., description="The characters of text the paragraphs hold: at most max_chars.")
+    cut: bool = Field(..., description="true: the budget left out paragraphs or neighbours the search found, "
+                      "or cut one at a sentence boundary; ask again with a larger max_chars for more.")
     mode: Literal["hybrid", "vector", "lexical"]
     model: str
     refused: bool | None = Field(
