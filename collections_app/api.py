@@ -8,7 +8,7 @@ from pydantic import ConfigDict
 
 from ragsite.schemas import StrictSchema, with_errors
 
-from .limits import DEFAULT_MOST, MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
+from .limits import DEFAULT_MOST, MAX_ANSWER_CHARS, MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, MIN_ANSWER_CHARS
 from .models import Collection
 from .services import agents, build_status, builds, known_answers, search, sync
 from .services.search.answer import SearchOut
@@ -145,6 +145,8 @@ class SearchIn(StrictSchema):
     most: int = Field(DEFAULT_MOST, ge=1, le=MAX_MOST, strict=True)
     around: int | None = Field(None, ge=0, le=MAX_AROUND, strict=True, description="Paragraphs either side of a hit.")
     min_score: float | None = Field(None, ge=0, le=1, strict=True, description="The floor; 0 turns it off.")
+    max_chars: int | None = Field(None, ge=MIN_ANSWER_CHARS, le=MAX_ANSWER_CHARS, strict=True,
+                                  description="Characters of text the answer may hold; default ANSWER_MAX_CHARS.")
 
 
 @router.post("/{name}/search", response=with_errors({200: SearchOut}, 403, 404, 409, 413, 429, 503),
@@ -159,6 +161,7 @@ def search_collection(request, name: str, payload: SearchIn):
         most=payload.most,
         around=payload.around,
         min_score=payload.min_score,
+        max_chars=payload.max_chars,
         key=request.auth,
     )
 

@@ -33,6 +33,7 @@ from ..models import (
     ModelCall,
     Paragraph,
 )
+from ..text.blocks import page_range
 from ..text.chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
 from ..text.context import CONTEXT_VERSION, contexts_for, embedding_text
 from ..text.extract import BAD_NAME, CORRUPT, EMPTY, TIMED_OUT, TOO_LARGE, Unreadable, summarize_opening
@@ -46,7 +47,6 @@ from .sources import collection_sources, document_extractor, read_bounded
 __all__ = ["STALE_MESSAGE", "build_collection", "fail_stale_builds", "request_build", "run_build"]
 
 logger = logging.getLogger("ragsite.builds")
-
 
 # --- Starting and sweeping --------------------------------------------------
 
@@ -107,6 +107,8 @@ class Prepared:
     vectors: list = field(default_factory=list)  # bytes | None per piece
     contexts: list = field(default_factory=list)  # "title › section" per piece (context.py)
     carried: list = field(default_factory=list)  # per piece, the characters it shares with earlier pieces
+    pages: list = field(default_factory=list)  # per piece, its (first, last) page; (None, None) without pages
+    ocr_pages: int = 0  # pages of this document read by OCR
 
 
 class Progress:
@@ -308,6 +310,9 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
     item.contexts = contexts_for(source.name, extracted.text, [p.start for p in item.pieces])
     item.carried = [length for length, _first in carried_openings((0, p.start, p.end) for p in item.pieces)]
     item.tokens = [embedder.count_tokens(p.text) for p in item.pieces]
+    item.pages = [page_range(extracted.pages, p.start, p.end) for p in item.pieces]
+    item.ocr_pages = extracted.ocr_pages
+    run.ocr_pages += extracted.ocr_pages
     item.summary = summarize_opening(extracted.text)
     if not item.pieces:
         return _refuse(item, collection, "no text", EMPTY)
@@ -457,6 +462,8 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             document.fingerprint, document.summary = item.fingerprint, item.summary
             document.scan_warnings, document.conflicts = item.warnings, item.conflicts
             document.refusal = item.refusal
+            if not item.reused:
+                document.ocr_pages = item.ocr_pages
             if item.status == Document.REFUSED:
                 document.paragraph_count, document.built_method, document.built_model = 0, "", ""
                 if document.pk and stored.get(document.pk):
@@ -523,7 +530,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
 
 BUILD_FIELDS = (
     "fingerprint", "status", "refusal", "summary", "scan_warnings", "conflicts", "paragraph_count",
-    "built_method", "built_size", "built_overlap", "built_model", "built_context",
+    "built_method", "built_size", "built_overlap", "built_model", "built_context", "ocr_pages",
 )
 
 
@@ -545,18 +552,16 @@ def _replace_paragraphs(document: Document, item: Prepared, agent: Agent, ordina
     defaults = set(document.default_labels.values_list("pk", flat=True))
     rows = []
     for index, piece in enumerate(item.pieces):
-        rows.append(
-            Paragraph(
-                agent_id=agent.agent_id, collection_id=document.collection_id, document=document,
-                ordinal=ordinal + index, index=index, section=(piece.section or "")[:300],
-                context=item.contexts[index] if index < len(item.contexts) else "", text=piece.text,
-                start_char=piece.start, end_char=piece.end,
-                token_count=item.tokens[index] if index < len(item.tokens) else None,
-                fingerprint=text_fingerprint(piece.text),
-                embedding=item.vectors[index] if item.vectors else None,
-                enabled=text_fingerprint(piece.text) not in disabled,
-            )
-        )
+        first, last = item.pages[index] if index < len(item.pages) else (None, None)
+        rows.append(Paragraph(
+            agent_id=agent.agent_id, collection_id=document.collection_id, document=document,
+            ordinal=ordinal + index, index=index, section=(piece.section or "")[:300],
+            context=item.contexts[index] if index < len(item.contexts) else "", text=piece.text,
+            start_char=piece.start, end_char=piece.end, page_first=first, page_last=last,
+            token_count=item.tokens[index] if index < len(item.tokens) else None,
+            fingerprint=text_fingerprint(piece.text), embedding=item.vectors[index] if item.vectors else None,
+            enabled=text_fingerprint(piece.text) not in disabled,
+        ))
     created = Paragraph.objects.bulk_create(rows, batch_size=500)
     if not all(p.pk for p in created):  # backends that do not return ids on bulk insert
         created = list(document.paragraphs.order_by("index"))

@@ -193,6 +193,12 @@ _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")
 _NON_WS = re.compile(r"\S")
 _WORD_START = re.compile(r"(?<!\S)\S")
+# Between two sentences: ., ! or ? (a closing quote or bracket may follow), whitespace (group 1),
+# then a capital, a digit or an opening quote. "e.g. this" is no break; "Dr. Smith" is taken for one,
+# which costs nothing worse than the word start it replaces.
+SENTENCE_BREAK = re.compile(r"""[.!?]["')\]]?(\s+)(?=["'(\[]?[A-Z0-9\u00C0-\u00DE])""")
+# How far back from a window's end a split inside a paragraph looks for a sentence's end first.
+SENTENCE_REACH = 0.25
 _WS = re.compile(r"\s")
 
 
@@ -410,7 +416,10 @@ def _pack_section(text: str, units: list[tuple[int, int]], size: int, overlap: i
             # Split inside the paragraph: end just before the last whitespace of the window that
             # follows new text; with none, cut hard at the window's end (a word longer than the room).
             limit = start + size
-            end = _row_end(text, fresh, limit) if _is_table(text, unit_start, unit_end) else None
+            if _is_table(text, unit_start, unit_end):
+                end = _row_end(text, fresh, limit)
+            else:
+                end = _sentence_end(text, max(fresh + 1, limit - int(size * SENTENCE_REACH)), limit)
             if end is None:
                 end = limit
                 for position in range(limit, fresh, -1):
@@ -447,6 +456,15 @@ def _ends_in_table_row(text: str, end: int) -> bool:
     return bool(_TABLE_ROW.match(text, line_start)) and text[end - 1] == "|"
 
 
+def _sentence_end(text: str, lo: int, hi: int) -> int | None:
+    """The end of the last sentence that ends within ``text[lo:hi]`` (just after its ., ! or ?), or None."""
+    best = None
+    for match in SENTENCE_BREAK.finditer(text, lo, min(len(text), hi + 8)):
+        if lo < match.start(1) <= hi:
+            best = match.start(1)
+    return best
+
+
 def _word_start(text: str, lo: int, hi: int) -> int | None:
     match = _WORD_START.search(text, lo, hi)
     return match.start() if match else None
@@ -458,6 +476,14 @@ def _carry(text: str, start: int, end: int, overlap: int) -> int | None:
         return None
     lo = max(end - overlap, start + 1)
     if lo >= end:
+        return None
+    # A sentence that starts inside the overlap opens the next piece: it does not begin mid-sentence.
+    sentence = SENTENCE_BREAK.search(text, max(start, lo - 3), end)
+    if sentence is not None and lo <= sentence.end(1) < end:
+        return sentence.end(1)
+    if SENTENCE_BREAK.match(text, end - 1) or SENTENCE_BREAK.match(text, end - 2):
+        # The piece ends a sentence and none starts within the overlap: no sentence crosses the join,
+        # so the next piece starts at the next sentence rather than inside this one.
         return None
     found = _word_start(text, lo, end)
     if found is not None:

@@ -21,12 +21,15 @@ from dataclasses import dataclass, field
 from . import epub, odf, sheets, slides
 from .blocks import Block, PageStart, join_blocks
 from .html import read_html
+from .ocr import NotInstalled, OcrOptions, ocr_images
+from .pdf import PdfProblem, PdfText, read_pdf
 from .reading import (
     BAD_NAME,
     CORRUPT,
     EMPTY,
     ENCRYPTED,
     MAX_TEXT_CHARS,
+    NEEDS_OCR,
     NO_TEXT_LAYER,
     REFUSAL_REASONS,
     TIMED_OUT,
@@ -39,7 +42,8 @@ from .reading import (
 from .tables import markdown_table
 
 __all__ = [
-    "BAD_NAME", "CORRUPT", "EMPTY", "ENCRYPTED", "NO_TEXT_LAYER", "REFUSAL_REASONS", "SUPPORTED_SUFFIXES",
+    "BAD_NAME", "CORRUPT", "EMPTY", "ENCRYPTED", "IMAGE_SUFFIXES", "NEEDS_OCR", "NO_TEXT_LAYER", "REFUSAL_REASONS",
+    "SUPPORTED_SUFFIXES",
     "TIMED_OUT", "TOO_LARGE", "UNSUPPORTED_TYPE", "Extracted", "Unreadable", "extract", "reads_as_text", "summarize_opening",
 ]
 
@@ -50,11 +54,13 @@ class Extracted:
 
     ``warnings`` send the document to review (a page with no text layer); ``notes`` only go into the
     build's history (the text was cut at `MAX_TEXT_CHARS`). ``pages`` says where each page (slide,
-    sheet) starts in ``text`` (`text.blocks.PageStart`), empty for a format without pages."""
+    sheet) starts in ``text`` (`text.blocks.PageStart`), empty for a format without pages;
+    ``ocr_pages`` counts the pages read by OCR."""
 
     text: str
     warnings: list[str] = field(default_factory=list)
     pages: tuple[PageStart, ...] = ()
+    ocr_pages: int = 0
     notes: list[str] = field(default_factory=list)
 
 
@@ -71,7 +77,10 @@ def _docx_blocks(data: bytes, _warnings: list[str]) -> list[Block]:
     return [Block(_docx(data))]
 
 
-# The one vocabulary of suffixes besides PDF: what is read, and by which reader. A name without a
+# Pictures of text, read by OCR (collections_app.text.ocr) when Tesseract is installed.
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff")
+# The one vocabulary of suffixes besides PDF and images (read by `pdf` and `ocr`): what is read, and
+# by which reader. A name without a
 # suffix (README, CHANGELOG) is read as text when it is text (`_untyped`).
 READERS: dict[str, Reader] = {
     ".docx": _docx_blocks,
@@ -84,22 +93,27 @@ READERS: dict[str, Reader] = {
     ".odt": odf.read_odt,
     ".odp": odf.read_odp,  # pages: slides
 }  # fmt: skip
-SUPPORTED_SUFFIXES = (".pdf", *READERS)
+SUPPORTED_SUFFIXES = (".pdf", *READERS, *IMAGE_SUFFIXES)
 
 
-def extract(name: str, data: bytes) -> Extracted:
+def extract(name: str, data: bytes, *, ocr: OcrOptions | None = None,
+            on_ocr_page: Callable[[int], None] | None = None) -> Extracted:
     """Extract the text of the document called ``name`` (relative; only its suffix is used) from ``data``.
 
     The format is chosen by the suffix alone, compared case-insensitively; a name without one is read
     as text when its bytes are text. Raises `Unreadable` for an unsupported suffix, a damaged or
     encrypted file, text that is not UTF-8 where UTF-8 is required, a package that would unpack past
     its limits, and a document with no text at all. Text past `MAX_TEXT_CHARS` is left out, with a note.
+    ``ocr`` None: pages without a text layer and images are not read by OCR (a scan is then refused as
+    `NEEDS_OCR`). ``on_ocr_page(n)`` is told before the n-th page is OCR'd (the bounded extractor
+    extends its deadline by the page's own limit).
     """
     suffix = _suffix(name)
     warnings: list[str] = []
-    if suffix == ".pdf":
-        text, warnings = _pdf(data)
-        blocks = [Block(text)]
+    ocr_pages = 0
+    if suffix == ".pdf" or suffix in IMAGE_SUFFIXES:
+        read = _pdf(data, ocr, on_ocr_page) if suffix == ".pdf" else _image(data, ocr, on_ocr_page)
+        blocks, warnings, ocr_pages = read.blocks, list(read.warnings), read.ocr_pages
     elif suffix in READERS or not suffix:
         blocks = (READERS[suffix] if suffix else _untyped)(data, warnings)
     else:
@@ -109,7 +123,7 @@ def extract(name: str, data: bytes) -> Extracted:
     if not text:
         raise Unreadable("no text", category=EMPTY)
     notes = [f"only its first {MAX_TEXT_CHARS:,} characters were read"] if kept.cut else []
-    return Extracted(text=text, warnings=warnings, pages=pages, notes=notes)
+    return Extracted(text=text, warnings=warnings, pages=pages, ocr_pages=ocr_pages, notes=notes)
 
 
 def summarize_opening(text: str, limit: int = 300) -> str:
@@ -146,44 +160,43 @@ def _suffix(name: str) -> str:
 # --- PDF -----------------------------------------------------------------------------------------
 
 
-def _pdf(data: bytes) -> tuple[str, list[str]]:
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+_PDF_PROBLEMS = {"encrypted": ENCRYPTED, "corrupt": CORRUPT, "empty": EMPTY, "no_text": NO_TEXT_LAYER,
+                 "needs_ocr": NEEDS_OCR}
 
+
+def _pdf(data: bytes, ocr: OcrOptions | None, on_ocr_page) -> PdfText:
     try:
-        reader = PdfReader(io.BytesIO(data), strict=False)
-        if reader.is_encrypted:
-            try:
-                opened = reader.decrypt("")
-            except Exception as exc:  # an unsupported algorithm is as closed to us as a password
-                raise Unreadable("encrypted", category=ENCRYPTED) from exc
-            if not opened:
-                raise Unreadable("encrypted", category=ENCRYPTED)
-        pages = list(reader.pages)
-    except Unreadable:
-        raise
-    except (PdfReadError, Exception) as exc:
-        # Damaged input surfaces from deep inside pypdf as almost any exception type, not only
-        # PdfReadError; whatever it is, the document is not readable and the build goes on.
-        raise Unreadable("not a readable PDF", category=CORRUPT) from exc
+        read = read_pdf(data, ocr=ocr, on_ocr_page=on_ocr_page)
+    except PdfProblem as exc:
+        raise Unreadable(exc.reason, category=_PDF_PROBLEMS[exc.kind]) from exc
+    return read
 
-    texts: list[str] = []
-    warnings: list[str] = []
+
+def _image(data: bytes, ocr: OcrOptions | None, on_ocr_page) -> PdfText:
+    """An image file: its frames as pages, read by OCR."""
+    if ocr is None:
+        raise Unreadable("an image is read only by OCR", category=NEEDS_OCR)
+    try:
+        pages = ocr_images(data, ocr, on_page=on_ocr_page)
+    except NotInstalled as exc:
+        raise Unreadable(str(exc), category=NEEDS_OCR) from exc
+    except ValueError as exc:
+        if "pixel limit" in str(exc):
+            raise Unreadable(str(exc), category=TOO_LARGE) from exc
+        raise Unreadable("not a readable image", category=CORRUPT) from exc
+    except MemoryError:
+        raise
+    except Exception as exc:  # Pillow reports damaged images as many exception types
+        raise Unreadable("not a readable image", category=CORRUPT) from exc
+    read = PdfText(blocks=[Block(page.text, number) for number, page in enumerate(pages, start=1)])
     for number, page in enumerate(pages, start=1):
-        try:
-            page_text = page.extract_text() or ""
-        except Exception:
-            # One broken page should not cost the rest of the document.
-            warnings.append(f"page {number} could not be read")
-            continue
-        if page_text.strip():
-            texts.append(page_text.strip())
-        else:
-            warnings.append(f"page {number} has no text layer")
-    if not texts:
-        # Pages but no text on any of them: a scan, most likely, which OCR would read.
-        raise Unreadable("no text", category=NO_TEXT_LAYER if pages else EMPTY)
-    return "\n\n".join(texts), warnings
+        if page.text.strip():
+            read.ocr_pages += 1
+        elif page.problem:
+            read.warnings.append(f"page {number} was not read by OCR: {page.problem}")
+    if not read.ocr_pages:
+        raise Unreadable("OCR found no text", category=NO_TEXT_LAYER)
+    return read
 
 
 # --- DOCX ----------------------------------------------------------------------------------------

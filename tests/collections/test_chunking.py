@@ -428,3 +428,34 @@ def test_a_single_row_longer_than_the_size_is_still_split_at_whitespace():
     assert all(len(p.text) <= 120 for p in pieces)
     squeezed = "".join(p.text.replace(" ", "").replace("\n", "") for p in pieces)
     assert squeezed == text.replace(" ", "").replace("\n", "")
+
+
+# --- sentences (issue 30, item 7) ----------------------------------------------------------------
+
+SENTENCES = " ".join(f"Sentence number {i} says something about topic {i} in several words." for i in range(40))
+
+
+def test_a_long_paragraph_is_split_at_a_sentence_end_when_one_is_near_the_window_end():
+    pieces = chunk(SENTENCES, "structure", size=400, overlap=0)
+    assert len(pieces) > 3
+    assert all(piece.text.endswith("words.") for piece in pieces)
+    assert all(len(piece.text) <= 400 for piece in pieces)
+
+
+def test_the_next_piece_starts_at_a_sentence_not_inside_one():
+    for overlap in (0, 60, 180):
+        pieces = chunk(SENTENCES, "structure", size=400, overlap=overlap)
+        assert all(piece.text.startswith("Sentence number") for piece in pieces), overlap
+
+
+def test_an_overlap_holding_a_sentence_start_begins_there():
+    text = "A first short one. " * 30 + "Then a sentence without any end in sight goes on and on " * 3
+    pieces = chunk(text.strip(), "structure", size=300, overlap=100)
+    assert pieces[1].text.startswith("A first short one.") and pieces[1].start < pieces[0].end
+
+
+def test_without_a_sentence_end_near_the_split_falls_back_to_whitespace():
+    words = "word " * 200
+    pieces = chunk(words.strip(), "structure", size=100, overlap=0)
+    assert all(piece.text.replace("word", "").strip() == "" for piece in pieces)
+    assert all(len(piece.text) <= 100 for piece in pieces)

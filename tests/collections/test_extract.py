@@ -75,7 +75,8 @@ def test_every_supported_suffix_is_accepted_by_name():
         assert extract("a" + suffix, b"words").text == "words"
     assert extract("a.htm", b"<p>words</p>").text == "words"
     assert set(SUPPORTED_SUFFIXES) == {".pdf", ".docx", ".md", ".markdown", ".txt", ".text", ".html", ".htm",
-                                       ".pptx", ".xlsx", ".csv", ".epub", ".odt", ".odp"}
+                                       ".pptx", ".xlsx", ".csv", ".epub", ".odt", ".odp",
+                                       ".png", ".jpg", ".jpeg", ".tif", ".tiff"}
 
 
 def test_reason_never_carries_the_documents_name_or_folder():
@@ -336,6 +337,7 @@ def test_the_refusal_vocabulary_is_fixed_and_says_what_a_librarian_can_act_on():
     assert REFUSAL_REASONS == (
         "corrupt", "encrypted", "no text layer — scanned?", "unsupported type", "too large", "empty",
         "timed out", "bad name",  # the per-document limits (collections_app.text.bounded, services.sources)
+        "needs OCR (not installed)",  # a scan or an image where Tesseract (or a language) is missing
     )
 
 

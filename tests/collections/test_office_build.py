@@ -81,3 +81,20 @@ def test_a_folder_of_office_files_builds_and_each_answers_a_question_under_its_s
         assert best["chunk_id"].startswith(f"{document}#"), (question, best)
         assert best["section"] == section, (question, best)
         assert marker in best["text"], (question, best)
+
+
+@pytest.mark.django_db
+def test_slides_and_sheets_give_their_paragraphs_pages(agent, knowledge_folder):
+    from collections_app.models import Paragraph
+
+    knowledge_folder("paged", {name: FILES[name] for name in ("deck.pptx", "rooms.xlsx", "codes.csv")})
+    collection = create_collection(agent=agent, name="paged", method="structure")
+    assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
+    pages = {(p.document.name, p.section): (p.page_first, p.page_last)
+             for p in Paragraph.objects.filter(collection=collection).select_related("document")}
+    assert pages[("deck.pptx", "Slide 2: Expansion")] == (2, 2)
+    assert pages[("rooms.xlsx", "Rooms")] == (2, 2)  # the workbook's second sheet
+    assert pages[("codes.csv", "Document")] == (None, None)
+    answer = search_collection(agent=agent, collection=collection, question="When does the Berlin office open?",
+                               most=1, around=0, min_score=0.0, mode="lexical")
+    assert answer["paragraphs"][0]["pages"] == [2, 2]
