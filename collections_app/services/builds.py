@@ -99,6 +99,7 @@ class Prepared:
     stored: bool = True  # False for a name the store cannot hold: refused by name, no Document row
     summary: str = ""
     warnings: list[str] = field(default_factory=list)  # scan warnings: they send the document to review
+    attributes: dict = field(default_factory=dict)  # from its sidecar (sources.Source.attributes)
     notes: list[str] = field(default_factory=list)  # told on the build, without sending it to review
     conflicts: list[str] = field(default_factory=list)
     pieces: list = field(default_factory=list)  # chunking.Piece
@@ -278,7 +279,7 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
                        collection.name, exc.strerror or type(exc).__name__)
         return Prepared(name=source.name, kind=source.kind, fingerprint="", status=Document.REFUSED, refusal=CORRUPT)
     fingerprint = hashlib.sha256(data).hexdigest()
-    item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint)
+    item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint, **source.carried())
     unchanged = (
         document is not None
         and document.status != Document.REFUSED
@@ -297,10 +298,10 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
         return _refuse(item, collection, exc.reason, exc.category, run)
     del data
     pieces = chunk(extracted.text, method, size=size, overlap=overlap, tokens=embedder)
-    item.warnings, item.notes = list(extracted.warnings), [f"{source.name}: {n}" for n in extracted.notes]
+    item.warnings = list(extracted.warnings)
+    item.notes += [f"{source.name}: {note}" for note in extracted.notes]  # after the sidecar's note
     if getattr(pieces, "truncated", False):
-        # Seed 003 keeps the first 240 and says why; the document stays searchable, so this is not
-        # a scan warning (which would hold all of it back for review).
+        # Seed 003 keeps the first 240 and says why; not a scan warning (which would send it to review).
         item.notes.append(
             f"{source.name}: only the first {MAX_PARAGRAPHS_PER_DOCUMENT} of "
             f"{MAX_PARAGRAPHS_PER_DOCUMENT + pieces.dropped} paragraphs were kept; a document that needs more "
@@ -461,9 +462,8 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             document.status = Document.ACTIVE if item.status == Document.NEEDS_REVIEW and approved else item.status
             document.fingerprint, document.summary = item.fingerprint, item.summary
             document.scan_warnings, document.conflicts = item.warnings, item.conflicts
-            document.refusal = item.refusal
-            if not item.reused:
-                document.ocr_pages = item.ocr_pages
+            document.refusal, document.attributes = item.refusal, item.attributes
+            document.ocr_pages = document.ocr_pages if item.reused else item.ocr_pages
             if item.status == Document.REFUSED:
                 document.paragraph_count, document.built_method, document.built_model = 0, "", ""
                 if document.pk and stored.get(document.pk):
@@ -529,7 +529,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
 
 
 BUILD_FIELDS = (
-    "fingerprint", "status", "refusal", "summary", "scan_warnings", "conflicts", "paragraph_count",
+    "fingerprint", "status", "refusal", "summary", "scan_warnings", "conflicts", "paragraph_count", "attributes",
     "built_method", "built_size", "built_overlap", "built_model", "built_context", "ocr_pages",
 )
 
