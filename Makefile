@@ -13,7 +13,7 @@ ADMIN_USER ?= admin
 ADMIN_PASSWORD ?=
 export ADMIN_USER ADMIN_PASSWORD
 
-.PHONY: install install-server run migrate demo test test-fast lint bench bench-1m bench-memory
+.PHONY: install install-server ocr-tools run migrate demo test test-fast lint bench bench-1m bench-memory
 
 # What the server needs (`make run`): the project and the model's files, nothing for tests.
 SERVER_STAMP := $(VENV)/.installed-server
@@ -48,8 +48,17 @@ migrate: install-server
 demo: migrate
 	$(PY) manage.py demo --host $(HOST) --port $(PORT) $(if $(NEW_KEY),--new-key)
 
+# Tesseract reads scanned PDFs and images (OCR_LANGUAGES). Installed with apt-get where it works (as root
+# on Debian); elsewhere scans are refused as "needs OCR (not installed)" and this says how to add it.
+ocr-tools:
+	@if command -v tesseract >/dev/null 2>&1 && tesseract --list-langs 2>/dev/null | grep -qx eng; then :; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  echo "Installing tesseract-ocr (OCR for scanned PDFs and images)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr tesseract-ocr-eng >/dev/null; \
+	else echo "tesseract not found: scanned PDFs and images will be refused; install tesseract-ocr to read them"; fi
+
 # ragsite/serve.py runs both and stops both on Ctrl-C or SIGTERM (to it or to its process group).
-run: demo
+run: ocr-tools demo
 	@echo "Starting the task cluster and the web server on http://$(HOST):$(PORT)/ (Ctrl-C stops both)"
 	$(PY) -m ragsite.serve $(HOST):$(PORT)
 

@@ -26,7 +26,8 @@ Families (the 2026-12-01 review's, where this branch answers them):
   every surface (API, MCP, embedding endpoints) and unknown routes: failed = a 5xx, or HTML
   under /api/ or on the embedding endpoints.
 * files - a build over a zip-bomb DOCX, a looping PDF, a sparse 200 MB file, a non-UTF-8 name,
-  a 600-character path and a log-forging name: failed = the build failed, a file not refused,
+  a 600-character path, a log-forging name, zip bombs of PPTX, XLSX, EPUB and ODT, and an ODP
+  nested 50,000 deep: failed = the build failed, a file not refused,
   or the build over 60 s; leaked = a deployment path in the build record or an API answer.
 * stale - a build the sweep failed while it ran, and a newer build that succeeded meanwhile:
   leaked = the stale build committed (its text answers, or its history says succeeded).
@@ -494,6 +495,7 @@ def files(tally: Tally, base: str, world: dict, scratch: Path) -> None:
     from collections_app.services.agents import create_collection, get_agent
     from collections_app.services.builds import build_collection
     from tests.hostile import long_path, looping_pdf, non_utf8_name, sparse_file, zip_bomb_docx
+    from tests.office_files import odf_bytes, zip_bomb
 
     folder = scratch / "deployment-secret-folder" / "hostile"
     folder.mkdir()
@@ -504,12 +506,20 @@ def files(tally: Tally, base: str, world: dict, scratch: Path) -> None:
     sparse_file(folder / "big.txt")
     bad = non_utf8_name(folder)
     long_path(folder)
+    # The office formats (issue 25): a zip bomb of each package kind, and XML nested 50,000 deep.
+    office = {"bomb.pptx": "ppt/slides/slide1.xml", "bomb.xlsx": "xl/worksheets/sheet1.xml",
+              "bomb.epub": "OEBPS/c0.xhtml", "bomb.odt": "content.xml"}
+    for name, member in office.items():
+        zip_bomb(folder / name, member=member, declared_mb=300)
+    (folder / "nested.odp").write_bytes(odf_bytes("<draw:page>" * 50_000 + "</draw:page>" * 50_000,
+                                                  kind="presentation"))
     os.environ["KNOWLEDGE_HOSTILE_FOLDER"] = str(folder)
     collection = create_collection(agent=get_agent("agent-a"), name="hostile")
     started = time.monotonic()
     run = build_collection(collection=collection)
     seconds = time.monotonic() - started
-    expected = {"bomb.docx", "loop.pdf", "big.txt", bad.encode("utf-8", "surrogateescape").decode("utf-8", "replace")}
+    expected = {"bomb.docx", "loop.pdf", "big.txt", bad.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
+                *office, "nested.odp"}
     refused = set(run.refused or [])
     for name in sorted(expected) + ["long path", "log-forging name"]:
         present = (name in refused if name in expected

@@ -8,7 +8,7 @@ from pydantic import ConfigDict
 
 from ragsite.schemas import StrictSchema, with_errors
 
-from .limits import DEFAULT_MOST, MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
+from .limits import DEFAULT_MOST, MAX_ANSWER_CHARS, MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, MIN_ANSWER_CHARS
 from .models import Collection
 from .services import agents, build_status, builds, known_answers, search, sync
 from .services.search.answer import SearchOut
@@ -145,6 +145,8 @@ class SearchIn(StrictSchema):
     most: int = Field(DEFAULT_MOST, ge=1, le=MAX_MOST, strict=True)
     around: int | None = Field(None, ge=0, le=MAX_AROUND, strict=True, description="Paragraphs either side of a hit.")
     min_score: float | None = Field(None, ge=0, le=1, strict=True, description="The floor; 0 turns it off.")
+    max_chars: int | None = Field(None, ge=MIN_ANSWER_CHARS, le=MAX_ANSWER_CHARS, strict=True,
+                                  description="Characters of text the answer may hold; default ANSWER_MAX_CHARS.")
     filters: dict | None = Field(
         None, description="Only paragraphs matching this filter take part, before ranking: OpenAI's vector-store "
         'shape, {"type": "eq"|"ne"|"gt"|"gte"|"lt"|"lte"|"in"|"nin", "key", "value"} or {"type": "and"|"or", '
@@ -163,6 +165,7 @@ def search_collection(request, name: str, payload: SearchIn):
         most=payload.most,
         around=payload.around,
         min_score=payload.min_score,
+        max_chars=payload.max_chars,
         key=request.auth,
         filters=payload.filters,
     )

@@ -121,6 +121,16 @@ def check_settings(app_configs=None, **kwargs):
             hint="The recall@10 against the exact scan an IVF build measures its nprobe for; 0.95 is the default.",
             id="collections.E005",
         ))
+    errors += check_ocr()
+    from .limits import MAX_ANSWER_CHARS, MIN_ANSWER_CHARS
+
+    budget = settings.ANSWER_MAX_CHARS
+    if not (_number(budget) and float(budget).is_integer() and MIN_ANSWER_CHARS <= budget <= MAX_ANSWER_CHARS):
+        errors.append(Error(
+            f"ANSWER_MAX_CHARS is {budget!r}; it must be a whole number from {MIN_ANSWER_CHARS} to {MAX_ANSWER_CHARS}",
+            hint="The characters of text one search answer holds; 6000 is the default (docs/configuration.md).",
+            id="collections.E008",
+        ))
     problem = prices_problem(settings.MODEL_PRICES)
     if problem:
         errors.append(Error(
@@ -130,6 +140,34 @@ def check_settings(app_configs=None, **kwargs):
             id="collections.E006",
         ))
     return errors
+
+
+def check_ocr() -> list:
+    """collections.E007 for an OCR setting out of bounds; collections.W002 when OCR is on but Tesseract
+    (or one of its languages) is missing here, so scans would be refused as "needs OCR (not installed)"."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from .conf import ocr_options
+    from .text.ocr import NotInstalled, missing_languages
+
+    try:
+        options = ocr_options()
+    except (ImproperlyConfigured, TypeError, ValueError) as exc:
+        return [Error(str(exc), hint="See docs/configuration.md, OCR_*.", id="collections.E007")]
+    if options is None:
+        return []
+    try:
+        missing = missing_languages(options.languages)
+    except NotInstalled as exc:
+        problem = str(exc)
+    else:
+        problem = f"tesseract has no language pack for {', '.join(missing)}" if missing else ""
+    if not problem:
+        return []
+    return [Warning(f"{problem}: scanned PDFs and images will be refused as needing OCR",
+                    hint="Install Debian's tesseract-ocr and tesseract-ocr-<language> (make run does where apt-get "
+                    "works), or set OCR_LANGUAGES to languages that are installed; empty turns OCR off.",
+                    id="collections.W002")]
 
 
 def url_problem(value) -> str | None:

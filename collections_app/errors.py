@@ -10,6 +10,7 @@ from ragsite.errors import RagsiteError
 INVALID_QUESTION = "invalid_question"
 INVALID_MOST = "invalid_most"
 INVALID_AROUND = "invalid_around"
+INVALID_MAX_CHARS = "invalid_max_chars"
 INVALID_MIN_SCORE = "invalid_min_score"
 INVALID_MODE = "invalid_mode"
 INVALID_NPROBE = "invalid_nprobe"

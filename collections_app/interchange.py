@@ -78,6 +78,9 @@ class Chunk:
     n_tokens: int
     uri: str | None = None  # None: the doc_id, as ragsite writes it
     source: str = SOURCE
+    # ragsite's extra field "pages": the first and last page (PDF page, slide, sheet) of the text, or
+    # None for a document without pages, when the field is left out and the line is the seed's alone.
+    pages: tuple[int, int] | None = None
 
     @property
     def chunk_id(self) -> str:
@@ -184,6 +187,8 @@ def encode_docs(chunks: list[Chunk]) -> bytes:
             "n_tokens": chunk.n_tokens,
             "fingerprint": chunk.fingerprint,
         }
+        if chunk.pages is not None:
+            payload["pages"] = list(chunk.pages)
         lines.append(json.dumps(payload, ensure_ascii=False) + "\n")
     return "".join(lines).encode("utf-8")
 
@@ -228,8 +233,19 @@ def decode_docs(data: bytes) -> list[Chunk]:
         seen[doc_id] = k + 1
         if digest != fingerprint(body):
             raise InterchangeError(DOCS, "fingerprint", "is not the SHA-256 of the text", line=number)
-        chunks.append(Chunk(doc_id=doc_id, k=k, text=body, n_tokens=n_tokens, uri=uri, source=source))
+        chunks.append(Chunk(doc_id=doc_id, k=k, text=body, n_tokens=n_tokens, uri=uri, source=source,
+                            pages=_pages(obj.get("pages"), number)))
     return chunks
+
+
+def _pages(value, line: int) -> tuple[int, int] | None:
+    """ragsite's optional "pages" field: [first, last], whole numbers from 1 with first <= last."""
+    if value is None:
+        return None
+    if not (isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value)
+            and 1 <= value[0] <= value[1]):
+        raise InterchangeError(DOCS, "pages", "must be [first, last]: page numbers from 1, first <= last", line=line)
+    return value[0], value[1]
 
 
 # --- vectors.f32 ----------------------------------------------------------------

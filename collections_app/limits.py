@@ -5,5 +5,9 @@ MAX_QUESTION_CHARS = 2000
 MAX_MOST = 50
 # Paragraphs either side of a hit, at most: for a request, a collection's override and AROUND.
 MAX_AROUND = 5
+# Characters of text an answer may hold (`max_chars`; its default is ANSWER_MAX_CHARS): at least a
+# sentence or two, at most what no agent's context should take from one search.
+MIN_ANSWER_CHARS = 200
+MAX_ANSWER_CHARS = 100_000
 # Paragraphs a search returns unless asked for more (measure's own default is services.measure's).
 DEFAULT_MOST = 5

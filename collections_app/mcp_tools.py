@@ -11,7 +11,7 @@ from ragsite.errors import Forbidden, NotFound
 from ragsite.mcp import Caller, Tool, register
 
 from .limits import DEFAULT_MOST as SEARCH_MOST
-from .limits import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
+from .limits import MAX_ANSWER_CHARS, MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, MIN_ANSWER_CHARS
 from .mcp_citations import search_links
 from .services.agents import get_collection
 from .services.build_status import (
@@ -50,6 +50,8 @@ SEARCH_INPUT = {
                    "description": "Paragraphs either side of each hit to stitch in; default: the collection's."},
         "min_score": {"type": ["number", "null"], "minimum": 0, "maximum": 1,
                       "description": "The floor: nothing scoring below it comes back; 0 turns it off."},
+        "max_chars": {"type": ["integer", "null"], "minimum": MIN_ANSWER_CHARS, "maximum": MAX_ANSWER_CHARS,
+                      "description": "Characters of text the answer may hold; default: the server's."},
         "filters": {"type": ["object", "null"],
                     "description": 'Only paragraphs matching this take part: {"type": "eq"|"ne"|"gt"|"gte"|"lt"|"lte"|'
                     '"in"|"nin", "key", "value"} or {"type": "and"|"or", "filters": [...]}; keys are document '
@@ -73,6 +75,7 @@ def search(caller: Caller, arguments: dict) -> dict:
         most=arguments.get("most", SEARCH_MOST),
         around=arguments.get("around"),
         min_score=arguments.get("min_score"),
+        max_chars=arguments.get("max_chars"),
         key=caller.key,
         filters=arguments.get("filters"),
     )

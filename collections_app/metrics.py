@@ -70,3 +70,28 @@ def reciprocal_rank(ranked_ids: Sequence[Id], relevant_ids: Collection[Id], k: i
         if item in relevant:
             return 1.0 / rank
     return 0.0
+
+
+def character_error_rate(read: str, truth: str) -> float:
+    """OCR's character error rate: the Levenshtein distance from ``read`` to ``truth`` (insertions,
+    deletions and substitutions of one character each) over the length of ``truth`` (the measure OCR
+    evaluations such as ISRI's ocreval report). Whitespace is compared as single spaces. 0 is perfect;
+    it can exceed 1 when ``read`` is longer than ``truth``.
+
+    One row of the distance table at a time, in numpy: with t[j] = min(above + 1, diagonal + cost), the
+    row is min over k <= j of t[k] + (j - k), a running minimum of t[k] - k (Hyyrö's prefix-minimum form),
+    so a page against a page (3,000 characters each) takes milliseconds rather than seconds."""
+    import numpy as np
+
+    read, truth = " ".join(read.split()), " ".join(truth.split())
+    if not truth:
+        return float(bool(read))
+    target = np.frombuffer(truth.encode("utf-32-le"), dtype=np.uint32)
+    steps = np.arange(len(truth) + 1)
+    previous = steps.copy()
+    for i, code in enumerate(np.frombuffer(read.encode("utf-32-le"), dtype=np.uint32), start=1):
+        best = np.empty_like(previous)
+        best[0] = i
+        best[1:] = np.minimum(previous[1:] + 1, previous[:-1] + (target != code))
+        previous = np.minimum.accumulate(best - steps) + steps
+    return float(previous[-1]) / len(truth)

@@ -77,9 +77,8 @@ class ApiKey(models.Model):
     name = models.CharField(max_length=100, blank=True)
     prefix = models.CharField(max_length=16, help_text="The first characters, to tell keys apart.")
     hashed = models.CharField(max_length=64, unique=True)
-    may_act_for_others = models.BooleanField(
-        default=False, help_text="May charge model calls to agents other than its own (onBehalfOf)."
-    )
+    may_act_for_others = models.BooleanField(default=False, help_text="May charge model calls to agents other "
+                                             "than its own (onBehalfOf).")
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
@@ -269,18 +268,17 @@ class Document(models.Model):
     upload = models.FileField(upload_to=upload_to, null=True, blank=True, max_length=500)
     fingerprint = models.CharField(max_length=64, blank=True, help_text="SHA-256 of the file's bytes.")
     status = models.CharField(max_length=20, choices=STATUS_CHOICES, default=ACTIVE)
-    approved_fingerprint = models.CharField(
-        max_length=64, blank=True, help_text="The version a person approved; a changed file needs approval again."
-    )
+    approved_fingerprint = models.CharField(max_length=64, blank=True,
+                                            help_text="The version a person approved; a changed file needs approval again.")
     paragraph_count = models.PositiveIntegerField(default=0)
+    ocr_pages = models.PositiveIntegerField(default=0, db_default=0, help_text="Pages the last build read by OCR.")
     summary = models.TextField(blank=True)
     scan_warnings = models.JSONField(default=list, blank=True)
     conflicts = models.JSONField(default=list, blank=True)
     attributes = models.JSONField(default=dict, blank=True, db_default={})  # from <name>.meta.json: index.filters
     default_labels = models.ManyToManyField(Label, blank=True, related_name="documents")
-    enabled = models.BooleanField(
-        default=True, help_text="A disabled document is never searched or stitched; it stays disabled across rebuilds."
-    )
+    enabled = models.BooleanField(default=True, help_text="A disabled document is never searched or stitched; "
+                                  "it stays disabled across rebuilds.")
     # One of extract.REFUSAL_REASONS when the last build refused it; the detail is only in the server log.
     refusal = models.CharField(max_length=40, blank=True)
     approved_by = models.CharField(max_length=150, blank=True)
@@ -352,14 +350,16 @@ class Paragraph(models.Model):
     text = models.TextField()
     start_char = models.PositiveIntegerField()
     end_char = models.PositiveIntegerField()
+    # The first and last page (PDF page, slide, sheet) the paragraph's text is on; null: no pages.
+    page_first = models.PositiveIntegerField(null=True, blank=True)
+    page_last = models.PositiveIntegerField(null=True, blank=True)
     token_count = models.PositiveIntegerField(null=True, blank=True)
     fingerprint = DigestField(help_text="SHA-256 of the text (32 bytes in the row, hex in Python).")
     # float16 little-endian, one vector per window of the model (usually one): see vector_codec.
     embedding = models.BinaryField(null=True, blank=True)
     labels = models.ManyToManyField(Label, blank=True, related_name="paragraphs")
-    enabled = models.BooleanField(
-        default=True, help_text="A disabled paragraph is never searched or stitched; kept across rebuilds by its text."
-    )
+    enabled = models.BooleanField(default=True, help_text="A disabled paragraph is never searched or stitched; "
+                                  "kept across rebuilds by its text.")
 
     objects = ParagraphManager()
 
@@ -437,6 +437,7 @@ class BuildRun(models.Model):
     paragraphs_done = models.PositiveIntegerField(default=0)
     documents_read = models.PositiveIntegerField(default=0)
     documents_reused = models.PositiveIntegerField(default=0)
+    ocr_pages = models.PositiveIntegerField(default=0, db_default=0)  # pages this build read by OCR
     documents_refused = models.PositiveIntegerField(default=0)
     passages = models.PositiveIntegerField(default=0)
     paragraphs_embedded = models.PositiveIntegerField(default=0)

@@ -267,6 +267,61 @@ def pdf_bytes(pages: Sequence[Sequence[tuple[str, str]]]) -> bytes:
     return out.getvalue()
 
 
+def scanned_pdf_bytes(pdf: bytes, *, pages: Sequence[int] | None = None, dpi: int = 200) -> bytes:
+    """``pdf`` with the pages numbered in ``pages`` (1-based; None: all) replaced by pictures of themselves.
+
+    Each such page is rendered (pypdfium2, grey) and stored as one FlateDecode image filling the page,
+    with no text layer: what a scanner gives. The other pages keep their text. For tests and benchmarks
+    of OCR: the text the scan shows is known exactly."""
+    import zlib
+
+    import pypdfium2
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import ContentStream, DecodedStreamObject, DictionaryObject, NameObject, NumberObject
+
+    source = pypdfium2.PdfDocument(pdf)
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(pdf)))
+    wanted = set(range(1, len(source) + 1)) if pages is None else set(pages)
+    for number in sorted(wanted):
+        page = source[number - 1]
+        width, height = page.get_size()
+        image = page.render(scale=dpi / 72, grayscale=True).to_pil().convert("L")
+        page.close()
+        picture = DecodedStreamObject()
+        picture.set_data(zlib.compress(image.tobytes(), 6))
+        picture.update({NameObject("/Type"): NameObject("/XObject"), NameObject("/Subtype"): NameObject("/Image"),
+                        NameObject("/Width"): NumberObject(image.width),
+                        NameObject("/Height"): NumberObject(image.height),
+                        NameObject("/ColorSpace"): NameObject("/DeviceGray"),
+                        NameObject("/BitsPerComponent"): NumberObject(8),
+                        NameObject("/Filter"): NameObject("/FlateDecode")})
+        target = writer.pages[number - 1]
+        draw = ContentStream(None, writer)
+        draw.set_data(b"q %g 0 0 %g 0 0 cm /Scan Do Q" % (width, height))
+        target[NameObject("/Contents")] = writer._add_object(draw)
+        target[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/XObject"): DictionaryObject({NameObject("/Scan"): writer._add_object(picture)})})
+    source.close()
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def with_outline(pdf: bytes, entries: Sequence[tuple[str, int, int]]) -> bytes:
+    """``pdf`` with an outline (bookmarks): (title, 1-based page, depth) entries, depth 0 at the top."""
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(pdf)))
+    parents: list = []
+    for title, page, depth in entries:
+        del parents[depth:]
+        parents.append(writer.add_outline_item(title=title, page_number=page - 1,
+                                               parent=parents[-1] if parents else None))
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
 def _page_stream(blocks: Sequence[tuple[str, str]]) -> bytes:
     if not blocks:
         return b""

@@ -206,6 +206,14 @@ BUILD_HEARTBEAT_TIMEOUT = env.int("BUILD_HEARTBEAT_TIMEOUT", default=300)
 # Per document, in a child process (collections_app.text.bounded): wall-clock seconds and address space.
 EXTRACT_TIMEOUT = env.float("EXTRACT_TIMEOUT", default=120.0)
 EXTRACT_MEMORY_MB = env.int("EXTRACT_MEMORY_MB", default=1024)
+# OCR of scanned PDF pages and images (collections_app.text.ocr), in that child too. Empty languages: off.
+# Characters of paragraph text one search answer holds at most, unless the request says (max_chars).
+ANSWER_MAX_CHARS = env.int("ANSWER_MAX_CHARS", default=6000)
+OCR_LANGUAGES = env("OCR_LANGUAGES", default="eng")
+OCR_MAX_PAGES = env.int("OCR_MAX_PAGES", default=50)
+OCR_PAGE_SECONDS = env.float("OCR_PAGE_SECONDS", default=30.0)
+OCR_MAX_PIXELS = env.int("OCR_MAX_PIXELS", default=12_000_000)
+OCR_DPI = env.int("OCR_DPI", default=300)
 # A build queued this long while no task worker reports a heartbeat is shown as waiting for one.
 BUILD_STALE_SECONDS = env.int("BUILD_STALE_SECONDS", default=60)
 MAX_UPLOAD_BYTES = env.int("MAX_UPLOAD_BYTES", default=50 * 1024 * 1024)

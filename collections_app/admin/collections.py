@@ -301,7 +301,8 @@ class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMix
                 (
                     run.pk, reverse("admin:collections_app_buildrun_change", args=[run.pk]), run.pk,
                     status_badge(run.status), run.percent, run.created_at.strftime("%Y-%m-%d %H:%M"), run.passages,
-                    f"{run.documents_read} read, {run.documents_reused} reused, {run.documents_refused} refused",
+                    f"{run.documents_read} read, {run.documents_reused} reused, {run.documents_refused} refused"
+                    + (f", {count_of(run.ocr_pages, 'page')} by OCR" if run.ocr_pages else ""),
                     run.paragraphs_embedded,
                     refused_with_reasons(run.refused, run.refusal_reasons) if run.status == BuildRun.SUCCEEDED else "—",
                     warning_list([*([run.error] if run.error else []), *run.problems, *run.warnings,
@@ -465,7 +466,8 @@ class BuildRunAdmin(admin.ModelAdmin):
     @admin.display(description="documents")
     def documents_shown(self, run):
         return (f"{run.documents_total} seen: {run.documents_read} read, {run.documents_reused} reused unchanged, "
-                f"{run.documents_refused} refused")
+                f"{run.documents_refused} refused" + (f"; {count_of(run.ocr_pages, 'page')} read by OCR"
+                                                       if run.ocr_pages else ""))
 
     @admin.display(description="refused")
     def refused_shown(self, run):

@@ -90,10 +90,10 @@ class DocumentAdmin(admin.ModelAdmin):
     delete_confirmation_template = "admin/collections_app/document/delete_confirmation.html"
     # `upload` is never a field here: its value is a storage path.
     fields = ["collection", "name", "source", "status_shown", "enabled", "approval", "fingerprint",
-              "paragraphs_link", "summary", "attributes_shown", "warnings_shown", "conflicts_side_by_side",
+              "paragraphs_link", "ocr_shown", "summary", "attributes_shown", "warnings_shown", "conflicts_side_by_side",
               "default_labels", "updated_at"]
     readonly_fields = ["collection", "name", "source", "status_shown", "approval", "fingerprint",
-                       "paragraphs_link", "summary", "attributes_shown", "warnings_shown", "conflicts_side_by_side",
+                       "paragraphs_link", "ocr_shown", "summary", "attributes_shown", "warnings_shown", "conflicts_side_by_side",
                        "updated_at"]
     filter_horizontal = ["default_labels"]
 
@@ -178,6 +178,11 @@ class DocumentAdmin(admin.ModelAdmin):
     @admin.display(description="paragraphs", ordering="paragraph_count")
     def paragraphs(self, document):
         return document.paragraph_count if document.fingerprint else "—"
+
+    @admin.display(description="read by OCR")
+    def ocr_shown(self, document):
+        # Text a machine read off a picture: a reviewer may want to check it against the page.
+        return count_of(document.ocr_pages, "page") if document.ocr_pages else "—"
 
     @admin.display(description="warnings")
     def warnings_shown(self, document):

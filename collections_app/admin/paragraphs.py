@@ -236,12 +236,13 @@ class ParagraphAdmin(admin.ModelAdmin):
     list_per_page = 50
     actions = ["add_labels_action", "remove_labels_action", "enable_action", "disable_action"]
     fieldsets = [
-        ("Where", {"fields": ["collection", "document_link", "citation", "section", "position"]}),
+        ("Where", {"fields": ["collection", "document_link", "citation", "section", "pages_shown", "position"]}),
         ("Text, with its neighbours", {"fields": ["previous_paragraph", "text_shown", "next_paragraph"]}),
         ("In search", {"fields": ["enabled"]}),
         ("Who may read it", {"fields": ["takes_effect", "labels"]}),
     ]
-    readonly_fields = ["collection", "document_link", "citation", "section", "position", "previous_paragraph",
+    readonly_fields = ["collection", "document_link", "citation", "section", "pages_shown", "position",
+                       "previous_paragraph",
                        "text_shown", "next_paragraph", "takes_effect"]
     filter_horizontal = ["labels"]
 
@@ -294,6 +295,14 @@ class ParagraphAdmin(admin.ModelAdmin):
         url = reverse("admin:collections_app_document_change", args=[paragraph.document_id])
         state = paragraph.document.get_status_display() + ("" if paragraph.document.enabled else ", disabled")
         return format_html('<a href="{}">{}</a> ({})', url, paragraph.document.name, state)
+
+    @admin.display(description="page")
+    def pages_shown(self, paragraph):
+        # What a person opens the document at to check a citation (PDF page, slide, sheet).
+        first, last = paragraph.page_first, paragraph.page_last
+        if first is None:
+            return "—"
+        return f"page {first}" if first == last else f"pages {first}–{last}"
 
     @admin.display(description="position")
     def position(self, paragraph):

@@ -33,6 +33,7 @@ from ..models import (
     ModelCall,
     Paragraph,
 )
+from ..text.blocks import page_range
 from ..text.chunking import MAX_PARAGRAPHS_PER_DOCUMENT, ChunkingError, chunk
 from ..text.context import CONTEXT_VERSION, contexts_for, embedding_text
 from ..text.extract import BAD_NAME, CORRUPT, EMPTY, TIMED_OUT, TOO_LARGE, Unreadable, summarize_opening
@@ -47,7 +48,6 @@ from .swap import approved, candidate_paragraphs, replace_paragraphs
 __all__ = ["STALE_MESSAGE", "build_collection", "fail_stale_builds", "request_build", "run_build"]
 
 logger = logging.getLogger("ragsite.builds")
-
 
 # --- Starting and sweeping --------------------------------------------------
 
@@ -109,6 +109,8 @@ class Prepared:
     vectors: list = field(default_factory=list)  # bytes | None per piece
     contexts: list = field(default_factory=list)  # "title › section" per piece (context.py)
     carried: list = field(default_factory=list)  # per piece, the characters it shares with earlier pieces
+    pages: list = field(default_factory=list)  # per piece, its (first, last) page; (None, None) without pages
+    ocr_pages: int = 0  # pages of this document read by OCR
 
 
 class Progress:
@@ -294,9 +296,9 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
     del data
     pieces = chunk(extracted.text, method, size=size, overlap=overlap, tokens=embedder)
     item.warnings = list(extracted.warnings)
+    item.notes += [f"{source.name}: {note}" for note in extracted.notes]  # after the sidecar's note
     if getattr(pieces, "truncated", False):
-        # Seed 003 keeps the first 240 and says why; the document stays searchable, so this is not
-        # a scan warning (which would hold all of it back for review).
+        # Seed 003 keeps the first 240 and says why; not a scan warning (which would send it to review).
         item.notes.append(
             f"{source.name}: only the first {MAX_PARAGRAPHS_PER_DOCUMENT} of "
             f"{MAX_PARAGRAPHS_PER_DOCUMENT + pieces.dropped} paragraphs were kept; a document that needs more "
@@ -306,6 +308,9 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
     item.contexts = contexts_for(source.name, extracted.text, [p.start for p in item.pieces])
     item.carried = [length for length, _first in carried_openings((0, p.start, p.end) for p in item.pieces)]
     item.tokens = [embedder.count_tokens(p.text) for p in item.pieces]
+    item.pages = [page_range(extracted.pages, p.start, p.end) for p in item.pieces]
+    item.ocr_pages = extracted.ocr_pages
+    run.ocr_pages += extracted.ocr_pages
     item.summary = summarize_opening(extracted.text)
     if not item.pieces:
         return _refuse(item, collection, "no text", EMPTY)
@@ -456,6 +461,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             document.fingerprint, document.summary = item.fingerprint, item.summary
             document.scan_warnings, document.conflicts = item.warnings, item.conflicts
             document.refusal, document.attributes = item.refusal, item.attributes
+            document.ocr_pages = document.ocr_pages if item.reused else item.ocr_pages
             if item.status == Document.REFUSED:
                 document.paragraph_count, document.built_method, document.built_model = 0, "", ""
                 if document.pk and stored.get(document.pk):
@@ -543,7 +549,7 @@ def _refuse_all_in_review(collection, run, prepared, now) -> None:
 
 BUILD_FIELDS = (
     "fingerprint", "status", "refusal", "summary", "scan_warnings", "conflicts", "paragraph_count", "attributes",
-    "built_method", "built_size", "built_overlap", "built_model", "built_context",
+    "built_method", "built_size", "built_overlap", "built_model", "built_context", "ocr_pages",
 )
 
 

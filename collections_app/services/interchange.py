@@ -66,11 +66,11 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
                                  document__enabled=True)
         .order_by("ordinal")
         .values_list("document__name", "index", "text", "token_count", "embedding", "document__built_size",
-                     "document__built_overlap", "id")
+                     "document__built_overlap", "id", "page_first", "page_last")
     )
     if not rows:
         raise Conflict(f'collection "{collection.name}" has no paragraphs in search to export', code="nothing_to_export")
-    if any(vector is None for _n, _k, _t, _c, vector, _s, _o, _i in rows):
+    if any(vector is None for _n, _k, _t, _c, vector, *_rest in rows):
         raise Conflict(
             f'collection "{collection.name}" was built without vectors (model {built.model}); '
             "the format needs one per paragraph",
@@ -83,8 +83,9 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
     # wants consecutive chunks (issue 24's seed audit, R53; docs/interchange.md).
     position: dict[str, int] = {}
     chunks = []
-    for (name, _k, text, *_r), n in zip(rows, counts, strict=True):
-        chunks.append(fmt.Chunk(doc_id=name, k=position.get(name, 0), text=text, n_tokens=n))
+    for (name, _k, text, *_r, first, last), n in zip(rows, counts, strict=True):
+        pages = (first, last) if first is not None else None
+        chunks.append(fmt.Chunk(doc_id=name, k=position.get(name, 0), text=text, n_tokens=n, pages=pages))
         position[name] = position.get(name, 0) + 1
     # One row per paragraph: its first window (see docs/interchange.md, "Long paragraphs").
     try:
@@ -389,6 +390,8 @@ def _replace_paragraphs(collection, agent, index, documents, by_document, vector
             text=index.chunks[o].text,
             start_char=starts[o],
             end_char=ends[o],
+            page_first=index.chunks[o].pages[0] if index.chunks[o].pages else None,
+            page_last=index.chunks[o].pages[1] if index.chunks[o].pages else None,
             token_count=token_count(index.chunks[o]),
             fingerprint=index.chunks[o].fingerprint,
             embedding=encode(vectors[o]),

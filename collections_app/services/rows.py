@@ -92,6 +92,8 @@ class StoredRow(NamedTuple):
     text: str
     section: str
     index: int  # its position within its document (the k of its chunk id)
+    page_first: int | None  # the first and last page its text is on (None: its document has no pages)
+    page_last: int | None
     document: int  # document_id
     name: str  # the document's name
 
@@ -112,6 +114,7 @@ def _texts_sql(vendor: str) -> str:
     quote = connection.ops.quote_name
     paragraph, document = quote(Paragraph._meta.db_table), quote(Document._meta.db_table)
     columns = ", ".join(f"{paragraph}.{quote(c)}"
-                        for c in ("id", "start_char", "end_char", "text", "section", "index", "document_id"))
+                        for c in ("id", "start_char", "end_char", "text", "section", "index", "page_first",
+                                  "page_last", "document_id"))
     return (f"SELECT {columns}, {document}.{quote('name')} FROM {paragraph} INNER JOIN {document} "
             f"ON ({paragraph}.{quote('document_id')} = {document}.{quote('id')}) WHERE {paragraph}.{quote('id')} IN")

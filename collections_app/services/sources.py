@@ -167,7 +167,8 @@ def read_bounded(source: Source) -> bytes:
 
 
 def document_extractor() -> BoundedExtractor:
-    """This process's extractor for the configured limits (EXTRACT_TIMEOUT, EXTRACT_MEMORY_MB)."""
+    """This process's extractor for the configured limits (EXTRACT_TIMEOUT, EXTRACT_MEMORY_MB, OCR_*)."""
     return bounded_extractor(
-        Limits(seconds=float(settings.EXTRACT_TIMEOUT), memory_bytes=int(settings.EXTRACT_MEMORY_MB) * 1024 * 1024)
+        Limits(seconds=float(settings.EXTRACT_TIMEOUT), memory_bytes=int(settings.EXTRACT_MEMORY_MB) * 1024 * 1024,
+               ocr=conf.ocr_options())
     )

@@ -49,12 +49,13 @@ def replace_paragraphs(*, document: Document, item, agent: Agent, ordinal: int, 
     defaults = set(document.default_labels.values_list("pk", flat=True))
     rows = []
     for index, piece in enumerate(item.pieces):
+        first, last = item.pages[index] if index < len(item.pages) else (None, None)
         rows.append(
             Paragraph(
                 agent_id=agent.agent_id, collection_id=document.collection_id, document=document,
                 ordinal=ordinal + index, index=index, section=(piece.section or "")[:300],
                 context=item.contexts[index] if index < len(item.contexts) else "", text=piece.text,
-                start_char=piece.start, end_char=piece.end,
+                start_char=piece.start, end_char=piece.end, page_first=first, page_last=last,
                 token_count=item.tokens[index] if index < len(item.tokens) else None,
                 fingerprint=text_fingerprint(piece.text),
                 embedding=item.vectors[index] if item.vectors else None,

@@ -18,7 +18,7 @@ from ragsite.errors import Conflict, RagsiteError
 
 from ..conf import settings
 from ..models import Collection, Document
-from ..text.extract import EMPTY, SUPPORTED_SUFFIXES, TOO_LARGE, UNSUPPORTED_TYPE
+from ..text.extract import EMPTY, SUPPORTED_SUFFIXES, TOO_LARGE, UNSUPPORTED_TYPE, reads_as_text
 
 logger = logging.getLogger("ragsite.uploads")
 
@@ -49,9 +49,11 @@ def upload_name(name: str) -> str:
         raise UploadRefused(
             f"a file name is at most {MAX_NAME_CHARS} printable characters", code="invalid_name"
         )
-    if not base.lower().endswith(SUPPORTED_SUFFIXES):
+    # A name without a suffix (README) is allowed here and judged by its bytes in `upload_document`.
+    if "." in base and not base.lower().endswith(SUPPORTED_SUFFIXES):
         raise UploadRefused(
-            f'"{base}": {UNSUPPORTED_TYPE}; upload one of {", ".join(SUPPORTED_SUFFIXES)}', code="unsupported_type"
+            f'"{base}": {UNSUPPORTED_TYPE}; upload one of {", ".join(SUPPORTED_SUFFIXES)} or a text file without a '
+            "suffix", code="unsupported_type"
         )
     return base
 
@@ -81,6 +83,9 @@ def upload_document(*, collection: Collection, name: str, content) -> Document:
     data = content if isinstance(content, bytes | bytearray) else content.read()
     if len(data) > limit:  # a file object whose declared size was wrong
         raise UploadRefused(f'"{base}": {TOO_LARGE}, more than {limit:,} bytes', code="too_large")
+    if "." not in base and not reads_as_text(data):
+        raise UploadRefused(f'"{base}": {UNSUPPORTED_TYPE}, a file without a suffix must be text',
+                            code="unsupported_type")
     with transaction.atomic():
         document = Document.objects.select_for_update().filter(collection=collection, name=base).first()
         if document is not None and document.source != Document.UPLOAD:

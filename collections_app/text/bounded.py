@@ -30,11 +30,17 @@ import threading
 import time
 from dataclasses import dataclass
 
+from .blocks import PageStart
 from .extract import CORRUPT, TIMED_OUT, TOO_LARGE, Extracted, Unreadable, extract
+from .ocr import OcrOptions
 
 _LENGTH = struct.Struct("<Q")
 
 logger = logging.getLogger("ragsite.builds")
+
+# Rendering one page for OCR, on top of the page's own OCR limit: generous, since a page is rendered
+# within OCR_MAX_PIXELS.
+OCR_RENDER_SECONDS = 10.0
 
 # How much of a child's stderr is kept: enough for the end of a traceback or a fatal error.
 STDERR_TAIL = 2048
@@ -46,6 +52,8 @@ _PATH = re.compile(r"""(?:[A-Za-z]:)?(?:[\\/][^\s"'\\/:,()]+)+[\\/]?""")
 class Limits:
     seconds: float  # wall-clock per document
     memory_bytes: int  # the child's address space (0: no cap)
+    ocr: OcrOptions | None = None  # None: scans and images are not read by OCR
+
 
 
 class BoundedExtractor:
@@ -62,16 +70,25 @@ class BoundedExtractor:
         """`extract.extract(name, data)` within the limits; raises `Unreadable` with a category."""
         with self._lock:
             child = self._start()
-            deadline = time.monotonic() + self.limits.seconds
+            seconds = self.limits.seconds
+            deadline = time.monotonic() + seconds
             try:
                 encoded = name.encode("utf-8")
                 child.stdin.write(_LENGTH.pack(len(encoded)) + encoded + _LENGTH.pack(len(data)))
                 child.stdin.write(data)
                 child.stdin.flush()
                 answer = _read_frame(child.stdout, deadline)
+                while "ocr_page" in answer:
+                    # The child starts OCR on a page: that page has its own limit (OCR_PAGE_SECONDS),
+                    # on top of the document's. A child that says so more often than it may is stopped.
+                    if self.limits.ocr is None or answer["ocr_page"] > self.limits.ocr.max_pages:
+                        raise ValueError("more OCR pages than allowed")
+                    seconds += self.limits.ocr.page_seconds + OCR_RENDER_SECONDS
+                    deadline += self.limits.ocr.page_seconds + OCR_RENDER_SECONDS
+                    answer = _read_frame(child.stdout, deadline)
             except TimeoutError:
                 self._stop()
-                reason = f"extraction took longer than {self.limits.seconds:g} s"
+                reason = f"extraction took longer than {seconds:g} s"
                 raise Unreadable(reason, category=TIMED_OUT) from None
             except (EOFError, OSError, ValueError) as exc:
                 # The child died under the document: the memory cap's verdict, or a crash. Why is
@@ -85,7 +102,9 @@ class BoundedExtractor:
                 # document: the next one gets a fresh child.
                 self._stop()
         if answer["ok"]:
-            return Extracted(text=answer["text"], warnings=answer["warnings"])
+            return Extracted(text=answer["text"], warnings=answer["warnings"], ocr_pages=answer["ocr_pages"],
+                             notes=answer["notes"],
+                             pages=tuple(PageStart(offset, page) for offset, page in answer["pages"]))
         raise Unreadable(answer["reason"], category=answer["category"])
 
     def close(self) -> None:
@@ -96,7 +115,8 @@ class BoundedExtractor:
         if self._child is None or self._child.poll() is not None:
             self._stop()
             self._child = subprocess.Popen(
-                [sys.executable, "-m", "collections_app.text.bounded", str(self.limits.memory_bytes)],
+                [sys.executable, "-m", "collections_app.text.bounded", str(self.limits.memory_bytes),
+                 json.dumps(self.limits.ocr.as_json() if self.limits.ocr else None)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
             )
             self._stderr, self._answered = _Tail(self._child.stderr), 0
@@ -211,11 +231,13 @@ def _read_frame(stream, deadline: float) -> dict:
     return json.loads(_read_exactly(stream, size, deadline))
 
 
-def _answer(name: str, data: bytes) -> dict:
+def _answer(name: str, data: bytes, ocr: OcrOptions | None = None, on_ocr_page=None) -> dict:
     """What the child sends back for one document."""
     try:
-        extracted = extract(name, data)
-        return {"ok": True, "text": extracted.text, "warnings": list(extracted.warnings)}
+        extracted = extract(name, data, ocr=ocr, on_ocr_page=on_ocr_page)
+        return {"ok": True, "text": extracted.text, "warnings": list(extracted.warnings),
+                "pages": [[mark.offset, mark.page] for mark in extracted.pages], "ocr_pages": extracted.ocr_pages,
+                "notes": list(extracted.notes)}
     except Unreadable as exc:
         if isinstance(exc.__cause__, MemoryError):
             return {"ok": False, "reason": "extracting it needs more memory than allowed", "category": TOO_LARGE}
@@ -228,7 +250,7 @@ def _answer(name: str, data: bytes) -> dict:
         return {"ok": False, "reason": f"the extractor failed ({type(exc).__name__})", "category": CORRUPT}
 
 
-def serve(memory_bytes: int) -> None:  # pragma: no cover - runs in the child process
+def serve(memory_bytes: int, ocr: OcrOptions | None = None) -> None:  # pragma: no cover - the child
     """The child: cap the address space, then extract documents until stdin closes."""
     import resource
 
@@ -243,7 +265,7 @@ def serve(memory_bytes: int) -> None:  # pragma: no cover - runs in the child pr
             data = _read_exactly(stdin, size, None)
         except EOFError:
             return
-        answer = _answer(name, data)
+        answer = _answer(name, data, ocr, on_ocr_page=lambda count: _send(stdout, {"ocr_page": count}))
         del data
         try:
             body = json.dumps(answer).encode("utf-8")
@@ -252,6 +274,12 @@ def serve(memory_bytes: int) -> None:  # pragma: no cover - runs in the child pr
                                "category": TOO_LARGE}).encode("utf-8")
         stdout.write(_LENGTH.pack(len(body)) + body)
         stdout.flush()
+
+
+def _send(stdout, message: dict) -> None:  # pragma: no cover - runs in the child process
+    body = json.dumps(message).encode("utf-8")
+    stdout.write(_LENGTH.pack(len(body)) + body)
+    stdout.flush()
 
 
 _shared: dict[Limits, BoundedExtractor] = {}
@@ -268,4 +296,5 @@ def bounded_extractor(limits: Limits) -> BoundedExtractor:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    serve(int(sys.argv[1]))
+    _ocr = json.loads(sys.argv[2]) if len(sys.argv) > 2 else None
+    serve(int(sys.argv[1]), OcrOptions.from_json(_ocr) if _ocr else None)

@@ -193,6 +193,12 @@ _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")
 _NON_WS = re.compile(r"\S")
 _WORD_START = re.compile(r"(?<!\S)\S")
+# Between two sentences: ., ! or ? (a closing quote or bracket may follow), whitespace (group 1),
+# then a capital, a digit or an opening quote. "e.g. this" is no break; "Dr. Smith" is taken for one,
+# which costs nothing worse than the word start it replaces.
+SENTENCE_BREAK = re.compile(r"""[.!?]["')\]]?(\s+)(?=["'(\[]?[A-Z0-9\u00C0-\u00DE])""")
+# How far back from a window's end a split inside a paragraph looks for a sentence's end first.
+SENTENCE_REACH = 0.25
 _WS = re.compile(r"\s")
 
 
@@ -410,18 +416,53 @@ def _pack_section(text: str, units: list[tuple[int, int]], size: int, overlap: i
             # Split inside the paragraph: end just before the last whitespace of the window that
             # follows new text; with none, cut hard at the window's end (a word longer than the room).
             limit = start + size
-            end = limit
-            for position in range(limit, fresh, -1):
-                if text[position].isspace() and not text[position - 1].isspace():
-                    end = position
-                    break
+            if _is_table(text, unit_start, unit_end):
+                end = _row_end(text, fresh, limit)
+            else:
+                end = _sentence_end(text, max(fresh + 1, limit - int(size * SENTENCE_REACH)), limit)
+            if end is None:
+                end = limit
+                for position in range(limit, fresh, -1):
+                    if text[position].isspace() and not text[position - 1].isspace():
+                        end = position
+                        break
         spans.append((start, end))
         last_end = end
         if index >= len(units):
             break
-        carried = _carry(text, start, end, overlap)
+        # Rows stand on their own (each block repeats its header), and a carried opening would
+        # start the next piece mid-row: nothing is carried out of a table.
+        carried = None if _ends_in_table_row(text, end) else _carry(text, start, end, overlap)
         cursor = carried if carried is not None else _next_non_ws(text, end)
     return spans
+
+
+_TABLE_ROW = re.compile(r"[ \t]*\|")
+
+
+def _is_table(text: str, start: int, end: int) -> bool:
+    """A block whose every line is a Markdown table row (`tables`): it is divided only between rows."""
+    return all(_TABLE_ROW.match(line) for line in text[start:end].split("\n"))
+
+
+def _row_end(text: str, fresh: int, limit: int) -> int | None:
+    """The end of the last whole row inside ``(fresh, limit]``, or None when one row overflows."""
+    end = text.rfind("\n", fresh + 1, limit + 1)
+    return end if end > fresh else None
+
+
+def _ends_in_table_row(text: str, end: int) -> bool:
+    line_start = text.rfind("\n", 0, end) + 1
+    return bool(_TABLE_ROW.match(text, line_start)) and text[end - 1] == "|"
+
+
+def _sentence_end(text: str, lo: int, hi: int) -> int | None:
+    """The end of the last sentence that ends within ``text[lo:hi]`` (just after its ., ! or ?), or None."""
+    best = None
+    for match in SENTENCE_BREAK.finditer(text, lo, min(len(text), hi + 8)):
+        if lo < match.start(1) <= hi:
+            best = match.start(1)
+    return best
 
 
 def _word_start(text: str, lo: int, hi: int) -> int | None:
@@ -435,6 +476,14 @@ def _carry(text: str, start: int, end: int, overlap: int) -> int | None:
         return None
     lo = max(end - overlap, start + 1)
     if lo >= end:
+        return None
+    # A sentence that starts inside the overlap opens the next piece: it does not begin mid-sentence.
+    sentence = SENTENCE_BREAK.search(text, max(start, lo - 3), end)
+    if sentence is not None and lo <= sentence.end(1) < end:
+        return sentence.end(1)
+    if SENTENCE_BREAK.match(text, end - 1) or SENTENCE_BREAK.match(text, end - 2):
+        # The piece ends a sentence and none starts within the overlap: no sentence crosses the join,
+        # so the next piece starts at the next sentence rather than inside this one.
         return None
     found = _word_start(text, lo, end)
     if found is not None:

@@ -36,6 +36,7 @@ class Row:
     text: str  # == document_text[start:end]
     section: str
     index: int = 0  # position within its document, the k of the citation <document>#<k>
+    pages: tuple[int, int] | None = None  # first and last page of its text (None: no pages)
 
 
 @dataclass(frozen=True)

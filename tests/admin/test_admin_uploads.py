@@ -34,14 +34,20 @@ def test_upload_limits_size_and_suffix(handbook, settings):
         upload_document(collection=handbook, name="big.md", content=b"x" * 101)
     assert too_big.value.code == "too_large"
     upload_document(collection=handbook, name="small.md", content=b"x" * 100)
-    for name, code in [("tool.exe", "unsupported_type"), ("noext", "unsupported_type"), (".hidden.md", "invalid_name"),
+    for name, code in [("tool.exe", "unsupported_type"), (".hidden.md", "invalid_name"),
                        ("", "invalid_name"), ("dir/..", "invalid_name"), ("a\x00b.md", "invalid_name")]:
         with pytest.raises(UploadRefused) as refused:
             upload_document(collection=handbook, name=name, content=b"text")
         assert refused.value.code == code, name
+    # A name without a suffix is read as text when it is text (issue 30): judged by its bytes.
+    with pytest.raises(UploadRefused) as binary:
+        upload_document(collection=handbook, name="noext", content=b"\x7fELF\x02\x01\x00\x00")
+    assert binary.value.code == "unsupported_type"
+    upload_document(collection=handbook, name="README", content=b"Read me first.\n")
     with pytest.raises(UploadRefused, match="empty"):
         upload_document(collection=handbook, name="empty.md", content=b"")
-    assert set(handbook.documents.filter(source=Document.UPLOAD).values_list("name", flat=True)) == {"small.md"}
+    assert set(handbook.documents.filter(source=Document.UPLOAD).values_list("name", flat=True)) == {
+        "small.md", "README"}
 
 
 def test_an_upload_replaces_an_earlier_upload_but_never_a_folder_document(handbook):

@@ -341,7 +341,7 @@ def test_seed_refusal_3_a_folder_whose_only_document_went_to_review_does_not_rep
     (folder / "scan.pdf").write_bytes(pdf_bytes([[("p", "Carry-over is capped at ten days.")], []]))
     run = build_collection(collection=handbook)
     assert run.status == BuildRun.REFUSED and "(scan.pdf)" in run.error
-    assert "scan.pdf needs review: page 2 has no text layer" in run.warnings
+    assert "scan.pdf needs review: page 2 has no text layer, and OCR read nothing on it" in run.warnings
     assert any("five days" in text for text in searchable_texts(handbook))
 
 

@@ -403,3 +403,59 @@ def test_an_empty_overlap_too_large_for_a_small_size_shrinks_in_proportion():
     assert resolve_sizes("structure", 100) == (100, 10)
     assert resolve_sizes("tokens", 20) == (20, 3)
     assert resolve_sizes("tokens", 100) == (100, 32)
+
+
+def test_a_table_longer_than_the_size_is_divided_between_rows_and_carries_no_overlap():
+    rows = "\n".join(f"| E{n:03d} | the pump stalled at stage {n} |" for n in range(60))
+    text = ("# Codes\n\nIntro sentence.\n\n| Code | Meaning |\n| --- | --- |\n" + rows
+            + "\n\nClosing words here.")
+    pieces = chunk(text, "structure", size=300, overlap=60)
+    table_pieces = [p for p in pieces if "| E0" in p.text]
+    assert len(table_pieces) > 3
+    for piece in table_pieces:
+        for line in piece.text.split("\n"):
+            if line.startswith("|"):
+                assert line.endswith("|"), line  # never a row cut in two
+    covered = "\n".join(p.text for p in table_pieces)
+    for n in range(60):
+        assert covered.count(f"| E{n:03d} |") == 1  # every row once: nothing carried over
+    assert all(text[p.start:p.end] == p.text for p in pieces)
+
+
+def test_a_single_row_longer_than_the_size_is_still_split_at_whitespace():
+    text = "| A | B |\n| --- | --- |\n| " + "word " * 100 + "| x |"
+    pieces = chunk(text, "structure", size=120, overlap=0)
+    assert all(len(p.text) <= 120 for p in pieces)
+    squeezed = "".join(p.text.replace(" ", "").replace("\n", "") for p in pieces)
+    assert squeezed == text.replace(" ", "").replace("\n", "")
+
+
+# --- sentences (issue 30, item 7) ----------------------------------------------------------------
+
+SENTENCES = " ".join(f"Sentence number {i} says something about topic {i} in several words." for i in range(40))
+
+
+def test_a_long_paragraph_is_split_at_a_sentence_end_when_one_is_near_the_window_end():
+    pieces = chunk(SENTENCES, "structure", size=400, overlap=0)
+    assert len(pieces) > 3
+    assert all(piece.text.endswith("words.") for piece in pieces)
+    assert all(len(piece.text) <= 400 for piece in pieces)
+
+
+def test_the_next_piece_starts_at_a_sentence_not_inside_one():
+    for overlap in (0, 60, 180):
+        pieces = chunk(SENTENCES, "structure", size=400, overlap=overlap)
+        assert all(piece.text.startswith("Sentence number") for piece in pieces), overlap
+
+
+def test_an_overlap_holding_a_sentence_start_begins_there():
+    text = "A first short one. " * 30 + "Then a sentence without any end in sight goes on and on " * 3
+    pieces = chunk(text.strip(), "structure", size=300, overlap=100)
+    assert pieces[1].text.startswith("A first short one.") and pieces[1].start < pieces[0].end
+
+
+def test_without_a_sentence_end_near_the_split_falls_back_to_whitespace():
+    words = "word " * 200
+    pieces = chunk(words.strip(), "structure", size=100, overlap=0)
+    assert all(piece.text.replace("word", "").strip() == "" for piece in pieces)
+    assert all(len(piece.text) <= 100 for piece in pieces)

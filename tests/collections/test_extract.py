@@ -55,8 +55,15 @@ def test_unsupported_suffix_is_refused_naming_the_suffix():
     assert reason_of("notes.xyz", b"hello") == "unsupported type .xyz"
 
 
-def test_name_without_suffix_is_refused_as_unsupported():
-    assert reason_of("README", b"hello").startswith("unsupported type")
+def test_a_name_without_suffix_is_read_as_text_when_it_is_text():
+    assert extract("README", b"Install with pip.\n").text == "Install with pip."
+    assert extract("docs/CHANGELOG", b"\xef\xbb\xbf## 1.2\n\n- fixed").text == "## 1.2\n\n- fixed"
+
+
+def test_a_name_without_suffix_that_is_not_text_is_refused_as_unsupported():
+    assert category_of("LICENSE", b"caf\xe9 \xff\xfe") == "unsupported type"
+    assert category_of("a.out", b"\x7fELF\x02\x01\x01\x00\x00") == "unsupported type"  # ".out" is a suffix
+    assert category_of("blob", b"\x7fELF\x02\x01\x01\x00\x00binary") == "unsupported type"
 
 
 def test_suffix_is_compared_case_insensitively():
@@ -67,7 +74,9 @@ def test_every_supported_suffix_is_accepted_by_name():
     for suffix in (".md", ".markdown", ".txt", ".text"):
         assert extract("a" + suffix, b"words").text == "words"
     assert extract("a.htm", b"<p>words</p>").text == "words"
-    assert set(SUPPORTED_SUFFIXES) == {".pdf", ".docx", ".md", ".markdown", ".txt", ".text", ".html", ".htm"}
+    assert set(SUPPORTED_SUFFIXES) == {".pdf", ".docx", ".md", ".markdown", ".txt", ".text", ".html", ".htm",
+                                       ".pptx", ".xlsx", ".csv", ".epub", ".odt", ".odp",
+                                       ".png", ".jpg", ".jpeg", ".tif", ".tiff"}
 
 
 def test_reason_never_carries_the_documents_name_or_folder():
@@ -174,10 +183,11 @@ def test_docx_table_rows_appear_where_the_table_stands():
         document.add_paragraph("After the table.")
 
     text = extract("a.docx", docx_file(build)).text
-    assert text == "Before the table.\n\nBenefit | Amount\nGym | 30 euros\n\nAfter the table."
+    assert text == ("Before the table.\n\n| Benefit | Amount |\n| --- | --- |\n| Gym | 30 euros |"
+                    "\n\nAfter the table.")
 
 
-def test_docx_merged_cell_is_written_once():
+def test_docx_merged_cell_stands_over_each_column_it_spans():
     def build(document):
         table = document.add_table(rows=2, cols=3)
         table.cell(0, 0).merge(table.cell(0, 1)).text = "Wide"
@@ -185,7 +195,8 @@ def test_docx_merged_cell_is_written_once():
         for index, value in enumerate(("a", "b", "c")):
             table.cell(1, index).text = value
 
-    assert extract("a.docx", docx_file(build)).text == "Wide | Right\na | b | c"
+    expected = "| Wide | Wide | Right |\n| --- | --- | --- |\n| a | b | c |"
+    assert extract("a.docx", docx_file(build)).text == expected
 
 
 def test_docx_empty_paragraphs_are_skipped():
@@ -231,9 +242,9 @@ def test_html_entities_are_unescaped_and_whitespace_collapsed():
     assert extract("a.html", page).text == "Hotels & meals: 150 € <max> ©"
 
 
-def test_html_list_items_and_line_breaks_are_lines_and_table_cells_are_joined():
+def test_html_list_items_and_line_breaks_are_lines_and_tables_are_markdown_tables():
     page = b"<ul><li>One</li><li>Two</li></ul><p>a<br>b<br/>c</p><table><tr><th>Country</th><th>Rate</th></tr><tr><td>France</td><td>32</td></tr></table>"
-    assert extract("a.html", page).text == "One\nTwo\n\na\nb\nc\n\nCountry | Rate\nFrance | 32"
+    assert extract("a.html", page).text == "One\nTwo\n\na\nb\nc\n\n| Country | Rate |\n| --- | --- |\n| France | 32 |"
 
 
 def test_html_preformatted_text_keeps_its_lines():
@@ -326,6 +337,7 @@ def test_the_refusal_vocabulary_is_fixed_and_says_what_a_librarian_can_act_on():
     assert REFUSAL_REASONS == (
         "corrupt", "encrypted", "no text layer — scanned?", "unsupported type", "too large", "empty",
         "timed out", "bad name",  # the per-document limits (collections_app.text.bounded, services.sources)
+        "needs OCR (not installed)",  # a scan or an image where Tesseract (or a language) is missing
     )
 
 
@@ -333,7 +345,7 @@ def test_the_refusal_vocabulary_is_fixed_and_says_what_a_librarian_can_act_on():
     ("name", "data", "category"),
     [
         ("notes.xyz", b"hello", "unsupported type"),
-        ("README", b"hello", "unsupported type"),
+        ("README", b"\x89PNG\r\n\x1a\n\x00\x00", "unsupported type"),
         ("latin.txt", "café".encode("latin-1"), "unsupported type"),
         ("a.txt", b" \n\t ", "empty"),
         ("a.pdf", b"%PDF-1.4\ngarbage", "corrupt"),
@@ -350,3 +362,38 @@ def test_each_refusal_carries_a_category_from_the_vocabulary(name, data, categor
 def test_a_category_outside_the_vocabulary_is_a_programming_error():
     with pytest.raises(ValueError, match="unknown refusal category"):
         Unreadable("whatever", category="broken")
+
+
+# --- page furniture and tables in HTML -----------------------------------------------------------
+
+
+def test_html_navigation_and_the_pages_banner_and_footer_are_dropped():
+    page = (b"<body><header><a href='/'>Acme</a> Home Products</header><nav><a>Docs</a><a>Blog</a></nav>"
+            b"<div role='navigation'>Skip to content</div><main><article><header><h1>Returns</h1>"
+            b"<p>By the support team</p></header><p>Returns are free for 30 days.</p><footer>Posted in policy"
+            b"</footer></article></main><footer>Copyright Acme</footer><div role='contentinfo'>Imprint</div></body>")
+    assert extract("a.html", page).text == (
+        "# Returns\n\nBy the support team\n\nReturns are free for 30 days.\n\nPosted in policy"
+    )
+
+
+def test_html_table_without_header_cells_takes_its_first_row_as_header_and_nested_tables_are_one_cell():
+    page = (b"<table><tr><td>Plan</td><td>Price</td></tr><tr><td>Basic<table><tr><td>monthly</td></tr>"
+            b"</table></td><td>10</td></tr></table><p>After</p>")
+    assert extract("a.html", page).text == "| Plan | Price |\n| --- | --- |\n| Basic monthly | 10 |\n\nAfter"
+
+
+def test_a_50_mb_page_is_read_only_as_far_as_the_text_limit():
+    from collections_app.text.reading import MAX_TEXT_CHARS
+
+    page = b"<p>" + b"word " * (10 * 1024 * 1024) + b"</p><p>the end</p>"
+    extracted = extract("big.html", page)
+    assert MAX_TEXT_CHARS - 10 <= len(extracted.text) <= MAX_TEXT_CHARS
+    assert extracted.notes == [f"only its first {MAX_TEXT_CHARS:,} characters were read"]
+    assert "the end" not in extracted.text
+
+
+def test_the_pages_banner_keeps_its_headings_and_drops_the_rest():
+    page = (b"<body><header><a href='/'>Acme</a><h1>Returns policy</h1><ul><li>Shop</li><li>Help</li></ul>"
+            b"</header><p>Returns are free.</p></body>")
+    assert extract("a.html", page).text == "# Returns policy\n\nReturns are free."

@@ -312,3 +312,17 @@ def test_an_index_whose_chunk_ids_would_not_resolve_is_not_built():
     with pytest.raises(fmt.InterchangeError) as caught:
         fmt.build_index(meta=index.meta, chunks=chunks, vectors=index.vectors)
     assert (caught.value.file, caught.value.field, caught.value.line) == ("docs.jsonl", "chunk_id", 2)
+
+
+def test_pages_are_an_extra_field_written_only_when_known_and_checked_when_read():
+    plain = fmt.Chunk(doc_id="a.md", k=0, text="words", n_tokens=1)
+    paged = fmt.Chunk(doc_id="b.pdf", k=0, text="more", n_tokens=1, pages=(2, 3))
+    lines = fmt.encode_docs([plain, paged]).decode().splitlines()
+    assert "pages" not in json.loads(lines[0]) and json.loads(lines[1])["pages"] == [2, 3]
+    assert lines[1].endswith(', "pages": [2, 3]}')
+    assert [c.pages for c in fmt.decode_docs(fmt.encode_docs([plain, paged]))] == [None, (2, 3)]
+    for bad in ([0, 1], [3, 2], [1], "1-2", [1.0, 2]):
+        line = json.loads(lines[1]) | {"pages": bad}
+        with pytest.raises(fmt.InterchangeError) as error:
+            fmt.decode_docs((json.dumps(line) + "\n").encode())
+        assert "pages" in str(error.value)

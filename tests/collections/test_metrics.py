@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from collections_app.metrics import dcg, ndcg_at_k, recall_at_k, reciprocal_rank
 
@@ -65,3 +67,23 @@ def test_reciprocal_rank():
 def test_k_must_be_positive():
     with pytest.raises(ValueError):
         ndcg_at_k(["a"], {"a": 1}, k=0)
+
+
+def _plain_edit_distance(read: str, truth: str) -> int:
+    """The textbook Wagner-Fischer table, cell by cell: what character_error_rate is checked against."""
+    previous = list(range(len(truth) + 1))
+    for i, mine in enumerate(read, start=1):
+        current = [i]
+        for j, theirs in enumerate(truth, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (mine != theirs)))
+        previous = current
+    return previous[-1]
+
+
+@given(st.text(alphabet="ab c\n", max_size=30), st.text(alphabet="abc é\n", min_size=1, max_size=30))
+def test_character_error_rate_is_the_edit_distance_over_the_truths_length(read, truth):
+    from collections_app.metrics import character_error_rate
+
+    flat_read, flat_truth = " ".join(read.split()), " ".join(truth.split())
+    expected = _plain_edit_distance(flat_read, flat_truth) / len(flat_truth) if flat_truth else float(bool(flat_read))
+    assert character_error_rate(read, truth) == pytest.approx(expected)

@@ -36,13 +36,15 @@ def ask(agent, collection="handbook", question=QUESTION, **kwargs):
 
 def test_the_answering_paragraph_ranks_first_with_the_answer_shape(agent, handbook):
     answer = ask(agent, around=0)
-    assert set(answer) == {"paragraphs", "floor", "floor_source", "around", "mode", "model", "refused", "judge",
+    assert set(answer) == {"paragraphs", "floor", "floor_source", "around", "max_chars", "chars", "cut", "mode",
+                           "model", "refused", "judge",
                            "rerank"}
     assert (answer["mode"], answer["model"], answer["floor"], answer["around"]) == ("hybrid", "hash-64", 0.22, 0)
     assert answer["floor_source"] == "default"
     best = answer["paragraphs"][0]
     assert "capped at five days" in best["text"]
-    assert set(best) == {"text", "score", "document", "section", "passages", "chunk_id", "chunk_ids", "first", "last"}
+    assert set(best) == {"text", "score", "document", "section", "passages", "chunk_id", "chunk_ids", "first", "last",
+                         "pages"}
     assert (best["document"], best["section"], best["passages"]) == ("leave.md", "Leave", 1)
     assert best["chunk_ids"] == [best["chunk_id"]] and best["chunk_id"].startswith("leave.md#")
     assert 0 <= best["score"] <= 1

@@ -92,12 +92,13 @@ def test_an_ivf_search_still_finds_the_answering_paragraph_with_the_same_answer_
         answer = ask(agent, library, min_score=0)
     index = index_of(library)
     assert index.ivf is not None and index.ivf.nlist > 2  # truly approximate: not every list was scored
-    assert set(answer) == {"paragraphs", "floor", "floor_source", "around", "mode", "model", "refused", "judge",
+    assert set(answer) == {"paragraphs", "floor", "floor_source", "around", "max_chars", "chars", "cut", "mode",
+                           "model", "refused", "judge",
                            "rerank"}
     assert answer["mode"] == "hybrid"
     assert "capped at five days" in answer["paragraphs"][0]["text"]
     assert set(answer["paragraphs"][0]) == {"text", "score", "document", "section", "passages", "chunk_id", "chunk_ids",
-                                          "first", "last"}
+                                          "first", "last", "pages"}
     assert any("IVF cosine, nprobe 2" in record.getMessage() for record in caplog.records)
     assert QUESTION not in caplog.text
 

@@ -55,6 +55,7 @@ def search_collection(
     max_most: int = MAX_MOST,
     nprobe: int | None = None,
     explain: bool = False,
+    max_chars: int | None = None,
     filters: dict | None = None,
 ) -> dict:
     """Search one of `agent`'s collections; returns the answer (`answer.SearchOut`) as a JSON-ready dict.
@@ -65,20 +66,22 @@ def search_collection(
     overrides the IVF lists scored (default: the nprobe the build measured). `explain` (the admin's
     playground, never the API) adds ``explain``: each answer's pieces with their lexical and semantic
     parts, and how many paragraphs at or above the floor this reader's labels hid (a count only).
+    `max_chars` bounds the characters of text in the answer (default ANSWER_MAX_CHARS; `text.budget`).
     `filters` (OpenAI's vector-store shape, services.filtering) keeps only the rows it describes, before
     ranking, exactly as a reader's labels do.
     """
     plan = plan_search(agent=agent, collection=collection, question=question, reader=reader,
                        on_behalf_of=on_behalf_of, most=most, around=around, min_score=min_score, key=key,
-                       mode=mode, max_most=max_most, nprobe=nprobe, explain=explain, filters=filters)
+                       mode=mode, max_most=max_most, nprobe=nprobe, explain=explain, max_chars=max_chars,
+                       filters=filters)
     asked = question_vector(plan)
     ranking = _ranking(plan, asked.vector)
     reranked = rerank(plan, ranking)
     relevance = reranked.relevance
     hits = [(int(row), ranking.score_of(row) if relevance is None else relevance[int(row)])
             for row in reranked.top]
-    paragraphs, runs, readable = stitched(plan.index, plan.mask, hits, plan.around,
-                                          per_reader=plan.reader is not None)
+    paragraphs, runs, readable, cut = stitched(plan.index, plan.mask, hits, plan.around, plan.max_chars,
+                                               per_reader=plan.reader is not None)
     if relevance is not None:
         mark_reranked(paragraphs, runs, {int(row): ranking.score_of(row) for row in reranked.top},
                       reranked.fused_rank)
@@ -87,6 +90,9 @@ def search_collection(
         "floor": plan.floor,
         "floor_source": plan.floor_source,
         "around": plan.around,
+        "max_chars": plan.max_chars,
+        "chars": sum(len(paragraph["text"]) for paragraph in paragraphs),
+        "cut": cut,
         "mode": ranking.mode,
         "model": asked.model,
         "refused": None,
@@ -99,7 +105,7 @@ def search_collection(
     if verdict.refused is not None:
         answer["refused"] = verdict.refused
     if verdict.refused:
-        answer["paragraphs"] = []  # withheld: the answering call never sees them
+        answer["paragraphs"], answer["chars"] = [], 0  # withheld: the answering call never sees them
     logger.info(
         "search %s/%s: mode %s, %d paragraphs, refused %s",
         agent.agent_id, plan.collection.name, ranking.mode, len(answer["paragraphs"]), answer["refused"],

@@ -29,6 +29,11 @@ class ParagraphOut(BaseModel):
     first: int = Field(..., description="Position of the first stitched paragraph among those this search may "
                        "read (1 = the first); not an id: it shifts when an earlier document changes.")
     last: int = Field(..., description="Position of the last stitched paragraph, counted the same way.")
+    pages: list[int] | None = Field(
+        None, description="[first, last] page of the text in its document (PDF page; slides and sheets "
+        "where their readers number them), to open it at when checking the citation; null for a document "
+        "without pages. The same as the \"pages\" docs.jsonl gives a chunk."
+    )
     rerank_score: float | None = Field(
         None, description="Only when reranked: the reranker's score, which set the order; `score` stays the "
         "fused score the floor applies to."
@@ -61,6 +66,11 @@ class SearchOut(BaseModel):
         "or measured off the collection's known answers."
     )
     around: int
+    max_chars: int = Field(..., description="The characters of text this answer could hold (the request's "
+                           "max_chars, or ANSWER_MAX_CHARS).")
+    chars: int = Field(..., description="The characters of text the paragraphs hold: at most max_chars.")
+    cut: bool = Field(..., description="true: the budget left out paragraphs or neighbours the search found, "
+                      "or cut one at a sentence boundary; ask again with a larger max_chars for more.")
     mode: Literal["hybrid", "vector", "lexical"]
     model: str
     refused: bool | None = Field(

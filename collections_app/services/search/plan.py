@@ -17,7 +17,7 @@ from ragsite.lexical import terms
 from ... import errors
 from ...conf import settings
 from ...index.mapped import MappedIndex, View
-from ...limits import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
+from ...limits import MAX_ANSWER_CHARS, MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, MIN_ANSWER_CHARS
 from ...models import Agent, ApiKey, Collection, CollectionBuilt, Paragraph, Reader
 from ..agents import get_collection
 from ..filtering import filter_mask, parse_filters
@@ -39,6 +39,7 @@ class SearchPlan:
     question_terms: list[str] | None  # None: the question is not read lexically (mode "vector")
     most: int
     around: int
+    max_chars: int  # characters of text the answer may hold (text.budget)
     floor: float
     floor_source: str  # "request", "measured", "collection" or "default"
     reader: Reader | None  # None: the collection does not answer per reader
@@ -61,7 +62,8 @@ def _whole(value, low: int, high: int | None = None) -> bool:
 
 
 def validate_request(
-    question: str, most: int, around: int | None, min_score: float | None, max_most: int = MAX_MOST
+    question: str, most: int, around: int | None, min_score: float | None, max_most: int = MAX_MOST,
+    max_chars: int | None = None,
 ) -> str:
     """The question, stripped, once every argument is within its limits; else the refusal naming it."""
     question = (question or "").strip()
@@ -76,6 +78,9 @@ def validate_request(
         raise RagsiteError(f"most must be between 1 and {max_most}", code=errors.INVALID_MOST)
     if around is not None and not _whole(around, 0, MAX_AROUND):
         raise RagsiteError(f"around must be between 0 and {MAX_AROUND}", code=errors.INVALID_AROUND)
+    if max_chars is not None and not _whole(max_chars, MIN_ANSWER_CHARS, MAX_ANSWER_CHARS):
+        raise RagsiteError(f"max_chars must be between {MIN_ANSWER_CHARS} and {MAX_ANSWER_CHARS}",
+                           code=errors.INVALID_MAX_CHARS)
     if min_score is not None and (
         isinstance(min_score, bool) or not isinstance(min_score, int | float) or not 0 <= min_score <= 1
     ):
@@ -86,10 +91,11 @@ def validate_request(
 def plan_search(
     *, agent: Agent, collection: str | Collection, question: str, reader: str | None,
     on_behalf_of: str | None, most: int, around: int | None, min_score: float | None, key: ApiKey | None, mode: str | None,
-    max_most: int, nprobe: int | None, explain: bool, filters: dict | None = None,
+    max_most: int, nprobe: int | None, explain: bool, max_chars: int | None = None,
+    filters: dict | None = None,
 ) -> SearchPlan:
     """Check the request and resolve it against the collection's current build (see `search_collection`)."""
-    question = validate_request(question, most, around, min_score, max_most)
+    question = validate_request(question, most, around, min_score, max_most, max_chars)
     parsed_filters = parse_filters(filters)
     if mode is not None and mode not in MODES:
         raise RagsiteError(f"mode must be one of {', '.join(MODES)}", code=errors.INVALID_MODE)
@@ -121,6 +127,7 @@ def plan_search(
     return SearchPlan(
         agent=agent, collection=collection, question=question,
         question_terms=None if mode == "vector" else terms(question), most=most, around=around,
+        max_chars=int(max_chars if max_chars is not None else settings.ANSWER_MAX_CHARS),
         floor=floor, floor_source=floor_source, reader=reader_obj, payer=payer, mode=mode, nprobe=nprobe,
         explain=explain, built=built, index_key=index_key, index=index, held_back=tuple(held_back),
         mask=mask, view=view,

@@ -11,6 +11,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...index.mapped import MappedIndex
+from ...text.budget import fit
 from ...text.stitch import Row, Stitched, stitch
 from ..readers import cut_hidden_copies
 from ..rows import stored_rows
@@ -23,11 +24,13 @@ class Stitching(NamedTuple):
     paragraphs: list[dict]
     runs: list[Stitched]
     readable: dict[int, Row]
+    cut: bool = False  # the budget left out or cut some of what the search found
 
 
-def stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]], around: int, *,
-             per_reader: bool = False) -> Stitching:
-    """Hits widened by their readable neighbours, with texts read from the store for those rows only.
+def stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]], around: int,
+             max_chars: int | None = None, *, per_reader: bool = False) -> Stitching:
+    """Hits widened by their readable neighbours, with texts read from the store for those rows only,
+    within ``max_chars`` characters of text in all (`text.budget.fit`; None: no budget).
 
     A hit's neighbours are the nearest rows of its document this search may use, a row it may not
     use being stepped over as if it did not exist (issue 24, item 3): the answer is the one a
@@ -61,14 +64,19 @@ def stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]]
             continue  # deleted since the index was written; the next search maps a new one
         found = stored[pk]
         readable[row] = Row(ordinal=row, document=int(documents[row]), start=found.start, end=found.end,
-                            text=found.text, section=found.section, index=found.index)
+                            text=found.text, section=found.section, index=found.index,
+                            pages=(found.page_first, found.page_last) if found.page_first is not None else None)
     cut_hidden_copies(index, mask, readable)
     runs = _stitch_readable(mask, hits, readable, around)
     runs = [run for run in runs if run.text.strip()]  # a hit wholly inside a hidden neighbour's copy
+    cut = False
+    if max_chars is not None:
+        fitted = fit(runs, readable, max_chars)
+        runs, readable, cut = fitted.runs, fitted.readable, fitted.cut
     at = positions(mask)
     cite = _citable(index, mask, readable) if per_reader else (lambda row: readable[row].index)
     paragraphs = [_paragraph(run, names.get(run.document, ""), readable, at, cite) for run in runs]
-    return Stitching(paragraphs, runs, readable)
+    return Stitching(paragraphs, runs, readable, cut)
 
 
 def _stitch_readable(mask: np.ndarray, hits: list[tuple[int, float]], readable: dict[int, Row],
@@ -129,7 +137,16 @@ def _paragraph(run: Stitched, document: str, readable: dict[int, Row], at: Calla
         "chunk_ids": [f"{document}#{cite(o)}" for o in range(run.first, run.last + 1) if o in readable],
         "first": at(run.first),
         "last": at(run.last),
+        "pages": pages_of([readable[o] for o in range(run.first, run.last + 1)]),
     }
+
+
+def pages_of(rows: list[Row]) -> list[int] | None:
+    """[first, last] page of the rows' text, as docs.jsonl's "pages" gives it; None when none has pages."""
+    paged = [row.pages for row in rows if row.pages is not None]
+    if not paged:
+        return None
+    return [min(first for first, _last in paged), max(last for _first, last in paged)]
 
 
 def mark_reranked(paragraphs: list[dict], runs: list[Stitched], fused: dict[int, float],
