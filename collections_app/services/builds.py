@@ -285,6 +285,8 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
         and document.fingerprint == fingerprint
         and (document.built_method, document.built_size, document.built_overlap, document.built_model,
              document.built_context) == (method, size, overlap, embedder.model, CONTEXT_VERSION)
+        # A PDF built before paragraphs had pages is read once more (headings, pages, running heads).
+        and not (source.name.lower().endswith(".pdf") and document.paragraphs.filter(page_first=None).exists())
     )
     if unchanged:
         item.reused, item.kept = True, document.paragraph_count
