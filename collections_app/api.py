@@ -147,6 +147,10 @@ class SearchIn(StrictSchema):
     min_score: float | None = Field(None, ge=0, le=1, strict=True, description="The floor; 0 turns it off.")
     max_chars: int | None = Field(None, ge=MIN_ANSWER_CHARS, le=MAX_ANSWER_CHARS, strict=True,
                                   description="Characters of text the answer may hold; default ANSWER_MAX_CHARS.")
+    filters: dict | None = Field(
+        None, description="Only paragraphs matching this filter take part, before ranking: OpenAI's vector-store "
+        'shape, {"type": "eq"|"ne"|"gt"|"gte"|"lt"|"lte"|"in"|"nin", "key", "value"} or {"type": "and"|"or", '
+        '"filters": [...]}, over document attributes and document, section, page (docs/collections.md).')
 
 
 @router.post("/{name}/search", response=with_errors({200: SearchOut}, 403, 404, 409, 413, 429, 503),
@@ -163,6 +167,7 @@ def search_collection(request, name: str, payload: SearchIn):
         min_score=payload.min_score,
         max_chars=payload.max_chars,
         key=request.auth,
+        filters=payload.filters,
     )
 
 

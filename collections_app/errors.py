@@ -14,6 +14,7 @@ INVALID_MAX_CHARS = "invalid_max_chars"
 INVALID_MIN_SCORE = "invalid_min_score"
 INVALID_MODE = "invalid_mode"
 INVALID_NPROBE = "invalid_nprobe"
+INVALID_FILTERS = "invalid_filters"  # services.filtering: a filter outside its shape or bounds
 UNKNOWN_COLLECTION = "unknown_collection"
 UNKNOWN_AGENT = "unknown_agent"
 NOT_ALLOWED_FOR_AGENT = "not_allowed_for_agent"

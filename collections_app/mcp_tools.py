@@ -12,6 +12,7 @@ from ragsite.mcp import Caller, Tool, register
 
 from .limits import DEFAULT_MOST as SEARCH_MOST
 from .limits import MAX_ANSWER_CHARS, MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, MIN_ANSWER_CHARS
+from .mcp_citations import search_links
 from .services.agents import get_collection
 from .services.build_status import (
     MAX_WAIT_SECONDS,
@@ -51,6 +52,10 @@ SEARCH_INPUT = {
                       "description": "The floor: nothing scoring below it comes back; 0 turns it off."},
         "max_chars": {"type": ["integer", "null"], "minimum": MIN_ANSWER_CHARS, "maximum": MAX_ANSWER_CHARS,
                       "description": "Characters of text the answer may hold; default: the server's."},
+        "filters": {"type": ["object", "null"],
+                    "description": 'Only paragraphs matching this take part: {"type": "eq"|"ne"|"gt"|"gte"|"lt"|"lte"|'
+                    '"in"|"nin", "key", "value"} or {"type": "and"|"or", "filters": [...]}; keys are document '
+                    'attributes, or "document", "section", "page".'},
     },
     "required": ["collection", "question"],
     "additionalProperties": False,
@@ -72,6 +77,7 @@ def search(caller: Caller, arguments: dict) -> dict:
         min_score=arguments.get("min_score"),
         max_chars=arguments.get("max_chars"),
         key=caller.key,
+        filters=arguments.get("filters"),
     )
 
 
@@ -104,6 +110,7 @@ register(Tool(
     output_schema=SEARCH_ANSWER,
     handler=search,
     annotations={"readOnlyHint": True, "openWorldHint": False},
+    links=search_links,
 ))
 register(Tool(
     name="build",

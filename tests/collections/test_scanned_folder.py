@@ -167,3 +167,14 @@ def test_a_pdf_built_before_pages_existed_is_read_again_once(agent, knowledge_fo
                                         page_first=None).exists()
     third = build_collection(collection=collection)
     assert third.documents_reused == 2
+
+
+def test_a_page_filter_keeps_the_paragraphs_on_those_pages(agent, knowledge_folder):
+    from collections_app.services.search import search_collection
+
+    knowledge_folder("manual", {"manual.pdf": pdf_bytes(MIXED), "notes.md": "# Notes\n\nThe post room is closed."})
+    collection = create_collection(agent=agent, name="manual", method="structure")
+    assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
+    answer = search_collection(agent=agent, collection="manual", question="post", around=0, min_score=0,
+                               filters={"type": "gte", "key": "page", "value": 3})
+    assert [p["pages"] for p in answer["paragraphs"]] == [[3, 3]]  # the Markdown has no page: left out

@@ -56,6 +56,7 @@ def search_collection(
     nprobe: int | None = None,
     explain: bool = False,
     max_chars: int | None = None,
+    filters: dict | None = None,
 ) -> dict:
     """Search one of `agent`'s collections; returns the answer (`answer.SearchOut`) as a JSON-ready dict.
 
@@ -66,10 +67,13 @@ def search_collection(
     playground, never the API) adds ``explain``: each answer's pieces with their lexical and semantic
     parts, and how many paragraphs at or above the floor this reader's labels hid (a count only).
     `max_chars` bounds the characters of text in the answer (default ANSWER_MAX_CHARS; `text.budget`).
+    `filters` (OpenAI's vector-store shape, services.filtering) keeps only the rows it describes, before
+    ranking, exactly as a reader's labels do.
     """
     plan = plan_search(agent=agent, collection=collection, question=question, reader=reader,
                        on_behalf_of=on_behalf_of, most=most, around=around, min_score=min_score, key=key,
-                       mode=mode, max_most=max_most, nprobe=nprobe, explain=explain, max_chars=max_chars)
+                       mode=mode, max_most=max_most, nprobe=nprobe, explain=explain, filters=filters,
+                       max_chars=max_chars)
     asked = question_vector(plan)
     ranking = _ranking(plan, asked.vector)
     reranked = rerank(plan, ranking)
