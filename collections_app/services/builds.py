@@ -50,7 +50,6 @@ logger = logging.getLogger("ragsite.builds")
 
 # --- Starting and sweeping --------------------------------------------------
 
-
 def request_build(*, collection: Collection, requested_by: str = "", enqueue: bool = True) -> BuildRun:
     """Queue a build of `collection`; refuse while another is queued or running.
 
@@ -286,8 +285,8 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
         and document.fingerprint == fingerprint
         and (document.built_method, document.built_size, document.built_overlap, document.built_model,
              document.built_context) == (method, size, overlap, embedder.model, CONTEXT_VERSION)
-        # A PDF built before paragraphs had pages is read once more (headings, pages, running heads).
-        and not (source.name.lower().endswith(".pdf") and document.paragraphs.filter(page_first=None).exists())
+        and not (source.name.lower().endswith(".pdf")  # built before pages: read once more
+                 and document.paragraphs.filter(page_first=None).exists())
     )
     if unchanged:
         item.reused, item.kept = True, document.paragraph_count
@@ -314,8 +313,7 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
     item.carried = [length for length, _first in carried_openings((0, p.start, p.end) for p in item.pieces)]
     item.tokens = [embedder.count_tokens(p.text) for p in item.pieces]
     item.pages = [page_range(extracted.pages, p.start, p.end) for p in item.pieces]
-    item.ocr_pages = extracted.ocr_pages
-    run.ocr_pages += extracted.ocr_pages
+    item.ocr_pages, run.ocr_pages = extracted.ocr_pages, run.ocr_pages + extracted.ocr_pages
     item.summary = summarize_opening(extracted.text)
     if not item.pieces:
         return _refuse(item, collection, "no text", EMPTY)
@@ -465,8 +463,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             document.fingerprint, document.summary = item.fingerprint, item.summary
             document.scan_warnings, document.conflicts = item.warnings, item.conflicts
             document.refusal, document.attributes = item.refusal, item.attributes
-            if not item.reused:
-                document.ocr_pages = item.ocr_pages
+            document.ocr_pages = document.ocr_pages if item.reused else item.ocr_pages
             if item.status == Document.REFUSED:
                 document.paragraph_count, document.built_method, document.built_model = 0, "", ""
                 if document.pk and stored.get(document.pk):
