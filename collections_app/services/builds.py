@@ -51,7 +51,6 @@ logger = logging.getLogger("ragsite.builds")
 
 # --- Starting and sweeping --------------------------------------------------
 
-
 def request_build(*, collection: Collection, requested_by: str = "", enqueue: bool = True) -> BuildRun:
     """Queue a build of `collection`; refuse while another is queued or running.
 
@@ -283,6 +282,8 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
         and document.fingerprint == fingerprint
         and (document.built_method, document.built_size, document.built_overlap, document.built_model,
              document.built_context) == (method, size, overlap, embedder.model, CONTEXT_VERSION)
+        and not (source.name.lower().endswith(".pdf")  # built before pages: read once more
+                 and document.paragraphs.filter(page_first=None).exists())
     )
     if unchanged:
         item.reused, item.kept = True, document.paragraph_count
@@ -309,8 +310,7 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
     item.carried = [length for length, _first in carried_openings((0, p.start, p.end) for p in item.pieces)]
     item.tokens = [embedder.count_tokens(p.text) for p in item.pieces]
     item.pages = [page_range(extracted.pages, p.start, p.end) for p in item.pieces]
-    item.ocr_pages = extracted.ocr_pages
-    run.ocr_pages += extracted.ocr_pages
+    item.ocr_pages, run.ocr_pages = extracted.ocr_pages, run.ocr_pages + extracted.ocr_pages
     item.summary = summarize_opening(extracted.text)
     if not item.pieces:
         return _refuse(item, collection, "no text", EMPTY)

@@ -38,9 +38,18 @@ def filter_mask(collection: Collection, index: MappedIndex, parsed: Filter) -> n
         by_paragraph = dict(Paragraph.objects.filter(collection=collection).values_list("id", "section"))
         return [by_paragraph.get(int(pk), "") for pk in index.row_paragraph]
 
+    def pages() -> tuple[np.ndarray, np.ndarray] | None:
+        # Each row's first and last page (NaN for a paragraph without pages); None when none has any.
+        known = {pk: (first, last) for pk, first, last in Paragraph.objects.filter(collection=collection)
+                 .exclude(page_first=None).values_list("id", "page_first", "page_last")}
+        if not known:
+            return None
+        spans = [known.get(int(pk), (np.nan, np.nan)) for pk in index.row_paragraph]
+        return (np.array([first for first, _last in spans], dtype=float),
+                np.array([last for _first, last in spans], dtype=float))
+
     facts = RowFacts(row_document=np.asarray(index.row_document), documents=documents,
-                     sections=sections if SECTION in keys_of(parsed) else list,
-                     pages=lambda: None)  # paragraphs carry no page numbers yet
+                     sections=sections if SECTION in keys_of(parsed) else list, pages=pages)
     try:
         return row_mask(parsed, facts)
     except FilterError as exc:

@@ -34,3 +34,20 @@ def test_a_librarian_sees_the_pages_read_by_ocr_and_the_page_of_a_paragraph(page
     page.go_back()
     page.click("#result_list a:text-is('mixed.pdf#0')")  # the scanned page
     assert page.inner_text(".field-pages_shown .readonly").strip() == "page 1"
+
+
+def test_the_playground_shows_the_page_of_each_result(page, admin_user, agent, knowledge_folder):
+    files = {"mixed.pdf": scanned_pdf_bytes(pdf_bytes(PAGES), pages=[1]), "notes.md": "# Notes\n\nNo pages here."}
+    collection = make_built(agent, knowledge_folder, "office", files, method="structure")
+    log_in(page)
+    page.goto("/admin/collections_app/collection/")
+    page.click("text=Search playground")
+    page.select_option("#id_collection", str(collection.pk))
+    page.fill("#id_question", "When does the canteen serve lunch?")
+    page.fill("#id_min_score", "0")
+    page.fill("#id_around", "0")
+    page.click("#playground-submit")
+    page.wait_for_selector("#playground-result")
+    first = page.locator(".rs-result >> nth=0")
+    assert first.get_attribute("data-chunk") == "mixed.pdf#1"
+    assert first.locator("[data-role=pages]").inner_text() == "p. 2"

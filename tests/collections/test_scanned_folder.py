@@ -154,3 +154,27 @@ def test_search_answers_a_question_per_file_with_its_page(agent_key, knowledge_f
     assert notes["paragraphs"][0]["document"] == "notes.md" and notes["paragraphs"][0]["pages"] is None
     schema = client.get("/api/v1/openapi.json").json()["components"]["schemas"]["ParagraphOut"]["properties"]
     assert "pages" in schema
+
+
+def test_a_pdf_built_before_pages_existed_is_read_again_once(agent, knowledge_folder):
+    knowledge_folder("manual", {"manual.pdf": pdf_bytes(MIXED), "notes.md": "# Notes\n\nNo pages here."})
+    collection = create_collection(agent=agent, name="manual", method="structure")
+    assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
+    Paragraph.objects.filter(collection=collection).update(page_first=None, page_last=None)  # an older build
+    again = build_collection(collection=collection)
+    assert again.documents_reused == 1 and again.documents_read == 1  # the Markdown is reused, the PDF read
+    assert not Paragraph.objects.filter(collection=collection, document__name="manual.pdf",
+                                        page_first=None).exists()
+    third = build_collection(collection=collection)
+    assert third.documents_reused == 2
+
+
+def test_a_page_filter_keeps_the_paragraphs_on_those_pages(agent, knowledge_folder):
+    from collections_app.services.search import search_collection
+
+    knowledge_folder("manual", {"manual.pdf": pdf_bytes(MIXED), "notes.md": "# Notes\n\nThe post room is closed."})
+    collection = create_collection(agent=agent, name="manual", method="structure")
+    assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
+    answer = search_collection(agent=agent, collection="manual", question="post", around=0, min_score=0,
+                               filters={"type": "gte", "key": "page", "value": 3})
+    assert [p["pages"] for p in answer["paragraphs"]] == [[3, 3]]  # the Markdown has no page: left out

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('collections_app', '0016_sync_and_webhooks'),
+        ('collections_app', '0017_document_attributes'),
     ]
 
     operations = [
