@@ -50,7 +50,7 @@ def two_agents(knowledge_folder, settings):
     collections = {}
     for name in ("agent-a", "agent-b"):
         agent, _raw = create_agent(agent_id=name)
-        knowledge_folder(f"{name}-docs", NOTES)
+        knowledge_folder(f"{name}-docs", NOTES, agent=name)
         collections[name] = create_collection(agent=agent, name=f"{name}-docs", method="fixed", size=80)
         build_collection(collection=collections[name])
         store_memory(agent=agent, text=f"{name} remembers its own vault code.")
