@@ -145,6 +145,10 @@ class SearchIn(StrictSchema):
     most: int = Field(DEFAULT_MOST, ge=1, le=MAX_MOST, strict=True)
     around: int | None = Field(None, ge=0, le=MAX_AROUND, strict=True, description="Paragraphs either side of a hit.")
     min_score: float | None = Field(None, ge=0, le=1, strict=True, description="The floor; 0 turns it off.")
+    filters: dict | None = Field(
+        None, description="Only paragraphs matching this filter take part, before ranking: OpenAI's vector-store "
+        'shape, {"type": "eq"|"ne"|"gt"|"gte"|"lt"|"lte"|"in"|"nin", "key", "value"} or {"type": "and"|"or", '
+        '"filters": [...]}, over document attributes and document, section, page (docs/collections.md).')
 
 
 @router.post("/{name}/search", response=with_errors({200: SearchOut}, 403, 404, 409, 413, 429, 503),
@@ -160,6 +164,7 @@ def search_collection(request, name: str, payload: SearchIn):
         around=payload.around,
         min_score=payload.min_score,
         key=request.auth,
+        filters=payload.filters,
     )
 
 

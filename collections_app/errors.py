@@ -13,6 +13,7 @@ INVALID_AROUND = "invalid_around"
 INVALID_MIN_SCORE = "invalid_min_score"
 INVALID_MODE = "invalid_mode"
 INVALID_NPROBE = "invalid_nprobe"
+INVALID_FILTERS = "invalid_filters"  # services.filtering: a filter outside its shape or bounds
 UNKNOWN_COLLECTION = "unknown_collection"
 UNKNOWN_AGENT = "unknown_agent"
 NOT_ALLOWED_FOR_AGENT = "not_allowed_for_agent"

@@ -12,6 +12,7 @@ from ragsite.mcp import Caller, Tool, register
 
 from .limits import DEFAULT_MOST as SEARCH_MOST
 from .limits import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
+from .mcp_citations import search_links
 from .services.agents import get_collection
 from .services.build_status import (
     MAX_WAIT_SECONDS,
@@ -49,6 +50,10 @@ SEARCH_INPUT = {
                    "description": "Paragraphs either side of each hit to stitch in; default: the collection's."},
         "min_score": {"type": ["number", "null"], "minimum": 0, "maximum": 1,
                       "description": "The floor: nothing scoring below it comes back; 0 turns it off."},
+        "filters": {"type": ["object", "null"],
+                    "description": 'Only paragraphs matching this take part: {"type": "eq"|"ne"|"gt"|"gte"|"lt"|"lte"|'
+                    '"in"|"nin", "key", "value"} or {"type": "and"|"or", "filters": [...]}; keys are document '
+                    'attributes, or "document", "section", "page".'},
     },
     "required": ["collection", "question"],
     "additionalProperties": False,
@@ -69,6 +74,7 @@ def search(caller: Caller, arguments: dict) -> dict:
         around=arguments.get("around"),
         min_score=arguments.get("min_score"),
         key=caller.key,
+        filters=arguments.get("filters"),
     )
 
 
@@ -101,6 +107,7 @@ register(Tool(
     output_schema=SEARCH_ANSWER,
     handler=search,
     annotations={"readOnlyHint": True, "openWorldHint": False},
+    links=search_links,
 ))
 register(Tool(
     name="build",

@@ -178,8 +178,7 @@ class Collection(models.Model):
     min_score = models.FloatField(null=True, blank=True, help_text="Floor override; empty = MIN_SCORE.")
     # db_default as well: code from before this column can still insert a collection into this store.
     floor_measured = models.BooleanField(
-        default=False,
-        db_default=False,
+        default=False, db_default=False,
         help_text="Read the floor off the known answers of the latest measured build; until there is one, "
         "the floor override or MIN_SCORE applies.",
     )
@@ -263,6 +262,7 @@ class Document(models.Model):
     summary = models.TextField(blank=True)
     scan_warnings = models.JSONField(default=list, blank=True)
     conflicts = models.JSONField(default=list, blank=True)
+    attributes = models.JSONField(default=dict, blank=True, db_default={})  # from <name>.meta.json: index.filters
     default_labels = models.ManyToManyField(Label, blank=True, related_name="documents")
     enabled = models.BooleanField(
         default=True, help_text="A disabled document is never searched or stitched; it stays disabled across rebuilds."

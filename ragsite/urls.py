@@ -4,7 +4,7 @@ from django.shortcuts import render
 from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
-from collections_app import embedding_server
+from collections_app import embedding_server, openai_api
 from ragsite.mcp.transport import mcp_endpoint
 
 from .api import api
@@ -13,7 +13,7 @@ from .errors import error_body
 
 @csrf_exempt  # bearer keys, no cookies: a POST to an unknown route is a 404, not a CSRF page (D14)
 def api_not_found(request, rest=""):
-    """Unknown routes under /api/ answer in the API's error shape rather than with an HTML page."""
+    """Unknown routes under /api/ (and /v1/vector_stores/) answer in the API's error shape, not an HTML page."""
     return JsonResponse(error_body("not_found", "no such API route"), status=404)
 
 
@@ -30,5 +30,9 @@ urlpatterns = [
     path("v1/tokenize", embedding_server.tokenize, name="tokenize"),
     path("count_tokens", embedding_server.count_tokens, name="count-tokens"),
     path("mcp", mcp_endpoint, name="mcp"),
+    path("v1/vector_stores", openai_api.vector_stores, name="vector-stores"),
+    path("v1/vector_stores/<str:store_id>", openai_api.vector_store_detail, name="vector-store"),
+    path("v1/vector_stores/<str:store_id>/search", openai_api.vector_store_search, name="vector-store-search"),
+    re_path(r"^v1/vector_stores/(?P<rest>.*)$", api_not_found),
     re_path(r"^api/(?P<rest>.*)$", api_not_found),
 ]

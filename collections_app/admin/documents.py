@@ -89,9 +89,11 @@ class DocumentAdmin(admin.ModelAdmin):
     delete_confirmation_template = "admin/collections_app/document/delete_confirmation.html"
     # `upload` is never a field here: its value is a storage path.
     fields = ["collection", "name", "source", "status_shown", "enabled", "approval", "fingerprint",
-              "paragraphs_link", "summary", "warnings_shown", "conflicts_side_by_side", "default_labels", "updated_at"]
+              "paragraphs_link", "summary", "attributes_shown", "warnings_shown", "conflicts_side_by_side",
+              "default_labels", "updated_at"]
     readonly_fields = ["collection", "name", "source", "status_shown", "approval", "fingerprint",
-                       "paragraphs_link", "summary", "warnings_shown", "conflicts_side_by_side", "updated_at"]
+                       "paragraphs_link", "summary", "attributes_shown", "warnings_shown", "conflicts_side_by_side",
+                       "updated_at"]
     filter_horizontal = ["default_labels"]
 
     def get_queryset(self, request):
@@ -124,6 +126,15 @@ class DocumentAdmin(admin.ModelAdmin):
         if document.status == Document.REFUSED and document.refusal:
             return format_html('{} <span class="rs-refusal" data-role="refusal">{}</span>', badge, document.refusal)
         return badge
+
+    @admin.display(description="attributes")
+    def attributes_shown(self, document):
+        """What searches filter on: read from `<name>.meta.json` at each build, so shown, not edited here."""
+        if not document.attributes:
+            return format_html('<span class="help">none: write them in {}.meta.json beside the file</span>',
+                               document.name)
+        rows = format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", sorted(document.attributes.items()))
+        return format_html('<table class="rs-attributes" data-role="attributes">{}</table>', rows)
 
     @admin.display(description="why in review")
     def review_shown(self, document):

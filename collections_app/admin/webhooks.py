@@ -43,6 +43,13 @@ class WebhookAdmin(admin.ModelAdmin):
     list_display = ["__str__", "agent", "url", "event_list", "active", "last_delivery"]
     list_filter = ["agent", "active"]
     readonly_fields = ["secret_shown", "recent_deliveries"]
+    actions = ["give_new_secrets"]
+
+    @admin.action(description="Give the selected webhooks new signing secrets", permissions=["change"])
+    def give_new_secrets(self, request, queryset):
+        count = webhooks.new_secrets(hooks=queryset)
+        self.message_user(request, f"{count} webhooks have a new signing secret; update their receivers.",
+                          messages.SUCCESS)
 
     def get_fieldsets(self, request, obj=None):
         fields = ["agent", "url", "events", "active", "description"]

@@ -99,6 +99,7 @@ class Prepared:
     stored: bool = True  # False for a name the store cannot hold: refused by name, no Document row
     summary: str = ""
     warnings: list[str] = field(default_factory=list)  # scan warnings: they send the document to review
+    attributes: dict = field(default_factory=dict)  # from its sidecar (sources.Source.attributes)
     notes: list[str] = field(default_factory=list)  # told on the build, without sending it to review
     conflicts: list[str] = field(default_factory=list)
     pieces: list = field(default_factory=list)  # chunking.Piece
@@ -276,7 +277,7 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
                        collection.name, exc.strerror or type(exc).__name__)
         return Prepared(name=source.name, kind=source.kind, fingerprint="", status=Document.REFUSED, refusal=CORRUPT)
     fingerprint = hashlib.sha256(data).hexdigest()
-    item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint)
+    item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint, **source.carried())
     unchanged = (
         document is not None
         and document.status != Document.REFUSED
@@ -456,7 +457,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             document.status = Document.ACTIVE if item.status == Document.NEEDS_REVIEW and approved else item.status
             document.fingerprint, document.summary = item.fingerprint, item.summary
             document.scan_warnings, document.conflicts = item.warnings, item.conflicts
-            document.refusal = item.refusal
+            document.refusal, document.attributes = item.refusal, item.attributes
             if item.status == Document.REFUSED:
                 document.paragraph_count, document.built_method, document.built_model = 0, "", ""
                 if document.pk and stored.get(document.pk):
@@ -522,7 +523,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
 
 
 BUILD_FIELDS = (
-    "fingerprint", "status", "refusal", "summary", "scan_warnings", "conflicts", "paragraph_count",
+    "fingerprint", "status", "refusal", "summary", "scan_warnings", "conflicts", "paragraph_count", "attributes",
     "built_method", "built_size", "built_overlap", "built_model", "built_context",
 )
 

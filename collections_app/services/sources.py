@@ -9,13 +9,15 @@ process (`collections_app.text.bounded`).
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from ragsite.bodies import BadBody, parse_json
 from ragsite.errors import RagsiteError
 
 from .. import conf
 from ..conf import settings
+from ..index.filters import FilterError, checked_attributes
 from ..models import Collection, Document
 from ..text.bounded import BoundedExtractor, Limits, bounded_extractor
 from ..text.extract import BAD_NAME, TOO_LARGE, Unreadable
@@ -23,6 +25,9 @@ from .knowledge import source_folder
 
 MAX_DOCUMENT_BYTES = 100 * 1024 * 1024
 MAX_NAME_LENGTH = Document._meta.get_field("name").max_length
+# `<document>.meta.json` beside a document holds its attributes (docs/collections.md); never a document itself.
+SIDECAR_SUFFIX = ".meta.json"
+MAX_SIDECAR_BYTES = 64 * 1024
 
 
 @dataclass
@@ -38,6 +43,12 @@ class Source:
     size: Callable[[], int]
     kind: str = Document.FOLDER
     bad_name: str = ""
+    attributes: dict = field(default_factory=dict)
+    attributes_note: str = ""  # why the sidecar was not taken, told on the build
+
+    def carried(self) -> dict:
+        """What a build keeps of the source beside its text: its attributes, and a note on its sidecar."""
+        return {"attributes": self.attributes, "notes": [self.attributes_note] if self.attributes_note else []}
 
 
 def collection_sources(collection: Collection) -> list[Source]:
@@ -47,8 +58,10 @@ def collection_sources(collection: Collection) -> list[Source]:
     folder = source_folder(collection).path
     if folder is not None:
         for entry in folder_entries(folder):
+            attributes, note = read_sidecar(entry.path, entry.name)
             sources[entry.name] = Source(name=entry.name, read=_file_reader(entry.path),
-                                         size=lambda p=entry.path: p.stat().st_size, bad_name=entry.bad_name)
+                                         size=lambda p=entry.path: p.stat().st_size, bad_name=entry.bad_name,
+                                         attributes=attributes, attributes_note=note)
     for document in collection.documents.filter(source=Document.UPLOAD).exclude(upload=""):
         sources.setdefault(document.name, Source(name=document.name, read=_upload_reader(document),
                                                  size=lambda d=document: d.upload.size, kind=Document.UPLOAD))
@@ -80,9 +93,31 @@ def folder_entries(folder: Path) -> list[FolderEntry]:
         if any(part.startswith(".") for part in relative.parts) or not path.is_file() or path.is_symlink():
             continue
         name = relative.as_posix()
+        if name.endswith(SIDECAR_SUFFIX):  # a document's attributes, read with it (read_sidecar)
+            continue
         problem = _name_problem(name)
         entries.append(FolderEntry(name=_printable(name) if problem else name, path=path, bad_name=problem))
     return entries
+
+
+def read_sidecar(path, name: str) -> tuple[dict, str]:
+    """The attributes in `<document>.meta.json` beside `path`, and why they were not taken ("" if they were).
+
+    A sidecar that is too large, not JSON or not attributes leaves the document without attributes and
+    says so on the build (naming the document, never the path); the document itself is still read.
+    """
+    sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
+    if not sidecar.is_file() or sidecar.is_symlink():
+        return {}, ""
+    try:
+        if sidecar.stat().st_size > MAX_SIDECAR_BYTES:
+            raise FilterError(f"larger than {MAX_SIDECAR_BYTES // 1024} KiB")
+        with sidecar.open("rb") as handle:
+            return checked_attributes(parse_json(handle.read(MAX_SIDECAR_BYTES + 1))), ""
+    except (BadBody, FilterError) as exc:
+        return {}, f"{name}{SIDECAR_SUFFIX} was not taken ({getattr(exc, 'message', None) or exc}): no attributes"
+    except OSError as exc:
+        return {}, f"{name}{SIDECAR_SUFFIX} could not be read ({exc.strerror or type(exc).__name__}): no attributes"
 
 
 def _upload_reader(document: Document) -> Callable[[int], bytes]:

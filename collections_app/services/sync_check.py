@@ -2,6 +2,7 @@
 compare with the live build, and queue a build only when something changed."""
 
 import hashlib
+import json
 import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -14,7 +15,7 @@ from ..models import BuildRun, Collection, CollectionBuilt, CollectionSync, Docu
 from .builds import request_build
 from .knowledge import source_folder
 from .leases import ACTIVE_STATES
-from .sources import MAX_DOCUMENT_BYTES, folder_entries
+from .sources import MAX_DOCUMENT_BYTES, SIDECAR_SUFFIX, folder_entries, read_sidecar
 
 logger = logging.getLogger("ragsite.sync")
 
@@ -60,7 +61,9 @@ def check_source(*, collection: Collection, now=None) -> Check:
         check.outcome = f"the source cannot be read: {exc.message}"
         return _record(sync, check, now, snapshot=sync.snapshot)
     snapshot, current = _scan(folder, sync.snapshot, check) if folder is not None else ({}, {})
-    stored = dict(collection.documents.filter(source=Document.FOLDER).values_list("name", "fingerprint"))
+    # A document is its bytes and the attributes its sidecar gives it (sources.read_sidecar).
+    stored = {name: f"{fingerprint}+{attributes_signature(attributes)}" for name, fingerprint, attributes in
+              collection.documents.filter(source=Document.FOLDER).values_list("name", "fingerprint", "attributes")}
     check.new = sorted(set(current) - set(stored))
     check.deleted = sorted(set(stored) - set(current))
     check.changed = sorted(name for name in set(current) & set(stored) if current[name] != stored[name])
@@ -88,10 +91,19 @@ def check_source(*, collection: Collection, now=None) -> Check:
     return _record(sync, check, now, snapshot=snapshot, attempted=signature, build=check.build)
 
 
+def attributes_signature(attributes: dict | None) -> str:
+    """A short, order-free digest of a document's attributes, as stored or as its sidecar gives them."""
+    return hashlib.sha256(json.dumps(attributes or {}, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def _scan(folder, previous: dict, check: Check) -> tuple[dict, dict[str, str]]:
-    """(the new snapshot, {name: fingerprint}); a file is read only when its stat changed since `previous`."""
+    """(the new snapshot, {name: "<fingerprint>+<attributes' signature>"}); a file or a sidecar is read only
+    when its stat changed since `previous`."""
     snapshot, current = {}, {}
     for entry in folder_entries(folder):
+        sidecar = _sidecar_state(entry, previous, check)
+        if sidecar is not None:
+            snapshot[entry.name + SIDECAR_SUFFIX] = sidecar
         try:
             stat = entry.path.stat()
         except OSError:
@@ -104,8 +116,25 @@ def _scan(folder, previous: dict, check: Check) -> tuple[dict, dict[str, str]]:
             fingerprint = _fingerprint(entry.path, stat.st_size)
             check.fingerprinted += 1
         snapshot[entry.name] = [*key, fingerprint]
-        current[entry.name] = fingerprint
+        current[entry.name] = f"{fingerprint}+{sidecar[3] if sidecar else attributes_signature({})}"
     return snapshot, current
+
+
+def _sidecar_state(entry, previous: dict, check: Check) -> list | None:
+    """[size, mtime, inode, attributes' signature] of the entry's sidecar, or None when it has none."""
+    path = entry.path.with_name(entry.path.name + SIDECAR_SUFFIX)
+    try:
+        if not path.is_file() or path.is_symlink():
+            return None
+        stat = path.stat()
+    except OSError:
+        return None
+    key = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
+    cached = previous.get(entry.name + SIDECAR_SUFFIX)
+    if isinstance(cached, list) and len(cached) == 4 and cached[:3] == key:
+        return cached
+    check.fingerprinted += 1
+    return [*key, attributes_signature(read_sidecar(entry.path, entry.name)[0])]
 
 
 def _fingerprint(path, size: int) -> str:

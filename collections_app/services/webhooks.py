@@ -35,6 +35,7 @@ from ragsite.errors import RagsiteError
 
 from ..conf import settings
 from ..models import BuildRun, KnownAnswersReport, Webhook, WebhookDelivery
+from ..models_sync import new_secret
 
 logger = logging.getLogger("ragsite.webhooks")
 
@@ -296,3 +297,13 @@ def send_again(*, deliveries) -> int:
     for pk in ids:
         transaction.on_commit(lambda pk=pk: _enqueue(pk))
     return len(ids)
+
+
+def new_secrets(*, hooks) -> int:
+    """Give each hook a fresh signing secret (a leaked one, say); deliveries from now on are signed with it."""
+    changed = 0
+    for hook in hooks:
+        hook.secret = new_secret()
+        hook.save(update_fields=["secret"])
+        changed += 1
+    return changed

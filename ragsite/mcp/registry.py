@@ -37,6 +37,8 @@ class Tool:
     handler: Callable[[Caller, dict], dict]
     output_schema: dict | None = None  # the success shape; an error shape is allowed beside it
     annotations: dict = field(default_factory=dict)
+    # (arguments, answer) -> `resource_link` content items for what the answer cites (from 2025-06-18).
+    links: Callable[[dict, dict], list[dict]] | None = None
 
     def describe(self, version: str) -> dict:
         """The tool as `tools/list` shows it to a client speaking `version`."""
@@ -57,6 +59,40 @@ TOOLS: dict[str, Tool] = {}
 def register(tool: Tool) -> Tool:
     TOOLS[tool.name] = tool
     return tool
+
+
+@dataclass(frozen=True)
+class ResourceTemplate:
+    """A family of resources a tool's answer links to, read back by `resources/read`.
+
+    `prefix` is what every URI of the family starts with; `read(caller, uri)` answers the resource's
+    contents (`{"uri", "mimeType", "text"}`) or raises a RagsiteError when the caller may not see it.
+    """
+
+    uri_template: str
+    prefix: str
+    name: str
+    title: str
+    description: str
+    mime_type: str
+    read: Callable[[Caller, str], dict]
+
+    def describe(self) -> dict:
+        return {"uriTemplate": self.uri_template, "name": self.name, "title": self.title,
+                "description": self.description, "mimeType": self.mime_type}
+
+
+# uri prefix -> ResourceTemplate, filled like TOOLS.
+RESOURCES: dict[str, ResourceTemplate] = {}
+
+
+def register_resource(template: ResourceTemplate) -> ResourceTemplate:
+    RESOURCES[template.prefix] = template
+    return template
+
+
+def resource_for(uri: str) -> ResourceTemplate | None:
+    return next((t for prefix, t in RESOURCES.items() if uri.startswith(prefix)), None)
 
 
 ERROR_SCHEMA = {

@@ -51,7 +51,14 @@ def test_a_webhook_to_a_private_address_is_refused_unless_allowed(admin_client, 
     assert "http:// or https://" in refused and not Webhook.objects.exists()
     settings.WEBHOOK_ALLOW_PRIVATE = True
     assert admin_client.post(url("webhook_add"), form).status_code == 302
-    assert Webhook.objects.get().events == ["build.succeeded"]
+    hook = Webhook.objects.get()
+    assert hook.events == ["build.succeeded"]
+    assert hook.secret in admin_client.get(url("webhook_change", hook.pk)).content.decode()
+    # A leaked secret is replaced by an action of the list.
+    old = hook.secret
+    admin_client.post(url("webhook_changelist"), {"action": "give_new_secrets", "_selected_action": [hook.pk]})
+    hook.refresh_from_db()
+    assert hook.secret != old and hook.secret.startswith("whsec_")
 
 
 

@@ -55,6 +55,7 @@ def search_collection(
     max_most: int = MAX_MOST,
     nprobe: int | None = None,
     explain: bool = False,
+    filters: dict | None = None,
 ) -> dict:
     """Search one of `agent`'s collections; returns the answer (`answer.SearchOut`) as a JSON-ready dict.
 
@@ -64,10 +65,12 @@ def search_collection(
     overrides the IVF lists scored (default: the nprobe the build measured). `explain` (the admin's
     playground, never the API) adds ``explain``: each answer's pieces with their lexical and semantic
     parts, and how many paragraphs at or above the floor this reader's labels hid (a count only).
+    `filters` (OpenAI's vector-store shape, services.filtering) keeps only the rows it describes, before
+    ranking, exactly as a reader's labels do.
     """
     plan = plan_search(agent=agent, collection=collection, question=question, reader=reader,
                        on_behalf_of=on_behalf_of, most=most, around=around, min_score=min_score, key=key,
-                       mode=mode, max_most=max_most, nprobe=nprobe, explain=explain)
+                       mode=mode, max_most=max_most, nprobe=nprobe, explain=explain, filters=filters)
     asked = question_vector(plan)
     ranking = _ranking(plan, asked.vector)
     reranked = rerank(plan, ranking)

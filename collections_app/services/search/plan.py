@@ -20,6 +20,7 @@ from ...index.mapped import MappedIndex, View
 from ...limits import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
 from ...models import Agent, ApiKey, Collection, CollectionBuilt, Paragraph, Reader
 from ..agents import get_collection
+from ..filtering import filter_mask, parse_filters
 from ..indexes import mapped_index
 from ..ledger import check_runaway
 from ..readers import resolve_reader
@@ -50,7 +51,7 @@ class SearchPlan:
     index: MappedIndex
     held_back: tuple[np.ndarray, np.ndarray]  # documents and paragraphs out of search
     mask: np.ndarray  # the rows this search may rank and stitch
-    view: View | None  # a per-reader collection's statistics over those rows; None: every row's
+    view: View | None  # the statistics over those rows (per reader, or filtered); None: every row's
 
 
 def _whole(value, low: int, high: int | None = None) -> bool:
@@ -85,10 +86,11 @@ def validate_request(
 def plan_search(
     *, agent: Agent, collection: str | Collection, question: str, reader: str | None,
     on_behalf_of: str | None, most: int, around: int | None, min_score: float | None, key: ApiKey | None, mode: str | None,
-    max_most: int, nprobe: int | None, explain: bool,
+    max_most: int, nprobe: int | None, explain: bool, filters: dict | None = None,
 ) -> SearchPlan:
     """Check the request and resolve it against the collection's current build (see `search_collection`)."""
     question = validate_request(question, most, around, min_score, max_most)
+    parsed_filters = parse_filters(filters)
     if mode is not None and mode not in MODES:
         raise RagsiteError(f"mode must be one of {', '.join(MODES)}", code=errors.INVALID_MODE)
     if nprobe is not None and not _whole(nprobe, 1):
@@ -108,11 +110,14 @@ def plan_search(
         raise Conflict(f'collection "{collection.name}" has never been built', code=errors.NOT_BUILT)
     index_key, index = mapped_index(collection, built)
     mask = readable_mask(collection, index, reader_obj, tuple(held_back))
+    if parsed_filters is not None:
+        mask &= filter_mask(collection, index, parsed_filters)
     # A per-reader collection's BM25 statistics are those of the rows this reader may see, each row
     # less the opening it shares with a row the reader may not see, so no score depends on a paragraph
-    # it cannot read (docs/security.md); other collections keep seed 004's collection-wide statistics,
-    # which the interchange export reproduces.
-    view = index.view(mask, cut_carried=True) if collection.per_reader else None
+    # it cannot read (docs/security.md); a filtered search's are those of the rows its filter keeps
+    # (issue 26), the same as a collection holding only them; other searches keep seed 004's
+    # collection-wide statistics, which the interchange export reproduces.
+    view = index.view(mask, cut_carried=True) if collection.per_reader or parsed_filters is not None else None
     return SearchPlan(
         agent=agent, collection=collection, question=question,
         question_terms=None if mode == "vector" else terms(question), most=most, around=around,

@@ -1,0 +1,46 @@
+"""Reading back one cited paragraph by its chunk id, exactly as a search would show it to the same reader.
+
+An MCP search answer links each paragraph it cites (`resources/read` on `ragsite://…`, see
+`mcp_tools`); reading the link must show no more than the search could: the same held-back
+documents and paragraphs, the same reader labels, and the same cut of text shared with a hidden
+neighbour. So the read goes through the search's own mask and stitching, for one row and no
+neighbours. A paragraph that is hidden from this reader and one that does not exist answer alike.
+"""
+
+from __future__ import annotations
+
+from ragsite.errors import Conflict, NotFound
+
+from ..models import Agent, Paragraph
+from .agents import get_collection
+from .indexes import mapped_index
+from .readers import resolve_reader
+from .rows import search_state
+from .search.plan import readable_mask
+from .search.stitched import stitched
+
+
+def read_cited(*, agent: Agent, collection: str, chunk_id: str, reader: str | None = None) -> dict:
+    """`{"chunk_id", "document", "section", "text"}` of the paragraph `<document>#<k>` in one of the
+    agent's collections, as `reader` may see it; NotFound (`unknown_paragraph`) when it may not."""
+    found = get_collection(agent=agent, name=collection)
+    reader_obj = resolve_reader(found, reader)
+    built, *held_back = search_state(found)
+    if built is None:
+        raise Conflict(f'collection "{found.name}" has never been built', code="not_built")
+    _key, index = mapped_index(found, built)
+    mask = readable_mask(found, index, reader_obj, tuple(held_back))
+    missing = NotFound(f'no paragraph "{chunk_id[:200]}" in collection "{found.name}"', code="unknown_paragraph")
+    document, _hash, k = chunk_id.rpartition("#")
+    if not document or not k.isdigit():
+        raise missing
+    paragraph = (Paragraph.objects.filter(collection=found, document__name=document, index=int(k))
+                 .values_list("id", flat=True).first())
+    rows = [] if paragraph is None else (index.row_paragraph == paragraph).nonzero()[0]
+    if len(rows) == 0 or not mask[rows[0]]:
+        raise missing
+    paragraphs = stitched(index, mask, [(int(rows[0]), 0.0)], 0).paragraphs
+    if not paragraphs:  # the whole text is a hidden neighbour's copy
+        raise missing
+    shown = paragraphs[0]
+    return {key: shown[key] for key in ("chunk_id", "document", "section", "text")}

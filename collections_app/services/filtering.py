@@ -1,0 +1,47 @@
+"""A search's `filters` (index.filters) read against the store: which rows of an index they keep.
+
+Parsed before anything else is read, so a malformed filter costs nothing; the mask is then one
+more `&=` on the rows a search may read (search._readable_mask), beside held-back documents and
+a reader's labels, and everything downstream — ranking, statistics, stitching, positions —
+follows it (docs/collections.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ragsite.errors import RagsiteError
+
+from .. import errors
+from ..index.filters import SECTION, Filter, FilterError, RowFacts, keys_of, parse_filter, row_mask
+from ..index.mapped import MappedIndex
+from ..models import Collection, Document, Paragraph
+
+
+def parse_filters(filters: object) -> Filter | None:
+    """A request's `filters` checked (None when absent); RagsiteError `invalid_filters` saying where."""
+    if filters is None:
+        return None
+    try:
+        return parse_filter(filters)
+    except FilterError as exc:
+        raise RagsiteError(str(exc), code=errors.INVALID_FILTERS) from None
+
+
+def filter_mask(collection: Collection, index: MappedIndex, parsed: Filter) -> np.ndarray:
+    """The rows of `index` that `parsed` keeps: documents and their attributes in one query, sections
+    only when the filter names `section`."""
+    documents = {pk: (name, attributes or {}) for pk, name, attributes in
+                 Document.objects.filter(collection=collection).values_list("id", "name", "attributes")}
+
+    def sections() -> list[str]:
+        by_paragraph = dict(Paragraph.objects.filter(collection=collection).values_list("id", "section"))
+        return [by_paragraph.get(int(pk), "") for pk in index.row_paragraph]
+
+    facts = RowFacts(row_document=np.asarray(index.row_document), documents=documents,
+                     sections=sections if SECTION in keys_of(parsed) else list,
+                     pages=lambda: None)  # paragraphs carry no page numbers yet
+    try:
+        return row_mask(parsed, facts)
+    except FilterError as exc:
+        raise RagsiteError(str(exc), code=errors.INVALID_FILTERS) from None
