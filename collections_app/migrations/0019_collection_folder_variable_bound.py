@@ -13,7 +13,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("collections_app", "0018_merge_ocr_pages_and_attributes"),
+        ("collections_app", "0018_document_ocr_paragraph_pages"),
     ]
 
     operations = [
