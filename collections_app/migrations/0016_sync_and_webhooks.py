@@ -7,7 +7,7 @@ import django.db.models.deletion
 import django.utils.timezone
 from django.db import migrations, models
 
-import collections_app.models_sync
+import collections_app.models.sync
 from ragsite import rls
 
 # Row-level security as for the other agent tables (0010, 0013): through the collection or the agent.
@@ -66,7 +66,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('url', models.CharField(help_text='http or https; private addresses are refused unless WEBHOOK_ALLOW_PRIVATE is on.', max_length=500)),
                 ('events', models.JSONField(blank=True, default=list)),
-                ('secret', models.CharField(default=collections_app.models_sync.new_secret, editable=False, max_length=100)),
+                ('secret', models.CharField(default=collections_app.models.sync.new_secret, editable=False, max_length=100)),
                 ('active', models.BooleanField(default=True)),
                 ('description', models.CharField(blank=True, max_length=200)),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),

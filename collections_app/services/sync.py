@@ -22,7 +22,7 @@ from django.utils import timezone
 from ragsite.errors import RagsiteError
 
 from ..models import Collection, CollectionSync
-from ..models_sync import MAX_SYNC_MINUTES
+from ..models.sync import MAX_SYNC_MINUTES
 
 MIN_EVERY, MAX_EVERY = 1, MAX_SYNC_MINUTES
 

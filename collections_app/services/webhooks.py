@@ -35,7 +35,7 @@ from ragsite.errors import RagsiteError
 
 from ..conf import settings
 from ..models import BuildRun, KnownAnswersReport, Webhook, WebhookDelivery
-from ..models_sync import new_secret
+from ..models.sync import new_secret
 
 logger = logging.getLogger("ragsite.webhooks")
 

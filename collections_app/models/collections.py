@@ -1,132 +1,15 @@
-"""The store: agents and their keys, collections, documents, paragraphs, builds, readers and the ledger.
+"""Collections, their documents and paragraphs (`agents_chunks`), and what built each."""
 
-Table names follow the seeds where they name them (`store_meta`, `agents_chunks`, `collection_built`). Every
-paragraph row carries `agent_id`: one installation serves many agents, and a row always says whose it is. A
-foreign key whose column leads a unique constraint or index has no index of its own (db_index=False).
-"""
-
-import hashlib
 import re
-import secrets
 
 import numpy as np
 from django.db import models
 from django.utils import timezone
 
-from . import limits
-from .errors import EmptyBuild
-from .fields import DigestField
-from .models_sync import CollectionSync, KeptLabels, Webhook, WebhookDelivery  # noqa: F401 (issue 26, apart)
-
-# The schema this code writes and understands; a store whose `schema_version` is newer is refused, not guessed.
-SCHEMA_VERSION = 1
-
-KEY_PREFIX = "rsk_"
-
-
-class StoreMeta(models.Model):
-    """Key/value facts about the store itself; `schema_version` is the one read on open."""
-
-    key = models.CharField(max_length=100, primary_key=True)
-    value = models.TextField()
-
-    class Meta:
-        db_table = "store_meta"
-        verbose_name = "store fact"
-
-    def __str__(self):
-        return f"{self.key}={self.value}"
-
-
-class Agent(models.Model):
-    """An AI agent served by this installation; everything it owns hangs off it."""
-
-    agent_id = models.SlugField(max_length=100, unique=True)
-    name = models.CharField(max_length=200, blank=True)
-    daily_budget = models.DecimalField(
-        max_digits=12, decimal_places=4, null=True, blank=True, help_text="Spend per day in the ledger's currency; empty = no budget."
-    )
-    runaway_limit = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Model calls per minute before requests are refused with 429; empty = no limit."
-    )
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["agent_id"]
-
-    def __str__(self):
-        return self.agent_id
-
-    def clean(self):
-        from django.core.exceptions import ValidationError
-
-        # A negative budget would count every agent as over it, and silently skip its judge.
-        if self.daily_budget is not None and self.daily_budget < 0:
-            raise ValidationError({"daily_budget": "a daily budget is at least 0 (empty: no budget)"})
-
-
-class ApiKeyQuerySet(models.QuerySet):
-    def active(self):
-        return self.filter(revoked_at__isnull=True)
-
-
-class ApiKey(models.Model):
-    """A bearer key for one agent. Only its SHA-256 is stored; the key is shown once."""
-
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="keys")
-    name = models.CharField(max_length=100, blank=True)
-    prefix = models.CharField(max_length=16, help_text="The first characters, to tell keys apart.")
-    hashed = models.CharField(max_length=64, unique=True)
-    may_act_for_others = models.BooleanField(default=False, help_text="May charge model calls to agents other "
-                                             "than its own (onBehalfOf).")
-    created_at = models.DateTimeField(default=timezone.now)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-
-    objects = ApiKeyQuerySet.as_manager()
-
-    class Meta:
-        verbose_name = "API key"
-
-    def __str__(self):
-        return f"{self.prefix}… ({self.agent})"
-
-    @staticmethod
-    def hash(raw: str) -> str:
-        # Keys are 32 random bytes, so a fast unsalted hash is enough: there is
-        # no dictionary to attack, and lookup stays one indexed equality.
-        return hashlib.sha256(raw.encode()).hexdigest()
-
-    @staticmethod
-    def generate() -> str:
-        return KEY_PREFIX + secrets.token_urlsafe(32)
-
-
-class Label(models.Model):
-    """A mark on a paragraph; a reader holding any of a paragraph's labels may read it."""
-
-    name = models.SlugField(max_length=100, unique=True)
-    description = models.CharField(max_length=300, blank=True)
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self):
-        return self.name
-
-
-class Reader(models.Model):
-    """Someone an agent answers for, identified by the installation's own id, holding labels."""
-
-    external_id = models.CharField(max_length=200, unique=True)
-    labels = models.ManyToManyField(Label, blank=True, related_name="readers")
-
-    class Meta:
-        ordering = ["external_id"]
-
-    def __str__(self):
-        return self.external_id
-
+from .. import limits
+from ..errors import EmptyBuild
+from ..fields import DigestField
+from .agents import Agent, Label
 
 # What a path or an address looks like in a description meant for people (seed 000: built_from says
 # what the documents are, "the HR share", never where): a token starting like an absolute, home,
@@ -212,7 +95,7 @@ class Collection(models.Model):
     def clean(self):
         from django.core.exceptions import ValidationError
 
-        from .text.chunking import ChunkingError, resolve_sizes
+        from ..text.chunking import ChunkingError, resolve_sizes
 
         errors = {}
         try:
@@ -246,7 +129,7 @@ class Collection(models.Model):
 
     def chunk_sizes(self) -> tuple[int | None, int]:
         """(size, overlap) the chunker will use: this collection's, or the method's defaults."""
-        from .text.chunking import resolve_sizes
+        from ..text.chunking import resolve_sizes
 
         return resolve_sizes(self.method, self.size, self.overlap)
 
@@ -382,7 +265,7 @@ class Paragraph(models.Model):
 
     def vectors(self, dimensions: int) -> np.ndarray | None:
         """The paragraph's vectors as (windows, dimensions) float32; None when it was not embedded."""
-        from .index.vector_codec import decode
+        from ..index.vector_codec import decode
 
         return None if self.embedding is None else decode(self.embedding, dimensions)
 
@@ -414,188 +297,3 @@ class CollectionBuilt(models.Model):
     @property
     def ivf_index_id(self) -> str:
         return self.index_id or self.collection.name
-
-
-class BuildRun(models.Model):
-    """One build attempt, kept as history, with the progress a person watches."""
-
-    QUEUED, RUNNING, SUCCEEDED, FAILED, REFUSED = "queued", "running", "succeeded", "failed", "refused"
-    STATUS_CHOICES = [(s, s) for s in (QUEUED, RUNNING, SUCCEEDED, FAILED, REFUSED)]
-
-    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="runs")
-    status = models.CharField(max_length=20, choices=STATUS_CHOICES, default=QUEUED, db_index=True)
-    requested_by = models.CharField(max_length=200, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    # The collection's build_generation when this build was requested: with the id, its lease.
-    generation = models.PositiveIntegerField(default=0, editable=False)
-    documents_total = models.PositiveIntegerField(default=0)
-    documents_done = models.PositiveIntegerField(default=0)
-    paragraphs_total = models.PositiveIntegerField(default=0)
-    paragraphs_done = models.PositiveIntegerField(default=0)
-    documents_read = models.PositiveIntegerField(default=0)
-    documents_reused = models.PositiveIntegerField(default=0)
-    ocr_pages = models.PositiveIntegerField(default=0, db_default=0)  # pages this build read by OCR
-    documents_refused = models.PositiveIntegerField(default=0)
-    passages = models.PositiveIntegerField(default=0)
-    paragraphs_embedded = models.PositiveIntegerField(default=0)
-    model = models.CharField(max_length=200, blank=True)
-    previous_model = models.CharField(max_length=200, blank=True)
-    dimensions = models.PositiveIntegerField(null=True, blank=True)
-    refused = models.JSONField(null=True, blank=True)
-    # {document name: category from extract.REFUSAL_REASONS}, for people; `refused` stays names only.
-    refusal_reasons = models.JSONField(default=dict, blank=True)
-    warnings = models.JSONField(default=list, blank=True)
-    problems = models.JSONField(default=list, blank=True)
-    error = models.TextField(blank=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        get_latest_by = "created_at"
-
-    def __str__(self):
-        return f"build {self.pk} of {self.collection} ({self.status})"
-
-    @property
-    def percent(self) -> int:
-        """How far the build is, never going backwards: reading is the first half, embedding the second.
-
-        The number of paragraphs to embed is only known once every document is read, so
-        dividing all work done by all work known would reach 100 and then fall back.
-        """
-        if self.status == self.SUCCEEDED:
-            return 100
-        read = self.documents_done / self.documents_total if self.documents_total else 0.0
-        if not self.paragraphs_total:
-            return int(50 * min(read, 1.0))
-        return min(99, int(50 + 50 * min(self.paragraphs_done / self.paragraphs_total, 1.0)))  # 100: succeeded
-
-
-class MeasureRun(models.Model):
-    """One measurement of a collection, run by a task: its input, progress and stored report."""
-
-    QUEUED, RUNNING, SUCCEEDED, FAILED = "queued", "running", "succeeded", "failed"
-    STATUS_CHOICES = [(s, s) for s in (QUEUED, RUNNING, SUCCEEDED, FAILED)]
-
-    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="measure_runs")
-    status = models.CharField(max_length=20, choices=STATUS_CHOICES, default=QUEUED, db_index=True)
-    requested_by = models.CharField(max_length=150, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    # What was asked: {"questions": [...], "controls": [...], "most": n, "min_score": x | null}.
-    request = models.JSONField(default=dict)
-    variants_total = models.PositiveIntegerField(default=0)
-    variants_done = models.PositiveIntegerField(default=0)
-    report = models.JSONField(null=True, blank=True)
-    error = models.TextField(blank=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-
-    def __str__(self):
-        return f"measure {self.pk} of {self.collection} ({self.status})"
-
-    @property
-    def percent(self) -> int:
-        if self.status == self.SUCCEEDED:
-            return 100
-        return int(100 * self.variants_done / self.variants_total) if self.variants_total else 0
-
-
-class ModelCall(models.Model):
-    """The ledger: one model call charged to one agent. Never the question, never a paragraph."""
-
-    JUDGE, EMBED, RERANK = "judge", "embed", "rerank"
-
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="model_calls")
-    collection = models.ForeignKey(Collection, on_delete=models.SET_NULL, null=True, blank=True)
-    purpose = models.CharField(max_length=20, choices=[(JUDGE, "judge"), (EMBED, "embed"), (RERANK, "rerank")])
-    model = models.CharField(max_length=200)
-    tokens_in = models.PositiveIntegerField(default=0)
-    tokens_out = models.PositiveIntegerField(default=0)
-    cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-        verbose_name = "model call"
-
-    def __str__(self):
-        return f"{self.purpose} for {self.agent} ({self.model})"
-
-
-class KnownAnswer(models.Model):
-    """One of a collection's known-answer questions, or a control (``answer`` empty): the librarian's own.
-
-    Kept in the librarian's order (``position``); never logged, never in the ledger.
-    """
-
-    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="known_answers", db_index=False)
-    position = models.PositiveIntegerField()
-    question = models.TextField()
-    # A marker is at least one character, so an empty one can only mean a control.
-    answer = models.TextField(blank=True, help_text="Text the answering paragraph holds; empty = a control.")
-
-    class Meta:
-        ordering = ["collection", "position"]
-        constraints = [models.UniqueConstraint(fields=["collection", "position"], name="known_answer_position")]
-
-    def __str__(self):
-        return f"{self.collection} #{self.position}"
-
-    @property
-    def control(self) -> bool:
-        return not self.answer
-
-
-class KnownAnswersReportQuerySet(models.QuerySet):
-    def of_live_builds(self):
-        """Reports that measured a build which went live (not a refused candidate, not a failure)."""
-        return self.filter(status=KnownAnswersReport.MEASURED, build__status=BuildRun.SUCCEEDED)
-
-    def measured_floor(self) -> float | None:
-        """The floor read off the latest live build's known answers (``collection.known_answer_reports``),
-        or None when there is none."""
-        return self.of_live_builds().order_by("-build_id").values_list("measured_floor", flat=True).first()
-
-
-class KnownAnswersReport(models.Model):
-    """How one build did on its collection's known answers: the one row the measurement writes.
-
-    Measured by a task after the build commits, or, with KNOWN_ANSWERS_GATE set, from the candidate's
-    rows before the swap (then a refused build has a report too, saying what it would have lost).
-    """
-
-    MEASURED, FAILED = "measured", "failed"
-
-    build = models.OneToOneField(BuildRun, on_delete=models.CASCADE, related_name="known_answers_report")
-    collection = models.ForeignKey(Collection, models.CASCADE, related_name="known_answer_reports", db_index=False)
-    status = models.CharField(max_length=20, choices=[(MEASURED, "measured"), (FAILED, "failed")])
-    measured_at = models.DateTimeField(default=timezone.now)
-    answers = models.PositiveIntegerField(default=0, help_text="Questions with an answer marker.")
-    controls = models.PositiveIntegerField(default=0)
-    found_at_1 = models.PositiveIntegerField(null=True, blank=True)
-    found_at_5 = models.PositiveIntegerField(null=True, blank=True)
-    floor = models.FloatField(null=True, blank=True, help_text="The floor found@1/@5 were taken at.")
-    floor_source = models.CharField(max_length=20, blank=True)
-    lowest_answer = models.FloatField(null=True, blank=True)
-    highest_control = models.FloatField(null=True, blank=True)
-    separates = models.BooleanField(null=True, blank=True)
-    measured_floor = models.FloatField(null=True, blank=True)
-    results = models.JSONField(default=list, blank=True)
-    lost = models.JSONField(default=list, blank=True, help_text="Questions the previous live build found and this one does not.")
-    warnings = models.JSONField(default=list, blank=True)
-    error = models.TextField(blank=True)
-
-    objects = KnownAnswersReportQuerySet.as_manager()
-
-    class Meta:
-        ordering = ["-build_id"]
-        indexes = [models.Index(fields=["collection", "status", "build"], name="known_report_by_collection")]
-
-    def __str__(self):
-        return f"known answers of {self.build}"

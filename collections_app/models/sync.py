@@ -1,8 +1,4 @@
-"""Models of issue 26: folders kept in sync, labels kept for returning documents, and webhooks.
-
-Kept apart from `models.py` (which is shared and will become a package) and imported at its end, so
-Django sees them in `collections_app`.
-"""
+"""Folders kept in sync, labels kept for returning documents, and webhooks with their deliveries."""
 
 import secrets
 import uuid
@@ -11,7 +7,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 
-# Related models by name: this module is imported by models.py and imports nothing back.
+# Related models by name, so this module needs no import of its siblings.
 COLLECTION, BUILD_RUN, AGENT = "collections_app.Collection", "collections_app.BuildRun", "collections_app.Agent"
 # A week: a longer period is a schedule nobody would notice stopping.
 MAX_SYNC_MINUTES = 7 * 24 * 60
