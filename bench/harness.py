@@ -51,12 +51,12 @@ def setup(store: str, *, backend: str | None = None, environ: dict[str, str] | N
     install()
     if not context:
         from collections_app import measure
-        from collections_app.services import builds
+        from collections_app.services.builds import prepare
 
         def no_context(name, text, starts):
             return [""] * len(starts)
 
-        builds.contexts_for = measure.contexts_for = no_context
+        prepare.contexts_for = measure.contexts_for = no_context
 
 
 def load_items(path: Path = KNOWN_ANSWERS / "questions.jsonl") -> tuple[list[dict], list[str]]:

@@ -14,6 +14,7 @@ from collections_app.models import Collection, Paragraph
 from collections_app.services import builds, known_answers, leases, measure
 from collections_app.services.agents import create_agent, create_collection
 from collections_app.services.builds import build_collection, request_build
+from collections_app.services.builds import commit as build_commit
 from memory_app import tasks as memory_tasks
 from memory_app.models import MEMORY, Memory, RecordNode
 from memory_app.services import nodes as node_services
@@ -72,7 +73,7 @@ def peeking(monkeypatch, module, name, seen):
 def test_a_build_task_sees_only_its_agents_rows_in_every_transaction(two_agents, monkeypatch):
     seen, beats = [], []
     peeking(monkeypatch, builds, "_review", seen)  # the slow part, between progress updates
-    peeking(monkeypatch, builds, "check_lease", seen)  # inside the committing transaction, rows locked
+    peeking(monkeypatch, build_commit, "check_lease", seen)  # inside the committing transaction, rows locked
     real_beat = leases.Heartbeat._beat_until_stopped
 
     def beat(self):  # the heartbeat thread's own connection

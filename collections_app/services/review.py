@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..models import Document, Paragraph
-from .builds import BLOCK_BREAK, NUMBER
+from .builds.review import BLOCK_BREAK, NUMBER
 
 logger = logging.getLogger("ragsite.review")
 

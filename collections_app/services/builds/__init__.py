@@ -1,0 +1,170 @@
+"""Building a collection: read, extract, chunk, embed — then one short transaction that replaces it.
+
+The slow work (reading files, extracting text, embedding) happens before any
+write to the collection. The swap itself is one transaction, so a reader sees
+the old collection until the moment it sees the whole new one, and a build that
+fails half way leaves the collection exactly as it was, still answering.
+
+The stages live beside this module: prepare, embed, review, commit."""
+
+import logging
+from collections.abc import Callable
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from ragsite import embedding
+from ragsite.embedders import EmbeddingError
+from ragsite.errors import Conflict, RagsiteError
+
+from ...errors import BuildRefused, EmptyBuild
+from ...models import BuildRun, Collection, CollectionBuilt, Document, Paragraph
+from ...text.chunking import ChunkingError
+from .. import known_answers, webhooks
+from ..knowledge import require_source
+from ..leases import ACTIVE_STATES, STALE_MESSAGE, Heartbeat, LeaseLost, fail_stale_builds
+from ..sources import collection_sources, document_extractor
+from ..swap import approved, candidate_paragraphs
+from .commit import _commit
+from .embed import _embed_missing, _known_vectors
+from .prepare import Prepared, Progress, _prepare
+from .review import _review, _review_warnings
+
+__all__ = ["STALE_MESSAGE", "build_collection", "fail_stale_builds", "request_build", "run_build"]
+
+
+logger = logging.getLogger("ragsite.builds")
+
+
+def request_build(*, collection: Collection, requested_by: str = "", enqueue: bool = True) -> BuildRun:
+    """Queue a build of `collection`; refuse while another is queued or running.
+
+    The task is enqueued when this transaction commits, so the worker never
+    looks for a BuildRun that is not there yet.
+    """
+    fail_stale_builds()
+    # A source this process cannot see would fail in the worker too: refuse now, not after queueing.
+    require_source(collection)
+    with transaction.atomic():
+        # Lock the collection row so two requests cannot both see "no build running".
+        Collection.objects.select_for_update().filter(pk=collection.pk).first()
+        running = collection.runs.filter(status__in=ACTIVE_STATES).first()
+        if running is not None:
+            raise Conflict(f'a build of "{collection.name}" is already {running.status} (build {running.pk})',
+                           code="build_running")
+        # A new generation: whatever build held the previous one can no longer commit.
+        Collection.objects.filter(pk=collection.pk).update(build_generation=F("build_generation") + 1)
+        generation = Collection.objects.filter(pk=collection.pk).values_list("build_generation", flat=True).get()
+        run = BuildRun.objects.create(collection=collection, requested_by=requested_by[:200],
+                                      heartbeat_at=timezone.now(), generation=generation)
+        if enqueue:
+            transaction.on_commit(lambda: _enqueue(run.pk))
+    return run
+
+
+def _enqueue(build_id: int) -> None:
+    from django_q.tasks import async_task
+
+    async_task("collections_app.tasks.run_build", build_id, task_name=f"build-{build_id}")
+
+
+def run_build(build_id: int, *, report: Callable[[BuildRun], None] | None = None) -> BuildRun:
+    """Carry out a queued build. Never raises for a refusal or failure: the BuildRun records it."""
+    run = BuildRun.objects.select_related("collection__agent").get(pk=build_id)
+    if run.status != BuildRun.QUEUED:
+        return run
+    run.status, run.started_at, run.heartbeat_at = BuildRun.RUNNING, timezone.now(), timezone.now()
+    run.save(update_fields=["status", "started_at", "heartbeat_at"])
+    collection, announce = run.collection, True
+    try:
+        with Heartbeat(run):
+            _build(collection, run, Progress(run, report))
+    except LeaseLost as exc:
+        # Keep what the sweep wrote (status failed, its message) where it wrote it; it told the webhooks.
+        announce = bool(BuildRun.objects.filter(pk=run.pk, status__in=ACTIVE_STATES).update(
+            status=BuildRun.FAILED, finished_at=timezone.now(), error=str(exc)[:2000]))
+        run.refresh_from_db()
+        logger.warning("build %s of %s/%s rolled back: %s", run.pk, collection.agent.agent_id, collection.name, exc)
+    except (RagsiteError, ChunkingError, EmbeddingError) as exc:
+        status = BuildRun.REFUSED if isinstance(exc, BuildRefused) else BuildRun.FAILED
+        _finish(run, status, error=str(exc))
+        logger.warning("build %s of %s/%s %s: %s", run.pk, collection.agent.agent_id, collection.name, status, exc)
+    except Exception as exc:
+        _finish(run, BuildRun.FAILED, error=f"unexpected {type(exc).__name__}; see the server log")
+        logger.exception("build %s of %s/%s failed", run.pk, collection.agent.agent_id, collection.name)
+    if announce:
+        webhooks.build_finished(run=run)
+    return run
+
+
+def build_collection(*, collection: Collection, requested_by: str = "", report=None) -> BuildRun:
+    """Request a build and carry it out in this process (the command's --sync and the tests)."""
+    run = request_build(collection=collection, requested_by=requested_by, enqueue=False)
+    return run_build(run.pk, report=report)
+
+
+def _finish(run: BuildRun, status: str, *, error: str = "") -> None:
+    run.status, run.error, run.finished_at = status, error[:2000], timezone.now()
+    run.save()
+
+
+def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
+    embedder = embedding.get_embedder()
+    method = collection.method
+    size, overlap = collection.chunk_sizes()
+    previous = CollectionBuilt.objects.filter(collection=collection).first()
+    sources = collection_sources(collection)
+    existing = {d.name: d for d in collection.documents.all()}
+    progress.save(force=True, documents_total=len(sources))
+
+    run.model, run.dimensions = embedder.model, embedder.dimensions
+    if previous is not None:
+        run.previous_model = previous.model
+        if (previous.model, previous.dimensions) != (embedder.model, embedder.dimensions):
+            run.problems.append(
+                f"the model changed from {previous.model} ({previous.dimensions} dimensions) "
+                f"to {embedder.model} ({embedder.dimensions} dimensions); every paragraph is embedded again"
+            )
+
+    prepared: list[Prepared] = []
+    extractor = document_extractor()
+    for number, source in enumerate(sources, start=1):
+        prepared.append(
+            _prepare(source, existing.get(source.name), collection, embedder, method, size, overlap, run, extractor)
+        )
+        progress.save(documents_done=min(number, len(sources) - 1))  # the last: with the paragraphs to embed
+
+    _review(prepared, collection)
+    # Embeddings already made by this model, by text fingerprint: an edited
+    # document only re-embeds the paragraphs whose text changed.
+    changed = any(not p.reused and p.status != Document.REFUSED for p in prepared)
+    known_vectors = _known_vectors(collection, embedder.model) if changed else {}
+    _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
+
+    refused = [p.name for p in prepared if p.status == Document.REFUSED]
+    # What the build knew is kept on the run even when the build is refused below (seed 000).
+    run.refused, run.documents_refused = refused, len(refused)
+    run.refusal_reasons = {p.name: p.refusal for p in prepared if p.status == Document.REFUSED}
+    run.warnings += [note for p in prepared for note in p.notes]
+    passages = sum(len(p.pieces) + p.kept for p in prepared if p.status != Document.REFUSED)
+    if passages == 0:
+        raise EmptyBuild(f'the build of "{collection.name}" produced no paragraphs; '
+                         "the collection keeps its current ones")
+    held = [p for p in prepared if p.status == Document.NEEDS_REVIEW and not approved(p, existing)]
+    searchable = passages - sum(len(p.pieces) + p.kept for p in held)
+    if searchable == 0 and Paragraph.objects.searchable(collection).exists():
+        # Seed 000, refusal 3: paragraphs no reader may search would replace a collection that answers.
+        run.warnings += _review_warnings(held)
+        raise EmptyBuild(
+            f'the build of "{collection.name}" would leave nothing readers could search: every document needs '
+            f"review ({', '.join(p.name for p in held)}); the collection keeps its current ones"
+        )
+    # Known answers: measured from the candidate before the swap only when a gate may refuse it;
+    # otherwise by a task once the swap has committed, so the build never waits for them.
+    measured = known_answers.gate_build(collection=collection, run=run,
+                                        candidate=lambda: candidate_paragraphs(collection, prepared,
+                                                                                              existing))
+    _commit(collection, run, prepared, existing, embedder, refused, previous)
+    if run.status == BuildRun.SUCCEEDED:
+        known_answers.after_build(run=run, measured=measured)

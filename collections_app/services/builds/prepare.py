@@ -1,0 +1,145 @@
+"""Reading one document into pieces ready to embed (`Prepared`), and the build's progress."""
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.utils import timezone
+
+from ...models import (
+    BuildRun,
+    Collection,
+    Document,
+)
+from ...text.blocks import page_range
+from ...text.chunking import MAX_PARAGRAPHS_PER_DOCUMENT, chunk
+from ...text.context import CONTEXT_VERSION, contexts_for
+from ...text.extract import BAD_NAME, CORRUPT, EMPTY, TIMED_OUT, TOO_LARGE, Unreadable, summarize_opening
+from ...text.stitch import carried_openings
+from ..leases import LeaseLost
+from ..sources import read_bounded
+
+logger = logging.getLogger("ragsite.builds")
+
+
+@dataclass
+class Prepared:
+    """One document after the slow work, before anything is written."""
+
+    name: str
+    kind: str
+    fingerprint: str
+    status: str = Document.ACTIVE
+    refusal: str = ""  # extract.REFUSAL_REASONS, when refused
+    reused: bool = False
+    stored: bool = True  # False for a name the store cannot hold: refused by name, no Document row
+    summary: str = ""
+    warnings: list[str] = field(default_factory=list)  # scan warnings: they send the document to review
+    attributes: dict = field(default_factory=dict)  # from its sidecar (sources.Source.attributes)
+    notes: list[str] = field(default_factory=list)  # told on the build, without sending it to review
+    conflicts: list[str] = field(default_factory=list)
+    pieces: list = field(default_factory=list)  # chunking.Piece
+    kept: int = 0  # paragraphs a reused document already has
+    tokens: list = field(default_factory=list)
+    vectors: list = field(default_factory=list)  # bytes | None per piece
+    contexts: list = field(default_factory=list)  # "title › section" per piece (context.py)
+    carried: list = field(default_factory=list)  # per piece, the characters it shares with earlier pieces
+    pages: list = field(default_factory=list)  # per piece, its (first, last) page; (None, None) without pages
+    ocr_pages: int = 0  # pages of this document read by OCR
+
+
+class Progress:
+    """Writes progress and a heartbeat to the BuildRun, at most every half second."""
+
+    def __init__(self, run: BuildRun, report: Callable[[BuildRun], None] | None = None):
+        self.run, self.report, self._last = run, report, 0.0
+
+    def save(self, force: bool = False, **fields) -> None:
+        for name, value in fields.items():
+            setattr(self.run, name, value)
+        now = time.monotonic()
+        if force or now - self._last >= 0.5:
+            self._last = now
+            self.run.heartbeat_at = timezone.now()
+            updated = BuildRun.objects.filter(pk=self.run.pk, status=BuildRun.RUNNING).update(
+                heartbeat_at=self.run.heartbeat_at,
+                documents_total=self.run.documents_total,
+                documents_done=self.run.documents_done,
+                paragraphs_total=self.run.paragraphs_total,
+                paragraphs_done=self.run.paragraphs_done,
+            )
+            if not updated:
+                # Failed by the sweep while this worker was busy: stop now rather than at the commit.
+                raise LeaseLost(f"build {self.run.pk} was marked failed while it ran; it stopped without writing")
+        if self.report:
+            self.report(self.run)
+
+
+def _prepare(source, document, collection, embedder, method, size, overlap, run, extractor) -> Prepared:
+    try:
+        data = read_bounded(source)
+    except Unreadable as exc:
+        item = Prepared(name=source.name, kind=source.kind, fingerprint="", stored=exc.category != BAD_NAME)
+        return _refuse(item, collection, exc.reason, exc.category, run)
+    except OSError as exc:
+        logger.warning("document %r in %s/%s could not be opened: %s", source.name, collection.agent.agent_id,
+                       collection.name, exc.strerror or type(exc).__name__)
+        return Prepared(name=source.name, kind=source.kind, fingerprint="", status=Document.REFUSED, refusal=CORRUPT)
+    fingerprint = hashlib.sha256(data).hexdigest()
+    item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint, **source.carried())
+    unchanged = (
+        document is not None
+        and document.status != Document.REFUSED
+        and document.fingerprint == fingerprint
+        and (document.built_method, document.built_size, document.built_overlap, document.built_model,
+             document.built_context) == (method, size, overlap, embedder.model, CONTEXT_VERSION)
+        and not (source.name.lower().endswith(".pdf")  # built before pages: read once more
+                 and document.paragraphs.filter(page_first=None).exists())
+    )
+    if unchanged:
+        item.reused, item.kept = True, document.paragraph_count
+        item.summary, item.warnings = document.summary, list(document.scan_warnings)
+        run.documents_reused += 1
+        return item
+    try:
+        extracted = extractor.extract(source.name, data)
+    except Unreadable as exc:
+        return _refuse(item, collection, exc.reason, exc.category, run)
+    del data
+    pieces = chunk(extracted.text, method, size=size, overlap=overlap, tokens=embedder)
+    item.warnings = list(extracted.warnings)
+    item.notes += [f"{source.name}: {note}" for note in extracted.notes]  # after the sidecar's note
+    if getattr(pieces, "truncated", False):
+        # Seed 003 keeps the first 240 and says why; not a scan warning (which would send it to review).
+        item.notes.append(
+            f"{source.name}: only the first {MAX_PARAGRAPHS_PER_DOCUMENT} of "
+            f"{MAX_PARAGRAPHS_PER_DOCUMENT + pieces.dropped} paragraphs were kept; a document that needs more "
+            "is a document that should be several sources"
+        )
+    item.pieces = list(pieces)
+    item.contexts = contexts_for(source.name, extracted.text, [p.start for p in item.pieces])
+    item.carried = [length for length, _first in carried_openings((0, p.start, p.end) for p in item.pieces)]
+    item.tokens = [embedder.count_tokens(p.text) for p in item.pieces]
+    item.pages = [page_range(extracted.pages, p.start, p.end) for p in item.pieces]
+    item.ocr_pages, run.ocr_pages = extracted.ocr_pages, run.ocr_pages + extracted.ocr_pages
+    item.summary = summarize_opening(extracted.text)
+    if not item.pieces:
+        return _refuse(item, collection, "no text", EMPTY)
+    run.documents_read += 1
+    return item
+
+
+def _refuse(item: Prepared, collection: Collection, reason: str, category: str,
+            run: BuildRun | None = None) -> Prepared:
+    # The detailed reason goes to the server log, with the document's name (escaped: a name can
+    # hold a newline that would forge a log line) but never its path; the category (a word from
+    # extract.REFUSAL_REASONS) is what the store keeps and people see.
+    logger.warning("document %r in %s/%s was refused (%s): %s", item.name, collection.agent.agent_id,
+                   collection.name, category, reason)
+    if run is not None and category in (TOO_LARGE, TIMED_OUT, BAD_NAME):
+        # Limits a person may want to raise, or a file to rename: said in the build's history.
+        run.warnings.append(f"{item.name} was refused ({category}): {reason}")
+    item.status, item.pieces, item.refusal = Document.REFUSED, [], category
+    return item
