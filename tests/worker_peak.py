@@ -19,7 +19,7 @@ import sys
 
 def main(folder: str, store: str, method: str = "structure") -> None:
     os.environ.update({"DATABASE_URL": f"sqlite:///{store}", "EMBED_BACKEND": "hash", "LOG_LEVEL": "ERROR",
-                       "DJANGO_SETTINGS_MODULE": "ragsite.settings", "KNOWLEDGE_PEAK_FOLDER": folder})
+                       "DJANGO_SETTINGS_MODULE": "ragsite.settings", "KNOWLEDGE_PEAK__PEAK_FOLDER": folder})
     import django
 
     django.setup()
