@@ -2,12 +2,12 @@
 
 import pytest
 
+from collections_app.errors import EmptyBuild
 from collections_app.models import (
     BuildRun,
     Collection,
     CollectionBuilt,
     Document,
-    EmptyBuild,
     MeasureRun,
     Paragraph,
 )
