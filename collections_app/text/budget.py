@@ -70,39 +70,55 @@ def _closing(row: Row, room: int) -> Row | None:
 
 
 def fit(runs: Sequence[Stitched], readable: Mapping[int, Row], max_chars: int) -> Fitted:
-    """`runs` (best first) as they fit ``max_chars`` characters of text in all (see the module)."""
+    """`runs` (best first) as they fit ``max_chars`` characters of text in all (see the module).
+
+    A run's rows are the readable ones between its first and last: a run may step over rows the
+    search may not use, so neighbours are counted among the readable rows, never by ordinal."""
     kept: dict[int, Row] = dict(readable)
-    spans: list[list[int]] = []  # [first, last] kept of each run that made it
+    members = [[o for o in range(run.first, run.last + 1) if o in readable] for run in runs]
+    spans: list[list[int]] = []  # [first, last] kept of each run that made it, as indexes into members
     texts: list[str] = []
     spent = 0
     cut = False
-    for run in runs:
+    for number, run in enumerate(runs):
         hit = readable[run.hit]
+        at = members[number].index(run.hit)
         if spent + len(hit.text) <= max_chars:
-            spans.append([run.hit, run.hit])
+            spans.append([at, at])
             texts.append(hit.text)
             spent += len(hit.text)
             continue
         opening = _opening(hit, max_chars - spent, words=True)
         if opening is not None:
             kept[run.hit] = opening
-            spans.append([run.hit, run.hit])
+            spans.append([at, at])
             texts.append(opening.text)
         cut = True
         break
     cut = cut or len(spans) < len(runs)
     full = not cut
+
+    def joined(number: int, span: list[int]) -> str:
+        return join_rows([kept[o] for o in members[number][span[0] : span[1] + 1]])
+
+    def within(number: int, index: int) -> bool:
+        return 0 <= index < len(members[number])
+
     distance = 1
-    while full and any(run.hit - distance >= run.first or run.hit + distance <= run.last
-                       for run in runs[: len(spans)]):
+    while full and any(
+        within(number, members[number].index(run.hit) - distance)
+        or within(number, members[number].index(run.hit) + distance)
+        for number, run in enumerate(runs[: len(spans)])
+    ):
         for number, run in enumerate(runs[: len(spans)]):
-            for ordinal, side in ((run.hit - distance, 0), (run.hit + distance, 1)):
-                if not full or not run.first <= ordinal <= run.last:
+            at = members[number].index(run.hit)
+            for index, side in ((at - distance, 0), (at + distance, 1)):
+                if not full or not within(number, index):
                     continue
-                span = spans[number]
-                trial = [span[0], span[1]]
-                trial[side] = ordinal
-                text = join_rows([kept[o] for o in range(trial[0], trial[1] + 1)])
+                ordinal = members[number][index]
+                trial = list(spans[number])
+                trial[side] = index
+                text = joined(number, trial)
                 if spent - len(texts[number]) + len(text) <= max_chars:
                     spans[number], spent, texts[number] = trial, spent - len(texts[number]) + len(text), text
                     continue
@@ -112,12 +128,15 @@ def fit(runs: Sequence[Stitched], readable: Mapping[int, Row], max_chars: int) -
                 if part is None:
                     continue
                 kept[ordinal] = part
-                text = join_rows([kept[o] for o in range(trial[0], trial[1] + 1)])
+                text = joined(number, trial)
                 if spent - len(texts[number]) + len(text) <= max_chars:
                     spans[number], spent, texts[number] = trial, spent - len(texts[number]) + len(text), text
         distance += 1
     if full:
-        cut = cut or any(span != [run.first, run.last] for span, run in zip(spans, runs, strict=False))
-    fitted = [replace(run, first=first, last=last, text=text, passages=last - first + 1)
-              for run, (first, last), text in zip(runs, spans, texts, strict=False)]
+        cut = cut or any(span != [0, len(members[number]) - 1] for number, span in enumerate(spans))
+    fitted = [
+        replace(run, first=members[number][first], last=members[number][last], text=text,
+                passages=last - first + 1)
+        for number, (run, (first, last), text) in enumerate(zip(runs, spans, texts, strict=False))
+    ]
     return Fitted(fitted, kept, cut)

@@ -11,10 +11,12 @@ from collections_app.services.search import search_collection
 
 pytestmark = pytest.mark.django_db
 
-PLANS = ("The codename covers the Hooli merger and the SECRETSALARY bands rise by ninety million. "
-         + " ".join(f"Public note {word} says the canteen opens at eight on weekdays."
-                    for word in ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
-                                 "india", "juliet", "kilo", "lima")))
+# One long sentence: a piece starts at a sentence when one begins in its overlap, so only text with
+# no sentence start in reach is carried whole from piece to piece.
+PLANS = ("The codename covers the Hooli merger and the SECRETSALARY bands rise by ninety million; "
+         + "; ".join(f"public note {word} says the canteen opens at eight on weekdays"
+                     for word in ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+                                  "india", "juliet", "kilo", "lima")) + ".")
 
 
 def test_an_overlap_wider_than_three_pieces_never_returns_hidden_text(agent, knowledge_folder):

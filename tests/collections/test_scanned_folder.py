@@ -140,7 +140,7 @@ def test_search_answers_a_question_per_file_with_its_page(agent_key, knowledge_f
     from collections_app.services.search import search_collection
 
     agent, key = agent_key
-    knowledge_folder("office", folder_files)
+    knowledge_folder("office", folder_files, agent=agent.agent_id)
     collection = create_collection(agent=agent, name="office", method="structure")
     assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
     for question, (document, pages) in QUESTIONS.items():

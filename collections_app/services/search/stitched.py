@@ -137,7 +137,7 @@ def _paragraph(run: Stitched, document: str, readable: dict[int, Row], at: Calla
         "chunk_ids": [f"{document}#{cite(o)}" for o in range(run.first, run.last + 1) if o in readable],
         "first": at(run.first),
         "last": at(run.last),
-        "pages": pages_of([readable[o] for o in range(run.first, run.last + 1)]),
+        "pages": pages_of([readable[o] for o in range(run.first, run.last + 1) if o in readable]),
     }
 
 
