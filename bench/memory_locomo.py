@@ -145,7 +145,9 @@ def found(conversation: Conversation, question: Question, excerpts: list[dict]) 
     inside = 0
     for dia_id in question.evidence:
         session, start, end = conversation.turn(dia_id)
-        inside += any(e["id"] == session.record_id and e["start"] <= start and end <= e["end"] for e in excerpts)
+        inside += any(
+            e["id"] == session.record_id and e["start"] <= start and end <= e["end"] for e in excerpts
+        )
     return inside / len(question.evidence), inside == len(question.evidence)
 
 
@@ -153,7 +155,9 @@ class Tally:
     """Evidence recall and all-evidence per method and setting, per category and over 1-4."""
 
     def __init__(self) -> None:
-        self.scores: dict[tuple[str, str], dict[int, list[tuple[float, bool]]]] = defaultdict(lambda: defaultdict(list))
+        self.scores: dict[tuple[str, str], dict[int, list[tuple[float, bool]]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
 
     def add(self, method: str, setting: str, category: int, score: tuple[float, bool]) -> None:
         self.scores[(method, setting)][category].append(score)
@@ -171,7 +175,7 @@ class Tally:
 
 def settings_asked() -> list[tuple[str, int, int]]:
     """(name, most, max_chars) of every recall asked per question."""
-    return ([(f"{b // 1000}k", 50, b) for b in BUDGETS] + [(f"most {m}", m, UNBOUNDED) for m in MOSTS])
+    return [(f"{b // 1000}k", 50, b) for b in BUDGETS] + [(f"most {m}", m, UNBOUNDED) for m in MOSTS]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -190,8 +194,9 @@ def free_port() -> int:
 
 def start(command: list[str], env: dict, log: Path) -> subprocess.Popen:
     with open(log, "wb") as sink:
-        return subprocess.Popen(command, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        return subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -218,20 +223,29 @@ def store_all(conversations, base: str, keys: dict[str, str], facts: dict) -> No
                 latencies.append(time.perf_counter() - began)
                 response.raise_for_status()
                 session.record_id = response.json()["id"]
-    facts["store"] = {"records": len(latencies), "seconds": time.perf_counter() - started,
-                      "p50_ms": 1000 * percentile(latencies, 50), "p95_ms": 1000 * percentile(latencies, 95),
-                      "chars": sum(len(s.text) for c in conversations for s in c.sessions)}
+    facts["store"] = {
+        "records": len(latencies),
+        "seconds": time.perf_counter() - started,
+        "p50_ms": 1000 * percentile(latencies, 50),
+        "p95_ms": 1000 * percentile(latencies, 95),
+        "chars": sum(len(s.text) for c in conversations for s in c.sessions),
+    }
     facts["store"]["records_per_s"] = len(latencies) / facts["store"]["seconds"]
 
 
-def await_nodes(conversations, base: str, keys: dict[str, str], facts: dict, began: float, limit: float) -> None:
+def await_nodes(
+    conversations, base: str, keys: dict[str, str], facts: dict, began: float, limit: float
+) -> None:
     import httpx
 
     while True:
         missing = 0
         for conversation in conversations:
-            report = httpx.get(f"{base}/api/v1/memory/health", timeout=60,
-                               headers={"Authorization": f"Bearer {keys[conversation.name]}"}).json()
+            report = httpx.get(
+                f"{base}/api/v1/memory/health",
+                timeout=60,
+                headers={"Authorization": f"Bearer {keys[conversation.name]}"},
+            ).json()
             missing += report["missing_nodes"]
         if not missing:
             break
@@ -248,7 +262,9 @@ def read_nodes(conversations, base: str, keys: dict[str, str], facts: dict) -> N
     for conversation in conversations:
         headers = {"Authorization": f"Bearer {keys[conversation.name]}"}
         for session in conversation.sessions:
-            body = httpx.get(f"{base}/api/v1/memory/records/ep/{session.record_id}", headers=headers, timeout=60).json()
+            body = httpx.get(
+                f"{base}/api/v1/memory/records/ep/{session.record_id}", headers=headers, timeout=60
+            ).json()
             lengths += [n["end"] - n["start"] for n in body["nodes"]["items"]]
             if not body["nodes"]["items"]:
                 lengths.append(len(session.text))
@@ -265,16 +281,28 @@ def recall_all(conversations, base: str, keys: dict[str, str], tally: Tally, fac
         with httpx.Client(headers={"Authorization": f"Bearer {keys[conversation.name]}"}, timeout=60) as http:
             for question in conversation.questions:
                 for name, most, max_chars in settings_asked():
-                    body = http.post(f"{base}/api/v1/memory/recall",
-                                     json={"question": question.question, "most": most, "max_chars": max_chars})
+                    body = http.post(
+                        f"{base}/api/v1/memory/recall",
+                        json={"question": question.question, "most": most, "max_chars": max_chars},
+                    )
                     body.raise_for_status()
-                    tally.add("ragsite", name, question.category, found(conversation, question, body.json()["excerpts"]))
+                    tally.add(
+                        "ragsite",
+                        name,
+                        question.category,
+                        found(conversation, question, body.json()["excerpts"]),
+                    )
                 began = time.perf_counter()
-                response = http.post(f"{base}/api/v1/memory/recall", json={"question": question.question, "most": 5})
+                response = http.post(
+                    f"{base}/api/v1/memory/recall", json={"question": question.question, "most": 5}
+                )
                 latencies.append(time.perf_counter() - began)
                 response.raise_for_status()
-    facts["recall"] = {"questions": len(latencies), "p50_ms": 1000 * percentile(latencies, 50),
-                       "p95_ms": 1000 * percentile(latencies, 95)}
+    facts["recall"] = {
+        "questions": len(latencies),
+        "p50_ms": 1000 * percentile(latencies, 50),
+        "p95_ms": 1000 * percentile(latencies, 95),
+    }
 
 
 # --- The baselines --------------------------------------------------------------------------------
@@ -317,26 +345,55 @@ def baselines(conversations, tally: Tally, node_chars: float, facts: dict) -> No
         texts = {("ep", s.record_id): s.text for s in conversation.sessions}
         questions = [q.question for q in conversation.questions]
         asked = np.asarray(embedder.embed(questions), dtype=np.float32)
-        for unit_name, unit_spans in (("turns", lambda s: s.lines), ("windows", lambda s: windows(s, node_chars))):
+        for unit_name, unit_spans in (
+            ("turns", lambda s: s.lines),
+            ("windows", lambda s: windows(s, node_chars)),
+        ):
             units = [(s, a, b) for s in conversation.sessions for a, b in unit_spans(s)]
             unit_texts = [s.text[a:b] for s, a, b in units]
             retriever = bm25s.BM25()
-            retriever.index(bm25s.tokenize(unit_texts, stopwords="en", show_progress=False), show_progress=False)
+            retriever.index(
+                bm25s.tokenize(unit_texts, stopwords="en", show_progress=False), show_progress=False
+            )
             vectors = np.asarray(embedder.embed(unit_texts), dtype=np.float32)
             for q, question in enumerate(conversation.questions):
-                tokens = bm25s.tokenize([question.question], stopwords="en", return_ids=False, show_progress=False)
+                tokens = bm25s.tokenize(
+                    [question.question], stopwords="en", return_ids=False, show_progress=False
+                )
                 lexical = retriever.get_scores(tokens[0])
                 cosine = vectors @ asked[q]
-                for method, scores in (("bm25s", lexical), ("MiniLM", cosine),
-                                       ("hybrid", 0.5 * minmax(lexical) + 0.5 * minmax(cosine))):
+                for method, scores in (
+                    ("bm25s", lexical),
+                    ("MiniLM", cosine),
+                    ("hybrid", 0.5 * minmax(lexical) + 0.5 * minmax(cosine)),
+                ):
                     order = np.lexsort((np.arange(len(units)), -np.asarray(scores)))
                     for name, most, max_chars in settings_asked():
-                        candidates = (Candidate("ep", units[i][0].record_id, WHOLE, None, units[i][1], units[i][2],
-                                                float(scores[i])) for i in order)
-                        chosen = select(candidates, lambda kind, id, texts=texts: texts[(kind, id)],
-                                        max_chars=max_chars, most=most)
+                        candidates = (
+                            Candidate(
+                                "ep",
+                                units[i][0].record_id,
+                                WHOLE,
+                                None,
+                                units[i][1],
+                                units[i][2],
+                                float(scores[i]),
+                            )
+                            for i in order
+                        )
+                        chosen = select(
+                            candidates,
+                            lambda kind, id, texts=texts: texts[(kind, id)],
+                            max_chars=max_chars,
+                            most=most,
+                        )
                         shown = [{"id": e.id, "start": e.start, "end": e.end} for e in chosen.excerpts]
-                        tally.add(f"{method} {unit_name}", name, question.category, found(conversation, question, shown))
+                        tally.add(
+                            f"{method} {unit_name}",
+                            name,
+                            question.category,
+                            found(conversation, question, shown),
+                        )
     facts["baselines_s"] = time.perf_counter() - started
 
 
@@ -363,13 +420,23 @@ def sweep(conversations, agents: dict, weights=SWEEP_WEIGHTS, exponents=SWEEP_EX
                 for conversation in conversations:
                     for question in conversation.questions:
                         for name, most, max_chars in asked:
-                            answer = services.recall(agent=agents[conversation.name], query=question.question,
-                                                     most=most, max_chars=max_chars)
-                            tally.add("ragsite", name, question.category,
-                                      found(conversation, question, answer["excerpts"]))
+                            answer = services.recall(
+                                agent=agents[conversation.name],
+                                query=question.question,
+                                most=most,
+                                max_chars=max_chars,
+                            )
+                            tally.add(
+                                "ragsite",
+                                name,
+                                question.category,
+                                found(conversation, question, answer["excerpts"]),
+                            )
                 key = f"weight {weight} exponent {exponent}"
                 results[key] = {name: tally.figures("ragsite", name)[0] for name, _m, _c in asked}
-                print(key, " ".join(f"{name} {value:.1f}" for name, value in results[key].items()), flush=True)
+                print(
+                    key, " ".join(f"{name} {value:.1f}" for name, value in results[key].items()), flush=True
+                )
     finally:
         conf.RECALL_FUSION_WEIGHT, conf.EXCERPT_LENGTH_EXPONENT = original
     return results
@@ -380,7 +447,10 @@ def sweep(conversations, agents: dict, weights=SWEEP_WEIGHTS, exponents=SWEEP_EX
 
 def report(tally: Tally, facts: dict, questions: int) -> list[str]:
     names = [name for name, _m, _c in settings_asked()]
-    lines = [f"LoCoMo dev split: {questions} questions of categories 1-4; evidence recall % (all-evidence %)", ""]
+    lines = [
+        f"LoCoMo dev split: {questions} questions of categories 1-4; evidence recall % (all-evidence %)",
+        "",
+    ]
     header = f"{'method':<18}" + "".join(f"{name:>14}" for name in names)
     lines += [header, "-" * len(header)]
     for method in tally.methods():
@@ -392,21 +462,37 @@ def report(tally: Tally, facts: dict, questions: int) -> list[str]:
     for category in CATEGORIES:
         lines += ["", f"category {category} ({CATEGORY_NAMES[category]}), evidence recall %", header]
         for method in tally.methods():
-            lines.append(f"{method:<18}" + "".join(f"{tally.figures(method, n, category)[0]:>14.1f}" for n in names))
-    best = {name: max((tally.figures(m, name)[0], m) for m in tally.methods() if m != "ragsite") for name in names}
-    lines += ["", "ragsite minus the best baseline (points): " + ", ".join(
-        f"{name} {tally.figures('ragsite', name)[0] - best[name][0]:+.1f} ({best[name][1]})" for name in names)]
+            lines.append(
+                f"{method:<18}" + "".join(f"{tally.figures(method, n, category)[0]:>14.1f}" for n in names)
+            )
+    best = {
+        name: max((tally.figures(m, name)[0], m) for m in tally.methods() if m != "ragsite") for name in names
+    }
+    lines += [
+        "",
+        "ragsite minus the best baseline (points): "
+        + ", ".join(
+            f"{name} {tally.figures('ragsite', name)[0] - best[name][0]:+.1f} ({best[name][1]})"
+            for name in names
+        ),
+    ]
     store = facts.get("store", {})
     if store:
-        lines += [f"store: {store['records']} episodes ({store['chars']:,} characters) in {store['seconds']:.1f} s, "
-                  f"{store['records_per_s']:.1f}/s; POST p50 {store['p50_ms']:.0f} ms, p95 {store['p95_ms']:.0f} ms "
-                  "(node builds running)"]
+        lines += [
+            f"store: {store['records']} episodes ({store['chars']:,} characters) in {store['seconds']:.1f} s, "
+            f"{store['records_per_s']:.1f}/s; POST p50 {store['p50_ms']:.0f} ms, p95 {store['p95_ms']:.0f} ms "
+            "(node builds running)"
+        ]
     if "nodes" in facts:
-        lines += [f"nodes: {facts['nodes']} (mean {facts['node_chars_mean']:.0f} characters) ready "
-                  f"{facts['nodes_ready_s']:.1f} s after the first store: {facts['nodes_per_s']:.1f} nodes/s"]
+        lines += [
+            f"nodes: {facts['nodes']} (mean {facts['node_chars_mean']:.0f} characters) ready "
+            f"{facts['nodes_ready_s']:.1f} s after the first store: {facts['nodes_per_s']:.1f} nodes/s"
+        ]
     if "recall" in facts:
-        lines += [f"recall over HTTP at most 5 (default budget): p50 {facts['recall']['p50_ms']:.1f} ms, "
-                  f"p95 {facts['recall']['p95_ms']:.1f} ms over {facts['recall']['questions']} questions"]
+        lines += [
+            f"recall over HTTP at most 5 (default budget): p50 {facts['recall']['p50_ms']:.1f} ms, "
+            f"p95 {facts['recall']['p95_ms']:.1f} ms over {facts['recall']['questions']} questions"
+        ]
     return lines
 
 
@@ -418,12 +504,27 @@ def plot(tally: Tally, path: Path) -> None:
 
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for method in tally.methods():
-        style = {"linewidth": 2.5, "color": "black"} if method == "ragsite" else {"linewidth": 1, "alpha": 0.8}
-        axes[0].plot([b / 1000 for b in BUDGETS], [tally.figures(method, f"{b // 1000}k")[0] for b in BUDGETS],
-                     marker="o", label=method, **style)
-        axes[1].plot(MOSTS, [tally.figures(method, f"most {m}")[0] for m in MOSTS], marker="o", label=method, **style)
-    axes[0].set(xlabel="characters returned (thousands)", ylabel="evidence recall, % (categories 1-4)",
-                title="At a character budget", xscale="log", xticks=[1, 2, 4, 8], xticklabels=["1k", "2k", "4k", "8k"])
+        style = (
+            {"linewidth": 2.5, "color": "black"} if method == "ragsite" else {"linewidth": 1, "alpha": 0.8}
+        )
+        axes[0].plot(
+            [b / 1000 for b in BUDGETS],
+            [tally.figures(method, f"{b // 1000}k")[0] for b in BUDGETS],
+            marker="o",
+            label=method,
+            **style,
+        )
+        axes[1].plot(
+            MOSTS, [tally.figures(method, f"most {m}")[0] for m in MOSTS], marker="o", label=method, **style
+        )
+    axes[0].set(
+        xlabel="characters returned (thousands)",
+        ylabel="evidence recall, % (categories 1-4)",
+        title="At a character budget",
+        xscale="log",
+        xticks=[1, 2, 4, 8],
+        xticklabels=["1k", "2k", "4k", "8k"],
+    )
     axes[1].set(xlabel="excerpts returned (most)", title="At a number of excerpts", xticks=list(MOSTS))
     axes[1].legend(fontsize=8, loc="lower right")
     for axis in axes:
@@ -439,20 +540,31 @@ def _map_records(conversations, agents: dict) -> None:
     from memory_app.models import Episode
 
     for conversation in conversations:
-        ids = list(Episode.objects.filter(agent=agents[conversation.name]).order_by("pk").values_list("pk", flat=True))
+        ids = list(
+            Episode.objects.filter(agent=agents[conversation.name])
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
         for session, pk in zip(conversation.sessions, ids, strict=True):
             session.record_id = pk
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--store", type=Path, default=WORK / "memory-locomo.sqlite3")
     parser.add_argument("--sweep", action="store_true", help="also sweep the fusion weight in this process")
-    parser.add_argument("--weights", type=float, nargs="*", help="the sweep's fusion weights (default: SWEEP_WEIGHTS)")
+    parser.add_argument(
+        "--weights", type=float, nargs="*", help="the sweep's fusion weights (default: SWEEP_WEIGHTS)"
+    )
     parser.add_argument("--exponents", type=float, nargs="*", help="the sweep's length exponents")
-    parser.add_argument("--only-sweep", action="store_true",
-                        help="the sweep alone, over the store of an earlier run (implies --reuse)")
+    parser.add_argument(
+        "--only-sweep",
+        action="store_true",
+        help="the sweep alone, over the store of an earlier run (implies --reuse)",
+    )
     parser.add_argument("--reuse", action="store_true", help="keep the store of an earlier run: skip storing")
     parser.add_argument("--node-timeout", type=float, default=1800)
     parser.add_argument("--no-plot", action="store_true")
@@ -465,14 +577,32 @@ def main() -> None:
     if not args.reuse:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{args.store}{suffix}").unlink(missing_ok=True)
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{args.store}", "EMBED_BACKEND": "local", "LOG_LEVEL": "WARNING",
-           "DJANGO_SETTINGS_MODULE": "ragsite.settings", "Q_WORKERS": "1", "WEB_CONCURRENCY": "1",
-           "DATA_DIR": str(WORK / "memory-locomo-data"),
-           # A throw-away server on 127.0.0.1: a key of its own, made for this run.
-           "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50)}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{args.store}",
+        "EMBED_BACKEND": "local",
+        "LOG_LEVEL": "WARNING",
+        "DJANGO_SETTINGS_MODULE": "ragsite.settings",
+        "Q_WORKERS": "1",
+        "WEB_CONCURRENCY": "1",
+        "DATA_DIR": str(WORK / "memory-locomo-data"),
+        # A throw-away server on 127.0.0.1: a key of its own, made for this run.
+        "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
+    }
     env.pop("REDIS_URL", None)
-    os.environ.update({k: env[k] for k in ("DATABASE_URL", "EMBED_BACKEND", "LOG_LEVEL", "DJANGO_SETTINGS_MODULE",
-                                           "Q_WORKERS", "DATA_DIR")})
+    os.environ.update(
+        {
+            k: env[k]
+            for k in (
+                "DATABASE_URL",
+                "EMBED_BACKEND",
+                "LOG_LEVEL",
+                "DJANGO_SETTINGS_MODULE",
+                "Q_WORKERS",
+                "DATA_DIR",
+            )
+        }
+    )
     os.environ.pop("REDIS_URL", None)
     import django
 
@@ -497,14 +627,23 @@ def main() -> None:
 
     if args.only_sweep:
         _map_records(conversations, agents)
-        print(json.dumps(sweep(conversations, agents, args.weights or SWEEP_WEIGHTS,
-                               args.exponents or SWEEP_EXPONENTS), indent=1))
+        print(
+            json.dumps(
+                sweep(
+                    conversations, agents, args.weights or SWEEP_WEIGHTS, args.exponents or SWEEP_EXPONENTS
+                ),
+                indent=1,
+            )
+        )
         return
     facts: dict = {"machine": "2 cores shared with other agents' work", "questions": questions}
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    server = start([sys.executable, "-m", "gunicorn", "-c", "python:ragsite.gunicorn_conf", "--log-level", "warning"],
-                   {**env, "WEB_BIND": f"127.0.0.1:{port}"}, WORK / "memory-locomo-server.log")
+    server = start(
+        [sys.executable, "-m", "gunicorn", "-c", "python:ragsite.gunicorn_conf", "--log-level", "warning"],
+        {**env, "WEB_BIND": f"127.0.0.1:{port}"},
+        WORK / "memory-locomo-server.log",
+    )
     cluster = start([sys.executable, "manage.py", "qcluster"], env, WORK / "memory-locomo-cluster.log")
     tally = Tally()
     try:
@@ -513,12 +652,17 @@ def main() -> None:
         deadline = time.time() + 180
         while True:
             try:
-                httpx.get(f"{base}/api/v1/memory/health", headers={"Authorization": f"Bearer {keys[conversations[0].name]}"},
-                          timeout=5).raise_for_status()
+                httpx.get(
+                    f"{base}/api/v1/memory/health",
+                    headers={"Authorization": f"Bearer {keys[conversations[0].name]}"},
+                    timeout=5,
+                ).raise_for_status()
                 break
             except httpx.HTTPError:
                 if server.poll() is not None or time.time() > deadline:
-                    raise SystemExit("the server did not come up; see data/bench/memory-locomo-server.log") from None
+                    raise SystemExit(
+                        "the server did not come up; see data/bench/memory-locomo-server.log"
+                    ) from None
                 time.sleep(0.5)
         began = time.perf_counter()
         if args.reuse:
@@ -535,16 +679,26 @@ def main() -> None:
     baselines(conversations, tally, facts["node_chars_mean"], facts)
     lines = report(tally, facts, questions)
     print("\n".join(lines))
-    output = {"facts": facts, "figures": {f"{m} | {n}": tally.figures(m, n) for m in tally.methods()
-                                          for n, _mo, _c in settings_asked()},
-              "by_category": {f"{m} | {n} | {c}": tally.figures(m, n, c)[0] for m in tally.methods()
-                              for n, _mo, _c in settings_asked() for c in CATEGORIES}}
+    output = {
+        "facts": facts,
+        "figures": {
+            f"{m} | {n}": tally.figures(m, n) for m in tally.methods() for n, _mo, _c in settings_asked()
+        },
+        "by_category": {
+            f"{m} | {n} | {c}": tally.figures(m, n, c)[0]
+            for m in tally.methods()
+            for n, _mo, _c in settings_asked()
+            for c in CATEGORIES
+        },
+    }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(output, indent=1))
     if not args.no_plot:
         plot(tally, PLOT)
     if args.sweep:
-        output["sweep"] = sweep(conversations, agents, args.weights or SWEEP_WEIGHTS, args.exponents or SWEEP_EXPONENTS)
+        output["sweep"] = sweep(
+            conversations, agents, args.weights or SWEEP_WEIGHTS, args.exponents or SWEEP_EXPONENTS
+        )
         RESULTS.write_text(json.dumps(output, indent=1))
 
 

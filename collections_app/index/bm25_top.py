@@ -49,9 +49,9 @@ LEAST_ROWS = 1 << 15
 MOST_CANDIDATES = 16
 
 
-
-def bm25_top(index, query_terms: Iterable[str], k: int,
-             eligible: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float] | None:
+def bm25_top(
+    index, query_terms: Iterable[str], k: int, eligible: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, float] | None:
     """Rows (ascending) holding the ``k`` best eligible rows of ``index`` (a ``MappedIndex``) by BM25 over
     all its rows (with its context's share, as search adds it), their exact scores, and the question's
     upper bound; None when not worth it.
@@ -97,12 +97,18 @@ def _with_context(index, query_terms: list[str], bound: float):
     if index.context is None:
         return lambda scores, rows: scores
     context, context_bound = index.context.bm25(query_terms)  # the context field's own postings, all rows
-    return lambda scores, rows: lexical_with_context(scores, bound, context if rows is None else context[rows],
-                                                     context_bound)[0]
+    return lambda scores, rows: lexical_with_context(
+        scores, bound, context if rows is None else context[rows], context_bound
+    )[0]
 
 
-def best_rows(index, query_terms: Iterable[str], k: int, eligible: np.ndarray | None,
-              fused: Callable[[np.ndarray, float], np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+def best_rows(
+    index,
+    query_terms: Iterable[str],
+    k: int,
+    eligible: np.ndarray | None,
+    fused: Callable[[np.ndarray, float], np.ndarray],
+) -> tuple[np.ndarray, np.ndarray] | None:
     """The ``k`` best eligible rows by ``fused(bm25, bound)``, best first (ties to the lower row), and
     those values, scoring only the rows :func:`bm25_top` keeps; None: score every row instead.
 

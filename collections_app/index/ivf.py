@@ -317,11 +317,20 @@ class IVFLists:
         nlist, d, rows = int(meta["ivf_nlist"]), int(meta["ivf_dimensions"]), int(meta["ivf_rows"])
         centroids = np.asarray(arrays["ivf_centroids"]).reshape(nlist, d)
         offsets, members = np.asarray(arrays["ivf_offsets"]), np.asarray(arrays["ivf_members"])
-        if offsets.shape != (nlist + 1,) or members.shape != (rows,) or int(offsets[-1]) != rows or int(offsets[0]):
+        if (
+            offsets.shape != (nlist + 1,)
+            or members.shape != (rows,)
+            or int(offsets[-1]) != rows
+            or int(offsets[0])
+        ):
             raise ValueError("IVF offsets do not close on its members")
         return cls(
-            centroids=centroids, offsets=offsets, members=members, nprobe=int(meta["ivf_nprobe"]),
-            recall=float(meta["ivf_recall"]), target_recall=float(meta["ivf_target_recall"]),
+            centroids=centroids,
+            offsets=offsets,
+            members=members,
+            nprobe=int(meta["ivf_nprobe"]),
+            recall=float(meta["ivf_recall"]),
+            target_recall=float(meta["ivf_target_recall"]),
             index_id=str(meta["ivf_index_id"]),
         )
 
@@ -363,15 +372,25 @@ def build_lists(
     offsets = np.zeros(nlist + 1, dtype=np.int64)
     np.cumsum(np.bincount(assignment, minlength=nlist), out=offsets[1:])
     unmeasured = IVFLists(
-        centroids=centroids, offsets=offsets, members=order.astype(np.int64), nprobe=nlist, recall=1.0,
-        target_recall=target_recall, index_id=index_id,
+        centroids=centroids,
+        offsets=offsets,
+        members=order.astype(np.int64),
+        nprobe=nlist,
+        recall=1.0,
+        target_recall=target_recall,
+        index_id=index_id,
     )
     curve = recall_curve(vectors, unmeasured, assignment, sample=sample, k=k)
     reached = np.flatnonzero(curve >= target_recall - 1e-12)
     nprobe = int(reached[0]) + 1 if reached.size else nlist
     return IVFLists(
-        centroids=centroids, offsets=offsets, members=unmeasured.members, nprobe=nprobe,
-        recall=float(curve[nprobe - 1]), target_recall=target_recall, index_id=index_id,
+        centroids=centroids,
+        offsets=offsets,
+        members=unmeasured.members,
+        nprobe=nprobe,
+        recall=float(curve[nprobe - 1]),
+        target_recall=target_recall,
+        index_id=index_id,
     )
 
 
@@ -468,7 +487,9 @@ def recall_by_nprobe(vectors: np.ndarray, lists: IVFLists, queries: np.ndarray, 
     return _curve(vectors, lists, assignment, np.asarray(queries, dtype=np.float32), None, k)
 
 
-def recall_at_k(vectors: np.ndarray, lists: IVFLists, queries: np.ndarray, k: int = 10, *, nprobe: int | None = None) -> float:
+def recall_at_k(
+    vectors: np.ndarray, lists: IVFLists, queries: np.ndarray, k: int = 10, *, nprobe: int | None = None
+) -> float:
     """Mean fraction of the exact top-k that the IVF also returns, for the given query vectors."""
     found = 0
     for query in queries:
@@ -479,8 +500,18 @@ def recall_at_k(vectors: np.ndarray, lists: IVFLists, queries: np.ndarray, k: in
 
 
 __all__ = [
-    "PCG32", "IVFLists", "build_lists", "default_nlist", "flat_search", "fnv1a64", "kmeans_plus_plus",
-    "kmeans_plus_plus_assigned", "kmeans_plus_plus_reference", "recall_at_k", "recall_by_nprobe", "recall_curve",
+    "PCG32",
+    "IVFLists",
+    "build_lists",
+    "default_nlist",
+    "flat_search",
+    "fnv1a64",
+    "kmeans_plus_plus",
+    "kmeans_plus_plus_assigned",
+    "kmeans_plus_plus_reference",
+    "recall_at_k",
+    "recall_by_nprobe",
+    "recall_curve",
     "recall_curves",
     "rng_for",
 ]

@@ -33,7 +33,9 @@ def window_count(blob: bytes | memoryview, dimensions: int) -> int:
     """How many vectors a stored blob holds; raises when it is not a whole number of them."""
     width = dimensions * STORED_DTYPE.itemsize
     if dimensions <= 0 or len(blob) == 0 or len(blob) % width:
-        raise VectorFormatError(f"a stored vector of {len(blob)} bytes is not a multiple of {dimensions} float16")
+        raise VectorFormatError(
+            f"a stored vector of {len(blob)} bytes is not a multiple of {dimensions} float16"
+        )
     return len(blob) // width
 
 

@@ -27,7 +27,13 @@ def price(model: str, tokens_in: int, tokens_out: int) -> Decimal:
 
 
 def record_call(
-    *, agent: Agent, collection: Collection | None, purpose: str, model: str, tokens_in: int = 0, tokens_out: int = 0
+    *,
+    agent: Agent,
+    collection: Collection | None,
+    purpose: str,
+    model: str,
+    tokens_in: int = 0,
+    tokens_out: int = 0,
 ) -> ModelCall:
     return ModelCall.objects.create(
         agent=agent,
@@ -61,7 +67,9 @@ def spend_by_day(agent: Agent, days: int = 30) -> list[DaySpend]:
         ModelCall.objects.filter(agent=agent, created_at__gte=start)
         .annotate(day=TruncDate("created_at"))
         .values("day")
-        .annotate(calls=Count("id"), tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"), cost=Sum("cost"))
+        .annotate(
+            calls=Count("id"), tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"), cost=Sum("cost")
+        )
     )
     by_day = {row["day"]: row for row in rows}
     result = []
@@ -89,7 +97,11 @@ def spent_today(agent: Agent) -> float:
 def over_budget(payer: Agent | None) -> bool:
     """Whether `payer` spent its daily budget today: an optional model call (rerank, judge) is skipped.
     Nobody paying, or no budget, is never over."""
-    return payer is not None and payer.daily_budget is not None and spent_today(payer) >= float(payer.daily_budget)
+    return (
+        payer is not None
+        and payer.daily_budget is not None
+        and spent_today(payer) >= float(payer.daily_budget)
+    )
 
 
 def check_runaway(payer: Agent | None) -> None:

@@ -21,11 +21,19 @@ class Command(ServiceCommand):
         parser.add_argument("agent_id")
         parser.add_argument("name")
         parser.add_argument("questions", help="a JSON Lines file of questions and controls")
-        parser.add_argument("--method", action="append", dest="methods", help="measure only this method (repeatable)")
-        parser.add_argument("--size", action="append", type=int, dest="sizes", help="with --method: sizes (repeatable)")
-        parser.add_argument("--around", action="append", type=int, dest="arounds", help="around values (repeatable)")
+        parser.add_argument(
+            "--method", action="append", dest="methods", help="measure only this method (repeatable)"
+        )
+        parser.add_argument(
+            "--size", action="append", type=int, dest="sizes", help="with --method: sizes (repeatable)"
+        )
+        parser.add_argument(
+            "--around", action="append", type=int, dest="arounds", help="around values (repeatable)"
+        )
         parser.add_argument("--most", type=int, default=DEFAULT_MOST)
-        parser.add_argument("--min-score", type=float, default=None, dest="min_score", help="a floor; default none")
+        parser.add_argument(
+            "--min-score", type=float, default=None, dest="min_score", help="a floor; default none"
+        )
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
     def handle(self, *args, **o):
@@ -42,8 +50,14 @@ class Command(ServiceCommand):
                 for size in (o["sizes"] or [None])
                 for around in (o["arounds"] or [0, 1])
             ]
-        report = measure_collection(collection=collection, questions=questions, controls=controls,
-                                    variants=variants, most=o["most"], min_score=o["min_score"])
+        report = measure_collection(
+            collection=collection,
+            questions=questions,
+            controls=controls,
+            variants=variants,
+            most=o["most"],
+            min_score=o["min_score"],
+        )
         if o["json"]:
             self.print_json(report)
             return
@@ -57,8 +71,10 @@ class Command(ServiceCommand):
             f"fusion weight {cfg['fusion_weight']}, most {cfg['most']}, floor {cfg['floor']}"
         )
         self.stdout.write(f"{report['questions']} questions, {report['controls']} controls")
-        self.stdout.write(f"\n{'method':<10} {'size':>6} {'overlap':>7} {'around':>6} {'paragraphs':>10} "
-                          f"{'found':>7} {'lowest answer':>13} {'highest control':>15}  separates")
+        self.stdout.write(
+            f"\n{'method':<10} {'size':>6} {'overlap':>7} {'around':>6} {'paragraphs':>10} "
+            f"{'found':>7} {'lowest answer':>13} {'highest control':>15}  separates"
+        )
         for v in report["variants"]:
             fr = v["floor_range"]
             self.stdout.write(
