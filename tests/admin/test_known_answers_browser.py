@@ -21,9 +21,9 @@ LINES = (
 
 
 def test_a_librarian_adds_known_answers_measures_the_floor_and_sees_a_regression(
-    page,
+    page,  # noqa: F811
     admin_user,
-    handbook,  # noqa: F811
+    handbook,
     knowledge_folder,
     tmp_path,
 ):
@@ -32,9 +32,8 @@ def test_a_librarian_adds_known_answers_measures_the_floor_and_sees_a_regression
     assert "No known answers yet" in page.inner_text("#known-answers")
     page.click("#known-answers-edit")
     page.fill("#id_lines", LINES)
-    page.click(
-        "#known-answers-save"
-    )  # django-q runs synchronously in tests: the live build is measured on save
+    # django-q runs synchronously in tests: the live build is measured on save
+    page.click("#known-answers-save")
     page.wait_for_selector("ul.messagelist")
     assert "Saved 3 known answers and 1 controls. The live build is being measured" in messages_text(page)
     live = KnownAnswersReport.objects.get(build=handbook.runs.get())
