@@ -217,7 +217,8 @@ def populate() -> dict:
 
 
 def populate_memory(agent) -> int:
-    """The agent's memory: a long record with its nodes, short ones, and two long records whose nodes are missing."""
+    """The agent's memory: a long record with its nodes, short ones, and two long records whose nodes are
+    missing."""
     from memory_app.models import RecordNode
     from memory_app.services import archive_episode, store_memory
 

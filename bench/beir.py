@@ -10,8 +10,8 @@ all-MiniLM-L6-v2 unless EMBED_BACKEND says otherwise; `lexical` mode builds with
 none), and every query is asked through `search_collection`, unfloored, with no
 neighbours, 100 deep. Prints `nDCG@10 <value>` and `recall@100 <value>`.
 `--ivf` searches through the IVF approximate path whatever the collection's size
-(IVF_MIN_PARAGRAPHS=1), scoring `--nprobe` lists (default: the nprobe the build measured); the IVF is built by a
-warm-up search before the timing starts, and its build time is reported.
+(IVF_MIN_PARAGRAPHS=1), scoring `--nprobe` lists (default: the nprobe the build measured); the IVF is built by
+a warm-up search before the timing starts, and its build time is reported.
 
 The scratch store lives under data/bench/ and is reused: a second run over the
 same corpus finds every document unchanged and embeds nothing; embeddings are also
@@ -171,7 +171,8 @@ def prepare(args):
     call_command("migrate", verbosity=0)
     from bench.embedding_cache import install
 
-    install()  # vectors kept under data/embeddings/: a rerun or a new scratch store embeds nothing seen before
+    # vectors kept under data/embeddings/: a rerun or a new scratch store embeds nothing seen before
+    install()
     corpus, queries, qrels = load(args.dataset, args.split)
     if args.sample is not None:
         relevant = {doc for judged in qrels.values() for doc in judged}

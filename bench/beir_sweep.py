@@ -92,7 +92,8 @@ def pooled(
 
 
 def question_parts(index, embedder, questions: list[str]):
-    """Per question: first-window cosine, best later window, mean, text BM25 and bound, title BM25 and bound."""
+    """Per question: first-window cosine, best later window, mean, text BM25 and bound, title BM25 and
+    bound."""
     from ragsite.lexical import terms
 
     vector_row = np.asarray(index.vector_row)

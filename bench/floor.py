@@ -44,7 +44,8 @@ SVG = harness.ROOT / "docs" / "img" / "floor.svg"
 
 
 def scifact_items(dataset: Path, split: str = "train") -> tuple[list[dict], Path]:
-    """SciFact's claims of ``split`` with their relevant abstracts, and the folder of one file per abstract."""
+    """SciFact's claims of ``split`` with their relevant abstracts, and the folder of one file per
+    abstract."""
     from bench.beir import load
 
     corpus, queries, qrels = load(dataset, split)

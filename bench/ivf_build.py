@@ -15,8 +15,9 @@ Data:
 
 Prints, in one process: the build time (k-means++, Lloyd rounds, nprobe measurement); with
 ``--reference`` k-means++ alone and the plain float64 k-means++ on the same rows (its time and
-whether every pick is the same); ``--real`` uses SciFact's own 5,183 vectors instead of derived ones; the measured nprobe and recall on the build's own rows; and for the questions the exact
-flat scan (``M @ q`` + argpartition) against IVF at the measured nprobe (p50/p95 ms, recall@10, ratio).
+whether every pick is the same); ``--real`` uses SciFact's own 5,183 vectors instead of derived ones; the
+measured nprobe and recall on the build's own rows; and for the questions the exact flat scan (``M @ q`` +
+argpartition) against IVF at the measured nprobe (p50/p95 ms, recall@10, ratio).
 """
 
 from __future__ import annotations

@@ -612,7 +612,8 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     from bench.embedding_cache import install
 
-    install()  # this process only (baselines, sweep): a rerun embeds no text twice; the server embeds for itself
+    # this process only (baselines, sweep): a rerun embeds no text twice; the server embeds for itself
+    install()
     from collections_app.models import Agent
     from collections_app.services.agents import create_agent, issue_key
 

@@ -6,10 +6,10 @@
 ``planted``: 30 facts, each the last sentence of a long record (2,000–3,000 characters of unrelated
 diary prose before it, so past a 256-token window), among 200 short records about other things;
 one paraphrased question per fact. Two sets: THINGS (development: chose the passage window) and
-HELD_OUT (30 other facts and questions, written before any miss was read; checks the choice). Recall is asked twice in the same run: once
-before any node is built (what ranking by the records alone gives: the rule seed 002 first wrote)
-and once after (a divided record ranked by its best node). Prints top-1 and top-5 for both, and
-how often the top-1 excerpt quotes the node that holds the fact.
+HELD_OUT (30 other facts and questions, written before any miss was read; checks the choice). Recall is asked
+twice in the same run: once before any node is built (what ranking by the records alone gives: the rule seed
+002 first wrote) and once after (a divided record ranked by its best node). Prints top-1 and top-5 for both,
+and how often the top-1 excerpt quotes the node that holds the fact.
 
 ``scale``: one agent with --memories short records (random unit vectors of the embedder's width
 stand in for their embeddings: embedding 100,000 texts would take hours here; texts are real

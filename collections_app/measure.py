@@ -3,7 +3,8 @@
 Each variant — a chunking method, a size, and an ``around`` — gets a scratch index held in memory:
 the documents chunked the variant's way, each paragraph embedded, a `BM25Index` and a matrix. Every
 question is then ranked by the ranking step a search uses (`collections_app.ranking`: fuse, floor,
-top k, stitch), so what a variant finds here is what a collection built that way would answer. Nothing is stored: the scratch index is thrown away with the variant.
+top k, stitch), so what a variant finds here is what a collection built that way would answer. Nothing is
+stored: the scratch index is thrown away with the variant.
 
 A question *is found* when the answer marker appears in a returned paragraph's text, compared
 case-insensitively and with runs of whitespace collapsed to one space (stitching rejoins pieces

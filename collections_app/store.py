@@ -80,7 +80,8 @@ def refusal_message(found: int) -> str:
 
 
 def schema_problem(connection) -> str | None:
-    """Why this code refuses the store behind `connection`, or None when it knows it (or it is not migrated yet).
+    """Why this code refuses the store behind `connection`, or None when it knows it (or it is not migrated
+    yet).
 
     Opening the connection runs the guard, whose refusal is reported here rather than raised.
     """

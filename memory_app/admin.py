@@ -381,7 +381,8 @@ class MemoryAdmin(RecordAdmin):
         ] + super().get_urls()
 
     def health_view(self, request):
-        """`check_health()`'s report for the whole store; "Repair now" (a POST) runs `check_health(repair=True)`."""
+        """`check_health()`'s report for the whole store; "Repair now" (a POST) runs
+        `check_health(repair=True)`."""
         _require(_may(request, "view"))
         here = reverse("admin:memory_app_memory_health")
         if request.method == "POST":

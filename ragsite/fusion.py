@@ -127,7 +127,8 @@ def may_enter(
     weight: float,
     cap: int | None = None,
 ) -> tuple[np.ndarray, bool]:
-    """Which rows left out of a scored set could still enter its top k: Fagin's threshold algorithm, one round.
+    """Which rows left out of a scored set could still enter its top k: Fagin's threshold algorithm, one
+    round.
 
     ``threshold`` is the scored rows' :func:`entry_score` ``S``; ``cosine_bound`` holds, for each row
     left out, a cosine at or above its own, and ``lexical`` its exact BM25 (None: vector only, as in

@@ -96,7 +96,8 @@ def installed(connection) -> bool:
 
 @contextmanager
 def agent_scope(agent_id: str, using: str = "default"):
-    """Run the block as `ragsite_agent` for `agent_id`, in one transaction; a no-op where RLS is not installed."""
+    """Run the block as `ragsite_agent` for `agent_id`, in one transaction; a no-op where RLS is not
+    installed."""
     from django.db import connections, transaction
 
     connection = connections[using]

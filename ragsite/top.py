@@ -82,7 +82,8 @@ def positive_tail(values: np.ndarray, k: int) -> tuple[float, float, np.ndarray]
 def top_of_superset(
     rows: np.ndarray, raw: np.ndarray, k: int, transform
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """``top_rows(transform(every row's raw), eligible, k)`` and those rows' transformed values, from a few rows.
+    """``top_rows(transform(every row's raw), eligible, k)`` and those rows' transformed values, from a few
+    rows.
 
     ``rows`` (ascending) with their ``raw`` values must hold every eligible row whose raw value is at
     least ``(1 - MARGIN)`` times the k-th best eligible raw value (bm25_top's guarantee); ``transform``

@@ -111,7 +111,8 @@ def panel(collection: Collection) -> dict:
 
 
 class KnownAnswersAdminMixin:
-    """Adds ``<id>/known-answers/`` (name ``collections_app_collection_known_answers``) and the page's panel."""
+    """Adds ``<id>/known-answers/`` (name ``collections_app_collection_known_answers``) and the page's
+    panel."""
 
     def get_urls(self):
         wrap = self.admin_site.admin_view

@@ -30,7 +30,8 @@ BAR_WIDTH, BAR_GAP, CHART_HEIGHT, LABEL_SPACE, LEFT = 22, 8, 140, 130, 80
 
 
 def parse_lines(text: str) -> tuple[list[dict], list[str]]:
-    """``question | answer marker`` lines and ``! question`` controls; raises ValidationError naming the line."""
+    """``question | answer marker`` lines and ``! question`` controls; raises ValidationError naming the
+    line."""
     try:
         items = questions.parse_lines(text)
     except RagsiteError as exc:

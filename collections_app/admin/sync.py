@@ -1,4 +1,5 @@
-"""Folder sync on the collection page: switch it on, set the period, read last checked / last changed / next check.
+"""Folder sync on the collection page: switch it on, set the period, read last checked / last changed / next
+check.
 
 Two fields of the collection's own form (no inline, so a form posted without them changes nothing), saved
 through `services.sync.set_sync`, which decides when the next check is due.

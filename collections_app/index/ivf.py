@@ -345,7 +345,8 @@ def build_lists(
     sample: int = 200,
     k: int = 10,
 ) -> IVFLists:
-    """Cluster ``vectors`` (unit rows) into about √n lists and measure the nprobe that reaches ``target_recall``.
+    """Cluster ``vectors`` (unit rows) into about √n lists and measure the nprobe that reaches
+    ``target_recall``.
 
     Centroids: k-means++ over every row from ``rng_for(index_id)``, then ``iterations`` Lloyd rounds
     over every row. The nprobe: recall@k against the exact scan for ``sample`` of the rows themselves

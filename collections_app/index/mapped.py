@@ -49,8 +49,9 @@ from .ivf import IVFLists
 # Rows per block when scoring float16 vectors: the block is widened to float32 for the product, so
 # this bounds the temporary (64k × 384 × 4 bytes = 96 MiB) whatever the collection's size.
 VECTOR_BLOCK = 65536
-# Windows gathered per block when scoring some by id (a probe, exact candidates): 1.5 MiB at 384 d, under a warmed
-# master's mmap threshold; one 7 MiB copy left each web worker thread an arena that size (docs/decisions.md).
+# Windows gathered per block when scoring some by id (a probe, exact candidates): 1.5 MiB at 384 d, under
+# a warmed master's mmap threshold; one 7 MiB copy left each web worker thread an arena that size
+# (docs/decisions.md).
 GATHER_BLOCK = 1024
 # Question terms whose ids an index remembers ("the", "of", "in" recur; a look-up is ~17 steps).
 TERMS_REMEMBERED = 1 << 14
@@ -159,7 +160,8 @@ class MappedIndex:
                 self.ivf = IVFLists.from_arrays(arrays, info)
             except (KeyError, TypeError, ValueError) as exc:
                 raise IndexUnusable(f"the IVF lists are inconsistent: {exc}") from exc
-        # Parts meta.json lists must be there (a missing one: IndexUnusable, rewritten); older indexes: by their files.
+        # Parts meta.json lists must be there (a missing one: IndexUnusable, rewritten); older indexes: by
+        # their files.
         listed = meta.get("parts")
         parts = {
             n
@@ -371,7 +373,8 @@ class MappedIndex:
     # --- Scoring ---
 
     def cosine(self, query: np.ndarray) -> np.ndarray:
-        """Cosine of ``query`` with every row (from its windows, `windows.pool_windows`); -inf for rows without a vector."""
+        """Cosine of ``query`` with every row (from its windows, `windows.pool_windows`); -inf for rows
+        without a vector."""
         query = np.asarray(query, dtype=np.float32)
         if self.vectors.dtype == np.float32:
             return self._pooled(self.vectors @ query if self.vectors.shape[0] else np.zeros(0, np.float32))

@@ -46,7 +46,8 @@ def decode(blob: bytes | memoryview, dimensions: int) -> np.ndarray:
 
 
 def first_window(blob: bytes | memoryview, dimensions: int) -> np.ndarray:
-    """The paragraph's first window as float32 (d,): what a one-vector reader gets (see docs/interchange.md)."""
+    """The paragraph's first window as float32 (d,): what a one-vector reader gets (see
+    docs/interchange.md)."""
     return decode(blob, dimensions)[0]
 
 

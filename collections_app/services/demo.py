@@ -1,4 +1,5 @@
-"""`make run`'s first hour: a demo agent, the sample handbook as a folder under KNOWLEDGE_ROOT, an admin login.
+"""`make run`'s first hour: a demo agent, the sample handbook as a folder under KNOWLEDGE_ROOT, an admin
+login.
 
 Idempotent: a second run reuses the agent, its folder, its collection and the admin
 user, and issues a key only when asked. Nothing is revoked silently.

@@ -29,7 +29,8 @@ STALE_MESSAGE = "the build stopped reporting progress (its worker died)"
 
 
 class LeaseLost(RagsiteError):
-    """This build no longer holds its collection's lease: the sweep failed it, or a newer build was requested."""
+    """This build no longer holds its collection's lease: the sweep failed it, or a newer build was
+    requested."""
 
     code = "build_superseded"
     status = 409

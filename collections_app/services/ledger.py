@@ -58,7 +58,8 @@ class DaySpend:
 
 
 def spend_by_day(agent: Agent, days: int = 30) -> list[DaySpend]:
-    """The agent's spend per day over the last `days` days (today included), oldest first, empty days as zero."""
+    """The agent's spend per day over the last `days` days (today included), oldest first, empty days as
+    zero."""
     days = max(1, min(int(days), 366))
     today = timezone.localdate()
     first = today - timedelta(days=days - 1)

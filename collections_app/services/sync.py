@@ -4,8 +4,8 @@ A synced collection is checked every `every` minutes by one periodic sweep (`swe
 schedule in collections_app.schedules) that queues a check task per collection that is due. A check
 (`sync_check.check_source`) lists the folder (names, sizes, mtimes and inodes, no reading), reads
 only the files whose stat differs from the last check's snapshot to fingerprint them, and compares
-the result with the documents the live build holds. New, changed or deleted files, documents uploaded or deleted in
-the admin, or a collection never built, queue one build through `builds.request_build`, whose lease
+the result with the documents the live build holds. New, changed or deleted files, documents uploaded or
+deleted in the admin, or a collection never built, queue one build through `builds.request_build`, whose lease
 keeps it to one build queued or running per collection: a check that finds a build active queues
 nothing and looks again next time.
 

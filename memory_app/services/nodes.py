@@ -53,7 +53,8 @@ class NodeBuild:
 
 
 def agent_id_of_record(kind: str, id: int) -> str:
-    """The agent a record belongs to, read as the tables' owner; "" when it is gone (a scope that sees nothing)."""
+    """The agent a record belongs to, read as the tables' owner; "" when it is gone (a scope that sees
+    nothing)."""
     return record_model(kind).objects.filter(pk=id).values_list("agent__agent_id", flat=True).first() or ""
 
 

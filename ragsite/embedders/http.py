@@ -227,7 +227,8 @@ class HttpEmbedder(Embedder):
                 raise
 
     def embed_with_usage(self, texts: Sequence[str]) -> Embedded:
-        """Embed in batches of `batch_size`, `concurrency` at a time; every vector comes back or EmbeddingError."""
+        """Embed in batches of `batch_size`, `concurrency` at a time; every vector comes back or
+        EmbeddingError."""
         check_texts(texts)
         if not texts:
             return Embedded(np.zeros((0, self.dimensions), dtype=np.float32), 0)

@@ -36,7 +36,8 @@ def test_a_new_key_is_shown_once_and_only_its_hash_is_kept(admin_client, agent):
     page = admin_client.get(url("agent_change", agent.pk)).content.decode()
     assert raw not in page and key.prefix in page
     assert key.name == "helpdesk bot"
-    # Reloading the page that showed it re-posts the used token: no second key, and the key is not shown again.
+    # Reloading the page that showed it re-posts the used token: no second key, and the key is not shown
+    # again.
     again = admin_client.post(url("agent_issue_key", agent.pk), {"token": token, "name": "helpdesk bot"})
     assert again.status_code == 302 and any("already shown once" in m for m in texts(again))
     assert raw not in again.content.decode() and agent.keys.count() == 2  # the fixture's key and this one

@@ -1,5 +1,5 @@
-"""Known answers in the admin (issue 17), with Django's test client: the edit page, the collection page's panel,
-the build history's warning and the measure page started from the stored set."""
+"""Known answers in the admin (issue 17), with Django's test client: the edit page, the collection page's
+panel, the build history's warning and the measure page started from the stored set."""
 
 import json
 

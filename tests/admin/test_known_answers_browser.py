@@ -1,5 +1,6 @@
-"""Known answers in a real browser (issue 17): a librarian adds a set, reads the floor off it, and sees a rebuild
-that loses an answer named on the collection page. Playwright driving Debian's chromium; run with `-m browser`."""
+"""Known answers in a real browser (issue 17): a librarian adds a set, reads the floor off it, and sees a
+rebuild that loses an answer named on the collection page. Playwright driving Debian's chromium; run with `-m
+browser`."""
 
 import json
 

@@ -1,4 +1,5 @@
-"""MCP: a build's outcome (`build_status`), the caller's collections (`collections`), and recall's vocabulary."""
+"""MCP: a build's outcome (`build_status`), the caller's collections (`collections`), and recall's
+vocabulary."""
 
 from datetime import timedelta
 

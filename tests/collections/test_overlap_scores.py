@@ -49,7 +49,8 @@ def _disguised(text: str, seed: int) -> str:
 
 
 def _index(tmp_path, documents: list[str], size: int, overlap: int, key: str):
-    """The rows of ``documents`` (structure chunking) and their index, written as services.indexes writes it."""
+    """The rows of ``documents`` (structure chunking) and their index, written as services.indexes writes
+    it."""
     rows = []  # (document, start, end, text)
     for number, text in enumerate(documents):
         rows.extend(

@@ -1,4 +1,5 @@
-"""Webhooks (issue 26): signed deliveries of build and known-answer events, retried, recorded, SSRF-checked."""
+"""Webhooks (issue 26): signed deliveries of build and known-answer events, retried, recorded,
+SSRF-checked."""
 
 import hashlib
 import hmac
