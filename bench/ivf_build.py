@@ -40,7 +40,7 @@ if str(REPO) not in sys.path:
 
 import numpy as np  # noqa: E402
 
-from collections_app.index import ivf  # noqa: E402
+from collections_app.index import ivf, kmeans  # noqa: E402
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
@@ -131,13 +131,15 @@ def main() -> None:
         if args.real:
             vectors = unit(np.load(args.scifact_vectors))
     n, d = vectors.shape
-    nlist = ivf.default_nlist(n)
+    nlist = kmeans.default_nlist(n)
     print(f"# {args.data}: {n} rows x {d}, {nlist} lists, {questions.shape[0]} questions")
 
     if args.reference:
-        (seeds, _owner), t_pp = timed(ivf.kmeans_plus_plus_assigned, vectors, nlist, ivf.rng_for("bench"))
+        (seeds, _owner), t_pp = timed(
+            kmeans.kmeans_plus_plus_assigned, vectors, nlist, kmeans.rng_for("bench")
+        )
         print(f"k-means++ over every row (float32 pass, float64 check): {t_pp:.1f} s")
-        reference, t_ref = timed(ivf.kmeans_plus_plus_reference, vectors, nlist, ivf.rng_for("bench"))
+        reference, t_ref = timed(kmeans.kmeans_plus_plus_reference, vectors, nlist, kmeans.rng_for("bench"))
         same = np.array_equal(reference, seeds)
         print(
             f"k-means++ plain float64 (reference): {t_ref:.1f} s; same picks: {same}; ratio {t_ref / t_pp:.2f}x"
