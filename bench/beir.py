@@ -191,7 +191,8 @@ def prepare(args):
     if run.status != "succeeded":
         raise SystemExit(f"build {run.status}: {run.error}")
     print(
-        f"# build: {run.passages} paragraphs, {run.paragraphs_embedded} embedded, {run.documents_reused} reused, "
+        f"# build: {run.passages} paragraphs, {run.paragraphs_embedded} embedded, {run.documents_reused} "
+        "reused, "
         f"{time.perf_counter() - started:.1f}s, model {run.model}",
         file=sys.stderr,
     )
@@ -327,7 +328,8 @@ def main() -> None:
         return
     ndcg, recall, ms = evaluate(args.weight)
     print(
-        f"# {args.dataset.resolve().name} {args.split}, {len(items)} queries, mode {args.mode}, weight {fusion.FUSION_WEIGHT}, "
+        f"# {args.dataset.resolve().name} {args.split}, {len(items)} queries, mode {args.mode}, weight "
+        f"{fusion.FUSION_WEIGHT}, "
         f"{ms:.1f} ms per search",
         file=sys.stderr,
     )

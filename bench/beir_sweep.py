@@ -206,7 +206,8 @@ def main() -> None:
     qrels_list = [qrels[qid] for qid, _text in items]
     print(
         f"# {len(items)} {args.split} questions, {index.size} paragraphs, {int(windows.sum())} windows "
-        f"({int((windows > 1).sum())} paragraphs with more than one); parts in {time.perf_counter() - started:.0f}s",
+        f"({int((windows > 1).sum())} paragraphs with more than one); parts in "
+        f"{time.perf_counter() - started:.0f}s",
         file=sys.stderr,
     )
 

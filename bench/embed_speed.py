@@ -124,7 +124,8 @@ def main() -> None:
         candidates["sentence-transformers"] = theirs
     tokens = [min(embedder.count_tokens(p), embedder.window) for p in paragraphs]
     print(
-        f"corpus: {args.corpus.name}, {len(paragraphs)} paragraphs, {sum(tokens) / len(tokens):.0f} tokens each "
+        f"corpus: {args.corpus.name}, {len(paragraphs)} paragraphs, {sum(tokens) / len(tokens):.0f} tokens "
+        "each "
         f"on average after truncation to {embedder.window}; {os.cpu_count()} CPUs"
     )
     for name, local in locals_.items():
@@ -172,7 +173,8 @@ def main() -> None:
     rates = {name: len(paragraphs) / seconds for name, seconds in bulk.items()}
     for name in candidates:
         print(
-            f"{name:24s}{rates[name]:7.1f} paragraphs/s   question latency {best_latency[name] * 1000:6.1f} ms "
+            f"{name:24s}{rates[name]:7.1f} paragraphs/s   question latency {best_latency[name] * 1000:6.1f} "
+            "ms "
             f"(median of {len(questions)})"
         )
     if theirs is not None:

@@ -154,7 +154,8 @@ def histogram_svg(sets: dict[str, dict], floor: float, path: Path) -> None:
             if share_a[i]:
                 h = share_a[i] * scale
                 out.append(
-                    f'<rect x="{x:.1f}" y="{y0 - h:.1f}" width="{bar - 1:.1f}" height="{h:.1f}" fill="#3b75af"/>'
+                    f'<rect x="{x:.1f}" y="{y0 - h:.1f}" width="{bar - 1:.1f}" height="{h:.1f}" '
+                    'fill="#3b75af"/>'
                 )
             if share_c[i]:
                 h = share_c[i] * scale

@@ -142,7 +142,8 @@ def main() -> None:
         reference, t_ref = timed(kmeans.kmeans_plus_plus_reference, vectors, nlist, kmeans.rng_for("bench"))
         same = np.array_equal(reference, seeds)
         print(
-            f"k-means++ plain float64 (reference): {t_ref:.1f} s; same picks: {same}; ratio {t_ref / t_pp:.2f}x"
+            f"k-means++ plain float64 (reference): {t_ref:.1f} s; same picks: {same}; ratio "
+            f"{t_ref / t_pp:.2f}x"
         )
     lists, t_build = timed(
         ivf.build_lists, vectors, index_id="bench", iterations=args.iterations, target_recall=args.recall

@@ -135,7 +135,8 @@ def main() -> None:
     known_answers.set_known_answers(collection=collection, items=known)
     report = known_answers.measure_build(build_id=run.pk)
     print(
-        f"# {len(ids)} abstracts, {run.passages} paragraphs, model {run.model}; known set: {report.found_at_5} of "
+        f"# {len(ids)} abstracts, {run.passages} paragraphs, model {run.model}; known set: "
+        f"{report.found_at_5} of "
         f"{report.answers} found at 5 unfloored-or-default floor {report.floor}, lowest answer "
         f"{report.lowest_answer}, highest control {report.highest_control}, separate: {report.separates}",
         file=sys.stderr,
@@ -179,16 +180,19 @@ def main() -> None:
     )
     reachable, total, _s, _c = outcome(0.0)
     print(
-        f"{'floor':<34} {'value':>8}  held-out answers kept (of {reachable} reachable)  held-out controls silent"
+        f"{'floor':<34} {'value':>8}  held-out answers kept (of {reachable} reachable)  held-out controls "
+        "silent"
     )
     for label, floor in floors:
         found, answers, silent, controls = outcome(floor)
         print(
-            f"{label:<34} {floor:>8.4f}  {found:>3} / {reachable:<3} ({100 * found / max(1, reachable):5.1f} %)"
+            f"{label:<34} {floor:>8.4f}  {found:>3} / {reachable:<3} "
+            f"({100 * found / max(1, reachable):5.1f} %)"
             f"                 {silent:>3} / {controls}"
         )
     print(
-        f"# known set at the floor in force ({report.floor}): {known_silent} of {known_controls} controls silent",
+        f"# known set at the floor in force ({report.floor}): {known_silent} of {known_controls} controls "
+        "silent",
         file=sys.stderr,
     )
 

@@ -361,8 +361,10 @@ def report(tally: Tally, facts: dict, questions: int) -> list[str]:
     store = facts.get("store", {})
     if store:
         lines += [
-            f"store: {store['records']} episodes ({store['chars']:,} characters) in {store['seconds']:.1f} s, "
-            f"{store['records_per_s']:.1f}/s; POST p50 {store['p50_ms']:.0f} ms, p95 {store['p95_ms']:.0f} ms "
+            f"store: {store['records']} episodes ({store['chars']:,} characters) in {store['seconds']:.1f} "
+            "s, "
+            f"{store['records_per_s']:.1f}/s; POST p50 {store['p50_ms']:.0f} ms, p95 {store['p95_ms']:.0f} "
+            "ms "
             "(node builds running)"
         ]
     if "nodes" in facts:

@@ -227,13 +227,16 @@ def main() -> None:
         ]
     first = results[0]
     print(
-        f"corpus {args.corpus.name}: {first['records']} records of {args.min_chars}-{args.max_chars} characters "
+        f"corpus {args.corpus.name}: {first['records']} records of {args.min_chars}-{args.max_chars} "
+        "characters "
         f"(median {first['chars_median']:.0f}); model {first['model']}, window {first['window']} tokens"
     )
     for r in results:
         print(
-            f"\n[{r['layout']}] {r['divided']}/{r['records']} records divided ({r['queued']} queued at store), "
-            f"{r['nodes']} nodes, {r['nodes_per_record']:.1f} per divided record; nodes over the window: {r['over_window']}"
+            f"\n[{r['layout']}] {r['divided']}/{r['records']} records divided ({r['queued']} queued at "
+            "store), "
+            f"{r['nodes']} nodes, {r['nodes_per_record']:.1f} per divided record; nodes over the window: "
+            f"{r['over_window']}"
         )
         ratio = r["inside_share"] / r["baseline_share"] if r["baseline_share"] else float("nan")
         print(
@@ -241,7 +244,8 @@ def main() -> None:
             f"(cut at window end: {r['baseline_share']:.1%} of {r['baseline_starts']}; ratio {ratio:.2f})"
         )
         print(
-            f"  bytes added per divided record: {r['file_bytes_per_record']:,.0f} on disk (SQLite, after VACUUM), "
+            f"  bytes added per divided record: {r['file_bytes_per_record']:,.0f} on disk (SQLite, after "
+            "VACUUM), "
             f"{r['payload_bytes_per_record']:,.0f} of row values"
         )
         print(

@@ -347,7 +347,8 @@ def run_planted(passage_window: int | None) -> None:
         after = ask()
         n = len(ids)
         print(
-            f"## {name}: {n} planted facts among {len(distractors)} short distractors; nodes built in {built:.1f} s"
+            f"## {name}: {n} planted facts among {len(distractors)} short distractors; nodes built in "
+            f"{built:.1f} s"
         )
         print(
             f"records only (no nodes): top-1 {before[0] / n:.0%}, top-5 {before[1] / n:.0%}, "
@@ -442,7 +443,8 @@ def run_scale(memories: int, questions: int) -> None:
     embedding_only = [w - r for w, r in zip(warm, rest, strict=True)]
     print(f"recall, cached index: p50 {ms(warm):.1f} ms, p95 {ms(warm, 95):.1f} ms, {len(warm)} recalls")
     print(
-        f"  of which embedding the question: p50 {ms(embedding_only):.1f} ms, p95 {ms(embedding_only, 95):.1f} ms"
+        f"  of which embedding the question: p50 {ms(embedding_only):.1f} ms, p95 "
+        f"{ms(embedding_only, 95):.1f} ms"
     )
     print(f"  and the rest: p50 {ms(rest):.1f} ms, p95 {ms(rest, 95):.1f} ms")
     print(

@@ -196,7 +196,8 @@ def http_lines(h: dict) -> list[str]:
         )
     if "worker_uss_over_first" in h:
         lines.append(
-            f"\nA gunicorn worker's private memory (USS) against the first worker's footprint (the one-worker "
+            "\nA gunicorn worker's private memory (USS) against the first worker's footprint (the "
+            "one-worker "
             f"server's PSS, master included, {h['first_pss'] / 2**20:.0f} MiB): "
             + ", ".join(f"{r:.1%}" for r in h["worker_uss_over_first"])
             + "; its private dirty memory "

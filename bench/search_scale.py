@@ -311,7 +311,8 @@ def measure_child(n: int, args) -> dict:
     facts["ivf_lists"], facts["nprobe"] = ivf.nlist, int(settings.IVF_NPROBE) or ivf.nprobe
     progress(
         n,
-        f"sqlite-vec {facts.get('sqlite_vec_insert_s', 0):.0f} s; first search {facts['first_search_s']:.1f} s;"
+        f"sqlite-vec {facts.get('sqlite_vec_insert_s', 0):.0f} s; first search "
+        f"{facts['first_search_s']:.1f} s;"
         f" timing {len(arms)} arms x {len(asked)} questions x {args.passes} passes",
     )
     started_arms = time.perf_counter()

@@ -84,13 +84,15 @@ def main() -> None:
         touched.append(time.perf_counter() - started)
         assert found.fingerprinted == 1 and found.build is None, found.outcome
         print(
-            f"round {round_number + 1}: check {checks[-1] * 1000:.0f} ms, rebuild {rebuilds[-1] * 1000:.0f} ms, "
+            f"round {round_number + 1}: check {checks[-1] * 1000:.0f} ms, rebuild {rebuilds[-1] * 1000:.0f} "
+            "ms, "
             f"check after a touch {touched[-1] * 1000:.0f} ms"
         )
     check, rebuild = statistics.median(checks), statistics.median(rebuilds)
     print(
         f"median: check {check * 1000:.0f} ms, rebuild of the unchanged folder {rebuild * 1000:.0f} ms, "
-        f"check / rebuild {check / rebuild:.3f}; check after one touch {statistics.median(touched) * 1000:.0f} ms"
+        f"check / rebuild {check / rebuild:.3f}; check after one touch "
+        f"{statistics.median(touched) * 1000:.0f} ms"
     )
 
 

@@ -347,18 +347,21 @@ def report(result: dict) -> None:
     total_pss = master["pss"] + sum(m["pss"] for m in after.values())
     answered = result["answered"]
     print(
-        f"\n{arm} ({result['workers']} worker{'s' if result['workers'] > 1 else ''}): {result['sent']} searches, "
+        f"\n{arm} ({result['workers']} worker{'s' if result['workers'] > 1 else ''}): {result['sent']} "
+        "searches, "
         f"known answer in the top 5 for {result['found']}; per worker: "
         + (", ".join(str(answered.get(pid, 0)) for pid in after) if answered else "not counted")
     )
     print(
-        f"  {'master' if arm != 'uvicorn' else 'supervisor':>12}: USS {mib(master['uss'])}  PSS {mib(master['pss'])}  "
+        f"  {'master' if arm != 'uvicorn' else 'supervisor':>12}: USS {mib(master['uss'])}  PSS "
+        f"{mib(master['pss'])}  "
         f"RSS {mib(master['rss'])} MiB"
     )
     for index, (pid, m) in enumerate(after.items(), 1):
         b = result["booted"][pid]
         print(
-            f"  {'worker ' + str(index):>12}: USS {mib(m['uss'])}  PSS {mib(m['pss'])}  RSS {mib(m['rss'])} MiB"
+            f"  {'worker ' + str(index):>12}: USS {mib(m['uss'])}  PSS {mib(m['pss'])}  RSS {mib(m['rss'])} "
+            "MiB"
             f"   (booted: USS {mib(b['uss'])}  PSS {mib(b['pss'])})"
         )
     print(f"  {'total PSS':>12}: {mib(total_pss)} MiB")
@@ -440,7 +443,8 @@ def summarise(results: dict) -> None:
         )
         marginal = (many["total_pss"] - first) / (many["workers"] - 1)
         print(
-            f"  gunicorn: marginal PSS per added worker = {mib(marginal)} MiB = {marginal / first:.1%} of the first"
+            f"  gunicorn: marginal PSS per added worker = {mib(marginal)} MiB = {marginal / first:.1%} of "
+            "the first"
         )
         if "separate" in results:
             print(
@@ -458,7 +462,8 @@ def summarise(results: dict) -> None:
             values = [m["uss"] for m in results[arm]["after"].values()]
             print(
                 f"  {arm}: worker USS {', '.join(mib(v).strip() for v in values)} MiB; total PSS "
-                f"{mib(results[arm]['total_pss'])} MiB against {mib(many['total_pss'])} for the project's config"
+                f"{mib(results[arm]['total_pss'])} MiB against {mib(many['total_pss'])} for the project's "
+                "config"
             )
 
 

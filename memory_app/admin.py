@@ -227,7 +227,8 @@ def node_table(state: NodeState):
         return ""
     rows = format_html_join(
         "",
-        '<tr data-node="{}"><td><span class="rs-swatch rs-node-{}"></span><a href="#node-{}">#{}: characters {}–{}</a>'
+        '<tr data-node="{}"><td><span class="rs-swatch rs-node-{}"></span><a href="#node-{}">#{}: '
+        "characters {}–{}</a>"
         "</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
         (
             (

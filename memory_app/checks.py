@@ -163,7 +163,8 @@ def check_recall_max_chars(app_configs=None, **kwargs):
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RECALL_CHARS:
         return [
             Error(
-                f"MEMORY_RECALL_MAX_CHARS is {value!r}; it must be a whole number from 1 to {MAX_RECALL_CHARS:,}",
+                f"MEMORY_RECALL_MAX_CHARS is {value!r}; it must be a whole number from 1 to "
+                f"{MAX_RECALL_CHARS:,}",
                 hint="The characters a memory recall answers when the request does not say (docs/configuration.md).",
                 id="memory.E002",
             )

@@ -225,7 +225,8 @@ def test_from_make_run_to_a_labelled_rebuilt_searched_collection(processes, chro
         page.click("#rebuild-button")
         page.wait_for_selector("ul.messagelist")
         page.wait_for_function(
-            "document.querySelector('#build-progress [role=progressbar]').getAttribute('aria-valuenow') === '100'",
+            "document.querySelector('#build-progress [role=progressbar]').getAttribute('aria-valuenow') === "
+            "'100'",
             timeout=90_000,
         )
         assert page.inner_text("#build-progress [data-role=status]") == "succeeded"

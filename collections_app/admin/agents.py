@@ -63,7 +63,8 @@ def why_no_spend() -> str:
     ]
     if not remote:
         return (
-            "Only calls to a remote model are charged, and this server uses none: it embeds with the built-in "
+            "Only calls to a remote model are charged, and this server uses none: it embeds with the "
+            "built-in "
             "model on its own processor and has no judge or reranker, so searches and builds cost nothing "
             "and are not listed here. Configuring a remote embedding model, judge or reranker "
             "(docs/configuration.md) makes their calls appear here, charged to the agent that asked."
@@ -112,7 +113,8 @@ def spend_chart(days, budget=None) -> str:
         y = height - 14 - (height - 30) * budget / top
         bars.append(
             format_html(
-                '<line class="rs-budget-line" x1="0" x2="{}" y1="{}" y2="{}"><title>daily budget {}</title></line>'
+                '<line class="rs-budget-line" x1="0" x2="{}" y1="{}" y2="{}"><title>daily budget '
+                "{}</title></line>"
                 '<text class="rs-chart-axis" x="{}" y="{}" text-anchor="end">budget {}</text>',
                 width,
                 f"{y:.1f}",
@@ -135,7 +137,8 @@ def spend_chart(days, budget=None) -> str:
         f"{top:.4f}" if by_cost else count_of(int(top), "call"),
     )
     return format_html(
-        '<svg class="rs-spend-chart" role="img" aria-label="{}" viewBox="0 0 {} {}" width="{}" height="{}">{}{}</svg>',
+        '<svg class="rs-spend-chart" role="img" aria-label="{}" viewBox="0 0 {} {}" width="{}" '
+        'height="{}">{}{}</svg>',
         "cost per day" if by_cost else "model calls per day",
         width,
         height,

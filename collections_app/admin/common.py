@@ -164,7 +164,8 @@ def open_collections_notice(paragraphs):
         '<div class="rs-notice" data-role="labels-ignored">{}</div>',
         format_html_join(
             "",
-            "<p><strong>{}</strong> is open to every reader; labels take effect when <em>Per reader</em> is on. "
+            "<p><strong>{}</strong> is open to every reader; labels take effect when <em>Per reader</em> is "
+            "on. "
             '<button type="submit" class="button rs-switch" formaction="{}" formmethod="post" formnovalidate '
             'data-collection="{}">Turn Per reader on</button> '
             '<span class="help">(then every search of it must name a reader)</span></p>',

@@ -33,7 +33,8 @@ class KnownAnswersForm(forms.Form):
         label="Known answers",
         widget=forms.Textarea(attrs={"rows": 14, "cols": 100, "spellcheck": "false"}),
         help_text="One per line: “question | answer marker” (text the answering paragraph holds), or “! question” "
-        f"for a control the documents do not answer. At most {known_answers.MAX_KNOWN_ANSWERS}. Empty clears the set.",
+        f"for a control the documents do not answer. At most {known_answers.MAX_KNOWN_ANSWERS}. Empty "
+        "clears the set.",
     )
     upload = forms.FileField(
         required=False,

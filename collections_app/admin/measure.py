@@ -109,7 +109,8 @@ def chart(report: dict) -> dict:
 def estimate_sentence(estimate: MeasureEstimate) -> str:
     """What the form says before anything is queued: how much work, and how long by the last build."""
     said = (
-        f"{estimate.variants} variants: the documents are cut {estimate.cuttings} ways and each cut is embedded "
+        f"{estimate.variants} variants: the documents are cut {estimate.cuttings} ways and each cut is "
+        "embedded "
         f"afresh, about {estimate.cuttings} full builds' worth of work"
     )
     if estimate.seconds is None:

@@ -27,7 +27,8 @@ def labels_named(names: Iterable[str], *, create: bool = False) -> list[Label]:
             continue
         if not LABEL_NAME.match(name):
             raise RagsiteError(
-                f"a label is 1-100 letters, digits, '-' or '_', starting with a letter or digit; got {name[:100]!r}",
+                "a label is 1-100 letters, digits, '-' or '_', starting with a letter or digit; got "
+                f"{name[:100]!r}",
                 code="invalid_label",
             )
         if name not in wanted:

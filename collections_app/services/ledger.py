@@ -116,7 +116,8 @@ def check_runaway(payer: Agent | None) -> None:
         oldest = recent.order_by("created_at").values_list("created_at", flat=True).first()
         wait = max(1, int(60 - (timezone.now() - oldest).total_seconds()) + 1) if oldest else 60
         raise TooManyRequests(
-            f'agent "{payer.agent_id}" made {payer.runaway_limit} model calls in the last minute; try again later',
+            f'agent "{payer.agent_id}" made {payer.runaway_limit} model calls in the last minute; try again '
+            "later",
             code="runaway_limit",
             headers={"Retry-After": str(wait)},
         )

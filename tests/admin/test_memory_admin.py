@@ -144,8 +144,8 @@ def test_the_node_table_gives_offsets_tokens_window_model_and_whether_it_is_curr
     nodes = services.record_nodes(MEMORY, memory.pk)
     body = admin_client.get(change_url(memory)).content.decode()
     assert (
-        f"{len(nodes)} nodes made by hash-{DIMENSIONS} (the current model), each cut against a {WINDOW}-token window"
-        in body
+        f"{len(nodes)} nodes made by hash-{DIMENSIONS} (the current model), each cut against a "
+        f"{WINDOW}-token window" in body
     )
     rows = re.findall(r'<tr data-node="(\d+)">(.*?)</tr>', body, re.S)
     assert [int(index) for index, _ in rows] == [node.node_index for node in nodes]

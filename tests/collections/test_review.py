@@ -40,11 +40,13 @@ def test_approving_one_half_of_a_pair_warns_about_the_other_once_it_is_searched(
     old, new = pair.documents.get(name="overtime-2024.md"), pair.documents.get(name="overtime-2025.md")
     assert approval_warnings([old]) == []  # the other is still in review: nothing contradicts yet
     assert approval_warnings([old, new]) == [
-        "overtime-2024.md conflicts with overtime-2025.md, which is approved with it: agents will get both answers"
+        "overtime-2024.md conflicts with overtime-2025.md, which is approved with it: agents will get both "
+        "answers"
     ]
     approve_documents([new], by="librarian")
     assert approval_warnings([old]) == [
-        "overtime-2024.md conflicts with overtime-2025.md, which is already searched: agents will get both answers"
+        "overtime-2024.md conflicts with overtime-2025.md, which is already searched: agents will get both "
+        "answers"
     ]
 
 

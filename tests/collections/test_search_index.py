@@ -246,7 +246,8 @@ def test_a_lexical_search_that_leaves_the_common_words_out_answers_as_scoring_ev
     files = {
         f"policy-{d:02d}.md": f"# Policy {d}\n\n## Part {d % 3}\n\n"
         + "\n\n".join(
-            f"The rule of the office in case {d * 10 + p} is rule{(d * 10 + p) % 23} and term{(d * 10 + p) % 41}."
+            f"The rule of the office in case {d * 10 + p} is rule{(d * 10 + p) % 23} and "
+            f"term{(d * 10 + p) % 41}."
             for p in range(10)
         )
         + "\n"

@@ -231,7 +231,8 @@ def test_the_tables_are_declared_to_never_reuse_ids():
                 assert "AUTOINCREMENT" in cursor.fetchone()[0].upper()
             else:
                 cursor.execute(
-                    "SELECT is_identity FROM information_schema.columns WHERE table_name = %s AND column_name = 'id'",
+                    "SELECT is_identity FROM information_schema.columns WHERE table_name = %s AND "
+                    "column_name = 'id'",
                     [table],
                 )
                 assert cursor.fetchone()[0] == "YES"
@@ -259,7 +260,8 @@ def test_record_nodes_has_the_seed_schema():
     assert primary == [["parent_kind", "parent_id", "node_index"]]
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO record_nodes (parent_kind, parent_id, node_index, start_char, end_char, token_count, window) "
+            "INSERT INTO record_nodes (parent_kind, parent_id, node_index, start_char, end_char, "
+            "token_count, window) "
             "VALUES ('mem', 1, 0, 0, 5, 3, 40)".replace("window)", '"window")')
         )
         cursor.execute("SELECT embedding_model, embedding FROM record_nodes")

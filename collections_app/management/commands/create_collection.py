@@ -46,5 +46,6 @@ class Command(ServiceCommand):
             sync_every=o["sync_every"],
         )
         self.stdout.write(
-            f'Created collection "{collection.name}" for agent "{collection.agent.agent_id}" ({collection.method}).'
+            f'Created collection "{collection.name}" for agent "{collection.agent.agent_id}" '
+            f"({collection.method})."
         )

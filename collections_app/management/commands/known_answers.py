@@ -75,8 +75,10 @@ class Command(ServiceCommand):
             self.stdout.write(f"build {report['build']}: not measured: {report['error']}")
             return
         self.stdout.write(
-            f"build {report['build']}: found {report['found_at_1']}@1, {report['found_at_5']}@5 of {report['answers']} "
-            f"at floor {report['floor']} ({report['floor_source']}); lowest answer {report['lowest_answer']}, "
+            f"build {report['build']}: found {report['found_at_1']}@1, {report['found_at_5']}@5 of "
+            f"{report['answers']} "
+            f"at floor {report['floor']} ({report['floor_source']}); lowest answer "
+            f"{report['lowest_answer']}, "
             f"highest control {report['highest_control']}, separate: {report['separates']}; "
             f"measured floor {report['measured_floor']}"
         )

@@ -66,7 +66,8 @@ class Command(ServiceCommand):
     def _print(self, report: dict) -> None:
         corpus, cfg = report["corpus"], report["settings"]
         self.stdout.write(
-            f"{report['agent']}/{report['collection']}: {corpus['documents']} documents (digest {corpus['digest'][:12]}), "
+            f"{report['agent']}/{report['collection']}: {corpus['documents']} documents (digest "
+            f"{corpus['digest'][:12]}), "
             f"model {report['model']} ({report['dimensions']} dimensions), mode {report['mode']}, "
             f"fusion weight {cfg['fusion_weight']}, most {cfg['most']}, floor {cfg['floor']}"
         )
@@ -78,9 +79,11 @@ class Command(ServiceCommand):
         for v in report["variants"]:
             fr = v["floor_range"]
             self.stdout.write(
-                f"{v['method']:<10} {_cell(v['size']):>6} {v['overlap']:>7} {v['around']:>6} {v['paragraphs']:>10} "
+                f"{v['method']:<10} {_cell(v['size']):>6} {v['overlap']:>7} {v['around']:>6} "
+                f"{v['paragraphs']:>10} "
                 f"{v['found']:>3}/{report['questions']:<3} {_cell(fr['lowest_answer']):>13} "
-                f"{_cell(fr['highest_control']):>15}  {_cell(fr['separates'])}{'  (current)' if v.get('current') else ''}"
+                f"{_cell(fr['highest_control']):>15}  "
+                f"{_cell(fr['separates'])}{'  (current)' if v.get('current') else ''}"
             )
         for s in report["skipped"]:
             self.stdout.write(f"skipped {s['method']} {_cell(s['size'])}: {s['reason']}")

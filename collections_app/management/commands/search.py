@@ -35,7 +35,8 @@ class Command(ServiceCommand):
             answer["refused"]
         ]
         self.stdout.write(
-            f"mode {answer['mode']} ({answer['model']}), floor {answer['floor']}, around {answer['around']}, {refused}"
+            f"mode {answer['mode']} ({answer['model']}), floor {answer['floor']}, around "
+            f"{answer['around']}, {refused}"
         )
         if not answer["paragraphs"]:
             self.stdout.write("Nothing scored at or above the floor.")
