@@ -23,8 +23,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 MAX_BYTES = 150 * 1024
 CONFLICTING = {
     "leave-2023.md": "# Leave\n\nCarry-over of annual leave is capped at 5 days in every calendar year.\n",
@@ -73,8 +79,9 @@ def free_port() -> int:
 
 def configure(workdir: Path, backend: str) -> dict:
     folder = workdir / "deployment" / "handbook"
-    shutil.copytree(ROOT / "collections_app" / "sample_docs", folder,
-                    ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    shutil.copytree(
+        ROOT / "collections_app" / "sample_docs", folder, ignore=shutil.ignore_patterns("*.py", "__pycache__")
+    )
     # Two files a build refuses, each for a reason a librarian can act on.
     (folder / "scanned-form.pdf").write_bytes(_scanned_pdf())
     (folder / "old-export.pdf").write_bytes(b"%PDF-1.4\n% truncated by the export\n")
@@ -131,9 +138,17 @@ def populate() -> dict:
     helpdesk.daily_budget, helpdesk.runaway_limit = 2, 60
     helpdesk.save()
     create_agent(agent_id="onboarding", name="Onboarding guide")
-    handbook = create_collection(agent=helpdesk, name="handbook", built_from="the HR share", method="structure")
-    policies = create_collection(agent=helpdesk, name="policies", built_from="the policy site", method="fixed",
-                                 size=350, per_reader=True)
+    handbook = create_collection(
+        agent=helpdesk, name="handbook", built_from="the HR share", method="structure"
+    )
+    policies = create_collection(
+        agent=helpdesk,
+        name="policies",
+        built_from="the policy site",
+        method="fixed",
+        size=350,
+        per_reader=True,
+    )
     create_collection(agent=helpdesk, name="benefits", built_from="the benefits wiki")
     for collection in (handbook, policies):
         run = build_collection(collection=collection, requested_by="admin:admin")
@@ -150,21 +165,42 @@ def populate() -> dict:
     add_labels(Paragraph.objects.filter(collection=policies, document__name="leave-2024.md"), [hr])
     approve_documents(policies.documents.filter(name="leave-2024.md"), by="admin")
     # One paragraph taken out of search, to show how a disabled one looks.
-    set_paragraphs_enabled(paragraphs=Paragraph.objects.filter(collection=handbook, document__name="handbook.md")
-                           .order_by("index")[2:3], enabled=False)
+    set_paragraphs_enabled(
+        paragraphs=Paragraph.objects.filter(collection=handbook, document__name="handbook.md").order_by(
+            "index"
+        )[2:3],
+        enabled=False,
+    )
 
     now = timezone.now()
     for days_ago in range(0, 30):
         for _ in range((days_ago * 7) % 5 + (3 if days_ago % 6 == 0 else 0)):
-            call = record_call(agent=helpdesk, collection=handbook, purpose=ModelCall.JUDGE, model="judge-mini",
-                               tokens_in=900 + 37 * days_ago, tokens_out=12)
-            ModelCall.objects.filter(pk=call.pk).update(created_at=now - timedelta(days=days_ago, minutes=days_ago))
+            call = record_call(
+                agent=helpdesk,
+                collection=handbook,
+                purpose=ModelCall.JUDGE,
+                model="judge-mini",
+                tokens_in=900 + 37 * days_ago,
+                tokens_out=12,
+            )
+            ModelCall.objects.filter(pk=call.pk).update(
+                created_at=now - timedelta(days=days_ago, minutes=days_ago)
+            )
 
     # A build caught half way, for the progress bar (its worker is imaginary; the store is thrown away).
     staged = create_collection(agent=helpdesk, name="archive", built_from="the old intranet export")
-    BuildRun.objects.create(collection=staged, status=BuildRun.RUNNING, requested_by="admin:admin",
-                            started_at=now, heartbeat_at=now + timedelta(hours=1), documents_total=48,
-                            documents_done=48, paragraphs_total=1200, paragraphs_done=530, model="all-MiniLM-L6-v2")
+    BuildRun.objects.create(
+        collection=staged,
+        status=BuildRun.RUNNING,
+        requested_by="admin:admin",
+        started_at=now,
+        heartbeat_at=now + timedelta(hours=1),
+        documents_total=48,
+        documents_done=48,
+        paragraphs_total=1200,
+        paragraphs_done=530,
+        model="all-MiniLM-L6-v2",
+    )
     memory = populate_memory(helpdesk)
     return {
         "memory": memory,
@@ -172,27 +208,36 @@ def populate() -> dict:
         "policies": policies.pk,
         "archive": staged.pk,
         "helpdesk": helpdesk.pk,
-        "paragraph": Paragraph.objects.filter(collection=handbook, document__name="handbook.md").order_by("index")[1].pk,
+        "paragraph": Paragraph.objects.filter(collection=handbook, document__name="handbook.md")
+        .order_by("index")[1]
+        .pk,
         "refused": handbook.documents.get(name="scanned-form.pdf").pk,
         "conflict": policies.documents.get(name="leave-2023.md").pk,
     }
 
 
 def populate_memory(agent) -> int:
-    """The agent's memory: a long record with its nodes, short ones, and two long records whose nodes are missing."""
+    """The agent's memory: a long record with its nodes, short ones, and two long records whose nodes are
+    missing."""
     from memory_app.models import RecordNode
     from memory_app.services import archive_episode, store_memory
 
     # Tasks run synchronously here (Q_SYNC), so a long record gets its nodes as it is stored.
     memory, _ = store_memory(agent=agent, text=LONG_MEMORY)
-    for text in ("Dana Whitfield prefers email; she answers within the hour on weekdays.",
-                 "Northwind's on-site visits need Luis Ortega's written approval."):
+    for text in (
+        "Dana Whitfield prefers email; she answers within the hour on weekdays.",
+        "Northwind's on-site visits need Luis Ortega's written approval.",
+    ):
         store_memory(agent=agent, text=text)
-    archive_episode(agent=agent, text="Helped Dana export the router configuration; the key lifetime is 2,400 s.")
+    archive_episode(
+        agent=agent, text="Helped Dana export the router configuration; the key lifetime is 2,400 s."
+    )
     # Two long records stored while the task queue was down: the health page lists them.
     paragraphs = LONG_MEMORY.split("\n\n")
-    for kind, text in (("mem", "\n\n".join(paragraphs[1:] + paragraphs[:1])),
-                       ("ep", "\n\n".join(reversed(paragraphs)))):
+    for kind, text in (
+        ("mem", "\n\n".join(paragraphs[1:] + paragraphs[:1])),
+        ("ep", "\n\n".join(reversed(paragraphs))),
+    ):
         record, _ = (store_memory if kind == "mem" else archive_episode)(agent=agent, text=text)
         RecordNode.objects.filter(parent_kind=kind, parent_id=record.pk).delete()
     return memory.pk
@@ -201,7 +246,10 @@ def populate_memory(agent) -> int:
 def serve(env: dict, port: int) -> subprocess.Popen:
     server = subprocess.Popen(
         [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload", "--insecure"],
-        cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -297,13 +345,18 @@ def shoot(base: str, ids: dict, out: Path) -> list[Path]:
         snap("admin-playground-compare")
 
         page.goto(f"/admin/collections_app/collection/measure/?collection={ids['handbook']}")
-        page.fill("#id_questions", "How many days of leave carry over? | five days\n"
-                                   "Who approves travel? | line manager\n! What is the canteen menu?")
+        page.fill(
+            "#id_questions",
+            "How many days of leave carry over? | five days\n"
+            "Who approves travel? | line manager\n! What is the canteen menu?",
+        )
         page.click("#measure-submit")  # Q_SYNC: the task has run by the time the page answers
         page.wait_for_selector("#measure-report")
         snap("admin-measure")
 
-        phone = browser.new_context(base_url=base, viewport={"width": 390, "height": 844}, storage_state=context.storage_state())
+        phone = browser.new_context(
+            base_url=base, viewport={"width": 390, "height": 844}, storage_state=context.storage_state()
+        )
         page = phone.new_page()
         page.goto(f"/admin/collections_app/collection/playground/?collection={ids['handbook']}")
         page.fill("#id_question", "How many days of leave can I carry over?")
@@ -313,8 +366,12 @@ def shoot(base: str, ids: dict, out: Path) -> list[Path]:
         snap("admin-playground-phone")
         page.goto(f"/admin/collections_app/paragraph/?collection__id__exact={ids['handbook']}")
         snap("admin-paragraphs-phone")
-        dark = browser.new_context(base_url=base, viewport={"width": 1280, "height": 800}, color_scheme="dark",
-                                   storage_state=context.storage_state())
+        dark = browser.new_context(
+            base_url=base,
+            viewport={"width": 1280, "height": 800},
+            color_scheme="dark",
+            storage_state=context.storage_state(),
+        )
         page = dark.new_page()
         page.goto(f"/admin/collections_app/agent/{ids['helpdesk']}/change/")
         page.locator(".field-spend").scroll_into_view_if_needed()
@@ -335,8 +392,12 @@ def shoot(base: str, ids: dict, out: Path) -> list[Path]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "docs" / "img"))
-    parser.add_argument("--backend", default="local", choices=["local", "hash"],
-                        help="the embedder for the throwaway store (hash: no model, fast, meaningless vectors)")
+    parser.add_argument(
+        "--backend",
+        default="local",
+        choices=["local", "hash"],
+        help="the embedder for the throwaway store (hash: no model, fast, meaningless vectors)",
+    )
     args = parser.parse_args()
     if not Path(CHROMIUM).exists():
         raise SystemExit(f"{CHROMIUM} is missing: apt-get install -y chromium")

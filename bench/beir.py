@@ -10,8 +10,8 @@ all-MiniLM-L6-v2 unless EMBED_BACKEND says otherwise; `lexical` mode builds with
 none), and every query is asked through `search_collection`, unfloored, with no
 neighbours, 100 deep. Prints `nDCG@10 <value>` and `recall@100 <value>`.
 `--ivf` searches through the IVF approximate path whatever the collection's size
-(IVF_MIN_PARAGRAPHS=1), scoring `--nprobe` lists (default: the nprobe the build measured); the IVF is built by a
-warm-up search before the timing starts, and its build time is reported.
+(IVF_MIN_PARAGRAPHS=1), scoring `--nprobe` lists (default: the nprobe the build measured); the IVF is built by
+a warm-up search before the timing starts, and its build time is reported.
 
 The scratch store lives under data/bench/ and is reused: a second run over the
 same corpus finds every document unchanged and embeds nothing; embeddings are also
@@ -100,7 +100,9 @@ def cached_embedder(embedder, path: Path):
                 fresh = embedder.embed_with_usage(missing).vectors
                 for text, vector in zip(missing, fresh, strict=True):
                     store[hashlib.sha1(text.encode()).hexdigest()] = np.asarray(vector, dtype=np.float32)
-                if time.monotonic() - saved[0] > 30:  # rewriting the file per question would be the bench's cost
+                if (
+                    time.monotonic() - saved[0] > 30
+                ):  # rewriting the file per question would be the bench's cost
                     save()
             return Embedded(np.stack([store[k] for k in keys]), None)
 
@@ -169,7 +171,8 @@ def prepare(args):
     call_command("migrate", verbosity=0)
     from bench.embedding_cache import install
 
-    install()  # vectors kept under data/embeddings/: a rerun or a new scratch store embeds nothing seen before
+    # vectors kept under data/embeddings/: a rerun or a new scratch store embeds nothing seen before
+    install()
     corpus, queries, qrels = load(args.dataset, args.split)
     if args.sample is not None:
         relevant = {doc for judged in qrels.values() for doc in judged}
@@ -187,37 +190,70 @@ def prepare(args):
     run = build_collection(collection=collection, requested_by="bench")
     if run.status != "succeeded":
         raise SystemExit(f"build {run.status}: {run.error}")
-    print(f"# build: {run.passages} paragraphs, {run.paragraphs_embedded} embedded, {run.documents_reused} reused, "
-          f"{time.perf_counter() - started:.1f}s, model {run.model}", file=sys.stderr)
+    print(
+        f"# build: {run.passages} paragraphs, {run.paragraphs_embedded} embedded, {run.documents_reused} "
+        "reused, "
+        f"{time.perf_counter() - started:.1f}s, model {run.model}",
+        file=sys.stderr,
+    )
 
     return agent, collection, queries, qrels
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("dataset", type=Path)
     parser.add_argument("--mode", choices=["lexical", "vector", "hybrid"], default="hybrid")
     parser.add_argument("--split", choices=["test", "train"], default="test")
-    parser.add_argument("--sweep", action="store_true", help="hybrid only: nDCG@10 for fusion weights 0.0-1.0")
-    parser.add_argument("--weights", type=float, nargs="+", default=None,
-                        help="with --sweep: these weights instead of 0.0, 0.1, ... 1.0")
+    parser.add_argument(
+        "--sweep", action="store_true", help="hybrid only: nDCG@10 for fusion weights 0.0-1.0"
+    )
+    parser.add_argument(
+        "--weights",
+        type=float,
+        nargs="+",
+        default=None,
+        help="with --sweep: these weights instead of 0.0, 0.1, ... 1.0",
+    )
     parser.add_argument("--weight", type=float, default=None, help="hybrid only: the cosine weight to use")
-    parser.add_argument("--context-weight", type=float, default=None,
-                        help="the lexical weight of a paragraph's title (collections_app.text.context.CONTEXT_WEIGHT)")
+    parser.add_argument(
+        "--context-weight",
+        type=float,
+        default=None,
+        help="the lexical weight of a paragraph's title (collections_app.text.context.CONTEXT_WEIGHT)",
+    )
     parser.add_argument("--limit", type=int, default=None, help="ask only the first N queries")
     parser.add_argument("--ivf", action="store_true", help="search through the IVF approximate path")
     parser.add_argument("--nprobe", type=int, default=None, help="with --ivf: IVF lists scored per search")
-    parser.add_argument("--store", choices=["float16", "float32"], default="float16",
-                        help="how vectors are stored (the store and the index); float16 is the product's")
-    parser.add_argument("--windows", choices=["all", "first"], default="all",
-                        help="embed a long paragraph as all its windows (the product) or its first only")
-    parser.add_argument("--later-share", type=float, default=None,
-                        help="the share of what a paragraph's best later window adds over its first that counts "
-                             "(collections_app.text.windows.LATER_WINDOW_SHARE; 1 is the best window, 0 the first; "
-                             "bench/beir_sweep.py compares more pooling rules offline)")
-    parser.add_argument("--sample", type=int, default=None,
-                        help="a smaller corpus: the split's relevant documents plus the first N others "
-                             "(for A/B comparisons that cannot afford embedding the whole corpus)")
+    parser.add_argument(
+        "--store",
+        choices=["float16", "float32"],
+        default="float16",
+        help="how vectors are stored (the store and the index); float16 is the product's",
+    )
+    parser.add_argument(
+        "--windows",
+        choices=["all", "first"],
+        default="all",
+        help="embed a long paragraph as all its windows (the product) or its first only",
+    )
+    parser.add_argument(
+        "--later-share",
+        type=float,
+        default=None,
+        help="the share of what a paragraph's best later window adds over its first that counts "
+        "(collections_app.text.windows.LATER_WINDOW_SHARE; 1 is the best window, 0 the first; "
+        "bench/beir_sweep.py compares more pooling rules offline)",
+    )
+    parser.add_argument(
+        "--sample",
+        type=int,
+        default=None,
+        help="a smaller corpus: the split's relevant documents plus the first N others "
+        "(for A/B comparisons that cannot afford embedding the whole corpus)",
+    )
     args = parser.parse_args()
 
     agent, collection, queries, qrels = prepare(args)
@@ -239,14 +275,24 @@ def main() -> None:
 
     # One warm-up search loads the index (and, with --ivf, builds the IVF) outside the timing.
     started = time.perf_counter()
-    search_service.search_collection(agent=agent, collection=collection, question=items[0][1], most=1,
-                                     around=0, min_score=0.0, mode=args.mode)
+    search_service.search_collection(
+        agent=agent,
+        collection=collection,
+        question=items[0][1],
+        most=1,
+        around=0,
+        min_score=0.0,
+        mode=args.mode,
+    )
     warm = time.perf_counter() - started
     if args.ivf and args.mode != "lexical":
         ivf = approximate._ivf_cache[collection.pk][1]
         used = min(args.nprobe or django_settings.IVF_NPROBE or ivf.nprobe, ivf.nlist)
-        print(f"# IVF: {ivf.nlist} lists, nprobe {used} (measured at build: {ivf.nprobe} for recall@10 "
-              f"{ivf.recall:.3f}), load and build {warm:.2f}s", file=sys.stderr)
+        print(
+            f"# IVF: {ivf.nlist} lists, nprobe {used} (measured at build: {ivf.nprobe} for recall@10 "
+            f"{ivf.recall:.3f}), load and build {warm:.2f}s",
+            file=sys.stderr,
+        )
 
     def evaluate(weight: float | None) -> tuple[float, float, float]:
         if weight is not None:
@@ -255,8 +301,14 @@ def main() -> None:
         started = time.perf_counter()
         for qid, text in items:
             answer = search_service.search_collection(
-                agent=agent, collection=collection, question=text, most=100, around=0, min_score=0.0,
-                mode=args.mode, max_most=100,
+                agent=agent,
+                collection=collection,
+                question=text,
+                most=100,
+                around=0,
+                min_score=0.0,
+                mode=args.mode,
+                max_most=100,
             )
             ranked, seen = [], set()
             for paragraph in answer["paragraphs"]:
@@ -275,8 +327,12 @@ def main() -> None:
             print(f"weight {weight:.2f}  nDCG@10 {ndcg:.4f}  recall@100 {recall:.4f}")
         return
     ndcg, recall, ms = evaluate(args.weight)
-    print(f"# {args.dataset.resolve().name} {args.split}, {len(items)} queries, mode {args.mode}, weight {fusion.FUSION_WEIGHT}, "
-          f"{ms:.1f} ms per search", file=sys.stderr)
+    print(
+        f"# {args.dataset.resolve().name} {args.split}, {len(items)} queries, mode {args.mode}, weight "
+        f"{fusion.FUSION_WEIGHT}, "
+        f"{ms:.1f} ms per search",
+        file=sys.stderr,
+    )
     print(f"nDCG@10 {ndcg:.4f}")
     print(f"recall@100 {recall:.4f}")
 

@@ -43,13 +43,29 @@ sys.path.insert(0, str(ROOT))
 
 from bench import beir  # noqa: E402
 
-DEFAULT_RULES = ("max", "first", "mean", "first-0.01", "first-0.02", "first-0.03", "first-0.05", "first-0.08",
-                 "first+0.25", "first+0.5", "first+0.75", "log-0.01", "log-0.02", "log-0.04")
+DEFAULT_RULES = (
+    "max",
+    "first",
+    "mean",
+    "first-0.01",
+    "first-0.02",
+    "first-0.03",
+    "first-0.05",
+    "first-0.08",
+    "first+0.25",
+    "first+0.5",
+    "first+0.75",
+    "log-0.01",
+    "log-0.02",
+    "log-0.04",
+)
 DEFAULT_WEIGHTS = tuple(round(0.40 + 0.02 * step, 2) for step in range(16))  # 0.40 ... 0.70
 DEFAULT_CONTEXT = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 
 
-def pooled(rule: str, first: np.ndarray, rest: np.ndarray, mean: np.ndarray, windows: np.ndarray) -> np.ndarray:
+def pooled(
+    rule: str, first: np.ndarray, rest: np.ndarray, mean: np.ndarray, windows: np.ndarray
+) -> np.ndarray:
     """One cosine per paragraph from its window cosines, by ``rule`` (module docstring); float32 as stored."""
     several = windows > 1
     best = np.where(several, np.maximum(first, rest), first)
@@ -62,19 +78,22 @@ def pooled(rule: str, first: np.ndarray, rest: np.ndarray, mean: np.ndarray, win
     for prefix in ("first-", "first+", "log-"):
         if rule.startswith(prefix):
             try:
-                amount = np.float32(rule[len(prefix):])
+                amount = np.float32(rule[len(prefix) :])
             except ValueError:
                 break
             if prefix == "first-":
                 return np.where(several, np.maximum(first, rest - amount), first).astype(np.float32)
             if prefix == "first+":
-                return np.where(several, first + amount * np.maximum(rest - first, 0), first).astype(np.float32)
+                return np.where(several, first + amount * np.maximum(rest - first, 0), first).astype(
+                    np.float32
+                )
             return (best - amount * np.log2(windows).astype(np.float32)).astype(np.float32)
     raise SystemExit(f"unknown pooling rule {rule!r}")
 
 
 def question_parts(index, embedder, questions: list[str]):
-    """Per question: first-window cosine, best later window, mean, text BM25 and bound, title BM25 and bound."""
+    """Per question: first-window cosine, best later window, mean, text BM25 and bound, title BM25 and
+    bound."""
     from ragsite.lexical import terms
 
     vector_row = np.asarray(index.vector_row)
@@ -96,7 +115,9 @@ def question_parts(index, embedder, questions: list[str]):
             rest[several] = np.maximum.reduceat(np.append(per_vector, np.float32(-np.inf)), bounds)[::2]
         mean = (np.add.reduceat(per_vector, starts) / windows).astype(np.float32)
         text, text_bound = index.bm25(terms(question))
-        context, context_bound = index.context.bm25(terms(question)) if index.context is not None else (None, 0.0)
+        context, context_bound = (
+            index.context.bm25(terms(question)) if index.context is not None else (None, 0.0)
+        )
         parts.append((first, rest, mean, text, text_bound, context, context_bound))
     return parts, windows
 
@@ -113,7 +134,9 @@ def score_all(parts, windows, documents, qrels_list, rule, weight, context_weigh
     from ragsite.top import top_rows
 
     ndcg = recall = 0.0
-    for (first, rest, mean, text, text_bound, context, context_bound), qrels in zip(parts, qrels_list, strict=True):
+    for (first, rest, mean, text, text_bound, context, context_bound), qrels in zip(
+        parts, qrels_list, strict=True
+    ):
         cosine = pooled(rule, first, rest, mean, windows)
         if shift:
             cosine = (cosine - np.float32(shift)) / np.float32(1 - shift)
@@ -126,14 +149,25 @@ def score_all(parts, windows, documents, qrels_list, rule, weight, context_weigh
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("dataset", type=Path)
     parser.add_argument("--split", choices=["test", "train"], default="train")
-    parser.add_argument("--rules", nargs="+", default=list(DEFAULT_RULES), help="pooling rules (module docstring)")
-    parser.add_argument("--weights", type=float, nargs="+", default=list(DEFAULT_WEIGHTS), help="fusion weights")
+    parser.add_argument(
+        "--rules", nargs="+", default=list(DEFAULT_RULES), help="pooling rules (module docstring)"
+    )
+    parser.add_argument(
+        "--weights", type=float, nargs="+", default=list(DEFAULT_WEIGHTS), help="fusion weights"
+    )
     parser.add_argument("--context-weights", type=float, nargs="+", default=list(DEFAULT_CONTEXT))
-    parser.add_argument("--cosine-shifts", type=float, nargs="+", default=[0.0],
-                        help="cosine s mapped to 0 before the clip, (cos - s) / (1 - s); 0 is the product's")
+    parser.add_argument(
+        "--cosine-shifts",
+        type=float,
+        nargs="+",
+        default=[0.0],
+        help="cosine s mapped to 0 before the clip, (cos - s) / (1 - s); 0 is the product's",
+    )
     parser.add_argument("--sample", type=int, default=None, help="as beir.py --sample")
     args = parser.parse_args()
     for weight in [*args.weights, *args.context_weights]:
@@ -143,9 +177,19 @@ def main() -> None:
         parser.error("cosine shifts must be within [0, 1)")
 
     # The product's build: float16 vectors, every window, the store and caches of `beir.py --mode hybrid`.
-    agent, collection, queries, qrels = beir.prepare(SimpleNamespace(
-        dataset=args.dataset, mode="hybrid", split=args.split, store="float16", windows="all",
-        sample=args.sample, ivf=False, nprobe=None, later_share=None))
+    agent, collection, queries, qrels = beir.prepare(
+        SimpleNamespace(
+            dataset=args.dataset,
+            mode="hybrid",
+            split=args.split,
+            store="float16",
+            windows="all",
+            sample=args.sample,
+            ivf=False,
+            nprobe=None,
+            later_share=None,
+        )
+    )
     from collections_app.models import Document
     from collections_app.services import search as search_service
     from collections_app.services.rows import current_build
@@ -160,27 +204,43 @@ def main() -> None:
     started = time.perf_counter()
     parts, windows = question_parts(index, embedding.get_embedder(), [text for _qid, text in items])
     qrels_list = [qrels[qid] for qid, _text in items]
-    print(f"# {len(items)} {args.split} questions, {index.size} paragraphs, {int(windows.sum())} windows "
-          f"({int((windows > 1).sum())} paragraphs with more than one); parts in {time.perf_counter() - started:.0f}s",
-          file=sys.stderr)
+    print(
+        f"# {len(items)} {args.split} questions, {index.size} paragraphs, {int(windows.sum())} windows "
+        f"({int((windows > 1).sum())} paragraphs with more than one); parts in "
+        f"{time.perf_counter() - started:.0f}s",
+        file=sys.stderr,
+    )
 
-    product = (f"first+{windows_module.LATER_WINDOW_SHARE:g}", fusion.FUSION_WEIGHT,
-               context_module.CONTEXT_WEIGHT)
+    product = (
+        f"first+{windows_module.LATER_WINDOW_SHARE:g}",
+        fusion.FUSION_WEIGHT,
+        context_module.CONTEXT_WEIGHT,
+    )
     product = (*product, 0.0)
-    settings_list = [product] + [(rule, weight, cw, shift) for shift in args.cosine_shifts for rule in args.rules
-                                 for weight in args.weights for cw in args.context_weights
-                                 if (rule, weight, cw, shift) != product]
+    settings_list = [product] + [
+        (rule, weight, cw, shift)
+        for shift in args.cosine_shifts
+        for rule in args.rules
+        for weight in args.weights
+        for cw in args.context_weights
+        if (rule, weight, cw, shift) != product
+    ]
     print("| pooling | fusion weight | context weight | cosine shift | nDCG@10 | recall@100 |")
     print("|---|---|---|---|---|---|")
     results = []
     for rule, weight, context_weight, shift in settings_list:
         ndcg, recall = score_all(parts, windows, documents, qrels_list, rule, weight, context_weight, shift)
         results.append((ndcg, recall, rule, weight, context_weight, shift))
-        print(f"| {rule} | {weight:.2f} | {context_weight:.2f} | {shift:.2f} | {ndcg:.4f} | {recall:.4f} |",
-              flush=True)
+        print(
+            f"| {rule} | {weight:.2f} | {context_weight:.2f} | {shift:.2f} | {ndcg:.4f} | {recall:.4f} |",
+            flush=True,
+        )
     best = max(results, key=lambda r: (r[0], r[1]))
-    print(f"# best on {args.split}: pooling {best[2]}, weight {best[3]:.2f}, context {best[4]:.2f}, "
-          f"shift {best[5]:.2f}: nDCG@10 {best[0]:.4f} recall@100 {best[1]:.4f}", file=sys.stderr)
+    print(
+        f"# best on {args.split}: pooling {best[2]}, weight {best[3]:.2f}, context {best[4]:.2f}, "
+        f"shift {best[5]:.2f}: nDCG@10 {best[0]:.4f} recall@100 {best[1]:.4f}",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":

@@ -29,7 +29,9 @@ DEFAULT_CORPUS = REPO.parent / "shared" / "datasets" / "scifact" / "corpus.jsonl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("corpus", nargs="?", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("-n", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=2)
@@ -80,14 +82,18 @@ def main() -> None:
         built = time.perf_counter() - started
         if run.status != "succeeded":
             raise SystemExit(f"build {run.status}: {run.error}")
-        texts = list(Paragraph.objects.filter(collection=collection).order_by("ordinal").values_list("text", flat=True))
+        texts = list(
+            Paragraph.objects.filter(collection=collection).order_by("ordinal").values_list("text", flat=True)
+        )
         started = time.perf_counter()
         for start in range(0, len(texts), batch):
             embedder.embed_with_usage(texts[start : start + batch])
         embedded = time.perf_counter() - started
         ratios.append(built / embedded - 1)
-        print(f"round {round_number + 1}: {len(texts)} paragraphs; build {built:.1f} s, embedding alone "
-              f"{embedded:.1f} s, overhead {ratios[-1]:+.1%}")
+        print(
+            f"round {round_number + 1}: {len(texts)} paragraphs; build {built:.1f} s, embedding alone "
+            f"{embedded:.1f} s, overhead {ratios[-1]:+.1%}"
+        )
     print(f"overhead, best round: {min(ratios):+.1%}; worst: {max(ratios):+.1%}")
 
 

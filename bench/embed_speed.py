@@ -90,8 +90,13 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=256, help="paragraphs to embed (default 256)")
     parser.add_argument("--batch-size", type=int, default=64, help="local: most texts per batch")
     parser.add_argument("--batch-tokens", type=int, default=2048, help="local: most tokens per batch")
-    parser.add_argument("--threads", type=int, nargs="+", default=[None],
-                        help="local: worker threads (default: CPUs); several values compare them in one run")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        nargs="+",
+        default=[None],
+        help="local: worker threads (default: CPUs); several values compare them in one run",
+    )
     parser.add_argument("--st-batch-size", type=int, default=32, help="sentence-transformers batch size")
     parser.add_argument("--chunk", type=int, default=64, help="paragraphs per turn (default 64)")
     parser.add_argument(
@@ -105,8 +110,11 @@ def main() -> None:
     paragraphs = read_paragraphs(args.corpus, args.n)
     questions = read_questions(args.corpus, paragraphs, 20)
     locals_ = {
-        ("local numpy" if threads is None or len(args.threads) == 1 else f"local numpy, {threads} thread(s)"):
-        LocalEmbedder(batch_size=args.batch_size, batch_tokens=args.batch_tokens, threads=threads)
+        (
+            "local numpy"
+            if threads is None or len(args.threads) == 1
+            else f"local numpy, {threads} thread(s)"
+        ): LocalEmbedder(batch_size=args.batch_size, batch_tokens=args.batch_tokens, threads=threads)
         for threads in args.threads
     }
     embedder = next(iter(locals_.values()))
@@ -116,11 +124,14 @@ def main() -> None:
         candidates["sentence-transformers"] = theirs
     tokens = [min(embedder.count_tokens(p), embedder.window) for p in paragraphs]
     print(
-        f"corpus: {args.corpus.name}, {len(paragraphs)} paragraphs, {sum(tokens) / len(tokens):.0f} tokens each "
+        f"corpus: {args.corpus.name}, {len(paragraphs)} paragraphs, {sum(tokens) / len(tokens):.0f} tokens "
+        "each "
         f"on average after truncation to {embedder.window}; {os.cpu_count()} CPUs"
     )
     for name, local in locals_.items():
-        print(f"{name}: threads={local._threads} batch_size={args.batch_size} batch_tokens={args.batch_tokens}")
+        print(
+            f"{name}: threads={local._threads} batch_size={args.batch_size} batch_tokens={args.batch_tokens}"
+        )
     if theirs is None:
         print("sentence-transformers is not importable here: no comparison")
     else:
@@ -162,7 +173,8 @@ def main() -> None:
     rates = {name: len(paragraphs) / seconds for name, seconds in bulk.items()}
     for name in candidates:
         print(
-            f"{name:24s}{rates[name]:7.1f} paragraphs/s   question latency {best_latency[name] * 1000:6.1f} ms "
+            f"{name:24s}{rates[name]:7.1f} paragraphs/s   question latency {best_latency[name] * 1000:6.1f} "
+            "ms "
             f"(median of {len(questions)})"
         )
     if theirs is not None:

@@ -53,7 +53,9 @@ class CachedEmbedder:
             for start in range(0, len(keys), 500):
                 part = keys[start : start + 500]
                 marks = ",".join("?" * len(part))
-                for key, blob in self._db.execute(f"SELECT key, vector FROM vectors WHERE key IN ({marks})", part):
+                for key, blob in self._db.execute(
+                    f"SELECT key, vector FROM vectors WHERE key IN ({marks})", part
+                ):
                     found[key] = np.frombuffer(blob, dtype="<f4")
         missing = list(dict.fromkeys(i for i, k in enumerate(keys) if k not in found))
         tokens = 0
@@ -63,14 +65,19 @@ class CachedEmbedder:
             with self._lock:
                 self._db.executemany(
                     "INSERT OR REPLACE INTO vectors VALUES (?, ?)",
-                    [(keys[i], np.asarray(v, dtype="<f4").tobytes()) for i, v in zip(missing, fresh.vectors, strict=True)],
+                    [
+                        (keys[i], np.asarray(v, dtype="<f4").tobytes())
+                        for i, v in zip(missing, fresh.vectors, strict=True)
+                    ],
                 )
                 self._db.commit()
             for i, vector in zip(missing, fresh.vectors, strict=True):
                 found[keys[i]] = np.asarray(vector, dtype=np.float32)
         self.hits += len(texts) - len(missing)
         self.embedded += len(missing)
-        vectors = np.stack([found[k] for k in keys]).astype(np.float32) if texts else np.zeros((0, 0), np.float32)
+        vectors = (
+            np.stack([found[k] for k in keys]).astype(np.float32) if texts else np.zeros((0, 0), np.float32)
+        )
         return Embedded(vectors=vectors, tokens=tokens or None)
 
 

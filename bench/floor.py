@@ -44,7 +44,8 @@ SVG = harness.ROOT / "docs" / "img" / "floor.svg"
 
 
 def scifact_items(dataset: Path, split: str = "train") -> tuple[list[dict], Path]:
-    """SciFact's claims of ``split`` with their relevant abstracts, and the folder of one file per abstract."""
+    """SciFact's claims of ``split`` with their relevant abstracts, and the folder of one file per
+    abstract."""
     from bench.beir import load
 
     corpus, queries, qrels = load(dataset, split)
@@ -53,7 +54,9 @@ def scifact_items(dataset: Path, split: str = "train") -> tuple[list[dict], Path
         folder.mkdir(parents=True, exist_ok=True)
         for doc_id, (title, text) in corpus.items():
             (folder / f"{doc_id}.txt").write_text(f"{title}\n\n{text}".strip() + "\n", encoding="utf-8")
-    return [{"question": queries[q], "documents": {f"{d}.txt" for d in docs}} for q, docs in qrels.items()], folder
+    return [
+        {"question": queries[q], "documents": {f"{d}.txt" for d in docs}} for q, docs in qrels.items()
+    ], folder
 
 
 def answer_scores(agent, collection, questions: list[dict], depth: int | None = None) -> list[float | None]:
@@ -63,10 +66,19 @@ def answer_scores(agent, collection, questions: list[dict], depth: int | None = 
     scores = []
     for item in questions:
         if "answer" in item:
-            scores.append(harness.rank_all(agent, collection, item["question"]).best_holding(item["answer"])[1])
+            scores.append(
+                harness.rank_all(agent, collection, item["question"]).best_holding(item["answer"])[1]
+            )
             continue
-        answer = search_collection(agent=agent, collection=collection, question=item["question"], most=depth,
-                                   around=0, min_score=0.0, max_most=depth)
+        answer = search_collection(
+            agent=agent,
+            collection=collection,
+            question=item["question"],
+            most=depth,
+            around=0,
+            min_score=0.0,
+            max_most=depth,
+        )
         hits = [p["score"] for p in answer["paragraphs"] if p["document"] in item["documents"]]
         # Not in the top `depth`: below the last score returned, which is all a floor needs to know.
         scores.append(hits[0] if hits else 0.0)
@@ -78,8 +90,9 @@ def control_scores(agent, collection, controls: list[str]) -> list[float]:
 
     tops = []
     for question in controls:
-        answer = search_collection(agent=agent, collection=collection, question=question, most=1, around=0,
-                                   min_score=0.0)
+        answer = search_collection(
+            agent=agent, collection=collection, question=question, most=1, around=0, min_score=0.0
+        )
         tops.append(answer["paragraphs"][0]["score"] if answer["paragraphs"] else 0.0)
     return tops
 
@@ -92,8 +105,9 @@ def empty(controls: list[float], floor: float) -> float:
     return sum(1 for s in controls if s < floor) / len(controls)
 
 
-def band(answers: list[float | None], controls: list[float], *, keep: float = 0.95,
-         stop: float = 0.90) -> tuple[float, float]:
+def band(
+    answers: list[float | None], controls: list[float], *, keep: float = 0.95, stop: float = 0.90
+) -> tuple[float, float]:
     """(above, at_most): every floor f with above < f <= at_most keeps at least ``keep`` of the answers
     and leaves at least ``stop`` of the controls empty; above >= at_most means no floor does, by the
     overlap above - at_most (issue 12's dev-set targets are the defaults)."""
@@ -114,11 +128,13 @@ def histogram_svg(sets: dict[str, dict], floor: float, path: Path) -> None:
     width, panel, left, top = 720, 190, 48, 28
     bins = 50
     height = top + panel * len(sets) + 30
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'font-family="sans-serif" font-size="11">',
-           f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{left}" y="16" font-size="13">Best answer paragraph (blue, up) and best control paragraph '
-           f'(orange, down) per question; floor {floor:.2f} in red</text>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'font-family="sans-serif" font-size="11">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<text x="{left}" y="16" font-size="13">Best answer paragraph (blue, up) and best control paragraph '
+        f"(orange, down) per question; floor {floor:.2f} in red</text>",
+    ]
     plot_width = width - left - 20
     for number, (name, data) in enumerate(sets.items()):
         y0 = top + number * panel + panel / 2
@@ -137,18 +153,27 @@ def histogram_svg(sets: dict[str, dict], floor: float, path: Path) -> None:
             x = left + i * bar
             if share_a[i]:
                 h = share_a[i] * scale
-                out.append(f'<rect x="{x:.1f}" y="{y0 - h:.1f}" width="{bar - 1:.1f}" height="{h:.1f}" fill="#3b75af"/>')
+                out.append(
+                    f'<rect x="{x:.1f}" y="{y0 - h:.1f}" width="{bar - 1:.1f}" height="{h:.1f}" '
+                    'fill="#3b75af"/>'
+                )
             if share_c[i]:
                 h = share_c[i] * scale
-                out.append(f'<rect x="{x:.1f}" y="{y0:.1f}" width="{bar - 1:.1f}" height="{h:.1f}" fill="#ef8636"/>')
+                out.append(
+                    f'<rect x="{x:.1f}" y="{y0:.1f}" width="{bar - 1:.1f}" height="{h:.1f}" fill="#ef8636"/>'
+                )
         out.append(f'<line x1="{left}" x2="{left + plot_width}" y1="{y0}" y2="{y0}" stroke="#444"/>')
         fx = left + floor * plot_width
-        out.append(f'<line x1="{fx:.1f}" x2="{fx:.1f}" y1="{y0 - panel / 2 + 32}" y2="{y0 + panel / 2 - 4}" '
-                   f'stroke="#c00" stroke-width="2"/>')
-        out.append(f'<text x="{left}" y="{y0 - panel / 2 + 24}" font-weight="bold">{name}: '
-                   f'{len(data["answers"])} answers, {len(data["controls"])} controls — kept '
-                   f'{100 * kept(data["answers"], floor):.0f} %, controls empty '
-                   f'{100 * empty(data["controls"], floor):.0f} %</text>')
+        out.append(
+            f'<line x1="{fx:.1f}" x2="{fx:.1f}" y1="{y0 - panel / 2 + 32}" y2="{y0 + panel / 2 - 4}" '
+            f'stroke="#c00" stroke-width="2"/>'
+        )
+        out.append(
+            f'<text x="{left}" y="{y0 - panel / 2 + 24}" font-weight="bold">{name}: '
+            f"{len(data['answers'])} answers, {len(data['controls'])} controls — kept "
+            f"{100 * kept(data['answers'], floor):.0f} %, controls empty "
+            f"{100 * empty(data['controls'], floor):.0f} %</text>"
+        )
     axis = top + panel * len(sets) + 4
     for tick in range(0, 11):
         x = left + tick / 10 * plot_width
@@ -160,17 +185,27 @@ def histogram_svg(sets: dict[str, dict], floor: float, path: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS))
     parser.add_argument("--scifact", type=Path, default=harness.SCIFACT, help="the SciFact dataset folder")
     parser.add_argument("--floor", type=float, default=None, help="the floor to report and draw")
     parser.add_argument("--svg", type=Path, default=SVG)
-    parser.add_argument("--fusion-weight", type=float, default=None,
-                        help="the cosine's weight in the fused score (ragsite.fusion.FUSION_WEIGHT), "
-                             "to see how the bands move")
-    parser.add_argument("--no-context", action="store_true", help="index paragraphs without title and section")
+    parser.add_argument(
+        "--fusion-weight",
+        type=float,
+        default=None,
+        help="the cosine's weight in the fused score (ragsite.fusion.FUSION_WEIGHT), "
+        "to see how the bands move",
+    )
+    parser.add_argument(
+        "--no-context", action="store_true", help="index paragraphs without title and section"
+    )
     parser.add_argument("--json", type=Path, help="write every score here")
-    parser.add_argument("--replot", type=Path, help="draw the SVG from a --json file of an earlier run, and stop")
+    parser.add_argument(
+        "--replot", type=Path, help="draw the SVG from a --json file of an earlier run, and stop"
+    )
     args = parser.parse_args()
     if args.replot:
         if args.floor is None:
@@ -213,20 +248,28 @@ def main() -> None:
     print("|---" * (1 + 2 * len(sets)) + "|")
     for step in range(10, 41):
         f = step / 100
-        cells = " | ".join(f"{100 * kept(d['answers'], f):.1f} % | {100 * empty(d['controls'], f):.1f} %"
-                           for d in sets.values())
+        cells = " | ".join(
+            f"{100 * kept(d['answers'], f):.1f} % | {100 * empty(d['controls'], f):.1f} %"
+            for d in sets.values()
+        )
         mark = " ←" if abs(f - floor) < 1e-9 else ""
         print(f"| {f:.2f}{mark} | {cells} |")
     for name, data in sets.items():
         found = sorted(s for s in data["answers"] if s is not None)
         missing = sum(1 for s in data["answers"] if s is None)
-        print(f"# {name}: answers min {found[0]:.3f} median {found[len(found) // 2]:.3f}; controls max "
-              f"{max(data['controls']):.3f} median {sorted(data['controls'])[len(data['controls']) // 2]:.3f}; "
-              f"{missing} answers in no single paragraph", file=sys.stderr)
+        print(
+            f"# {name}: answers min {found[0]:.3f} median {found[len(found) // 2]:.3f}; controls max "
+            f"{max(data['controls']):.3f} median {sorted(data['controls'])[len(data['controls']) // 2]:.3f}; "
+            f"{missing} answers in no single paragraph",
+            file=sys.stderr,
+        )
         above, at_most = band(data["answers"], data["controls"])
-        verdict = (f"floors above {above:.4f} and up to {at_most:.4f} meet both" if above < at_most else
-                   f"no floor meets both: the controls need one above {above:.4f}, the answers one at most "
-                   f"{at_most:.4f} (overlap {above - at_most:.4f})")
+        verdict = (
+            f"floors above {above:.4f} and up to {at_most:.4f} meet both"
+            if above < at_most
+            else f"no floor meets both: the controls need one above {above:.4f}, the answers one at most "
+            f"{at_most:.4f} (overlap {above - at_most:.4f})"
+        )
         print(f"# {name}: ≥ 95 % of answers kept and ≥ 90 % of controls empty: {verdict}", file=sys.stderr)
     histogram_svg(sets, floor, args.svg)
     if args.json:

@@ -24,8 +24,9 @@ SCIFACT = ROOT.parent / "shared" / "datasets" / "scifact"  # overridable with --
 MODES = ("hybrid", "vector", "lexical")
 
 
-def setup(store: str, *, backend: str | None = None, environ: dict[str, str] | None = None,
-          context: bool = True) -> None:
+def setup(
+    store: str, *, backend: str | None = None, environ: dict[str, str] | None = None, context: bool = True
+) -> None:
     """Point Django at the scratch store ``data/bench/<store>-<backend>.sqlite3`` and migrate it.
 
     ``context`` False indexes paragraphs without their title and section (the representation before
@@ -69,8 +70,9 @@ def load_items(path: Path = KNOWN_ANSWERS / "questions.jsonl") -> tuple[list[dic
     return questions, controls
 
 
-def built_collection(name: str, folder: Path, *, method: str = "structure", size: int | None = None,
-                     overlap: int | None = None):
+def built_collection(
+    name: str, folder: Path, *, method: str = "structure", size: int | None = None, overlap: int | None = None
+):
     """The bench agent's collection ``name``, (re)built from ``folder`` the given way."""
     from collections_app.conf import folder_variable
     from collections_app.models import Agent, Collection
@@ -80,7 +82,12 @@ def built_collection(name: str, folder: Path, *, method: str = "structure", size
     os.environ[folder_variable(name)] = str(folder)
     agent = Agent.objects.filter(agent_id="bench").first() or create_agent(agent_id="bench")[0]
     collection = Collection.objects.filter(agent=agent, name=name).first() or create_collection(
-        agent=agent, name=name, method=method, size=size, overlap=overlap, built_from=f"the {name} bench corpus"
+        agent=agent,
+        name=name,
+        method=method,
+        size=size,
+        overlap=overlap,
+        built_from=f"the {name} bench corpus",
     )
     if (collection.method, collection.size, collection.overlap) != (method, size, overlap):
         collection.method, collection.size, collection.overlap = method, size, overlap
@@ -97,8 +104,11 @@ def built_collection(name: str, folder: Path, *, method: str = "structure", size
     if held:
         approve_documents(held)
         print(f"# {name}: approved {', '.join(d.name for d in held)} (held for review)", file=sys.stderr)
-    print(f"# {name}: {run.passages} paragraphs, {run.paragraphs_embedded} embedded, "
-          f"{run.documents_reused} documents reused, model {run.model}", file=sys.stderr)
+    print(
+        f"# {name}: {run.passages} paragraphs, {run.paragraphs_embedded} embedded, "
+        f"{run.documents_reused} documents reused, model {run.model}",
+        file=sys.stderr,
+    )
     return agent, collection
 
 
@@ -135,20 +145,37 @@ def rank_all(agent, collection, question: str, *, mode: str | None = None) -> Ra
     from collections_app.services.search import search_collection
 
     size = Paragraph.objects.filter(collection=collection).count()
-    answer = search_collection(agent=agent, collection=collection, question=question, most=size, around=0,
-                               min_score=0.0, mode=mode, max_most=size)
+    answer = search_collection(
+        agent=agent,
+        collection=collection,
+        question=question,
+        most=size,
+        around=0,
+        min_score=0.0,
+        mode=mode,
+        max_most=size,
+    )
     paragraphs = answer["paragraphs"]
-    return Ranked([p["text"] for p in paragraphs], [p["score"] for p in paragraphs],
-                  [p["document"] for p in paragraphs])
+    return Ranked(
+        [p["text"] for p in paragraphs], [p["score"] for p in paragraphs], [p["document"] for p in paragraphs]
+    )
 
 
-def ask(agent, collection, question: str, *, mode: str | None = None, most: int = 10,
-        min_score: float | None = None) -> list[dict]:
+def ask(
+    agent,
+    collection,
+    question: str,
+    *,
+    mode: str | None = None,
+    most: int = 10,
+    min_score: float | None = None,
+) -> list[dict]:
     """The paragraphs an agent gets: the collection's (or the default) floor and around unless told."""
     from collections_app.services.search import search_collection
 
-    answer = search_collection(agent=agent, collection=collection, question=question, most=most,
-                               min_score=min_score, mode=mode)
+    answer = search_collection(
+        agent=agent, collection=collection, question=question, most=most, min_score=min_score, mode=mode
+    )
     return answer["paragraphs"]
 
 

@@ -15,8 +15,9 @@ Data:
 
 Prints, in one process: the build time (k-means++, Lloyd rounds, nprobe measurement); with
 ``--reference`` k-means++ alone and the plain float64 k-means++ on the same rows (its time and
-whether every pick is the same); ``--real`` uses SciFact's own 5,183 vectors instead of derived ones; the measured nprobe and recall on the build's own rows; and for the questions the exact
-flat scan (``M @ q`` + argpartition) against IVF at the measured nprobe (p50/p95 ms, recall@10, ratio).
+whether every pick is the same); ``--real`` uses SciFact's own 5,183 vectors instead of derived ones; the
+measured nprobe and recall on the build's own rows; and for the questions the exact flat scan (``M @ q`` +
+argpartition) against IVF at the measured nprobe (p50/p95 ms, recall@10, ratio).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ if str(REPO) not in sys.path:
 
 import numpy as np  # noqa: E402
 
-from collections_app.index import ivf  # noqa: E402
+from collections_app.index import ivf, kmeans  # noqa: E402
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
@@ -97,7 +98,9 @@ def timed(fn, *args, **kwargs):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--data", choices=["clustered", "scifact"], default="clustered")
@@ -106,9 +109,14 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--iterations", type=int, default=4)
     parser.add_argument("--recall", type=float, default=0.95)
-    parser.add_argument("--reference", action="store_true",
-                        help="time k-means++ alone, and the plain float64 k-means++ against it")
-    parser.add_argument("--real", action="store_true", help="with --data scifact: the real abstracts' vectors only")
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="time k-means++ alone, and the plain float64 k-means++ against it",
+    )
+    parser.add_argument(
+        "--real", action="store_true", help="with --data scifact: the real abstracts' vectors only"
+    )
     parser.add_argument("--nprobe", type=int, nargs="*", default=[], help="extra nprobe values to report")
     args = parser.parse_args()
 
@@ -117,27 +125,39 @@ def main() -> None:
     else:
         if not args.scifact_vectors or not args.scifact_queries:
             parser.error("--data scifact needs --scifact-vectors and --scifact-queries")
-        vectors, questions = scifact_derived(args.rows, args.scifact_vectors, args.scifact_queries, args.queries)
+        vectors, questions = scifact_derived(
+            args.rows, args.scifact_vectors, args.scifact_queries, args.queries
+        )
         if args.real:
             vectors = unit(np.load(args.scifact_vectors))
     n, d = vectors.shape
-    nlist = ivf.default_nlist(n)
+    nlist = kmeans.default_nlist(n)
     print(f"# {args.data}: {n} rows x {d}, {nlist} lists, {questions.shape[0]} questions")
 
     if args.reference:
-        (seeds, _owner), t_pp = timed(ivf.kmeans_plus_plus_assigned, vectors, nlist, ivf.rng_for("bench"))
+        (seeds, _owner), t_pp = timed(
+            kmeans.kmeans_plus_plus_assigned, vectors, nlist, kmeans.rng_for("bench")
+        )
         print(f"k-means++ over every row (float32 pass, float64 check): {t_pp:.1f} s")
-        reference, t_ref = timed(ivf.kmeans_plus_plus_reference, vectors, nlist, ivf.rng_for("bench"))
+        reference, t_ref = timed(kmeans.kmeans_plus_plus_reference, vectors, nlist, kmeans.rng_for("bench"))
         same = np.array_equal(reference, seeds)
-        print(f"k-means++ plain float64 (reference): {t_ref:.1f} s; same picks: {same}; ratio {t_ref / t_pp:.2f}x")
-    lists, t_build = timed(ivf.build_lists, vectors, index_id="bench", iterations=args.iterations,
-                           target_recall=args.recall)
+        print(
+            f"k-means++ plain float64 (reference): {t_ref:.1f} s; same picks: {same}; ratio "
+            f"{t_ref / t_pp:.2f}x"
+        )
+    lists, t_build = timed(
+        ivf.build_lists, vectors, index_id="bench", iterations=args.iterations, target_recall=args.recall
+    )
     sizes = np.diff(lists.offsets)
-    print(f"build_lists (k-means++, {args.iterations} Lloyd rounds, nprobe measurement): {t_build:.1f} s; "
-          f"list sizes {sizes.min()}-{sizes.max()} (median {int(np.median(sizes))})")
-    print(f"measured on {min(200, n)} own rows and as many between rows: nprobe {lists.nprobe} reaches "
-          f"recall@10 {lists.recall:.3f} "
-          f"(target {args.recall})")
+    print(
+        f"build_lists (k-means++, {args.iterations} Lloyd rounds, nprobe measurement): {t_build:.1f} s; "
+        f"list sizes {sizes.min()}-{sizes.max()} (median {int(np.median(sizes))})"
+    )
+    print(
+        f"measured on {min(200, n)} own rows and as many between rows: nprobe {lists.nprobe} reaches "
+        f"recall@10 {lists.recall:.3f} "
+        f"(target {args.recall})"
+    )
 
     def flat(q):
         scores = vectors @ q
@@ -165,8 +185,10 @@ def main() -> None:
     print(f"numpy flat: p50 {p(times['flat'], 50):.2f} ms, p95 {p(times['flat'], 95):.2f} ms")
     for probe in probes:
         recall = found[probe] / (10 * 2 * questions.shape[0])
-        print(f"IVF nprobe {probe}: p50 {p(times[probe], 50):.2f} ms, p95 {p(times[probe], 95):.2f} ms, "
-              f"recall@10 on the questions {recall:.3f}, {statistics.median(times[probe]) / base:.2f}x flat")
+        print(
+            f"IVF nprobe {probe}: p50 {p(times[probe], 50):.2f} ms, p95 {p(times[probe], 95):.2f} ms, "
+            f"recall@10 on the questions {recall:.3f}, {statistics.median(times[probe]) / base:.2f}x flat"
+        )
 
 
 if __name__ == "__main__":

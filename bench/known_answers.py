@@ -40,15 +40,22 @@ def evaluate(agent, collection, questions, controls, *, mode: str, floor: float 
     """found@1/5/10 over the answerable questions and the share of controls left empty."""
     outcomes = []
     for item in questions:
-        paragraphs = harness.ask(agent, collection, item["question"], mode=mode, most=max(DEPTHS), min_score=floor)
+        paragraphs = harness.ask(
+            agent, collection, item["question"], mode=mode, most=max(DEPTHS), min_score=floor
+        )
         rank = harness.found_rank(paragraphs, item["answer"])
         score = paragraphs[rank - 1]["score"] if rank else None
         outcomes.append({"question": item["question"], "rank": rank, "score": score})
     empty = []
     for question in controls:
         paragraphs = harness.ask(agent, collection, question, mode=mode, most=1, min_score=floor)
-        empty.append({"question": question, "empty": not paragraphs,
-                      "top_score": paragraphs[0]["score"] if paragraphs else None})
+        empty.append(
+            {
+                "question": question,
+                "empty": not paragraphs,
+                "top_score": paragraphs[0]["score"] if paragraphs else None,
+            }
+        )
     found = {k: sum(1 for o in outcomes if o["rank"] and o["rank"] <= k) / len(outcomes) for k in DEPTHS}
     return {
         "mode": mode,
@@ -80,9 +87,17 @@ def measure(collection, questions, controls, *, floor: float | None) -> list[dic
         )
         for variant in report["variants"]:
             key = (variant["method"], variant["size"], variant["around"])
-            row = rows.setdefault(key, {"method": variant["method"], "size": variant["size"],
-                                        "around": variant["around"], "paragraphs": variant["paragraphs"],
-                                        "ranks": [], "controls": []})
+            row = rows.setdefault(
+                key,
+                {
+                    "method": variant["method"],
+                    "size": variant["size"],
+                    "around": variant["around"],
+                    "paragraphs": variant["paragraphs"],
+                    "ranks": [],
+                    "controls": [],
+                },
+            )
             row["ranks"].extend(q["rank"] for q in variant["questions"])
             row["controls"].extend(c["returned"] == 0 for c in variant["controls"])
     table = []
@@ -101,12 +116,20 @@ def percent(value: float | None) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--measure", action="store_true", help="also through measure, per chunking strategy")
     parser.add_argument("--modes", nargs="+", choices=harness.MODES, default=list(harness.MODES))
-    parser.add_argument("--context-weight", type=float, default=None,
-                        help="the lexical weight of a paragraph's title and section (CONTEXT_WEIGHT)")
-    parser.add_argument("--no-context", action="store_true", help="index paragraphs without title and section")
+    parser.add_argument(
+        "--context-weight",
+        type=float,
+        default=None,
+        help="the lexical weight of a paragraph's title and section (CONTEXT_WEIGHT)",
+    )
+    parser.add_argument(
+        "--no-context", action="store_true", help="index paragraphs without title and section"
+    )
     parser.add_argument("--json", type=Path, help="write every outcome here")
     args = parser.parse_args()
 
@@ -120,8 +143,11 @@ def main() -> None:
     questions, controls = harness.load_items()
     agent, collection = harness.built_collection(NAME, harness.KNOWN_ANSWERS / "corpus")
     default_floor = float(settings.MIN_SCORE)
-    print(f"# {len(questions)} questions, {len(controls)} controls; default floor {default_floor}, "
-          f"around {settings.AROUND}", file=sys.stderr)
+    print(
+        f"# {len(questions)} questions, {len(controls)} controls; default floor {default_floor}, "
+        f"around {settings.AROUND}",
+        file=sys.stderr,
+    )
 
     results = []
     print("| mode | floor | found@1 | found@5 | found@10 | controls empty |")
@@ -131,20 +157,28 @@ def main() -> None:
             result = evaluate(agent, collection, questions, controls, mode=mode, floor=floor)
             results.append(result)
             shown = f"{default_floor} (default)" if floor is None else "0 (unfloored)"
-            print(f"| {mode} | {shown} | {percent(result['found'][1])} | {percent(result['found'][5])} | "
-                  f"{percent(result['found'][10])} | {percent(result['controls_empty'])} |", flush=True)
+            print(
+                f"| {mode} | {shown} | {percent(result['found'][1])} | {percent(result['found'][5])} | "
+                f"{percent(result['found'][10])} | {percent(result['controls_empty'])} |",
+                flush=True,
+            )
 
     table = []
     if args.measure:
-        print("\n| measure: method (size) | around | paragraphs | floor | found@1 | found@5 | found@10 | "
-              "controls empty |")
+        print(
+            "\n| measure: method (size) | around | paragraphs | floor | found@1 | found@5 | found@10 | "
+            "controls empty |"
+        )
         print("|---|---|---|---|---|---|---|---|")
         for floor in (None, default_floor):
             for row in measure(collection, questions, controls, floor=floor):
                 table.append(row)
-                print(f"| {row['method']} ({row['size']}) | {row['around']} | {row['paragraphs']} | "
-                      f"{floor or 0} | {percent(row['found'][1])} | {percent(row['found'][5])} | "
-                      f"{percent(row['found'][10])} | {percent(row['controls_empty'])} |", flush=True)
+                print(
+                    f"| {row['method']} ({row['size']}) | {row['around']} | {row['paragraphs']} | "
+                    f"{floor or 0} | {percent(row['found'][1])} | {percent(row['found'][5])} | "
+                    f"{percent(row['found'][10])} | {percent(row['controls_empty'])} |",
+                    flush=True,
+                )
     if args.json:
         args.json.write_text(json.dumps({"search": results, "measure": table}, indent=1, ensure_ascii=False))
 

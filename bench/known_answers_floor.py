@@ -48,7 +48,9 @@ def load(dataset: Path):
 def choose(corpus, queries, relevant, *, documents: int, answers: int, controls: int):
     """(known items, held-out items, the corpus's document ids), all drawn with one seeded generator."""
     rng = random.Random(SEED)
-    single = sorted(q for q, docs in relevant.items() if len(docs) == 1 and len(corpus[next(iter(docs))][1]) > 200)
+    single = sorted(
+        q for q, docs in relevant.items() if len(docs) == 1 and len(corpus[next(iter(docs))][1]) > 200
+    )
     rng.shuffle(single)
     answered, left_out = single[: 2 * answers], single[2 * answers : 2 * answers + 2 * controls]
     used = {next(iter(relevant[q])) for q in answered}
@@ -65,18 +67,28 @@ def choose(corpus, queries, relevant, *, documents: int, answers: int, controls:
         return {"question": queries[q], "answer": corpus[doc][1][:MARKER_CHARS].strip()}
 
     half = len(left_out) // 2
-    known = [item(q) for q in answered[:answers]] + [{"question": queries[q], "control": True} for q in left_out[:half]]
-    held = [item(q) for q in answered[answers:]] + [{"question": queries[q], "control": True} for q in left_out[half:]]
+    known = [item(q) for q in answered[:answers]] + [
+        {"question": queries[q], "control": True} for q in left_out[:half]
+    ]
+    held = [item(q) for q in answered[answers:]] + [
+        {"question": queries[q], "control": True} for q in left_out[half:]
+    ]
     return known, held, ids
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("dataset", type=Path)
     parser.add_argument("--documents", type=int, default=1500)
-    parser.add_argument("--answers", type=int, default=60, help="claims with an answer in each of the two sets")
+    parser.add_argument(
+        "--answers", type=int, default=60, help="claims with an answer in each of the two sets"
+    )
     parser.add_argument("--controls", type=int, default=20, help="controls in each of the two sets")
-    parser.add_argument("--swap", action="store_true", help="read the floor off the held-out set, test on the known")
+    parser.add_argument(
+        "--swap", action="store_true", help="read the floor off the held-out set, test on the known"
+    )
     args = parser.parse_args()
 
     name = "knownfloor"
@@ -103,8 +115,9 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
     corpus, queries, relevant = load(args.dataset)
-    known, held, ids = choose(corpus, queries, relevant, documents=args.documents, answers=args.answers,
-                              controls=args.controls)
+    known, held, ids = choose(
+        corpus, queries, relevant, documents=args.documents, answers=args.answers, controls=args.controls
+    )
     if args.swap:
         known, held = held, known
     if not folder.exists() or len(list(folder.iterdir())) != len(ids):
@@ -114,16 +127,20 @@ def main() -> None:
             (folder / f"{doc_id}.txt").write_text(f"{title}\n\n{text}".strip() + "\n", encoding="utf-8")
     agent = Agent.objects.filter(agent_id="bench").first() or create_agent(agent_id="bench")[0]
     collection = Collection.objects.filter(agent=agent, name=name).first() or create_collection(
-        agent=agent, name=name, built_from="SciFact abstracts")
+        agent=agent, name=name, built_from="SciFact abstracts"
+    )
     run = build_collection(collection=collection, requested_by="bench")
     if run.status != "succeeded":
         raise SystemExit(f"build {run.status}: {run.error}")
     known_answers.set_known_answers(collection=collection, items=known)
     report = known_answers.measure_build(build_id=run.pk)
-    print(f"# {len(ids)} abstracts, {run.passages} paragraphs, model {run.model}; known set: {report.found_at_5} of "
-          f"{report.answers} found at 5 unfloored-or-default floor {report.floor}, lowest answer "
-          f"{report.lowest_answer}, highest control {report.highest_control}, separate: {report.separates}",
-          file=sys.stderr)
+    print(
+        f"# {len(ids)} abstracts, {run.passages} paragraphs, model {run.model}; known set: "
+        f"{report.found_at_5} of "
+        f"{report.answers} found at 5 unfloored-or-default floor {report.floor}, lowest answer "
+        f"{report.lowest_answer}, highest control {report.highest_control}, separate: {report.separates}",
+        file=sys.stderr,
+    )
 
     scores = [r["score"] for r in report.results if not r["control"] and r["score"] is not None]
     control_scores = [r["top_score"] or 0.0 for r in report.results if r["control"]]
@@ -133,14 +150,20 @@ def main() -> None:
         floors.append((f"measured, keep {keep:.2f} ({read['rule']})", read["floor"]))
         # For comparison, the floor keeping ⌈keep·n⌉ of the known answers themselves (the sample's quantile).
         ranked = sorted(scores, reverse=True)
-        floors.append((f"  sample quantile, keep {keep:.2f}", max(0.0, ranked[math.ceil(keep * len(ranked)) - 1] - 1e-6)))
+        floors.append(
+            (
+                f"  sample quantile, keep {keep:.2f}",
+                max(0.0, ranked[math.ceil(keep * len(ranked)) - 1] - 1e-6),
+            )
+        )
 
     def outcome(floor: float) -> tuple[int, int, int, int]:
         """(answers found, answers, controls with nothing back, controls) over the held-out set at `floor`."""
         found = silent = 0
         for item in held:
-            answer = search_collection(agent=agent, collection=collection, question=item["question"], most=5,
-                                       min_score=floor)
+            answer = search_collection(
+                agent=agent, collection=collection, question=item["question"], most=5, min_score=floor
+            )
             if item.get("control"):
                 silent += not answer["paragraphs"]
             else:
@@ -150,16 +173,28 @@ def main() -> None:
         return found, answers, silent, len(held) - answers
 
     _found, _answers, known_silent, known_controls = (
-        report.found_at_5, report.answers, sum(1 for r in report.results if r["control"] and not r["returned"]),
-        report.controls)
+        report.found_at_5,
+        report.answers,
+        sum(1 for r in report.results if r["control"] and not r["returned"]),
+        report.controls,
+    )
     reachable, total, _s, _c = outcome(0.0)
-    print(f"{'floor':<34} {'value':>8}  held-out answers kept (of {reachable} reachable)  held-out controls silent")
+    print(
+        f"{'floor':<34} {'value':>8}  held-out answers kept (of {reachable} reachable)  held-out controls "
+        "silent"
+    )
     for label, floor in floors:
         found, answers, silent, controls = outcome(floor)
-        print(f"{label:<34} {floor:>8.4f}  {found:>3} / {reachable:<3} ({100 * found / max(1, reachable):5.1f} %)"
-              f"                 {silent:>3} / {controls}")
-    print(f"# known set at the floor in force ({report.floor}): {known_silent} of {known_controls} controls silent",
-          file=sys.stderr)
+        print(
+            f"{label:<34} {floor:>8.4f}  {found:>3} / {reachable:<3} "
+            f"({100 * found / max(1, reachable):5.1f} %)"
+            f"                 {silent:>3} / {controls}"
+        )
+    print(
+        f"# known set at the floor in force ({report.floor}): {known_silent} of {known_controls} controls "
+        "silent",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":

@@ -40,9 +40,14 @@ def _free_port() -> int:
 
 def setup_django(data_dir: str) -> str:
     """A scratch store with one agent and the sample handbook built with the hash embedder; its key."""
-    os.environ.update(DJANGO_SETTINGS_MODULE="ragsite.settings", DATA_DIR=data_dir, EMBED_BACKEND="hash",
-                      DATABASE_URL=f"sqlite:///{data_dir}/bench.sqlite3", DEBUG="true",
-                      KNOWLEDGE_HANDBOOK_FOLDER=str(ROOT / "collections_app" / "sample_docs"))
+    os.environ.update(
+        DJANGO_SETTINGS_MODULE="ragsite.settings",
+        DATA_DIR=data_dir,
+        EMBED_BACKEND="hash",
+        DATABASE_URL=f"sqlite:///{data_dir}/bench.sqlite3",
+        DEBUG="true",
+        KNOWLEDGE_HANDBOOK_FOLDER=str(ROOT / "collections_app" / "sample_docs"),
+    )
     import django
 
     django.setup()
@@ -73,10 +78,18 @@ def sdk_application():
             self.headers = headers
 
     async def list_tools(ctx, params):
-        return types.ListToolsResult(tools=[
-            types.Tool(name=t.name, title=t.title, description=t.description, input_schema=t.input_schema,
-                       output_schema=None) for t in TOOLS.values()
-        ])
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=t.name,
+                    title=t.title,
+                    description=t.description,
+                    input_schema=t.input_schema,
+                    output_schema=None,
+                )
+                for t in TOOLS.values()
+            ]
+        )
 
     def _call(headers, name, arguments):
         key = authenticated_key(_Request(headers))
@@ -84,14 +97,19 @@ def sdk_application():
             return {"error": {"code": "unauthorized", "message": "a valid API key is required"}}, True
         tool = TOOLS[name]
         try:
-            return tool.handler(Caller(agent=key.agent, key=key), check_arguments(tool.input_schema, arguments)), False
+            return tool.handler(
+                Caller(agent=key.agent, key=key), check_arguments(tool.input_schema, arguments)
+            ), False
         except (InvalidArguments, RagsiteError) as exc:
             return error_body(exc.code, exc.message), True
 
     async def call_tool(ctx, params):
         payload, failed = await sync_to_async(_call)(ctx.request.headers, params.name, params.arguments or {})
-        return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(payload, default=str))],
-                                    structured_content=payload, is_error=failed)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(payload, default=str))],
+            structured_content=payload,
+            is_error=failed,
+        )
 
     server = Server("ragsite", on_list_tools=list_tools, on_call_tool=call_tool)
     mcp_app = server.streamable_http_app(stateless_http=True, json_response=True, streamable_http_path="/mcp")
@@ -109,7 +127,9 @@ def sdk_application():
 def serve(app, port: int):
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="auto"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="auto")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     for _ in range(200):
@@ -134,14 +154,18 @@ async def scenario(url: str, key: str, calls: int) -> dict:
         checks["protocol"] = init.protocol_version
         tools = await session.list_tools()
         checks["tools listed"] = {"search", "build"} <= {t.name for t in tools.tools}
-        found = await session.call_tool("search", {"collection": "handbook", "question": "laptop", "min_score": 0})
+        found = await session.call_tool(
+            "search", {"collection": "handbook", "question": "laptop", "min_score": 0}
+        )
         checks["search answers"] = not found.is_error and bool(found.structured_content.get("paragraphs"))
         missing = await session.call_tool("search", {"collection": "nope", "question": "x"})
         checks["unknown collection is a tool error"] = (
-            missing.is_error and missing.structured_content["error"]["code"] == "unknown_collection")
+            missing.is_error and missing.structured_content["error"]["code"] == "unknown_collection"
+        )
         wrong = await session.call_tool("search", {"collection": "handbook", "question": "x", "most": 99})
         checks["out-of-range argument refused"] = (
-            wrong.is_error and wrong.structured_content["error"]["code"] == "invalid_arguments")
+            wrong.is_error and wrong.structured_content["error"]["code"] == "invalid_arguments"
+        )
         times = []
         for _ in range(calls):
             started = time.perf_counter()
@@ -168,8 +192,12 @@ async def modern_era(url: str, key: str) -> str:
 
 
 def lines_of_code(paths) -> int:
-    return sum(1 for p in paths for line in Path(p).read_text().splitlines()
-               if line.strip() and not line.strip().startswith("#"))
+    return sum(
+        1
+        for p in paths
+        for line in Path(p).read_text().splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    )
 
 
 def main() -> None:
@@ -181,8 +209,10 @@ def main() -> None:
         from ragsite.asgi import application as own_application
 
         ports = {"own transport (ragsite.asgi)": _free_port(), "SDK prototype": _free_port()}
-        servers = [serve(own_application, ports["own transport (ragsite.asgi)"]),
-                   serve(sdk_application(), ports["SDK prototype"])]
+        servers = [
+            serve(own_application, ports["own transport (ragsite.asgi)"]),
+            serve(sdk_application(), ports["SDK prototype"]),
+        ]
         try:
             for name, port in ports.items():
                 url = f"http://127.0.0.1:{port}/mcp"
@@ -198,14 +228,21 @@ def main() -> None:
             for server in servers:
                 server.should_exit = True
     own = lines_of_code(sorted((ROOT / "ragsite" / "mcp").glob("*.py")))
-    transport = lines_of_code([ROOT / "ragsite" / "mcp" / "transport.py", ROOT / "ragsite" / "mcp" / "protocol.py"])
+    transport = lines_of_code(
+        [ROOT / "ragsite" / "mcp" / "transport.py", ROOT / "ragsite" / "mcp" / "protocol.py"]
+    )
     import inspect
 
-    adapter = sum(1 for line in inspect.getsource(sdk_application).splitlines()
-                  if line.strip() and not line.strip().startswith("#"))
-    print(f"## lines of code (non-blank, non-comment)\n  ragsite/mcp in all: {own}\n  of which the transport "
-          f"(transport.py + protocol.py), what the SDK would replace: {transport}\n  the prototype's adapter "
-          f"(sdk_application above): {adapter}")
+    adapter = sum(
+        1
+        for line in inspect.getsource(sdk_application).splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    )
+    print(
+        f"## lines of code (non-blank, non-comment)\n  ragsite/mcp in all: {own}\n  of which the transport "
+        f"(transport.py + protocol.py), what the SDK would replace: {transport}\n  the prototype's adapter "
+        f"(sdk_application above): {adapter}"
+    )
 
 
 if __name__ == "__main__":

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import secrets
 import signal
 import socket
@@ -43,141 +42,28 @@ import statistics
 import subprocess
 import sys
 import time
-from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 DATA = ROOT.parent / "shared" / "datasets" / "locomo-dev"
 WORK = ROOT / "data" / "bench"
 RESULTS = ROOT / "bench" / "results" / "memory_locomo.json"
 PLOT = ROOT / "docs" / "img" / "memory-locomo.png"
 
-BUDGETS = (1000, 2000, 4000, 8000)
-MOSTS = (1, 3, 5, 10)
-CATEGORIES = (1, 2, 3, 4)
-CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-UNBOUNDED = 100_000
-
-
-# --- The data -------------------------------------------------------------------------------
-
-
-@dataclass
-class Session:
-    conversation: str
-    number: int
-    text: str
-    turns: dict[str, tuple[int, int]]  # dia_id -> (start, end) of the turn's text in `text`
-    lines: list[tuple[int, int]]  # (start, end) of each turn's whole line, in order
-    record_id: int | None = None
-
-
-@dataclass
-class Question:
-    conversation: str
-    question: str
-    category: int
-    evidence: list[str]
-
-
-@dataclass
-class Conversation:
-    name: str
-    sessions: list[Session] = field(default_factory=list)
-    questions: list[Question] = field(default_factory=list)
-
-    def turn(self, dia_id: str) -> tuple[Session, int, int] | None:
-        for session in self.sessions:
-            if dia_id in session.turns:
-                return session, *session.turns[dia_id]
-        return None
-
-
-def clean_evidence(raw: list) -> list[str]:
-    """SOURCE.md's cleaning: split "a; b", drop a stray colon after D, strip leading zeros."""
-    ids = []
-    for item in raw:
-        for part in re.split(r"[;,\s]+", str(item)):
-            match = re.fullmatch(r"D:?(\d+):0*(\d+)", part.strip())
-            if match:
-                ids.append(f"D{int(match[1])}:{int(match[2])}")
-    return ids
-
-
-def load(folder: Path) -> list[Conversation]:
-    conversations = []
-    for path in sorted(folder.glob("*.json")):
-        data = json.loads(path.read_text())
-        talk = data.get("conversation", data)
-        conversation = Conversation(path.stem)
-        numbers = sorted(int(m[1]) for key in talk if (m := re.fullmatch(r"session_(\d+)", key)))
-        for number in numbers:
-            turns = talk[f"session_{number}"]
-            if not turns:
-                continue
-            text = f"[{talk.get(f'session_{number}_date_time', '')}]\n"
-            spans, lines = {}, []
-            for turn in turns:
-                prefix = f"{turn['speaker']}: "
-                start = len(text) + len(prefix)
-                body = " ".join(str(turn.get("text", "")).split())
-                lines.append((len(text), start + len(body)))
-                text += prefix + body + "\n"
-                spans[turn["dia_id"]] = (start, start + len(body))
-            conversation.sessions.append(Session(path.stem, number, text.rstrip("\n"), spans, lines))
-        for qa in data["qa"]:
-            if qa.get("category") not in CATEGORIES:
-                continue
-            evidence = [e for e in clean_evidence(qa.get("evidence", [])) if conversation.turn(e)]
-            if evidence:
-                conversation.questions.append(Question(path.stem, qa["question"], qa["category"], evidence))
-        conversations.append(conversation)
-    return conversations
-
-
-# --- Scoring an answer --------------------------------------------------------------------------
-
-
-def found(conversation: Conversation, question: Question, excerpts: list[dict]) -> tuple[float, bool]:
-    """(share of evidence turns inside one excerpt, whether all are)."""
-    inside = 0
-    for dia_id in question.evidence:
-        session, start, end = conversation.turn(dia_id)
-        inside += any(e["id"] == session.record_id and e["start"] <= start and end <= e["end"] for e in excerpts)
-    return inside / len(question.evidence), inside == len(question.evidence)
-
-
-class Tally:
-    """Evidence recall and all-evidence per method and setting, per category and over 1-4."""
-
-    def __init__(self) -> None:
-        self.scores: dict[tuple[str, str], dict[int, list[tuple[float, bool]]]] = defaultdict(lambda: defaultdict(list))
-
-    def add(self, method: str, setting: str, category: int, score: tuple[float, bool]) -> None:
-        self.scores[(method, setting)][category].append(score)
-
-    def figures(self, method: str, setting: str, category: int | None = None) -> tuple[float, float]:
-        by = self.scores[(method, setting)]
-        rows = [s for c in (CATEGORIES if category is None else (category,)) for s in by[c]]
-        if not rows:
-            return 0.0, 0.0
-        return 100 * sum(r for r, _ in rows) / len(rows), 100 * sum(a for _, a in rows) / len(rows)
-
-    def methods(self) -> list[str]:
-        return list(dict.fromkeys(method for method, _ in self.scores))
-
-
-def settings_asked() -> list[tuple[str, int, int]]:
-    """(name, most, max_chars) of every recall asked per question."""
-    return ([(f"{b // 1000}k", 50, b) for b in BUDGETS] + [(f"most {m}", m, UNBOUNDED) for m in MOSTS])
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))] if ordered else 0.0
-
+from locomo_data import (  # noqa: E402
+    BUDGETS,
+    CATEGORIES,
+    CATEGORY_NAMES,
+    MOSTS,
+    Session,
+    Tally,
+    found,
+    load,
+    percentile,
+    settings_asked,
+)
 
 # --- The server ---------------------------------------------------------------------------------
 
@@ -190,8 +76,9 @@ def free_port() -> int:
 
 def start(command: list[str], env: dict, log: Path) -> subprocess.Popen:
     with open(log, "wb") as sink:
-        return subprocess.Popen(command, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        return subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -218,20 +105,29 @@ def store_all(conversations, base: str, keys: dict[str, str], facts: dict) -> No
                 latencies.append(time.perf_counter() - began)
                 response.raise_for_status()
                 session.record_id = response.json()["id"]
-    facts["store"] = {"records": len(latencies), "seconds": time.perf_counter() - started,
-                      "p50_ms": 1000 * percentile(latencies, 50), "p95_ms": 1000 * percentile(latencies, 95),
-                      "chars": sum(len(s.text) for c in conversations for s in c.sessions)}
+    facts["store"] = {
+        "records": len(latencies),
+        "seconds": time.perf_counter() - started,
+        "p50_ms": 1000 * percentile(latencies, 50),
+        "p95_ms": 1000 * percentile(latencies, 95),
+        "chars": sum(len(s.text) for c in conversations for s in c.sessions),
+    }
     facts["store"]["records_per_s"] = len(latencies) / facts["store"]["seconds"]
 
 
-def await_nodes(conversations, base: str, keys: dict[str, str], facts: dict, began: float, limit: float) -> None:
+def await_nodes(
+    conversations, base: str, keys: dict[str, str], facts: dict, began: float, limit: float
+) -> None:
     import httpx
 
     while True:
         missing = 0
         for conversation in conversations:
-            report = httpx.get(f"{base}/api/v1/memory/health", timeout=60,
-                               headers={"Authorization": f"Bearer {keys[conversation.name]}"}).json()
+            report = httpx.get(
+                f"{base}/api/v1/memory/health",
+                timeout=60,
+                headers={"Authorization": f"Bearer {keys[conversation.name]}"},
+            ).json()
             missing += report["missing_nodes"]
         if not missing:
             break
@@ -248,7 +144,9 @@ def read_nodes(conversations, base: str, keys: dict[str, str], facts: dict) -> N
     for conversation in conversations:
         headers = {"Authorization": f"Bearer {keys[conversation.name]}"}
         for session in conversation.sessions:
-            body = httpx.get(f"{base}/api/v1/memory/records/ep/{session.record_id}", headers=headers, timeout=60).json()
+            body = httpx.get(
+                f"{base}/api/v1/memory/records/ep/{session.record_id}", headers=headers, timeout=60
+            ).json()
             lengths += [n["end"] - n["start"] for n in body["nodes"]["items"]]
             if not body["nodes"]["items"]:
                 lengths.append(len(session.text))
@@ -265,16 +163,28 @@ def recall_all(conversations, base: str, keys: dict[str, str], tally: Tally, fac
         with httpx.Client(headers={"Authorization": f"Bearer {keys[conversation.name]}"}, timeout=60) as http:
             for question in conversation.questions:
                 for name, most, max_chars in settings_asked():
-                    body = http.post(f"{base}/api/v1/memory/recall",
-                                     json={"question": question.question, "most": most, "max_chars": max_chars})
+                    body = http.post(
+                        f"{base}/api/v1/memory/recall",
+                        json={"question": question.question, "most": most, "max_chars": max_chars},
+                    )
                     body.raise_for_status()
-                    tally.add("ragsite", name, question.category, found(conversation, question, body.json()["excerpts"]))
+                    tally.add(
+                        "ragsite",
+                        name,
+                        question.category,
+                        found(conversation, question, body.json()["excerpts"]),
+                    )
                 began = time.perf_counter()
-                response = http.post(f"{base}/api/v1/memory/recall", json={"question": question.question, "most": 5})
+                response = http.post(
+                    f"{base}/api/v1/memory/recall", json={"question": question.question, "most": 5}
+                )
                 latencies.append(time.perf_counter() - began)
                 response.raise_for_status()
-    facts["recall"] = {"questions": len(latencies), "p50_ms": 1000 * percentile(latencies, 50),
-                       "p95_ms": 1000 * percentile(latencies, 95)}
+    facts["recall"] = {
+        "questions": len(latencies),
+        "p50_ms": 1000 * percentile(latencies, 50),
+        "p95_ms": 1000 * percentile(latencies, 95),
+    }
 
 
 # --- The baselines --------------------------------------------------------------------------------
@@ -317,26 +227,55 @@ def baselines(conversations, tally: Tally, node_chars: float, facts: dict) -> No
         texts = {("ep", s.record_id): s.text for s in conversation.sessions}
         questions = [q.question for q in conversation.questions]
         asked = np.asarray(embedder.embed(questions), dtype=np.float32)
-        for unit_name, unit_spans in (("turns", lambda s: s.lines), ("windows", lambda s: windows(s, node_chars))):
+        for unit_name, unit_spans in (
+            ("turns", lambda s: s.lines),
+            ("windows", lambda s: windows(s, node_chars)),
+        ):
             units = [(s, a, b) for s in conversation.sessions for a, b in unit_spans(s)]
             unit_texts = [s.text[a:b] for s, a, b in units]
             retriever = bm25s.BM25()
-            retriever.index(bm25s.tokenize(unit_texts, stopwords="en", show_progress=False), show_progress=False)
+            retriever.index(
+                bm25s.tokenize(unit_texts, stopwords="en", show_progress=False), show_progress=False
+            )
             vectors = np.asarray(embedder.embed(unit_texts), dtype=np.float32)
             for q, question in enumerate(conversation.questions):
-                tokens = bm25s.tokenize([question.question], stopwords="en", return_ids=False, show_progress=False)
+                tokens = bm25s.tokenize(
+                    [question.question], stopwords="en", return_ids=False, show_progress=False
+                )
                 lexical = retriever.get_scores(tokens[0])
                 cosine = vectors @ asked[q]
-                for method, scores in (("bm25s", lexical), ("MiniLM", cosine),
-                                       ("hybrid", 0.5 * minmax(lexical) + 0.5 * minmax(cosine))):
+                for method, scores in (
+                    ("bm25s", lexical),
+                    ("MiniLM", cosine),
+                    ("hybrid", 0.5 * minmax(lexical) + 0.5 * minmax(cosine)),
+                ):
                     order = np.lexsort((np.arange(len(units)), -np.asarray(scores)))
                     for name, most, max_chars in settings_asked():
-                        candidates = (Candidate("ep", units[i][0].record_id, WHOLE, None, units[i][1], units[i][2],
-                                                float(scores[i])) for i in order)
-                        chosen = select(candidates, lambda kind, id, texts=texts: texts[(kind, id)],
-                                        max_chars=max_chars, most=most)
+                        candidates = (
+                            Candidate(
+                                "ep",
+                                units[i][0].record_id,
+                                WHOLE,
+                                None,
+                                units[i][1],
+                                units[i][2],
+                                float(scores[i]),
+                            )
+                            for i in order
+                        )
+                        chosen = select(
+                            candidates,
+                            lambda kind, id, texts=texts: texts[(kind, id)],
+                            max_chars=max_chars,
+                            most=most,
+                        )
                         shown = [{"id": e.id, "start": e.start, "end": e.end} for e in chosen.excerpts]
-                        tally.add(f"{method} {unit_name}", name, question.category, found(conversation, question, shown))
+                        tally.add(
+                            f"{method} {unit_name}",
+                            name,
+                            question.category,
+                            found(conversation, question, shown),
+                        )
     facts["baselines_s"] = time.perf_counter() - started
 
 
@@ -363,13 +302,23 @@ def sweep(conversations, agents: dict, weights=SWEEP_WEIGHTS, exponents=SWEEP_EX
                 for conversation in conversations:
                     for question in conversation.questions:
                         for name, most, max_chars in asked:
-                            answer = services.recall(agent=agents[conversation.name], query=question.question,
-                                                     most=most, max_chars=max_chars)
-                            tally.add("ragsite", name, question.category,
-                                      found(conversation, question, answer["excerpts"]))
+                            answer = services.recall(
+                                agent=agents[conversation.name],
+                                query=question.question,
+                                most=most,
+                                max_chars=max_chars,
+                            )
+                            tally.add(
+                                "ragsite",
+                                name,
+                                question.category,
+                                found(conversation, question, answer["excerpts"]),
+                            )
                 key = f"weight {weight} exponent {exponent}"
                 results[key] = {name: tally.figures("ragsite", name)[0] for name, _m, _c in asked}
-                print(key, " ".join(f"{name} {value:.1f}" for name, value in results[key].items()), flush=True)
+                print(
+                    key, " ".join(f"{name} {value:.1f}" for name, value in results[key].items()), flush=True
+                )
     finally:
         conf.RECALL_FUSION_WEIGHT, conf.EXCERPT_LENGTH_EXPONENT = original
     return results
@@ -380,7 +329,10 @@ def sweep(conversations, agents: dict, weights=SWEEP_WEIGHTS, exponents=SWEEP_EX
 
 def report(tally: Tally, facts: dict, questions: int) -> list[str]:
     names = [name for name, _m, _c in settings_asked()]
-    lines = [f"LoCoMo dev split: {questions} questions of categories 1-4; evidence recall % (all-evidence %)", ""]
+    lines = [
+        f"LoCoMo dev split: {questions} questions of categories 1-4; evidence recall % (all-evidence %)",
+        "",
+    ]
     header = f"{'method':<18}" + "".join(f"{name:>14}" for name in names)
     lines += [header, "-" * len(header)]
     for method in tally.methods():
@@ -392,21 +344,39 @@ def report(tally: Tally, facts: dict, questions: int) -> list[str]:
     for category in CATEGORIES:
         lines += ["", f"category {category} ({CATEGORY_NAMES[category]}), evidence recall %", header]
         for method in tally.methods():
-            lines.append(f"{method:<18}" + "".join(f"{tally.figures(method, n, category)[0]:>14.1f}" for n in names))
-    best = {name: max((tally.figures(m, name)[0], m) for m in tally.methods() if m != "ragsite") for name in names}
-    lines += ["", "ragsite minus the best baseline (points): " + ", ".join(
-        f"{name} {tally.figures('ragsite', name)[0] - best[name][0]:+.1f} ({best[name][1]})" for name in names)]
+            lines.append(
+                f"{method:<18}" + "".join(f"{tally.figures(method, n, category)[0]:>14.1f}" for n in names)
+            )
+    best = {
+        name: max((tally.figures(m, name)[0], m) for m in tally.methods() if m != "ragsite") for name in names
+    }
+    lines += [
+        "",
+        "ragsite minus the best baseline (points): "
+        + ", ".join(
+            f"{name} {tally.figures('ragsite', name)[0] - best[name][0]:+.1f} ({best[name][1]})"
+            for name in names
+        ),
+    ]
     store = facts.get("store", {})
     if store:
-        lines += [f"store: {store['records']} episodes ({store['chars']:,} characters) in {store['seconds']:.1f} s, "
-                  f"{store['records_per_s']:.1f}/s; POST p50 {store['p50_ms']:.0f} ms, p95 {store['p95_ms']:.0f} ms "
-                  "(node builds running)"]
+        lines += [
+            f"store: {store['records']} episodes ({store['chars']:,} characters) in {store['seconds']:.1f} "
+            "s, "
+            f"{store['records_per_s']:.1f}/s; POST p50 {store['p50_ms']:.0f} ms, p95 {store['p95_ms']:.0f} "
+            "ms "
+            "(node builds running)"
+        ]
     if "nodes" in facts:
-        lines += [f"nodes: {facts['nodes']} (mean {facts['node_chars_mean']:.0f} characters) ready "
-                  f"{facts['nodes_ready_s']:.1f} s after the first store: {facts['nodes_per_s']:.1f} nodes/s"]
+        lines += [
+            f"nodes: {facts['nodes']} (mean {facts['node_chars_mean']:.0f} characters) ready "
+            f"{facts['nodes_ready_s']:.1f} s after the first store: {facts['nodes_per_s']:.1f} nodes/s"
+        ]
     if "recall" in facts:
-        lines += [f"recall over HTTP at most 5 (default budget): p50 {facts['recall']['p50_ms']:.1f} ms, "
-                  f"p95 {facts['recall']['p95_ms']:.1f} ms over {facts['recall']['questions']} questions"]
+        lines += [
+            f"recall over HTTP at most 5 (default budget): p50 {facts['recall']['p50_ms']:.1f} ms, "
+            f"p95 {facts['recall']['p95_ms']:.1f} ms over {facts['recall']['questions']} questions"
+        ]
     return lines
 
 
@@ -418,12 +388,27 @@ def plot(tally: Tally, path: Path) -> None:
 
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for method in tally.methods():
-        style = {"linewidth": 2.5, "color": "black"} if method == "ragsite" else {"linewidth": 1, "alpha": 0.8}
-        axes[0].plot([b / 1000 for b in BUDGETS], [tally.figures(method, f"{b // 1000}k")[0] for b in BUDGETS],
-                     marker="o", label=method, **style)
-        axes[1].plot(MOSTS, [tally.figures(method, f"most {m}")[0] for m in MOSTS], marker="o", label=method, **style)
-    axes[0].set(xlabel="characters returned (thousands)", ylabel="evidence recall, % (categories 1-4)",
-                title="At a character budget", xscale="log", xticks=[1, 2, 4, 8], xticklabels=["1k", "2k", "4k", "8k"])
+        style = (
+            {"linewidth": 2.5, "color": "black"} if method == "ragsite" else {"linewidth": 1, "alpha": 0.8}
+        )
+        axes[0].plot(
+            [b / 1000 for b in BUDGETS],
+            [tally.figures(method, f"{b // 1000}k")[0] for b in BUDGETS],
+            marker="o",
+            label=method,
+            **style,
+        )
+        axes[1].plot(
+            MOSTS, [tally.figures(method, f"most {m}")[0] for m in MOSTS], marker="o", label=method, **style
+        )
+    axes[0].set(
+        xlabel="characters returned (thousands)",
+        ylabel="evidence recall, % (categories 1-4)",
+        title="At a character budget",
+        xscale="log",
+        xticks=[1, 2, 4, 8],
+        xticklabels=["1k", "2k", "4k", "8k"],
+    )
     axes[1].set(xlabel="excerpts returned (most)", title="At a number of excerpts", xticks=list(MOSTS))
     axes[1].legend(fontsize=8, loc="lower right")
     for axis in axes:
@@ -439,20 +424,31 @@ def _map_records(conversations, agents: dict) -> None:
     from memory_app.models import Episode
 
     for conversation in conversations:
-        ids = list(Episode.objects.filter(agent=agents[conversation.name]).order_by("pk").values_list("pk", flat=True))
+        ids = list(
+            Episode.objects.filter(agent=agents[conversation.name])
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
         for session, pk in zip(conversation.sessions, ids, strict=True):
             session.record_id = pk
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--store", type=Path, default=WORK / "memory-locomo.sqlite3")
     parser.add_argument("--sweep", action="store_true", help="also sweep the fusion weight in this process")
-    parser.add_argument("--weights", type=float, nargs="*", help="the sweep's fusion weights (default: SWEEP_WEIGHTS)")
+    parser.add_argument(
+        "--weights", type=float, nargs="*", help="the sweep's fusion weights (default: SWEEP_WEIGHTS)"
+    )
     parser.add_argument("--exponents", type=float, nargs="*", help="the sweep's length exponents")
-    parser.add_argument("--only-sweep", action="store_true",
-                        help="the sweep alone, over the store of an earlier run (implies --reuse)")
+    parser.add_argument(
+        "--only-sweep",
+        action="store_true",
+        help="the sweep alone, over the store of an earlier run (implies --reuse)",
+    )
     parser.add_argument("--reuse", action="store_true", help="keep the store of an earlier run: skip storing")
     parser.add_argument("--node-timeout", type=float, default=1800)
     parser.add_argument("--no-plot", action="store_true")
@@ -465,14 +461,32 @@ def main() -> None:
     if not args.reuse:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{args.store}{suffix}").unlink(missing_ok=True)
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{args.store}", "EMBED_BACKEND": "local", "LOG_LEVEL": "WARNING",
-           "DJANGO_SETTINGS_MODULE": "ragsite.settings", "Q_WORKERS": "1", "WEB_CONCURRENCY": "1",
-           "DATA_DIR": str(WORK / "memory-locomo-data"),
-           # A throw-away server on 127.0.0.1: a key of its own, made for this run.
-           "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50)}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{args.store}",
+        "EMBED_BACKEND": "local",
+        "LOG_LEVEL": "WARNING",
+        "DJANGO_SETTINGS_MODULE": "ragsite.settings",
+        "Q_WORKERS": "1",
+        "WEB_CONCURRENCY": "1",
+        "DATA_DIR": str(WORK / "memory-locomo-data"),
+        # A throw-away server on 127.0.0.1: a key of its own, made for this run.
+        "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
+    }
     env.pop("REDIS_URL", None)
-    os.environ.update({k: env[k] for k in ("DATABASE_URL", "EMBED_BACKEND", "LOG_LEVEL", "DJANGO_SETTINGS_MODULE",
-                                           "Q_WORKERS", "DATA_DIR")})
+    os.environ.update(
+        {
+            k: env[k]
+            for k in (
+                "DATABASE_URL",
+                "EMBED_BACKEND",
+                "LOG_LEVEL",
+                "DJANGO_SETTINGS_MODULE",
+                "Q_WORKERS",
+                "DATA_DIR",
+            )
+        }
+    )
     os.environ.pop("REDIS_URL", None)
     import django
 
@@ -482,7 +496,8 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     from bench.embedding_cache import install
 
-    install()  # this process only (baselines, sweep): a rerun embeds no text twice; the server embeds for itself
+    # this process only (baselines, sweep): a rerun embeds no text twice; the server embeds for itself
+    install()
     from collections_app.models import Agent
     from collections_app.services.agents import create_agent, issue_key
 
@@ -497,14 +512,23 @@ def main() -> None:
 
     if args.only_sweep:
         _map_records(conversations, agents)
-        print(json.dumps(sweep(conversations, agents, args.weights or SWEEP_WEIGHTS,
-                               args.exponents or SWEEP_EXPONENTS), indent=1))
+        print(
+            json.dumps(
+                sweep(
+                    conversations, agents, args.weights or SWEEP_WEIGHTS, args.exponents or SWEEP_EXPONENTS
+                ),
+                indent=1,
+            )
+        )
         return
     facts: dict = {"machine": "2 cores shared with other agents' work", "questions": questions}
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    server = start([sys.executable, "-m", "gunicorn", "-c", "python:ragsite.gunicorn_conf", "--log-level", "warning"],
-                   {**env, "WEB_BIND": f"127.0.0.1:{port}"}, WORK / "memory-locomo-server.log")
+    server = start(
+        [sys.executable, "-m", "gunicorn", "-c", "python:ragsite.gunicorn_conf", "--log-level", "warning"],
+        {**env, "WEB_BIND": f"127.0.0.1:{port}"},
+        WORK / "memory-locomo-server.log",
+    )
     cluster = start([sys.executable, "manage.py", "qcluster"], env, WORK / "memory-locomo-cluster.log")
     tally = Tally()
     try:
@@ -513,12 +537,17 @@ def main() -> None:
         deadline = time.time() + 180
         while True:
             try:
-                httpx.get(f"{base}/api/v1/memory/health", headers={"Authorization": f"Bearer {keys[conversations[0].name]}"},
-                          timeout=5).raise_for_status()
+                httpx.get(
+                    f"{base}/api/v1/memory/health",
+                    headers={"Authorization": f"Bearer {keys[conversations[0].name]}"},
+                    timeout=5,
+                ).raise_for_status()
                 break
             except httpx.HTTPError:
                 if server.poll() is not None or time.time() > deadline:
-                    raise SystemExit("the server did not come up; see data/bench/memory-locomo-server.log") from None
+                    raise SystemExit(
+                        "the server did not come up; see data/bench/memory-locomo-server.log"
+                    ) from None
                 time.sleep(0.5)
         began = time.perf_counter()
         if args.reuse:
@@ -535,16 +564,26 @@ def main() -> None:
     baselines(conversations, tally, facts["node_chars_mean"], facts)
     lines = report(tally, facts, questions)
     print("\n".join(lines))
-    output = {"facts": facts, "figures": {f"{m} | {n}": tally.figures(m, n) for m in tally.methods()
-                                          for n, _mo, _c in settings_asked()},
-              "by_category": {f"{m} | {n} | {c}": tally.figures(m, n, c)[0] for m in tally.methods()
-                              for n, _mo, _c in settings_asked() for c in CATEGORIES}}
+    output = {
+        "facts": facts,
+        "figures": {
+            f"{m} | {n}": tally.figures(m, n) for m in tally.methods() for n, _mo, _c in settings_asked()
+        },
+        "by_category": {
+            f"{m} | {n} | {c}": tally.figures(m, n, c)[0]
+            for m in tally.methods()
+            for n, _mo, _c in settings_asked()
+            for c in CATEGORIES
+        },
+    }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(output, indent=1))
     if not args.no_plot:
         plot(tally, PLOT)
     if args.sweep:
-        output["sweep"] = sweep(conversations, agents, args.weights or SWEEP_WEIGHTS, args.exponents or SWEEP_EXPONENTS)
+        output["sweep"] = sweep(
+            conversations, agents, args.weights or SWEEP_WEIGHTS, args.exponents or SWEEP_EXPONENTS
+        )
         RESULTS.write_text(json.dumps(output, indent=1))
 
 

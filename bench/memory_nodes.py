@@ -50,7 +50,9 @@ def read_abstracts(path: Path) -> list[str]:
         return [text for line in lines if (text := json.loads(line).get("text", "").strip())]
 
 
-def long_records(abstracts: list[str], count: int, low: int, high: int, seed: int, separator: str) -> list[str]:
+def long_records(
+    abstracts: list[str], count: int, low: int, high: int, seed: int, separator: str
+) -> list[str]:
     """`count` records of consecutive abstracts, each between `low` and `high` characters."""
     rng = random.Random(seed)
     records, position = [], 0
@@ -78,7 +80,9 @@ def begins_inside_a_sentence(text: str, start: int) -> bool:
 
 
 def inside_share(records: list[str], spans_per_record: list[list[tuple[int, int]]]) -> tuple[float, int]:
-    starts = [(text, start) for text, spans in zip(records, spans_per_record, strict=True) for start, _ in spans[1:]]
+    starts = [
+        (text, start) for text, spans in zip(records, spans_per_record, strict=True) for start, _ in spans[1:]
+    ]
     inside = sum(begins_inside_a_sentence(text, start) for text, start in starts)
     return (inside / len(starts) if starts else 0.0), len(starts)
 
@@ -214,22 +218,40 @@ def main() -> None:
 
         agent, _key = create_agent(agent_id="bench")
         results = [
-            measure(layout, long_records(abstracts, args.records, args.min_chars, args.max_chars, args.seed, sep), agent)
+            measure(
+                layout,
+                long_records(abstracts, args.records, args.min_chars, args.max_chars, args.seed, sep),
+                agent,
+            )
             for layout, sep in (("paragraphs", "\n\n"), ("run-on", " "))
         ]
     first = results[0]
-    print(f"corpus {args.corpus.name}: {first['records']} records of {args.min_chars}-{args.max_chars} characters "
-          f"(median {first['chars_median']:.0f}); model {first['model']}, window {first['window']} tokens")
+    print(
+        f"corpus {args.corpus.name}: {first['records']} records of {args.min_chars}-{args.max_chars} "
+        "characters "
+        f"(median {first['chars_median']:.0f}); model {first['model']}, window {first['window']} tokens"
+    )
     for r in results:
-        print(f"\n[{r['layout']}] {r['divided']}/{r['records']} records divided ({r['queued']} queued at store), "
-              f"{r['nodes']} nodes, {r['nodes_per_record']:.1f} per divided record; nodes over the window: {r['over_window']}")
+        print(
+            f"\n[{r['layout']}] {r['divided']}/{r['records']} records divided ({r['queued']} queued at "
+            "store), "
+            f"{r['nodes']} nodes, {r['nodes_per_record']:.1f} per divided record; nodes over the window: "
+            f"{r['over_window']}"
+        )
         ratio = r["inside_share"] / r["baseline_share"] if r["baseline_share"] else float("nan")
-        print(f"  nodes beginning inside a sentence: {r['inside_share']:.1%} of {r['inside_starts']} "
-              f"(cut at window end: {r['baseline_share']:.1%} of {r['baseline_starts']}; ratio {ratio:.2f})")
-        print(f"  bytes added per divided record: {r['file_bytes_per_record']:,.0f} on disk (SQLite, after VACUUM), "
-              f"{r['payload_bytes_per_record']:,.0f} of row values")
-        print(f"  store_memory with node building queued: median {r['store_ms_median']:.1f} ms "
-              f"(of which the enqueue: {r['enqueue_ms_median']:.2f} ms)")
+        print(
+            f"  nodes beginning inside a sentence: {r['inside_share']:.1%} of {r['inside_starts']} "
+            f"(cut at window end: {r['baseline_share']:.1%} of {r['baseline_starts']}; ratio {ratio:.2f})"
+        )
+        print(
+            f"  bytes added per divided record: {r['file_bytes_per_record']:,.0f} on disk (SQLite, after "
+            "VACUUM), "
+            f"{r['payload_bytes_per_record']:,.0f} of row values"
+        )
+        print(
+            f"  store_memory with node building queued: median {r['store_ms_median']:.1f} ms "
+            f"(of which the enqueue: {r['enqueue_ms_median']:.2f} ms)"
+        )
         print(f"  node build: median {r['build_ms_per_node_median']:.1f} ms per node")
 
 

@@ -6,10 +6,10 @@
 ``planted``: 30 facts, each the last sentence of a long record (2,000–3,000 characters of unrelated
 diary prose before it, so past a 256-token window), among 200 short records about other things;
 one paraphrased question per fact. Two sets: THINGS (development: chose the passage window) and
-HELD_OUT (30 other facts and questions, written before any miss was read; checks the choice). Recall is asked twice in the same run: once
-before any node is built (what ranking by the records alone gives: the rule seed 002 first wrote)
-and once after (a divided record ranked by its best node). Prints top-1 and top-5 for both, and
-how often the top-1 excerpt quotes the node that holds the fact.
+HELD_OUT (30 other facts and questions, written before any miss was read; checks the choice). Recall is asked
+twice in the same run: once before any node is built (what ranking by the records alone gives: the rule seed
+002 first wrote) and once after (a divided record ranked by its best node). Prints top-1 and top-5 for both,
+and how often the top-1 excerpt quotes the node that holds the fact.
 
 ``scale``: one agent with --memories short records (random unit vectors of the embedder's width
 stand in for their embeddings: embedding 100,000 texts would take hours here; texts are real
@@ -39,20 +39,52 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 THINGS = [
-    ("boathouse key", "hangs on a hook inside the red toolbox in the garage", "Where is the key to the boathouse?"),
-    ("wifi password", "is written on the back of the kitchen calendar", "What is the wireless network password?"),
+    (
+        "boathouse key",
+        "hangs on a hook inside the red toolbox in the garage",
+        "Where is the key to the boathouse?",
+    ),
+    (
+        "wifi password",
+        "is written on the back of the kitchen calendar",
+        "What is the wireless network password?",
+    ),
     ("passport", "is in the fireproof box under the guest bed", "Where did I put my passport?"),
     ("grandmother's ring", "is wrapped in a blue cloth in the sewing drawer", "Where is grandma's ring?"),
-    ("car insurance renewal", "is due on the fourteenth of March", "When do I need to renew the car insurance?"),
+    (
+        "car insurance renewal",
+        "is due on the fourteenth of March",
+        "When do I need to renew the car insurance?",
+    ),
     ("dentist appointment", "was moved to Thursday at half past four", "When is my dentist visit?"),
-    ("bike lock code", "is 4-7-1-9, the same as the old shed", "What's the combination for the bicycle lock?"),
-    ("spare tent pegs", "are in the green crate on the top shelf of the loft", "Where are the extra tent stakes?"),
+    (
+        "bike lock code",
+        "is 4-7-1-9, the same as the old shed",
+        "What's the combination for the bicycle lock?",
+    ),
+    (
+        "spare tent pegs",
+        "are in the green crate on the top shelf of the loft",
+        "Where are the extra tent stakes?",
+    ),
     ("neighbour's cat", "is called Biscuit and eats only dry food", "What is the name of the cat next door?"),
     ("boiler service", "is done by a company called Heatwise every October", "Who services the boiler?"),
     ("library books", "must go back by the second of May", "When are the library books due?"),
-    ("tax documents", "are in the grey folder on the left side of the filing cabinet", "Where are my tax papers?"),
-    ("sourdough starter", "needs feeding every Sunday with rye flour", "How often do I feed the sourdough culture?"),
-    ("school pickup", "on Wednesdays is done by Aunt Mira", "Who collects the kids from school on Wednesday?"),
+    (
+        "tax documents",
+        "are in the grey folder on the left side of the filing cabinet",
+        "Where are my tax papers?",
+    ),
+    (
+        "sourdough starter",
+        "needs feeding every Sunday with rye flour",
+        "How often do I feed the sourdough culture?",
+    ),
+    (
+        "school pickup",
+        "on Wednesdays is done by Aunt Mira",
+        "Who collects the kids from school on Wednesday?",
+    ),
     ("garden hose", "leaks at the joint near the outdoor tap", "Where does the hose leak?"),
     ("gym membership", "can be cancelled with one month's notice by email", "How do I cancel the gym?"),
     ("water meter", "is under a metal lid beside the front gate", "Where is the water meter located?"),
@@ -60,48 +92,140 @@ THINGS = [
     ("allergy", "that Tom has is to cashew nuts, not peanuts", "What is Tom allergic to?"),
     ("fuse box", "is behind the coats in the hall cupboard", "Where is the electrical fuse board?"),
     ("wedding anniversary", "is on the ninth of September", "When is our anniversary?"),
-    ("printer ink", "is the 302 XL cartridge, black and colour", "Which ink cartridge does the printer take?"),
+    (
+        "printer ink",
+        "is the 302 XL cartridge, black and colour",
+        "Which ink cartridge does the printer take?",
+    ),
     ("piano lesson", "has moved to Saturday mornings at ten", "When are the piano classes now?"),
     ("recycling bins", "go out every other Tuesday evening", "When should the recycling be put out?"),
-    ("camera charger", "was left in the side pocket of the hiking backpack", "Where is the charger for the camera?"),
+    (
+        "camera charger",
+        "was left in the side pocket of the hiking backpack",
+        "Where is the charger for the camera?",
+    ),
     ("rent", "goes up to 950 a month from June", "How much will the rent be from June?"),
-    ("vet", "said the dog should lose two kilos before summer", "What did the vet say about the dog's weight?"),
+    (
+        "vet",
+        "said the dog should lose two kilos before summer",
+        "What did the vet say about the dog's weight?",
+    ),
     ("holiday cottage", "is booked for the first week of August in Cornwall", "When is the cottage holiday?"),
-    ("smoke alarm battery", "was replaced on the twentieth of January", "When did I change the smoke detector battery?"),
-    ("emergency cash", "is in an envelope taped under the bottom kitchen drawer", "Where is the emergency money?"),
+    (
+        "smoke alarm battery",
+        "was replaced on the twentieth of January",
+        "When did I change the smoke detector battery?",
+    ),
+    (
+        "emergency cash",
+        "is in an envelope taped under the bottom kitchen drawer",
+        "Where is the emergency money?",
+    ),
 ]
 # Held out: written before the misses of THINGS were read; never used to choose anything.
 HELD_OUT = [
-    ("spare house key", "is under the third flowerpot on the back step", "Where can I find the extra key to the house?"),
+    (
+        "spare house key",
+        "is under the third flowerpot on the back step",
+        "Where can I find the extra key to the house?",
+    ),
     ("plumber", "is a woman called Dana who charges 60 an hour", "Who fixes our pipes?"),
-    ("kids' vaccination cards", "are clipped inside the red health binder", "Where are the children's immunisation records?"),
-    ("electric car charger", "trips the breaker if the dryer is running", "Why does the EV charging point keep cutting out?"),
+    (
+        "kids' vaccination cards",
+        "are clipped inside the red health binder",
+        "Where are the children's immunisation records?",
+    ),
+    (
+        "electric car charger",
+        "trips the breaker if the dryer is running",
+        "Why does the EV charging point keep cutting out?",
+    ),
     ("council tax", "is paid by direct debit on the first of each month", "How is the council tax paid?"),
     ("Sam's shoe size", "is a 34 in European sizes", "What size shoes does Sam wear?"),
-    ("bank safe deposit box", "is at the branch on Mill Street, number 212", "Where is the safety deposit box?"),
-    ("greenhouse heater", "runs on the small propane bottles from the hardware shop", "What fuel does the greenhouse heater need?"),
+    (
+        "bank safe deposit box",
+        "is at the branch on Mill Street, number 212",
+        "Where is the safety deposit box?",
+    ),
+    (
+        "greenhouse heater",
+        "runs on the small propane bottles from the hardware shop",
+        "What fuel does the greenhouse heater need?",
+    ),
     ("mortgage fixed rate", "ends in November next year", "When does the fixed mortgage deal run out?"),
-    ("router admin page", "uses the login admin and the serial number on the sticker", "How do I log into the modem settings?"),
-    ("Grandad's medication", "is two tablets at breakfast and one at bedtime", "How many pills does grandpa take and when?"),
-    ("roof leak", "comes from the cracked tile above the bathroom window", "What is causing the drip in the ceiling?"),
+    (
+        "router admin page",
+        "uses the login admin and the serial number on the sticker",
+        "How do I log into the modem settings?",
+    ),
+    (
+        "Grandad's medication",
+        "is two tablets at breakfast and one at bedtime",
+        "How many pills does grandpa take and when?",
+    ),
+    (
+        "roof leak",
+        "comes from the cracked tile above the bathroom window",
+        "What is causing the drip in the ceiling?",
+    ),
     ("babysitter", "is free on Fridays but not on Saturdays", "Which evenings can the sitter come?"),
     ("washing machine warranty", "runs out at the end of July", "Until when is the washer under guarantee?"),
     ("allotment plot", "is number 17, at the far end near the compost heaps", "Which garden plot is ours?"),
     ("passport photos", "are in the envelope stuck to the fridge door", "Where did I leave the ID pictures?"),
-    ("choir rehearsal", "starts at seven thirty in the church hall", "What time does singing practice begin?"),
-    ("car's tyre pressure", "should be 2.3 bar at the front and 2.1 at the back", "How much air do the car tires need?"),
-    ("school trip money", "has to be paid online before Friday", "When is the deadline for the field trip payment?"),
-    ("Christmas decorations", "are in the three brown boxes behind the water tank", "Where are the festive ornaments stored?"),
-    ("office door code", "is 2580 followed by the hash key", "What do I type to get into the office building?"),
+    (
+        "choir rehearsal",
+        "starts at seven thirty in the church hall",
+        "What time does singing practice begin?",
+    ),
+    (
+        "car's tyre pressure",
+        "should be 2.3 bar at the front and 2.1 at the back",
+        "How much air do the car tires need?",
+    ),
+    (
+        "school trip money",
+        "has to be paid online before Friday",
+        "When is the deadline for the field trip payment?",
+    ),
+    (
+        "Christmas decorations",
+        "are in the three brown boxes behind the water tank",
+        "Where are the festive ornaments stored?",
+    ),
+    (
+        "office door code",
+        "is 2580 followed by the hash key",
+        "What do I type to get into the office building?",
+    ),
     ("lawn feed", "should only go down after it has rained", "When should I fertilise the grass?"),
-    ("Lucy's birthday present", "is hidden on top of the wardrobe in the spare room", "Where did I hide Lucy's gift?"),
-    ("solar panel inverter", "shows a red light when it needs resetting", "How can I tell the solar inverter needs a reset?"),
-    ("swimming lessons", "are on Mondays at the leisure centre pool", "Where and when does swim class happen?"),
+    (
+        "Lucy's birthday present",
+        "is hidden on top of the wardrobe in the spare room",
+        "Where did I hide Lucy's gift?",
+    ),
+    (
+        "solar panel inverter",
+        "shows a red light when it needs resetting",
+        "How can I tell the solar inverter needs a reset?",
+    ),
+    (
+        "swimming lessons",
+        "are on Mondays at the leisure centre pool",
+        "Where and when does swim class happen?",
+    ),
     ("old laptop", "was given to cousin Ravi for his studies", "Who has my previous computer?"),
     ("caravan storage fee", "is 400 a year, paid each April", "How much does it cost to store the caravan?"),
-    ("dog's microchip number", "is on the pink card in the pet folder", "Where is the pet's chip ID written?"),
+    (
+        "dog's microchip number",
+        "is on the pink card in the pet folder",
+        "Where is the pet's chip ID written?",
+    ),
     ("chimney", "was last swept in October by a man named Pete", "When was the fireplace flue last cleaned?"),
-    ("best route to the airport", "avoids the ring road and goes through Eastfield", "Which way should I drive to the airport?"),
+    (
+        "best route to the airport",
+        "avoids the ring road and goes through Eastfield",
+        "Which way should I drive to the airport?",
+    ),
 ]
 DIARY = [
     "We walked along the canal after lunch and watched the narrowboats pass.",
@@ -122,13 +246,42 @@ DIARY = [
     "I started learning a few words of Portuguese before the trip.",
 ]
 # Short records about other things: what a long store is mostly made of.
-SUBJECTS = ["the electricity bill", "new running shoes", "the team offsite", "a birthday card for Leo",
-            "the broken blender", "oat milk", "the quarterly report", "Spanish homework", "the bus timetable",
-            "a podcast about volcanoes", "the lawn mower", "concert tickets", "the laptop update", "a pasta recipe",
-            "the parking permit", "winter tyres", "the book club", "a yoga class", "the photo album", "the fish tank"]
-VERBS = ["Paid for {s} today.", "Need to sort out {s} this week.", "Mia reminded me about {s}.",
-         "Finally dealt with {s}.", "Read an article about {s}.", "Forgot {s} again.", "Booked {s} online.",
-         "Talked to Dad about {s}.", "Added {s} to the shopping list.", "Spent an hour on {s}."]
+SUBJECTS = [
+    "the electricity bill",
+    "new running shoes",
+    "the team offsite",
+    "a birthday card for Leo",
+    "the broken blender",
+    "oat milk",
+    "the quarterly report",
+    "Spanish homework",
+    "the bus timetable",
+    "a podcast about volcanoes",
+    "the lawn mower",
+    "concert tickets",
+    "the laptop update",
+    "a pasta recipe",
+    "the parking permit",
+    "winter tyres",
+    "the book club",
+    "a yoga class",
+    "the photo album",
+    "the fish tank",
+]
+VERBS = [
+    "Paid for {s} today.",
+    "Need to sort out {s} this week.",
+    "Mia reminded me about {s}.",
+    "Finally dealt with {s}.",
+    "Read an article about {s}.",
+    "Forgot {s} again.",
+    "Booked {s} online.",
+    "Talked to Dad about {s}.",
+    "Added {s} to the shopping list.",
+    "Spent an hour on {s}.",
+]
+
+
 def planted_corpus(seed: int = 0, things=THINGS) -> tuple[list[tuple[str, str, str]], list[str]]:
     """([(long record, fact sentence, question)] × 30, [200 short distractors]), deterministic."""
     rng = random.Random(seed)
@@ -193,11 +346,18 @@ def run_planted(passage_window: int | None) -> None:
         built = time.perf_counter() - started
         after = ask()
         n = len(ids)
-        print(f"## {name}: {n} planted facts among {len(distractors)} short distractors; nodes built in {built:.1f} s")
-        print(f"records only (no nodes): top-1 {before[0] / n:.0%}, top-5 {before[1] / n:.0%}, "
-              f"fact quoted {before[2] / n:.0%}")
-        print(f"by best node:            top-1 {after[0] / n:.0%}, top-5 {after[1] / n:.0%}, "
-              f"fact quoted {after[2] / n:.0%}")
+        print(
+            f"## {name}: {n} planted facts among {len(distractors)} short distractors; nodes built in "
+            f"{built:.1f} s"
+        )
+        print(
+            f"records only (no nodes): top-1 {before[0] / n:.0%}, top-5 {before[1] / n:.0%}, "
+            f"fact quoted {before[2] / n:.0%}"
+        )
+        print(
+            f"by best node:            top-1 {after[0] / n:.0%}, top-5 {after[1] / n:.0%}, "
+            f"fact quoted {after[2] / n:.0%}"
+        )
 
 
 def run_scale(memories: int, questions: int) -> None:
@@ -223,11 +383,17 @@ def run_scale(memories: int, questions: int) -> None:
         vectors = rng.standard_normal((count, width)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         Memory.objects.bulk_create(
-            Memory(agent=agent, text=f"{sentences[(start + i) % len(sentences)]} (entry {start + i})",
-                   embedding=vectors[i].astype("<f4").tobytes(), embedding_model=embedder.model)
+            Memory(
+                agent=agent,
+                text=f"{sentences[(start + i) % len(sentences)]} (entry {start + i})",
+                embedding=vectors[i].astype("<f4").tobytes(),
+                embedding_model=embedder.model,
+            )
             for i in range(count)
         )
-    print(f"# {memories} memories written in {time.perf_counter() - started:.1f} s; embedder {embedder.model}")
+    print(
+        f"# {memories} memories written in {time.perf_counter() - started:.1f} s; embedder {embedder.model}"
+    )
     asked = [q for _t, _d, q in THINGS][:questions]
     # Each recall's own embedding time, measured inside it, so "the rest" is the same call's remainder.
     embedded: list[float] = []
@@ -276,24 +442,39 @@ def run_scale(memories: int, questions: int) -> None:
 
     embedding_only = [w - r for w, r in zip(warm, rest, strict=True)]
     print(f"recall, cached index: p50 {ms(warm):.1f} ms, p95 {ms(warm, 95):.1f} ms, {len(warm)} recalls")
-    print(f"  of which embedding the question: p50 {ms(embedding_only):.1f} ms, p95 {ms(embedding_only, 95):.1f} ms")
+    print(
+        f"  of which embedding the question: p50 {ms(embedding_only):.1f} ms, p95 "
+        f"{ms(embedding_only, 95):.1f} ms"
+    )
     print(f"  and the rest: p50 {ms(rest):.1f} ms, p95 {ms(rest, 95):.1f} ms")
-    print(f"recall right after a write (index updated in place): p50 {ms(after_write):.1f} ms, "
-          f"p95 {ms(after_write, 95):.1f} ms, {len(after_write)} writes")
-    print(f"floor (embed + M @ q + argpartition on the same vectors): p50 {ms(floor):.1f} ms; "
-          f"recall / floor {statistics.median(warm) / statistics.median(floor):.2f}x")
-    print(f"recall reading every row (no cache): p50 {ms(cold):.0f} ms over {len(cold)}; "
-          f"ratio {statistics.median(cold) / statistics.median(warm):.0f}x")
+    print(
+        f"recall right after a write (index updated in place): p50 {ms(after_write):.1f} ms, "
+        f"p95 {ms(after_write, 95):.1f} ms, {len(after_write)} writes"
+    )
+    print(
+        f"floor (embed + M @ q + argpartition on the same vectors): p50 {ms(floor):.1f} ms; "
+        f"recall / floor {statistics.median(warm) / statistics.median(floor):.2f}x"
+    )
+    print(
+        f"recall reading every row (no cache): p50 {ms(cold):.0f} ms over {len(cold)}; "
+        f"ratio {statistics.median(cold) / statistics.median(warm):.0f}x"
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("what", choices=["planted", "scale"])
     parser.add_argument("--embedder", default="local", choices=["local", "hash"])
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--questions", type=int, default=60)
-    parser.add_argument("--passage-window", type=int, default=None,
-                        help="planted: passages of this many tokens (default: memory_app.nodes.PASSAGE_WINDOW)")
+    parser.add_argument(
+        "--passage-window",
+        type=int,
+        default=None,
+        help="planted: passages of this many tokens (default: memory_app.nodes.PASSAGE_WINDOW)",
+    )
     args = parser.parse_args()
     setup_django(args.embedder)
     if args.what == "planted":

@@ -41,7 +41,9 @@ def descendants(pid: int) -> list[int]:
     serving = []
     for p in found:
         command = Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")
-        if "resource_tracker" not in command and any(k in command for k in ("uvicorn", "gunicorn", "multiprocessing")):
+        if "resource_tracker" not in command and any(
+            k in command for k in ("uvicorn", "gunicorn", "multiprocessing")
+        ):
             serving.append(p)
     return serving
 
@@ -59,7 +61,9 @@ def http_phase(n: int, args, model: str, asked: list[str]) -> dict:
 
     raw = issue_key(agent=Agent.objects.get(agent_id="scale"))
     raw = raw[1] if isinstance(raw, tuple) else raw
-    results = {server: serve(n, server, 1 if server == "gunicorn-1" else args.http, raw, asked) for server in SERVERS}
+    results = {
+        server: serve(n, server, 1 if server == "gunicorn-1" else args.http, raw, asked) for server in SERVERS
+    }
     # Issue 16: a second worker's private memory against the first's. Under gunicorn the first worker's
     # footprint is the one-worker server's (master + worker: what a worker needs in all, PSS), and each
     # further worker adds its private pages (USS) - the index is mapped, so its pages are the page cache's.
@@ -75,12 +79,37 @@ def serve(n: int, server: str, workers: int, raw: str, asked: list[str]) -> dict
     import httpx
 
     port = free_port()  # not a fixed one: other worktrees run this bench on the same machine
-    env = {**os.environ, "EMBED_BACKEND": "local", "WEB_CONCURRENCY": str(workers), "WEB_BIND": f"127.0.0.1:{port}"}
+    env = {
+        **os.environ,
+        "EMBED_BACKEND": "local",
+        "WEB_CONCURRENCY": str(workers),
+        "WEB_BIND": f"127.0.0.1:{port}",
+    }
     if server == "uvicorn":
-        command = [sys.executable, "-m", "uvicorn", "ragsite.asgi:application", "--host", "127.0.0.1", "--port",
-                   str(port), "--workers", str(workers), "--log-level", "warning"]
+        command = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "ragsite.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            "--log-level",
+            "warning",
+        ]
     else:
-        command = [sys.executable, "-m", "gunicorn", "-c", "python:ragsite.gunicorn_conf", "--log-level", "warning"]
+        command = [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "-c",
+            "python:ragsite.gunicorn_conf",
+            "--log-level",
+            "warning",
+        ]
     log = WORK / f"http-{n}-{server}.log"
     with open(log, "wb") as sink:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=sink)
@@ -94,12 +123,19 @@ def serve(n: int, server: str, workers: int, raw: str, asked: list[str]) -> dict
                 break
             except httpx.HTTPError:
                 if process.poll() is not None or time.time() > deadline:
-                    raise SystemExit(f"the {server} server did not come up; its log ends:\n{log.read_text()[-3000:]}") from None
+                    raise SystemExit(
+                        f"the {server} server did not come up; its log ends:\n{log.read_text()[-3000:]}"
+                    ) from None
                 time.sleep(0.5)
         # Warm every worker (model load, index map) before the timed phase.
         warm_started = time.perf_counter()
         for q in asked[: 4 * workers]:
-            httpx.post(url, json={"question": q, "most": 10, "around": 0, "min_score": 0}, headers=headers, timeout=120)
+            httpx.post(
+                url,
+                json={"question": q, "most": 10, "around": 0, "min_score": 0},
+                headers=headers,
+                timeout=120,
+            )
         warm = time.perf_counter() - warm_started
         latencies, errors = [], []
         stop = time.time() + 15
@@ -109,8 +145,9 @@ def serve(n: int, server: str, workers: int, raw: str, asked: list[str]) -> dict
                 i = offset
                 while time.time() < stop:
                     started = time.perf_counter()
-                    response = session.post(url, json={"question": asked[i % len(asked)], "most": 10, "around": 0,
-                                                       "min_score": 0})
+                    response = session.post(
+                        url, json={"question": asked[i % len(asked)], "most": 10, "around": 0, "min_score": 0}
+                    )
                     latencies.append(time.perf_counter() - started)
                     if response.status_code != 200:
                         errors.append(response.status_code)
@@ -122,9 +159,17 @@ def serve(n: int, server: str, workers: int, raw: str, asked: list[str]) -> dict
         for t in threads:
             t.join()
         memory = [smaps(pid) for pid in descendants(process.pid)]
-        return {"server": server, "workers": workers, "requests_per_s": len(latencies) / 15,
-                "p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95), "errors": len(errors),
-                "warm_s": warm, "memory": memory, "master": smaps(process.pid)}
+        return {
+            "server": server,
+            "workers": workers,
+            "requests_per_s": len(latencies) / 15,
+            "p50_ms": percentile(latencies, 50),
+            "p95_ms": percentile(latencies, 95),
+            "errors": len(errors),
+            "warm_s": warm,
+            "memory": memory,
+            "master": smaps(process.pid),
+        }
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -133,7 +178,9 @@ def serve(n: int, server: str, workers: int, raw: str, asked: list[str]) -> dict
 def http_lines(h: dict) -> list[str]:
     def mib(m):
         dirty = f" (dirty {m['dirty'] / 2**20:.0f})" if "dirty" in m else ""
-        return f"RSS {m['rss'] / 2**20:.0f} / PSS {m['pss'] / 2**20:.0f} / USS {m['uss'] / 2**20:.0f}{dirty} MiB"
+        return (
+            f"RSS {m['rss'] / 2**20:.0f} / PSS {m['pss'] / 2**20:.0f} / USS {m['uss'] / 2**20:.0f}{dirty} MiB"
+        )
 
     lines = []
     # Before 2026-12-02 the HTTP phase ran uvicorn only, and its figures sit at the top level.
@@ -141,14 +188,21 @@ def http_lines(h: dict) -> list[str]:
         if not run:
             continue
         master = f" Master: {mib(run['master'])}." if name != "uvicorn" and "master" in run else ""
-        lines.append(f"\nHTTP, {run['workers']} {name.removesuffix('-1')} worker{'s' if run['workers'] > 1 else ''}, "
-                     f"4 clients, question embedded by the server: {run['requests_per_s']:.1f} req/s, p50 "
-                     f"{run['p50_ms']:.1f} ms, p95 {run['p95_ms']:.1f} ms, {run['errors']} errors. Workers: "
-                     f"{'; '.join(mib(m) for m in run['memory'])}.{master}")
+        lines.append(
+            f"\nHTTP, {run['workers']} {name.removesuffix('-1')} worker{'s' if run['workers'] > 1 else ''}, "
+            f"4 clients, question embedded by the server: {run['requests_per_s']:.1f} req/s, p50 "
+            f"{run['p50_ms']:.1f} ms, p95 {run['p95_ms']:.1f} ms, {run['errors']} errors. Workers: "
+            f"{'; '.join(mib(m) for m in run['memory'])}.{master}"
+        )
     if "worker_uss_over_first" in h:
-        lines.append(f"\nA gunicorn worker's private memory (USS) against the first worker's footprint (the one-worker "
-                     f"server's PSS, master included, {h['first_pss'] / 2**20:.0f} MiB): "
-                     + ", ".join(f"{r:.1%}" for r in h["worker_uss_over_first"]) + "; its private dirty memory "
-                     "(what it wrote, not the index pages only it has read): "
-                     + ", ".join(f"{r:.1%}" for r in h.get("worker_dirty_over_first", [])) + ".")
+        lines.append(
+            "\nA gunicorn worker's private memory (USS) against the first worker's footprint (the "
+            "one-worker "
+            f"server's PSS, master included, {h['first_pss'] / 2**20:.0f} MiB): "
+            + ", ".join(f"{r:.1%}" for r in h["worker_uss_over_first"])
+            + "; its private dirty memory "
+            "(what it wrote, not the index pages only it has read): "
+            + ", ".join(f"{r:.1%}" for r in h.get("worker_dirty_over_first", []))
+            + "."
+        )
     return lines

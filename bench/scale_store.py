@@ -41,10 +41,19 @@ def provenance() -> dict:
         return out.stdout
 
     # Code only: the bench redraws docs/img/search_scale.png and writes bench/results/, neither of them code.
-    changed = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs", ":!bench/results").splitlines()
-               if line]
-    return {"commit": git("rev-parse", "--short=10", "HEAD").strip() or "unknown", "changed": changed,
-            "at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "load": list(os.getloadavg())}
+    changed = [
+        line[3:]
+        for line in git(
+            "status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs", ":!bench/results"
+        ).splitlines()
+        if line
+    ]
+    return {
+        "commit": git("rev-parse", "--short=10", "HEAD").strip() or "unknown",
+        "changed": changed,
+        "at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "load": list(os.getloadavg()),
+    }
 
 
 # --- data ----------------------------------------------------------------------------------------
@@ -82,7 +91,9 @@ class Mixture:
         self.rng = np.random.default_rng(seed)
         supers = self._unit(self.rng.standard_normal((32, DIMENSIONS)))
         k = max(1, int(np.sqrt(n)))
-        self.centres = self._unit(supers[self.rng.integers(0, 32, k)] + self.rng.standard_normal((k, DIMENSIONS)) * 0.06)
+        self.centres = self._unit(
+            supers[self.rng.integers(0, 32, k)] + self.rng.standard_normal((k, DIMENSIONS)) * 0.06
+        )
         self.spread = self.rng.uniform(0.6, 1.2, k)
         sizes = self.rng.lognormal(0, 1, k)
         self.weights = sizes / sizes.sum()
@@ -96,7 +107,9 @@ class Mixture:
         rng = self.rng if rng is None else rng
         which = rng.choice(len(self.centres), size=count, p=self.weights)
         noise = rng.standard_normal((count, DIMENSIONS)).astype(np.float32)
-        return self._unit(self.centres[which] + noise * (self.spread[which, None] / np.sqrt(DIMENSIONS)) * 1.2)
+        return self._unit(
+            self.centres[which] + noise * (self.spread[which, None] / np.sqrt(DIMENSIONS)) * 1.2
+        )
 
 
 # --- the store -----------------------------------------------------------------------------------
@@ -138,16 +151,29 @@ def insert_paragraphs(*, agent_id: str, collection, documents: list, n: int, cor
     from collections_app.models import Paragraph
 
     fields = [f for f in Paragraph._meta.concrete_fields if not f.primary_key]
-    template = Paragraph(agent_id=agent_id, collection=collection, document=documents[0], ordinal=0, index=0,
-                         text="", start_char=0, end_char=0, token_count=None, fingerprint=fingerprint(""), embedding=b"")
+    template = Paragraph(
+        agent_id=agent_id,
+        collection=collection,
+        document=documents[0],
+        ordinal=0,
+        index=0,
+        text="",
+        start_char=0,
+        end_char=0,
+        token_count=None,
+        fingerprint=fingerprint(""),
+        embedding=b"",
+    )
     prepared = {f.attname: f.get_db_prep_save(getattr(template, f.attname), connection) for f in fields}
     varied = ("document_id", "ordinal", "index", "text", "start_char", "end_char", "fingerprint", "embedding")
     missing = [name for name in varied if name not in prepared]
     if missing:
         raise SystemExit(f"the paragraph model has no {', '.join(missing)}: update bench/scale_store.py")
     quote = connection.ops.quote_name
-    sql = (f"INSERT INTO {quote(Paragraph._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
-           f"VALUES ({', '.join(['%s'] * len(fields))})")
+    sql = (
+        f"INSERT INTO {quote(Paragraph._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))})"
+    )
     slots = {f.attname: i for i, f in enumerate(fields)}
     base = [prepared[f.attname] for f in fields]
     # The varied values go through their fields too (a fingerprint may be stored as its digest's bytes).
@@ -168,9 +194,16 @@ def insert_paragraphs(*, agent_id: str, collection, documents: list, n: int, cor
                 # carried every row's text again (its `carried` part) and was written twice as slowly.
                 start = 0 if j % PER_DOCUMENT == 0 else end + len(GAP)
                 end = start + len(text)
-                values = {"document_id": documents[j // PER_DOCUMENT].pk, "ordinal": j, "index": j % PER_DOCUMENT,
-                          "text": text, "start_char": start, "end_char": end, "fingerprint": fingerprint(text),
-                          "embedding": encode(vectors[offset])}
+                values = {
+                    "document_id": documents[j // PER_DOCUMENT].pk,
+                    "ordinal": j,
+                    "index": j % PER_DOCUMENT,
+                    "text": text,
+                    "start_char": start,
+                    "end_char": end,
+                    "fingerprint": fingerprint(text),
+                    "embedding": encode(vectors[offset]),
+                }
                 row = list(base)
                 for name, value in values.items():
                     row[slots[name]] = save[name](value, connection)
@@ -200,16 +233,35 @@ def insert_collection(n: int, corpus: list[str], model: str) -> tuple[object, di
         started, at = time.perf_counter(), provenance()  # the code that runs is the code at the start
         with transaction.atomic():
             documents = Document.objects.bulk_create(
-                [Document(collection=collection, name=f"d{d:07d}.md", paragraph_count=PER_DOCUMENT,
-                          built_method="fixed", built_model=model) for d in range((n + PER_DOCUMENT - 1) // PER_DOCUMENT)],
+                [
+                    Document(
+                        collection=collection,
+                        name=f"d{d:07d}.md",
+                        paragraph_count=PER_DOCUMENT,
+                        built_method="fixed",
+                        built_model=model,
+                    )
+                    for d in range((n + PER_DOCUMENT - 1) // PER_DOCUMENT)
+                ],
                 batch_size=2000,
             )
             if not all(d.pk for d in documents):
                 documents = list(Document.objects.filter(collection=collection).order_by("name"))
-            insert_paragraphs(agent_id=agent.agent_id, collection=collection, documents=documents, n=n, corpus=corpus)
-            CollectionBuilt.objects.update_or_create(collection=collection, defaults=dict(
-                agent_id=agent.agent_id, model=model, dimensions=DIMENSIONS, method="fixed", passages=n,
-                built_at=timezone.now(), refused=[]))
+            insert_paragraphs(
+                agent_id=agent.agent_id, collection=collection, documents=documents, n=n, corpus=corpus
+            )
+            CollectionBuilt.objects.update_or_create(
+                collection=collection,
+                defaults=dict(
+                    agent_id=agent.agent_id,
+                    model=model,
+                    dimensions=DIMENSIONS,
+                    method="fixed",
+                    passages=n,
+                    built_at=timezone.now(),
+                    refused=[],
+                ),
+            )
         facts["insert_s"] = time.perf_counter() - started
         facts["insert_at"] = at
     return collection, facts
@@ -242,7 +294,9 @@ def populate(n: int, corpus: list[str], model: str) -> dict:
     facts["index_files"] = {p.name: p.stat().st_size for p in folder.iterdir() if p.is_file()}
     # Further lexical fields written beside the main one; `carried` means the store's rows overlap
     # (a store made before insert_paragraphs wrote consecutive spans).
-    facts["index_parts"] = {p.name: sum(f.stat().st_size for f in p.iterdir()) for p in folder.iterdir() if p.is_dir()}
+    facts["index_parts"] = {
+        p.name: sum(f.stat().st_size for f in p.iterdir()) for p in folder.iterdir() if p.is_dir()
+    }
     from django.db import connection
 
     with connection.cursor() as cursor:

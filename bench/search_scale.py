@@ -54,7 +54,8 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-from scale_http import http_lines, http_phase, percentile  # noqa: E402
+from scale_http import http_phase, percentile  # noqa: E402
+from scale_report import plot, table  # noqa: E402
 from scale_store import DIMENSIONS, WORK, Mixture, load_scifact, populate, provenance, setup_django  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
@@ -103,9 +104,16 @@ def bm25s_baseline(n: int, collection, rows, facts: dict):
     from collections_app.services.indexes import build_key
     from ragsite import lexical
 
-    key = hashlib.sha256(b"\0".join([
-        Path(lexical.__file__).read_bytes(), unicodedata.unidata_version.encode(), bm25s.__version__.encode(),
-        build_key(CollectionBuilt.objects.get(collection=collection)).encode()])).hexdigest()[:16]
+    key = hashlib.sha256(
+        b"\0".join(
+            [
+                Path(lexical.__file__).read_bytes(),
+                unicodedata.unidata_version.encode(),
+                bm25s.__version__.encode(),
+                build_key(CollectionBuilt.objects.get(collection=collection)).encode(),
+            ]
+        )
+    ).hexdigest()[:16]
     folder = WORK / f"bm25s-{n}-{key}"
     if (folder / "made.json").exists():
         started = time.perf_counter()
@@ -178,8 +186,11 @@ def measure_child(n: int, args) -> dict:
         matrix[i] = np.frombuffer(blob, dtype="<f2")
     facts["numpy_load_s"] = time.perf_counter() - started
     retriever = bm25s_baseline(n, collection, rows, facts)
-    progress(n, f"numpy matrix {facts['numpy_load_s']:.0f} s, bm25s indexed {facts['bm25s_index_s']:.0f} s"
-                f" (loaded from the kept one: {facts.get('bm25s_load_s', 'no')})")
+    progress(
+        n,
+        f"numpy matrix {facts['numpy_load_s']:.0f} s, bm25s indexed {facts['bm25s_index_s']:.0f} s"
+        f" (loaded from the kept one: {facts.get('bm25s_load_s', 'no')})",
+    )
     vocab = retriever.vocab_dict
     vec_db = None
     try:
@@ -192,8 +203,10 @@ def measure_child(n: int, args) -> dict:
         vec_db.execute(f"CREATE VIRTUAL TABLE v USING vec0(embedding float[{DIMENSIONS}])")
         started = time.perf_counter()
         for block in range(0, n, 10000):
-            vec_db.executemany("INSERT INTO v(rowid, embedding) VALUES (?, ?)",
-                               [(i + 1, matrix[i].tobytes()) for i in range(block, min(n, block + 10000))])
+            vec_db.executemany(
+                "INSERT INTO v(rowid, embedding) VALUES (?, ?)",
+                [(i + 1, matrix[i].tobytes()) for i in range(block, min(n, block + 10000))],
+            )
         facts["sqlite_vec_insert_s"] = time.perf_counter() - started
     except ImportError:
         facts["sqlite_vec"] = "not installed (pip install '.[bench]')"
@@ -201,8 +214,17 @@ def measure_child(n: int, args) -> dict:
     def ours(mode, ivf, nprobe=None):
         def run(q):
             settings.IVF_MIN_PARAGRAPHS = 1 if ivf else 0
-            return search_collection(agent=agent, collection=collection, question=q, mode=mode, most=10, around=0,
-                                     min_score=0.0, nprobe=nprobe)
+            return search_collection(
+                agent=agent,
+                collection=collection,
+                question=q,
+                mode=mode,
+                most=10,
+                around=0,
+                min_score=0.0,
+                nprobe=nprobe,
+            )
+
         return run
 
     def numpy_flat(q):
@@ -219,8 +241,9 @@ def measure_child(n: int, args) -> dict:
         return retriever.retrieve([tokens], k=10, show_progress=False, n_threads=n_threads)
 
     def sqlite_vec_run(q):
-        return vec_db.execute("SELECT rowid, distance FROM v WHERE embedding MATCH ? AND k = 10",
-                              [given[q].tobytes()]).fetchall()
+        return vec_db.execute(
+            "SELECT rowid, distance FROM v WHERE embedding MATCH ? AND k = 10", [given[q].tobytes()]
+        ).fetchall()
 
     # The cost of a reader's own statistics (issue 15): BM25 straight from the mapped index, over all
     # rows and over a reader's view of half of them (df counted in the view, avgdl from a masked sum).
@@ -246,19 +269,29 @@ def measure_child(n: int, args) -> dict:
     def ranking(q):  # search_collection's lexical ranking: pruned, else every row's score (its `_lexical`)
         question = terms(q)
         found = best_rows(mapped, question, 10, None, search_module.lexical_score)
-        return found[0] if found is not None else top_rows(
-            search_module.lexical_score(*mapped.lexical(question, None)), None, 10)
+        return (
+            found[0]
+            if found is not None
+            else top_rows(search_module.lexical_score(*mapped.lexical(question, None)), None, 10)
+        )
 
     def bm25s_texts(q):
         found = bm25s_run(q)
         return None if found is None else stored_rows([int(mapped.row_paragraph[r]) for r in found[0][0]])
 
     arms = {
-        "bm25 all rows": bm25_all, "bm25 reader view": bm25_view,
-        "lexical ranking": ranking, "bm25s + texts": bm25s_texts,
-        "lexical": ours("lexical", False), "vector": ours("vector", False), "hybrid": ours("hybrid", False),
-        "vector IVF": ours("vector", True), "hybrid IVF": ours("hybrid", True),
-        "numpy flat": numpy_flat, "bm25s": bm25s_run, "bm25s pool": lambda q: bm25s_run(q, n_threads=1),
+        "bm25 all rows": bm25_all,
+        "bm25 reader view": bm25_view,
+        "lexical ranking": ranking,
+        "bm25s + texts": bm25s_texts,
+        "lexical": ours("lexical", False),
+        "vector": ours("vector", False),
+        "hybrid": ours("hybrid", False),
+        "vector IVF": ours("vector", True),
+        "hybrid IVF": ours("hybrid", True),
+        "numpy flat": numpy_flat,
+        "bm25s": bm25s_run,
+        "bm25s pool": lambda q: bm25s_run(q, n_threads=1),
     }
     # The same IVF at other nprobe (the request's override): what recall@10 costs on these questions.
     probed = [f"vector IVF nprobe {k}" for k in args.nprobes]
@@ -276,8 +309,12 @@ def measure_child(n: int, args) -> dict:
     cached = approximate._ivf_cache.get(collection.pk)
     ivf = cached[1] if cached is not None else mapped.ivf
     facts["ivf_lists"], facts["nprobe"] = ivf.nlist, int(settings.IVF_NPROBE) or ivf.nprobe
-    progress(n, f"sqlite-vec {facts.get('sqlite_vec_insert_s', 0):.0f} s; first search {facts['first_search_s']:.1f} s;"
-                f" timing {len(arms)} arms x {len(asked)} questions x {args.passes} passes")
+    progress(
+        n,
+        f"sqlite-vec {facts.get('sqlite_vec_insert_s', 0):.0f} s; first search "
+        f"{facts['first_search_s']:.1f} s;"
+        f" timing {len(arms)} arms x {len(asked)} questions x {args.passes} passes",
+    )
     started_arms = time.perf_counter()
     timings = {name: [] for name in arms}
     # The process's CPU time too (every thread: bm25s's pool scores in one of its own): on a shared machine a
@@ -303,7 +340,9 @@ def measure_child(n: int, args) -> dict:
                     answers[name][q] = [p["first"] for p in result["paragraphs"]]
     facts["arms_s"] = time.perf_counter() - started_arms
     progress(n, f"arms timed in {facts['arms_s']:.0f} s; cold start and HTTP next")
-    facts["latency_ms"] = {name: {"p50": percentile(v, 50), "p95": percentile(v, 95)} for name, v in timings.items()}
+    facts["latency_ms"] = {
+        name: {"p50": percentile(v, 50), "p95": percentile(v, 95)} for name, v in timings.items()
+    }
     # Hybrid baseline: the two baselines one after the other.
     both = [a + b for a, b in zip(timings["numpy flat"], timings["bm25s"], strict=True)]
     facts["latency_ms"]["numpy flat + bm25s"] = {"p50": percentile(both, 50), "p95": percentile(both, 95)}
@@ -311,20 +350,27 @@ def measure_child(n: int, args) -> dict:
     facts["cpu_ms"] = {name: {"p50": percentile(v, 50)} for name, v in cpu.items()}
 
     def recall(approx, exact):
-        found = [len(set(answers[approx][q]) & set(answers[exact][q])) / max(1, len(answers[exact][q])) for q in asked]
+        found = [
+            len(set(answers[approx][q]) & set(answers[exact][q])) / max(1, len(answers[exact][q]))
+            for q in asked
+        ]
         return float(np.mean(found))
 
     facts["recall_vector_ivf"] = recall("vector IVF", "vector")
     facts["recall_hybrid_ivf"] = recall("hybrid IVF", "hybrid")
-    facts["recall_vector_ivf_by_nprobe"] = {str(k): recall(name, "vector") for name, k in zip(probed, args.nprobes,
-                                                                                            strict=True)}
+    facts["recall_vector_ivf_by_nprobe"] = {
+        str(k): recall(name, "vector") for name, k in zip(probed, args.nprobes, strict=True)
+    }
     # The same IVF for questions near no row (the draws this bench used before 2026-12-02), from the matrix.
     far = ivf_module.recall_by_nprobe(matrix, ivf, far_vectors, 10)  # one exact scan a question, every nprobe
     facts["recall_vector_ivf_far"] = float(far[facts["nprobe"] - 1])
-    facts["recall_vector_ivf_far_by_nprobe"] = {str(k): float(far[min(k, ivf.nlist) - 1]) for k in args.nprobes}
+    facts["recall_vector_ivf_far_by_nprobe"] = {
+        str(k): float(far[min(k, ivf.nlist) - 1]) for k in args.nprobes
+    }
     # Our exact vector arm against the numpy baseline (positions are 1-based rows here: all rows readable).
-    facts["recall_vector_vs_numpy"] = float(np.mean(
-        [len(set(answers["vector"][q]) & {int(r) + 1 for r in numpy_flat(q)}) / 10 for q in asked]))
+    facts["recall_vector_vs_numpy"] = float(
+        np.mean([len(set(answers["vector"][q]) & {int(r) + 1 for r in numpy_flat(q)}) / 10 for q in asked])
+    )
     facts["n"] = n
     facts["cold_start_s"] = cold_start(n, args)
     progress(n, f"cold start {min(facts['cold_start_s']):.2f} s (best of 3)")
@@ -337,8 +383,13 @@ def cold_start(n: int, args) -> list[float]:
     """Fresh processes: from a set-up Django to the first lexical answer (maps the index), in seconds."""
     times = []
     for _ in range(3):
-        out = subprocess.run([sys.executable, __file__, "--cold", str(n), "--dataset", str(args.dataset)],
-                             capture_output=True, text=True, timeout=600, check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--cold", str(n), "--dataset", str(args.dataset)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
+        )
         times.append(float(out.stdout.strip().splitlines()[-1]))
     return times
 
@@ -351,91 +402,13 @@ def cold_child(n: int, args) -> None:
     agent = Agent.objects.get(agent_id="scale")
     collection = Collection.objects.get(agent=agent, name="scale")
     started = time.perf_counter()
-    search_collection(agent=agent, collection=collection, question="cell growth in tumours", mode="lexical", most=10)
+    search_collection(
+        agent=agent, collection=collection, question="cell growth in tumours", mode="lexical", most=10
+    )
     print(time.perf_counter() - started)
 
 
 # --- the parent ----------------------------------------------------------------------------------
-
-
-def table(results: list[dict]) -> str:
-    lines = []
-    for facts in results:
-        n = facts["n"]
-        lat = facts["latency_ms"]
-        lines.append(f"\n### N = {n:,}\n")
-        run = facts.get("run", {})
-        if run:
-            changed = f", uncommitted changes to {', '.join(run['changed'])}" if run.get("changed") else ""
-            lines.append(f"Measured at commit {run['commit']}{changed}, {run['at']}, in {run['wall_s'] / 60:.1f} min; "
-                         f"load average {run['load'][0]:.1f} before, {run['load_after'][0]:.1f} after (2 cores).")
-        made = [f"{label} {facts[key]:.0f} s (commit {facts[key.removesuffix('_s') + '_at']['commit']})"
-                for label, key in (("rows inserted", "insert_s"), ("index written", "index_write_s"),
-                                   ("bm25s indexed", "bm25s_index_s")) if key in facts and key.removesuffix("_s") + "_at" in facts]
-        if made:
-            lines.append(f"Made once and kept: {'; '.join(made)}.")
-        lines.append(f"Store {facts['db_bytes'] / n:,.0f} B/paragraph (text {facts['text_bytes'] / n:,.0f}, "
-                     f"vectors {facts['vector_bytes'] / n:,.0f}); index files {facts['index_bytes'] / n:,.0f} "
-                     f"B/paragraph; index written in {facts.get('index_write_s', float('nan')):.1f} s; cold start "
-                     f"(fresh process, first lexical answer) {min(facts['cold_start_s']):.3f} s; IVF "
-                     f"{facts['ivf_lists']} lists, nprobe {facts['nprobe']}, built in {facts['ivf_build_s']:.1f} s.\n")
-        if facts.get("index_parts"):
-            lines.append("Index parts beyond the main field (in the index files' total): " + ", ".join(
-                f"{name} {size / n:,.0f} B/paragraph" for name, size in facts["index_parts"].items())
-                + (" — the store's rows overlap (made before their spans were consecutive); no arm here reads it."
-                   if "carried" in facts["index_parts"] else "") + "\n")
-        cpu = facts.get("cpu_ms", {})
-        lines.append("| arm | p50 ms | p95 ms | baseline | baseline p50 | ratio p50 | CPU p50 ms: arm / baseline, ratio |")
-        lines.append("|---|---|---|---|---|---|---|")
-        pairs = [("bm25 reader view", "bm25 all rows"), ("lexical ranking", "bm25s"), ("lexical", "bm25s + texts"),
-                 ("lexical", "bm25s"), ("lexical", "bm25s pool"), ("vector", "numpy flat"), ("vector", "sqlite-vec"),
-                 ("vector IVF", "numpy flat"), ("hybrid", "numpy flat + bm25s"), ("hybrid IVF", "numpy flat + bm25s")]
-        for ours, base in pairs:
-            if base not in lat or ours not in lat:  # an arm added since that size was last run
-                continue
-            on_cpu = (f"{cpu[ours]['p50']:.2f} / {cpu[base]['p50']:.2f}, {cpu[ours]['p50'] / cpu[base]['p50']:.2f}×"
-                      if ours in cpu and base in cpu else "—")
-            lines.append(f"| {ours} | {lat[ours]['p50']:.2f} | {lat[ours]['p95']:.2f} | {base} | "
-                         f"{lat[base]['p50']:.2f} | {lat[ours]['p50'] / lat[base]['p50']:.2f}× | {on_cpu} |")
-        lines.append(f"\nrecall@10 against the exact path: vector IVF {facts['recall_vector_ivf']:.3f}, "
-                     f"hybrid IVF (exact candidates) {facts['recall_hybrid_ivf']:.3f}; exact vector against numpy "
-                     f"{facts['recall_vector_vs_numpy']:.3f}.")
-        if facts.get("recall_vector_ivf_by_nprobe"):
-            lines.append("Vector IVF at other nprobe (p50 / p95 ms, recall@10 against exact): " + "; ".join(
-                f"{k}: {lat[f'vector IVF nprobe {k}']['p50']:.2f} / {lat[f'vector IVF nprobe {k}']['p95']:.2f}, {r:.3f}"
-                for k, r in facts["recall_vector_ivf_by_nprobe"].items()) + ".")
-        if "recall_vector_ivf_far" in facts:
-            lines.append(f"Questions near no row (draws from another mixture, this bench's questions before "
-                         f"2026-12-02): vector IVF recall@10 {facts['recall_vector_ivf_far']:.3f} at the measured "
-                         f"nprobe; " + ", ".join(f"{k}: {r:.3f}" for k, r in facts["recall_vector_ivf_far_by_nprobe"].items())
-                         + ".")
-        if "http" in facts:
-            lines.extend(http_lines(facts["http"]))
-    return "\n".join(lines)
-
-
-def plot(results: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    sizes = [r["n"] for r in results]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name in ("lexical", "bm25s", "vector", "vector IVF", "numpy flat", "sqlite-vec", "hybrid", "hybrid IVF",
-                 "numpy flat + bm25s"):
-        if all(name in r["latency_ms"] for r in results):
-            style = "--" if name in ("bm25s", "numpy flat", "sqlite-vec", "numpy flat + bm25s") else "-"
-            ax.plot(sizes, [r["latency_ms"][name]["p50"] for r in results], style, marker="o", label=name)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("paragraphs")
-    ax.set_ylabel("p50 latency, ms (in-process, question vector given)")
-    ax.legend(fontsize=8)
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
 
 
 def saved_results() -> list[dict]:
@@ -445,23 +418,44 @@ def saved_results() -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--dataset", type=Path, default=Path(os.environ.get("SCIFACT", ROOT / "data" / "scifact")),
-                        help="a BEIR SciFact folder (corpus.jsonl.gz, queries.jsonl); default $SCIFACT")
+    parser.add_argument(
+        "--dataset",
+        type=Path,
+        default=Path(os.environ.get("SCIFACT", ROOT / "data" / "scifact")),
+        help="a BEIR SciFact folder (corpus.jsonl.gz, queries.jsonl); default $SCIFACT",
+    )
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--passes", type=int, default=2)
-    parser.add_argument("--http", type=int, default=4, help="web workers for the HTTP phase (gunicorn, and uvicorn); "
-                                                            "0 skips it")
+    parser.add_argument(
+        "--http",
+        type=int,
+        default=4,
+        help="web workers for the HTTP phase (gunicorn, and uvicorn); 0 skips it",
+    )
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "img" / "search_scale.png")
-    parser.add_argument("--nprobes", type=int, nargs="*", default=[16, 32, 64],
-                        help="further vector IVF arms at these nprobe (the build measures its own for the main arm)")
-    parser.add_argument("--populate", action="store_true",
-                        help="only make (or check) each size's store and index, measuring no search")
+    parser.add_argument(
+        "--nprobes",
+        type=int,
+        nargs="*",
+        default=[16, 32, 64],
+        help="further vector IVF arms at these nprobe (the build measures its own for the main arm)",
+    )
+    parser.add_argument(
+        "--populate",
+        action="store_true",
+        help="only make (or check) each size's store and index, measuring no search",
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--cold", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--report", action="store_true",
-                        help="print the tables and draw the plot from every size's saved results, measuring nothing")
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="print the tables and draw the plot from every size's saved results, measuring nothing",
+    )
     args = parser.parse_args()
     if args.report:
         results = saved_results()
@@ -476,13 +470,30 @@ def main() -> None:
         print(json.dumps(populate_child(args.one, args) if args.populate else measure_child(args.one, args)))
         return None
     for n in args.sizes:
-        command = [sys.executable, __file__, "--one", str(n), "--dataset", str(args.dataset), "--questions",
-                   str(args.questions), "--passes", str(args.passes), "--http", str(args.http),
-                   "--nprobes", *map(str, args.nprobes)]
+        command = [
+            sys.executable,
+            __file__,
+            "--one",
+            str(n),
+            "--dataset",
+            str(args.dataset),
+            "--questions",
+            str(args.questions),
+            "--passes",
+            str(args.passes),
+            "--http",
+            str(args.http),
+            "--nprobes",
+            *map(str, args.nprobes),
+        ]
         started, at = time.perf_counter(), provenance()
         # The child's progress lines (stderr) pass straight through: a million rows take a while.
-        out = subprocess.run(command + (["--populate"] if args.populate else []), stdout=subprocess.PIPE, text=True,
-                             check=False)
+        out = subprocess.run(
+            command + (["--populate"] if args.populate else []),
+            stdout=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
         if out.returncode:
             raise SystemExit(f"size {n} failed (its error is above)")
         facts = json.loads(out.stdout.strip().splitlines()[-1])

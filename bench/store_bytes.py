@@ -46,10 +46,14 @@ def sqlite_bytes(connection) -> dict:
         cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the file's size then holds every row
         cursor.execute("PRAGMA page_size")
         page_size = cursor.fetchone()[0]
-        cursor.execute("SELECT name, count(*), sum(ncell), sum(payload), sum(unused), sum(pgsize) "
-                       "FROM dbstat GROUP BY name ORDER BY sum(pgsize) DESC")
-        parts = {name: dict(pages=pages, cells=cells, payload=payload, unused=unused, bytes=size)
-                 for name, pages, cells, payload, unused, size in cursor.fetchall()}
+        cursor.execute(
+            "SELECT name, count(*), sum(ncell), sum(payload), sum(unused), sum(pgsize) "
+            "FROM dbstat GROUP BY name ORDER BY sum(pgsize) DESC"
+        )
+        parts = {
+            name: dict(pages=pages, cells=cells, payload=payload, unused=unused, bytes=size)
+            for name, pages, cells, payload, unused, size in cursor.fetchall()
+        }
     path = connection.settings_dict["NAME"]
     return dict(all=Path(path).stat().st_size, page_size=page_size, parts=parts)
 
@@ -62,12 +66,17 @@ def postgres_bytes(connection) -> dict:
             cursor.execute(f'VACUUM "{table}"')
         parts = {}
         for table in tables:
-            cursor.execute("SELECT pg_total_relation_size(%s), pg_relation_size(%s), pg_indexes_size(%s)",
-                           [table, table, table])
+            cursor.execute(
+                "SELECT pg_total_relation_size(%s), pg_relation_size(%s), pg_indexes_size(%s)",
+                [table, table, table],
+            )
             total, heap, indexes = cursor.fetchone()
             parts[table] = dict(bytes=total, heap=heap, indexes=indexes, toast=total - heap - indexes)
-            cursor.execute("SELECT indexrelname, pg_relation_size(indexrelid) FROM pg_stat_user_indexes "
-                           "WHERE relname = %s", [table])
+            cursor.execute(
+                "SELECT indexrelname, pg_relation_size(indexrelid) FROM pg_stat_user_indexes "
+                "WHERE relname = %s",
+                [table],
+            )
             parts[table]["each_index"] = dict(cursor.fetchall())
     return dict(all=sum(p["bytes"] for p in parts.values()), parts=parts)
 
@@ -90,7 +99,9 @@ def main() -> None:
     from django.db import connection
 
     corpus, _ = scale_store.load_scifact(args.dataset, 1)
-    _collection, facts = scale_store.insert_collection(args.size, corpus, "sentence-transformers/all-MiniLM-L6-v2")
+    _collection, facts = scale_store.insert_collection(
+        args.size, corpus, "sentence-transformers/all-MiniLM-L6-v2"
+    )
     if connection.vendor == "postgresql":
         measured = postgres_bytes(connection)
         length = "octet_length(text), length(text)"
@@ -98,15 +109,26 @@ def main() -> None:
         measured = sqlite_bytes(connection)
         length = "length(CAST(text AS BLOB)), length(text)"
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*), sum({length.split(', ')[0]}), sum({length.split(', ')[1]}) FROM agents_chunks")
+        cursor.execute(
+            f"SELECT count(*), sum({length.split(', ')[0]}), sum({length.split(', ')[1]}) FROM agents_chunks"
+        )
         rows, text_bytes, text_chars = cursor.fetchone()
     n = rows
-    figures = dict(vendor=connection.vendor, paragraphs=n, insert_s=round(facts.get("insert_s", 0), 1),
-                   all=measured["all"], text_bytes=int(text_bytes), text_chars=int(text_chars),
-                   per_paragraph=dict(all=round(measured["all"] / n), text=round(text_bytes / n),
-                                      beyond_text=round((measured["all"] - text_bytes) / n),
-                                      beyond_text_chars=round((measured["all"] - text_chars) / n)),
-                   parts=measured["parts"])
+    figures = dict(
+        vendor=connection.vendor,
+        paragraphs=n,
+        insert_s=round(facts.get("insert_s", 0), 1),
+        all=measured["all"],
+        text_bytes=int(text_bytes),
+        text_chars=int(text_chars),
+        per_paragraph=dict(
+            all=round(measured["all"] / n),
+            text=round(text_bytes / n),
+            beyond_text=round((measured["all"] - text_bytes) / n),
+            beyond_text_chars=round((measured["all"] - text_chars) / n),
+        ),
+        parts=measured["parts"],
+    )
     print(f"{connection.vendor}, {n:,} paragraphs: {figures['per_paragraph']} bytes a paragraph")
     for name, part in sorted(measured["parts"].items(), key=lambda item: -item[1]["bytes"]):
         if part["bytes"] >= n:  # a byte a paragraph or more

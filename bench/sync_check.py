@@ -25,7 +25,9 @@ if str(REPO) not in sys.path:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("-n", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--kib", type=int, default=8)
@@ -59,8 +61,10 @@ def main() -> None:
     collection = create_collection(agent=agent, name="syncbench", method="fixed", size=2000)
     started = time.perf_counter()
     first = build_collection(collection=collection, requested_by="bench")
-    print(f"# {args.n} files of ~{args.kib} KiB; first build {time.perf_counter() - started:.1f} s "
-          f"({first.passages} paragraphs, {first.status})")
+    print(
+        f"# {args.n} files of ~{args.kib} KiB; first build {time.perf_counter() - started:.1f} s "
+        f"({first.passages} paragraphs, {first.status})"
+    )
     sync.set_sync(collection=collection, every=5)
     check_source(collection=collection)  # the first check fingerprints every file once
     checks, rebuilds, touched = [], [], []
@@ -79,11 +83,17 @@ def main() -> None:
         found = check_source(collection=collection)
         touched.append(time.perf_counter() - started)
         assert found.fingerprinted == 1 and found.build is None, found.outcome
-        print(f"round {round_number + 1}: check {checks[-1] * 1000:.0f} ms, rebuild {rebuilds[-1] * 1000:.0f} ms, "
-              f"check after a touch {touched[-1] * 1000:.0f} ms")
+        print(
+            f"round {round_number + 1}: check {checks[-1] * 1000:.0f} ms, rebuild {rebuilds[-1] * 1000:.0f} "
+            "ms, "
+            f"check after a touch {touched[-1] * 1000:.0f} ms"
+        )
     check, rebuild = statistics.median(checks), statistics.median(rebuilds)
-    print(f"median: check {check * 1000:.0f} ms, rebuild of the unchanged folder {rebuild * 1000:.0f} ms, "
-          f"check / rebuild {check / rebuild:.3f}; check after one touch {statistics.median(touched) * 1000:.0f} ms")
+    print(
+        f"median: check {check * 1000:.0f} ms, rebuild of the unchanged folder {rebuild * 1000:.0f} ms, "
+        f"check / rebuild {check / rebuild:.3f}; check after one touch "
+        f"{statistics.median(touched) * 1000:.0f} ms"
+    )
 
 
 if __name__ == "__main__":

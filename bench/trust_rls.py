@@ -29,12 +29,24 @@ def rls_family(tally) -> None:
     # Agent A's questions and history, for the tables that hold them: known answers (measured at
     # once, Q_SYNC), a report, a measure run.
     alpha = Collection.objects.get(agent__agent_id="agent-a", name="alpha")
-    known_answers.set_known_answers(collection=alpha, items=[{"question": "how long is carry-over", "answer": "7 days"}])
-    measure.request_measure(collection=alpha, questions=[{"question": "carry-over", "answer": "7 days"}], enqueue=False)
-    a_collections = {pk: "agent-a" for pk in Collection.objects.filter(agent__agent_id="agent-a").values_list("pk", flat=True)}
+    known_answers.set_known_answers(
+        collection=alpha, items=[{"question": "how long is carry-over", "answer": "7 days"}]
+    )
+    measure.request_measure(
+        collection=alpha, questions=[{"question": "carry-over", "answer": "7 days"}], enqueue=False
+    )
+    a_collections = {
+        pk: "agent-a"
+        for pk in Collection.objects.filter(agent__agent_id="agent-a").values_list("pk", flat=True)
+    }
 
-    def by_collection(model):  # the row's own column, no join (a join through a collection is filtered by its policy)
-        return lambda: [a_collections.get(pk, "other") for pk in model.objects.order_by().values_list("collection_id", flat=True)]
+    def by_collection(
+        model,
+    ):  # the row's own column, no join (a join through a collection is filtered by its policy)
+        return lambda: [
+            a_collections.get(pk, "other")
+            for pk in model.objects.order_by().values_list("collection_id", flat=True)
+        ]
 
     queries = {
         "paragraphs": lambda: Paragraph.objects.values_list("agent_id", flat=True),
@@ -55,7 +67,9 @@ def rls_family(tally) -> None:
     def tally_scope(where: str, seen_by_name: dict) -> None:
         for name, seen in seen_by_name.items():
             leaked = "agent-a" in seen or (name == "nodes" and bool(seen & a_memories))
-            tally.count("rls", leaked=leaked, note=f"{name}: agent B's {where} saw {sorted(map(str, seen))[:5]}")
+            tally.count(
+                "rls", leaked=leaked, note=f"{name}: agent B's {where} saw {sorted(map(str, seen))[:5]}"
+            )
 
     with agent_scope("agent-b"):
         tally_scope("request scope", {name: set(query()) for name, query in queries.items()})
@@ -83,6 +97,7 @@ def _inside_agent_b_tasks(queries) -> dict[str, dict]:
         def wrapper(*args, **kwargs):
             seen[where] = {name: set(query()) for name, query in queries.items()}
             return real(*args, **kwargs)
+
         return wrapper
 
     folder = Path(tempfile.mkdtemp(prefix="ragsite-trust-beta-"))

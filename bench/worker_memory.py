@@ -63,10 +63,9 @@ sys.stdin.readline()
 # The project's configuration with one of its steps left out, for the `gunicorn-no*` arms.
 VARIANTS = {
     "gunicorn-nofreeze": "from ragsite.gunicorn_conf import *  # noqa\n"
-                         "def pre_fork(server, worker):\n"
-                         "    from django.db import connections\n    connections.close_all()\n",
-    "gunicorn-nowarm": "from ragsite.gunicorn_conf import *  # noqa\n"
-                       "def when_ready(server):\n    pass\n",
+    "def pre_fork(server, worker):\n"
+    "    from django.db import connections\n    connections.close_all()\n",
+    "gunicorn-nowarm": "from ragsite.gunicorn_conf import *  # noqa\ndef when_ready(server):\n    pass\n",
 }
 # A full collection in each worker as soon as it has booted, with and without the freeze: what a
 # worker's first full collection (rare, but it comes as its heap grows) does to the inherited pages.
@@ -87,8 +86,12 @@ def rollup(pid: int) -> dict[str, int]:
             parts = line.split()
             if len(parts) >= 3 and parts[0].endswith(":"):
                 fields[parts[0][:-1]] = int(parts[1])
-    return {"uss": fields["Private_Clean"] + fields["Private_Dirty"], "pss": fields["Pss"], "rss": fields["Rss"],
-            "dirty": fields["Private_Dirty"]}
+    return {
+        "uss": fields["Private_Clean"] + fields["Private_Dirty"],
+        "pss": fields["Pss"],
+        "rss": fields["Rss"],
+        "dirty": fields["Private_Dirty"],
+    }
 
 
 def private_by_mapping(pid: int) -> dict[int, tuple[str, int]]:
@@ -102,7 +105,9 @@ def private_by_mapping(pid: int) -> dict[int, tuple[str, int]]:
             if re.fullmatch(r"[0-9a-f]+-[0-9a-f]+", parts[0]):
                 name = parts[5] if len(parts) > 5 else "[anon]"
                 current = found[int(parts[0].split("-")[0], 16)] = [
-                    name if name.startswith("[") else "…/" + Path(name).name, 0]
+                    name if name.startswith("[") else "…/" + Path(name).name,
+                    0,
+                ]
             elif parts[0] in ("Private_Clean:", "Private_Dirty:"):
                 current[1] += int(parts[1])
     return {start: (name, kib) for start, (name, kib) in found.items()}
@@ -138,8 +143,14 @@ def load_average() -> str:
 def separate(processes: int, env: dict) -> list[dict]:
     children = []
     for _ in range(processes):
-        child = subprocess.Popen([sys.executable, "-c", CHILD, "embed"], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, "embed"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
         if child.stdout.readline().strip() != "ready":
             raise SystemExit("a child process failed to start")
         children.append(child)
@@ -157,13 +168,25 @@ def separate(processes: int, env: dict) -> list[dict]:
 def make_store(work: Path) -> tuple[dict, str]:
     """A scratch store with the demo agent and its built handbook; (environment, API key)."""
     env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE")}
-    env.update({"DATA_DIR": str(work / "data"), "DATABASE_URL": f"sqlite:///{work / 'store.sqlite3'}",
-                "SECRET_KEY": secrets.token_urlsafe(50), "DJANGO_SETTINGS_MODULE": "ragsite.settings",
-                "LOG_LEVEL": "WARNING"})
+    env.update(
+        {
+            "DATA_DIR": str(work / "data"),
+            "DATABASE_URL": f"sqlite:///{work / 'store.sqlite3'}",
+            "SECRET_KEY": secrets.token_urlsafe(50),
+            "DJANGO_SETTINGS_MODULE": "ragsite.settings",
+            "LOG_LEVEL": "WARNING",
+        }
+    )
     env.setdefault("EMBED_CACHE_DIR", str(work / "data" / "model-cache"))
     for args in (["migrate", "--noinput"], ["demo"]):
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
-                              text=True, timeout=600)
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if done.returncode:
             raise SystemExit(f"manage.py {args[0]} failed:\n{done.stderr[-2000:]}")
     key = done.stdout.strip()  # the demo prints the new key alone on stdout, for scripts
@@ -178,19 +201,39 @@ class Server:
         self.access = work / f"{arm}-access.log"
         self.log = (work / f"{arm}.log").open("w+")
         if arm == "uvicorn":
-            command = [str(BIN / "uvicorn"), "ragsite.asgi:application", "--port", str(self.port),
-                       "--workers", str(workers), "--no-access-log"]
+            command = [
+                str(BIN / "uvicorn"),
+                "ragsite.asgi:application",
+                "--port",
+                str(self.port),
+                "--workers",
+                str(workers),
+                "--no-access-log",
+            ]
         else:
             config = "python:ragsite.gunicorn_conf"
             if arm in VARIANTS:
                 path = work / f"{arm.replace('-', '_')}.py"
                 path.write_text(VARIANTS[arm])
                 config = str(path)
-            command = [str(BIN / "gunicorn"), "-c", config, "--access-logfile", str(self.access),
-                       "--access-logformat", "%(p)s %(s)s"]
+            command = [
+                str(BIN / "gunicorn"),
+                "-c",
+                config,
+                "--access-logfile",
+                str(self.access),
+                "--access-logformat",
+                "%(p)s %(s)s",
+            ]
         server_env = {**env, "WEB_CONCURRENCY": str(workers), "WEB_BIND": f"127.0.0.1:{self.port}"}
-        self.process = subprocess.Popen(command, cwd=ROOT, env=server_env, stdout=self.log,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+        self.process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=server_env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.base = f"http://127.0.0.1:{self.port}"
 
     def worker_pids(self) -> list[int]:
@@ -238,9 +281,12 @@ class Server:
 
 def search(base: str, key: str, item: dict) -> bool:
     """One hybrid search on a new connection; whether the known answer is among the paragraphs."""
-    response = httpx.post(f"{base}/api/v1/collections/handbook/search", timeout=60,
-                          headers={"Authorization": f"Bearer {key}", "Connection": "close"},
-                          json={"question": item["question"], "most": 5, "min_score": 0})
+    response = httpx.post(
+        f"{base}/api/v1/collections/handbook/search",
+        timeout=60,
+        headers={"Authorization": f"Bearer {key}", "Connection": "close"},
+        json={"question": item["question"], "most": 5, "min_score": 0},
+    )
     response.raise_for_status()
     body = response.json()
     if body["mode"] != "hybrid":
@@ -278,9 +324,20 @@ def run_server(arm: str, workers: int, env: dict, key: str, work: Path, args) ->
         master = rollup(server.process.pid)
         grown = None
         if args.dirty and arm == "gunicorn":
-            grown = grown_while_serving(before, private_by_mapping(pids[0]), private_by_mapping(server.process.pid))
-        return {"arm": arm, "workers": workers, "master": master, "booted": booted, "after": after,
-                "sent": sent, "found": found, "answered": counts, "grown": grown}
+            grown = grown_while_serving(
+                before, private_by_mapping(pids[0]), private_by_mapping(server.process.pid)
+            )
+        return {
+            "arm": arm,
+            "workers": workers,
+            "master": master,
+            "booted": booted,
+            "after": after,
+            "sent": sent,
+            "found": found,
+            "answered": counts,
+            "grown": grown,
+        }
     finally:
         server.stop()
 
@@ -289,15 +346,24 @@ def report(result: dict) -> None:
     arm, after, master = result["arm"], result["after"], result["master"]
     total_pss = master["pss"] + sum(m["pss"] for m in after.values())
     answered = result["answered"]
-    print(f"\n{arm} ({result['workers']} worker{'s' if result['workers'] > 1 else ''}): {result['sent']} searches, "
-          f"known answer in the top 5 for {result['found']}; per worker: "
-          + (", ".join(str(answered.get(pid, 0)) for pid in after) if answered else "not counted"))
-    print(f"  {'master' if arm != 'uvicorn' else 'supervisor':>12}: USS {mib(master['uss'])}  PSS {mib(master['pss'])}  "
-          f"RSS {mib(master['rss'])} MiB")
+    print(
+        f"\n{arm} ({result['workers']} worker{'s' if result['workers'] > 1 else ''}): {result['sent']} "
+        "searches, "
+        f"known answer in the top 5 for {result['found']}; per worker: "
+        + (", ".join(str(answered.get(pid, 0)) for pid in after) if answered else "not counted")
+    )
+    print(
+        f"  {'master' if arm != 'uvicorn' else 'supervisor':>12}: USS {mib(master['uss'])}  PSS "
+        f"{mib(master['pss'])}  "
+        f"RSS {mib(master['rss'])} MiB"
+    )
     for index, (pid, m) in enumerate(after.items(), 1):
         b = result["booted"][pid]
-        print(f"  {'worker ' + str(index):>12}: USS {mib(m['uss'])}  PSS {mib(m['pss'])}  RSS {mib(m['rss'])} MiB"
-              f"   (booted: USS {mib(b['uss'])}  PSS {mib(b['pss'])})")
+        print(
+            f"  {'worker ' + str(index):>12}: USS {mib(m['uss'])}  PSS {mib(m['pss'])}  RSS {mib(m['rss'])} "
+            "MiB"
+            f"   (booted: USS {mib(b['uss'])}  PSS {mib(b['pss'])})"
+        )
     print(f"  {'total PSS':>12}: {mib(total_pss)} MiB")
     result["total_pss"] = total_pss
     if result["grown"]:
@@ -312,12 +378,26 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--per-worker", type=int, default=10, help="searches every worker answers at least")
-    parser.add_argument("--only", nargs="*", help="arms: separate uvicorn gunicorn-1 gunicorn gunicorn-nofreeze "
-                                                  "gunicorn-nowarm gunicorn-collect gunicorn-nofreeze-collect")
-    parser.add_argument("--dirty", action="store_true", help="what a worker's private memory grew by, by mapping")
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        help="arms: separate uvicorn gunicorn-1 gunicorn gunicorn-nofreeze "
+        "gunicorn-nowarm gunicorn-collect gunicorn-nofreeze-collect",
+    )
+    parser.add_argument(
+        "--dirty", action="store_true", help="what a worker's private memory grew by, by mapping"
+    )
     args = parser.parse_args()
-    arms = args.only or ["separate", "uvicorn", "gunicorn-1", "gunicorn", "gunicorn-nofreeze", "gunicorn-nowarm",
-                         "gunicorn-collect", "gunicorn-nofreeze-collect"]
+    arms = args.only or [
+        "separate",
+        "uvicorn",
+        "gunicorn-1",
+        "gunicorn",
+        "gunicorn-nofreeze",
+        "gunicorn-nowarm",
+        "gunicorn-collect",
+        "gunicorn-nofreeze-collect",
+    ]
     print(f"load average at start: {load_average()}; {len(QUESTIONS)} questions")
     work = Path(tempfile.mkdtemp(prefix="worker-memory-"))
     try:
@@ -328,8 +408,10 @@ def main() -> None:
                 rows = separate(args.processes, env)
                 print(f"\nseparate ({args.processes} processes, django.setup() + the local embedder):")
                 for index, m in enumerate(rows, 1):
-                    print(f"  {'process ' + str(index):>12}: USS {mib(m['uss'])}  PSS {mib(m['pss'])}  "
-                          f"RSS {mib(m['rss'])} MiB")
+                    print(
+                        f"  {'process ' + str(index):>12}: USS {mib(m['uss'])}  PSS {mib(m['pss'])}  "
+                        f"RSS {mib(m['rss'])} MiB"
+                    )
                 results[arm] = rows
                 continue
             workers = 1 if arm == "gunicorn-1" else args.workers
@@ -346,25 +428,43 @@ def summarise(results: dict) -> None:
     print("\nsummary")
     if "separate" in results:
         rows = results["separate"]
-        print("  separate: process 2..n USS / process 1 USS = "
-              + ", ".join(f"{m['uss'] / rows[0]['uss']:.0%}" for m in rows[1:]))
+        print(
+            "  separate: process 2..n USS / process 1 USS = "
+            + ", ".join(f"{m['uss'] / rows[0]['uss']:.0%}" for m in rows[1:])
+        )
     one, many = results.get("gunicorn-1"), results.get("gunicorn")
     if one and many:
         first = one["total_pss"]  # a server with one worker: everything its one worker needs
         workers = list(many["after"].values())
         print(f"  gunicorn: a one-worker server (master + worker) holds {mib(first)} MiB PSS")
-        print("  gunicorn: worker USS / one-worker server = "
-              + ", ".join(f"{m['uss'] / first:.1%}" for m in workers))
+        print(
+            "  gunicorn: worker USS / one-worker server = "
+            + ", ".join(f"{m['uss'] / first:.1%}" for m in workers)
+        )
         marginal = (many["total_pss"] - first) / (many["workers"] - 1)
-        print(f"  gunicorn: marginal PSS per added worker = {mib(marginal)} MiB = {marginal / first:.1%} of the first")
+        print(
+            f"  gunicorn: marginal PSS per added worker = {mib(marginal)} MiB = {marginal / first:.1%} of "
+            "the first"
+        )
         if "separate" in results:
-            print("  gunicorn: worker USS / a separate process's USS = "
-                  + ", ".join(f"{m['uss'] / results['separate'][0]['uss']:.1%}" for m in workers))
-    for arm in ("uvicorn", "gunicorn-nofreeze", "gunicorn-nowarm", "gunicorn-collect", "gunicorn-nofreeze-collect"):
+            print(
+                "  gunicorn: worker USS / a separate process's USS = "
+                + ", ".join(f"{m['uss'] / results['separate'][0]['uss']:.1%}" for m in workers)
+            )
+    for arm in (
+        "uvicorn",
+        "gunicorn-nofreeze",
+        "gunicorn-nowarm",
+        "gunicorn-collect",
+        "gunicorn-nofreeze-collect",
+    ):
         if arm in results and many:
             values = [m["uss"] for m in results[arm]["after"].values()]
-            print(f"  {arm}: worker USS {', '.join(mib(v).strip() for v in values)} MiB; total PSS "
-                  f"{mib(results[arm]['total_pss'])} MiB against {mib(many['total_pss'])} for the project's config")
+            print(
+                f"  {arm}: worker USS {', '.join(mib(v).strip() for v in values)} MiB; total PSS "
+                f"{mib(results[arm]['total_pss'])} MiB against {mib(many['total_pss'])} for the project's "
+                "config"
+            )
 
 
 if __name__ == "__main__":

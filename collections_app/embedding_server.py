@@ -96,20 +96,29 @@ def embeddings(request, body, embedder, key):
     if asked is not None and not isinstance(asked, str):
         raise RagsiteError('"model" must be a string', code="invalid_request")
     if asked not in (None, "", embedder.model):
-        raise RagsiteError(f'this server embeds with "{embedder.model[:200]}", not "{asked[:200]}"',
-                           code="unknown_model", status=404)
+        raise RagsiteError(
+            f'this server embeds with "{embedder.model[:200]}", not "{asked[:200]}"',
+            code="unknown_model",
+            status=404,
+        )
     # Embedding is the expensive call: the caller's runaway limit applies, as for searches.
     check_runaway(key.agent)
     embedded = embedder.embed_with_usage(inputs)
     vectors = np.asarray(embedded.vectors, dtype=np.float32)
     tokens = int(embedded.tokens or 0)
-    record_call(agent=key.agent, collection=None, purpose=ModelCall.EMBED, model=embedder.model, tokens_in=tokens)
-    return JsonResponse({
-        "object": "list",
-        "model": embedder.model,
-        "data": [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)],
-        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-    })
+    record_call(
+        agent=key.agent, collection=None, purpose=ModelCall.EMBED, model=embedder.model, tokens_in=tokens
+    )
+    return JsonResponse(
+        {
+            "object": "list",
+            "model": embedder.model,
+            "data": [
+                {"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)
+            ],
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+    )
 
 
 @_endpoint
@@ -121,7 +130,11 @@ def tokenize(request, body, embedder, key):
         raise RagsiteError("this server's model cannot count tokens", code="cannot_count", status=501)
     # token_spans leaves out the special tokens, which cover no text: [CLS] first, [SEP] last.
     specials = len(ids) - len(spans)
-    offsets = [[0, 0]] * min(1, specials) + [list(s) for s in spans] + [[len(text), len(text)]] * max(0, specials - 1)
+    offsets = (
+        [[0, 0]] * min(1, specials)
+        + [list(s) for s in spans]
+        + [[len(text), len(text)]] * max(0, specials - 1)
+    )
     return JsonResponse({"model": embedder.model, "tokens": ids, "offsets": offsets})
 
 
@@ -134,8 +147,10 @@ def count_tokens(request, body, embedder, key):
     tokens = embedder.count_tokens(text)
     if tokens is None:
         raise RagsiteError("this server's model cannot count tokens", code="cannot_count", status=501)
-    return JsonResponse({
-        "tokens": tokens,
-        "window": embedder.window,
-        "window_end_char": embedder.window_end_char(text, window) if window is not None else None,
-    })
+    return JsonResponse(
+        {
+            "tokens": tokens,
+            "window": embedder.window,
+            "window_end_char": embedder.window_end_char(text, window) if window is not None else None,
+        }
+    )

@@ -47,7 +47,9 @@ class DigestField(models.BinaryField):
             return None
         if isinstance(value, (bytes, bytearray, memoryview)):
             if len(value) != DIGEST_BYTES:
-                raise ValidationError(f"a SHA-256 digest is {DIGEST_BYTES} bytes, not {len(value)}", code="invalid")
+                raise ValidationError(
+                    f"a SHA-256 digest is {DIGEST_BYTES} bytes, not {len(value)}", code="invalid"
+                )
             return bytes(value)
         return digest_bytes(value)
 

@@ -3,7 +3,8 @@
 Each variant — a chunking method, a size, and an ``around`` — gets a scratch index held in memory:
 the documents chunked the variant's way, each paragraph embedded, a `BM25Index` and a matrix. Every
 question is then ranked by the ranking step a search uses (`collections_app.ranking`: fuse, floor,
-top k, stitch), so what a variant finds here is what a collection built that way would answer. Nothing is stored: the scratch index is thrown away with the variant.
+top k, stitch), so what a variant finds here is what a collection built that way would answer. Nothing is
+stored: the scratch index is thrown away with the variant.
 
 A question *is found* when the answer marker appears in a returned paragraph's text, compared
 case-insensitively and with runs of whitespace collapsed to one space (stitching rejoins pieces
@@ -96,8 +97,13 @@ def grid(
     skipped: list[dict] = []
     for method in methods:
         if method in TOKEN_METHODS and not can_count_tokens:
-            skipped.append({"method": method, "size": None,
-                            "reason": f'"{method}" needs an embedder that counts tokens, and this one cannot'})
+            skipped.append(
+                {
+                    "method": method,
+                    "size": None,
+                    "reason": f'"{method}" needs an embedder that counts tokens, and this one cannot',
+                }
+            )
             continue
         for size in (sizes or {}).get(method) or default_sizes(method, window):
             try:
@@ -166,7 +172,8 @@ class ScratchIndex:
         """Each row's BM25 with its context's share (`context.lexical_with_context`), and the bound."""
         context = self.context_bm25
         return lexical_with_context(
-            self.bm25.scores(question_terms), self.bm25.upper_bound(question_terms),
+            self.bm25.scores(question_terms),
+            self.bm25.upper_bound(question_terms),
             context.scores(question_terms) if context is not None else None,
             context.upper_bound(question_terms) if context is not None else 0.0,
         )
@@ -183,7 +190,11 @@ class ScratchIndex:
 
 
 def scratch_index(
-    documents: Sequence[str], variant: Variant, *, cache: VectorCache, tokens: TokenCounter | None = None,
+    documents: Sequence[str],
+    variant: Variant,
+    *,
+    cache: VectorCache,
+    tokens: TokenCounter | None = None,
     names: Sequence[str] | None = None,
 ) -> ScratchIndex:
     """Chunk every document the variant's way and index the paragraphs, ordinals running across them.
@@ -198,16 +209,28 @@ def scratch_index(
         pieces = chunk(text, variant.method, size=variant.size, overlap=variant.overlap, tokens=tokens)
         contexts.extend(contexts_for(names[number] if names else "", text, [p.start for p in pieces]))
         for k, piece in enumerate(pieces):
-            rows.append(Row(ordinal=len(rows), document=number, start=piece.start, end=piece.end,
-                            text=piece.text, section=piece.section, index=k))
+            rows.append(
+                Row(
+                    ordinal=len(rows),
+                    document=number,
+                    start=piece.start,
+                    end=piece.end,
+                    text=piece.text,
+                    section=piece.section,
+                    index=k,
+                )
+            )
     texts = [row.text for row in rows]
     # Each embedded from the end of what it shares with earlier rows, as a build embeds it.
     carried = [length for length, _first in carried_openings((r.document, r.start, r.end) for r in rows)]
     # A paragraph longer than the model's window is embedded as its windows, as a build embeds it
     # (windows.embed_in_windows), so a variant's long paragraphs are pooled as search pools them.
-    windows = [model_windows(embedding_text(fresh_text(t, n), c), tokens) if tokens is not None
-               else [embedding_text(fresh_text(t, n), c)]
-               for t, n, c in zip(texts, carried, contexts, strict=True)]
+    windows = [
+        model_windows(embedding_text(fresh_text(t, n), c), tokens)
+        if tokens is not None
+        else [embedding_text(fresh_text(t, n), c)]
+        for t, n, c in zip(texts, carried, contexts, strict=True)
+    ]
     matrix = cache.vectors([piece for pieces in windows for piece in pieces])
     window_row = None
     if matrix is not None:
@@ -241,9 +264,17 @@ def rank(
     rows out of the ranking as a search leaves out documents held back for review; by default every
     row ranks.
     """
-    return ranked_runs(index, terms(question), vector if index.matrix is not None else None, weight=weight,
-                       most=most, floor=floor, around=around,
-                       rows=readable if readable is not None else index.readable, readable=searchable)
+    return ranked_runs(
+        index,
+        terms(question),
+        vector if index.matrix is not None else None,
+        weight=weight,
+        most=most,
+        floor=floor,
+        around=around,
+        rows=readable if readable is not None else index.readable,
+        readable=searchable,
+    )
 
 
 def normalise(text: str) -> str:
@@ -305,15 +336,31 @@ def outcomes(
     controls: list[dict] = []
     for number, question in enumerate(questions):
         vector = vectors[number] if vectors is not None else None
-        runs = rank(index, question.text, vector, weight=weight, most=most, around=around,
-                    floor=floor, readable=readable, searchable=searchable)
+        runs = rank(
+            index,
+            question.text,
+            vector,
+            weight=weight,
+            most=most,
+            around=around,
+            floor=floor,
+            readable=readable,
+            searchable=searchable,
+        )
         top = round(runs[0].score, 6) if runs else None
         if question.control:
             controls.append({"question": question.text, "top_score": top, "returned": len(runs)})
         else:
             outcome = find_answer(runs, question.answer or "")
-            answered.append({"question": question.text, "answer": question.answer, **outcome,
-                             "top_score": top, "returned": len(runs)})
+            answered.append(
+                {
+                    "question": question.text,
+                    "answer": question.answer,
+                    **outcome,
+                    "top_score": top,
+                    "returned": len(runs),
+                }
+            )
     return answered, controls
 
 
@@ -373,8 +420,9 @@ def measure_variant(
     """One variant's row of the report: its paragraphs, each question's outcome, the floor range."""
     index = scratch_index(documents, variant, cache=cache, tokens=tokens, names=names)
     vectors = cache.vectors([q.text for q in questions]) if index.matrix is not None else None
-    answered, controls = outcomes(index, questions, vectors, weight=weight, most=most, around=variant.around,
-                                  floor=floor)
+    answered, controls = outcomes(
+        index, questions, vectors, weight=weight, most=most, around=variant.around, floor=floor
+    )
     found = [q["score"] for q in answered if q["found"]]
     return {
         **variant.as_dict(),

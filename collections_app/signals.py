@@ -25,4 +25,6 @@ def record_schema_version(sender, using="default", **kwargs) -> None:
     still refuses a newer store. Without this, a flushed store (every transactional test, or an
     operator's `flush`) would look like one whose writer is unknown and be refused on the next open.
     """
-    StoreMeta.objects.using(using).get_or_create(key="schema_version", defaults={"value": str(SCHEMA_VERSION)})
+    StoreMeta.objects.using(using).get_or_create(
+        key="schema_version", defaults={"value": str(SCHEMA_VERSION)}
+    )

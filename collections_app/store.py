@@ -43,8 +43,7 @@ def read_schema_version(connection) -> int | None:
     if row is None:
         if _version_migration_applied(connection):
             raise StoreSchemaError(
-                "this store records no schema version, so which ragsite wrote it is unknown. "
-                + _ADVICE
+                "this store records no schema version, so which ragsite wrote it is unknown. " + _ADVICE
             )
         return None
     value = row[0]
@@ -60,7 +59,9 @@ def read_schema_version(connection) -> int | None:
 def _version_migration_applied(connection) -> bool:
     try:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT 1 FROM django_migrations WHERE app = %s AND name = %s", list(VERSION_MIGRATION))
+            cursor.execute(
+                "SELECT 1 FROM django_migrations WHERE app = %s AND name = %s", list(VERSION_MIGRATION)
+            )
             return cursor.fetchone() is not None
     except DatabaseError:
         if connection.in_atomic_block:
@@ -72,11 +73,15 @@ _ADVICE = "Upgrade ragsite, or point DATABASE_URL at another store; this one has
 
 
 def refusal_message(found: int) -> str:
-    return f"this store was written by a newer ragsite (schema {found}; this code knows {SCHEMA_VERSION}). " + _ADVICE
+    return (
+        f"this store was written by a newer ragsite (schema {found}; this code knows {SCHEMA_VERSION}). "
+        + _ADVICE
+    )
 
 
 def schema_problem(connection) -> str | None:
-    """Why this code refuses the store behind `connection`, or None when it knows it (or it is not migrated yet).
+    """Why this code refuses the store behind `connection`, or None when it knows it (or it is not migrated
+    yet).
 
     Opening the connection runs the guard, whose refusal is reported here rather than raised.
     """

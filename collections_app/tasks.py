@@ -36,7 +36,8 @@ def run_measure(measure_id: int) -> str:
 
 
 def measure_known_answers(build_id: int) -> str:
-    """Ask a build its collection's known answers after it committed; returns the report's status or "skipped"."""
+    """Ask a build its collection's known answers after it committed; returns the report's status or
+    "skipped"."""
     with task_scope(agent_id_of_build(build_id)):
         report = known_answers.measure_build(build_id=build_id)
     return report.status if report is not None else "skipped"

@@ -74,17 +74,25 @@ def _builds_message(repaired: list[dict]) -> tuple[str, str]:
     moved = [item for item in repaired if item["status"] in ("changed", "gone", "present")]
     parts = []
     if built:
-        parts.append(f"built the nodes of {_plural(len(built), 'record')} ({_named(built)}; "
-                     f"{_plural(sum(item['nodes'] for item in built), 'node')})")
+        parts.append(
+            f"built the nodes of {_plural(len(built), 'record')} ({_named(built)}; "
+            f"{_plural(sum(item['nodes'] for item in built), 'node')})"
+        )
     if fits:
-        parts.append(f"{_plural(len(fits), 'record')} now {'fits' if len(fits) == 1 else 'fit'} the window "
-                     f"and keep{'s' if len(fits) == 1 else ''} no nodes ({_named(fits)})")
+        parts.append(
+            f"{_plural(len(fits), 'record')} now {'fits' if len(fits) == 1 else 'fit'} the window "
+            f"and keep{'s' if len(fits) == 1 else ''} no nodes ({_named(fits)})"
+        )
     if moved:
-        parts.append(f"{_plural(len(moved), 'record')} changed or got {'its' if len(moved) == 1 else 'their'} "
-                     f"nodes meanwhile ({_named(moved)})")
+        parts.append(
+            f"{_plural(len(moved), 'record')} changed or got {'its' if len(moved) == 1 else 'their'} "
+            f"nodes meanwhile ({_named(moved)})"
+        )
     if failed:
-        parts.append(f"{_plural(len(failed), 'record')} could not be divided, the embedder failing or unable "
-                     f"to count ({_named(failed)})")
+        parts.append(
+            f"{_plural(len(failed), 'record')} could not be divided, the embedder failing or unable "
+            f"to count ({_named(failed)})"
+        )
     level = messages.ERROR if failed and not built else messages.WARNING if failed else messages.SUCCESS
     return "; ".join(parts), level
 
@@ -92,7 +100,10 @@ def _builds_message(repaired: list[dict]) -> tuple[str, str]:
 def health_repair_message(report: dict) -> tuple[str, str]:
     """The message after "Repair now": what `check_health(repair=True)` did, and what is left."""
     if not report["can_divide"]:
-        return "Nothing was repaired: the embedding model cannot count tokens, so no nodes can be built.", messages.ERROR
+        return (
+            "Nothing was repaired: the embedding model cannot count tokens, so no nodes can be built.",
+            messages.ERROR,
+        )
     repaired = report.get("repaired", [])
     orphans = report.get("orphans_removed", 0)
     if not repaired and not orphans:
@@ -102,7 +113,10 @@ def health_repair_message(report: dict) -> tuple[str, str]:
     if orphans:
         parts.append(f"removed {_plural(orphans, 'orphan node')}")
     remaining = report.get("remaining", 0)
-    parts.append(f"{remaining} remain" + (f" (a run repairs at most {conf.REPAIR_LIMIT}; repair again)" if remaining else ""))
+    parts.append(
+        f"{remaining} remain"
+        + (f" (a run repairs at most {conf.REPAIR_LIMIT}; repair again)" if remaining else "")
+    )
     text = "; ".join(parts)
     return "Repair: " + text[0].lower() + text[1:] + ".", level
 
@@ -120,52 +134,90 @@ def node_spans(record: Record, state: NodeState):
     for node in state.nodes:
         start, end = max(node.start_char, cursor), min(node.end_char, len(text))
         if start > cursor:
-            pieces.append(format_html('<span class="rs-node rs-node-gap" title="{}">{}</span>',
-                                      f"not in any node: {cursor}–{start}", text[cursor:start]))
+            pieces.append(
+                format_html(
+                    '<span class="rs-node rs-node-gap" title="{}">{}</span>',
+                    f"not in any node: {cursor}–{start}",
+                    text[cursor:start],
+                )
+            )
         if end > start:
-            pieces.append(format_html(
-                '<span class="rs-node rs-node-{}" id="node-{}" data-node="{}" title="{}">{}</span>',
-                "ab"[node.node_index % 2], node.node_index, node.node_index,
-                f"node {node.node_index}: {node.start_char}–{node.end_char}, {node.token_count} tokens",
-                text[start:end],
-            ))
+            pieces.append(
+                format_html(
+                    '<span class="rs-node rs-node-{}" id="node-{}" data-node="{}" title="{}">{}</span>',
+                    "ab"[node.node_index % 2],
+                    node.node_index,
+                    node.node_index,
+                    f"node {node.node_index}: {node.start_char}–{node.end_char}, {node.token_count} tokens",
+                    text[start:end],
+                )
+            )
             cursor = end
     if not state.nodes:
         tokens = "tokens unknown" if state.tokens is None else f"{state.tokens} tokens"
-        pieces.append(format_html('<span class="rs-node rs-node-whole" title="{}">{}</span>',
-                                  f"the whole record: 0–{len(text)}, {tokens}", text))
+        pieces.append(
+            format_html(
+                '<span class="rs-node rs-node-whole" title="{}">{}</span>',
+                f"the whole record: 0–{len(text)}, {tokens}",
+                text,
+            )
+        )
     elif cursor < len(text):
-        pieces.append(format_html('<span class="rs-node rs-node-gap" title="{}">{}</span>',
-                                  f"not in any node: {cursor}–{len(text)}", text[cursor:]))
-    return format_html('<div class="rs-node-text" id="record-text" data-state="{}">{}</div>',
-                       state.state, format_html_join("", "{}", ((piece,) for piece in pieces)))
+        pieces.append(
+            format_html(
+                '<span class="rs-node rs-node-gap" title="{}">{}</span>',
+                f"not in any node: {cursor}–{len(text)}",
+                text[cursor:],
+            )
+        )
+    return format_html(
+        '<div class="rs-node-text" id="record-text" data-state="{}">{}</div>',
+        state.state,
+        format_html_join("", "{}", ((piece,) for piece in pieces)),
+    )
 
 
 def node_summary(state: NodeState, health_url: str):
     """One sentence on the record's nodes: how many and whose, or why there are none."""
     window = f"{state.window}-token window" if state.window else "window"
     if state.state == NODES_CURRENT:
-        text = (f"{_plural(len(state.nodes), 'node')} made by {state.model} (the current model), "
-                f"each cut against a {state.nodes[0].window}-token window.")
+        text = (
+            f"{_plural(len(state.nodes), 'node')} made by {state.model} (the current model), "
+            f"each cut against a {state.nodes[0].window}-token window."
+        )
         return format_html('<p class="rs-node-summary">{}</p>', text)
     if state.state == NODES_STALE:
         others = sorted({node.embedding_model or "no model" for node in state.nodes} - {state.model})
-        text = (f"{_plural(len(state.nodes), 'node')}, made by another model ({', '.join(others)}; the current "
-                f"model is {state.model}): they count as missing, and the health repair replaces them.")
-        return format_html('<p class="rs-node-summary rs-refused-names">{} <a href="{}">Memory health</a></p>',
-                           text, health_url)
+        text = (
+            f"{_plural(len(state.nodes), 'node')}, made by another model ({', '.join(others)}; the current "
+            f"model is {state.model}): they count as missing, and the health repair replaces them."
+        )
+        return format_html(
+            '<p class="rs-node-summary rs-refused-names">{} <a href="{}">Memory health</a></p>',
+            text,
+            health_url,
+        )
     tokens = "?" if state.tokens is None else state.tokens
     if state.state == NODES_NOT_NEEDED:
-        text = (f"No nodes, and none needed: the record fits the {window} of {state.model} "
-                f"({tokens} tokens), so it is its own only span.")
+        text = (
+            f"No nodes, and none needed: the record fits the {window} of {state.model} "
+            f"({tokens} tokens), so it is its own only span."
+        )
         return format_html('<p class="rs-node-summary rs-refused-empty">{}</p>', text)
     if state.state == NODES_MISSING:
-        text = (f"Nodes missing: the record runs past the {window} of {state.model} ({tokens} tokens) but has "
-                f"no nodes yet. They are queued when it is stored; otherwise the health repair builds them.")
-        return format_html('<p class="rs-node-summary rs-refused-names">{} <a href="{}">Memory health</a></p>',
-                           text, health_url)
-    text = (f"No nodes: {state.model or 'the embedding model'} cannot count this record's tokens, so its length "
-            "against a window is unknown and no nodes are built (unknown is never taken to mean “fits”).")
+        text = (
+            f"Nodes missing: the record runs past the {window} of {state.model} ({tokens} tokens) but has "
+            f"no nodes yet. They are queued when it is stored; otherwise the health repair builds them."
+        )
+        return format_html(
+            '<p class="rs-node-summary rs-refused-names">{} <a href="{}">Memory health</a></p>',
+            text,
+            health_url,
+        )
+    text = (
+        f"No nodes: {state.model or 'the embedding model'} cannot count this record's tokens, so its length "
+        "against a window is unknown and no nodes are built (unknown is never taken to mean “fits”)."
+    )
     return format_html('<p class="rs-node-summary rs-refused-none">{}</p>', text)
 
 
@@ -175,13 +227,22 @@ def node_table(state: NodeState):
         return ""
     rows = format_html_join(
         "",
-        '<tr data-node="{}"><td><span class="rs-swatch rs-node-{}"></span><a href="#node-{}">#{}: characters {}–{}</a>'
+        '<tr data-node="{}"><td><span class="rs-swatch rs-node-{}"></span><a href="#node-{}">#{}: '
+        "characters {}–{}</a>"
         "</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
         (
             (
-                node.node_index, "ab"[node.node_index % 2], node.node_index, node.node_index, node.start_char,
-                node.end_char, node.token_count, node.window, node.embedding_model or "—",
-                format_html('<span class="rs-refused-empty">{}</span>', "yes") if node.embedding_model == state.model
+                node.node_index,
+                "ab"[node.node_index % 2],
+                node.node_index,
+                node.node_index,
+                node.start_char,
+                node.end_char,
+                node.token_count,
+                node.window,
+                node.embedding_model or "—",
+                format_html('<span class="rs-refused-empty">{}</span>', "yes")
+                if node.embedding_model == state.model
                 else format_html('<span class="rs-refused-names">{}</span>', "no"),
             )
             for node in state.nodes
@@ -195,7 +256,16 @@ def node_table(state: NodeState):
 
 
 class RecordAdmin(admin.ModelAdmin):
-    list_display = ["id", "agent", "opening", "token_count", "node_count", "embedding_model", "locked", "created_at"]
+    list_display = [
+        "id",
+        "agent",
+        "opening",
+        "token_count",
+        "node_count",
+        "embedding_model",
+        "locked",
+        "created_at",
+    ]
     list_filter = ["locked", "embedding_model"]
     search_fields = ["text", "agent__agent_id"]
     list_select_related = ["agent"]
@@ -206,7 +276,15 @@ class RecordAdmin(admin.ModelAdmin):
         (None, {"fields": ["agent", "locked", "created_at", "updated_at"]}),
         ("Text and nodes", {"fields": ["token_count", "embedding_model", "nodes", "text_by_node"]}),
     ]
-    readonly_fields = ["agent", "token_count", "embedding_model", "created_at", "updated_at", "nodes", "text_by_node"]
+    readonly_fields = [
+        "agent",
+        "token_count",
+        "embedding_model",
+        "created_at",
+        "updated_at",
+        "nodes",
+        "text_by_node",
+    ]
 
     def has_add_permission(self, request):
         return False
@@ -219,8 +297,11 @@ class RecordAdmin(admin.ModelAdmin):
             .annotate(n=Count("*"))
             .values("n")
         )
-        return super().get_queryset(request).defer("embedding").annotate(
-            n_nodes=Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+        return (
+            super()
+            .get_queryset(request)
+            .defer("embedding")
+            .annotate(n_nodes=Coalesce(Subquery(counted, output_field=IntegerField()), 0))
         )
 
     @admin.display(description="opening")
@@ -243,7 +324,9 @@ class RecordAdmin(admin.ModelAdmin):
     @admin.display(description="nodes")
     def nodes(self, record: Record):
         state = self._state(record)
-        return format_html("{}{}", node_summary(state, reverse("admin:memory_app_memory_health")), node_table(state))
+        return format_html(
+            "{}{}", node_summary(state, reverse("admin:memory_app_memory_health")), node_table(state)
+        )
 
     @admin.display(description="text")
     def text_by_node(self, record: Record):
@@ -268,17 +351,27 @@ class RecordAdmin(admin.ModelAdmin):
         if result["current"]:
             fine.append(f"{_plural(result['current'], 'record')} already had nodes of the current model")
         if result["fits"]:
-            fine.append(f"{_plural(result['fits'], 'record')} "
-                        + ("fits the window and needs" if result["fits"] == 1 else "fit the window and need")
-                        + " no nodes")
+            fine.append(
+                f"{_plural(result['fits'], 'record')} "
+                + ("fits the window and needs" if result["fits"] == 1 else "fit the window and need")
+                + " no nodes"
+            )
         if fine:
             self.message_user(request, "; ".join(fine).capitalize() + ".", messages.INFO)
         if result["unknown"]:
-            self.message_user(request, f"{_plural(result['unknown'], 'record')} could not be measured: the embedding "
-                              "model cannot count tokens, so no nodes can be built.", messages.WARNING)
+            self.message_user(
+                request,
+                f"{_plural(result['unknown'], 'record')} could not be measured: the embedding "
+                "model cannot count tokens, so no nodes can be built.",
+                messages.WARNING,
+            )
         if result["remaining"]:
-            self.message_user(request, f"{result['remaining']} still need nodes: the action builds at most "
-                              f"{conf.REPAIR_LIMIT} at a time; run it again.", messages.WARNING)
+            self.message_user(
+                request,
+                f"{result['remaining']} still need nodes: the action builds at most "
+                f"{conf.REPAIR_LIMIT} at a time; run it again.",
+                messages.WARNING,
+            )
 
 
 @admin.register(Memory)
@@ -289,7 +382,8 @@ class MemoryAdmin(RecordAdmin):
         ] + super().get_urls()
 
     def health_view(self, request):
-        """`check_health()`'s report for the whole store; "Repair now" (a POST) runs `check_health(repair=True)`."""
+        """`check_health()`'s report for the whole store; "Repair now" (a POST) runs
+        `check_health(repair=True)`."""
         _require(_may(request, "view"))
         here = reverse("admin:memory_app_memory_health")
         if request.method == "POST":
@@ -303,8 +397,13 @@ class MemoryAdmin(RecordAdmin):
             return HttpResponseRedirect(here)
         report = check_health()
         missing = [
-            {**item, "url": reverse(f"admin:memory_app_{RECORD_MODELS[item['kind']]._meta.model_name}_change",
-                                    args=[item["id"]])}
+            {
+                **item,
+                "url": reverse(
+                    f"admin:memory_app_{RECORD_MODELS[item['kind']]._meta.model_name}_change",
+                    args=[item["id"]],
+                ),
+            }
             for item in report["missing"][:HEALTH_ROWS]
         ]
         context = {
@@ -328,8 +427,17 @@ class MemoryAdmin(RecordAdmin):
         schedule = Schedule.objects.filter(name=HEALTH_REPAIR).first()
         if schedule is None:
             return None
-        last = Task.objects.filter(id=schedule.task).only("success", "stopped").first() if schedule.task else None
-        return {"name": schedule.name, "minutes": schedule.minutes, "next_run": schedule.next_run, "last": last}
+        last = (
+            Task.objects.filter(id=schedule.task).only("success", "stopped").first()
+            if schedule.task
+            else None
+        )
+        return {
+            "name": schedule.name,
+            "minutes": schedule.minutes,
+            "next_run": schedule.next_run,
+            "last": last,
+        }
 
 
 @admin.register(Episode)

@@ -15,4 +15,6 @@ class MemoryConfig(AppConfig):
         post_migrate.connect(after_migrate, sender=self, dispatch_uid="memory_app_after_migrate")
         for kind, model in RECORD_MODELS.items():
             post_save.connect(record_saved, sender=model, dispatch_uid=f"memory_app_recall_saved_{kind}")
-            post_delete.connect(record_deleted, sender=model, dispatch_uid=f"memory_app_recall_deleted_{kind}")
+            post_delete.connect(
+                record_deleted, sender=model, dispatch_uid=f"memory_app_recall_deleted_{kind}"
+            )

@@ -75,7 +75,9 @@ def _probe(connection, agent, kind: str, model, names: list[str]) -> list[Fault]
     noun = "memory" if kind == MEMORY else "episode"
     record = model.objects.using(alias).create(agent=agent, text="trigger probe", token_count=4)
     nodes = RecordNode.objects.using(alias).filter(parent_kind=kind, parent_id=record.pk)
-    node = dict(parent_kind=kind, parent_id=record.pk, node_index=0, start_char=0, end_char=7, token_count=2, window=2)
+    node = dict(
+        parent_kind=kind, parent_id=record.pk, node_index=0, start_char=0, end_char=7, token_count=2, window=2
+    )
     faults = []
 
     RecordNode.objects.using(alias).create(**node)
@@ -85,7 +87,11 @@ def _probe(connection, agent, kind: str, model, names: list[str]) -> list[Fault]
         faults.append(Fault(f"{table}_text_change_deletes_nodes", f"a changed {noun} text kept its nodes"))
     count = model.objects.using(alias).filter(pk=record.pk).values_list("token_count", flat=True).get()
     if f"{table}_text_change_forgets_count" in names and count is not None:
-        faults.append(Fault(f"{table}_text_change_forgets_count", "a text changed without its token count kept the count"))
+        faults.append(
+            Fault(
+                f"{table}_text_change_forgets_count", "a text changed without its token count kept the count"
+            )
+        )
 
     nodes.delete()
     RecordNode.objects.using(alias).create(**node)
@@ -155,9 +161,12 @@ def check_recall_max_chars(app_configs=None, **kwargs):
 
     value = getattr(settings, "MEMORY_RECALL_MAX_CHARS", None)
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RECALL_CHARS:
-        return [Error(
-            f"MEMORY_RECALL_MAX_CHARS is {value!r}; it must be a whole number from 1 to {MAX_RECALL_CHARS:,}",
-            hint="The characters a memory recall answers when the request does not say (docs/configuration.md).",
-            id="memory.E002",
-        )]
+        return [
+            Error(
+                f"MEMORY_RECALL_MAX_CHARS is {value!r}; it must be a whole number from 1 to "
+                f"{MAX_RECALL_CHARS:,}",
+                hint="The characters a memory recall answers when the request does not say (docs/configuration.md).",
+                id="memory.E002",
+            )
+        ]
     return []

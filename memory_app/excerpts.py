@@ -81,8 +81,13 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def cut_to_fit(text: str, candidate: Candidate, room: int, terms_of: Callable[[str], set[str]] | None = None,
-               query_terms: set[str] | None = None) -> tuple[int, int] | None:
+def cut_to_fit(
+    text: str,
+    candidate: Candidate,
+    room: int,
+    terms_of: Callable[[str], set[str]] | None = None,
+    query_terms: set[str] | None = None,
+) -> tuple[int, int] | None:
     """The best run of whole sentences of `candidate` of at most `room` characters, or None.
 
     Sentences are scored by the candidate's scored parts they overlap (the best such part), or, for
@@ -136,8 +141,15 @@ def _touches(text: str, a: tuple[int, int], b: tuple[int, int]) -> bool:
     return s2 <= e1 or not text[e1:s2].strip()
 
 
-def select(candidates: Iterable[Candidate], text_of: Callable[[str, int], str], *, max_chars: int, most: int,
-           terms_of: Callable[[str], set[str]] | None = None, query_terms: set[str] | None = None) -> Selection:
+def select(
+    candidates: Iterable[Candidate],
+    text_of: Callable[[str, int], str],
+    *,
+    max_chars: int,
+    most: int,
+    terms_of: Callable[[str], set[str]] | None = None,
+    query_terms: set[str] | None = None,
+) -> Selection:
     """Excerpts from `candidates` (best first): at most `most`, at most `max_chars` characters in all."""
     held: list[Excerpt] = []
     of_record: dict[tuple[str, int], list[Excerpt]] = {}
@@ -159,7 +171,9 @@ def select(candidates: Iterable[Candidate], text_of: Callable[[str, int], str], 
         if cost > room:
             # The last excerpt: cut to what is left, then stop.
             cut = True
-            piece = cut_to_fit(text, candidate, room - _gap_cost(text, touching, candidate), terms_of, query_terms)
+            piece = cut_to_fit(
+                text, candidate, room - _gap_cost(text, touching, candidate), terms_of, query_terms
+            )
             if piece is None:
                 break
             span = piece
@@ -189,13 +203,32 @@ def _gap_cost(text: str, touching: list[Excerpt], candidate: Candidate) -> int:
     return max(gaps, default=0)
 
 
-def _merge(candidate: Candidate, span: tuple[int, int], touching: list[Excerpt], start: int, end: int,
-           held: list[Excerpt], mine: list[Excerpt], *, partial: bool) -> Excerpt:
+def _merge(
+    candidate: Candidate,
+    span: tuple[int, int],
+    touching: list[Excerpt],
+    start: int,
+    end: int,
+    held: list[Excerpt],
+    mine: list[Excerpt],
+    *,
+    partial: bool,
+) -> Excerpt:
     """Add `span` as a new excerpt, or fold it and the excerpts it touches into the earliest held one."""
     node = candidate.node
     if not touching:
-        excerpt = Excerpt(candidate.kind, candidate.id, candidate.source, start, end, candidate.score, node, node,
-                          cut=partial, pieces=[span])
+        excerpt = Excerpt(
+            candidate.kind,
+            candidate.id,
+            candidate.source,
+            start,
+            end,
+            candidate.score,
+            node,
+            node,
+            cut=partial,
+            pieces=[span],
+        )
         held.append(excerpt)
         mine.append(excerpt)
         return excerpt

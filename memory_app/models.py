@@ -49,12 +49,16 @@ class Record(models.Model):
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
     text = models.TextField()
     token_count = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Model tokens of the whole text, counted by embedding_model; empty = unknown."
+        null=True,
+        blank=True,
+        help_text="Model tokens of the whole text, counted by embedding_model; empty = unknown.",
     )
     # float32 little-endian, L2-normalised; empty when the store has no embedding model.
     embedding = models.BinaryField(null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True, default="")
-    locked = models.BooleanField(default=False, help_text="A locked record's text cannot be changed or deleted.")
+    locked = models.BooleanField(
+        default=False, help_text="A locked record's text cannot be changed or deleted."
+    )
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -154,8 +158,12 @@ class NodePassages(models.Model):
     parent_kind = models.TextField(choices=[(MEMORY, "memory"), (EPISODE, "episode")])
     parent_id = models.BigIntegerField()
     node_index = models.IntegerField()
-    bounds = models.BinaryField(help_text="The node's start, then each passage's end: offsets in the parent's text, int32.")
-    embeddings = models.BinaryField(null=True, blank=True, help_text="One float16 vector per passage (half the bytes; scored in float32).")
+    bounds = models.BinaryField(
+        help_text="The node's start, then each passage's end: offsets in the parent's text, int32."
+    )
+    embeddings = models.BinaryField(
+        null=True, blank=True, help_text="One float16 vector per passage (half the bytes; scored in float32)."
+    )
     embedding_model = models.TextField(default="", blank=True)
 
     class Meta:

@@ -71,7 +71,9 @@ def divide_record(text: str, embedder: TokenCounter) -> Division:
     for index, (start, end) in enumerate(cuts):
         # Counted on the span itself, as it will be embedded: invariant 3 is about this number.
         count = embedder.count_tokens(text[start:end])
-        passages = divide(text[start:end], lambda remaining: embedder.window_end_char(remaining, PASSAGE_WINDOW))
+        passages = divide(
+            text[start:end], lambda remaining: embedder.window_end_char(remaining, PASSAGE_WINDOW)
+        )
         if count is None or passages is None:
             return Division(UNKNOWN, window, tokens)
         spans.append(NodeSpan(index, start, end, count, tuple((start + a, start + b) for a, b in passages)))

@@ -93,10 +93,13 @@ class Postings:
             self.vocabulary.setdefault(term, len(self.vocabulary))
         # Flattened in C (chain, map, fromiter, unique), as BM25Index.from_terms does: a Python
         # loop over every token was most of a load.
-        ids = np.fromiter(map(self.vocabulary.__getitem__, chain.from_iterable(term_lists)), np.int64, int(sizes.sum()))
+        ids = np.fromiter(
+            map(self.vocabulary.__getitem__, chain.from_iterable(term_lists)), np.int64, int(sizes.sum())
+        )
         stride = first + count
-        keys, tf = np.unique(ids * stride + np.repeat(np.arange(first, stride, dtype=np.int64), sizes),
-                             return_counts=True)
+        keys, tf = np.unique(
+            ids * stride + np.repeat(np.arange(first, stride, dtype=np.int64), sizes), return_counts=True
+        )
         terms_of, docs = keys // stride, keys % stride
         if count > COMPACT_AT or self._extra_count + keys.size > max(COMPACT_AT, self._doc.size // 4):
             self._merge(terms_of, docs, tf.astype(np.float64))
@@ -129,11 +132,22 @@ class Postings:
 
     def _merge(self, terms_of: np.ndarray, docs: np.ndarray, tfs: np.ndarray) -> None:
         """One CSR block from the block, the per-term lists and these postings; dead postings dropped."""
-        parts = [(np.repeat(np.arange(self._indptr.size - 1, dtype=np.int64), np.diff(self._indptr)), self._doc, self._tf),
-                 (terms_of, docs, tfs)]
+        parts = [
+            (
+                np.repeat(np.arange(self._indptr.size - 1, dtype=np.int64), np.diff(self._indptr)),
+                self._doc,
+                self._tf,
+            ),
+            (terms_of, docs, tfs),
+        ]
         for term_id, (extra_docs, extra_tfs) in self._extra.items():
-            parts.append((np.full(len(extra_docs), term_id, np.int64), np.asarray(extra_docs, np.int64),
-                          np.asarray(extra_tfs, np.float64)))
+            parts.append(
+                (
+                    np.full(len(extra_docs), term_id, np.int64),
+                    np.asarray(extra_docs, np.int64),
+                    np.asarray(extra_tfs, np.float64),
+                )
+            )
         all_terms, all_docs, all_tfs = (np.concatenate(column) for column in zip(*parts, strict=True))
         live = all_tfs > 0
         all_terms, all_docs, all_tfs = all_terms[live], all_docs[live], all_tfs[live]
@@ -244,7 +258,10 @@ class Statistics:
                 docs, tf = level.postings.postings(term_id)
                 dl = level.postings.doc_len.array[docs]
                 # The seed's order of operations (see BM25Index._posting_weights).
-                level.weights[term_id] = docs, tf * (self.k1 + 1) / (tf + self.k1 * (1 - self.b + self.b * dl / avgdl))
+                level.weights[term_id] = (
+                    docs,
+                    tf * (self.k1 + 1) / (tf + self.k1 * (1 - self.b + self.b * dl / avgdl)),
+                )
             docs, weights = level.weights[term_id]
             if docs.size:
                 result[docs] += (count * self.idf(term)) * weights
@@ -320,8 +337,9 @@ class RecallIndex:
         self.kind_order.append([record.kind_order for record in records])
         self.pending.append([record.pending and not record.nodes for record in records])
         term_lists = [terms(record.text) for record in records]
-        self.statistics.add(self.records.add(term_lists, [r.vector for r in records]), len(records),
-                            sum(map(len, term_lists)))
+        self.statistics.add(
+            self.records.add(term_lists, [r.vector for r in records]), len(records), sum(map(len, term_lists))
+        )
         nodes: list[tuple[int, NodeRow]] = []
         for row, record in enumerate(records, start=first):
             self.row_of[(record.kind, record.id)] = row
@@ -329,11 +347,15 @@ class RecallIndex:
             held = [node for node in record.nodes if node.end <= len(record.text)]
             nodes.extend((row, node) for node in held)
         first_node = self.node_owner.size
-        self.nodes.add([terms(self.texts[row][node.start : node.end]) for row, node in nodes],
-                       [node.vector for _row, node in nodes])
+        self.nodes.add(
+            [terms(self.texts[row][node.start : node.end]) for row, node in nodes],
+            [node.vector for _row, node in nodes],
+        )
         self.node_owner.append([row for row, _node in nodes])
         self.node_index.append([node.index for _row, node in nodes])
-        self.node_spans.append(np.asarray([(node.start, node.end) for _row, node in nodes], np.int64).reshape(-1, 2))
+        self.node_spans.append(
+            np.asarray([(node.start, node.end) for _row, node in nodes], np.int64).reshape(-1, 2)
+        )
         passages: list[tuple[int, tuple[int, int], np.ndarray | None]] = []
         for node_row, (row, node) in enumerate(nodes, start=first_node):
             self._nodes_of.setdefault(row, []).append(node_row)
@@ -341,8 +363,10 @@ class RecallIndex:
             vectors = node.passage_vectors if len(node.passage_vectors) == len(spans) else [None] * len(spans)
             passages.extend((node_row, span, vector) for span, vector in zip(spans, vectors, strict=True))
         first_passage = self.passage_node.size
-        self.passages.add([terms(self.texts[self.node_owner.array[n]][a:b]) for n, (a, b), _v in passages],
-                          [vector for _n, _span, vector in passages])
+        self.passages.add(
+            [terms(self.texts[self.node_owner.array[n]][a:b]) for n, (a, b), _v in passages],
+            [vector for _n, _span, vector in passages],
+        )
         self.passage_node.append([node_row for node_row, _span, _vector in passages])
         self.passage_spans.append(np.asarray([span for _n, span, _v in passages], np.int64).reshape(-1, 2))
         for passage_row, (node_row, _span, _vector) in enumerate(passages, start=first_passage):

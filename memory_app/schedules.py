@@ -27,15 +27,26 @@ def ensure_schedules(using: str = DEFAULT_DB_ALIAS) -> list[str]:
     schedule = existing.first()
     if schedule is None:
         Schedule.objects.using(using).create(
-            name=HEALTH_REPAIR, func=HEALTH_REPAIR_FUNC, schedule_type=Schedule.MINUTES, minutes=minutes, repeats=-1
+            name=HEALTH_REPAIR,
+            func=HEALTH_REPAIR_FUNC,
+            schedule_type=Schedule.MINUTES,
+            minutes=minutes,
+            repeats=-1,
         )
         return [HEALTH_REPAIR]
     # A duplicate (two processes racing on the first run) would repair twice as often.
     existing.exclude(pk=schedule.pk).delete()
-    changed = schedule.func != HEALTH_REPAIR_FUNC or schedule.minutes != minutes or schedule.schedule_type != Schedule.MINUTES
+    changed = (
+        schedule.func != HEALTH_REPAIR_FUNC
+        or schedule.minutes != minutes
+        or schedule.schedule_type != Schedule.MINUTES
+    )
     if changed:
         schedule.func, schedule.minutes, schedule.schedule_type, schedule.repeats = (
-            HEALTH_REPAIR_FUNC, minutes, Schedule.MINUTES, -1
+            HEALTH_REPAIR_FUNC,
+            minutes,
+            Schedule.MINUTES,
+            -1,
         )
         schedule.save(update_fields=["func", "minutes", "schedule_type", "repeats"])
     return []

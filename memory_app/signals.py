@@ -23,7 +23,9 @@ def after_migrate(sender, using="default", **kwargs) -> None:
         if created:
             logger.warning("recreated missing record-node triggers: %s", ", ".join(created))
         # A trigger of the right name that does something else is replaced, not trusted by its name.
-        faulty = sorted({fault.trigger for fault in trigger_faults(connection, expected_triggers(connection))})
+        faulty = sorted(
+            {fault.trigger for fault in trigger_faults(connection, expected_triggers(connection))}
+        )
         if faulty:
             replace_triggers(connection, faulty)
             logger.warning("replaced record-node triggers that did not do their work: %s", ", ".join(faulty))

@@ -101,12 +101,21 @@ def _on_raw_text_change(name: str, table: str) -> Trigger:
 
 TRIGGERS: dict[str, Trigger] = {
     "memories_delete_nodes": _on_delete("memories_delete_nodes", "memories", "mem"),
-    "memories_text_change_deletes_nodes": _on_text_change("memories_text_change_deletes_nodes", "memories", "mem"),
+    "memories_text_change_deletes_nodes": _on_text_change(
+        "memories_text_change_deletes_nodes", "memories", "mem"
+    ),
     "episodes_delete_nodes": _on_delete("episodes_delete_nodes", "episodes", "ep"),
-    "episodes_text_change_deletes_nodes": _on_text_change("episodes_text_change_deletes_nodes", "episodes", "ep"),
-    "memories_text_change_forgets_count": _on_raw_text_change("memories_text_change_forgets_count", "memories"),
-    "episodes_text_change_forgets_count": _on_raw_text_change("episodes_text_change_forgets_count", "episodes"),
+    "episodes_text_change_deletes_nodes": _on_text_change(
+        "episodes_text_change_deletes_nodes", "episodes", "ep"
+    ),
+    "memories_text_change_forgets_count": _on_raw_text_change(
+        "memories_text_change_forgets_count", "memories"
+    ),
+    "episodes_text_change_forgets_count": _on_raw_text_change(
+        "episodes_text_change_forgets_count", "episodes"
+    ),
 }
+
 
 def triggers_of(migration: str) -> list[str]:
     """The names of the triggers `migration` creates."""

@@ -12,12 +12,26 @@ from .embedders import Embedder, build_embedder
 
 @lru_cache(maxsize=8)
 def _embedder_for(
-    backend: str, model_dir: str, url: str, model: str, api_key: str, timeout: float, batch: int, concurrency: int,
+    backend: str,
+    model_dir: str,
+    url: str,
+    model: str,
+    api_key: str,
+    timeout: float,
+    batch: int,
+    concurrency: int,
     cache_dir: str = "",
 ):
     return build_embedder(
-        backend, model_dir=model_dir, url=url, model=model, api_key=api_key, timeout=timeout, batch_size=batch,
-        concurrency=concurrency, cache_dir=cache_dir,
+        backend,
+        model_dir=model_dir,
+        url=url,
+        model=model,
+        api_key=api_key,
+        timeout=timeout,
+        batch_size=batch,
+        concurrency=concurrency,
+        cache_dir=cache_dir,
     )
 
 

@@ -119,10 +119,16 @@ def entry_score(scores: np.ndarray, floor: float, k: int) -> float:
 
 
 def may_enter(
-    threshold: float, cosine_bound: np.ndarray, lexical: np.ndarray | None, upper_bound: float, *,
-    weight: float, cap: int | None = None,
+    threshold: float,
+    cosine_bound: np.ndarray,
+    lexical: np.ndarray | None,
+    upper_bound: float,
+    *,
+    weight: float,
+    cap: int | None = None,
 ) -> tuple[np.ndarray, bool]:
-    """Which rows left out of a scored set could still enter its top k: Fagin's threshold algorithm, one round.
+    """Which rows left out of a scored set could still enter its top k: Fagin's threshold algorithm, one
+    round.
 
     ``threshold`` is the scored rows' :func:`entry_score` ``S``; ``cosine_bound`` holds, for each row
     left out, a cosine at or above its own, and ``lexical`` its exact BM25 (None: vector only, as in

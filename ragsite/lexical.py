@@ -278,10 +278,17 @@ class BM25Index:
         document of that collection would, so a part and a whole document compare on one scale
         and the collection's own scores do not move. A term the collection lacks weighs nothing.
         """
-        known = np.fromiter((collection.term_ids.get(term, -1) for term in self.vocabulary), np.int64, self.n_terms)
+        known = np.fromiter(
+            (collection.term_ids.get(term, -1) for term in self.vocabulary), np.int64, self.n_terms
+        )
         scored = BM25Index(
-            vocabulary=self.vocabulary, doc_len=self.doc_len, indptr=self.indptr, postings_doc=self.postings_doc,
-            postings_tf=self.postings_tf, k1=collection.k1, b=collection.b,
+            vocabulary=self.vocabulary,
+            doc_len=self.doc_len,
+            indptr=self.indptr,
+            postings_doc=self.postings_doc,
+            postings_tf=self.postings_tf,
+            k1=collection.k1,
+            b=collection.b,
         )
         if collection.n_terms == 0:  # nothing in the collection to weigh: every part scores 0
             scored.idf = np.zeros(self.n_terms)

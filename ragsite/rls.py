@@ -84,8 +84,10 @@ def installed(connection) -> bool:
     cached = getattr(connection, "_ragsite_rls", None)
     if cached is None:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_has_role(current_user, %s, 'MEMBER') FROM pg_roles WHERE rolname = %s",
-                           [ROLE, ROLE])
+            cursor.execute(
+                "SELECT pg_has_role(current_user, %s, 'MEMBER') FROM pg_roles WHERE rolname = %s",
+                [ROLE, ROLE],
+            )
             row = cursor.fetchone()
         cached = bool(row and row[0])
         connection._ragsite_rls = cached
@@ -94,7 +96,8 @@ def installed(connection) -> bool:
 
 @contextmanager
 def agent_scope(agent_id: str, using: str = "default"):
-    """Run the block as `ragsite_agent` for `agent_id`, in one transaction; a no-op where RLS is not installed."""
+    """Run the block as `ragsite_agent` for `agent_id`, in one transaction; a no-op where RLS is not
+    installed."""
     from django.db import connections, transaction
 
     connection = connections[using]

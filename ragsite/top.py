@@ -11,8 +11,9 @@ import numpy as np
 MARGIN = 1e-9
 
 
-def top_rows(scores: np.ndarray, eligible: np.ndarray | None, k: int,
-             ties: tuple[np.ndarray, ...] = ()) -> np.ndarray:
+def top_rows(
+    scores: np.ndarray, eligible: np.ndarray | None, k: int, ties: tuple[np.ndarray, ...] = ()
+) -> np.ndarray:
     """The rows of the ``k`` best scores among ``eligible`` ones, best first, ties to the lower row.
 
     The same order as a stable argsort of every row, for the cost of one partition: the k-th best
@@ -78,8 +79,11 @@ def positive_tail(values: np.ndarray, k: int) -> tuple[float, float, np.ndarray]
     return float(np.partition(reached, reached.size - k)[reached.size - k]), float(reached.min()), near
 
 
-def top_of_superset(rows: np.ndarray, raw: np.ndarray, k: int, transform) -> tuple[np.ndarray, np.ndarray] | None:
-    """``top_rows(transform(every row's raw), eligible, k)`` and those rows' transformed values, from a few rows.
+def top_of_superset(
+    rows: np.ndarray, raw: np.ndarray, k: int, transform
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``top_rows(transform(every row's raw), eligible, k)`` and those rows' transformed values, from a few
+    rows.
 
     ``rows`` (ascending) with their ``raw`` values must hold every eligible row whose raw value is at
     least ``(1 - MARGIN)`` times the k-th best eligible raw value (bm25_top's guarantee); ``transform``

@@ -33,8 +33,9 @@ def zip_bomb_docx(path: Path, expanded_mb: int = 512) -> Path:
         package.writestr("[Content_Types].xml", _CONTENT_TYPES)
         package.writestr("_rels/.rels", _RELS)
         with package.open("word/document.xml", "w", force_zip64=True) as part:
-            part.write(f'<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="{_W}"><w:body><w:p><w:r><w:t>'
-                       .encode())
+            part.write(
+                f'<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="{_W}"><w:body><w:p><w:r><w:t>'.encode()
+            )
             block = b"a" * (1 << 20)
             for _ in range(expanded_mb):
                 part.write(block)
@@ -54,8 +55,10 @@ def looping_pdf(path: Path, pages: int = 40, operators: int = 200_000) -> Path:
     ]
     font = 4 + pages
     for _ in range(pages):
-        objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R "
-                       f"/Resources << /Font << /F1 {font} 0 R >> >> >>".encode())
+        objects.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R "
+            f"/Resources << /Font << /F1 {font} 0 R >> >> >>".encode()
+        )
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
     out = bytearray(b"%PDF-1.4\n")
     offsets = []

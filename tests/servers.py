@@ -40,7 +40,9 @@ class JudgeServer:
         class Handler(JsonHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                server.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+                server.requests.append(
+                    {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+                )
                 if self.path != "/v1/chat/completions":
                     return self._send(404, {"error": "no such route"})
                 if server.mode == "slow":
@@ -53,12 +55,22 @@ class JudgeServer:
                     "garbage": "I think these paragraphs probably help.",
                     "slow": '{"answers": true}',
                 }[server.mode]
-                self._send(200, {
-                    "id": "chatcmpl-1", "object": "chat.completion", "model": body.get("model", "judge"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                 "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 120, "completion_tokens": 6, "total_tokens": 126},
-                })
+                self._send(
+                    200,
+                    {
+                        "id": "chatcmpl-1",
+                        "object": "chat.completion",
+                        "model": body.get("model", "judge"),
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": content},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                        "usage": {"prompt_tokens": 120, "completion_tokens": 6, "total_tokens": 126},
+                    },
+                )
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -85,7 +97,9 @@ class RerankServer:
         class Handler(JsonHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                server.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+                server.requests.append(
+                    {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+                )
                 if self.path not in ("/v1/rerank", "/rerank"):
                     return self._send(404, {"error": "no such route"})
                 if server.mode == "slow":
@@ -93,8 +107,10 @@ class RerankServer:
                 if server.mode == "error":
                     return self._send(500, {"error": "boom"})
                 texts = body["documents"] if self.path == "/v1/rerank" else body["texts"]
-                scored = [(i, 0.9 if server.favourite and server.favourite in t.lower() else 0.1)
-                          for i, t in enumerate(texts)]
+                scored = [
+                    (i, 0.9 if server.favourite and server.favourite in t.lower() else 0.1)
+                    for i, t in enumerate(texts)
+                ]
                 scored.sort(key=lambda pair: -pair[1])
                 if server.mode == "garbage":
                     scored[0] = (len(texts) + 3, scored[0][1])
@@ -102,11 +118,14 @@ class RerankServer:
                     scored = scored[:-1]
                 if self.path == "/rerank":
                     return self._send(200, [{"index": i, "score": s} for i, s in scored])
-                self._send(200, {
-                    "model": body.get("model", "rerank"),
-                    "results": [{"index": i, "relevance_score": s} for i, s in scored],
-                    "usage": {"total_tokens": 10 * len(texts)},
-                })
+                self._send(
+                    200,
+                    {
+                        "model": body.get("model", "rerank"),
+                        "results": [{"index": i, "relevance_score": s} for i, s in scored],
+                        "usage": {"total_tokens": 10 * len(texts)},
+                    },
+                )
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

@@ -16,7 +16,9 @@ def bearer(raw):
 def test_no_key_is_401_in_the_error_shape(client):
     response = client.get("/api/v1/collections/")
     assert response.status_code == 401
-    assert response.json() == {"error": {"code": "unauthorized", "message": response.json()["error"]["message"]}}
+    assert response.json() == {
+        "error": {"code": "unauthorized", "message": response.json()["error"]["message"]}
+    }
     assert response["WWW-Authenticate"] == "Bearer"
 
 

@@ -13,19 +13,43 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("ragsite", "collections_app", "memory_app")
 
 # The shared floor: machinery that belongs to no app. It never imports an app.
-FLOOR = ("ragsite.errors", "ragsite.conf", "ragsite.embedders", "ragsite.embedding", "ragsite.lexical",
-         "ragsite.fusion", "ragsite.top", "ragsite.model_calls", "ragsite.division", "ragsite.mcp",
-         "ragsite.commands")
+FLOOR = (
+    "ragsite.errors",
+    "ragsite.conf",
+    "ragsite.embedders",
+    "ragsite.embedding",
+    "ragsite.lexical",
+    "ragsite.fusion",
+    "ragsite.top",
+    "ragsite.model_calls",
+    "ragsite.division",
+    "ragsite.mcp",
+    "ragsite.commands",
+)
 # Pure modules: formulas and formats, tested without a database. No models, no settings, no services.
 # Whole folders are pure (a module added to one is checked without being listed here), plus a few
 # single modules that sit beside the models.
 PURE_FOLDERS = ("ragsite.embedders", "ragsite.model_calls", "collections_app.text", "collections_app.index")
-PURE = (*PURE_FOLDERS, "ragsite.lexical", "ragsite.fusion", "ragsite.top", "ragsite.division",
-        "collections_app.ranking", "collections_app.interchange", "collections_app.measure",
-        "collections_app.metrics", "memory_app.nodes", "memory_app.recall_index")
+PURE = (
+    *PURE_FOLDERS,
+    "ragsite.lexical",
+    "ragsite.fusion",
+    "ragsite.top",
+    "ragsite.division",
+    "collections_app.ranking",
+    "collections_app.interchange",
+    "collections_app.measure",
+    "collections_app.metrics",
+    "memory_app.nodes",
+    "memory_app.recall_index",
+)
 # What memory may take from collections: the models (agents own memories), the agent look-up, and the
 # ledger model calls are charged to (agents own it, whichever app made the call).
-MEMORY_MAY_USE = ("collections_app.models", "collections_app.services.agents", "collections_app.services.ledger")
+MEMORY_MAY_USE = (
+    "collections_app.models",
+    "collections_app.services.agents",
+    "collections_app.services.ledger",
+)
 # Adapters: they call services; services never call them.
 ADAPTERS = ("admin", "api", "mcp_tools", "management", "tasks", "embedding_server", "views")
 
@@ -117,22 +141,33 @@ def test_no_import_cycle_between_project_modules():
 
 
 def test_the_shared_floor_imports_no_app():
-    offending = {m: sorted(t for t in _project_edges(m) if not t.startswith("ragsite"))
-                 for m in MODULES if _within(m, FLOOR)}
+    offending = {
+        m: sorted(t for t in _project_edges(m) if not t.startswith("ragsite"))
+        for m in MODULES
+        if _within(m, FLOOR)
+    }
     assert {m: t for m, t in offending.items() if t} == {}
 
 
 def test_collections_never_import_memory():
-    offending = {m: sorted(t for t in _project_edges(m) if t.startswith("memory_app"))
-                 for m in MODULES if m.startswith("collections_app")}
+    offending = {
+        m: sorted(t for t in _project_edges(m) if t.startswith("memory_app"))
+        for m in MODULES
+        if m.startswith("collections_app")
+    }
     assert {m: t for m, t in offending.items() if t} == {}
 
 
 def test_memory_takes_only_models_and_the_agent_lookup_from_collections():
-    offending = {m: sorted(t for t in _project_edges(m)
-                           if t.startswith("collections_app") and t != "collections_app"
-                           and not _within(t, MEMORY_MAY_USE))
-                 for m in MODULES if m.startswith("memory_app")}
+    offending = {
+        m: sorted(
+            t
+            for t in _project_edges(m)
+            if t.startswith("collections_app") and t != "collections_app" and not _within(t, MEMORY_MAY_USE)
+        )
+        for m in MODULES
+        if m.startswith("memory_app")
+    }
     assert {m: t for m, t in offending.items() if t} == {}
 
 
@@ -147,9 +182,14 @@ def test_no_app_imports_another_apps_services_beyond_the_agent_lookup():
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if _within(m, PURE)))
 def test_pure_modules_import_no_models_settings_or_services(module):
-    forbidden = [t for t in GRAPH[module]
-                 if t.endswith(".models") or ".services" in t or t in ("ragsite.conf", "ragsite.settings")
-                 or t.endswith(".conf")]
+    forbidden = [
+        t
+        for t in GRAPH[module]
+        if t.endswith(".models")
+        or ".services" in t
+        or t in ("ragsite.conf", "ragsite.settings")
+        or t.endswith(".conf")
+    ]
     assert forbidden == []
     source = (ROOT / Path(*module.split("."))).with_suffix(".py")
     if not source.exists():
@@ -166,7 +206,14 @@ def test_services_never_call_adapters(module):
 
 def test_no_source_file_is_a_hall():
     # Rooms of a readable size (issue 14): none over 600 lines, migrations aside; tests and benchmarks too.
-    files = [*_source_files(), *sorted((ROOT / "tests").rglob("*.py")), *sorted((ROOT / "bench").rglob("*.py"))]
-    sizes = {str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
-             for path in files if "node_modules" not in path.parts}
+    files = [
+        *_source_files(),
+        *sorted((ROOT / "tests").rglob("*.py")),
+        *sorted((ROOT / "bench").rglob("*.py")),
+    ]
+    sizes = {
+        str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in files
+        if "node_modules" not in path.parts
+    }
     assert {path: lines for path, lines in sizes.items() if lines > 600} == {}

@@ -41,10 +41,22 @@ def test_create_agent_refuses_a_malformed_id():
 
 def test_create_collection_for_a_known_agent():
     run("create_agent", "helpdesk")
-    out, _ = run("create_collection", "helpdesk", "handbook", "--method", "fixed", "--built-from", "the HR share",
-                 "--per-reader")
+    out, _ = run(
+        "create_collection",
+        "helpdesk",
+        "handbook",
+        "--method",
+        "fixed",
+        "--built-from",
+        "the HR share",
+        "--per-reader",
+    )
     collection = Collection.objects.get(name="handbook")
-    assert (collection.method, collection.built_from, collection.per_reader) == ("fixed", "the HR share", True)
+    assert (collection.method, collection.built_from, collection.per_reader) == (
+        "fixed",
+        "the HR share",
+        True,
+    )
     assert "handbook" in out
 
 
@@ -55,7 +67,9 @@ def test_create_collection_names_a_folder_of_its_agent_under_the_root(knowledge_
     assert Collection.objects.get(name="handbook").folder == "hr-share"
     out, _ = run("build_collection", "helpdesk", "handbook", "--sync")
     assert out.startswith("Built handbook: 1 paragraphs")
-    with pytest.raises(CommandError, match='has no folder "elsewhere" under KNOWLEDGE_ROOT; available: hr-share'):
+    with pytest.raises(
+        CommandError, match='has no folder "elsewhere" under KNOWLEDGE_ROOT; available: hr-share'
+    ):
         run("create_collection", "helpdesk", "other", "--folder", "elsewhere")
     with pytest.raises(CommandError, match="not a path"):
         run("create_collection", "helpdesk", "other", "--folder", "../demo")

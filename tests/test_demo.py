@@ -1,4 +1,5 @@
-"""`make run`'s demo step: an agent with a working key, the sample handbook under KNOWLEDGE_ROOT, an admin login."""
+"""`make run`'s demo step: an agent with a working key, the sample handbook under KNOWLEDGE_ROOT, an admin
+login."""
 
 from io import StringIO
 from pathlib import Path

@@ -48,11 +48,14 @@ def two_agents(knowledge_folder):
                          agent=name)
         collection = create_collection(agent=agent, name=f"{name}-docs")
         COLLECTION_OF[name] = collection.pk
-        known_answers.set_known_answers(collection=collection, items=[{"question": f"what does {name} keep",
-                                                                       "answer": "private notes"}])
+        known_answers.set_known_answers(
+            collection=collection, items=[{"question": f"what does {name} keep", "answer": "private notes"}]
+        )
         built = build_collection(collection=collection)
         assert known_answers.measure_build(build_id=built.pk) is not None  # the task's work, here inline
-        request_measure(collection=collection, questions=[{"question": "notes", "answer": "notes"}], enqueue=False)
+        request_measure(
+            collection=collection, questions=[{"question": "notes", "answer": "notes"}], enqueue=False
+        )
         store_memory(agent=agent, text=f"{name} remembers its own vault code.")
         record_call(agent=agent, collection=collection, purpose=ModelCall.EMBED, model="m", tokens_in=3)
         CollectionSync.objects.create(collection=collection, enabled=True, every=5)
@@ -80,8 +83,11 @@ UNFILTERED = {
     "folder syncs": lambda: owners(CollectionSync),
     "kept labels": lambda: owners(KeptLabels),
     "webhooks": lambda: set(Webhook.objects.values_list("agent__agent_id", flat=True)),
-    "webhook deliveries": lambda: {agent for agent, pk in WEBHOOK_OF.items()
-                                   if pk in set(WebhookDelivery.objects.order_by().values_list("webhook_id", flat=True))},
+    "webhook deliveries": lambda: {
+        agent
+        for agent, pk in WEBHOOK_OF.items()
+        if pk in set(WebhookDelivery.objects.order_by().values_list("webhook_id", flat=True))
+    },
 }
 
 
@@ -107,8 +113,9 @@ def test_an_unfiltered_query_sees_only_the_scoped_agent(two_agents, table):
 
 def test_record_nodes_follow_their_records(two_agents):
     a = Memory.objects.get(agent__agent_id="agent-a")
-    RecordNode.objects.create(parent_kind="mem", parent_id=a.pk, node_index=0, start_char=0, end_char=5,
-                              token_count=2, window=8)
+    RecordNode.objects.create(
+        parent_kind="mem", parent_id=a.pk, node_index=0, start_char=0, end_char=5, token_count=2, window=8
+    )
     NodePassages.objects.create(parent_kind="mem", parent_id=a.pk, node_index=0, bounds=b"\0" * 8)
     with agent_scope("agent-b"):
         assert not RecordNode.objects.exists()
@@ -129,16 +136,32 @@ def test_writing_a_row_for_another_agent_is_refused(two_agents):
 def test_requests_run_in_their_agents_scope_and_still_answer(client, two_agents):
     _b, raw = two_agents["agent-b"]
     headers = {"HTTP_AUTHORIZATION": f"Bearer {raw}"}
-    search = client.post("/api/v1/collections/agent-b-docs/search", json.dumps({"question": "private notes",
-                         "min_score": 0}), content_type="application/json", **headers)
+    search = client.post(
+        "/api/v1/collections/agent-b-docs/search",
+        json.dumps({"question": "private notes", "min_score": 0}),
+        content_type="application/json",
+        **headers,
+    )
     assert search.status_code == 200 and "agent-b keeps" in search.json()["paragraphs"][0]["text"]
-    theirs = client.post("/api/v1/collections/agent-a-docs/search", json.dumps({"question": "notes"}),
-                         content_type="application/json", **headers)
+    theirs = client.post(
+        "/api/v1/collections/agent-a-docs/search",
+        json.dumps({"question": "notes"}),
+        content_type="application/json",
+        **headers,
+    )
     assert theirs.status_code == 404
-    stored = client.post("/api/v1/memory/memories", json.dumps({"text": "B's second memory"}),
-                         content_type="application/json", **headers)
-    recalled = client.post("/api/v1/memory/recall", json.dumps({"query": "vault code"}),
-                           content_type="application/json", **headers)
+    stored = client.post(
+        "/api/v1/memory/memories",
+        json.dumps({"text": "B's second memory"}),
+        content_type="application/json",
+        **headers,
+    )
+    recalled = client.post(
+        "/api/v1/memory/recall",
+        json.dumps({"query": "vault code"}),
+        content_type="application/json",
+        **headers,
+    )
     assert stored.status_code == 201 and recalled.status_code == 200
     assert "agent-a" not in recalled.content.decode()
     # After the request the test's connection is the owner again.

@@ -23,7 +23,9 @@ from ragsite.rls import current_task_agent, installed, task_scope
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
-NOTES = {"a.md": "# Leave\n\nAnnual leave carries over, capped at five days.\n\n# Travel\n\nMileage is 0.42 per kilometre."}
+NOTES = {
+    "a.md": "# Leave\n\nAnnual leave carries over, capped at five days.\n\n# Travel\n\nMileage is 0.42 per kilometre."
+}
 # Long enough to need nodes under the hash embedder's 256-token window.
 LONG = " ".join(f"word{i % 97} sentence{i}." for i in range(400))
 
@@ -37,8 +39,11 @@ def unfiltered() -> dict[str, set[str]]:
     }
 
 
-EVERYONE = {"paragraphs": {"agent-a", "agent-b"}, "collections": {"agent-a", "agent-b"},
-            "memories": {"agent-a", "agent-b"}}
+EVERYONE = {
+    "paragraphs": {"agent-a", "agent-b"},
+    "collections": {"agent-a", "agent-b"},
+    "memories": {"agent-a", "agent-b"},
+}
 ONLY_B = {"paragraphs": {"agent-b"}, "collections": {"agent-b"}, "memories": {"agent-b"}}
 
 
@@ -89,20 +94,28 @@ def test_a_build_task_sees_only_its_agents_rows_in_every_transaction(two_agents,
     assert unfiltered() == EVERYONE  # the connection is the owner again for the next task
     assert current_task_agent() is None
     # What the build wrote under the scope is there for its own agent, and A's is untouched.
-    assert Paragraph.objects.filter(agent_id="agent-b").exists() and Paragraph.objects.filter(agent_id="agent-a").exists()
+    assert (
+        Paragraph.objects.filter(agent_id="agent-b").exists()
+        and Paragraph.objects.filter(agent_id="agent-a").exists()
+    )
 
 
 def test_the_known_answers_task_and_a_measure_job_run_in_their_agents_scope(two_agents, monkeypatch):
     collection = two_agents["agent-b"]
-    known_answers.set_known_answers(collection=collection, items=[
-        {"question": "how many days of leave carry over", "answer": "capped at five days"}])
+    known_answers.set_known_answers(
+        collection=collection,
+        items=[{"question": "how many days of leave carry over", "answer": "capped at five days"}],
+    )
     built = collection.runs.order_by("-pk").first()
     seen = []
     peeking(monkeypatch, known_answers, "measure_build", seen)
     peeking(monkeypatch, measure, "measure_collection", seen)
     assert collection_tasks.measure_known_answers(built.pk) == "measured"
-    job = measure.request_measure(collection=collection, enqueue=False, questions=[
-        {"question": "what is mileage reimbursed at", "answer": "0.42 per kilometre"}])
+    job = measure.request_measure(
+        collection=collection,
+        enqueue=False,
+        questions=[{"question": "what is mileage reimbursed at", "answer": "0.42 per kilometre"}],
+    )
     assert collection_tasks.run_measure(job.pk) == "succeeded"
     assert seen == [ONLY_B, ONLY_B]
     assert unfiltered() == EVERYONE

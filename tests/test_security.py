@@ -28,7 +28,9 @@ PRODUCTION = {
 def _run(args, **env):
     # SECRET_KEY="" stands for "not set" even where a developer's .env holds one.
     full = {**os.environ, "DEBUG": "false", "SECRET_KEY": "", **env}
-    return subprocess.run([sys.executable, *args], cwd=ROOT, env=full, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=full, capture_output=True, text=True, timeout=60
+    )
 
 
 @pytest.mark.parametrize("key", ["", DEVELOPMENT_KEY, "django-insecure-" + "x" * 60, "short-key", "a" * 60])
@@ -63,13 +65,18 @@ def test_the_wsgi_and_asgi_entry_points_refuse_too():
 
 
 def test_check_deploy_passes_with_the_documented_production_settings():
-    done = _run(["manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-                SECRET_KEY=secrets.token_urlsafe(50), **PRODUCTION)
+    done = _run(
+        ["manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        SECRET_KEY=secrets.token_urlsafe(50),
+        **PRODUCTION,
+    )
     assert done.returncode == 0, done.stderr
     documented = (ROOT / "docs" / "security.md").read_text()
     assert all(f"{name}={value}" in documented for name, value in PRODUCTION.items())
 
 
 def test_a_malformed_proxy_header_is_refused_at_start():
-    done = _run(["manage.py", "check"], SECRET_KEY=secrets.token_urlsafe(50), SECURE_PROXY_SSL_HEADER="X_FORWARDED")
+    done = _run(
+        ["manage.py", "check"], SECRET_KEY=secrets.token_urlsafe(50), SECURE_PROXY_SSL_HEADER="X_FORWARDED"
+    )
     assert done.returncode != 0 and "SECURE_PROXY_SSL_HEADER" in done.stderr

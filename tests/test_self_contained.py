@@ -20,16 +20,25 @@ def _escapes(path: Path, root: Path = ROOT) -> list[str]:
     depth = len(path.relative_to(root).parts)  # tests/x/y.py: parents[2] is the root, parents[3] is beside it
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute)
-                and node.value.attr == "parents" and isinstance(node.slice, ast.Constant)
-                and isinstance(node.slice.value, int) and node.slice.value >= depth):
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "parents"
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, int)
+            and node.slice.value >= depth
+        ):
             found.append(f"line {node.lineno}: parents[{node.slice.value}] is above the repository")
         # The workspace's shared folder beside the clone (hostile "../x" inputs elsewhere are fine).
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(SHARED):
             found.append(f"line {node.lineno}: {node.value!r} leaves the repository")
         # ROOT.parent / REPO.parent: the folder that holds the clone.
-        if (isinstance(node, ast.Attribute) and node.attr == "parent" and isinstance(node.value, ast.Name)
-                and node.value.id in ("ROOT", "REPO")):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "parent"
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("ROOT", "REPO")
+        ):
             found.append(f"line {node.lineno}: {node.value.id}.parent is beside the repository")
     return found
 
@@ -47,7 +56,13 @@ def test_the_check_sees_the_old_way_out(tmp_path):
     """The pattern that broke fresh clones is caught (the check above can fail)."""
     old = tmp_path / "tests" / "shared" / "old_way.py"
     old.parent.mkdir(parents=True)
-    old.write_text('REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "testdata" / "x.json"\n'
-                   'P = "../shared/datasets"\nQ = ROOT.parent / "shared"\nFINE = Path(__file__).parents[2]\n',
-                   encoding="utf-8")
-    assert sorted(line.split(":")[0] for line in _escapes(old, root=tmp_path)) == ["line 1", "line 2", "line 3"]
+    old.write_text(
+        'REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "testdata" / "x.json"\n'
+        'P = "../shared/datasets"\nQ = ROOT.parent / "shared"\nFINE = Path(__file__).parents[2]\n',
+        encoding="utf-8",
+    )
+    assert sorted(line.split(":")[0] for line in _escapes(old, root=tmp_path)) == [
+        "line 1",
+        "line 2",
+        "line 3",
+    ]

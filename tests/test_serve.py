@@ -59,14 +59,23 @@ def test_a_signal_to_the_process_group_stops_the_server_and_the_task_cluster(tmp
     port = free_port()
     env = {**os.environ, "DATABASE_URL": database_url(), "Q_WORKERS": "1", "DATA_DIR": str(tmp_path)}
     log = (tmp_path / "serve.log").open("w+")
-    launcher = subprocess.Popen([sys.executable, "-m", "ragsite.serve", f"127.0.0.1:{port}"], cwd=ROOT, env=env,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "ragsite.serve", f"127.0.0.1:{port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
+
         def answering():
             with socket.socket() as s:
                 return s.connect_ex(("127.0.0.1", port)) == 0
 
-        assert wait_until(lambda: answering() and worker_running(), 90), log.name and Path(log.name).read_text()
+        assert wait_until(lambda: answering() and worker_running(), 90), (
+            log.name and Path(log.name).read_text()
+        )
         assert len(processes_with(str(tmp_path))) >= 4  # launcher, server, cluster, its sentinel and worker
         os.killpg(launcher.pid, signum)  # as systemd, docker or a terminal's Ctrl-C would
         launcher.wait(timeout=45)

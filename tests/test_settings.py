@@ -21,8 +21,21 @@ def test_every_environment_setting_is_documented():
 
 
 def test_the_design_settings_are_all_declared():
-    design = {"DATABASE_URL", "REDIS_URL", "EMBED_BACKEND", "EMBED_MODEL_DIR", "EMBED_URL", "EMBED_MODEL",
-              "EMBED_API_KEY", "JUDGE_URL", "JUDGE_MODEL", "JUDGE_API_KEY", "MIN_SCORE", "AROUND", "MODEL_PRICES"}
+    design = {
+        "DATABASE_URL",
+        "REDIS_URL",
+        "EMBED_BACKEND",
+        "EMBED_MODEL_DIR",
+        "EMBED_URL",
+        "EMBED_MODEL",
+        "EMBED_API_KEY",
+        "JUDGE_URL",
+        "JUDGE_MODEL",
+        "JUDGE_API_KEY",
+        "MIN_SCORE",
+        "AROUND",
+        "MODEL_PRICES",
+    }
     assert design <= declared_settings()
 
 
@@ -63,39 +76,42 @@ def test_the_default_settings_pass_the_checks():
     assert setting_errors() == []
 
 
-@pytest.mark.parametrize(("name", "value", "check_id"), [
-    ("AROUND", 6, "collections.E002"),
-    ("AROUND", -1, "collections.E002"),
-    ("AROUND", 1.5, "collections.E002"),
-    ("MIN_SCORE", 1.5, "collections.E003"),
-    ("MIN_SCORE", -0.1, "collections.E003"),
-    ("MIN_SCORE", float("nan"), "collections.E003"),
-    ("JUDGE_URL", "ftp://judge.example", "collections.E004"),
-    ("JUDGE_URL", "judge.example:8080", "collections.E004"),
-    ("JUDGE_URL", "http://", "collections.E004"),
-    ("JUDGE_URL", "http://judge:80x", "collections.E004"),
-    ("JUDGE_URL", "http://judge/v1?key=1", "collections.E004"),
-    ("EMBED_URL", "http://embed host", "collections.E004"),
-    ("EMBED_TIMEOUT", 0, "collections.E005"),
-    ("JUDGE_TIMEOUT", -5, "collections.E005"),
-    ("RERANK_TIMEOUT", 0, "collections.E005"),
-    ("RERANK_DEPTH", 0, "collections.E005"),
-    ("RERANK_URL", "rerank.example/rerank", "collections.E004"),
-    ("EMBED_BATCH_SIZE", 0, "collections.E005"),
-    ("EMBED_CONCURRENCY", 0, "collections.E005"),
-    ("IVF_NPROBE", -1, "collections.E005"),
-    ("IVF_RECALL", 0, "collections.E005"),
-    ("IVF_RECALL", 1.01, "collections.E005"),
-    ("IVF_MIN_PARAGRAPHS", -1, "collections.E005"),
-    ("BUILD_HEARTBEAT_TIMEOUT", 0, "collections.E005"),
-    ("MAX_UPLOAD_BYTES", 0, "collections.E005"),
-    ("HEALTH_REPAIR_MINUTES", 0, "collections.E005"),
-    ("MODEL_PRICES", {"gpt": {"input": -1}}, "collections.E006"),
-    ("MODEL_PRICES", {"gpt": {"input": "cheap"}}, "collections.E006"),
-    ("MODEL_PRICES", {"gpt": 0.5}, "collections.E006"),
-    ("MODEL_PRICES", {"gpt": {"inptu": 0.5}}, "collections.E006"),
-    ("MODEL_PRICES", [], "collections.E006"),
-])
+@pytest.mark.parametrize(
+    ("name", "value", "check_id"),
+    [
+        ("AROUND", 6, "collections.E002"),
+        ("AROUND", -1, "collections.E002"),
+        ("AROUND", 1.5, "collections.E002"),
+        ("MIN_SCORE", 1.5, "collections.E003"),
+        ("MIN_SCORE", -0.1, "collections.E003"),
+        ("MIN_SCORE", float("nan"), "collections.E003"),
+        ("JUDGE_URL", "ftp://judge.example", "collections.E004"),
+        ("JUDGE_URL", "judge.example:8080", "collections.E004"),
+        ("JUDGE_URL", "http://", "collections.E004"),
+        ("JUDGE_URL", "http://judge:80x", "collections.E004"),
+        ("JUDGE_URL", "http://judge/v1?key=1", "collections.E004"),
+        ("EMBED_URL", "http://embed host", "collections.E004"),
+        ("EMBED_TIMEOUT", 0, "collections.E005"),
+        ("JUDGE_TIMEOUT", -5, "collections.E005"),
+        ("RERANK_TIMEOUT", 0, "collections.E005"),
+        ("RERANK_DEPTH", 0, "collections.E005"),
+        ("RERANK_URL", "rerank.example/rerank", "collections.E004"),
+        ("EMBED_BATCH_SIZE", 0, "collections.E005"),
+        ("EMBED_CONCURRENCY", 0, "collections.E005"),
+        ("IVF_NPROBE", -1, "collections.E005"),
+        ("IVF_RECALL", 0, "collections.E005"),
+        ("IVF_RECALL", 1.01, "collections.E005"),
+        ("IVF_MIN_PARAGRAPHS", -1, "collections.E005"),
+        ("BUILD_HEARTBEAT_TIMEOUT", 0, "collections.E005"),
+        ("MAX_UPLOAD_BYTES", 0, "collections.E005"),
+        ("HEALTH_REPAIR_MINUTES", 0, "collections.E005"),
+        ("MODEL_PRICES", {"gpt": {"input": -1}}, "collections.E006"),
+        ("MODEL_PRICES", {"gpt": {"input": "cheap"}}, "collections.E006"),
+        ("MODEL_PRICES", {"gpt": 0.5}, "collections.E006"),
+        ("MODEL_PRICES", {"gpt": {"inptu": 0.5}}, "collections.E006"),
+        ("MODEL_PRICES", [], "collections.E006"),
+    ],
+)
 def test_seed_settings_out_of_range_fail_the_system_check_with_a_stable_id(settings, name, value, check_id):
     """AROUND 0-5, MIN_SCORE 0-1 (seed 000's floor: 0 turns it off), prices and budgets at least 0, URLs
     well-formed: a value no search could use is refused at start-up, not met as a 500 later."""
@@ -149,10 +165,20 @@ def test_seed_judge_url_may_end_in_v1_like_the_embedding_url(agent, knowledge_fo
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("built_from", [
-    "/srv/shares/hr", "~/documents", "./policies", "C:\\Users\\hr\\policies", "\\\\fileserver\\hr",
-    "file:///etc/hr", "https://intranet.example/policies", "srv/shares/hr", "shares\\hr",
-])
+@pytest.mark.parametrize(
+    "built_from",
+    [
+        "/srv/shares/hr",
+        "~/documents",
+        "./policies",
+        "C:\\Users\\hr\\policies",
+        "\\\\fileserver\\hr",
+        "file:///etc/hr",
+        "https://intranet.example/policies",
+        "srv/shares/hr",
+        "shares\\hr",
+    ],
+)
 def test_seed_built_from_refuses_anything_that_looks_like_a_path(agent, built_from):
     """Seed 000: built_from "is for a person, not a program. The HR share, the policy site - never a path"."""
     from django.core.exceptions import ValidationError
@@ -171,7 +197,9 @@ def test_seed_built_from_refuses_anything_that_looks_like_a_path(agent, built_fr
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("built_from", ["the HR share", "the policy site", "HR/Finance handbooks", "24/7 runbooks", ""])
+@pytest.mark.parametrize(
+    "built_from", ["the HR share", "the policy site", "HR/Finance handbooks", "24/7 runbooks", ""]
+)
 def test_built_from_accepts_descriptions_for_people(agent, built_from):
     from collections_app.services.agents import create_collection
 

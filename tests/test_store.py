@@ -57,8 +57,15 @@ def test_migrations_record_the_schema_version():
 def test_a_store_from_a_newer_ragsite_is_refused_on_open_and_closed(tmp_path, django_db_blocker):
     from django.db.backends.sqlite3.base import DatabaseWrapper
 
-    store = DatabaseWrapper({**connection.settings_dict, "ENGINE": "django.db.backends.sqlite3",
-                             "NAME": str(tmp_path / "newer.sqlite3"), "OPTIONS": {}}, alias="scratch")
+    store = DatabaseWrapper(
+        {
+            **connection.settings_dict,
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(tmp_path / "newer.sqlite3"),
+            "OPTIONS": {},
+        },
+        alias="scratch",
+    )
     with django_db_blocker.unblock():
         with store.cursor() as cursor:
             cursor.execute("CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT)")
@@ -71,8 +78,15 @@ def test_a_store_from_a_newer_ragsite_is_refused_on_open_and_closed(tmp_path, dj
 def test_a_store_with_no_schema_yet_is_not_refused(tmp_path, django_db_blocker):
     from django.db.backends.sqlite3.base import DatabaseWrapper
 
-    store = DatabaseWrapper({**connection.settings_dict, "ENGINE": "django.db.backends.sqlite3",
-                             "NAME": str(tmp_path / "new.sqlite3"), "OPTIONS": {}}, alias="fresh")
+    store = DatabaseWrapper(
+        {
+            **connection.settings_dict,
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(tmp_path / "new.sqlite3"),
+            "OPTIONS": {},
+        },
+        alias="fresh",
+    )
     with django_db_blocker.unblock():
         ensure_supported(store)
         assert read_schema_version(store) is None
@@ -97,14 +111,25 @@ def scratch_store(tmp_path, alias, *, version=None, migrated=True):
     """A SQLite store with a store_meta table holding `version` (None: no row), as another ragsite left it."""
     from django.db.backends.sqlite3.base import DatabaseWrapper
 
-    store = DatabaseWrapper({**connection.settings_dict, "ENGINE": "django.db.backends.sqlite3",
-                             "NAME": str(tmp_path / f"{alias}.sqlite3"), "OPTIONS": {}}, alias=alias)
+    store = DatabaseWrapper(
+        {
+            **connection.settings_dict,
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(tmp_path / f"{alias}.sqlite3"),
+            "OPTIONS": {},
+        },
+        alias=alias,
+    )
     with store.cursor() as cursor:
         cursor.execute("CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT)")
-        cursor.execute("CREATE TABLE django_migrations (id INTEGER PRIMARY KEY, app TEXT, name TEXT, applied TEXT)")
+        cursor.execute(
+            "CREATE TABLE django_migrations (id INTEGER PRIMARY KEY, app TEXT, name TEXT, applied TEXT)"
+        )
         if migrated:
-            cursor.execute("INSERT INTO django_migrations (app, name, applied) VALUES "
-                           "('collections_app', '0002_schema_version', '2026-12-01')")
+            cursor.execute(
+                "INSERT INTO django_migrations (app, name, applied) VALUES "
+                "('collections_app', '0002_schema_version', '2026-12-01')"
+            )
         if version is not None:
             cursor.execute("INSERT INTO store_meta VALUES ('schema_version', %s)", [version])
     return store
@@ -158,18 +183,30 @@ def test_manage_py_commands_print_the_refusal_and_exit_non_zero_without_a_traceb
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'store.sqlite3'}", "DATA_DIR": str(tmp_path),
-           "EMBED_BACKEND": "none"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'store.sqlite3'}",
+        "DATA_DIR": str(tmp_path),
+        "EMBED_BACKEND": "none",
+    }
     env.pop("PYTEST_ADDOPTS", None)
 
     def manage(*args):
-        return subprocess.run([sys.executable, "manage.py", *args], cwd=root, env=env, capture_output=True,
-                              text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     assert manage("migrate", "-v0").returncode == 0
     commands = (["check"], ["check", "--database", "default"], ["migrate"], ["search", "alpha", "h", "q"])
-    for value, sentence, tried in [(str(SCHEMA_VERSION + 1), "written by a newer ragsite", commands),
-                                   ("abc", 'records schema version "abc"', commands[:3:2])]:
+    for value, sentence, tried in [
+        (str(SCHEMA_VERSION + 1), "written by a newer ragsite", commands),
+        ("abc", 'records schema version "abc"', commands[:3:2]),
+    ]:
         with sqlite3.connect(tmp_path / "store.sqlite3") as db:
             db.execute("UPDATE store_meta SET value = ? WHERE key = 'schema_version'", [value])
         for args in tried:

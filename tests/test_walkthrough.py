@@ -25,15 +25,21 @@ from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 ARTIFACTS = ROOT / "test-artifacts"
 # The admin's header colour from Django's own stylesheet: proof the CSS was served and applied.
 ADMIN_HEADER_BG = "rgb(65, 118, 144)"
 
 POLICIES = {
     "expenses.md": "# Expenses\n\nClient dinners are reimbursed up to 60 euros per person.\n\n"
-                   "## Travel\n\nTrains are booked in standard class for trips under four hours.\n",
+    "## Travel\n\nTrains are booked in standard class for trips under four hours.\n",
     "security.md": "# Security\n\nA lost laptop is reported to the security desk within one hour.\n",
 }
 
@@ -53,8 +59,12 @@ def free_port() -> int:
 
 def process_env(**extra) -> dict:
     """The environment `make run` gives its processes: DEBUG off, the deployment's own variables."""
-    env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE")
-           and not (k.startswith("KNOWLEDGE_") and k.endswith("_FOLDER"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE")
+        and not (k.startswith("KNOWLEDGE_") and k.endswith("_FOLDER"))
+    }
     # `make run` writes a random SECRET_KEY into .env before anything starts; so does this.
     env.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
     env.update({"DATABASE_URL": database_url(), "Q_WORKERS": "1", **extra})
@@ -68,15 +78,27 @@ class Processes:
         self.logs, self.running = logs, []
 
     def run(self, *args, env) -> subprocess.CompletedProcess:
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
-                              text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, f"manage.py {' '.join(args)}: {done.stderr[-3000:]}"
         return done
 
     def start(self, name, *args, env, command=None) -> subprocess.Popen:
         log = (self.logs / f"{name}.log").open("w+")
-        process = subprocess.Popen(command or [sys.executable, "manage.py", *args], cwd=ROOT, env=env, stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            command or [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.running.append((name, process))
         return process
 
@@ -134,10 +156,21 @@ def chromium(request, tmp_path, monkeypatch):
 
 
 def mcp_tool(base: str, key: str, name: str, arguments: dict) -> dict:
-    response = httpx.post(f"{base}/mcp", timeout=60, headers={
-        "Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": "2025-06-18"},
-        json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+    response = httpx.post(
+        f"{base}/mcp",
+        timeout=60,
+        headers={
+            "Authorization": f"Bearer {key}",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-06-18",
+        },
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments},
+        },
+    )
     assert response.status_code == 200, response.text
     result = response.json()["result"]
     assert not result.get("isError"), result
@@ -192,8 +225,10 @@ def test_from_make_run_to_a_labelled_rebuilt_searched_collection(processes, chro
         page.click("#rebuild-button")
         page.wait_for_selector("ul.messagelist")
         page.wait_for_function(
-            "document.querySelector('#build-progress [role=progressbar]').getAttribute('aria-valuenow') === '100'",
-            timeout=90_000)
+            "document.querySelector('#build-progress [role=progressbar]').getAttribute('aria-valuenow') === "
+            "'100'",
+            timeout=90_000,
+        )
         assert page.inner_text("#build-progress [data-role=status]") == "succeeded"
 
         # Label the paragraph about lost laptops "security".
@@ -230,9 +265,12 @@ def test_from_make_run_to_a_labelled_rebuilt_searched_collection(processes, chro
     latest = builds.json()[0]
     assert latest["status"] == "succeeded" and latest["passages"] >= 2 and latest["refused"] == []
     assert latest["model"] == "all-MiniLM-L6-v2" and str(root) not in builds.text
-    found = httpx.post(f"{base}/api/v1/collections/policies/search", headers=auth, timeout=60,
-                       json={"question": "What do I do if I lose my laptop?", "reader": "alice@example.com",
-                             "min_score": 0})
+    found = httpx.post(
+        f"{base}/api/v1/collections/policies/search",
+        headers=auth,
+        timeout=60,
+        json={"question": "What do I do if I lose my laptop?", "reader": "alice@example.com", "min_score": 0},
+    )
     assert found.status_code == 200, found.text
     assert "security desk" in found.json()["paragraphs"][0]["text"]
 
@@ -242,9 +280,15 @@ def test_from_make_run_to_a_labelled_rebuilt_searched_collection(processes, chro
     assert status["passages"] == latest["passages"] and status["refused"] == [] and status["model"]
     listed = mcp_tool(base, key, "collections", {})
     assert {c["name"]: c["last_build"]["status"] for c in listed["collections"]} == {
-        "handbook": "succeeded", "policies": "succeeded"}
-    searched = mcp_tool(base, key, "search", {"collection": "policies", "question": "lost laptop",
-                                              "reader": "alice@example.com", "min_score": 0})
+        "handbook": "succeeded",
+        "policies": "succeeded",
+    }
+    searched = mcp_tool(
+        base,
+        key,
+        "search",
+        {"collection": "policies", "question": "lost laptop", "reader": "alice@example.com", "min_score": 0},
+    )
     assert "security desk" in searched["paragraphs"][0]["text"]
 
 
@@ -260,11 +304,22 @@ def test_the_admin_and_the_api_docs_are_styled_with_debug_off_offline(processes,
     if server == "runserver":
         processes.start(server, "runserver", f"127.0.0.1:{port}", env=env)
     elif server == "gunicorn":
-        processes.start(server, env={**env, "WEB_BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": "2"},
-                        command=[str(Path(sys.executable).parent / "gunicorn"), "-c", "python:ragsite.gunicorn_conf"])
+        processes.start(
+            server,
+            env={**env, "WEB_BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": "2"},
+            command=[str(Path(sys.executable).parent / "gunicorn"), "-c", "python:ragsite.gunicorn_conf"],
+        )
     else:
-        processes.start(server, env=env, command=[str(Path(sys.executable).parent / "uvicorn"),
-                                                  "ragsite.asgi:application", "--port", str(port)])
+        processes.start(
+            server,
+            env=env,
+            command=[
+                str(Path(sys.executable).parent / "uvicorn"),
+                "ragsite.asgi:application",
+                "--port",
+                str(port),
+            ],
+        )
     wait_for_server(base, processes, server)
     context = chromium.new_context(base_url=base)
     # Offline: anything not served by this server is refused, so a CDN would leave the docs blank.

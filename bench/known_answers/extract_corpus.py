@@ -49,8 +49,20 @@ SOURCES = [
     Source("python-tutorial-errors", "python3-doc", PYTHON / "tutorial/errors.html", PY_START, PY_END),
     Source("python-tutorial-classes", "python3-doc", PYTHON / "tutorial/classes.html", PY_START, PY_END),
     Source("python-venv", "python3-doc", PYTHON / "library/venv.html", PY_START, PY_END),
-    Source("postgresql-routine-vacuuming", "postgresql-doc", POSTGRES / "routine-vacuuming.html", PG_START, PG_END),
-    Source("postgresql-transaction-isolation", "postgresql-doc", POSTGRES / "transaction-iso.html", PG_START, PG_END),
+    Source(
+        "postgresql-routine-vacuuming",
+        "postgresql-doc",
+        POSTGRES / "routine-vacuuming.html",
+        PG_START,
+        PG_END,
+    ),
+    Source(
+        "postgresql-transaction-isolation",
+        "postgresql-doc",
+        POSTGRES / "transaction-iso.html",
+        PG_START,
+        PG_END,
+    ),
     Source("postgresql-backup-dump", "postgresql-doc", POSTGRES / "backup-dump.html", PG_START, PG_END),
     Source("postgresql-index-types", "postgresql-doc", POSTGRES / "indexes-types.html", PG_START, PG_END),
     Source("sqlite-wal", "sqlite3-doc", SQLITE / "wal.html", SQ_START, SQ_END),
@@ -88,7 +100,9 @@ def convert(source: Source) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--check", action="store_true", help="compare with corpus/ instead of writing it")
     args = parser.parse_args()
     corpus = HERE / "corpus"

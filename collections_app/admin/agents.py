@@ -39,25 +39,40 @@ class ApiKeyInline(admin.TabularInline):
     @admin.display(description="state")
     def state(self, key):
         if key.revoked_at is not None:
-            return format_html('<span class="rs-badge rs-status-refused">revoked {}</span>',
-                               key.revoked_at.strftime("%Y-%m-%d %H:%M"))
+            return format_html(
+                '<span class="rs-badge rs-status-refused">revoked {}</span>',
+                key.revoked_at.strftime("%Y-%m-%d %H:%M"),
+            )
         url = reverse("admin:collections_app_apikey_revoke", args=[key.pk])
-        return format_html('<span class="rs-badge rs-status-succeeded">active</span> <a href="{}">revoke…</a>', url)
+        return format_html(
+            '<span class="rs-badge rs-status-succeeded">active</span> <a href="{}">revoke…</a>', url
+        )
 
 
 def why_no_spend() -> str:
     """Why an agent's spend can be empty: only calls to a remote model are charged (a newcomer searched
     dozens of times with the built-in model and saw nothing, with no word why)."""
-    remote = [name for name, on in (("embedding model", settings.EMBED_BACKEND == "http"),
-                                     ("judge", bool(settings.JUDGE_URL)), ("reranker", bool(settings.RERANK_URL)))
-              if on]
+    remote = [
+        name
+        for name, on in (
+            ("embedding model", settings.EMBED_BACKEND == "http"),
+            ("judge", bool(settings.JUDGE_URL)),
+            ("reranker", bool(settings.RERANK_URL)),
+        )
+        if on
+    ]
     if not remote:
-        return ("Only calls to a remote model are charged, and this server uses none: it embeds with the built-in "
-                "model on its own processor and has no judge or reranker, so searches and builds cost nothing "
-                "and are not listed here. Configuring a remote embedding model, judge or reranker "
-                "(docs/configuration.md) makes their calls appear here, charged to the agent that asked.")
-    return (f"This server calls a remote {' and '.join(remote)}; none of their calls was charged to this agent "
-            "in the last 30 days (a search with onBehalfOf charges the agent named there).")
+        return (
+            "Only calls to a remote model are charged, and this server uses none: it embeds with the "
+            "built-in "
+            "model on its own processor and has no judge or reranker, so searches and builds cost nothing "
+            "and are not listed here. Configuring a remote embedding model, judge or reranker "
+            "(docs/configuration.md) makes their calls appear here, charged to the agent that asked."
+        )
+    return (
+        f"This server calls a remote {' and '.join(remote)}; none of their calls was charged to this agent "
+        "in the last 30 days (a search with onBehalfOf charges the agent named there)."
+    )
 
 
 def spend_chart(days, budget=None) -> str:
@@ -66,8 +81,10 @@ def spend_chart(days, budget=None) -> str:
     by_cost = any(d.cost for d in days)
     values = [float(d.cost) if by_cost else d.calls for d in days]
     if not any(values):
-        return format_html('<p class="rs-refused-none" id="spend-empty">No model calls in the last 30 days. {}</p>',
-                           why_no_spend())
+        return format_html(
+            '<p class="rs-refused-none" id="spend-empty">No model calls in the last 30 days. {}</p>',
+            why_no_spend(),
+        )
     budget = float(budget) if budget is not None and by_cost else None
     top = max([*values, budget or 0]) or 1
     width, height, gap = 600, 120, 2
@@ -77,44 +94,82 @@ def spend_chart(days, budget=None) -> str:
         h = 0 if not value else max(2.0, (height - 30) * value / top)
         x = i * (bar + gap)
         over = budget is not None and value >= budget
-        label = f"{day.day:%Y-%m-%d}: {count_of(day.calls, 'call')}, cost {day.cost:.4f}" + (" (over budget)" if over else "")
+        label = f"{day.day:%Y-%m-%d}: {count_of(day.calls, 'call')}, cost {day.cost:.4f}" + (
+            " (over budget)" if over else ""
+        )
         # format_html escapes its arguments into strings first, so numbers are formatted here.
-        bars.append(format_html(
-            '<rect class="rs-spend-bar{}" x="{}" y="{}" width="{}" height="{}"><title>{}</title></rect>',
-            " rs-over" if over else "", f"{x:.1f}", f"{height - 14 - h:.1f}", f"{bar:.1f}", f"{h:.1f}", label,
-        ))
+        bars.append(
+            format_html(
+                '<rect class="rs-spend-bar{}" x="{}" y="{}" width="{}" height="{}"><title>{}</title></rect>',
+                " rs-over" if over else "",
+                f"{x:.1f}",
+                f"{height - 14 - h:.1f}",
+                f"{bar:.1f}",
+                f"{h:.1f}",
+                label,
+            )
+        )
     if budget is not None:
         y = height - 14 - (height - 30) * budget / top
-        bars.append(format_html(
-            '<line class="rs-budget-line" x1="0" x2="{}" y1="{}" y2="{}"><title>daily budget {}</title></line>'
-            '<text class="rs-chart-axis" x="{}" y="{}" text-anchor="end">budget {}</text>',
-            width, f"{y:.1f}", f"{y:.1f}", f"{budget:.4f}", width, f"{y - 3:.1f}", f"{budget:.4f}",
-        ))
+        bars.append(
+            format_html(
+                '<line class="rs-budget-line" x1="0" x2="{}" y1="{}" y2="{}"><title>daily budget '
+                "{}</title></line>"
+                '<text class="rs-chart-axis" x="{}" y="{}" text-anchor="end">budget {}</text>',
+                width,
+                f"{y:.1f}",
+                f"{y:.1f}",
+                f"{budget:.4f}",
+                width,
+                f"{y - 3:.1f}",
+                f"{budget:.4f}",
+            )
+        )
     axis = format_html(
         '<text x="0" y="{}" class="rs-chart-axis">{}</text>'
         '<text x="{}" y="{}" text-anchor="end" class="rs-chart-axis">{}</text>'
         '<text x="0" y="10" class="rs-chart-axis">max {}</text>',
-        height - 2, f"{days[0].day:%d %b}", width, height - 2, f"{days[-1].day:%d %b}",
+        height - 2,
+        f"{days[0].day:%d %b}",
+        width,
+        height - 2,
+        f"{days[-1].day:%d %b}",
         f"{top:.4f}" if by_cost else count_of(int(top), "call"),
     )
     return format_html(
-        '<svg class="rs-spend-chart" role="img" aria-label="{}" viewBox="0 0 {} {}" width="{}" height="{}">{}{}</svg>',
-        "cost per day" if by_cost else "model calls per day", width, height, width, height,
-        format_html_join("", "{}", ((b,) for b in bars)), axis,
+        '<svg class="rs-spend-chart" role="img" aria-label="{}" viewBox="0 0 {} {}" width="{}" '
+        'height="{}">{}{}</svg>',
+        "cost per day" if by_cost else "model calls per day",
+        width,
+        height,
+        width,
+        height,
+        format_html_join("", "{}", ((b,) for b in bars)),
+        axis,
     )
 
 
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin):
-    list_display = ["agent_id", "name", "daily_budget", "spent_today_shown", "runaway_limit", "active_keys", "created_at"]
+    list_display = [
+        "agent_id",
+        "name",
+        "daily_budget",
+        "spent_today_shown",
+        "runaway_limit",
+        "active_keys",
+        "created_at",
+    ]
     search_fields = ["agent_id", "name"]
     fields = ["agent_id", "name", "daily_budget", "runaway_limit", "created_at", "spend"]
     readonly_fields = ["created_at", "spend"]
     inlines = [ApiKeyInline]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
-            active_key_count=Count("keys", filter=Q(keys__revoked_at__isnull=True), distinct=True)
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(active_key_count=Count("keys", filter=Q(keys__revoked_at__isnull=True), distinct=True))
         )
 
     def get_readonly_fields(self, request, obj=None):
@@ -143,24 +198,39 @@ class AgentAdmin(admin.ModelAdmin):
             over = spent >= float(agent.daily_budget)
             state = format_html(
                 '<p class="{}" data-role="budget-state">Today: {} of a {} daily budget{}</p>',
-                "rs-refused-names" if over else "rs-refused-empty", f"{spent:.4f}", f"{agent.daily_budget:.4f}",
+                "rs-refused-names" if over else "rs-refused-empty",
+                f"{spent:.4f}",
+                f"{agent.daily_budget:.4f}",
                 " — over budget: the judge is not called for this agent until tomorrow" if over else "",
             )
         total_cost = sum(d.cost for d in days)
         rows = format_html_join(
-            "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            ((f"{d.day:%Y-%m-%d}", f"{d.calls:,}", f"{d.tokens_in:,}", f"{d.tokens_out:,}", f"{d.cost:.4f}")
-             for d in reversed(used)),
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    f"{d.day:%Y-%m-%d}",
+                    f"{d.calls:,}",
+                    f"{d.tokens_in:,}",
+                    f"{d.tokens_out:,}",
+                    f"{d.cost:.4f}",
+                )
+                for d in reversed(used)
+            ),
         )
         table = format_html(
             '<table class="rs-spend-table"><thead><tr><th>day</th><th>calls</th><th>tokens in</th>'
             "<th>tokens out</th><th>cost</th></tr></thead><tbody>{}</tbody>"
             "<tfoot><tr><th>30 days</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></tfoot></table>",
             rows or mark_safe('<tr><td colspan="5" class="rs-refused-none">no model calls</td></tr>'),
-            f"{sum(d.calls for d in days):,}", f"{sum(d.tokens_in for d in days):,}",
-            f"{sum(d.tokens_out for d in days):,}", f"{total_cost:.4f}",
+            f"{sum(d.calls for d in days):,}",
+            f"{sum(d.tokens_in for d in days):,}",
+            f"{sum(d.tokens_out for d in days):,}",
+            f"{total_cost:.4f}",
         )
-        return format_html('<div class="rs-spend">{}{}{}</div>', state, spend_chart(days, agent.daily_budget), table)
+        return format_html(
+            '<div class="rs-spend">{}{}{}</div>', state, spend_chart(days, agent.daily_budget), table
+        )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         # A fresh one-time token for the "Issue a new key" form: a reload of the page that shows the key
@@ -170,8 +240,11 @@ class AgentAdmin(admin.ModelAdmin):
 
     def get_urls(self):
         return [
-            path("<path:object_id>/issue-key/", self.admin_site.admin_view(self.issue_key_view),
-                 name="collections_app_agent_issue_key"),
+            path(
+                "<path:object_id>/issue-key/",
+                self.admin_site.admin_view(self.issue_key_view),
+                name="collections_app_agent_issue_key",
+            ),
         ] + super().get_urls()
 
     def _show_keys(self, request, issued):
@@ -191,8 +264,12 @@ class AgentAdmin(admin.ModelAdmin):
         agent = get_object_or_404(Agent, pk=object_id)
         require(self.has_change_permission(request, agent))
         if not _use_issue_token(request, request.POST.get("token", "")):
-            self.message_user(request, "That key was already shown once and is not shown again. If it was not "
-                              "copied, revoke it and issue a new one.", messages.WARNING)
+            self.message_user(
+                request,
+                "That key was already shown once and is not shown again. If it was not "
+                "copied, revoke it and issue a new one.",
+                messages.WARNING,
+            )
             return HttpResponseRedirect(back)
         name = (request.POST.get("name") or "issued in admin").strip()[:100]
         key, raw = issue_key(agent=agent, name=name)
@@ -236,7 +313,15 @@ class KeyStateFilter(admin.SimpleListFilter):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ["prefix", "agent", "name", "may_act_for_others", "created_at", "last_used_at", "revoked_at"]
+    list_display = [
+        "prefix",
+        "agent",
+        "name",
+        "may_act_for_others",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    ]
     list_filter = [KeyStateFilter, "agent"]
     fields = ["agent", "prefix", "name", "may_act_for_others", "created_at", "last_used_at", "revoked_at"]
     readonly_fields = ["agent", "prefix", "created_at", "last_used_at", "revoked_at"]
@@ -254,8 +339,11 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     def get_urls(self):
         return [
-            path("<path:object_id>/revoke/", self.admin_site.admin_view(self.revoke_view),
-                 name="collections_app_apikey_revoke"),
+            path(
+                "<path:object_id>/revoke/",
+                self.admin_site.admin_view(self.revoke_view),
+                name="collections_app_apikey_revoke",
+            ),
         ] + super().get_urls()
 
     def revoke_view(self, request, object_id):
@@ -264,7 +352,9 @@ class ApiKeyAdmin(admin.ModelAdmin):
         back = reverse("admin:collections_app_agent_change", args=[key.agent_id])
         if request.method == "POST":
             revoke_key(key=key)
-            self.message_user(request, f"Key {key.prefix}… of {key.agent.agent_id} is revoked.", messages.SUCCESS)
+            self.message_user(
+                request, f"Key {key.prefix}… of {key.agent.agent_id} is revoked.", messages.SUCCESS
+            )
             return HttpResponseRedirect(back)
         context = {
             **self.admin_site.each_context(request),
@@ -278,7 +368,16 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 @admin.register(ModelCall)
 class ModelCallAdmin(admin.ModelAdmin):
-    list_display = ["created_at", "agent", "collection", "purpose", "model", "tokens_in", "tokens_out", "cost"]
+    list_display = [
+        "created_at",
+        "agent",
+        "collection",
+        "purpose",
+        "model",
+        "tokens_in",
+        "tokens_out",
+        "cost",
+    ]
     list_filter = ["purpose", "agent", "model"]
     list_select_related = ["agent", "collection__agent"]
     date_hierarchy = "created_at"

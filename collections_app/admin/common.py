@@ -31,8 +31,10 @@ def refused_display(refused) -> str:
 def refused_html(refused):
     """`refused_display`, each state styled differently so that none can be mistaken for another."""
     if refused is None:
-        return format_html('<span class="rs-refused-none" title="no build recorded what it could not read">{}</span>',
-                           "not recorded")
+        return format_html(
+            '<span class="rs-refused-none" title="no build recorded what it could not read">{}</span>',
+            "not recorded",
+        )
     if not refused:
         return format_html('<span class="rs-refused-empty">{}</span>', "nothing refused")
     return format_html('<span class="rs-refused-names">{}</span>', ", ".join(refused))
@@ -59,8 +61,14 @@ def has_perm(request, action: str, model) -> bool:
 def progress_payload(run: BuildRun | None) -> dict:
     """What the progress bar shows for one build: status, percent and the counts behind it."""
     if run is None:
-        return {"build": None, "status": "never built", "active": False, "percent": 0, "phase": "",
-                "detail": "no build yet"}
+        return {
+            "build": None,
+            "status": "never built",
+            "active": False,
+            "percent": 0,
+            "phase": "",
+            "detail": "no build yet",
+        }
     detail = f"{run.documents_done} of {run.documents_total} documents read"
     if run.paragraphs_total:
         detail += f", {run.paragraphs_done} of {run.paragraphs_total} paragraphs embedded"
@@ -116,7 +124,9 @@ def request_build_or_say_why(modeladmin, request, collection) -> BuildRun | None
         return request_build(collection=collection, requested_by=f"admin:{request.user.get_username()}")
     except Conflict as exc:
         if exc.code == "build_running":
-            modeladmin.message_user(request, f"Not started: {exc.message}. Wait for it to finish.", messages.WARNING)
+            modeladmin.message_user(
+                request, f"Not started: {exc.message}. Wait for it to finish.", messages.WARNING
+            )
         else:  # a source this server cannot see, refused before anything was queued
             modeladmin.message_user(request, f"Not started: {exc.message}", messages.ERROR)
     except RagsiteError as exc:
@@ -154,7 +164,8 @@ def open_collections_notice(paragraphs):
         '<div class="rs-notice" data-role="labels-ignored">{}</div>',
         format_html_join(
             "",
-            '<p><strong>{}</strong> is open to every reader; labels take effect when <em>Per reader</em> is on. '
+            "<p><strong>{}</strong> is open to every reader; labels take effect when <em>Per reader</em> is "
+            "on. "
             '<button type="submit" class="button rs-switch" formaction="{}" formmethod="post" formnovalidate '
             'data-collection="{}">Turn Per reader on</button> '
             '<span class="help">(then every search of it must name a reader)</span></p>',
@@ -175,8 +186,13 @@ def warning_list(items):
     rest = items[WARNINGS_SHOWN:]
     if rest:
         more = format_html_join("", "<li>{}</li>", ((w,) for w in rest))
-        return format_html('<ul class="rs-warnings">{}</ul><details class="rs-more"><summary>{} more</summary>'
-                           '<ul class="rs-warnings">{}</ul></details>', shown, len(rest), more)
+        return format_html(
+            '<ul class="rs-warnings">{}</ul><details class="rs-more"><summary>{} more</summary>'
+            '<ul class="rs-warnings">{}</ul></details>',
+            shown,
+            len(rest),
+            more,
+        )
     return format_html('<ul class="rs-warnings">{}</ul>', shown)
 
 
@@ -184,7 +200,11 @@ def refused_with_reasons(refused, reasons: dict | None):
     """`refused_html`, with each name's reason category beside it for people (the record keeps names only)."""
     if not refused or not reasons:
         return refused_html(refused)
-    return format_html('<span class="rs-refused-names">{}</span>', format_html_join(
-        ", ", "{} <span class=\"rs-refusal\">({})</span>",
-        ((name, reasons.get(name) or "reason not recorded") for name in refused),
-    ))
+    return format_html(
+        '<span class="rs-refused-names">{}</span>',
+        format_html_join(
+            ", ",
+            '{} <span class="rs-refusal">({})</span>',
+            ((name, reasons.get(name) or "reason not recorded") for name in refused),
+        ),
+    )

@@ -29,13 +29,16 @@ SPARK_WIDTH, SPARK_HEIGHT, SPARK_PAD = 160, 32, 3
 
 class KnownAnswersForm(forms.Form):
     lines = forms.CharField(
-        required=False, label="Known answers",
+        required=False,
+        label="Known answers",
         widget=forms.Textarea(attrs={"rows": 14, "cols": 100, "spellcheck": "false"}),
         help_text="One per line: “question | answer marker” (text the answering paragraph holds), or “! question” "
-        f"for a control the documents do not answer. At most {known_answers.MAX_KNOWN_ANSWERS}. Empty clears the set.",
+        f"for a control the documents do not answer. At most {known_answers.MAX_KNOWN_ANSWERS}. Empty "
+        "clears the set.",
     )
     upload = forms.FileField(
-        required=False, label="Or upload JSON Lines",
+        required=False,
+        label="Or upload JSON Lines",
         help_text='Replaces the lines above: {"question": "…", "answer": "…"} or {"question": "…", "control": true} '
         "per line, as manage.py measure reads.",
     )
@@ -46,7 +49,9 @@ class KnownAnswersForm(forms.Form):
         try:
             if upload is not None:
                 if upload.size > known_answers.MAX_FILE_BYTES:
-                    raise forms.ValidationError(f"the file is larger than {known_answers.MAX_FILE_BYTES // 1024} KiB")
+                    raise forms.ValidationError(
+                        f"the file is larger than {known_answers.MAX_FILE_BYTES // 1024} KiB"
+                    )
                 items = known_answers.parse_jsonl(upload.read())
             else:
                 items = known_answers.parse_lines(data.get("lines") or "")
@@ -67,13 +72,20 @@ def sparkline(reports: list[KnownAnswersReport]) -> dict | None:
     points = []
     for number, report in enumerate(measured):
         share = report.found_at_5 / report.answers
-        points.append({
-            "x": round(SPARK_PAD + number * step, 1),
-            "y": round(SPARK_PAD + (1 - share) * (SPARK_HEIGHT - 2 * SPARK_PAD), 1),
-            "title": f"build {report.build_id}: {report.found_at_5} of {report.answers} found",
-        })
-    return {"points": points, "path": " ".join(f"{p['x']},{p['y']}" for p in points), "last": points[-1],
-            "width": SPARK_WIDTH, "height": SPARK_HEIGHT}
+        points.append(
+            {
+                "x": round(SPARK_PAD + number * step, 1),
+                "y": round(SPARK_PAD + (1 - share) * (SPARK_HEIGHT - 2 * SPARK_PAD), 1),
+                "title": f"build {report.build_id}: {report.found_at_5} of {report.answers} found",
+            }
+        )
+    return {
+        "points": points,
+        "path": " ".join(f"{p['x']},{p['y']}" for p in points),
+        "last": points[-1],
+        "width": SPARK_WIDTH,
+        "height": SPARK_HEIGHT,
+    }
 
 
 def panel(collection: Collection) -> dict:
@@ -93,19 +105,24 @@ def panel(collection: Collection) -> dict:
         "latest": latest if latest is not None and (not history or latest.pk != history[-1].pk) else None,
         "sparkline": sparkline(history),
         "edit_url": reverse("admin:collections_app_collection_known_answers", args=[collection.pk]),
-        "measure_url": reverse("admin:collections_app_collection_measure") + "?"
+        "measure_url": reverse("admin:collections_app_collection_measure")
+        + "?"
         + urlencode({"collection": collection.pk, "known": 1}),
     }
 
 
 class KnownAnswersAdminMixin:
-    """Adds ``<id>/known-answers/`` (name ``collections_app_collection_known_answers``) and the page's panel."""
+    """Adds ``<id>/known-answers/`` (name ``collections_app_collection_known_answers``) and the page's
+    panel."""
 
     def get_urls(self):
         wrap = self.admin_site.admin_view
         return [
-            path("<path:object_id>/known-answers/", wrap(self.known_answers_view),
-                 name="collections_app_collection_known_answers"),
+            path(
+                "<path:object_id>/known-answers/",
+                wrap(self.known_answers_view),
+                name="collections_app_collection_known_answers",
+            ),
         ] + super().get_urls()
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
@@ -124,19 +141,30 @@ class KnownAnswersAdminMixin:
             form = KnownAnswersForm(request.POST, request.FILES)
             if form.is_valid():
                 try:
-                    checked = known_answers.set_known_answers(collection=collection, items=form.cleaned_data["items"])
+                    checked = known_answers.set_known_answers(
+                        collection=collection, items=form.cleaned_data["items"]
+                    )
                 except RagsiteError as exc:
                     self.message_user(request, f"{exc.message} ({exc.code})", messages.ERROR)
                 else:
                     controls = sum(1 for q in checked if q.control)
-                    measuring = " The live build is being measured against them." if checked and hasattr(
-                        collection, "built") else ""
-                    self.message_user(request, f"Saved {len(checked) - controls} known answers and {controls} "
-                                      f"controls.{measuring}", messages.SUCCESS)
-                    return HttpResponseRedirect(reverse("admin:collections_app_collection_change",
-                                                        args=[collection.pk]))
+                    measuring = (
+                        " The live build is being measured against them."
+                        if checked and hasattr(collection, "built")
+                        else ""
+                    )
+                    self.message_user(
+                        request,
+                        f"Saved {len(checked) - controls} known answers and {controls} controls.{measuring}",
+                        messages.SUCCESS,
+                    )
+                    return HttpResponseRedirect(
+                        reverse("admin:collections_app_collection_change", args=[collection.pk])
+                    )
         else:
-            form = KnownAnswersForm(initial={"lines": known_answers.as_lines(known_answers.known_answers(collection))})
+            form = KnownAnswersForm(
+                initial={"lines": known_answers.as_lines(known_answers.known_answers(collection))}
+            )
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
@@ -152,13 +180,17 @@ class KnownAnswersAdminMixin:
 
 def known_answers_warnings(run) -> list[str]:
     """A build's known-answer warnings (lost questions, the floor), for its row in the build history."""
-    report = getattr(run, "known_answers_report", None)  # no report: a missing reverse one-to-one is an AttributeError
+    report = getattr(
+        run, "known_answers_report", None
+    )  # no report: a missing reverse one-to-one is an AttributeError
     return list(report.warnings) if report is not None else []
 
 
 def measure_lines(collection_id: str | None) -> tuple[str, int]:
     """The measure page's start from a stored set: its lines (at most measure's limit) and how many were left out."""
-    collection = Collection.objects.filter(pk=collection_id).first() if (collection_id or "").isdigit() else None
+    collection = (
+        Collection.objects.filter(pk=collection_id).first() if (collection_id or "").isdigit() else None
+    )
     if collection is None:
         return "", 0
     items = known_answers.known_answers(collection)

@@ -30,7 +30,8 @@ BAR_WIDTH, BAR_GAP, CHART_HEIGHT, LABEL_SPACE, LEFT = 22, 8, 140, 130, 80
 
 
 def parse_lines(text: str) -> tuple[list[dict], list[str]]:
-    """``question | answer marker`` lines and ``! question`` controls; raises ValidationError naming the line."""
+    """``question | answer marker`` lines and ``! question`` controls; raises ValidationError naming the
+    line."""
     try:
         items = questions.parse_lines(text)
     except RagsiteError as exc:
@@ -46,8 +47,13 @@ class MeasureForm(forms.Form):
         f"answer. At most {MAX_QUESTIONS} lines; questions up to {MAX_QUESTION_CHARS} characters.",
     )
     most = forms.IntegerField(initial=DEFAULT_MOST, min_value=1, max_value=MAX_MOST)
-    min_score = forms.FloatField(required=False, min_value=0, max_value=1, label="Floor",
-                                 help_text="Empty = unfloored: every returned paragraph carries its score.")
+    min_score = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=1,
+        label="Floor",
+        help_text="Empty = unfloored: every returned paragraph carries its score.",
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -59,9 +65,13 @@ class MeasureForm(forms.Form):
             raise forms.ValidationError("give at least one question")
         if len(questions) + len(controls) > MAX_QUESTIONS:
             raise forms.ValidationError(f"at most {MAX_QUESTIONS} questions and controls together")
-        too_long = [q for q in [*(q["question"] for q in questions), *controls] if len(q) > MAX_QUESTION_CHARS]
+        too_long = [
+            q for q in [*(q["question"] for q in questions), *controls] if len(q) > MAX_QUESTION_CHARS
+        ]
         if too_long or any(len(q["answer"]) > MAX_MARKER_CHARS for q in questions):
-            raise forms.ValidationError(f"a question or marker is longer than {MAX_QUESTION_CHARS} characters")
+            raise forms.ValidationError(
+                f"a question or marker is longer than {MAX_QUESTION_CHARS} characters"
+            )
         return questions, controls
 
 
@@ -73,27 +83,45 @@ def chart(report: dict) -> dict:
         height = round(CHART_HEIGHT * variant["found"] / total, 1)
         x = LEFT + number * (BAR_WIDTH + BAR_GAP)
         size = "auto" if variant["size"] is None else variant["size"]
-        bars.append({
-            "x": x, "y": round(CHART_HEIGHT - height, 1), "height": height, "found": variant["found"],
-            "label": f"{variant['method']} {size}, around {variant['around']}", "label_x": x + BAR_WIDTH / 2,
-            "current": variant.get("current", False),
-        })
+        bars.append(
+            {
+                "x": x,
+                "y": round(CHART_HEIGHT - height, 1),
+                "height": height,
+                "found": variant["found"],
+                "label": f"{variant['method']} {size}, around {variant['around']}",
+                "label_x": x + BAR_WIDTH / 2,
+                "current": variant.get("current", False),
+            }
+        )
     return {
-        "bars": bars, "bar_width": BAR_WIDTH, "height": CHART_HEIGHT, "total": report["questions"],
-        "width": LEFT + len(bars) * (BAR_WIDTH + BAR_GAP) + 10, "full_height": CHART_HEIGHT + LABEL_SPACE,
-        "label_y": CHART_HEIGHT + 10, "left": LEFT - 4,
+        "bars": bars,
+        "bar_width": BAR_WIDTH,
+        "height": CHART_HEIGHT,
+        "total": report["questions"],
+        "width": LEFT + len(bars) * (BAR_WIDTH + BAR_GAP) + 10,
+        "full_height": CHART_HEIGHT + LABEL_SPACE,
+        "label_y": CHART_HEIGHT + 10,
+        "left": LEFT - 4,
     }
 
 
 def estimate_sentence(estimate: MeasureEstimate) -> str:
     """What the form says before anything is queued: how much work, and how long by the last build."""
-    said = (f"{estimate.variants} variants: the documents are cut {estimate.cuttings} ways and each cut is embedded "
-            f"afresh, about {estimate.cuttings} full builds' worth of work")
+    said = (
+        f"{estimate.variants} variants: the documents are cut {estimate.cuttings} ways and each cut is "
+        "embedded "
+        f"afresh, about {estimate.cuttings} full builds' worth of work"
+    )
     if estimate.seconds is None:
-        return said + ". No build of this collection embedded enough paragraphs with this model to time it by."
-    return (said + f". Build {estimate.reference_build} embedded {estimate.reference_embedded} paragraphs in "
-            f"{estimate.reference_seconds:g} s, so expect roughly {duration(estimate.seconds)} for its "
-            f"{estimate.paragraphs} paragraphs. It runs in the background: this page can be left.")
+        return (
+            said + ". No build of this collection embedded enough paragraphs with this model to time it by."
+        )
+    return (
+        said + f". Build {estimate.reference_build} embedded {estimate.reference_embedded} paragraphs in "
+        f"{estimate.reference_seconds:g} s, so expect roughly {duration(estimate.seconds)} for its "
+        f"{estimate.paragraphs} paragraphs. It runs in the background: this page can be left."
+    )
 
 
 def measure_payload(run: MeasureRun) -> dict:
@@ -124,14 +152,20 @@ def summary_rows(report: dict) -> list[dict]:
     rows = []
     for variant in report["variants"]:
         floor = variant.get("floor_range") or {}
-        rows.append({
-            "variant": f"{variant['method']} {variant['size'] if variant['size'] is not None else 'auto'}",
-            "around": variant["around"], "paragraphs": variant["paragraphs"], "found": variant["found"],
-            "current": variant.get("current", False), "lowest_answer": floor.get("lowest_answer"),
-            "highest_control": floor.get("highest_control"), "separates": floor.get("separates"),
-            "anchor": f"{variant['method']}-{variant['size'] if variant['size'] is not None else 'auto'}-"
-                      f"{variant['around']}",
-        })
+        rows.append(
+            {
+                "variant": f"{variant['method']} {variant['size'] if variant['size'] is not None else 'auto'}",
+                "around": variant["around"],
+                "paragraphs": variant["paragraphs"],
+                "found": variant["found"],
+                "current": variant.get("current", False),
+                "lowest_answer": floor.get("lowest_answer"),
+                "highest_control": floor.get("highest_control"),
+                "separates": floor.get("separates"),
+                "anchor": f"{variant['method']}-{variant['size'] if variant['size'] is not None else 'auto'}-"
+                f"{variant['around']}",
+            }
+        )
     return rows
 
 
@@ -144,9 +178,14 @@ class MeasureAdminMixin:
         return [
             path("measure/", wrap(self.measure_view), name="collections_app_collection_measure"),
             path("measure/<int:measure_id>/", wrap(self.measure_run_view), name="collections_app_measurerun"),
-            path("measure/<int:measure_id>/progress/", wrap(self.measure_progress_view),
-                 name="collections_app_measurerun_progress"),
-            path("measure/estimate/", wrap(self.measure_estimate_view), name="collections_app_measure_estimate"),
+            path(
+                "measure/<int:measure_id>/progress/",
+                wrap(self.measure_progress_view),
+                name="collections_app_measurerun_progress",
+            ),
+            path(
+                "measure/estimate/", wrap(self.measure_estimate_view), name="collections_app_measure_estimate"
+            ),
         ] + super().get_urls()
 
     def measure_view(self, request):
@@ -159,10 +198,15 @@ class MeasureAdminMixin:
                 data = form.cleaned_data
                 questions, controls = data["questions"]
                 try:
-                    run = request_measure(collection=data["collection"], questions=questions, controls=controls,
-                                          most=data["most"], min_score=data["min_score"],
-                                          requested_by=request.user.get_username(),
-                                          estimate_seconds=estimate_measure(collection=data["collection"]).seconds)
+                    run = request_measure(
+                        collection=data["collection"],
+                        questions=questions,
+                        controls=controls,
+                        most=data["most"],
+                        min_score=data["min_score"],
+                        requested_by=request.user.get_username(),
+                        estimate_seconds=estimate_measure(collection=data["collection"]).seconds,
+                    )
                 except RagsiteError as exc:
                     self.message_user(request, f"{exc.message} ({exc.code})", messages.ERROR)
                 else:
@@ -172,8 +216,12 @@ class MeasureAdminMixin:
             if request.GET.get("known"):  # start from the collection's stored known answers
                 initial["questions"], left_out = measure_lines(request.GET.get("collection"))
                 if left_out:
-                    self.message_user(request, f"The first {MAX_QUESTIONS} known answers are filled in; measure takes "
-                                      f"at most {MAX_QUESTIONS}, so {left_out} were left out.", messages.WARNING)
+                    self.message_user(
+                        request,
+                        f"The first {MAX_QUESTIONS} known answers are filled in; measure takes "
+                        f"at most {MAX_QUESTIONS}, so {left_out} were left out.",
+                        messages.WARNING,
+                    )
             form = MeasureForm(initial=initial)
         runs = MeasureRun.objects.select_related("collection__agent").defer("report", "request")
         chosen = request.GET.get("collection") or request.POST.get("collection")
@@ -208,8 +256,11 @@ class MeasureAdminMixin:
             "report": report,
             "summary": summary_rows(report) if report else None,
             "chart": chart(report) if report else None,
-            "runs": MeasureRun.objects.filter(collection=run.collection).defer("report", "request")[:HISTORY_ROWS],
-            "again_url": reverse("admin:collections_app_collection_measure") + f"?collection={run.collection_id}",
+            "runs": MeasureRun.objects.filter(collection=run.collection).defer("report", "request")[
+                :HISTORY_ROWS
+            ],
+            "again_url": reverse("admin:collections_app_collection_measure")
+            + f"?collection={run.collection_id}",
         }
         return TemplateResponse(request, "admin/collections_app/measure_run.html", context)
 

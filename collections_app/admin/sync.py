@@ -1,4 +1,5 @@
-"""Folder sync on the collection page: switch it on, set the period, read last checked / last changed / next check.
+"""Folder sync on the collection page: switch it on, set the period, read last checked / last changed / next
+check.
 
 Two fields of the collection's own form (no inline, so a form posted without them changes nothing), saved
 through `services.sync.set_sync`, which decides when the next check is due.
@@ -14,7 +15,14 @@ from ..models import CollectionSync
 from ..services import sync
 from .common import status_badge
 
-SYNC_FIELDS = ["sync", "sync_every", "sync_last_checked", "sync_last_changed", "sync_next_check", "sync_outcome"]
+SYNC_FIELDS = [
+    "sync",
+    "sync_every",
+    "sync_last_checked",
+    "sync_last_changed",
+    "sync_next_check",
+    "sync_outcome",
+]
 READONLY = SYNC_FIELDS[2:]
 
 
@@ -22,12 +30,18 @@ def sync_form_fields() -> tuple[forms.Field, forms.Field]:
     """The two fields the collection form declares: ``sync`` and ``sync_every``."""
     return (
         forms.BooleanField(
-            required=False, label="Keep in sync",
+            required=False,
+            label="Keep in sync",
             help_text="Check the folder every few minutes and build when a file was added, changed or deleted; "
-            "nothing is built while nothing changed."),
+            "nothing is built while nothing changed.",
+        ),
         forms.IntegerField(
-            required=False, min_value=sync.MIN_EVERY, max_value=sync.MAX_EVERY, initial=15,
-            label="Check every (minutes)"),
+            required=False,
+            min_value=sync.MIN_EVERY,
+            max_value=sync.MAX_EVERY,
+            initial=15,
+            label="Check every (minutes)",
+        ),
     )
 
 
@@ -42,8 +56,11 @@ def sync_initial(form: forms.ModelForm) -> None:
 def _moment(value, empty: str):
     if value is None:
         return empty
-    return format_html('<time datetime="{}">{}</time>', value.isoformat(),
-                       timezone.localtime(value).strftime("%Y-%m-%d %H:%M:%S"))
+    return format_html(
+        '<time datetime="{}">{}</time>',
+        value.isoformat(),
+        timezone.localtime(value).strftime("%Y-%m-%d %H:%M:%S"),
+    )
 
 
 class SyncAdminMixin:
@@ -56,8 +73,11 @@ class SyncAdminMixin:
             sync.set_sync(collection=obj, every=(every or 15) if enabled else None)
 
     def _sync(self, collection):
-        return CollectionSync.objects.select_related("last_build").filter(collection=collection).first() \
-            if collection.pk else None
+        return (
+            CollectionSync.objects.select_related("last_build").filter(collection=collection).first()
+            if collection.pk
+            else None
+        )
 
     @admin.display(description="last checked")
     def sync_last_checked(self, collection):
@@ -84,13 +104,19 @@ class SyncAdminMixin:
         if state.last_build is None:
             return state.last_outcome
         url = reverse("admin:collections_app_buildrun_change", args=[state.last_build.pk])
-        return format_html('{} · <a href="{}" data-role="sync-build">build {}</a> {}', state.last_outcome, url,
-                           state.last_build.pk, status_badge(state.last_build.status))
+        return format_html(
+            '{} · <a href="{}" data-role="sync-build">build {}</a> {}',
+            state.last_outcome,
+            url,
+            state.last_build.pk,
+            status_badge(state.last_build.status),
+        )
 
     @admin.display(description="sync")
     def sync_state(self, collection):
         shown = sync.describe(collection)
         if shown is None:
             return "—"
-        return format_html("every {} min, next {}", shown["sync_every"],
-                           _moment(shown["next_check_at"], "within a minute"))
+        return format_html(
+            "every {} min, next {}", shown["sync_every"], _moment(shown["next_check_at"], "within a minute")
+        )

@@ -17,8 +17,8 @@ done in bulk rather than row by row):
 Exactness: a row's exact score is summed term by term in term-id order, each term's share being
 ``(count idf) * weight`` of the weight written with the build: the operations and order of
 `MappedIndex.bm25` (and so of `lexical.BM25Index`), so the same bits. The rows returned are every
-eligible row whose score is at least ``(1 - 1e-9)`` times the k-th best, a margin wider than any rounding of the
-bound, so that a transform applied after (the fused score) cannot tie in a row left out
+eligible row whose score is at least ``(1 - 1e-9)`` times the k-th best, a margin wider than any rounding of
+the bound, so that a transform applied after (the fused score) cannot tie in a row left out
 (`top.top_of_superset`). A context field ("title › section", context.py) is scored over every row as
 the search scores it and added in the same way (it only raises a row, so the partial score stays a
 lower bound). Only the all-rows view with written weights takes this path; otherwise (or when pruning
@@ -49,9 +49,9 @@ LEAST_ROWS = 1 << 15
 MOST_CANDIDATES = 16
 
 
-
-def bm25_top(index, query_terms: Iterable[str], k: int,
-             eligible: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float] | None:
+def bm25_top(
+    index, query_terms: Iterable[str], k: int, eligible: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, float] | None:
     """Rows (ascending) holding the ``k`` best eligible rows of ``index`` (a ``MappedIndex``) by BM25 over
     all its rows (with its context's share, as search adds it), their exact scores, and the question's
     upper bound; None when not worth it.
@@ -97,12 +97,18 @@ def _with_context(index, query_terms: list[str], bound: float):
     if index.context is None:
         return lambda scores, rows: scores
     context, context_bound = index.context.bm25(query_terms)  # the context field's own postings, all rows
-    return lambda scores, rows: lexical_with_context(scores, bound, context if rows is None else context[rows],
-                                                     context_bound)[0]
+    return lambda scores, rows: lexical_with_context(
+        scores, bound, context if rows is None else context[rows], context_bound
+    )[0]
 
 
-def best_rows(index, query_terms: Iterable[str], k: int, eligible: np.ndarray | None,
-              fused: Callable[[np.ndarray, float], np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+def best_rows(
+    index,
+    query_terms: Iterable[str],
+    k: int,
+    eligible: np.ndarray | None,
+    fused: Callable[[np.ndarray, float], np.ndarray],
+) -> tuple[np.ndarray, np.ndarray] | None:
     """The ``k`` best eligible rows by ``fused(bm25, bound)``, best first (ties to the lower row), and
     those values, scoring only the rows :func:`bm25_top` keeps; None: score every row instead.
 
@@ -143,8 +149,9 @@ def _idf(n_docs: int, df: int) -> float:
 
 
 def _exact(index, question: list[tuple[int, int, float]], rows: np.ndarray) -> np.ndarray:
-    """The exact BM25 of ``rows`` (ascending; ``question`` not empty): each term's share added in term-id order, as the dense sum
-    adds it (a row without the term adds nothing, where the dense sum adds 0.0: the same bits)."""
+    """The exact BM25 of ``rows`` (ascending; ``question`` not empty): each term's share added in term-id
+    order, as the dense sum adds it (a row without the term adds nothing, where the dense sum adds 0.0: the
+    same bits)."""
     # In the postings' own type: searchsorted would otherwise cast each term's postings, not the rows.
     rows = rows.astype(index.postings_doc.dtype)
     # Each term's position of each row in the postings (one search a term), then every term at once:

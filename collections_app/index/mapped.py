@@ -49,8 +49,9 @@ from .ivf import IVFLists
 # Rows per block when scoring float16 vectors: the block is widened to float32 for the product, so
 # this bounds the temporary (64k × 384 × 4 bytes = 96 MiB) whatever the collection's size.
 VECTOR_BLOCK = 65536
-# Windows gathered per block when scoring some by id (a probe, exact candidates): 1.5 MiB at 384 d, under a warmed
-# master's mmap threshold; one 7 MiB copy left each web worker thread an arena that size (docs/decisions.md).
+# Windows gathered per block when scoring some by id (a probe, exact candidates): 1.5 MiB at 384 d, under
+# a warmed master's mmap threshold; one 7 MiB copy left each web worker thread an arena that size
+# (docs/decisions.md).
 GATHER_BLOCK = 1024
 # Question terms whose ids an index remembers ("the", "of", "in" recur; a look-up is ~17 steps).
 TERMS_REMEMBERED = 1 << 14
@@ -111,8 +112,13 @@ class MappedIndex:
             n_terms, n_postings = int(meta["terms"]), int(meta["postings"])
             self.k1, self.b = float(meta["k1"]), float(meta["b"])
             counts = {
-                "row_paragraph": rows, "row_document": rows, "vector_row": n_vectors, "doc_len": rows,
-                "indptr": n_terms + 1, "postings_doc": n_postings, "postings_tf": n_postings,
+                "row_paragraph": rows,
+                "row_document": rows,
+                "vector_row": n_vectors,
+                "doc_len": rows,
+                "indptr": n_terms + 1,
+                "postings_doc": n_postings,
+                "postings_tf": n_postings,
                 "vocab_offsets": n_terms + 1,
             }
             for name, (filename, dtype) in ARRAYS.items():
@@ -123,12 +129,17 @@ class MappedIndex:
             self.vectors = _map(self.path / "vectors.bin", vector_dtype, n_vectors * d, shape=(n_vectors, d))
             self.vocab = _map(self.path / "vocab.bin", np.uint8, int(meta["vocab_bytes"]))
             # An index written before the weights were (format 1 too) computes them per search.
-            self.postings_weight = (_map(self.path / "postings_weight.f64", "<f8", n_postings)
-                                    if meta.get("postings_weight") else None)
+            self.postings_weight = (
+                _map(self.path / "postings_weight.f64", "<f8", n_postings)
+                if meta.get("postings_weight")
+                else None
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexUnusable(f"meta.json is inconsistent: {exc}") from exc
         # Cheap consistency checks on the ends of the arrays (a torn or foreign file fails here).
-        if n_terms + 1 and (int(self.indptr[-1]) != n_postings or int(self.vocab_offsets[-1]) != meta["vocab_bytes"]):
+        if n_terms + 1 and (
+            int(self.indptr[-1]) != n_postings or int(self.vocab_offsets[-1]) != meta["vocab_bytes"]
+        ):
             raise IndexUnusable("postings or vocabulary offsets do not close on their files")
         self.size, self.dimensions, self.n_terms = rows, d, n_terms
         # The IVF lists written with the build, when it was large enough to have them.
@@ -136,7 +147,11 @@ class MappedIndex:
         if "ivf" in meta:
             try:
                 info = meta["ivf"]
-                nlist, dims, members = int(info["ivf_nlist"]), int(info["ivf_dimensions"]), int(info["ivf_rows"])
+                nlist, dims, members = (
+                    int(info["ivf_nlist"]),
+                    int(info["ivf_dimensions"]),
+                    int(info["ivf_rows"]),
+                )
                 arrays = {
                     "ivf_centroids": _map(self.path / "ivf_centroids.bin", "<f4", nlist * dims),
                     "ivf_offsets": _map(self.path / "ivf_offsets.bin", "<i8", nlist + 1),
@@ -145,9 +160,14 @@ class MappedIndex:
                 self.ivf = IVFLists.from_arrays(arrays, info)
             except (KeyError, TypeError, ValueError) as exc:
                 raise IndexUnusable(f"the IVF lists are inconsistent: {exc}") from exc
-        # Parts meta.json lists must be there (a missing one: IndexUnusable, rewritten); older indexes: by their files.
+        # Parts meta.json lists must be there (a missing one: IndexUnusable, rewritten); older indexes: by
+        # their files.
         listed = meta.get("parts")
-        parts = {n for n in ("context", "carried") if (n in listed if listed is not None else (self.path / n).is_dir())}
+        parts = {
+            n
+            for n in ("context", "carried")
+            if (n in listed if listed is not None else (self.path / n).is_dir())
+        }
         # The BM25 of each row's context ("title › section"), when the build has contexts.
         self.context: MappedIndex | None = None
         if "context" in parts:
@@ -223,11 +243,19 @@ class MappedIndex:
             return self.everyone
         cut = self.rows_cut(mask) if cut_carried else None
         if cut is None:
-            return View(mask=mask, n_docs=int(np.count_nonzero(mask)),
-                        length_sum=int(self.doc_len[mask].sum(dtype=np.int64)))
+            return View(
+                mask=mask,
+                n_docs=int(np.count_nonzero(mask)),
+                length_sum=int(self.doc_len[mask].sum(dtype=np.int64)),
+            )
         lengths = np.where(cut, self.doc_len - self.carried.doc_len, self.doc_len)
-        return View(mask=mask, n_docs=int(np.count_nonzero(mask)), length_sum=int(lengths[mask].sum(dtype=np.int64)),
-                    cut=cut, doc_len=lengths)
+        return View(
+            mask=mask,
+            n_docs=int(np.count_nonzero(mask)),
+            length_sum=int(lengths[mask].sum(dtype=np.int64)),
+            cut=cut,
+            doc_len=lengths,
+        )
 
     def rows_cut(self, mask: np.ndarray) -> np.ndarray | None:
         """Rows where ``mask`` is true that share text with an earlier row where it is false; None: none."""
@@ -301,8 +329,15 @@ class MappedIndex:
         offsets = np.asarray(self.vocab_offsets)
         blob = self.vocab.tobytes()
         vocabulary = [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(self.n_terms)]
-        return BM25Index(vocabulary=vocabulary, doc_len=self.doc_len, indptr=self.indptr,
-                         postings_doc=self.postings_doc, postings_tf=self.postings_tf, k1=self.k1, b=self.b)
+        return BM25Index(
+            vocabulary=vocabulary,
+            doc_len=self.doc_len,
+            indptr=self.indptr,
+            postings_doc=self.postings_doc,
+            postings_tf=self.postings_tf,
+            k1=self.k1,
+            b=self.b,
+        )
 
     # --- vectors
 
@@ -318,8 +353,9 @@ class MappedIndex:
         context, context_bound = self.context.bm25(question_terms, context_view)
         return lexical_with_context(text, bound, context, context_bound)
 
-    def row_cosines(self, vector: np.ndarray, rows: np.ndarray | None = None,
-                    view: View | None = None) -> np.ndarray:
+    def row_cosines(
+        self, vector: np.ndarray, rows: np.ndarray | None = None, view: View | None = None
+    ) -> np.ndarray:
         """The pooled cosine of each of ``rows`` (None: every row) with ``vector``; 0 for a row without
         a vector, and for a cut row of ``view`` whose vector may hold its carried opening.
 
@@ -337,7 +373,8 @@ class MappedIndex:
     # --- Scoring ---
 
     def cosine(self, query: np.ndarray) -> np.ndarray:
-        """Cosine of ``query`` with every row (from its windows, `windows.pool_windows`); -inf for rows without a vector."""
+        """Cosine of ``query`` with every row (from its windows, `windows.pool_windows`); -inf for rows
+        without a vector."""
         query = np.asarray(query, dtype=np.float32)
         if self.vectors.dtype == np.float32:
             return self._pooled(self.vectors @ query if self.vectors.shape[0] else np.zeros(0, np.float32))
@@ -388,7 +425,9 @@ class MappedIndex:
         if self.window_starts is None:
             cosine[np.asarray(self.vector_row)] = per_vector
         else:
-            cosine[np.asarray(self.vector_row)[self.window_starts]] = pool_windows(per_vector, self.window_starts)
+            cosine[np.asarray(self.vector_row)[self.window_starts]] = pool_windows(
+                per_vector, self.window_starts
+            )
         return cosine
 
     def vector_matrix(self) -> np.ndarray:

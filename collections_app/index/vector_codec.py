@@ -33,7 +33,9 @@ def window_count(blob: bytes | memoryview, dimensions: int) -> int:
     """How many vectors a stored blob holds; raises when it is not a whole number of them."""
     width = dimensions * STORED_DTYPE.itemsize
     if dimensions <= 0 or len(blob) == 0 or len(blob) % width:
-        raise VectorFormatError(f"a stored vector of {len(blob)} bytes is not a multiple of {dimensions} float16")
+        raise VectorFormatError(
+            f"a stored vector of {len(blob)} bytes is not a multiple of {dimensions} float16"
+        )
     return len(blob) // width
 
 
@@ -44,7 +46,8 @@ def decode(blob: bytes | memoryview, dimensions: int) -> np.ndarray:
 
 
 def first_window(blob: bytes | memoryview, dimensions: int) -> np.ndarray:
-    """The paragraph's first window as float32 (d,): what a one-vector reader gets (see docs/interchange.md)."""
+    """The paragraph's first window as float32 (d,): what a one-vector reader gets (see
+    docs/interchange.md)."""
     return decode(blob, dimensions)[0]
 
 

@@ -23,13 +23,16 @@ from .ivf import IVFLists
 # Postings per block when the writer computes their weights: bounds its float64 temporaries.
 WEIGHT_BLOCK = 1 << 20
 
+
 class IndexWriter:
     """Accumulates rows block by block (so a million paragraphs never sit in memory as Python objects).
 
     Call :meth:`add` with consecutive blocks of rows in ordinal order, then :meth:`write`.
     """
 
-    def __init__(self, dimensions: int, *, k1: float = DEFAULT_K1, b: float = DEFAULT_B, vector_dtype=None) -> None:
+    def __init__(
+        self, dimensions: int, *, k1: float = DEFAULT_K1, b: float = DEFAULT_B, vector_dtype=None
+    ) -> None:
         self.dimensions, self.k1, self.b = int(dimensions), float(k1), float(b)
         # float16 unless told otherwise (bench/beir.py compares float32 on the same data).
         self.vector_dtype = np.dtype(vector_dtype or VECTOR_DTYPE)
@@ -66,7 +69,8 @@ class IndexWriter:
             local_ids = dict(zip(local_vocab, range(len(local_vocab)), strict=True))
             to_global = np.fromiter(
                 (self.vocabulary.setdefault(term, len(self.vocabulary)) for term in local_vocab),
-                dtype=np.int64, count=len(local_vocab),
+                dtype=np.int64,
+                count=len(local_vocab),
             )
             local = np.fromiter(map(local_ids.__getitem__, tokens), dtype=np.int64, count=len(tokens))
             docs = np.repeat(np.arange(count, dtype=np.int64), lengths)
@@ -82,8 +86,15 @@ class IndexWriter:
             self._vector_row.append(np.full(windows.shape[0], first + offset, dtype=np.int32))
         self.rows += count
 
-    def write(self, root: Path, key: str, *, extra: dict | None = None,
-              parts: dict[str, IndexWriter] | None = None, ivf: IVFLists | None = None) -> Path:
+    def write(
+        self,
+        root: Path,
+        key: str,
+        *,
+        extra: dict | None = None,
+        parts: dict[str, IndexWriter] | None = None,
+        ivf: IVFLists | None = None,
+    ) -> Path:
         """Write the index as ``root/key`` (temporary directory, then one rename); returns the path.
 
         When another process renamed the same build into place first, its index is kept and ours
@@ -140,7 +151,9 @@ class IndexWriter:
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
         doc_len = np.concatenate(self._doc_len) if self._doc_len else np.zeros(0, np.int32)
         vectors = (
-            np.concatenate(self._vectors) if self._vectors else np.zeros((0, self.dimensions), self.vector_dtype)
+            np.concatenate(self._vectors)
+            if self._vectors
+            else np.zeros((0, self.dimensions), self.vector_dtype)
         )
         arrays = {
             "row_paragraph": np.concatenate(self._paragraph) if self._paragraph else empty_i8,
@@ -158,7 +171,9 @@ class IndexWriter:
         with open(directory / "postings_weight.f64", "wb") as handle:
             for start in range(0, postings_doc.shape[0], WEIGHT_BLOCK):
                 block = slice(start, start + WEIGHT_BLOCK)
-                weights = bm25_weights(postings_tf[block], doc_len[postings_doc[block]], self.k1, self.b, avgdl)
+                weights = bm25_weights(
+                    postings_tf[block], doc_len[postings_doc[block]], self.k1, self.b, avgdl
+                )
                 weights.astype("<f8", copy=False).tofile(handle)
             handle.flush()
             os.fsync(handle.fileno())

@@ -143,9 +143,13 @@ def wait_for_build(*, run: BuildRun, seconds: float) -> BuildRun:
 
 def collection_summaries(*, agent: Agent) -> list[dict]:
     """The agent's collections, each with its last build's outcome (null: never built)."""
-    newest = BuildRun.objects.filter(collection=OuterRef("pk")).order_by("-created_at", "-id").values("pk")[:1]
+    newest = (
+        BuildRun.objects.filter(collection=OuterRef("pk")).order_by("-created_at", "-id").values("pk")[:1]
+    )
     collections = list(agent.collections.annotate(last_run=Subquery(newest)).order_by("name"))
-    runs = BuildRun.objects.select_related("collection").in_bulk([c.last_run for c in collections if c.last_run])
+    runs = BuildRun.objects.select_related("collection").in_bulk(
+        [c.last_run for c in collections if c.last_run]
+    )
     latest = {run.collection_id: run for run in runs.values()}
     running = None
     answer = []
@@ -153,14 +157,16 @@ def collection_summaries(*, agent: Agent) -> list[dict]:
         run = latest.get(collection.pk)
         if run is not None and run.status == BuildRun.QUEUED and running is None:
             running = worker_running()
-        answer.append({
-            "name": collection.name,
-            "built_from": collection.built_from,
-            "folder": collection.folder,
-            "method": collection.method,
-            "per_reader": collection.per_reader,
-            "last_build": None if run is None else build_status(run=run, running=running),
-        })
+        answer.append(
+            {
+                "name": collection.name,
+                "built_from": collection.built_from,
+                "folder": collection.folder,
+                "method": collection.method,
+                "per_reader": collection.per_reader,
+                "last_build": None if run is None else build_status(run=run, running=running),
+            }
+        )
     return answer
 
 

@@ -1,4 +1,5 @@
-"""`make run`'s first hour: a demo agent, the sample handbook as a folder under KNOWLEDGE_ROOT, an admin login.
+"""`make run`'s first hour: a demo agent, the sample handbook as a folder under KNOWLEDGE_ROOT, an admin
+login.
 
 Idempotent: a second run reuses the agent, its folder, its collection and the admin
 user, and issues a key only when asked. Nothing is revoked silently.
@@ -34,8 +35,14 @@ class DemoResult:
     admin_password: str | None  # the generated password, when this run created the user with one
 
 
-def set_up_demo(*, agent_id: str = "demo", collection_name: str = "handbook", new_key: bool = False,
-                admin_user: str = "admin", admin_password: str = "") -> DemoResult:
+def set_up_demo(
+    *,
+    agent_id: str = "demo",
+    collection_name: str = "handbook",
+    new_key: bool = False,
+    admin_user: str = "admin",
+    admin_password: str = "",
+) -> DemoResult:
     agent = Agent.objects.filter(agent_id=agent_id).first()
     raw = None
     if agent is None:
@@ -46,8 +53,9 @@ def set_up_demo(*, agent_id: str = "demo", collection_name: str = "handbook", ne
     folder = _sample_folder(agent, collection_name)
     collection = Collection.objects.filter(agent=agent, name=collection_name).first()
     if collection is None:
-        collection = create_collection(agent=agent, name=collection_name, folder=folder,
-                                       built_from="the bundled sample handbook")
+        collection = create_collection(
+            agent=agent, name=collection_name, folder=folder, built_from="the bundled sample handbook"
+        )
     elif not collection.folder and folder:
         collection.folder = folder
         collection.save(update_fields=["folder"])
@@ -60,10 +68,15 @@ def set_up_demo(*, agent_id: str = "demo", collection_name: str = "handbook", ne
 
     created, password = ensure_superuser(username=admin_user, password=admin_password)
     return DemoResult(
-        agent=agent, collection=collection, new_key=raw,
+        agent=agent,
+        collection=collection,
+        new_key=raw,
         active_keys=ApiKey.objects.active().filter(agent=agent).count(),
-        known_answers=None if given is None else len(given), build=build,
-        admin_user=admin_user, admin_created=created, admin_password=password,
+        known_answers=None if given is None else len(given),
+        build=build,
+        admin_user=admin_user,
+        admin_created=created,
+        admin_password=password,
     )
 
 

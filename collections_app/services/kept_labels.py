@@ -27,12 +27,14 @@ def keep(*, collection: Collection, documents: Iterable[Document]) -> int:
     through = Paragraph.labels.through
     defaults_through = Document.default_labels.through
     for start in range(0, len(documents), BATCH):
-        ids = [document.pk for document in documents[start:start + BATCH]]
-        for document_id, fingerprint, label_id in through.objects.filter(paragraph__document_id__in=ids).values_list(
-                "paragraph__document_id", "paragraph__fingerprint", "label_id"):
+        ids = [document.pk for document in documents[start : start + BATCH]]
+        for document_id, fingerprint, label_id in through.objects.filter(
+            paragraph__document_id__in=ids
+        ).values_list("paragraph__document_id", "paragraph__fingerprint", "label_id"):
             paragraph_labels[document_id][fingerprint].add(label_id)
         for document_id, label_id in defaults_through.objects.filter(document_id__in=ids).values_list(
-                "document_id", "label_id"):
+            "document_id", "label_id"
+        ):
             default_labels[document_id].add(label_id)
     kept = 0
     now = timezone.now()
@@ -41,8 +43,10 @@ def keep(*, collection: Collection, documents: Iterable[Document]) -> int:
         defaults = sorted(default_labels[document.pk])
         if labels or defaults:
             KeptLabels.objects.update_or_create(
-                collection=collection, name=document.name,
-                defaults={"paragraph_labels": labels, "default_labels": defaults, "kept_at": now})
+                collection=collection,
+                name=document.name,
+                defaults={"paragraph_labels": labels, "default_labels": defaults, "kept_at": now},
+            )
             kept += 1
     return kept
 
@@ -61,6 +65,9 @@ def restore_defaults(*, document: Document, kept: KeptLabels) -> None:
 
 def paragraph_labels(kept: KeptLabels) -> dict[str, set[int]]:
     """{text fingerprint: label ids} of a returning document, for the build to merge with its own."""
-    existing = set(Label.objects.filter(
-        pk__in={i for ids in kept.paragraph_labels.values() for i in ids}).values_list("pk", flat=True))
+    existing = set(
+        Label.objects.filter(pk__in={i for ids in kept.paragraph_labels.values() for i in ids}).values_list(
+            "pk", flat=True
+        )
+    )
     return {fp: set(ids) & existing for fp, ids in kept.paragraph_labels.items()}

@@ -27,7 +27,8 @@ def labels_named(names: Iterable[str], *, create: bool = False) -> list[Label]:
             continue
         if not LABEL_NAME.match(name):
             raise RagsiteError(
-                f"a label is 1-100 letters, digits, '-' or '_', starting with a letter or digit; got {name[:100]!r}",
+                "a label is 1-100 letters, digits, '-' or '_', starting with a letter or digit; got "
+                f"{name[:100]!r}",
                 code="invalid_label",
             )
         if name not in wanted:
@@ -64,7 +65,10 @@ def add_labels(paragraphs: Iterable[Paragraph], labels: Iterable[Label]) -> int:
                 )
             )
             links = [
-                through(paragraph_id=p, label_id=lab) for p in batch for lab in label_ids if (p, lab) not in existing
+                through(paragraph_id=p, label_id=lab)
+                for p in batch
+                for lab in label_ids
+                if (p, lab) not in existing
             ]
             through.objects.bulk_create(links, batch_size=1000, ignore_conflicts=True)
             added += len(links)
@@ -119,4 +123,8 @@ def set_per_reader(*, collection, per_reader: bool) -> bool:
     """
     from ..models import Collection
 
-    return bool(Collection.objects.filter(pk=collection.pk).exclude(per_reader=per_reader).update(per_reader=per_reader))
+    return bool(
+        Collection.objects.filter(pk=collection.pk)
+        .exclude(per_reader=per_reader)
+        .update(per_reader=per_reader)
+    )

@@ -29,7 +29,8 @@ STALE_MESSAGE = "the build stopped reporting progress (its worker died)"
 
 
 class LeaseLost(RagsiteError):
-    """This build no longer holds its collection's lease: the sweep failed it, or a newer build was requested."""
+    """This build no longer holds its collection's lease: the sweep failed it, or a newer build was
+    requested."""
 
     code = "build_superseded"
     status = 409
@@ -74,7 +75,9 @@ class Heartbeat:
 
     def __enter__(self):
         if not connection.in_atomic_block:
-            self._thread = threading.Thread(target=self._beat, name=f"build-{self.run.pk}-heartbeat", daemon=True)
+            self._thread = threading.Thread(
+                target=self._beat, name=f"build-{self.run.pk}-heartbeat", daemon=True
+            )
             self._thread.start()
         return self
 
@@ -113,12 +116,15 @@ def check_lease(collection: Collection, run: BuildRun) -> None:
     sweep nor a new request can change them between this check and the commit; a build
     that lost its lease raises, and the transaction rolls back having written nothing."""
     generation = (
-        Collection.objects.select_for_update().filter(pk=collection.pk).values_list("build_generation", flat=True).first()
+        Collection.objects.select_for_update()
+        .filter(pk=collection.pk)
+        .values_list("build_generation", flat=True)
+        .first()
     )
     status = BuildRun.objects.select_for_update().filter(pk=run.pk).values_list("status", flat=True).first()
     if status != BuildRun.RUNNING or generation != run.generation:
         raise LeaseLost(
-            f"build {run.pk} no longer holds the lease of \"{collection.name}\" "
+            f'build {run.pk} no longer holds the lease of "{collection.name}" '
             f"({'a newer build was requested' if generation != run.generation else f'it was marked {status}'}); "
             "it rolled back without writing"
         )

@@ -27,7 +27,13 @@ def price(model: str, tokens_in: int, tokens_out: int) -> Decimal:
 
 
 def record_call(
-    *, agent: Agent, collection: Collection | None, purpose: str, model: str, tokens_in: int = 0, tokens_out: int = 0
+    *,
+    agent: Agent,
+    collection: Collection | None,
+    purpose: str,
+    model: str,
+    tokens_in: int = 0,
+    tokens_out: int = 0,
 ) -> ModelCall:
     return ModelCall.objects.create(
         agent=agent,
@@ -52,7 +58,8 @@ class DaySpend:
 
 
 def spend_by_day(agent: Agent, days: int = 30) -> list[DaySpend]:
-    """The agent's spend per day over the last `days` days (today included), oldest first, empty days as zero."""
+    """The agent's spend per day over the last `days` days (today included), oldest first, empty days as
+    zero."""
     days = max(1, min(int(days), 366))
     today = timezone.localdate()
     first = today - timedelta(days=days - 1)
@@ -61,7 +68,9 @@ def spend_by_day(agent: Agent, days: int = 30) -> list[DaySpend]:
         ModelCall.objects.filter(agent=agent, created_at__gte=start)
         .annotate(day=TruncDate("created_at"))
         .values("day")
-        .annotate(calls=Count("id"), tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"), cost=Sum("cost"))
+        .annotate(
+            calls=Count("id"), tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"), cost=Sum("cost")
+        )
     )
     by_day = {row["day"]: row for row in rows}
     result = []
@@ -89,7 +98,11 @@ def spent_today(agent: Agent) -> float:
 def over_budget(payer: Agent | None) -> bool:
     """Whether `payer` spent its daily budget today: an optional model call (rerank, judge) is skipped.
     Nobody paying, or no budget, is never over."""
-    return payer is not None and payer.daily_budget is not None and spent_today(payer) >= float(payer.daily_budget)
+    return (
+        payer is not None
+        and payer.daily_budget is not None
+        and spent_today(payer) >= float(payer.daily_budget)
+    )
 
 
 def check_runaway(payer: Agent | None) -> None:
@@ -103,7 +116,8 @@ def check_runaway(payer: Agent | None) -> None:
         oldest = recent.order_by("created_at").values_list("created_at", flat=True).first()
         wait = max(1, int(60 - (timezone.now() - oldest).total_seconds()) + 1) if oldest else 60
         raise TooManyRequests(
-            f'agent "{payer.agent_id}" made {payer.runaway_limit} model calls in the last minute; try again later',
+            f'agent "{payer.agent_id}" made {payer.runaway_limit} model calls in the last minute; try again '
+            "later",
             code="runaway_limit",
             headers={"Retry-After": str(wait)},
         )

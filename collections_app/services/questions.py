@@ -67,11 +67,11 @@ def check_questions(questions: Sequence[Question], *, limit: int = MAX_QUESTIONS
         if answer is not None:
             answer = answer.strip() if isinstance(answer, str) else ""
             if not 1 <= len(answer) <= MAX_MARKER_CHARS:
-                raise InvalidMeasure(f"item {number}: each answer marker is 1 to {MAX_MARKER_CHARS} characters")
+                raise InvalidMeasure(
+                    f"item {number}: each answer marker is 1 to {MAX_MARKER_CHARS} characters"
+                )
         checked.append(Question(text, answer))
     return checked
-
-
 
 
 def parse_lines(text: str) -> list[dict]:
@@ -92,6 +92,8 @@ def parse_lines(text: str) -> list[dict]:
             continue
         question, bar, marker = line.rpartition("|")
         if not bar or not question.strip() or not marker.strip():
-            raise InvalidMeasure(f"line {number}: write “question | answer marker”, or “! question” for a control")
+            raise InvalidMeasure(
+                f"line {number}: write “question | answer marker”, or “! question” for a control"
+            )
         items.append({"question": question.strip(), "answer": marker.strip()})
     return items

@@ -4,8 +4,8 @@ A synced collection is checked every `every` minutes by one periodic sweep (`swe
 schedule in collections_app.schedules) that queues a check task per collection that is due. A check
 (`sync_check.check_source`) lists the folder (names, sizes, mtimes and inodes, no reading), reads
 only the files whose stat differs from the last check's snapshot to fingerprint them, and compares
-the result with the documents the live build holds. New, changed or deleted files, documents uploaded or deleted in
-the admin, or a collection never built, queue one build through `builds.request_build`, whose lease
+the result with the documents the live build holds. New, changed or deleted files, documents uploaded or
+deleted in the admin, or a collection never built, queue one build through `builds.request_build`, whose lease
 keeps it to one build queued or running per collection: a check that finds a build active queues
 nothing and looks again next time.
 
@@ -36,8 +36,10 @@ def set_sync(*, collection: Collection, every: int | None) -> CollectionSync | N
             current.save(update_fields=["enabled", "next_check_at"])
         return current
     if isinstance(every, bool) or not isinstance(every, int) or not MIN_EVERY <= every <= MAX_EVERY:
-        raise RagsiteError(f"sync_every is a whole number of minutes from {MIN_EVERY} to {MAX_EVERY}",
-                           code="invalid_sync_every")
+        raise RagsiteError(
+            f"sync_every is a whole number of minutes from {MIN_EVERY} to {MAX_EVERY}",
+            code="invalid_sync_every",
+        )
     if current is None:
         current = CollectionSync(collection=collection)
     due = timezone.now() if not current.enabled or current.next_check_at is None else current.next_check_at
@@ -53,9 +55,14 @@ def describe(collection: Collection) -> dict | None:
     sync = CollectionSync.objects.filter(collection=collection).first()
     if sync is None or not sync.enabled:
         return None
-    return {"sync_every": sync.every, "last_checked_at": sync.last_checked_at,
-            "last_changed_at": sync.last_changed_at, "next_check_at": sync.next_check_at,
-            "outcome": sync.last_outcome, "build": sync.last_build_id}
+    return {
+        "sync_every": sync.every,
+        "last_checked_at": sync.last_checked_at,
+        "last_changed_at": sync.last_changed_at,
+        "next_check_at": sync.next_check_at,
+        "outcome": sync.last_outcome,
+        "build": sync.last_build_id,
+    }
 
 
 def sweep_due(now=None) -> list[int]:
@@ -68,7 +75,8 @@ def sweep_due(now=None) -> list[int]:
     due = CollectionSync.objects.filter(enabled=True, next_check_at__lte=now).order_by("next_check_at")
     for sync in due.values("pk", "collection_id", "next_check_at", "every"):
         won = CollectionSync.objects.filter(pk=sync["pk"], next_check_at=sync["next_check_at"]).update(
-            next_check_at=now + timedelta(minutes=sync["every"]))
+            next_check_at=now + timedelta(minutes=sync["every"])
+        )
         if won:
             claimed.append(sync["collection_id"])
     for collection_id in claimed:
@@ -79,4 +87,6 @@ def sweep_due(now=None) -> list[int]:
 def _enqueue(collection_id: int) -> None:
     from django_q.tasks import async_task
 
-    async_task("collections_app.tasks.check_collection_sync", collection_id, task_name=f"sync-{collection_id}")
+    async_task(
+        "collections_app.tasks.check_collection_sync", collection_id, task_name=f"sync-{collection_id}"
+    )

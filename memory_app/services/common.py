@@ -37,7 +37,8 @@ def validate_text(text: Any) -> str:
         raise RagsiteError("text must be a string", code="invalid_text")
     if len(text) > MAX_TEXT_LENGTH:
         raise RagsiteError(
-            f"text is {len(text):,} characters; a record holds at most {MAX_TEXT_LENGTH:,}", code="text_too_long"
+            f"text is {len(text):,} characters; a record holds at most {MAX_TEXT_LENGTH:,}",
+            code="text_too_long",
         )
     if not text.strip():
         raise RagsiteError("text must not be empty", code="empty_text")
@@ -65,9 +66,14 @@ def validate_query(query: Any, most: Any) -> tuple[str, int]:
 
 def validate_max_chars(max_chars: Any) -> int:
     """A recall's character budget: a whole number from 1 to `conf.MAX_RECALL_CHARS`."""
-    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or not 1 <= max_chars <= conf.MAX_RECALL_CHARS:
-        raise RagsiteError(f"max_chars must be a whole number from 1 to {conf.MAX_RECALL_CHARS:,}",
-                           code="invalid_max_chars")
+    if (
+        isinstance(max_chars, bool)
+        or not isinstance(max_chars, int)
+        or not 1 <= max_chars <= conf.MAX_RECALL_CHARS
+    ):
+        raise RagsiteError(
+            f"max_chars must be a whole number from 1 to {conf.MAX_RECALL_CHARS:,}", code="invalid_max_chars"
+        )
     return max_chars
 
 
@@ -87,7 +93,9 @@ def record_model(kind: str) -> type[Record]:
     try:
         return RECORD_MODELS[kind]
     except (KeyError, TypeError):
-        raise RagsiteError(f'kind must be one of {", ".join(KINDS)}, not {kind!r}', code="invalid_kind") from None
+        raise RagsiteError(
+            f"kind must be one of {', '.join(KINDS)}, not {kind!r}", code="invalid_kind"
+        ) from None
 
 
 def get_record(*, agent: Agent, kind: str, id: int) -> Record:
@@ -156,7 +164,9 @@ RECENT_GENERATIONS = 64
 RECENT_KEYS = 256
 
 
-def raise_generation(agent_id: int, *, create: bool = True, changed: Iterable[tuple[str, int]] | None = None) -> None:
+def raise_generation(
+    agent_id: int, *, create: bool = True, changed: Iterable[tuple[str, int]] | None = None
+) -> None:
     """Move the agent's recall generation on, inside the caller's transaction (see RecallGeneration).
 
     `changed` names the records (kind, id) this write added, changed or deleted, nodes included;
@@ -177,8 +187,9 @@ def raise_generation(agent_id: int, *, create: bool = True, changed: Iterable[tu
                 return
             RecallGeneration.objects.get_or_create(agent_id=agent_id)
             RecallGeneration.objects.filter(agent_id=agent_id).update(generation=F("generation") + 1)
-        generation, recent = RecallGeneration.objects.filter(agent_id=agent_id).values_list(
-            "generation", "recent").get()
+        generation, recent = (
+            RecallGeneration.objects.filter(agent_id=agent_id).values_list("generation", "recent").get()
+        )
         recent = [*(recent or []), [generation, keys]][-RECENT_GENERATIONS:]
         RecallGeneration.objects.filter(agent_id=agent_id).update(recent=recent)
 

@@ -59,7 +59,9 @@ def _survey(kind: str, agent: Agent | None, embedder: Embedder) -> tuple[list[_S
     """
     model = embedder.model
     nodes = RecordNode.objects.filter(parent_kind=kind, parent_id=OuterRef("pk"))
-    rows = record_model(kind).objects.all() if agent is None else record_model(kind).objects.filter(agent=agent)
+    rows = (
+        record_model(kind).objects.all() if agent is None else record_model(kind).objects.filter(agent=agent)
+    )
     facts = list(
         rows.annotate(
             current=Exists(nodes.filter(embedding_model=model)),
@@ -79,7 +81,11 @@ def _survey(kind: str, agent: Agent | None, embedder: Embedder) -> tuple[list[_S
     error = ""
     if embedder.window:
         for start in range(0, len(recount), 200):
-            texts = record_model(kind).objects.filter(pk__in=recount[start : start + 200]).values_list("pk", "text")
+            texts = (
+                record_model(kind)
+                .objects.filter(pk__in=recount[start : start + 200])
+                .values_list("pk", "text")
+            )
             try:
                 for pk, text in texts:
                     tokens[pk] = embedder.count_tokens(text)
@@ -137,7 +143,9 @@ def check_health(*, agent: Agent | None = None, repair: bool = False, limit: int
             if window and ((is_long and not item.divided) or item.stale):
                 needing.append((item.created_at, kind, item.id, "stale" if item.stale else "missing"))
     needing.sort()
-    report["missing"] = [{"kind": k, "id": pk, "reason": why} for _c, k, pk, why in needing[: conf.REPORT_IDS]]
+    report["missing"] = [
+        {"kind": k, "id": pk, "reason": why} for _c, k, pk, why in needing[: conf.REPORT_IDS]
+    ]
     report["missing_truncated"] = len(needing) > conf.REPORT_IDS
     if agent is None:
         report["orphan_nodes"] = _orphan_nodes().count()
@@ -145,7 +153,9 @@ def check_health(*, agent: Agent | None = None, repair: bool = False, limit: int
     report["missing_vectors"] = len(waiting)
     if repair:
         # Records whose vector task never ran (a broker that was down): embedded here, as many as nodes.
-        report["vectors"] = [vector_services.embed_vector_for_agent(kind, pk).as_dict() for kind, pk in waiting[:limit]]
+        report["vectors"] = [
+            vector_services.embed_vector_for_agent(kind, pk).as_dict() for kind, pk in waiting[:limit]
+        ]
         repaired = []
         for _created, kind, pk, _why in needing[:limit]:
             # The survey and the orphans span agents (an orphan has no agent to scope by), so

@@ -53,7 +53,8 @@ class NodeBuild:
 
 
 def agent_id_of_record(kind: str, id: int) -> str:
-    """The agent a record belongs to, read as the tables' owner; "" when it is gone (a scope that sees nothing)."""
+    """The agent a record belongs to, read as the tables' owner; "" when it is gone (a scope that sees
+    nothing)."""
     return record_model(kind).objects.filter(pk=id).values_list("agent__agent_id", flat=True).first() or ""
 
 
@@ -82,8 +83,11 @@ def build_nodes(kind: str, id: int) -> NodeBuild:
     existing = RecordNode.objects.filter(parent_kind=kind, parent_id=id)
     # Nodes built before passages existed are built again, so their record gains passages.
     passages = NodePassages.objects.filter(parent_kind=kind, parent_id=id, embedding_model=embedder.model)
-    if (existing.exists() and not existing.exclude(embedding_model=embedder.model).exists()
-            and passages.count() == existing.count()):
+    if (
+        existing.exists()
+        and not existing.exclude(embedding_model=embedder.model).exists()
+        and passages.count() == existing.count()
+    ):
         return NodeBuild(kind, id, PRESENT, existing.count())
     try:
         division = divide_record(text, embedder)
@@ -101,26 +105,34 @@ def build_nodes(kind: str, id: int) -> NodeBuild:
     for span in division.spans:
         passages = slice(first_passage, first_passage + len(span.passages))
         first_passage = passages.stop
-        rows.append(RecordNode(
-            parent_kind=kind,
-            parent_id=id,
-            node_index=span.index,
-            start_char=span.start,
-            end_char=span.end,
-            token_count=span.token_count,
-            window=division.window,
-            embedding=_vector_bytes(vectors[span.index]) if vectors is not None else None,
-            embedding_model=embedder.model,
-        ))
-        passage_rows.append(NodePassages(
-            parent_kind=kind,
-            parent_id=id,
-            node_index=span.index,
-            bounds=np.asarray([span.start, *(end for _start, end in span.passages)], dtype="<i4").tobytes(),
-            # float16: passages are most of a divided record's bytes; their cosines move by ~1e-3.
-            embeddings=np.asarray(vectors[passages], dtype="<f2").tobytes() if vectors is not None else None,
-            embedding_model=embedder.model,
-        ))
+        rows.append(
+            RecordNode(
+                parent_kind=kind,
+                parent_id=id,
+                node_index=span.index,
+                start_char=span.start,
+                end_char=span.end,
+                token_count=span.token_count,
+                window=division.window,
+                embedding=_vector_bytes(vectors[span.index]) if vectors is not None else None,
+                embedding_model=embedder.model,
+            )
+        )
+        passage_rows.append(
+            NodePassages(
+                parent_kind=kind,
+                parent_id=id,
+                node_index=span.index,
+                bounds=np.asarray(
+                    [span.start, *(end for _start, end in span.passages)], dtype="<i4"
+                ).tobytes(),
+                # float16: passages are most of a divided record's bytes; their cosines move by ~1e-3.
+                embeddings=np.asarray(vectors[passages], dtype="<f2").tobytes()
+                if vectors is not None
+                else None,
+                embedding_model=embedder.model,
+            )
+        )
     with transaction.atomic():
         current = model.objects.select_for_update().filter(pk=id).values_list("text", "agent_id").first()
         if current is None:
@@ -131,7 +143,9 @@ def build_nodes(kind: str, id: int) -> NodeBuild:
         NodePassages.objects.filter(parent_kind=kind, parent_id=id).delete()
         RecordNode.objects.bulk_create(rows)
         NodePassages.objects.bulk_create(passage_rows)
-        raise_generation(current[1], changed=[(kind, id)])  # nodes rank their record: its agent's recall index is stale
+        raise_generation(
+            current[1], changed=[(kind, id)]
+        )  # nodes rank their record: its agent's recall index is stale
     return NodeBuild(kind, id, BUILT if division.status == DIVIDED else FITS, len(rows))
 
 
@@ -143,8 +157,11 @@ def get_node(*, agent: Agent, kind: str, id: int, index: int) -> dict:
         # Pending: queued, or held from another model and about to be rebuilt; it may well exist in
         # a moment. Otherwise the record fits, cannot be counted, or has fewer nodes: it never will.
         if node is not None or (index >= 0 and node_state(record).state in _NEEDS_NODES):
-            raise Conflict(f"the nodes of record {kind}:{id} are being built; ask again shortly",
-                           code="nodes_pending", headers={"Retry-After": str(NODES_RETRY_AFTER)})
+            raise Conflict(
+                f"the nodes of record {kind}:{id} are being built; ask again shortly",
+                code="nodes_pending",
+                headers={"Retry-After": str(NODES_RETRY_AFTER)},
+            )
         raise NotFound(f"record {kind}:{id} has no node {index}", code="unknown_node")
     return {
         "kind": kind,
@@ -166,7 +183,9 @@ def record_nodes(kind: str, id: int) -> list[RecordNode]:
 
 # What `node_state` says about one record's nodes.
 NODES_CURRENT = "current"  # nodes of the current model and none of another: divided, nothing to do
-NODES_STALE = "stale"  # holds nodes of another model: the repair replaces them (or removes them if it now fits)
+NODES_STALE = (
+    "stale"  # holds nodes of another model: the repair replaces them (or removes them if it now fits)
+)
 NODES_MISSING = "missing"  # runs past the window without nodes: queued, or waiting for a repair
 NODES_NOT_NEEDED = "fits"  # fits the window: the record is its own only span
 NODES_UNKNOWN = "unknown"  # its length cannot be counted, so no nodes can be built
@@ -187,7 +206,9 @@ class NodeState:
 def _node_state(record: Record, nodes: list[RecordNode], embedder: Embedder) -> NodeState:
     model, window = embedder.model, embedder.window
     # The stored count is used only when the current model made it, as the health check does.
-    tokens = record.token_count if record.token_count is not None and record.embedding_model == model else None
+    tokens = (
+        record.token_count if record.token_count is not None and record.embedding_model == model else None
+    )
     if nodes:
         state = NODES_CURRENT if all(node.embedding_model == model for node in nodes) else NODES_STALE
         return NodeState(state, model, window, tokens, nodes)

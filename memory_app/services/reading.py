@@ -45,7 +45,9 @@ def _states(records: list[Record]) -> dict[tuple[str, int], NodeState]:
     held: dict[tuple[str, int], list[RecordNode]] = {}
     for kind in {record.KIND for record in records}:
         ids = [record.pk for record in records if record.KIND == kind]
-        for node in RecordNode.objects.filter(parent_kind=kind, parent_id__in=ids).order_by("parent_id", "node_index"):
+        for node in RecordNode.objects.filter(parent_kind=kind, parent_id__in=ids).order_by(
+            "parent_id", "node_index"
+        ):
             held.setdefault((kind, node.parent_id), []).append(node)
     return {(r.KIND, r.pk): _node_state(r, held.get((r.KIND, r.pk), []), embedder) for r in records}
 
@@ -68,9 +70,16 @@ def read_record(*, agent: Agent, kind: str, id: int) -> dict:
             "status": status,
             # Only nodes of the current model are listed: others are about to be replaced.
             "items": [
-                {"node_index": n.node_index, "start": n.start_char, "end": n.end_char, "token_count": n.token_count}
+                {
+                    "node_index": n.node_index,
+                    "start": n.start_char,
+                    "end": n.end_char,
+                    "token_count": n.token_count,
+                }
                 for n in state.nodes
-            ] if status == BUILT else [],
+            ]
+            if status == BUILT
+            else [],
         },
     }
 
@@ -99,8 +108,15 @@ def _aware(moment: datetime | None) -> datetime | None:
     return moment
 
 
-def list_records(*, agent: Agent, kind: str, limit: int = DEFAULT_PAGE, cursor: str | None = None,
-                 since: datetime | None = None, until: datetime | None = None) -> dict:
+def list_records(
+    *,
+    agent: Agent,
+    kind: str,
+    limit: int = DEFAULT_PAGE,
+    cursor: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> dict:
     """The agent's records of one kind, newest first (by created_at, then id), a page at a time.
 
     `since` keeps records created at or after it, `until` those created before it (a naive time is

@@ -41,8 +41,17 @@ from .local import LocalEmbedder, default_model_dir
 from .simple import HashEmbedder, NoneEmbedder
 
 __all__ = [
-    "BACKENDS", "DEFAULT_LOCAL_MODEL", "Embedded", "Embedder", "EmbeddingError", "HashEmbedder", "HttpEmbedder",
-    "LocalEmbedder", "NoneEmbedder", "build_embedder", "default_model_dir",
+    "BACKENDS",
+    "DEFAULT_LOCAL_MODEL",
+    "Embedded",
+    "Embedder",
+    "EmbeddingError",
+    "HashEmbedder",
+    "HttpEmbedder",
+    "LocalEmbedder",
+    "NoneEmbedder",
+    "build_embedder",
+    "default_model_dir",
 ]
 
 
@@ -101,5 +110,10 @@ def build_embedder(
             'the "http" embedding backend needs EMBED_MODEL, the model name to ask for'
         )
     return HttpEmbedder(
-        url, model=model.strip(), api_key=api_key, timeout=timeout, batch_size=batch_size, concurrency=concurrency
+        url,
+        model=model.strip(),
+        api_key=api_key,
+        timeout=timeout,
+        batch_size=batch_size,
+        concurrency=concurrency,
     )

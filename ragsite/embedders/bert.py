@@ -53,10 +53,14 @@ def load_bert(path: Path, heads: int, eps: float, cache_dir: Path | None = None)
         try:
             arrays = layout_cache.load_or_build(cache_dir, path, heads, lambda: lay_out(path, heads))
         except layout_cache.CacheUnavailable as exc:
-            _warn_once(f"the embedding weights cache folder cannot be used ({exc}); each process keeps "
-                       "its own copy of the model weights")
+            _warn_once(
+                f"the embedding weights cache folder cannot be used ({exc}); each process keeps "
+                "its own copy of the model weights"
+            )
         except OSError as exc:  # the model file itself cannot be read for its key
-            raise EmbeddingError(f"the local model weights could not be read ({type(exc).__name__})") from None
+            raise EmbeddingError(
+                f"the local model weights could not be read ({type(exc).__name__})"
+            ) from None
         else:
             return assemble(arrays, heads, eps)
     return assemble(lay_out(path, heads), heads, eps)
@@ -95,7 +99,8 @@ def lay_out(path: Path, heads: int) -> dict[str, np.ndarray]:
     out = {
         "word": get("embeddings.word_embeddings.weight"),
         # the token-type-0 embedding is added once here rather than to every token
-        "position": get("embeddings.position_embeddings.weight") + get("embeddings.token_type_embeddings.weight")[0],
+        "position": get("embeddings.position_embeddings.weight")
+        + get("embeddings.token_type_embeddings.weight")[0],
         "norm_g": get("embeddings.LayerNorm.weight"),
         "norm_b": get("embeddings.LayerNorm.bias"),
     }

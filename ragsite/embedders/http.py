@@ -204,7 +204,9 @@ class HttpEmbedder(Embedder):
         return vectors.astype(np.float32), tokens
 
     def _embed_batch(self, batch: list[str]) -> tuple[np.ndarray, int | None]:
-        return self._parse_embeddings(self._post("/v1/embeddings", {"model": self.model, "input": batch}), len(batch))
+        return self._parse_embeddings(
+            self._post("/v1/embeddings", {"model": self.model, "input": batch}), len(batch)
+        )
 
     def _embed_batches(self, batches: list[list[str]]) -> list[tuple[np.ndarray, int | None]]:
         """Every batch's answer, in order, with up to `concurrency` requests in flight at once.
@@ -225,7 +227,8 @@ class HttpEmbedder(Embedder):
                 raise
 
     def embed_with_usage(self, texts: Sequence[str]) -> Embedded:
-        """Embed in batches of `batch_size`, `concurrency` at a time; every vector comes back or EmbeddingError."""
+        """Embed in batches of `batch_size`, `concurrency` at a time; every vector comes back or
+        EmbeddingError."""
         check_texts(texts)
         if not texts:
             return Embedded(np.zeros((0, self.dimensions), dtype=np.float32), 0)
@@ -233,7 +236,9 @@ class HttpEmbedder(Embedder):
         parts: list[np.ndarray] = []
         total: int | None = 0
         width = self._dimensions
-        batches = [texts[start : start + self._batch_size] for start in range(0, len(texts), self._batch_size)]
+        batches = [
+            texts[start : start + self._batch_size] for start in range(0, len(texts), self._batch_size)
+        ]
         for vectors, tokens in self._embed_batches(batches):
             if width is not None and vectors.shape[1] != width:
                 raise EmbeddingError(

@@ -7,8 +7,8 @@ cache and count once however many processes map them.
 
 File layout: an 8-byte magic, the JSON header's length and CRC-32 (4 bytes each, little-endian),
 the JSON header (the arrays' names, shapes and offsets, and a CRC-32 of the data), then the float32
-arrays, each starting on a 64-byte boundary. The key in the file name is a hash of the whole safetensors file plus the
-attention head count (the query scaling depends on it) and this format's version, so a changed model
+arrays, each starting on a 64-byte boundary. The key in the file name is a hash of the whole safetensors file
+plus the attention head count (the query scaling depends on it) and this format's version, so a changed model
 or layout never reuses a stale file. A file that is short, unparseable or fails its checksum is
 rebuilt; one that cannot be written leaves the caller to lay the weights out privately.
 """

@@ -1,4 +1,5 @@
-"""Two backends with no model: `none` (lexical only) and `hash` (deterministic, for tests and offline demos)."""
+"""Two backends with no model: `none` (lexical only) and `hash` (deterministic, for tests and offline
+demos)."""
 
 from __future__ import annotations
 

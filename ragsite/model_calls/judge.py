@@ -33,7 +33,9 @@ class Verdict:
 
 
 def judge_messages(question: str, paragraphs: list[str]) -> list[dict]:
-    numbered = "\n\n".join(f"[{i}] {text[:MAX_PARAGRAPH_CHARS]}" for i, text in enumerate(paragraphs, start=1))
+    numbered = "\n\n".join(
+        f"[{i}] {text[:MAX_PARAGRAPH_CHARS]}" for i, text in enumerate(paragraphs, start=1)
+    )
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": f"Question: {question}\n\nParagraphs:\n{numbered}"},
@@ -53,8 +55,15 @@ def ask_judge(
         "response_format": {"type": "json_object"},
         "messages": judge_messages(question, paragraphs),
     }
-    response = post_once(api_base(url) + "/v1/chat/completions", body, api_key=api_key, timeout=timeout,
-                         who="the judge", unavailable=JudgeUnavailable, client=client)
+    response = post_once(
+        api_base(url) + "/v1/chat/completions",
+        body,
+        api_key=api_key,
+        timeout=timeout,
+        who="the judge",
+        unavailable=JudgeUnavailable,
+        client=client,
+    )
     try:
         payload = response.json()
         content = payload["choices"][0]["message"]["content"]

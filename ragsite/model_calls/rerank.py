@@ -49,18 +49,29 @@ def ask_reranker(
     body = {"query": question, "documents": texts, "texts": texts, "top_n": len(texts)}
     if model:
         body["model"] = model
-    response = post_once(url, body, api_key=api_key, timeout=timeout, who="the reranker",
-                         unavailable=RerankUnavailable, client=client)
+    response = post_once(
+        url,
+        body,
+        api_key=api_key,
+        timeout=timeout,
+        who="the reranker",
+        unavailable=RerankUnavailable,
+        client=client,
+    )
     try:
         payload = response.json()
         scores = parse_scores(payload, len(texts))
     except (ValueError, KeyError, TypeError) as exc:
-        raise RerankUnavailable(f"the reranker's answer was not a ranking ({exc.__class__.__name__})") from None
+        raise RerankUnavailable(
+            f"the reranker's answer was not a ranking ({exc.__class__.__name__})"
+        ) from None
     tokens = 0
     if isinstance(payload, dict):
         usage = payload.get("usage") or {}
         billed = (payload.get("meta") or {}).get("billed_units") or {}
-        tokens = int(usage.get("total_tokens") or usage.get("prompt_tokens") or billed.get("input_tokens") or 0)
+        tokens = int(
+            usage.get("total_tokens") or usage.get("prompt_tokens") or billed.get("input_tokens") or 0
+        )
         model = str(payload.get("model") or model)
     return Reranked(scores=scores, model=model, tokens=tokens)
 

@@ -26,6 +26,7 @@ page = browser.page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
+
 def test_log_in(page, admin_user):
     page.goto("/admin/collections_app/collection/")
     assert "/admin/login/" in page.url
@@ -41,7 +42,9 @@ def test_log_in(page, admin_user):
 
 def test_label_paragraphs_in_bulk_through_the_intermediate_page(page, admin_user, handbook):
     Label.objects.create(name="hr")
-    badges = list(Paragraph.objects.filter(collection=handbook, text__icontains="badges").values_list("pk", flat=True))
+    badges = list(
+        Paragraph.objects.filter(collection=handbook, text__icontains="badges").values_list("pk", flat=True)
+    )
     assert len(badges) == 2
     log_in(page)
     page.goto(f"/admin/collections_app/paragraph/?collection__id__exact={handbook.pk}")
@@ -69,7 +72,9 @@ def test_label_paragraphs_in_bulk_through_the_intermediate_page(page, admin_user
 def test_rebuild_and_the_bar_reads_100_percent(page, admin_user, handbook):
     log_in(page)
     page.goto(f"/admin/collections_app/collection/{handbook.pk}/change/")
-    page.click("#rebuild-button")  # django-q runs synchronously in tests: the build is done when the page returns
+    page.click(
+        "#rebuild-button"
+    )  # django-q runs synchronously in tests: the build is done when the page returns
     page.wait_for_selector("ul.messagelist")
     run = handbook.runs.first()
     assert f"Build {run.pk} of handbook requested (succeeded)" in messages_text(page)
@@ -95,8 +100,9 @@ class SlowEmbedder:
         return self.inner.embed_with_usage(texts)
 
 
-def test_the_bar_fills_while_a_build_runs_without_reloading(page, admin_user, agent, knowledge_folder, settings,
-                                                            monkeypatch):
+def test_the_bar_fills_while_a_build_runs_without_reloading(
+    page, admin_user, agent, knowledge_folder, settings, monkeypatch
+):
     collection = create_collection(agent=agent, name="slow", method="fixed", size=60)
     knowledge_folder("slow", HANDBOOK)
     settings.EMBED_BATCH_SIZE = 1
@@ -207,10 +213,17 @@ def test_upload_a_document_and_rebuild(page, admin_user, handbook):
     log_in(page)
     page.goto(f"/admin/collections_app/collection/{handbook.pk}/change/")
     page.click("text=upload documents…")
-    page.set_input_files("#id_files", files=[
-        {"name": "parking.md", "mimeType": "text/markdown", "buffer": b"# Parking\n\nVisitors park on level two.\n"},
-        {"name": "tool.exe", "mimeType": "application/octet-stream", "buffer": b"MZ"},
-    ])
+    page.set_input_files(
+        "#id_files",
+        files=[
+            {
+                "name": "parking.md",
+                "mimeType": "text/markdown",
+                "buffer": b"# Parking\n\nVisitors park on level two.\n",
+            },
+            {"name": "tool.exe", "mimeType": "application/octet-stream", "buffer": b"MZ"},
+        ],
+    )
     page.check("#id_rebuild")
     page.click("#upload-submit")
     page.wait_for_selector("ul.messagelist")

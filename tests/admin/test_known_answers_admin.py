@@ -1,5 +1,5 @@
-"""Known answers in the admin (issue 17), with Django's test client: the edit page, the collection page's panel,
-the build history's warning and the measure page started from the stored set."""
+"""Known answers in the admin (issue 17), with Django's test client: the edit page, the collection page's
+panel, the build history's warning and the measure page started from the stored set."""
 
 import json
 
@@ -16,10 +16,12 @@ from collections_app.services.builds import build_collection
 
 pytestmark = pytest.mark.django_db
 
-LINES = ("how much annual leave carries over | capped at five days\n"
-         "what is mileage reimbursed at per kilometre | 0.42 per kilometre\n"
-         "must laptops use disk encryption | full-disk encryption\n"
-         "! what is the recipe for sourdough bread\n")
+LINES = (
+    "how much annual leave carries over | capped at five days\n"
+    "what is mileage reimbursed at per kilometre | 0.42 per kilometre\n"
+    "must laptops use disk encryption | full-disk encryption\n"
+    "! what is the recipe for sourdough bread\n"
+)
 
 
 def url(name, *args, query=""):
@@ -44,20 +46,28 @@ def test_the_page_saves_lines_and_the_live_build_is_measured(measured, admin_cli
     assert KnownAnswersReport.objects.get(build=measured.runs.get()).answers == 3
     page = admin_client.get(url("collection_known_answers", measured.pk)).content.decode()
     assert "how much annual leave carries over | capped at five days" in page  # the textarea holds the set
-    assert 'id="known-answers-results"' in page and ("nothing comes back" in page or "paragraphs come back" in page)
+    assert 'id="known-answers-results"' in page and (
+        "nothing comes back" in page or "paragraphs come back" in page
+    )
 
 
 def test_bad_lines_are_a_form_error_and_nothing_is_saved(measured, admin_client):
-    response = admin_client.post(url("collection_known_answers", measured.pk), {"lines": "a question without a marker"})
+    response = admin_client.post(
+        url("collection_known_answers", measured.pk), {"lines": "a question without a marker"}
+    )
     assert response.status_code == 200
     assert "line 1: write" in response.content.decode()
     assert len(k.known_answers(measured)) == 4
 
 
 def test_a_json_lines_upload_replaces_the_set(measured, admin_client):
-    upload = SimpleUploadedFile("known.jsonl", json.dumps({"question": "are trains standard class",
-                                                           "answer": "standard class"}).encode())
-    response = admin_client.post(url("collection_known_answers", measured.pk), {"lines": LINES, "upload": upload})
+    upload = SimpleUploadedFile(
+        "known.jsonl",
+        json.dumps({"question": "are trains standard class", "answer": "standard class"}).encode(),
+    )
+    response = admin_client.post(
+        url("collection_known_answers", measured.pk), {"lines": LINES, "upload": upload}
+    )
     assert response.status_code == 302
     assert [q.text for q in k.known_answers(measured)] == ["are trains standard class"]
     bad = SimpleUploadedFile("known.jsonl", b'{"question": "q"}\n')
@@ -82,9 +92,9 @@ def test_staff_without_change_permission_may_read_but_not_save(measured, staff_u
     assert len(k.known_answers(measured)) == 4
 
 
-def test_the_collection_page_shows_found_at_5_the_floor_and_a_sparkline(measured, admin_client,
-                                                                         django_capture_on_commit_callbacks,
-                                                                         knowledge_folder):
+def test_the_collection_page_shows_found_at_5_the_floor_and_a_sparkline(
+    measured, admin_client, django_capture_on_commit_callbacks, knowledge_folder
+):
     Collection.objects.filter(pk=measured.pk).update(floor_measured=True)
     with django_capture_on_commit_callbacks(execute=True):
         build_collection(collection=measured)
@@ -95,10 +105,15 @@ def test_the_collection_page_shows_found_at_5_the_floor_and_a_sparkline(measured
     page = admin_client.get(url("collection_change", measured.pk)).content.decode()
     assert 'id="known-answers"' in page and 'id="known-answers-sparkline"' in page
     assert f'<strong data-role="found-at-5">{report.found_at_5} of 3</strong>' in page
-    assert f'<span data-role="floor">{report.floor}</span> (<span data-role="floor-source">measured</span>)' in page
+    assert (
+        f'<span data-role="floor">{report.floor}</span> (<span data-role="floor-source">measured</span>)'
+        in page
+    )
     assert page.count("<circle") == 3  # one point per measured build
     # The lost question is named on the panel and in the build history.
-    assert page.count("1 of 3 known answers no longer found: “what is mileage reimbursed at per kilometre”") == 2
+    assert (
+        page.count("1 of 3 known answers no longer found: “what is mileage reimbursed at per kilometre”") == 2
+    )
     listing = admin_client.get(url("collection_changelist")).content.decode()
     assert "1 of 3 known answers no longer found" in listing
 
@@ -109,20 +124,28 @@ def test_a_collection_without_known_answers_invites_some(handbook, admin_client)
 
 
 def test_the_measure_page_starts_from_the_stored_set(measured, admin_client):
-    page = admin_client.get(url("collection_measure", query=f"collection={measured.pk}&known=1")).content.decode()
+    page = admin_client.get(
+        url("collection_measure", query=f"collection={measured.pk}&known=1")
+    ).content.decode()
     assert "how much annual leave carries over | capped at five days" in page
     assert "! what is the recipe for sourdough bread" in page
 
 
 def test_a_set_larger_than_measure_takes_is_cut_with_a_warning(handbook, admin_client):
-    k.set_known_answers(collection=handbook, items=[{"question": f"question {i}", "answer": "a"} for i in range(60)])
+    k.set_known_answers(
+        collection=handbook, items=[{"question": f"question {i}", "answer": "a"} for i in range(60)]
+    )
     response = admin_client.get(url("collection_measure", query=f"collection={handbook.pk}&known=1"))
     assert "so 10 were left out" in " ".join(texts(response))
-    assert "question 49 | a" in response.content.decode() and "question 50 | a" not in response.content.decode()
+    assert (
+        "question 49 | a" in response.content.decode() and "question 50 | a" not in response.content.decode()
+    )
 
 
 def test_the_sparkline_rises_with_found_answers():
-    reports = [KnownAnswersReport(build_id=n, answers=4, found_at_5=found) for n, found in enumerate([2, 4, 3], 1)]
+    reports = [
+        KnownAnswersReport(build_id=n, answers=4, found_at_5=found) for n, found in enumerate([2, 4, 3], 1)
+    ]
     line = sparkline(reports)
     ys = [p["y"] for p in line["points"]]
     assert ys[1] < ys[2] < ys[0]  # SVG y grows downwards: more found is higher

@@ -1,5 +1,6 @@
-"""Known answers in a real browser (issue 17): a librarian adds a set, reads the floor off it, and sees a rebuild
-that loses an answer named on the collection page. Playwright driving Debian's chromium; run with `-m browser`."""
+"""Known answers in a real browser (issue 17): a librarian adds a set, reads the floor off it, and sees a
+rebuild that loses an answer named on the collection page. Playwright driving Debian's chromium; run with `-m
+browser`."""
 
 import json
 
@@ -12,20 +13,28 @@ from .test_admin_browser import log_in, messages_text, page  # noqa: F401  (page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-LINES = ("how much annual leave carries over | capped at five days\n"
-         "what is mileage reimbursed at per kilometre | 0.42 per kilometre\n"
-         "must laptops use disk encryption | full-disk encryption\n"
-         "! what is the recipe for sourdough bread\n")
+LINES = (
+    "how much annual leave carries over | capped at five days\n"
+    "what is mileage reimbursed at per kilometre | 0.42 per kilometre\n"
+    "must laptops use disk encryption | full-disk encryption\n"
+    "! what is the recipe for sourdough bread\n"
+)
 
 
-def test_a_librarian_adds_known_answers_measures_the_floor_and_sees_a_regression(page, admin_user, handbook,  # noqa: F811
-                                                                                knowledge_folder, tmp_path):
+def test_a_librarian_adds_known_answers_measures_the_floor_and_sees_a_regression(
+    page,  # noqa: F811
+    admin_user,
+    handbook,
+    knowledge_folder,
+    tmp_path,
+):
     log_in(page)
     page.goto(f"/admin/collections_app/collection/{handbook.pk}/change/")
     assert "No known answers yet" in page.inner_text("#known-answers")
     page.click("#known-answers-edit")
     page.fill("#id_lines", LINES)
-    page.click("#known-answers-save")  # django-q runs synchronously in tests: the live build is measured on save
+    # django-q runs synchronously in tests: the live build is measured on save
+    page.click("#known-answers-save")
     page.wait_for_selector("ul.messagelist")
     assert "Saved 3 known answers and 1 controls. The live build is being measured" in messages_text(page)
     live = KnownAnswersReport.objects.get(build=handbook.runs.get())
@@ -52,9 +61,15 @@ def test_a_librarian_adds_known_answers_measures_the_floor_and_sees_a_regression
 
     # A JSON Lines upload replaces the set.
     upload = tmp_path / "known.jsonl"
-    upload.write_text("\n".join(json.dumps(item) for item in [
-        {"question": "are trains booked in standard class", "answer": "standard class"},
-        {"question": "what is the recipe for sourdough bread", "control": True}]))
+    upload.write_text(
+        "\n".join(
+            json.dumps(item)
+            for item in [
+                {"question": "are trains booked in standard class", "answer": "standard class"},
+                {"question": "what is the recipe for sourdough bread", "control": True},
+            ]
+        )
+    )
     page.goto(f"/admin/collections_app/collection/{handbook.pk}/known-answers/")
     page.set_input_files("#id_upload", str(upload))
     page.click("#known-answers-save")

@@ -81,8 +81,13 @@ class Spans(HTMLParser):
         if self.depth:
             self.depth += 1
             assert tag == "span" and self.current is None, "a node span holds text only"
-            self.current = {"class": attrs.get("class", ""), "title": attrs.get("title"),
-                            "node": attrs.get("data-node"), "id": attrs.get("id"), "text": ""}
+            self.current = {
+                "class": attrs.get("class", ""),
+                "title": attrs.get("title"),
+                "node": attrs.get("data-node"),
+                "id": attrs.get("id"),
+                "text": "",
+            }
         elif attrs.get("id") == "record-text":
             self.depth = 1
 
@@ -122,24 +127,37 @@ def test_a_long_memorys_spans_cover_its_text_exactly_one_per_node(admin_client, 
     assert [span["node"] for span in spans] == [str(node.node_index) for node in nodes]
     for span, node in zip(spans, nodes, strict=True):
         assert span["text"] == text[node.start_char : node.end_char]
-        assert span["title"] == f"node {node.node_index}: {node.start_char}–{node.end_char}, {node.token_count} tokens"
+        assert (
+            span["title"]
+            == f"node {node.node_index}: {node.start_char}–{node.end_char}, {node.token_count} tokens"
+        )
         assert span["class"] == f"rs-node rs-node-{'ab'[node.node_index % 2]}"  # alternating colours
         assert span["id"] == f"node-{node.node_index}"
     assert "<b>bold</b>" not in body and "&lt;b&gt;bold&lt;/b&gt;" in body
 
 
 @pytest.mark.django_db
-def test_the_node_table_gives_offsets_tokens_window_model_and_whether_it_is_current(admin_client, agent, built):
+def test_the_node_table_gives_offsets_tokens_window_model_and_whether_it_is_current(
+    admin_client, agent, built
+):
     memory = built(agent, prose(200))
     nodes = services.record_nodes(MEMORY, memory.pk)
     body = admin_client.get(change_url(memory)).content.decode()
-    assert f"{len(nodes)} nodes made by hash-{DIMENSIONS} (the current model), each cut against a {WINDOW}-token window" in body
+    assert (
+        f"{len(nodes)} nodes made by hash-{DIMENSIONS} (the current model), each cut against a "
+        f"{WINDOW}-token window" in body
+    )
     rows = re.findall(r'<tr data-node="(\d+)">(.*?)</tr>', body, re.S)
     assert [int(index) for index, _ in rows] == [node.node_index for node in nodes]
     for (_index, row), node in zip(rows, nodes, strict=True):
         cells = [re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<td>(.*?)</td>", row, re.S)]
-        assert cells == [f"#{node.node_index}: characters {node.start_char}–{node.end_char}", str(node.token_count),
-                         str(WINDOW), f"hash-{DIMENSIONS}", "yes"]
+        assert cells == [
+            f"#{node.node_index}: characters {node.start_char}–{node.end_char}",
+            str(node.token_count),
+            str(WINDOW),
+            f"hash-{DIMENSIONS}",
+            "yes",
+        ]
     assert body.count('class="rs-swatch') == len(nodes)
 
 
@@ -161,9 +179,11 @@ def test_a_record_without_nodes_says_whether_it_needs_none_or_misses_them(admin_
         assert len(spans) == 1 and spans[0]["text"] == record.text and "rs-node-whole" in spans[0]["class"]
     body = admin_client.get(change_url(short)).content.decode()
     assert "No nodes, and none needed: the record fits the 40-token window" in body
-    assert "(9 tokens)" in body and 'data-state="fits"' in body and "<table class=\"rs-node-table\"" not in body
+    assert "(9 tokens)" in body and 'data-state="fits"' in body and '<table class="rs-node-table"' not in body
     body = admin_client.get(change_url(missing)).content.decode()
-    assert "Nodes missing: the record runs past the 40-token window" in body and 'data-state="missing"' in body
+    assert (
+        "Nodes missing: the record runs past the 40-token window" in body and 'data-state="missing"' in body
+    )
     assert f'href="{HEALTH}"' in body
 
 
@@ -212,8 +232,11 @@ def test_the_changelists_count_nodes_and_link_to_the_health_page(admin_client, a
 
 
 def run_action(client, model, records):
-    return client.post(changelist_url(model), {"action": "repair_missing_nodes",
-                                               "_selected_action": [record.pk for record in records]}, follow=True)
+    return client.post(
+        changelist_url(model),
+        {"action": "repair_missing_nodes", "_selected_action": [record.pk for record in records]},
+        follow=True,
+    )
 
 
 @pytest.mark.django_db
@@ -228,7 +251,10 @@ def test_the_repair_action_builds_the_selected_long_records_without_nodes(admin_
     said = texts(response)
     names = f"mem:{long_ones[0].pk}, mem:{long_ones[1].pk}"
     assert any(m.startswith(f"Built the nodes of 2 records ({names};") for m in said), said
-    assert "1 record already had nodes of the current model; 1 record fits the window and needs no nodes." in said
+    assert (
+        "1 record already had nodes of the current model; 1 record fits the window and needs no nodes."
+        in said
+    )
     for record in long_ones:
         nodes = services.record_nodes(MEMORY, record.pk)
         assert len(nodes) > 1 and nodes[0].start_char == 0 and nodes[-1].end_char == len(record.text)
@@ -296,7 +322,9 @@ def test_repair_now_builds_the_missing_nodes_and_says_what_it_did(admin_client, 
     response = admin_client.post(HEALTH, follow=True)
     assert response.redirect_chain == [(HEALTH, 302)]
     said = texts(response)
-    assert len(said) == 1 and said[0].startswith(f"Repair: built the nodes of 2 records (mem:{memory.pk}, ep:{episode.pk};")
+    assert len(said) == 1 and said[0].startswith(
+        f"Repair: built the nodes of 2 records (mem:{memory.pk}, ep:{episode.pk};"
+    )
     assert said[0].endswith("; 0 remain.")
     assert services.record_nodes(MEMORY, memory.pk) and services.record_nodes(EPISODE, episode.pk)
     assert services.check_health()["missing_nodes"] == 0
@@ -320,9 +348,20 @@ def test_repair_now_repairs_at_most_fifty_records_a_run(admin_client, agent):
 @pytest.mark.django_db
 def test_repair_now_removes_orphan_nodes(admin_client, agent, built):
     memory = built(agent, prose(200))
-    RecordNode.objects.create(parent_kind=MEMORY, parent_id=memory.pk + 1000, node_index=0, start_char=0,
-                              end_char=5, token_count=3, window=WINDOW, embedding_model=f"hash-{DIMENSIONS}")
-    assert '<span class="rs-count">1</span> nodes whose record is gone' in admin_client.get(HEALTH).content.decode()
+    RecordNode.objects.create(
+        parent_kind=MEMORY,
+        parent_id=memory.pk + 1000,
+        node_index=0,
+        start_char=0,
+        end_char=5,
+        token_count=3,
+        window=WINDOW,
+        embedding_model=f"hash-{DIMENSIONS}",
+    )
+    assert (
+        '<span class="rs-count">1</span> nodes whose record is gone'
+        in admin_client.get(HEALTH).content.decode()
+    )
     said = texts(admin_client.post(HEALTH, follow=True))
     assert said == ["Repair: removed 1 orphan node; 0 remain."]
 
@@ -335,7 +374,9 @@ def test_the_health_page_with_an_embedder_that_cannot_count(admin_client, agent,
     assert "the model cannot count tokens, so no nodes can be built" in body
     assert 'id="repair-now" disabled' in body
     said = texts(admin_client.post(HEALTH, follow=True))
-    assert said == ["Nothing was repaired: the embedding model cannot count tokens, so no nodes can be built."]
+    assert said == [
+        "Nothing was repaired: the embedding model cannot count tokens, so no nodes can be built."
+    ]
 
 
 # --- Staff only, CSRF, no paths ------------------------------------------------------------------
@@ -377,7 +418,9 @@ def test_staff_need_the_memory_permissions(client, staff_user, agent):
     assert "repair_missing_nodes" not in client.get(changelist_url(Memory)).content.decode()
     run_action(client, Memory, Memory.objects.all())
     assert not RecordNode.objects.exists()
-    staff_user.user_permissions.add(*Permission.objects.filter(codename__in=["change_memory", "change_episode"]))
+    staff_user.user_permissions.add(
+        *Permission.objects.filter(codename__in=["change_memory", "change_episode"])
+    )
     client.post(HEALTH)
     assert RecordNode.objects.exists()
 
@@ -388,8 +431,12 @@ def test_posts_without_a_csrf_token_are_refused(admin_user, agent):
     client = Client(enforce_csrf_checks=True)
     client.force_login(admin_user)
     assert client.post(HEALTH).status_code == 403
-    assert client.post(changelist_url(Memory), {"action": "repair_missing_nodes",
-                                                "_selected_action": [memory.pk]}).status_code == 403
+    assert (
+        client.post(
+            changelist_url(Memory), {"action": "repair_missing_nodes", "_selected_action": [memory.pk]}
+        ).status_code
+        == 403
+    )
     assert not RecordNode.objects.exists()
 
 
@@ -398,7 +445,13 @@ def test_no_memory_page_shows_a_filesystem_path(admin_client, agent, built, sett
     memory = built(agent, prose(200))
     episode = unbuilt(agent, prose(200, seed=1), kind=EPISODE)
     forbidden = [str(settings.BASE_DIR), str(settings.DATA_DIR), str(settings.MEDIA_ROOT), str(tmp_path)]
-    for page in [changelist_url(Memory), changelist_url(Episode), change_url(memory), change_url(episode), HEALTH]:
+    for page in [
+        changelist_url(Memory),
+        changelist_url(Episode),
+        change_url(memory),
+        change_url(episode),
+        HEALTH,
+    ]:
         body = admin_client.get(page).content.decode()
         assert not [f for f in forbidden if f in body], page
     body = admin_client.post(HEALTH, follow=True).content.decode()
@@ -406,7 +459,6 @@ def test_no_memory_page_shows_a_filesystem_path(admin_client, agent, built, sett
 
 
 # --- In a browser ------------------------------------------------------------------------------
-
 
 
 @pytest.mark.browser

@@ -37,7 +37,9 @@ def test_an_answer_in_no_paragraph_counts_as_zero_and_a_share_of_0_bounds_nothin
     assert band([0.5], [0.1], keep=1.0, stop=0.0) == (-math.inf, 0.5)
 
 
-@pytest.mark.parametrize(("answers", "controls", "keep"), [([], [0.1], 0.95), ([0.2], [], 0.95), ([0.2], [0.1], 1.5)])
+@pytest.mark.parametrize(
+    ("answers", "controls", "keep"), [([], [0.1], 0.95), ([0.2], [], 0.95), ([0.2], [0.1], 1.5)]
+)
 def test_a_band_of_nothing_or_of_shares_outside_0_to_1_is_refused(answers, controls, keep):
     with pytest.raises(ValueError, match="a band needs"):
         band(answers, controls, keep=keep)

@@ -12,7 +12,10 @@ from collections_app.services.builds import request_build
 
 pytestmark = pytest.mark.django_db
 
-LEAVE = {"leave.md": "# Leave\n\nCarry-over of annual leave is capped at five days a year.\n", "bad.pdf": b"garbage"}
+LEAVE = {
+    "leave.md": "# Leave\n\nCarry-over of annual leave is capped at five days a year.\n",
+    "bad.pdf": b"garbage",
+}
 
 
 @pytest.fixture
@@ -30,10 +33,20 @@ def caller(client):
 
 
 def test_a_collection_is_created_from_a_folder_under_the_root_built_and_its_outcome_read(
-        caller, knowledge_root, tmp_path, django_capture_on_commit_callbacks):
+    caller, knowledge_root, tmp_path, django_capture_on_commit_callbacks
+):
     knowledge_root("helpdesk", "hr-share", LEAVE)
-    created = caller("post", "/collections", {"name": "handbook", "folder": "hr-share", "built_from": "the HR share",
-                                              "method": "fixed", "per_reader": False})
+    created = caller(
+        "post",
+        "/collections",
+        {
+            "name": "handbook",
+            "folder": "hr-share",
+            "built_from": "the HR share",
+            "method": "fixed",
+            "per_reader": False,
+        },
+    )
     assert created.status_code == 201, created.content
     assert created.json()["folder"] == "hr-share" and created.json()["built"] is None
 
@@ -69,7 +82,9 @@ def test_refused_is_null_until_a_build_records_it(caller, knowledge_root):
     assert answer["status"] == "queued" and answer["refused"] is None and answer["passages"] == 0
 
 
-def test_creating_a_collection_refuses_a_taken_name_or_a_missing_folder_with_409(caller, knowledge_root, tmp_path):
+def test_creating_a_collection_refuses_a_taken_name_or_a_missing_folder_with_409(
+    caller, knowledge_root, tmp_path
+):
     knowledge_root("helpdesk", "hr-share", LEAVE)
     assert caller("post", "/collections/", {"name": "handbook", "folder": "hr-share"}).status_code == 201
     taken = caller("post", "/collections", {"name": "handbook"})
@@ -120,7 +135,10 @@ def test_unknown_body_fields_are_422_naming_them(caller, knowledge_root):
     caller("post", "/collections", {"name": "handbook", "folder": "docs"})
     response = caller("post", "/collections/handbook/search", {"question": "leave", "top_k": 3})
     assert response.status_code == 422
-    assert response.json()["error"]["code"] == "unknown_fields" and "'top_k'" in response.json()["error"]["message"]
+    assert (
+        response.json()["error"]["code"] == "unknown_fields"
+        and "'top_k'" in response.json()["error"]["message"]
+    )
     created = caller("post", "/collections", {"name": "x", "path": "/etc"})
     assert created.status_code == 422 and "'path'" in created.json()["error"]["message"]
 
@@ -141,8 +159,14 @@ def test_both_spellings_of_the_collections_list_work(caller):
 def test_the_schema_has_readable_operation_ids_and_declares_error_responses(client):
     schema = client.get("/api/v1/openapi.json").json()
     operations = {op["operationId"]: op for path in schema["paths"].values() for op in path.values()}
-    assert {"search_collection", "create_collection", "build_collection", "read_build", "list_builds",
-            "recall_records"} <= set(operations)
+    assert {
+        "search_collection",
+        "create_collection",
+        "build_collection",
+        "read_build",
+        "list_builds",
+        "recall_records",
+    } <= set(operations)
     search = operations["search_collection"]
     assert {"200", "400", "401", "404", "409", "422", "429"} <= set(search["responses"])
     error = search["responses"]["404"]["content"]["application/json"]["schema"]

@@ -60,8 +60,12 @@ def test_a_pdf_that_loops_is_stopped_at_the_time_limit(roomy_extractor, tmp_path
 
 
 def test_after_a_killed_child_the_next_document_is_read_by_a_fresh_one(roomy_extractor, tmp_path):
-    assert _refused(roomy_extractor, "loop.pdf", looping_pdf(tmp_path / "loop.pdf").read_bytes())[0] == TIMED_OUT
-    assert roomy_extractor.extract("after.md", b"# After\n\nStill reading.").text == "# After\n\nStill reading."
+    assert (
+        _refused(roomy_extractor, "loop.pdf", looping_pdf(tmp_path / "loop.pdf").read_bytes())[0] == TIMED_OUT
+    )
+    assert (
+        roomy_extractor.extract("after.md", b"# After\n\nStill reading.").text == "# After\n\nStill reading."
+    )
 
 
 def test_after_a_child_reaches_its_memory_cap_the_next_document_is_read_by_a_fresh_one(extractor, tmp_path):
@@ -106,7 +110,9 @@ def test_a_worker_holding_over_1024_descriptors_still_reads_through_its_child():
             held.append(os.open(os.devnull, os.O_RDONLY))
         bounded = BoundedExtractor(LIMITS)
         try:
-            assert bounded.extract("after.md", b"# After\n\nStill reading.").text == "# After\n\nStill reading."
+            assert (
+                bounded.extract("after.md", b"# After\n\nStill reading.").text == "# After\n\nStill reading."
+            )
         finally:
             bounded.close()
     finally:
@@ -116,9 +122,11 @@ def test_a_worker_holding_over_1024_descriptors_still_reads_through_its_child():
 
 
 def test_the_stderr_summary_keeps_the_last_line_and_drops_paths():
-    traceback = (b'Traceback (most recent call last):\n  File "/srv/ragsite/.venv/lib/python3.12/runpy.py", line 198\n'
-                 b"    return _run_code(code)\n           ^^^^^^^^^^^^^^\n"
-                 b"OSError: [Errno 24] Too many open files: '/srv/ragsite/data/knowledge/a.pdf'\n")
+    traceback = (
+        b'Traceback (most recent call last):\n  File "/srv/ragsite/.venv/lib/python3.12/runpy.py", line 198\n'
+        b"    return _run_code(code)\n           ^^^^^^^^^^^^^^\n"
+        b"OSError: [Errno 24] Too many open files: '/srv/ragsite/data/knowledge/a.pdf'\n"
+    )
     summary = stderr_summary(traceback)
     assert "OSError: [Errno 24] Too many open files: '<path>'" in summary and "/srv" not in summary
     assert stderr_summary(b"") == "nothing on stderr"
@@ -129,7 +137,10 @@ def test_the_stderr_summary_keeps_the_last_line_and_drops_paths():
 def test_a_build_refuses_each_hostile_file_by_name_in_bounded_time_and_reads_the_rest(
     agent, knowledge_folder, settings, caplog
 ):
-    settings.EXTRACT_TIMEOUT, settings.EXTRACT_MEMORY_MB = LIMITS.seconds, LIMITS.memory_bytes // (1024 * 1024)
+    settings.EXTRACT_TIMEOUT, settings.EXTRACT_MEMORY_MB = (
+        LIMITS.seconds,
+        LIMITS.memory_bytes // (1024 * 1024),
+    )
     forged = "inj\n2026-12-01 07:00:00,000 CRITICAL ragsite.fake forged line.exe"
     folder = knowledge_folder("hostile", {"good.md": "# Good\n\nThe canteen opens at eight.", forged: "x"})
     zip_bomb_docx(folder / "bomb.docx", expanded_mb=300)
@@ -155,7 +166,10 @@ def test_a_build_refuses_each_hostile_file_by_name_in_bounded_time_and_reads_the
     categories = {"bomb.docx": TOO_LARGE, "loop.pdf": TIMED_OUT, "big.txt": TOO_LARGE, shown_bad: BAD_NAME}
     for name, category in categories.items():
         assert run.refusal_reasons[name] == category
-        assert any(w.startswith(f"{name} was refused ({category})") for w in run.warnings), (name, run.warnings)
+        assert any(w.startswith(f"{name} was refused ({category})") for w in run.warnings), (
+            name,
+            run.warnings,
+        )
     # Names the store cannot hold get no Document row; the log shows them escaped.
     assert not Document.objects.filter(collection=collection, name__startswith="ddd").exists()
     assert "'bad\ufffdname.md'" in caplog.text and "\udcff" not in caplog.text

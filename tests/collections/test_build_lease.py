@@ -40,7 +40,9 @@ def _texts(collection):
 @pytest.mark.django_db
 def test_a_build_failed_by_the_sweep_never_commits_over_the_newer_build(agent, knowledge_folder, settings):
     collection = create_collection(agent=agent, name="race", method="fixed", size=200)
-    folder = knowledge_folder("race", {"good.md": "The answer is SEVENTEEN.", "slow.md": "A long document. " * 40})
+    folder = knowledge_folder(
+        "race", {"good.md": "The answer is SEVENTEEN.", "slow.md": "A long document. " * 40}
+    )
     fired = []
 
     def meanwhile(run):
@@ -149,10 +151,13 @@ def test_the_sweep_is_a_schedule_made_by_migrate_and_it_fails_dead_builds(agent,
     assert ensure_schedules() == [SWEEP_STALE_BUILDS] and ensure_schedules() == []
 
     collection = create_collection(agent=agent, name="dead", method="fixed", size=200)
-    knowledge_folder("dead", {"a.md": "# A\n\nText.\n"})  # a build with no source is refused before it is queued
+    knowledge_folder(
+        "dead", {"a.md": "# A\n\nText.\n"}
+    )  # a build with no source is refused before it is queued
     dead = request_build(collection=collection, enqueue=False)
     BuildRun.objects.filter(pk=dead.pk).update(
-        status=BuildRun.RUNNING, heartbeat_at=timezone.now() - timedelta(seconds=settings.BUILD_HEARTBEAT_TIMEOUT + 5)
+        status=BuildRun.RUNNING,
+        heartbeat_at=timezone.now() - timedelta(seconds=settings.BUILD_HEARTBEAT_TIMEOUT + 5),
     )
     assert sweep_stale_builds() == 1
     dead.refresh_from_db()

@@ -27,12 +27,17 @@ CHAPTER = (
 
 def test_the_title_is_the_opening_heading_a_first_level_heading_a_title_line_or_the_name():
     assert document_title("x.md", "\n# Routine Vacuuming\n\ntext") == "Routine Vacuuming"
-    assert document_title("travel.html", "Intranet home\n\n# Travel policy\n\n## Booking\n\nx") == "Travel policy"
+    assert (
+        document_title("travel.html", "Intranet home\n\n# Travel policy\n\n## Booking\n\nx")
+        == "Travel policy"
+    )
     assert document_title("4983.txt", "Vitamin D and falls\n\nAn abstract.") == "Vitamin D and falls"
     assert document_title("policies/travel-policy_2024.txt", "Trips are booked early.\nBy the desk.") == (
         "travel policy 2024"
     )
-    assert document_title("4983.txt", "An abstract with no title.\nIt goes on.") == ""  # a number names nothing
+    assert (
+        document_title("4983.txt", "An abstract with no title.\nIt goes on.") == ""
+    )  # a number names nothing
     assert document_title("long.txt", "x" * 300 + "\n\nbody") == "long"
 
 
@@ -49,7 +54,10 @@ def test_the_section_path_follows_heading_levels_and_ignores_code_fences():
 
 
 def test_the_context_joins_title_and_path_without_repeating_the_title():
-    assert paragraph_context("Routine Vacuuming", ["Routine Vacuuming", "Wraparound"]) == "Routine Vacuuming › Wraparound"
+    assert (
+        paragraph_context("Routine Vacuuming", ["Routine Vacuuming", "Wraparound"])
+        == "Routine Vacuuming › Wraparound"
+    )
     assert paragraph_context("", []) == ""
     assert contexts_for("c.md", CHAPTER, [CHAPTER.index("Freeze")]) == ["Routine Vacuuming › Wraparound"]
     assert embedding_text("Freeze old rows.", "Routine Vacuuming › Wraparound") == (
@@ -86,8 +94,14 @@ def test_a_build_stores_the_context_embeds_it_and_search_returns_the_paragraph_a
 
     # Only the title and section say "routine vacuuming": the context makes the paragraph findable,
     # and the answer carries the paragraph's own text.
-    answer = search_collection(agent=agent, collection="manual", question="routine vacuuming temporary tables",
-                               mode="lexical", around=0, min_score=0)
+    answer = search_collection(
+        agent=agent,
+        collection="manual",
+        question="routine vacuuming temporary tables",
+        mode="lexical",
+        around=0,
+        min_score=0,
+    )
     assert "cannot be accessed" in answer["paragraphs"][0]["text"]
     assert all("›" not in p["text"] for p in answer["paragraphs"])
 

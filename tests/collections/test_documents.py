@@ -28,13 +28,17 @@ pytestmark = pytest.mark.django_db
 
 
 def texts(agent, question, **kwargs):
-    answer = search_collection(agent=agent, collection="handbook", question=question, min_score=0, most=50, **kwargs)
+    answer = search_collection(
+        agent=agent, collection="handbook", question=question, min_score=0, most=50, **kwargs
+    )
     return " ".join(p["text"] for p in answer["paragraphs"])
 
 
 def test_a_disabled_paragraph_is_never_searched(agent, handbook):
     assert "five days" in texts(agent, "carry-over annual leave five days", around=0)
-    changed = set_paragraphs_enabled(paragraphs=Paragraph.objects.filter(text__contains="five days"), enabled=False)
+    changed = set_paragraphs_enabled(
+        paragraphs=Paragraph.objects.filter(text__contains="five days"), enabled=False
+    )
     assert changed == 1
     assert "five days" not in texts(agent, "carry-over annual leave five days", around=0)
     set_paragraphs_enabled(paragraphs=Paragraph.objects.filter(text__contains="five days"), enabled=True)
@@ -68,7 +72,9 @@ def test_a_disabled_document_stays_disabled_across_rebuilds(agent, handbook):
 def test_searchable_paragraphs_leave_out_disabled_and_in_review(handbook):
     total = Paragraph.objects.filter(collection=handbook).count()
     assert searchable_paragraphs(handbook) == total
-    set_paragraphs_enabled(paragraphs=Paragraph.objects.filter(text__contains="Badges are worn"), enabled=False)
+    set_paragraphs_enabled(
+        paragraphs=Paragraph.objects.filter(text__contains="Badges are worn"), enabled=False
+    )
     Document.objects.filter(collection=handbook, name="travel.md").update(status=Document.NEEDS_REVIEW)
     travel = Paragraph.objects.filter(document__name="travel.md").count()
     assert searchable_paragraphs(handbook) == total - 1 - travel
@@ -81,8 +87,10 @@ def test_deleting_a_document_takes_its_paragraphs_out_of_search_at_once(agent, h
     assert "Mileage" not in texts(agent, "mileage reimbursed per kilometre")
     handbook.refresh_from_db()
     assert "travel.md was deleted" in handbook.rebuild_needed
-    assert CollectionBuilt.objects.get(collection=handbook).passages == Paragraph.objects.filter(
-        collection=handbook).count()
+    assert (
+        CollectionBuilt.objects.get(collection=handbook).passages
+        == Paragraph.objects.filter(collection=handbook).count()
+    )
 
 
 def test_the_last_document_of_a_built_collection_cannot_be_deleted(agent, handbook):
@@ -106,8 +114,13 @@ def test_a_document_of_an_unbuilt_collection_can_always_be_deleted(agent):
 def test_deleting_a_collection_takes_everything_and_the_summary_counts_it_first(handbook):
     MeasureRun.objects.create(collection=handbook)
     summary = deletion_summary(collections=[handbook])
-    assert summary == {"collections": 1, "documents": 3, "uploads": 0,
-                       "paragraphs": Paragraph.objects.filter(collection=handbook).count(), "measure_runs": 1}
+    assert summary == {
+        "collections": 1,
+        "documents": 3,
+        "uploads": 0,
+        "paragraphs": Paragraph.objects.filter(collection=handbook).count(),
+        "measure_runs": 1,
+    }
     delete_collection(collection=handbook, by="librarian")
     assert not Collection.objects.filter(pk=handbook.pk).exists()
     assert not Paragraph.objects.exists() and not Document.objects.exists() and not BuildRun.objects.exists()
@@ -115,7 +128,8 @@ def test_deleting_a_collection_takes_everything_and_the_summary_counts_it_first(
 
 def test_deleting_the_last_searchable_document_is_refused_but_one_in_review_may_go(agent, handbook):
     Document.objects.filter(collection=handbook, name__in=["security.md", "travel.md"]).update(
-        status=Document.NEEDS_REVIEW)
+        status=Document.NEEDS_REVIEW
+    )
     with pytest.raises(EmptyBuild, match="no search reads"):
         delete_document(document=handbook.documents.get(name="leave.md"))
     Document.objects.filter(collection=handbook, name="leave.md").update(status=Document.NEEDS_REVIEW)

@@ -29,7 +29,9 @@ def test_embeddings_answer_in_the_openai_shape_and_match_the_model(client, raw_k
     body = response.json()
     assert body["model"] == "hash-64" and [d["index"] for d in body["data"]] == [0, 1]
     served = np.array([d["embedding"] for d in body["data"]], dtype=np.float32)
-    np.testing.assert_allclose(served, embedding.get_embedder().embed(["carry-over days", "badges"]), atol=1e-6)
+    np.testing.assert_allclose(
+        served, embedding.get_embedder().embed(["carry-over days", "badges"]), atol=1e-6
+    )
     assert body["usage"]["prompt_tokens"] == 2 + 2 + 1 + 2
 
 
@@ -54,16 +56,19 @@ def test_tokenize_gives_ids_and_offsets(client, raw_key):
     assert body["offsets"][1:3] == [[0, 5], [6, 10]]
 
 
-@pytest.mark.parametrize("path,payload,status", [
-    ("/v1/embeddings", {"input": []}, 400),
-    ("/v1/embeddings", {"input": [1, 2]}, 400),
-    ("/v1/embeddings", {"input": ["x"] * 513}, 400),
-    ("/v1/embeddings", {"input": "x", "model": "gpt-9"}, 404),
-    ("/v1/embeddings", "{broken", 400),
-    ("/count_tokens", {"text": "x", "window": 1}, 400),
-    ("/count_tokens", {"text": 5}, 400),
-    ("/v1/tokenize", {"input": "x" * 100_001}, 400),
-])
+@pytest.mark.parametrize(
+    "path,payload,status",
+    [
+        ("/v1/embeddings", {"input": []}, 400),
+        ("/v1/embeddings", {"input": [1, 2]}, 400),
+        ("/v1/embeddings", {"input": ["x"] * 513}, 400),
+        ("/v1/embeddings", {"input": "x", "model": "gpt-9"}, 404),
+        ("/v1/embeddings", "{broken", 400),
+        ("/count_tokens", {"text": "x", "window": 1}, 400),
+        ("/count_tokens", {"text": 5}, 400),
+        ("/v1/tokenize", {"input": "x" * 100_001}, 400),
+    ],
+)
 def test_bad_requests_get_the_error_shape(client, raw_key, path, payload, status):
     response = post(client, path, payload, raw_key)
     assert response.status_code == status
@@ -95,4 +100,6 @@ def test_the_http_backend_reproduces_the_real_local_model(live_server, settings)
     served = remote.embed(texts)
     assert np.min(np.sum(local * served, axis=1)) > 0.99999
     assert remote.count_tokens("x " * 400) == embedding.get_embedder().count_tokens("x " * 400)
-    assert remote.window_end_char("x " * 400, 256) == embedding.get_embedder().window_end_char("x " * 400, 256)
+    assert remote.window_end_char("x " * 400, 256) == embedding.get_embedder().window_end_char(
+        "x " * 400, 256
+    )

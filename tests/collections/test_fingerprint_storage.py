@@ -32,7 +32,9 @@ def stored(column: str = "fingerprint") -> dict[int, object]:
     """What the row itself holds, read past the model field."""
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT id, {column} FROM agents_chunks")
-        return {pk: bytes(value) if isinstance(value, memoryview) else value for pk, value in cursor.fetchall()}
+        return {
+            pk: bytes(value) if isinstance(value, memoryview) else value for pk, value in cursor.fetchall()
+        }
 
 
 class Counting:
@@ -65,10 +67,16 @@ def test_the_row_holds_the_digests_32_bytes_and_the_code_reads_and_finds_it_by_i
         assert paragraph.fingerprint == sha256(paragraph.text)
         assert raw[paragraph.pk] == bytes.fromhex(paragraph.fingerprint) and len(raw[paragraph.pk]) == 32
     first = paragraphs[0]
-    assert list(Paragraph.objects.filter(fingerprint=first.fingerprint).values_list("pk", flat=True)) == [first.pk]
-    assert Paragraph.objects.filter(fingerprint__in=[p.fingerprint for p in paragraphs]).count() == len(paragraphs)
+    assert list(Paragraph.objects.filter(fingerprint=first.fingerprint).values_list("pk", flat=True)) == [
+        first.pk
+    ]
+    assert Paragraph.objects.filter(fingerprint__in=[p.fingerprint for p in paragraphs]).count() == len(
+        paragraphs
+    )
     first.labels.add(Label.objects.create(name="hr"))  # read through a join, it is hex as well
-    assert list(Paragraph.labels.through.objects.values_list("paragraph__fingerprint", flat=True)) == [first.fingerprint]
+    assert list(Paragraph.labels.through.objects.values_list("paragraph__fingerprint", flat=True)) == [
+        first.fingerprint
+    ]
     (dumped,) = json.loads(serializers.serialize("json", [first]))  # dumpdata spells it as hex too
     assert dumped["fields"]["fingerprint"] == first.fingerprint
 
@@ -90,27 +98,45 @@ def test_the_migration_converts_a_built_store_both_ways_and_builds_still_reuse_c
     agent, leave_and_security, monkeypatch
 ):
     collection, folder = leave_and_security
-    Paragraph.objects.get(collection=collection, text__contains="five days").labels.add(Label.objects.create(name="hr"))
+    Paragraph.objects.get(collection=collection, text__contains="five days").labels.add(
+        Label.objects.create(name="hr")
+    )
     Paragraph.objects.filter(collection=collection, text__contains="Badges").update(enabled=False)
-    before = {p.pk: (p.text, p.fingerprint, bytes(p.embedding)) for p in Paragraph.objects.filter(collection=collection)}
+    before = {
+        p.pk: (p.text, p.fingerprint, bytes(p.embedding))
+        for p in Paragraph.objects.filter(collection=collection)
+    }
 
     # Back to the store as it was: every fingerprint spelled as hex in the row again.
     executor = MigrationExecutor(connection)
     executor.migrate(HEX_STATE)
     assert stored() == {pk: fingerprint for pk, (_text, fingerprint, _vector) in before.items()}
     Old = executor.loader.project_state(HEX_STATE).apps.get_model("collections_app", "Paragraph")
-    odd = Old.objects.create(agent_id=agent.agent_id, collection_id=collection.pk,
-                             document_id=Old.objects.get(pk=next(iter(before))).document_id,
-                             ordinal=99, index=99, text="an odd row", start_char=0, end_char=10, fingerprint="f")
+    odd = Old.objects.create(
+        agent_id=agent.agent_id,
+        collection_id=collection.pk,
+        document_id=Old.objects.get(pk=next(iter(before))).document_id,
+        ordinal=99,
+        index=99,
+        text="an odd row",
+        start_char=0,
+        end_char=10,
+        fingerprint="f",
+    )
 
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())
     raw = stored()
-    assert {pk: raw[pk] for pk in before} == {pk: bytes.fromhex(fp) for pk, (_text, fp, _vector) in before.items()}
+    assert {pk: raw[pk] for pk in before} == {
+        pk: bytes.fromhex(fp) for pk, (_text, fp, _vector) in before.items()
+    }
     # A value no build writes is what the fingerprint is: the text's SHA-256.
     assert Paragraph.objects.get(pk=odd.pk).fingerprint == sha256("an odd row")
     Paragraph.objects.filter(pk=odd.pk).delete()
-    after = {p.pk: (p.text, p.fingerprint, bytes(p.embedding)) for p in Paragraph.objects.filter(collection=collection)}
+    after = {
+        p.pk: (p.text, p.fingerprint, bytes(p.embedding))
+        for p in Paragraph.objects.filter(collection=collection)
+    }
     assert after == before
 
     # The converted rows still do their work: an edited document re-embeds only its new paragraph,
@@ -125,8 +151,13 @@ def test_the_migration_converts_a_built_store_both_ways_and_builds_still_reuse_c
     assert kept.fingerprint == before_fingerprint(before, "five days")
     assert list(kept.labels.values_list("name", flat=True)) == ["hr"]
     assert not Paragraph.objects.get(collection=collection, text__contains="Badges").enabled
-    found = search_collection(agent=agent, collection=collection, question="how many days of leave carry over",
-                              mode="lexical", min_score=0)
+    found = search_collection(
+        agent=agent,
+        collection=collection,
+        question="how many days of leave carry over",
+        mode="lexical",
+        min_score=0,
+    )
     assert "five days" in found["paragraphs"][0]["text"]
 
 
@@ -150,7 +181,11 @@ def _indexes(model) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
         if index.condition is None:
             plain.append(columns(index.fields))
     for constraint in model._meta.constraints:
-        if isinstance(constraint, models.UniqueConstraint) and constraint.condition is None and constraint.fields:
+        if (
+            isinstance(constraint, models.UniqueConstraint)
+            and constraint.condition is None
+            and constraint.fields
+        ):
             unique.append(columns(constraint.fields))
     return plain, unique
 
@@ -169,7 +204,9 @@ def test_no_index_of_the_collections_app_is_led_by_another_on_its_table():
 
 
 @pytest.mark.django_db
-def test_the_look_ups_those_indexes_served_still_search_an_index_and_never_scan_a_table(leave_and_security, agent):
+def test_the_look_ups_those_indexes_served_still_search_an_index_and_never_scan_a_table(
+    leave_and_security, agent
+):
     """The unique constraints and indexes left take over the dropped indexes' look-ups (SQLite's plans)."""
     if connection.vendor != "sqlite":
         pytest.skip("reads SQLite's query plans")
@@ -177,9 +214,11 @@ def test_the_look_ups_those_indexes_served_still_search_an_index_and_never_scan_
     document = collection.documents.first()
     queries = {
         "the reuse look-up": Paragraph.objects.filter(collection=collection, document__built_model="m")
-        .order_by("ordinal").values_list("fingerprint", "context", "embedding"),
-        "labels by fingerprint": Paragraph.labels.through.objects.filter(paragraph__document=document)
-        .values_list("paragraph__fingerprint", "label_id"),
+        .order_by("ordinal")
+        .values_list("fingerprint", "context", "embedding"),
+        "labels by fingerprint": Paragraph.labels.through.objects.filter(
+            paragraph__document=document
+        ).values_list("paragraph__fingerprint", "label_id"),
         "a collection's documents": collection.documents.all(),
         "its refused documents": collection.documents.filter(status="refused"),
         "an agent's collections": agent.collections.all(),

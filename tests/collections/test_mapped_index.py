@@ -31,8 +31,12 @@ def write(tmp_path, texts, vectors=None, block=2, dimensions=4, key="b1"):
     vectors = vectors if vectors is not None else [None] * len(texts)
     for start in range(0, len(texts), block):
         part = range(start, min(start + block, len(texts)))
-        writer.add([100 + i for i in part], [i // 2 for i in part], [terms(texts[i]) for i in part],
-                   [vectors[i] for i in part])
+        writer.add(
+            [100 + i for i in part],
+            [i // 2 for i in part],
+            [terms(texts[i]) for i in part],
+            [vectors[i] for i in part],
+        )
     return MappedIndex(writer.write(tmp_path, key))
 
 
@@ -40,7 +44,13 @@ def write(tmp_path, texts, vectors=None, block=2, dimensions=4, key="b1"):
 def test_scores_equal_the_seed_bm25_whatever_the_blocks_it_was_written_in(tmp_path, block):
     index = write(tmp_path, TEXTS, block=block)
     reference = BM25Index.from_texts(TEXTS)
-    for question in ["annual leave", "trains per kilometre", "straße ärger", "nothing here", "leave leave days"]:
+    for question in [
+        "annual leave",
+        "trains per kilometre",
+        "straße ärger",
+        "nothing here",
+        "leave leave days",
+    ]:
         scores, upper = index.bm25(terms(question))
         assert np.array_equal(scores, reference.scores(terms(question)))
         assert upper == reference.upper_bound(terms(question))
@@ -72,8 +82,10 @@ def test_weights_written_in_blocks_and_an_index_written_without_them_score_the_s
 
 
 @settings(max_examples=40, deadline=None)
-@given(mask=st.lists(st.booleans(), min_size=len(TEXTS), max_size=len(TEXTS)).filter(any),
-       question=st.sampled_from(["annual leave days", "trains encryption", "april manager leave"]))
+@given(
+    mask=st.lists(st.booleans(), min_size=len(TEXTS), max_size=len(TEXTS)).filter(any),
+    question=st.sampled_from(["annual leave days", "trains encryption", "april manager leave"]),
+)
 def test_a_views_statistics_are_those_of_its_rows_alone(tmp_path_factory, mask, question):
     """BM25 over a subset's view equals BM25 of an index built from that subset only."""
     index = write(tmp_path_factory.mktemp("v"), TEXTS)
@@ -104,13 +116,17 @@ def test_a_paragraph_scores_its_first_window_and_a_share_of_a_better_later_one_a
     writer.add([1, 2, 3, 4, 5, 6], [0, 0, 1, 1, 2, 2], [terms(t) for t in TEXTS], vectors)
     half = MappedIndex(writer.write(tmp_path, "half"))
     assert half.vectors.dtype == np.float16
-    assert np.allclose(half.cosine(query), cosine, atol=1e-3) and np.array_equal(np.isneginf(half.cosine(query)),
-                                                                                  np.isneginf(cosine))
+    assert np.allclose(half.cosine(query), cosine, atol=1e-3) and np.array_equal(
+        np.isneginf(half.cosine(query)), np.isneginf(cosine)
+    )
 
 
 @settings(max_examples=200, deadline=None)
-@given(values=st.lists(st.sampled_from([0.0, 0.1, 0.5, 0.5, 0.9, 1.0]), min_size=0, max_size=40),
-       k=st.integers(1, 12), eligible_seed=st.integers(0, 2**31))
+@given(
+    values=st.lists(st.sampled_from([0.0, 0.1, 0.5, 0.5, 0.9, 1.0]), min_size=0, max_size=40),
+    k=st.integers(1, 12),
+    eligible_seed=st.integers(0, 2**31),
+)
 def test_top_rows_is_a_stable_full_sort_cut_at_k(values, k, eligible_seed):
     scores = np.asarray(values, dtype=np.float64)
     eligible = np.random.default_rng(eligible_seed).random(scores.size) < 0.7
@@ -120,8 +136,13 @@ def test_top_rows_is_a_stable_full_sort_cut_at_k(values, k, eligible_seed):
 
 
 @settings(max_examples=60, deadline=None)
-@given(size=st.integers(200, 5000), k=st.integers(1, 12), levels=st.sampled_from([0, 3, 50]),
-       zeros=st.floats(0, 1), seed=st.integers(0, 2**31))
+@given(
+    size=st.integers(200, 5000),
+    k=st.integers(1, 12),
+    levels=st.sampled_from([0, 3, 50]),
+    zeros=st.floats(0, 1),
+    seed=st.integers(0, 2**31),
+)
 def test_top_rows_over_many_rows_takes_the_sampled_threshold_and_stays_exact(size, k, levels, zeros, seed):
     """Long score arrays go through a strided sample first; ties and mostly-zero arrays included."""
     rng = np.random.default_rng(seed)
@@ -151,11 +172,16 @@ def test_a_part_deleted_under_a_load_makes_the_index_unusable_not_a_different_in
     # A search process mapping an index while another removes it must not read it without its
     # context (other scores, no error): the parts written are listed, and a missing one refuses.
     context = IndexWriter(4)
-    context.add([100 + i for i in range(len(TEXTS))], [0] * len(TEXTS), [terms("Handbook › Leave")] * len(TEXTS),
-                [None] * len(TEXTS))
+    context.add(
+        [100 + i for i in range(len(TEXTS))],
+        [0] * len(TEXTS),
+        [terms("Handbook › Leave")] * len(TEXTS),
+        [None] * len(TEXTS),
+    )
     writer = IndexWriter(4)
-    writer.add([100 + i for i in range(len(TEXTS))], [0] * len(TEXTS), [terms(t) for t in TEXTS],
-               [None] * len(TEXTS))
+    writer.add(
+        [100 + i for i in range(len(TEXTS))], [0] * len(TEXTS), [terms(t) for t in TEXTS], [None] * len(TEXTS)
+    )
     path = writer.write(tmp_path, "b1", parts={"context": context})
     assert MappedIndex(path).context is not None
     import shutil
@@ -197,7 +223,9 @@ def test_vectors_scored_in_blocks_equal_one_product_over_all_of_them(tmp_path, m
     vectors = rng.standard_normal((1000, 48)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     writer = IndexWriter(48, vector_dtype=dtype)
-    writer.add(list(range(1000)), [i // 10 for i in range(1000)], [terms("w")] * 1000, [v[None, :] for v in vectors])
+    writer.add(
+        list(range(1000)), [i // 10 for i in range(1000)], [terms("w")] * 1000, [v[None, :] for v in vectors]
+    )
     index = MappedIndex(writer.write(tmp_path, "b1"))
     members = np.sort(rng.choice(1000, size=777, replace=False))
     question = vectors[3]

@@ -15,8 +15,11 @@ from collections_app.services.measure_estimate import estimate_measure
 
 pytestmark = pytest.mark.django_db
 
-NOTES = {f"note-{n}.md": f"# Note {n}\n\nThe archive keeps box {n} on shelf {n * 3}.\n\n"
-         f"The canteen serves soup number {n} on day {n + 1}.\n" for n in range(8)}
+NOTES = {
+    f"note-{n}.md": f"# Note {n}\n\nThe archive keeps box {n} on shelf {n * 3}.\n\n"
+    f"The canteen serves soup number {n} on day {n + 1}.\n"
+    for n in range(8)
+}
 
 
 @pytest.fixture
@@ -50,16 +53,28 @@ def test_without_a_build_to_go_by_the_estimate_says_so(agent, knowledge_folder):
 
 
 def test_the_form_asks_for_the_estimate_and_the_run_page_counts_down(admin_client, archive):
-    answer = admin_client.get(reverse("admin:collections_app_measure_estimate") + f"?collection={archive.pk}").json()
+    answer = admin_client.get(
+        reverse("admin:collections_app_measure_estimate") + f"?collection={archive.pk}"
+    ).json()
     assert answer["estimate"].startswith(f"{estimate_measure(collection=archive).variants} variants")
-    run = request_measure(collection=archive, questions=[{"question": "where is box 3", "answer": "box 3"}],
-                          enqueue=False, estimate_seconds=600)
+    run = request_measure(
+        collection=archive,
+        questions=[{"question": "where is box 3", "answer": "box 3"}],
+        enqueue=False,
+        estimate_seconds=600,
+    )
     assert measure_payload(run)["detail"].startswith("queued")
-    MeasureRun.objects.filter(pk=run.pk).update(status=MeasureRun.RUNNING, started_at=timezone.now(),
-                                                variants_total=20)
+    MeasureRun.objects.filter(pk=run.pk).update(
+        status=MeasureRun.RUNNING, started_at=timezone.now(), variants_total=20
+    )
     run.refresh_from_db()
-    assert measure_payload(run)["detail"] == "0 of 20 variants measured; expected to take roughly 10 minutes in all"
-    MeasureRun.objects.filter(pk=run.pk).update(started_at=timezone.now() - timedelta(seconds=40), variants_done=2)
+    assert (
+        measure_payload(run)["detail"]
+        == "0 of 20 variants measured; expected to take roughly 10 minutes in all"
+    )
+    MeasureRun.objects.filter(pk=run.pk).update(
+        started_at=timezone.now() - timedelta(seconds=40), variants_done=2
+    )
     run.refresh_from_db()
     # 40 s for 2 of 20: about 360 s for the other 18.
     assert measure_payload(run)["detail"] == "2 of 20 variants measured; about 6 minutes left"

@@ -18,7 +18,12 @@ from collections_app.text.chunking import chunk
 from collections_app.text.stitch import carried_openings, carried_terms_text, fresh_text
 from ragsite.lexical import BM25Index, terms
 
-QUESTIONS = ["w00010a w00011b", "heading w00002c w00003d w00003d", "w00050a w00051b w00052c w00053d", "nothing"]
+QUESTIONS = [
+    "w00010a w00011b",
+    "heading w00002c w00003d w00003d",
+    "w00050a w00051b w00052c w00053d",
+    "nothing",
+]
 
 
 def _document(words: int, seed: int) -> str:
@@ -38,21 +43,29 @@ def _disguised(text: str, seed: int) -> str:
     """``text`` with every letter and digit replaced by another of its kind: the chunker cuts it the same."""
     rng = random.Random(seed)
     return "".join(
-        rng.choice("efghijk") if ch.isalpha() else rng.choice("0123456789") if ch.isdigit() else ch for ch in text
+        rng.choice("efghijk") if ch.isalpha() else rng.choice("0123456789") if ch.isdigit() else ch
+        for ch in text
     )
 
 
 def _index(tmp_path, documents: list[str], size: int, overlap: int, key: str):
-    """The rows of ``documents`` (structure chunking) and their index, written as services.indexes writes it."""
+    """The rows of ``documents`` (structure chunking) and their index, written as services.indexes writes
+    it."""
     rows = []  # (document, start, end, text)
     for number, text in enumerate(documents):
-        rows.extend((number, p.start, p.end, p.text) for p in chunk(text, "structure", size=size, overlap=overlap))
+        rows.extend(
+            (number, p.start, p.end, p.text) for p in chunk(text, "structure", size=size, overlap=overlap)
+        )
     openings = list(carried_openings((d, s, e) for d, s, e, _t in rows))
     main, carried = IndexWriter(0), IndexWriter(0)
     ids, docs = list(range(len(rows))), [r[0] for r in rows]
     main.add(ids, docs, [terms(r[3]) for r in rows], [None] * len(rows))
-    carried.add(ids, docs, [terms(carried_terms_text(r[3], n)) for r, (n, _f) in zip(rows, openings, strict=True)],
-                [None] * len(rows))
+    carried.add(
+        ids,
+        docs,
+        [terms(carried_terms_text(r[3], n)) for r, (n, _f) in zip(rows, openings, strict=True)],
+        [None] * len(rows),
+    )
     carried.arrays["carried_from.i32"] = np.asarray([f for _n, f in openings], dtype=np.int32)
     return rows, openings, MappedIndex(main.write(tmp_path, key, parts={"carried": carried}))
 
@@ -85,7 +98,9 @@ def test_a_readers_bm25_is_that_of_its_rows_less_what_they_share_with_hidden_one
     """Exactly seed 004's BM25 over the reader's rows, each row that shares text with a hidden one
     taken from the end of its carried opening (so df, N, avgdl and tf all leave the copy out)."""
     documents = [_document(words, seed + n) for n, words in enumerate(sizes)]
-    rows, openings, index = _index(tmp_path_factory.mktemp("i"), documents, size, int(size * overlap_share), "k")
+    rows, openings, index = _index(
+        tmp_path_factory.mktemp("i"), documents, size, int(size * overlap_share), "k"
+    )
     mask = np.asarray([layout[i % len(layout)] for i in range(len(rows))])
     view = index.view(mask, cut_carried=True)
     readable = np.flatnonzero(mask)
@@ -96,7 +111,7 @@ def test_a_readers_bm25_is_that_of_its_rows_less_what_they_share_with_hidden_one
         behind = [j for j in range(r) if rows[j][0] == rows[r][0] and rows[j][2] > rows[r][1]]
         cut = any(not mask[j] for j in behind)
         text = rows[r][3]
-        seen.append(text[len(carried_terms_text(text, openings[r][0])):] if cut else text)
+        seen.append(text[len(carried_terms_text(text, openings[r][0])) :] if cut else text)
     reference = BM25Index.from_texts(seen)
     for question in QUESTIONS:
         scores, upper = index.bm25(terms(question), view)
@@ -125,7 +140,8 @@ def test_scores_of_readable_rows_do_not_change_with_the_text_of_hidden_ones(
     for number, piece in reversed(list(enumerate(pieces))):
         owner[piece.start : piece.end] = [number] * (piece.end - piece.start)
     other = "".join(
-        _disguised(ch, seed + i) if owner[i] is not None and not readable[owner[i]] else ch for i, ch in enumerate(text)
+        _disguised(ch, seed + i) if owner[i] is not None and not readable[owner[i]] else ch
+        for i, ch in enumerate(text)
     )
     root = tmp_path_factory.mktemp("h")
     rows_a, _o, plain = _index(root, [text], size, int(size * overlap_share), "a")

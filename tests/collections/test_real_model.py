@@ -24,15 +24,20 @@ def test_the_sample_handbook_builds_and_answers_with_the_real_model(agent, knowl
     built = CollectionBuilt.objects.get(collection=collection)
     assert (built.model, built.dimensions, built.refused) == ("all-MiniLM-L6-v2", 384, [])
 
-    answer = search_collection(agent=agent, collection="handbook", question="Which laptops need disk encryption?")
+    answer = search_collection(
+        agent=agent, collection="handbook", question="Which laptops need disk encryption?"
+    )
     assert answer["mode"] == "hybrid" and answer["model"] == "all-MiniLM-L6-v2"
     assert answer["paragraphs"] and "encryption" in answer["paragraphs"][0]["text"].lower()
 
     # With a real model an unrelated question scores above zero; the floor is what removes it.
-    unrelated = search_collection(agent=agent, collection="handbook", question="recipe for sourdough bread starter")
+    unrelated = search_collection(
+        agent=agent, collection="handbook", question="recipe for sourdough bread starter"
+    )
     assert unrelated["paragraphs"] == []
-    unfloored = search_collection(agent=agent, collection="handbook", question="recipe for sourdough bread starter",
-                                  min_score=0)
+    unfloored = search_collection(
+        agent=agent, collection="handbook", question="recipe for sourdough bread starter", min_score=0
+    )
     assert unfloored["paragraphs"] and all(p["score"] < unrelated["floor"] for p in unfloored["paragraphs"])
 
 
@@ -44,41 +49,58 @@ def sample_handbook(agent, knowledge_folder, local_model):
     return collection
 
 
-@pytest.mark.parametrize(("question", "answer"), [
-    ("How many leave days carry over?", "Carry-over is capped at five days."),
-    ("Can I expense alcohol at a client dinner?", "Alcohol is never reimbursed"),
-    ("What is the mileage rate?", "Mileage is reimbursed at 0.42 per kilometre"),
-    ("Do I need safety shoes in the workshop?", "Steel-toed shoes are required"),
-    ("Is there a gym allowance?", "A gym subsidy of 30 euros per month"),
-    ("How long is probation?", "The probation period lasts six months."),
-])
-def test_everyday_handbook_questions_are_answered_at_the_default_floor(agent, sample_handbook, question, answer):
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("How many leave days carry over?", "Carry-over is capped at five days."),
+        ("Can I expense alcohol at a client dinner?", "Alcohol is never reimbursed"),
+        ("What is the mileage rate?", "Mileage is reimbursed at 0.42 per kilometre"),
+        ("Do I need safety shoes in the workshop?", "Steel-toed shoes are required"),
+        ("Is there a gym allowance?", "A gym subsidy of 30 euros per month"),
+        ("How long is probation?", "The probation period lasts six months."),
+    ],
+)
+def test_everyday_handbook_questions_are_answered_at_the_default_floor(
+    agent, sample_handbook, question, answer
+):
     found = search_collection(agent=agent, collection="handbook", question=question)
     # Compared as measure compares: a PDF's line breaks are spaces.
     assert any(answer in " ".join(p["text"].split()) for p in found["paragraphs"])
 
 
 def test_the_capital_of_france_gets_nothing_from_the_handbook(agent, sample_handbook):
-    assert search_collection(agent=agent, collection="handbook", question="What is the capital of France?")[
-        "paragraphs"
-    ] == []
+    assert (
+        search_collection(agent=agent, collection="handbook", question="What is the capital of France?")[
+            "paragraphs"
+        ]
+        == []
+    )
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 12 target missed: 'lose my laptop' scores 0.133 and 'first day' 0.205 under the 0.22 floor, "
-    "below dev-set controls; see docs/decisions.md, 'The handbook's lost laptop and first day'"
-))
-@pytest.mark.parametrize(("question", "answer"), [
-    ("What do I do if I lose my laptop?", "A lost or stolen device is reported to the security desk"),
-    ("When does my first day start?", "Your first day starts at 09:00"),
-])
-def test_the_lost_laptop_and_the_first_day_are_answered_at_the_default_floor(agent, sample_handbook, question,
-                                                                           answer):
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "issue 12 target missed: 'lose my laptop' scores 0.133 and 'first day' 0.205 under the 0.22 floor, "
+        "below dev-set controls; see docs/decisions.md, 'The handbook's lost laptop and first day'"
+    ),
+)
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("What do I do if I lose my laptop?", "A lost or stolen device is reported to the security desk"),
+        ("When does my first day start?", "Your first day starts at 09:00"),
+    ],
+)
+def test_the_lost_laptop_and_the_first_day_are_answered_at_the_default_floor(
+    agent, sample_handbook, question, answer
+):
     found = search_collection(agent=agent, collection="handbook", question=question)
     assert any(answer in p["text"] for p in found["paragraphs"])
 
 
-def test_the_window_and_tokens_strategies_cut_against_the_real_tokenizer(agent, knowledge_folder, local_model):
+def test_the_window_and_tokens_strategies_cut_against_the_real_tokenizer(
+    agent, knowledge_folder, local_model
+):
     from collections_app.models import Paragraph
 
     knowledge_folder("windowed", samples=True)

@@ -21,7 +21,9 @@ NEW = "# Overtime\n\nOvertime hours are paid at 125 % of the hourly rate for all
 @pytest.fixture
 def pair(agent, knowledge_folder, django_user_model):
     collection = create_collection(agent=agent, name="hr")
-    knowledge_folder("hr", {"overtime-2024.md": OLD, "overtime-2025.md": NEW, "leave.md": "# Leave\n\nTake it.\n"})
+    knowledge_folder(
+        "hr", {"overtime-2024.md": OLD, "overtime-2025.md": NEW, "leave.md": "# Leave\n\nTake it.\n"}
+    )
     build_collection(collection=collection)
     return collection
 
@@ -38,11 +40,13 @@ def test_approving_one_half_of_a_pair_warns_about_the_other_once_it_is_searched(
     old, new = pair.documents.get(name="overtime-2024.md"), pair.documents.get(name="overtime-2025.md")
     assert approval_warnings([old]) == []  # the other is still in review: nothing contradicts yet
     assert approval_warnings([old, new]) == [
-        "overtime-2024.md conflicts with overtime-2025.md, which is approved with it: agents will get both answers"
+        "overtime-2024.md conflicts with overtime-2025.md, which is approved with it: agents will get both "
+        "answers"
     ]
     approve_documents([new], by="librarian")
     assert approval_warnings([old]) == [
-        "overtime-2024.md conflicts with overtime-2025.md, which is already searched: agents will get both answers"
+        "overtime-2024.md conflicts with overtime-2025.md, which is already searched: agents will get both "
+        "answers"
     ]
 
 
@@ -57,8 +61,9 @@ def test_an_approval_records_who_and_when(pair, django_user_model):
 def test_repeats_inside_one_document_are_not_a_conflict(agent, knowledge_folder):
     """A man page repeating a sentence with other numbers held 94 paragraphs back, 'matching' itself."""
     collection = create_collection(agent=agent, name="man")
-    page = "# socat\n\n" + "\n\n".join(f"Option {n}: the first connection times out after {n * 5} seconds here."
-                                       for n in range(1, 5))
+    page = "# socat\n\n" + "\n\n".join(
+        f"Option {n}: the first connection times out after {n * 5} seconds here." for n in range(1, 5)
+    )
     knowledge_folder("man", {"socat.md": page})
     run = build_collection(collection=collection)
     assert collection.documents.get().status == Document.ACTIVE and run.warnings == []

@@ -30,7 +30,9 @@ def index_dir(collection):
 
 
 def ask(agent, collection, **kwargs):
-    return search_collection(agent=agent, collection=collection, question=kwargs.pop("question", QUESTION), **kwargs)
+    return search_collection(
+        agent=agent, collection=collection, question=kwargs.pop("question", QUESTION), **kwargs
+    )
 
 
 def test_a_build_writes_its_index_and_a_new_build_replaces_it(agent, handbook, settings):
@@ -122,9 +124,12 @@ def test_a_readers_scores_and_positions_do_not_depend_on_paragraphs_it_cannot_re
     assert Paragraph.objects.filter(collection=with_hidden, labels__name="secret").count() >= 2
     for mode in ("lexical", "hybrid", "vector"):
         for question in (QUESTION, "leave over days", "encryption"):
-            plain = ask(agent, without, reader="bob", mode=mode, question=question, most=20, min_score=0, around=1)
-            hidden = ask(agent, with_hidden, reader="bob", mode=mode, question=question, most=20, min_score=0,
-                         around=1)
+            plain = ask(
+                agent, without, reader="bob", mode=mode, question=question, most=20, min_score=0, around=1
+            )
+            hidden = ask(
+                agent, with_hidden, reader="bob", mode=mode, question=question, most=20, min_score=0, around=1
+            )
             assert hidden == plain
     # A reader who holds the label sees the secret paragraphs, ranked with statistics that include them.
     create_reader(external_id="carol", labels=["secret"])
@@ -162,13 +167,21 @@ def test_a_paragraph_longer_than_the_window_is_embedded_as_windows_and_its_tail_
     assert pieces[-1].endswith("pangolin.") and pieces[0].startswith("word0 ")
     # Consecutive windows overlap, so no sentence is lost at a cut.
     assert all(a.split()[-1] in b.split() for a, b in zip(pieces, pieces[1:], strict=False))
-    answer = ask(agent, collection, question="zebra quokka narwhal axolotl pangolin", mode="vector", around=0,
-                 min_score=0)
+    answer = ask(
+        agent,
+        collection,
+        question="zebra quokka narwhal axolotl pangolin",
+        mode="vector",
+        around=0,
+        min_score=0,
+    )
     question = embedder.embed(["zebra quokka narwhal axolotl pangolin"])[0]
     best, first = float(np.max(windows @ question)), float(windows[0] @ question)
     assert answer["paragraphs"][0]["document"] == "long.md"
     # The first window's cosine plus the share of what the best (last) window adds (windows.lean_to_first).
-    assert answer["paragraphs"][0]["score"] == pytest.approx(first + LATER_WINDOW_SHARE * (best - first), abs=1e-6)
+    assert answer["paragraphs"][0]["score"] == pytest.approx(
+        first + LATER_WINDOW_SHARE * (best - first), abs=1e-6
+    )
     assert best > first + 0.1  # the first window alone would not have seen it
 
 
@@ -178,7 +191,9 @@ def test_stored_vectors_are_float16_one_window_a_short_paragraph(agent, handbook
     assert decode(paragraph.embedding, 64).shape == (1, 64)
 
 
-def test_an_index_folder_that_cannot_be_written_is_a_503_that_names_no_path(agent, handbook, settings, tmp_path):
+def test_an_index_folder_that_cannot_be_written_is_a_503_that_names_no_path(
+    agent, handbook, settings, tmp_path
+):
     forget_index(handbook.pk)
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("a file where the index folder should be")
@@ -201,21 +216,27 @@ def test_a_search_reads_only_the_held_back_rows_of_a_collection_never_all_of_the
     ask(agent, handbook)
     with CaptureQueriesContext(connection) as queries:
         ask(agent, handbook, mode="lexical")
-    listings = [q["sql"] for q in queries.captured_queries
-                if ("agents_chunks" in q["sql"] or "collections_app_document" in q["sql"]) and " IN (" not in q["sql"]]
+    listings = [
+        q["sql"]
+        for q in queries.captured_queries
+        if ("agents_chunks" in q["sql"] or "collections_app_document" in q["sql"]) and " IN (" not in q["sql"]
+    ]
     assert len(listings) == 1 and "collection_built" in listings[0]  # one statement: build and held-back rows
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN QUERY PLAN " + listings[0])
         steps = [row[-1] for row in cursor.fetchall() if row[-1].startswith(("SEARCH", "SCAN"))]
     assert any("USING INDEX document_held_back" in s for s in steps), steps
     assert any("USING INDEX paragraph_disabled" in s for s in steps), steps
-    assert all(any(name in s for name in ("document_held_back", "paragraph_disabled", "collection_built"))
-               for s in steps), steps
+    assert all(
+        any(name in s for name in ("document_held_back", "paragraph_disabled", "collection_built"))
+        for s in steps
+    ), steps
     assert not any(s.startswith("SCAN") for s in steps), steps
 
 
 def test_a_lexical_search_that_leaves_the_common_words_out_answers_as_scoring_every_row(
-        agent, knowledge_folder, monkeypatch):
+    agent, knowledge_folder, monkeypatch
+):
     """bm25_top (the common terms read only for rows that can reach the top) against the dense sum over
     every row: the same answer, scores and order, contexts and held-back documents included."""
     from collections_app.index import bm25_top
@@ -223,9 +244,16 @@ def test_a_lexical_search_that_leaves_the_common_words_out_answers_as_scoring_ev
     from collections_app.services.documents import set_documents_enabled
     from collections_app.services.review import approve_documents
 
-    files = {f"policy-{d:02d}.md": f"# Policy {d}\n\n## Part {d % 3}\n\n" + "\n\n".join(
-        f"The rule of the office in case {d * 10 + p} is rule{(d * 10 + p) % 23} and term{(d * 10 + p) % 41}."
-        for p in range(10)) + "\n" for d in range(40)}
+    files = {
+        f"policy-{d:02d}.md": f"# Policy {d}\n\n## Part {d % 3}\n\n"
+        + "\n\n".join(
+            f"The rule of the office in case {d * 10 + p} is rule{(d * 10 + p) % 23} and "
+            f"term{(d * 10 + p) % 41}."
+            for p in range(10)
+        )
+        + "\n"
+        for d in range(40)
+    }
     collection = create_collection(agent=agent, name="policies", method="fixed", size=80)
     knowledge_folder("policies", files)
     # So alike, they all await review: the first build is refused, a person approves them, the next goes live.
@@ -236,16 +264,27 @@ def test_a_lexical_search_that_leaves_the_common_words_out_answers_as_scoring_ev
     pruned = []
     original = bm25_top.bm25_top
     monkeypatch.setattr(bm25_top, "bm25_top", lambda *a, **k: pruned.append(original(*a, **k)) or pruned[-1])
-    questions = ["the rule of rule5 in case term7", "rule12 of the office part 2", "the of in", "rule3 rule3 term3"]
+    questions = [
+        "the rule of rule5 in case term7",
+        "rule12 of the office part 2",
+        "the of in",
+        "rule3 rule3 term3",
+    ]
 
     def answers():
-        return [ask(agent, collection, mode="lexical", question=q, most=most, around=around, min_score=floor)
-                for q in questions for most in (1, 5) for around in (0, 1) for floor in (0, 0.2)]
+        return [
+            ask(agent, collection, mode="lexical", question=q, most=most, around=around, min_score=floor)
+            for q in questions
+            for most in (1, 5)
+            for around in (0, 1)
+            for floor in (0, 0.2)
+        ]
 
     for held_back in (False, True):
         if held_back:
-            set_documents_enabled(documents=Document.objects.filter(collection=collection, name="policy-01.md"),
-                                  enabled=False)
+            set_documents_enabled(
+                documents=Document.objects.filter(collection=collection, name="policy-01.md"), enabled=False
+            )
         pruned.clear()
         quick = answers()
         assert any(found is not None for found in pruned)  # the pruned path was taken

@@ -25,22 +25,35 @@ SECRET = "The acquisition target is Hooli at ninety million dollars. "
 # The same shape letter for letter (the chunker cuts both alike), none of the question's words.
 DISGUISED = "Xyz qwmbvtyzeub kfpvxs gr Jbrwk fe ztwpel pyqqebj drgmwpp. "
 assert len(SECRET) == len(DISGUISED)
-QUESTIONS = ["Hooli acquisition target ninety million", "travel expenses Hooli", "annual leave", "ninety days"]
+QUESTIONS = [
+    "Hooli acquisition target ninety million",
+    "travel expenses Hooli",
+    "annual leave",
+    "ninety days",
+]
 
 
 def memo(secret: str) -> str:
-    return ("# Board memo\n\n" + "Public opening words about annual leave. " * 6 + secret
-            + "Public closing words about travel and expenses follow here. " * 6)
+    return (
+        "# Board memo\n\n"
+        + "Public opening words about annual leave. " * 6
+        + secret
+        + "Public closing words about travel and expenses follow here. " * 6
+    )
 
 
 def board(agent, knowledge_folder, name: str, secret: str):
     """A per-reader collection whose memo holds ``secret`` in pieces labelled `secret` (its own text only)."""
-    collection = create_collection(agent=agent, name=name, method="structure", size=220, overlap=150, per_reader=True)
+    collection = create_collection(
+        agent=agent, name=name, method="structure", size=220, overlap=150, per_reader=True
+    )
     knowledge_folder(name, {**HANDBOOK, "memo.md": memo(secret)})
     assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
     at = memo(secret).index(secret)
     label = Label.objects.get_or_create(name="secret")[0]
-    pieces = list(Paragraph.objects.filter(collection=collection, document__name="memo.md").order_by("ordinal"))
+    pieces = list(
+        Paragraph.objects.filter(collection=collection, document__name="memo.md").order_by("ordinal")
+    )
     reach = 0
     for piece in pieces:
         # The part of the piece no earlier piece holds: label it when the secret sentence is in it.
@@ -52,9 +65,20 @@ def board(agent, knowledge_folder, name: str, secret: str):
 
 
 def answers(agent, collection, **kwargs):
-    return [search_collection(agent=agent, collection=collection, question=question, reader="bob", most=50,
-                              min_score=0, mode=mode, **kwargs)
-            for mode in ("lexical", "hybrid", "vector") for question in QUESTIONS]
+    return [
+        search_collection(
+            agent=agent,
+            collection=collection,
+            question=question,
+            reader="bob",
+            most=50,
+            min_score=0,
+            mode=mode,
+            **kwargs,
+        )
+        for mode in ("lexical", "hybrid", "vector")
+        for question in QUESTIONS
+    ]
 
 
 @pytest.fixture
@@ -62,9 +86,12 @@ def boards(agent, knowledge_folder):
     create_reader(external_id="bob", labels=["staff"])
     told = board(agent, knowledge_folder, "told", SECRET)
     other = board(agent, knowledge_folder, "other", DISGUISED)
-    hidden = list(Paragraph.objects.filter(collection=told, labels__name="secret").values_list("index", flat=True))
+    hidden = list(
+        Paragraph.objects.filter(collection=told, labels__name="secret").values_list("index", flat=True)
+    )
     assert hidden and hidden == list(
-        Paragraph.objects.filter(collection=other, labels__name="secret").values_list("index", flat=True))
+        Paragraph.objects.filter(collection=other, labels__name="secret").values_list("index", flat=True)
+    )
     # The overlap did copy the secret's tail into the next, readable, piece.
     after = Paragraph.objects.get(collection=told, document__name="memo.md", index=max(hidden) + 1)
     assert "Hooli" in after.text and not after.labels.exists()
@@ -83,8 +110,16 @@ def test_every_readable_rows_score_is_the_same_whatever_the_hidden_paragraphs_sa
     assert "Hooli" not in texts and "travel" in texts
     # The cut is this reader's: one who may read the hidden piece scores the copy in the next one.
     create_reader(external_id="carol", labels=["secret"])
-    answer = search_collection(agent=agent, collection=told, question="Hooli", reader="carol", mode="lexical",
-                               most=5, min_score=0, around=0)
+    answer = search_collection(
+        agent=agent,
+        collection=told,
+        question="Hooli",
+        reader="carol",
+        mode="lexical",
+        most=5,
+        min_score=0,
+        around=0,
+    )
     found = [p for p in answer["paragraphs"] if "Hooli" in p["text"]]
     assert len(found) >= 2 and all(p["score"] > 0 for p in found)  # the piece, and the one carrying its tail
 
@@ -96,7 +131,9 @@ def test_a_paragraph_is_embedded_from_the_end_of_what_it_shares_with_earlier_one
     openings = carried_openings((r.document_id, r.start_char, r.end_char) for r in rows)
     carrying = 0
     for row, (carried, _first) in zip(rows, openings, strict=True):
-        blob, _tokens = embed_in_windows([embedding_text(fresh_text(row.text, carried), row.context)], embedder)
+        blob, _tokens = embed_in_windows(
+            [embedding_text(fresh_text(row.text, carried), row.context)], embedder
+        )
         assert np.allclose(decode(row.embedding, 64), decode(blob[0], 64))
         carrying += carried > 0
     assert carrying >= 3
@@ -122,16 +159,26 @@ def test_over_vectors_embedded_before_the_change_readers_scores_still_ignore_hid
         _embed_whole_texts(collection)
     # explain (the admin's playground) shows each piece's parts: the same rule holds there (the
     # paragraphs' database ids aside, which differ between two collections anyway).
-    explained = [[[{k: v for k, v in part.items() if k != "paragraph"} for piece in answer["explain"]["pieces"]
-                   for part in piece]] for collection in boards
-                 for answer in answers(agent, collection, around=1, explain=True)]
+    explained = [
+        [
+            [
+                {k: v for k, v in part.items() if k != "paragraph"}
+                for piece in answer["explain"]["pieces"]
+                for part in piece
+            ]
+        ]
+        for collection in boards
+        for answer in answers(agent, collection, around=1, explain=True)
+    ]
     half = len(explained) // 2
     assert explained[:half] == explained[half:]
     built = CollectionBuilt.objects.get(collection=told)
     assert indexes.mapped_index(told, built)[1].meta["fresh_vectors"] is False
 
     rows = Paragraph.objects.filter(collection=told).order_by("ordinal")
-    carrying = sum(n > 0 for n, _f in carried_openings(rows.values_list("document_id", "start_char", "end_char")))
+    carrying = sum(
+        n > 0 for n, _f in carried_openings(rows.values_list("document_id", "start_char", "end_char"))
+    )
     run = build_collection(collection=told)
     assert run.status == BuildRun.SUCCEEDED and run.documents_read == len(HANDBOOK) + 1
     assert run.paragraphs_embedded == carrying  # the rest kept the vectors they had: the same text
@@ -146,9 +193,23 @@ def test_the_reranker_reads_a_row_less_what_it_shares_with_a_hidden_one(agent, b
 
     told, other = boards
     with serving(RerankServer(favourite="hooli")) as server:
-        settings.RERANK_URL, settings.RERANK_MODEL, settings.RERANK_TIMEOUT = server.url + "/v1/rerank", "r", 2.0
-        ranked = [search_collection(agent=agent, collection=collection, question="Hooli travel", reader="bob",
-                                    most=5, min_score=0, around=0) for collection in (told, other)]
+        settings.RERANK_URL, settings.RERANK_MODEL, settings.RERANK_TIMEOUT = (
+            server.url + "/v1/rerank",
+            "r",
+            2.0,
+        )
+        ranked = [
+            search_collection(
+                agent=agent,
+                collection=collection,
+                question="Hooli travel",
+                reader="bob",
+                most=5,
+                min_score=0,
+                around=0,
+            )
+            for collection in (told, other)
+        ]
     sent = " ".join(text for request in server.requests for text in request["body"]["documents"])
     assert server.requests and "Hooli" not in sent and "travel" in sent
     assert ranked[0]["rerank"]["status"] == "reranked" and ranked[0] == ranked[1]

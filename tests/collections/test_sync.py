@@ -41,8 +41,9 @@ def synced(agent, knowledge_folder):
 
 
 def texts(collection, question: str) -> str:
-    answer = search_collection(agent=collection.agent, collection=collection, question=question, min_score=0,
-                               most=10)
+    answer = search_collection(
+        agent=collection.agent, collection=collection, question=question, min_score=0, most=10
+    )
     return " ".join(p["text"] for p in answer["paragraphs"])
 
 
@@ -104,10 +105,13 @@ def test_a_deleted_document_keeps_its_labels_for_its_return(synced, check):
     assert not KeptLabels.objects.filter(collection=synced).exists()  # used once, then gone
 
 
-def test_a_refused_build_leaves_the_old_one_answering_and_the_same_state_is_not_built_again(synced, check,
-                                                                                         settings):
-    known_answers.set_known_answers(collection=synced, items=[
-        {"question": "what is mileage reimbursed at per kilometre", "answer": "0.42 per kilometre"}])
+def test_a_refused_build_leaves_the_old_one_answering_and_the_same_state_is_not_built_again(
+    synced, check, settings
+):
+    known_answers.set_known_answers(
+        collection=synced,
+        items=[{"question": "what is mileage reimbursed at per kilometre", "answer": "0.42 per kilometre"}],
+    )
     check(synced)
     settings.KNOWN_ANSWERS_GATE = 0
     (synced.folder_path / "travel.md").write_text("# Travel\n\nTrains are booked in standard class.\n")
@@ -118,8 +122,9 @@ def test_a_refused_build_leaves_the_old_one_answering_and_the_same_state_is_not_
     assert quiet.build is None and f"build {refused.build.pk} of this state refused" in quiet.outcome
     assert sync.describe(synced)["outcome"] == quiet.outcome
     # A further change is built again.
-    (synced.folder_path / "travel.md").write_text("# Travel\n\nMileage is reimbursed at 0.42 per kilometre.\n"
-                                                  "\nTrains are booked in first class.\n")
+    (synced.folder_path / "travel.md").write_text(
+        "# Travel\n\nMileage is reimbursed at 0.42 per kilometre.\n\nTrains are booked in first class.\n"
+    )
     assert check(synced).build.status == BuildRun.SUCCEEDED
 
 
@@ -132,11 +137,15 @@ def test_a_check_while_a_build_is_queued_queues_no_second_one(synced, check):
     assert BuildRun.objects.filter(collection=synced).count() == 2
 
 
-def test_the_sweep_claims_due_collections_once(synced, agent, knowledge_folder, django_capture_on_commit_callbacks):
+def test_the_sweep_claims_due_collections_once(
+    synced, agent, knowledge_folder, django_capture_on_commit_callbacks
+):
     knowledge_folder("other", {"a.md": "# A\n\nSome text here.\n"})
     other = create_collection(agent=agent, name="other", method="fixed", size=80)
     sync.set_sync(collection=other, every=60)
-    CollectionSync.objects.filter(collection=other).update(next_check_at=timezone.now() + timedelta(minutes=30))
+    CollectionSync.objects.filter(collection=other).update(
+        next_check_at=timezone.now() + timedelta(minutes=30)
+    )
     with django_capture_on_commit_callbacks(execute=True):
         claimed = sync.sweep_due()
     assert claimed == [synced.pk]

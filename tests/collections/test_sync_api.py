@@ -33,7 +33,9 @@ def test_a_collection_created_with_sync_every_shows_its_sync_fields(caller, know
     created = caller("post", "/collections", {"name": "handbook", "folder": "hr-share", "sync_every": 10})
     assert created.status_code == 201, created.content
     shown = created.json()["sync"]
-    assert shown["sync_every"] == 10 and shown["last_checked_at"] is None and shown["next_check_at"] is not None
+    assert (
+        shown["sync_every"] == 10 and shown["last_checked_at"] is None and shown["next_check_at"] is not None
+    )
     assert shown["outcome"] == "" and shown["build"] is None
     assert caller("get", "/collections/handbook").json()["sync"] == shown
     plain = caller("post", "/collections", {"name": "plain", "folder": "hr-share"})
@@ -51,10 +53,21 @@ def test_put_sync_sets_changes_and_stops_syncing(caller, knowledge_root):
     assert not CollectionSync.objects.get().enabled
 
 
-@pytest.mark.parametrize("body, status", [
-    ({"sync_every": 0}, 400), ({"sync_every": 10081}, 400), ({"sync_every": "5"}, 400), ({"sync_every": 2.5}, 400),
-    ({"sync_every": True}, 400), ({}, 400), ({"sync_every": 5, "x": 1}, 422)])
-def test_a_bad_sync_period_is_refused_in_the_error_shape_and_writes_nothing(caller, knowledge_root, body, status):
+@pytest.mark.parametrize(
+    "body, status",
+    [
+        ({"sync_every": 0}, 400),
+        ({"sync_every": 10081}, 400),
+        ({"sync_every": "5"}, 400),
+        ({"sync_every": 2.5}, 400),
+        ({"sync_every": True}, 400),
+        ({}, 400),
+        ({"sync_every": 5, "x": 1}, 422),
+    ],
+)
+def test_a_bad_sync_period_is_refused_in_the_error_shape_and_writes_nothing(
+    caller, knowledge_root, body, status
+):
     knowledge_root("helpdesk", "hr-share", LEAVE)
     caller("post", "/collections", {"name": "handbook", "folder": "hr-share"})
     answer = caller("put", "/collections/handbook/sync", body)

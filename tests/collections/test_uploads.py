@@ -35,7 +35,10 @@ def test_an_empty_file_is_refused_alone_and_the_rest_are_stored(drafts):
     assert refused[".hidden.md"].startswith('".hidden.md" is hidden')
     assert refused["big.md"].startswith('"big.md": too large')
     assert refused["tool.exe"].startswith('"tool.exe": unsupported type')
-    assert sorted(Document.objects.filter(collection=drafts).values_list("name", flat=True)) == ["a.md", "b.txt"]
+    assert sorted(Document.objects.filter(collection=drafts).values_list("name", flat=True)) == [
+        "a.md",
+        "b.txt",
+    ]
     drafts.refresh_from_db()
     assert "rebuild to include it" in drafts.rebuild_needed
 

@@ -40,8 +40,15 @@ def test_the_migration_turns_float32_vectors_into_float16_and_back():
     collection = Collection.objects.create(agent=agent, name="old")
     document = Document.objects.create(collection=collection, name="a.md")
     vector = np.asarray([0.6, 0.8, 0.0, 0.0], dtype="<f4")
-    common = dict(agent_id="old", collection=collection, document=document, text="x", start_char=0, end_char=1,
-                  fingerprint="f")
+    common = dict(
+        agent_id="old",
+        collection=collection,
+        document=document,
+        text="x",
+        start_char=0,
+        end_char=1,
+        fingerprint="f",
+    )
     with_vector = Paragraph.objects.create(ordinal=0, index=0, embedding=vector.tobytes(), **common)
     without = Paragraph.objects.create(ordinal=1, index=1, embedding=None, **common)
 

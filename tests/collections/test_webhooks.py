@@ -1,4 +1,5 @@
-"""Webhooks (issue 26): signed deliveries of build and known-answer events, retried, recorded, SSRF-checked."""
+"""Webhooks (issue 26): signed deliveries of build and known-answer events, retried, recorded,
+SSRF-checked."""
 
 import hashlib
 import hmac
@@ -56,12 +57,16 @@ def hook(agent, url, events=Webhook.EVENTS) -> Webhook:
 def verified(request: dict, secret: str) -> dict:
     """What a receiver does (docs/webhooks.md): check the signature over timestamp and body, then parse."""
     timestamp = request["headers"]["Ragsite-Timestamp"]
-    expected = hmac.new(secret.encode(), timestamp.encode() + b"." + request["body"], hashlib.sha256).hexdigest()
+    expected = hmac.new(
+        secret.encode(), timestamp.encode() + b"." + request["body"], hashlib.sha256
+    ).hexdigest()
     assert hmac.compare_digest(request["headers"]["Ragsite-Signature"], f"sha256={expected}")
     return json.loads(request["body"])
 
 
-def test_a_successful_build_is_delivered_once_signed_with_ids_and_counts_only(agent, handbook, receiver, build):
+def test_a_successful_build_is_delivered_once_signed_with_ids_and_counts_only(
+    agent, handbook, receiver, build
+):
     registered = hook(agent, receiver.url + "/hooks/ragsite?board=1")
     run = build(handbook)
     assert run.status == BuildRun.SUCCEEDED
@@ -82,8 +87,9 @@ def test_a_successful_build_is_delivered_once_signed_with_ids_and_counts_only(ag
     assert (delivery.status, delivery.attempts, delivery.response_status) == ("delivered", 1, 200)
 
 
-def test_a_failed_attempt_is_retried_after_its_backoff_and_recorded(agent, handbook, receiver, build,
-                                                                    django_capture_on_commit_callbacks):
+def test_a_failed_attempt_is_retried_after_its_backoff_and_recorded(
+    agent, handbook, receiver, build, django_capture_on_commit_callbacks
+):
     registered = hook(agent, receiver.url, events=[Webhook.BUILD_SUCCEEDED])
     receiver.statuses = [500]
     build(handbook)
@@ -99,7 +105,11 @@ def test_a_failed_attempt_is_retried_after_its_backoff_and_recorded(agent, handb
         assert webhooks.retry_due() == [delivery.pk]
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts, delivery.response_status, delivery.last_error) == (
-        "delivered", 2, 200, "")
+        "delivered",
+        2,
+        200,
+        "",
+    )
     first, second = receiver.requests
     assert first["body"] == second["body"]  # the same event, the same delivery id
     assert first["headers"]["Ragsite-Delivery"] == second["headers"]["Ragsite-Delivery"]
@@ -117,21 +127,30 @@ def test_a_delivery_gives_up_after_its_last_attempt(agent, handbook, receiver, b
         WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
         webhooks.deliver(delivery_id=delivery.pk)
     delivery.refresh_from_db()
-    assert (delivery.status, delivery.attempts, delivery.next_attempt_at) == ("failed", webhooks.MAX_ATTEMPTS, None)
+    assert (delivery.status, delivery.attempts, delivery.next_attempt_at) == (
+        "failed",
+        webhooks.MAX_ATTEMPTS,
+        None,
+    )
     assert len(receiver.requests) == webhooks.MAX_ATTEMPTS
 
 
-def test_a_refused_build_tells_its_refusal_and_the_known_answers_it_would_lose(agent, handbook, receiver, build,
-                                                                                settings):
+def test_a_refused_build_tells_its_refusal_and_the_known_answers_it_would_lose(
+    agent, handbook, receiver, build, settings
+):
     registered = hook(agent, receiver.url)
-    known_answers.set_known_answers(collection=handbook, items=[{"question": QUESTION, "answer": "0.42 per kilometre"}])
+    known_answers.set_known_answers(
+        collection=handbook, items=[{"question": QUESTION, "answer": "0.42 per kilometre"}]
+    )
     build(handbook)
     receiver.requests.clear()
     settings.KNOWN_ANSWERS_GATE = 0
     (handbook.folder_path / "travel.md").write_text("# Travel\n\nTrains are booked in standard class.\n")
     run = build(handbook)
     assert run.status == BuildRun.REFUSED
-    events = {verified(r, registered.secret)["event"]: verified(r, registered.secret) for r in receiver.requests}
+    events = {
+        verified(r, registered.secret)["event"]: verified(r, registered.secret) for r in receiver.requests
+    }
     assert sorted(events) == ["build.refused", "known_answers.lost"] and len(receiver.requests) == 2
     lost = events["known_answers.lost"]["data"]
     assert lost["build"] == {"id": run.pk, "status": "refused", "trigger": "request"}
@@ -142,7 +161,9 @@ def test_a_refused_build_tells_its_refusal_and_the_known_answers_it_would_lose(a
 
 def test_a_live_build_that_loses_answers_tells_it_after_its_measurement(agent, handbook, receiver, build):
     hook(agent, receiver.url, events=[Webhook.KNOWN_ANSWERS_LOST])
-    known_answers.set_known_answers(collection=handbook, items=[{"question": QUESTION, "answer": "0.42 per kilometre"}])
+    known_answers.set_known_answers(
+        collection=handbook, items=[{"question": QUESTION, "answer": "0.42 per kilometre"}]
+    )
     build(handbook)
     assert receiver.requests == []  # nothing lost: the first measured build
     (handbook.folder_path / "travel.md").write_text("# Travel\n\nTrains are booked in standard class.\n")
@@ -168,13 +189,31 @@ def test_a_failed_build_is_told_and_other_agents_hooks_hear_nothing(agent, handb
     assert "error" not in payload["data"]["build"]  # a message could name anything
 
 
-@pytest.mark.parametrize("url", [
-    "ftp://hooks.example.com/", "file:///etc/passwd", "hooks.example.com/x", "http:///nohost",
-    "http://user:secret@93.184.216.34/", "http://127.0.0.1:9/", "http://localhost/", "http://10.1.2.3/",
-    "http://192.168.0.10/", "http://172.16.5.4/", "http://169.254.169.254/latest/meta-data/", "http://[::1]/",
-    "http://[::ffff:127.0.0.1]/", "http://0.0.0.0/", "http://100.64.0.1/", "http://[fe80::1]/", "http://[fd00::1]/",
-    "http://224.0.0.1/", "http://" + "a" * 500 + ".com/", "http://93.184.216.34:99999/",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ftp://hooks.example.com/",
+        "file:///etc/passwd",
+        "hooks.example.com/x",
+        "http:///nohost",
+        "http://user:secret@93.184.216.34/",
+        "http://127.0.0.1:9/",
+        "http://localhost/",
+        "http://10.1.2.3/",
+        "http://192.168.0.10/",
+        "http://172.16.5.4/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[::1]/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://0.0.0.0/",
+        "http://100.64.0.1/",
+        "http://[fe80::1]/",
+        "http://[fd00::1]/",
+        "http://224.0.0.1/",
+        "http://" + "a" * 500 + ".com/",
+        "http://93.184.216.34:99999/",
+    ],
+)
 def test_urls_that_are_not_public_http_targets_are_refused(url, settings):
     settings.WEBHOOK_ALLOW_PRIVATE = False
     with pytest.raises(webhooks.InvalidWebhook):
@@ -197,8 +236,10 @@ def dns(monkeypatch):
 
     def getaddrinfo(host, port, *args, **kwargs):
         if host in answers:
-            return [(socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port))
-                    for a in answers[host]]
+            return [
+                (socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port))
+                for a in answers[host]
+            ]
         return real(host, port, *args, **kwargs)
 
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
@@ -212,8 +253,9 @@ def test_a_name_with_any_private_address_is_refused(dns, settings):
         webhooks.validate_url("http://mixed.example.test/")
 
 
-def test_a_name_that_turns_private_after_it_was_saved_is_not_sent_to(agent, handbook, receiver, build, dns,
-                                                                     settings):
+def test_a_name_that_turns_private_after_it_was_saved_is_not_sent_to(
+    agent, handbook, receiver, build, dns, settings
+):
     port = receiver.url.rsplit(":", 1)[1]
     settings.WEBHOOK_ALLOW_PRIVATE = False
     dns["rebind.example.test"] = ["93.184.216.34"]
@@ -236,16 +278,19 @@ def test_the_delivery_goes_to_the_address_that_was_checked(agent, handbook, rece
 
 
 def test_events_are_validated():
-    assert webhooks.validate_events(["known_answers.lost", "build.failed"]) == ["build.failed",
-                                                                               "known_answers.lost"]
+    assert webhooks.validate_events(["known_answers.lost", "build.failed"]) == [
+        "build.failed",
+        "known_answers.lost",
+    ]
     for bad in ([], ["build.started"], "build.failed"):
         with pytest.raises(Exception) as refused:
             webhooks.validate_events(bad)
         assert refused.value.code == "invalid_events"
 
 
-def test_a_build_whose_worker_died_is_told_as_failed_once(agent, handbook, receiver,
-                                                          django_capture_on_commit_callbacks):
+def test_a_build_whose_worker_died_is_told_as_failed_once(
+    agent, handbook, receiver, django_capture_on_commit_callbacks
+):
     from collections_app.services.builds import fail_stale_builds, request_build
 
     hook(agent, receiver.url, events=[Webhook.BUILD_FAILED])

@@ -23,7 +23,9 @@ def test_the_first_window_counts_whole_and_a_later_one_only_by_its_share_of_what
 def test_share_one_is_the_best_window_exactly_and_share_zero_the_first():
     per_vector = np.asarray([0.1234567, 0.7654321, 0.3, 0.31], dtype=np.float32)
     starts = np.asarray([0, 2])
-    assert np.array_equal(pool_windows(per_vector, starts, share=1.0), np.maximum.reduceat(per_vector, starts))
+    assert np.array_equal(
+        pool_windows(per_vector, starts, share=1.0), np.maximum.reduceat(per_vector, starts)
+    )
     assert np.array_equal(pool_windows(per_vector, starts, share=0.0), per_vector[starts])
 
 
@@ -33,8 +35,11 @@ def test_the_module_share_is_the_default(monkeypatch):
 
 
 @settings(max_examples=200, deadline=None)
-@given(counts=st.lists(st.integers(1, 5), min_size=1, max_size=12), share=st.floats(0, 1),
-       seed=st.integers(0, 2**31))
+@given(
+    counts=st.lists(st.integers(1, 5), min_size=1, max_size=12),
+    share=st.floats(0, 1),
+    seed=st.integers(0, 2**31),
+)
 def test_a_pooled_cosine_lies_between_the_first_window_and_the_best(counts, share, seed):
     per_vector = np.random.default_rng(seed).uniform(-1, 1, sum(counts)).astype(np.float32)
     starts = np.cumsum([0, *counts[:-1]])

@@ -37,7 +37,9 @@ def test_check_health_for_an_unknown_agent_fails_cleanly(db):
         run("check_health", "--agent", "nobody")
 
 
-def test_export_then_import_round_trips_records_and_rebuilds_nodes(agent, other_agent, run_on_commit, tmp_path):
+def test_export_then_import_round_trips_records_and_rebuilds_nodes(
+    agent, other_agent, run_on_commit, tmp_path
+):
     long_text = prose(200, seed=1)
     run_on_commit(services.store_memory, agent=agent, text="A short memory, with a comma.")
     run_on_commit(services.store_memory, agent=agent, text=long_text)
@@ -51,7 +53,10 @@ def test_export_then_import_round_trips_records_and_rebuilds_nodes(agent, other_
     assert all(set(line) == {"kind", "text", "locked", "created_at"} for line in lines)  # no nodes, no ids
 
     with_callbacks = run_on_commit(lambda: run("import_memories", "beta", str(path)))
-    assert "Imported 2 memories and 1 episodes" in with_callbacks[0] and "1 node builds queued" in with_callbacks[0]
+    assert (
+        "Imported 2 memories and 1 episodes" in with_callbacks[0]
+        and "1 node builds queued" in with_callbacks[0]
+    )
 
     def records(owner):
         return sorted(
@@ -65,7 +70,9 @@ def test_export_then_import_round_trips_records_and_rebuilds_nodes(agent, other_
     original_long = Memory.objects.get(agent=agent, text=long_text)
     assert imported_long.pk != original_long.pk
     offsets = lambda record: list(  # noqa: E731
-        RecordNode.objects.filter(parent_kind=MEMORY, parent_id=record.pk).values_list("start_char", "end_char")
+        RecordNode.objects.filter(parent_kind=MEMORY, parent_id=record.pk).values_list(
+            "start_char", "end_char"
+        )
     )
     assert offsets(imported_long) == offsets(original_long) != []
 
@@ -80,7 +87,10 @@ def test_export_writes_to_standard_output_by_default(agent):
 def test_a_bad_line_refuses_the_whole_import_and_names_the_line(agent, tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text(
-        json.dumps({"kind": "mem", "text": "fine"}) + "\n\n" + json.dumps({"kind": "mem", "text": "x" * 16_001}) + "\n"
+        json.dumps({"kind": "mem", "text": "fine"})
+        + "\n\n"
+        + json.dumps({"kind": "mem", "text": "x" * 16_001})
+        + "\n"
     )
     with pytest.raises(CommandError, match="line 3: text is 16,001 characters"):
         run("import_memories", "alpha", str(path))

@@ -54,7 +54,11 @@ def test_the_repair_builds_at_most_limit_records_per_run_and_converges(agent):
 
 def test_the_default_limit_is_fifty(agent, monkeypatch):
     built = []
-    monkeypatch.setattr(services.nodes, "build_nodes", lambda kind, id: built.append(id) or services.NodeBuild(kind, id, "built", 2))
+    monkeypatch.setattr(
+        services.nodes,
+        "build_nodes",
+        lambda kind, id: built.append(id) or services.NodeBuild(kind, id, "built", 2),
+    )
     store_unbuilt(agent, 52, words=45)
     report = services.check_health(repair=True)
     assert len(built) == 50 and report["remaining"] == 2
@@ -71,7 +75,9 @@ def test_a_locked_record_is_repaired_without_being_modified(agent):
     Memory.objects.filter(pk=memory.pk).update(locked=True)
     before = Memory.objects.filter(pk=memory.pk).values().get()
     report = services.check_health(repair=True)
-    assert report["repaired"] == [{"kind": MEMORY, "id": memory.pk, "status": "built", "nodes": report["repaired"][0]["nodes"]}]
+    assert report["repaired"] == [
+        {"kind": MEMORY, "id": memory.pk, "status": "built", "nodes": report["repaired"][0]["nodes"]}
+    ]
     after = Memory.objects.filter(pk=memory.pk).values().get()
     # Its text, count, times and lock are as they were; the vector its store queued is made too.
     assert before["embedding"] is None and after.pop("embedding") is not None
@@ -91,8 +97,16 @@ def test_nodes_of_another_model_count_as_missing_and_are_replaced(agent, run_on_
 
 def test_stale_nodes_of_a_record_that_now_fits_are_removed(agent):
     memory, _ = services.store_memory(agent=agent, text="short now")
-    RecordNode.objects.create(parent_kind=MEMORY, parent_id=memory.pk, node_index=0, start_char=0, end_char=5,
-                              token_count=3, window=4, embedding_model="tiny-window-model")
+    RecordNode.objects.create(
+        parent_kind=MEMORY,
+        parent_id=memory.pk,
+        node_index=0,
+        start_char=0,
+        end_char=5,
+        token_count=3,
+        window=4,
+        embedding_model="tiny-window-model",
+    )
     report = services.check_health(repair=True)
     assert report["repaired"][0]["status"] == "fits"
     assert RecordNode.objects.count() == 0
@@ -114,8 +128,15 @@ def test_the_report_is_limited_to_one_agent_when_asked(agent, other_agent):
 
 
 def test_orphan_nodes_are_counted_and_removed_by_a_store_wide_repair(agent):
-    RecordNode.objects.create(parent_kind=EPISODE, parent_id=424242, node_index=0, start_char=0, end_char=9,
-                              token_count=5, window=40)
+    RecordNode.objects.create(
+        parent_kind=EPISODE,
+        parent_id=424242,
+        node_index=0,
+        start_char=0,
+        end_char=9,
+        token_count=5,
+        window=40,
+    )
     assert services.check_health()["orphan_nodes"] == 1
     assert services.check_health(repair=True)["orphans_removed"] == 1
     assert RecordNode.objects.count() == 0
@@ -148,7 +169,11 @@ def test_the_schedule_exists_after_migrate_and_setup_is_idempotent(settings):
     call_command("setup_schedules", stdout=io.StringIO())
     call_command("setup_schedules", stdout=io.StringIO())
     (schedule,) = Schedule.objects.filter(name=HEALTH_REPAIR)
-    assert (schedule.func, schedule.schedule_type, schedule.minutes) == (HEALTH_REPAIR_FUNC, Schedule.MINUTES, 7)
+    assert (schedule.func, schedule.schedule_type, schedule.minutes) == (
+        HEALTH_REPAIR_FUNC,
+        Schedule.MINUTES,
+        7,
+    )
     Schedule.objects.all().delete()
     assert ensure_schedules() == [HEALTH_REPAIR]
 

@@ -56,10 +56,14 @@ def corpus(rng: random.Random) -> list[tuple[str, str]]:
     names = list(TOPICS)
     for n in range(8):
         order = rng.sample(names, 4)
-        records.append((MEMORY if n % 2 else EPISODE, "\n\n".join(paragraph(rng, topic, 30) for topic in order)))
+        records.append(
+            (MEMORY if n % 2 else EPISODE, "\n\n".join(paragraph(rng, topic, 30) for topic in order))
+        )
     for n in range(10):
         first, second = rng.sample(names, 2)
-        records.append((MEMORY if n % 3 else EPISODE, paragraph(rng, first, 12) + " " + paragraph(rng, second, 8)))
+        records.append(
+            (MEMORY if n % 3 else EPISODE, paragraph(rng, first, 12) + " " + paragraph(rng, second, 8))
+        )
     return records
 
 
@@ -85,7 +89,9 @@ def plain_scores(*, agent, query, passages=True):
     upper = index.upper_bound(query_terms)
 
     def fused(cosine, bm25):
-        return float(hybrid_scores(np.array([cosine]), np.array([bm25]), upper, weight=conf.RECALL_FUSION_WEIGHT)[0][0])
+        return float(
+            hybrid_scores(np.array([cosine]), np.array([bm25]), upper, weight=conf.RECALL_FUSION_WEIGHT)[0][0]
+        )
 
     def bm25_of(text):  # seed 004's formula, written out, with the records' statistics
         words = terms(text)
@@ -102,13 +108,24 @@ def plain_scores(*, agent, query, passages=True):
         nodes = list(RecordNode.objects.filter(parent_kind=kind, parent_id=pk).order_by("node_index"))
         for n in nodes:
             spans = [(n.start_char, n.end_char, n.vector)]
-            held = NodePassages.objects.filter(parent_kind=kind, parent_id=pk, node_index=n.node_index).first()
+            held = NodePassages.objects.filter(
+                parent_kind=kind, parent_id=pk, node_index=n.node_index
+            ).first()
             if passages and held is not None:
-                vectors = np.frombuffer(bytes(held.embeddings), dtype="<f2").astype(np.float32).reshape(
-                    len(held.spans), -1)
+                vectors = (
+                    np.frombuffer(bytes(held.embeddings), dtype="<f2")
+                    .astype(np.float32)
+                    .reshape(len(held.spans), -1)
+                )
                 spans += [(a, b, v) for (a, b), v in zip(held.spans, vectors, strict=True)]
-            candidates.append((kind, pk, n.node_index,
-                               max(fused(float(v @ query_vector), bm25_of(text[a:b])) for a, b, v in spans)))
+            candidates.append(
+                (
+                    kind,
+                    pk,
+                    n.node_index,
+                    max(fused(float(v @ query_vector), bm25_of(text[a:b])) for a, b, v in spans),
+                )
+            )
         if not nodes:
             candidates.append((kind, pk, None, own[(kind, pk)]))
     return candidates, own
@@ -136,8 +153,11 @@ def plain_recall(*, agent, query, most=5, rule="excerpts"):
     for kind, pk, node, score in candidates:
         if score <= 0 or len(held) >= most:
             break
-        touching = [e for e in held if e[0] == kind and e[1] == pk and node is not None
-                    and (e[3] - 1 <= node <= e[4] + 1)]
+        touching = [
+            e
+            for e in held
+            if e[0] == kind and e[1] == pk and node is not None and (e[3] - 1 <= node <= e[4] + 1)
+        ]
         if not touching:
             held.append([kind, pk, score, node, node])
             continue
@@ -146,12 +166,22 @@ def plain_recall(*, agent, query, most=5, rule="excerpts"):
             keep[3], keep[4] = min(keep[3], other[3]), max(keep[4], other[4])
             held.remove(other)
         keep[3], keep[4] = min(keep[3], node), max(keep[4], node)
-    return [(kind, pk, pytest.approx(round(score, 6), abs=2e-6), first, last) for kind, pk, score, first, last in held]
+    return [
+        (kind, pk, pytest.approx(round(score, 6), abs=2e-6), first, last)
+        for kind, pk, score, first, last in held
+    ]
 
 
 def shown(answer):
-    return [(e["kind"], e["id"], e["score"], *((e["nodes"]["first"], e["nodes"]["last"])
-             if isinstance(e["nodes"], dict) else (None, None))) for e in answer["excerpts"]]
+    return [
+        (
+            e["kind"],
+            e["id"],
+            e["score"],
+            *((e["nodes"]["first"], e["nodes"]["last"]) if isinstance(e["nodes"], dict) else (None, None)),
+        )
+        for e in answer["excerpts"]
+    ]
 
 
 def test_invariant_1_recall_ranks_excerpts_under_mutation(agent, django_capture_on_commit_callbacks):
@@ -162,7 +192,9 @@ def test_invariant_1_recall_ranks_excerpts_under_mutation(agent, django_capture_
     for task in queued:  # the records' own vectors first: nodes are what this compares
         if "_queue_vector" in task.__qualname__:
             task()
-    before = {query: services.recall(agent=agent, query=query, most=18, max_chars=100_000) for query in QUERIES}
+    before = {
+        query: services.recall(agent=agent, query=query, most=18, max_chars=100_000) for query in QUERIES
+    }
     for task in queued:
         if "_queue_nodes" in task.__qualname__:
             task()
@@ -172,7 +204,9 @@ def test_invariant_1_recall_ranks_excerpts_under_mutation(agent, django_capture_
         real = services.recall(agent=agent, query=query, most=24, max_chars=100_000)
         assert real["excerpts"] and not real["cut"], query
         assert shown(real) == plain_recall(agent=agent, query=query, most=24)
-        changed_by_best_node += shown(real) != plain_recall(agent=agent, query=query, most=24, rule="best node")
+        changed_by_best_node += shown(real) != plain_recall(
+            agent=agent, query=query, most=24, rule="best node"
+        )
         changed_by_records += shown(real) != plain_recall(agent=agent, query=query, most=24, rule="records")
         keys = [(e["kind"], e["id"]) for e in real["excerpts"]]
         several += len(keys) > len(set(keys))
@@ -184,8 +218,11 @@ def test_invariant_1_recall_ranks_excerpts_under_mutation(agent, django_capture_
     for query in QUERIES:
         after = services.recall(agent=agent, query=query, most=50, max_chars=100_000)["excerpts"]
         whole_after = [(e["kind"], e["id"], e["score"]) for e in after if (e["kind"], e["id"]) not in divided]
-        whole_before = [(e["kind"], e["id"], e["score"]) for e in before[query]["excerpts"]
-                        if (e["kind"], e["id"]) not in divided]
+        whole_before = [
+            (e["kind"], e["id"], e["score"])
+            for e in before[query]["excerpts"]
+            if (e["kind"], e["id"]) not in divided
+        ]
         assert whole_after[: len(whole_before)] == whole_before
 
 
@@ -203,9 +240,11 @@ def test_invariant_1_excerpts_come_from_nodes_once_built(agent, run_on_commit):
 
 
 def snapshot(record_class, pk):
-    return record_class.objects.filter(pk=pk).values(
-        "text", "token_count", "embedding", "embedding_model", "locked", "created_at", "updated_at"
-    ).get()
+    return (
+        record_class.objects.filter(pk=pk)
+        .values("text", "token_count", "embedding", "embedding_model", "locked", "created_at", "updated_at")
+        .get()
+    )
 
 
 def test_invariant_2_building_rebuilding_or_deleting_nodes_never_modifies_the_record(agent, monkeypatch):
@@ -214,7 +253,10 @@ def test_invariant_2_building_rebuilding_or_deleting_nodes_never_modifies_the_re
     Episode.objects.filter(pk=episode.pk).update(locked=True)
     for record in (memory, episode):  # their vectors, as the tasks their stores queued would make them
         assert services.embed_vector(record.KIND, record.pk).status == "built"
-    before = {(Memory, memory.pk): snapshot(Memory, memory.pk), (Episode, episode.pk): snapshot(Episode, episode.pk)}
+    before = {
+        (Memory, memory.pk): snapshot(Memory, memory.pk),
+        (Episode, episode.pk): snapshot(Episode, episode.pk),
+    }
 
     def unchanged():
         return all(snapshot(model, pk) == state for (model, pk), state in before.items())
@@ -231,7 +273,9 @@ def test_invariant_2_building_rebuilding_or_deleting_nodes_never_modifies_the_re
     assert unchanged()
 
 
-def test_invariants_3_4_5_every_stored_node_fits_partitions_its_parent_and_repeats(agent, run_on_commit, embedder):
+def test_invariants_3_4_5_every_stored_node_fits_partitions_its_parent_and_repeats(
+    agent, run_on_commit, embedder
+):
     for seed, words in enumerate((60, 200, 777, 1500)):
         text = prose(words, seed=seed)
         memory, _ = run_on_commit(services.store_memory, agent=agent, text=text)
@@ -239,7 +283,11 @@ def test_invariants_3_4_5_every_stored_node_fits_partitions_its_parent_and_repea
         assert len(nodes) >= 2
         # 3: counted on the node's own span
         for node in nodes:
-            assert embedder.count_tokens(text[node.start_char : node.end_char]) == node.token_count <= node.window
+            assert (
+                embedder.count_tokens(text[node.start_char : node.end_char])
+                == node.token_count
+                <= node.window
+            )
         # 4: sorted by node_index, from 0 to the end, without gap or overlap
         assert [n.node_index for n in nodes] == list(range(len(nodes)))
         assert nodes[0].start_char == 0 and nodes[-1].end_char == len(text)

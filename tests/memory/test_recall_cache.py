@@ -65,7 +65,9 @@ def write_paths():
         Memory.objects.filter(pk=memory.pk).delete()
 
     def import_lines(agent, memory):
-        services.import_records(agent=agent, lines=['{"kind": "mem", "text": "imported harbor lantern note"}'])
+        services.import_records(
+            agent=agent, lines=['{"kind": "mem", "text": "imported harbor lantern note"}']
+        )
 
     return [store, archive, update, delete, orm_delete, import_lines]
 
@@ -118,7 +120,10 @@ def test_an_index_too_many_generations_behind_reads_everything_again(agent):
         services.store_memory(agent=agent, text=f"harbor note {n}")
     assert len(RecallGeneration.objects.get(agent=agent).recent) == RECENT_GENERATIONS
     after = ids(agent)
-    assert recall_module._cache[agent.pk] is not cached and recall_module._cache[agent.pk].size == RECENT_GENERATIONS + 2
+    assert (
+        recall_module._cache[agent.pk] is not cached
+        and recall_module._cache[agent.pk].size == RECENT_GENERATIONS + 2
+    )
     recall_module._cache.clear()
     assert after == ids(agent)
 
@@ -133,11 +138,18 @@ def test_updated_in_place_scores_what_a_fresh_index_scores(agent, run_on_commit,
         action = rng.integers(0, 4) if live else 0
         if action <= 1:
             store = services.store_memory if step % 3 else services.archive_episode
-            live.append(run_on_commit(store, agent=agent, text=prose(int(rng.integers(5, 150)), seed=step))[0])
+            live.append(
+                run_on_commit(store, agent=agent, text=prose(int(rng.integers(5, 150)), seed=step))[0]
+            )
         elif action == 2:
             record = live[int(rng.integers(len(live)))]
-            run_on_commit(services.update_text, agent=agent, kind=record.KIND, id=record.pk,
-                          text=prose(int(rng.integers(5, 150)), seed=1000 + step))
+            run_on_commit(
+                services.update_text,
+                agent=agent,
+                kind=record.KIND,
+                id=record.pk,
+                text=prose(int(rng.integers(5, 150)), seed=1000 + step),
+            )
         else:
             record = live.pop(int(rng.integers(len(live))))
             services.delete_record(agent=agent, kind=record.KIND, id=record.pk)
@@ -150,7 +162,9 @@ def test_updated_in_place_scores_what_a_fresh_index_scores(agent, run_on_commit,
 
 
 def test_built_nodes_are_seen_by_the_next_recall(agent):
-    memory, nodes = services.store_memory(agent=agent, text=prose(300, seed=4) + "\n\nThe albatross xylophone.")
+    memory, nodes = services.store_memory(
+        agent=agent, text=prose(300, seed=4) + "\n\nThe albatross xylophone."
+    )
     assert nodes == {"status": "queued"}
     RecordNode.objects.filter(parent_kind=MEMORY, parent_id=memory.pk).delete()  # as if not built yet
     recall_module._cache.clear()

@@ -43,7 +43,9 @@ def embedder(settings):
 
 @pytest.mark.qcluster
 @pytest.mark.django_db(transaction=True)
-def test_a_real_qcluster_runs_the_scheduled_repair_and_builds_missing_nodes(agent, embedder, monkeypatch, tmp_path):
+def test_a_real_qcluster_runs_the_scheduled_repair_and_builds_missing_nodes(
+    agent, embedder, monkeypatch, tmp_path
+):
     from django_q.models import Schedule, Success
 
     # setup_schedules is idempotent: twice leaves one schedule.
@@ -70,12 +72,23 @@ def test_a_real_qcluster_runs_the_scheduled_repair_and_builds_missing_nodes(agen
     # Due now.
     Schedule.objects.filter(pk=schedule.pk).update(next_run=timezone.now() - timedelta(minutes=1))
 
-    env = {**os.environ, "DATABASE_URL": database_url(), "EMBED_BACKEND": "hash", "Q_WORKERS": "1",
-           "LOG_LEVEL": "INFO"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "EMBED_BACKEND": "hash",
+        "Q_WORKERS": "1",
+        "LOG_LEVEL": "INFO",
+    }
     log_path = tmp_path / "qcluster.log"
     log = log_path.open("w+")
-    cluster = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env,
-                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    cluster = subprocess.Popen(
+        [sys.executable, "manage.py", "qcluster"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + DEADLINE_SECONDS
         done = None

@@ -19,7 +19,9 @@ def nodes_of(record):
 
 
 def test_storing_a_short_memory_answers_without_nodes_and_builds_none(agent, run_on_commit, embedder):
-    memory, nodes = run_on_commit(services.store_memory, agent=agent, text="The kettle is in the left cupboard.")
+    memory, nodes = run_on_commit(
+        services.store_memory, agent=agent, text="The kettle is in the left cupboard."
+    )
     assert nodes is None
     assert memory.token_count == 7 + 2 and memory.embedding_model == embedder.model
     assert memory.vector is None  # the store answered before the vector was made ...
@@ -38,11 +40,15 @@ def test_storing_a_long_memory_answers_queued_and_the_task_builds_its_nodes(agen
     assert all(node.window == WINDOW and node.embedding_model == "hash-256" for node in built)
 
 
-def test_the_vector_and_node_tasks_are_enqueued_only_when_the_row_commits(agent, django_capture_on_commit_callbacks):
+def test_the_vector_and_node_tasks_are_enqueued_only_when_the_row_commits(
+    agent, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks() as callbacks:
         memory, _ = services.store_memory(agent=agent, text=prose(200))
     assert len(callbacks) == 2
-    assert nodes_of(memory) == [] and memory.embedding is None  # until the commit, nothing was enqueued or made
+    assert (
+        nodes_of(memory) == [] and memory.embedding is None
+    )  # until the commit, nothing was enqueued or made
     for callback in callbacks:
         callback()
     memory.refresh_from_db()
@@ -53,7 +59,11 @@ def test_archiving_a_long_episode_works_like_storing_a_memory(agent, run_on_comm
     episode, nodes = run_on_commit(services.archive_episode, agent=agent, text=prose(150, seed=2))
     assert isinstance(episode, Episode) and episode.kind == EPISODE
     assert nodes == {"status": "queued"}
-    assert RecordNode.objects.filter(parent_kind="ep", parent_id=episode.pk).count() == len(nodes_of(episode)) > 1
+    assert (
+        RecordNode.objects.filter(parent_kind="ep", parent_id=episode.pk).count()
+        == len(nodes_of(episode))
+        > 1
+    )
     # A memory with the same id would be another record: nodes are keyed by kind too.
     assert RecordNode.objects.filter(parent_kind="mem").count() == 0
 
@@ -98,12 +108,17 @@ def test_changing_the_text_re_embeds_and_queues_new_nodes(agent, run_on_commit):
     memory.refresh_from_db()
     old_vector = memory.vector.copy()
     new_text = prose(260, seed=9)
-    changed, nodes = run_on_commit(services.update_text, agent=agent, kind=MEMORY, id=memory.pk, text=new_text)
+    changed, nodes = run_on_commit(
+        services.update_text, agent=agent, kind=MEMORY, id=memory.pk, text=new_text
+    )
     assert nodes == {"status": "queued"}
     assert not np.allclose(changed.vector, old_vector)
     rebuilt = nodes_of(memory)
     assert rebuilt[-1].end_char == len(new_text)
-    assert services.get_node(agent=agent, kind=MEMORY, id=memory.pk, index=0)["text"] == new_text[: rebuilt[0].end_char]
+    assert (
+        services.get_node(agent=agent, kind=MEMORY, id=memory.pk, index=0)["text"]
+        == new_text[: rebuilt[0].end_char]
+    )
 
 
 def test_changing_a_long_text_to_a_short_one_leaves_no_nodes(agent, run_on_commit):
@@ -216,7 +231,8 @@ def test_the_tables_are_declared_to_never_reuse_ids():
                 assert "AUTOINCREMENT" in cursor.fetchone()[0].upper()
             else:
                 cursor.execute(
-                    "SELECT is_identity FROM information_schema.columns WHERE table_name = %s AND column_name = 'id'",
+                    "SELECT is_identity FROM information_schema.columns WHERE table_name = %s AND "
+                    "column_name = 'id'",
                     [table],
                 )
                 assert cursor.fetchone()[0] == "YES"
@@ -228,8 +244,15 @@ def test_record_nodes_has_the_seed_schema():
         constraints = connection.introspection.get_constraints(cursor, "record_nodes")
     columns = [column.name for column in description]
     assert columns == [
-        "parent_kind", "parent_id", "node_index", "start_char", "end_char",
-        "token_count", "window", "embedding", "embedding_model",
+        "parent_kind",
+        "parent_id",
+        "node_index",
+        "start_char",
+        "end_char",
+        "token_count",
+        "window",
+        "embedding",
+        "embedding_model",
     ]
     nullable = {column.name for column in description if column.null_ok}
     assert nullable == {"embedding"}
@@ -237,7 +260,8 @@ def test_record_nodes_has_the_seed_schema():
     assert primary == [["parent_kind", "parent_id", "node_index"]]
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO record_nodes (parent_kind, parent_id, node_index, start_char, end_char, token_count, window) "
+            "INSERT INTO record_nodes (parent_kind, parent_id, node_index, start_char, end_char, "
+            "token_count, window) "
             "VALUES ('mem', 1, 0, 0, 5, 3, 40)".replace("window)", '"window")')
         )
         cursor.execute("SELECT embedding_model, embedding FROM record_nodes")
@@ -270,15 +294,18 @@ def test_a_store_whose_embedder_cannot_count_stores_nothing_and_says_so(agent, m
 def test_a_vector_that_could_not_be_made_is_made_by_the_repair(agent, run_on_commit, monkeypatch, embedder):
     """The store answers before its vector exists; a failed vector task leaves it to the health repair,
     and meanwhile recall finds the record by its words."""
-    monkeypatch.setattr("ragsite.embedding.get_embedder", lambda backend=None: BrokenEmbedder(dimensions=256,
-                                                                                             window=WINDOW))
+    monkeypatch.setattr(
+        "ragsite.embedding.get_embedder", lambda backend=None: BrokenEmbedder(dimensions=256, window=WINDOW)
+    )
     memory, _ = run_on_commit(services.store_memory, agent=agent, text="The kettle is in the left cupboard.")
     memory.refresh_from_db()
     assert memory.embedding is None and memory.embedding_model == "hash-256"
     monkeypatch.setattr("ragsite.embedding.get_embedder", lambda backend=None: embedder)
     assert [e["id"] for e in services.recall(agent=agent, query="kettle cupboard")["excerpts"]] == [memory.pk]
     report = services.check_health(repair=True)
-    assert report["missing_vectors"] == 1 and report["vectors"] == [{"kind": MEMORY, "id": memory.pk, "status": "built"}]
+    assert report["missing_vectors"] == 1 and report["vectors"] == [
+        {"kind": MEMORY, "id": memory.pk, "status": "built"}
+    ]
     memory.refresh_from_db()
     assert memory.vector is not None and services.check_health()["missing_vectors"] == 0
 
@@ -292,13 +319,18 @@ def test_recall_still_answers_lexically_when_the_query_cannot_be_embedded(agent,
     excerpt = services.recall(agent=agent, query="river lantern", most=5)["excerpts"][0]
     assert excerpt["id"] == memory.pk
     # Ranked lexically by its nodes, and quoted from them.
-    assert isinstance(excerpt["nodes"], dict) and excerpt["text"] == memory.text[excerpt["start"] : excerpt["end"]]
+    assert (
+        isinstance(excerpt["nodes"], dict)
+        and excerpt["text"] == memory.text[excerpt["start"] : excerpt["end"]]
+    )
     assert "river" in excerpt["text"].lower() or "lantern" in excerpt["text"].lower()
 
 
 def test_a_failed_node_build_is_left_for_the_repair(agent, monkeypatch):
     memory, _ = services.store_memory(agent=agent, text=prose(200))
-    monkeypatch.setattr("ragsite.embedding.get_embedder", lambda backend=None: BrokenEmbedder(dimensions=256, window=WINDOW))
+    monkeypatch.setattr(
+        "ragsite.embedding.get_embedder", lambda backend=None: BrokenEmbedder(dimensions=256, window=WINDOW)
+    )
     assert services.build_nodes(MEMORY, memory.pk).status == "failed"
     report = services.check_health(repair=True)
     assert report["repaired"][0]["status"] == "failed" and report["remaining"] == 1

@@ -124,11 +124,16 @@ def test_a_raw_text_change_forgets_the_token_count_and_the_service_keeps_its_own
     assert Memory.objects.get(pk=memory.pk).token_count == counted  # not a text change
     sql("UPDATE memories SET locked = %s, text = text WHERE id = %s", [False, memory.pk])
     assert Memory.objects.get(pk=memory.pk).token_count == counted  # the same text
-    sql("UPDATE memories SET text = %s WHERE id = %s", ["edited by hand, much longer than before it was", memory.pk])
+    sql(
+        "UPDATE memories SET text = %s WHERE id = %s",
+        ["edited by hand, much longer than before it was", memory.pk],
+    )
     assert Memory.objects.get(pk=memory.pk).token_count is None  # described the old text
     text = "a new text through the service"
     services.update_text(agent=agent, kind=MEMORY, id=memory.pk, text=text)
-    assert Memory.objects.get(pk=memory.pk).token_count == len(text.split()) + 2  # words and the special tokens
+    assert (
+        Memory.objects.get(pk=memory.pk).token_count == len(text.split()) + 2
+    )  # words and the special tokens
 
 
 def noop_trigger_sql(name: str) -> list[str]:
@@ -172,10 +177,19 @@ def test_seed_002_the_trigger_check_fails_when_a_same_named_trigger_does_not_do_
 def test_trying_the_triggers_leaves_nothing_behind(divided, agent):
     from collections_app.models import Agent
 
-    before = (Agent.objects.count(), Memory.objects.count(), Episode.objects.count(), RecordNode.objects.count())
+    before = (
+        Agent.objects.count(),
+        Memory.objects.count(),
+        Episode.objects.count(),
+        RecordNode.objects.count(),
+    )
     assert check_record_node_triggers(databases=["default"]) == []
-    assert (Agent.objects.count(), Memory.objects.count(), Episode.objects.count(),
-            RecordNode.objects.count()) == before
+    assert (
+        Agent.objects.count(),
+        Memory.objects.count(),
+        Episode.objects.count(),
+        RecordNode.objects.count(),
+    ) == before
 
 
 def test_a_database_migrated_before_the_count_triggers_is_not_faulted_for_lacking_them():

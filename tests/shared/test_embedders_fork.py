@@ -13,8 +13,11 @@ import pytest
 from ragsite.embedders import LocalEmbedder
 
 # Three long texts make three batches at batch_size 1, so they go through the embedder's pool.
-TEXTS = ["annual leave carries over up to five days " * 12, "badges are worn on site at all times " * 12,
-         "mileage is reimbursed per kilometre " * 12]
+TEXTS = [
+    "annual leave carries over up to five days " * 12,
+    "badges are worn on site at all times " * 12,
+    "mileage is reimbursed per kilometre " * 12,
+]
 
 
 def in_forked_child(work, timeout: float = 60):
@@ -55,7 +58,9 @@ def test_a_forked_child_gets_a_new_pool_and_lock_not_its_parents():
     held = embedder._lock
     held.acquire()  # as if another thread of the parent was loading the model at the fork
     try:
-        pool_is_gone, lock_is_free = in_forked_child(lambda: (embedder._pool is None, embedder._lock.acquire(False)))
+        pool_is_gone, lock_is_free = in_forked_child(
+            lambda: (embedder._pool is None, embedder._lock.acquire(False))
+        )
     finally:
         held.release()
         parent_pool.shutdown()

@@ -38,7 +38,12 @@ def _tiny_bert(path: Path, seed: int = 0) -> Path:
     }
     for index in range(LAYERS):
         p = f"encoder.layer.{index}."
-        for name in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"):
+        for name in (
+            "attention.self.query",
+            "attention.self.key",
+            "attention.self.value",
+            "attention.output.dense",
+        ):
             tensors[p + name + ".weight"] = tensor(HIDDEN, HIDDEN)
             tensors[p + name + ".bias"] = tensor(HIDDEN)
         tensors[p + "intermediate.dense.weight"] = tensor(INNER, HIDDEN)

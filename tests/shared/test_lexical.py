@@ -285,7 +285,11 @@ def test_scores_from_text_match_the_reference(texts, question):
 
 
 def test_parts_scored_as_their_collection_use_its_idf_and_avgdl():
-    records = ["the harbor lantern glows at night", "a short note", "lantern oil and wicks for the harbor shed"]
+    records = [
+        "the harbor lantern glows at night",
+        "a short note",
+        "lantern oil and wicks for the harbor shed",
+    ]
     collection = BM25Index.from_texts(records)
     parts = ["the harbor lantern", "glows at night", "xylophone lantern"]
     scored = BM25Index.from_texts(parts).scored_as(collection)
@@ -298,7 +302,9 @@ def test_parts_scored_as_their_collection_use_its_idf_and_avgdl():
             tf = words.count(term)
             if tf and term in collection.term_ids:  # "xylophone" is in no record: it weighs nothing
                 norm = collection.k1 * (1 - collection.b + collection.b * len(words) / collection.avgdl)
-                total += float(collection.idf[collection.term_ids[term]]) * tf * (collection.k1 + 1) / (tf + norm)
+                total += (
+                    float(collection.idf[collection.term_ids[term]]) * tf * (collection.k1 + 1) / (tf + norm)
+                )
         expected.append(total)
     assert np.allclose(scored.scores(question), expected, rtol=1e-12)
     # The collection's own scores do not move, and the upper bound is the collection's to use.

@@ -10,8 +10,14 @@ from ragsite.top import MARGIN, positive_tail, top_of_superset, top_rows
 
 
 @settings(max_examples=300, deadline=None)
-@given(size=st.integers(1, 400), k=st.integers(1, 12), levels=st.sampled_from([0, 2, 5]),
-       bound=st.sampled_from([0.5, 3.0, 1e9]), extra=st.floats(0, 1), seed=st.integers(0, 2**31))
+@given(
+    size=st.integers(1, 400),
+    k=st.integers(1, 12),
+    levels=st.sampled_from([0, 2, 5]),
+    bound=st.sampled_from([0.5, 3.0, 1e9]),
+    extra=st.floats(0, 1),
+    seed=st.integers(0, 2**31),
+)
 def test_a_superset_near_the_kth_ranks_as_every_row_transformed_would(size, k, levels, bound, extra, seed):
     """Ties in the raw values, and ties the transform makes (its clip at 1 when ``bound`` is small)."""
     rng = np.random.default_rng(seed)
@@ -41,7 +47,9 @@ def test_a_clip_that_ties_the_kth_with_rows_left_out_gives_up():
 
 @settings(max_examples=200, deadline=None)
 @given(size=st.integers(1, 60000), k=st.integers(1, 12), zeros=st.floats(0, 1), seed=st.integers(0, 2**31))
-def test_the_kth_positive_value_is_the_kth_of_a_sort_and_the_tail_holds_all_above_the_bound(size, k, zeros, seed):
+def test_the_kth_positive_value_is_the_kth_of_a_sort_and_the_tail_holds_all_above_the_bound(
+    size, k, zeros, seed
+):
     rng = np.random.default_rng(seed)
     values = rng.integers(0, 20, size) / 7.0
     values[rng.random(size) < zeros] = 0.0

@@ -14,8 +14,12 @@ class Command(ServiceCommand):
     def add_arguments(self, parser):
         parser.add_argument("agent_id")
         parser.add_argument("name")
-        parser.add_argument("--sync", action="store_true", help="build in this process instead of the task cluster")
-        parser.add_argument("--json", action="store_true", help="print one JSON line with the result at the end")
+        parser.add_argument(
+            "--sync", action="store_true", help="build in this process instead of the task cluster"
+        )
+        parser.add_argument(
+            "--json", action="store_true", help="print one JSON line with the result at the end"
+        )
 
     def handle(self, *args, agent_id, name, sync, json, **options):
         collection = get_collection(agent=get_agent(agent_id), name=name)

@@ -9,16 +9,28 @@ class Command(ServiceCommand):
     def add_arguments(self, parser):
         parser.add_argument("agent_id")
         parser.add_argument("name")
-        parser.add_argument("--folder", default="",
-                            help="the sub-folder of KNOWLEDGE_ROOT/<agent id>/ to build from, by name (not a path)")
+        parser.add_argument(
+            "--folder",
+            default="",
+            help="the sub-folder of KNOWLEDGE_ROOT/<agent id>/ to build from, by name (not a path)",
+        )
         parser.add_argument("--method", default="structure", help=f"chunking method: {', '.join(AVAILABLE)}")
         parser.add_argument("--size", type=int, default=None)
         parser.add_argument("--overlap", type=int, default=None)
-        parser.add_argument("--built-from", default="", help='what the documents are, for people ("the HR share")')
+        parser.add_argument(
+            "--built-from", default="", help='what the documents are, for people ("the HR share")'
+        )
         parser.add_argument("--per-reader", action="store_true", help="searches must name a reader")
-        parser.add_argument("--judge", action="store_true", help="ask the judge model whether paragraphs answer")
-        parser.add_argument("--sync-every", type=int, default=None, metavar="MINUTES",
-                            help="check the folder every N minutes and build when it changed (see sync_collection)")
+        parser.add_argument(
+            "--judge", action="store_true", help="ask the judge model whether paragraphs answer"
+        )
+        parser.add_argument(
+            "--sync-every",
+            type=int,
+            default=None,
+            metavar="MINUTES",
+            help="check the folder every N minutes and build when it changed (see sync_collection)",
+        )
 
     def handle(self, *args, **o):
         collection = create_collection(
@@ -33,4 +45,7 @@ class Command(ServiceCommand):
             overlap=o["overlap"],
             sync_every=o["sync_every"],
         )
-        self.stdout.write(f'Created collection "{collection.name}" for agent "{collection.agent.agent_id}" ({collection.method}).')
+        self.stdout.write(
+            f'Created collection "{collection.name}" for agent "{collection.agent.agent_id}" '
+            f"({collection.method})."
+        )

@@ -7,7 +7,9 @@ class Command(ServiceCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("external_id")
-        parser.add_argument("--label", action="append", default=[], dest="labels", help="repeat for more labels")
+        parser.add_argument(
+            "--label", action="append", default=[], dest="labels", help="repeat for more labels"
+        )
 
     def handle(self, *args, external_id, labels, **options):
         reader = create_reader(external_id=external_id, labels=labels)

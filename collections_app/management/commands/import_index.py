@@ -16,12 +16,18 @@ class Command(ServiceCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON line with the result")
 
     def handle(self, *args, agent_id, directory, index_id, name, json, **options):
-        collection = import_index(agent=get_agent(agent_id), directory=directory, index_id=index_id, name=name)
+        collection = import_index(
+            agent=get_agent(agent_id), directory=directory, index_id=index_id, name=name
+        )
         built = collection.built
         if json:
             self.print_json(
-                {"collection": collection.name, "paragraphs": built.passages, "model": built.model,
-                 "dimensions": built.dimensions}
+                {
+                    "collection": collection.name,
+                    "paragraphs": built.passages,
+                    "model": built.model,
+                    "dimensions": built.dimensions,
+                }
             )
         else:
             self.stdout.write(

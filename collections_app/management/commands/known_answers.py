@@ -11,8 +11,8 @@ from ragsite.commands import ServiceCommand
 
 class Command(ServiceCommand):
     help = (
-        "Replace a collection's known answers with FILE.jsonl (lines like {\"question\": \"...\", \"answer\": "
-        "\"marker\"} and {\"question\": \"...\", \"control\": true}; at most 200), or, without FILE, show them and "
+        'Replace a collection\'s known answers with FILE.jsonl (lines like {"question": "...", "answer": '
+        '"marker"} and {"question": "...", "control": true}; at most 200), or, without FILE, show them and '
         "how the latest build did. Every build is then asked them; the live build is measured at once."
     )
 
@@ -22,10 +22,18 @@ class Command(ServiceCommand):
         parser.add_argument("file", nargs="?", help="a JSON Lines file of questions and controls")
         parser.add_argument("--clear", action="store_true", help="remove every known answer")
         floor = parser.add_mutually_exclusive_group()
-        floor.add_argument("--measured-floor", action="store_true", dest="measured",
-                           help="read the collection's floor off its known answers")
-        floor.add_argument("--no-measured-floor", action="store_true", dest="not_measured",
-                           help="stop reading the floor off them (the override or MIN_SCORE applies)")
+        floor.add_argument(
+            "--measured-floor",
+            action="store_true",
+            dest="measured",
+            help="read the collection's floor off its known answers",
+        )
+        floor.add_argument(
+            "--no-measured-floor",
+            action="store_true",
+            dest="not_measured",
+            help="stop reading the floor off them (the override or MIN_SCORE applies)",
+        )
         parser.add_argument("--json", action="store_true", help="print the set and the latest report as JSON")
 
     def handle(self, *args, **o):
@@ -37,11 +45,15 @@ class Command(ServiceCommand):
             items = _read(Path(o["file"])) if o["file"] else [] if o["clear"] else None
             if items is None:  # only the floor changes: keep the set as it is
                 items = known_answers.as_items(known_answers.known_answers(collection))
-            checked = known_answers.set_known_answers(collection=collection, items=items, floor_measured=floor_measured)
+            checked = known_answers.set_known_answers(
+                collection=collection, items=items, floor_measured=floor_measured
+            )
             if not o["json"]:
                 controls = sum(1 for q in checked if q.control)
-                self.stdout.write(f"{collection.agent.agent_id}/{collection.name}: {len(checked) - controls} known "
-                                  f"answers and {controls} controls; floor measured: {collection.floor_measured}")
+                self.stdout.write(
+                    f"{collection.agent.agent_id}/{collection.name}: {len(checked) - controls} known "
+                    f"answers and {controls} controls; floor measured: {collection.floor_measured}"
+                )
         described = known_answers.describe(collection)
         if o["json"]:
             self.print_json(described)
@@ -51,8 +63,10 @@ class Command(ServiceCommand):
     def _print(self, described: dict) -> None:
         questions = described["questions"]
         controls = sum(1 for q in questions if q.get("control"))
-        self.stdout.write(f"{len(questions) - controls} known answers, {controls} controls; "
-                          f"floor measured: {described['floor_measured']}")
+        self.stdout.write(
+            f"{len(questions) - controls} known answers, {controls} controls; "
+            f"floor measured: {described['floor_measured']}"
+        )
         report = described["report"]
         if report is None:
             self.stdout.write("no build has been measured against them yet")
@@ -61,8 +75,10 @@ class Command(ServiceCommand):
             self.stdout.write(f"build {report['build']}: not measured: {report['error']}")
             return
         self.stdout.write(
-            f"build {report['build']}: found {report['found_at_1']}@1, {report['found_at_5']}@5 of {report['answers']} "
-            f"at floor {report['floor']} ({report['floor_source']}); lowest answer {report['lowest_answer']}, "
+            f"build {report['build']}: found {report['found_at_1']}@1, {report['found_at_5']}@5 of "
+            f"{report['answers']} "
+            f"at floor {report['floor']} ({report['floor_source']}); lowest answer "
+            f"{report['lowest_answer']}, "
             f"highest control {report['highest_control']}, separate: {report['separates']}; "
             f"measured floor {report['measured_floor']}"
         )

@@ -21,11 +21,19 @@ class Command(ServiceCommand):
         parser.add_argument("agent_id")
         parser.add_argument("name")
         parser.add_argument("questions", help="a JSON Lines file of questions and controls")
-        parser.add_argument("--method", action="append", dest="methods", help="measure only this method (repeatable)")
-        parser.add_argument("--size", action="append", type=int, dest="sizes", help="with --method: sizes (repeatable)")
-        parser.add_argument("--around", action="append", type=int, dest="arounds", help="around values (repeatable)")
+        parser.add_argument(
+            "--method", action="append", dest="methods", help="measure only this method (repeatable)"
+        )
+        parser.add_argument(
+            "--size", action="append", type=int, dest="sizes", help="with --method: sizes (repeatable)"
+        )
+        parser.add_argument(
+            "--around", action="append", type=int, dest="arounds", help="around values (repeatable)"
+        )
         parser.add_argument("--most", type=int, default=DEFAULT_MOST)
-        parser.add_argument("--min-score", type=float, default=None, dest="min_score", help="a floor; default none")
+        parser.add_argument(
+            "--min-score", type=float, default=None, dest="min_score", help="a floor; default none"
+        )
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
     def handle(self, *args, **o):
@@ -42,8 +50,14 @@ class Command(ServiceCommand):
                 for size in (o["sizes"] or [None])
                 for around in (o["arounds"] or [0, 1])
             ]
-        report = measure_collection(collection=collection, questions=questions, controls=controls,
-                                    variants=variants, most=o["most"], min_score=o["min_score"])
+        report = measure_collection(
+            collection=collection,
+            questions=questions,
+            controls=controls,
+            variants=variants,
+            most=o["most"],
+            min_score=o["min_score"],
+        )
         if o["json"]:
             self.print_json(report)
             return
@@ -52,19 +66,24 @@ class Command(ServiceCommand):
     def _print(self, report: dict) -> None:
         corpus, cfg = report["corpus"], report["settings"]
         self.stdout.write(
-            f"{report['agent']}/{report['collection']}: {corpus['documents']} documents (digest {corpus['digest'][:12]}), "
+            f"{report['agent']}/{report['collection']}: {corpus['documents']} documents (digest "
+            f"{corpus['digest'][:12]}), "
             f"model {report['model']} ({report['dimensions']} dimensions), mode {report['mode']}, "
             f"fusion weight {cfg['fusion_weight']}, most {cfg['most']}, floor {cfg['floor']}"
         )
         self.stdout.write(f"{report['questions']} questions, {report['controls']} controls")
-        self.stdout.write(f"\n{'method':<10} {'size':>6} {'overlap':>7} {'around':>6} {'paragraphs':>10} "
-                          f"{'found':>7} {'lowest answer':>13} {'highest control':>15}  separates")
+        self.stdout.write(
+            f"\n{'method':<10} {'size':>6} {'overlap':>7} {'around':>6} {'paragraphs':>10} "
+            f"{'found':>7} {'lowest answer':>13} {'highest control':>15}  separates"
+        )
         for v in report["variants"]:
             fr = v["floor_range"]
             self.stdout.write(
-                f"{v['method']:<10} {_cell(v['size']):>6} {v['overlap']:>7} {v['around']:>6} {v['paragraphs']:>10} "
+                f"{v['method']:<10} {_cell(v['size']):>6} {v['overlap']:>7} {v['around']:>6} "
+                f"{v['paragraphs']:>10} "
                 f"{v['found']:>3}/{report['questions']:<3} {_cell(fr['lowest_answer']):>13} "
-                f"{_cell(fr['highest_control']):>15}  {_cell(fr['separates'])}{'  (current)' if v.get('current') else ''}"
+                f"{_cell(fr['highest_control']):>15}  "
+                f"{_cell(fr['separates'])}{'  (current)' if v.get('current') else ''}"
             )
         for s in report["skipped"]:
             self.stdout.write(f"skipped {s['method']} {_cell(s['size'])}: {s['reason']}")

@@ -31,12 +31,17 @@ class Command(ServiceCommand):
         if o["json"]:
             self.print_json(answer)
             return
-        refused = {None: "not judged", True: "refused by the judge", False: "approved by the judge"}[answer["refused"]]
+        refused = {None: "not judged", True: "refused by the judge", False: "approved by the judge"}[
+            answer["refused"]
+        ]
         self.stdout.write(
-            f"mode {answer['mode']} ({answer['model']}), floor {answer['floor']}, around {answer['around']}, {refused}"
+            f"mode {answer['mode']} ({answer['model']}), floor {answer['floor']}, around "
+            f"{answer['around']}, {refused}"
         )
         if not answer["paragraphs"]:
             self.stdout.write("Nothing scored at or above the floor.")
         for p in answer["paragraphs"]:
-            self.stdout.write(f"\n{p['score']:.3f}  {p['chunk_id']} § {p['section']}  ({p['passages']} paragraphs)")
+            self.stdout.write(
+                f"\n{p['score']:.3f}  {p['chunk_id']} § {p['section']}  ({p['passages']} paragraphs)"
+            )
             self.stdout.write(p["text"])

@@ -55,8 +55,9 @@ def uses_ivf(index: MappedIndex) -> bool:
     return threshold > 0 and index.size >= threshold
 
 
-def approximate_ranking(plan: SearchPlan, vector: np.ndarray, lexical: Lexical | None, *,
-                        weight: float) -> Ranking:
+def approximate_ranking(
+    plan: SearchPlan, vector: np.ndarray, lexical: Lexical | None, *, weight: float
+) -> Ranking:
     """The approximate path's ranking: the candidates scored exactly, then the one floor and top k."""
     index, view = plan.index, plan.view
 
@@ -65,18 +66,39 @@ def approximate_ranking(plan: SearchPlan, vector: np.ndarray, lexical: Lexical |
 
     lists = ivf_of(plan.collection, plan.built, plan.index_key, index)
     candidates, scores, mode = scored_candidates(
-        plan.collection.name, lists, index, vector, bm25=None if lexical is None else lexical.scores,
-        upper=None if lexical is None else lexical.upper, mask=plan.mask, nprobe=plan.nprobe,
-        floor=plan.floor, most=plan.most, score=score, weight=weight)
+        plan.collection.name,
+        lists,
+        index,
+        vector,
+        bm25=None if lexical is None else lexical.scores,
+        upper=None if lexical is None else lexical.upper,
+        mask=plan.mask,
+        nprobe=plan.nprobe,
+        floor=plan.floor,
+        most=plan.most,
+        score=score,
+        weight=weight,
+    )
     # The candidates are readable and ascending: ties go to the lower row, as on the exact path.
     top = top_at_floor(scores, plan.floor, plan.most, rows=candidates)
     return Ranking(top=top, rows=candidates, scores=scores, mode=mode, lexical=lexical)
 
 
-def scored_candidates(name: str, lists: IVFLists, index: MappedIndex, vector: np.ndarray, *,
-                      bm25: np.ndarray | None, upper: float | None, mask: np.ndarray, nprobe: int | None,
-                      floor: float, most: int, score: Callable[[np.ndarray], tuple[np.ndarray, str]],
-                      weight: float) -> tuple[np.ndarray, np.ndarray, str]:
+def scored_candidates(
+    name: str,
+    lists: IVFLists,
+    index: MappedIndex,
+    vector: np.ndarray,
+    *,
+    bm25: np.ndarray | None,
+    upper: float | None,
+    mask: np.ndarray,
+    nprobe: int | None,
+    floor: float,
+    most: int,
+    score: Callable[[np.ndarray], tuple[np.ndarray, str]],
+    weight: float,
+) -> tuple[np.ndarray, np.ndarray, str]:
     """The rows an approximate search scores (readable, ascending), their exact fused scores from
     `score`, and the mode.
 
@@ -100,13 +122,17 @@ def scored_candidates(name: str, lists: IVFLists, index: MappedIndex, vector: np
         return found, scores, mode
     known, bound = _left_out(index, mask, probe, found)
     cap = EXTENSION_CAP * CANDIDATE_DEPTH
-    reach, whole = may_enter(threshold, bound, None if bm25 is None else bm25[known], upper or 0.0, weight=weight,
-                             cap=cap)
+    reach, whole = may_enter(
+        threshold, bound, None if bm25 is None else bm25[known], upper or 0.0, weight=weight, cap=cap
+    )
     if not whole:
-        logger.debug("search %s: more than %d rows could enter the top %d; the top stays approximate",
-                     name, cap, most)
+        logger.debug(
+            "search %s: more than %d rows could enter the top %d; the top stays approximate", name, cap, most
+        )
     more = known[reach]
-    logger.debug("search %s: the candidates' bound did not hold, %d more rows scored exactly", name, more.size)
+    logger.debug(
+        "search %s: the candidates' bound did not hold, %d more rows scored exactly", name, more.size
+    )
     if more.size == 0:
         return found, scores, mode
     rows = np.concatenate([found, more])
@@ -114,8 +140,15 @@ def scored_candidates(name: str, lists: IVFLists, index: MappedIndex, vector: np
     return rows[order], np.concatenate([scores, score(more)[0]])[order], mode
 
 
-def candidates(name: str, lists: IVFLists, index: MappedIndex, vector: np.ndarray, bm25: np.ndarray | None,
-               mask: np.ndarray, nprobe: int | None) -> tuple[np.ndarray, Probe]:
+def candidates(
+    name: str,
+    lists: IVFLists,
+    index: MappedIndex,
+    vector: np.ndarray,
+    bm25: np.ndarray | None,
+    mask: np.ndarray,
+    nprobe: int | None,
+) -> tuple[np.ndarray, Probe]:
     """Rows to score exactly: the IVF's vector top-K (from the nearest lists) ∪ the exact lexical top-K,
     readable ones only, ascending; and what the probe saw.
 
@@ -146,12 +179,20 @@ def candidates(name: str, lists: IVFLists, index: MappedIndex, vector: np.ndarra
         # Below the K-th best BM25; with fewer than K above 0, every row above 0 is in.
         lexical_out = float(bm25[lexical[-1]]) if lexical.size == CANDIDATE_DEPTH else 0.0
     found = np.unique(near)
-    logger.debug("search %s: IVF cosine, nprobe %d of %d lists, %d candidates of %d rows scored exactly",
-                 name, nprobe, lists.nlist, found.size, index.size)
+    logger.debug(
+        "search %s: IVF cosine, nprobe %d of %d lists, %d candidates of %d rows scored exactly",
+        name,
+        nprobe,
+        lists.nlist,
+        found.size,
+        index.size,
+    )
     return found, Probe(members, closeness, max(cosine_out, 0.0), lexical_out)
 
 
-def _left_out(index: MappedIndex, mask: np.ndarray, probe: Probe, found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _left_out(
+    index: MappedIndex, mask: np.ndarray, probe: Probe, found: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The readable rows the candidates `found` left out that a bound can speak for, and each one's
     cosine bound: a probed row's best window's (a row's pooled cosine is at most that, `lean_to_first`),
     plus COSINE_ROUNDING, and 0 for a row without a vector."""
@@ -199,8 +240,11 @@ def ivf_of(collection: Collection, built: CollectionBuilt, key: str, index: Mapp
     build and process: k-means++ seeded from the build's interchange index_id, and the nprobe that
     reached IVF_RECALL on its own rows (ivf.build_lists)."""
     stored = index.ivf
-    if (stored is not None and stored.index_id == built.ivf_index_id
-            and stored.target_recall == float(settings.IVF_RECALL)):
+    if (
+        stored is not None
+        and stored.index_id == built.ivf_index_id
+        and stored.target_recall == float(settings.IVF_RECALL)
+    ):
         _ivf_cache.pop(collection.pk, None)  # an earlier build's lists, built here, are done with
         return stored  # written with the build: mapped, shared, nothing to build here
     cached = _ivf_cache.get(collection.pk)
@@ -209,13 +253,30 @@ def ivf_of(collection: Collection, built: CollectionBuilt, key: str, index: Mapp
     with _ivf_lock:
         cached = _ivf_cache.get(collection.pk)
         if cached is None or cached[0] != key:
-            lists = build_lists(index.vector_matrix(), index_id=built.ivf_index_id,
-                                target_recall=float(settings.IVF_RECALL))
-            logger.debug("search %s: built IVF, %d lists over %d vectors, nprobe %d for recall@10 %.3f",
-                         collection.name, lists.nlist, index.vectors.shape[0], lists.nprobe, lists.recall)
+            lists = build_lists(
+                index.vector_matrix(), index_id=built.ivf_index_id, target_recall=float(settings.IVF_RECALL)
+            )
+            logger.debug(
+                "search %s: built IVF, %d lists over %d vectors, nprobe %d for recall@10 %.3f",
+                collection.name,
+                lists.nlist,
+                index.vectors.shape[0],
+                lists.nprobe,
+                lists.recall,
+            )
             cached = _ivf_cache[collection.pk] = (key, lists)
     return cached[1]
 
 
-__all__ = ["CANDIDATE_DEPTH", "COSINE_ROUNDING", "EXTENSION_CAP", "Probe", "approximate_ranking", "candidates",
-           "forget_ivf", "ivf_of", "scored_candidates", "uses_ivf"]
+__all__ = [
+    "CANDIDATE_DEPTH",
+    "COSINE_ROUNDING",
+    "EXTENSION_CAP",
+    "Probe",
+    "approximate_ranking",
+    "candidates",
+    "forget_ivf",
+    "ivf_of",
+    "scored_candidates",
+    "uses_ivf",
+]

@@ -11,10 +11,14 @@ class Command(ServiceCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--repair", action="store_true", help="Build missing nodes (never modifies records).")
+        parser.add_argument(
+            "--repair", action="store_true", help="Build missing nodes (never modifies records)."
+        )
         parser.add_argument("--agent", metavar="AGENT_ID", help="Only this agent's records.")
         parser.add_argument(
-            "--limit", type=int, default=conf.REPAIR_LIMIT,
+            "--limit",
+            type=int,
+            default=conf.REPAIR_LIMIT,
             help=f"Records to repair in this run, 0 to {conf.REPAIR_LIMIT} (the most one run builds).",
         )
         parser.add_argument("--json", action="store_true", help="Print the report as one JSON object.")
@@ -37,4 +41,6 @@ class Command(ServiceCommand):
             self.stderr.write("missing triggers: " + ", ".join(report["missing_triggers"]))
         if repair:
             built = sum(1 for item in report["repaired"] if item["status"] == "built")
-            self.stdout.write(f"repaired {len(report['repaired'])} records ({built} divided), {report['remaining']} remain")
+            self.stdout.write(
+                f"repaired {len(report['repaired'])} records ({built} divided), {report['remaining']} remain"
+            )

@@ -12,7 +12,9 @@ class Command(ServiceCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("agent_id")
-        parser.add_argument("file", nargs="?", default="-", help="Where to write; '-' or nothing for standard output.")
+        parser.add_argument(
+            "file", nargs="?", default="-", help="Where to write; '-' or nothing for standard output."
+        )
 
     def handle(self, *args, agent_id, file, **options):
         agent = get_agent(agent_id)

@@ -6,7 +6,9 @@ from ragsite.commands import ServiceCommand
 
 
 class Command(ServiceCommand):
-    help = "Create (or bring up to date) the django-q2 schedules ragsite needs. Safe to run any number of times."
+    help = (
+        "Create (or bring up to date) the django-q2 schedules ragsite needs. Safe to run any number of times."
+    )
 
     def handle(self, *args, **options):
         # Each app keeps its schedules in its own `schedules` module (memory's health repair,
