@@ -131,7 +131,9 @@ def _require(obj: dict, key: str, kinds, file: str, *, line: int | None = None, 
     value = obj[key]
     # bool is an int in Python; no field of the format is a boolean.
     if isinstance(value, bool) or not isinstance(value, kinds):
-        raise InterchangeError(file, name, f"expected {_kind_name(kinds)}, found {type(value).__name__}", line=line)
+        raise InterchangeError(
+            file, name, f"expected {_kind_name(kinds)}, found {type(value).__name__}", line=line
+        )
     return value
 
 
@@ -166,8 +168,15 @@ def decode_meta(data: bytes) -> Meta:
     k1 = float(_require(bm25, "k1", (int, float), META, where="bm25."))
     b = float(_require(bm25, "b", (int, float), META, where="bm25."))
     return Meta(
-        index_id=index_id, created_at=created_at, n_chunks=n_chunks, dim=dim, embedding_model=embedding_model,
-        tokenizer=tokenizer, chunker=chunker, k1=k1, b=b,
+        index_id=index_id,
+        created_at=created_at,
+        n_chunks=n_chunks,
+        dim=dim,
+        embedding_model=embedding_model,
+        tokenizer=tokenizer,
+        chunker=chunker,
+        k1=k1,
+        b=b,
     )
 
 
@@ -226,15 +235,25 @@ def decode_docs(data: bytes) -> list[Chunk]:
         k = seen.get(doc_id, 0)
         if chunk_id != f"{doc_id}#{k}":
             raise InterchangeError(
-                DOCS, "chunk_id",
+                DOCS,
+                "chunk_id",
                 f'"{chunk_id[:200]}" does not resolve: chunk {k} of document "{doc_id[:200]}" must be "{doc_id[:200]}#{k}"',
                 line=number,
             )
         seen[doc_id] = k + 1
         if digest != fingerprint(body):
             raise InterchangeError(DOCS, "fingerprint", "is not the SHA-256 of the text", line=number)
-        chunks.append(Chunk(doc_id=doc_id, k=k, text=body, n_tokens=n_tokens, uri=uri, source=source,
-                            pages=_pages(obj.get("pages"), number)))
+        chunks.append(
+            Chunk(
+                doc_id=doc_id,
+                k=k,
+                text=body,
+                n_tokens=n_tokens,
+                uri=uri,
+                source=source,
+                pages=_pages(obj.get("pages"), number),
+            )
+        )
     return chunks
 
 
@@ -242,9 +261,15 @@ def _pages(value, line: int) -> tuple[int, int] | None:
     """ragsite's optional "pages" field: [first, last], whole numbers from 1 with first <= last."""
     if value is None:
         return None
-    if not (isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value)
-            and 1 <= value[0] <= value[1]):
-        raise InterchangeError(DOCS, "pages", "must be [first, last]: page numbers from 1, first <= last", line=line)
+    if not (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(type(v) is int for v in value)
+        and 1 <= value[0] <= value[1]
+    ):
+        raise InterchangeError(
+            DOCS, "pages", "must be [first, last]: page numbers from 1, first <= last", line=line
+        )
     return value[0], value[1]
 
 
@@ -259,7 +284,9 @@ def decode_vectors(data: bytes, *, n_chunks: int, dim: int) -> np.ndarray:
     expected = n_chunks * dim * 4
     if len(data) != expected:
         raise InterchangeError(
-            VECTORS, "size", f"{len(data)} bytes, but n_chunks * dim * 4 = {n_chunks} * {dim} * 4 = {expected}"
+            VECTORS,
+            "size",
+            f"{len(data)} bytes, but n_chunks * dim * 4 = {n_chunks} * {dim} * 4 = {expected}",
         )
     vectors = np.frombuffer(data, dtype="<f4").reshape(n_chunks, dim).astype(np.float32)
     check_unit_rows(vectors)
@@ -357,7 +384,9 @@ def decode_bm25(
         raise InterchangeError(BM25, "n_docs", f"{n_docs}, but there are {expected.n_docs} chunks")
     if 4 * n_docs > len(data) - reader.offset:
         raise InterchangeError(
-            BM25, "n_docs", f"{n_docs} needs {4 * n_docs} bytes of doc_len, but only {len(data) - reader.offset} follow"
+            BM25,
+            "n_docs",
+            f"{n_docs} needs {4 * n_docs} bytes of doc_len, but only {len(data) - reader.offset} follow",
         )
     doc_len = np.frombuffer(reader.take(4 * n_docs, "doc_len"), dtype="<u4").astype(np.int64)
     if expected is not None:
@@ -365,7 +394,8 @@ def decode_bm25(
         if differ.size:
             doc = int(differ[0])
             raise InterchangeError(
-                BM25, f"doc_len[{doc}]",
+                BM25,
+                f"doc_len[{doc}]",
                 f"{int(doc_len[doc])}, but the text of chunk {doc} has {int(expected.doc_len[doc])} terms",
             )
     vocabulary: list[str] = []
@@ -381,7 +411,9 @@ def decode_bm25(
         except UnicodeDecodeError:
             raise InterchangeError(BM25, f"term {number}", "not UTF-8") from None
         if previous_term is not None and raw <= previous_term:
-            raise InterchangeError(BM25, f"term {number}", f'"{term}" is not after the previous term in byte order')
+            raise InterchangeError(
+                BM25, f"term {number}", f'"{term}" is not after the previous term in byte order'
+            )
         previous_term = raw
         df, postings_bytes = _TERM_COUNTS.unpack(reader.take(8, f'term "{term}" df'))
         block = reader.take(postings_bytes, f'term "{term}" postings')
@@ -393,20 +425,29 @@ def decode_bm25(
                 raise InterchangeError(BM25, f'term "{term}" postings', "a document appears twice")
             doc = gap if doc < 0 else doc + gap
             if doc >= n_docs:
-                raise InterchangeError(BM25, f'term "{term}" postings', f"document {doc} is not below n_docs {n_docs}")
+                raise InterchangeError(
+                    BM25, f'term "{term}" postings', f"document {doc} is not below n_docs {n_docs}"
+                )
             if tf == 0:
                 raise InterchangeError(BM25, f'term "{term}" postings', "a term frequency is 0")
             postings_doc.append(doc)
             postings_tf.append(tf)
         if offset != len(block):
-            raise InterchangeError(BM25, f'term "{term}" postings_bytes', f"{postings_bytes} bytes hold more than df={df} pairs")
+            raise InterchangeError(
+                BM25, f'term "{term}" postings_bytes', f"{postings_bytes} bytes hold more than df={df} pairs"
+            )
         vocabulary.append(term)
         indptr.append(len(postings_doc))
     if reader.offset != len(data):
         raise InterchangeError(BM25, "(file)", f"{len(data) - reader.offset} bytes after the last term")
     index = BM25Index(
-        vocabulary=vocabulary, doc_len=doc_len, indptr=np.asarray(indptr), postings_doc=np.asarray(postings_doc),
-        postings_tf=np.asarray(postings_tf), k1=k1, b=b,
+        vocabulary=vocabulary,
+        doc_len=doc_len,
+        indptr=np.asarray(indptr),
+        postings_doc=np.asarray(postings_doc),
+        postings_tf=np.asarray(postings_tf),
+        k1=k1,
+        b=b,
     )
     if not math.isclose(avgdl, index.avgdl, rel_tol=AVGDL_RELATIVE_TOLERANCE, abs_tol=1e-12):
         raise InterchangeError(BM25, "avgdl", f"{avgdl!r} is not the mean of doc_len ({index.avgdl!r})")
@@ -426,7 +467,9 @@ def encode_index(index: RagIndex) -> dict[str, bytes]:
     }
 
 
-def build_index(*, meta: Meta, chunks: list[Chunk], vectors: np.ndarray, bm25: BM25Index | None = None) -> RagIndex:
+def build_index(
+    *, meta: Meta, chunks: list[Chunk], vectors: np.ndarray, bm25: BM25Index | None = None
+) -> RagIndex:
     """An index from chunks and their vectors; bm25.idx is built from the chunk texts unless `bm25`
     (postings of exactly these chunks, in order, e.g. from the build's search index) is given."""
     vectors = np.asarray(vectors, dtype=np.float32).reshape(len(chunks), meta.dim)
@@ -437,7 +480,9 @@ def build_index(*, meta: Meta, chunks: list[Chunk], vectors: np.ndarray, bm25: B
     for line, item in enumerate(chunks, start=1):
         k = seen.get(item.doc_id, 0)
         if item.k != k:
-            raise InterchangeError(DOCS, "chunk_id", f'"{item.chunk_id[:200]}" should be chunk {k} of its document', line=line)
+            raise InterchangeError(
+                DOCS, "chunk_id", f'"{item.chunk_id[:200]}" should be chunk {k} of its document', line=line
+            )
         seen[item.doc_id] = k + 1
     check_unit_rows(vectors)
     if bm25 is None:
@@ -474,7 +519,9 @@ def read_files(directory: Path) -> dict[str, bytes]:
         except FileNotFoundError:
             raise InterchangeError(name, "(file)", "missing") from None
         except OSError as exc:
-            raise InterchangeError(name, "(file)", f"unreadable ({exc.strerror or type(exc).__name__})") from None
+            raise InterchangeError(
+                name, "(file)", f"unreadable ({exc.strerror or type(exc).__name__})"
+            ) from None
     return files
 
 
@@ -489,7 +536,9 @@ def decode_index(files: dict[str, bytes], *, index_id: str | None = None) -> Rag
         raise InterchangeError(META, "index_id", f'"{meta.index_id}", but the directory is "{index_id}"')
     chunks = decode_docs(files[DOCS])
     if len(chunks) != meta.n_chunks:
-        raise InterchangeError(DOCS, "(lines)", f"{len(chunks)} chunks, but meta.json says n_chunks = {meta.n_chunks}")
+        raise InterchangeError(
+            DOCS, "(lines)", f"{len(chunks)} chunks, but meta.json says n_chunks = {meta.n_chunks}"
+        )
     vectors = decode_vectors(files[VECTORS], n_chunks=meta.n_chunks, dim=meta.dim)
     rebuilt = BM25Index.from_texts((c.text for c in chunks), k1=meta.k1, b=meta.b)
     # n_chunks lines were just checked, so the texts' index has n_chunks documents.
@@ -522,8 +571,29 @@ def read_index(directory: Path, *, index_id: str | None = None) -> RagIndex:
 
 
 __all__ = [
-    "BM25", "DOCS", "FILES", "META", "VECTORS", "Chunk", "InterchangeError", "Meta", "RagIndex", "build_index",
-    "check_unit_rows", "decode_bm25", "decode_docs", "decode_index", "decode_meta", "decode_vectors",
-    "encode_bm25", "encode_docs", "encode_index", "encode_meta", "encode_vectors", "fingerprint", "read_files",
-    "read_index", "write_index",
+    "BM25",
+    "DOCS",
+    "FILES",
+    "META",
+    "VECTORS",
+    "Chunk",
+    "InterchangeError",
+    "Meta",
+    "RagIndex",
+    "build_index",
+    "check_unit_rows",
+    "decode_bm25",
+    "decode_docs",
+    "decode_index",
+    "decode_meta",
+    "decode_vectors",
+    "encode_bm25",
+    "encode_docs",
+    "encode_index",
+    "encode_meta",
+    "encode_vectors",
+    "fingerprint",
+    "read_files",
+    "read_index",
+    "write_index",
 ]

@@ -69,8 +69,10 @@ def _parse(raw: object, where: str, depth: int, count: list[int]) -> Filter:
         items = raw.get("filters")
         if not isinstance(items, list) or not items:
             raise FilterError(f"{where}.filters must be a non-empty list")
-        return Compound(kind, tuple(_parse(item, f"{where}.filters[{i}]", depth + 1, count)
-                                    for i, item in enumerate(items)))
+        return Compound(
+            kind,
+            tuple(_parse(item, f"{where}.filters[{i}]", depth + 1, count) for i, item in enumerate(items)),
+        )
     if kind not in COMPARISONS:
         raise FilterError(f"{where}.type must be one of {', '.join(COMPARISONS + COMPOUNDS)}")
     count[0] += 1
@@ -85,7 +87,9 @@ def _parse(raw: object, where: str, depth: int, count: list[int]) -> Filter:
     value = raw["value"]
     if kind in ("in", "nin"):
         if not isinstance(value, list) or not 1 <= len(value) <= MAX_LIST_VALUES:
-            raise FilterError(f"{where}.value must be a list of 1-{MAX_LIST_VALUES} strings or numbers for {kind}")
+            raise FilterError(
+                f"{where}.value must be a list of 1-{MAX_LIST_VALUES} strings or numbers for {kind}"
+            )
         return Comparison(kind, key, tuple(_scalar(v, f"{where}.value[{i}]") for i, v in enumerate(value)))
     value = _scalar(value, f"{where}.value")
     if kind in ORDERED and isinstance(value, str):
@@ -185,12 +189,20 @@ def _mask(parsed: Filter, facts: RowFacts, cache: dict) -> np.ndarray:
     if parsed.key == SECTION:
         if SECTION not in cache:
             cache[SECTION] = list(facts.sections())
-        return np.fromiter((compare(parsed.op, s, parsed.value) for s in cache[SECTION]), dtype=bool,
-                           count=len(facts.row_document))
+        return np.fromiter(
+            (compare(parsed.op, s, parsed.value) for s in cache[SECTION]),
+            dtype=bool,
+            count=len(facts.row_document),
+        )
     if parsed.key == PAGE:
         return _page_mask(parsed, facts, cache)
-    kept = [doc for doc, (name, attributes) in facts.documents.items()
-            if compare(parsed.op, name if parsed.key == DOCUMENT else attributes.get(parsed.key, None), parsed.value)]
+    kept = [
+        doc
+        for doc, (name, attributes) in facts.documents.items()
+        if compare(
+            parsed.op, name if parsed.key == DOCUMENT else attributes.get(parsed.key, None), parsed.value
+        )
+    ]
     return np.isin(facts.row_document, np.asarray(kept, dtype=np.int64))
 
 
@@ -199,11 +211,14 @@ def _page_mask(parsed: Comparison, facts: RowFacts, cache: dict) -> np.ndarray:
     if PAGE not in cache:
         cache[PAGE] = facts.pages()
     if cache[PAGE] is None:
-        raise FilterError("this collection's paragraphs carry no page numbers: filter on page is not available")
+        raise FilterError(
+            "this collection's paragraphs carry no page numbers: filter on page is not available"
+        )
     first, last = cache[PAGE]
     known = ~(np.isnan(first) | np.isnan(last))
-    if isinstance(parsed.value, str) or (isinstance(parsed.value, tuple) and
-                                         any(isinstance(v, str) for v in parsed.value)):
+    if isinstance(parsed.value, str) or (
+        isinstance(parsed.value, tuple) and any(isinstance(v, str) for v in parsed.value)
+    ):
         return np.zeros(len(first), dtype=bool)
     op, want = parsed.op, parsed.value
     with np.errstate(invalid="ignore"):

@@ -8,7 +8,11 @@ from django.db import models
 from django.utils import timezone
 
 # Related models by name, so this module needs no import of its siblings.
-COLLECTION, BUILD_RUN, AGENT = "collections_app.Collection", "collections_app.BuildRun", "collections_app.Agent"
+COLLECTION, BUILD_RUN, AGENT = (
+    "collections_app.Collection",
+    "collections_app.BuildRun",
+    "collections_app.Agent",
+)
 # A week: a longer period is a schedule nobody would notice stopping.
 MAX_SYNC_MINUTES = 7 * 24 * 60
 
@@ -25,17 +29,22 @@ class CollectionSync(models.Model):
     collection = models.OneToOneField(COLLECTION, on_delete=models.CASCADE, related_name="sync")
     enabled = models.BooleanField(default=False, help_text="Check the folder and build when it changed.")
     every = models.PositiveIntegerField(
-        default=15, validators=[MinValueValidator(1), MaxValueValidator(MAX_SYNC_MINUTES)],
+        default=15,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_SYNC_MINUTES)],
         help_text="Minutes between checks of the folder (1 to 10080).",
     )
     last_checked_at = models.DateTimeField(null=True, blank=True)
-    last_changed_at = models.DateTimeField(null=True, blank=True, help_text="When a check last found a change.")
+    last_changed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a check last found a change."
+    )
     next_check_at = models.DateTimeField(null=True, blank=True, db_index=True)
     # What the last check said, for people: "unchanged", "2 new, 1 changed, 1 deleted: build 41 queued", …
     last_outcome = models.CharField(max_length=300, blank=True)
     snapshot = models.JSONField(default=dict, blank=True)
     attempted = models.CharField(max_length=64, blank=True)
-    last_build = models.ForeignKey(BUILD_RUN, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    last_build = models.ForeignKey(
+        BUILD_RUN, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
 
     class Meta:
         verbose_name = "folder sync"
@@ -52,7 +61,9 @@ class KeptLabels(models.Model):
     paragraph, as a rebuild carries them, and the document's default labels.
     """
 
-    collection = models.ForeignKey(COLLECTION, on_delete=models.CASCADE, related_name="kept_labels", db_index=False)
+    collection = models.ForeignKey(
+        COLLECTION, on_delete=models.CASCADE, related_name="kept_labels", db_index=False
+    )
     name = models.CharField(max_length=500)
     default_labels = models.JSONField(default=list, blank=True)  # label ids
     paragraph_labels = models.JSONField(default=dict, blank=True)  # {text fingerprint: [label ids]}
@@ -78,8 +89,10 @@ class Webhook(models.Model):
     EVENTS = (BUILD_SUCCEEDED, BUILD_FAILED, BUILD_REFUSED, KNOWN_ANSWERS_LOST)
 
     agent = models.ForeignKey(AGENT, on_delete=models.CASCADE, related_name="webhooks")
-    url = models.CharField(max_length=500, help_text="http or https; private addresses are refused unless "
-                           "WEBHOOK_ALLOW_PRIVATE is on.")
+    url = models.CharField(
+        max_length=500,
+        help_text="http or https; private addresses are refused unless WEBHOOK_ALLOW_PRIVATE is on.",
+    )
     events = models.JSONField(default=list, blank=True)
     secret = models.CharField(max_length=100, default=new_secret, editable=False)
     active = models.BooleanField(default=True)
@@ -105,7 +118,9 @@ class WebhookDelivery(models.Model):
     payload = models.JSONField()
     status = models.CharField(max_length=20, choices=STATUS_CHOICES, default=PENDING)
     attempts = models.PositiveSmallIntegerField(default=0)
-    response_status = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Of the last attempt.")
+    response_status = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Of the last attempt."
+    )
     last_error = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     last_attempt_at = models.DateTimeField(null=True, blank=True)

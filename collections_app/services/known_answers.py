@@ -108,7 +108,9 @@ def check_items(items: Sequence[object]) -> list[Question]:
         raise InvalidKnownAnswers(f"at most {MAX_KNOWN_ANSWERS} known answers and controls together")
     refuse_nul(items, field="a known answer")
     try:
-        checked = check_questions([parse_item(item, n) for n, item in enumerate(items, 1)], limit=MAX_KNOWN_ANSWERS)
+        checked = check_questions(
+            [parse_item(item, n) for n, item in enumerate(items, 1)], limit=MAX_KNOWN_ANSWERS
+        )
     except InvalidMeasure as exc:
         raise InvalidKnownAnswers(exc.message) from None
     # Reports and regressions name a question by its text, so the same question twice would be ambiguous.
@@ -122,14 +124,20 @@ def check_items(items: Sequence[object]) -> list[Question]:
 
 def known_answers(collection: Collection) -> list[Question]:
     """The collection's set, in the librarian's order."""
-    return [Question(text, answer or None) for text, answer in
-            KnownAnswer.objects.filter(collection=collection).order_by("position").values_list("question", "answer")]
+    return [
+        Question(text, answer or None)
+        for text, answer in KnownAnswer.objects.filter(collection=collection)
+        .order_by("position")
+        .values_list("question", "answer")
+    ]
 
 
 def as_items(questions: Iterable[Question]) -> list[dict]:
     """The set in measure's JSON Lines shape."""
-    return [{"question": q.text, "control": True} if q.control else {"question": q.text, "answer": q.answer}
-            for q in questions]
+    return [
+        {"question": q.text, "control": True} if q.control else {"question": q.text, "answer": q.answer}
+        for q in questions
+    ]
 
 
 def as_lines(questions: Iterable[Question]) -> str:
@@ -138,7 +146,10 @@ def as_lines(questions: Iterable[Question]) -> str:
 
 
 def set_known_answers(
-    *, collection: Collection, items: Sequence[object], floor_measured: bool | None = None,
+    *,
+    collection: Collection,
+    items: Sequence[object],
+    floor_measured: bool | None = None,
     allow_per_reader: bool = True,
 ) -> list[Question]:
     """Replace `collection`'s known answers with ``items`` (an empty list clears them), all or nothing.
@@ -170,18 +181,24 @@ def set_known_answers(
         if not unchanged:
             KnownAnswer.objects.filter(collection=collection).delete()
             KnownAnswer.objects.bulk_create(
-                [KnownAnswer(collection=collection, position=n, question=q.text, answer=q.answer or "")
-                 for n, q in enumerate(checked, start=1)]
+                [
+                    KnownAnswer(collection=collection, position=n, question=q.text, answer=q.answer or "")
+                    for n, q in enumerate(checked, start=1)
+                ]
             )
         if floor_measured is not None and floor_measured != collection.floor_measured:
             collection.floor_measured = floor_measured
             Collection.objects.filter(pk=collection.pk).update(floor_measured=floor_measured)
         live = live_build_id(collection)
-        measured = unchanged and KnownAnswersReport.objects.filter(
-            build_id=live, status=KnownAnswersReport.MEASURED).exists()
+        measured = (
+            unchanged
+            and KnownAnswersReport.objects.filter(build_id=live, status=KnownAnswersReport.MEASURED).exists()
+        )
         if checked and live is not None and not measured:
             transaction.on_commit(lambda: _enqueue(live))
-    logger.info("known answers of %s/%s set: %d items", collection.agent.agent_id, collection.name, len(checked))
+    logger.info(
+        "known answers of %s/%s set: %d items", collection.agent.agent_id, collection.name, len(checked)
+    )
     return checked
 
 
@@ -191,7 +208,9 @@ def set_known_answers(
 def measure_again(*, collection_ids: Iterable[int]) -> None:
     """Queue a new measurement of each collection's live build, once this transaction commits: what search
     sees changed without a build (a document or paragraph switched off or on)."""
-    for collection in Collection.objects.filter(pk__in=set(collection_ids), known_answers__isnull=False).distinct():
+    for collection in Collection.objects.filter(
+        pk__in=set(collection_ids), known_answers__isnull=False
+    ).distinct():
         live = live_build_id(collection)
         if live is not None:
             transaction.on_commit(lambda live=live: _enqueue(live))
@@ -199,8 +218,12 @@ def measure_again(*, collection_ids: Iterable[int]) -> None:
 
 def live_build_id(collection: Collection) -> int | None:
     """The build the collection answers from: its latest successful one (builds of a collection run one at a time)."""
-    return (BuildRun.objects.filter(collection=collection, status=BuildRun.SUCCEEDED)
-            .order_by("-id").values_list("id", flat=True).first())
+    return (
+        BuildRun.objects.filter(collection=collection, status=BuildRun.SUCCEEDED)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+    )
 
 
 def _enqueue(build_id: int) -> None:
@@ -236,18 +259,23 @@ def measure_build(*, build_id: int) -> KnownAnswersReport | None:
     if built is None or live_build_id(collection) != run.pk:
         return None  # a build landed while the rows were read: they may be either build's
     try:
-        measurement = _measure(collection, questions, paragraphs, model=built.model, dimensions=built.dimensions,
-                               before=run.pk)
+        measurement = _measure(
+            collection, questions, paragraphs, model=built.model, dimensions=built.dimensions, before=run.pk
+        )
     except (RagsiteError, EmbeddingError) as exc:
         message = exc.message if isinstance(exc, RagsiteError) else f"the embedder failed: {exc}"
-        measurement = {"status": KnownAnswersReport.FAILED, "error": message[:2000],
-                       "answers": sum(1 for q in questions if not q.control),
-                       "controls": sum(1 for q in questions if q.control)}
+        measurement = {
+            "status": KnownAnswersReport.FAILED,
+            "error": message[:2000],
+            "answers": sum(1 for q in questions if not q.control),
+            "controls": sum(1 for q in questions if q.control),
+        }
     return _save(run, measurement)
 
 
-def gate_build(*, collection: Collection, run: BuildRun,
-               candidate: Callable[[], list[CandidateRow]]) -> dict | None:
+def gate_build(
+    *, collection: Collection, run: BuildRun, candidate: Callable[[], list[CandidateRow]]
+) -> dict | None:
     """With KNOWN_ANSWERS_GATE set, measure a build's candidate paragraphs before its swap.
 
     ``candidate`` gives the paragraphs the swap would leave (see `swap.candidate_paragraphs`).
@@ -263,8 +291,14 @@ def gate_build(*, collection: Collection, run: BuildRun,
     if not questions:
         return None
     embedder = embedding.get_embedder()
-    measurement = _measure(collection, questions, candidate(), model=embedder.model, dimensions=embedder.dimensions,
-                           before=run.pk)
+    measurement = _measure(
+        collection,
+        questions,
+        candidate(),
+        model=embedder.model,
+        dimensions=embedder.dimensions,
+        before=run.pk,
+    )
     lost = measurement["lost"]
     if len(lost) > gate:
         _save(run, measurement)
@@ -285,10 +319,15 @@ def _live_paragraphs(collection: Collection) -> list[CandidateRow]:
     """
     _built, documents, paragraphs = search_state(collection)
     held_documents, held_paragraphs = set(documents.tolist()), set(paragraphs.tolist())
-    rows = (Paragraph.objects.filter(collection=collection).order_by("ordinal")
-            .values_list("pk", "document_id", "start_char", "end_char", "text", "section", "embedding", "context"))
-    return [CandidateRow(document, document not in held_documents and pk not in held_paragraphs, *rest)
-            for pk, document, *rest in rows.iterator(chunk_size=2000)]
+    rows = (
+        Paragraph.objects.filter(collection=collection)
+        .order_by("ordinal")
+        .values_list("pk", "document_id", "start_char", "end_char", "text", "section", "embedding", "context")
+    )
+    return [
+        CandidateRow(document, document not in held_documents and pk not in held_paragraphs, *rest)
+        for pk, document, *rest in rows.iterator(chunk_size=2000)
+    ]
 
 
 def _index(paragraphs: Sequence[CandidateRow], dimensions: int) -> tuple[ScratchIndex, np.ndarray]:
@@ -297,8 +336,10 @@ def _index(paragraphs: Sequence[CandidateRow], dimensions: int) -> tuple[Scratch
     Stored vectors are float16 windows (vector_codec); every window of a paragraph is a matrix row,
     and the paragraph's cosine is pooled from them as search pools it.
     """
-    rows = [Row(ordinal=i, document=p.document, start=p.start, end=p.end, text=p.text, section=p.section)
-            for i, p in enumerate(paragraphs)]
+    rows = [
+        Row(ordinal=i, document=p.document, start=p.start, end=p.end, text=p.text, section=p.section)
+        for i, p in enumerate(paragraphs)
+    ]
     contexts = [p.context for p in paragraphs]
     searchable = np.array([p.searched for p in paragraphs], dtype=bool)
     blocks, owners = [], []
@@ -308,8 +349,10 @@ def _index(paragraphs: Sequence[CandidateRow], dimensions: int) -> tuple[Scratch
         try:
             windows = decode(paragraph.vector, dimensions)
         except VectorFormatError:
-            raise Conflict(f"the paragraphs hold vectors that are not {dimensions} wide; rebuild the collection",
-                           code="width_mismatch") from None
+            raise Conflict(
+                f"the paragraphs hold vectors that are not {dimensions} wide; rebuild the collection",
+                code="width_mismatch",
+            ) from None
         blocks.append(windows)
         owners.append(np.full(windows.shape[0], i, dtype=np.int64))
     matrix = window_row = None
@@ -320,31 +363,54 @@ def _index(paragraphs: Sequence[CandidateRow], dimensions: int) -> tuple[Scratch
         window_row = None if one_each else np.concatenate(owners)
     # The title and section beside each paragraph, as search ranks them (collections_app/text/context.py).
     context_bm25 = BM25Index.from_texts(contexts) if any(contexts) else None
-    index = ScratchIndex(rows=rows, bm25=BM25Index.from_texts(r.text for r in rows), matrix=matrix,
-                         window_row=window_row, context_bm25=context_bm25)
+    index = ScratchIndex(
+        rows=rows,
+        bm25=BM25Index.from_texts(r.text for r in rows),
+        matrix=matrix,
+        window_row=window_row,
+        context_bm25=context_bm25,
+    )
     return index, searchable
 
 
-def _question_vectors(collection: Collection, questions: Sequence[Question], model: str, width: int) -> np.ndarray:
+def _question_vectors(
+    collection: Collection, questions: Sequence[Question], model: str, width: int
+) -> np.ndarray:
     embedder = embedding.get_embedder()
     if embedder.model != model:
-        raise Conflict(f"the build was made with {model} but this server embeds with {embedder.model}",
-                       code="model_mismatch")
+        raise Conflict(
+            f"the build was made with {model} but this server embeds with {embedder.model}",
+            code="model_mismatch",
+        )
     embedded = embedder.embed_with_usage([q.text for q in questions])
     vectors = np.asarray(embedded.vectors, dtype=np.float32)
     if vectors.shape[1] != width:
-        raise Conflict(f"the questions were embedded with {vectors.shape[1]} dimensions but the paragraphs have {width}",
-                       code="width_mismatch")
+        raise Conflict(
+            f"the questions were embedded with {vectors.shape[1]} dimensions but the paragraphs have {width}",
+            code="width_mismatch",
+        )
     if embedder.backend == "http" and embedded.tokens:
         from .ledger import record_call
 
-        record_call(agent=collection.agent, collection=collection, purpose=ModelCall.EMBED, model=embedder.model,
-                    tokens_in=embedded.tokens)
+        record_call(
+            agent=collection.agent,
+            collection=collection,
+            purpose=ModelCall.EMBED,
+            model=embedder.model,
+            tokens_in=embedded.tokens,
+        )
     return vectors
 
 
-def _measure(collection: Collection, questions: Sequence[Question], paragraphs: Sequence[CandidateRow], *,
-             model: str, dimensions: int, before: int) -> dict:
+def _measure(
+    collection: Collection,
+    questions: Sequence[Question],
+    paragraphs: Sequence[CandidateRow],
+    *,
+    model: str,
+    dimensions: int,
+    before: int,
+) -> dict:
     """The report's fields: every question asked unfloored (scores, the bands, the measured floor),
     then at the floor in force (found@1/@5), and the answers lost since the live build before ``before``."""
     # Only the rows a search ranks, as if the others were deleted: search's statistics, ranks and
@@ -356,8 +422,16 @@ def _measure(collection: Collection, questions: Sequence[Question], paragraphs: 
     around = int(collection.around if collection.around is not None else settings.AROUND)
 
     def ask(floor: float):
-        return outcomes(index, questions, vectors, weight=FUSION_WEIGHT, most=DEPTH, around=around, floor=floor,
-                        searchable=searchable)
+        return outcomes(
+            index,
+            questions,
+            vectors,
+            weight=FUSION_WEIGHT,
+            most=DEPTH,
+            around=around,
+            floor=floor,
+            searchable=searchable,
+        )
 
     answered, controls = ask(0.0)
     answer_scores = [a["score"] for a in answered if a["found"]]
@@ -396,31 +470,57 @@ def _results(questions: Sequence[Question], unfloored, at_floor) -> list[dict]:
     for question in questions:
         if question.control:
             free, floored = next(pending[1]), next(pending[3])
-            results.append({"question": question.text, "control": True, "top_score": free["top_score"],
-                            "returned": floored["returned"]})
+            results.append(
+                {
+                    "question": question.text,
+                    "control": True,
+                    "top_score": free["top_score"],
+                    "returned": floored["returned"],
+                }
+            )
         else:
             free, floored = next(pending[0]), next(pending[2])
-            results.append({"question": question.text, "answer": question.answer, "control": False,
-                            "found": floored["found"], "rank": floored["rank"], "score": free["score"],
-                            "top_score": free["top_score"]})
+            results.append(
+                {
+                    "question": question.text,
+                    "answer": question.answer,
+                    "control": False,
+                    "found": floored["found"],
+                    "rank": floored["rank"],
+                    "score": free["score"],
+                    "top_score": free["top_score"],
+                }
+            )
     return results
 
 
 def _lost(collection: Collection, results: Sequence[dict], before: int) -> list[str]:
     """Questions the previous live build found (at its floor) and this one does not, the same marker asked."""
-    previous = (KnownAnswersReport.objects.of_live_builds().filter(collection=collection, build_id__lt=before)
-                .order_by("-build_id").values_list("results", flat=True).first())
+    previous = (
+        KnownAnswersReport.objects.of_live_builds()
+        .filter(collection=collection, build_id__lt=before)
+        .order_by("-build_id")
+        .values_list("results", flat=True)
+        .first()
+    )
     if not previous:
         return []
-    found_before = {(r["question"], r.get("answer")) for r in previous if not r.get("control") and r.get("found")}
-    return [r["question"] for r in results
-            if not r["control"] and not r["found"] and (r["question"], r["answer"]) in found_before]
+    found_before = {
+        (r["question"], r.get("answer")) for r in previous if not r.get("control") and r.get("found")
+    }
+    return [
+        r["question"]
+        for r in results
+        if not r["control"] and not r["found"] and (r["question"], r["answer"]) in found_before
+    ]
 
 
 # Whose view a per-reader collection's known answers are measured in: every label held, so a reader with
 # fewer labels may find less. Said on every report of such a collection (admin, API, build_status).
-EVERY_LABEL = ("measured as a reader holding every label would search (labels are not applied): a reader "
-               "with fewer labels may not find every answer counted here")
+EVERY_LABEL = (
+    "measured as a reader holding every label would search (labels are not applied): a reader "
+    "with fewer labels may not find every answer counted here"
+)
 
 
 def _warnings(measurement: dict, read_off: dict, collection: Collection) -> list[str]:
@@ -433,28 +533,46 @@ def _warnings(measurement: dict, read_off: dict, collection: Collection) -> list
     if not collection.floor_measured:
         return warnings
     if collection.per_reader:
-        warnings.append("this collection answers per reader, so its configured floor applies, not the "
-                        "measured one")
+        warnings.append(
+            "this collection answers per reader, so its configured floor applies, not the measured one"
+        )
         return warnings
     if read_off["floor"] is None:
-        warnings.append(f"no known answer was found, so no floor was measured; the floor stays at "
-                        f"{measurement['floor']} ({measurement['floor_source']})")
+        warnings.append(
+            f"no known answer was found, so no floor was measured; the floor stays at "
+            f"{measurement['floor']} ({measurement['floor_source']})"
+        )
     elif read_off["rule"] == "keep":
         found = len([s for s in measurement["results"] if not s["control"] and s["score"] is not None])
-        why = ("there are no controls, so nothing shows how high a question the documents cannot answer scores"
-               if not measurement["controls"] else
-               f"answers and controls do not separate (lowest answer {measurement['lowest_answer']}, highest "
-               f"control {measurement['highest_control']}); {read_off['controls_above']} of "
-               f"{measurement['controls']} controls will get paragraphs back")
-        warnings.append(f"the measured floor {read_off['floor']} keeps {read_off['kept']} of {found} answers found: {why}")
+        why = (
+            "there are no controls, so nothing shows how high a question the documents cannot answer scores"
+            if not measurement["controls"]
+            else f"answers and controls do not separate (lowest answer {measurement['lowest_answer']}, highest "
+            f"control {measurement['highest_control']}); {read_off['controls_above']} of "
+            f"{measurement['controls']} controls will get paragraphs back"
+        )
+        warnings.append(
+            f"the measured floor {read_off['floor']} keeps {read_off['kept']} of {found} answers found: {why}"
+        )
     return warnings
 
 
 # What a report holds before a measurement fills it in: a measurement that replaces an earlier one
 # (the set changed) or fails leaves nothing of the earlier one behind.
-BLANK = {"found_at_1": None, "found_at_5": None, "floor": None, "floor_source": "", "lowest_answer": None,
-         "highest_control": None, "separates": None, "measured_floor": None, "results": [], "lost": [],
-         "warnings": [], "error": ""}
+BLANK = {
+    "found_at_1": None,
+    "found_at_5": None,
+    "floor": None,
+    "floor_source": "",
+    "lowest_answer": None,
+    "highest_control": None,
+    "separates": None,
+    "measured_floor": None,
+    "results": [],
+    "lost": [],
+    "warnings": [],
+    "error": "",
+}
 
 
 def _save(run: BuildRun, measurement: dict) -> KnownAnswersReport:
@@ -463,9 +581,17 @@ def _save(run: BuildRun, measurement: dict) -> KnownAnswersReport:
         defaults={**BLANK, **measurement, "collection_id": run.collection_id, "measured_at": timezone.now()},
     )
     collection = run.collection
-    logger.info("known answers of build %s (%s/%s): %s, %s of %s found at %d, %d lost", run.pk,
-                collection.agent.agent_id, collection.name, report.status, report.found_at_5, report.answers, DEPTH,
-                len(report.lost))
+    logger.info(
+        "known answers of build %s (%s/%s): %s, %s of %s found at %d, %d lost",
+        run.pk,
+        collection.agent.agent_id,
+        collection.name,
+        report.status,
+        report.found_at_5,
+        report.answers,
+        DEPTH,
+        len(report.lost),
+    )
     if run.status == BuildRun.SUCCEEDED:  # a refused build's loss is told with its refusal (webhooks)
         webhooks.known_answers_measured(report=report, run=run)
     return report
@@ -491,11 +617,13 @@ def for_build(run: BuildRun) -> dict | None:
     return summary(report)
 
 
-
 def history(collection: Collection, limit: int = HISTORY) -> list[KnownAnswersReport]:
     """The reports of the collection's last ``limit`` live builds, oldest first (the sparkline)."""
-    reports = (KnownAnswersReport.objects.of_live_builds().filter(collection=collection)
-               .order_by("-build_id")[:limit])
+    reports = (
+        KnownAnswersReport.objects.of_live_builds()
+        .filter(collection=collection)
+        .order_by("-build_id")[:limit]
+    )
     return list(reversed(reports))
 
 
@@ -528,7 +656,12 @@ def summary(report: KnownAnswersReport | None, *, results: bool = False) -> dict
 
 def latest_report(collection: Collection) -> KnownAnswersReport | None:
     """The report of the collection's most recent build that has one (live, refused by the gate, or failed)."""
-    return KnownAnswersReport.objects.filter(collection=collection).select_related("build").order_by("-build_id").first()
+    return (
+        KnownAnswersReport.objects.filter(collection=collection)
+        .select_related("build")
+        .order_by("-build_id")
+        .first()
+    )
 
 
 def describe(collection: Collection) -> dict:

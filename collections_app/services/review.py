@@ -39,7 +39,9 @@ def approve_documents(documents: Iterable[Document], *, by=None) -> list[Documen
             approved.append(document)
     for document in approved:
         # The document's name and collection only: never its text, never a path.
-        logger.info("document %s in collection %s approved by %s", document.name, document.collection_id, who or "?")
+        logger.info(
+            "document %s in collection %s approved by %s", document.name, document.collection_id, who or "?"
+        )
     return approved
 
 
@@ -83,7 +85,9 @@ def conflicting_documents(document: Document) -> list[Document]:
     if not document.conflicts:
         return []
     said = " ".join(document.conflicts)
-    others = document.collection.documents.exclude(pk=document.pk).only("id", "name", "status", "collection_id")
+    others = document.collection.documents.exclude(pk=document.pk).only(
+        "id", "name", "status", "collection_id"
+    )
     return [other for other in others if other.name in said]
 
 
@@ -103,9 +107,15 @@ def conflicting_paragraphs(document: Document, other: Document) -> list[Conflict
 
     mine, theirs = blocks(document), blocks(other)
     return [
-        ConflictingPair(other=other, mine=mine[shape][0], theirs=theirs[shape][0],
-                        mine_paragraph=mine[shape][1], theirs_paragraph=theirs[shape][1],
-                        mine_chunk_id=mine[shape][2], theirs_chunk_id=theirs[shape][2])
+        ConflictingPair(
+            other=other,
+            mine=mine[shape][0],
+            theirs=theirs[shape][0],
+            mine_paragraph=mine[shape][1],
+            theirs_paragraph=theirs[shape][1],
+            mine_chunk_id=mine[shape][2],
+            theirs_chunk_id=theirs[shape][2],
+        )
         for shape in mine
         if shape in theirs and mine[shape][0] != theirs[shape][0]
     ]

@@ -53,7 +53,8 @@ def upload_name(name: str) -> str:
     if "." in base and not base.lower().endswith(SUPPORTED_SUFFIXES):
         raise UploadRefused(
             f'"{base}": {UNSUPPORTED_TYPE}; upload one of {", ".join(SUPPORTED_SUFFIXES)} or a text file without a '
-            "suffix", code="unsupported_type"
+            "suffix",
+            code="unsupported_type",
         )
     return base
 
@@ -84,13 +85,15 @@ def upload_document(*, collection: Collection, name: str, content) -> Document:
     if len(data) > limit:  # a file object whose declared size was wrong
         raise UploadRefused(f'"{base}": {TOO_LARGE}, more than {limit:,} bytes', code="too_large")
     if "." not in base and not reads_as_text(data):
-        raise UploadRefused(f'"{base}": {UNSUPPORTED_TYPE}, a file without a suffix must be text',
-                            code="unsupported_type")
+        raise UploadRefused(
+            f'"{base}": {UNSUPPORTED_TYPE}, a file without a suffix must be text', code="unsupported_type"
+        )
     with transaction.atomic():
         document = Document.objects.select_for_update().filter(collection=collection, name=base).first()
         if document is not None and document.source != Document.UPLOAD:
             raise Conflict(
-                f'"{base}" already comes from the collection\'s folder; rename the file to upload it', code="duplicate_name"
+                f'"{base}" already comes from the collection\'s folder; rename the file to upload it',
+                code="duplicate_name",
             )
         old_file = document.upload.name if document is not None and document.upload else ""
         if document is None:
@@ -125,7 +128,9 @@ def upload_documents(*, collection: Collection, files: Iterable) -> UploadOutcom
     outcome = UploadOutcome()
     for upload in files:
         try:
-            outcome.stored.append(upload_document(collection=collection, name=upload.name, content=upload).name)
+            outcome.stored.append(
+                upload_document(collection=collection, name=upload.name, content=upload).name
+            )
         except RagsiteError as exc:
             outcome.refused.append((shown_name(upload.name), exc.message))
     return outcome

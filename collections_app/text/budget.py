@@ -40,7 +40,7 @@ class Fitted:
 def _sentence_ends(text: str) -> list[int]:
     ends = [match.start(1) for match in SENTENCE_BREAK.finditer(text)]
     stripped = text.rstrip()
-    if stripped.endswith((".", "!", "?", '."', ".)", "!\"", "?\"")):
+    if stripped.endswith((".", "!", "?", '."', ".)", '!"', '?"')):
         ends.append(len(stripped))
     return ends
 
@@ -62,7 +62,9 @@ def _opening(row: Row, room: int, *, words: bool) -> Row | None:
 
 def _closing(row: Row, room: int) -> Row | None:
     """The row's closing sentences within ``room`` characters, or None."""
-    starts = [match.end(1) for match in SENTENCE_BREAK.finditer(row.text) if len(row.text) - match.end(1) <= room]
+    starts = [
+        match.end(1) for match in SENTENCE_BREAK.finditer(row.text) if len(row.text) - match.end(1) <= room
+    ]
     if not starts:
         return None
     begin = starts[0]
@@ -93,8 +95,9 @@ def fit(runs: Sequence[Stitched], readable: Mapping[int, Row], max_chars: int) -
     cut = cut or len(spans) < len(runs)
     full = not cut
     distance = 1
-    while full and any(run.hit - distance >= run.first or run.hit + distance <= run.last
-                       for run in runs[: len(spans)]):
+    while full and any(
+        run.hit - distance >= run.first or run.hit + distance <= run.last for run in runs[: len(spans)]
+    ):
         for number, run in enumerate(runs[: len(spans)]):
             for ordinal, side in ((run.hit - distance, 0), (run.hit + distance, 1)):
                 if not full or not run.first <= ordinal <= run.last:
@@ -108,7 +111,9 @@ def fit(runs: Sequence[Stitched], readable: Mapping[int, Row], max_chars: int) -
                     continue
                 full, cut = False, True
                 room = max_chars - spent - 1  # the space that joins it
-                part = _closing(kept[ordinal], room) if side == 0 else _opening(kept[ordinal], room, words=False)
+                part = (
+                    _closing(kept[ordinal], room) if side == 0 else _opening(kept[ordinal], room, words=False)
+                )
                 if part is None:
                     continue
                 kept[ordinal] = part
@@ -118,6 +123,8 @@ def fit(runs: Sequence[Stitched], readable: Mapping[int, Row], max_chars: int) -
         distance += 1
     if full:
         cut = cut or any(span != [run.first, run.last] for span, run in zip(spans, runs, strict=False))
-    fitted = [replace(run, first=first, last=last, text=text, passages=last - first + 1)
-              for run, (first, last), text in zip(runs, spans, texts, strict=False)]
+    fitted = [
+        replace(run, first=first, last=last, text=text, passages=last - first + 1)
+        for run, (first, last), text in zip(runs, spans, texts, strict=False)
+    ]
     return Fitted(fitted, kept, cut)
