@@ -1,4 +1,4 @@
-"""A collection's known answers: the librarian's own questions, asked of every build (docs/measure.md).
+"""Measuring a collection's known answers: the librarian's own questions, asked of every build.
 
 A collection holds up to 200 questions with the text that marks their answer, and controls the
 documents cannot answer — the format measure reads. Every build is asked them:
@@ -16,7 +16,6 @@ build records). Questions and markers are the librarian's data: no log line and 
 holds one.
 """
 
-import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -27,18 +26,17 @@ from django.db import transaction
 from django.utils import timezone
 
 from ragsite import embedding
-from ragsite.bodies import refuse_nul
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
 from ragsite.fusion import FUSION_WEIGHT
 from ragsite.lexical import BM25Index
 
-from .. import conf
-from ..conf import settings
-from ..errors import InvalidKnownAnswers, KnownAnswersLost
-from ..index.vector_codec import VectorFormatError, decode
-from ..measure import Question, ScratchIndex, floor_range, measured_floor, normalise, outcomes
-from ..models import (
+from ... import conf
+from ...conf import settings
+from ...errors import KnownAnswersLost
+from ...index.vector_codec import VectorFormatError, decode
+from ...measure import Question, ScratchIndex, floor_range, measured_floor, outcomes
+from ...models import (
     BuildRun,
     Collection,
     CollectionBuilt,
@@ -47,20 +45,17 @@ from ..models import (
     ModelCall,
     Paragraph,
 )
-from ..text.stitch import Row
-from . import webhooks
-from .questions import InvalidMeasure, check_questions, parse_item
-from .questions import parse_lines as parse_lines  # the admin's textarea form, read here too
-from .rows import search_state
+from ...text.stitch import Row
+from .. import webhooks
+from ..rows import search_state
+from .the_set import _enqueue, known_answers, live_build_id, parse_jsonl, set_known_answers
 
 logger = logging.getLogger("ragsite.known_answers")
 
-MAX_KNOWN_ANSWERS = 200
-MAX_FILE_BYTES = 1024 * 1024  # 200 items of 2,000-character questions and markers fit with room to spare
+
 DEPTH = 5  # found@5: how many paragraphs a search returns unless asked for more
-HISTORY = 20  # builds in the collection page's sparkline
 # The sample handbook's own questions and controls (beside sample_docs/, so a build never reads it as a document).
-SAMPLE_SET = Path(__file__).resolve().parents[1] / "sample_known_answers.jsonl"
+SAMPLE_SET = Path(__file__).resolve().parents[2] / "sample_known_answers.jsonl"
 LOST_NAMED = 10  # lost questions a warning names before saying "and N more"
 
 
@@ -77,134 +72,6 @@ class CandidateRow(NamedTuple):
     context: str
 
 
-# --- The set ------------------------------------------------------------------------------
-
-
-def parse_jsonl(data: bytes | str) -> list[object]:
-    """The items of a JSON Lines file (blank lines skipped); errors name the line, never quote it."""
-    if len(data) > MAX_FILE_BYTES:
-        raise InvalidKnownAnswers(f"the file is larger than {MAX_FILE_BYTES // 1024} KiB")
-    if isinstance(data, bytes):
-        try:
-            data = data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise InvalidKnownAnswers("the file is not UTF-8 text") from None
-    items = []
-    for number, line in enumerate(data.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            items.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise InvalidKnownAnswers(f"line {number} is not JSON: {exc.msg}") from None
-    return items
-
-
-def check_items(items: Sequence[object]) -> list[Question]:
-    """Items in measure's format, checked: at most 200, each within measure's limits, no question twice."""
-    if not isinstance(items, (list, tuple)):
-        raise InvalidKnownAnswers("known answers are a list of items")
-    if len(items) > MAX_KNOWN_ANSWERS:
-        raise InvalidKnownAnswers(f"at most {MAX_KNOWN_ANSWERS} known answers and controls together")
-    refuse_nul(items, field="a known answer")
-    try:
-        checked = check_questions(
-            [parse_item(item, n) for n, item in enumerate(items, 1)], limit=MAX_KNOWN_ANSWERS
-        )
-    except InvalidMeasure as exc:
-        raise InvalidKnownAnswers(exc.message) from None
-    # Reports and regressions name a question by its text, so the same question twice would be ambiguous.
-    seen: dict[str, int] = {}
-    for number, question in enumerate(checked, start=1):
-        first = seen.setdefault(normalise(question.text), number)
-        if first != number:
-            raise InvalidKnownAnswers(f"item {number} asks the same question as item {first}")
-    return checked
-
-
-def known_answers(collection: Collection) -> list[Question]:
-    """The collection's set, in the librarian's order."""
-    return [
-        Question(text, answer or None)
-        for text, answer in KnownAnswer.objects.filter(collection=collection)
-        .order_by("position")
-        .values_list("question", "answer")
-    ]
-
-
-def as_items(questions: Iterable[Question]) -> list[dict]:
-    """The set in measure's JSON Lines shape."""
-    return [
-        {"question": q.text, "control": True} if q.control else {"question": q.text, "answer": q.answer}
-        for q in questions
-    ]
-
-
-def as_lines(questions: Iterable[Question]) -> str:
-    """The set in the admin's textarea form (``question | marker`` / ``! control``)."""
-    return "\n".join(f"! {q.text}" if q.control else f"{q.text} | {q.answer}" for q in questions)
-
-
-def set_known_answers(
-    *,
-    collection: Collection,
-    items: Sequence[object],
-    floor_measured: bool | None = None,
-    allow_per_reader: bool = True,
-) -> list[Question]:
-    """Replace `collection`'s known answers with ``items`` (an empty list clears them), all or nothing.
-
-    ``floor_measured`` True/False also sets whether the collection's floor is read off them. The
-    collection's live build is then measured against the new set by a task (on commit), so the
-    report follows the set without waiting for a rebuild. ``allow_per_reader`` False (the API)
-    refuses a per-reader collection: markers chosen by an agent and a found/not-found answer would
-    tell it whether some paragraph holds a text, whoever may read that paragraph.
-    """
-    if collection.per_reader and not allow_per_reader:
-        raise Conflict(
-            f'collection "{collection.name}" answers per reader: its known answers are set by staff, '
-            "in the admin or with manage.py known_answers",
-            code="per_reader",
-        )
-    if floor_measured and collection.per_reader:
-        raise Conflict(
-            f'collection "{collection.name}" answers per reader, so its floor is the configured one: a floor '
-            "measured over every paragraph would depend on paragraphs a reader may not read",
-            code="per_reader_floor",
-        )
-    checked = check_items(items) if items else []
-    with transaction.atomic():
-        # The same set again (a client retrying, or looping) rewrites nothing and queues no second
-        # measurement of the same build: each one embeds every question. A measurement that is
-        # missing or failed is queued again, so a PUT stays the way to retry one.
-        unchanged = checked == known_answers(collection)
-        if not unchanged:
-            KnownAnswer.objects.filter(collection=collection).delete()
-            KnownAnswer.objects.bulk_create(
-                [
-                    KnownAnswer(collection=collection, position=n, question=q.text, answer=q.answer or "")
-                    for n, q in enumerate(checked, start=1)
-                ]
-            )
-        if floor_measured is not None and floor_measured != collection.floor_measured:
-            collection.floor_measured = floor_measured
-            Collection.objects.filter(pk=collection.pk).update(floor_measured=floor_measured)
-        live = live_build_id(collection)
-        measured = (
-            unchanged
-            and KnownAnswersReport.objects.filter(build_id=live, status=KnownAnswersReport.MEASURED).exists()
-        )
-        if checked and live is not None and not measured:
-            transaction.on_commit(lambda: _enqueue(live))
-    logger.info(
-        "known answers of %s/%s set: %d items", collection.agent.agent_id, collection.name, len(checked)
-    )
-    return checked
-
-
-# --- Measuring ----------------------------------------------------------------------------
-
-
 def measure_again(*, collection_ids: Iterable[int]) -> None:
     """Queue a new measurement of each collection's live build, once this transaction commits: what search
     sees changed without a build (a document or paragraph switched off or on)."""
@@ -214,22 +81,6 @@ def measure_again(*, collection_ids: Iterable[int]) -> None:
         live = live_build_id(collection)
         if live is not None:
             transaction.on_commit(lambda live=live: _enqueue(live))
-
-
-def live_build_id(collection: Collection) -> int | None:
-    """The build the collection answers from: its latest successful one (builds of a collection run one at a time)."""
-    return (
-        BuildRun.objects.filter(collection=collection, status=BuildRun.SUCCEEDED)
-        .order_by("-id")
-        .values_list("id", flat=True)
-        .first()
-    )
-
-
-def _enqueue(build_id: int) -> None:
-    from django_q.tasks import async_task
-
-    async_task("collections_app.tasks.measure_known_answers", build_id, task_name=f"known-answers-{build_id}")
 
 
 def after_build(*, run: BuildRun, measured: dict | None) -> None:
@@ -606,69 +457,3 @@ def give_sample_set(*, collection: Collection) -> list[Question] | None:
         return None
     items = parse_jsonl(SAMPLE_SET.read_bytes())
     return set_known_answers(collection=collection, items=items, floor_measured=True)
-
-
-# --- Reading -------------------------------------------------------------------------------
-
-
-def for_build(run: BuildRun) -> dict | None:
-    """A build's own report, without per-question results: the build status's ``known_answers`` (null: none)."""
-    report = KnownAnswersReport.objects.filter(build=run).first()
-    return summary(report)
-
-
-def history(collection: Collection, limit: int = HISTORY) -> list[KnownAnswersReport]:
-    """The reports of the collection's last ``limit`` live builds, oldest first (the sparkline)."""
-    reports = (
-        KnownAnswersReport.objects.of_live_builds()
-        .filter(collection=collection)
-        .order_by("-build_id")[:limit]
-    )
-    return list(reversed(reports))
-
-
-def summary(report: KnownAnswersReport | None, *, results: bool = False) -> dict | None:
-    """A report as JSON for the API and the build status: counts, the bands, the floor, warnings."""
-    if report is None:
-        return None
-    out = {
-        "build": report.build_id,
-        "status": report.status,
-        "measured_at": report.measured_at,
-        "answers": report.answers,
-        "controls": report.controls,
-        "found_at_1": report.found_at_1,
-        "found_at_5": report.found_at_5,
-        "floor": report.floor,
-        "floor_source": report.floor_source or None,
-        "lowest_answer": report.lowest_answer,
-        "highest_control": report.highest_control,
-        "separates": report.separates,
-        "measured_floor": report.measured_floor,
-        "lost": report.lost,
-        "warnings": report.warnings,
-        "error": report.error or None,
-    }
-    if results:
-        out["results"] = report.results
-    return out
-
-
-def latest_report(collection: Collection) -> KnownAnswersReport | None:
-    """The report of the collection's most recent build that has one (live, refused by the gate, or failed)."""
-    return (
-        KnownAnswersReport.objects.filter(collection=collection)
-        .select_related("build")
-        .order_by("-build_id")
-        .first()
-    )
-
-
-def describe(collection: Collection) -> dict:
-    """The set and the latest report with its per-question results, JSON-ready (the API, the command's --json)."""
-    return {
-        "collection": collection.name,
-        "questions": as_items(known_answers(collection)),
-        "floor_measured": collection.floor_measured,
-        "report": summary(latest_report(collection), results=True),
-    }
