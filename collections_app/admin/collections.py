@@ -1,30 +1,25 @@
 """Collections and their builds: the collection list and page, rebuilds with live progress, build history."""
 
-import json
-
-from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, JSONField, OuterRef, Q, Subquery
 from django.http import Http404, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
-from django.utils.html import escape, format_html, format_html_join
+from django.utils.html import format_html, format_html_join
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_POST
 
 from ..models import (
-    Agent,
     BuildRun,
     Collection,
     CollectionBuilt,
     Document,
     KnownAnswersReport,
-    StoreMeta,
 )
 from ..services.documents import collection_health, delete_collection, deletion_summary
-from ..services.knowledge import available_folders, binding_problem, describe_source
+from ..services.knowledge import describe_source
 from ..services.labels import set_per_reader
-from ..text.chunking import AVAILABLE
+from .collection_form import CollectionForm
 from .common import (
     HISTORY_ROWS,
     count_of,
@@ -40,118 +35,7 @@ from .known_answers import KnownAnswersAdminMixin, known_answers_warnings
 from .measure import MeasureAdminMixin
 from .playground import PlaygroundAdminMixin
 from .sync import READONLY as SYNC_READONLY
-from .sync import SYNC_FIELDS, SyncAdminMixin, sync_form_fields, sync_initial
-
-
-class CollectionForm(forms.ModelForm):
-    # Only the strategies that exist are offered; a planned one is not a choice. The initial value is the
-    # model's (and the command's) default, which a plain ChoiceField would lose.
-    method = forms.ChoiceField(
-        choices=[(name, name) for name in AVAILABLE], initial=Collection._meta.get_field("method").default
-    )
-
-    # The sub-folders of the agent's folder in KNOWLEDGE_ROOT as they are now (no restart needed), by name only.
-    folder = forms.ChoiceField(required=False, help_text=Collection._meta.get_field("folder").help_text)
-
-    sync, sync_every = sync_form_fields()  # saved through the sync service (admin/sync.py)
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["folder"].choices = folder_choices(self.instance)
-        if "agent" in self.fields:
-            # The add page's script shows only the picked agent's group of folders (its optgroup label).
-            agents = {str(pk): agent_id for pk, agent_id in Agent.objects.values_list("pk", "agent_id")}
-            self.fields["folder"].widget.attrs["data-agents"] = json.dumps(agents)
-        sync_initial(self)
-        if "name" in self.fields:
-            # The admin renders help text as HTML, so the placeholder's brackets are escaped.
-            self.fields["name"].help_text = escape(
-                "Letters, digits, '-' and '_'; the name cannot be changed once saved. The documents come from "
-                "the folder chosen below, or from KNOWLEDGE_<AGENT>__<NAME>_FOLDER when that is set (or "
-                "KNOWLEDGE_<NAME>_FOLDER, once bound below)."
-            )
-        # A user who may only view collections gets read-only fields: the form then holds none of these.
-        for name, label, help_text in [
-            (
-                "min_score",
-                "Floor",
-                "The lowest score a result may have (0–1); empty = this server's MIN_SCORE.",
-            ),
-            (
-                "around",
-                "Neighbours",
-                "Paragraphs either side of a hit that come back with it; empty = AROUND.",
-            ),
-            (
-                "per_reader",
-                None,
-                "Off by default: every reader sees every paragraph and labels are kept but ignored. On: every "
-                "search must name a reader, and a labelled paragraph is seen only by readers holding one of its "
-                "labels.",
-            ),
-        ]:
-            if name in self.fields:
-                self.fields[name].label = label or self.fields[name].label
-                self.fields[name].help_text = help_text
-
-    class Meta:
-        model = Collection
-        fields = [
-            "agent",
-            "name",
-            "built_from",
-            "folder",
-            "folder_variable_bound",
-            "method",
-            "size",
-            "overlap",
-            "per_reader",
-            "judge",
-            "min_score",
-            "floor_measured",
-            "around",
-        ]
-
-    def clean(self):
-        cleaned = super().clean()
-        agent = cleaned.get("agent") or (self.instance.agent if self.instance.agent_id else None)
-        folder = cleaned.get("folder") or ""
-        if agent is not None and folder and folder != self.initial.get("folder"):
-            if folder not in available_folders(agent):
-                self.add_error(
-                    "folder", f'agent "{agent.agent_id}" has no folder "{folder}" under KNOWLEDGE_ROOT'
-                )
-        name = cleaned.get("name") or self.instance.name
-        problem = (
-            name
-            and cleaned.get("folder_variable_bound")
-            and binding_problem(name=name, collection_pk=self.instance.pk)
-        )
-        if problem:
-            self.add_error("folder_variable_bound", problem)
-        if cleaned.get("per_reader") and cleaned.get("floor_measured"):
-            self.add_error(
-                "floor_measured",
-                "a per-reader collection answers at its configured floor: one "
-                "measured over every paragraph would depend on paragraphs a reader may not read",
-            )
-        return cleaned
-
-
-def folder_choices(collection: Collection) -> list:
-    """Each agent's folders grouped under its name (only the collection's own agent once it has one)."""
-    agents = [collection.agent] if collection.agent_id else Agent.objects.order_by("agent_id")
-    choices: list = [("", "— none (uploads, or a KNOWLEDGE_…_FOLDER variable) —")]
-    for agent in agents:
-        names = available_folders(agent)
-        if collection.folder and collection.agent_id == agent.pk and collection.folder not in names:
-            names = [
-                *names,
-                collection.folder,
-            ]  # keep a vanished choice visible rather than silently dropping it
-        if names:
-            choices.append((agent.agent_id, [(name, name) for name in names]))
-    return choices
+from .sync import SYNC_FIELDS, SyncAdminMixin
 
 
 def held_back_notice(collection: Collection) -> dict | None:
@@ -556,102 +440,3 @@ class CollectionAdmin(
         else:
             run = runs.first()
         return JsonResponse(progress_payload(run))  # admin_view marks it never-cache
-
-
-@admin.register(StoreMeta)
-class StoreMetaAdmin(admin.ModelAdmin):
-    list_display = ["key", "value"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-@admin.register(CollectionBuilt)
-class CollectionBuiltAdmin(admin.ModelAdmin):
-    list_display = ["collection", "model", "dimensions", "method", "passages", "built_at", "refused_shown"]
-    list_select_related = ["collection__agent"]
-
-    @admin.display(description="refused")
-    def refused_shown(self, obj):
-        return refused_html(obj.refused)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-
-@admin.register(BuildRun)
-class BuildRunAdmin(admin.ModelAdmin):
-    list_display = [
-        "id",
-        "collection",
-        "status_shown",
-        "percent_shown",
-        "passages",
-        "model",
-        "requested_by",
-        "created_at",
-        "finished_at",
-    ]
-    list_filter = ["status", "collection"]
-    list_select_related = ["collection__agent"]
-    fields = [
-        "collection",
-        "status_shown",
-        "percent_shown",
-        "requested_by",
-        "created_at",
-        "started_at",
-        "finished_at",
-        "documents_shown",
-        "passages",
-        "paragraphs_embedded",
-        "model",
-        "previous_model",
-        "refused_shown",
-        "warnings_shown",
-    ]
-    readonly_fields = fields
-
-    @admin.display(description="documents")
-    def documents_shown(self, run):
-        return (
-            f"{run.documents_total} seen: {run.documents_read} read, {run.documents_reused} reused unchanged, "
-            f"{run.documents_refused} refused"
-            + (f"; {count_of(run.ocr_pages, 'page')} read by OCR" if run.ocr_pages else "")
-        )
-
-    @admin.display(description="refused")
-    def refused_shown(self, run):
-        # The record's three answers stay apart; the reason categories are for people, beside the names.
-        if run.status != BuildRun.SUCCEEDED:
-            return format_html(
-                '<span class="rs-refused-none">{}</span>', "not recorded: the build did not finish"
-            )
-        return refused_with_reasons(run.refused, run.refusal_reasons)
-
-    @admin.display(description="warnings and problems")
-    def warnings_shown(self, run):
-        return warning_list([*([run.error] if run.error else []), *run.problems, *run.warnings])
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    @admin.display(description="status", ordering="status")
-    def status_shown(self, run):
-        return status_badge(run.status)
-
-    @admin.display(description="progress")
-    def percent_shown(self, run):
-        return f"{run.percent} %"
