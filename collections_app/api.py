@@ -232,7 +232,8 @@ class KnownAnswersIn(StrictSchema):
     questions: list[Any] = Field(
         ...,
         description='Up to 200 items: {"question", "answer": "text the answering paragraph holds"} or '
-        '{"question", "control": true} for a question the documents do not answer. An empty list clears the set.',
+        '{"question", "control": true} for a question the documents do not answer. An empty list clears the '
+        "set.",
     )
     floor_measured: bool | None = Field(
         None,

@@ -62,7 +62,8 @@ def _number(value) -> bool:
 
 @register()
 def check_settings(app_configs=None, **kwargs):
-    """collections.E002-E006: settings a search, build or ledger would misread, caught before the first request."""
+    """collections.E002-E006: settings a search, build or ledger would misread, caught before the first
+    request."""
     from ragsite.conf import settings
 
     from .limits import MAX_AROUND
@@ -73,8 +74,8 @@ def check_settings(app_configs=None, **kwargs):
         errors.append(
             Error(
                 f"AROUND is {around!r}; it must be a whole number from 0 to {MAX_AROUND}",
-                hint="AROUND is how many paragraphs either side of a hit come back with it (seed 000); 1 is the "
-                "measured default, 0 returns the matching paragraph alone.",
+                hint="AROUND is how many paragraphs either side of a hit come back with it (seed 000); 1 is "
+                "the measured default, 0 returns the matching paragraph alone.",
                 id="collections.E002",
             )
         )
@@ -83,8 +84,9 @@ def check_settings(app_configs=None, **kwargs):
         errors.append(
             Error(
                 f"MIN_SCORE is {floor!r}; it must be a number from 0 to 1",
-                hint="Scores are in [0, 1]: a floor above 1 returns nothing for every question, below 0 it is "
-                'no floor. 0 turns the floor off; 0.22 is the default (docs/benchmarks.md, "The floor").',
+                hint="Scores are in [0, 1]: a floor above 1 returns nothing for every question, "
+                "below 0 it is no floor. 0 turns the floor off; 0.22 is the default "
+                '(docs/benchmarks.md, "The floor").',
                 id="collections.E003",
             )
         )
@@ -94,8 +96,8 @@ def check_settings(app_configs=None, **kwargs):
             errors.append(
                 Error(
                     f"{name} {problem}",
-                    hint="Give the endpoint's base URL, http or https, with or without its trailing /v1, e.g. "
-                    "http://127.0.0.1:8080 or https://api.openai.com/v1.",
+                    hint="Give the endpoint's base URL, http or https, with or without its trailing /v1, "
+                    "e.g. http://127.0.0.1:8080 or https://api.openai.com/v1.",
                     id="collections.E004",
                 )
             )
@@ -104,8 +106,8 @@ def check_settings(app_configs=None, **kwargs):
         errors.append(
             Error(
                 f"RERANK_URL {problem}",
-                hint="Give the reranking endpoint's full URL, http or https, e.g. http://127.0.0.1:8080/rerank "
-                "(text-embeddings-inference) or https://api.jina.ai/v1/rerank.",
+                hint="Give the reranking endpoint's full URL, http or https, e.g. "
+                "http://127.0.0.1:8080/rerank (text-embeddings-inference) or https://api.jina.ai/v1/rerank.",
                 id="collections.E004",
             )
         )
@@ -132,7 +134,8 @@ def check_settings(app_configs=None, **kwargs):
         errors.append(
             Error(
                 f"IVF_RECALL is {recall!r}; it must be a number above 0 and at most 1",
-                hint="The recall@10 against the exact scan an IVF build measures its nprobe for; 0.95 is the default.",
+                hint="The recall@10 against the exact scan an IVF build measures its nprobe for; 0.95 is "
+                "the default.",
                 id="collections.E005",
             )
         )
@@ -145,8 +148,10 @@ def check_settings(app_configs=None, **kwargs):
     ):
         errors.append(
             Error(
-                f"ANSWER_MAX_CHARS is {budget!r}; it must be a whole number from {MIN_ANSWER_CHARS} to {MAX_ANSWER_CHARS}",
-                hint="The characters of text one search answer holds; 6000 is the default (docs/configuration.md).",
+                f"ANSWER_MAX_CHARS is {budget!r}; it must be a whole number from {MIN_ANSWER_CHARS} to "
+                f"{MAX_ANSWER_CHARS}",
+                hint="The characters of text one search answer holds; 6000 is the default "
+                "(docs/configuration.md).",
                 id="collections.E008",
             )
         )
@@ -155,7 +160,8 @@ def check_settings(app_configs=None, **kwargs):
         errors.append(
             Error(
                 f"MODEL_PRICES {problem}",
-                hint='MODEL_PRICES is JSON: {"<model>": {"input": <price per 1,000 tokens>, "output": <price>}}, '
+                hint='MODEL_PRICES is JSON: {"<model>": {"input": <price per 1,000 tokens>, "output": '
+                "<price>}}, "
                 "every price a number of at least 0.",
                 id="collections.E006",
             )
@@ -231,7 +237,10 @@ def prices_problem(prices) -> str | None:
             if key not in ("input", "output"):
                 return f'gives model "{str(model)[:80]}" an unknown price "{str(key)[:40]}" (input, output)'
             if not _number(value) or value < 0:
-                return f'gives model "{str(model)[:80]}" {key} price {value!r}; a price is a number of at least 0'
+                return (
+                    f'gives model "{str(model)[:80]}" {key} price {value!r}; '
+                    "a price is a number of at least 0"
+                )
     return None
 
 
@@ -256,8 +265,8 @@ def check_built_from(app_configs=None, databases=None, **kwargs):
         if named:
             warnings.append(
                 Warning(
-                    f"{len(named)} collection(s) describe their documents by a path or address in built_from, which "
-                    f"every build record and API answer repeats: {', '.join(named[:20])}",
+                    f"{len(named)} collection(s) describe their documents by a path or address in "
+                    f"built_from, which every build record and API answer repeats: {', '.join(named[:20])}",
                     hint='Edit them in the admin to say what the documents are, for people ("the HR share").',
                     id="collections.W001",
                 )

@@ -81,8 +81,9 @@ SEARCH_INPUT = {
         },
         "filters": {
             "type": ["object", "null"],
-            "description": 'Only paragraphs matching this take part: {"type": "eq"|"ne"|"gt"|"gte"|"lt"|"lte"|'
-            '"in"|"nin", "key", "value"} or {"type": "and"|"or", "filters": [...]}; keys are document '
+            "description": "Only paragraphs matching this take part: "
+            '{"type": "eq"|"ne"|"gt"|"gte"|"lt"|"lte"|"in"|"nin", "key", "value"} '
+            'or {"type": "and"|"or", "filters": [...]}; keys are document '
             'attributes, or "document", "section", "page".',
         },
     },
@@ -137,7 +138,8 @@ register(
         name="search",
         title="Search a collection",
         description="Find the paragraphs of one of your collections that answer a question, best first, "
-        "each with its document, section and a score in [0, 1]; only paragraphs at or above the floor come back.",
+        "each with its document, section and a score in [0, 1]; only paragraphs at or above the floor come "
+        "back.",
         input_schema=SEARCH_INPUT,
         output_schema=SEARCH_ANSWER,
         handler=search,
@@ -149,8 +151,8 @@ register(
     Tool(
         name="build",
         title="Build a collection",
-        description="Queue a rebuild of one of your collections from its documents; answers with the build's id "
-        "and status. One build per collection runs at a time.",
+        description="Queue a rebuild of one of your collections from its documents; answers with the "
+        "build's id and status. One build per collection runs at a time.",
         input_schema=BUILD_INPUT,
         output_schema=BUILD_ANSWER,
         handler=build,
@@ -191,7 +193,8 @@ MEASURE_INPUT = {
             "minItems": 1,
             "maxItems": MAX_QUESTIONS,
             "items": QUESTION_ITEM,
-            "description": f'1 to {MAX_QUESTIONS} items, each {{"question": 1-{MAX_QUESTION_CHARS} characters, '
+            "description": f"1 to {MAX_QUESTIONS} items, "
+            f'each {{"question": 1-{MAX_QUESTION_CHARS} characters, '
             '"answer": "text the answering paragraph contains"} or {"question": ..., "control": true} for a '
             "question the documents do not answer.",
         },
@@ -297,9 +300,10 @@ register(
     Tool(
         name="measure",
         title="Measure a collection",
-        description="Build every chunking variant of one of your collections in memory (nothing is stored) and report, "
-        "per variant, which questions found their answer, at what rank and score, the best score of each control "
-        "question, and whether a floor separates answers from controls.",
+        description="Build every chunking variant of one of your collections in memory (nothing is stored) "
+        "and report, "
+        "per variant, which questions found their answer, at what rank and score, the best score of each "
+        "control question, and whether a floor separates answers from controls.",
         input_schema=MEASURE_INPUT,
         output_schema=MEASURE_ANSWER,
         handler=measure,
@@ -443,9 +447,10 @@ register(
     Tool(
         name="build_status",
         title="A build's outcome",
-        description="Status, progress and outcome of a build of one of your collections (the latest unless `build` "
-        "names one): paragraphs, documents read and reused, refused documents by name, warnings, problems, model, "
-        "error, and whether it waits for a task worker. `wait_seconds` waits for it to finish first.",
+        description="Status, progress and outcome of a build of one of your collections (the latest unless "
+        "`build` "
+        "names one): paragraphs, documents read and reused, refused documents by name, warnings, problems, "
+        "model, error, and whether it waits for a task worker. `wait_seconds` waits for it to finish first.",
         input_schema=BUILD_STATUS_INPUT,
         output_schema=BUILD_STATUS_ANSWER,
         handler=build_status_tool,
@@ -456,8 +461,8 @@ register(
     Tool(
         name="collections",
         title="Your collections",
-        description="The collections you can search, each with what it is built from and its last build's outcome "
-        "(null: never built).",
+        description="The collections you can search, each with what it is built from and its last build's "
+        "outcome (null: never built).",
         input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         output_schema=COLLECTIONS_ANSWER,
         handler=collections_tool,

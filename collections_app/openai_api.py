@@ -1,4 +1,5 @@
-"""OpenAI-compatible vector stores over an agent's collections: thin views, the OpenAI request shape read here.
+"""OpenAI-compatible vector stores over an agent's collections: thin views, the OpenAI request shape
+read here.
 
 `GET /v1/vector_stores`, `GET /v1/vector_stores/{id}` and `POST /v1/vector_stores/{id}/search`, with
 the agent keys of the JSON API as bearer tokens, so the official `openai` SDK (`client.vector_stores`)
@@ -238,8 +239,8 @@ def _check_weights(hybrid: Any) -> None:
     if abs(embedding / (embedding + text) - fusion.FUSION_WEIGHT) > WEIGHT_TOLERANCE:
         raise RagsiteError(
             f"ragsite fuses at embedding_weight {fusion.FUSION_WEIGHT} and text_weight "
-            f"{round(1 - fusion.FUSION_WEIGHT, 6)} (any multiple of those), the scale its floors are measured on; "
-            "other weights are not supported",
+            f"{round(1 - fusion.FUSION_WEIGHT, 6)} (any multiple of those), the scale its floors are "
+            "measured on; other weights are not supported",
             code="unsupported_hybrid_search",
         )
 

@@ -83,8 +83,8 @@ class BuildRunAdmin(admin.ModelAdmin):
     @admin.display(description="documents")
     def documents_shown(self, run):
         return (
-            f"{run.documents_total} seen: {run.documents_read} read, {run.documents_reused} reused unchanged, "
-            f"{run.documents_refused} refused"
+            f"{run.documents_total} seen: {run.documents_read} read, {run.documents_reused} reused "
+            f"unchanged, {run.documents_refused} refused"
             + (f"; {count_of(run.ocr_pages, 'page')} read by OCR" if run.ocr_pages else "")
         )
 

@@ -21,7 +21,8 @@ class CollectionForm(forms.ModelForm):
         choices=[(name, name) for name in AVAILABLE], initial=Collection._meta.get_field("method").default
     )
 
-    # The sub-folders of the agent's folder in KNOWLEDGE_ROOT as they are now (no restart needed), by name only.
+    # The sub-folders of the agent's folder in KNOWLEDGE_ROOT as they are now (no restart needed), by name
+    # only.
     folder = forms.ChoiceField(required=False, help_text=Collection._meta.get_field("folder").help_text)
 
     sync, sync_every = sync_form_fields()  # saved through the sync service (admin/sync.py)
@@ -37,8 +38,8 @@ class CollectionForm(forms.ModelForm):
         if "name" in self.fields:
             # The admin renders help text as HTML, so the placeholder's brackets are escaped.
             self.fields["name"].help_text = escape(
-                "Letters, digits, '-' and '_'; the name cannot be changed once saved. The documents come from "
-                "the folder chosen below, or from KNOWLEDGE_<AGENT>__<NAME>_FOLDER when that is set (or "
+                "Letters, digits, '-' and '_'; the name cannot be changed once saved. The documents come "
+                "from the folder chosen below, or from KNOWLEDGE_<AGENT>__<NAME>_FOLDER when that is set (or "
                 "KNOWLEDGE_<NAME>_FOLDER, once bound below)."
             )
         # A user who may only view collections gets read-only fields: the form then holds none of these.
@@ -56,9 +57,9 @@ class CollectionForm(forms.ModelForm):
             (
                 "per_reader",
                 None,
-                "Off by default: every reader sees every paragraph and labels are kept but ignored. On: every "
-                "search must name a reader, and a labelled paragraph is seen only by readers holding one of its "
-                "labels.",
+                "Off by default: every reader sees every paragraph and labels are kept but ignored. "
+                "On: every search must name a reader, and a labelled paragraph is seen only by readers "
+                "holding one of its labels.",
             ),
         ]:
             if name in self.fields:

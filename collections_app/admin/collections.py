@@ -234,7 +234,8 @@ class CollectionAdmin(
         disabled = collection.documents.filter(enabled=False).count()
         disabled_paragraphs = collection.paragraphs.filter(enabled=False).count()
         return format_html(
-            '<a href="{}">{}</a> (<a href="{}">{} need review</a>, {} refused, {} disabled) · <a href="{}">{}</a> '
+            '<a href="{}">{}</a> (<a href="{}">{} need review</a>, {} refused, {} disabled) · <a '
+            'href="{}">{}</a> '
             "({} disabled)",
             documents,
             count_of(counts["total"], "document"),
@@ -276,7 +277,8 @@ class CollectionAdmin(
         rows = format_html_join(
             "",
             '<tr data-build="{}"><td><a href="{}">{}</a></td><td data-role="status">{}</td>'
-            '<td data-role="percent">{} %</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
+            '<td data-role="percent">{} '
+            "%</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             (
                 (
                     run.pk,
@@ -286,8 +288,8 @@ class CollectionAdmin(
                     run.percent,
                     run.created_at.strftime("%Y-%m-%d %H:%M"),
                     run.passages,
-                    f"{run.documents_read} read, {run.documents_reused} reused, {run.documents_refused} refused"
-                    + (f", {count_of(run.ocr_pages, 'page')} by OCR" if run.ocr_pages else ""),
+                    f"{run.documents_read} read, {run.documents_reused} reused, {run.documents_refused} "
+                    "refused" + (f", {count_of(run.ocr_pages, 'page')} by OCR" if run.ocr_pages else ""),
                     run.paragraphs_embedded,
                     refused_with_reasons(run.refused, run.refusal_reasons)
                     if run.status == BuildRun.SUCCEEDED
@@ -310,7 +312,8 @@ class CollectionAdmin(
             + urlencode({"collection__id__exact": collection.pk})
         )
         return format_html(
-            '<div class="rs-scroll"><table class="rs-history"><thead><tr><th>build</th><th>status</th><th>progress</th>'
+            '<div class="rs-scroll"><table '
+            'class="rs-history"><thead><tr><th>build</th><th>status</th><th>progress</th>'
             "<th>requested</th><th>paragraphs</th><th>documents</th><th>embedded</th><th>refused</th>"
             "<th>warnings</th></tr></thead><tbody>{}</tbody></table></div>"
             '<p><a href="{}">all builds of this collection</a></p>',
@@ -410,7 +413,8 @@ class CollectionAdmin(
         return HttpResponseRedirect(reverse("admin:collections_app_collection_change", args=[collection.pk]))
 
     def per_reader_view(self, request, object_id):
-        """The one-click switch beside "labels take effect when Per reader is on"; back to where it was pressed."""
+        """The one-click switch beside "labels take effect when Per reader is on"; back to where it was
+        pressed."""
         collection = get_object_or_404(Collection, pk=object_id)
         require(self.has_change_permission(request, collection))
         if set_per_reader(collection=collection, per_reader=True):

@@ -75,8 +75,8 @@ class DocumentDefaultLabelsForm(forms.ModelForm):
         fields = ["enabled", "default_labels"]
         labels = {"enabled": "Enabled (searched)"}
         help_texts = {
-            "default_labels": "Labels every paragraph of this document carries: a label added here is given to its "
-            "paragraphs now, and one removed here is taken off them."
+            "default_labels": "Labels every paragraph of this document carries: a label added here is given "
+            "to its paragraphs now, and one removed here is taken off them."
         }
 
 
@@ -196,7 +196,10 @@ class DocumentAdmin(admin.ModelAdmin):
     def approval(self, document):
         if not document.approved_at:
             return "not approved by anybody" if document.status == Document.NEEDS_REVIEW else "—"
-        return f"approved by {document.approved_by or 'an unknown user'} on {document.approved_at:%Y-%m-%d %H:%M}"
+        return (
+            f"approved by {document.approved_by or 'an unknown user'} "
+            f"on {document.approved_at:%Y-%m-%d %H:%M}"
+        )
 
     @admin.display(description="conflicts")
     def conflicts_side_by_side(self, document):
@@ -434,7 +437,8 @@ class DocumentAdmin(admin.ModelAdmin):
         return super().changelist_view(request, extra_context)
 
     def upload_view(self, request):
-        """Upload files into a collection through `upload_document`; each file is accepted or refused on its own."""
+        """Upload files into a collection through `upload_document`; each file is accepted or refused on its
+        own."""
         require(has_perm(request, "add", Document))
         if request.method == "POST":
             form = UploadForm(request.POST, request.FILES)

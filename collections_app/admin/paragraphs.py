@@ -326,8 +326,8 @@ class ParagraphAdmin(admin.ModelAdmin):
     @admin.display(description="takes effect")
     def takes_effect(self, paragraph):
         return open_collections_notice(Paragraph.objects.filter(pk=paragraph.pk)) or (
-            "This collection answers per reader: a reader holding any of these labels may read this paragraph; "
-            "with no label, any reader may."
+            "This collection answers per reader: a reader holding any of these labels may read this "
+            "paragraph; with no label, any reader may."
         )
 
     @admin.display(description="document")
@@ -348,8 +348,9 @@ class ParagraphAdmin(admin.ModelAdmin):
     def position(self, paragraph):
         # One number everywhere: the chunk id's k, counted within the document from 0 (seed 004).
         return (
-            f"k = {paragraph.index} within its document (counted from 0), the number after # in its chunk id; "
-            f"characters {paragraph.start_char}–{paragraph.end_char}; {count_of(paragraph.token_count or 0, 'token')}"
+            f"k = {paragraph.index} within its document (counted from 0), the number after # in its chunk "
+            f"id; characters {paragraph.start_char}–{paragraph.end_char}; "
+            f"{count_of(paragraph.token_count or 0, 'token')}"
         )
 
     @admin.display(description="text")

@@ -57,8 +57,8 @@ class PlaygroundForm(forms.Form):
         min_value=1,
         max_value=MAX_MOST,
         label="Hits",
-        help_text="How many matching paragraphs come back (the API's most). Neighbours then join hits that sit "
-        "together into one passage, so there can be fewer passages than hits.",
+        help_text="How many matching paragraphs come back (the API's most). Neighbours then join hits that "
+        "sit together into one passage, so there can be fewer passages than hits.",
     )
     compare_reader = forms.ModelChoiceField(
         queryset=Reader.objects.all(),
@@ -114,7 +114,8 @@ def _laid_out(answer: dict, collection: Collection, label: str) -> dict:
                     "percent": round(100 * piece["score"], 1),
                 }
             )
-        # The hit that gave the passage its score (the best one; stitch.py): its parts are the ones that add up.
+        # The hit that gave the passage its score (the best one; stitch.py): its parts are the ones that add
+        # up.
         hits = [p for p in shown if p["hit"]] or shown[:1]
         hit = max(hits, key=lambda p: p["score"]) if hits else None
         for piece in shown:
@@ -183,7 +184,8 @@ class PlaygroundAdminMixin:
         return self.has_view_permission(request) and has_perm(request, "view", Paragraph)
 
     def playground_view(self, request):
-        """Run a search exactly as the API would, through `search_collection`, and show everything it answers."""
+        """Run a search exactly as the API would, through `search_collection`, and show everything it
+        answers."""
         require(self.may_use_playground(request))
         answers = []
         if request.method == "POST":

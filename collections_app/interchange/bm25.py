@@ -168,7 +168,8 @@ def decode_bm25(
 
 
 def _compare_bm25(stored: BM25Index, rebuilt: BM25Index) -> None:
-    """Name the first way the file's terms differ from what the texts give (its lengths are checked on reading)."""
+    """Name the first way the file's terms differ from what the texts give (its lengths are checked on
+    reading)."""
     if stored.vocabulary != rebuilt.vocabulary:
         missing = sorted(set(rebuilt.vocabulary) - set(stored.vocabulary))
         extra = sorted(set(stored.vocabulary) - set(rebuilt.vocabulary))

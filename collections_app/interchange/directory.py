@@ -123,7 +123,8 @@ def decode_index(files: dict[str, bytes], *, index_id: str | None = None) -> Rag
 
 
 def read_index(directory: Path, *, index_id: str | None = None) -> RagIndex:
-    """Read and check ``directory`` (a ``rag/<index_id>/``); nothing is returned unless all four files agree."""
+    """Read and check ``directory`` (a ``rag/<index_id>/``); nothing is returned unless all four files
+    agree."""
     return decode_index(read_files(directory), index_id=index_id)
 
 

@@ -217,7 +217,8 @@ def decode_docs(data: bytes) -> list[Chunk]:
             raise InterchangeError(
                 DOCS,
                 "chunk_id",
-                f'"{chunk_id[:200]}" does not resolve: chunk {k} of document "{doc_id[:200]}" must be "{doc_id[:200]}#{k}"',
+                f'"{chunk_id[:200]}" does not resolve: chunk {k} of document "{doc_id[:200]}" must be '
+                f'"{doc_id[:200]}#{k}"',
                 line=number,
             )
         seen[doc_id] = k + 1

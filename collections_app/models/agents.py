@@ -6,7 +6,8 @@ import secrets
 from django.db import models
 from django.utils import timezone
 
-# The schema this code writes and understands; a store whose `schema_version` is newer is refused, not guessed.
+# The schema this code writes and understands; a store whose `schema_version` is newer is refused, not
+# guessed.
 SCHEMA_VERSION = 1
 
 

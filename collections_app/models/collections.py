@@ -50,8 +50,8 @@ class Collection(models.Model):
     folder = models.CharField(
         max_length=100,
         blank=True,
-        help_text="The sub-folder of the agent folder in KNOWLEDGE_ROOT that the documents are read from: a name, never a path. "
-        "Empty = uploads only (or a KNOWLEDGE_..._FOLDER variable).",
+        help_text="The sub-folder of the agent folder in KNOWLEDGE_ROOT that the documents are read from: a "
+        "name, never a path. Empty = uploads only (or a KNOWLEDGE_..._FOLDER variable).",
     )
     # Set by staff only (services.knowledge.bind_folder_variable); one per name, whatever the RLS scope.
     folder_variable_bound = models.BooleanField(

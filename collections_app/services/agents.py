@@ -22,7 +22,8 @@ SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 def _require_slug(value: str, what: str) -> str:
     if not SLUG.match(value or ""):
         raise RagsiteError(
-            f"{what} must be 1-100 letters, digits, '-' or '_', starting with a letter or digit; got {value!r}",
+            f"{what} must be 1-100 letters, digits, '-' or '_', starting with a letter or digit; got "
+            f"{value!r}",
             code="invalid_name",
         )
     return value

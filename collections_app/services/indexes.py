@@ -55,7 +55,8 @@ def collection_root(collection_id: int) -> Path:
 
 
 def remove_stale(root: Path, keep: str) -> None:
-    """Delete a collection's other builds' directories and temporaries (a process mapping one keeps reading it)."""
+    """Delete a collection's other builds' directories and temporaries (a process mapping one keeps reading
+    it)."""
     if not root.is_dir():
         return
     for entry in root.iterdir():
@@ -231,7 +232,8 @@ def _write_rows(
                 vectors.append(decode(blob, built.dimensions))
             except VectorFormatError:
                 raise Conflict(
-                    f'collection "{collection.name}" holds vectors that are not {built.dimensions} wide; rebuild it',
+                    f'collection "{collection.name}" holds vectors that are not {built.dimensions} wide; '
+                    "rebuild it",
                     code="width_mismatch",
                 ) from None
         writer.add([r[0] for r in block], [r[1] for r in block], [terms(r[2]) for r in block], vectors)

@@ -106,7 +106,8 @@ def source_folder(collection: Collection) -> SourceFolder:
         )
     if not _inside(folder, home):
         raise RagsiteError(
-            f'{where} of collection "{collection.name}" is a link that leaves agent "{agent_id}"\'s folder; refused',
+            f'{where} of collection "{collection.name}" is a link that leaves agent "{agent_id}"\'s folder; '
+            "refused",
             code="source_outside_agent",
         )
     return SourceFolder(folder, where)
@@ -139,7 +140,8 @@ def require_source(collection: Collection) -> None:
     ):
         raise Conflict(
             f'collection "{collection.name}" has no documents: give it a folder under KNOWLEDGE_ROOT/'
-            f"{collection.agent.agent_id}/, set {conf.folder_variable(collection.name, collection.agent.agent_id)}, "
+            f"{collection.agent.agent_id}/, set "
+            f"{conf.folder_variable(collection.name, collection.agent.agent_id)}, "
             "or upload files in the admin",
             code="no_source",
         )

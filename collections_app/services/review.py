@@ -92,7 +92,8 @@ def conflicting_documents(document: Document) -> list[Document]:
 
 
 def conflicting_paragraphs(document: Document, other: Document) -> list[ConflictingPair]:
-    """The blocks of the two documents that match except for their numbers, side by side (the build's rule)."""
+    """The blocks of the two documents that match except for their numbers, side by side (the build's
+    rule)."""
 
     def blocks(doc: Document) -> dict[str, tuple[str, int, str]]:
         shapes: dict[str, tuple[str, int, str]] = {}
@@ -133,6 +134,7 @@ def approval_warnings(documents: Iterable[Document]) -> list[str]:
             if other.pk in chosen or other.status == Document.ACTIVE:
                 state = "is approved with it" if other.pk in chosen else "is already searched"
                 warnings.append(
-                    f"{document.name} conflicts with {other.name}, which {state}: agents will get both answers"
+                    f"{document.name} conflicts with {other.name}, which {state}: agents will get both "
+                    "answers"
                 )
     return warnings

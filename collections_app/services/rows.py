@@ -131,5 +131,6 @@ def _texts_sql(vendor: str) -> str:
     )
     return (
         f"SELECT {columns}, {document}.{quote('name')} FROM {paragraph} INNER JOIN {document} "
-        f"ON ({paragraph}.{quote('document_id')} = {document}.{quote('id')}) WHERE {paragraph}.{quote('id')} IN"
+        f"ON ({paragraph}.{quote('document_id')} = {document}.{quote('id')}) WHERE "
+        f"{paragraph}.{quote('id')} IN"
     )

@@ -25,7 +25,8 @@ from .knowledge import source_folder
 
 MAX_DOCUMENT_BYTES = 100 * 1024 * 1024
 MAX_NAME_LENGTH = Document._meta.get_field("name").max_length
-# `<document>.meta.json` beside a document holds its attributes (docs/collections.md); never a document itself.
+# `<document>.meta.json` beside a document holds its attributes (docs/collections.md); never a document
+# itself.
 SIDECAR_SUFFIX = ".meta.json"
 MAX_SIDECAR_BYTES = 64 * 1024
 
@@ -83,7 +84,8 @@ def collection_sources(collection: Collection) -> list[Source]:
     if not sources:
         raise RagsiteError(
             f'collection "{collection.name}" has no documents: give it a folder under KNOWLEDGE_ROOT, '
-            f"set {conf.folder_variable(collection.name, collection.agent.agent_id)} or upload files in the admin",
+            f"set {conf.folder_variable(collection.name, collection.agent.agent_id)} or upload files in the "
+            "admin",
             code="no_source",
         )
     return [sources[name] for name in sorted(sources)]
@@ -173,7 +175,8 @@ def _name_problem(name: str) -> str:
 
 
 def _printable(name: str) -> str:
-    """A form of a name that cannot be stored, for the refused list: undecodable bytes shown as �, cut short."""
+    """A form of a name that cannot be stored, for the refused list: undecodable bytes shown as �, cut
+    short."""
     shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return shown if len(shown) <= 200 else shown[:199] + "…"
 

@@ -42,7 +42,8 @@ def upload_name(name: str) -> str:
     base = PurePosixPath((name or "").replace("\\", "/")).name.strip()
     if not base or base in (".", "..") or base.startswith("."):
         raise UploadRefused(
-            f'"{shown_name(name)}" is hidden or has no name; an uploaded file needs a name that does not start with a dot',
+            f'"{shown_name(name)}" is hidden or has no name; an uploaded file needs a name that does not '
+            "start with a dot",
             code="invalid_name",
         )
     if len(base) > MAX_NAME_CHARS or any(ord(c) < 32 or c == "\x7f" for c in base):
@@ -52,7 +53,8 @@ def upload_name(name: str) -> str:
     # A name without a suffix (README) is allowed here and judged by its bytes in `upload_document`.
     if "." in base and not base.lower().endswith(SUPPORTED_SUFFIXES):
         raise UploadRefused(
-            f'"{base}": {UNSUPPORTED_TYPE}; upload one of {", ".join(SUPPORTED_SUFFIXES)} or a text file without a '
+            f'"{base}": {UNSUPPORTED_TYPE}; upload one of {", ".join(SUPPORTED_SUFFIXES)} or a text file '
+            "without a "
             "suffix",
             code="unsupported_type",
         )

@@ -1,4 +1,5 @@
-"""Webhooks: staff register URLs per agent; builds and known answers tell them what happened (docs/webhooks.md).
+"""Webhooks: staff register URLs per agent; builds and known answers tell them what happened
+(docs/webhooks.md).
 
 An event is written as one `WebhookDelivery` per subscribed hook in the transaction that records it,
 and sent by a task once that commits. Each attempt is signed: HMAC-SHA256, keyed by the hook's own
@@ -221,7 +222,8 @@ def signature(*, secret: str, timestamp: int, body: bytes) -> str:
 
 
 def deliver(*, delivery_id: int) -> str:
-    """One attempt at a delivery that is due; returns its status after. Never raises for the receiver's faults.
+    """One attempt at a delivery that is due; returns its status after. Never raises for the
+    receiver's faults.
 
     The attempt is claimed by a conditional update (pending → sending), so a delivery queued twice is
     sent once; only a receiver that took the body but answered too late can see it twice, and the
@@ -359,7 +361,8 @@ def send_again(*, deliveries) -> int:
 
 
 def new_secrets(*, hooks) -> int:
-    """Give each hook a fresh signing secret (a leaked one, say); deliveries from now on are signed with it."""
+    """Give each hook a fresh signing secret (a leaked one, say); deliveries from now on are signed with
+    it."""
     changed = 0
     for hook in hooks:
         hook.secret = new_secret()

@@ -175,8 +175,8 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
         # Seed 000, refusal 3: paragraphs no reader may search would replace a collection that answers.
         run.warnings += _review_warnings(held)
         raise EmptyBuild(
-            f'the build of "{collection.name}" would leave nothing readers could search: every document needs '
-            f"review ({', '.join(p.name for p in held)}); the collection keeps its current ones"
+            f'the build of "{collection.name}" would leave nothing readers could search: every document '
+            f"needs review ({', '.join(p.name for p in held)}); the collection keeps its current ones"
         )
     # Known answers: measured from the candidate before the swap only when a gate may refuse it;
     # otherwise by a task once the swap has committed, so the build never waits for them.

@@ -132,8 +132,8 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
         # Seed 003 keeps the first 240 and says why; not a scan warning (which would send it to review).
         item.notes.append(
             f"{source.name}: only the first {MAX_PARAGRAPHS_PER_DOCUMENT} of "
-            f"{MAX_PARAGRAPHS_PER_DOCUMENT + pieces.dropped} paragraphs were kept; a document that needs more "
-            "is a document that should be several sources"
+            f"{MAX_PARAGRAPHS_PER_DOCUMENT + pieces.dropped} paragraphs were kept; a document that needs "
+            "more is a document that should be several sources"
         )
     item.pieces = list(pieces)
     item.contexts = contexts_for(source.name, extracted.text, [p.start for p in item.pieces])

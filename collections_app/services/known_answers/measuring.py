@@ -54,7 +54,8 @@ logger = logging.getLogger("ragsite.known_answers")
 
 
 DEPTH = 5  # found@5: how many paragraphs a search returns unless asked for more
-# The sample handbook's own questions and controls (beside sample_docs/, so a build never reads it as a document).
+# The sample handbook's own questions and controls (beside sample_docs/, so a build never reads it as a
+# document).
 SAMPLE_SET = Path(__file__).resolve().parents[2] / "sample_known_answers.jsonl"
 LOST_NAMED = 10  # lost questions a warning names before saying "and N more"
 
@@ -155,8 +156,8 @@ def gate_build(
         _save(run, measurement)
         # Counts only: this message reaches the server log, and the questions must not.
         raise KnownAnswersLost(
-            f"the build loses {len(lost)} of {measurement['answers']} known answers, more than KNOWN_ANSWERS_GATE "
-            f"allows ({gate}); the collection keeps its current paragraphs"
+            f"the build loses {len(lost)} of {measurement['answers']} known answers, more than "
+            f"KNOWN_ANSWERS_GATE allows ({gate}); the collection keeps its current paragraphs"
         )
     return measurement
 
@@ -398,7 +399,8 @@ def _warnings(measurement: dict, read_off: dict, collection: Collection) -> list
         why = (
             "there are no controls, so nothing shows how high a question the documents cannot answer scores"
             if not measurement["controls"]
-            else f"answers and controls do not separate (lowest answer {measurement['lowest_answer']}, highest "
+            else "answers and controls do not separate "
+            f"(lowest answer {measurement['lowest_answer']}, highest "
             f"control {measurement['highest_control']}); {read_off['controls_above']} of "
             f"{measurement['controls']} controls will get paragraphs back"
         )

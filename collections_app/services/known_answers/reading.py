@@ -11,7 +11,8 @@ HISTORY = 20  # builds in the collection page's sparkline
 
 
 def for_build(run: BuildRun) -> dict | None:
-    """A build's own report, without per-question results: the build status's ``known_answers`` (null: none)."""
+    """A build's own report, without per-question results: the build status's ``known_answers`` (null:
+    none)."""
     report = KnownAnswersReport.objects.filter(build=run).first()
     return summary(report)
 
@@ -54,7 +55,8 @@ def summary(report: KnownAnswersReport | None, *, results: bool = False) -> dict
 
 
 def latest_report(collection: Collection) -> KnownAnswersReport | None:
-    """The report of the collection's most recent build that has one (live, refused by the gate, or failed)."""
+    """The report of the collection's most recent build that has one (live, refused by the gate, or
+    failed)."""
     return (
         KnownAnswersReport.objects.filter(collection=collection)
         .select_related("build")
@@ -64,7 +66,8 @@ def latest_report(collection: Collection) -> KnownAnswersReport | None:
 
 
 def describe(collection: Collection) -> dict:
-    """The set and the latest report with its per-question results, JSON-ready (the API, the command's --json)."""
+    """The set and the latest report with its per-question results, JSON-ready (the API, the command's
+    --json)."""
     return {
         "collection": collection.name,
         "questions": as_items(known_answers(collection)),

@@ -156,7 +156,8 @@ def set_known_answers(
 
 
 def live_build_id(collection: Collection) -> int | None:
-    """The build the collection answers from: its latest successful one (builds of a collection run one at a time)."""
+    """The build the collection answers from: its latest successful one (builds of a collection run one at a
+    time)."""
     return (
         BuildRun.objects.filter(collection=collection, status=BuildRun.SUCCEEDED)
         .order_by("-id")
