@@ -32,8 +32,9 @@ class SyncOut(Schema):
     last_checked_at: datetime | None
     last_changed_at: datetime | None = Field(..., description="When a check last found the folder changed.")
     next_check_at: datetime | None
-    outcome: str = Field(..., description='What the last check found: "unchanged", "1 new, 2 changed: build 7 '
-                         'queued", …')
+    outcome: str = Field(
+        ..., description='What the last check found: "unchanged", "1 new, 2 changed: build 7 queued", …'
+    )
     build: int | None = Field(..., description="The last build a check queued.")
 
 
@@ -43,7 +44,9 @@ class CollectionOut(Schema):
     method: str
     per_reader: bool
     judge: bool
-    folder: str = Field(..., description="The sub-folder of the agent's folder under KNOWLEDGE_ROOT; empty: none.")
+    folder: str = Field(
+        ..., description="The sub-folder of the agent's folder under KNOWLEDGE_ROOT; empty: none."
+    )
     built: BuildRecord | None  # null: never built
     sync: SyncOut | None = Field(..., description="null: the collection is built only when asked.")
 
@@ -83,17 +86,29 @@ router.get("/", response=list[CollectionOut], include_in_schema=False)(list_coll
 
 
 class CollectionIn(StrictSchema):
-    model_config = ConfigDict(json_schema_extra={"example": {"name": "policies", "folder": "policies",
-                                                             "built_from": "the HR share"}})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "example": {"name": "policies", "folder": "policies", "built_from": "the HR share"}
+        }
+    )
 
     name: str = Field(..., min_length=1, max_length=100, description="Letters, digits, '-' or '_'.")
-    folder: str = Field("", max_length=100, description="A sub-folder of KNOWLEDGE_ROOT/<agent id>/, by name only.")
-    built_from: str = Field("", max_length=200, description='What the documents are, for people: "the HR share".')
+    folder: str = Field(
+        "", max_length=100, description="A sub-folder of KNOWLEDGE_ROOT/<agent id>/, by name only."
+    )
+    built_from: str = Field(
+        "", max_length=200, description='What the documents are, for people: "the HR share".'
+    )
     method: str = Field("structure", max_length=40, description="The chunking method.")
     per_reader: bool = False
-    sync_every: int | None = Field(None, ge=MIN_EVERY, le=MAX_EVERY, strict=True,
-                                   description="Check the folder every N minutes and build when it changed; "
-                                   "null: build only when asked.")
+    sync_every: int | None = Field(
+        None,
+        ge=MIN_EVERY,
+        le=MAX_EVERY,
+        strict=True,
+        description="Check the folder every N minutes and build when it changed; "
+        "null: build only when asked.",
+    )
 
 
 @router.post("", response=with_errors({201: CollectionOut}, 409), summary="Create a collection")
@@ -113,18 +128,28 @@ def create_collection(request, payload: CollectionIn):
 router.post("/", response={201: CollectionOut}, include_in_schema=False)(create_collection)
 
 
-@router.get("/{name}", response=with_errors({200: CollectionOut}, 404), summary="One collection and what built it")
+@router.get(
+    "/{name}", response=with_errors({200: CollectionOut}, 404), summary="One collection and what built it"
+)
 def read_collection(request, name: str):
     return collection_out(agents.get_collection(agent=request.auth.agent, name=name))
 
 
 class SyncIn(StrictSchema):
-    sync_every: int | None = Field(..., ge=MIN_EVERY, le=MAX_EVERY, strict=True,
-                                   description="Minutes between checks of the folder; null stops syncing.")
+    sync_every: int | None = Field(
+        ...,
+        ge=MIN_EVERY,
+        le=MAX_EVERY,
+        strict=True,
+        description="Minutes between checks of the folder; null stops syncing.",
+    )
 
 
-@router.put("/{name}/sync", response=with_errors({200: CollectionOut}, 404),
-            summary="Keep a collection current by itself, or stop")
+@router.put(
+    "/{name}/sync",
+    response=with_errors({200: CollectionOut}, 404),
+    summary="Keep a collection current by itself, or stop",
+)
 def put_sync(request, name: str, payload: SyncIn):
     """The first check runs within a minute; each check builds only when the folder changed."""
     collection = agents.get_collection(agent=request.auth.agent, name=name)
@@ -135,26 +160,41 @@ def put_sync(request, name: str, payload: SyncIn):
 class SearchIn(StrictSchema):
     # The API docs' "Try it out" body: a generated one ("reader": "string", "onBehalfOf": "string",
     # "min_score": 1) answered 403 and would have found nothing; this one works with any agent's key.
-    model_config = ConfigDict(json_schema_extra={"example": {"question": "How many days of leave carry over?",
-                                                             "most": 5}})
+    model_config = ConfigDict(
+        json_schema_extra={"example": {"question": "How many days of leave carry over?", "most": 5}}
+    )
 
     question: str = Field(..., min_length=1, max_length=MAX_QUESTION_CHARS)
-    reader: str | None = Field(None, max_length=200, description="Required when the collection answers per reader.")
+    reader: str | None = Field(
+        None, max_length=200, description="Required when the collection answers per reader."
+    )
     onBehalfOf: str | None = Field(None, max_length=100, description="The agent model calls are charged to.")
     # Strict: `"5"`, `2.0` and `true` are not numbers an agent meant (the review's D20).
     most: int = Field(DEFAULT_MOST, ge=1, le=MAX_MOST, strict=True)
-    around: int | None = Field(None, ge=0, le=MAX_AROUND, strict=True, description="Paragraphs either side of a hit.")
+    around: int | None = Field(
+        None, ge=0, le=MAX_AROUND, strict=True, description="Paragraphs either side of a hit."
+    )
     min_score: float | None = Field(None, ge=0, le=1, strict=True, description="The floor; 0 turns it off.")
-    max_chars: int | None = Field(None, ge=MIN_ANSWER_CHARS, le=MAX_ANSWER_CHARS, strict=True,
-                                  description="Characters of text the answer may hold; default ANSWER_MAX_CHARS.")
+    max_chars: int | None = Field(
+        None,
+        ge=MIN_ANSWER_CHARS,
+        le=MAX_ANSWER_CHARS,
+        strict=True,
+        description="Characters of text the answer may hold; default ANSWER_MAX_CHARS.",
+    )
     filters: dict | None = Field(
-        None, description="Only paragraphs matching this filter take part, before ranking: OpenAI's vector-store "
+        None,
+        description="Only paragraphs matching this filter take part, before ranking: OpenAI's vector-store "
         'shape, {"type": "eq"|"ne"|"gt"|"gte"|"lt"|"lte"|"in"|"nin", "key", "value"} or {"type": "and"|"or", '
-        '"filters": [...]}, over document attributes and document, section, page (docs/collections.md).')
+        '"filters": [...]}, over document attributes and document, section, page (docs/collections.md).',
+    )
 
 
-@router.post("/{name}/search", response=with_errors({200: SearchOut}, 403, 404, 409, 413, 429, 503),
-             summary="Search a collection")
+@router.post(
+    "/{name}/search",
+    response=with_errors({200: SearchOut}, 403, 404, 409, 413, 429, 503),
+    summary="Search a collection",
+)
 def search_collection(request, name: str, payload: SearchIn):
     return search.search_collection(
         agent=request.auth.agent,
@@ -176,11 +216,14 @@ class BuildOut(Schema):
     status: str
 
 
-@router.post("/{name}/build", response=with_errors({202: BuildOut}, 404, 409), summary="Queue a build of a collection")
+@router.post(
+    "/{name}/build", response=with_errors({202: BuildOut}, 404, 409), summary="Queue a build of a collection"
+)
 def build_collection(request, name: str):
     """Queue a build; read its outcome at `/collections/{name}/builds/{build}`."""
-    run = builds.request_build(collection=agents.get_collection(agent=request.auth.agent, name=name),
-                               requested_by="api")
+    run = builds.request_build(
+        collection=agents.get_collection(agent=request.auth.agent, name=name), requested_by="api"
+    )
     run.refresh_from_db()
     return Status(202, {"build": run.pk, "status": run.status})
 
@@ -189,11 +232,13 @@ class KnownAnswersIn(StrictSchema):
     questions: list[Any] = Field(
         ...,
         description='Up to 200 items: {"question", "answer": "text the answering paragraph holds"} or '
-        '{"question", "control": true} for a question the documents do not answer. An empty list clears the set.',
+        '{"question", "control": true} for a question the documents do not answer. An empty list clears the '
+        "set.",
     )
     floor_measured: bool | None = Field(
-        None, description="true: the collection's floor is read off its known answers; false: it is not; "
-        "absent: unchanged."
+        None,
+        description="true: the collection's floor is read off its known answers; false: it is not; "
+        "absent: unchanged.",
     )
 
 
@@ -205,7 +250,9 @@ class KnownAnswerResult(Schema):
     rank: int | None = None
     score: float | None = Field(None, description="The answering paragraph's score, unfloored.")
     top_score: float | None = Field(None, description="The best score returned, unfloored.")
-    returned: int | None = Field(None, description="A control: paragraphs it gets back at the floor in force.")
+    returned: int | None = Field(
+        None, description="A control: paragraphs it gets back at the floor in force."
+    )
 
 
 class KnownAnswersSummaryOut(Schema):
@@ -236,19 +283,33 @@ class KnownAnswersOut(Schema):
     collection: str
     questions: list[dict[str, Any]]
     floor_measured: bool
-    report: KnownAnswersReportOut | None = Field(..., description="The latest build's measurement; null: none yet.")
+    report: KnownAnswersReportOut | None = Field(
+        ..., description="The latest build's measurement; null: none yet."
+    )
 
 
-@router.get("/{name}/known-answers", response=with_errors({200: KnownAnswersOut}, 404), summary="A collection's known answers and how its latest build did")
+@router.get(
+    "/{name}/known-answers",
+    response=with_errors({200: KnownAnswersOut}, 404),
+    summary="A collection's known answers and how its latest build did",
+)
 def read_known_answers(request, name: str):
     return known_answers.describe(agents.get_collection(agent=request.auth.agent, name=name))
 
 
-@router.put("/{name}/known-answers", response=with_errors({200: KnownAnswersOut}, 403, 404, 409, 413), summary="Replace a collection's known answers")
+@router.put(
+    "/{name}/known-answers",
+    response=with_errors({200: KnownAnswersOut}, 403, 404, 409, 413),
+    summary="Replace a collection's known answers",
+)
 def put_known_answers(request, name: str, payload: KnownAnswersIn):
     collection = agents.get_collection(agent=request.auth.agent, name=name)
-    known_answers.set_known_answers(collection=collection, items=payload.questions,
-                                    floor_measured=payload.floor_measured, allow_per_reader=False)
+    known_answers.set_known_answers(
+        collection=collection,
+        items=payload.questions,
+        floor_measured=payload.floor_measured,
+        allow_per_reader=False,
+    )
     return known_answers.describe(collection)
 
 
@@ -258,7 +319,9 @@ class BuildKnownAnswersOut(KnownAnswersSummaryOut):
 
 class BuildProgress(Schema):
     phase: Literal["queued", "reading documents", "embedding paragraphs", "saving", "finished"] = Field(
-        ..., description="What the build is doing now; `paragraphs_done` moves batch by batch while embedding.")
+        ...,
+        description="What the build is doing now; `paragraphs_done` moves batch by batch while embedding.",
+    )
     documents_done: int
     documents_total: int
     paragraphs_done: int
@@ -276,16 +339,21 @@ class BuildStatusOut(Schema):
     documents_reused: int
     documents_refused: int
     paragraphs_embedded: int
-    refused: list[str] | None = Field(..., description="null: not recorded yet; []: nothing refused; names otherwise.")
+    refused: list[str] | None = Field(
+        ..., description="null: not recorded yet; []: nothing refused; names otherwise."
+    )
     warnings: list[str]
     problems: list[str]
     model: str | None
     previous_model: str | None
     error: str | None
-    waiting: str | None = Field(..., description='Set when a queued build waits for a task worker that is not running.')
+    waiting: str | None = Field(
+        ..., description="Set when a queued build waits for a task worker that is not running."
+    )
     requested_by: str
     known_answers: BuildKnownAnswersOut | None = Field(
-        ..., description="How this build did on the collection's known answers; null: none measured.")
+        ..., description="How this build did on the collection's known answers; null: none measured."
+    )
     # Strings exactly as the service writes them, so the API and MCP answer byte for byte alike.
     created_at: str = Field(..., json_schema_extra={"format": "date-time"})
     started_at: str | None = Field(..., json_schema_extra={"format": "date-time"})
@@ -293,8 +361,11 @@ class BuildStatusOut(Schema):
     seconds: float | None
 
 
-@router.get("/{name}/builds/{build}", response=with_errors({200: BuildStatusOut}, 404),
-            summary="One build's status and outcome")
+@router.get(
+    "/{name}/builds/{build}",
+    response=with_errors({200: BuildStatusOut}, 404),
+    summary="One build's status and outcome",
+)
 def read_build(request, name: str, build: int):
     collection = agents.get_collection(agent=request.auth.agent, name=name)
     return build_status.build_status(run=build_status.get_build(collection=collection, build_id=build))
@@ -304,9 +375,14 @@ class BuildsQuery(Schema):
     limit: int = Field(10, ge=1, le=build_status.MAX_LISTED)
 
 
-@router.get("/{name}/builds", response=with_errors({200: list[BuildStatusOut]}, 404),
-            summary="A collection's latest builds, newest first")
+@router.get(
+    "/{name}/builds",
+    response=with_errors({200: list[BuildStatusOut]}, 404),
+    summary="A collection's latest builds, newest first",
+)
 def list_builds(request, name: str, params: Query[BuildsQuery]):
     collection = agents.get_collection(agent=request.auth.agent, name=name)
-    return [build_status.build_status(run=run) for run in build_status.recent_builds(collection=collection,
-                                                                                     limit=params.limit)]
+    return [
+        build_status.build_status(run=run)
+        for run in build_status.recent_builds(collection=collection, limit=params.limit)
+    ]

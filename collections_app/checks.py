@@ -62,7 +62,8 @@ def _number(value) -> bool:
 
 @register()
 def check_settings(app_configs=None, **kwargs):
-    """collections.E002-E006: settings a search, build or ledger would misread, caught before the first request."""
+    """collections.E002-E006: settings a search, build or ledger would misread, caught before the first
+    request."""
     from ragsite.conf import settings
 
     from .limits import MAX_AROUND
@@ -70,75 +71,101 @@ def check_settings(app_configs=None, **kwargs):
     errors = []
     around = settings.AROUND
     if isinstance(around, bool) or not isinstance(around, int) or not 0 <= around <= MAX_AROUND:
-        errors.append(Error(
-            f"AROUND is {around!r}; it must be a whole number from 0 to {MAX_AROUND}",
-            hint="AROUND is how many paragraphs either side of a hit come back with it (seed 000); 1 is the "
-            "measured default, 0 returns the matching paragraph alone.",
-            id="collections.E002",
-        ))
+        errors.append(
+            Error(
+                f"AROUND is {around!r}; it must be a whole number from 0 to {MAX_AROUND}",
+                hint="AROUND is how many paragraphs either side of a hit come back with it (seed 000); 1 is "
+                "the measured default, 0 returns the matching paragraph alone.",
+                id="collections.E002",
+            )
+        )
     floor = settings.MIN_SCORE
     if not _number(floor) or not 0 <= floor <= 1:
-        errors.append(Error(
-            f"MIN_SCORE is {floor!r}; it must be a number from 0 to 1",
-            hint="Scores are in [0, 1]: a floor above 1 returns nothing for every question, below 0 it is "
-            "no floor. 0 turns the floor off; 0.22 is the default (docs/benchmarks.md, \"The floor\").",
-            id="collections.E003",
-        ))
+        errors.append(
+            Error(
+                f"MIN_SCORE is {floor!r}; it must be a number from 0 to 1",
+                hint="Scores are in [0, 1]: a floor above 1 returns nothing for every question, "
+                "below 0 it is no floor. 0 turns the floor off; 0.22 is the default "
+                '(docs/benchmarks.md, "The floor").',
+                id="collections.E003",
+            )
+        )
     for name in ("EMBED_URL", "JUDGE_URL"):
         problem = url_problem(getattr(settings, name))
         if problem:
-            errors.append(Error(
-                f"{name} {problem}",
-                hint="Give the endpoint's base URL, http or https, with or without its trailing /v1, e.g. "
-                "http://127.0.0.1:8080 or https://api.openai.com/v1.",
-                id="collections.E004",
-            ))
+            errors.append(
+                Error(
+                    f"{name} {problem}",
+                    hint="Give the endpoint's base URL, http or https, with or without its trailing /v1, "
+                    "e.g. http://127.0.0.1:8080 or https://api.openai.com/v1.",
+                    id="collections.E004",
+                )
+            )
     problem = url_problem(settings.RERANK_URL)
     if problem:
-        errors.append(Error(
-            f"RERANK_URL {problem}",
-            hint="Give the reranking endpoint's full URL, http or https, e.g. http://127.0.0.1:8080/rerank "
-            "(text-embeddings-inference) or https://api.jina.ai/v1/rerank.",
-            id="collections.E004",
-        ))
+        errors.append(
+            Error(
+                f"RERANK_URL {problem}",
+                hint="Give the reranking endpoint's full URL, http or https, e.g. "
+                "http://127.0.0.1:8080/rerank (text-embeddings-inference) or https://api.jina.ai/v1/rerank.",
+                id="collections.E004",
+            )
+        )
     if settings.EMBED_BACKEND == "http" and not (settings.EMBED_URL or "").strip():
-        errors.append(Error(
-            "EMBED_BACKEND is http but EMBED_URL is empty", hint="Set EMBED_URL to the embedding endpoint's base URL.",
-            id="collections.E004",
-        ))
+        errors.append(
+            Error(
+                "EMBED_BACKEND is http but EMBED_URL is empty",
+                hint="Set EMBED_URL to the embedding endpoint's base URL.",
+                id="collections.E004",
+            )
+        )
     for name, (least, meaning) in MINIMUMS.items():
         value = getattr(settings, name)
         if not _number(value) or value < least:
-            errors.append(Error(
-                f"{name} is {value!r}; it must be a number of at least {least:g} ({meaning})",
-                hint="See docs/configuration.md for what each setting means and its default.",
-                id="collections.E005",
-            ))
+            errors.append(
+                Error(
+                    f"{name} is {value!r}; it must be a number of at least {least:g} ({meaning})",
+                    hint="See docs/configuration.md for what each setting means and its default.",
+                    id="collections.E005",
+                )
+            )
     recall = settings.IVF_RECALL
     if not _number(recall) or not 0 < recall <= 1:
-        errors.append(Error(
-            f"IVF_RECALL is {recall!r}; it must be a number above 0 and at most 1",
-            hint="The recall@10 against the exact scan an IVF build measures its nprobe for; 0.95 is the default.",
-            id="collections.E005",
-        ))
+        errors.append(
+            Error(
+                f"IVF_RECALL is {recall!r}; it must be a number above 0 and at most 1",
+                hint="The recall@10 against the exact scan an IVF build measures its nprobe for; 0.95 is "
+                "the default.",
+                id="collections.E005",
+            )
+        )
     errors += check_ocr()
     from .limits import MAX_ANSWER_CHARS, MIN_ANSWER_CHARS
 
     budget = settings.ANSWER_MAX_CHARS
-    if not (_number(budget) and float(budget).is_integer() and MIN_ANSWER_CHARS <= budget <= MAX_ANSWER_CHARS):
-        errors.append(Error(
-            f"ANSWER_MAX_CHARS is {budget!r}; it must be a whole number from {MIN_ANSWER_CHARS} to {MAX_ANSWER_CHARS}",
-            hint="The characters of text one search answer holds; 6000 is the default (docs/configuration.md).",
-            id="collections.E008",
-        ))
+    if not (
+        _number(budget) and float(budget).is_integer() and MIN_ANSWER_CHARS <= budget <= MAX_ANSWER_CHARS
+    ):
+        errors.append(
+            Error(
+                f"ANSWER_MAX_CHARS is {budget!r}; it must be a whole number from {MIN_ANSWER_CHARS} to "
+                f"{MAX_ANSWER_CHARS}",
+                hint="The characters of text one search answer holds; 6000 is the default "
+                "(docs/configuration.md).",
+                id="collections.E008",
+            )
+        )
     problem = prices_problem(settings.MODEL_PRICES)
     if problem:
-        errors.append(Error(
-            f"MODEL_PRICES {problem}",
-            hint='MODEL_PRICES is JSON: {"<model>": {"input": <price per 1,000 tokens>, "output": <price>}}, '
-            "every price a number of at least 0.",
-            id="collections.E006",
-        ))
+        errors.append(
+            Error(
+                f"MODEL_PRICES {problem}",
+                hint='MODEL_PRICES is JSON: {"<model>": {"input": <price per 1,000 tokens>, "output": '
+                "<price>}}, "
+                "every price a number of at least 0.",
+                id="collections.E006",
+            )
+        )
     return errors
 
 
@@ -164,10 +191,14 @@ def check_ocr() -> list:
         problem = f"tesseract has no language pack for {', '.join(missing)}" if missing else ""
     if not problem:
         return []
-    return [Warning(f"{problem}: scanned PDFs and images will be refused as needing OCR",
-                    hint="Install Debian's tesseract-ocr and tesseract-ocr-<language> (make run does where apt-get "
-                    "works), or set OCR_LANGUAGES to languages that are installed; empty turns OCR off.",
-                    id="collections.W002")]
+    return [
+        Warning(
+            f"{problem}: scanned PDFs and images will be refused as needing OCR",
+            hint="Install Debian's tesseract-ocr and tesseract-ocr-<language> (make run does where apt-get "
+            "works), or set OCR_LANGUAGES to languages that are installed; empty turns OCR off.",
+            id="collections.W002",
+        )
+    ]
 
 
 def url_problem(value) -> str | None:
@@ -206,7 +237,10 @@ def prices_problem(prices) -> str | None:
             if key not in ("input", "output"):
                 return f'gives model "{str(model)[:80]}" an unknown price "{str(key)[:40]}" (input, output)'
             if not _number(value) or value < 0:
-                return f'gives model "{str(model)[:80]}" {key} price {value!r}; a price is a number of at least 0'
+                return (
+                    f'gives model "{str(model)[:80]}" {key} price {value!r}; '
+                    "a price is a number of at least 0"
+                )
     return None
 
 
@@ -220,18 +254,23 @@ def check_built_from(app_configs=None, databases=None, **kwargs):
         if schema_problem(connections[alias]) is not None:
             continue  # collections.E001 says why this store is not read
         try:
-            rows = list(Collection.objects.using(alias).exclude(built_from="")
-                        .values_list("agent__agent_id", "name", "built_from"))
+            rows = list(
+                Collection.objects.using(alias)
+                .exclude(built_from="")
+                .values_list("agent__agent_id", "name", "built_from")
+            )
         except DatabaseError:
             continue  # not migrated yet
         named = [f"{agent}/{name}" for agent, name, built_from in rows if built_from_problem(built_from)]
         if named:
-            warnings.append(Warning(
-                f"{len(named)} collection(s) describe their documents by a path or address in built_from, which "
-                f"every build record and API answer repeats: {', '.join(named[:20])}",
-                hint='Edit them in the admin to say what the documents are, for people ("the HR share").',
-                id="collections.W001",
-            ))
+            warnings.append(
+                Warning(
+                    f"{len(named)} collection(s) describe their documents by a path or address in "
+                    f"built_from, which every build record and API answer repeats: {', '.join(named[:20])}",
+                    hint='Edit them in the admin to say what the documents are, for people ("the HR share").',
+                    id="collections.W001",
+                )
+            )
     return warnings
 
 
@@ -245,5 +284,11 @@ def check_secret_key(app_configs=None, **kwargs):
     reason = insecure_start_reason(settings)
     if reason is None:
         return []
-    return [Error(f"{reason} and DEBUG is off: anyone could forge signed data (django-q tasks run "
-                  "in the workers are signed with it)", hint=FIX, id="ragsite.E001")]
+    return [
+        Error(
+            f"{reason} and DEBUG is off: anyone could forge signed data (django-q tasks run "
+            "in the workers are signed with it)",
+            hint=FIX,
+            id="ragsite.E001",
+        )
+    ]

@@ -15,8 +15,14 @@ from ragsite.conf import settings
 from .text.ocr import OcrOptions
 
 __all__ = [
-    "folder_from_variable", "folder_variable", "known_answers_gate", "knowledge_folder", "knowledge_root",
-    "measured_floor_keep", "ocr_options", "settings",
+    "folder_from_variable",
+    "folder_variable",
+    "known_answers_gate",
+    "knowledge_folder",
+    "knowledge_root",
+    "measured_floor_keep",
+    "ocr_options",
+    "settings",
 ]
 
 
@@ -40,8 +46,12 @@ def known_answers_gate() -> int | None:
 
 _LANGUAGES = re.compile(r"^[A-Za-z_]+(\+[A-Za-z_]+)*$")
 # (setting, lowest, highest): each OCR bound is a number a person may raise, within reason.
-_OCR_BOUNDS = (("OCR_MAX_PAGES", 1, 2000), ("OCR_PAGE_SECONDS", 1, 600), ("OCR_MAX_PIXELS", 250_000, 100_000_000),
-               ("OCR_DPI", 72, 600))
+_OCR_BOUNDS = (
+    ("OCR_MAX_PAGES", 1, 2000),
+    ("OCR_PAGE_SECONDS", 1, 600),
+    ("OCR_MAX_PIXELS", 250_000, 100_000_000),
+    ("OCR_DPI", 72, 600),
+)
 
 
 def ocr_options() -> OcrOptions | None:
@@ -50,16 +60,22 @@ def ocr_options() -> OcrOptions | None:
     if not languages:
         return None
     if not _LANGUAGES.match(languages):
-        raise ImproperlyConfigured(f"OCR_LANGUAGES must be Tesseract language names joined by +, not {languages!r}")
+        raise ImproperlyConfigured(
+            f"OCR_LANGUAGES must be Tesseract language names joined by +, not {languages!r}"
+        )
     values = {}
     for name, lowest, highest in _OCR_BOUNDS:
         value = float(getattr(settings, name))
         if not lowest <= value <= highest:
             raise ImproperlyConfigured(f"{name} must be between {lowest} and {highest}, not {value:g}")
         values[name] = value
-    return OcrOptions(languages=languages, max_pages=int(values["OCR_MAX_PAGES"]),
-                      page_seconds=values["OCR_PAGE_SECONDS"], max_pixels=int(values["OCR_MAX_PIXELS"]),
-                      dpi=int(values["OCR_DPI"]))
+    return OcrOptions(
+        languages=languages,
+        max_pages=int(values["OCR_MAX_PAGES"]),
+        page_seconds=values["OCR_PAGE_SECONDS"],
+        max_pixels=int(values["OCR_MAX_PIXELS"]),
+        dpi=int(values["OCR_DPI"]),
+    )
 
 
 def _variable_part(name: str) -> str:

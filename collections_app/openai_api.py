@@ -1,4 +1,5 @@
-"""OpenAI-compatible vector stores over an agent's collections: thin views, the OpenAI request shape read here.
+"""OpenAI-compatible vector stores over an agent's collections: thin views, the OpenAI request shape
+read here.
 
 `GET /v1/vector_stores`, `GET /v1/vector_stores/{id}` and `POST /v1/vector_stores/{id}/search`, with
 the agent keys of the JSON API as bearer tokens, so the official `openai` SDK (`client.vector_stores`)
@@ -38,8 +39,16 @@ from .services.vector_stores import (
 
 MAX_BODY_BYTES = 1024 * 1024
 DEFAULT_RESULTS = 10  # OpenAI's default for max_num_results
-SEARCH_FIELDS = ("query", "filters", "max_num_results", "ranking_options", "rewrite_query", "reader", "onBehalfOf",
-                 "around")
+SEARCH_FIELDS = (
+    "query",
+    "filters",
+    "max_num_results",
+    "ranking_options",
+    "rewrite_query",
+    "reader",
+    "onBehalfOf",
+    "around",
+)
 RANKING_FIELDS = ("ranker", "score_threshold", "hybrid_search")
 RANKERS = ("auto", "default-2024-11-15")
 READER_HEADER, ON_BEHALF_OF_HEADER = "Ragsite-Reader", "Ragsite-On-Behalf-Of"
@@ -67,8 +76,10 @@ def _view(method: str):
                 return response
             key = key_from_request(request)
             if key is None:
-                response = _answer(error_body("unauthorized", "a valid API key is required: Authorization: Bearer "
-                                              "<key>"), 401)
+                response = _answer(
+                    error_body("unauthorized", "a valid API key is required: Authorization: Bearer <key>"),
+                    401,
+                )
                 response["WWW-Authenticate"] = "Bearer"
                 return response
             try:
@@ -93,8 +104,15 @@ def vector_stores(request, key) -> dict:
     limit = query.get("limit", str(DEFAULT_LISTED))
     if not limit.isdigit():
         raise RagsiteError("limit must be a whole number", code="invalid_limit")
-    return list_vector_stores(agent=key.agent, request=ListRequest(
-        limit=int(limit), order=query.get("order", "desc"), after=query.get("after"), before=query.get("before")))
+    return list_vector_stores(
+        agent=key.agent,
+        request=ListRequest(
+            limit=int(limit),
+            order=query.get("order", "desc"),
+            after=query.get("after"),
+            before=query.get("before"),
+        ),
+    )
 
 
 @_view("GET")
@@ -108,8 +126,10 @@ def vector_store_search(request, key, store_id: str) -> dict:
     query = _query(body.get("query"))
     options = _ranking_options(body.get("ranking_options"))
     if body.get("rewrite_query") not in (None, False):
-        raise RagsiteError("rewrite_query is not supported: ragsite searches the query as given; send false or "
-                           "leave it out", code="rewrite_unsupported")
+        raise RagsiteError(
+            "rewrite_query is not supported: ragsite searches the query as given; send false or leave it out",
+            code="rewrite_unsupported",
+        )
     answer = search_collection(
         agent=key.agent,
         collection=store_id,
@@ -123,8 +143,9 @@ def vector_store_search(request, key, store_id: str) -> dict:
         filters=body.get("filters"),
     )
     names = {paragraph["document"] for paragraph in answer["paragraphs"]}
-    return results_page(answer, query=query,
-                        attributes=document_attributes(agent=key.agent, store_id=store_id, names=names))
+    return results_page(
+        answer, query=query, attributes=document_attributes(agent=key.agent, store_id=store_id, names=names)
+    )
 
 
 def _body(request) -> dict:
@@ -143,16 +164,19 @@ def _body(request) -> dict:
         raise BadRequest("the request body must be a JSON object")
     unknown = sorted(set(body) - set(SEARCH_FIELDS))
     if unknown:
-        raise BadRequest(f"unknown field(s) {', '.join(repr(u[:40]) for u in unknown[:5])}; a search takes "
-                         f"{', '.join(SEARCH_FIELDS)}")
+        raise BadRequest(
+            f"unknown field(s) {', '.join(repr(u[:40]) for u in unknown[:5])}; a search takes "
+            f"{', '.join(SEARCH_FIELDS)}"
+        )
     return body
 
 
 def _query(value: Any) -> str:
     if isinstance(value, list):
         if len(value) != 1:
-            raise RagsiteError("ragsite searches one query at a time: send a string (or a list of one)",
-                               code="invalid_query")
+            raise RagsiteError(
+                "ragsite searches one query at a time: send a string (or a list of one)", code="invalid_query"
+            )
         value = value[0]
     if not isinstance(value, str) or not value.strip():
         raise RagsiteError("query must be a non-empty string", code="invalid_query")
@@ -185,9 +209,11 @@ def _ranking_options(value: Any) -> dict:
         raise BadRequest(f"unknown ranking option(s) {', '.join(repr(u[:40]) for u in unknown[:5])}")
     ranker = value.get("ranker")
     if ranker is not None and ranker not in RANKERS:
-        raise RagsiteError(f"ranker must be one of {', '.join(RANKERS)}: ragsite's ranking (fusion, and the "
-                           "reranker when one is configured) cannot be switched off per request",
-                           code="unsupported_ranker")
+        raise RagsiteError(
+            f"ranker must be one of {', '.join(RANKERS)}: ragsite's ranking (fusion, and the "
+            "reranker when one is configured) cannot be switched off per request",
+            code="unsupported_ranker",
+        )
     threshold = value.get("score_threshold")
     if threshold is not None and not (_number(threshold) and 0 <= threshold <= 1):
         raise RagsiteError("score_threshold must be a number from 0 to 1", code="invalid_score_threshold")
@@ -201,16 +227,22 @@ def _check_weights(hybrid: Any) -> None:
         return
     if not isinstance(hybrid, dict) or set(hybrid) - {"embedding_weight", "text_weight"}:
         raise BadRequest("hybrid_search is {embedding_weight, text_weight}")
-    embedding, text = hybrid.get("embedding_weight", fusion.FUSION_WEIGHT), hybrid.get("text_weight",
-                                                                                        1 - fusion.FUSION_WEIGHT)
+    embedding, text = (
+        hybrid.get("embedding_weight", fusion.FUSION_WEIGHT),
+        hybrid.get("text_weight", 1 - fusion.FUSION_WEIGHT),
+    )
     if not (_number(embedding) and _number(text) and embedding >= 0 and text >= 0 and embedding + text > 0):
-        raise RagsiteError("embedding_weight and text_weight are numbers of at least 0, not both 0",
-                           code="invalid_hybrid_search")
+        raise RagsiteError(
+            "embedding_weight and text_weight are numbers of at least 0, not both 0",
+            code="invalid_hybrid_search",
+        )
     if abs(embedding / (embedding + text) - fusion.FUSION_WEIGHT) > WEIGHT_TOLERANCE:
         raise RagsiteError(
             f"ragsite fuses at embedding_weight {fusion.FUSION_WEIGHT} and text_weight "
-            f"{round(1 - fusion.FUSION_WEIGHT, 6)} (any multiple of those), the scale its floors are measured on; "
-            "other weights are not supported", code="unsupported_hybrid_search")
+            f"{round(1 - fusion.FUSION_WEIGHT, 6)} (any multiple of those), the scale its floors are "
+            "measured on; other weights are not supported",
+            code="unsupported_hybrid_search",
+        )
 
 
 def _extension(body: dict, request, field: str, header: str) -> str | None:

@@ -289,18 +289,24 @@ def scanned_pdf_bytes(pdf: bytes, *, pages: Sequence[int] | None = None, dpi: in
         page.close()
         picture = DecodedStreamObject()
         picture.set_data(zlib.compress(image.tobytes(), 6))
-        picture.update({NameObject("/Type"): NameObject("/XObject"), NameObject("/Subtype"): NameObject("/Image"),
-                        NameObject("/Width"): NumberObject(image.width),
-                        NameObject("/Height"): NumberObject(image.height),
-                        NameObject("/ColorSpace"): NameObject("/DeviceGray"),
-                        NameObject("/BitsPerComponent"): NumberObject(8),
-                        NameObject("/Filter"): NameObject("/FlateDecode")})
+        picture.update(
+            {
+                NameObject("/Type"): NameObject("/XObject"),
+                NameObject("/Subtype"): NameObject("/Image"),
+                NameObject("/Width"): NumberObject(image.width),
+                NameObject("/Height"): NumberObject(image.height),
+                NameObject("/ColorSpace"): NameObject("/DeviceGray"),
+                NameObject("/BitsPerComponent"): NumberObject(8),
+                NameObject("/Filter"): NameObject("/FlateDecode"),
+            }
+        )
         target = writer.pages[number - 1]
         draw = ContentStream(None, writer)
         draw.set_data(b"q %g 0 0 %g 0 0 cm /Scan Do Q" % (width, height))
         target[NameObject("/Contents")] = writer._add_object(draw)
         target[NameObject("/Resources")] = DictionaryObject(
-            {NameObject("/XObject"): DictionaryObject({NameObject("/Scan"): writer._add_object(picture)})})
+            {NameObject("/XObject"): DictionaryObject({NameObject("/Scan"): writer._add_object(picture)})}
+        )
     source.close()
     out = io.BytesIO()
     writer.write(out)
@@ -315,8 +321,11 @@ def with_outline(pdf: bytes, entries: Sequence[tuple[str, int, int]]) -> bytes:
     parents: list = []
     for title, page, depth in entries:
         del parents[depth:]
-        parents.append(writer.add_outline_item(title=title, page_number=page - 1,
-                                               parent=parents[-1] if parents else None))
+        parents.append(
+            writer.add_outline_item(
+                title=title, page_number=page - 1, parent=parents[-1] if parents else None
+            )
+        )
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()

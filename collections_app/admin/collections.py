@@ -1,30 +1,25 @@
 """Collections and their builds: the collection list and page, rebuilds with live progress, build history."""
 
-import json
-
-from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, JSONField, OuterRef, Q, Subquery
 from django.http import Http404, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
-from django.utils.html import escape, format_html, format_html_join
+from django.utils.html import format_html, format_html_join
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_POST
 
 from ..models import (
-    Agent,
     BuildRun,
     Collection,
     CollectionBuilt,
     Document,
     KnownAnswersReport,
-    StoreMeta,
 )
 from ..services.documents import collection_health, delete_collection, deletion_summary
-from ..services.knowledge import available_folders, binding_problem, describe_source
+from ..services.knowledge import describe_source
 from ..services.labels import set_per_reader
-from ..text.chunking import AVAILABLE
+from .collection_form import CollectionForm
 from .common import (
     HISTORY_ROWS,
     count_of,
@@ -40,86 +35,7 @@ from .known_answers import KnownAnswersAdminMixin, known_answers_warnings
 from .measure import MeasureAdminMixin
 from .playground import PlaygroundAdminMixin
 from .sync import READONLY as SYNC_READONLY
-from .sync import SYNC_FIELDS, SyncAdminMixin, sync_form_fields, sync_initial
-
-
-class CollectionForm(forms.ModelForm):
-    # Only the strategies that exist are offered; a planned one is not a choice. The initial value is the
-    # model's (and the command's) default, which a plain ChoiceField would lose.
-    method = forms.ChoiceField(choices=[(name, name) for name in AVAILABLE],
-                               initial=Collection._meta.get_field("method").default)
-
-    # The sub-folders of the agent's folder in KNOWLEDGE_ROOT as they are now (no restart needed), by name only.
-    folder = forms.ChoiceField(required=False, help_text=Collection._meta.get_field("folder").help_text)
-
-    sync, sync_every = sync_form_fields()  # saved through the sync service (admin/sync.py)
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["folder"].choices = folder_choices(self.instance)
-        if "agent" in self.fields:
-            # The add page's script shows only the picked agent's group of folders (its optgroup label).
-            agents = {str(pk): agent_id for pk, agent_id in Agent.objects.values_list("pk", "agent_id")}
-            self.fields["folder"].widget.attrs["data-agents"] = json.dumps(agents)
-        sync_initial(self)
-        if "name" in self.fields:
-            # The admin renders help text as HTML, so the placeholder's brackets are escaped.
-            self.fields["name"].help_text = escape(
-                "Letters, digits, '-' and '_'; the name cannot be changed once saved. The documents come from "
-                "the folder chosen below, or from KNOWLEDGE_<AGENT>__<NAME>_FOLDER when that is set (or "
-                "KNOWLEDGE_<NAME>_FOLDER, once bound below)."
-            )
-        # A user who may only view collections gets read-only fields: the form then holds none of these.
-        for name, label, help_text in [
-            ("min_score", "Floor",
-             "The lowest score a result may have (0–1); empty = this server's MIN_SCORE."),
-            ("around", "Neighbours",
-             "Paragraphs either side of a hit that come back with it; empty = AROUND."),
-            ("per_reader", None,
-             "Off by default: every reader sees every paragraph and labels are kept but ignored. On: every "
-             "search must name a reader, and a labelled paragraph is seen only by readers holding one of its "
-             "labels."),
-        ]:
-            if name in self.fields:
-                self.fields[name].label = label or self.fields[name].label
-                self.fields[name].help_text = help_text
-
-    class Meta:
-        model = Collection
-        fields = ["agent", "name", "built_from", "folder", "folder_variable_bound", "method", "size",
-                  "overlap", "per_reader", "judge", "min_score", "floor_measured", "around"]
-
-    def clean(self):
-        cleaned = super().clean()
-        agent = cleaned.get("agent") or (self.instance.agent if self.instance.agent_id else None)
-        folder = cleaned.get("folder") or ""
-        if agent is not None and folder and folder != self.initial.get("folder"):
-            if folder not in available_folders(agent):
-                self.add_error("folder", f'agent "{agent.agent_id}" has no folder "{folder}" under KNOWLEDGE_ROOT')
-        name = cleaned.get("name") or self.instance.name
-        problem = name and cleaned.get("folder_variable_bound") and binding_problem(
-            name=name, collection_pk=self.instance.pk)
-        if problem:
-            self.add_error("folder_variable_bound", problem)
-        if cleaned.get("per_reader") and cleaned.get("floor_measured"):
-            self.add_error("floor_measured", "a per-reader collection answers at its configured floor: one "
-                           "measured over every paragraph would depend on paragraphs a reader may not read")
-        return cleaned
-
-
-def folder_choices(collection: Collection) -> list:
-    """Each agent's folders grouped under its name (only the collection's own agent once it has one)."""
-    agents = [collection.agent] if collection.agent_id else Agent.objects.order_by("agent_id")
-    choices: list = [("", "— none (uploads, or a KNOWLEDGE_…_FOLDER variable) —")]
-    for agent in agents:
-        names = available_folders(agent)
-        if collection.folder and collection.agent_id == agent.pk and collection.folder not in names:
-            names = [*names, collection.folder]  # keep a vanished choice visible rather than silently dropping it
-        if names:
-            choices.append((agent.agent_id, [(name, name) for name in names]))
-    return choices
-
-
+from .sync import SYNC_FIELDS, SyncAdminMixin
 
 
 def held_back_notice(collection: Collection) -> dict | None:
@@ -128,20 +44,36 @@ def held_back_notice(collection: Collection) -> dict | None:
     health = collection_health(collection)
     if not health["stored"] or health["held_back"] * 2 <= health["stored"]:
         return None
-    review = reverse("admin:collections_app_document_changelist") + "?" + urlencode(
-        {"collection__id__exact": collection.pk, "status__exact": Document.NEEDS_REVIEW})
+    review = (
+        reverse("admin:collections_app_document_changelist")
+        + "?"
+        + urlencode({"collection__id__exact": collection.pk, "status__exact": Document.NEEDS_REVIEW})
+    )
     waiting = collection.documents.filter(status=Document.NEEDS_REVIEW).count()
-    return {"held_back": health["held_back"], "stored": health["stored"], "review_url": review,
-            "percent": round(100 * health["held_back"] / health["stored"]),
-            "documents": count_of(waiting, "document")}
+    return {
+        "held_back": health["held_back"],
+        "stored": health["stored"],
+        "review_url": review,
+        "percent": round(100 * health["held_back"] / health["stored"]),
+        "documents": count_of(waiting, "document"),
+    }
 
 
 @admin.register(Collection)
-class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMixin, MeasureAdminMixin,
-                      admin.ModelAdmin):
+class CollectionAdmin(
+    SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMixin, MeasureAdminMixin, admin.ModelAdmin
+):
     form = CollectionForm
-    list_display = ["name", "agent", "searchable", "last_build", "sync_state", "embedding_model", "refused",
-                    "warnings"]
+    list_display = [
+        "name",
+        "agent",
+        "searchable",
+        "last_build",
+        "sync_state",
+        "embedding_model",
+        "refused",
+        "warnings",
+    ]
     list_filter = ["agent", "method", "per_reader"]
     search_fields = ["name", "built_from"]
     list_select_related = ["agent", "built"]
@@ -149,8 +81,21 @@ class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMix
     readonly_fields = ["source", "searchable", "contents", "current_build", "build_history", *SYNC_READONLY]
     delete_confirmation_template = "admin/collections_app/collection/delete_confirmation.html"
     fieldsets = [
-        (None, {"fields": ["agent", "name", "built_from", "folder", "folder_variable_bound", "source",
-                           "searchable", "contents"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "agent",
+                    "name",
+                    "built_from",
+                    "folder",
+                    "folder_variable_bound",
+                    "source",
+                    "searchable",
+                    "contents",
+                ]
+            },
+        ),
         ("Chunking", {"fields": ["method", "size", "overlap"]}),
         ("Search", {"fields": ["per_reader", "judge", "min_score", "floor_measured", "around"]}),
         ("Builds", {"fields": ["current_build", "build_history"]}),
@@ -159,16 +104,20 @@ class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMix
 
     def get_queryset(self, request):
         latest = BuildRun.objects.filter(collection=OuterRef("pk")).order_by("-created_at", "-id")
-        return super().get_queryset(request).annotate(
-            last_run_id=Subquery(latest.values("pk")[:1]),
-            last_status=Subquery(latest.values("status")[:1]),
-            last_warnings=Subquery(latest.values("warnings")[:1], output_field=JSONField()),
-            last_problems=Subquery(latest.values("problems")[:1], output_field=JSONField()),
-            last_error=Subquery(latest.values("error")[:1]),
-            last_known_warnings=Subquery(
-                KnownAnswersReport.objects.filter(build=OuterRef("last_run_id")).values("warnings")[:1],
-                output_field=JSONField(),
-            ),
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                last_run_id=Subquery(latest.values("pk")[:1]),
+                last_status=Subquery(latest.values("status")[:1]),
+                last_warnings=Subquery(latest.values("warnings")[:1], output_field=JSONField()),
+                last_problems=Subquery(latest.values("problems")[:1], output_field=JSONField()),
+                last_error=Subquery(latest.values("error")[:1]),
+                last_known_warnings=Subquery(
+                    KnownAnswersReport.objects.filter(build=OuterRef("last_run_id")).values("warnings")[:1],
+                    output_field=JSONField(),
+                ),
+            )
         )
 
     def get_readonly_fields(self, request, obj=None):
@@ -199,8 +148,11 @@ class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMix
         if collection.pk is None:
             return "—"
         health = collection_health(collection)
-        text = format_html('<span data-role="searchable">{}</span> of {} stored',
-                           f"{health['searchable']:,}", count_of(health["stored"], "paragraph"))
+        text = format_html(
+            '<span data-role="searchable">{}</span> of {} stored',
+            f"{health['searchable']:,}",
+            count_of(health["stored"], "paragraph"),
+        )
         notes = []
         if health["disabled"]:
             notes.append(f"{health['disabled']:,} disabled")
@@ -212,7 +164,8 @@ class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMix
             return format_html(
                 '<span class="rs-badge rs-status-failed" data-role="not-searchable">cannot answer</span> {}'
                 '<ul class="rs-warnings">{}</ul>',
-                text, format_html_join("", "<li>{}</li>", ((p,) for p in health["problems"])),
+                text,
+                format_html_join("", "<li>{}</li>", ((p,) for p in health["problems"])),
             )
         return text
 
@@ -230,9 +183,11 @@ class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMix
 
     @admin.display(description="warnings")
     def warnings(self, collection):
-        items = list(getattr(collection, "last_problems", None) or []) + list(
-            getattr(collection, "last_warnings", None) or []
-        ) + list(getattr(collection, "last_known_warnings", None) or [])
+        items = (
+            list(getattr(collection, "last_problems", None) or [])
+            + list(getattr(collection, "last_warnings", None) or [])
+            + list(getattr(collection, "last_known_warnings", None) or [])
+        )
         error = getattr(collection, "last_error", None)
         if error:
             items.insert(0, error)
@@ -246,9 +201,15 @@ class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMix
             return "—"
         folder = describe_source(collection)  # names a variable or a folder, never a path
         uploads = collection.documents.filter(source=Document.UPLOAD).count()
-        upload_url = reverse("admin:collections_app_document_upload") + "?" + urlencode({"collection": collection.pk})
-        return format_html('{} and {} — <a href="{}">upload documents…</a>', folder,
-                           count_of(uploads, "uploaded document"), upload_url)
+        upload_url = (
+            reverse("admin:collections_app_document_upload") + "?" + urlencode({"collection": collection.pk})
+        )
+        return format_html(
+            '{} and {} — <a href="{}">upload documents…</a>',
+            folder,
+            count_of(uploads, "uploaded document"),
+            upload_url,
+        )
 
     @admin.display(description="contents")
     def contents(self, collection):
@@ -259,16 +220,32 @@ class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMix
             review=Count("id", filter=Q(status=Document.NEEDS_REVIEW)),
             refused=Count("id", filter=Q(status=Document.REFUSED)),
         )
-        documents = reverse("admin:collections_app_document_changelist") + "?" + urlencode({"collection__id__exact": collection.pk})
+        documents = (
+            reverse("admin:collections_app_document_changelist")
+            + "?"
+            + urlencode({"collection__id__exact": collection.pk})
+        )
         review = documents + "&" + urlencode({"status__exact": Document.NEEDS_REVIEW})
-        paragraphs = reverse("admin:collections_app_paragraph_changelist") + "?" + urlencode({"collection__id__exact": collection.pk})
+        paragraphs = (
+            reverse("admin:collections_app_paragraph_changelist")
+            + "?"
+            + urlencode({"collection__id__exact": collection.pk})
+        )
         disabled = collection.documents.filter(enabled=False).count()
         disabled_paragraphs = collection.paragraphs.filter(enabled=False).count()
         return format_html(
-            '<a href="{}">{}</a> (<a href="{}">{} need review</a>, {} refused, {} disabled) · <a href="{}">{}</a> '
+            '<a href="{}">{}</a> (<a href="{}">{} need review</a>, {} refused, {} disabled) · <a '
+            'href="{}">{}</a> '
             "({} disabled)",
-            documents, count_of(counts["total"], "document"), review, counts["review"], counts["refused"], disabled,
-            paragraphs, count_of(collection.paragraphs.count(), "paragraph"), disabled_paragraphs,
+            documents,
+            count_of(counts["total"], "document"),
+            review,
+            counts["review"],
+            counts["refused"],
+            disabled,
+            paragraphs,
+            count_of(collection.paragraphs.count(), "paragraph"),
+            disabled_paragraphs,
         )
 
     @admin.display(description="current build")
@@ -278,8 +255,12 @@ class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMix
             return format_html('<span class="rs-refused-none">{}</span>', "never built")
         return format_html(
             "{} · {} ({} dimensions) · {} · built {} · refused: {}",
-            count_of(built.passages, "paragraph"), built.model, built.dimensions, built.method,
-            built.built_at.strftime("%Y-%m-%d %H:%M"), refused_with_reasons(built.refused, self._reasons(collection)),
+            count_of(built.passages, "paragraph"),
+            built.model,
+            built.dimensions,
+            built.method,
+            built.built_at.strftime("%Y-%m-%d %H:%M"),
+            refused_with_reasons(built.refused, self._reasons(collection)),
         )
 
     @staticmethod
@@ -296,28 +277,48 @@ class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMix
         rows = format_html_join(
             "",
             '<tr data-build="{}"><td><a href="{}">{}</a></td><td data-role="status">{}</td>'
-            '<td data-role="percent">{} %</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
+            '<td data-role="percent">{} '
+            "%</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             (
                 (
-                    run.pk, reverse("admin:collections_app_buildrun_change", args=[run.pk]), run.pk,
-                    status_badge(run.status), run.percent, run.created_at.strftime("%Y-%m-%d %H:%M"), run.passages,
-                    f"{run.documents_read} read, {run.documents_reused} reused, {run.documents_refused} refused"
-                    + (f", {count_of(run.ocr_pages, 'page')} by OCR" if run.ocr_pages else ""),
+                    run.pk,
+                    reverse("admin:collections_app_buildrun_change", args=[run.pk]),
+                    run.pk,
+                    status_badge(run.status),
+                    run.percent,
+                    run.created_at.strftime("%Y-%m-%d %H:%M"),
+                    run.passages,
+                    f"{run.documents_read} read, {run.documents_reused} reused, {run.documents_refused} "
+                    "refused" + (f", {count_of(run.ocr_pages, 'page')} by OCR" if run.ocr_pages else ""),
                     run.paragraphs_embedded,
-                    refused_with_reasons(run.refused, run.refusal_reasons) if run.status == BuildRun.SUCCEEDED else "—",
-                    warning_list([*([run.error] if run.error else []), *run.problems, *run.warnings,
-                                  *known_answers_warnings(run)]),
+                    refused_with_reasons(run.refused, run.refusal_reasons)
+                    if run.status == BuildRun.SUCCEEDED
+                    else "—",
+                    warning_list(
+                        [
+                            *([run.error] if run.error else []),
+                            *run.problems,
+                            *run.warnings,
+                            *known_answers_warnings(run),
+                        ]
+                    ),
                 )
                 for run in runs
             ),
         )
-        more = reverse("admin:collections_app_buildrun_changelist") + "?" + urlencode({"collection__id__exact": collection.pk})
+        more = (
+            reverse("admin:collections_app_buildrun_changelist")
+            + "?"
+            + urlencode({"collection__id__exact": collection.pk})
+        )
         return format_html(
-            '<div class="rs-scroll"><table class="rs-history"><thead><tr><th>build</th><th>status</th><th>progress</th>'
+            '<div class="rs-scroll"><table '
+            'class="rs-history"><thead><tr><th>build</th><th>status</th><th>progress</th>'
             "<th>requested</th><th>paragraphs</th><th>documents</th><th>embedded</th><th>refused</th>"
             "<th>warnings</th></tr></thead><tbody>{}</tbody></table></div>"
             '<p><a href="{}">all builds of this collection</a></p>',
-            rows, more,
+            rows,
+            more,
         )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
@@ -330,9 +331,13 @@ class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMix
                 progress_url=reverse("admin:collections_app_collection_progress", args=[collection.pk]),
                 rebuild_url=reverse("admin:collections_app_collection_rebuild", args=[collection.pk]),
                 playground_url=reverse("admin:collections_app_collection_playground")
-                + "?" + urlencode({"collection": collection.pk}) if self.may_use_playground(request) else "",
+                + "?"
+                + urlencode({"collection": collection.pk})
+                if self.may_use_playground(request)
+                else "",
                 measure_url=reverse("admin:collections_app_collection_measure")
-                + "?" + urlencode({"collection": collection.pk}),
+                + "?"
+                + urlencode({"collection": collection.pk}),
                 runs=collection.measure_runs.select_related("collection").defer("report", "request")[:5],
                 can_rebuild=self.has_change_permission(request, collection),
                 held_back=held_back_notice(collection),
@@ -340,8 +345,9 @@ class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMix
         return super().change_view(request, object_id, form_url, extra_context)
 
     def changelist_view(self, request, extra_context=None):
-        playground = (reverse("admin:collections_app_collection_playground")
-                      if self.may_use_playground(request) else "")
+        playground = (
+            reverse("admin:collections_app_collection_playground") if self.may_use_playground(request) else ""
+        )
         extra_context = {**(extra_context or {}), "playground_url": playground}
         return super().changelist_view(request, extra_context)
 
@@ -358,8 +364,12 @@ class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMix
 
     def get_deleted_objects(self, objs, request):
         summary = deletion_summary(collections=objs)
-        counts = {"documents": summary["documents"], "paragraphs": summary["paragraphs"],
-                  "uploaded files": summary["uploads"], "measurements": summary["measure_runs"]}
+        counts = {
+            "documents": summary["documents"],
+            "paragraphs": summary["paragraphs"],
+            "uploaded files": summary["uploads"],
+            "measurements": summary["measure_runs"],
+        }
         return [str(o) for o in objs], counts, set(), []
 
     def delete_model(self, request, obj):
@@ -374,11 +384,21 @@ class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMix
     def get_urls(self):
         wrap = self.admin_site.admin_view
         return [
-            path("<int:object_id>/rebuild/", wrap(require_POST(self.rebuild_view)),
-                 name="collections_app_collection_rebuild"),
-            path("<int:object_id>/per-reader/", wrap(require_POST(self.per_reader_view)),
-                 name="collections_app_collection_per_reader"),
-            path("<int:object_id>/progress/", wrap(self.progress_view), name="collections_app_collection_progress"),
+            path(
+                "<int:object_id>/rebuild/",
+                wrap(require_POST(self.rebuild_view)),
+                name="collections_app_collection_rebuild",
+            ),
+            path(
+                "<int:object_id>/per-reader/",
+                wrap(require_POST(self.per_reader_view)),
+                name="collections_app_collection_per_reader",
+            ),
+            path(
+                "<int:object_id>/progress/",
+                wrap(self.progress_view),
+                name="collections_app_collection_progress",
+            ),
         ] + super().get_urls()
 
     def rebuild_view(self, request, object_id):
@@ -387,19 +407,27 @@ class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMix
         run = request_build_or_say_why(self, request, collection)
         if run is not None:
             run.refresh_from_db()
-            self.message_user(request, f"Build {run.pk} of {collection.name} requested ({run.status}).", messages.SUCCESS)
+            self.message_user(
+                request, f"Build {run.pk} of {collection.name} requested ({run.status}).", messages.SUCCESS
+            )
         return HttpResponseRedirect(reverse("admin:collections_app_collection_change", args=[collection.pk]))
 
     def per_reader_view(self, request, object_id):
-        """The one-click switch beside "labels take effect when Per reader is on"; back to where it was pressed."""
+        """The one-click switch beside "labels take effect when Per reader is on"; back to where it was
+        pressed."""
         collection = get_object_or_404(Collection, pk=object_id)
         require(self.has_change_permission(request, collection))
         if set_per_reader(collection=collection, per_reader=True):
-            self.message_user(request, f"Per reader is on for {collection.name}: labels now decide what each reader "
-                              "sees, and every search of it must name a reader.", messages.SUCCESS)
+            self.message_user(
+                request,
+                f"Per reader is on for {collection.name}: labels now decide what each reader "
+                "sees, and every search of it must name a reader.",
+                messages.SUCCESS,
+            )
         back = request.META.get("HTTP_REFERER", "")
-        if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()},
-                                               require_https=request.is_secure()):
+        if not url_has_allowed_host_and_scheme(
+            back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        ):
             back = reverse("admin:collections_app_collection_change", args=[collection.pk])
         return HttpResponseRedirect(back)
 
@@ -416,80 +444,3 @@ class CollectionAdmin(SyncAdminMixin, KnownAnswersAdminMixin, PlaygroundAdminMix
         else:
             run = runs.first()
         return JsonResponse(progress_payload(run))  # admin_view marks it never-cache
-
-
-
-
-
-@admin.register(StoreMeta)
-class StoreMetaAdmin(admin.ModelAdmin):
-    list_display = ["key", "value"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-
-@admin.register(CollectionBuilt)
-class CollectionBuiltAdmin(admin.ModelAdmin):
-    list_display = ["collection", "model", "dimensions", "method", "passages", "built_at", "refused_shown"]
-    list_select_related = ["collection__agent"]
-
-    @admin.display(description="refused")
-    def refused_shown(self, obj):
-        return refused_html(obj.refused)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-
-@admin.register(BuildRun)
-class BuildRunAdmin(admin.ModelAdmin):
-    list_display = ["id", "collection", "status_shown", "percent_shown", "passages", "model", "requested_by",
-                    "created_at", "finished_at"]
-    list_filter = ["status", "collection"]
-    list_select_related = ["collection__agent"]
-    fields = ["collection", "status_shown", "percent_shown", "requested_by", "created_at", "started_at", "finished_at",
-              "documents_shown", "passages", "paragraphs_embedded", "model", "previous_model", "refused_shown",
-              "warnings_shown"]
-    readonly_fields = fields
-
-    @admin.display(description="documents")
-    def documents_shown(self, run):
-        return (f"{run.documents_total} seen: {run.documents_read} read, {run.documents_reused} reused unchanged, "
-                f"{run.documents_refused} refused" + (f"; {count_of(run.ocr_pages, 'page')} read by OCR"
-                                                       if run.ocr_pages else ""))
-
-    @admin.display(description="refused")
-    def refused_shown(self, run):
-        # The record's three answers stay apart; the reason categories are for people, beside the names.
-        if run.status != BuildRun.SUCCEEDED:
-            return format_html('<span class="rs-refused-none">{}</span>', "not recorded: the build did not finish")
-        return refused_with_reasons(run.refused, run.refusal_reasons)
-
-    @admin.display(description="warnings and problems")
-    def warnings_shown(self, run):
-        return warning_list([*([run.error] if run.error else []), *run.problems, *run.warnings])
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    @admin.display(description="status", ordering="status")
-    def status_shown(self, run):
-        return status_badge(run.status)
-
-    @admin.display(description="progress")
-    def percent_shown(self, run):
-        return f"{run.percent} %"

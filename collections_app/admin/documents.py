@@ -59,7 +59,9 @@ class MultipleFileField(forms.FileField):
 
 class UploadForm(forms.Form):
     collection = forms.ModelChoiceField(queryset=Collection.objects.select_related("agent"))
-    files = MultipleFileField(help_text="PDF, Word, Markdown, text or HTML; read by the collection's next build.")
+    files = MultipleFileField(
+        help_text="PDF, Word, Markdown, text or HTML; read by the collection's next build."
+    )
     rebuild = forms.BooleanField(required=False, label="Rebuild the collection afterwards")
 
     def __init__(self, *args, **kwargs):
@@ -73,28 +75,61 @@ class DocumentDefaultLabelsForm(forms.ModelForm):
         fields = ["enabled", "default_labels"]
         labels = {"enabled": "Enabled (searched)"}
         help_texts = {
-            "default_labels": "Labels every paragraph of this document carries: a label added here is given to its "
-            "paragraphs now, and one removed here is taken off them."
+            "default_labels": "Labels every paragraph of this document carries: a label added here is given "
+            "to its paragraphs now, and one removed here is taken off them."
         }
 
 
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
     form = DocumentDefaultLabelsForm
-    list_display = ["name_shown", "status_shown", "review_shown", "paragraphs", "collection", "source",
-                    "default_labels_shown"]
+    list_display = [
+        "name_shown",
+        "status_shown",
+        "review_shown",
+        "paragraphs",
+        "collection",
+        "source",
+        "default_labels_shown",
+    ]
     list_filter = ["status", "enabled", "collection", "source", "refusal"]
     search_fields = ["name"]
     list_select_related = ["collection__agent"]
     actions = ["approve", "enable_action", "disable_action"]
     delete_confirmation_template = "admin/collections_app/document/delete_confirmation.html"
     # `upload` is never a field here: its value is a storage path.
-    fields = ["collection", "name", "source", "status_shown", "enabled", "approval", "fingerprint",
-              "paragraphs_link", "ocr_shown", "summary", "attributes_shown", "warnings_shown", "conflicts_side_by_side",
-              "default_labels", "updated_at"]
-    readonly_fields = ["collection", "name", "source", "status_shown", "approval", "fingerprint",
-                       "paragraphs_link", "ocr_shown", "summary", "attributes_shown", "warnings_shown", "conflicts_side_by_side",
-                       "updated_at"]
+    fields = [
+        "collection",
+        "name",
+        "source",
+        "status_shown",
+        "enabled",
+        "approval",
+        "fingerprint",
+        "paragraphs_link",
+        "ocr_shown",
+        "summary",
+        "attributes_shown",
+        "warnings_shown",
+        "conflicts_side_by_side",
+        "default_labels",
+        "updated_at",
+    ]
+    readonly_fields = [
+        "collection",
+        "name",
+        "source",
+        "status_shown",
+        "approval",
+        "fingerprint",
+        "paragraphs_link",
+        "ocr_shown",
+        "summary",
+        "attributes_shown",
+        "warnings_shown",
+        "conflicts_side_by_side",
+        "updated_at",
+    ]
     filter_horizontal = ["default_labels"]
 
     def get_queryset(self, request):
@@ -117,23 +152,29 @@ class DocumentAdmin(admin.ModelAdmin):
     @admin.display(description="document", ordering="name")
     def name_shown(self, document):
         if not document.enabled:
-            return format_html('<s class="rs-disabled" title="disabled: never searched">{}</s> '
-                               '<span class="rs-badge">disabled</span>', document.name)
+            return format_html(
+                '<s class="rs-disabled" title="disabled: never searched">{}</s> '
+                '<span class="rs-badge">disabled</span>',
+                document.name,
+            )
         return document.name
 
     @admin.display(description="status", ordering="status")
     def status_shown(self, document):
         badge = status_badge(document.get_status_display())
         if document.status == Document.REFUSED and document.refusal:
-            return format_html('{} <span class="rs-refusal" data-role="refusal">{}</span>', badge, document.refusal)
+            return format_html(
+                '{} <span class="rs-refusal" data-role="refusal">{}</span>', badge, document.refusal
+            )
         return badge
 
     @admin.display(description="attributes")
     def attributes_shown(self, document):
         """What searches filter on: read from `<name>.meta.json` at each build, so shown, not edited here."""
         if not document.attributes:
-            return format_html('<span class="help">none: write them in {}.meta.json beside the file</span>',
-                               document.name)
+            return format_html(
+                '<span class="help">none: write them in {}.meta.json beside the file</span>', document.name
+            )
         rows = format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", sorted(document.attributes.items()))
         return format_html('<table class="rs-attributes" data-role="attributes">{}</table>', rows)
 
@@ -142,37 +183,65 @@ class DocumentAdmin(admin.ModelAdmin):
         items = list(document.scan_warnings) + list(document.conflicts)
         if not items or document.status != Document.NEEDS_REVIEW:
             # Approved (this version) or refused: the reason no longer holds it back.
-            return f"approved by {document.approved_by or 'an unknown user'}" if items and document.approved_at else "—"
-        return format_html('<ul class="rs-warnings">{}</ul>', format_html_join("", "<li>{}</li>", ((w,) for w in items)))
+            return (
+                f"approved by {document.approved_by or 'an unknown user'}"
+                if items and document.approved_at
+                else "—"
+            )
+        return format_html(
+            '<ul class="rs-warnings">{}</ul>', format_html_join("", "<li>{}</li>", ((w,) for w in items))
+        )
 
     @admin.display(description="approval")
     def approval(self, document):
         if not document.approved_at:
             return "not approved by anybody" if document.status == Document.NEEDS_REVIEW else "—"
-        return f"approved by {document.approved_by or 'an unknown user'} on {document.approved_at:%Y-%m-%d %H:%M}"
+        return (
+            f"approved by {document.approved_by or 'an unknown user'} "
+            f"on {document.approved_at:%Y-%m-%d %H:%M}"
+        )
 
     @admin.display(description="conflicts")
     def conflicts_side_by_side(self, document):
         if not document.conflicts:
             return "—"
-        parts = [format_html('<ul class="rs-warnings">{}</ul>',
-                             format_html_join("", "<li>{}</li>", ((c,) for c in document.conflicts)))]
+        parts = [
+            format_html(
+                '<ul class="rs-warnings">{}</ul>',
+                format_html_join("", "<li>{}</li>", ((c,) for c in document.conflicts)),
+            )
+        ]
         for other in conflicting_documents(document):
             url = reverse("admin:collections_app_document_change", args=[other.pk])
             pairs = conflicting_paragraphs(document, other)
             paragraph = "admin:collections_app_paragraph_change"
             rows = format_html_join(
-                "", '<tr><td><a href="{}" data-role="mine">{}</a><div class="rs-text">{}</div></td>'
+                "",
+                '<tr><td><a href="{}" data-role="mine">{}</a><div class="rs-text">{}</div></td>'
                 '<td><a href="{}" data-role="theirs">{}</a><div class="rs-text">{}</div></td></tr>',
-                ((reverse(paragraph, args=[pair.mine_paragraph]), pair.mine_chunk_id, pair.mine,
-                  reverse(paragraph, args=[pair.theirs_paragraph]), pair.theirs_chunk_id, pair.theirs)
-                 for pair in pairs),
+                (
+                    (
+                        reverse(paragraph, args=[pair.mine_paragraph]),
+                        pair.mine_chunk_id,
+                        pair.mine,
+                        reverse(paragraph, args=[pair.theirs_paragraph]),
+                        pair.theirs_chunk_id,
+                        pair.theirs,
+                    )
+                    for pair in pairs
+                ),
             )
-            parts.append(format_html(
-                '<table class="rs-side-by-side" data-other="{}"><thead><tr><th>this document</th>'
-                '<th><a href="{}">{}</a> ({})</th></tr></thead><tbody>{}</tbody></table>',
-                other.name, url, other.name, other.get_status_display(), rows,
-            ))
+            parts.append(
+                format_html(
+                    '<table class="rs-side-by-side" data-other="{}"><thead><tr><th>this document</th>'
+                    '<th><a href="{}">{}</a> ({})</th></tr></thead><tbody>{}</tbody></table>',
+                    other.name,
+                    url,
+                    other.name,
+                    other.get_status_display(),
+                    rows,
+                )
+            )
         return format_html_join("", "{}", ((p,) for p in parts))
 
     @admin.display(description="paragraphs", ordering="paragraph_count")
@@ -188,15 +257,19 @@ class DocumentAdmin(admin.ModelAdmin):
     def warnings_shown(self, document):
         if not document.scan_warnings:
             return "—"
-        return format_html('<ul class="rs-warnings">{}</ul>',
-                           format_html_join("", "<li>{}</li>", ((w,) for w in document.scan_warnings)))
+        return format_html(
+            '<ul class="rs-warnings">{}</ul>',
+            format_html_join("", "<li>{}</li>", ((w,) for w in document.scan_warnings)),
+        )
 
     @admin.display(description="conflicts")
     def conflicts_shown(self, document):
         if not document.conflicts:
             return "—"
-        return format_html('<ul class="rs-warnings">{}</ul>',
-                           format_html_join("", "<li>{}</li>", ((c,) for c in document.conflicts)))
+        return format_html(
+            '<ul class="rs-warnings">{}</ul>',
+            format_html_join("", "<li>{}</li>", ((c,) for c in document.conflicts)),
+        )
 
     @admin.display(description="default labels")
     def default_labels_shown(self, document):
@@ -204,7 +277,9 @@ class DocumentAdmin(admin.ModelAdmin):
 
     @admin.display(description="paragraphs")
     def paragraphs_link(self, document):
-        url = reverse("admin:collections_app_paragraph_changelist") + "?" + urlencode({"document": document.pk})
+        url = (
+            reverse("admin:collections_app_paragraph_changelist") + "?" + urlencode({"document": document.pk})
+        )
         if not document.fingerprint:
             return "not built yet: the next build reads it"
         return format_html('<a href="{}">{}</a>', url, count_of(document.paragraph_count, "paragraph"))
@@ -216,7 +291,9 @@ class DocumentAdmin(admin.ModelAdmin):
         if labels is not None:
             added, removed = set_default_labels(document=form.instance, labels=labels)
             if added or removed:
-                self.message_user(request, f"Paragraph labels: {added} added, {removed} removed.", messages.INFO)
+                self.message_user(
+                    request, f"Paragraph labels: {added} added, {removed} removed.", messages.INFO
+                )
 
     @admin.action(description="Approve selected documents (needs review → active)", permissions=["change"])
     def approve(self, request, queryset):
@@ -224,11 +301,16 @@ class DocumentAdmin(admin.ModelAdmin):
             self.message_user(request, warning, messages.WARNING)
         approved = approve_documents(queryset, by=request.user)
         skipped = queryset.count() - len(approved)
-        text = f"Approved {count_of(len(approved), 'document')}: {', '.join(d.name for d in approved)}." \
-            if approved else "No document was approved."
+        text = (
+            f"Approved {count_of(len(approved), 'document')}: {', '.join(d.name for d in approved)}."
+            if approved
+            else "No document was approved."
+        )
         if skipped:
-            text += f" {count_of(skipped, 'other')} {'was' if skipped == 1 else 'were'} not waiting for review " \
+            text += (
+                f" {count_of(skipped, 'other')} {'was' if skipped == 1 else 'were'} not waiting for review "
                 "and left alone."
+            )
         self.message_user(request, text, messages.SUCCESS if approved else messages.WARNING)
         self._build_unbuilt(request, approved)
 
@@ -236,18 +318,28 @@ class DocumentAdmin(admin.ModelAdmin):
         who = f"approval by {request.user.get_username()}"
         for name, problem in build_unbuilt_after_approval(approved, requested_by=who).items():
             if problem:
-                self.message_user(request, f'Collection "{name}" was never built, and no build could be '
-                                  f"queued: {problem}", messages.WARNING)
+                self.message_user(
+                    request,
+                    f'Collection "{name}" was never built, and no build could be queued: {problem}',
+                    messages.WARNING,
+                )
             else:
-                self.message_user(request, f'Collection "{name}" was never built: a build was queued so the '
-                                  "approved documents are searched once it finishes.", messages.INFO)
+                self.message_user(
+                    request,
+                    f'Collection "{name}" was never built: a build was queued so the '
+                    "approved documents are searched once it finishes.",
+                    messages.INFO,
+                )
 
     def get_urls(self):
         wrap = self.admin_site.admin_view
         return [
             path("upload/", wrap(self.upload_view), name="collections_app_document_upload"),
-            path("<path:object_id>/approve/", wrap(require_POST(self.approve_view)),
-                 name="collections_app_document_approve"),
+            path(
+                "<path:object_id>/approve/",
+                wrap(require_POST(self.approve_view)),
+                name="collections_app_document_approve",
+            ),
         ] + super().get_urls()
 
     @admin.action(description="Enable (search them again)", permissions=["change"])
@@ -258,8 +350,12 @@ class DocumentAdmin(admin.ModelAdmin):
     @admin.action(description="Disable (never search or stitch them)", permissions=["change"])
     def disable_action(self, request, queryset):
         changed = set_documents_enabled(documents=queryset, enabled=False)
-        self.message_user(request, f"Disabled {count_of(changed, 'document')}: no search returns or stitches their "
-                          "paragraphs, and they stay disabled across rebuilds.", messages.SUCCESS)
+        self.message_user(
+            request,
+            f"Disabled {count_of(changed, 'document')}: no search returns or stitches their "
+            "paragraphs, and they stay disabled across rebuilds.",
+            messages.SUCCESS,
+        )
 
     def save_model(self, request, obj, form, change):
         # `enabled` is the one field of the row edited here, and it goes through the service.
@@ -288,13 +384,24 @@ class DocumentAdmin(admin.ModelAdmin):
             try:
                 delete_document(document=document, by=request.user.get_username())
             except RagsiteError as exc:
-                self.message_user(request, f"Not deleted: {exc.message}. Delete the collection instead, or add "
-                                  "documents and rebuild first.", messages.ERROR)
-                return HttpResponseRedirect(reverse("admin:collections_app_document_change", args=[document.pk]))
-            self.message_user(request, f"Deleted {document.name} and its paragraphs. The collection needs a rebuild "
-                              "to renumber what is left.", messages.SUCCESS)
+                self.message_user(
+                    request,
+                    f"Not deleted: {exc.message}. Delete the collection instead, or add "
+                    "documents and rebuild first.",
+                    messages.ERROR,
+                )
+                return HttpResponseRedirect(
+                    reverse("admin:collections_app_document_change", args=[document.pk])
+                )
+            self.message_user(
+                request,
+                f"Deleted {document.name} and its paragraphs. The collection needs a rebuild "
+                "to renumber what is left.",
+                messages.SUCCESS,
+            )
             return HttpResponseRedirect(
-                reverse("admin:collections_app_collection_change", args=[document.collection_id]))
+                reverse("admin:collections_app_collection_change", args=[document.collection_id])
+            )
         return super().delete_view(request, object_id, extra_context)
 
     def approve_view(self, request, object_id):
@@ -304,7 +411,9 @@ class DocumentAdmin(admin.ModelAdmin):
             self.message_user(request, warning, messages.WARNING)
         approved = approve_documents([document], by=request.user)
         if approved:
-            self.message_user(request, f"{document.name} is approved and searched from now on.", messages.SUCCESS)
+            self.message_user(
+                request, f"{document.name} is approved and searched from now on.", messages.SUCCESS
+            )
             self._build_unbuilt(request, approved)
         else:
             self.message_user(request, f"{document.name} was not waiting for review.", messages.WARNING)
@@ -314,16 +423,22 @@ class DocumentAdmin(admin.ModelAdmin):
         document = self.get_object(request, object_id)
         extra_context = dict(extra_context or {})
         if document is not None and document.status == Document.NEEDS_REVIEW:
-            extra_context["approve_url"] = reverse("admin:collections_app_document_approve", args=[document.pk])
+            extra_context["approve_url"] = reverse(
+                "admin:collections_app_document_approve", args=[document.pk]
+            )
             extra_context["approve_warnings"] = approval_warnings([document])
         return super().change_view(request, object_id, form_url, extra_context)
 
     def changelist_view(self, request, extra_context=None):
-        extra_context = {**(extra_context or {}), "upload_url": reverse("admin:collections_app_document_upload")}
+        extra_context = {
+            **(extra_context or {}),
+            "upload_url": reverse("admin:collections_app_document_upload"),
+        }
         return super().changelist_view(request, extra_context)
 
     def upload_view(self, request):
-        """Upload files into a collection through `upload_document`; each file is accepted or refused on its own."""
+        """Upload files into a collection through `upload_document`; each file is accepted or refused on its
+        own."""
         require(has_perm(request, "add", Document))
         if request.method == "POST":
             form = UploadForm(request.POST, request.FILES)
@@ -344,7 +459,9 @@ class DocumentAdmin(admin.ModelAdmin):
                     if form.cleaned_data["rebuild"]:
                         run = request_build_or_say_why(self, request, collection)
                         if run is not None:
-                            self.message_user(request, f"Build {run.pk} of {collection.name} requested.", messages.SUCCESS)
+                            self.message_user(
+                                request, f"Build {run.pk} of {collection.name} requested.", messages.SUCCESS
+                            )
                     return HttpResponseRedirect(
                         reverse("admin:collections_app_collection_change", args=[collection.pk])
                     )

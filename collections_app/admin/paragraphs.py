@@ -52,14 +52,20 @@ class LabelAdmin(admin.ModelAdmin):
     def takes_effect(self, label):
         if label.pk is None:
             return "Labels take effect in collections where Per reader is on."
-        return open_collections_notice(Paragraph.objects.filter(labels=label)) or "In every collection it is used in."
+        return (
+            open_collections_notice(Paragraph.objects.filter(labels=label))
+            or "In every collection it is used in."
+        )
 
     def _becomes_public(self, labels) -> int:
         """Paragraphs whose only labels are among `labels`: once deleted, any reader may read them."""
         ids = [label.pk for label in labels]
-        return Paragraph.objects.filter(labels__in=ids).exclude(
-            pk__in=Paragraph.labels.through.objects.exclude(label_id__in=ids).values("paragraph_id")
-        ).distinct().count()
+        return (
+            Paragraph.objects.filter(labels__in=ids)
+            .exclude(pk__in=Paragraph.labels.through.objects.exclude(label_id__in=ids).values("paragraph_id"))
+            .distinct()
+            .count()
+        )
 
     def render_delete_form(self, request, context):
         label = context.get("object")
@@ -78,20 +84,32 @@ class LabelAdmin(admin.ModelAdmin):
         return actions
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
-            n_paragraphs=Count("paragraphs", distinct=True),
-            n_readers=Count("readers", distinct=True),
-            n_documents=Count("documents", distinct=True),
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                n_paragraphs=Count("paragraphs", distinct=True),
+                n_readers=Count("readers", distinct=True),
+                n_documents=Count("documents", distinct=True),
+            )
         )
 
     @admin.display(description="paragraphs", ordering="n_paragraphs")
     def paragraph_count(self, label):
-        url = reverse("admin:collections_app_paragraph_changelist") + "?" + urlencode({"labels__id__exact": label.pk})
+        url = (
+            reverse("admin:collections_app_paragraph_changelist")
+            + "?"
+            + urlencode({"labels__id__exact": label.pk})
+        )
         return format_html('<a href="{}">{}</a>', url, label.n_paragraphs)
 
     @admin.display(description="readers", ordering="n_readers")
     def reader_count(self, label):
-        url = reverse("admin:collections_app_reader_changelist") + "?" + urlencode({"labels__id__exact": label.pk})
+        url = (
+            reverse("admin:collections_app_reader_changelist")
+            + "?"
+            + urlencode({"labels__id__exact": label.pk})
+        )
         return format_html('<a href="{}">{}</a>', url, label.n_readers)
 
     @admin.display(description="documents (default)", ordering="n_documents")
@@ -112,7 +130,6 @@ class ReaderAdmin(admin.ModelAdmin):
     @admin.display(description="labels")
     def labels_shown(self, reader):
         return ", ".join(label.name for label in reader.labels.all()) or "—"
-
 
 
 class UnlabelledFilter(admin.SimpleListFilter):
@@ -140,9 +157,14 @@ class DocumentFilter(SearchableListFilter):
         documents = Document.objects.order_by("collection__name", "name")
         collection = request.GET.get("collection__id__exact")
         if collection and collection.isdigit():
-            return [(str(pk), name) for pk, name in documents.filter(collection_id=int(collection))
-                    .values_list("pk", "name")]
-        return [(str(pk), f"{c}/{name}") for pk, c, name in documents.values_list("pk", "collection__name", "name")]
+            return [
+                (str(pk), name)
+                for pk, name in documents.filter(collection_id=int(collection)).values_list("pk", "name")
+            ]
+        return [
+            (str(pk), f"{c}/{name}")
+            for pk, c, name in documents.values_list("pk", "collection__name", "name")
+        ]
 
     def queryset(self, request, queryset):
         value = self.value()
@@ -164,7 +186,9 @@ class SectionFilter(SearchableListFilter):
             paragraphs = paragraphs.filter(document_id=int(document))
         elif collection and collection.isdigit():
             paragraphs = paragraphs.filter(collection_id=int(collection))
-        sections = paragraphs.exclude(section="").order_by("section").values_list("section", flat=True).distinct()
+        sections = (
+            paragraphs.exclude(section="").order_by("section").values_list("section", flat=True).distinct()
+        )
         return [(s, s[:80]) for s in sections]
 
     def queryset(self, request, queryset):
@@ -180,7 +204,9 @@ class LabelChoiceForm(forms.Form):
         queryset=Label.objects.all(), required=False, widget=forms.CheckboxSelectMultiple
     )
     new_labels = forms.CharField(
-        required=False, max_length=1000, label="New labels",
+        required=False,
+        max_length=1000,
+        label="New labels",
         help_text="Comma-separated names of labels to create and add (letters, digits, '-', '_').",
     )
 
@@ -236,14 +262,26 @@ class ParagraphAdmin(admin.ModelAdmin):
     list_per_page = 50
     actions = ["add_labels_action", "remove_labels_action", "enable_action", "disable_action"]
     fieldsets = [
-        ("Where", {"fields": ["collection", "document_link", "citation", "section", "pages_shown", "position"]}),
+        (
+            "Where",
+            {"fields": ["collection", "document_link", "citation", "section", "pages_shown", "position"]},
+        ),
         ("Text, with its neighbours", {"fields": ["previous_paragraph", "text_shown", "next_paragraph"]}),
         ("In search", {"fields": ["enabled"]}),
         ("Who may read it", {"fields": ["takes_effect", "labels"]}),
     ]
-    readonly_fields = ["collection", "document_link", "citation", "section", "pages_shown", "position",
-                       "previous_paragraph",
-                       "text_shown", "next_paragraph", "takes_effect"]
+    readonly_fields = [
+        "collection",
+        "document_link",
+        "citation",
+        "section",
+        "pages_shown",
+        "position",
+        "previous_paragraph",
+        "text_shown",
+        "next_paragraph",
+        "takes_effect",
+    ]
     filter_horizontal = ["labels"]
 
     def get_queryset(self, request):
@@ -265,7 +303,9 @@ class ParagraphAdmin(admin.ModelAdmin):
     @admin.display(description="chunk id", ordering="ordinal")
     def citation(self, paragraph):
         if not paragraph.enabled:
-            return format_html('<s class="rs-disabled" title="disabled: never searched">{}</s>', paragraph.chunk_id)
+            return format_html(
+                '<s class="rs-disabled" title="disabled: never searched">{}</s>', paragraph.chunk_id
+            )
         return paragraph.chunk_id
 
     @admin.display(description="labels")
@@ -286,8 +326,8 @@ class ParagraphAdmin(admin.ModelAdmin):
     @admin.display(description="takes effect")
     def takes_effect(self, paragraph):
         return open_collections_notice(Paragraph.objects.filter(pk=paragraph.pk)) or (
-            "This collection answers per reader: a reader holding any of these labels may read this paragraph; "
-            "with no label, any reader may."
+            "This collection answers per reader: a reader holding any of these labels may read this "
+            "paragraph; with no label, any reader may."
         )
 
     @admin.display(description="document")
@@ -307,20 +347,30 @@ class ParagraphAdmin(admin.ModelAdmin):
     @admin.display(description="position")
     def position(self, paragraph):
         # One number everywhere: the chunk id's k, counted within the document from 0 (seed 004).
-        return (f"k = {paragraph.index} within its document (counted from 0), the number after # in its chunk id; "
-                f"characters {paragraph.start_char}–{paragraph.end_char}; {count_of(paragraph.token_count or 0, 'token')}")
+        return (
+            f"k = {paragraph.index} within its document (counted from 0), the number after # in its chunk "
+            f"id; characters {paragraph.start_char}–{paragraph.end_char}; "
+            f"{count_of(paragraph.token_count or 0, 'token')}"
+        )
 
     @admin.display(description="text")
     def text_shown(self, paragraph):
         return text_block(paragraph.text, "rs-current")
 
     def _neighbour(self, paragraph, step: int, edge: str):
-        other = Paragraph.objects.filter(document_id=paragraph.document_id, index=paragraph.index + step).first()
+        other = Paragraph.objects.filter(
+            document_id=paragraph.document_id, index=paragraph.index + step
+        ).first()
         if other is None:
             return format_html('<span class="rs-refused-none">{}</span>', edge)
         url = reverse("admin:collections_app_paragraph_change", args=[other.pk])
-        return format_html('<a href="{}">{}#{}</a>{}', url, paragraph.document.name, other.index,
-                           text_block(other.text, "rs-neighbour"))
+        return format_html(
+            '<a href="{}">{}#{}</a>{}',
+            url,
+            paragraph.document.name,
+            other.index,
+            text_block(other.text, "rs-neighbour"),
+        )
 
     @admin.display(description="previous")
     def previous_paragraph(self, paragraph):
@@ -346,14 +396,19 @@ class ParagraphAdmin(admin.ModelAdmin):
     @admin.action(description="Enable (search them again)", permissions=["change"])
     def enable_action(self, request, queryset):
         changed = set_paragraphs_enabled(paragraphs=queryset, enabled=True)
-        self.message_user(request, f"Enabled {count_of(changed, 'paragraph')}; they are searched again.",
-                          messages.SUCCESS)
+        self.message_user(
+            request, f"Enabled {count_of(changed, 'paragraph')}; they are searched again.", messages.SUCCESS
+        )
 
     @admin.action(description="Disable (never search or stitch them)", permissions=["change"])
     def disable_action(self, request, queryset):
         changed = set_paragraphs_enabled(paragraphs=queryset, enabled=False)
-        self.message_user(request, f"Disabled {count_of(changed, 'paragraph')}; no search returns or stitches "
-                          "them, and they stay disabled across rebuilds.", messages.SUCCESS)
+        self.message_user(
+            request,
+            f"Disabled {count_of(changed, 'paragraph')}; no search returns or stitches "
+            "them, and they stay disabled across rebuilds.",
+            messages.SUCCESS,
+        )
 
     # -- bulk labelling through an intermediate page
 
@@ -377,8 +432,10 @@ class ParagraphAdmin(admin.ModelAdmin):
                 names = ", ".join(label.name for label in labels)
                 if mode == "add":
                     changed = add_labels(queryset, labels)
-                    text = f"Added {names} to {count_of(queryset.count(), 'paragraph')} " \
+                    text = (
+                        f"Added {names} to {count_of(queryset.count(), 'paragraph')} "
                         f"({count_of(changed, 'new label')} given)."
+                    )
                 else:
                     changed = remove_labels(queryset, labels)
                     text = f"Removed {names}: {count_of(changed, 'paragraph label')} taken off."

@@ -26,29 +26,59 @@ from .common import (
 
 class PlaygroundForm(forms.Form):
     collection = forms.ModelChoiceField(
-        queryset=Collection.objects.select_related("agent"), help_text="The search runs as the agent owning it."
+        queryset=Collection.objects.select_related("agent"),
+        help_text="The search runs as the agent owning it.",
     )
-    question = forms.CharField(max_length=MAX_QUESTION_CHARS, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}))
+    question = forms.CharField(
+        max_length=MAX_QUESTION_CHARS, widget=forms.Textarea(attrs={"rows": 3, "cols": 60})
+    )
     reader = forms.ModelChoiceField(
-        queryset=Reader.objects.all(), required=False, to_field_name="external_id",
+        queryset=Reader.objects.all(),
+        required=False,
+        to_field_name="external_id",
         help_text="Whom the answer is for; required when the collection answers per reader.",
     )
-    min_score = forms.FloatField(required=False, min_value=0, max_value=1, label="Floor",
-                                 help_text="The lowest score that comes back; empty = the collection's setting.")
-    around = forms.IntegerField(required=False, min_value=0, max_value=MAX_AROUND, label="Neighbours",
-                                help_text="Paragraphs either side of a hit; empty = the collection's setting.")
+    min_score = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=1,
+        label="Floor",
+        help_text="The lowest score that comes back; empty = the collection's setting.",
+    )
+    around = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_AROUND,
+        label="Neighbours",
+        help_text="Paragraphs either side of a hit; empty = the collection's setting.",
+    )
     most = forms.IntegerField(
-        initial=5, min_value=1, max_value=MAX_MOST, label="Hits",
-        help_text="How many matching paragraphs come back (the API's most). Neighbours then join hits that sit "
-        "together into one passage, so there can be fewer passages than hits.")
+        initial=5,
+        min_value=1,
+        max_value=MAX_MOST,
+        label="Hits",
+        help_text="How many matching paragraphs come back (the API's most). Neighbours then join hits that "
+        "sit together into one passage, so there can be fewer passages than hits.",
+    )
     compare_reader = forms.ModelChoiceField(
-        queryset=Reader.objects.all(), required=False, to_field_name="external_id", label="Compare with reader",
+        queryset=Reader.objects.all(),
+        required=False,
+        to_field_name="external_id",
+        label="Compare with reader",
         help_text="Side by side: the same question for a second reader…",
     )
-    compare_min_score = forms.FloatField(required=False, min_value=0, max_value=1, label="Compare with floor",
-                                         help_text="…or at a second floor.")
+    compare_min_score = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=1,
+        label="Compare with floor",
+        help_text="…or at a second floor.",
+    )
     on_behalf_of = forms.ModelChoiceField(
-        queryset=Agent.objects.all(), required=False, to_field_name="agent_id", label="Charge to agent",
+        queryset=Agent.objects.all(),
+        required=False,
+        to_field_name="agent_id",
+        label="Charge to agent",
         help_text="The agent charged for model calls; empty = nobody is charged and nothing is recorded.",
     )
 
@@ -65,33 +95,44 @@ def _laid_out(answer: dict, collection: Collection, label: str) -> dict:
     """The answer as the page shows it: each result's pieces with chunk ids, links and score parts."""
     pieces = answer.get("explain", {}).get("pieces", [])
     ids = {piece["paragraph"] for run in pieces for piece in run}
-    found = {p.pk: p for p in Paragraph.objects.filter(pk__in=ids).select_related("document").only(
-        "pk", "index", "document__name", "document__id")}
+    found = {
+        p.pk: p
+        for p in Paragraph.objects.filter(pk__in=ids)
+        .select_related("document")
+        .only("pk", "index", "document__name", "document__id")
+    }
     results = []
     for paragraph, parts in zip(answer["paragraphs"], pieces, strict=False):
         shown = []
         for piece in parts:
             row = found.get(piece["paragraph"])
-            shown.append({
-                **piece,
-                "chunk_id": row.chunk_id if row else "",
-                "url": reverse("admin:collections_app_paragraph_change", args=[piece["paragraph"]]),
-                "percent": round(100 * piece["score"], 1),
-            })
-        # The hit that gave the passage its score (the best one; stitch.py): its parts are the ones that add up.
+            shown.append(
+                {
+                    **piece,
+                    "chunk_id": row.chunk_id if row else "",
+                    "url": reverse("admin:collections_app_paragraph_change", args=[piece["paragraph"]]),
+                    "percent": round(100 * piece["score"], 1),
+                }
+            )
+        # The hit that gave the passage its score (the best one; stitch.py): its parts are the ones that add
+        # up.
         hits = [p for p in shown if p["hit"]] or shown[:1]
         hit = max(hits, key=lambda p: p["score"]) if hits else None
         for piece in shown:
             piece["best"] = piece is hit
         document = found[hit["paragraph"]].document if hit and hit["paragraph"] in found else None
-        results.append({
-            **paragraph,
-            "chunk_id": paragraph.get("chunk_id") or (hit["chunk_id"] if hit else ""),
-            "percent": round(100 * paragraph["score"], 1),
-            "hit": hit,
-            "pieces": shown,
-            "document_url": reverse("admin:collections_app_document_change", args=[document.pk]) if document else "",
-        })
+        results.append(
+            {
+                **paragraph,
+                "chunk_id": paragraph.get("chunk_id") or (hit["chunk_id"] if hit else ""),
+                "percent": round(100 * paragraph["score"], 1),
+                "hit": hit,
+                "pieces": shown,
+                "document_url": reverse("admin:collections_app_document_change", args=[document.pk])
+                if document
+                else "",
+            }
+        )
     hit_count = sum(1 for result in results for piece in result["pieces"] if piece["hit"])
     return {
         **answer,
@@ -99,7 +140,11 @@ def _laid_out(answer: dict, collection: Collection, label: str) -> dict:
         "results": results,
         # "5 hits in 1 passage": `most` counts hits, and neighbours join hits into fewer passages.
         "counted": f"{count_of(hit_count, 'hit')} in {count_of(len(results), 'passage')}",
-        "weights": {"semantic": FUSION_WEIGHT, "lexical": round(1 - FUSION_WEIGHT, 6), "context": CONTEXT_WEIGHT},
+        "weights": {
+            "semantic": FUSION_WEIGHT,
+            "lexical": round(1 - FUSION_WEIGHT, 6),
+            "context": CONTEXT_WEIGHT,
+        },
         "floor_percent": round(100 * answer["floor"], 1),
         "hidden_by_labels": answer.get("explain", {}).get("hidden_by_labels", 0),
         "searched_as": collection.agent.agent_id,
@@ -139,7 +184,8 @@ class PlaygroundAdminMixin:
         return self.has_view_permission(request) and has_perm(request, "view", Paragraph)
 
     def playground_view(self, request):
-        """Run a search exactly as the API would, through `search_collection`, and show everything it answers."""
+        """Run a search exactly as the API would, through `search_collection`, and show everything it
+        answers."""
         require(self.may_use_playground(request))
         answers = []
         if request.method == "POST":
@@ -147,13 +193,23 @@ class PlaygroundAdminMixin:
             if form.is_valid():
                 data = form.cleaned_data
                 first = self._describe(data["reader"], data["min_score"])
-                answers.append(self._search(request, data, reader=data["reader"], min_score=data["min_score"],
-                                            label=first))
+                answers.append(
+                    self._search(
+                        request, data, reader=data["reader"], min_score=data["min_score"], label=first
+                    )
+                )
                 if form.compares():
                     reader = data["compare_reader"] or data["reader"]
-                    floor = data["compare_min_score"] if data["compare_min_score"] is not None else data["min_score"]
-                    answers.append(self._search(request, data, reader=reader, min_score=floor,
-                                                label=self._describe(reader, floor)))
+                    floor = (
+                        data["compare_min_score"]
+                        if data["compare_min_score"] is not None
+                        else data["min_score"]
+                    )
+                    answers.append(
+                        self._search(
+                            request, data, reader=reader, min_score=floor, label=self._describe(reader, floor)
+                        )
+                    )
                 answers = [a for a in answers if a is not None]
         else:
             form = PlaygroundForm(initial={"collection": request.GET.get("collection"), "most": 5})

@@ -18,8 +18,9 @@ def _when(moment) -> str:
 
 
 class WebhookForm(forms.ModelForm):
-    events = forms.MultipleChoiceField(choices=[(event, event) for event in Webhook.EVENTS],
-                                       widget=forms.CheckboxSelectMultiple)
+    events = forms.MultipleChoiceField(
+        choices=[(event, event) for event in Webhook.EVENTS], widget=forms.CheckboxSelectMultiple
+    )
 
     class Meta:
         model = Webhook
@@ -48,32 +49,53 @@ class WebhookAdmin(admin.ModelAdmin):
     @admin.action(description="Give the selected webhooks new signing secrets", permissions=["change"])
     def give_new_secrets(self, request, queryset):
         count = webhooks.new_secrets(hooks=queryset)
-        self.message_user(request, f"{count} webhooks have a new signing secret; update their receivers.",
-                          messages.SUCCESS)
+        self.message_user(
+            request, f"{count} webhooks have a new signing secret; update their receivers.", messages.SUCCESS
+        )
 
     def get_fieldsets(self, request, obj=None):
         fields = ["agent", "url", "events", "active", "description"]
         if obj is None:
             return [(None, {"fields": fields})]
-        return [(None, {"fields": [*fields, "secret_shown"]}), ("Deliveries", {"fields": ["recent_deliveries"]})]
+        return [
+            (None, {"fields": [*fields, "secret_shown"]}),
+            ("Deliveries", {"fields": ["recent_deliveries"]}),
+        ]
 
     @admin.display(description="recent deliveries")
     def recent_deliveries(self, hook):
         recent = hook.deliveries.order_by("-created_at", "-id")[:RECENT]
-        rows = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", (
-            (d.event, status_badge(d.status), d.attempts, d.response_status or "—", d.last_error or "—",
-             _when(d.delivered_at or d.last_attempt_at or d.created_at)) for d in recent))
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    d.event,
+                    status_badge(d.status),
+                    d.attempts,
+                    d.response_status or "—",
+                    d.last_error or "—",
+                    _when(d.delivered_at or d.last_attempt_at or d.created_at),
+                )
+                for d in recent
+            ),
+        )
         every = reverse("admin:collections_app_webhookdelivery_changelist") + f"?webhook__id__exact={hook.pk}"
         return format_html(
             '<table class="rs-deliveries"><thead><tr><th>event</th><th>status</th><th>attempts</th>'
             "<th>HTTP</th><th>last error</th><th>when</th></tr></thead><tbody>{}</tbody></table>"
-            '<p><a href="{}">every delivery of this webhook</a></p>', rows or format_html(
-                '<tr><td colspan="6">{}</td></tr>', "none yet"), every)
+            '<p><a href="{}">every delivery of this webhook</a></p>',
+            rows or format_html('<tr><td colspan="6">{}</td></tr>', "none yet"),
+            every,
+        )
 
     @admin.display(description="signing secret")
     def secret_shown(self, hook):
-        return format_html('<code data-role="webhook-secret">{}</code><div class="help">Verify each delivery\'s '
-                           "Ragsite-Signature with it (docs/webhooks.md).</div>", hook.secret)
+        return format_html(
+            '<code data-role="webhook-secret">{}</code><div class="help">Verify each delivery\'s '
+            "Ragsite-Signature with it (docs/webhooks.md).</div>",
+            hook.secret,
+        )
 
     @admin.display(description="events")
     def event_list(self, hook):
@@ -84,16 +106,40 @@ class WebhookAdmin(admin.ModelAdmin):
         delivery = hook.deliveries.order_by("-created_at", "-id").first()
         if delivery is None:
             return "—"
-        return format_html("{} {} ({} attempts)", delivery.event, status_badge(delivery.status), delivery.attempts)
+        return format_html(
+            "{} {} ({} attempts)", delivery.event, status_badge(delivery.status), delivery.attempts
+        )
 
 
 @admin.register(WebhookDelivery)
 class WebhookDeliveryAdmin(admin.ModelAdmin):
-    list_display = ["uid", "webhook", "event", "status_shown", "attempts", "response_status", "last_error",
-                    "created_at", "next_attempt_at", "delivered_at"]
+    list_display = [
+        "uid",
+        "webhook",
+        "event",
+        "status_shown",
+        "attempts",
+        "response_status",
+        "last_error",
+        "created_at",
+        "next_attempt_at",
+        "delivered_at",
+    ]
     list_filter = ["status", "event", "webhook__agent", "webhook"]
-    readonly_fields = ["webhook", "uid", "event", "payload", "status", "attempts", "response_status", "last_error",
-                       "created_at", "last_attempt_at", "next_attempt_at", "delivered_at"]
+    readonly_fields = [
+        "webhook",
+        "uid",
+        "event",
+        "payload",
+        "status",
+        "attempts",
+        "response_status",
+        "last_error",
+        "created_at",
+        "last_attempt_at",
+        "next_attempt_at",
+        "delivered_at",
+    ]
     actions = ["try_again_now"]
 
     @admin.display(description="status", ordering="status")

@@ -6,7 +6,8 @@ import secrets
 from django.db import models
 from django.utils import timezone
 
-# The schema this code writes and understands; a store whose `schema_version` is newer is refused, not guessed.
+# The schema this code writes and understands; a store whose `schema_version` is newer is refused, not
+# guessed.
 SCHEMA_VERSION = 1
 
 
@@ -33,10 +34,16 @@ class Agent(models.Model):
     agent_id = models.SlugField(max_length=100, unique=True)
     name = models.CharField(max_length=200, blank=True)
     daily_budget = models.DecimalField(
-        max_digits=12, decimal_places=4, null=True, blank=True, help_text="Spend per day in the ledger's currency; empty = no budget."
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="Spend per day in the ledger's currency; empty = no budget.",
     )
     runaway_limit = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Model calls per minute before requests are refused with 429; empty = no limit."
+        null=True,
+        blank=True,
+        help_text="Model calls per minute before requests are refused with 429; empty = no limit.",
     )
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -66,8 +73,9 @@ class ApiKey(models.Model):
     name = models.CharField(max_length=100, blank=True)
     prefix = models.CharField(max_length=16, help_text="The first characters, to tell keys apart.")
     hashed = models.CharField(max_length=64, unique=True)
-    may_act_for_others = models.BooleanField(default=False, help_text="May charge model calls to agents other "
-                                             "than its own (onBehalfOf).")
+    may_act_for_others = models.BooleanField(
+        default=False, help_text="May charge model calls to agents other than its own (onBehalfOf)."
+    )
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)

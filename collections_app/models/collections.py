@@ -29,7 +29,7 @@ def built_from_problem(value: str) -> str | None:
         return "built_from is at most 200 characters"
     if PATH_LIKE.search(value):
         return (
-            "built_from says what the documents are, for people (\"the HR share\"), never where they are: "
+            'built_from says what the documents are, for people ("the HR share"), never where they are: '
             "it must not be a path or an address"
         )
     return None
@@ -43,12 +43,15 @@ class Collection(models.Model):
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="collections", db_index=False)
     name = models.SlugField(max_length=100)
     built_from = models.CharField(
-        max_length=200, blank=True, help_text='What the documents are, for people: "the HR share". Never a path.'
+        max_length=200,
+        blank=True,
+        help_text='What the documents are, for people: "the HR share". Never a path.',
     )
     folder = models.CharField(
-        max_length=100, blank=True,
-        help_text="The sub-folder of the agent folder in KNOWLEDGE_ROOT that the documents are read from: a name, never a path. "
-        "Empty = uploads only (or a KNOWLEDGE_..._FOLDER variable).",
+        max_length=100,
+        blank=True,
+        help_text="The sub-folder of the agent folder in KNOWLEDGE_ROOT that the documents are read from: a "
+        "name, never a path. Empty = uploads only (or a KNOWLEDGE_..._FOLDER variable).",
     )
     # Set by staff only (services.knowledge.bind_folder_variable); one per name, whatever the RLS scope.
     folder_variable_bound = models.BooleanField(
@@ -62,16 +65,21 @@ class Collection(models.Model):
     method = models.CharField(max_length=40, default="structure")
     size = models.PositiveIntegerField(null=True, blank=True, help_text="Empty = the method's default.")
     overlap = models.PositiveIntegerField(null=True, blank=True, help_text="Empty = the method's default.")
-    per_reader = models.BooleanField(default=False, help_text="Searches must name a reader; labels decide what it sees.")
+    per_reader = models.BooleanField(
+        default=False, help_text="Searches must name a reader; labels decide what it sees."
+    )
     judge = models.BooleanField(default=False, help_text="Ask the judge model whether the paragraphs answer.")
     min_score = models.FloatField(null=True, blank=True, help_text="Floor override; empty = MIN_SCORE.")
     # db_default as well: code from before this column can still insert a collection into this store.
     floor_measured = models.BooleanField(
-        default=False, db_default=False,
+        default=False,
+        db_default=False,
         help_text="Read the floor off the known answers of the latest measured build; until there is one, "
         "the floor override or MIN_SCORE applies.",
     )
-    around = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Around override; empty = AROUND.")
+    around = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Around override; empty = AROUND."
+    )
     # Why the stored paragraphs no longer match the documents (a document deleted or uploaded since the
     # last build), for people; the next successful build clears it.
     rebuild_needed = models.CharField(max_length=300, blank=True)
@@ -84,7 +92,8 @@ class Collection(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["agent", "name"], name="collection_unique_per_agent"),
             models.UniqueConstraint(
-                fields=["name"], condition=models.Q(folder_variable_bound=True),
+                fields=["name"],
+                condition=models.Q(folder_variable_bound=True),
                 name="collection_one_bound_per_name",
             ),
         ]
@@ -145,23 +154,34 @@ class Document(models.Model):
     STATUS_CHOICES = [(ACTIVE, "active"), (NEEDS_REVIEW, "needs review"), (REFUSED, "refused")]
     FOLDER, UPLOAD = "folder", "upload"
 
-    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="documents", db_index=False)
+    collection = models.ForeignKey(
+        Collection, on_delete=models.CASCADE, related_name="documents", db_index=False
+    )
     name = models.CharField(max_length=500)
     source = models.CharField(max_length=10, choices=[(FOLDER, "folder"), (UPLOAD, "upload")], default=FOLDER)
     upload = models.FileField(upload_to=upload_to, null=True, blank=True, max_length=500)
     fingerprint = models.CharField(max_length=64, blank=True, help_text="SHA-256 of the file's bytes.")
     status = models.CharField(max_length=20, choices=STATUS_CHOICES, default=ACTIVE)
-    approved_fingerprint = models.CharField(max_length=64, blank=True,
-                                            help_text="The version a person approved; a changed file needs approval again.")
+    approved_fingerprint = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="The version a person approved; a changed file needs approval again.",
+    )
     paragraph_count = models.PositiveIntegerField(default=0)
-    ocr_pages = models.PositiveIntegerField(default=0, db_default=0, help_text="Pages the last build read by OCR.")
+    ocr_pages = models.PositiveIntegerField(
+        default=0, db_default=0, help_text="Pages the last build read by OCR."
+    )
     summary = models.TextField(blank=True)
     scan_warnings = models.JSONField(default=list, blank=True)
     conflicts = models.JSONField(default=list, blank=True)
-    attributes = models.JSONField(default=dict, blank=True, db_default={})  # from <name>.meta.json: index.filters
+    attributes = models.JSONField(
+        default=dict, blank=True, db_default={}
+    )  # from <name>.meta.json: index.filters
     default_labels = models.ManyToManyField(Label, blank=True, related_name="documents")
-    enabled = models.BooleanField(default=True, help_text="A disabled document is never searched or stitched; "
-                                  "it stays disabled across rebuilds.")
+    enabled = models.BooleanField(
+        default=True,
+        help_text="A disabled document is never searched or stitched; it stays disabled across rebuilds.",
+    )
     # One of extract.REFUSAL_REASONS when the last build refused it; the detail is only in the server log.
     refusal = models.CharField(max_length=40, blank=True)
     approved_by = models.CharField(max_length=150, blank=True)
@@ -185,8 +205,11 @@ class Document(models.Model):
         # every document of the collection (10,000 at 100k paragraphs: 2-10 ms a search).
         indexes = [
             models.Index(fields=["collection", "status"], name="document_by_status"),
-            models.Index(fields=["collection"], condition=~models.Q(status="active") | models.Q(enabled=False),
-                         name="document_held_back"),
+            models.Index(
+                fields=["collection"],
+                condition=~models.Q(status="active") | models.Q(enabled=False),
+                name="document_held_back",
+            ),
         ]
 
     def __str__(self):
@@ -223,7 +246,9 @@ class Paragraph(models.Model):
     # No index of its own on agent_id or collection: every query of paragraphs names its collection,
     # which paragraph_by_ordinal leads with (each index costs 10-16 bytes a row, issue 16's storage).
     agent_id = models.CharField(max_length=100)
-    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="paragraphs", db_index=False)
+    collection = models.ForeignKey(
+        Collection, on_delete=models.CASCADE, related_name="paragraphs", db_index=False
+    )
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="paragraphs")
     ordinal = models.PositiveIntegerField(help_text="Position across the whole collection.")
     index = models.PositiveIntegerField(help_text="Position within its document: the k of doc#k.")
@@ -241,8 +266,10 @@ class Paragraph(models.Model):
     # float16 little-endian, one vector per window of the model (usually one): see vector_codec.
     embedding = models.BinaryField(null=True, blank=True)
     labels = models.ManyToManyField(Label, blank=True, related_name="paragraphs")
-    enabled = models.BooleanField(default=True, help_text="A disabled paragraph is never searched or stitched; "
-                                  "kept across rebuilds by its text.")
+    enabled = models.BooleanField(
+        default=True,
+        help_text="A disabled paragraph is never searched or stitched; kept across rebuilds by its text.",
+    )
 
     objects = ParagraphManager()
 

@@ -13,7 +13,9 @@ class KnownAnswer(models.Model):
     Kept in the librarian's order (``position``); never logged, never in the ledger.
     """
 
-    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="known_answers", db_index=False)
+    collection = models.ForeignKey(
+        Collection, on_delete=models.CASCADE, related_name="known_answers", db_index=False
+    )
     position = models.PositiveIntegerField()
     question = models.TextField()
     # A marker is at least one character, so an empty one can only mean a control.
@@ -21,7 +23,9 @@ class KnownAnswer(models.Model):
 
     class Meta:
         ordering = ["collection", "position"]
-        constraints = [models.UniqueConstraint(fields=["collection", "position"], name="known_answer_position")]
+        constraints = [
+            models.UniqueConstraint(fields=["collection", "position"], name="known_answer_position")
+        ]
 
     def __str__(self):
         return f"{self.collection} #{self.position}"
@@ -52,7 +56,9 @@ class KnownAnswersReport(models.Model):
     MEASURED, FAILED = "measured", "failed"
 
     build = models.OneToOneField(BuildRun, on_delete=models.CASCADE, related_name="known_answers_report")
-    collection = models.ForeignKey(Collection, models.CASCADE, related_name="known_answer_reports", db_index=False)
+    collection = models.ForeignKey(
+        Collection, models.CASCADE, related_name="known_answer_reports", db_index=False
+    )
     status = models.CharField(max_length=20, choices=[(MEASURED, "measured"), (FAILED, "failed")])
     measured_at = models.DateTimeField(default=timezone.now)
     answers = models.PositiveIntegerField(default=0, help_text="Questions with an answer marker.")
@@ -66,7 +72,9 @@ class KnownAnswersReport(models.Model):
     separates = models.BooleanField(null=True, blank=True)
     measured_floor = models.FloatField(null=True, blank=True)
     results = models.JSONField(default=list, blank=True)
-    lost = models.JSONField(default=list, blank=True, help_text="Questions the previous live build found and this one does not.")
+    lost = models.JSONField(
+        default=list, blank=True, help_text="Questions the previous live build found and this one does not."
+    )
     warnings = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)
 

@@ -14,7 +14,9 @@ class ModelCall(models.Model):
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="model_calls")
     collection = models.ForeignKey(Collection, on_delete=models.SET_NULL, null=True, blank=True)
-    purpose = models.CharField(max_length=20, choices=[(JUDGE, "judge"), (EMBED, "embed"), (RERANK, "rerank")])
+    purpose = models.CharField(
+        max_length=20, choices=[(JUDGE, "judge"), (EMBED, "embed"), (RERANK, "rerank")]
+    )
     model = models.CharField(max_length=200)
     tokens_in = models.PositiveIntegerField(default=0)
     tokens_out = models.PositiveIntegerField(default=0)

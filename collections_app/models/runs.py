@@ -60,7 +60,9 @@ class BuildRun(models.Model):
         read = self.documents_done / self.documents_total if self.documents_total else 0.0
         if not self.paragraphs_total:
             return int(50 * min(read, 1.0))
-        return min(99, int(50 + 50 * min(self.paragraphs_done / self.paragraphs_total, 1.0)))  # 100: succeeded
+        return min(
+            99, int(50 + 50 * min(self.paragraphs_done / self.paragraphs_total, 1.0))
+        )  # 100: succeeded
 
 
 class MeasureRun(models.Model):

@@ -8,7 +8,11 @@ from django.db import models
 from django.utils import timezone
 
 # Related models by name, so this module needs no import of its siblings.
-COLLECTION, BUILD_RUN, AGENT = "collections_app.Collection", "collections_app.BuildRun", "collections_app.Agent"
+COLLECTION, BUILD_RUN, AGENT = (
+    "collections_app.Collection",
+    "collections_app.BuildRun",
+    "collections_app.Agent",
+)
 # A week: a longer period is a schedule nobody would notice stopping.
 MAX_SYNC_MINUTES = 7 * 24 * 60
 

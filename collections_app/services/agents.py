@@ -22,7 +22,8 @@ SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 def _require_slug(value: str, what: str) -> str:
     if not SLUG.match(value or ""):
         raise RagsiteError(
-            f"{what} must be 1-100 letters, digits, '-' or '_', starting with a letter or digit; got {value!r}",
+            f"{what} must be 1-100 letters, digits, '-' or '_', starting with a letter or digit; got "
+            f"{value!r}",
             code="invalid_name",
         )
     return value
@@ -57,7 +58,9 @@ def agent_id_of_delivery(delivery_id: int) -> str:
 
 def agent_id_of_measure(measure_id: int) -> str:
     """The agent a queued measurement acts for; "" when it is gone (see agent_id_of_build)."""
-    found = MeasureRun.objects.filter(pk=measure_id).values_list("collection__agent__agent_id", flat=True).first()
+    found = (
+        MeasureRun.objects.filter(pk=measure_id).values_list("collection__agent__agent_id", flat=True).first()
+    )
     return found or ""
 
 
@@ -75,7 +78,11 @@ def create_agent(*, agent_id: str, name: str = "") -> tuple[Agent, str]:
 def issue_key(*, agent: Agent, name: str = "", may_act_for_others: bool = False) -> tuple[ApiKey, str]:
     raw = ApiKey.generate()
     key = ApiKey.objects.create(
-        agent=agent, name=name[:100], prefix=raw[:12], hashed=ApiKey.hash(raw), may_act_for_others=may_act_for_others
+        agent=agent,
+        name=name[:100],
+        prefix=raw[:12],
+        hashed=ApiKey.hash(raw),
+        may_act_for_others=may_act_for_others,
     )
     return key, raw
 
@@ -179,14 +186,23 @@ def create_collection(
     try:
         with transaction.atomic():
             collection = Collection.objects.create(
-                agent=agent, name=name, folder=folder, method=method, built_from=built_from, per_reader=per_reader,
-                judge=judge, size=size, overlap=overlap,
+                agent=agent,
+                name=name,
+                folder=folder,
+                method=method,
+                built_from=built_from,
+                per_reader=per_reader,
+                judge=judge,
+                size=size,
+                overlap=overlap,
             )
             if sync_every is not None:
                 sync.set_sync(collection=collection, every=sync_every)
             return collection
     except IntegrityError:
-        raise Conflict(f'agent "{agent.agent_id}" already has a collection "{name}"', code="duplicate_collection") from None
+        raise Conflict(
+            f'agent "{agent.agent_id}" already has a collection "{name}"', code="duplicate_collection"
+        ) from None
 
 
 def get_collection(*, agent: Agent, name: str) -> Collection:

@@ -30,12 +30,17 @@ def read_cited(*, agent: Agent, collection: str, chunk_id: str, reader: str | No
         raise Conflict(f'collection "{found.name}" has never been built', code="not_built")
     _key, index = mapped_index(found, built)
     mask = readable_mask(found, index, reader_obj, tuple(held_back))
-    missing = NotFound(f'no paragraph "{chunk_id[:200]}" in collection "{found.name}"', code="unknown_paragraph")
+    missing = NotFound(
+        f'no paragraph "{chunk_id[:200]}" in collection "{found.name}"', code="unknown_paragraph"
+    )
     document, _hash, k = chunk_id.rpartition("#")
     if not document or not k.isdigit():
         raise missing
-    paragraph = (Paragraph.objects.filter(collection=found, document__name=document, index=int(k))
-                 .values_list("id", flat=True).first())
+    paragraph = (
+        Paragraph.objects.filter(collection=found, document__name=document, index=int(k))
+        .values_list("id", flat=True)
+        .first()
+    )
     rows = [] if paragraph is None else (index.row_paragraph == paragraph).nonzero()[0]
     if len(rows) == 0 or not mask[rows[0]]:
         raise missing

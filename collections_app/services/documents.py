@@ -72,7 +72,9 @@ def searchable_paragraphs(collection: Collection) -> int:
 def deletion_summary(*, collections: Iterable[Collection] = (), documents: Iterable[Document] = ()) -> dict:
     """What a deletion takes with it, counted (never listed row by row): for the confirmation page."""
     collection_ids, document_ids = _ids(collections), _ids(documents)
-    docs = Document.objects.filter(collection_id__in=collection_ids) | Document.objects.filter(pk__in=document_ids)
+    docs = Document.objects.filter(collection_id__in=collection_ids) | Document.objects.filter(
+        pk__in=document_ids
+    )
     paragraphs = Paragraph.objects.filter(collection_id__in=collection_ids) | Paragraph.objects.filter(
         document_id__in=document_ids
     )
@@ -119,7 +121,8 @@ def delete_document(*, document: Document, by: str = "") -> None:
 def delete_collection(*, collection: Collection, by: str = "") -> None:
     """Delete a collection with its documents, paragraphs, build history, measure runs and uploaded files."""
     uploads = [
-        (d.upload.storage, d.upload.name) for d in collection.documents.filter(source=Document.UPLOAD).exclude(upload="")
+        (d.upload.storage, d.upload.name)
+        for d in collection.documents.filter(source=Document.UPLOAD).exclude(upload="")
     ]
     pk, name = collection.pk, collection.name
     with transaction.atomic():
@@ -149,15 +152,19 @@ def collection_health(collection: Collection) -> dict:
         problems.append("never built: nothing can be searched yet")
     else:
         if searchable == 0:
-            problems.append("no searchable paragraph: every one is disabled or in a document waiting for review")
+            problems.append(
+                "no searchable paragraph: every one is disabled or in a document waiting for review"
+            )
         try:
             model = embedding.get_embedder().model
         except Exception as exc:  # a misconfigured embedder is itself the news
             logger.warning("the configured embedder could not be built: %s", type(exc).__name__)
             model = None
         if built.dimensions and model is not None and model != built.model:
-            problems.append(f"built with {built.model} but this server embeds with {model}: every search is refused "
-                            "until it is rebuilt")
+            problems.append(
+                f"built with {built.model} but this server embeds with {model}: every search is refused "
+                "until it is rebuilt"
+            )
     if collection.rebuild_needed:
         problems.append(collection.rebuild_needed)
     return {**counts, "searchable": searchable, "problems": problems}

@@ -47,8 +47,7 @@ def build_key(built: CollectionBuilt) -> str:
     if moment.utcoffset() is not None:
         moment = moment.astimezone(UTC)
     # Deleting a document between builds lowers `passages` (services.documents): a new index then.
-    return f'{moment.strftime("%Y%m%dT%H%M%S%fZ")}-{built.passages}'
-
+    return f"{moment.strftime('%Y%m%dT%H%M%S%fZ')}-{built.passages}"
 
 
 def collection_root(collection_id: int) -> Path:
@@ -56,7 +55,8 @@ def collection_root(collection_id: int) -> Path:
 
 
 def remove_stale(root: Path, keep: str) -> None:
-    """Delete a collection's other builds' directories and temporaries (a process mapping one keeps reading it)."""
+    """Delete a collection's other builds' directories and temporaries (a process mapping one keeps reading
+    it)."""
     if not root.is_dir():
         return
     for entry in root.iterdir():
@@ -98,7 +98,11 @@ def write_index(*, collection: Collection, keep_others: bool = False) -> tuple[s
             shutil.rmtree(path, ignore_errors=True)
             started = time.perf_counter()
             writer, context, carried, consistent = _write_rows(collection, built)
-            again = CollectionBuilt.objects.filter(collection=collection).values_list("built_at", "passages").first()
+            again = (
+                CollectionBuilt.objects.filter(collection=collection)
+                .values_list("built_at", "passages")
+                .first()
+            )
             if again != (built.built_at, built.passages) or not consistent:
                 continue  # a newer build committed while the rows were read
             # Contexts are written only when some row has one (context.lexical_with_context then adds them).
@@ -108,15 +112,27 @@ def write_index(*, collection: Collection, keep_others: bool = False) -> tuple[s
             # Whether every vector was embedded without its row's carried opening (builds.py; an older
             # build's or an import's may not be: search then ignores those rows' cosine for readers
             # who may not read the rows they share text with).
-            fresh = not Paragraph.objects.filter(collection=collection, embedding__isnull=False).filter(
-                document__built_context__lt=CONTEXT_VERSION).exists()
-            path = writer.write(collection_root(collection.pk), key,
-                                extra={"collection": collection.pk, "fresh_vectors": fresh}, parts=parts,
-                                ivf=_lists_for(writer, built))
+            fresh = (
+                not Paragraph.objects.filter(collection=collection, embedding__isnull=False)
+                .filter(document__built_context__lt=CONTEXT_VERSION)
+                .exists()
+            )
+            path = writer.write(
+                collection_root(collection.pk),
+                key,
+                extra={"collection": collection.pk, "fresh_vectors": fresh},
+                parts=parts,
+                ivf=_lists_for(writer, built),
+            )
             if not keep_others:
                 remove_stale(collection_root(collection.pk), keep=key)
-            logger.info("index of %s/%s written: %d paragraphs in %.2fs", collection.agent.agent_id,
-                        collection.name, writer.rows, time.perf_counter() - started)
+            logger.info(
+                "index of %s/%s written: %d paragraphs in %.2fs",
+                collection.agent.agent_id,
+                collection.name,
+                writer.rows,
+                time.perf_counter() - started,
+            )
             return key, path
     raise RuntimeError(f'collection "{collection.name}" kept being rebuilt while its index was written')
 
@@ -162,8 +178,12 @@ def index_committed_build(*, collection: Collection) -> None:
     try:
         write_index(collection=collection)
     except (OSError, RagsiteError) as exc:
-        logger.warning("index of %s/%s not written now (%s); the first search will write it",
-                       collection.agent.agent_id, collection.name, getattr(exc, "strerror", None) or exc)
+        logger.warning(
+            "index of %s/%s not written now (%s); the first search will write it",
+            collection.agent.agent_id,
+            collection.name,
+            getattr(exc, "strerror", None) or exc,
+        )
 
 
 def _usable(path: Path) -> bool:
@@ -176,7 +196,9 @@ def _usable(path: Path) -> bool:
     return True
 
 
-def _write_rows(collection: Collection, built: CollectionBuilt) -> tuple[IndexWriter, IndexWriter, IndexWriter, bool]:
+def _write_rows(
+    collection: Collection, built: CollectionBuilt
+) -> tuple[IndexWriter, IndexWriter, IndexWriter, bool]:
     """The main field (texts and vectors), the contexts, the carried openings of every row, and
     whether the two reads of the rows met the same rows (else a build committed between them)."""
     writer = IndexWriter(built.dimensions)
@@ -188,8 +210,11 @@ def _write_rows(collection: Collection, built: CollectionBuilt) -> tuple[IndexWr
         .values_list("id", "document_id", "text", "embedding", "context")
     )
     # Each row's carried opening and the first row it shares text with, from the positions alone.
-    positions = Paragraph.objects.filter(collection=collection).order_by("ordinal").values_list(
-        "document_id", "start_char", "end_char")
+    positions = (
+        Paragraph.objects.filter(collection=collection)
+        .order_by("ordinal")
+        .values_list("document_id", "start_char", "end_char")
+    )
     openings = np.fromiter(
         (value for pair in carried_openings(positions.iterator(chunk_size=ROWS_PER_BLOCK)) for value in pair),
         dtype=np.int64,
@@ -207,17 +232,25 @@ def _write_rows(collection: Collection, built: CollectionBuilt) -> tuple[IndexWr
                 vectors.append(decode(blob, built.dimensions))
             except VectorFormatError:
                 raise Conflict(
-                    f'collection "{collection.name}" holds vectors that are not {built.dimensions} wide; rebuild it',
+                    f'collection "{collection.name}" holds vectors that are not {built.dimensions} wide; '
+                    "rebuild it",
                     code="width_mismatch",
                 ) from None
         writer.add([r[0] for r in block], [r[1] for r in block], [terms(r[2]) for r in block], vectors)
-        context.add([r[0] for r in block], [r[1] for r in block], [terms(r[4] or "") for r in block],
-                    [None] * len(block))
+        context.add(
+            [r[0] for r in block],
+            [r[1] for r in block],
+            [terms(r[4] or "") for r in block],
+            [None] * len(block),
+        )
         lengths = openings[carried.rows : carried.rows + len(block), 0].tolist()
         lengths += [0] * (len(block) - len(lengths))  # rows that came since (the caller then writes again)
-        carried.add([r[0] for r in block], [r[1] for r in block],
-                    [terms(carried_terms_text(r[2], n)) for r, n in zip(block, lengths, strict=True)],
-                    [None] * len(block))
+        carried.add(
+            [r[0] for r in block],
+            [r[1] for r in block],
+            [terms(carried_terms_text(r[2], n)) for r, n in zip(block, lengths, strict=True)],
+            [None] * len(block),
+        )
         block.clear()
 
     for row in rows.iterator(chunk_size=ROWS_PER_BLOCK):
@@ -256,18 +289,27 @@ def mapped_index(collection: Collection, built: CollectionBuilt) -> tuple[str, M
             index = MappedIndex(path)
         except IndexUnusable as exc:
             if (path / "meta.json").exists() or path.exists():
-                logger.warning("index of %s/%s unusable (%s): rebuilding it from the store",
-                               collection.agent.agent_id, collection.name, exc)
+                logger.warning(
+                    "index of %s/%s unusable (%s): rebuilding it from the store",
+                    collection.agent.agent_id,
+                    collection.name,
+                    exc,
+                )
             try:
                 written = write_index(collection=collection)
             except OSError as error:
                 # Say what failed, never where: INDEX_DIR is a path on this machine.
-                logger.error("index of %s/%s cannot be written: %s", collection.agent.agent_id, collection.name,
-                             error.strerror or type(error).__name__)
+                logger.error(
+                    "index of %s/%s cannot be written: %s",
+                    collection.agent.agent_id,
+                    collection.name,
+                    error.strerror or type(error).__name__,
+                )
                 raise RagsiteError(
-                    f"the search index of \"{collection.name}\" cannot be written "
+                    f'the search index of "{collection.name}" cannot be written '
                     f"({error.strerror or type(error).__name__}); see INDEX_DIR",
-                    code="index_unavailable", status=503,
+                    code="index_unavailable",
+                    status=503,
                 ) from None
             if written is None:
                 raise
@@ -295,5 +337,14 @@ def forget(collection_id: int) -> None:
     _mapped.pop(collection_id, None)
 
 
-__all__ = ["after_commit", "build_key", "collection_root", "forget", "index_before_commit",
-           "index_committed_build", "mapped_index", "remove_stale", "write_index"]
+__all__ = [
+    "after_commit",
+    "build_key",
+    "collection_root",
+    "forget",
+    "index_before_commit",
+    "index_committed_build",
+    "mapped_index",
+    "remove_stale",
+    "write_index",
+]

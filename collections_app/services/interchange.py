@@ -60,16 +60,31 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
     """
     built = CollectionBuilt.objects.filter(collection=collection).first()
     if built is None:
-        raise Conflict(f'collection "{collection.name}" has never been built; build it first', code="never_built")
+        raise Conflict(
+            f'collection "{collection.name}" has never been built; build it first', code="never_built"
+        )
     rows = list(
-        Paragraph.objects.filter(collection=collection, document__status=Document.ACTIVE, enabled=True,
-                                 document__enabled=True)
+        Paragraph.objects.filter(
+            collection=collection, document__status=Document.ACTIVE, enabled=True, document__enabled=True
+        )
         .order_by("ordinal")
-        .values_list("document__name", "index", "text", "token_count", "embedding", "document__built_size",
-                     "document__built_overlap", "id", "page_first", "page_last")
+        .values_list(
+            "document__name",
+            "index",
+            "text",
+            "token_count",
+            "embedding",
+            "document__built_size",
+            "document__built_overlap",
+            "id",
+            "page_first",
+            "page_last",
+        )
     )
     if not rows:
-        raise Conflict(f'collection "{collection.name}" has no paragraphs in search to export', code="nothing_to_export")
+        raise Conflict(
+            f'collection "{collection.name}" has no paragraphs in search to export', code="nothing_to_export"
+        )
     if any(vector is None for _n, _k, _t, _c, vector, *_rest in rows):
         raise Conflict(
             f'collection "{collection.name}" was built without vectors (model {built.model}); '
@@ -112,10 +127,14 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
         chunker=chunker_block(built.method, size, overlap, [c.n_tokens for c in chunks]),
     )
     try:
-        index = fmt.build_index(meta=meta, chunks=chunks, vectors=vectors, bm25=_search_postings(collection, built, rows))
+        index = fmt.build_index(
+            meta=meta, chunks=chunks, vectors=vectors, bm25=_search_postings(collection, built, rows)
+        )
         return fmt.write_index(Path(directory), index)
     except fmt.InterchangeError as exc:
-        raise Conflict(f'collection "{collection.name}" cannot be exported: {exc}', code="not_exportable") from None
+        raise Conflict(
+            f'collection "{collection.name}" cannot be exported: {exc}', code="not_exportable"
+        ) from None
     except OSError as exc:
         raise RagsiteError(
             f"could not write the index ({exc.strerror or type(exc).__name__})", code="unwritable", status=500
@@ -159,7 +178,12 @@ def chunker_block(method: str, size: int | None, overlap: int, n_tokens: list[in
     longest = max(n_tokens, default=0)
     if method in TOKEN_METHODS:  # sizes in model tokens, like the seed's chunker block
         return {"max_tokens": size if size is not None else longest, "overlap": overlap, "method": method}
-    return {"max_tokens": longest, "overlap": 0, "method": method, "chars": {"size": size, "overlap": overlap}}
+    return {
+        "max_tokens": longest,
+        "overlap": 0,
+        "method": method,
+        "chars": {"size": size, "overlap": overlap},
+    }
 
 
 def chunking_of(chunker: dict) -> tuple[str, int | None, int]:
@@ -192,7 +216,9 @@ def import_index(*, agent: Agent, directory: Path, index_id: str, name: str | No
         raise InvalidIndex(f'"{index_id[:100]}" is not an index id', code="invalid_index_id")
     folder = Path(directory) / "rag" / index_id
     if not folder.is_dir():
-        raise NotFound(f'no index "{index_id}" under the directory given (looked for rag/{index_id}/)', code="no_index")
+        raise NotFound(
+            f'no index "{index_id}" under the directory given (looked for rag/{index_id}/)', code="no_index"
+        )
     try:
         index = fmt.read_index(folder, index_id=index_id)
         method, size, overlap = chunking_of(index.meta.chunker)
@@ -210,7 +236,9 @@ def import_index(*, agent: Agent, directory: Path, index_id: str, name: str | No
         if collection is None:
             collection = create_collection(agent=agent, name=name, method=method, size=size, overlap=overlap)
         elif collection.runs.filter(status__in=ACTIVE_STATES).exists():
-            raise Conflict(f'a build of "{name}" is queued or running; import after it ends', code="build_running")
+            raise Conflict(
+                f'a build of "{name}" is queued or running; import after it ends', code="build_running"
+            )
         changed = (collection.method, collection.size, collection.overlap) != (method, size, overlap)
         if changed:
             collection.method, collection.size, collection.overlap = method, size, overlap
@@ -235,10 +263,14 @@ def import_index(*, agent: Agent, directory: Path, index_id: str, name: str | No
         else:
             # Seed 004 (ag.06): re-ingesting what is already there writes nothing, not even the record,
             # so searches keep the index they have loaded.
-            logger.info("index %s is what %s/%s already holds; nothing was written", index_id, agent.agent_id, name)
+            logger.info(
+                "index %s is what %s/%s already holds; nothing was written", index_id, agent.agent_id, name
+            )
             return collection
     index_committed_build(collection=collection)
-    logger.info("imported index %s into %s/%s: %s paragraphs", index_id, agent.agent_id, name, len(index.chunks))
+    logger.info(
+        "imported index %s into %s/%s: %s paragraphs", index_id, agent.agent_id, name, len(index.chunks)
+    )
     return collection
 
 
@@ -246,7 +278,9 @@ def _check_document_names(chunks: list[fmt.Chunk]) -> None:
     # doc_id becomes a document's name, shown to people and agents: never a path on some machine.
     for line, chunk in enumerate(chunks, start=1):
         if ABSOLUTE.match(chunk.doc_id):
-            raise fmt.InterchangeError(fmt.DOCS, "doc_id", "is an absolute path or URL; names must be relative", line=line)
+            raise fmt.InterchangeError(
+                fmt.DOCS, "doc_id", "is an absolute path or URL; names must be relative", line=line
+            )
         if len(chunk.doc_id) > Document._meta.get_field("name").max_length:
             raise fmt.InterchangeError(fmt.DOCS, "doc_id", "longer than 500 characters", line=line)
 
@@ -255,7 +289,9 @@ def _parse_created_at(value: str) -> datetime:
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise _invalid(fmt.InterchangeError(fmt.META, "created_at", f'"{value[:50]}" is not an ISO 8601 time')) from None
+        raise _invalid(
+            fmt.InterchangeError(fmt.META, "created_at", f'"{value[:50]}" is not an ISO 8601 time')
+        ) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
@@ -321,7 +357,8 @@ def _replace(collection, agent, index: fmt.RagIndex, method, size, overlap, star
     existing = {d.name: d for d in collection.documents.all()}
     stored: dict[int, list[tuple]] = defaultdict(list)
     for row in (
-        Paragraph.objects.filter(collection=collection).order_by("document_id", "index")
+        Paragraph.objects.filter(collection=collection)
+        .order_by("document_id", "index")
         .values_list("document_id", "pk", "ordinal", "index", "fingerprint", "token_count", "embedding")
     ):
         stored[row[0]].append(row[1:])
@@ -334,22 +371,40 @@ def _replace(collection, agent, index: fmt.RagIndex, method, size, overlap, star
     renumbered: list[Paragraph] = []
     replaced: dict[str, Document] = {}
     for doc_name, ordinals in by_document.items():
-        document = existing.get(doc_name) or Document(collection=collection, name=doc_name, source=Document.FOLDER)
+        document = existing.get(doc_name) or Document(
+            collection=collection, name=doc_name, source=Document.FOLDER
+        )
         rows = stored.get(document.pk, []) if document.pk else []
         same = len(rows) == len(ordinals) and all(
             (k, digest, count, bytes(vector) if vector is not None else None)
-            == (index.chunks[o].k, index.chunks[o].fingerprint, token_count(index.chunks[o]), encode(vectors[o]))
+            == (
+                index.chunks[o].k,
+                index.chunks[o].fingerprint,
+                token_count(index.chunks[o]),
+                encode(vectors[o]),
+            )
             for (_pk, _old, k, digest, count, vector), o in zip(rows, ordinals, strict=True)
         )
         if same:
-            renumbered += [Paragraph(pk=pk, ordinal=o) for (pk, old, *_r), o in zip(rows, ordinals, strict=True) if old != o]
+            renumbered += [
+                Paragraph(pk=pk, ordinal=o)
+                for (pk, old, *_r), o in zip(rows, ordinals, strict=True)
+                if old != o
+            ]
         else:
             replaced[doc_name] = document
         # The source file's bytes are unknown, so the fingerprint stays empty and the next build
         # from a folder reads the document again.
         state = dict(
-            fingerprint="", status=Document.ACTIVE, paragraph_count=len(ordinals), summary="", scan_warnings=[],
-            conflicts=[], built_method=method, built_size=size, built_overlap=overlap,
+            fingerprint="",
+            status=Document.ACTIVE,
+            paragraph_count=len(ordinals),
+            summary="",
+            scan_warnings=[],
+            conflicts=[],
+            built_method=method,
+            built_size=size,
+            built_overlap=overlap,
             built_model=index.meta.embedding_model,
         )
         if document.pk is None or any(getattr(document, k) != v for k, v in state.items()):
@@ -363,19 +418,23 @@ def _replace(collection, agent, index: fmt.RagIndex, method, size, overlap, star
         Paragraph.objects.bulk_update(renumbered, ["ordinal"], batch_size=500)
         changed = True
     if replaced:
-        _replace_paragraphs(collection, agent, index, replaced, by_document, vectors, token_count, starts, ends)
+        _replace_paragraphs(
+            collection, agent, index, replaced, by_document, vectors, token_count, starts, ends
+        )
         changed = True
     Paragraph.objects.guard_not_empty(collection)
     return changed
 
 
-def _replace_paragraphs(collection, agent, index, documents, by_document, vectors, token_count, starts, ends) -> None:
+def _replace_paragraphs(
+    collection, agent, index, documents, by_document, vectors, token_count, starts, ends
+) -> None:
     """New paragraphs for the changed documents, carrying labels by (document, text fingerprint)."""
     through = Paragraph.labels.through
     old_labels: dict[tuple[str, str], set[int]] = defaultdict(set)
-    for doc_name, digest, label_id in through.objects.filter(paragraph__document__in=documents.values()).values_list(
-        "paragraph__document__name", "paragraph__fingerprint", "label_id"
-    ):
+    for doc_name, digest, label_id in through.objects.filter(
+        paragraph__document__in=documents.values()
+    ).values_list("paragraph__document__name", "paragraph__fingerprint", "label_id"):
         old_labels[(doc_name, digest)].add(label_id)
     Paragraph.objects.filter(document__in=documents.values()).delete()
     ordinals = sorted(o for name in documents for o in by_document[name])
@@ -402,7 +461,9 @@ def _replace_paragraphs(collection, agent, index, documents, by_document, vector
     if old_labels:
         if not all(p.pk for p in created):
             created = list(
-                Paragraph.objects.filter(document__in=documents.values()).select_related("document").order_by("ordinal")
+                Paragraph.objects.filter(document__in=documents.values())
+                .select_related("document")
+                .order_by("ordinal")
             )
         links = [
             through(paragraph_id=p.pk, label_id=label_id)

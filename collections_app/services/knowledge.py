@@ -95,16 +95,19 @@ def source_folder(collection: Collection) -> SourceFolder:
     home = agent_folder(collection.agent)
     where = f'folder "{collection.folder}" under KNOWLEDGE_ROOT'
     if home is None:
-        raise RagsiteError(f"collection \"{collection.name}\" names {where}, but KNOWLEDGE_ROOT is not set",
-                           code="no_source")
+        raise RagsiteError(
+            f'collection "{collection.name}" names {where}, but KNOWLEDGE_ROOT is not set', code="no_source"
+        )
     folder = home / collection.folder
     if not folder.is_dir():
         raise RagsiteError(
-            f'{where} does not exist for agent "{agent_id}" (collection "{collection.name}")', code="no_source"
+            f'{where} does not exist for agent "{agent_id}" (collection "{collection.name}")',
+            code="no_source",
         )
     if not _inside(folder, home):
         raise RagsiteError(
-            f'{where} of collection "{collection.name}" is a link that leaves agent "{agent_id}"\'s folder; refused',
+            f'{where} of collection "{collection.name}" is a link that leaves agent "{agent_id}"\'s folder; '
+            "refused",
             code="source_outside_agent",
         )
     return SourceFolder(folder, where)
@@ -128,11 +131,17 @@ def require_source(collection: Collection) -> None:
     try:
         found = source_folder(collection)
     except RagsiteError as exc:
-        raise Conflict(f'collection "{collection.name}" cannot be built: {exc.message}', code=exc.code) from None
-    if found.path is None and not collection.documents.filter(source=Document.UPLOAD).exclude(upload="").exists():
+        raise Conflict(
+            f'collection "{collection.name}" cannot be built: {exc.message}', code=exc.code
+        ) from None
+    if (
+        found.path is None
+        and not collection.documents.filter(source=Document.UPLOAD).exclude(upload="").exists()
+    ):
         raise Conflict(
             f'collection "{collection.name}" has no documents: give it a folder under KNOWLEDGE_ROOT/'
-            f"{collection.agent.agent_id}/, set {conf.folder_variable(collection.name, collection.agent.agent_id)}, "
+            f"{collection.agent.agent_id}/, set "
+            f"{conf.folder_variable(collection.name, collection.agent.agent_id)}, "
             "or upload files in the admin",
             code="no_source",
         )
@@ -140,8 +149,12 @@ def require_source(collection: Collection) -> None:
 
 def binding_problem(*, name: str, collection_pk: int | None) -> str | None:
     """For staff: why the collection `collection_pk` may not bind KNOWLEDGE_<name>_FOLDER, or None."""
-    holder = (Collection.objects.filter(name=name, folder_variable_bound=True).exclude(pk=collection_pk)
-              .select_related("agent").first())
+    holder = (
+        Collection.objects.filter(name=name, folder_variable_bound=True)
+        .exclude(pk=collection_pk)
+        .select_related("agent")
+        .first()
+    )
     if holder is None:
         return None
     return f"{conf.folder_variable(name)} is already bound to {holder}; unbind it there first"
@@ -162,6 +175,8 @@ def bind_folder_variable(*, collection: Collection, bound: bool = True) -> Colle
         with transaction.atomic():
             collection.save(update_fields=["folder_variable_bound"])
     except IntegrityError:  # bound elsewhere between the look and the write
-        raise Conflict(f"{conf.folder_variable(collection.name)} is already bound to another collection",
-                       code="already_bound") from None
+        raise Conflict(
+            f"{conf.folder_variable(collection.name)} is already bound to another collection",
+            code="already_bound",
+        ) from None
     return collection

@@ -41,8 +41,15 @@ from .sources import collection_sources, document_extractor, read_bounded
 logger = logging.getLogger("ragsite.measure")
 
 # The question format lives in .questions, shared with known answers; these names stay importable from here.
-__all__ = ["MAX_MARKER_CHARS", "MAX_QUESTIONS", "InvalidMeasure", "check_questions", "measure_collection", "parse_item",
-           "parse_items"]
+__all__ = [
+    "MAX_MARKER_CHARS",
+    "MAX_QUESTIONS",
+    "InvalidMeasure",
+    "check_questions",
+    "measure_collection",
+    "parse_item",
+    "parse_items",
+]
 
 MAX_VARIANTS = 60
 DEFAULT_MOST = 10
@@ -50,12 +57,19 @@ DEFAULT_MOST = 10
 
 def _questions(questions: Sequence[Mapping], controls: Sequence[str]) -> list[Question]:
     refuse_nul([list(questions), list(controls)], field="a question or answer")
-    items = [*(Question(q.get("question"), q.get("answer") if isinstance(q.get("answer"), str) else "")
-               for q in questions), *(Question(c) for c in controls)]
+    items = [
+        *(
+            Question(q.get("question"), q.get("answer") if isinstance(q.get("answer"), str) else "")
+            for q in questions
+        ),
+        *(Question(c) for c in controls),
+    ]
     return check_questions(items)
 
 
-def _variants(requested: Sequence[Mapping] | None, can_count: bool, window: int | None, collection: Collection):
+def _variants(
+    requested: Sequence[Mapping] | None, can_count: bool, window: int | None, collection: Collection
+):
     """The variants asked for (each checked), or the default grid of `measure.grid`.
 
     The default grid also holds the collection's own method and size, so the report always has
@@ -65,7 +79,9 @@ def _variants(requested: Sequence[Mapping] | None, can_count: bool, window: int 
         sizes = {method: default_sizes(method, window) for method in AVAILABLE}
         if collection.method in sizes and collection.size not in sizes[collection.method]:
             sizes[collection.method].append(collection.size)
-        return grid(AVAILABLE, sizes=sizes, arounds=DEFAULT_AROUNDS, can_count_tokens=can_count, window=window)
+        return grid(
+            AVAILABLE, sizes=sizes, arounds=DEFAULT_AROUNDS, can_count_tokens=can_count, window=window
+        )
     if not requested or len(requested) > MAX_VARIANTS:
         raise InvalidMeasure(f"give 1 to {MAX_VARIANTS} variants")
     variants: list[Variant] = []
@@ -81,8 +97,13 @@ def _variants(requested: Sequence[Mapping] | None, can_count: bool, window: int 
         if not isinstance(around, int) or not 0 <= around <= MAX_AROUND:
             raise InvalidMeasure(f"around must be between 0 and {MAX_AROUND}")
         if method in TOKEN_METHODS and not can_count:
-            skipped.append({"method": method, "size": size,
-                            "reason": f'"{method}" needs an embedder that counts tokens, and this one cannot'})
+            skipped.append(
+                {
+                    "method": method,
+                    "size": size,
+                    "reason": f'"{method}" needs an embedder that counts tokens, and this one cannot',
+                }
+            )
             continue
         variant = Variant(method, size, overlap, around)
         if variant not in variants:
@@ -178,9 +199,19 @@ def measure_collection(
     try:
         for done, variant in enumerate(chosen, start=1):
             try:
-                rows.append(measure_variant(texts, variant, checked, cache=cache, weight=FUSION_WEIGHT,
-                                            most=most, floor=floor, tokens=embedder,
-                                            names=[name for name, _ in fingerprints]))
+                rows.append(
+                    measure_variant(
+                        texts,
+                        variant,
+                        checked,
+                        cache=cache,
+                        weight=FUSION_WEIGHT,
+                        most=most,
+                        floor=floor,
+                        tokens=embedder,
+                        names=[name for name, _ in fingerprints],
+                    )
+                )
             except ChunkingError as exc:
                 skipped.append({"method": variant.method, "size": variant.size, "reason": str(exc)})
             finished = done
@@ -192,14 +223,25 @@ def measure_collection(
         if embedder.backend == "http" and tokens_used:
             from .ledger import record_call
 
-            record_call(agent=collection.agent, collection=collection, purpose=ModelCall.EMBED,
-                        model=embedder.model, tokens_in=tokens_used)
+            record_call(
+                agent=collection.agent,
+                collection=collection,
+                purpose=ModelCall.EMBED,
+                model=embedder.model,
+                tokens_in=tokens_used,
+            )
 
     size, overlap = collection.chunk_sizes()
     for row in rows:
         row["current"] = (row["method"], row["size"], row["overlap"]) == (collection.method, size, overlap)
-    logger.info("measure %s/%s: %d variants, %d questions, %d texts embedded",
-                collection.agent.agent_id, collection.name, len(rows), len(checked), cache.embedded)
+    logger.info(
+        "measure %s/%s: %d variants, %d questions, %d texts embedded",
+        collection.agent.agent_id,
+        collection.name,
+        len(rows),
+        len(checked),
+        cache.embedded,
+    )
     return {
         "collection": collection.name,
         "agent": collection.agent.agent_id,
@@ -260,8 +302,13 @@ def request_measure(
             collection=collection,
             requested_by=requested_by[:150],
             heartbeat_at=timezone.now(),
-            request={"questions": [dict(q) for q in questions], "controls": list(controls), "most": most,
-                     "min_score": min_score, "estimate_seconds": estimate_seconds},
+            request={
+                "questions": [dict(q) for q in questions],
+                "controls": list(controls),
+                "most": most,
+                "min_score": min_score,
+                "estimate_seconds": estimate_seconds,
+            },
         )
         if enqueue:
             transaction.on_commit(lambda: _enqueue_measure(run.pk))
@@ -286,14 +333,19 @@ def run_measure(measure_id: int) -> MeasureRun:
     run.save(update_fields=["status", "started_at", "heartbeat_at"])
 
     def progress(done: int, total: int) -> None:
-        MeasureRun.objects.filter(pk=run.pk).update(variants_done=done, variants_total=total,
-                                                    heartbeat_at=timezone.now())
+        MeasureRun.objects.filter(pk=run.pk).update(
+            variants_done=done, variants_total=total, heartbeat_at=timezone.now()
+        )
 
     asked = run.request
     try:
         report = measure_collection(
-            collection=run.collection, questions=asked.get("questions", []), controls=asked.get("controls", []),
-            most=asked.get("most", DEFAULT_MOST), min_score=asked.get("min_score"), progress=progress,
+            collection=run.collection,
+            questions=asked.get("questions", []),
+            controls=asked.get("controls", []),
+            most=asked.get("most", DEFAULT_MOST),
+            min_score=asked.get("min_score"),
+            progress=progress,
         )
     except RagsiteError as exc:
         _finish_measure(run, MeasureRun.FAILED, error=f"{exc.message} ({exc.code})")
@@ -320,5 +372,7 @@ def fail_stale_measures(now=None) -> int:
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=int(settings.BUILD_HEARTBEAT_TIMEOUT))
     return MeasureRun.objects.filter(status__in=MEASURE_ACTIVE, heartbeat_at__lt=cutoff).update(
-        status=MeasureRun.FAILED, finished_at=now, error="the measurement stopped reporting progress (its worker died)"
+        status=MeasureRun.FAILED,
+        finished_at=now,
+        error="the measurement stopped reporting progress (its worker died)",
     )

@@ -58,13 +58,19 @@ def cut_hidden_copies(index: MappedIndex, mask: np.ndarray, readable: dict[int, 
     documents = index.row_document
     behind = {
         j: int(index.row_paragraph[j])
-        for r in readable for j in _sharing(index, r)
+        for r in readable
+        for j in _sharing(index, r)
         if not mask[j] and documents[j] == documents[r]
     }
     if not behind:
         return
-    ends = dict(Paragraph.objects.filter(pk__in=list(behind.values())).order_by().values_list("id", "end_char"))
+    ends = dict(
+        Paragraph.objects.filter(pk__in=list(behind.values())).order_by().values_list("id", "end_char")
+    )
     for r, row in list(readable.items()):
-        hidden_ends = [ends[behind[j]] for j in _sharing(index, r)
-                       if j in behind and documents[j] == documents[r] and behind[j] in ends]
+        hidden_ends = [
+            ends[behind[j]]
+            for j in _sharing(index, r)
+            if j in behind and documents[j] == documents[r] and behind[j] in ends
+        ]
         readable[r] = cut_opening(row, hidden_ends)

@@ -39,7 +39,9 @@ def approve_documents(documents: Iterable[Document], *, by=None) -> list[Documen
             approved.append(document)
     for document in approved:
         # The document's name and collection only: never its text, never a path.
-        logger.info("document %s in collection %s approved by %s", document.name, document.collection_id, who or "?")
+        logger.info(
+            "document %s in collection %s approved by %s", document.name, document.collection_id, who or "?"
+        )
     return approved
 
 
@@ -83,12 +85,15 @@ def conflicting_documents(document: Document) -> list[Document]:
     if not document.conflicts:
         return []
     said = " ".join(document.conflicts)
-    others = document.collection.documents.exclude(pk=document.pk).only("id", "name", "status", "collection_id")
+    others = document.collection.documents.exclude(pk=document.pk).only(
+        "id", "name", "status", "collection_id"
+    )
     return [other for other in others if other.name in said]
 
 
 def conflicting_paragraphs(document: Document, other: Document) -> list[ConflictingPair]:
-    """The blocks of the two documents that match except for their numbers, side by side (the build's rule)."""
+    """The blocks of the two documents that match except for their numbers, side by side (the build's
+    rule)."""
 
     def blocks(doc: Document) -> dict[str, tuple[str, int, str]]:
         shapes: dict[str, tuple[str, int, str]] = {}
@@ -103,9 +108,15 @@ def conflicting_paragraphs(document: Document, other: Document) -> list[Conflict
 
     mine, theirs = blocks(document), blocks(other)
     return [
-        ConflictingPair(other=other, mine=mine[shape][0], theirs=theirs[shape][0],
-                        mine_paragraph=mine[shape][1], theirs_paragraph=theirs[shape][1],
-                        mine_chunk_id=mine[shape][2], theirs_chunk_id=theirs[shape][2])
+        ConflictingPair(
+            other=other,
+            mine=mine[shape][0],
+            theirs=theirs[shape][0],
+            mine_paragraph=mine[shape][1],
+            theirs_paragraph=theirs[shape][1],
+            mine_chunk_id=mine[shape][2],
+            theirs_chunk_id=theirs[shape][2],
+        )
         for shape in mine
         if shape in theirs and mine[shape][0] != theirs[shape][0]
     ]
@@ -123,6 +134,7 @@ def approval_warnings(documents: Iterable[Document]) -> list[str]:
             if other.pk in chosen or other.status == Document.ACTIVE:
                 state = "is approved with it" if other.pk in chosen else "is already searched"
                 warnings.append(
-                    f"{document.name} conflicts with {other.name}, which {state}: agents will get both answers"
+                    f"{document.name} conflicts with {other.name}, which {state}: agents will get both "
+                    "answers"
                 )
     return warnings

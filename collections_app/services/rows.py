@@ -40,7 +40,9 @@ def search_state(collection: Collection) -> tuple[CollectionBuilt | None, np.nda
     and never change it: it is shared.
     """
     with connection.cursor() as cursor:
-        cursor.execute(_state_sql(connection.vendor), [collection.pk, collection.pk, Document.ACTIVE, collection.pk])
+        cursor.execute(
+            _state_sql(connection.vendor), [collection.pk, collection.pk, Document.ACTIVE, collection.pk]
+        )
         found = cursor.fetchall()
     row = next((tuple(r[1:-1]) for r in found if r[0] == BUILT), None)
     documents = np.asarray([r[-1] for r in found if r[0] == HELD_DOCUMENT], dtype=np.int64)
@@ -113,8 +115,22 @@ def _texts_sql(vendor: str) -> str:
     """`stored_rows`' statement up to its list of ids, written once per database vendor."""
     quote = connection.ops.quote_name
     paragraph, document = quote(Paragraph._meta.db_table), quote(Document._meta.db_table)
-    columns = ", ".join(f"{paragraph}.{quote(c)}"
-                        for c in ("id", "start_char", "end_char", "text", "section", "index", "page_first",
-                                  "page_last", "document_id"))
-    return (f"SELECT {columns}, {document}.{quote('name')} FROM {paragraph} INNER JOIN {document} "
-            f"ON ({paragraph}.{quote('document_id')} = {document}.{quote('id')}) WHERE {paragraph}.{quote('id')} IN")
+    columns = ", ".join(
+        f"{paragraph}.{quote(c)}"
+        for c in (
+            "id",
+            "start_char",
+            "end_char",
+            "text",
+            "section",
+            "index",
+            "page_first",
+            "page_last",
+            "document_id",
+        )
+    )
+    return (
+        f"SELECT {columns}, {document}.{quote('name')} FROM {paragraph} INNER JOIN {document} "
+        f"ON ({paragraph}.{quote('document_id')} = {document}.{quote('id')}) WHERE "
+        f"{paragraph}.{quote('id')} IN"
+    )

@@ -25,7 +25,8 @@ from .knowledge import source_folder
 
 MAX_DOCUMENT_BYTES = 100 * 1024 * 1024
 MAX_NAME_LENGTH = Document._meta.get_field("name").max_length
-# `<document>.meta.json` beside a document holds its attributes (docs/collections.md); never a document itself.
+# `<document>.meta.json` beside a document holds its attributes (docs/collections.md); never a document
+# itself.
 SIDECAR_SUFFIX = ".meta.json"
 MAX_SIDECAR_BYTES = 64 * 1024
 
@@ -48,7 +49,10 @@ class Source:
 
     def carried(self) -> dict:
         """What a build keeps of the source beside its text: its attributes, and a note on its sidecar."""
-        return {"attributes": self.attributes, "notes": [self.attributes_note] if self.attributes_note else []}
+        return {
+            "attributes": self.attributes,
+            "notes": [self.attributes_note] if self.attributes_note else [],
+        }
 
 
 def collection_sources(collection: Collection) -> list[Source]:
@@ -59,16 +63,29 @@ def collection_sources(collection: Collection) -> list[Source]:
     if folder is not None:
         for entry in folder_entries(folder):
             attributes, note = read_sidecar(entry.path, entry.name)
-            sources[entry.name] = Source(name=entry.name, read=_file_reader(entry.path),
-                                         size=lambda p=entry.path: p.stat().st_size, bad_name=entry.bad_name,
-                                         attributes=attributes, attributes_note=note)
+            sources[entry.name] = Source(
+                name=entry.name,
+                read=_file_reader(entry.path),
+                size=lambda p=entry.path: p.stat().st_size,
+                bad_name=entry.bad_name,
+                attributes=attributes,
+                attributes_note=note,
+            )
     for document in collection.documents.filter(source=Document.UPLOAD).exclude(upload=""):
-        sources.setdefault(document.name, Source(name=document.name, read=_upload_reader(document),
-                                                 size=lambda d=document: d.upload.size, kind=Document.UPLOAD))
+        sources.setdefault(
+            document.name,
+            Source(
+                name=document.name,
+                read=_upload_reader(document),
+                size=lambda d=document: d.upload.size,
+                kind=Document.UPLOAD,
+            ),
+        )
     if not sources:
         raise RagsiteError(
             f'collection "{collection.name}" has no documents: give it a folder under KNOWLEDGE_ROOT, '
-            f"set {conf.folder_variable(collection.name, collection.agent.agent_id)} or upload files in the admin",
+            f"set {conf.folder_variable(collection.name, collection.agent.agent_id)} or upload files in the "
+            "admin",
             code="no_source",
         )
     return [sources[name] for name in sorted(sources)]
@@ -115,9 +132,15 @@ def read_sidecar(path, name: str) -> tuple[dict, str]:
         with sidecar.open("rb") as handle:
             return checked_attributes(parse_json(handle.read(MAX_SIDECAR_BYTES + 1))), ""
     except (BadBody, FilterError) as exc:
-        return {}, f"{name}{SIDECAR_SUFFIX} was not taken ({getattr(exc, 'message', None) or exc}): no attributes"
+        return (
+            {},
+            f"{name}{SIDECAR_SUFFIX} was not taken ({getattr(exc, 'message', None) or exc}): no attributes",
+        )
     except OSError as exc:
-        return {}, f"{name}{SIDECAR_SUFFIX} could not be read ({exc.strerror or type(exc).__name__}): no attributes"
+        return (
+            {},
+            f"{name}{SIDECAR_SUFFIX} could not be read ({exc.strerror or type(exc).__name__}): no attributes",
+        )
 
 
 def _upload_reader(document: Document) -> Callable[[int], bytes]:
@@ -143,12 +166,17 @@ def _name_problem(name: str) -> str:
     except UnicodeEncodeError:
         return "its name is not UTF-8"
     if "\x00" in name or len(name) > MAX_NAME_LENGTH:
-        return f"its name is longer than {MAX_NAME_LENGTH} characters" if len(name) > MAX_NAME_LENGTH else "bad name"
+        return (
+            f"its name is longer than {MAX_NAME_LENGTH} characters"
+            if len(name) > MAX_NAME_LENGTH
+            else "bad name"
+        )
     return ""
 
 
 def _printable(name: str) -> str:
-    """A form of a name that cannot be stored, for the refused list: undecodable bytes shown as �, cut short."""
+    """A form of a name that cannot be stored, for the refused list: undecodable bytes shown as �, cut
+    short."""
     shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return shown if len(shown) <= 200 else shown[:199] + "…"
 
@@ -169,6 +197,9 @@ def read_bounded(source: Source) -> bytes:
 def document_extractor() -> BoundedExtractor:
     """This process's extractor for the configured limits (EXTRACT_TIMEOUT, EXTRACT_MEMORY_MB, OCR_*)."""
     return bounded_extractor(
-        Limits(seconds=float(settings.EXTRACT_TIMEOUT), memory_bytes=int(settings.EXTRACT_MEMORY_MB) * 1024 * 1024,
-               ocr=conf.ocr_options())
+        Limits(
+            seconds=float(settings.EXTRACT_TIMEOUT),
+            memory_bytes=int(settings.EXTRACT_MEMORY_MB) * 1024 * 1024,
+            ocr=conf.ocr_options(),
+        )
     )

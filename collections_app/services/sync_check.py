@@ -41,8 +41,11 @@ class Check:
         return bool(self.new or self.changed or self.deleted or self.uploads or self.never_built)
 
     def summary(self) -> str:
-        parts = [f"{len(names)} {what}" for names, what in
-                 ((self.new, "new"), (self.changed, "changed"), (self.deleted, "deleted")) if names]
+        parts = [
+            f"{len(names)} {what}"
+            for names, what in ((self.new, "new"), (self.changed, "changed"), (self.deleted, "deleted"))
+            if names
+        ]
         if self.uploads:
             parts.append("uploads changed")
         if self.never_built:
@@ -53,7 +56,9 @@ class Check:
 def check_source(*, collection: Collection, now=None) -> Check:
     """Check the collection's folder against its live build and queue a build if something changed."""
     now = now or timezone.now()
-    sync = CollectionSync.objects.filter(collection=collection).first() or CollectionSync(collection=collection)
+    sync = CollectionSync.objects.filter(collection=collection).first() or CollectionSync(
+        collection=collection
+    )
     check = Check()
     try:
         folder = source_folder(collection).path
@@ -62,8 +67,12 @@ def check_source(*, collection: Collection, now=None) -> Check:
         return _record(sync, check, now, snapshot=sync.snapshot)
     snapshot, current = _scan(folder, sync.snapshot, check) if folder is not None else ({}, {})
     # A document is its bytes and the attributes its sidecar gives it (sources.read_sidecar).
-    stored = {name: f"{fingerprint}+{attributes_signature(attributes)}" for name, fingerprint, attributes in
-              collection.documents.filter(source=Document.FOLDER).values_list("name", "fingerprint", "attributes")}
+    stored = {
+        name: f"{fingerprint}+{attributes_signature(attributes)}"
+        for name, fingerprint, attributes in collection.documents.filter(source=Document.FOLDER).values_list(
+            "name", "fingerprint", "attributes"
+        )
+    }
     check.new = sorted(set(current) - set(stored))
     check.deleted = sorted(set(stored) - set(current))
     check.changed = sorted(name for name in set(current) & set(stored) if current[name] != stored[name])
@@ -76,7 +85,9 @@ def check_source(*, collection: Collection, now=None) -> Check:
     if signature == sync.attempted and sync.last_build_id is not None:
         last = BuildRun.objects.filter(pk=sync.last_build_id).values_list("status", flat=True).first()
         if last not in ACTIVE_STATES:
-            check.outcome = f"{check.summary()}; not built again: build {sync.last_build_id} of this state {last}"
+            check.outcome = (
+                f"{check.summary()}; not built again: build {sync.last_build_id} of this state {last}"
+            )
             return _record(sync, check, now, snapshot=snapshot)
     active = collection.runs.filter(status__in=ACTIVE_STATES).values_list("pk", flat=True).first()
     if active is not None:
@@ -159,8 +170,15 @@ def _signature(current: dict[str, str], check: Check) -> str:
     return digest.hexdigest()
 
 
-def _record(sync: CollectionSync, check: Check, now, *, snapshot: dict, attempted: str | None = None,
-            build: BuildRun | None = None) -> Check:
+def _record(
+    sync: CollectionSync,
+    check: Check,
+    now,
+    *,
+    snapshot: dict,
+    attempted: str | None = None,
+    build: BuildRun | None = None,
+) -> Check:
     """Write what the check saw; `attempted` None keeps the state the last sync build was asked for."""
     if check.changes and _folder_state(snapshot) != _folder_state(sync.snapshot):
         sync.last_changed_at = now  # a change this check is the first to see
@@ -174,9 +192,13 @@ def _record(sync: CollectionSync, check: Check, now, *, snapshot: dict, attempte
     if sync.pk:
         sync.save()
     collection = sync.collection
-    logger.info("sync check of %s/%s: %s (%s files read)", collection.agent.agent_id, collection.name,
-                check.summary() if check.build is None else f"{check.summary()}, build {check.build.pk}",
-                check.fingerprinted)
+    logger.info(
+        "sync check of %s/%s: %s (%s files read)",
+        collection.agent.agent_id,
+        collection.name,
+        check.summary() if check.build is None else f"{check.summary()}, build {check.build.pk}",
+        check.fingerprinted,
+    )
     return check
 
 

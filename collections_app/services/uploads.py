@@ -42,7 +42,8 @@ def upload_name(name: str) -> str:
     base = PurePosixPath((name or "").replace("\\", "/")).name.strip()
     if not base or base in (".", "..") or base.startswith("."):
         raise UploadRefused(
-            f'"{shown_name(name)}" is hidden or has no name; an uploaded file needs a name that does not start with a dot',
+            f'"{shown_name(name)}" is hidden or has no name; an uploaded file needs a name that does not '
+            "start with a dot",
             code="invalid_name",
         )
     if len(base) > MAX_NAME_CHARS or any(ord(c) < 32 or c == "\x7f" for c in base):
@@ -52,8 +53,10 @@ def upload_name(name: str) -> str:
     # A name without a suffix (README) is allowed here and judged by its bytes in `upload_document`.
     if "." in base and not base.lower().endswith(SUPPORTED_SUFFIXES):
         raise UploadRefused(
-            f'"{base}": {UNSUPPORTED_TYPE}; upload one of {", ".join(SUPPORTED_SUFFIXES)} or a text file without a '
-            "suffix", code="unsupported_type"
+            f'"{base}": {UNSUPPORTED_TYPE}; upload one of {", ".join(SUPPORTED_SUFFIXES)} or a text file '
+            "without a "
+            "suffix",
+            code="unsupported_type",
         )
     return base
 
@@ -84,13 +87,15 @@ def upload_document(*, collection: Collection, name: str, content) -> Document:
     if len(data) > limit:  # a file object whose declared size was wrong
         raise UploadRefused(f'"{base}": {TOO_LARGE}, more than {limit:,} bytes', code="too_large")
     if "." not in base and not reads_as_text(data):
-        raise UploadRefused(f'"{base}": {UNSUPPORTED_TYPE}, a file without a suffix must be text',
-                            code="unsupported_type")
+        raise UploadRefused(
+            f'"{base}": {UNSUPPORTED_TYPE}, a file without a suffix must be text', code="unsupported_type"
+        )
     with transaction.atomic():
         document = Document.objects.select_for_update().filter(collection=collection, name=base).first()
         if document is not None and document.source != Document.UPLOAD:
             raise Conflict(
-                f'"{base}" already comes from the collection\'s folder; rename the file to upload it', code="duplicate_name"
+                f'"{base}" already comes from the collection\'s folder; rename the file to upload it',
+                code="duplicate_name",
             )
         old_file = document.upload.name if document is not None and document.upload else ""
         if document is None:
@@ -125,7 +130,9 @@ def upload_documents(*, collection: Collection, files: Iterable) -> UploadOutcom
     outcome = UploadOutcome()
     for upload in files:
         try:
-            outcome.stored.append(upload_document(collection=collection, name=upload.name, content=upload).name)
+            outcome.stored.append(
+                upload_document(collection=collection, name=upload.name, content=upload).name
+            )
         except RagsiteError as exc:
             outcome.refused.append((shown_name(upload.name), exc.message))
     return outcome

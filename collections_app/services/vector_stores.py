@@ -53,8 +53,13 @@ def vector_store(collection: Collection) -> dict:
         # Never built and a build on its way: not searchable yet.
         "status": "in_progress" if built is None and building else "completed",
         "usage_bytes": _index_bytes(collection),
-        "file_counts": {"in_progress": 0, "completed": counts["completed"], "failed": counts["failed"],
-                        "cancelled": 0, "total": counts["total"]},
+        "file_counts": {
+            "in_progress": 0,
+            "completed": counts["completed"],
+            "failed": counts["failed"],
+            "cancelled": 0,
+            "total": counts["total"],
+        },
         "metadata": {"per_reader": "true" if collection.per_reader else "false"},
         "expires_after": None,
         "expires_at": None,
@@ -95,16 +100,28 @@ def list_vector_stores(*, agent: Agent, request: ListRequest) -> dict:
         else:
             end = min(end, names.index(cursor))
     window = collections[start:end]
-    page = window[-request.limit:] if request.before is not None and request.after is None else window[:request.limit]
+    page = (
+        window[-request.limit :]
+        if request.before is not None and request.after is None
+        else window[: request.limit]
+    )
     data = [vector_store(c) for c in page]
-    return {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
-            "last_id": data[-1]["id"] if data else None, "has_more": len(window) > len(page)}
+    return {
+        "object": "list",
+        "data": data,
+        "first_id": data[0]["id"] if data else None,
+        "last_id": data[-1]["id"] if data else None,
+        "has_more": len(window) > len(page),
+    }
 
 
 def document_attributes(*, agent: Agent, store_id: str, names: set[str]) -> dict[str, dict]:
     """The attributes of the named documents of one of the agent's collections, by name."""
-    return dict(Document.objects.filter(collection__agent=agent, collection__name=store_id, name__in=names)
-                .values_list("name", "attributes"))
+    return dict(
+        Document.objects.filter(
+            collection__agent=agent, collection__name=store_id, name__in=names
+        ).values_list("name", "attributes")
+    )
 
 
 def results_page(answer: dict, *, query: str, attributes: dict[str, dict] | None = None) -> dict:
@@ -120,18 +137,30 @@ def results_page(answer: dict, *, query: str, attributes: dict[str, dict] | None
         for optional in ("page", "rerank_score", "fused_rank"):
             if paragraph.get(optional) is not None:
                 extension[optional] = paragraph[optional]
-        data.append({
-            "file_id": paragraph["document"],
-            "filename": paragraph["document"],
-            "score": paragraph["score"],
-            "attributes": {**attributes.get(paragraph["document"], {}), "document": paragraph["document"],
-                           "section": paragraph["section"], "chunk_id": paragraph["chunk_id"]},
-            "content": [{"type": "text", "text": paragraph["text"]}],
-            "ragsite": extension,
-        })
+        data.append(
+            {
+                "file_id": paragraph["document"],
+                "filename": paragraph["document"],
+                "score": paragraph["score"],
+                "attributes": {
+                    **attributes.get(paragraph["document"], {}),
+                    "document": paragraph["document"],
+                    "section": paragraph["section"],
+                    "chunk_id": paragraph["chunk_id"],
+                },
+                "content": [{"type": "text", "text": paragraph["text"]}],
+                "ragsite": extension,
+            }
+        )
     page_extension = {k: answer[k] for k in ("floor", "floor_source", "refused", "around", "mode", "model")}
     for optional in ("judge", "rerank"):
         if answer.get(optional) is not None:
             page_extension[optional] = answer[optional]
-    return {"object": "vector_store.search_results.page", "search_query": [query], "data": data,
-            "has_more": False, "next_page": None, "ragsite": page_extension}
+    return {
+        "object": "vector_store.search_results.page",
+        "search_query": [query],
+        "data": data,
+        "has_more": False,
+        "next_page": None,
+        "ragsite": page_extension,
+    }

@@ -1,4 +1,5 @@
-"""Webhooks: staff register URLs per agent; builds and known answers tell them what happened (docs/webhooks.md).
+"""Webhooks: staff register URLs per agent; builds and known answers tell them what happened
+(docs/webhooks.md).
 
 An event is written as one `WebhookDelivery` per subscribed hook in the transaction that records it,
 and sent by a task once that commits. Each attempt is signed: HMAC-SHA256, keyed by the hook's own
@@ -45,8 +46,11 @@ MAX_ATTEMPTS = len(BACKOFF) + 1
 MAX_URL_CHARS = Webhook._meta.get_field("url").max_length
 SIGNATURE_HEADER, TIMESTAMP_HEADER = "Ragsite-Signature", "Ragsite-Timestamp"
 EVENT_HEADER, DELIVERY_HEADER = "Ragsite-Event", "Ragsite-Delivery"
-STATUS_EVENTS = {BuildRun.SUCCEEDED: Webhook.BUILD_SUCCEEDED, BuildRun.FAILED: Webhook.BUILD_FAILED,
-                 BuildRun.REFUSED: Webhook.BUILD_REFUSED}
+STATUS_EVENTS = {
+    BuildRun.SUCCEEDED: Webhook.BUILD_SUCCEEDED,
+    BuildRun.FAILED: Webhook.BUILD_FAILED,
+    BuildRun.REFUSED: Webhook.BUILD_REFUSED,
+}
 
 
 class InvalidWebhook(RagsiteError):
@@ -69,8 +73,9 @@ def validate_events(events) -> list[str]:
         raise RagsiteError(f"choose at least one event of {', '.join(Webhook.EVENTS)}", code="invalid_events")
     unknown = sorted(set(events) - set(Webhook.EVENTS))
     if unknown:
-        raise RagsiteError(f"unknown events {', '.join(unknown)}; known: {', '.join(Webhook.EVENTS)}",
-                           code="invalid_events")
+        raise RagsiteError(
+            f"unknown events {', '.join(unknown)}; known: {', '.join(Webhook.EVENTS)}", code="invalid_events"
+        )
     return [event for event in Webhook.EVENTS if event in events]
 
 
@@ -102,7 +107,8 @@ def _addresses(host: str, port: int) -> list[str]:
             if not _public(address):
                 raise InvalidWebhook(
                     f'the webhook host "{host}" resolves to a private, loopback or link-local address; '
-                    "refused (WEBHOOK_ALLOW_PRIVATE allows it)")
+                    "refused (WEBHOOK_ALLOW_PRIVATE allows it)"
+                )
     if not addresses:
         raise InvalidWebhook(f'the webhook host "{host}" does not resolve')
     return addresses
@@ -138,21 +144,39 @@ def known_answers_measured(*, report: KnownAnswersReport, run: BuildRun | None =
         return 0
     run = run or report.build
     data = _build_data(run, full=False)
-    data["known_answers"] = {"answers": report.answers, "controls": report.controls, "lost": len(report.lost),
-                             "found_at_1": report.found_at_1, "found_at_5": report.found_at_5}
+    data["known_answers"] = {
+        "answers": report.answers,
+        "controls": report.controls,
+        "lost": len(report.lost),
+        "found_at_1": report.found_at_1,
+        "found_at_5": report.found_at_5,
+    }
     return emit(agent_id=run.collection.agent_id, event=Webhook.KNOWN_ANSWERS_LOST, data=data)
 
 
 def _build_data(run: BuildRun, *, full: bool = True) -> dict:
     collection = run.collection
-    build = {"id": run.pk, "status": run.status, "trigger": "sync" if run.requested_by == "sync" else "request"}
+    build = {
+        "id": run.pk,
+        "status": run.status,
+        "trigger": "sync" if run.requested_by == "sync" else "request",
+    }
     if full:
-        build.update({
-            "passages": run.passages, "model": run.model, "paragraphs_embedded": run.paragraphs_embedded,
-            "documents": {"total": run.documents_total, "read": run.documents_read,
-                          "reused": run.documents_reused, "refused": run.documents_refused},
-            "created_at": _iso(run.created_at), "finished_at": _iso(run.finished_at),
-        })
+        build.update(
+            {
+                "passages": run.passages,
+                "model": run.model,
+                "paragraphs_embedded": run.paragraphs_embedded,
+                "documents": {
+                    "total": run.documents_total,
+                    "read": run.documents_read,
+                    "reused": run.documents_reused,
+                    "refused": run.documents_refused,
+                },
+                "created_at": _iso(run.created_at),
+                "finished_at": _iso(run.finished_at),
+            }
+        )
     return {"agent": collection.agent.agent_id, "collection": collection.name, "build": build}
 
 
@@ -166,7 +190,12 @@ def emit(*, agent_id: int, event: str, data: dict) -> int:
     now = timezone.now()
     for hook in hooks:
         delivery = WebhookDelivery(webhook=hook, event=event, created_at=now, next_attempt_at=now)
-        delivery.payload = {"id": str(delivery.uid), "event": event, "created_at": now.isoformat(), "data": data}
+        delivery.payload = {
+            "id": str(delivery.uid),
+            "event": event,
+            "created_at": now.isoformat(),
+            "data": data,
+        }
         delivery.save()
         transaction.on_commit(lambda pk=delivery.pk: _enqueue(pk))
     return len(hooks)
@@ -193,14 +222,16 @@ def signature(*, secret: str, timestamp: int, body: bytes) -> str:
 
 
 def deliver(*, delivery_id: int) -> str:
-    """One attempt at a delivery that is due; returns its status after. Never raises for the receiver's faults.
+    """One attempt at a delivery that is due; returns its status after. Never raises for the
+    receiver's faults.
 
     The attempt is claimed by a conditional update (pending → sending), so a delivery queued twice is
     sent once; only a receiver that took the body but answered too late can see it twice, and the
     ``Ragsite-Delivery`` header lets it tell."""
     now = timezone.now()
     claimed = WebhookDelivery.objects.filter(
-        Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now), pk=delivery_id,
+        Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now),
+        pk=delivery_id,
         status=WebhookDelivery.PENDING,
     ).update(status=WebhookDelivery.SENDING, last_attempt_at=now)
     delivery = WebhookDelivery.objects.select_related("webhook").filter(pk=delivery_id).first()
@@ -209,9 +240,14 @@ def deliver(*, delivery_id: int) -> str:
     hook = delivery.webhook
     body = body_of(delivery)
     timestamp = int(time.time())
-    headers = {"Content-Type": "application/json", "User-Agent": "ragsite-webhooks",
-               EVENT_HEADER: delivery.event, DELIVERY_HEADER: str(delivery.uid), TIMESTAMP_HEADER: str(timestamp),
-               SIGNATURE_HEADER: signature(secret=hook.secret, timestamp=timestamp, body=body)}
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "ragsite-webhooks",
+        EVENT_HEADER: delivery.event,
+        DELIVERY_HEADER: str(delivery.uid),
+        TIMESTAMP_HEADER: str(timestamp),
+        SIGNATURE_HEADER: signature(secret=hook.secret, timestamp=timestamp, body=body),
+    }
     status_code, error = None, ""
     if not hook.active:
         error = "the webhook was switched off"
@@ -227,16 +263,34 @@ def deliver(*, delivery_id: int) -> str:
     delivery.attempts += 1
     delivery.response_status, delivery.last_error = status_code, error[:300]
     if not error:
-        delivery.status, delivery.delivered_at, delivery.next_attempt_at = WebhookDelivery.DELIVERED, now, None
+        delivery.status, delivery.delivered_at, delivery.next_attempt_at = (
+            WebhookDelivery.DELIVERED,
+            now,
+            None,
+        )
     elif delivery.attempts >= MAX_ATTEMPTS or not hook.active:
         delivery.status, delivery.next_attempt_at = WebhookDelivery.FAILED, None
     else:
         delivery.status = WebhookDelivery.PENDING
         delivery.next_attempt_at = now + timedelta(seconds=BACKOFF[delivery.attempts - 1])
-    delivery.save(update_fields=["attempts", "response_status", "last_error", "status", "delivered_at",
-                                 "next_attempt_at"])
-    logger.info("webhook delivery %s (%s) to hook %s: attempt %s, %s", delivery.pk, delivery.event, hook.pk,
-                delivery.attempts, delivery.status if not error else f"{delivery.status} ({error[:100]})")
+    delivery.save(
+        update_fields=[
+            "attempts",
+            "response_status",
+            "last_error",
+            "status",
+            "delivered_at",
+            "next_attempt_at",
+        ]
+    )
+    logger.info(
+        "webhook delivery %s (%s) to hook %s: attempt %s, %s",
+        delivery.pk,
+        delivery.event,
+        hook.pk,
+        delivery.attempts,
+        delivery.status if not error else f"{delivery.status} ({error[:100]})",
+    )
     return delivery.status
 
 
@@ -279,9 +333,13 @@ def retry_due(now=None) -> list[int]:
     now = now or timezone.now()
     stuck = now - timedelta(seconds=float(settings.WEBHOOK_TIMEOUT) * 3 + 60)
     WebhookDelivery.objects.filter(status=WebhookDelivery.SENDING, last_attempt_at__lt=stuck).update(
-        status=WebhookDelivery.PENDING, next_attempt_at=now, last_error="the attempt's worker stopped")
-    due = list(WebhookDelivery.objects.filter(status=WebhookDelivery.PENDING, next_attempt_at__lte=now)
-               .order_by("next_attempt_at").values_list("pk", flat=True)[:500])
+        status=WebhookDelivery.PENDING, next_attempt_at=now, last_error="the attempt's worker stopped"
+    )
+    due = list(
+        WebhookDelivery.objects.filter(status=WebhookDelivery.PENDING, next_attempt_at__lte=now)
+        .order_by("next_attempt_at")
+        .values_list("pk", flat=True)[:500]
+    )
     for pk in due:
         transaction.on_commit(lambda pk=pk: _enqueue(pk))
     return due
@@ -291,8 +349,11 @@ def send_again(*, deliveries) -> int:
     """A person's retry: failed or waiting deliveries become due now and are queued. Their attempts are kept:
     one that had run out gets one more."""
     now = timezone.now()
-    ids = list(deliveries.filter(status__in=(WebhookDelivery.PENDING, WebhookDelivery.FAILED))
-               .values_list("pk", flat=True))
+    ids = list(
+        deliveries.filter(status__in=(WebhookDelivery.PENDING, WebhookDelivery.FAILED)).values_list(
+            "pk", flat=True
+        )
+    )
     WebhookDelivery.objects.filter(pk__in=ids).update(status=WebhookDelivery.PENDING, next_attempt_at=now)
     for pk in ids:
         transaction.on_commit(lambda pk=pk: _enqueue(pk))
@@ -300,7 +361,8 @@ def send_again(*, deliveries) -> int:
 
 
 def new_secrets(*, hooks) -> int:
-    """Give each hook a fresh signing secret (a leaked one, say); deliveries from now on are signed with it."""
+    """Give each hook a fresh signing secret (a leaked one, say); deliveries from now on are signed with
+    it."""
     changed = 0
     for hook in hooks:
         hook.secret = new_secret()

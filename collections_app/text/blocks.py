@@ -62,7 +62,9 @@ def join_blocks(blocks: Iterable[Block]) -> tuple[str, tuple[PageStart, ...]]:
     return "\n\n".join(parts), tuple(starts)
 
 
-def page_range(pages: tuple[PageStart, ...] | list[PageStart], start: int, end: int) -> tuple[int | None, int | None]:
+def page_range(
+    pages: tuple[PageStart, ...] | list[PageStart], start: int, end: int
+) -> tuple[int | None, int | None]:
     """The first and last page of the characters ``start:end``; (None, None) for a text without pages."""
     if not pages:
         return None, None

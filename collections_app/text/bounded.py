@@ -55,7 +55,6 @@ class Limits:
     ocr: OcrOptions | None = None  # None: scans and images are not read by OCR
 
 
-
 class BoundedExtractor:
     """One child process, reused from document to document, replaced when it must be killed."""
 
@@ -102,9 +101,13 @@ class BoundedExtractor:
                 # document: the next one gets a fresh child.
                 self._stop()
         if answer["ok"]:
-            return Extracted(text=answer["text"], warnings=answer["warnings"], ocr_pages=answer["ocr_pages"],
-                             notes=answer["notes"],
-                             pages=tuple(PageStart(offset, page) for offset, page in answer["pages"]))
+            return Extracted(
+                text=answer["text"],
+                warnings=answer["warnings"],
+                ocr_pages=answer["ocr_pages"],
+                notes=answer["notes"],
+                pages=tuple(PageStart(offset, page) for offset, page in answer["pages"]),
+            )
         raise Unreadable(answer["reason"], category=answer["category"])
 
     def close(self) -> None:
@@ -115,9 +118,17 @@ class BoundedExtractor:
         if self._child is None or self._child.poll() is not None:
             self._stop()
             self._child = subprocess.Popen(
-                [sys.executable, "-m", "collections_app.text.bounded", str(self.limits.memory_bytes),
-                 json.dumps(self.limits.ocr.as_json() if self.limits.ocr else None)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "collections_app.text.bounded",
+                    str(self.limits.memory_bytes),
+                    json.dumps(self.limits.ocr.as_json() if self.limits.ocr else None),
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                close_fds=True,
             )
             self._stderr, self._answered = _Tail(self._child.stderr), 0
         return self._child
@@ -147,8 +158,13 @@ class BoundedExtractor:
         status, tail = stopped
         when = "before answering any document" if not self._answered else f"after {self._answered} documents"
         # A child still running when the parent gave up points at the parent's side (its pipes).
-        logger.warning("the extraction child failed %s (%s; the worker saw %s): %s", when, exit_status(status),
-                       type(seen).__name__, stderr_summary(tail))
+        logger.warning(
+            "the extraction child failed %s (%s; the worker saw %s): %s",
+            when,
+            exit_status(status),
+            type(seen).__name__,
+            stderr_summary(tail),
+        )
 
 
 class _Tail:
@@ -235,12 +251,21 @@ def _answer(name: str, data: bytes, ocr: OcrOptions | None = None, on_ocr_page=N
     """What the child sends back for one document."""
     try:
         extracted = extract(name, data, ocr=ocr, on_ocr_page=on_ocr_page)
-        return {"ok": True, "text": extracted.text, "warnings": list(extracted.warnings),
-                "pages": [[mark.offset, mark.page] for mark in extracted.pages], "ocr_pages": extracted.ocr_pages,
-                "notes": list(extracted.notes)}
+        return {
+            "ok": True,
+            "text": extracted.text,
+            "warnings": list(extracted.warnings),
+            "pages": [[mark.offset, mark.page] for mark in extracted.pages],
+            "ocr_pages": extracted.ocr_pages,
+            "notes": list(extracted.notes),
+        }
     except Unreadable as exc:
         if isinstance(exc.__cause__, MemoryError):
-            return {"ok": False, "reason": "extracting it needs more memory than allowed", "category": TOO_LARGE}
+            return {
+                "ok": False,
+                "reason": "extracting it needs more memory than allowed",
+                "category": TOO_LARGE,
+            }
         return {"ok": False, "reason": exc.reason, "category": exc.category}
     except MemoryError:
         return {"ok": False, "reason": "extracting it needs more memory than allowed", "category": TOO_LARGE}
@@ -270,8 +295,9 @@ def serve(memory_bytes: int, ocr: OcrOptions | None = None) -> None:  # pragma: 
         try:
             body = json.dumps(answer).encode("utf-8")
         except MemoryError:
-            body = json.dumps({"ok": False, "reason": "its text needs more memory than allowed",
-                               "category": TOO_LARGE}).encode("utf-8")
+            body = json.dumps(
+                {"ok": False, "reason": "its text needs more memory than allowed", "category": TOO_LARGE}
+            ).encode("utf-8")
         stdout.write(_LENGTH.pack(len(body)) + body)
         stdout.flush()
 

@@ -40,7 +40,7 @@ class Fitted:
 def _sentence_ends(text: str) -> list[int]:
     ends = [match.start(1) for match in SENTENCE_BREAK.finditer(text)]
     stripped = text.rstrip()
-    if stripped.endswith((".", "!", "?", '."', ".)", "!\"", "?\"")):
+    if stripped.endswith((".", "!", "?", '."', ".)", '!"', '?"')):
         ends.append(len(stripped))
     return ends
 
@@ -62,7 +62,9 @@ def _opening(row: Row, room: int, *, words: bool) -> Row | None:
 
 def _closing(row: Row, room: int) -> Row | None:
     """The row's closing sentences within ``room`` characters, or None."""
-    starts = [match.end(1) for match in SENTENCE_BREAK.finditer(row.text) if len(row.text) - match.end(1) <= room]
+    starts = [
+        match.end(1) for match in SENTENCE_BREAK.finditer(row.text) if len(row.text) - match.end(1) <= room
+    ]
     if not starts:
         return None
     begin = starts[0]
@@ -124,7 +126,9 @@ def fit(runs: Sequence[Stitched], readable: Mapping[int, Row], max_chars: int) -
                     continue
                 full, cut = False, True
                 room = max_chars - spent - 1  # the space that joins it
-                part = _closing(kept[ordinal], room) if side == 0 else _opening(kept[ordinal], room, words=False)
+                part = (
+                    _closing(kept[ordinal], room) if side == 0 else _opening(kept[ordinal], room, words=False)
+                )
                 if part is None:
                     continue
                 kept[ordinal] = part
@@ -135,8 +139,13 @@ def fit(runs: Sequence[Stitched], readable: Mapping[int, Row], max_chars: int) -
     if full:
         cut = cut or any(span != [0, len(members[number]) - 1] for number, span in enumerate(spans))
     fitted = [
-        replace(run, first=members[number][first], last=members[number][last], text=text,
-                passages=last - first + 1)
+        replace(
+            run,
+            first=members[number][first],
+            last=members[number][last],
+            text=text,
+            passages=last - first + 1,
+        )
         for number, (run, (first, last), text) in enumerate(zip(runs, spans, texts, strict=False))
     ]
     return Fitted(fitted, kept, cut)

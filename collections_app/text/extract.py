@@ -42,9 +42,23 @@ from .reading import (
 from .tables import markdown_table
 
 __all__ = [
-    "BAD_NAME", "CORRUPT", "EMPTY", "ENCRYPTED", "IMAGE_SUFFIXES", "NEEDS_OCR", "NO_TEXT_LAYER", "REFUSAL_REASONS",
+    "BAD_NAME",
+    "CORRUPT",
+    "EMPTY",
+    "ENCRYPTED",
+    "IMAGE_SUFFIXES",
+    "NEEDS_OCR",
+    "NO_TEXT_LAYER",
+    "REFUSAL_REASONS",
     "SUPPORTED_SUFFIXES",
-    "TIMED_OUT", "TOO_LARGE", "UNSUPPORTED_TYPE", "Extracted", "Unreadable", "extract", "reads_as_text", "summarize_opening",
+    "TIMED_OUT",
+    "TOO_LARGE",
+    "UNSUPPORTED_TYPE",
+    "Extracted",
+    "Unreadable",
+    "extract",
+    "reads_as_text",
+    "summarize_opening",
 ]
 
 
@@ -96,8 +110,9 @@ READERS: dict[str, Reader] = {
 SUPPORTED_SUFFIXES = (".pdf", *READERS, *IMAGE_SUFFIXES)
 
 
-def extract(name: str, data: bytes, *, ocr: OcrOptions | None = None,
-            on_ocr_page: Callable[[int], None] | None = None) -> Extracted:
+def extract(
+    name: str, data: bytes, *, ocr: OcrOptions | None = None, on_ocr_page: Callable[[int], None] | None = None
+) -> Extracted:
     """Extract the text of the document called ``name`` (relative; only its suffix is used) from ``data``.
 
     The format is chosen by the suffix alone, compared case-insensitively; a name without one is read
@@ -160,8 +175,13 @@ def _suffix(name: str) -> str:
 # --- PDF -----------------------------------------------------------------------------------------
 
 
-_PDF_PROBLEMS = {"encrypted": ENCRYPTED, "corrupt": CORRUPT, "empty": EMPTY, "no_text": NO_TEXT_LAYER,
-                 "needs_ocr": NEEDS_OCR}
+_PDF_PROBLEMS = {
+    "encrypted": ENCRYPTED,
+    "corrupt": CORRUPT,
+    "empty": EMPTY,
+    "no_text": NO_TEXT_LAYER,
+    "needs_ocr": NEEDS_OCR,
+}
 
 
 def _pdf(data: bytes, ocr: OcrOptions | None, on_ocr_page) -> PdfText:

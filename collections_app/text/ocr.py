@@ -19,8 +19,16 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["NotInstalled", "OcrOptions", "OcrPage", "available_languages", "missing_languages", "ocr_image",
-           "ocr_images", "render_pdf_pages"]
+__all__ = [
+    "NotInstalled",
+    "OcrOptions",
+    "OcrPage",
+    "available_languages",
+    "missing_languages",
+    "ocr_image",
+    "ocr_images",
+    "render_pdf_pages",
+]
 
 
 @dataclass(frozen=True)
@@ -34,13 +42,17 @@ class OcrOptions:
     dpi: int = 300  # rendering resolution of a PDF page, lowered when the page would exceed max_pixels
 
     def as_json(self) -> dict:
-        return {"languages": self.languages, "max_pages": self.max_pages, "page_seconds": self.page_seconds,
-                "max_pixels": self.max_pixels, "dpi": self.dpi}
+        return {
+            "languages": self.languages,
+            "max_pages": self.max_pages,
+            "page_seconds": self.page_seconds,
+            "max_pixels": self.max_pixels,
+            "dpi": self.dpi,
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> OcrOptions:
         return cls(**data)
-
 
 
 class NotInstalled(Exception):
@@ -101,7 +113,11 @@ def ocr_image(image, options: OcrOptions, *, program: str) -> OcrPage:
     try:
         done = subprocess.run(
             [program, "stdin", "stdout", "-l", options.languages, "--psm", "3", "--dpi", str(dpi)],
-            input=_pgm(image), capture_output=True, timeout=options.page_seconds, env=env, check=False,
+            input=_pgm(image),
+            capture_output=True,
+            timeout=options.page_seconds,
+            env=env,
+            check=False,
         )
     except subprocess.TimeoutExpired:
         return OcrPage("", f"OCR took longer than {options.page_seconds:g} s")
@@ -121,8 +137,9 @@ def _scale_for(width_pt: float, height_pt: float, options: OcrOptions) -> float:
     return scale
 
 
-def render_pdf_pages(data: bytes, numbers: list[int], options: OcrOptions, *,
-                     on_page: Callable[[int], None] | None = None) -> dict[int, OcrPage]:
+def render_pdf_pages(
+    data: bytes, numbers: list[int], options: OcrOptions, *, on_page: Callable[[int], None] | None = None
+) -> dict[int, OcrPage]:
     """OCR the pages ``numbers`` (1-based) of the PDF ``data``, at most ``options.max_pages`` of them.
 
     Pages past the limit get an `OcrPage` naming the limit. Raises NotInstalled before rendering
@@ -155,7 +172,9 @@ def render_pdf_pages(data: bytes, numbers: list[int], options: OcrOptions, *,
     return read
 
 
-def ocr_images(data: bytes, options: OcrOptions, *, on_page: Callable[[int], None] | None = None) -> list[OcrPage]:
+def ocr_images(
+    data: bytes, options: OcrOptions, *, on_page: Callable[[int], None] | None = None
+) -> list[OcrPage]:
     """OCR an image file (PNG, JPEG, TIFF; a multi-page TIFF is one page a frame).
 
     An image larger than ``max_pixels`` is scaled down to it before reading; one over sixteen times

@@ -69,7 +69,9 @@ class _Line:
     gap_before: bool = False  # a paragraph starts here
 
 
-def read_pdf(data: bytes, *, ocr: OcrOptions | None, on_ocr_page: Callable[[int], None] | None = None) -> PdfText:
+def read_pdf(
+    data: bytes, *, ocr: OcrOptions | None, on_ocr_page: Callable[[int], None] | None = None
+) -> PdfText:
     """The PDF's pages as blocks. ``ocr`` None: scanned pages are not read (reported, or refused).
     ``on_ocr_page(n)`` is told before the n-th page is OCR'd."""
     reader, pages = _open(data)
@@ -144,8 +146,11 @@ def _is_bold(font) -> bool:
         flags = int(descriptor.get("/Flags", 0) or 0)
     except Exception:
         return False
-    return any(word in name for word in ("bold", "black", "heavy", "semibold")) or weight >= 600 or bool(
-        flags & (1 << 18))
+    return (
+        any(word in name for word in ("bold", "black", "heavy", "semibold"))
+        or weight >= 600
+        or bool(flags & (1 << 18))
+    )
 
 
 def _page_lines(page) -> list[_Line]:
@@ -258,7 +263,9 @@ def _headings_from_fonts(lines: dict[int, list[_Line]]) -> None:
 
     marked = [line for page in lines.values() for line in page if candidate(line)]
     # Larger type, higher level; bold at body size is the lowest.
-    steps = sorted({round(line.size) for line in marked if line.size >= body * HEADING_RATIO}, reverse=True)[:5]
+    steps = sorted({round(line.size) for line in marked if line.size >= body * HEADING_RATIO}, reverse=True)[
+        :5
+    ]
     for line in marked:
         rank = steps.index(round(line.size)) + 1 if round(line.size) in steps else len(steps) + 1
         line.heading = min(rank, 6)
@@ -267,8 +274,14 @@ def _headings_from_fonts(lines: dict[int, list[_Line]]) -> None:
 # --- Scans, furniture, and the page's text -------------------------------------------------------
 
 
-def _ocr(data: bytes, numbers: list[int], lines: dict[int, list[_Line]], options: OcrOptions | None,
-         result: PdfText, on_page) -> None:
+def _ocr(
+    data: bytes,
+    numbers: list[int],
+    lines: dict[int, list[_Line]],
+    options: OcrOptions | None,
+    result: PdfText,
+    on_page,
+) -> None:
     if not numbers:
         return
     has_text = any(lines[n] for n in lines if n not in numbers)
@@ -321,14 +334,20 @@ def _drop_furniture(lines: dict[int, list[_Line]]) -> None:
     for number, page in lines.items():
         content = [line for line in page if line.text]
         edges = {id(line) for line in content[:EDGE_LINES] + content[-EDGE_LINES:]}
-        lines[number] = [line for line in page
-                         if not (id(line) in edges and not line.heading and _furniture_key(line.text) in furniture)]
+        lines[number] = [
+            line
+            for line in page
+            if not (id(line) in edges and not line.heading and _furniture_key(line.text) in furniture)
+        ]
 
 
 def _paragraph_gaps(page: list[_Line]) -> None:
     """Mark the lines that start a paragraph: after a vertical gap well above the page's usual spacing."""
-    steps = [previous.y - line.y for previous, line in zip(page, page[1:], strict=False)
-             if previous.y is not None and line.y is not None and previous.y > line.y]
+    steps = [
+        previous.y - line.y
+        for previous, line in zip(page, page[1:], strict=False)
+        if previous.y is not None and line.y is not None and previous.y > line.y
+    ]
     if len(steps) < 2:
         return
     usual = sorted(steps)[(len(steps) - 1) // 2]  # the lower median: short pages have few steps

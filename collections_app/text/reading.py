@@ -25,9 +25,20 @@ TOO_LARGE = "too large"  # over a size limit on disk or unpacked, or over the me
 EMPTY = "empty"
 TIMED_OUT = "timed out"  # over the wall-clock limit per document (collections_app.text.bounded)
 BAD_NAME = "bad name"  # a file name the store cannot hold (not UTF-8, or too long)
-NEEDS_OCR = "needs OCR (not installed)"  # a scan or an image, on a machine without Tesseract (or its language)
-REFUSAL_REASONS = (CORRUPT, ENCRYPTED, NO_TEXT_LAYER, UNSUPPORTED_TYPE, TOO_LARGE, EMPTY, TIMED_OUT, BAD_NAME,
-                   NEEDS_OCR)
+NEEDS_OCR = (
+    "needs OCR (not installed)"  # a scan or an image, on a machine without Tesseract (or its language)
+)
+REFUSAL_REASONS = (
+    CORRUPT,
+    ENCRYPTED,
+    NO_TEXT_LAYER,
+    UNSUPPORTED_TYPE,
+    TOO_LARGE,
+    EMPTY,
+    TIMED_OUT,
+    BAD_NAME,
+    NEEDS_OCR,
+)
 
 # The stated bounds of reading one document (docs/collections.md, "Limits of each format").
 # Text kept per document: about a 1,500-page book. Far more than the 240 paragraphs the structure

@@ -51,13 +51,21 @@ def request_build(*, collection: Collection, requested_by: str = "", enqueue: bo
         Collection.objects.select_for_update().filter(pk=collection.pk).first()
         running = collection.runs.filter(status__in=ACTIVE_STATES).first()
         if running is not None:
-            raise Conflict(f'a build of "{collection.name}" is already {running.status} (build {running.pk})',
-                           code="build_running")
+            raise Conflict(
+                f'a build of "{collection.name}" is already {running.status} (build {running.pk})',
+                code="build_running",
+            )
         # A new generation: whatever build held the previous one can no longer commit.
         Collection.objects.filter(pk=collection.pk).update(build_generation=F("build_generation") + 1)
-        generation = Collection.objects.filter(pk=collection.pk).values_list("build_generation", flat=True).get()
-        run = BuildRun.objects.create(collection=collection, requested_by=requested_by[:200],
-                                      heartbeat_at=timezone.now(), generation=generation)
+        generation = (
+            Collection.objects.filter(pk=collection.pk).values_list("build_generation", flat=True).get()
+        )
+        run = BuildRun.objects.create(
+            collection=collection,
+            requested_by=requested_by[:200],
+            heartbeat_at=timezone.now(),
+            generation=generation,
+        )
         if enqueue:
             transaction.on_commit(lambda: _enqueue(run.pk))
     return run
@@ -82,14 +90,21 @@ def run_build(build_id: int, *, report: Callable[[BuildRun], None] | None = None
             _build(collection, run, Progress(run, report))
     except LeaseLost as exc:
         # Keep what the sweep wrote (status failed, its message) where it wrote it; it told the webhooks.
-        announce = bool(BuildRun.objects.filter(pk=run.pk, status__in=ACTIVE_STATES).update(
-            status=BuildRun.FAILED, finished_at=timezone.now(), error=str(exc)[:2000]))
+        announce = bool(
+            BuildRun.objects.filter(pk=run.pk, status__in=ACTIVE_STATES).update(
+                status=BuildRun.FAILED, finished_at=timezone.now(), error=str(exc)[:2000]
+            )
+        )
         run.refresh_from_db()
-        logger.warning("build %s of %s/%s rolled back: %s", run.pk, collection.agent.agent_id, collection.name, exc)
+        logger.warning(
+            "build %s of %s/%s rolled back: %s", run.pk, collection.agent.agent_id, collection.name, exc
+        )
     except (RagsiteError, ChunkingError, EmbeddingError) as exc:
         status = BuildRun.REFUSED if isinstance(exc, BuildRefused) else BuildRun.FAILED
         _finish(run, status, error=str(exc))
-        logger.warning("build %s of %s/%s %s: %s", run.pk, collection.agent.agent_id, collection.name, status, exc)
+        logger.warning(
+            "build %s of %s/%s %s: %s", run.pk, collection.agent.agent_id, collection.name, status, exc
+        )
     except Exception as exc:
         _finish(run, BuildRun.FAILED, error=f"unexpected {type(exc).__name__}; see the server log")
         logger.exception("build %s of %s/%s failed", run.pk, collection.agent.agent_id, collection.name)
@@ -131,7 +146,9 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
     extractor = document_extractor()
     for number, source in enumerate(sources, start=1):
         prepared.append(
-            _prepare(source, existing.get(source.name), collection, embedder, method, size, overlap, run, extractor)
+            _prepare(
+                source, existing.get(source.name), collection, embedder, method, size, overlap, run, extractor
+            )
         )
         progress.save(documents_done=min(number, len(sources) - 1))  # the last: with the paragraphs to embed
 
@@ -149,22 +166,23 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
     run.warnings += [note for p in prepared for note in p.notes]
     passages = sum(len(p.pieces) + p.kept for p in prepared if p.status != Document.REFUSED)
     if passages == 0:
-        raise EmptyBuild(f'the build of "{collection.name}" produced no paragraphs; '
-                         "the collection keeps its current ones")
+        raise EmptyBuild(
+            f'the build of "{collection.name}" produced no paragraphs; the collection keeps its current ones'
+        )
     held = [p for p in prepared if p.status == Document.NEEDS_REVIEW and not approved(p, existing)]
     searchable = passages - sum(len(p.pieces) + p.kept for p in held)
     if searchable == 0 and Paragraph.objects.searchable(collection).exists():
         # Seed 000, refusal 3: paragraphs no reader may search would replace a collection that answers.
         run.warnings += _review_warnings(held)
         raise EmptyBuild(
-            f'the build of "{collection.name}" would leave nothing readers could search: every document needs '
-            f"review ({', '.join(p.name for p in held)}); the collection keeps its current ones"
+            f'the build of "{collection.name}" would leave nothing readers could search: every document '
+            f"needs review ({', '.join(p.name for p in held)}); the collection keeps its current ones"
         )
     # Known answers: measured from the candidate before the swap only when a gate may refuse it;
     # otherwise by a task once the swap has committed, so the build never waits for them.
-    measured = known_answers.gate_build(collection=collection, run=run,
-                                        candidate=lambda: candidate_paragraphs(collection, prepared,
-                                                                                              existing))
+    measured = known_answers.gate_build(
+        collection=collection, run=run, candidate=lambda: candidate_paragraphs(collection, prepared, existing)
+    )
     _commit(collection, run, prepared, existing, embedder, refused, previous)
     if run.status == BuildRun.SUCCEEDED:
         known_answers.after_build(run=run, measured=measured)

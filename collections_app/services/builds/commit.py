@@ -46,7 +46,8 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
         returning = kept_labels.kept_for(collection) if any(not p.reused for p in prepared) else {}
         stored: dict[int, list[tuple[int, int]]] = defaultdict(list)
         for pk, document_id, ordinal in (
-            Paragraph.objects.filter(collection=collection).order_by("document_id", "index")
+            Paragraph.objects.filter(collection=collection)
+            .order_by("document_id", "index")
             .values_list("pk", "document_id", "ordinal")
         ):
             stored[document_id].append((pk, ordinal))
@@ -55,7 +56,9 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
         for item in prepared:
             if not item.stored:
                 continue
-            document = existing.get(item.name) or Document(collection=collection, name=item.name, source=item.kind)
+            document = existing.get(item.name) or Document(
+                collection=collection, name=item.name, source=item.kind
+            )
             before = _document_state(document)
             # A person approved this very version: it stays searchable.
             was_approved = approved(item, existing)
@@ -77,7 +80,11 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                 document.paragraph_count = len(stored.get(document.pk, []))
             else:
                 document.built_method, document.built_model = collection.method, embedder.model
-                document.built_size, document.built_overlap, document.built_context = size, overlap, CONTEXT_VERSION
+                document.built_size, document.built_overlap, document.built_context = (
+                    size,
+                    overlap,
+                    CONTEXT_VERSION,
+                )
                 document.paragraph_count = len(item.pieces)
             if document.pk is None:
                 document.updated_at = now
@@ -93,8 +100,13 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                     kept_labels.restore_defaults(document=document, kept=kept)
                     kept.delete()
                 ordinal = replace_paragraphs(
-                    document=document, item=item, agent=agent, ordinal=ordinal, run=run,
-                    kept=kept_labels.paragraph_labels(kept) if kept else None)
+                    document=document,
+                    item=item,
+                    agent=agent,
+                    ordinal=ordinal,
+                    run=run,
+                    kept=kept_labels.paragraph_labels(kept) if kept else None,
+                )
             passages += document.paragraph_count
         if renumbered:
             Paragraph.objects.bulk_update(renumbered, ["ordinal"], batch_size=500)
@@ -103,8 +115,9 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             unlabelled = Paragraph.objects.filter(collection=collection, labels__isnull=True).count()
             if unlabelled:
                 run.warnings.append(f"{unlabelled} paragraphs have no label, so any reader may read them")
-        run.warnings += _review_warnings(p for p in prepared
-                                         if p.status == Document.NEEDS_REVIEW and not approved(p, existing))
+        run.warnings += _review_warnings(
+            p for p in prepared if p.status == Document.NEEDS_REVIEW and not approved(p, existing)
+        )
         if not Paragraph.objects.searchable(collection).exists():
             # Seed 000: a build that leaves nothing to answer from is refused. Only a collection that
             # answered nothing before gets here (else _build refused earlier); its documents are kept,
@@ -119,8 +132,11 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                 model=embedder.model,
                 dimensions=embedder.dimensions,
                 method=collection.method,
-                built_from=collection.built_from, passages=passages, built_at=now,
-                refused=refused, index_id="",  # built here: the IVF seeds from the collection's name
+                built_from=collection.built_from,
+                passages=passages,
+                built_at=now,
+                refused=refused,
+                index_id="",  # built here: the IVF seeds from the collection's name
             ),
         )
         Collection.objects.filter(pk=collection.pk).exclude(rebuild_needed="").update(rebuild_needed="")
@@ -133,26 +149,52 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
         run.status, run.finished_at, run.heartbeat_at = BuildRun.SUCCEEDED, now, now
         run.save()
     indexes.after_commit(collection=collection, key=key)
-    logger.info("build %s of %s/%s: %s paragraphs, %s documents read, %s reused, %s refused, %s embedded",
-                run.pk, agent.agent_id, collection.name, passages, run.documents_read, run.documents_reused,
-                len(refused), run.paragraphs_embedded)
+    logger.info(
+        "build %s of %s/%s: %s paragraphs, %s documents read, %s reused, %s refused, %s embedded",
+        run.pk,
+        agent.agent_id,
+        collection.name,
+        passages,
+        run.documents_read,
+        run.documents_reused,
+        len(refused),
+        run.paragraphs_embedded,
+    )
 
 
 def _refuse_all_in_review(collection, run, prepared, now) -> None:
     """Inside the commit: keep the documents and rows for review, unbuild the collection, refuse the run."""
     CollectionBuilt.objects.filter(collection=collection).delete()
     held = ", ".join(item.name for item in prepared if item.status == Document.NEEDS_REVIEW)
-    run.error = (f'the build of "{collection.name}" would leave nothing readers could search: every document '
-                 f"needs review ({held}); approve them in the admin, then build again")[:2000]
+    run.error = (
+        f'the build of "{collection.name}" would leave nothing readers could search: every document '
+        f"needs review ({held}); approve them in the admin, then build again"
+    )[:2000]
     run.status, run.finished_at, run.heartbeat_at = BuildRun.REFUSED, now, now
     run.save()
-    logger.warning("build %s of %s/%s refused: every document needs review", run.pk,
-                   collection.agent.agent_id, collection.name)
+    logger.warning(
+        "build %s of %s/%s refused: every document needs review",
+        run.pk,
+        collection.agent.agent_id,
+        collection.name,
+    )
 
 
 BUILD_FIELDS = (
-    "fingerprint", "status", "refusal", "summary", "scan_warnings", "conflicts", "paragraph_count", "attributes",
-    "built_method", "built_size", "built_overlap", "built_model", "built_context", "ocr_pages",
+    "fingerprint",
+    "status",
+    "refusal",
+    "summary",
+    "scan_warnings",
+    "conflicts",
+    "paragraph_count",
+    "attributes",
+    "built_method",
+    "built_size",
+    "built_overlap",
+    "built_model",
+    "built_context",
+    "ocr_pages",
 )
 
 

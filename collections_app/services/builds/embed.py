@@ -18,9 +18,19 @@ from .prepare import Prepared
 def _known_vectors(collection: Collection, model: str) -> dict[tuple[str, str, int], bytes]:
     """Vectors this model made, by what they embed: text fingerprint, context, carried characters left out.
     One built before CONTEXT_VERSION 2 embedded its whole text: reused only where nothing is carried."""
-    rows = (Paragraph.objects.filter(collection=collection, document__built_model=model).order_by("ordinal")
-            .values_list("document_id", "start_char", "end_char", "fingerprint", "context", "embedding",
-                         "document__built_context"))
+    rows = (
+        Paragraph.objects.filter(collection=collection, document__built_model=model)
+        .order_by("ordinal")
+        .values_list(
+            "document_id",
+            "start_char",
+            "end_char",
+            "fingerprint",
+            "context",
+            "embedding",
+            "document__built_context",
+        )
+    )
     known, current = {}, []  # current: the row carried_openings is at (it reads one row a step)
 
     def positions():
@@ -48,7 +58,9 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
                 item.vectors[i] = bytes(vector)
             elif not lexical_only:
                 todo.append((item, i))
-    progress.save(force=True, documents_done=run.documents_total, paragraphs_total=len(todo), paragraphs_done=0)
+    progress.save(
+        force=True, documents_done=run.documents_total, paragraphs_total=len(todo), paragraphs_done=0
+    )
     if not todo:
         return
     batch = embedding.progress_step(embedder, len(todo))  # the bar moves after each call
@@ -57,8 +69,13 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
         chunk_of = todo[start : start + batch]
         # Embedded from the end of the text a piece shares with earlier ones, so no vector holds words
         # of a paragraph whose labels may differ (docs/security.md).
-        blobs, tokens = embed_in_windows([embedding_text(fresh_text(item.pieces[i].text, item.carried[i]),
-                                                         item.contexts[i]) for item, i in chunk_of], embedder)
+        blobs, tokens = embed_in_windows(
+            [
+                embedding_text(fresh_text(item.pieces[i].text, item.carried[i]), item.contexts[i])
+                for item, i in chunk_of
+            ],
+            embedder,
+        )
         for (item, i), blob in zip(chunk_of, blobs, strict=True):
             item.vectors[i] = blob
         tokens_used += tokens or 0
@@ -67,5 +84,10 @@ def _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
     if embedder.backend == "http" and tokens_used:
         from ..ledger import record_call
 
-        record_call(agent=collection.agent, collection=collection, purpose=ModelCall.EMBED, model=embedder.model,
-                    tokens_in=tokens_used)
+        record_call(
+            agent=collection.agent,
+            collection=collection,
+            purpose=ModelCall.EMBED,
+            model=embedder.model,
+            tokens_in=tokens_used,
+        )

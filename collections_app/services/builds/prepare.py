@@ -72,7 +72,9 @@ class Progress:
             )
             if not updated:
                 # Failed by the sweep while this worker was busy: stop now rather than at the commit.
-                raise LeaseLost(f"build {self.run.pk} was marked failed while it ran; it stopped without writing")
+                raise LeaseLost(
+                    f"build {self.run.pk} was marked failed while it ran; it stopped without writing"
+                )
         if self.report:
             self.report(self.run)
 
@@ -84,19 +86,34 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
         item = Prepared(name=source.name, kind=source.kind, fingerprint="", stored=exc.category != BAD_NAME)
         return _refuse(item, collection, exc.reason, exc.category, run)
     except OSError as exc:
-        logger.warning("document %r in %s/%s could not be opened: %s", source.name, collection.agent.agent_id,
-                       collection.name, exc.strerror or type(exc).__name__)
-        return Prepared(name=source.name, kind=source.kind, fingerprint="", status=Document.REFUSED, refusal=CORRUPT)
+        logger.warning(
+            "document %r in %s/%s could not be opened: %s",
+            source.name,
+            collection.agent.agent_id,
+            collection.name,
+            exc.strerror or type(exc).__name__,
+        )
+        return Prepared(
+            name=source.name, kind=source.kind, fingerprint="", status=Document.REFUSED, refusal=CORRUPT
+        )
     fingerprint = hashlib.sha256(data).hexdigest()
     item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint, **source.carried())
     unchanged = (
         document is not None
         and document.status != Document.REFUSED
         and document.fingerprint == fingerprint
-        and (document.built_method, document.built_size, document.built_overlap, document.built_model,
-             document.built_context) == (method, size, overlap, embedder.model, CONTEXT_VERSION)
-        and not (source.name.lower().endswith(".pdf")  # built before pages: read once more
-                 and document.paragraphs.filter(page_first=None).exists())
+        and (
+            document.built_method,
+            document.built_size,
+            document.built_overlap,
+            document.built_model,
+            document.built_context,
+        )
+        == (method, size, overlap, embedder.model, CONTEXT_VERSION)
+        and not (
+            source.name.lower().endswith(".pdf")  # built before pages: read once more
+            and document.paragraphs.filter(page_first=None).exists()
+        )
     )
     if unchanged:
         item.reused, item.kept = True, document.paragraph_count
@@ -115,8 +132,8 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
         # Seed 003 keeps the first 240 and says why; not a scan warning (which would send it to review).
         item.notes.append(
             f"{source.name}: only the first {MAX_PARAGRAPHS_PER_DOCUMENT} of "
-            f"{MAX_PARAGRAPHS_PER_DOCUMENT + pieces.dropped} paragraphs were kept; a document that needs more "
-            "is a document that should be several sources"
+            f"{MAX_PARAGRAPHS_PER_DOCUMENT + pieces.dropped} paragraphs were kept; a document that needs "
+            "more is a document that should be several sources"
         )
     item.pieces = list(pieces)
     item.contexts = contexts_for(source.name, extracted.text, [p.start for p in item.pieces])
@@ -131,13 +148,20 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
     return item
 
 
-def _refuse(item: Prepared, collection: Collection, reason: str, category: str,
-            run: BuildRun | None = None) -> Prepared:
+def _refuse(
+    item: Prepared, collection: Collection, reason: str, category: str, run: BuildRun | None = None
+) -> Prepared:
     # The detailed reason goes to the server log, with the document's name (escaped: a name can
     # hold a newline that would forge a log line) but never its path; the category (a word from
     # extract.REFUSAL_REASONS) is what the store keeps and people see.
-    logger.warning("document %r in %s/%s was refused (%s): %s", item.name, collection.agent.agent_id,
-                   collection.name, category, reason)
+    logger.warning(
+        "document %r in %s/%s was refused (%s): %s",
+        item.name,
+        collection.agent.agent_id,
+        collection.name,
+        category,
+        reason,
+    )
     if run is not None and category in (TOO_LARGE, TIMED_OUT, BAD_NAME):
         # Limits a person may want to raise, or a file to rename: said in the build's history.
         run.warnings.append(f"{item.name} was refused ({category}): {reason}")

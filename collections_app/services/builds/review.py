@@ -46,7 +46,9 @@ def _review(prepared: list[Prepared], collection: Collection) -> None:
     for entries in shapes.values():
         if len({" ".join(t.split()) for _n, t in entries}) < 2:
             continue
-        names = sorted({n for n, _t in entries})  # one name: repeats inside a man page or changelog, not a conflict
+        names = sorted(
+            {n for n, _t in entries}
+        )  # one name: repeats inside a man page or changelog, not a conflict
         for item in (item for item in readable if len(names) > 1 and item.name in names):
             others = [n for n in names if n != item.name]
             item.conflicts.append(f"a paragraph matches one in {', '.join(others)} except for its numbers")

@@ -20,23 +20,29 @@ class ParagraphOut(BaseModel):
     section: str
     passages: int = Field(..., description="How many stored paragraphs this one stitches together.")
     chunk_id: str = Field(
-        ..., description="<document>#<k> of the paragraph the question matched, k its position within its "
-        "document from 0: the chunk_id export_index writes in docs.jsonl, for citation."
+        ...,
+        description="<document>#<k> of the paragraph the question matched, k its position within its "
+        "document from 0: the chunk_id export_index writes in docs.jsonl, for citation.",
     )
     chunk_ids: list[str] = Field(
         ..., description="The chunk ids of every stored paragraph stitched here, in order."
     )
-    first: int = Field(..., description="Position of the first stitched paragraph among those this search may "
-                       "read (1 = the first); not an id: it shifts when an earlier document changes.")
+    first: int = Field(
+        ...,
+        description="Position of the first stitched paragraph among those this search may "
+        "read (1 = the first); not an id: it shifts when an earlier document changes.",
+    )
     last: int = Field(..., description="Position of the last stitched paragraph, counted the same way.")
     pages: list[int] | None = Field(
-        None, description="[first, last] page of the text in its document (PDF page; slides and sheets "
+        None,
+        description="[first, last] page of the text in its document (PDF page; slides and sheets "
         "where their readers number them), to open it at when checking the citation; null for a document "
-        "without pages. The same as the \"pages\" docs.jsonl gives a chunk."
+        'without pages. The same as the "pages" docs.jsonl gives a chunk.',
     )
     rerank_score: float | None = Field(
-        None, description="Only when reranked: the reranker's score, which set the order; `score` stays the "
-        "fused score the floor applies to."
+        None,
+        description="Only when reranked: the reranker's score, which set the order; `score` stays the "
+        "fused score the floor applies to.",
     )
     fused_rank: int | None = Field(None, description="Only when reranked: the position by the fused score.")
 
@@ -62,15 +68,22 @@ class SearchOut(BaseModel):
     paragraphs: list[ParagraphOut]
     floor: float
     floor_source: Literal["default", "collection", "request", "measured"] = Field(
-        ..., description="Where the floor came from: MIN_SCORE, the collection's override, this request, "
-        "or measured off the collection's known answers."
+        ...,
+        description="Where the floor came from: MIN_SCORE, the collection's override, this request, "
+        "or measured off the collection's known answers.",
     )
     around: int
-    max_chars: int = Field(..., description="The characters of text this answer could hold (the request's "
-                           "max_chars, or ANSWER_MAX_CHARS).")
+    max_chars: int = Field(
+        ...,
+        description="The characters of text this answer could hold (the request's "
+        "max_chars, or ANSWER_MAX_CHARS).",
+    )
     chars: int = Field(..., description="The characters of text the paragraphs hold: at most max_chars.")
-    cut: bool = Field(..., description="true: the budget left out paragraphs or neighbours the search found, "
-                      "or cut one at a sentence boundary; ask again with a larger max_chars for more.")
+    cut: bool = Field(
+        ...,
+        description="true: the budget left out paragraphs or neighbours the search found, "
+        "or cut one at a sentence boundary; ask again with a larger max_chars for more.",
+    )
     mode: Literal["hybrid", "vector", "lexical"]
     model: str
     refused: bool | None = Field(
@@ -92,8 +105,11 @@ def mcp_output_schema(model: type[BaseModel] = SearchOut) -> dict:
             if "$ref" in node:
                 return inline(copy.deepcopy(definitions[node["$ref"].rsplit("/", 1)[-1]]))
             # Under "properties" the keys are field names (a field may be called "title").
-            return {key: inline(value, key == "properties") for key, value in node.items()
-                    if names_fields or key != "title"}
+            return {
+                key: inline(value, key == "properties")
+                for key, value in node.items()
+                if names_fields or key != "title"
+            }
         if isinstance(node, list):
             return [inline(item) for item in node]
         return node

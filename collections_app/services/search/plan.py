@@ -57,12 +57,20 @@ class SearchPlan:
 
 def _whole(value, low: int, high: int | None = None) -> bool:
     """A whole number (never a bool) within ``low``..``high``."""
-    return (isinstance(value, int) and not isinstance(value, bool) and low <= value
-            and (high is None or value <= high))
+    return (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and low <= value
+        and (high is None or value <= high)
+    )
 
 
 def validate_request(
-    question: str, most: int, around: int | None, min_score: float | None, max_most: int = MAX_MOST,
+    question: str,
+    most: int,
+    around: int | None,
+    min_score: float | None,
+    max_most: int = MAX_MOST,
     max_chars: int | None = None,
 ) -> str:
     """The question, stripped, once every argument is within its limits; else the refusal naming it."""
@@ -70,8 +78,9 @@ def validate_request(
     if not question:
         raise RagsiteError("question must not be empty", code=errors.INVALID_QUESTION)
     if len(question) > MAX_QUESTION_CHARS:
-        raise RagsiteError(f"question is at most {MAX_QUESTION_CHARS} characters",
-                           code=errors.INVALID_QUESTION)
+        raise RagsiteError(
+            f"question is at most {MAX_QUESTION_CHARS} characters", code=errors.INVALID_QUESTION
+        )
     if not encodable(question):  # a lone surrogate: valid JSON, but no tokenizer takes it
         raise RagsiteError("question must not contain lone surrogates", code=errors.INVALID_QUESTION)
     if not _whole(most, 1, max_most):
@@ -79,8 +88,10 @@ def validate_request(
     if around is not None and not _whole(around, 0, MAX_AROUND):
         raise RagsiteError(f"around must be between 0 and {MAX_AROUND}", code=errors.INVALID_AROUND)
     if max_chars is not None and not _whole(max_chars, MIN_ANSWER_CHARS, MAX_ANSWER_CHARS):
-        raise RagsiteError(f"max_chars must be between {MIN_ANSWER_CHARS} and {MAX_ANSWER_CHARS}",
-                           code=errors.INVALID_MAX_CHARS)
+        raise RagsiteError(
+            f"max_chars must be between {MIN_ANSWER_CHARS} and {MAX_ANSWER_CHARS}",
+            code=errors.INVALID_MAX_CHARS,
+        )
     if min_score is not None and (
         isinstance(min_score, bool) or not isinstance(min_score, int | float) or not 0 <= min_score <= 1
     ):
@@ -89,9 +100,21 @@ def validate_request(
 
 
 def plan_search(
-    *, agent: Agent, collection: str | Collection, question: str, reader: str | None,
-    on_behalf_of: str | None, most: int, around: int | None, min_score: float | None, key: ApiKey | None, mode: str | None,
-    max_most: int, nprobe: int | None, explain: bool, max_chars: int | None = None,
+    *,
+    agent: Agent,
+    collection: str | Collection,
+    question: str,
+    reader: str | None,
+    on_behalf_of: str | None,
+    most: int,
+    around: int | None,
+    min_score: float | None,
+    key: ApiKey | None,
+    mode: str | None,
+    max_most: int,
+    nprobe: int | None,
+    explain: bool,
+    max_chars: int | None = None,
     filters: dict | None = None,
 ) -> SearchPlan:
     """Check the request and resolve it against the collection's current build (see `search_collection`)."""
@@ -125,17 +148,35 @@ def plan_search(
     # collection-wide statistics, which the interchange export reproduces.
     view = index.view(mask, cut_carried=True) if collection.per_reader or parsed_filters is not None else None
     return SearchPlan(
-        agent=agent, collection=collection, question=question,
-        question_terms=None if mode == "vector" else terms(question), most=most, around=around,
+        agent=agent,
+        collection=collection,
+        question=question,
+        question_terms=None if mode == "vector" else terms(question),
+        most=most,
+        around=around,
         max_chars=int(max_chars if max_chars is not None else settings.ANSWER_MAX_CHARS),
-        floor=floor, floor_source=floor_source, reader=reader_obj, payer=payer, mode=mode, nprobe=nprobe,
-        explain=explain, built=built, index_key=index_key, index=index, held_back=tuple(held_back),
-        mask=mask, view=view,
+        floor=floor,
+        floor_source=floor_source,
+        reader=reader_obj,
+        payer=payer,
+        mode=mode,
+        nprobe=nprobe,
+        explain=explain,
+        built=built,
+        index_key=index_key,
+        index=index,
+        held_back=tuple(held_back),
+        mask=mask,
+        view=view,
     )
 
 
-def readable_mask(collection: Collection, index: MappedIndex, reader: Reader | None,
-                  held_back: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+def readable_mask(
+    collection: Collection,
+    index: MappedIndex,
+    reader: Reader | None,
+    held_back: tuple[np.ndarray, np.ndarray],
+) -> np.ndarray:
     """Rows this search may rank and stitch: active documents less the held-back documents and paragraphs
     (`rows.search_state`), and for a per-reader collection the reader's labels.
 
@@ -154,7 +195,8 @@ def readable_mask(collection: Collection, index: MappedIndex, reader: Reader | N
         labelled = set(in_collection.values_list("paragraph_id", flat=True))
         allowed = set(
             in_collection.filter(label__in=reader.labels.all() if reader.pk else []).values_list(
-                "paragraph_id", flat=True)
+                "paragraph_id", flat=True
+            )
         )
         # A paragraph with no labels is readable by anybody (seed 000's decision);
         # a labelled one needs at least one label the reader holds.
@@ -175,8 +217,9 @@ def resolve_payer(key: ApiKey | None, on_behalf_of: str | None) -> Agent | None:
         raise Forbidden("this key may only charge its own agent", code=errors.NOT_ALLOWED_FOR_AGENT)
     payer = None if "\x00" in on_behalf_of else Agent.objects.filter(agent_id=on_behalf_of).first()
     if payer is None:
-        raise RagsiteError(f'onBehalfOf names no known agent ("{on_behalf_of[:100]}")',
-                           code=errors.UNKNOWN_AGENT)
+        raise RagsiteError(
+            f'onBehalfOf names no known agent ("{on_behalf_of[:100]}")', code=errors.UNKNOWN_AGENT
+        )
     return payer
 
 

@@ -27,8 +27,15 @@ class Stitching(NamedTuple):
     cut: bool = False  # the budget left out or cut some of what the search found
 
 
-def stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]], around: int,
-             max_chars: int | None = None, *, per_reader: bool = False) -> Stitching:
+def stitched(
+    index: MappedIndex,
+    mask: np.ndarray,
+    hits: list[tuple[int, float]],
+    around: int,
+    max_chars: int | None = None,
+    *,
+    per_reader: bool = False,
+) -> Stitching:
     """Hits widened by their readable neighbours, with texts read from the store for those rows only,
     within ``max_chars`` characters of text in all (`text.budget.fit`; None: no budget).
 
@@ -63,9 +70,16 @@ def stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]]
         if pk not in stored:
             continue  # deleted since the index was written; the next search maps a new one
         found = stored[pk]
-        readable[row] = Row(ordinal=row, document=int(documents[row]), start=found.start, end=found.end,
-                            text=found.text, section=found.section, index=found.index,
-                            pages=(found.page_first, found.page_last) if found.page_first is not None else None)
+        readable[row] = Row(
+            ordinal=row,
+            document=int(documents[row]),
+            start=found.start,
+            end=found.end,
+            text=found.text,
+            section=found.section,
+            index=found.index,
+            pages=(found.page_first, found.page_last) if found.page_first is not None else None,
+        )
     cut_hidden_copies(index, mask, readable)
     runs = _stitch_readable(mask, hits, readable, around)
     runs = [run for run in runs if run.text.strip()]  # a hit wholly inside a hidden neighbour's copy
@@ -79,8 +93,9 @@ def stitched(index: MappedIndex, mask: np.ndarray, hits: list[tuple[int, float]]
     return Stitching(paragraphs, runs, readable, cut)
 
 
-def _stitch_readable(mask: np.ndarray, hits: list[tuple[int, float]], readable: dict[int, Row],
-                     around: int) -> list[Stitched]:
+def _stitch_readable(
+    mask: np.ndarray, hits: list[tuple[int, float]], readable: dict[int, Row], around: int
+) -> list[Stitched]:
     """`stitch` over the readable rows numbered consecutively (their positions among the rows this
     search may use), so two readable rows with hidden ones between them are neighbours; the runs come
     back in row ordinals, `passages` counting readable rows only."""
@@ -119,8 +134,13 @@ def positions(mask: np.ndarray) -> Callable[[int], int]:
     return lambda row: int(counted[row])
 
 
-def _paragraph(run: Stitched, document: str, readable: dict[int, Row], at: Callable[[int], int],
-               cite: Callable[[int], int]) -> dict:
+def _paragraph(
+    run: Stitched,
+    document: str,
+    readable: dict[int, Row],
+    at: Callable[[int], int],
+    cite: Callable[[int], int],
+) -> dict:
     """One paragraph of the answer (`answer.ParagraphOut`), citable by seed 004's chunk id.
 
     `chunk_id` is `<document>#<k>` of the paragraph the question matched, k its position within
@@ -149,8 +169,9 @@ def pages_of(rows: list[Row]) -> list[int] | None:
     return [min(first for first, _last in paged), max(last for _first, last in paged)]
 
 
-def mark_reranked(paragraphs: list[dict], runs: list[Stitched], fused: dict[int, float],
-                  fused_rank: dict[int, int]) -> None:
+def mark_reranked(
+    paragraphs: list[dict], runs: list[Stitched], fused: dict[int, float], fused_rank: dict[int, int]
+) -> None:
     """Each paragraph's fused score (``fused``: by hit row) and fused position beside the reranker's
     score that ordered it."""
     for paragraph, run in zip(paragraphs, runs, strict=True):
@@ -166,8 +187,17 @@ def shown_texts(index: MappedIndex, rows: np.ndarray, mask: np.ndarray) -> list[
     nothing the reader could not be shown."""
     ids = [int(index.row_paragraph[r]) for r in rows]
     found = {row.id: row for row in stored_rows(ids)}
-    shown = {int(r): Row(ordinal=int(r), document=int(index.row_document[r]), start=found[pk].start,
-                         end=found[pk].end, text=found[pk].text, section="")
-             for r, pk in zip(rows, ids, strict=True) if pk in found}
+    shown = {
+        int(r): Row(
+            ordinal=int(r),
+            document=int(index.row_document[r]),
+            start=found[pk].start,
+            end=found[pk].end,
+            text=found[pk].text,
+            section="",
+        )
+        for r, pk in zip(rows, ids, strict=True)
+        if pk in found
+    }
     cut_hidden_copies(index, mask, shown)
     return [shown[int(r)].text if int(r) in shown else "" for r in rows]

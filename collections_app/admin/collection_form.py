@@ -1,0 +1,126 @@
+"""A collection's form on its admin page: name, folder, chunking method, sync (admin/collections.py)."""
+
+import json
+
+from django import forms
+from django.utils.html import escape
+
+from ..models import (
+    Agent,
+    Collection,
+)
+from ..services.knowledge import available_folders, binding_problem
+from ..text.chunking import AVAILABLE
+from .sync import sync_form_fields, sync_initial
+
+
+class CollectionForm(forms.ModelForm):
+    # Only the strategies that exist are offered; a planned one is not a choice. The initial value is the
+    # model's (and the command's) default, which a plain ChoiceField would lose.
+    method = forms.ChoiceField(
+        choices=[(name, name) for name in AVAILABLE], initial=Collection._meta.get_field("method").default
+    )
+
+    # The sub-folders of the agent's folder in KNOWLEDGE_ROOT as they are now (no restart needed), by name
+    # only.
+    folder = forms.ChoiceField(required=False, help_text=Collection._meta.get_field("folder").help_text)
+
+    sync, sync_every = sync_form_fields()  # saved through the sync service (admin/sync.py)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["folder"].choices = folder_choices(self.instance)
+        if "agent" in self.fields:
+            # The add page's script shows only the picked agent's group of folders (its optgroup label).
+            agents = {str(pk): agent_id for pk, agent_id in Agent.objects.values_list("pk", "agent_id")}
+            self.fields["folder"].widget.attrs["data-agents"] = json.dumps(agents)
+        sync_initial(self)
+        if "name" in self.fields:
+            # The admin renders help text as HTML, so the placeholder's brackets are escaped.
+            self.fields["name"].help_text = escape(
+                "Letters, digits, '-' and '_'; the name cannot be changed once saved. The documents come "
+                "from the folder chosen below, or from KNOWLEDGE_<AGENT>__<NAME>_FOLDER when that is set (or "
+                "KNOWLEDGE_<NAME>_FOLDER, once bound below)."
+            )
+        # A user who may only view collections gets read-only fields: the form then holds none of these.
+        for name, label, help_text in [
+            (
+                "min_score",
+                "Floor",
+                "The lowest score a result may have (0–1); empty = this server's MIN_SCORE.",
+            ),
+            (
+                "around",
+                "Neighbours",
+                "Paragraphs either side of a hit that come back with it; empty = AROUND.",
+            ),
+            (
+                "per_reader",
+                None,
+                "Off by default: every reader sees every paragraph and labels are kept but ignored. "
+                "On: every search must name a reader, and a labelled paragraph is seen only by readers "
+                "holding one of its labels.",
+            ),
+        ]:
+            if name in self.fields:
+                self.fields[name].label = label or self.fields[name].label
+                self.fields[name].help_text = help_text
+
+    class Meta:
+        model = Collection
+        fields = [
+            "agent",
+            "name",
+            "built_from",
+            "folder",
+            "folder_variable_bound",
+            "method",
+            "size",
+            "overlap",
+            "per_reader",
+            "judge",
+            "min_score",
+            "floor_measured",
+            "around",
+        ]
+
+    def clean(self):
+        cleaned = super().clean()
+        agent = cleaned.get("agent") or (self.instance.agent if self.instance.agent_id else None)
+        folder = cleaned.get("folder") or ""
+        if agent is not None and folder and folder != self.initial.get("folder"):
+            if folder not in available_folders(agent):
+                self.add_error(
+                    "folder", f'agent "{agent.agent_id}" has no folder "{folder}" under KNOWLEDGE_ROOT'
+                )
+        name = cleaned.get("name") or self.instance.name
+        problem = (
+            name
+            and cleaned.get("folder_variable_bound")
+            and binding_problem(name=name, collection_pk=self.instance.pk)
+        )
+        if problem:
+            self.add_error("folder_variable_bound", problem)
+        if cleaned.get("per_reader") and cleaned.get("floor_measured"):
+            self.add_error(
+                "floor_measured",
+                "a per-reader collection answers at its configured floor: one "
+                "measured over every paragraph would depend on paragraphs a reader may not read",
+            )
+        return cleaned
+
+
+def folder_choices(collection: Collection) -> list:
+    """Each agent's folders grouped under its name (only the collection's own agent once it has one)."""
+    agents = [collection.agent] if collection.agent_id else Agent.objects.order_by("agent_id")
+    choices: list = [("", "— none (uploads, or a KNOWLEDGE_…_FOLDER variable) —")]
+    for agent in agents:
+        names = available_folders(agent)
+        if collection.folder and collection.agent_id == agent.pk and collection.folder not in names:
+            names = [
+                *names,
+                collection.folder,
+            ]  # keep a vanished choice visible rather than silently dropping it
+        if names:
+            choices.append((agent.agent_id, [(name, name) for name in names]))
+    return choices
