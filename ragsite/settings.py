@@ -43,7 +43,9 @@ CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=False)
 # never set it when clients can reach the server without passing through that proxy.
 _proxy_ssl_header = env.list("SECURE_PROXY_SSL_HEADER", default=[])
 if _proxy_ssl_header and len(_proxy_ssl_header) != 2:
-    raise ImproperlyConfigured('SECURE_PROXY_SSL_HEADER is "<header>,<value>", e.g. "HTTP_X_FORWARDED_PROTO,https"')
+    raise ImproperlyConfigured(
+        'SECURE_PROXY_SSL_HEADER is "<header>,<value>", e.g. "HTTP_X_FORWARDED_PROTO,https"'
+    )
 SECURE_PROXY_SSL_HEADER = tuple(_proxy_ssl_header) or None
 
 INSTALLED_APPS = [
@@ -261,11 +263,17 @@ LOGGING = {
     "disable_existing_loggers": False,
     # Tracebacks (an admin PermissionDenied, a 500) name files: the installation's folders become
     # placeholders (ragsite.logs.WithoutInstallPaths), so no deployment path reaches the log.
-    "formatters": {"plain": {"class": "ragsite.logs.WithoutInstallPaths",
-                             "format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "formatters": {
+        "plain": {
+            "class": "ragsite.logs.WithoutInstallPaths",
+            "format": "%(asctime)s %(levelname)s %(name)s %(message)s",
+        }
+    },
     # Upstream URLs (httpx logs each request at INFO) lose userinfo and query: ragsite.logs.
     "filters": {"redact_urls": {"()": "ragsite.logs.RedactUpstreamURLs"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_urls"]}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_urls"]}
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {"django_q": {"level": "WARNING"}},
 }

@@ -32,7 +32,9 @@ urlpatterns = [
     path("mcp", mcp_endpoint, name="mcp"),
     path("v1/vector_stores", openai_api.vector_stores, name="vector-stores"),
     path("v1/vector_stores/<str:store_id>", openai_api.vector_store_detail, name="vector-store"),
-    path("v1/vector_stores/<str:store_id>/search", openai_api.vector_store_search, name="vector-store-search"),
+    path(
+        "v1/vector_stores/<str:store_id>/search", openai_api.vector_store_search, name="vector-store-search"
+    ),
     re_path(r"^v1/vector_stores/(?P<rest>.*)$", api_not_found),
     re_path(r"^api/(?P<rest>.*)$", api_not_found),
 ]

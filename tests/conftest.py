@@ -67,8 +67,10 @@ def _no_deployment_folders(monkeypatch, settings, tmp_path):
 def _no_task_cluster_heartbeats(settings, tmp_path):
     """Cluster heartbeats are read from a folder of the test's own, so a `make run` cluster in
     the same checkout never makes a test believe a worker is running (test_qcluster opts back in)."""
-    settings.CACHES = {**settings.CACHES, "task_cluster": {**settings.CACHES["task_cluster"],
-                                                           "LOCATION": str(tmp_path / "task-cluster")}}
+    settings.CACHES = {
+        **settings.CACHES,
+        "task_cluster": {**settings.CACHES["task_cluster"], "LOCATION": str(tmp_path / "task-cluster")},
+    }
 
 
 @pytest.fixture
@@ -128,8 +130,12 @@ def knowledge_folder(tmp_path, monkeypatch):
     """
     from collections_app.conf import folder_variable
 
-    def make(collection_name: str, files: dict[str, str | bytes] | None = None, samples: bool = False,
-             agent: str = "alpha") -> Path:
+    def make(
+        collection_name: str,
+        files: dict[str, str | bytes] | None = None,
+        samples: bool = False,
+        agent: str = "alpha",
+    ) -> Path:
         folder = tmp_path / f"deployment-secret-{collection_name}"
         folder.mkdir(parents=True, exist_ok=True)
         if samples:

@@ -21,8 +21,9 @@ def _uploads_in_a_temporary_folder(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media-root"
 
 
-def make_built(agent, knowledge_folder, name: str, files: dict, *, outcome: str = BuildRun.SUCCEEDED,
-               **options) -> Collection:
+def make_built(
+    agent, knowledge_folder, name: str, files: dict, *, outcome: str = BuildRun.SUCCEEDED, **options
+) -> Collection:
     collection = create_collection(agent=agent, name=name, **{"method": "fixed", "size": 80, **options})
     knowledge_folder(name, files)
     run = build_collection(collection=collection)

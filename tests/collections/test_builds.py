@@ -54,7 +54,12 @@ def test_a_folder_builds_into_paragraphs_named_relative_to_it(handbook, knowledg
     assert run.status == BuildRun.SUCCEEDED, run.error
     assert sorted(handbook.documents.values_list("name", flat=True)) == ["leave.md", "policies/security.md"]
     built = CollectionBuilt.objects.get(collection=handbook)
-    assert (built.agent_id, built.method, built.built_from, built.refused) == ("alpha", "structure", "the HR share", [])
+    assert (built.agent_id, built.method, built.built_from, built.refused) == (
+        "alpha",
+        "structure",
+        "the HR share",
+        [],
+    )
     assert built.model == "hash-64" and built.dimensions == 64
     assert built.passages == Paragraph.objects.filter(collection=handbook).count() == run.passages > 0
     paragraph = Paragraph.objects.filter(collection=handbook, text__contains="five days").get()
@@ -74,20 +79,35 @@ def test_the_sample_documents_of_every_type_build(handbook, knowledge_folder):
     assert Paragraph.objects.filter(collection=handbook, document__name="safety.pdf").exists()
 
 
-def test_unreadable_documents_are_refused_by_name_and_do_not_stop_the_build(handbook, knowledge_folder, caplog):
-    folder = knowledge_folder("handbook", {"leave.md": LEAVE, "broken.pdf": b"%PDF-1.4 not really",
-                                           "notes.xyz": "unsupported", "latin.txt": "caf\xe9".encode("latin-1")})
+def test_unreadable_documents_are_refused_by_name_and_do_not_stop_the_build(
+    handbook, knowledge_folder, caplog
+):
+    folder = knowledge_folder(
+        "handbook",
+        {
+            "leave.md": LEAVE,
+            "broken.pdf": b"%PDF-1.4 not really",
+            "notes.xyz": "unsupported",
+            "latin.txt": "caf\xe9".encode("latin-1"),
+        },
+    )
     with caplog.at_level(logging.INFO):
         run = build_collection(collection=handbook)
     assert run.status == BuildRun.SUCCEEDED
     assert sorted(run.refused) == ["broken.pdf", "latin.txt", "notes.xyz"]
-    assert sorted(CollectionBuilt.objects.get(collection=handbook).refused) == ["broken.pdf", "latin.txt", "notes.xyz"]
+    assert sorted(CollectionBuilt.objects.get(collection=handbook).refused) == [
+        "broken.pdf",
+        "latin.txt",
+        "notes.xyz",
+    ]
     assert handbook.documents.get(name="broken.pdf").status == Document.REFUSED
     # The reason is logged, with the name and never the folder.
     assert "broken.pdf" in caplog.text and str(folder) not in caplog.text
 
 
-def test_no_deployment_path_is_stored_answered_or_logged(handbook, knowledge_folder, caplog, client, agent_key):
+def test_no_deployment_path_is_stored_answered_or_logged(
+    handbook, knowledge_folder, caplog, client, agent_key
+):
     folder = knowledge_folder("handbook", {"leave.md": LEAVE, "broken.pdf": b"garbage"})
     with caplog.at_level(logging.INFO):
         run = build_collection(collection=handbook)
@@ -104,7 +124,9 @@ def test_no_deployment_path_is_stored_answered_or_logged(handbook, knowledge_fol
         assert secret not in text and "deployment-secret" not in text
 
 
-def test_a_rebuild_of_an_unchanged_folder_embeds_nothing_and_keeps_every_row(handbook, knowledge_folder, counting):
+def test_a_rebuild_of_an_unchanged_folder_embeds_nothing_and_keeps_every_row(
+    handbook, knowledge_folder, counting
+):
     knowledge_folder("handbook", {"leave.md": LEAVE, "security.md": SECURITY})
     build_collection(collection=handbook)
     assert counting.texts > 0
@@ -143,7 +165,9 @@ def test_labels_survive_a_rebuild_and_documents_pass_on_default_labels(handbook,
     assert set(new.labels.values_list("name", flat=True)) == {"everyone"}
 
 
-def test_a_build_that_would_leave_no_paragraphs_is_refused_and_the_old_ones_keep_answering(handbook, knowledge_folder):
+def test_a_build_that_would_leave_no_paragraphs_is_refused_and_the_old_ones_keep_answering(
+    handbook, knowledge_folder
+):
     folder = knowledge_folder("handbook", {"leave.md": LEAVE})
     build_collection(collection=handbook)
     before = Paragraph.objects.filter(collection=handbook).count()
@@ -193,12 +217,16 @@ def test_only_one_build_runs_at_a_time_and_a_dead_one_is_swept(handbook, knowled
 
 def test_duplicates_and_numeric_conflicts_put_documents_in_review(handbook, knowledge_folder):
     changed = LEAVE.replace("five days", "5 days")
-    knowledge_folder("handbook", {
-        "a.md": LEAVE, "copy-of-a.md": LEAVE,
-        "old.md": "# Old\n\nStaff may carry over 5 days of leave into the next year.\n",
-        "new.md": "# New\n\nStaff may carry over 10 days of leave into the next year.\n",
-        "fine.md": changed.replace("Receipts", "Invoices"),
-    })
+    knowledge_folder(
+        "handbook",
+        {
+            "a.md": LEAVE,
+            "copy-of-a.md": LEAVE,
+            "old.md": "# Old\n\nStaff may carry over 5 days of leave into the next year.\n",
+            "new.md": "# New\n\nStaff may carry over 10 days of leave into the next year.\n",
+            "fine.md": changed.replace("Receipts", "Invoices"),
+        },
+    )
     run = build_collection(collection=handbook)
     status = dict(handbook.documents.values_list("name", "status"))
     assert status["a.md"] == status["copy-of-a.md"] == Document.NEEDS_REVIEW
@@ -213,7 +241,9 @@ def test_an_approved_document_stays_active_until_its_file_changes(handbook, know
     folder = knowledge_folder("handbook", {"a.md": LEAVE, "b.md": LEAVE, "security.md": SECURITY})
     build_collection(collection=handbook)
     document = handbook.documents.get(name="a.md")
-    Document.objects.filter(pk=document.pk).update(status=Document.ACTIVE, approved_fingerprint=document.fingerprint)
+    Document.objects.filter(pk=document.pk).update(
+        status=Document.ACTIVE, approved_fingerprint=document.fingerprint
+    )
     build_collection(collection=handbook)
     assert handbook.documents.get(name="a.md").status == Document.ACTIVE
     (folder / "a.md").write_text(LEAVE + "\nNew line with 3 numbers 4 and 5 here for the review.\n")
@@ -233,7 +263,9 @@ def test_a_per_reader_build_warns_about_unlabelled_paragraphs(agent, knowledge_f
 def test_progress_is_recorded_and_reaches_the_end(handbook, knowledge_folder):
     knowledge_folder("handbook", {"leave.md": LEAVE, "security.md": SECURITY})
     seen = []
-    run = build_collection(collection=handbook, report=lambda r: seen.append((r.documents_done, r.paragraphs_done)))
+    run = build_collection(
+        collection=handbook, report=lambda r: seen.append((r.documents_done, r.paragraphs_done))
+    )
     assert run.percent == 100 and run.documents_done == run.documents_total == 2
     assert seen and seen[-1][0] == 2
 
@@ -241,13 +273,16 @@ def test_progress_is_recorded_and_reaches_the_end(handbook, knowledge_folder):
 def test_embedding_progress_moves_batch_by_batch_with_the_phase_named(handbook, knowledge_folder):
     """A 186-paragraph build once showed "0 of 186 paragraphs embedded" for a minute, then 100 %."""
     topics = ["harbour", "orchard", "glacier", "library", "foundry", "vineyard", "observatory", "bakery"]
-    text = "\n\n".join(f"# Part {n}\n\nThe {topics[n % 8]} report number {n} describes shift {n * 7} in detail."
-                       for n in range(48))
+    text = "\n\n".join(
+        f"# Part {n}\n\nThe {topics[n % 8]} report number {n} describes shift {n * 7} in detail."
+        for n in range(48)
+    )
     knowledge_folder("handbook", {"reports.md": text, "leave.md": LEAVE})
     seen = []
-    run = build_collection(collection=handbook,
-                           report=lambda r: seen.append((build_phase(r), r.documents_done, r.paragraphs_done,
-                                                         r.percent)))
+    run = build_collection(
+        collection=handbook,
+        report=lambda r: seen.append((build_phase(r), r.documents_done, r.paragraphs_done, r.percent)),
+    )
     assert run.status == BuildRun.SUCCEEDED and run.paragraphs_total >= 40
     embedding = [done for phase, _docs, done, _pct in seen if phase == "embedding paragraphs"]
     # Several saves strictly between none and all: the bar moves while the model works.
@@ -257,7 +292,10 @@ def test_embedding_progress_moves_batch_by_batch_with_the_phase_named(handbook, 
     assert [p for i, p in enumerate(phases) if i == 0 or phases[i - 1] != p] == order
     percents = [pct for *_, pct in seen]
     assert percents == sorted(percents) and max(percents) < 100 and run.percent == 100
-    assert sorted({docs for phase, docs, *_ in seen if phase == "reading documents"}) == [0, 1]  # per document
+    assert sorted({docs for phase, docs, *_ in seen if phase == "reading documents"}) == [
+        0,
+        1,
+    ]  # per document
     assert build_phase(run) == "finished"
 
 
@@ -286,7 +324,9 @@ def test_a_rebuild_of_an_unchanged_folder_writes_nothing_but_the_build_record(ha
         run = build_collection(collection=handbook)
     assert run.documents_reused == 30
     writes = [q["sql"] for q in queries if q["sql"].split()[0].upper() in ("INSERT", "UPDATE", "DELETE")]
-    touched = {table for sql in writes for table in ("agents_chunks", "collections_app_document") if table in sql}
+    touched = {
+        table for sql in writes for table in ("agents_chunks", "collections_app_document") if table in sql
+    }
     assert touched == set(), writes
     # Not a query per document (30 here): a constant number, one of them asking which webhooks to tell.
     assert len(queries) < 41
@@ -310,7 +350,9 @@ def searchable_texts(collection) -> set[str]:
     return set(Paragraph.objects.searchable(collection).values_list("text", flat=True))
 
 
-def test_seed_refusal_3_an_all_duplicate_folder_does_not_replace_a_working_collection(handbook, knowledge_folder):
+def test_seed_refusal_3_an_all_duplicate_folder_does_not_replace_a_working_collection(
+    handbook, knowledge_folder
+):
     """Seed 000, refusal 3: the guard counts the paragraphs search would read, not rows written; two
     identical files both go to review, so their build would answer nothing and is refused."""
     folder = knowledge_folder("handbook", {"leave.md": LEAVE})
@@ -357,7 +399,8 @@ def test_seed_refusal_3_the_store_refuses_to_replace_a_searchable_collection_wit
 
 
 def test_a_first_build_whose_documents_all_need_review_is_refused_and_kept_for_a_person_to_review(
-        handbook, knowledge_folder):
+    handbook, knowledge_folder
+):
     """Seed 000: a build that would leave the collection nothing to answer from is refused, so searches
     say "never built" instead of answering [] to everything. Its documents are kept, held for review, so
     a person can approve them; the next build then goes live."""
@@ -394,7 +437,9 @@ def test_seed_000_refused_an_empty_build_keeps_the_names_it_knew_on_its_run(hand
     assert CollectionBuilt.objects.get(collection=handbook).refused == []  # the record is the last build's
 
 
-def test_seed_003_a_source_over_240_paragraphs_keeps_its_first_240_and_stays_searchable(handbook, knowledge_folder):
+def test_seed_003_a_source_over_240_paragraphs_keeps_its_first_240_and_stays_searchable(
+    handbook, knowledge_folder
+):
     """Seed 003: "At most 240 passages are kept per source. A document that needs more is a document that
     should be several sources" - the rest is dropped with a warning that does not hold the document back."""
     from collections_app.text.chunking import MAX_PARAGRAPHS_PER_DOCUMENT
@@ -409,30 +454,54 @@ def test_seed_003_a_source_over_240_paragraphs_keeps_its_first_240_and_stays_sea
     document = handbook.documents.get(name="big.md")
     assert document.status == Document.ACTIVE and document.scan_warnings == []
     assert document.paragraph_count == MAX_PARAGRAPHS_PER_DOCUMENT
-    assert ("big.md: only the first 240 of 300 paragraphs were kept; a document that needs more is a document "
-            "that should be several sources") in run.warnings
+    assert (
+        "big.md: only the first 240 of 300 paragraphs were kept; a document that needs more is a document "
+        "that should be several sources"
+    ) in run.warnings
     from collections_app.services.search import search_collection
 
-    answer = search_collection(agent=handbook.agent, collection=handbook, question=f"clause {word(239)}", around=0)
+    answer = search_collection(
+        agent=handbook.agent, collection=handbook, question=f"clause {word(239)}", around=0
+    )
     assert answer["paragraphs"][0]["chunk_id"] == "big.md#239"
-    dropped = search_collection(agent=handbook.agent, collection=handbook, question=f"clause {word(299)}", around=0)
+    dropped = search_collection(
+        agent=handbook.agent, collection=handbook, question=f"clause {word(299)}", around=0
+    )
     assert all(f"Clause {word(299)} " not in p["text"] for p in dropped["paragraphs"])
     assert not Paragraph.objects.filter(collection=handbook, text__contains=f"Clause {word(240)} ").exists()
 
 
-def test_each_refused_document_records_a_category_and_the_names_stay_names_only(handbook, knowledge_folder, caplog):
+def test_each_refused_document_records_a_category_and_the_names_stay_names_only(
+    handbook, knowledge_folder, caplog
+):
     from collections_app.samples import pdf_bytes
 
-    knowledge_folder("handbook", {"leave.md": LEAVE, "broken.pdf": b"%PDF-1.4 not really", "notes.xyz": "x",
-                                  "scan.pdf": pdf_bytes([[], []]), "blank.md": "  \n"})
+    knowledge_folder(
+        "handbook",
+        {
+            "leave.md": LEAVE,
+            "broken.pdf": b"%PDF-1.4 not really",
+            "notes.xyz": "x",
+            "scan.pdf": pdf_bytes([[], []]),
+            "blank.md": "  \n",
+        },
+    )
     with caplog.at_level(logging.WARNING):
         run = build_collection(collection=handbook)
-    expected = {"broken.pdf": "corrupt", "notes.xyz": "unsupported type", "scan.pdf": "no text layer — scanned?",
-                "blank.md": "empty"}
+    expected = {
+        "broken.pdf": "corrupt",
+        "notes.xyz": "unsupported type",
+        "scan.pdf": "no text layer — scanned?",
+        "blank.md": "empty",
+    }
     assert run.refusal_reasons == expected
     assert dict(handbook.documents.filter(status=Document.REFUSED).values_list("name", "refusal")) == expected
     # seed 000: the build record and the run's `refused` are names, never reasons.
-    assert sorted(CollectionBuilt.objects.get(collection=handbook).refused) == sorted(expected) == sorted(run.refused)
+    assert (
+        sorted(CollectionBuilt.objects.get(collection=handbook).refused)
+        == sorted(expected)
+        == sorted(run.refused)
+    )
     # The detail stays in the server log.
     assert "not a readable PDF" in caplog.text
     assert "not a readable PDF" not in json.dumps(list(Document.objects.values()), default=str)

@@ -36,7 +36,12 @@ def test_pcg32_matches_the_reference_demo_output():
     # pcg32-demo from pcg-c-basic: pcg32_srandom_r(&rng, 42u, 54u), first six outputs.
     rng = PCG32.from_sequence(42, 54)
     assert [rng.next_u32() for _ in range(6)] == [
-        0xA15C02B7, 0x7B47F409, 0xBA1D3330, 0x83D2F293, 0xBFA4784B, 0xCBED606E,
+        0xA15C02B7,
+        0x7B47F409,
+        0xBA1D3330,
+        0x83D2F293,
+        0xBFA4784B,
+        0xCBED606E,
     ]
 
 
@@ -83,9 +88,10 @@ def uniform(n=3000, dim=64, seed=3):
 )
 def test_seed_004_kmeans_plus_plus_picks_the_rows_the_plain_float64_algorithm_picks(vectors, k):
     # The fast path scores in float32 and re-checks in float64; the plain algorithm is the oracle.
-    assert kmeans_plus_plus(vectors, k, rng_for("docs")).tolist() == kmeans_plus_plus_reference(
-        vectors, k, rng_for("docs")
-    ).tolist()
+    assert (
+        kmeans_plus_plus(vectors, k, rng_for("docs")).tolist()
+        == kmeans_plus_plus_reference(vectors, k, rng_for("docs")).tolist()
+    )
 
 
 def test_seed_004_kmeans_plus_plus_runs_over_every_row_not_a_sample():
@@ -191,7 +197,9 @@ def test_the_recall_curves_are_the_slow_recall_at_every_nprobe():
     # Between rows: each sampled row averaged with the rows a quarter, a half and three quarters on.
     means = unit(sum(vectors[(rows + j * 375) % 1500] for j in range(4)))
     for nprobe in (1, 3, 8, lists.nlist):
-        assert own[nprobe - 1] == pytest.approx(brute_force_recall(vectors, lists, vectors[rows], nprobe, rows))
+        assert own[nprobe - 1] == pytest.approx(
+            brute_force_recall(vectors, lists, vectors[rows], nprobe, rows)
+        )
         assert between[nprobe - 1] == pytest.approx(brute_force_recall(vectors, lists, means, nprobe))
     assert own[-1] == between[-1] == 1.0 and np.all(np.diff(own) >= 0) and np.all(np.diff(between) >= 0)
     assert np.array_equal(recall_curve(vectors, lists, assignment, sample=40), np.minimum(own, between))
@@ -233,7 +241,9 @@ def test_a_target_recall_outside_zero_to_one_is_refused(target):
 def test_the_lists_round_trip_through_flat_arrays_and_their_meta():
     vectors = clustered(700)
     lists = build_lists(vectors, index_id="tricky")
-    arrays = {name: np.frombuffer(array.tobytes(), dtype=array.dtype) for name, array in lists.arrays().items()}
+    arrays = {
+        name: np.frombuffer(array.tobytes(), dtype=array.dtype) for name, array in lists.arrays().items()
+    }
     assert arrays["ivf_centroids"].dtype == np.dtype("<f4") and arrays["ivf_members"].dtype == np.dtype("<i8")
     back = IVFLists.from_arrays(arrays, lists.meta())
     assert back.nprobe == lists.nprobe and back.index_id == "tricky" and back.recall == lists.recall
