@@ -39,7 +39,8 @@ def main() -> None:
             cut += answer["cut"]
         p95 = statistics.quantiles(sizes, n=20)[-1]
         print(
-            f"| {budget:,} | {found / len(questions):.3f} | {statistics.median(sizes):.0f} | {p95:.0f} | {cut} |"
+            f"| {budget:,} | {found / len(questions):.3f} | {statistics.median(sizes):.0f} "
+            f"| {p95:.0f} | {cut} |"
         )
 
 

@@ -86,7 +86,8 @@ def make_corpus() -> dict[str, tuple[bytes, bytes]]:
 
 
 def old_pdf_text(data: bytes) -> str:
-    """What the PDF reader gave before this change: pypdf's text of each page, pages joined by a blank line."""
+    """What the PDF reader gave before this change: pypdf's text of each page, pages joined by a
+    blank line."""
     from pypdf import PdfReader
 
     return "\n\n".join(
@@ -174,7 +175,8 @@ def corpus_cer(corpus) -> None:
         total_seconds += seconds
         print(f"| {name} | {read.ocr_pages} | {seconds / max(1, read.ocr_pages):.2f} | {cer:.4f} |")
     print(
-        f"| **all** | {total_pages} | {total_seconds / max(1, total_pages):.2f} | {total_errors / total_chars:.4f} |"
+        f"| **all** | {total_pages} | {total_seconds / max(1, total_pages):.2f} "
+        f"| {total_errors / total_chars:.4f} |"
     )
 
 

@@ -104,9 +104,10 @@ register(
     Tool(
         name="recall",
         title="Recall memories",
-        description="Find the excerpts of your memories and episodes that best answer a question, best first, "
-        "within a character budget (max_chars): several excerpts may come from one long record, a short record "
-        "comes whole, and the last excerpt is cut at a sentence boundary when the budget runs out.",
+        description="Find the excerpts of your memories and episodes that best answer a question, "
+        "best first, within a character budget (max_chars): several excerpts may come from one long "
+        "record, a short record comes whole, and the last excerpt is cut at a sentence boundary when "
+        "the budget runs out.",
         input_schema={
             "type": "object",
             "properties": {
@@ -201,9 +202,9 @@ register(
     Tool(
         name="list_records",
         title="List memories or episodes",
-        description='Your memories (kind "mem", the default) or episodes ("ep"), newest first, a page at a time: '
-        "each with its length, times, node status and opening. Pass `next` back as `cursor` for the next page; "
-        "`since` / `until` (ISO 8601) bound the creation time.",
+        description='Your memories (kind "mem", the default) or episodes ("ep"), newest first, a page '
+        "at a time: each with its length, times, node status and opening. Pass `next` back as `cursor` "
+        "for the next page; `since` / `until` (ISO 8601) bound the creation time.",
         input_schema={
             "type": "object",
             "properties": {
@@ -265,8 +266,8 @@ register(
     Tool(
         name="read_record",
         title="Read a memory or episode",
-        description="One of your records whole: its text, lengths, times, whether it is locked, and its nodes "
-        "(status, and each node's offsets into the text).",
+        description="One of your records whole: its text, lengths, times, whether it is locked, and its "
+        "nodes (status, and each node's offsets into the text).",
         input_schema={
             "type": "object",
             "properties": {"kind": _KIND, "id": {"type": "integer", "minimum": 1}},

@@ -126,7 +126,8 @@ def on_unexpected(request, exc):
 
 
 def describe_validation(errors: list[dict]) -> str:
-    """One readable sentence from pydantic's error list: `question: String should have at most 2000 characters`."""
+    """One readable sentence from pydantic's error list:
+    `question: String should have at most 2000 characters`."""
     parts = []
     for err in errors[:5]:
         loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path", "payload")]

@@ -116,7 +116,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # about 2.4 KB, so 4 KB pages held one row and wasted the rest — 2.1 KB a
     # paragraph beyond its text at 100k, 1.07 KB with 32 KB pages (docs/benchmarks.md).
     DATABASES["default"]["OPTIONS"] = {
-        "init_command": "PRAGMA page_size=32768; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+        "init_command": (
+            "PRAGMA page_size=32768; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+            "PRAGMA foreign_keys=ON;"
+        ),
         "transaction_mode": "IMMEDIATE",
         "timeout": env.int("SQLITE_BUSY_TIMEOUT", default=20),
     }

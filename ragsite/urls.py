@@ -13,7 +13,8 @@ from .errors import error_body
 
 @csrf_exempt  # bearer keys, no cookies: a POST to an unknown route is a 404, not a CSRF page (D14)
 def api_not_found(request, rest=""):
-    """Unknown routes under /api/ (and /v1/vector_stores/) answer in the API's error shape, not an HTML page."""
+    """Unknown routes under /api/ (and /v1/vector_stores/) answer in the API's error shape, not an
+    HTML page."""
     return JsonResponse(error_body("not_found", "no such API route"), status=404)
 
 

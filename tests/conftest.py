@@ -14,7 +14,9 @@ HANDBOOK = {
     "Requests for leave go to your line manager two weeks ahead.\n",
     "security.md": "# Security\n\nLaptops must use full-disk encryption.\n\n"
     "Badges are worn at all times on site.\n\nLost badges are reported to reception the same day.\n",
-    "travel.md": "# Travel\n\nMileage is reimbursed at 0.42 per kilometre.\n\nTrains are booked in standard class.\n",
+    "travel.md": (
+        "# Travel\n\nMileage is reimbursed at 0.42 per kilometre.\n\nTrains are booked in standard class.\n"
+    ),
 }
 
 

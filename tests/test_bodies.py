@@ -68,7 +68,9 @@ def test_a_body_over_the_limit_is_413_json_on_every_route(client, raw, surface, 
 HOSTILE = {
     "nested": "[" * 100_000 + "]" * 100_000,
     "nested_object": '{"a":' * 50_000 + "1" + "}" * 50_000,
-    "lone_surrogate": '{"question": "x\\udfffy", "text": "x\\udfffy", "query": "x\\udfffy", "input": "x\\udfffy"}',
+    "lone_surrogate": (
+        '{"question": "x\\udfffy", "text": "x\\udfffy", "query": "x\\udfffy", "input": "x\\udfffy"}'
+    ),
     "nan": '{"question": "q", "min_score": NaN, "text": "t", "query": "q", "input": "t", "most": Infinity}',
     "not_json": "{'question': 'single quotes'}",
     "not_utf8": b'{"question": "\xff\xfe"}',

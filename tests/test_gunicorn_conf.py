@@ -45,7 +45,8 @@ def test_the_configuration_is_read_from_the_web_settings_and_refuses_no_workers_
 
 @pytest.fixture
 def served(knowledge_folder, transactional_db, settings, tmp_path):
-    """A built handbook in the test database and a gunicorn of two workers serving it: (base, key, access log, log)."""
+    """A built handbook in the test database and a gunicorn of two workers serving it:
+    (base, key, access log, log)."""
     agent, raw = create_agent(agent_id="served", name="Served")
     collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
     knowledge_folder("handbook", HANDBOOK, agent="served")

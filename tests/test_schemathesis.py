@@ -60,7 +60,8 @@ def test_every_operation_answers_within_its_schema_and_never_5xx(live_server, kn
 
     assert sum(statuses.values()) >= len(operations) * CASES
     print(
-        f"schemathesis: {sum(statuses.values())} cases over {len(operations)} operations, statuses {dict(statuses)}"
+        f"schemathesis: {sum(statuses.values())} cases over {len(operations)} operations, "
+        f"statuses {dict(statuses)}"
     )
     assert not any(status >= 500 for status in statuses), statuses
     assert not failures, "\n".join(failures[:20])

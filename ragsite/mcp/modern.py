@@ -116,7 +116,8 @@ def _header(headers, name: str) -> str | None:
 
 
 def _decoded(value: str) -> str | None:
-    """A header value with the `=?base64?...?=` sentinel decoded; None when the sentinel holds no UTF-8 Base64."""
+    """A header value with the `=?base64?...?=` sentinel decoded; None when the sentinel holds no
+    UTF-8 Base64."""
     if not (value.startswith(BASE64_OPEN) and value.endswith(BASE64_CLOSE) and len(value) >= 11):
         return value
     try:

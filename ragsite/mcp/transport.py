@@ -385,7 +385,8 @@ def mcp_endpoint(request) -> HttpResponse:
         return _refuse(
             405,
             "method_not_allowed",
-            "this MCP endpoint is stateless: POST JSON-RPC messages; it opens no stream (GET) and has no session to end (DELETE)",
+            "this MCP endpoint is stateless: POST JSON-RPC messages; it opens no stream (GET) "
+            "and has no session to end (DELETE)",
             headers={"Allow": "POST"},
         )
     if not origin_allowed(request.headers.get("Origin")):

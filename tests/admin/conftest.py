@@ -1,6 +1,8 @@
 """Fixtures for the admin tests: built collections, users of each kind, uploads kept in a temporary folder."""
 
 import pytest
+from django.contrib.messages import get_messages
+from django.urls import reverse
 
 from collections_app.models import BuildRun, Collection
 from collections_app.services.agents import create_collection
@@ -14,6 +16,20 @@ CONFLICTING = {
     "policy-2023.md": "# Leave\n\nCarry-over of annual leave is capped at 5 days in every calendar year.\n",
     "policy-2024.md": "# Leave\n\nCarry-over of annual leave is capped at 10 days in every calendar year.\n",
 }
+
+
+def url(name, *args, query=""):
+    return reverse(f"admin:collections_app_{name}", args=args) + (f"?{query}" if query else "")
+
+
+@pytest.fixture
+def run_on_commit(django_capture_on_commit_callbacks):
+    """Builds are enqueued on commit; these tests run inside a transaction that never commits."""
+    return django_capture_on_commit_callbacks
+
+
+def texts(response) -> list[str]:
+    return [str(m) for m in get_messages(response.wsgi_request)]
 
 
 @pytest.fixture(autouse=True)
@@ -55,7 +71,8 @@ def plain_user(django_user_model):
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item, call):
-    """Keep each phase's report on the test item, so a fixture can tell at teardown whether the test failed."""
+    """Keep each phase's report on the test item, so a fixture can tell at teardown whether the test
+    failed."""
     report = yield
     setattr(item, f"rep_{report.when}", report)
     return report

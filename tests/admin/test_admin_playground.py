@@ -9,8 +9,7 @@ from collections_app.models import (
 )
 from collections_app.services.agents import create_collection
 
-from .conftest import HANDBOOK, make_built
-from .test_admin import run_on_commit, texts, url  # noqa: F401
+from .conftest import HANDBOOK, make_built, texts, url
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from collections_app.services.builds import build_collection
 from collections_app.services.uploads import UploadRefused, upload_document
 from ragsite.errors import Conflict
 
-from .test_admin import run_on_commit, texts, url  # noqa: F401
+from .conftest import texts, url
 
 pytestmark = pytest.mark.django_db
 

@@ -303,7 +303,8 @@ def test_the_rebuild_bar_names_the_phase_and_moves_while_embedding(page, admin_u
             documents_done=11, paragraphs_total=186, paragraphs_done=done, heartbeat_at=timezone.now()
         )
         page.wait_for_function(
-            f"document.querySelector('#build-progress [data-role=detail]').textContent.includes('{done} of 186')"
+            "document.querySelector('#build-progress [data-role=detail]')"
+            f".textContent.includes('{done} of 186')"
         )
         seen.append(
             (

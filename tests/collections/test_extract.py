@@ -262,7 +262,10 @@ def test_html_entities_are_unescaped_and_whitespace_collapsed():
 
 
 def test_html_list_items_and_line_breaks_are_lines_and_tables_are_markdown_tables():
-    page = b"<ul><li>One</li><li>Two</li></ul><p>a<br>b<br/>c</p><table><tr><th>Country</th><th>Rate</th></tr><tr><td>France</td><td>32</td></tr></table>"
+    page = (
+        b"<ul><li>One</li><li>Two</li></ul><p>a<br>b<br/>c</p>"
+        b"<table><tr><th>Country</th><th>Rate</th></tr><tr><td>France</td><td>32</td></tr></table>"
+    )
     assert (
         extract("a.html", page).text
         == "One\nTwo\n\na\nb\nc\n\n| Country | Rate |\n| --- | --- |\n| France | 32 |"
@@ -404,7 +407,8 @@ def test_html_navigation_and_the_pages_banner_and_footer_are_dropped():
         b"<body><header><a href='/'>Acme</a> Home Products</header><nav><a>Docs</a><a>Blog</a></nav>"
         b"<div role='navigation'>Skip to content</div><main><article><header><h1>Returns</h1>"
         b"<p>By the support team</p></header><p>Returns are free for 30 days.</p><footer>Posted in policy"
-        b"</footer></article></main><footer>Copyright Acme</footer><div role='contentinfo'>Imprint</div></body>"
+        b"</footer></article></main><footer>Copyright Acme</footer>"
+        b"<div role='contentinfo'>Imprint</div></body>"
     )
     assert extract("a.html", page).text == (
         "# Returns\n\nBy the support team\n\nReturns are free for 30 days.\n\nPosted in policy"

@@ -1,4 +1,5 @@
-"""Where a collection's documents live: KNOWLEDGE_ROOT/<agent>/<folder>, the overrides, and what is refused."""
+"""Where a collection's documents live: KNOWLEDGE_ROOT/<agent>/<folder>, the overrides, and what is
+refused."""
 
 import io
 import json

@@ -88,7 +88,8 @@ def test_an_edit_to_a_public_paragraph_never_makes_the_restricted_one_after_it_p
     assert run.status == BuildRun.SUCCEEDED
     assert "SECRETSALARY" not in alice_reads()
     assert not any("have no label" in w for w in run.warnings)
-    # Editing the secret paragraph itself: its pieces match nothing, take the secret label, and the run says so.
+    # Editing the secret paragraph itself: its pieces match nothing, take the secret label, and the
+    # run says so.
     (folder / "memo.md").write_text(reviewed.replace("ninety million", "ninety-one million"))
     run = build_collection(collection=collection)
     assert "SECRETSALARY" not in alice_reads()
