@@ -31,13 +31,17 @@ def main() -> None:
     for budget in (100_000, 10_000, 6_000):
         found, sizes, cut = 0, [], 0
         for item in questions:
-            answer = search_collection(agent=agent, collection=collection, question=item["question"], most=5,
-                                       max_chars=budget)
+            answer = search_collection(
+                agent=agent, collection=collection, question=item["question"], most=5, max_chars=budget
+            )
             found += bool(harness.found_rank(answer["paragraphs"], item["answer"]))
             sizes.append(sum(len(p["text"].split()) for p in answer["paragraphs"]))
             cut += answer["cut"]
         p95 = statistics.quantiles(sizes, n=20)[-1]
-        print(f"| {budget:,} | {found / len(questions):.3f} | {statistics.median(sizes):.0f} | {p95:.0f} | {cut} |")
+        print(
+            f"| {budget:,} | {found / len(questions):.3f} | {statistics.median(sizes):.0f} "
+            f"| {p95:.0f} | {cut} |"
+        )
 
 
 if __name__ == "__main__":

@@ -39,9 +39,15 @@ from mcp_transport import _free_port, serve, setup_django  # noqa: E402
 SCENARIOS = {
     "2025-11-25": ["server-initialize", "server-session-lifecycle", "tools-list", "dns-rebinding-protection"],
     "2025-06-18": ["server-initialize", "server-session-lifecycle", "tools-list"],
-    "2026-07-28": ["server-stateless", "http-header-validation", "caching", "tools-list",
-                   "dns-rebinding-protection", "sep-2164-resource-not-found",
-                   "input-required-result-unsupported-methods"],
+    "2026-07-28": [
+        "server-stateless",
+        "http-header-validation",
+        "caching",
+        "tools-list",
+        "dns-rebinding-protection",
+        "sep-2164-resource-not-found",
+        "input-required-result-unsupported-methods",
+    ],
 }
 # Checks that need something this server does not offer, and why; reported apart from real failures.
 NOT_OFFERED = {
@@ -49,12 +55,28 @@ NOT_OFFERED = {
     "has no prompts and answers 404 -32601, as server-stateless requires of a server that declares none",
 }
 # Built on fixture tools, prompts or resources this server does not (and should not) offer.
-FIXTURE_SCENARIOS = ("tools-call-*", "prompts-*", "resources-list/read/templates/subscribe", "json-schema-2020-12",
-                     "completion-complete", "logging-set-level", "ping (removed at 2026-07-28)",
-                     "input-required-result-* (no tool asks the client for input)", "server-sse-*")
+FIXTURE_SCENARIOS = (
+    "tools-call-*",
+    "prompts-*",
+    "resources-list/read/templates/subscribe",
+    "json-schema-2020-12",
+    "completion-complete",
+    "logging-set-level",
+    "ping (removed at 2026-07-28)",
+    "input-required-result-* (no tool asks the client for input)",
+    "server-sse-*",
+)
 
-HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "host",
-              "content-length"}
+HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "host",
+    "content-length",
+}
 
 
 def proxy(target_port: int, key: str) -> ThreadingHTTPServer:
@@ -97,13 +119,33 @@ CHECK_LINE = re.compile(r"^\s*(✓|✗|⚠|○|-)\s")
 def run_scenario(node: str, suite: str, url: str, scenario: str, version: str) -> dict:
     with tempfile.TemporaryDirectory() as out:
         done = subprocess.run(
-            [node, suite, "server", "--url", url, "--scenario", scenario, "--spec-version", version, "-o", out],
-            capture_output=True, text=True, timeout=300)
+            [
+                node,
+                suite,
+                "server",
+                "--url",
+                url,
+                "--scenario",
+                scenario,
+                "--spec-version",
+                version,
+                "-o",
+                out,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         checks = []
         for path in Path(out).rglob("checks.json"):
             checks.extend(json.loads(path.read_text()))
-    return {"scenario": scenario, "version": version, "exit": done.returncode, "checks": checks,
-            "output": done.stdout[-4000:] + done.stderr[-2000:]}
+    return {
+        "scenario": scenario,
+        "version": version,
+        "exit": done.returncode,
+        "checks": checks,
+        "output": done.stdout[-4000:] + done.stderr[-2000:],
+    }
 
 
 def _status(check: dict) -> str:
@@ -150,10 +192,14 @@ def main() -> None:
         for check in result["checks"]:
             if _status(check) != "success":
                 why = NOT_OFFERED.get(check["id"]) or check.get("errorMessage", "")
-                print(f"  {result['version']} {result['scenario']}: {_status(check)}: {check['id']} {why[:200]}")
+                print(
+                    f"  {result['version']} {result['scenario']}: {_status(check)}: {check['id']} {why[:200]}"
+                )
         if not result["checks"]:
-            print(f"  {result['version']} {result['scenario']}: no checks recorded (exit {result['exit']})\n"
-                  f"{result['output'][-1500:]}")
+            print(
+                f"  {result['version']} {result['scenario']}: no checks recorded (exit {result['exit']})\n"
+                f"{result['output'][-1500:]}"
+            )
     print("not run (fixture scenarios): " + ", ".join(FIXTURE_SCENARIOS))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))

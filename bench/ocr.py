@@ -86,11 +86,13 @@ def make_corpus() -> dict[str, tuple[bytes, bytes]]:
 
 
 def old_pdf_text(data: bytes) -> str:
-    """What the PDF reader gave before this change: pypdf's text of each page, pages joined by a blank line."""
+    """What the PDF reader gave before this change: pypdf's text of each page, pages joined by a
+    blank line."""
     from pypdf import PdfReader
 
-    return "\n\n".join(t.strip() for t in (p.extract_text() or "" for p in PdfReader(io.BytesIO(data)).pages)
-                       if t.strip())
+    return "\n\n".join(
+        t.strip() for t in (p.extract_text() or "" for p in PdfReader(io.BytesIO(data)).pages) if t.strip()
+    )
 
 
 def compare_renderers(corpus, pages: int) -> None:
@@ -115,8 +117,12 @@ def compare_renderers(corpus, pages: int) -> None:
         return page.render(scale=300 / 72, grayscale=True).to_pil()
 
     def poppler(scan, number):
-        done = subprocess.run(["pdftoppm", "-gray", "-r", "300", "-f", str(number + 1), "-l", str(number + 1), "-"],
-                              input=scan, capture_output=True, check=True)
+        done = subprocess.run(
+            ["pdftoppm", "-gray", "-r", "300", "-f", str(number + 1), "-l", str(number + 1), "-"],
+            input=scan,
+            capture_output=True,
+            check=True,
+        )
         return Image.open(io.BytesIO(done.stdout))
 
     def embedded(scan, number):
@@ -141,8 +147,10 @@ def compare_renderers(corpus, pages: int) -> None:
             ocr_times.append(time.perf_counter() - started)
             errors.append((character_error_rate(read.text, truth), len(" ".join(truth.split()))))
         cer = sum(e * n for e, n in errors) / sum(n for _e, n in errors)
-        print(f"| {label} | {sorted(render_times)[len(render_times) // 2]:.3f} | "
-              f"{sorted(ocr_times)[len(ocr_times) // 2]:.2f} | {cer:.4f} |")
+        print(
+            f"| {label} | {sorted(render_times)[len(render_times) // 2]:.3f} | "
+            f"{sorted(ocr_times)[len(ocr_times) // 2]:.2f} | {cer:.4f} |"
+        )
 
 
 def corpus_cer(corpus) -> None:
@@ -166,7 +174,10 @@ def corpus_cer(corpus) -> None:
         total_pages += read.ocr_pages
         total_seconds += seconds
         print(f"| {name} | {read.ocr_pages} | {seconds / max(1, read.ocr_pages):.2f} | {cer:.4f} |")
-    print(f"| **all** | {total_pages} | {total_seconds / max(1, total_pages):.2f} | {total_errors / total_chars:.4f} |")
+    print(
+        f"| **all** | {total_pages} | {total_seconds / max(1, total_pages):.2f} "
+        f"| {total_errors / total_chars:.4f} |"
+    )
 
 
 def found_at_5(corpus) -> None:
@@ -192,7 +203,9 @@ def found_at_5(corpus) -> None:
         agent, collection = harness.built_collection(f"ocr-{number}", folder)
         result = evaluate(agent, collection, questions, [], mode="hybrid", floor=None)
         found = result["found"]
-        print(f"| {label} | {collection.built.passages} | {found[1]:.3f} | {found[5]:.3f} | {found[10]:.3f} |")
+        print(
+            f"| {label} | {collection.built.passages} | {found[1]:.3f} | {found[5]:.3f} | {found[10]:.3f} |"
+        )
     os.environ["OCR_LANGUAGES"] = ""
     from django.conf import settings
 
@@ -207,7 +220,9 @@ def found_at_5(corpus) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--pages", type=int, default=8)
     args = parser.parse_args()
     harness.setup("ocr")

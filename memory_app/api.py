@@ -40,18 +40,25 @@ class StoredOut(Schema):
 
 
 class RecallIn(StrictSchema):
-    model_config = ConfigDict(json_schema_extra={"example": {"question": "What did the user say about deadlines?",
-                                                             "most": 5}})
+    model_config = ConfigDict(
+        json_schema_extra={"example": {"question": "What did the user say about deadlines?", "most": 5}}
+    )
 
     # One vocabulary with collection search: `question`. `query`, its old name, is still
     # accepted (deprecated, docs/memory.md); a body with both is refused (422 naming `query`).
     question: str = Field(
-        ..., min_length=1, max_length=conf.MAX_QUERY_LENGTH, validation_alias=AliasChoices("question", "query"),
+        ...,
+        min_length=1,
+        max_length=conf.MAX_QUERY_LENGTH,
+        validation_alias=AliasChoices("question", "query"),
         description="What to recall. `query` is accepted as a deprecated alias.",
     )
     most: int = Field(conf.DEFAULT_MOST, ge=1, le=conf.MAX_MOST, strict=True)
     max_chars: int | None = Field(
-        None, ge=1, le=conf.MAX_RECALL_CHARS, strict=True,
+        None,
+        ge=1,
+        le=conf.MAX_RECALL_CHARS,
+        strict=True,
         description="Characters the excerpts may hold in all; default MEMORY_RECALL_MAX_CHARS.",
     )
 
@@ -175,32 +182,54 @@ def _stored(record, nodes: dict | None) -> dict:
     return answer
 
 
-@router.post("/memories", response=with_errors({201: StoredOut}, 413, 429, 503), exclude_none=True, summary="Store a memory")
+@router.post(
+    "/memories",
+    response=with_errors({201: StoredOut}, 413, 429, 503),
+    exclude_none=True,
+    summary="Store a memory",
+)
 def store_memory(request, payload: TextIn):
     record, nodes = services.store_memory(agent=request.auth.agent, text=payload.text)
     return Status(201, _stored(record, nodes))
 
 
-@router.post("/episodes", response=with_errors({201: StoredOut}, 413, 429, 503), exclude_none=True, summary="Archive an episode")
+@router.post(
+    "/episodes",
+    response=with_errors({201: StoredOut}, 413, 429, 503),
+    exclude_none=True,
+    summary="Archive an episode",
+)
 def archive_episode(request, payload: TextIn):
     record, nodes = services.archive_episode(agent=request.auth.agent, text=payload.text)
     return Status(201, _stored(record, nodes))
 
 
-@router.post("/recall", response=with_errors({200: RecallOut}, 413, 429, 503),
-             summary="Recall the excerpts of your records that best answer a question, within a character budget")
+@router.post(
+    "/recall",
+    response=with_errors({200: RecallOut}, 413, 429, 503),
+    summary="Recall the excerpts of your records that best answer a question, within a character budget",
+)
 def recall_records(request, payload: RecallIn):
-    return services.recall(agent=request.auth.agent, query=payload.question, most=payload.most,
-                           max_chars=payload.max_chars)
+    return services.recall(
+        agent=request.auth.agent, query=payload.question, most=payload.most, max_chars=payload.max_chars
+    )
 
 
-@router.get("/nodes/{kind}/{id}/{index}", response=with_errors({200: NodeOut}, 404, 409), summary="One node of a record")
+@router.get(
+    "/nodes/{kind}/{id}/{index}",
+    response=with_errors({200: NodeOut}, 404, 409),
+    summary="One node of a record",
+)
 @_quiet
 def read_node(request, kind: Kind, id: int, index: int):
     return services.get_node(agent=request.auth.agent, kind=kind, id=id, index=index)
 
 
-@router.get("/records/{kind}/{id}", response=with_errors({200: RecordOut}, 404), summary="One record whole, with its nodes")
+@router.get(
+    "/records/{kind}/{id}",
+    response=with_errors({200: RecordOut}, 404),
+    summary="One record whole, with its nodes",
+)
 @_quiet
 def read_record(request, kind: Kind, id: int):
     return services.read_record(agent=request.auth.agent, kind=kind, id=id)
@@ -216,18 +245,29 @@ def list_episodes(request, params: Query[ListQuery]):
     return services.list_records(agent=request.auth.agent, kind="ep", **params.dict())
 
 
-@router.get("/health", response=with_errors({200: dict}), summary="Long records without nodes; ?repair=true builds up to `limit` of them")
+@router.get(
+    "/health",
+    response=with_errors({200: dict}),
+    summary="Long records without nodes; ?repair=true builds up to `limit` of them",
+)
 def memory_health(request, params: Query[HealthQuery]):
     return services.check_health(agent=request.auth.agent, repair=params.repair, limit=params.limit)
 
 
-@router.put("/records/{kind}/{id}", response=with_errors({200: StoredOut}, 404, 413, 503), exclude_none=True, summary="Replace a record's text")
+@router.put(
+    "/records/{kind}/{id}",
+    response=with_errors({200: StoredOut}, 404, 413, 503),
+    exclude_none=True,
+    summary="Replace a record's text",
+)
 def update_record(request, kind: Kind, id: int, payload: TextIn):
     record, nodes = services.update_text(agent=request.auth.agent, kind=kind, id=id, text=payload.text)
     return _stored(record, nodes)
 
 
-@router.delete("/records/{kind}/{id}", response=with_errors({204: None}, 404), summary="Delete a record and its nodes")
+@router.delete(
+    "/records/{kind}/{id}", response=with_errors({204: None}, 404), summary="Delete a record and its nodes"
+)
 def delete_record(request, kind: Kind, id: int):
     services.delete_record(agent=request.auth.agent, kind=kind, id=id)
     return Status(204, None)

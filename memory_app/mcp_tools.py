@@ -23,13 +23,18 @@ def store(caller: Caller, arguments: dict) -> dict:
         answer["nodes"] = nodes
     return answer
 
+
 def recall(caller: Caller, arguments: dict) -> dict:
     # `question`, as in collection search; `query` is its deprecated old name (docs/memory.md).
     if ("question" in arguments) == ("query" in arguments):
-        raise InvalidArguments("recall takes 'question' (or its deprecated alias 'query'), exactly one of them")
+        raise InvalidArguments(
+            "recall takes 'question' (or its deprecated alias 'query'), exactly one of them"
+        )
     question = arguments.get("question", arguments.get("query"))
     most = arguments.get("most", conf.DEFAULT_MOST)
-    return services.recall(agent=caller.agent, query=question, most=most, max_chars=arguments.get("max_chars"))
+    return services.recall(
+        agent=caller.agent, query=question, most=most, max_chars=arguments.get("max_chars")
+    )
 
 
 def _json_times(item: dict) -> dict:
@@ -47,8 +52,12 @@ def _moment(arguments: dict, name: str) -> datetime | None:
 
 def list_records(caller: Caller, arguments: dict) -> dict:
     page = services.list_records(
-        agent=caller.agent, kind=arguments.get("kind", "mem"), limit=arguments.get("limit", DEFAULT_PAGE),
-        cursor=arguments.get("cursor"), since=_moment(arguments, "since"), until=_moment(arguments, "until"),
+        agent=caller.agent,
+        kind=arguments.get("kind", "mem"),
+        limit=arguments.get("limit", DEFAULT_PAGE),
+        cursor=arguments.get("cursor"),
+        since=_moment(arguments, "since"),
+        until=_moment(arguments, "until"),
     )
     return {"records": [_json_times(item) for item in page["records"]], "next": page["next"]}
 
@@ -57,159 +66,248 @@ def read_record(caller: Caller, arguments: dict) -> dict:
     return _json_times(services.read_record(agent=caller.agent, kind=arguments["kind"], id=arguments["id"]))
 
 
-register(Tool(
-    name="store",
-    title="Store a memory",
-    description='Keep a text in your long memory: a memory ("mem", the default) or an episode\'s summary '
-    '("ep"). Answers with its id; a long record\'s nodes are built in the background ("nodes": queued).',
-    input_schema={
-        "type": "object",
-        "properties": {
-            "text": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT_LENGTH},
-            "kind": {"type": "string", "enum": ["mem", "ep"], "default": "mem"},
+register(
+    Tool(
+        name="store",
+        title="Store a memory",
+        description='Keep a text in your long memory: a memory ("mem", the default) or an episode\'s summary '
+        '("ep"). Answers with its id; a long record\'s nodes are built in the background ("nodes": queued).',
+        input_schema={
+            "type": "object",
+            "properties": {
+                "text": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT_LENGTH},
+                "kind": {"type": "string", "enum": ["mem", "ep"], "default": "mem"},
+            },
+            "required": ["text"],
+            "additionalProperties": False,
         },
-        "required": ["text"],
-        "additionalProperties": False,
-    },
-    output_schema={
-        "type": "object",
-        "properties": {
-            "id": {"type": "integer"},
-            "kind": {"type": "string", "enum": ["mem", "ep"]},
-            "text_length": {"type": "integer"},
-            "nodes": {"type": "object", "properties": {"status": {"type": "string"}}},
+        output_schema={
+            "type": "object",
+            "properties": {
+                "id": {"type": "integer"},
+                "kind": {"type": "string", "enum": ["mem", "ep"]},
+                "text_length": {"type": "integer"},
+                "nodes": {"type": "object", "properties": {"status": {"type": "string"}}},
+            },
+            "required": ["id", "kind", "text_length"],
         },
-        "required": ["id", "kind", "text_length"],
-    },
-    handler=store,
-    annotations={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False,
-                 "openWorldHint": False},
-))
-register(Tool(
-    name="recall",
-    title="Recall memories",
-    description="Find the excerpts of your memories and episodes that best answer a question, best first, "
-    "within a character budget (max_chars): several excerpts may come from one long record, a short record "
-    "comes whole, and the last excerpt is cut at a sentence boundary when the budget runs out.",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "question": {"type": "string", "minLength": 1, "maxLength": conf.MAX_QUERY_LENGTH,
-                         "description": "What to recall."},
-            "query": {"type": "string", "minLength": 1, "maxLength": conf.MAX_QUERY_LENGTH,
-                      "description": "Deprecated: the old name of `question`."},
-            "most": {"type": "integer", "minimum": 1, "maximum": conf.MAX_MOST,
-                     "default": conf.DEFAULT_MOST, "description": "At most this many excerpts."},
-            "max_chars": {"type": "integer", "minimum": 1, "maximum": conf.MAX_RECALL_CHARS,
-                          "description": "At most this many characters in all (default: the server's)."},
+        handler=store,
+        annotations={
+            "readOnlyHint": False,
+            "destructiveHint": False,
+            "idempotentHint": False,
+            "openWorldHint": False,
         },
-        "required": [],
-        "additionalProperties": False,
-    },
-    output_schema={
-        "type": "object",
-        "properties": {
-            "excerpts": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "kind": {"type": "string", "enum": ["mem", "ep"]},
-                        "id": {"type": "integer"},
-                        "score": {"type": "number"},
-                        "text": {"type": "string"},
-                        "start": {"type": "integer"},
-                        "end": {"type": "integer"},
-                        "nodes": {"oneOf": [
-                            {"type": "object", "properties": {"first": {"type": "integer"},
-                                                              "last": {"type": "integer"}},
-                             "required": ["first", "last"]},
-                            {"type": "string", "enum": ["pending"]},
-                            {"type": "null"},
-                        ]},
-                        "record_length": {"type": "integer"},
-                        "cut": {"type": "boolean"},
-                    },
-                    "required": ["kind", "id", "score", "text", "start", "end", "nodes", "record_length", "cut"],
+    )
+)
+register(
+    Tool(
+        name="recall",
+        title="Recall memories",
+        description="Find the excerpts of your memories and episodes that best answer a question, "
+        "best first, within a character budget (max_chars): several excerpts may come from one long "
+        "record, a short record comes whole, and the last excerpt is cut at a sentence boundary when "
+        "the budget runs out.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "question": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": conf.MAX_QUERY_LENGTH,
+                    "description": "What to recall.",
+                },
+                "query": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": conf.MAX_QUERY_LENGTH,
+                    "description": "Deprecated: the old name of `question`.",
+                },
+                "most": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": conf.MAX_MOST,
+                    "default": conf.DEFAULT_MOST,
+                    "description": "At most this many excerpts.",
+                },
+                "max_chars": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": conf.MAX_RECALL_CHARS,
+                    "description": "At most this many characters in all (default: the server's).",
                 },
             },
-            "chars": {"type": "integer"},
-            "max_chars": {"type": "integer"},
-            "cut": {"type": "boolean"},
-            "rerank": {"type": "object", "properties": {"status": {"type": "string"}}},
+            "required": [],
+            "additionalProperties": False,
         },
-        "required": ["excerpts", "chars", "max_chars", "cut"],
-    },
-    handler=recall,
-    annotations={"readOnlyHint": True, "openWorldHint": False},
-))
+        output_schema={
+            "type": "object",
+            "properties": {
+                "excerpts": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "kind": {"type": "string", "enum": ["mem", "ep"]},
+                            "id": {"type": "integer"},
+                            "score": {"type": "number"},
+                            "text": {"type": "string"},
+                            "start": {"type": "integer"},
+                            "end": {"type": "integer"},
+                            "nodes": {
+                                "oneOf": [
+                                    {
+                                        "type": "object",
+                                        "properties": {
+                                            "first": {"type": "integer"},
+                                            "last": {"type": "integer"},
+                                        },
+                                        "required": ["first", "last"],
+                                    },
+                                    {"type": "string", "enum": ["pending"]},
+                                    {"type": "null"},
+                                ]
+                            },
+                            "record_length": {"type": "integer"},
+                            "cut": {"type": "boolean"},
+                        },
+                        "required": [
+                            "kind",
+                            "id",
+                            "score",
+                            "text",
+                            "start",
+                            "end",
+                            "nodes",
+                            "record_length",
+                            "cut",
+                        ],
+                    },
+                },
+                "chars": {"type": "integer"},
+                "max_chars": {"type": "integer"},
+                "cut": {"type": "boolean"},
+                "rerank": {"type": "object", "properties": {"status": {"type": "string"}}},
+            },
+            "required": ["excerpts", "chars", "max_chars", "cut"],
+        },
+        handler=recall,
+        annotations={"readOnlyHint": True, "openWorldHint": False},
+    )
+)
 
 _KIND = {"type": "string", "enum": ["mem", "ep"]}
 _NODE_STATUS = {"type": "string", "enum": ["built", "pending", "fits", "unknown"]}
-register(Tool(
-    name="list_records",
-    title="List memories or episodes",
-    description="Your memories (kind \"mem\", the default) or episodes (\"ep\"), newest first, a page at a time: "
-    "each with its length, times, node status and opening. Pass `next` back as `cursor` for the next page; "
-    "`since` / `until` (ISO 8601) bound the creation time.",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "kind": {**_KIND, "default": "mem"},
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": DEFAULT_PAGE},
-            "cursor": {"type": "string", "maxLength": 200},
-            "since": {"type": "string", "maxLength": 64,
-                      "description": "ISO 8601: records created at or after this time."},
-            "until": {"type": "string", "maxLength": 64, "description": "ISO 8601: records created before this time."},
-        },
-        "required": [],
-        "additionalProperties": False,
-    },
-    output_schema={
-        "type": "object",
-        "properties": {
-            "records": {"type": "array", "items": {
-                "type": "object",
-                "properties": {
-                    "kind": _KIND, "id": {"type": "integer"}, "text_length": {"type": "integer"},
-                    "opening": {"type": "string"}, "created_at": {"type": "string"},
-                    "updated_at": {"type": "string"}, "locked": {"type": "boolean"}, "nodes": _NODE_STATUS,
+register(
+    Tool(
+        name="list_records",
+        title="List memories or episodes",
+        description='Your memories (kind "mem", the default) or episodes ("ep"), newest first, a page '
+        "at a time: each with its length, times, node status and opening. Pass `next` back as `cursor` "
+        "for the next page; `since` / `until` (ISO 8601) bound the creation time.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "kind": {**_KIND, "default": "mem"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": DEFAULT_PAGE},
+                "cursor": {"type": "string", "maxLength": 200},
+                "since": {
+                    "type": "string",
+                    "maxLength": 64,
+                    "description": "ISO 8601: records created at or after this time.",
                 },
-                "required": ["kind", "id", "text_length", "opening", "created_at", "updated_at", "locked", "nodes"],
-            }},
-            "next": {"type": ["string", "null"]},
+                "until": {
+                    "type": "string",
+                    "maxLength": 64,
+                    "description": "ISO 8601: records created before this time.",
+                },
+            },
+            "required": [],
+            "additionalProperties": False,
         },
-        "required": ["records", "next"],
-    },
-    handler=list_records,
-    annotations={"readOnlyHint": True, "openWorldHint": False},
-))
-register(Tool(
-    name="read_record",
-    title="Read a memory or episode",
-    description="One of your records whole: its text, lengths, times, whether it is locked, and its nodes "
-    "(status, and each node's offsets into the text).",
-    input_schema={
-        "type": "object",
-        "properties": {"kind": _KIND, "id": {"type": "integer", "minimum": 1}},
-        "required": ["kind", "id"],
-        "additionalProperties": False,
-    },
-    output_schema={
-        "type": "object",
-        "properties": {
-            "kind": _KIND, "id": {"type": "integer"}, "text": {"type": "string"},
-            "text_length": {"type": "integer"}, "token_count": {"type": ["integer", "null"]},
-            "created_at": {"type": "string"}, "updated_at": {"type": "string"}, "locked": {"type": "boolean"},
-            "nodes": {"type": "object", "properties": {
-                "status": _NODE_STATUS,
-                "items": {"type": "array", "items": {"type": "object", "properties": {
-                    "node_index": {"type": "integer"}, "start": {"type": "integer"}, "end": {"type": "integer"},
-                    "token_count": {"type": "integer"}}}},
-            }, "required": ["status", "items"]},
+        output_schema={
+            "type": "object",
+            "properties": {
+                "records": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "kind": _KIND,
+                            "id": {"type": "integer"},
+                            "text_length": {"type": "integer"},
+                            "opening": {"type": "string"},
+                            "created_at": {"type": "string"},
+                            "updated_at": {"type": "string"},
+                            "locked": {"type": "boolean"},
+                            "nodes": _NODE_STATUS,
+                        },
+                        "required": [
+                            "kind",
+                            "id",
+                            "text_length",
+                            "opening",
+                            "created_at",
+                            "updated_at",
+                            "locked",
+                            "nodes",
+                        ],
+                    },
+                },
+                "next": {"type": ["string", "null"]},
+            },
+            "required": ["records", "next"],
         },
-        "required": ["kind", "id", "text", "text_length", "created_at", "updated_at", "locked", "nodes"],
-    },
-    handler=read_record,
-    annotations={"readOnlyHint": True, "openWorldHint": False},
-))
+        handler=list_records,
+        annotations={"readOnlyHint": True, "openWorldHint": False},
+    )
+)
+register(
+    Tool(
+        name="read_record",
+        title="Read a memory or episode",
+        description="One of your records whole: its text, lengths, times, whether it is locked, and its "
+        "nodes (status, and each node's offsets into the text).",
+        input_schema={
+            "type": "object",
+            "properties": {"kind": _KIND, "id": {"type": "integer", "minimum": 1}},
+            "required": ["kind", "id"],
+            "additionalProperties": False,
+        },
+        output_schema={
+            "type": "object",
+            "properties": {
+                "kind": _KIND,
+                "id": {"type": "integer"},
+                "text": {"type": "string"},
+                "text_length": {"type": "integer"},
+                "token_count": {"type": ["integer", "null"]},
+                "created_at": {"type": "string"},
+                "updated_at": {"type": "string"},
+                "locked": {"type": "boolean"},
+                "nodes": {
+                    "type": "object",
+                    "properties": {
+                        "status": _NODE_STATUS,
+                        "items": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "node_index": {"type": "integer"},
+                                    "start": {"type": "integer"},
+                                    "end": {"type": "integer"},
+                                    "token_count": {"type": "integer"},
+                                },
+                            },
+                        },
+                    },
+                    "required": ["status", "items"],
+                },
+            },
+            "required": ["kind", "id", "text", "text_length", "created_at", "updated_at", "locked", "nodes"],
+        },
+        handler=read_record,
+        annotations={"readOnlyHint": True, "openWorldHint": False},
+    )
+)

@@ -69,7 +69,9 @@ def on_service_error(request, exc: RagsiteError):
 
 @api.exception_handler(AuthenticationError)
 def on_unauthenticated(request, exc):
-    response = _error(request, 401, "unauthorized", "a valid API key is required: Authorization: Bearer <key>")
+    response = _error(
+        request, 401, "unauthorized", "a valid API key is required: Authorization: Bearer <key>"
+    )
     response["WWW-Authenticate"] = "Bearer"
     return response
 
@@ -78,8 +80,12 @@ def on_unauthenticated(request, exc):
 def on_invalid(request, exc: ValidationError):
     unknown = unknown_fields(exc.errors)
     if unknown:
-        return _error(request, 422, "unknown_fields",
-                      f"unknown field(s) {', '.join(repr(f) for f in unknown)}; see /api/v1/docs for what this takes")
+        return _error(
+            request,
+            422,
+            "unknown_fields",
+            f"unknown field(s) {', '.join(repr(f) for f in unknown)}; see /api/v1/docs for what this takes",
+        )
     return _error(request, 400, "invalid_request", describe_validation(exc.errors))
 
 
@@ -120,7 +126,8 @@ def on_unexpected(request, exc):
 
 
 def describe_validation(errors: list[dict]) -> str:
-    """One readable sentence from pydantic's error list: `question: String should have at most 2000 characters`."""
+    """One readable sentence from pydantic's error list:
+    `question: String should have at most 2000 characters`."""
     parts = []
     for err in errors[:5]:
         loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path", "payload")]

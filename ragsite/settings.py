@@ -43,7 +43,9 @@ CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=False)
 # never set it when clients can reach the server without passing through that proxy.
 _proxy_ssl_header = env.list("SECURE_PROXY_SSL_HEADER", default=[])
 if _proxy_ssl_header and len(_proxy_ssl_header) != 2:
-    raise ImproperlyConfigured('SECURE_PROXY_SSL_HEADER is "<header>,<value>", e.g. "HTTP_X_FORWARDED_PROTO,https"')
+    raise ImproperlyConfigured(
+        'SECURE_PROXY_SSL_HEADER is "<header>,<value>", e.g. "HTTP_X_FORWARDED_PROTO,https"'
+    )
 SECURE_PROXY_SSL_HEADER = tuple(_proxy_ssl_header) or None
 
 INSTALLED_APPS = [
@@ -114,7 +116,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # about 2.4 KB, so 4 KB pages held one row and wasted the rest — 2.1 KB a
     # paragraph beyond its text at 100k, 1.07 KB with 32 KB pages (docs/benchmarks.md).
     DATABASES["default"]["OPTIONS"] = {
-        "init_command": "PRAGMA page_size=32768; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+        "init_command": (
+            "PRAGMA page_size=32768; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+            "PRAGMA foreign_keys=ON;"
+        ),
         "transaction_mode": "IMMEDIATE",
         "timeout": env.int("SQLITE_BUSY_TIMEOUT", default=20),
     }
@@ -261,11 +266,17 @@ LOGGING = {
     "disable_existing_loggers": False,
     # Tracebacks (an admin PermissionDenied, a 500) name files: the installation's folders become
     # placeholders (ragsite.logs.WithoutInstallPaths), so no deployment path reaches the log.
-    "formatters": {"plain": {"class": "ragsite.logs.WithoutInstallPaths",
-                             "format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "formatters": {
+        "plain": {
+            "class": "ragsite.logs.WithoutInstallPaths",
+            "format": "%(asctime)s %(levelname)s %(name)s %(message)s",
+        }
+    },
     # Upstream URLs (httpx logs each request at INFO) lose userinfo and query: ragsite.logs.
     "filters": {"redact_urls": {"()": "ragsite.logs.RedactUpstreamURLs"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_urls"]}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_urls"]}
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {"django_q": {"level": "WARNING"}},
 }

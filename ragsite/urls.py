@@ -13,7 +13,8 @@ from .errors import error_body
 
 @csrf_exempt  # bearer keys, no cookies: a POST to an unknown route is a 404, not a CSRF page (D14)
 def api_not_found(request, rest=""):
-    """Unknown routes under /api/ (and /v1/vector_stores/) answer in the API's error shape, not an HTML page."""
+    """Unknown routes under /api/ (and /v1/vector_stores/) answer in the API's error shape, not an
+    HTML page."""
     return JsonResponse(error_body("not_found", "no such API route"), status=404)
 
 
@@ -32,7 +33,9 @@ urlpatterns = [
     path("mcp", mcp_endpoint, name="mcp"),
     path("v1/vector_stores", openai_api.vector_stores, name="vector-stores"),
     path("v1/vector_stores/<str:store_id>", openai_api.vector_store_detail, name="vector-store"),
-    path("v1/vector_stores/<str:store_id>/search", openai_api.vector_store_search, name="vector-store-search"),
+    path(
+        "v1/vector_stores/<str:store_id>/search", openai_api.vector_store_search, name="vector-store-search"
+    ),
     re_path(r"^v1/vector_stores/(?P<rest>.*)$", api_not_found),
     re_path(r"^api/(?P<rest>.*)$", api_not_found),
 ]

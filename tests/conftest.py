@@ -14,7 +14,9 @@ HANDBOOK = {
     "Requests for leave go to your line manager two weeks ahead.\n",
     "security.md": "# Security\n\nLaptops must use full-disk encryption.\n\n"
     "Badges are worn at all times on site.\n\nLost badges are reported to reception the same day.\n",
-    "travel.md": "# Travel\n\nMileage is reimbursed at 0.42 per kilometre.\n\nTrains are booked in standard class.\n",
+    "travel.md": (
+        "# Travel\n\nMileage is reimbursed at 0.42 per kilometre.\n\nTrains are booked in standard class.\n"
+    ),
 }
 
 
@@ -67,8 +69,10 @@ def _no_deployment_folders(monkeypatch, settings, tmp_path):
 def _no_task_cluster_heartbeats(settings, tmp_path):
     """Cluster heartbeats are read from a folder of the test's own, so a `make run` cluster in
     the same checkout never makes a test believe a worker is running (test_qcluster opts back in)."""
-    settings.CACHES = {**settings.CACHES, "task_cluster": {**settings.CACHES["task_cluster"],
-                                                           "LOCATION": str(tmp_path / "task-cluster")}}
+    settings.CACHES = {
+        **settings.CACHES,
+        "task_cluster": {**settings.CACHES["task_cluster"], "LOCATION": str(tmp_path / "task-cluster")},
+    }
 
 
 @pytest.fixture
@@ -128,8 +132,12 @@ def knowledge_folder(tmp_path, monkeypatch):
     """
     from collections_app.conf import folder_variable
 
-    def make(collection_name: str, files: dict[str, str | bytes] | None = None, samples: bool = False,
-             agent: str = "alpha") -> Path:
+    def make(
+        collection_name: str,
+        files: dict[str, str | bytes] | None = None,
+        samples: bool = False,
+        agent: str = "alpha",
+    ) -> Path:
         folder = tmp_path / f"deployment-secret-{collection_name}"
         folder.mkdir(parents=True, exist_ok=True)
         if samples:

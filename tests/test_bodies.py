@@ -35,8 +35,13 @@ def raw(knowledge_folder):
 
 def send(client, raw, surface, body: bytes | str):
     method, path = SURFACES[surface]
-    return getattr(client, method)(path, body, content_type="application/json",
-                                   HTTP_AUTHORIZATION=f"Bearer {raw}", HTTP_ACCEPT="application/json")
+    return getattr(client, method)(
+        path,
+        body,
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {raw}",
+        HTTP_ACCEPT="application/json",
+    )
 
 
 def _json_error(response) -> dict:
@@ -63,7 +68,9 @@ def test_a_body_over_the_limit_is_413_json_on_every_route(client, raw, surface, 
 HOSTILE = {
     "nested": "[" * 100_000 + "]" * 100_000,
     "nested_object": '{"a":' * 50_000 + "1" + "}" * 50_000,
-    "lone_surrogate": '{"question": "x\\udfffy", "text": "x\\udfffy", "query": "x\\udfffy", "input": "x\\udfffy"}',
+    "lone_surrogate": (
+        '{"question": "x\\udfffy", "text": "x\\udfffy", "query": "x\\udfffy", "input": "x\\udfffy"}'
+    ),
     "nan": '{"question": "q", "min_score": NaN, "text": "t", "query": "q", "input": "t", "most": Infinity}',
     "not_json": "{'question': 'single quotes'}",
     "not_utf8": b'{"question": "\xff\xfe"}',
@@ -78,11 +85,20 @@ def test_hostile_json_is_a_clear_4xx_never_a_500_or_html(client, raw, surface, k
     assert _json_error(response)
 
 
-@pytest.mark.parametrize("field,value", [
-    ("min_score", True), ("min_score", False), ("min_score", "0.5"),
-    ("around", "1"), ("around", True), ("around", 1.0),
-    ("most", "5"), ("most", 2.0), ("most", True),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("min_score", True),
+        ("min_score", False),
+        ("min_score", "0.5"),
+        ("around", "1"),
+        ("around", True),
+        ("around", 1.0),
+        ("most", "5"),
+        ("most", 2.0),
+        ("most", True),
+    ],
+)
 def test_search_types_are_strict(client, raw, field, value):
     response = send(client, raw, "search", json.dumps({"question": "carry-over", field: value}))
     assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_request"
@@ -90,19 +106,27 @@ def test_search_types_are_strict(client, raw, field, value):
 
 @pytest.mark.parametrize("method", ["post", "put", "delete", "patch", "get"])
 def test_unknown_api_routes_are_json_404_for_every_method(client, raw, method):
-    response = client.generic(method.upper(), "/api/v1/collections/alpha%2F../search", "{}",
-                              content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}")
+    response = client.generic(
+        method.upper(),
+        "/api/v1/collections/alpha%2F../search",
+        "{}",
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {raw}",
+    )
     assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
 
 
 @pytest.mark.parametrize("where", ["path", "reader", "onBehalfOf"])
 def test_a_nul_anywhere_is_never_a_500(client, raw, where):
-    path = "/api/v1/collections/hand%00book/search" if where == "path" else "/api/v1/collections/handbook/search"
+    path = (
+        "/api/v1/collections/hand%00book/search" if where == "path" else "/api/v1/collections/handbook/search"
+    )
     body = {"question": "carry-over"}
     if where != "path":
         body[where] = "hostile\u0000x"
-    response = client.post(path, json.dumps(body), content_type="application/json",
-                           HTTP_AUTHORIZATION=f"Bearer {raw}")
+    response = client.post(
+        path, json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}"
+    )
     assert response.status_code in (200, 403, 404), response.content
 
 
@@ -120,7 +144,9 @@ def test_embedding_calls_are_charged_and_share_the_runaway_limit(client, raw, kn
     from collections_app.models import Agent
 
     Agent.objects.filter(agent_id="hostile").update(runaway_limit=3)
-    answers = [send(client, raw, "embeddings", json.dumps({"input": f"text {i}"})).status_code for i in range(5)]
+    answers = [
+        send(client, raw, "embeddings", json.dumps({"input": f"text {i}"})).status_code for i in range(5)
+    ]
     assert answers == [200, 200, 200, 429, 429]
     assert ModelCall.objects.filter(agent__agent_id="hostile", purpose="embed").count() == 3
     refused = send(client, raw, "embeddings", json.dumps({"input": "again"}))
@@ -129,18 +155,29 @@ def test_embedding_calls_are_charged_and_share_the_runaway_limit(client, raw, kn
 
 @pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH"])
 def test_a_method_a_route_does_not_take_is_json_405(client, raw, method):
-    response = client.generic(method, "/api/v1/collections/handbook/search", "{}",
-                              content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}")
+    response = client.generic(
+        method,
+        "/api/v1/collections/handbook/search",
+        "{}",
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {raw}",
+    )
     assert response.status_code == 405 and response.json()["error"]["code"] == "method_not_allowed"
     assert "POST" in response["Allow"]
 
 
 NUL_FIELDS = {
     "built_from": ("post", "/api/v1/collections", {"name": "zz-bf", "built_from": "the HR\u0000share"}),
-    "known answer": ("put", "/api/v1/collections/handbook/known-answers",
-                     {"questions": [{"question": "carry\u0000over", "answer": "five days"}]}),
-    "known answer marker": ("put", "/api/v1/collections/handbook/known-answers",
-                            {"questions": [{"question": "carry-over", "answer": "five\u0000days"}]}),
+    "known answer": (
+        "put",
+        "/api/v1/collections/handbook/known-answers",
+        {"questions": [{"question": "carry\u0000over", "answer": "five days"}]},
+    ),
+    "known answer marker": (
+        "put",
+        "/api/v1/collections/handbook/known-answers",
+        {"questions": [{"question": "carry-over", "answer": "five\u0000days"}]},
+    ),
     "memory": ("post", "/api/v1/memory/memories", {"text": "badge\u0000office"}),
     "episode": ("post", "/api/v1/memory/episodes", {"text": "badge\u0000office"}),
 }
@@ -150,8 +187,9 @@ NUL_FIELDS = {
 def test_a_nul_in_any_stored_text_field_is_refused_with_the_one_error_shape(client, raw, field):
     """Issue 24, item 10: PostgreSQL cannot store U+0000, so it was a 500 there and stored on SQLite."""
     method, path, body = NUL_FIELDS[field]
-    response = getattr(client, method)(path, json.dumps(body), content_type="application/json",
-                                       HTTP_AUTHORIZATION=f"Bearer {raw}")
+    response = getattr(client, method)(
+        path, json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}"
+    )
     assert response.status_code == 400, response.content
     error = response.json()["error"]
     assert response.json() == {"error": {"code": "invalid_text", "message": error["message"]}}
@@ -159,10 +197,25 @@ def test_a_nul_in_any_stored_text_field_is_refused_with_the_one_error_shape(clie
 
 
 def test_a_nul_in_a_measure_question_is_a_tool_error_not_a_500(client, raw):
-    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "measure", "arguments": {
-        "collection": "handbook", "questions": [{"question": "carry\u0000over", "answer": "five days"}]}}}
-    response = client.post("/mcp", json.dumps(call), content_type="application/json",
-                           HTTP_AUTHORIZATION=f"Bearer {raw}", HTTP_ACCEPT="application/json")
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "measure",
+            "arguments": {
+                "collection": "handbook",
+                "questions": [{"question": "carry\u0000over", "answer": "five days"}],
+            },
+        },
+    }
+    response = client.post(
+        "/mcp",
+        json.dumps(call),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {raw}",
+        HTTP_ACCEPT="application/json",
+    )
     result = response.json()["result"]
     assert response.status_code == 200 and result["isError"] is True
     assert json.loads(result["content"][0]["text"])["error"]["code"] == "invalid_text"

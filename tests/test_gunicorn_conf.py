@@ -31,7 +31,11 @@ def test_the_configuration_is_read_from_the_web_settings_and_refuses_no_workers_
     settings.WEB_CONCURRENCY, settings.WEB_THREADS, settings.WEB_BIND = 3, 2, "127.0.0.1:8123"
     conf = importlib.reload(importlib.import_module("ragsite.gunicorn_conf"))
     assert (conf.workers, conf.threads, conf.bind) == (3, 2, ["127.0.0.1:8123"])
-    assert (conf.worker_class, conf.preload_app, conf.wsgi_app) == ("gthread", True, "ragsite.wsgi:application")
+    assert (conf.worker_class, conf.preload_app, conf.wsgi_app) == (
+        "gthread",
+        True,
+        "ragsite.wsgi:application",
+    )
     for name in ("WEB_CONCURRENCY", "WEB_THREADS"):
         setattr(settings, name, 0)
         with pytest.raises(ImproperlyConfigured, match=f"{name} must be at least 1, not 0"):
@@ -41,21 +45,39 @@ def test_the_configuration_is_read_from_the_web_settings_and_refuses_no_workers_
 
 @pytest.fixture
 def served(knowledge_folder, transactional_db, settings, tmp_path):
-    """A built handbook in the test database and a gunicorn of two workers serving it: (base, key, access log, log)."""
+    """A built handbook in the test database and a gunicorn of two workers serving it:
+    (base, key, access log, log)."""
     agent, raw = create_agent(agent_id="served", name="Served")
     collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
     knowledge_folder("handbook", HANDBOOK, agent="served")
     assert build_collection(collection=collection).status == "succeeded"
     port = free_port()
     access = tmp_path / "access.log"
-    env = process_env(EMBED_BACKEND=settings.EMBED_BACKEND, INDEX_DIR=str(settings.INDEX_DIR),
-                      DATA_DIR=str(tmp_path / "data"), WEB_CONCURRENCY="2", WEB_THREADS="4",
-                      WEB_BIND=f"127.0.0.1:{port}")
+    env = process_env(
+        EMBED_BACKEND=settings.EMBED_BACKEND,
+        INDEX_DIR=str(settings.INDEX_DIR),
+        DATA_DIR=str(tmp_path / "data"),
+        WEB_CONCURRENCY="2",
+        WEB_THREADS="4",
+        WEB_BIND=f"127.0.0.1:{port}",
+    )
     processes = Processes(tmp_path)
     # A worker timeout shorter than the build_status wait below: a sync worker would be killed mid-wait.
-    processes.start("gunicorn", env=env, command=[
-        str(GUNICORN), "-c", "python:ragsite.gunicorn_conf", "--timeout", "2",
-        "--access-logfile", str(access), "--access-logformat", "%(p)s %(m)s %(U)s %(s)s"])
+    processes.start(
+        "gunicorn",
+        env=env,
+        command=[
+            str(GUNICORN),
+            "-c",
+            "python:ragsite.gunicorn_conf",
+            "--timeout",
+            "2",
+            "--access-logfile",
+            str(access),
+            "--access-logformat",
+            "%(p)s %(m)s %(U)s %(s)s",
+        ],
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while processes.tail("gunicorn").count("Booting worker") < 2:
@@ -70,18 +92,33 @@ def served(knowledge_folder, transactional_db, settings, tmp_path):
 
 
 def api_search(base: str, key: str) -> dict:
-    response = httpx.post(f"{base}/api/v1/collections/handbook/search", timeout=30,
-                          headers={"Authorization": f"Bearer {key}", "Connection": "close"},
-                          json={"question": QUESTION, "around": 0})
+    response = httpx.post(
+        f"{base}/api/v1/collections/handbook/search",
+        timeout=30,
+        headers={"Authorization": f"Bearer {key}", "Connection": "close"},
+        json={"question": QUESTION, "around": 0},
+    )
     assert response.status_code == 200, response.text
     return response.json()
 
 
 def mcp_call(base: str, key: str, name: str, arguments: dict, timeout: float = 30) -> dict:
-    response = httpx.post(f"{base}/mcp", timeout=timeout, headers={
-        "Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": LATEST, "Connection": "close"},
-        json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+    response = httpx.post(
+        f"{base}/mcp",
+        timeout=timeout,
+        headers={
+            "Authorization": f"Bearer {key}",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": LATEST,
+            "Connection": "close",
+        },
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments},
+        },
+    )
     assert response.status_code == 200, response.text
     result = response.json()["result"]
     assert not result.get("isError"), result
@@ -90,7 +127,9 @@ def mcp_call(base: str, key: str, name: str, arguments: dict, timeout: float = 3
 
 def answering_workers(access: Path, path: str) -> set[int]:
     """The pids that answered `path` with 200, from the access log (`<pid> METHOD PATH STATUS`)."""
-    return {int(pid) for pid, seen in re.findall(r"<(\d+)> POST (\S+) 200", access.read_text()) if seen == path}
+    return {
+        int(pid) for pid, seen in re.findall(r"<(\d+)> POST (\S+) 200", access.read_text()) if seen == path
+    }
 
 
 @pytest.mark.slow
@@ -103,12 +142,23 @@ def test_forked_workers_answer_api_and_mcp_searches_correctly(served):
     with ThreadPoolExecutor(4) as pool:
         for _ in range(25):
             answers = list(pool.map(lambda _: api_search(base, key), range(4)))
-            tools = list(pool.map(lambda _: mcp_call(base, key, "search", {"collection": "handbook",
-                                                                             "question": QUESTION, "around": 0}),
-                                  range(4)))
+            tools = list(
+                pool.map(
+                    lambda _: mcp_call(
+                        base, key, "search", {"collection": "handbook", "question": QUESTION, "around": 0}
+                    ),
+                    range(4),
+                )
+            )
             for answer in answers + tools:
-                assert ANSWER in answer["paragraphs"][0]["text"] and answer["paragraphs"][0]["document"] == "leave.md"
-            if len(answering_workers(access, search_path)) == 2 and len(answering_workers(access, "/mcp")) == 2:
+                assert (
+                    ANSWER in answer["paragraphs"][0]["text"]
+                    and answer["paragraphs"][0]["document"] == "leave.md"
+                )
+            if (
+                len(answering_workers(access, search_path)) == 2
+                and len(answering_workers(access, "/mcp")) == 2
+            ):
                 break
     assert len(answering_workers(access, search_path)) == 2, access.read_text()
     assert len(answering_workers(access, "/mcp")) == 2, access.read_text()
@@ -118,12 +168,21 @@ def test_forked_workers_answer_api_and_mcp_searches_correctly(served):
 @pytest.mark.django_db(transaction=True)
 def test_a_build_status_wait_outlasts_the_worker_timeout_and_blocks_no_one(served):
     base, key, access, processes = served
-    run = BuildRun.objects.create(collection_id=BuildRun.objects.get().collection_id, status=BuildRun.QUEUED,
-                                  requested_by="test")
+    run = BuildRun.objects.create(
+        collection_id=BuildRun.objects.get().collection_id, status=BuildRun.QUEUED, requested_by="test"
+    )
     with ThreadPoolExecutor(3) as pool:
         started = time.monotonic()
-        waits = [pool.submit(mcp_call, base, key, "build_status",
-                             {"collection": "handbook", "build": run.pk, "wait_seconds": 4}) for _ in range(2)]
+        waits = [
+            pool.submit(
+                mcp_call,
+                base,
+                key,
+                "build_status",
+                {"collection": "handbook", "build": run.pk, "wait_seconds": 4},
+            )
+            for _ in range(2)
+        ]
         time.sleep(0.5)
         # Both workers may hold a waiting request; their other threads still answer at once.
         for _ in range(4):

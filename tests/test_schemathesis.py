@@ -30,8 +30,9 @@ CHECKS = [not_a_server_error, status_code_conformance, response_schema_conforman
 @pytest.mark.django_db(transaction=True)
 def test_every_operation_answers_within_its_schema_and_never_5xx(live_server, knowledge_folder):
     agent, raw = create_agent(agent_id="schemathesis")
-    knowledge_folder("handbook", {"leave.md": "# Leave\n\nCarry-over is capped at five days a year."},
-                     agent="schemathesis")
+    knowledge_folder(
+        "handbook", {"leave.md": "# Leave\n\nCarry-over is capped at five days a year."}, agent="schemathesis"
+    )
     build_collection(collection=create_collection(agent=agent, name="handbook"))
     store_memory(agent=agent, text="The office plants are watered on Fridays.")
 
@@ -53,17 +54,28 @@ def test_every_operation_answers_within_its_schema_and_never_5xx(live_server, kn
             strategy = operation.as_strategy(
                 generation_mode=schemathesis.GenerationMode(mode), path_parameters=path_parameters
             )
-            _run_cases(strategy, checks, f"{operation.label} [{mode}]", live_server.url, raw, statuses, failures)
+            _run_cases(
+                strategy, checks, f"{operation.label} [{mode}]", live_server.url, raw, statuses, failures
+            )
 
     assert sum(statuses.values()) >= len(operations) * CASES
-    print(f"schemathesis: {sum(statuses.values())} cases over {len(operations)} operations, statuses {dict(statuses)}")
+    print(
+        f"schemathesis: {sum(statuses.values())} cases over {len(operations)} operations, "
+        f"statuses {dict(statuses)}"
+    )
     assert not any(status >= 500 for status in statuses), statuses
     assert not failures, "\n".join(failures[:20])
 
 
 def _run_cases(strategy, checks, label, base_url, raw, statuses: Counter, failures: list[str]) -> None:
-    @settings(max_examples=CASES, deadline=None, derandomize=True, database=None,
-              phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=CASES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(case=strategy)
     def run(case):
         response = case.call(base_url=base_url, headers={"Authorization": f"Bearer {raw}"}, timeout=30)

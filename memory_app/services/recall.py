@@ -75,7 +75,9 @@ def agent_index(agent: Agent, model: str, window: int | None = None) -> AgentInd
     naming the records it changed: those records are read again and replaced in place. Otherwise
     (a new process, another model, a write that named nothing, too far behind): everything is read.
     """
-    epoch, generation = recall_generation(agent.pk)  # read before the rows, so a write in between only repeats
+    epoch, generation = recall_generation(
+        agent.pk
+    )  # read before the rows, so a write in between only repeats
     with _cache_lock:
         cached = _cache.get(agent.pk)
     if cached is not None and (cached.model, cached.window, cached.epoch) == (model, window, epoch):
@@ -90,7 +92,9 @@ def agent_index(agent: Agent, model: str, window: int | None = None) -> AgentInd
     else:
         cached = None
     if cached is None:
-        cached = AgentIndex(epoch, generation, model, window, _load(agent, model, _read(agent, model, window, None)))
+        cached = AgentIndex(
+            epoch, generation, model, window, _load(agent, model, _read(agent, model, window, None))
+        )
     with _cache_lock:
         _cache[agent.pk] = cached
         _cache.move_to_end(agent.pk)
@@ -130,16 +134,30 @@ def _read(agent: Agent, model: str, window: int | None, keys: set[tuple[str, int
             nodes = nodes.filter(parent_id__in=record_class.objects.filter(agent=agent).values("pk"))
         order = KINDS.index(kind)
         these = {
-            pk: RecordRow(kind, pk, order, text, _vector(data, by, model),
-                          pending=by == model and runs_past_window(tokens, window))
+            pk: RecordRow(
+                kind,
+                pk,
+                order,
+                text,
+                _vector(data, by, model),
+                pending=by == model and runs_past_window(tokens, window),
+            )
             for pk, text, data, by, tokens in rows.order_by("pk").values_list(
-                "pk", "text", "embedding", "embedding_model", "token_count")
+                "pk", "text", "embedding", "embedding_model", "token_count"
+            )
         }
         passages = NodePassages.objects.filter(parent_kind=kind, embedding_model=model)
-        passages = passages.filter(parent_id__in=wanted) if keys is not None else passages.filter(
-            parent_id__in=record_class.objects.filter(agent=agent).values("pk"))
-        passages_of = {(parent_id, index): (bounds, data) for parent_id, index, bounds, data in passages.values_list(
-            "parent_id", "node_index", "bounds", "embeddings")}
+        passages = (
+            passages.filter(parent_id__in=wanted)
+            if keys is not None
+            else passages.filter(parent_id__in=record_class.objects.filter(agent=agent).values("pk"))
+        )
+        passages_of = {
+            (parent_id, index): (bounds, data)
+            for parent_id, index, bounds, data in passages.values_list(
+                "parent_id", "node_index", "bounds", "embeddings"
+            )
+        }
         for parent_id, index, start, end, data in nodes.order_by("parent_id", "node_index").values_list(
             "parent_id", "node_index", "start_char", "end_char", "embedding"
         ):
@@ -154,8 +172,11 @@ def _read(agent: Agent, model: str, window: int | None, keys: set[tuple[str, int
                 if bounds[0] == start and bounds[-1] == end:
                     node.passages = list(zip(bounds[:-1], bounds[1:], strict=True))
                     if passage_data is not None and node.vector is not None:
-                        node.passage_vectors = list(np.frombuffer(bytes(passage_data), dtype="<f2").astype(
-                            np.float32).reshape(len(node.passages), node.vector.size))
+                        node.passage_vectors = list(
+                            np.frombuffer(bytes(passage_data), dtype="<f2")
+                            .astype(np.float32)
+                            .reshape(len(node.passages), node.vector.size)
+                        )
             record.nodes.append(node)
         records.extend(these.values())
     return records
@@ -172,7 +193,9 @@ def _width(records: list[RecordRow]) -> int:
 def _load(agent: Agent, model: str, records: list[RecordRow]) -> RecallIndex:
     index = RecallIndex(_width(records))
     index.put(records)
-    logger.debug("recall index of %s: %d records, %d nodes", agent.agent_id, index.size, index.node_owner.size)
+    logger.debug(
+        "recall index of %s: %d records, %d nodes", agent.agent_id, index.size, index.node_owner.size
+    )
     return index
 
 
@@ -250,8 +273,13 @@ def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST, max_chars
     with entry.lock:
         selection, rerank = _selected(entry.index, query, most, max_chars, vector)
         excerpts = [_shown(entry.index, excerpt) for excerpt in selection.excerpts]
-    return {"excerpts": excerpts, "chars": selection.chars, "max_chars": max_chars, "cut": selection.cut,
-            "rerank": rerank}
+    return {
+        "excerpts": excerpts,
+        "chars": selection.chars,
+        "max_chars": max_chars,
+        "cut": selection.cut,
+        "rerank": rerank,
+    }
 
 
 def _shown(index: RecallIndex, excerpt) -> dict:
@@ -262,15 +290,26 @@ def _shown(index: RecallIndex, excerpt) -> dict:
         nodes = None
     else:
         nodes = {"first": excerpt.first_node, "last": excerpt.last_node}
-    return {"kind": excerpt.kind, "id": excerpt.id, "score": round(excerpt.score, 6),
-            "text": text[excerpt.start : excerpt.end], "start": excerpt.start, "end": excerpt.end,
-            "nodes": nodes, "record_length": len(text), "cut": excerpt.cut}
+    return {
+        "kind": excerpt.kind,
+        "id": excerpt.id,
+        "score": round(excerpt.score, 6),
+        "text": text[excerpt.start : excerpt.end],
+        "start": excerpt.start,
+        "end": excerpt.end,
+        "nodes": nodes,
+        "record_length": len(text),
+        "cut": excerpt.cut,
+    }
 
 
-def _selected(index: RecallIndex, query: str, most: int, max_chars: int,
-              vector: np.ndarray | None) -> tuple[Selection, dict]:
+def _selected(
+    index: RecallIndex, query: str, most: int, max_chars: int, vector: np.ndarray | None
+) -> tuple[Selection, dict]:
     if not index.size:
-        return Selection([], 0, False), {"status": "nothing to rerank" if settings.RERANK_URL else "not configured"}
+        return Selection([], 0, False), {
+            "status": "nothing to rerank" if settings.RERANK_URL else "not configured"
+        }
     if vector is not None:
         vector = np.asarray(vector, dtype=np.float32)
         if vector.shape != (index.width,):
@@ -287,11 +326,19 @@ def _selected(index: RecallIndex, query: str, most: int, max_chars: int,
     ids = np.concatenate([index.ids.array[records], index.ids.array[owners]])
     node_index = np.concatenate([np.full(records.size, -1, np.int64), index.node_index.array[nodes]])
     if conf.EXCERPT_LENGTH_EXPONENT:
-        lengths = np.concatenate([
-            [conf.OPENING_LENGTH if index.pending.array[row] else len(index.texts[row]) for row in records.tolist()],
-            np.diff(index.node_spans.array[nodes], axis=1)[:, 0],
-        ]).astype(np.float64)
-        scores = scores * (np.maximum(lengths, 1.0) / conf.EXCERPT_LENGTH_REFERENCE) ** -conf.EXCERPT_LENGTH_EXPONENT
+        lengths = np.concatenate(
+            [
+                [
+                    conf.OPENING_LENGTH if index.pending.array[row] else len(index.texts[row])
+                    for row in records.tolist()
+                ],
+                np.diff(index.node_spans.array[nodes], axis=1)[:, 0],
+            ]
+        ).astype(np.float64)
+        scores = (
+            scores
+            * (np.maximum(lengths, 1.0) / conf.EXCERPT_LENGTH_REFERENCE) ** -conf.EXCERPT_LENGTH_EXPONENT
+        )
 
     def candidate(position: int) -> Candidate:
         score = float(scores[position])
@@ -304,22 +351,40 @@ def _selected(index: RecallIndex, query: str, most: int, max_chars: int,
         node_row = int(nodes[position - records.size])
         row = int(index.node_owner.array[node_row])
         start, end = (int(v) for v in index.node_spans.array[node_row])
-        parts = [(int(a), int(b), float(scored.passages[p]))
-                 for p in index.passages_of(node_row) for a, b in [index.passage_spans.array[p]]]
-        return Candidate(index.kinds[row], int(index.ids.array[row]), NODE, int(index.node_index.array[node_row]),
-                         start, end, score, parts)
+        parts = [
+            (int(a), int(b), float(scored.passages[p]))
+            for p in index.passages_of(node_row)
+            for a, b in [index.passage_spans.array[p]]
+        ]
+        return Candidate(
+            index.kinds[row],
+            int(index.ids.array[row]),
+            NODE,
+            int(index.node_index.array[node_row]),
+            start,
+            end,
+            score,
+            parts,
+        )
 
     def text_of(kind: str, id: int) -> str:
         return index.texts[index.row_of[(kind, id)]]
 
     ordered = (candidate(int(p)) for p in _best_first(scores, kind_order, ids, node_index, 4 * most + 8))
     ordered, rerank = _reranked(ordered, query, most, text_of)
-    return select(ordered, text_of, max_chars=max_chars,
-                  most=most, terms_of=lambda text: set(terms(text)), query_terms=set(query_terms)), rerank
+    return select(
+        ordered,
+        text_of,
+        max_chars=max_chars,
+        most=most,
+        terms_of=lambda text: set(terms(text)),
+        query_terms=set(query_terms),
+    ), rerank
 
 
-def _reranked(ordered: Iterator[Candidate], question: str, most: int,
-              text_of: Callable[[str, int], str]) -> tuple[Iterator[Candidate], dict]:
+def _reranked(
+    ordered: Iterator[Candidate], question: str, most: int, text_of: Callable[[str, int], str]
+) -> tuple[Iterator[Candidate], dict]:
     """With `RERANK_URL` set, the first `RERANK_DEPTH` (at least `most`) candidates in the reranker's
     order, then the rest in the fused order; otherwise the fused order as it is.
 
@@ -337,19 +402,27 @@ def _reranked(ordered: Iterator[Candidate], question: str, most: int,
         return iter(()), {"status": "nothing to rerank"}
     try:
         reranked = ask_reranker(
-            url=settings.RERANK_URL, model=settings.RERANK_MODEL, api_key=settings.RERANK_API_KEY,
-            timeout=float(settings.RERANK_TIMEOUT), question=question,
+            url=settings.RERANK_URL,
+            model=settings.RERANK_MODEL,
+            api_key=settings.RERANK_API_KEY,
+            timeout=float(settings.RERANK_TIMEOUT),
+            question=question,
             documents=[text_of(c.kind, c.id)[c.start : c.end] for c in head],
         )
     except RerankUnavailable as exc:
         logger.warning("the reranker was unavailable for a memory recall: %s", exc)
         return chain(head, ordered), {"status": "unavailable"}
     order = np.argsort(-np.asarray(reranked.scores, dtype=np.float64), kind="stable")
-    return chain((head[i] for i in order.tolist()), ordered), {"status": "reranked", "model": reranked.model,
-                                                                "depth": len(head)}
+    return chain((head[i] for i in order.tolist()), ordered), {
+        "status": "reranked",
+        "model": reranked.model,
+        "depth": len(head),
+    }
 
 
-def _best_first(scores: np.ndarray, kind_order: np.ndarray, ids: np.ndarray, node_index: np.ndarray, first: int):
+def _best_first(
+    scores: np.ndarray, kind_order: np.ndarray, ids: np.ndarray, node_index: np.ndarray, first: int
+):
     """Positions of the positive scores, best first, ties by kind, id, node (`ragsite.top.top_rows`):
     the first `first`, then, should the selection take them all, four times as many, and so on."""
     positive = scores > 0

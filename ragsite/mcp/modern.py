@@ -63,8 +63,10 @@ def request_version(method: str, params: dict, headers) -> str:
     """The version a per-request envelope names, after checking the envelope; raises EnvelopeError."""
     meta = params.get("_meta")
     if not isinstance(meta, dict):
-        raise EnvelopeError(INVALID_PARAMS, f"a {LATEST_VERSION} request carries params._meta with "
-                            f"{META_VERSION} and {META_CAPABILITIES}")
+        raise EnvelopeError(
+            INVALID_PARAMS,
+            f"a {LATEST_VERSION} request carries params._meta with {META_VERSION} and {META_CAPABILITIES}",
+        )
     version = meta.get(META_VERSION)
     if not isinstance(version, str):
         raise EnvelopeError(INVALID_PARAMS, f"params._meta needs {META_VERSION}, a string")
@@ -72,11 +74,17 @@ def request_version(method: str, params: dict, headers) -> str:
         raise EnvelopeError(INVALID_PARAMS, f"params._meta needs {META_CAPABILITIES}, an object")
     header = _header(headers, PROTOCOL_VERSION_HEADER)
     if header != version:
-        raise EnvelopeError(HEADER_MISMATCH, f"header mismatch: {PROTOCOL_VERSION_HEADER} "
-                            f"{_shown(header)} is not the body's {META_VERSION} {_shown(version)}")
+        raise EnvelopeError(
+            HEADER_MISMATCH,
+            f"header mismatch: {PROTOCOL_VERSION_HEADER} "
+            f"{_shown(header)} is not the body's {META_VERSION} {_shown(version)}",
+        )
     if version not in PROTOCOL_VERSIONS:
-        raise EnvelopeError(UNSUPPORTED_PROTOCOL_VERSION, "unsupported protocol version",
-                            data={"supported": list(SUPPORTED_NEWEST_FIRST), "requested": version})
+        raise EnvelopeError(
+            UNSUPPORTED_PROTOCOL_VERSION,
+            "unsupported protocol version",
+            data={"supported": list(SUPPORTED_NEWEST_FIRST), "requested": version},
+        )
     if is_modern(version):
         _check_mirrored(method, params, headers)
     return version
@@ -86,16 +94,19 @@ def _check_mirrored(method: str, params: dict, headers) -> None:
     """`Mcp-Method` must equal the body's method, and `Mcp-Name` the name or URI a call carries."""
     sent = _header(headers, METHOD_HEADER)
     if sent != method:
-        raise EnvelopeError(HEADER_MISMATCH, f"header mismatch: {METHOD_HEADER} {_shown(sent)} is not the body's "
-                            f"method {_shown(method)}")
+        raise EnvelopeError(
+            HEADER_MISMATCH,
+            f"header mismatch: {METHOD_HEADER} {_shown(sent)} is not the body's method {_shown(method)}",
+        )
     field = NAMED_BY.get(method)
     body_value = params.get(field) if field else None
     if body_value is None:
         return
     sent = _header(headers, NAME_HEADER)
     if sent is None or _decoded(sent) != body_value:
-        raise EnvelopeError(HEADER_MISMATCH, f"header mismatch: {NAME_HEADER} {_shown(sent)} is not the body's "
-                            f"params.{field}")
+        raise EnvelopeError(
+            HEADER_MISMATCH, f"header mismatch: {NAME_HEADER} {_shown(sent)} is not the body's params.{field}"
+        )
 
 
 def _header(headers, name: str) -> str | None:
@@ -105,11 +116,12 @@ def _header(headers, name: str) -> str | None:
 
 
 def _decoded(value: str) -> str | None:
-    """A header value with the `=?base64?...?=` sentinel decoded; None when the sentinel holds no UTF-8 Base64."""
+    """A header value with the `=?base64?...?=` sentinel decoded; None when the sentinel holds no
+    UTF-8 Base64."""
     if not (value.startswith(BASE64_OPEN) and value.endswith(BASE64_CLOSE) and len(value) >= 11):
         return value
     try:
-        return base64.b64decode(value[len(BASE64_OPEN):-len(BASE64_CLOSE)], validate=True).decode("utf-8")
+        return base64.b64decode(value[len(BASE64_OPEN) : -len(BASE64_CLOSE)], validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError):
         return None
 
@@ -118,7 +130,9 @@ def _shown(value: str | None) -> str:
     return "(missing)" if value is None else repr(value[:60])
 
 
-def decorate(result: dict, server_info: dict, *, cacheable: str | None = None, ttl_ms: int = LIST_TTL_MS) -> dict:
+def decorate(
+    result: dict, server_info: dict, *, cacheable: str | None = None, ttl_ms: int = LIST_TTL_MS
+) -> dict:
     """A 2026-era result: `resultType`, the server's identity in `_meta`, and for a cacheable answer
     its scope (`public` or `private`) and freshness."""
     decorated = {"resultType": "complete", **result}
@@ -131,5 +145,12 @@ def decorate(result: dict, server_info: dict, *, cacheable: str | None = None, t
 
 def discover(capabilities: dict, server_info: dict, instructions: str) -> dict:
     """The answer to `server/discover`: every version spoken (newest first), capabilities, instructions."""
-    return decorate({"supportedVersions": list(SUPPORTED_NEWEST_FIRST), "capabilities": capabilities,
-                     "instructions": instructions}, server_info, cacheable="public")
+    return decorate(
+        {
+            "supportedVersions": list(SUPPORTED_NEWEST_FIRST),
+            "capabilities": capabilities,
+            "instructions": instructions,
+        },
+        server_info,
+        cacheable="public",
+    )

@@ -70,13 +70,11 @@ INSTRUCTIONS = (
 )
 
 
-
 def _server_version() -> str:
     try:
         return metadata.version("ragsite")
     except metadata.PackageNotFoundError:  # running from a checkout that was never installed
         return "0"
-
 
 
 # --- JSON-RPC methods -----------------------------------------------------------------------
@@ -204,7 +202,9 @@ def read_resource(params: dict, caller: Caller, version: str) -> dict:
         # "Resource not found" is -32602 from 2026-07-28; -32002 before it.
         logger.info("mcp resources/read for %s: %s", caller.agent.agent_id, exc.code)
         code = INVALID_PARAMS if is_modern(version) else RESOURCE_NOT_FOUND
-        raise RpcError(code, f"resource not found: {exc.message}", data={"uri": uri[:500], "code": exc.code}) from None
+        raise RpcError(
+            code, f"resource not found: {exc.message}", data={"uri": uri[:500], "code": exc.code}
+        ) from None
 
 
 Method = Callable[[dict, Caller, str], dict]
@@ -220,11 +220,19 @@ RESOURCE_METHODS: dict[str, Method] = {
     "resources/read": read_resource,
 }
 # 2026-07-28 removed initialize and ping; server/discover replaces the handshake.
-MODERN_METHODS: dict[str, Method] = {"server/discover": server_discover, "tools/list": list_tools,
-                                     "tools/call": call_tool}
+MODERN_METHODS: dict[str, Method] = {
+    "server/discover": server_discover,
+    "tools/list": list_tools,
+    "tools/call": call_tool,
+}
 # Who may reuse a 2026-era answer: everyone (the same for every caller) or this key only.
-CACHE_SCOPE = {"server/discover": None, "tools/list": "public", "resources/list": "public",
-               "resources/templates/list": "public", "resources/read": "private"}
+CACHE_SCOPE = {
+    "server/discover": None,
+    "tools/list": "public",
+    "resources/list": "public",
+    "resources/templates/list": "public",
+    "resources/read": "private",
+}
 
 
 def _method(name: str, version: str) -> Method | None:
@@ -262,8 +270,9 @@ def _refused(id_: Any, code: int, message: str, status: int, data: Any = None) -
     return Reply(rpc_error(id_, code, message, data), status)
 
 
-def handle_message(message: Any, caller: Caller, version: str, *, in_batch: bool = False,
-                   headers=None) -> Reply | None:
+def handle_message(
+    message: Any, caller: Caller, version: str, *, in_batch: bool = False, headers=None
+) -> Reply | None:
     """The reply to one JSON-RPC message, or None when it needs none (a notification, a response).
 
     `headers` is given for a message that travels alone: a 2026-era one (named by the
@@ -303,7 +312,9 @@ def handle_message(message: Any, caller: Caller, version: str, *, in_batch: bool
     handler = _method(method, version)
     if handler is None:
         # 2026-07-28: an unknown method is a 404, which tells a modern server from a missing endpoint.
-        return _refused(id_, METHOD_NOT_FOUND, f"method not found: {method[:100]}", 404 if is_modern(version) else 200)
+        return _refused(
+            id_, METHOD_NOT_FOUND, f"method not found: {method[:100]}", 404 if is_modern(version) else 200
+        )
     if method == "initialize" and in_batch:
         return _refused(id_, INVALID_REQUEST, "initialize must not be part of a batch", 400)
     try:
@@ -315,8 +326,12 @@ def handle_message(message: Any, caller: Caller, version: str, *, in_batch: bool
         logger.error("mcp %s failed with %s", method, type(exc).__name__, exc_info=exc)
         return _refused(id_, INTERNAL_ERROR, "the server failed to answer this request", 200)
     if is_modern(version) and method != "server/discover":
-        result = modern.decorate(result, server_info(), cacheable=CACHE_SCOPE.get(method),
-                                 ttl_ms=0 if CACHE_SCOPE.get(method) == "private" else modern.LIST_TTL_MS)
+        result = modern.decorate(
+            result,
+            server_info(),
+            cacheable=CACHE_SCOPE.get(method),
+            ttl_ms=0 if CACHE_SCOPE.get(method) == "private" else modern.LIST_TTL_MS,
+        )
     return Reply({"jsonrpc": "2.0", "id": id_, "result": result})
 
 
@@ -368,8 +383,10 @@ def _parse(body: bytes) -> Any:
 def mcp_endpoint(request) -> HttpResponse:
     if request.method != "POST":
         return _refuse(
-            405, "method_not_allowed",
-            "this MCP endpoint is stateless: POST JSON-RPC messages; it opens no stream (GET) and has no session to end (DELETE)",
+            405,
+            "method_not_allowed",
+            "this MCP endpoint is stateless: POST JSON-RPC messages; it opens no stream (GET) "
+            "and has no session to end (DELETE)",
             headers={"Allow": "POST"},
         )
     if not origin_allowed(request.headers.get("Origin")):
@@ -377,7 +394,9 @@ def mcp_endpoint(request) -> HttpResponse:
     key = authenticated_key(request)
     if key is None:
         return _refuse(
-            401, "unauthorized", "a valid API key is required: Authorization: Bearer <key>",
+            401,
+            "unauthorized",
+            "a valid API key is required: Authorization: Bearer <key>",
             headers={"WWW-Authenticate": "Bearer"},
         )
     try:
@@ -405,15 +424,25 @@ def mcp_endpoint(request) -> HttpResponse:
         header = header.strip(" \t")
     lone_initialize = isinstance(payload, dict) and payload.get("method") == "initialize"
     alone = not isinstance(payload, list)
-    if (header is not None and header not in PROTOCOL_VERSIONS and not lone_initialize
-            and not (alone and modern.carries_meta_version(payload))):
+    if (
+        header is not None
+        and header not in PROTOCOL_VERSIONS
+        and not lone_initialize
+        and not (alone and modern.carries_meta_version(payload))
+    ):
         # A version named in `_meta` is checked against the header there, so that a disagreement is a
         # header mismatch; otherwise an unknown header is the spec's UnsupportedProtocolVersion.
         id_ = payload.get("id") if isinstance(payload, dict) else None
-        return _json(rpc_error(id_, UNSUPPORTED_PROTOCOL_VERSION, f"unsupported {PROTOCOL_VERSION_HEADER} "
-                               f"{header[:40]!r}; this server speaks {', '.join(PROTOCOL_VERSIONS)}",
-                               {"supported": list(modern.SUPPORTED_NEWEST_FIRST), "requested": header[:40]}),
-                     status=400)
+        return _json(
+            rpc_error(
+                id_,
+                UNSUPPORTED_PROTOCOL_VERSION,
+                f"unsupported {PROTOCOL_VERSION_HEADER} "
+                f"{header[:40]!r}; this server speaks {', '.join(PROTOCOL_VERSIONS)}",
+                {"supported": list(modern.SUPPORTED_NEWEST_FIRST), "requested": header[:40]},
+            ),
+            status=400,
+        )
     # Initialize negotiates in its body; every later request names its version in the header (and
     # from 2026-07-28 in its `_meta` too, checked against the header by handle_message).
     version = header if header in PROTOCOL_VERSIONS else ASSUMED_VERSION
@@ -428,14 +457,24 @@ def mcp_endpoint(request) -> HttpResponse:
 
 def _batch(messages: list, caller: Caller, version: str) -> HttpResponse:
     if at_least(version, "2025-06-18"):
-        return _json(rpc_error(None, INVALID_REQUEST,
-                               f"JSON-RPC batches were removed in protocol 2025-06-18; at {version} send one "
-                               "message per request"), status=400)
+        return _json(
+            rpc_error(
+                None,
+                INVALID_REQUEST,
+                f"JSON-RPC batches were removed in protocol 2025-06-18; at {version} send one "
+                "message per request",
+            ),
+            status=400,
+        )
     if not messages:
         return _json(rpc_error(None, INVALID_REQUEST, "an empty batch"), status=400)
     if len(messages) > MAX_BATCH:
-        return _json(rpc_error(None, INVALID_REQUEST, f"a batch holds at most {MAX_BATCH} messages"), status=400)
-    replies = [r.body for r in (handle_message(m, caller, version, in_batch=True) for m in messages) if r is not None]
+        return _json(
+            rpc_error(None, INVALID_REQUEST, f"a batch holds at most {MAX_BATCH} messages"), status=400
+        )
+    replies = [
+        r.body for r in (handle_message(m, caller, version, in_batch=True) for m in messages) if r is not None
+    ]
     if not replies:
         return HttpResponse(status=202)  # only notifications and responses
     return _json(replies)

@@ -1,6 +1,8 @@
 """Fixtures for the admin tests: built collections, users of each kind, uploads kept in a temporary folder."""
 
 import pytest
+from django.contrib.messages import get_messages
+from django.urls import reverse
 
 from collections_app.models import BuildRun, Collection
 from collections_app.services.agents import create_collection
@@ -16,13 +18,28 @@ CONFLICTING = {
 }
 
 
+def url(name, *args, query=""):
+    return reverse(f"admin:collections_app_{name}", args=args) + (f"?{query}" if query else "")
+
+
+@pytest.fixture
+def run_on_commit(django_capture_on_commit_callbacks):
+    """Builds are enqueued on commit; these tests run inside a transaction that never commits."""
+    return django_capture_on_commit_callbacks
+
+
+def texts(response) -> list[str]:
+    return [str(m) for m in get_messages(response.wsgi_request)]
+
+
 @pytest.fixture(autouse=True)
 def _uploads_in_a_temporary_folder(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media-root"
 
 
-def make_built(agent, knowledge_folder, name: str, files: dict, *, outcome: str = BuildRun.SUCCEEDED,
-               **options) -> Collection:
+def make_built(
+    agent, knowledge_folder, name: str, files: dict, *, outcome: str = BuildRun.SUCCEEDED, **options
+) -> Collection:
     collection = create_collection(agent=agent, name=name, **{"method": "fixed", "size": 80, **options})
     knowledge_folder(name, files)
     run = build_collection(collection=collection)
@@ -54,7 +71,8 @@ def plain_user(django_user_model):
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item, call):
-    """Keep each phase's report on the test item, so a fixture can tell at teardown whether the test failed."""
+    """Keep each phase's report on the test item, so a fixture can tell at teardown whether the test
+    failed."""
     report = yield
     setattr(item, f"rep_{report.when}", report)
     return report

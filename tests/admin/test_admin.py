@@ -1,12 +1,10 @@
-"""The admin with Django's test client: who may see it, what each screen shows, and that every action reaches its service."""
+"""The admin with Django's test client: who may see it, what each screen shows, and that every
+action reaches its service."""
 
-import json
 from datetime import timedelta
 
 import pytest
-from django.contrib.messages import get_messages
 from django.test import Client
-from django.urls import reverse
 from django.utils import timezone
 
 from collections_app.models import (
@@ -17,31 +15,20 @@ from collections_app.models import (
     Label,
     Paragraph,
 )
-from collections_app.services.agents import create_collection, create_reader
+from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
-from collections_app.services.labels import add_labels, labels_named, remove_labels, set_default_labels
+from collections_app.services.labels import set_default_labels
 from collections_app.services.measure import request_measure
 from collections_app.services.review import approve_documents
 from collections_app.services.uploads import upload_document
-from ragsite.errors import RagsiteError
 
-from .conftest import HANDBOOK, make_built
+from . import conftest
+from .conftest import HANDBOOK, make_built, texts, url
 
 pytestmark = pytest.mark.django_db
 
-
-def url(name, *args, query=""):
-    return reverse(f"admin:collections_app_{name}", args=args) + (f"?{query}" if query else "")
-
-
-@pytest.fixture
-def run_on_commit(django_capture_on_commit_callbacks):
-    """Builds are enqueued on commit; these tests run inside a transaction that never commits."""
-    return django_capture_on_commit_callbacks
-
-
-def texts(response) -> list[str]:
-    return [str(m) for m in get_messages(response.wsgi_request)]
+# test_admin_agents imports the fixture from here; it is declared once, in conftest.
+run_on_commit = conftest.run_on_commit
 
 
 # --- Who may use it -------------------------------------------------------------------
@@ -112,11 +99,15 @@ def test_posts_without_a_csrf_token_are_refused(admin_user, handbook, agent):
     assert client.post(url("agent_issue_key", agent.pk)).status_code == 403
     assert handbook.runs.count() == 1 and agent.keys.count() == 1
     page = client.get(url("collection_change", handbook.pk)).content.decode()
-    assert 'action="{}"'.format(url("collection_rebuild", handbook.pk)) in page and "csrfmiddlewaretoken" in page
+    assert (
+        'action="{}"'.format(url("collection_rebuild", handbook.pk)) in page and "csrfmiddlewaretoken" in page
+    )
 
 
 def test_no_admin_page_shows_a_filesystem_path(admin_client, handbook, agent, settings, tmp_path):
-    upload_document(collection=handbook, name="extra.md", content=b"# Extra\n\nUploaded paragraph about parking.\n")
+    upload_document(
+        collection=handbook, name="extra.md", content=b"# Extra\n\nUploaded paragraph about parking.\n"
+    )
     assert build_collection(collection=handbook).status == BuildRun.SUCCEEDED
     uploaded = handbook.documents.get(name="extra.md")
     paragraph = Paragraph.objects.filter(document=uploaded).first()
@@ -128,14 +119,20 @@ def test_no_admin_page_shows_a_filesystem_path(admin_client, handbook, agent, se
         url("document_delete", uploaded.pk),
         url("collection_delete", handbook.pk),
         url("collection_measure", query=f"collection={handbook.pk}"),
-        url("measurerun", request_measure(collection=handbook, questions=[{"question": "parking", "answer": "parking"}],
-                                          enqueue=False).pk),
+        url(
+            "measurerun",
+            request_measure(
+                collection=handbook, questions=[{"question": "parking", "answer": "parking"}], enqueue=False
+            ).pk,
+        ),
     ]
     forbidden = ["deployment-secret", str(tmp_path), str(settings.MEDIA_ROOT), "uploads/"]
     for page in pages:
         body = admin_client.get(page).content.decode()
         assert not [f for f in forbidden if f in body], page
-    answer = admin_client.post(url("collection_playground"), {"collection": handbook.pk, "question": "parking", "most": 5})
+    answer = admin_client.post(
+        url("collection_playground"), {"collection": handbook.pk, "question": "parking", "most": 5}
+    )
     body = answer.content.decode()
     assert "Uploaded paragraph about parking" in body
     assert not [f for f in forbidden if f in body]
@@ -147,10 +144,20 @@ def test_no_admin_page_shows_a_filesystem_path(admin_client, handbook, agent, se
 def test_the_changelist_shows_status_paragraphs_model_and_the_three_refused_answers(
     admin_client, agent, handbook, knowledge_folder
 ):
-    broken = make_built(agent, knowledge_folder, "mixed", {"ok.md": HANDBOOK["leave.md"], "broken.pdf": b"%PDF-1 junk"})
+    broken = make_built(
+        agent, knowledge_folder, "mixed", {"ok.md": HANDBOOK["leave.md"], "broken.pdf": b"%PDF-1 junk"}
+    )
     unrecorded = create_collection(agent=agent, name="legacy")
-    CollectionBuilt.objects.create(collection=unrecorded, agent_id="alpha", model="hash-64", dimensions=64,
-                                   method="fixed", passages=3, built_at=timezone.now(), refused=None)
+    CollectionBuilt.objects.create(
+        collection=unrecorded,
+        agent_id="alpha",
+        model="hash-64",
+        dimensions=64,
+        method="fixed",
+        passages=3,
+        built_at=timezone.now(),
+        refused=None,
+    )
     create_collection(agent=agent, name="fresh")
     body = admin_client.get(url("collection_changelist")).content.decode()
     assert '<span class="rs-refused-empty">nothing refused</span>' in body  # handbook
@@ -162,7 +169,9 @@ def test_the_changelist_shows_status_paragraphs_model_and_the_three_refused_answ
 
 
 def test_the_changelist_shows_the_last_builds_warnings(admin_client, agent, knowledge_folder):
-    collection = make_built(agent, knowledge_folder, "readers", {"a.md": HANDBOOK["leave.md"]}, per_reader=True)
+    collection = make_built(
+        agent, knowledge_folder, "readers", {"a.md": HANDBOOK["leave.md"]}, per_reader=True
+    )
     body = admin_client.get(url("collection_changelist")).content.decode()
     assert "paragraphs have no label, so any reader may read them" in body
     assert collection.runs.first().warnings
@@ -185,12 +194,18 @@ def test_the_rebuild_button_requests_a_build_through_the_service(admin_client, h
 
 
 def test_a_running_build_makes_rebuild_a_clear_message_not_an_error(admin_client, handbook):
-    running = BuildRun.objects.create(collection=handbook, status=BuildRun.RUNNING, heartbeat_at=timezone.now())
+    running = BuildRun.objects.create(
+        collection=handbook, status=BuildRun.RUNNING, heartbeat_at=timezone.now()
+    )
     response = admin_client.post(url("collection_rebuild", handbook.pk), follow=True)
     assert response.status_code == 200
     assert any(f"already running (build {running.pk})" in m for m in texts(response))
     assert handbook.runs.count() == 2
-    response = admin_client.post(url("collection_changelist"), {"action": "rebuild_selected", "_selected_action": [handbook.pk]}, follow=True)
+    response = admin_client.post(
+        url("collection_changelist"),
+        {"action": "rebuild_selected", "_selected_action": [handbook.pk]},
+        follow=True,
+    )
     assert any("already running" in m for m in texts(response))
 
 
@@ -200,7 +215,8 @@ def test_the_bulk_action_rebuilds_every_selected_collection(
     other = make_built(agent, knowledge_folder, "other", {"x.md": HANDBOOK["travel.md"]})
     with run_on_commit(execute=True):
         response = admin_client.post(
-            url("collection_changelist"), {"action": "rebuild_selected", "_selected_action": [handbook.pk, other.pk]}
+            url("collection_changelist"),
+            {"action": "rebuild_selected", "_selected_action": [handbook.pk, other.pk]},
         )
     assert response.status_code == 302
     assert handbook.runs.count() == other.runs.count() == 2
@@ -214,22 +230,39 @@ def test_the_progress_endpoint_reports_the_latest_build(admin_client, agent, han
     assert (body["status"], body["percent"], body["active"]) == ("succeeded", 100, False)
     assert body["passages"] == handbook.built.passages and "paragraphs" in body["detail"]
 
-    running = BuildRun.objects.create(collection=handbook, status=BuildRun.RUNNING, documents_total=3, documents_done=3,
-                                      paragraphs_total=7, paragraphs_done=2, heartbeat_at=timezone.now())
+    running = BuildRun.objects.create(
+        collection=handbook,
+        status=BuildRun.RUNNING,
+        documents_total=3,
+        documents_done=3,
+        paragraphs_total=7,
+        paragraphs_done=2,
+        heartbeat_at=timezone.now(),
+    )
     body = admin_client.get(url("collection_progress", handbook.pk)).json()
     # Reading documents is the first half of the bar, embedding the second: 50 + 50 * 2/7.
-    assert (body["build"], body["status"], body["percent"], body["active"]) == (running.pk, "running", 64, True)
+    assert (body["build"], body["status"], body["percent"], body["active"]) == (
+        running.pk,
+        "running",
+        64,
+        True,
+    )
     assert body["detail"].startswith("3 of 3 documents read, 2 of 7 paragraphs embedded")
     assert body["phase"] == "embedding paragraphs"
     # An estimate once embedding has moved; none while its first batch is out.
     BuildRun.objects.filter(pk=running.pk).update(started_at=timezone.now() - timezone.timedelta(seconds=64))
     body = admin_client.get(url("collection_progress", handbook.pk)).json()
     # 64 s for 64 %: about 36 s for the other 36 % (a second or so more if this test runs slowly).
-    assert 36 <= body["eta_seconds"] <= 38 and body["detail"].endswith(f"; about {body['eta_seconds']} seconds left")
+    assert 36 <= body["eta_seconds"] <= 38 and body["detail"].endswith(
+        f"; about {body['eta_seconds']} seconds left"
+    )
     BuildRun.objects.filter(pk=running.pk).update(paragraphs_done=0)
     assert admin_client.get(url("collection_progress", handbook.pk)).json()["eta_seconds"] is None
     older = handbook.runs.exclude(pk=running.pk).get()
-    assert admin_client.get(url("collection_progress", handbook.pk, query=f"build={older.pk}")).json()["percent"] == 100
+    assert (
+        admin_client.get(url("collection_progress", handbook.pk, query=f"build={older.pk}")).json()["percent"]
+        == 100
+    )
     assert admin_client.get(url("collection_progress", handbook.pk, query="build=x")).status_code == 404
 
     fresh = create_collection(agent=agent, name="fresh")
@@ -263,7 +296,9 @@ def test_the_change_page_shows_the_bar_the_history_and_the_source_by_variable(ad
         assert url("buildrun_change", run.pk) in body
 
 
-def test_the_add_page_offers_each_agents_folders_and_refuses_another_agents(admin_client, agent, knowledge_root):
+def test_the_add_page_offers_each_agents_folders_and_refuses_another_agents(
+    admin_client, agent, knowledge_root
+):
     from collections_app.services.agents import create_agent
 
     other, _ = create_agent(agent_id="other")
@@ -274,17 +309,19 @@ def test_the_add_page_offers_each_agents_folders_and_refuses_another_agents(admi
     assert '<optgroup label="other">' in body and '<option value="payroll">' in body
     form = {"agent": agent.pk, "name": "stolen", "folder": "payroll", "method": "structure", "built_from": ""}
     refused = admin_client.post(url("collection_add"), form).content.decode()
-    assert 'agent &quot;alpha&quot; has no folder &quot;payroll&quot;' in refused
+    assert "agent &quot;alpha&quot; has no folder &quot;payroll&quot;" in refused
     assert not Collection.objects.filter(name="stolen").exists()
     admin_client.post(url("collection_add"), {**form, "name": "mine", "folder": "hr-share"})
     mine = Collection.objects.get(name="mine")
     assert mine.folder == "hr-share"
     page = admin_client.get(url("collection_change", mine.pk)).content.decode()
     assert "payroll" not in page  # once made, only its own agent's folders are offered
-    assert 'folder &quot;hr-share&quot; under KNOWLEDGE_ROOT' in page
+    assert "folder &quot;hr-share&quot; under KNOWLEDGE_ROOT" in page
 
 
-def test_a_build_nobody_picks_up_says_no_task_worker_is_running(admin_client, agent, knowledge_root, settings):
+def test_a_build_nobody_picks_up_says_no_task_worker_is_running(
+    admin_client, agent, knowledge_root, settings
+):
     from collections_app.services.builds import request_build
 
     settings.BUILD_STALE_SECONDS = 60
@@ -303,7 +340,9 @@ def test_a_build_nobody_picks_up_says_no_task_worker_is_running(admin_client, ag
 # --- Documents --------------------------------------------------------------------------
 
 
-def test_approve_documents_makes_needs_review_active_and_leaves_others_alone(conflicting, handbook, admin_user):
+def test_approve_documents_makes_needs_review_active_and_leaves_others_alone(
+    conflicting, handbook, admin_user
+):
     waiting = list(conflicting.documents.filter(status=Document.NEEDS_REVIEW))
     assert len(waiting) == 2 and all(d.conflicts for d in waiting)
     active = handbook.documents.first()
@@ -328,8 +367,12 @@ def test_documents_filter_by_status_and_show_warnings_and_conflicts(admin_client
 
 def test_the_approve_action_and_button_go_through_the_service(admin_client, conflicting):
     first, second = conflicting.documents.order_by("name")
-    response = admin_client.post(url("document_changelist"), {"action": "approve", "_selected_action": [first.pk]})
-    assert response.status_code == 302 and any("Approved 1 document: policy-2023.md" in m for m in texts(response))
+    response = admin_client.post(
+        url("document_changelist"), {"action": "approve", "_selected_action": [first.pk]}
+    )
+    assert response.status_code == 302 and any(
+        "Approved 1 document: policy-2023.md" in m for m in texts(response)
+    )
     first.refresh_from_db()
     assert first.status == Document.ACTIVE and first.approved_fingerprint == first.fingerprint
 
@@ -339,7 +382,10 @@ def test_the_approve_action_and_button_go_through_the_service(admin_client, conf
     admin_client.post(url("document_approve", second.pk))
     second.refresh_from_db()
     assert second.status == Document.ACTIVE
-    assert url("document_approve", second.pk) not in admin_client.get(url("document_change", second.pk)).content.decode()
+    assert (
+        url("document_approve", second.pk)
+        not in admin_client.get(url("document_change", second.pk)).content.decode()
+    )
 
 
 def test_approved_documents_are_searched(admin_client, conflicting, agent, run_on_commit):
@@ -348,7 +394,9 @@ def test_approved_documents_are_searched(admin_client, conflicting, agent, run_o
     from collections_app.services.search import search_collection
 
     def found():
-        answer = search_collection(agent=agent, collection=conflicting, question="carry-over annual leave", min_score=0)
+        answer = search_collection(
+            agent=agent, collection=conflicting, question="carry-over annual leave", min_score=0
+        )
         return {p["document"] for p in answer["paragraphs"]}
 
     newer = conflicting.documents.get(name="policy-2024.md")
@@ -371,7 +419,11 @@ def test_default_labels_are_editable_and_apply_to_the_documents_paragraphs(admin
     admin_client.post(url("document_change", leave.pk), {"default_labels": [hr.pk]})
     for paragraph in leave.paragraphs.all():
         assert set(paragraph.labels.values_list("name", flat=True)) == {"hr"}
-    assert not Paragraph.objects.filter(collection=handbook, labels__isnull=False).exclude(document=leave).exists()
+    assert (
+        not Paragraph.objects.filter(collection=handbook, labels__isnull=False)
+        .exclude(document=leave)
+        .exists()
+    )
     # ...and the build carries them forward to a rebuilt document.
     assert set_default_labels(document=leave, labels=[hr]) == (0, 0)
 
@@ -381,160 +433,3 @@ def test_the_upload_field_is_never_shown(admin_client, handbook):
     body = admin_client.get(url("document_change", document.pk)).content.decode()
     assert "notes.txt" in body and 'name="upload"' not in body and document.upload.name not in body
     assert "not built yet" in body
-
-
-# --- Paragraphs and labels ---------------------------------------------------------------
-
-
-def test_the_labels_services_add_and_remove(handbook):
-    paragraphs = list(Paragraph.objects.filter(collection=handbook)[:3])
-    hr, finance = labels_named(["hr", "finance"], create=True)
-    assert add_labels(paragraphs, [hr, finance]) == 6
-    assert add_labels(paragraphs, [hr]) == 0  # already there
-    assert remove_labels(paragraphs[:1], [hr, finance]) == 2
-    assert set(paragraphs[0].labels.all()) == set() and set(paragraphs[1].labels.all()) == {hr, finance}
-    with pytest.raises(RagsiteError, match="no such label"):
-        labels_named(["nobody"])
-    with pytest.raises(RagsiteError, match="a label is"):
-        labels_named(["has space"], create=True)
-
-
-def test_bulk_labels_go_through_an_intermediate_page(admin_client, handbook):
-    hr = Label.objects.create(name="hr")
-    chosen = list(Paragraph.objects.filter(collection=handbook, document__name="leave.md").values_list("pk", flat=True))
-    changelist = url("paragraph_changelist", query=f"collection__id__exact={handbook.pk}")
-    action = {"action": "add_labels_action", "_selected_action": chosen, "index": 0, "select_across": 0}
-    page = admin_client.post(changelist, action)
-    assert page.status_code == 200 and "admin/collections_app/paragraph/label_action.html" in [t.name for t in page.templates]
-    body = page.content.decode()
-    assert f"<strong>{len(chosen)}</strong> paragraphs" in body and 'name="apply"' in body
-    assert f'action="{changelist}"' in body.replace("&amp;", "&")
-    for pk in chosen:
-        assert f'name="_selected_action" value="{pk}"' in body
-    assert not Paragraph.objects.filter(labels__isnull=False).exists()  # nothing changed yet
-
-    done = admin_client.post(changelist, {**action, "apply": "1", "labels": [hr.pk], "new_labels": "finance, leave-team"})
-    assert done.status_code == 302
-    for paragraph in Paragraph.objects.filter(pk__in=chosen):
-        assert set(paragraph.labels.values_list("name", flat=True)) == {"hr", "finance", "leave-team"}
-    assert not Paragraph.objects.filter(labels__isnull=False).exclude(pk__in=chosen).exists()
-
-    bad = admin_client.post(changelist, {**action, "apply": "1", "new_labels": "not a label!"})
-    assert bad.status_code == 200 and "a label is 1-100" in bad.content.decode()
-    empty = admin_client.post(changelist, {**action, "apply": "1"})
-    assert empty.status_code == 200 and "Choose at least one label." in empty.content.decode()
-
-    remove = {"action": "remove_labels_action", "_selected_action": chosen[:1], "index": 0, "select_across": 0}
-    body = admin_client.post(changelist, remove).content.decode()
-    assert f'value="{hr.pk}"' in body
-    admin_client.post(changelist, {**remove, "apply": "1", "labels": [hr.pk]})
-    assert set(Paragraph.objects.get(pk=chosen[0]).labels.values_list("name", flat=True)) == {"finance", "leave-team"}
-
-
-def test_bulk_labels_across_every_page_of_a_filtered_list(admin_client, handbook):
-    filtered = url("paragraph_changelist", query=f"collection__id__exact={handbook.pk}&q=badges")
-    action = {"action": "add_labels_action", "select_across": 1, "index": 0,
-              "_selected_action": [Paragraph.objects.filter(collection=handbook).first().pk]}
-    body = admin_client.post(filtered, action).content.decode()
-    # The page re-posts the row ids it came with, as the changelist needs, and select_across widens them.
-    assert 'name="select_across" value="1"' in body and 'name="_selected_action"' in body
-    admin_client.post(filtered, {**action, "apply": "1", "new_labels": "security"})
-    labelled = set(Paragraph.objects.filter(labels__name="security").values_list("pk", flat=True))
-    assert labelled == set(Paragraph.objects.filter(collection=handbook, text__icontains="badges").values_list("pk", flat=True))
-
-
-def test_the_paragraph_page_shows_its_neighbours_and_edits_labels(admin_client, handbook):
-    rows = list(Paragraph.objects.filter(collection=handbook, document__name="leave.md").order_by("index"))
-    assert len(rows) >= 3
-    middle = rows[1]
-    body = admin_client.get(url("paragraph_change", middle.pk)).content.decode()
-    assert middle.text in body and rows[0].text in body and rows[2].text in body
-    assert url("paragraph_change", rows[0].pk) in body and url("paragraph_change", rows[2].pk) in body
-    assert "rs-text rs-current" in body
-    first = admin_client.get(url("paragraph_change", rows[0].pk)).content.decode()
-    assert "the start of the document" in first
-    hr = Label.objects.create(name="hr")
-    assert admin_client.post(url("paragraph_change", middle.pk), {"labels": [hr.pk]}).status_code == 302
-    assert list(middle.labels.values_list("name", flat=True)) == ["hr"]
-    admin_client.post(url("paragraph_change", middle.pk), {"labels": []})
-    assert not middle.labels.exists()
-    before = middle.text
-    admin_client.post(url("paragraph_change", middle.pk), {"labels": [], "text": "tampered"})
-    middle.refresh_from_db()
-    assert middle.text == before
-
-
-def test_the_paragraph_list_filters_by_label_unlabelled_document_section_and_text(admin_client, handbook):
-    hr = Label.objects.create(name="hr")
-    leave = Paragraph.objects.filter(collection=handbook, document__name="leave.md")
-    add_labels(leave, [hr])
-    base = f"collection__id__exact={handbook.pk}"
-
-    def listed(query):
-        response = admin_client.get(url("paragraph_changelist", query=f"{base}&{query}"))
-        return {p.pk for p in response.context["cl"].result_list}
-
-    assert listed(f"labels__id__exact={hr.pk}") == set(leave.values_list("pk", flat=True))
-    assert listed("unlabelled=yes") == set(Paragraph.objects.filter(collection=handbook).exclude(
-        pk__in=leave.values("pk")).values_list("pk", flat=True))
-    security = handbook.documents.get(name="security.md")
-    assert listed(f"document={security.pk}") == set(security.paragraphs.values_list("pk", flat=True))
-    assert listed("section=Travel") == set(Paragraph.objects.filter(section="Travel").values_list("pk", flat=True))
-    assert listed("q=mileage") == set(Paragraph.objects.filter(text__icontains="mileage").values_list("pk", flat=True))
-    body = admin_client.get(url("paragraph_changelist", query=base)).content.decode()
-    assert "leave.md#0" in body and "unlabelled</span>" in body
-
-
-def test_labels_show_how_many_paragraphs_and_readers_hold_them(admin_client, handbook):
-    create_reader(external_id="alice@example.com", labels=["hr", "finance"])
-    create_reader(external_id="bob@example.com", labels=["hr"])
-    hr = Label.objects.get(name="hr")
-    add_labels(Paragraph.objects.filter(collection=handbook)[:4], [hr])
-    response = admin_client.get(url("label_changelist"))
-    rows = {label.name: (label.n_paragraphs, label.n_readers) for label in response.context["cl"].result_list}
-    assert rows == {"finance": (0, 1), "hr": (4, 2)}
-    body = admin_client.get(url("reader_changelist")).content.decode()
-    assert "alice@example.com" in body and "finance, hr" in body
-    readers = admin_client.get(url("reader_changelist", query=f"labels__id__exact={hr.pk}")).context["cl"].result_list
-    assert {r.external_id for r in readers} == {"alice@example.com", "bob@example.com"}
-
-
-def test_every_admin_changelist_and_add_page_renders(admin_client, handbook, conflicting):
-    for model in ["agent", "apikey", "label", "reader", "collection", "document", "paragraph", "collectionbuilt",
-                  "buildrun", "modelcall", "storemeta"]:
-        assert admin_client.get(url(f"{model}_changelist")).status_code == 200, model
-    for model in ["agent", "label", "reader", "collection"]:
-        assert admin_client.get(url(f"{model}_add")).status_code == 200, model
-    assert admin_client.get(url("collection_change", Collection.objects.create(agent=handbook.agent, name="x").pk)).status_code == 200
-    label = Label.objects.create(name="hr")
-    assert admin_client.get(url("label_change", label.pk)).status_code == 200
-    assert json.loads(admin_client.get(url("collection_progress", handbook.pk)).content)["status"] == "succeeded"
-
-
-def test_deleting_an_uploaded_document_removes_its_file_once_committed(handbook, run_on_commit):
-    document = upload_document(collection=handbook, name="gone.md", content=b"# Gone\n\nSoon deleted.\n")
-    storage, name = document.upload.storage, document.upload.name
-    assert storage.exists(name)
-    with run_on_commit(execute=True):
-        document.delete()
-    assert not storage.exists(name)
-
-
-def test_the_document_filter_offers_every_document_to_find_not_the_first_200(admin_client, handbook):
-    Document.objects.bulk_create([Document(collection=handbook, name=f"memo-{n:03}.md") for n in range(250)])
-    body = admin_client.get(url("paragraph_changelist", query=f"collection__id__exact={handbook.pk}")).content.decode()
-    listed = body.split('id="rs-filter-document"')[1].split("</datalist>")[0]
-    assert listed.count("<option") == 253 and "memo-249.md" in listed
-
-
-def test_the_build_page_shows_each_refused_name_with_its_reason(admin_client, agent, knowledge_folder):
-    mixed = make_built(agent, knowledge_folder, "mixed", {"ok.md": HANDBOOK["leave.md"], "broken.pdf": b"%PDF-1 junk"})
-    body = admin_client.get(url("buildrun_change", mixed.runs.first().pk)).content.decode()
-    assert "broken.pdf" in body and "(corrupt)" in body and "not a readable PDF" not in body
-
-
-def test_a_collection_built_with_another_model_says_it_cannot_answer(admin_client, handbook):
-    CollectionBuilt.objects.filter(collection=handbook).update(model="all-MiniLM-L6-v2")
-    body = admin_client.get(url("collection_changelist")).content.decode()
-    assert 'data-role="not-searchable"' in body
-    assert "built with all-MiniLM-L6-v2 but this server embeds with hash-64" in body

@@ -1,7 +1,6 @@
 """The admin's search playground."""
 # ruff: noqa: F811  (fixtures imported from test_admin are requested by name)
 
-
 import pytest
 
 from collections_app.models import (
@@ -10,8 +9,7 @@ from collections_app.models import (
 )
 from collections_app.services.agents import create_collection
 
-from .conftest import HANDBOOK, make_built
-from .test_admin import run_on_commit, texts, url  # noqa: F401
+from .conftest import HANDBOOK, make_built, texts, url
 
 pytestmark = pytest.mark.django_db
 
@@ -19,10 +17,16 @@ pytestmark = pytest.mark.django_db
 def test_the_playground_runs_the_search_service_and_shows_the_answer(admin_client, handbook):
     page = admin_client.get(url("collection_playground", query=f"collection={handbook.pk}"))
     assert page.status_code == 200 and f'value="{handbook.pk}" selected' in page.content.decode()
-    response = admin_client.post(url("collection_playground"), {
-        "collection": handbook.pk, "question": "how many days of annual leave carry over", "most": 3, "around": 1,
-        "min_score": "0.1",
-    })
+    response = admin_client.post(
+        url("collection_playground"),
+        {
+            "collection": handbook.pk,
+            "question": "how many days of annual leave carry over",
+            "most": 3,
+            "around": 1,
+            "min_score": "0.1",
+        },
+    )
     [answer] = response.context["answers"]
     assert (answer["mode"], answer["floor"], answer["around"], answer["refused"]) == ("hybrid", 0.1, 1, None)
     body = response.content.decode()
@@ -33,8 +37,15 @@ def test_the_playground_runs_the_search_service_and_shows_the_answer(admin_clien
     assert best["passages"] >= 2 and len(best["pieces"]) == best["passages"]
     # The hit inside the stitched run is marked, and links to its paragraph by its seed-004 chunk id.
     capped = Paragraph.objects.get(collection=handbook, text__contains="capped at five")
-    assert best["hit"]["paragraph"] == capped.pk and best["chunk_id"] == capped.chunk_id == f"leave.md#{capped.index}"
-    assert url("paragraph_change", capped.pk) in body and 'data-role="hit"' in body and 'data-role="parts"' in body
+    assert (
+        best["hit"]["paragraph"] == capped.pk
+        and best["chunk_id"] == capped.chunk_id == f"leave.md#{capped.index}"
+    )
+    assert (
+        url("paragraph_change", capped.pk) in body
+        and 'data-role="hit"' in body
+        and 'data-role="parts"' in body
+    )
 
 
 def test_the_playground_shows_reranked_positions_beside_the_fused_score(admin_client, handbook, settings):
@@ -42,10 +53,16 @@ def test_the_playground_shows_reranked_positions_beside_the_fused_score(admin_cl
 
     with serving(RerankServer(favourite="lapse")) as reranker:
         settings.RERANK_URL, settings.RERANK_MODEL = reranker.url + "/v1/rerank", "rerank-mini"
-        response = admin_client.post(url("collection_playground"), {
-            "collection": handbook.pk, "question": "how many days of annual leave carry over", "most": 3,
-            "around": 0, "min_score": "0",
-        })
+        response = admin_client.post(
+            url("collection_playground"),
+            {
+                "collection": handbook.pk,
+                "question": "how many days of annual leave carry over",
+                "most": 3,
+                "around": 0,
+                "min_score": "0",
+            },
+        )
     [answer] = response.context["answers"]
     assert answer["rerank"]["status"] == "reranked" and "lapse" in answer["paragraphs"][0]["text"]
     body = response.content.decode()
@@ -57,17 +74,23 @@ def test_playground_errors_are_messages_not_server_errors(admin_client, agent, k
     secret = make_built(agent, knowledge_folder, "secret", {"a.md": HANDBOOK["leave.md"]}, per_reader=True)
     never = create_collection(agent=agent, name="never")
     for collection, expected in [(secret, "answers per reader"), (never, "has never been built")]:
-        response = admin_client.post(url("collection_playground"), {"collection": collection.pk, "question": "leave", "most": 5})
+        response = admin_client.post(
+            url("collection_playground"), {"collection": collection.pk, "question": "leave", "most": 5}
+        )
         assert response.status_code == 200 and response.context["answers"] == []
         assert any(expected in m for m in texts(response))
-    response = admin_client.post(url("collection_playground"), {"collection": secret.pk, "question": "", "most": 99})
+    response = admin_client.post(
+        url("collection_playground"), {"collection": secret.pk, "question": "", "most": 99}
+    )
     assert response.status_code == 200 and response.context["form"].errors.keys() == {"question", "most"}
 
 
 def test_the_playground_charges_only_the_agent_named(admin_client, handbook, agent):
     before = ModelCall.objects.count()
-    admin_client.post(url("collection_playground"), {"collection": handbook.pk, "question": "badges", "most": 5,
-                                                     "on_behalf_of": agent.agent_id})
+    admin_client.post(
+        url("collection_playground"),
+        {"collection": handbook.pk, "question": "badges", "most": 5, "on_behalf_of": agent.agent_id},
+    )
     assert ModelCall.objects.count() == before  # the hash embedder and no judge make no charged calls
 
 

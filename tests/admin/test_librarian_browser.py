@@ -138,7 +138,9 @@ def test_a_disabled_paragraph_is_struck_through_counted_and_never_searched(page,
     page.goto(f"/admin/collections_app/collection/{handbook.pk}/change/")
     assert "(1 disabled)" in page.inner_text(".field-contents")
     stored = Paragraph.objects.filter(collection=handbook).count()
-    assert f"{stored - 1:,} of {stored} paragraphs stored (1 disabled)" in page.inner_text(".field-searchable")
+    assert f"{stored - 1:,} of {stored} paragraphs stored (1 disabled)" in page.inner_text(
+        ".field-searchable"
+    )
     # Through search, as an agent would get it: the playground no longer finds it.
     page.goto(f"/admin/collections_app/collection/playground/?collection={handbook.pk}")
     page.fill("#id_question", "how many days of annual leave carry over")
@@ -170,11 +172,18 @@ def test_a_disabled_document_is_struck_through_and_enabled_again(page, admin_use
 # --- 4. Reasons and review ---------------------------------------------------------------------------
 
 
-def test_a_refused_document_shows_its_reason_and_a_conflict_its_other_half(page, admin_user, agent, knowledge_folder):
+def test_a_refused_document_shows_its_reason_and_a_conflict_its_other_half(
+    page, admin_user, agent, knowledge_folder
+):
     from .conftest import CONFLICTING
 
-    collection = make_built(agent, knowledge_folder, "mixed",
-                            {**CONFLICTING, "broken.pdf": b"%PDF-1.4 nothing"}, outcome=BuildRun.REFUSED)
+    collection = make_built(
+        agent,
+        knowledge_folder,
+        "mixed",
+        {**CONFLICTING, "broken.pdf": b"%PDF-1.4 nothing"},
+        outcome=BuildRun.REFUSED,
+    )
     broken = collection.documents.get(name="broken.pdf")
     log_in(page)
     page.goto(f"/admin/collections_app/document/{broken.pk}/change/")
@@ -189,7 +198,9 @@ def test_a_refused_document_shows_its_reason_and_a_conflict_its_other_half(page,
     page.click("#approve-button")
     page.wait_for_selector("ul.messagelist")
     page.goto(f"/admin/collections_app/document/{older.pk}/change/")
-    assert "conflicts with policy-2024.md, which is already searched" in page.inner_text("[data-role=approve-warning]")
+    assert "conflicts with policy-2024.md, which is already searched" in page.inner_text(
+        "[data-role=approve-warning]"
+    )
     page.click("#approve-button")
     page.wait_for_selector("ul.messagelist")
     assert "agents will get both answers" in messages_text(page)
@@ -199,7 +210,9 @@ def test_a_refused_document_shows_its_reason_and_a_conflict_its_other_half(page,
 # --- 7. The playground explains itself ------------------------------------------------------------------
 
 
-def test_the_playground_links_marks_splits_and_compares_two_readers(page, admin_user, agent, knowledge_folder):
+def test_the_playground_links_marks_splits_and_compares_two_readers(
+    page, admin_user, agent, knowledge_folder
+):
     secret = make_built(agent, knowledge_folder, "secret", HANDBOOK, per_reader=True)
     hr = Label.objects.create(name="hr")
     for paragraph in Paragraph.objects.filter(collection=secret, document__name="leave.md"):
@@ -214,7 +227,10 @@ def test_the_playground_links_marks_splits_and_compares_two_readers(page, admin_
     page.select_option("#id_compare_reader", "bob")
     page.fill("#id_around", "1")
     page.click("#playground-submit")
-    alice, bob = page.locator('fieldset.rs-answer[data-label="as alice"]'), page.locator('fieldset.rs-answer[data-label="as bob"]')
+    alice, bob = (
+        page.locator('fieldset.rs-answer[data-label="as alice"]'),
+        page.locator('fieldset.rs-answer[data-label="as bob"]'),
+    )
     first = alice.locator(".rs-result >> nth=0")
     assert first.locator("[data-role=chunk]").inner_text() == capped.chunk_id
     assert "capped at five" in first.locator("[data-role=hit]").inner_text()
@@ -253,17 +269,22 @@ def test_measure_from_the_collection_page_runs_as_a_job_and_is_listed(page, admi
 def test_an_empty_file_in_a_multi_file_upload_is_refused_alone(page, admin_user, handbook):
     log_in(page)
     page.goto(f"/admin/collections_app/document/upload/?collection={handbook.pk}")
-    page.set_input_files("#id_files", [
-        {"name": "parking.md", "mimeType": "text/markdown", "buffer": b"# Parking\n\nLevel two.\n"},
-        {"name": "empty.md", "mimeType": "text/markdown", "buffer": b""},
-        {"name": "canteen.txt", "mimeType": "text/plain", "buffer": b"Soup at noon."},
-    ])
+    page.set_input_files(
+        "#id_files",
+        [
+            {"name": "parking.md", "mimeType": "text/markdown", "buffer": b"# Parking\n\nLevel two.\n"},
+            {"name": "empty.md", "mimeType": "text/markdown", "buffer": b""},
+            {"name": "canteen.txt", "mimeType": "text/plain", "buffer": b"Soup at noon."},
+        ],
+    )
     page.click("#upload-submit")
     page.wait_for_selector("ul.messagelist")
     text = messages_text(page)
     assert "Uploaded to handbook: parking.md, canteen.txt" in text and '"empty.md": empty' in text
     assert sorted(handbook.documents.filter(source=Document.UPLOAD).values_list("name", flat=True)) == [
-        "canteen.txt", "parking.md"]
+        "canteen.txt",
+        "parking.md",
+    ]
 
 
 # --- 10. Deletes that work ---------------------------------------------------------------------------------
@@ -344,8 +365,10 @@ def test_a_build_history_with_long_warnings_is_never_cut_off(page, admin_user, h
     """Long warnings on the latest builds: at 1280 px the history fits its row; narrower, its box
     scrolls sideways, and nothing of it lies past the row, whose overflow is hidden. The warnings list
     starts at its cell (the admin indents every list in a form by 170 px, which pushed it out of view)."""
-    note = ("19 paragraphs have no label, so any reader may read them; the measured floor 0.130389 keeps 31 of "
-            "31 answers found: answers and controls do not separate")
+    note = (
+        "19 paragraphs have no label, so any reader may read them; the measured floor 0.130389 keeps 31 of "
+        "31 answers found: answers and controls do not separate"
+    )
     handbook.runs.update(warnings=[note, note])
     page.set_viewport_size({"width": width, "height": 900})
     log_in(page)
@@ -355,7 +378,10 @@ def test_a_build_history_with_long_warnings_is_never_cut_off(page, admin_user, h
     assert shown["x"] + shown["width"] <= row["x"] + row["width"] + 1, (shown, row)
     cell = page.locator("table.rs-history tbody td:last-child >> nth=0").bounding_box()
     warnings = page.locator("table.rs-history ul.rs-warnings >> nth=0").bounding_box()
-    assert warnings["x"] - cell["x"] < 30, (warnings, cell)  # not indented as the admin indents a form's lists
+    assert warnings["x"] - cell["x"] < 30, (
+        warnings,
+        cell,
+    )  # not indented as the admin indents a form's lists
     if width == 1280:
         history = page.locator("table.rs-history").bounding_box()
         assert history["x"] + history["width"] <= row["x"] + row["width"] + 1, (history, row)

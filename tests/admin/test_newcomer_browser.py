@@ -18,10 +18,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def offered_folders(page) -> list[str]:
     """The folder choices a person can pick now (hidden groups are not offered)."""
     return page.eval_on_selector_all(
-        "#id_folder optgroup:not([disabled]) option", "options => options.map(o => o.value)")
+        "#id_folder optgroup:not([disabled]) option", "options => options.map(o => o.value)"
+    )
 
 
-def test_add_collection_offers_only_the_picked_agents_folders_before_save(page, admin_user, agent, knowledge_root):
+def test_add_collection_offers_only_the_picked_agents_folders_before_save(
+    page, admin_user, agent, knowledge_root
+):
     helpdesk, _ = create_agent(agent_id="helpdesk")
     create_agent(agent_id="empty")
     knowledge_root("alpha", "licenses", {"a.md": "# A\n\nText.\n"})
@@ -78,8 +81,10 @@ def test_the_api_docs_try_it_out_searches_with_a_pasted_key(page, agent_key, kno
 
 
 def test_measure_says_how_long_it_will_take_before_it_starts(page, admin_user, agent, knowledge_folder):
-    notes = {f"note-{n}.md": f"# Note {n}\n\nThe archive keeps box {n}.\n\nThe canteen serves soup {n}.\n"
-             for n in range(8)}
+    notes = {
+        f"note-{n}.md": f"# Note {n}\n\nThe archive keeps box {n}.\n\nThe canteen serves soup {n}.\n"
+        for n in range(8)
+    }
     archive = make_built(agent, knowledge_folder, "archive", notes, size=40)
     fresh = make_built(agent, knowledge_folder, "fresh", {"a.md": "# A\n\nOne paragraph only.\n"})
     log_in(page)
@@ -103,25 +108,49 @@ def test_an_empty_spend_page_says_why(page, admin_user, agent, settings):
     assert "this server uses none" in said and "searches and builds cost nothing" in said
     settings.JUDGE_URL = "http://127.0.0.1:9/judge"
     page.reload()
-    assert "calls a remote judge; none of their calls was charged to this agent" in page.inner_text("#spend-empty")
+    assert "calls a remote judge; none of their calls was charged to this agent" in page.inner_text(
+        "#spend-empty"
+    )
 
 
 # --- The playground counts what it shows ------------------------------------------------------------------
 
-STEPS = ["install the package", "make a key pair", "sign the certificate", "start the listener",
-         "connect the client", "check the encrypted traffic"]
+STEPS = [
+    "install the package",
+    "make a key pair",
+    "sign the certificate",
+    "start the listener",
+    "connect the client",
+    "check the encrypted traffic",
+]
 TUNNEL = "\n\n".join(
-    [f"## Step: {what}\n\nTo set up an SSL tunnel with socat between two hosts, {what} first; the socat "
-     f"tunnel then carries the traffic of {what.split()[-1]} encrypted." for what in STEPS]
-    + ["## Files\n\nThe certificate lives at cafile=" + "/very/long/path/segment" * 14 + "/client.crt in this setup."]
-    + [f"## Notes on {topic}\n\n" + " ".join(f"A remark about {topic}, {word} and the weather."
-                                          for word in ("soup", "bread", "tea", "rain", "wind", "snow", "fog") * 4)
-       for topic in ("the canteen", "the garden", "the library")]
+    [
+        f"## Step: {what}\n\nTo set up an SSL tunnel with socat between two hosts, {what} first; the socat "
+        f"tunnel then carries the traffic of {what.split()[-1]} encrypted."
+        for what in STEPS
+    ]
+    + [
+        "## Files\n\nThe certificate lives at cafile="
+        + "/very/long/path/segment" * 14
+        + "/client.crt in this setup."
+    ]
+    + [
+        f"## Notes on {topic}\n\n"
+        + " ".join(
+            f"A remark about {topic}, {word} and the weather."
+            for word in ("soup", "bread", "tea", "rain", "wind", "snow", "fog") * 4
+        )
+        for topic in ("the canteen", "the garden", "the library")
+    ]
 )
 
 
-def test_the_playground_counts_hits_and_passages_and_its_scores_add_up(page, admin_user, agent, knowledge_folder):
-    tunnels = make_built(agent, knowledge_folder, "tunnels", {"socat.md": TUNNEL}, method="structure", size=None)
+def test_the_playground_counts_hits_and_passages_and_its_scores_add_up(
+    page, admin_user, agent, knowledge_folder
+):
+    tunnels = make_built(
+        agent, knowledge_folder, "tunnels", {"socat.md": TUNNEL}, method="structure", size=None
+    )
     log_in(page)
     page.goto(f"/admin/collections_app/collection/playground/?collection={tunnels.pk}")
     page.fill("#id_question", "how do I set up an SSL tunnel with socat")
@@ -133,7 +162,10 @@ def test_the_playground_counts_hits_and_passages_and_its_scores_add_up(page, adm
     answer.wait_for()
     cards = answer.locator(".rs-result")
     # Five hits side by side are stitched into one passage: the page says so instead of "Results: 5".
-    assert answer.locator("[data-role=count]").inner_text() == f"5 hits in {cards.count()} passage" and cards.count() == 1
+    assert (
+        answer.locator("[data-role=count]").inner_text() == f"5 hits in {cards.count()} passage"
+        and cards.count() == 1
+    )
     formula = answer.locator("[data-role=formula]").inner_text()
     assert formula.startswith("0.52 × semantic") and "0.48 × lexical" in formula and "0.3 more" in formula
     for n in range(cards.count()):
@@ -145,9 +177,12 @@ def test_the_playground_counts_hits_and_passages_and_its_scores_add_up(page, adm
         assert abs(w_semantic * semantic + w_lexical * lexical - score) <= 0.002, parts
 
 
-def test_long_passages_fold_around_their_hit_and_the_side_by_side_view_wraps(page, admin_user, agent,
-                                                                           knowledge_folder):
-    tunnels = make_built(agent, knowledge_folder, "tunnels", {"socat.md": TUNNEL}, method="structure", size=None)
+def test_long_passages_fold_around_their_hit_and_the_side_by_side_view_wraps(
+    page, admin_user, agent, knowledge_folder
+):
+    tunnels = make_built(
+        agent, knowledge_folder, "tunnels", {"socat.md": TUNNEL}, method="structure", size=None
+    )
     log_in(page)
     page.goto(f"/admin/collections_app/collection/playground/?collection={tunnels.pk}")
     page.fill("#id_question", "where does the client certificate cafile live")
@@ -171,7 +206,8 @@ def test_long_passages_fold_around_their_hit_and_the_side_by_side_view_wraps(pag
     # Side by side, the long path wraps inside its column rather than being cut at the edge.
     for answer in ("#playground-result", "#playground-result-2"):
         widths = page.locator(f"{answer} .rs-text").evaluate_all(
-            "els => els.map(e => [e.scrollWidth, e.clientWidth])")
+            "els => els.map(e => [e.scrollWidth, e.clientWidth])"
+        )
         assert widths and all(scroll <= client + 1 for scroll, client in widths), widths
 
 
@@ -179,20 +215,28 @@ def test_long_passages_fold_around_their_hit_and_the_side_by_side_view_wraps(pag
 
 MAN_PAGE = "# socat\n\n" + "\n\n".join(
     f"Option {n}: sets the timeout of the {word} connection to {n * 5} seconds before socat gives up."
-    for n, word in enumerate(["first", "first", "first", "first"], start=1))
+    for n, word in enumerate(["first", "first", "first", "first"], start=1)
+)
 POLICIES = {
-    "policy-2023.md": "# Leave\n\n" + "\n\n".join(f"Carry-over of annual leave for {who} is capped at 5 days in every "
-                                                 f"calendar year." for who in ("staff", "managers", "interns")),
-    "policy-2024.md": "# Leave\n\n" + "\n\n".join(f"Carry-over of annual leave for {who} is capped at 10 days in "
-                                                 f"every calendar year." for who in ("staff", "managers", "interns")),
+    "policy-2023.md": "# Leave\n\n"
+    + "\n\n".join(
+        f"Carry-over of annual leave for {who} is capped at 5 days in every calendar year."
+        for who in ("staff", "managers", "interns")
+    ),
+    "policy-2024.md": "# Leave\n\n"
+    + "\n\n".join(
+        f"Carry-over of annual leave for {who} is capped at 10 days in every calendar year."
+        for who in ("staff", "managers", "interns")
+    ),
 }
 
 
 def test_the_review_queue_names_the_paragraphs_and_approval_sticks(page, admin_user, agent, knowledge_folder):
     from collections_app.models import BuildRun, Document, Paragraph
 
-    collection = make_built(agent, knowledge_folder, "leave", {**POLICIES, "socat.md": MAN_PAGE},
-                            method="structure", size=None)
+    collection = make_built(
+        agent, knowledge_folder, "leave", {**POLICIES, "socat.md": MAN_PAGE}, method="structure", size=None
+    )
     # Repeats inside one man page are not a conflict: the page is searchable.
     assert collection.documents.get(name="socat.md").status == Document.ACTIVE
     older = collection.documents.get(name="policy-2023.md")
@@ -203,8 +247,10 @@ def test_the_review_queue_names_the_paragraphs_and_approval_sticks(page, admin_u
     held = Paragraph.objects.filter(collection=collection, document__status=Document.NEEDS_REVIEW).count()
     assert f"{held} of its {stored} paragraphs are held back, in 2 documents waiting for review" in warning
     page.click("#held-back a")
-    assert page.locator("#result_list tbody .field-name_shown").all_inner_texts() == ["policy-2023.md",
-                                                                                    "policy-2024.md"]
+    assert page.locator("#result_list tbody .field-name_shown").all_inner_texts() == [
+        "policy-2023.md",
+        "policy-2024.md",
+    ]
     page.click("#result_list >> text=policy-2023.md")
     side = page.locator('table.rs-side-by-side[data-other="policy-2024.md"]')
     assert "5 days" in side.inner_text() and "10 days" in side.inner_text()
@@ -230,7 +276,8 @@ def test_the_review_queue_names_the_paragraphs_and_approval_sticks(page, admin_u
     assert [w for w in run.warnings if w.startswith("policy-2024.md needs review")]
     page.goto(f"/admin/collections_app/document/?collection__id__exact={collection.pk}")
     row = page.locator("#result_list tbody tr").filter(
-        has=page.locator(".field-name_shown", has_text="policy-2023.md"))
+        has=page.locator(".field-name_shown", has_text="policy-2023.md")
+    )
     assert "approved by admin" in row.inner_text()
 
 
@@ -239,37 +286,59 @@ def test_the_rebuild_bar_names_the_phase_and_moves_while_embedding(page, admin_u
 
     from collections_app.models import BuildRun
 
-    run = BuildRun.objects.create(collection=handbook, status=BuildRun.RUNNING, started_at=timezone.now(),
-                                  heartbeat_at=timezone.now(), documents_total=11, documents_done=4)
+    run = BuildRun.objects.create(
+        collection=handbook,
+        status=BuildRun.RUNNING,
+        started_at=timezone.now(),
+        heartbeat_at=timezone.now(),
+        documents_total=11,
+        documents_done=4,
+    )
     log_in(page)
     page.goto(f"/admin/collections_app/collection/{handbook.pk}/change/")
     assert page.inner_text("#build-progress [data-role=phase]") == "reading documents"
     seen = []
     for done in (0, 62, 124):  # the build saves after every batch the model returns
-        BuildRun.objects.filter(pk=run.pk).update(documents_done=11, paragraphs_total=186, paragraphs_done=done,
-                                                  heartbeat_at=timezone.now())
+        BuildRun.objects.filter(pk=run.pk).update(
+            documents_done=11, paragraphs_total=186, paragraphs_done=done, heartbeat_at=timezone.now()
+        )
         page.wait_for_function(
-            f"document.querySelector('#build-progress [data-role=detail]').textContent.includes('{done} of 186')")
-        seen.append((page.inner_text("#build-progress [data-role=phase]"),
-                     page.inner_text("#build-progress [data-role=percent]")))
-    assert seen == [("embedding paragraphs", "50 %"), ("embedding paragraphs", "66 %"),
-                    ("embedding paragraphs", "83 %")]
+            "document.querySelector('#build-progress [data-role=detail]')"
+            f".textContent.includes('{done} of 186')"
+        )
+        seen.append(
+            (
+                page.inner_text("#build-progress [data-role=phase]"),
+                page.inner_text("#build-progress [data-role=percent]"),
+            )
+        )
+    assert seen == [
+        ("embedding paragraphs", "50 %"),
+        ("embedding paragraphs", "66 %"),
+        ("embedding paragraphs", "83 %"),
+    ]
     BuildRun.objects.filter(pk=run.pk).update(paragraphs_done=186)
     page.wait_for_function(
-        "document.querySelector('#build-progress [data-role=phase]').textContent === 'saving'")
+        "document.querySelector('#build-progress [data-role=phase]').textContent === 'saving'"
+    )
     assert page.inner_text("#build-progress [data-role=percent]") == "99 %"
 
 
-def test_known_answers_stop_finding_a_document_the_librarian_disables(page, admin_user, agent, knowledge_folder,
-                                                                       django_capture_on_commit_callbacks):
+def test_known_answers_stop_finding_a_document_the_librarian_disables(
+    page, admin_user, agent, knowledge_folder, django_capture_on_commit_callbacks
+):
     from collections_app.services import known_answers
 
     collection = make_built(agent, knowledge_folder, "handbook", HANDBOOK)
     question = "what is mileage reimbursed at per kilometre"
     with django_capture_on_commit_callbacks(execute=True):
-        known_answers.set_known_answers(collection=collection, items=[
-            {"question": question, "answer": "0.42 per kilometre"},
-            {"question": "how much annual leave carries over", "answer": "capped at five days"}])
+        known_answers.set_known_answers(
+            collection=collection,
+            items=[
+                {"question": question, "answer": "0.42 per kilometre"},
+                {"question": "how much annual leave carries over", "answer": "capped at five days"},
+            ],
+        )
     log_in(page)
     page.goto(f"/admin/collections_app/collection/{collection.pk}/known-answers/")
     row = page.locator("#known-answers-results tbody tr", has_text=question)

@@ -10,12 +10,15 @@ from .conftest import make_built
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-PAGES = [[("h", "Parking"), ("p", "Staff park in the north car park; visitors use the spaces by reception.")],
-         [("h", "Canteen"), ("p", "The canteen serves lunch from noon until two every weekday.")]]
+PAGES = [
+    [("h", "Parking"), ("p", "Staff park in the north car park; visitors use the spaces by reception.")],
+    [("h", "Canteen"), ("p", "The canteen serves lunch from noon until two every weekday.")],
+]
 
 
-def test_a_librarian_sees_the_pages_read_by_ocr_and_the_page_of_a_paragraph(page, admin_user, agent,
-                                                                           knowledge_folder):
+def test_a_librarian_sees_the_pages_read_by_ocr_and_the_page_of_a_paragraph(
+    page, admin_user, agent, knowledge_folder
+):
     files = {"mixed.pdf": scanned_pdf_bytes(pdf_bytes(PAGES), pages=[1])}
     collection = make_built(agent, knowledge_folder, "office", files, method="structure")
     log_in(page)
@@ -37,7 +40,10 @@ def test_a_librarian_sees_the_pages_read_by_ocr_and_the_page_of_a_paragraph(page
 
 
 def test_the_playground_shows_the_page_of_each_result(page, admin_user, agent, knowledge_folder):
-    files = {"mixed.pdf": scanned_pdf_bytes(pdf_bytes(PAGES), pages=[1]), "notes.md": "# Notes\n\nNo pages here."}
+    files = {
+        "mixed.pdf": scanned_pdf_bytes(pdf_bytes(PAGES), pages=[1]),
+        "notes.md": "# Notes\n\nNo pages here.",
+    }
     collection = make_built(agent, knowledge_folder, "office", files, method="structure")
     log_in(page)
     page.goto("/admin/collections_app/collection/")

@@ -16,8 +16,15 @@ def url(name, *args):
 
 
 def collection_form(collection, **changes) -> dict:
-    form = {"built_from": collection.built_from, "folder": collection.folder, "method": collection.method,
-            "size": collection.size or "", "overlap": collection.overlap or "", "min_score": "", "around": ""}
+    form = {
+        "built_from": collection.built_from,
+        "folder": collection.folder,
+        "method": collection.method,
+        "size": collection.size or "",
+        "overlap": collection.overlap or "",
+        "min_score": "",
+        "around": "",
+    }
     return {**form, **changes}
 
 
@@ -25,8 +32,9 @@ def collection_form(collection, **changes) -> dict:
 def test_the_collection_form_switches_sync_on_and_off_and_shows_the_checks(admin_client, handbook):
     page = admin_client.get(url("collection_change", handbook.pk)).content.decode()
     assert "Keep in sync" in page and "— (not syncing)" in page
-    saved = admin_client.post(url("collection_change", handbook.pk), collection_form(handbook, sync="on",
-                                                                                   sync_every="7"))
+    saved = admin_client.post(
+        url("collection_change", handbook.pk), collection_form(handbook, sync="on", sync_every="7")
+    )
     assert saved.status_code == 302, saved.content.decode()[:2000]
     state = CollectionSync.objects.get(collection=handbook)
     assert (state.enabled, state.every) == (True, 7) and state.next_check_at is not None
@@ -34,8 +42,9 @@ def test_the_collection_form_switches_sync_on_and_off_and_shows_the_checks(admin
     assert state.next_check_at.isoformat() in page and "never" in page  # next check; not checked yet
     assert "every 7 min" in admin_client.get(url("collection_changelist")).content.decode()
     # A period out of range is refused by the form; nothing changes.
-    refused = admin_client.post(url("collection_change", handbook.pk), collection_form(handbook, sync="on",
-                                                                                     sync_every="0"))
+    refused = admin_client.post(
+        url("collection_change", handbook.pk), collection_form(handbook, sync="on", sync_every="0")
+    )
     assert refused.status_code == 200 and CollectionSync.objects.get(collection=handbook).every == 7
     admin_client.post(url("collection_change", handbook.pk), collection_form(handbook, sync_every="7"))
     assert not CollectionSync.objects.get(collection=handbook).enabled
@@ -43,11 +52,18 @@ def test_the_collection_form_switches_sync_on_and_off_and_shows_the_checks(admin
 
 @pytest.mark.django_db
 def test_a_webhook_to_a_private_address_is_refused_unless_allowed(admin_client, agent, settings):
-    form = {"agent": agent.pk, "url": "http://127.0.0.1:9/hook", "events": ["build.succeeded"], "active": "on"}
+    form = {
+        "agent": agent.pk,
+        "url": "http://127.0.0.1:9/hook",
+        "events": ["build.succeeded"],
+        "active": "on",
+    }
     settings.WEBHOOK_ALLOW_PRIVATE = False
     refused = admin_client.post(url("webhook_add"), form).content.decode()
     assert "private, loopback or link-local" in refused and not Webhook.objects.exists()
-    refused = admin_client.post(url("webhook_add"), {**form, "url": "gopher://93.184.216.34/"}).content.decode()
+    refused = admin_client.post(
+        url("webhook_add"), {**form, "url": "gopher://93.184.216.34/"}
+    ).content.decode()
     assert "http:// or https://" in refused and not Webhook.objects.exists()
     settings.WEBHOOK_ALLOW_PRIVATE = True
     assert admin_client.post(url("webhook_add"), form).status_code == 302
@@ -56,17 +72,18 @@ def test_a_webhook_to_a_private_address_is_refused_unless_allowed(admin_client, 
     assert hook.secret in admin_client.get(url("webhook_change", hook.pk)).content.decode()
     # A leaked secret is replaced by an action of the list.
     old = hook.secret
-    admin_client.post(url("webhook_changelist"), {"action": "give_new_secrets", "_selected_action": [hook.pk]})
+    admin_client.post(
+        url("webhook_changelist"), {"action": "give_new_secrets", "_selected_action": [hook.pk]}
+    )
     hook.refresh_from_db()
     assert hook.secret != old and hook.secret.startswith("whsec_")
 
 
-
-
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_staff_register_a_webhook_and_switch_sync_on_by_clicking(page, admin_user, agent, knowledge_folder,
-                                                                  settings):
+def test_staff_register_a_webhook_and_switch_sync_on_by_clicking(
+    page, admin_user, agent, knowledge_folder, settings
+):
     from collections_app.services.agents import create_collection
 
     settings.WEBHOOK_ALLOW_PRIVATE = True
@@ -94,8 +111,11 @@ def test_staff_register_a_webhook_and_switch_sync_on_by_clicking(page, admin_use
         assert "was changed successfully" in messages_text(page)
         state = CollectionSync.objects.get(collection=handbook)
         assert state.every == 3 and page.is_checked("#id_sync")
-        assert page.inner_text(".field-sync_next_check").strip().endswith(
-            state.next_check_at.astimezone().strftime("%Y-%m-%d %H:%M:%S"))
+        assert (
+            page.inner_text(".field-sync_next_check")
+            .strip()
+            .endswith(state.next_check_at.astimezone().strftime("%Y-%m-%d %H:%M:%S"))
+        )
 
         # A build: its delivery failed once (HTTP 500) and waits for its retry; the hook's page says so.
         assert build_collection(collection=handbook).status == BuildRun.SUCCEEDED

@@ -9,14 +9,26 @@ from collections_app.text.stitch import Row, stitch
 def rows(*texts: str, document: int = 1, first: int = 0) -> dict[int, Row]:
     made, start = {}, 0
     for ordinal, text in enumerate(texts, start=first):
-        made[ordinal] = Row(ordinal=ordinal, document=document, start=start, end=start + len(text), text=text,
-                            section="", index=ordinal - first)
+        made[ordinal] = Row(
+            ordinal=ordinal,
+            document=document,
+            start=start,
+            end=start + len(text),
+            text=text,
+            section="",
+            index=ordinal - first,
+        )
         start += len(text) + 1
     return made
 
 
-DOC = rows("Alpha one. Alpha two.", "Beta one. Beta two.", "Gamma hit one. Gamma hit two.",
-           "Delta one. Delta two.", "Epsilon one. Epsilon two.")
+DOC = rows(
+    "Alpha one. Alpha two.",
+    "Beta one. Beta two.",
+    "Gamma hit one. Gamma hit two.",
+    "Delta one. Delta two.",
+    "Epsilon one. Epsilon two.",
+)
 
 
 def test_a_budget_that_holds_everything_changes_nothing():
@@ -39,7 +51,10 @@ def test_neighbours_are_added_nearest_first_and_the_last_one_is_cut_at_a_sentenc
 
 
 def test_every_hit_comes_before_any_neighbour():
-    two = {**DOC, **rows("Zeta one. Zeta two.", "Eta hit one. Eta hit two.", "Theta one.", document=2, first=5)}
+    two = {
+        **DOC,
+        **rows("Zeta one. Zeta two.", "Eta hit one. Eta hit two.", "Theta one.", document=2, first=5),
+    }
     runs = stitch([(2, 0.9), (6, 0.8)], two, around=1)
     budget = len(two[2].text) + len(two[6].text) + 5
     fitted = fit(runs, two, budget)
@@ -66,18 +81,31 @@ def test_the_answer_never_exceeds_its_budget(budget):
 def test_a_search_answer_states_its_characters_and_whether_it_was_cut(handbook, settings):
     from collections_app.services.search import search_collection
 
-    whole = search_collection(agent=handbook.agent, collection="handbook", question="carry-over leave days",
-                              around=2, min_score=0, max_chars=100_000)
+    whole = search_collection(
+        agent=handbook.agent,
+        collection="handbook",
+        question="carry-over leave days",
+        around=2,
+        min_score=0,
+        max_chars=100_000,
+    )
     assert whole["cut"] is False and whole["chars"] == sum(len(p["text"]) for p in whole["paragraphs"])
     assert whole["chars"] > 200
-    small = search_collection(agent=handbook.agent, collection="handbook", question="carry-over leave days",
-                              around=2, min_score=0, max_chars=200)
+    small = search_collection(
+        agent=handbook.agent,
+        collection="handbook",
+        question="carry-over leave days",
+        around=2,
+        min_score=0,
+        max_chars=200,
+    )
     assert small["cut"] is True and small["max_chars"] == 200
     assert 0 < small["chars"] == sum(len(p["text"]) for p in small["paragraphs"]) <= 200
     assert small["paragraphs"][0]["chunk_id"] == whole["paragraphs"][0]["chunk_id"]
     settings.ANSWER_MAX_CHARS = 300
-    default = search_collection(agent=handbook.agent, collection="handbook", question="carry-over leave days",
-                                around=2, min_score=0)
+    default = search_collection(
+        agent=handbook.agent, collection="handbook", question="carry-over leave days", around=2, min_score=0
+    )
     assert default["max_chars"] == 300 and default["chars"] <= 300
 
 
@@ -85,8 +113,12 @@ def test_a_search_answer_states_its_characters_and_whether_it_was_cut(handbook, 
 @pytest.mark.parametrize("bad", [199, 100_001, "6000", 6000.0, True])
 def test_max_chars_out_of_bounds_is_refused_with_the_one_error_shape(agent_key, bad, client):
     _agent, key = agent_key
-    answer = client.post("/api/v1/collections/nowhere/search", {"question": "leave", "max_chars": bad},
-                         content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    answer = client.post(
+        "/api/v1/collections/nowhere/search",
+        {"question": "leave", "max_chars": bad},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {key}",
+    )
     assert answer.status_code in (400, 422)
     assert set(answer.json()) == {"error"} and set(answer.json()["error"]) == {"code", "message"}
     assert "max_chars" in answer.json()["error"]["message"]

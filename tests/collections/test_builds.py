@@ -17,7 +17,10 @@ from ragsite.errors import Conflict
 
 pytestmark = pytest.mark.django_db
 
-LEAVE = "# Leave\n\nCarry-over is capped at five days a year.\n\n# Expenses\n\nReceipts are needed above 25 euros.\n"
+LEAVE = (
+    "# Leave\n\nCarry-over is capped at five days a year.\n\n"
+    "# Expenses\n\nReceipts are needed above 25 euros.\n"
+)
 SECURITY = "# Security\n\nLaptops use full-disk encryption.\n\nBadges are worn at all times on site.\n"
 
 
@@ -54,7 +57,12 @@ def test_a_folder_builds_into_paragraphs_named_relative_to_it(handbook, knowledg
     assert run.status == BuildRun.SUCCEEDED, run.error
     assert sorted(handbook.documents.values_list("name", flat=True)) == ["leave.md", "policies/security.md"]
     built = CollectionBuilt.objects.get(collection=handbook)
-    assert (built.agent_id, built.method, built.built_from, built.refused) == ("alpha", "structure", "the HR share", [])
+    assert (built.agent_id, built.method, built.built_from, built.refused) == (
+        "alpha",
+        "structure",
+        "the HR share",
+        [],
+    )
     assert built.model == "hash-64" and built.dimensions == 64
     assert built.passages == Paragraph.objects.filter(collection=handbook).count() == run.passages > 0
     paragraph = Paragraph.objects.filter(collection=handbook, text__contains="five days").get()
@@ -74,20 +82,35 @@ def test_the_sample_documents_of_every_type_build(handbook, knowledge_folder):
     assert Paragraph.objects.filter(collection=handbook, document__name="safety.pdf").exists()
 
 
-def test_unreadable_documents_are_refused_by_name_and_do_not_stop_the_build(handbook, knowledge_folder, caplog):
-    folder = knowledge_folder("handbook", {"leave.md": LEAVE, "broken.pdf": b"%PDF-1.4 not really",
-                                           "notes.xyz": "unsupported", "latin.txt": "caf\xe9".encode("latin-1")})
+def test_unreadable_documents_are_refused_by_name_and_do_not_stop_the_build(
+    handbook, knowledge_folder, caplog
+):
+    folder = knowledge_folder(
+        "handbook",
+        {
+            "leave.md": LEAVE,
+            "broken.pdf": b"%PDF-1.4 not really",
+            "notes.xyz": "unsupported",
+            "latin.txt": "caf\xe9".encode("latin-1"),
+        },
+    )
     with caplog.at_level(logging.INFO):
         run = build_collection(collection=handbook)
     assert run.status == BuildRun.SUCCEEDED
     assert sorted(run.refused) == ["broken.pdf", "latin.txt", "notes.xyz"]
-    assert sorted(CollectionBuilt.objects.get(collection=handbook).refused) == ["broken.pdf", "latin.txt", "notes.xyz"]
+    assert sorted(CollectionBuilt.objects.get(collection=handbook).refused) == [
+        "broken.pdf",
+        "latin.txt",
+        "notes.xyz",
+    ]
     assert handbook.documents.get(name="broken.pdf").status == Document.REFUSED
     # The reason is logged, with the name and never the folder.
     assert "broken.pdf" in caplog.text and str(folder) not in caplog.text
 
 
-def test_no_deployment_path_is_stored_answered_or_logged(handbook, knowledge_folder, caplog, client, agent_key):
+def test_no_deployment_path_is_stored_answered_or_logged(
+    handbook, knowledge_folder, caplog, client, agent_key
+):
     folder = knowledge_folder("handbook", {"leave.md": LEAVE, "broken.pdf": b"garbage"})
     with caplog.at_level(logging.INFO):
         run = build_collection(collection=handbook)
@@ -104,7 +127,9 @@ def test_no_deployment_path_is_stored_answered_or_logged(handbook, knowledge_fol
         assert secret not in text and "deployment-secret" not in text
 
 
-def test_a_rebuild_of_an_unchanged_folder_embeds_nothing_and_keeps_every_row(handbook, knowledge_folder, counting):
+def test_a_rebuild_of_an_unchanged_folder_embeds_nothing_and_keeps_every_row(
+    handbook, knowledge_folder, counting
+):
     knowledge_folder("handbook", {"leave.md": LEAVE, "security.md": SECURITY})
     build_collection(collection=handbook)
     assert counting.texts > 0
@@ -143,7 +168,9 @@ def test_labels_survive_a_rebuild_and_documents_pass_on_default_labels(handbook,
     assert set(new.labels.values_list("name", flat=True)) == {"everyone"}
 
 
-def test_a_build_that_would_leave_no_paragraphs_is_refused_and_the_old_ones_keep_answering(handbook, knowledge_folder):
+def test_a_build_that_would_leave_no_paragraphs_is_refused_and_the_old_ones_keep_answering(
+    handbook, knowledge_folder
+):
     folder = knowledge_folder("handbook", {"leave.md": LEAVE})
     build_collection(collection=handbook)
     before = Paragraph.objects.filter(collection=handbook).count()
@@ -193,12 +220,16 @@ def test_only_one_build_runs_at_a_time_and_a_dead_one_is_swept(handbook, knowled
 
 def test_duplicates_and_numeric_conflicts_put_documents_in_review(handbook, knowledge_folder):
     changed = LEAVE.replace("five days", "5 days")
-    knowledge_folder("handbook", {
-        "a.md": LEAVE, "copy-of-a.md": LEAVE,
-        "old.md": "# Old\n\nStaff may carry over 5 days of leave into the next year.\n",
-        "new.md": "# New\n\nStaff may carry over 10 days of leave into the next year.\n",
-        "fine.md": changed.replace("Receipts", "Invoices"),
-    })
+    knowledge_folder(
+        "handbook",
+        {
+            "a.md": LEAVE,
+            "copy-of-a.md": LEAVE,
+            "old.md": "# Old\n\nStaff may carry over 5 days of leave into the next year.\n",
+            "new.md": "# New\n\nStaff may carry over 10 days of leave into the next year.\n",
+            "fine.md": changed.replace("Receipts", "Invoices"),
+        },
+    )
     run = build_collection(collection=handbook)
     status = dict(handbook.documents.values_list("name", "status"))
     assert status["a.md"] == status["copy-of-a.md"] == Document.NEEDS_REVIEW
@@ -213,7 +244,9 @@ def test_an_approved_document_stays_active_until_its_file_changes(handbook, know
     folder = knowledge_folder("handbook", {"a.md": LEAVE, "b.md": LEAVE, "security.md": SECURITY})
     build_collection(collection=handbook)
     document = handbook.documents.get(name="a.md")
-    Document.objects.filter(pk=document.pk).update(status=Document.ACTIVE, approved_fingerprint=document.fingerprint)
+    Document.objects.filter(pk=document.pk).update(
+        status=Document.ACTIVE, approved_fingerprint=document.fingerprint
+    )
     build_collection(collection=handbook)
     assert handbook.documents.get(name="a.md").status == Document.ACTIVE
     (folder / "a.md").write_text(LEAVE + "\nNew line with 3 numbers 4 and 5 here for the review.\n")
@@ -233,7 +266,9 @@ def test_a_per_reader_build_warns_about_unlabelled_paragraphs(agent, knowledge_f
 def test_progress_is_recorded_and_reaches_the_end(handbook, knowledge_folder):
     knowledge_folder("handbook", {"leave.md": LEAVE, "security.md": SECURITY})
     seen = []
-    run = build_collection(collection=handbook, report=lambda r: seen.append((r.documents_done, r.paragraphs_done)))
+    run = build_collection(
+        collection=handbook, report=lambda r: seen.append((r.documents_done, r.paragraphs_done))
+    )
     assert run.percent == 100 and run.documents_done == run.documents_total == 2
     assert seen and seen[-1][0] == 2
 
@@ -241,13 +276,16 @@ def test_progress_is_recorded_and_reaches_the_end(handbook, knowledge_folder):
 def test_embedding_progress_moves_batch_by_batch_with_the_phase_named(handbook, knowledge_folder):
     """A 186-paragraph build once showed "0 of 186 paragraphs embedded" for a minute, then 100 %."""
     topics = ["harbour", "orchard", "glacier", "library", "foundry", "vineyard", "observatory", "bakery"]
-    text = "\n\n".join(f"# Part {n}\n\nThe {topics[n % 8]} report number {n} describes shift {n * 7} in detail."
-                       for n in range(48))
+    text = "\n\n".join(
+        f"# Part {n}\n\nThe {topics[n % 8]} report number {n} describes shift {n * 7} in detail."
+        for n in range(48)
+    )
     knowledge_folder("handbook", {"reports.md": text, "leave.md": LEAVE})
     seen = []
-    run = build_collection(collection=handbook,
-                           report=lambda r: seen.append((build_phase(r), r.documents_done, r.paragraphs_done,
-                                                         r.percent)))
+    run = build_collection(
+        collection=handbook,
+        report=lambda r: seen.append((build_phase(r), r.documents_done, r.paragraphs_done, r.percent)),
+    )
     assert run.status == BuildRun.SUCCEEDED and run.paragraphs_total >= 40
     embedding = [done for phase, _docs, done, _pct in seen if phase == "embedding paragraphs"]
     # Several saves strictly between none and all: the bar moves while the model works.
@@ -257,7 +295,10 @@ def test_embedding_progress_moves_batch_by_batch_with_the_phase_named(handbook, 
     assert [p for i, p in enumerate(phases) if i == 0 or phases[i - 1] != p] == order
     percents = [pct for *_, pct in seen]
     assert percents == sorted(percents) and max(percents) < 100 and run.percent == 100
-    assert sorted({docs for phase, docs, *_ in seen if phase == "reading documents"}) == [0, 1]  # per document
+    assert sorted({docs for phase, docs, *_ in seen if phase == "reading documents"}) == [
+        0,
+        1,
+    ]  # per document
     assert build_phase(run) == "finished"
 
 
@@ -286,7 +327,9 @@ def test_a_rebuild_of_an_unchanged_folder_writes_nothing_but_the_build_record(ha
         run = build_collection(collection=handbook)
     assert run.documents_reused == 30
     writes = [q["sql"] for q in queries if q["sql"].split()[0].upper() in ("INSERT", "UPDATE", "DELETE")]
-    touched = {table for sql in writes for table in ("agents_chunks", "collections_app_document") if table in sql}
+    touched = {
+        table for sql in writes for table in ("agents_chunks", "collections_app_document") if table in sql
+    }
     assert touched == set(), writes
     # Not a query per document (30 here): a constant number, one of them asking which webhooks to tell.
     assert len(queries) < 41
@@ -301,168 +344,3 @@ def test_the_command_prints_one_line_per_phase_when_not_on_a_terminal(handbook, 
     assert lines[1].startswith("build ") and "embedding" in lines[1] and "paragraphs" in lines[1]
     assert len(lines) == 2 and "\x1b[" not in err.getvalue()
     assert out.getvalue().startswith("Built handbook:")
-
-
-# --- seed 000 refusal 3 and seed 003's cap ------------------------------------------------------
-
-
-def searchable_texts(collection) -> set[str]:
-    return set(Paragraph.objects.searchable(collection).values_list("text", flat=True))
-
-
-def test_seed_refusal_3_an_all_duplicate_folder_does_not_replace_a_working_collection(handbook, knowledge_folder):
-    """Seed 000, refusal 3: the guard counts the paragraphs search would read, not rows written; two
-    identical files both go to review, so their build would answer nothing and is refused."""
-    folder = knowledge_folder("handbook", {"leave.md": LEAVE})
-    build_collection(collection=handbook)
-    before = searchable_texts(handbook)
-    (folder / "leave.md").unlink()
-    (folder / "a.md").write_text(SECURITY)
-    (folder / "copy-of-a.md").write_text(SECURITY)
-    run = build_collection(collection=handbook)
-    assert run.status == BuildRun.REFUSED
-    assert "nothing readers could search" in run.error and "a.md, copy-of-a.md" in run.error
-    assert any("a.md needs review: exact duplicate of copy-of-a.md" in w for w in run.warnings)
-    assert searchable_texts(handbook) == before
-    from collections_app.services.search import search_collection
-
-    answer = search_collection(agent=handbook.agent, collection=handbook, question="carry-over five days")
-    assert answer["paragraphs"] and answer["paragraphs"][0]["document"] == "leave.md"
-
-
-def test_seed_refusal_3_a_folder_whose_only_document_went_to_review_does_not_replace_a_working_collection(
-    handbook, knowledge_folder
-):
-    from collections_app.samples import pdf_bytes
-
-    folder = knowledge_folder("handbook", {"leave.md": LEAVE})
-    build_collection(collection=handbook)
-    (folder / "leave.md").unlink()
-    (folder / "scan.pdf").write_bytes(pdf_bytes([[("p", "Carry-over is capped at ten days.")], []]))
-    run = build_collection(collection=handbook)
-    assert run.status == BuildRun.REFUSED and "(scan.pdf)" in run.error
-    assert "scan.pdf needs review: page 2 has no text layer, and OCR read nothing on it" in run.warnings
-    assert any("five days" in text for text in searchable_texts(handbook))
-
-
-def test_seed_refusal_3_the_store_refuses_to_replace_a_searchable_collection_with_unsearchable_rows(
-    handbook, knowledge_folder
-):
-    knowledge_folder("handbook", {"leave.md": LEAVE})
-    build_collection(collection=handbook)
-    Document.objects.filter(collection=handbook).update(status=Document.NEEDS_REVIEW)
-    with pytest.raises(EmptyBuild, match="no search reads"):
-        Paragraph.objects.guard_not_empty(handbook)
-    Paragraph.objects.guard_not_empty(handbook, was_searchable=False)  # nothing searchable was replaced
-
-
-def test_a_first_build_whose_documents_all_need_review_is_refused_and_kept_for_a_person_to_review(
-        handbook, knowledge_folder):
-    """Seed 000: a build that would leave the collection nothing to answer from is refused, so searches
-    say "never built" instead of answering [] to everything. Its documents are kept, held for review, so
-    a person can approve them; the next build then goes live."""
-    from collections_app.services.review import approve_documents
-    from collections_app.services.search import search_collection
-
-    knowledge_folder("handbook", {"a.md": LEAVE, "b.md": LEAVE})
-    run = build_collection(collection=handbook)
-    assert run.status == BuildRun.REFUSED
-    assert "every document needs review (a.md, b.md)" in run.error and "approve them" in run.error
-    assert not CollectionBuilt.objects.filter(collection=handbook).exists()
-    assert set(handbook.documents.values_list("status", flat=True)) == {Document.NEEDS_REVIEW}
-    with pytest.raises(Conflict) as unbuilt:
-        search_collection(agent=handbook.agent, collection=handbook, question="carry-over five days")
-    assert unbuilt.value.code == "not_built"
-
-    approve_documents(handbook.documents.all())
-    assert build_collection(collection=handbook).status == BuildRun.SUCCEEDED
-    answer = search_collection(agent=handbook.agent, collection=handbook, question="carry-over five days")
-    assert answer["paragraphs"] and "five days" in answer["paragraphs"][0]["text"]
-
-
-def test_seed_000_refused_an_empty_build_keeps_the_names_it_knew_on_its_run(handbook, knowledge_folder):
-    """Seed 000: refused says what the build could not read, by name, also when the whole build is refused."""
-    folder = knowledge_folder("handbook", {"leave.md": LEAVE})
-    build_collection(collection=handbook)
-    (folder / "leave.md").unlink()
-    (folder / "broken.pdf").write_bytes(b"garbage")
-    (folder / "notes.xyz").write_text("an unsupported type")
-    run = build_collection(collection=handbook)
-    assert run.status == BuildRun.REFUSED
-    run.refresh_from_db()
-    assert run.refused == ["broken.pdf", "notes.xyz"] and run.documents_refused == 2
-    assert CollectionBuilt.objects.get(collection=handbook).refused == []  # the record is the last build's
-
-
-def test_seed_003_a_source_over_240_paragraphs_keeps_its_first_240_and_stays_searchable(handbook, knowledge_folder):
-    """Seed 003: "At most 240 passages are kept per source. A document that needs more is a document that
-    should be several sources" - the rest is dropped with a warning that does not hold the document back."""
-    from collections_app.text.chunking import MAX_PARAGRAPHS_PER_DOCUMENT
-
-    def word(n: int) -> str:  # numbers would make the clauses "differ only in their numbers", a conflict
-        return "".join("abcdefghij"[int(digit)] for digit in f"{n:03d}")
-
-    big = "".join(f"# Part {word(n)}\n\nClause {word(n)} of the long policy applies.\n\n" for n in range(300))
-    knowledge_folder("handbook", {"big.md": big, "leave.md": LEAVE})
-    run = build_collection(collection=handbook)
-    assert run.status == BuildRun.SUCCEEDED
-    document = handbook.documents.get(name="big.md")
-    assert document.status == Document.ACTIVE and document.scan_warnings == []
-    assert document.paragraph_count == MAX_PARAGRAPHS_PER_DOCUMENT
-    assert ("big.md: only the first 240 of 300 paragraphs were kept; a document that needs more is a document "
-            "that should be several sources") in run.warnings
-    from collections_app.services.search import search_collection
-
-    answer = search_collection(agent=handbook.agent, collection=handbook, question=f"clause {word(239)}", around=0)
-    assert answer["paragraphs"][0]["chunk_id"] == "big.md#239"
-    dropped = search_collection(agent=handbook.agent, collection=handbook, question=f"clause {word(299)}", around=0)
-    assert all(f"Clause {word(299)} " not in p["text"] for p in dropped["paragraphs"])
-    assert not Paragraph.objects.filter(collection=handbook, text__contains=f"Clause {word(240)} ").exists()
-
-
-def test_each_refused_document_records_a_category_and_the_names_stay_names_only(handbook, knowledge_folder, caplog):
-    from collections_app.samples import pdf_bytes
-
-    knowledge_folder("handbook", {"leave.md": LEAVE, "broken.pdf": b"%PDF-1.4 not really", "notes.xyz": "x",
-                                  "scan.pdf": pdf_bytes([[], []]), "blank.md": "  \n"})
-    with caplog.at_level(logging.WARNING):
-        run = build_collection(collection=handbook)
-    expected = {"broken.pdf": "corrupt", "notes.xyz": "unsupported type", "scan.pdf": "no text layer — scanned?",
-                "blank.md": "empty"}
-    assert run.refusal_reasons == expected
-    assert dict(handbook.documents.filter(status=Document.REFUSED).values_list("name", "refusal")) == expected
-    # seed 000: the build record and the run's `refused` are names, never reasons.
-    assert sorted(CollectionBuilt.objects.get(collection=handbook).refused) == sorted(expected) == sorted(run.refused)
-    # The detail stays in the server log.
-    assert "not a readable PDF" in caplog.text
-    assert "not a readable PDF" not in json.dumps(list(Document.objects.values()), default=str)
-    assert handbook.documents.get(name="leave.md").refusal == ""
-
-
-def test_a_document_that_becomes_readable_loses_its_refusal(handbook, knowledge_folder):
-    folder = knowledge_folder("handbook", {"leave.md": LEAVE, "late.md": ""})
-    build_collection(collection=handbook)
-    assert handbook.documents.get(name="late.md").refusal == "empty"
-    (folder / "late.md").write_text(SECURITY)
-    build_collection(collection=handbook)
-    late = handbook.documents.get(name="late.md")
-    assert (late.status, late.refusal) == (Document.ACTIVE, "")
-
-
-def test_a_disabled_paragraph_stays_disabled_across_rebuilds_by_its_text(handbook, knowledge_folder):
-    folder = knowledge_folder("handbook", {"leave.md": LEAVE})
-    build_collection(collection=handbook)
-    Paragraph.objects.filter(collection=handbook, text__contains="Receipts").update(enabled=False)
-    (folder / "leave.md").write_text(LEAVE.replace("five days", "six days"))  # the document changes
-    build_collection(collection=handbook)
-    assert not Paragraph.objects.get(collection=handbook, text__contains="Receipts").enabled
-    assert Paragraph.objects.get(collection=handbook, text__contains="six days").enabled
-
-
-def test_a_build_clears_the_rebuild_needed_note(handbook, knowledge_folder):
-    knowledge_folder("handbook", {"leave.md": LEAVE})
-    handbook.rebuild_needed = "x.md was deleted"
-    handbook.save()
-    build_collection(collection=handbook)
-    handbook.refresh_from_db()
-    assert handbook.rebuild_needed == ""

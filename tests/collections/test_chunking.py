@@ -407,8 +407,9 @@ def test_an_empty_overlap_too_large_for_a_small_size_shrinks_in_proportion():
 
 def test_a_table_longer_than_the_size_is_divided_between_rows_and_carries_no_overlap():
     rows = "\n".join(f"| E{n:03d} | the pump stalled at stage {n} |" for n in range(60))
-    text = ("# Codes\n\nIntro sentence.\n\n| Code | Meaning |\n| --- | --- |\n" + rows
-            + "\n\nClosing words here.")
+    text = (
+        "# Codes\n\nIntro sentence.\n\n| Code | Meaning |\n| --- | --- |\n" + rows + "\n\nClosing words here."
+    )
     pieces = chunk(text, "structure", size=300, overlap=60)
     table_pieces = [p for p in pieces if "| E0" in p.text]
     assert len(table_pieces) > 3
@@ -419,7 +420,7 @@ def test_a_table_longer_than_the_size_is_divided_between_rows_and_carries_no_ove
     covered = "\n".join(p.text for p in table_pieces)
     for n in range(60):
         assert covered.count(f"| E{n:03d} |") == 1  # every row once: nothing carried over
-    assert all(text[p.start:p.end] == p.text for p in pieces)
+    assert all(text[p.start : p.end] == p.text for p in pieces)
 
 
 def test_a_single_row_longer_than_the_size_is_still_split_at_whitespace():
@@ -432,7 +433,9 @@ def test_a_single_row_longer_than_the_size_is_still_split_at_whitespace():
 
 # --- sentences (issue 30, item 7) ----------------------------------------------------------------
 
-SENTENCES = " ".join(f"Sentence number {i} says something about topic {i} in several words." for i in range(40))
+SENTENCES = " ".join(
+    f"Sentence number {i} says something about topic {i} in several words." for i in range(40)
+)
 
 
 def test_a_long_paragraph_is_split_at_a_sentence_end_when_one_is_near_the_window_end():

@@ -74,9 +74,27 @@ def test_every_supported_suffix_is_accepted_by_name():
     for suffix in (".md", ".markdown", ".txt", ".text"):
         assert extract("a" + suffix, b"words").text == "words"
     assert extract("a.htm", b"<p>words</p>").text == "words"
-    assert set(SUPPORTED_SUFFIXES) == {".pdf", ".docx", ".md", ".markdown", ".txt", ".text", ".html", ".htm",
-                                       ".pptx", ".xlsx", ".csv", ".epub", ".odt", ".odp",
-                                       ".png", ".jpg", ".jpeg", ".tif", ".tiff"}
+    assert set(SUPPORTED_SUFFIXES) == {
+        ".pdf",
+        ".docx",
+        ".md",
+        ".markdown",
+        ".txt",
+        ".text",
+        ".html",
+        ".htm",
+        ".pptx",
+        ".xlsx",
+        ".csv",
+        ".epub",
+        ".odt",
+        ".odp",
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".tif",
+        ".tiff",
+    }
 
 
 def test_reason_never_carries_the_documents_name_or_folder():
@@ -183,8 +201,9 @@ def test_docx_table_rows_appear_where_the_table_stands():
         document.add_paragraph("After the table.")
 
     text = extract("a.docx", docx_file(build)).text
-    assert text == ("Before the table.\n\n| Benefit | Amount |\n| --- | --- |\n| Gym | 30 euros |"
-                    "\n\nAfter the table.")
+    assert text == (
+        "Before the table.\n\n| Benefit | Amount |\n| --- | --- |\n| Gym | 30 euros |\n\nAfter the table."
+    )
 
 
 def test_docx_merged_cell_stands_over_each_column_it_spans():
@@ -243,8 +262,14 @@ def test_html_entities_are_unescaped_and_whitespace_collapsed():
 
 
 def test_html_list_items_and_line_breaks_are_lines_and_tables_are_markdown_tables():
-    page = b"<ul><li>One</li><li>Two</li></ul><p>a<br>b<br/>c</p><table><tr><th>Country</th><th>Rate</th></tr><tr><td>France</td><td>32</td></tr></table>"
-    assert extract("a.html", page).text == "One\nTwo\n\na\nb\nc\n\n| Country | Rate |\n| --- | --- |\n| France | 32 |"
+    page = (
+        b"<ul><li>One</li><li>Two</li></ul><p>a<br>b<br/>c</p>"
+        b"<table><tr><th>Country</th><th>Rate</th></tr><tr><td>France</td><td>32</td></tr></table>"
+    )
+    assert (
+        extract("a.html", page).text
+        == "One\nTwo\n\na\nb\nc\n\n| Country | Rate |\n| --- | --- |\n| France | 32 |"
+    )
 
 
 def test_html_preformatted_text_keeps_its_lines():
@@ -335,8 +360,14 @@ def test_summary_of_headings_only_uses_their_text():
 
 def test_the_refusal_vocabulary_is_fixed_and_says_what_a_librarian_can_act_on():
     assert REFUSAL_REASONS == (
-        "corrupt", "encrypted", "no text layer — scanned?", "unsupported type", "too large", "empty",
-        "timed out", "bad name",  # the per-document limits (collections_app.text.bounded, services.sources)
+        "corrupt",
+        "encrypted",
+        "no text layer — scanned?",
+        "unsupported type",
+        "too large",
+        "empty",
+        "timed out",
+        "bad name",  # the per-document limits (collections_app.text.bounded, services.sources)
         "needs OCR (not installed)",  # a scan or an image where Tesseract (or a language) is missing
     )
 
@@ -351,7 +382,11 @@ def test_the_refusal_vocabulary_is_fixed_and_says_what_a_librarian_can_act_on():
         ("a.pdf", b"%PDF-1.4\ngarbage", "corrupt"),
         ("a.docx", b"PK\x03\x04 not a zip", "corrupt"),
         ("scan.pdf", pdf_bytes([[], []]), "no text layer — scanned?"),
-        ("a.pdf", encrypted(pdf_bytes(SAFETY_PAGES), user_password="secret", algorithm="AES-128"), "encrypted"),
+        (
+            "a.pdf",
+            encrypted(pdf_bytes(SAFETY_PAGES), user_password="secret", algorithm="AES-128"),
+            "encrypted",
+        ),
         ("a.html", b"<html><body> </body></html>", "empty"),
     ],
 )
@@ -368,18 +403,23 @@ def test_a_category_outside_the_vocabulary_is_a_programming_error():
 
 
 def test_html_navigation_and_the_pages_banner_and_footer_are_dropped():
-    page = (b"<body><header><a href='/'>Acme</a> Home Products</header><nav><a>Docs</a><a>Blog</a></nav>"
-            b"<div role='navigation'>Skip to content</div><main><article><header><h1>Returns</h1>"
-            b"<p>By the support team</p></header><p>Returns are free for 30 days.</p><footer>Posted in policy"
-            b"</footer></article></main><footer>Copyright Acme</footer><div role='contentinfo'>Imprint</div></body>")
+    page = (
+        b"<body><header><a href='/'>Acme</a> Home Products</header><nav><a>Docs</a><a>Blog</a></nav>"
+        b"<div role='navigation'>Skip to content</div><main><article><header><h1>Returns</h1>"
+        b"<p>By the support team</p></header><p>Returns are free for 30 days.</p><footer>Posted in policy"
+        b"</footer></article></main><footer>Copyright Acme</footer>"
+        b"<div role='contentinfo'>Imprint</div></body>"
+    )
     assert extract("a.html", page).text == (
         "# Returns\n\nBy the support team\n\nReturns are free for 30 days.\n\nPosted in policy"
     )
 
 
 def test_html_table_without_header_cells_takes_its_first_row_as_header_and_nested_tables_are_one_cell():
-    page = (b"<table><tr><td>Plan</td><td>Price</td></tr><tr><td>Basic<table><tr><td>monthly</td></tr>"
-            b"</table></td><td>10</td></tr></table><p>After</p>")
+    page = (
+        b"<table><tr><td>Plan</td><td>Price</td></tr><tr><td>Basic<table><tr><td>monthly</td></tr>"
+        b"</table></td><td>10</td></tr></table><p>After</p>"
+    )
     assert extract("a.html", page).text == "| Plan | Price |\n| --- | --- |\n| Basic monthly | 10 |\n\nAfter"
 
 
@@ -394,6 +434,8 @@ def test_a_50_mb_page_is_read_only_as_far_as_the_text_limit():
 
 
 def test_the_pages_banner_keeps_its_headings_and_drops_the_rest():
-    page = (b"<body><header><a href='/'>Acme</a><h1>Returns policy</h1><ul><li>Shop</li><li>Help</li></ul>"
-            b"</header><p>Returns are free.</p></body>")
+    page = (
+        b"<body><header><a href='/'>Acme</a><h1>Returns policy</h1><ul><li>Shop</li><li>Help</li></ul>"
+        b"</header><p>Returns are free.</p></body>"
+    )
     assert extract("a.html", page).text == "# Returns policy\n\nReturns are free."

@@ -30,8 +30,13 @@ def sample_index(chunks=CHUNKS, dim=8) -> fmt.RagIndex:
         items.append(fmt.Chunk(doc_id=doc_id, k=seen.get(doc_id, 0), text=text, n_tokens=len(terms(text))))
         seen[doc_id] = seen.get(doc_id, 0) + 1
     meta = fmt.Meta(
-        index_id="docs", created_at="2026-10-09T12:00:00Z", n_chunks=len(items), dim=dim,
-        embedding_model="smol-135m", tokenizer="smol-135m", chunker={"max_tokens": 256, "overlap": 32},
+        index_id="docs",
+        created_at="2026-10-09T12:00:00Z",
+        n_chunks=len(items),
+        dim=dim,
+        embedding_model="smol-135m",
+        tokenizer="smol-135m",
+        chunker={"max_tokens": 256, "overlap": 32},
     )
     return fmt.build_index(meta=meta, chunks=items, vectors=unit_rows(len(items), dim))
 
@@ -43,7 +48,16 @@ def files():
 
 def test_meta_json_has_the_seeds_keys_in_order():
     meta = json.loads(fmt.encode_meta(sample_index().meta))
-    assert list(meta) == ["index_id", "created_at", "n_chunks", "dim", "embedding_model", "tokenizer", "chunker", "bm25"]
+    assert list(meta) == [
+        "index_id",
+        "created_at",
+        "n_chunks",
+        "dim",
+        "embedding_model",
+        "tokenizer",
+        "chunker",
+        "bm25",
+    ]
     assert meta["bm25"] == {"k1": 1.2, "b": 0.75} and meta["n_chunks"] == 3
 
 
@@ -51,7 +65,11 @@ def test_docs_jsonl_lines_are_chunks_in_order_with_sha256_fingerprints(files):
     lines = files[fmt.DOCS].decode().splitlines()
     first = json.loads(lines[0])
     assert list(first) == ["chunk_id", "doc_id", "source", "uri", "text", "n_tokens", "fingerprint"]
-    assert [json.loads(line)["chunk_id"] for line in lines] == ["docs/leave.md#0", "docs/leave.md#1", "docs/security.md#0"]
+    assert [json.loads(line)["chunk_id"] for line in lines] == [
+        "docs/leave.md#0",
+        "docs/leave.md#1",
+        "docs/security.md#0",
+    ]
     assert first["source"] == "file" and first["uri"] == "docs/leave.md"
     import hashlib
 
@@ -127,8 +145,10 @@ def test_read_bm25_scores_as_the_index_built_from_texts(files):
 
 
 corpora = st.lists(
-    st.lists(st.sampled_from(["a", "b", "leave", "days", "Größe", "東京", "x_1", "Σ", "42", "é", ". ", "  "]),
-             max_size=30).map(" ".join),
+    st.lists(
+        st.sampled_from(["a", "b", "leave", "days", "Größe", "東京", "x_1", "Σ", "42", "é", ". ", "  "]),
+        max_size=30,
+    ).map(" ".join),
     min_size=1,
     max_size=25,
 )

@@ -41,8 +41,12 @@ def test_export_writes_the_four_files_of_the_current_build(handbook, tmp_path):
     paragraphs = list(Paragraph.objects.filter(collection=handbook).order_by("ordinal"))
     assert index.meta.n_chunks == len(paragraphs) == built.passages
     assert (index.meta.embedding_model, index.meta.dim) == (built.model, built.dimensions) == ("hash-64", 64)
-    assert index.meta.chunker == {"max_tokens": max(p.token_count for p in paragraphs), "overlap": 0,
-                                  "method": "structure", "chars": {"size": 1800, "overlap": 180}}
+    assert index.meta.chunker == {
+        "max_tokens": max(p.token_count for p in paragraphs),
+        "overlap": 0,
+        "method": "structure",
+        "chars": {"size": 1800, "overlap": 180},
+    }
     assert [c.chunk_id for c in index.chunks] == [f"{p.document.name}#{p.index}" for p in paragraphs]
     assert [c.text for c in index.chunks] == [p.text for p in paragraphs]
     # One row per paragraph: its first window, widened from the store's float16 and normalised.
@@ -89,14 +93,23 @@ def test_import_under_another_name_for_another_agent_searches_the_same(which, re
     for question in ("How many days of leave carry over?", "laptop encryption", "mileage per kilometre"):
         for around in (0, 1, 2):
             asked = dict(question=question, around=around, min_score=0.0, most=10)
-            original = search_collection(agent=original_collection.agent, collection=original_collection,
-                                         mode="vector", **asked)
+            original = search_collection(
+                agent=original_collection.agent, collection=original_collection, mode="vector", **asked
+            )
             imported = search_collection(agent=other_agent, collection="copy", mode="vector", **asked)
-            shown = [(p["document"], p["text"], round(p["score"], 9), p["passages"]) for p in original["paragraphs"]]
+            shown = [
+                (p["document"], p["text"], round(p["score"], 9), p["passages"])
+                for p in original["paragraphs"]
+            ]
             assert shown
-            assert shown == [(p["document"], p["text"], round(p["score"], 9), p["passages"]) for p in imported["paragraphs"]]
+            assert shown == [
+                (p["document"], p["text"], round(p["score"], 9), p["passages"])
+                for p in imported["paragraphs"]
+            ]
             hybrid = search_collection(agent=other_agent, collection="copy", **asked)
-            first = search_collection(agent=original_collection.agent, collection=original_collection, **asked)
+            first = search_collection(
+                agent=original_collection.agent, collection=original_collection, **asked
+            )
             assert hybrid["mode"] == first["mode"] == "hybrid"
             assert hybrid["paragraphs"][0]["text"] == first["paragraphs"][0]["text"]
 
@@ -162,7 +175,10 @@ def test_a_broken_index_leaves_an_existing_collection_as_it_was(handbook, tmp_pa
 
 def test_absolute_document_paths_are_refused(handbook, other_agent, tmp_path):
     kept = fmt.read_index(export_index(collection=handbook, directory=tmp_path))
-    chunks = [fmt.Chunk(doc_id="/home/someone/" + c.doc_id, k=c.k, text=c.text, n_tokens=c.n_tokens) for c in kept.chunks]
+    chunks = [
+        fmt.Chunk(doc_id="/home/someone/" + c.doc_id, k=c.k, text=c.text, n_tokens=c.n_tokens)
+        for c in kept.chunks
+    ]
     fmt.write_index(tmp_path, fmt.build_index(meta=kept.meta, chunks=chunks, vectors=kept.vectors))
     with pytest.raises(InvalidIndex, match="doc_id"):
         import_index(agent=other_agent, directory=tmp_path, index_id="handbook")
@@ -175,14 +191,23 @@ def test_a_missing_index_is_not_found(agent, tmp_path):
 
 
 def test_a_foreign_index_without_ragsite_keys_imports_as_tokens(agent, tmp_path, settings):
-    meta = fmt.Meta(index_id="docs", created_at="2026-10-09T12:00:00Z", n_chunks=2, dim=64, embedding_model="hash-64",
-                    tokenizer="smol-135m", chunker={"max_tokens": 256, "overlap": 32})
+    meta = fmt.Meta(
+        index_id="docs",
+        created_at="2026-10-09T12:00:00Z",
+        n_chunks=2,
+        dim=64,
+        embedding_model="hash-64",
+        tokenizer="smol-135m",
+        chunker={"max_tokens": 256, "overlap": 32},
+    )
     import numpy as np
 
     vectors = np.zeros((2, 64), dtype=np.float32)
     vectors[0, 0] = vectors[1, 1] = 1.0
-    chunks = [fmt.Chunk(doc_id="a.md", k=0, text="Carry-over is capped at five days.", n_tokens=8),
-              fmt.Chunk(doc_id="a.md", k=1, text="Badges are worn at all times.", n_tokens=7)]
+    chunks = [
+        fmt.Chunk(doc_id="a.md", k=0, text="Carry-over is capped at five days.", n_tokens=8),
+        fmt.Chunk(doc_id="a.md", k=1, text="Badges are worn at all times.", n_tokens=7),
+    ]
     fmt.write_index(tmp_path, fmt.build_index(meta=meta, chunks=chunks, vectors=vectors))
     collection = import_index(agent=agent, directory=tmp_path, index_id="docs")
     assert (collection.method, collection.size, collection.overlap) == ("tokens", 256, 32)
@@ -222,7 +247,9 @@ def test_commands_fail_clearly(agent, tmp_path):
         call_command("import_index", "nobody", str(tmp_path), "missing")
 
 
-def test_seed_000_refused_is_never_invented_an_import_records_nobody_recorded(handbook, other_agent, tmp_path):
+def test_seed_000_refused_is_never_invented_an_import_records_nobody_recorded(
+    handbook, other_agent, tmp_path
+):
     """Seed 000: null ("nobody recorded") is never collapsed into [] ("nothing refused"); the format
     carries no refusals, so an imported build cannot say nothing was refused."""
     export_index(collection=handbook, directory=tmp_path)
@@ -237,10 +264,21 @@ def test_seed_004_every_search_chunk_id_resolves_in_docs_jsonl_of_the_same_build
     index = fmt.read_index(export_index(collection=small_pieces, directory=tmp_path), index_id="pieces")
     texts = {chunk.chunk_id: chunk.text for chunk in index.chunks}
     cited = 0
-    for question in ("How many days of leave carry over?", "laptop encryption", "mileage per kilometre", "badges"):
+    for question in (
+        "How many days of leave carry over?",
+        "laptop encryption",
+        "mileage per kilometre",
+        "badges",
+    ):
         for around in (0, 1, 2):
-            answer = search_collection(agent=small_pieces.agent, collection=small_pieces, question=question,
-                                       around=around, min_score=0.0, most=10)
+            answer = search_collection(
+                agent=small_pieces.agent,
+                collection=small_pieces,
+                question=question,
+                around=around,
+                min_score=0.0,
+                most=10,
+            )
             for paragraph in answer["paragraphs"]:
                 assert paragraph["chunk_id"] in texts
                 assert paragraph["chunk_id"] in paragraph["chunk_ids"]
@@ -261,7 +299,10 @@ def test_seed_004_reimporting_an_identical_index_writes_nothing(handbook, other_
     built_at = CollectionBuilt.objects.get(collection=copy).built_at
     documents = list(copy.documents.order_by("name").values_list("pk", "updated_at"))
     import_index(agent=other_agent, directory=tmp_path, index_id="handbook")
-    assert list(Paragraph.objects.filter(collection=copy).order_by("ordinal").values_list("pk", flat=True)) == ids
+    assert (
+        list(Paragraph.objects.filter(collection=copy).order_by("ordinal").values_list("pk", flat=True))
+        == ids
+    )
     assert CollectionBuilt.objects.get(collection=copy).built_at == built_at
     assert list(copy.documents.order_by("name").values_list("pk", "updated_at")) == documents
 
@@ -275,13 +316,17 @@ def test_a_reimport_keeps_the_rows_of_documents_whose_chunks_are_unchanged(handb
     drop = max(i for i, c in enumerate(kept.chunks) if c.doc_id == "leave.md")
     chunks = [c for i, c in enumerate(kept.chunks) if i != drop]
     meta = fmt.Meta(**{**kept.meta.__dict__, "n_chunks": len(chunks)})
-    fmt.write_index(tmp_path, fmt.build_index(meta=meta, chunks=chunks, vectors=np.delete(kept.vectors, drop, 0)))
+    fmt.write_index(
+        tmp_path, fmt.build_index(meta=meta, chunks=chunks, vectors=np.delete(kept.vectors, drop, 0))
+    )
     import_index(agent=handbook.agent, directory=tmp_path, index_id="handbook")
     after = dict(Paragraph.objects.filter(collection=handbook).values_list("pk", "document__name"))
     unchanged = {pk for pk, name in before.items() if name != "leave.md"}
     assert unchanged <= set(after)
     assert not {pk for pk, name in before.items() if name == "leave.md"} & set(after)
-    ordinals = list(Paragraph.objects.filter(collection=handbook).order_by("ordinal").values_list("ordinal", flat=True))
+    ordinals = list(
+        Paragraph.objects.filter(collection=handbook).order_by("ordinal").values_list("ordinal", flat=True)
+    )
     assert ordinals == list(range(len(chunks)))
     again = fmt.read_index(export_index(collection=handbook, directory=tmp_path / "again"))
     assert [c.chunk_id for c in again.chunks] == [c.chunk_id for c in chunks]
@@ -311,7 +356,9 @@ def test_seed_004_n_tokens_of_paragraphs_stored_uncounted_are_counted_on_export(
     assert all(c.n_tokens > 0 for c in index.chunks)
 
 
-def test_an_index_whose_tokens_nobody_could_count_names_no_tokenizer(handbook, other_agent, tmp_path, settings):
+def test_an_index_whose_tokens_nobody_could_count_names_no_tokenizer(
+    handbook, other_agent, tmp_path, settings
+):
     """When the model's tokens cannot be counted (the embedder now in use is another model), meta.json
     names no tokenizer and n_tokens is 0, and an import reads those 0s back as "not counted"."""
     Paragraph.objects.filter(collection=handbook).update(token_count=None)
@@ -332,12 +379,20 @@ def test_export_leaves_out_disabled_paragraphs_and_documents(handbook, tmp_path)
 
 
 def test_export_leaves_out_one_disabled_paragraph_inside_a_document_and_renumbers_the_rest(
-        agent, knowledge_folder, tmp_path):
+    agent, knowledge_folder, tmp_path
+):
     """The seed audit's R53: disabling one paragraph in the middle of a document made the whole
     collection not_exportable. It is left out; the document's later chunks are numbered on."""
     handbook = create_collection(agent=agent, name="handbook", method="fixed", size=80)
-    knowledge_folder("handbook", {"leave.md": " ".join(f"Leave rule {w} applies to all staff in the office."
-                                                        for w in ("one", "two", "three", "four", "five"))})
+    knowledge_folder(
+        "handbook",
+        {
+            "leave.md": " ".join(
+                f"Leave rule {w} applies to all staff in the office."
+                for w in ("one", "two", "three", "four", "five")
+            )
+        },
+    )
     build_collection(collection=handbook)
     leave = list(Paragraph.objects.filter(collection=handbook, document__name="leave.md").order_by("index"))
     assert len(leave) >= 3

@@ -1,4 +1,5 @@
-"""Where a collection's documents live: KNOWLEDGE_ROOT/<agent>/<folder>, the overrides, and what is refused."""
+"""Where a collection's documents live: KNOWLEDGE_ROOT/<agent>/<folder>, the overrides, and what is
+refused."""
 
 import io
 import json
@@ -71,13 +72,19 @@ def shared_folder(tmp_path, monkeypatch, name: str, files: dict) -> None:
 
 def api(client, raw):
     def call(method, path, body=None):
-        return getattr(client, method)(f"/api/v1{path}", data=json.dumps(body or {}),
-                                       content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}")
+        return getattr(client, method)(
+            f"/api/v1{path}",
+            data=json.dumps(body or {}),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {raw}",
+        )
+
     return call
 
 
 def test_the_agent_less_variable_serves_only_the_collection_staff_bound(
-        client, tmp_path, monkeypatch, django_capture_on_commit_callbacks):
+    client, tmp_path, monkeypatch, django_capture_on_commit_callbacks
+):
     """Through the API, so on PostgreSQL each agent's requests run under row-level security."""
     shared_folder(tmp_path, monkeypatch, "legacy", {"door.md": "# Legacy\n\nAgent A's door code is 5150.\n"})
     shared_folder(tmp_path, monkeypatch, "unclaimed", {"u.md": "# Unclaimed\n\nThe secret is 8086.\n"})
@@ -101,7 +108,8 @@ def test_the_agent_less_variable_serves_only_the_collection_staff_bound(
         assert answer.status_code == 409 and answer.json()["error"]["code"] == "no_source", answer.content
         said = answer.content.decode()
         assert said.replace(name, "NAME").replace(name.upper().replace("-", "_"), "NAME") == (
-            answers["made-up"].content.decode().replace("made-up", "NAME").replace("MADE_UP", "NAME"))
+            answers["made-up"].content.decode().replace("made-up", "NAME").replace("MADE_UP", "NAME")
+        )
         assert "agents" not in said and f"KNOWLEDGE_{name.upper()}_FOLDER" not in said
     assert not Paragraph.objects.filter(collection__agent=b).exists()
     # A's builds are not blocked by B's same-named collection.
@@ -162,8 +170,22 @@ def test_the_agent_variable_wins_over_the_folder_under_the_root(agent, knowledge
     assert "canteen" in texts(collection) and "band seven" not in texts(collection)
 
 
-@pytest.mark.parametrize("folder", ["../agent-a", "..", ".", "/etc", "a/b", "a\\b", ".hidden", " padded", "x" * 101,
-                                    "nul\x00byte", "line\nbreak"])
+@pytest.mark.parametrize(
+    "folder",
+    [
+        "../agent-a",
+        "..",
+        ".",
+        "/etc",
+        "a/b",
+        "a\\b",
+        ".hidden",
+        " padded",
+        "x" * 101,
+        "nul\x00byte",
+        "line\nbreak",
+    ],
+)
 def test_a_folder_is_one_name_never_a_path(agent, folder):
     with pytest.raises(RagsiteError) as refused:
         create_collection(agent=agent, name="handbook", folder=folder)
@@ -190,15 +212,16 @@ def test_a_link_leaving_the_agents_folder_is_refused_by_name(knowledge_root, tmp
     menu.symlink_to(victim, target_is_directory=True)
     run = run_build(run.pk)
     assert run.status == BuildRun.FAILED
-    assert 'folder "menu"' in run.error and "leaves agent \"agent-b\"'s folder" in run.error
+    assert 'folder "menu"' in run.error and 'leaves agent "agent-b"\'s folder' in run.error
     assert str(tmp_path) not in run.error
     assert not Paragraph.objects.filter(collection=collection).exists()
     with pytest.raises(Conflict, match="leaves"):
         request_build(collection=collection, enqueue=False)
 
 
-def test_a_missing_folder_is_refused_at_request_time_naming_the_collection_not_a_path(agent, knowledge_root,
-                                                                                      tmp_path):
+def test_a_missing_folder_is_refused_at_request_time_naming_the_collection_not_a_path(
+    agent, knowledge_root, tmp_path
+):
     knowledge_root("alpha", "hr-share", SECRET_A)
     collection = create_collection(agent=agent, name="handbook", folder="hr-share")
     (knowledge_root.root / "alpha" / "hr-share" / "pay.md").unlink()

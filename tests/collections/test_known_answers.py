@@ -1,19 +1,17 @@
-"""Known answers (issue 17): a collection's own questions, asked of every build; regressions, the gate, the floor."""
+"""Known answers (issue 17): a collection's own questions, asked of every build; regressions, the
+gate, the floor."""
 
 import json
 import logging
-from io import StringIO
-from pathlib import Path
 
 import numpy as np
 import pytest
 from django.apps import apps
-from django.core.management import CommandError, call_command
 
 from collections_app import measure as m
 from collections_app.models import BuildRun, Collection, KnownAnswer, KnownAnswersReport, ModelCall, Paragraph
 from collections_app.services import known_answers as k
-from collections_app.services.agents import create_agent, create_collection
+from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
 from collections_app.services.search import search_collection
 from ragsite.errors import RagsiteError
@@ -87,8 +85,12 @@ def test_too_few_answers_to_spare_one_put_the_floor_under_the_lowest():
 
 
 def test_without_controls_the_floor_keeps_the_share_and_without_answers_there_is_none():
-    assert m.measured_floor([0.5, 0.4], [], keep=0.95) == {"floor": 0.399999, "rule": "keep", "kept": 2,
-                                                           "controls_above": 0}
+    assert m.measured_floor([0.5, 0.4], [], keep=0.95) == {
+        "floor": 0.399999,
+        "rule": "keep",
+        "kept": 2,
+        "controls_above": 0,
+    }
     assert m.measured_floor([], [0.3], keep=0.95)["floor"] is None
 
 
@@ -100,8 +102,10 @@ def test_a_floor_read_off_a_rounded_score_still_keeps_that_answer():
 
 
 def test_rows_outside_the_searchable_mask_never_rank():
-    rows = [m.Row(ordinal=i, document=i, start=0, end=len(t), text=t, section="") for i, t in
-            enumerate(["alpha beta", "alpha gamma"])]
+    rows = [
+        m.Row(ordinal=i, document=i, start=0, end=len(t), text=t, section="")
+        for i, t in enumerate(["alpha beta", "alpha gamma"])
+    ]
     index = m.ScratchIndex(rows=rows, bm25=m.BM25Index.from_texts(r.text for r in rows), matrix=None)
     runs = m.rank(index, "alpha", None, weight=0.5, most=5, around=0, searchable=np.array([False, True]))
     assert [r.text for r in runs] == ["alpha gamma"]
@@ -131,7 +135,10 @@ def test_the_set_keeps_the_librarians_order_and_is_replaced_whole(agent):
         ([{"question": "q", "answer": "a", "control": True}], "not both"),
         ([{"question": "q", "answer": "a", "weight": 2}], "unknown field"),
         (["just a string"], 'needs "question"'),
-        ([ITEMS[0], {"question": "  How much Annual leave carries over ", "answer": "b"}], "item 2 asks the same"),
+        (
+            [ITEMS[0], {"question": "  How much Annual leave carries over ", "answer": "b"}],
+            "item 2 asks the same",
+        ),
         ("not a list", "a list"),
     ],
 )
@@ -144,12 +151,17 @@ def test_a_bad_set_is_refused_with_a_clear_error(agent, items, message):
 
 def test_two_hundred_items_are_accepted(agent):
     collection = create_collection(agent=agent, name="notes")
-    k.set_known_answers(collection=collection, items=[{"question": f"q{i}", "answer": "a"} for i in range(200)])
+    k.set_known_answers(
+        collection=collection, items=[{"question": f"q{i}", "answer": "a"} for i in range(200)]
+    )
     assert KnownAnswer.objects.filter(collection=collection).count() == 200
 
 
 def test_lines_and_json_lines_read_into_the_same_items():
-    lines = "how much annual leave carries over | capped at five days\n\n! what is the recipe for sourdough bread\n"
+    lines = (
+        "how much annual leave carries over | capped at five days\n\n"
+        "! what is the recipe for sourdough bread\n"
+    )
     assert k.parse_lines(lines) == ITEMS[:1] + ITEMS[3:4]
     jsonl = "\n".join(json.dumps(item) for item in ITEMS) + "\n\n"
     assert k.parse_jsonl(jsonl.encode()) == ITEMS
@@ -158,8 +170,11 @@ def test_lines_and_json_lines_read_into_the_same_items():
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("a question without a marker", "line 1: write"), ("ok | fine\n!", "line 2: a control needs"),
-     ("q | ", "line 1")],
+    [
+        ("a question without a marker", "line 1: write"),
+        ("ok | fine\n!", "line 2: a control needs"),
+        ("q | ", "line 1"),
+    ],
 )
 def test_bad_lines_are_named(text, message):
     with pytest.raises(RagsiteError, match=message):
@@ -168,8 +183,11 @@ def test_bad_lines_are_named(text, message):
 
 @pytest.mark.parametrize(
     ("data", "message"),
-    [(b'{"question": "q", "answer": "a"}\n{not json}\n', "line 2 is not JSON"), (b"\xff\xfe", "not UTF-8"),
-     (b" " * (k.MAX_FILE_BYTES + 1), "larger than")],
+    [
+        (b'{"question": "q", "answer": "a"}\n{not json}\n', "line 2 is not JSON"),
+        (b"\xff\xfe", "not UTF-8"),
+        (b" " * (k.MAX_FILE_BYTES + 1), "larger than"),
+    ],
 )
 def test_bad_json_lines_are_named(data, message):
     with pytest.raises(RagsiteError, match=message):
@@ -211,8 +229,11 @@ def test_measuring_writes_nothing_of_the_live_collection_but_the_report_row(hand
     KnownAnswersReport.objects.all().delete()
 
     def snapshot():
-        return {model.__name__: list(model.objects.order_by("pk").values()) for model in
-                apps.get_app_config("collections_app").get_models() if model is not KnownAnswersReport}
+        return {
+            model.__name__: list(model.objects.order_by("pk").values())
+            for model in apps.get_app_config("collections_app").get_models()
+            if model is not KnownAnswersReport
+        }
 
     before = snapshot()
     report = k.measure_build(build_id=run.pk)
@@ -228,8 +249,9 @@ def test_a_build_that_loses_an_answer_warns_naming_the_question(handbook, knowle
     assert report.lost == ["what is mileage reimbursed at per kilometre"]
     first = report_of(handbook.runs.order_by("id").first())
     assert report.found_at_5 == first.found_at_5 - 1
-    assert report.warnings[0] == ("1 of 4 known answers no longer found: “what is mileage reimbursed at per "
-                                  "kilometre”")
+    assert report.warnings[0] == (
+        "1 of 4 known answers no longer found: “what is mileage reimbursed at per kilometre”"
+    )
 
 
 def test_a_rebuild_that_finds_the_same_answers_warns_of_nothing(handbook, build):
@@ -248,8 +270,14 @@ def test_an_older_build_is_not_measured_once_a_newer_one_is_live(handbook, build
 def test_documents_held_back_for_review_are_not_searched_by_the_measurement(agent, knowledge_folder, build):
     collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
     # Two paragraphs differing only in their numbers put both documents in review.
-    knowledge_folder("handbook", {**HANDBOOK, "old-travel.md": "# Travel\n\nMileage is reimbursed at 0.30 per "
-                                  "kilometre.\n\nTrains are booked in standard class.\n"})
+    knowledge_folder(
+        "handbook",
+        {
+            **HANDBOOK,
+            "old-travel.md": "# Travel\n\nMileage is reimbursed at 0.30 per "
+            "kilometre.\n\nTrains are booked in standard class.\n",
+        },
+    )
     k.set_known_answers(collection=collection, items=ITEMS)
     report = report_of(build(collection))
     mileage = next(r for r in report.results if r["question"].startswith("what is mileage"))
@@ -264,7 +292,9 @@ def test_a_measurement_that_cannot_embed_with_the_builds_model_is_a_failed_repor
     assert report.found_at_5 is None
 
 
-def test_setting_the_set_measures_the_live_build_at_once(agent, knowledge_folder, django_capture_on_commit_callbacks):
+def test_setting_the_set_measures_the_live_build_at_once(
+    agent, knowledge_folder, django_capture_on_commit_callbacks
+):
     collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
     knowledge_folder("handbook", HANDBOOK)
     with django_capture_on_commit_callbacks(execute=True):
@@ -275,8 +305,9 @@ def test_setting_the_set_measures_the_live_build_at_once(agent, knowledge_folder
     assert report_of(run).answers == 4
 
 
-def test_questions_and_markers_never_reach_a_log_line_or_the_ledger(handbook, knowledge_folder, build, caplog,
-                                                                    settings):
+def test_questions_and_markers_never_reach_a_log_line_or_the_ledger(
+    handbook, knowledge_folder, build, caplog, settings
+):
     caplog.set_level(logging.DEBUG)
     knowledge_folder("handbook", {"travel.md": "# Travel\n\nTrains are booked in standard class.\n"})
     build(handbook)
@@ -295,7 +326,8 @@ def test_questions_and_markers_never_reach_a_log_line_or_the_ledger(handbook, kn
 
 
 def test_the_gate_refuses_a_build_that_loses_answers_and_the_old_collection_keeps_answering(
-        handbook, knowledge_folder, build, settings):
+    handbook, knowledge_folder, build, settings
+):
     settings.KNOWN_ANSWERS_GATE = 0
     live = list(Paragraph.objects.filter(collection=handbook).order_by("ordinal").values_list("pk", "text"))
     built_at = handbook.built.built_at
@@ -304,7 +336,10 @@ def test_the_gate_refuses_a_build_that_loses_answers_and_the_old_collection_keep
     assert run.status == BuildRun.REFUSED
     assert "loses 1 of 4 known answers" in run.error and "KNOWN_ANSWERS_GATE" in run.error
     # Nothing of the candidate was written: the same paragraphs, the same build record, still answering.
-    assert list(Paragraph.objects.filter(collection=handbook).order_by("ordinal").values_list("pk", "text")) == live
+    assert (
+        list(Paragraph.objects.filter(collection=handbook).order_by("ordinal").values_list("pk", "text"))
+        == live
+    )
     handbook.built.refresh_from_db()
     assert handbook.built.built_at == built_at
     assert found_by_search(handbook, "what is mileage reimbursed at per kilometre", "0.42 per kilometre")
@@ -315,8 +350,9 @@ def test_the_gate_refuses_a_build_that_loses_answers_and_the_old_collection_keep
     assert k.history(handbook)[-1].build_id == handbook.runs.order_by("id").first().pk
 
 
-def test_the_gate_lets_through_a_build_within_its_allowance_with_the_warning(handbook, knowledge_folder, build,
-                                                                             settings):
+def test_the_gate_lets_through_a_build_within_its_allowance_with_the_warning(
+    handbook, knowledge_folder, build, settings
+):
     settings.KNOWN_ANSWERS_GATE = 1
     knowledge_folder("handbook", {"travel.md": "# Travel\n\nTrains are booked in standard class.\n"})
     run = build(handbook)
@@ -325,17 +361,32 @@ def test_the_gate_lets_through_a_build_within_its_allowance_with_the_warning(han
     assert not found_by_search(handbook, "what is mileage reimbursed at per kilometre", "0.42 per kilometre")
 
 
-def test_the_gates_measurement_of_the_candidate_equals_the_measurement_after_commit(handbook, knowledge_folder,
-                                                                                     build, settings):
+def test_the_gates_measurement_of_the_candidate_equals_the_measurement_after_commit(
+    handbook, knowledge_folder, build, settings
+):
     settings.KNOWN_ANSWERS_GATE = 0
     # A changed document, an unchanged one reused, one in review: the candidate is assembled from all three.
-    knowledge_folder("handbook", {"leave.md": HANDBOOK["leave.md"] + "\nParental leave is sixteen weeks.\n",
-                                  "draft.md": "# Draft\n\nMileage is reimbursed at 0.40 per kilometre on trains.\n"})
+    knowledge_folder(
+        "handbook",
+        {
+            "leave.md": HANDBOOK["leave.md"] + "\nParental leave is sixteen weeks.\n",
+            "draft.md": "# Draft\n\nMileage is reimbursed at 0.40 per kilometre on trains.\n",
+        },
+    )
     run = build(handbook)
     assert run.status == BuildRun.SUCCEEDED and run.documents_reused == 2
     gated = report_of(run)
-    fields = ["found_at_1", "found_at_5", "floor", "lowest_answer", "highest_control", "separates", "measured_floor",
-              "results", "lost"]
+    fields = [
+        "found_at_1",
+        "found_at_5",
+        "floor",
+        "lowest_answer",
+        "highest_control",
+        "separates",
+        "measured_floor",
+        "results",
+        "lost",
+    ]
     before = {f: getattr(gated, f) for f in fields}
     after = k.measure_build(build_id=run.pk)
     assert {f: getattr(after, f) for f in fields} == before
@@ -356,7 +407,10 @@ def test_a_measured_floor_is_in_force_once_measured_and_every_answer_says_its_so
     assert search_collection(**ask)["floor_source"] == "default"
     Collection.objects.filter(pk=handbook.pk).update(min_score=0.1)
     handbook.refresh_from_db()
-    assert (search_collection(**ask)["floor"], search_collection(**ask)["floor_source"]) == (0.1, "collection")
+    assert (search_collection(**ask)["floor"], search_collection(**ask)["floor_source"]) == (
+        0.1,
+        "collection",
+    )
     KnownAnswersReport.objects.all().delete()
     k.set_known_answers(collection=handbook, items=ITEMS, floor_measured=True)
     # Until a build is measured, the collection's own floor still applies.
@@ -368,8 +422,9 @@ def test_a_measured_floor_is_in_force_once_measured_and_every_answer_says_its_so
     assert search_collection(**ask, min_score=0.5)["floor_source"] == "request"
 
 
-def test_a_per_reader_collection_answers_at_its_configured_floor_never_a_measured_one(handbook, build,
-                                                                                      settings):
+def test_a_per_reader_collection_answers_at_its_configured_floor_never_a_measured_one(
+    handbook, build, settings
+):
     """Issue 24, item 6: a floor measured over every paragraph moves with paragraphs a reader may not read,
     so on a per-reader collection it is not used (and staff cannot ask for it), for every reader alike."""
     from collections_app.models import Reader
@@ -382,8 +437,9 @@ def test_a_per_reader_collection_answers_at_its_configured_floor_never_a_measure
     set_per_reader(collection=handbook, per_reader=True)
     handbook.refresh_from_db()
     Reader.objects.create(external_id="alice")
-    answer = search_collection(agent=handbook.agent, collection=handbook, question="annual leave",
-                               reader="alice")
+    answer = search_collection(
+        agent=handbook.agent, collection=handbook, question="annual leave", reader="alice"
+    )
     assert (answer["floor"], answer["floor_source"]) == (float(settings.MIN_SCORE), "default")
     with pytest.raises(RagsiteError) as refused:
         k.set_known_answers(collection=handbook, items=ITEMS, floor_measured=True)
@@ -395,16 +451,21 @@ def test_a_measured_floor_that_cannot_separate_warns_that_controls_come_back(age
     collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
     knowledge_folder("handbook", HANDBOOK)
     # A control on the documents' own subject, worded like an answered question, scores like an answer.
-    k.set_known_answers(collection=collection, floor_measured=True,
-                        items=[*ANSWERS, {"question": "must laptops use full disk encryption on holiday",
-                                          "control": True}])
+    k.set_known_answers(
+        collection=collection,
+        floor_measured=True,
+        items=[*ANSWERS, {"question": "must laptops use full disk encryption on holiday", "control": True}],
+    )
     report = report_of(build(collection))
     assert report.separates is False
     assert any("do not separate" in w and "controls will get paragraphs back" in w for w in report.warnings)
 
 
-def test_the_measured_floor_keeps_at_least_95_percent_of_the_sample_handbooks_answers(agent, monkeypatch, build):
-    """With the hash embedder: of the answers found unfloored, the search at the measured floor keeps ≥ 95 %."""
+def test_the_measured_floor_keeps_at_least_95_percent_of_the_sample_handbooks_answers(
+    agent, monkeypatch, build
+):
+    """With the hash embedder: of the answers found unfloored, the search at the measured floor
+    keeps ≥ 95 %."""
     monkeypatch.setenv("KNOWLEDGE_ALPHA__HANDBOOK_FOLDER", str(SAMPLE_DOCS))
     collection = create_collection(agent=agent, name="handbook")
     items = k.parse_jsonl(k.SAMPLE_SET.read_bytes())
@@ -416,7 +477,9 @@ def test_the_measured_floor_keeps_at_least_95_percent_of_the_sample_handbooks_an
 
 
 @pytest.mark.model
-def test_with_the_real_model_the_measured_floor_keeps_95_percent_of_every_sample_answer(agent, monkeypatch, build):
+def test_with_the_real_model_the_measured_floor_keeps_95_percent_of_every_sample_answer(
+    agent, monkeypatch, build
+):
     monkeypatch.setenv("KNOWLEDGE_ALPHA__HANDBOOK_FOLDER", str(SAMPLE_DOCS))
     collection = create_collection(agent=agent, name="handbook")
     items = k.parse_jsonl(k.SAMPLE_SET.read_bytes())
@@ -426,141 +489,3 @@ def test_with_the_real_model_the_measured_floor_keeps_95_percent_of_every_sample
     kept = [i for i in answers if found_by_search(collection, i["question"], i["answer"])]
     assert report.floor_source == "measured" and len(kept) >= 0.95 * len(answers)
     assert report.found_at_5 == len(kept)
-
-
-# --- The API and the command ---------------------------------------------------------------------
-
-
-def request(client, method, raw, path, payload=None):
-    body = json.dumps(payload) if payload is not None else None
-    return getattr(client, method)(path, body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}")
-
-
-@pytest.fixture
-def keyed(agent_key, knowledge_folder, build):
-    agent, raw = agent_key
-    collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
-    knowledge_folder("handbook", HANDBOOK, agent="keyed")
-    build(collection)
-    return collection, raw
-
-
-def test_the_api_puts_and_gets_known_answers(client, keyed, django_capture_on_commit_callbacks):
-    collection, raw = keyed
-    path = "/api/v1/collections/handbook/known-answers"
-    assert request(client, "get", raw, path).json() == {"collection": "handbook", "questions": [],
-                                                        "floor_measured": False, "report": None}
-    with django_capture_on_commit_callbacks(execute=True):
-        put = request(client, "put", raw, path, {"questions": ITEMS, "floor_measured": True})
-    assert put.status_code == 200 and put.json()["questions"] == ITEMS and put.json()["floor_measured"] is True
-    got = request(client, "get", raw, path).json()
-    report = got["report"]
-    assert report["build"] == collection.runs.get().pk and report["answers"] == 4
-    assert report["floor_source"] == "measured" and len(report["results"]) == 5
-    search = request(client, "post", raw, "/api/v1/collections/handbook/search", {"question": "annual leave"}).json()
-    assert (search["floor"], search["floor_source"]) == (report["measured_floor"], "measured")
-
-
-def test_putting_the_same_set_again_queues_no_second_measurement(client, keyed, django_capture_on_commit_callbacks,
-                                                                  monkeypatch):
-    collection, raw = keyed
-    path = "/api/v1/collections/handbook/known-answers"
-    with django_capture_on_commit_callbacks(execute=True):
-        assert request(client, "put", raw, path, {"questions": ITEMS}).status_code == 200
-    report = collection.known_answer_reports.get()
-    queued = []
-    monkeypatch.setattr("collections_app.services.known_answers.the_set._enqueue", queued.append)
-    for _ in range(3):
-        with django_capture_on_commit_callbacks(execute=True):
-            assert request(client, "put", raw, path, {"questions": ITEMS}).status_code == 200
-    assert queued == [] and list(collection.known_answer_reports.all()) == [report]
-    # A failed measurement is retried by the same PUT; a changed set is measured again.
-    KnownAnswersReport.objects.filter(pk=report.pk).update(status=KnownAnswersReport.FAILED)
-    with django_capture_on_commit_callbacks(execute=True):
-        request(client, "put", raw, path, {"questions": ITEMS})
-    with django_capture_on_commit_callbacks(execute=True):
-        request(client, "put", raw, path, {"questions": ITEMS[:-1]})
-    assert queued == [report.build_id, report.build_id]
-
-
-@pytest.mark.parametrize(
-    ("payload", "message"),
-    [({"questions": [{"question": "q"}]}, "item 1 needs either"),
-     ({"questions": [{"question": f"q{i}", "answer": "a"} for i in range(201)]}, "at most 200"),
-     ({"questions": "q | a"}, "questions"), ({}, "questions")],
-)
-def test_the_api_refuses_a_bad_set_with_the_error_shape(client, keyed, payload, message):
-    _collection, raw = keyed
-    response = request(client, "put", raw, "/api/v1/collections/handbook/known-answers", payload)
-    assert response.status_code == 400
-    error = response.json()["error"]
-    assert set(error) == {"code", "message"} and message in error["message"]
-    assert not KnownAnswer.objects.exists()
-
-
-def test_the_api_refuses_a_per_reader_collection_and_another_agents(client, keyed, knowledge_folder):
-    collection, raw = keyed
-    Collection.objects.filter(pk=collection.pk).update(per_reader=True)
-    response = request(client, "put", raw, "/api/v1/collections/handbook/known-answers", {"questions": ITEMS})
-    assert response.status_code == 409 and response.json()["error"]["code"] == "per_reader"
-    other, _raw = create_agent(agent_id="other")
-    create_collection(agent=other, name="theirs")
-    response = request(client, "get", raw, "/api/v1/collections/theirs/known-answers")
-    assert response.status_code == 404
-
-
-def test_the_command_sets_shows_and_clears_known_answers(keyed, tmp_path, django_capture_on_commit_callbacks):
-    collection, _raw = keyed
-    path = tmp_path / "known.jsonl"
-    path.write_text("\n".join(json.dumps(item) for item in ITEMS))
-    out = StringIO()
-    with django_capture_on_commit_callbacks(execute=True):
-        call_command("known_answers", "keyed", "handbook", str(path), "--measured-floor", stdout=out)
-    assert "4 known answers and 1 controls; floor measured: True" in out.getvalue()
-    shown = StringIO()
-    call_command("known_answers", "keyed", "handbook", stdout=shown)
-    assert "found" in shown.getvalue() and "(measured)" in shown.getvalue()
-    as_json = StringIO()
-    call_command("known_answers", "keyed", "handbook", "--json", stdout=as_json)
-    assert json.loads(as_json.getvalue())["questions"] == ITEMS
-    call_command("known_answers", "keyed", "handbook", "--clear", stdout=StringIO())
-    assert not KnownAnswer.objects.filter(collection=collection).exists()
-
-
-def test_the_command_refuses_bad_files_naming_the_line(keyed, tmp_path):
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"question": "q", "answer": "a"}\nnot json\n')
-    with pytest.raises(CommandError, match="line 2 is not JSON"):
-        call_command("known_answers", "keyed", "handbook", str(bad))
-    with pytest.raises(CommandError, match="cannot read"):
-        call_command("known_answers", "keyed", "handbook", str(Path(tmp_path) / "missing.jsonl"))
-
-
-# --- The demo -------------------------------------------------------------------------------
-
-
-def test_the_demo_ships_a_known_answer_set_and_reads_the_handbooks_floor_off_it(monkeypatch,
-                                                                                django_capture_on_commit_callbacks):
-    monkeypatch.setenv("KNOWLEDGE_HANDBOOK_FOLDER", str(SAMPLE_DOCS))
-    with django_capture_on_commit_callbacks(execute=True):
-        call_command("demo", stdout=StringIO(), stderr=StringIO())
-    handbook = Collection.objects.get(name="handbook")
-    assert handbook.floor_measured and KnownAnswer.objects.filter(collection=handbook).count() >= 30
-    report = k.latest_report(handbook)
-    assert report.status == "measured" and report.found_at_5 and report.floor_source == "measured"
-
-
-def test_the_sample_set_never_replaces_a_set_a_person_made(agent):
-    collection = create_collection(agent=agent, name="handbook")
-    k.set_known_answers(collection=collection, items=ITEMS)
-    assert k.give_sample_set(collection=collection) is None
-    assert k.as_items(k.known_answers(collection)) == ITEMS
-
-
-def test_a_builds_status_can_carry_its_own_report(handbook, knowledge_folder, build):
-    knowledge_folder("handbook", {"travel.md": "# Travel\n\nTrains are booked in standard class.\n"})
-    run = build(handbook)
-    status = k.for_build(run)
-    assert status["build"] == run.pk and status["lost"] == ["what is mileage reimbursed at per kilometre"]
-    assert "results" not in status and status["warnings"][0].startswith("1 of 4 known answers no longer found")
-    assert k.for_build(BuildRun.objects.create(collection=handbook)) is None

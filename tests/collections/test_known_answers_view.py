@@ -42,24 +42,34 @@ def seen(result: dict) -> tuple:
 
 
 def test_a_disabled_document_is_not_found_and_the_report_equals_a_twin_without_it(
-        agent, knowledge_folder, django_capture_on_commit_callbacks):
+    agent, knowledge_folder, django_capture_on_commit_callbacks
+):
     collection = built(agent, knowledge_folder, "handbook", HANDBOOK, django_capture_on_commit_callbacks)
     assert latest(collection)[MILEAGE["question"]]["found"]
     # Switching the document off asks the known answers again, over what search now reads.
     with django_capture_on_commit_callbacks(execute=True):
-        assert set_documents_enabled(documents=collection.documents.filter(name="travel.md"), enabled=False) == 1
+        assert (
+            set_documents_enabled(documents=collection.documents.filter(name="travel.md"), enabled=False) == 1
+        )
     report = latest(collection)
     assert not report[MILEAGE["question"]]["found"]
     assert not found_by_search(collection, MILEAGE["question"], MILEAGE["answer"], min_score=0.0, most=50)
-    twin = built(agent, knowledge_folder, "twin", {n: t for n, t in HANDBOOK.items() if n != "travel.md"},
-                 django_capture_on_commit_callbacks)
+    twin = built(
+        agent,
+        knowledge_folder,
+        "twin",
+        {n: t for n, t in HANDBOOK.items() if n != "travel.md"},
+        django_capture_on_commit_callbacks,
+    )
     assert {q: seen(r) for q, r in report.items()} == {q: seen(r) for q, r in latest(twin).items()}
     with django_capture_on_commit_callbacks(execute=True):
         set_documents_enabled(documents=collection.documents.filter(name="travel.md"), enabled=True)
     assert latest(collection)[MILEAGE["question"]]["found"]
 
 
-def test_a_disabled_paragraph_is_not_found_either(agent, knowledge_folder, django_capture_on_commit_callbacks):
+def test_a_disabled_paragraph_is_not_found_either(
+    agent, knowledge_folder, django_capture_on_commit_callbacks
+):
     collection = built(agent, knowledge_folder, "handbook", HANDBOOK, django_capture_on_commit_callbacks)
     mileage = Paragraph.objects.filter(collection=collection, text__contains="0.42 per kilometre")
     with django_capture_on_commit_callbacks(execute=True):
@@ -67,10 +77,12 @@ def test_a_disabled_paragraph_is_not_found_either(agent, knowledge_folder, djang
     assert not latest(collection)[MILEAGE["question"]]["found"]
 
 
-def test_a_per_reader_collections_report_says_whose_view_it_measured(agent, knowledge_folder,
-                                                                     django_capture_on_commit_callbacks):
-    collection = built(agent, knowledge_folder, "secret", HANDBOOK, django_capture_on_commit_callbacks,
-                       per_reader=True)
+def test_a_per_reader_collections_report_says_whose_view_it_measured(
+    agent, knowledge_folder, django_capture_on_commit_callbacks
+):
+    collection = built(
+        agent, knowledge_folder, "secret", HANDBOOK, django_capture_on_commit_callbacks, per_reader=True
+    )
     described = k.describe(collection)
     assert k.EVERY_LABEL in described["report"]["warnings"]
     plain = built(agent, knowledge_folder, "open", HANDBOOK, django_capture_on_commit_callbacks)

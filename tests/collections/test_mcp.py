@@ -77,9 +77,17 @@ def tool_error(result) -> dict:
 @pytest.mark.parametrize("version", protocol.LEGACY_VERSIONS)
 def test_initialize_answers_the_clients_version_when_supported(client, keyed, version):
     _agent, raw = keyed
-    response = call(client, raw, "initialize", {
-        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"},
-    }, version=None)
+    response = call(
+        client,
+        raw,
+        "initialize",
+        {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+        version=None,
+    )
     assert response.status_code == 200 and response["Content-Type"] == "application/json"
     assert "Mcp-Session-Id" not in response  # stateless: no session to hand out
     body = response.json()
@@ -88,16 +96,22 @@ def test_initialize_answers_the_clients_version_when_supported(client, keyed, ve
     assert result["protocolVersion"] == version
     assert result["serverInfo"]["name"] == "ragsite"
     # Tools, and the paragraphs a search links to (resources/read); neither list changes while it runs.
-    assert result["capabilities"] == {"tools": {"listChanged": False},
-                                      "resources": {"subscribe": False, "listChanged": False}}
+    assert result["capabilities"] == {
+        "tools": {"listChanged": False},
+        "resources": {"subscribe": False, "listChanged": False},
+    }
 
 
 @pytest.mark.parametrize("offered", ["2024-11-05", "2099-01-01", "banana", "2026-07-28"])
 def test_initialize_answers_the_latest_version_when_the_clients_is_not_supported(client, keyed, offered):
     # 2026-07-28 has no handshake: a client that initializes is answered in the handshake era.
     _agent, raw = keyed
-    result = call(client, raw, "initialize", {"protocolVersion": offered, "capabilities": {},
-                                              "clientInfo": {"name": "t", "version": "1"}}).json()["result"]
+    result = call(
+        client,
+        raw,
+        "initialize",
+        {"protocolVersion": offered, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    ).json()["result"]
     assert result["protocolVersion"] == LATEST
 
 
@@ -123,12 +137,17 @@ def test_tools_list_names_every_tool_with_its_schemas(client, keyed):
     assert schema["properties"]["question"]["maxLength"] == 2000
     assert (schema["properties"]["most"]["minimum"], schema["properties"]["most"]["maximum"]) == (1, 50)
     assert (schema["properties"]["around"]["minimum"], schema["properties"]["around"]["maximum"]) == (0, 5)
-    assert (schema["properties"]["min_score"]["minimum"], schema["properties"]["min_score"]["maximum"]) == (0, 1)
+    assert (schema["properties"]["min_score"]["minimum"], schema["properties"]["min_score"]["maximum"]) == (
+        0,
+        1,
+    )
     assert search["outputSchema"]["type"] == "object"
     assert search["annotations"]["readOnlyHint"] is True
 
 
-def test_at_2025_03_26_tools_carry_no_output_schema_and_results_no_structured_content(client, handbook, keyed):
+def test_at_2025_03_26_tools_carry_no_output_schema_and_results_no_structured_content(
+    client, handbook, keyed
+):
     # Structured output arrived in 2025-06-18; an older client gets the JSON as text only.
     _agent, raw = keyed
     tools = call(client, raw, "tools/list", version="2025-03-26").json()["result"]["tools"]
@@ -161,10 +180,20 @@ def test_search_finds_the_paragraph_and_answers_like_the_service(client, handboo
 
 def test_search_passes_every_argument_through(client, handbook, keyed):
     _agent, raw = keyed
-    answer = call_tool(client, raw, "search", {
-        "collection": "handbook", "question": "badges quantum", "most": 1, "around": 2, "min_score": 0,
-        "reader": None, "onBehalfOf": None,
-    })["structuredContent"]
+    answer = call_tool(
+        client,
+        raw,
+        "search",
+        {
+            "collection": "handbook",
+            "question": "badges quantum",
+            "most": 1,
+            "around": 2,
+            "min_score": 0,
+            "reader": None,
+            "onBehalfOf": None,
+        },
+    )["structuredContent"]
     assert len(answer["paragraphs"]) == 1 and answer["floor"] == 0 and answer["around"] == 2
 
 
@@ -185,7 +214,9 @@ def test_a_per_reader_collection_without_a_reader_is_a_tool_error(client, keyed,
     error = tool_error(call_tool(client, raw, "search", {"collection": "secret", "question": QUESTION}))
     assert error["code"] == "reader_required" and "reader" in error["message"]
     # An unknown reader reads what a reader holding no labels reads (here: everything unlabelled).
-    answer = call_tool(client, raw, "search", {"collection": "secret", "question": QUESTION, "reader": "mallory"})
+    answer = call_tool(
+        client, raw, "search", {"collection": "secret", "question": QUESTION, "reader": "mallory"}
+    )
     assert answer["isError"] is False and answer["structuredContent"]["paragraphs"]
 
 
@@ -194,15 +225,21 @@ def test_over_the_runaway_limit_is_a_tool_error(client, handbook, keyed):
     agent.runaway_limit = 1
     agent.save()
     record_call(agent=agent, collection=handbook, purpose=ModelCall.JUDGE, model="judge-mini")
-    error = tool_error(call_tool(client, raw, "search", {"collection": "handbook", "question": QUESTION,
-                                                         "onBehalfOf": "alpha"}))
+    error = tool_error(
+        call_tool(
+            client, raw, "search", {"collection": "handbook", "question": QUESTION, "onBehalfOf": "alpha"}
+        )
+    )
     assert error["code"] == "runaway_limit"
 
 
 def test_a_never_built_collection_is_a_tool_error(client, keyed):
     agent, raw = keyed
     create_collection(agent=agent, name="empty")
-    assert tool_error(call_tool(client, raw, "search", {"collection": "empty", "question": "q"}))["code"] == "not_built"
+    assert (
+        tool_error(call_tool(client, raw, "search", {"collection": "empty", "question": "q"}))["code"]
+        == "not_built"
+    )
 
 
 BAD_ARGUMENTS = [
@@ -219,7 +256,10 @@ BAD_ARGUMENTS = [
     ({"collection": "handbook", "question": QUESTION, "around": 6}, "'around' must be at most 5"),
     ({"collection": "handbook", "question": QUESTION, "around": -1}, "'around' must be at least 0"),
     ({"collection": "handbook", "question": QUESTION, "min_score": 1.5}, "'min_score' must be at most 1"),
-    ({"collection": "handbook", "question": QUESTION, "min_score": "high"}, "'min_score' must be number or null"),
+    (
+        {"collection": "handbook", "question": QUESTION, "min_score": "high"},
+        "'min_score' must be number or null",
+    ),
     ({"collection": "handbook", "question": QUESTION, "reader": 7}, "'reader' must be string or null"),
     ({"collection": "", "question": QUESTION}, "'collection' must be at least 1"),
     ({"collection": ["handbook"], "question": QUESTION}, "'collection' must be string"),
@@ -227,7 +267,9 @@ BAD_ARGUMENTS = [
 
 
 @pytest.mark.parametrize(("arguments", "message"), BAD_ARGUMENTS)
-def test_arguments_outside_the_schema_are_a_tool_error_naming_the_problem(client, handbook, keyed, arguments, message):
+def test_arguments_outside_the_schema_are_a_tool_error_naming_the_problem(
+    client, handbook, keyed, arguments, message
+):
     _agent, raw = keyed
     error = tool_error(call_tool(client, raw, "search", arguments))
     assert error["code"] == "invalid_arguments" and message in error["message"]
@@ -239,13 +281,16 @@ def test_whole_floats_count_as_integers_like_json_schema_says(client, handbook, 
     assert result["isError"] is False and len(result["structuredContent"]["paragraphs"]) == 1
 
 
-@pytest.mark.parametrize(("params", "fragment"), [
-    ({"arguments": {}}, "needs the tool's name"),
-    ({"name": 5}, "needs the tool's name"),
-    ({"name": "delete_everything", "arguments": {}}, "unknown tool 'delete_everything'"),
-    ({"name": "search", "arguments": ["handbook", QUESTION]}, "arguments must be an object"),
-    ({"name": "search", "arguments": "handbook"}, "arguments must be an object"),
-])
+@pytest.mark.parametrize(
+    ("params", "fragment"),
+    [
+        ({"arguments": {}}, "needs the tool's name"),
+        ({"name": 5}, "needs the tool's name"),
+        ({"name": "delete_everything", "arguments": {}}, "unknown tool 'delete_everything'"),
+        ({"name": "search", "arguments": ["handbook", QUESTION]}, "arguments must be an object"),
+        ({"name": "search", "arguments": "handbook"}, "arguments must be an object"),
+    ],
+)
 def test_malformed_tools_call_params_are_invalid_params(client, keyed, params, fragment):
     _agent, raw = keyed
     body = call(client, raw, "tools/call", params).json()
@@ -268,9 +313,13 @@ def test_store_then_recall_finds_the_memory(client, keyed):
     stored = call_tool(client, raw, "store", {"text": "The staging database password rotates every Monday."})
     assert stored["isError"] is False
     assert stored["structuredContent"]["kind"] == "mem" and stored["structuredContent"]["id"] > 0
-    episode = call_tool(client, raw, "store", {"text": "Deployed the search service on Tuesday.", "kind": "ep"})
+    episode = call_tool(
+        client, raw, "store", {"text": "Deployed the search service on Tuesday.", "kind": "ep"}
+    )
     assert episode["structuredContent"]["kind"] == "ep"
-    recalled = call_tool(client, raw, "recall", {"question": "when does the staging password rotate", "most": 1})
+    recalled = call_tool(
+        client, raw, "recall", {"question": "when does the staging password rotate", "most": 1}
+    )
     excerpts = recalled["structuredContent"]["excerpts"]
     assert len(excerpts) == 1 and excerpts[0]["id"] == stored["structuredContent"]["id"]
     assert "rotates every Monday" in excerpts[0]["text"]
@@ -279,14 +328,22 @@ def test_store_then_recall_finds_the_memory(client, keyed):
 def test_memory_tool_errors_are_tool_results(client, keyed):
     _agent, raw = keyed
     assert tool_error(call_tool(client, raw, "store", {"text": "   "}))["code"] == "empty_text"
-    assert tool_error(call_tool(client, raw, "store", {"text": "x", "kind": "note"}))["code"] == "invalid_arguments"
-    assert tool_error(call_tool(client, raw, "recall", {"query": "q", "most": 99}))["code"] == "invalid_arguments"
+    assert (
+        tool_error(call_tool(client, raw, "store", {"text": "x", "kind": "note"}))["code"]
+        == "invalid_arguments"
+    )
+    assert (
+        tool_error(call_tool(client, raw, "recall", {"query": "q", "most": 99}))["code"]
+        == "invalid_arguments"
+    )
 
 
 def test_answers_match_the_published_output_schemas(client, handbook, keyed):
     """Checked with the independent `jsonschema` package, for successes and for errors alike."""
     _agent, raw = keyed
-    schemas = {t["name"]: t["outputSchema"] for t in call(client, raw, "tools/list").json()["result"]["tools"]}
+    schemas = {
+        t["name"]: t["outputSchema"] for t in call(client, raw, "tools/list").json()["result"]["tools"]
+    }
     calls = [
         ("search", {"collection": "handbook", "question": QUESTION}),
         ("search", {"collection": "missing", "question": QUESTION}),
@@ -337,7 +394,14 @@ SAMPLES = [
     {"collection": "c", "question": "q", "most": 51},
     {"collection": "c", "question": "q", "most": 3.0},
     {"collection": "c", "question": "q", "most": None},
-    {"collection": "c", "question": "q", "around": None, "reader": None, "onBehalfOf": None, "min_score": None},
+    {
+        "collection": "c",
+        "question": "q",
+        "around": None,
+        "reader": None,
+        "onBehalfOf": None,
+        "min_score": None,
+    },
     {"collection": "c", "question": "q", "min_score": 1},
     {"collection": "c", "question": "q", "min_score": True},
     {"collection": "c", "question": "q", "reader": ""},

@@ -22,9 +22,11 @@ from tests.conftest import HANDBOOK
 keyed, handbook = test_mcp.keyed, test_mcp.handbook  # the same fixtures
 
 MODERN = "2026-07-28"
-META = {"io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {}}
+META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 
 
 def modern(client, raw, method, params=None, *, id_=1, meta=META, headers=None, name_header=None):
@@ -32,8 +34,12 @@ def modern(client, raw, method, params=None, *, id_=1, meta=META, headers=None, 
     params = dict(params or {})
     if meta is not None:
         params["_meta"] = meta
-    sent = {"Authorization": f"Bearer {raw}", "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+    sent = {
+        "Authorization": f"Bearer {raw}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": method,
+    }
     named = params.get("name") or params.get("uri")
     if named is not None:
         sent["Mcp-Name"] = name_header if name_header is not None else named
@@ -50,8 +56,10 @@ def test_discover_names_every_version_newest_first_with_capabilities_and_identit
     result = response.json()["result"]
     assert result["resultType"] == "complete"
     assert result["supportedVersions"] == ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"]
-    assert result["capabilities"] == {"tools": {"listChanged": False},
-                                      "resources": {"subscribe": False, "listChanged": False}}
+    assert result["capabilities"] == {
+        "tools": {"listChanged": False},
+        "resources": {"subscribe": False, "listChanged": False},
+    }
     assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "ragsite"
     assert result["instructions"]
     assert result["cacheScope"] == "public" and isinstance(result["ttlMs"], int) and result["ttlMs"] >= 0
@@ -63,8 +71,9 @@ def test_client_info_is_optional(client, keyed):
     assert modern(client, raw, "server/discover", meta=meta).status_code == 200
 
 
-@pytest.mark.parametrize("drop", [None, "io.modelcontextprotocol/protocolVersion",
-                                  "io.modelcontextprotocol/clientCapabilities"])
+@pytest.mark.parametrize(
+    "drop", [None, "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities"]
+)
 def test_a_request_without_its_meta_is_invalid_params_400_with_its_id(client, keyed, drop):
     _agent, raw = keyed
     meta = None if drop is None else {k: v for k, v in META.items() if k != drop}
@@ -87,8 +96,9 @@ def test_a_header_that_disagrees_with_the_meta_is_a_header_mismatch(client, keye
 def test_an_unsupported_version_names_the_supported_and_echoes_the_requested(client, keyed):
     _agent, raw = keyed
     meta = {**META, "io.modelcontextprotocol/protocolVersion": "v999.0.0"}
-    response = modern(client, raw, "server/discover", meta=meta, id_=301,
-                      headers={"MCP-Protocol-Version": "v999.0.0"})
+    response = modern(
+        client, raw, "server/discover", meta=meta, id_=301, headers={"MCP-Protocol-Version": "v999.0.0"}
+    )
     assert response.status_code == 400
     error = response.json()["error"]
     assert response.json()["id"] == 301 and error["code"] == -32022
@@ -104,20 +114,36 @@ def test_mcp_method_must_be_the_bodys_method(client, keyed, method_header):
 
 def test_header_names_are_case_insensitive_and_values_trimmed(client, handbook, keyed):
     _agent, raw = keyed
-    response = client.post("/mcp", content_type="application/json", data=json.dumps(
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-         "params": {"name": "collections", "arguments": {}, "_meta": META}}),
-        headers={"Authorization": f"Bearer {raw}", "mcp-protocol-version": MODERN, "MCP-METHOD": "tools/call",
-                 "mcp-name": "  collections  "})
+    response = client.post(
+        "/mcp",
+        content_type="application/json",
+        data=json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "collections", "arguments": {}, "_meta": META},
+            }
+        ),
+        headers={
+            "Authorization": f"Bearer {raw}",
+            "mcp-protocol-version": MODERN,
+            "MCP-METHOD": "tools/call",
+            "mcp-name": "  collections  ",
+        },
+    )
     assert response.status_code == 200 and response.json()["result"]["isError"] is False
 
 
-@pytest.mark.parametrize("sent, accepted", [
-    ("wrong_tool_name", False),
-    ("", False),
-    ("=?base64?" + base64.b64encode(b"collections").decode() + "?=", True),
-    ("=?base64?SGVs!!!bG8=?=", False),
-])
+@pytest.mark.parametrize(
+    "sent, accepted",
+    [
+        ("wrong_tool_name", False),
+        ("", False),
+        ("=?base64?" + base64.b64encode(b"collections").decode() + "?=", True),
+        ("=?base64?SGVs!!!bG8=?=", False),
+    ],
+)
 def test_mcp_name_must_be_the_tools_name_base64_sentinel_decoded(client, handbook, keyed, sent, accepted):
     _agent, raw = keyed
     response = modern(client, raw, "tools/call", {"name": "collections", "arguments": {}}, name_header=sent)
@@ -129,12 +155,15 @@ def test_mcp_name_must_be_the_tools_name_base64_sentinel_decoded(client, handboo
 
 def test_a_tools_call_without_mcp_name_is_refused(client, handbook, keyed):
     _agent, raw = keyed
-    response = modern(client, raw, "tools/call", {"name": "collections", "arguments": {}},
-                      headers={"Mcp-Name": None})
+    response = modern(
+        client, raw, "tools/call", {"name": "collections", "arguments": {}}, headers={"Mcp-Name": None}
+    )
     assert response.status_code == 400 and response.json()["error"]["code"] == -32020
 
 
-@pytest.mark.parametrize("method", ["initialize", "ping", "logging/setLevel", "resources/subscribe", "unknown/method"])
+@pytest.mark.parametrize(
+    "method", ["initialize", "ping", "logging/setLevel", "resources/subscribe", "unknown/method"]
+)
 def test_methods_the_revision_removed_or_never_had_are_404_method_not_found(client, keyed, method):
     _agent, raw = keyed
     response = modern(client, raw, method, id_=500)
@@ -153,8 +182,12 @@ def test_tools_list_is_a_cacheable_complete_result_with_output_schemas(client, k
 
 def test_search_answers_structured_content_and_links_each_cited_paragraph(client, handbook, keyed):
     _agent, raw = keyed
-    result = modern(client, raw, "tools/call", {"name": "search", "arguments": {
-        "collection": "handbook", "question": QUESTION, "around": 0}}).json()["result"]
+    result = modern(
+        client,
+        raw,
+        "tools/call",
+        {"name": "search", "arguments": {"collection": "handbook", "question": QUESTION, "around": 0}},
+    ).json()["result"]
     assert result["resultType"] == "complete" and result["isError"] is False
     answer = result["structuredContent"]
     assert json.loads(result["content"][0]["text"]) == answer
@@ -162,8 +195,9 @@ def test_search_answers_structured_content_and_links_each_cited_paragraph(client
     assert [link["type"] for link in links] == ["resource_link"] * len(answer["paragraphs"]) and links
     assert [link["name"] for link in links] == [p["chunk_id"] for p in answer["paragraphs"]]
     best = links[0]
-    assert best["uri"] == "ragsite://collections/handbook/paragraphs/" + answer["paragraphs"][0]["chunk_id"].replace(
-        "#", "%23")
+    assert best["uri"] == "ragsite://collections/handbook/paragraphs/" + answer["paragraphs"][0][
+        "chunk_id"
+    ].replace("#", "%23")
     assert best["mimeType"] == "text/plain" and best["title"].startswith("leave.md")
 
     read = modern(client, raw, "resources/read", {"uri": best["uri"]}).json()["result"]
@@ -176,26 +210,39 @@ def test_search_answers_structured_content_and_links_each_cited_paragraph(client
 
 def test_links_appear_from_2025_06_18_and_read_back_in_the_handshake_era_too(client, handbook, keyed):
     _agent, raw = keyed
-    old = call_tool(client, raw, "search", {"collection": "handbook", "question": QUESTION}, version="2025-03-26")
+    old = call_tool(
+        client, raw, "search", {"collection": "handbook", "question": QUESTION}, version="2025-03-26"
+    )
     assert [item["type"] for item in old["content"]] == ["text"]
     # around 0: a link reads back the paragraph it cites (`chunk_id`), not the neighbours stitched to it.
-    new = call_tool(client, raw, "search", {"collection": "handbook", "question": QUESTION, "around": 0},
-                    version="2025-11-25")
+    new = call_tool(
+        client,
+        raw,
+        "search",
+        {"collection": "handbook", "question": QUESTION, "around": 0},
+        version="2025-11-25",
+    )
     link = new["content"][1]
     read = call(client, raw, "resources/read", {"uri": link["uri"]}, version="2025-11-25").json()["result"]
-    assert "resultType" not in read and read["contents"][0]["text"] == new["structuredContent"]["paragraphs"][0]["text"]
+    assert (
+        "resultType" not in read
+        and read["contents"][0]["text"] == new["structuredContent"]["paragraphs"][0]["text"]
+    )
     templates = call(client, raw, "resources/templates/list", version="2025-11-25").json()["result"]
     assert templates["resourceTemplates"][0]["uriTemplate"].startswith("ragsite://collections/")
     assert call(client, raw, "resources/list", version="2025-11-25").json()["result"] == {"resources": []}
 
 
-@pytest.mark.parametrize("uri", [
-    "ragsite://collections/handbook/paragraphs/leave.md%23999",
-    "ragsite://collections/handbook/paragraphs/nohash",
-    "ragsite://collections/elsewhere/paragraphs/leave.md%230",
-    "ragsite://collections/handbook/other/leave.md%230",
-    "https://example.org/x",
-])
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "ragsite://collections/handbook/paragraphs/leave.md%23999",
+        "ragsite://collections/handbook/paragraphs/nohash",
+        "ragsite://collections/elsewhere/paragraphs/leave.md%230",
+        "ragsite://collections/handbook/other/leave.md%230",
+        "https://example.org/x",
+    ],
+)
 def test_a_link_to_nothing_is_resource_not_found_in_each_eras_code(client, handbook, keyed, uri):
     _agent, raw = keyed
     response = modern(client, raw, "resources/read", {"uri": uri})
@@ -206,8 +253,9 @@ def test_a_link_to_nothing_is_resource_not_found_in_each_eras_code(client, handb
 
 def test_another_agents_paragraph_reads_as_missing(client, handbook, keyed):
     _other, other_raw = create_agent(agent_id="beta", name="Beta")
-    response = modern(client, other_raw, "resources/read",
-                      {"uri": "ragsite://collections/handbook/paragraphs/leave.md%230"})
+    response = modern(
+        client, other_raw, "resources/read", {"uri": "ragsite://collections/handbook/paragraphs/leave.md%230"}
+    )
     assert response.json()["error"]["code"] == -32602
     assert "unknown_collection" == response.json()["error"]["data"]["code"]
 
@@ -222,22 +270,35 @@ def test_a_per_reader_link_reads_only_what_that_reader_may_see(client, keyed, kn
     create_reader(external_id="alice", labels=["hr"])
     chunk = f"{hidden.document.name}%23{hidden.index}"
     uri = f"ragsite://collections/secret/paragraphs/{chunk}"
-    assert modern(client, raw, "resources/read", {"uri": uri}).json()["error"]["data"]["code"] == "reader_required"
+    assert (
+        modern(client, raw, "resources/read", {"uri": uri}).json()["error"]["data"]["code"]
+        == "reader_required"
+    )
     as_bob = modern(client, raw, "resources/read", {"uri": uri + "?reader=bob"}).json()
     as_alice = modern(client, raw, "resources/read", {"uri": uri + "?reader=alice"}).json()
     assert as_bob["error"]["data"]["code"] == "unknown_paragraph"
     assert ANSWER in as_alice["result"]["contents"][0]["text"]
     # A search for alice links with her reader id, so the link reads back what she was shown.
-    result = modern(client, raw, "tools/call", {"name": "search", "arguments": {
-        "collection": "secret", "question": QUESTION, "reader": "alice", "around": 0}}).json()["result"]
+    result = modern(
+        client,
+        raw,
+        "tools/call",
+        {
+            "name": "search",
+            "arguments": {"collection": "secret", "question": QUESTION, "reader": "alice", "around": 0},
+        },
+    ).json()["result"]
     assert result["content"][1]["uri"].endswith("?reader=alice")
 
 
 def test_a_notification_at_2026_is_accepted_without_a_body(client, keyed):
     _agent, raw = keyed
-    response = client.post("/mcp", content_type="application/json", data=json.dumps(
-        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}),
-        headers={"Authorization": f"Bearer {raw}", "MCP-Protocol-Version": MODERN})
+    response = client.post(
+        "/mcp",
+        content_type="application/json",
+        data=json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}),
+        headers={"Authorization": f"Bearer {raw}", "MCP-Protocol-Version": MODERN},
+    )
     assert response.status_code == 202 and response.content == b""
 
 
@@ -265,7 +326,9 @@ def _python_client(url: str, raw: str, mode: str):
             Client(streamable_http_client(url, http_client=http), mode=mode) as client,
         ):
             tools = await client.list_tools()
-            found = await client.call_tool("search", {"collection": "handbook", "question": QUESTION, "around": 0})
+            found = await client.call_tool(
+                "search", {"collection": "handbook", "question": QUESTION, "around": 0}
+            )
             missing = await client.call_tool("search", {"collection": "nope", "question": QUESTION})
             link = next(item for item in found.content if item.type == "resource_link")
             cited = await client.read_resource(link.uri)
@@ -276,8 +339,10 @@ def _python_client(url: str, raw: str, mode: str):
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("mode, expected", [("2026-07-28", "2026-07-28"), ("auto", "2026-07-28"),
-                                            ("legacy", protocol.LATEST_LEGACY)])
+@pytest.mark.parametrize(
+    "mode, expected",
+    [("2026-07-28", "2026-07-28"), ("auto", "2026-07-28"), ("legacy", protocol.LATEST_LEGACY)],
+)
 def test_the_official_python_sdk_at_each_revision(live, mode, expected):
     url, raw = live
     version, tools, found, missing, link, cited = _python_client(url, raw, mode)
@@ -297,15 +362,26 @@ NODE_V2 = HERE / "node_modules" / "@modelcontextprotocol" / "client"
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
-@pytest.mark.skipif(not NODE_V2.is_dir(), reason="the TypeScript MCP SDK is not installed: npm ci --prefix tests/collections")
-@pytest.mark.parametrize("sdk, version, era", [("v2", "2026-07-28", "modern"), ("v2", "legacy", "legacy"),
-                                               ("v1", "legacy", "legacy")])
+@pytest.mark.skipif(
+    not NODE_V2.is_dir(), reason="the TypeScript MCP SDK is not installed: npm ci --prefix tests/collections"
+)
+@pytest.mark.parametrize(
+    "sdk, version, era",
+    [("v2", "2026-07-28", "modern"), ("v2", "legacy", "legacy"), ("v1", "legacy", "legacy")],
+)
 def test_the_official_typescript_sdk_at_each_revision(live, sdk, version, era):
     url, raw = live
-    env = {**os.environ, "MCP_URL": url, "MCP_KEY": raw, "MCP_SDK": sdk, "MCP_VERSION": version,
-           "MCP_ARGUMENTS": json.dumps({"collection": "handbook", "question": QUESTION, "around": 0})}
-    done = subprocess.run(["node", str(HERE / "mcp_client.mjs")], env=env, capture_output=True, text=True,
-                          timeout=120)
+    env = {
+        **os.environ,
+        "MCP_URL": url,
+        "MCP_KEY": raw,
+        "MCP_SDK": sdk,
+        "MCP_VERSION": version,
+        "MCP_ARGUMENTS": json.dumps({"collection": "handbook", "question": QUESTION, "around": 0}),
+    }
+    done = subprocess.run(
+        ["node", str(HERE / "mcp_client.mjs")], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["era"] == era and out["sessionId"] is None

@@ -29,22 +29,43 @@ def test_no_key_a_wrong_key_or_a_revoked_key_is_401_in_the_error_shape(client, k
     assert send(client, raw, ping).status_code == 401
 
 
-@pytest.mark.parametrize("body", [b"{not json", b"   ", b"\xff\xfe{}", b'{"jsonrpc": "2.0", "id": NaN, "method": "ping"}',
-                                  b"[" * 100_000 + b"]" * 100_000])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"{not json",
+        b"   ",
+        b"\xff\xfe{}",
+        b'{"jsonrpc": "2.0", "id": NaN, "method": "ping"}',
+        b"[" * 100_000 + b"]" * 100_000,
+    ],
+)
 def test_a_body_that_is_not_json_is_a_parse_error(client, keyed, body):
     _agent, raw = keyed
     response = send(client, raw, None, raw_body=body)
     assert response.status_code == 400
-    assert response.json() == {"jsonrpc": "2.0", "id": None,
-                               "error": {"code": -32700, "message": response.json()["error"]["message"]}}
+    assert response.json() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32700, "message": response.json()["error"]["message"]},
+    }
 
 
-@pytest.mark.parametrize("message", [
-    5, "ping", None, {"id": 1, "method": "ping"}, {"jsonrpc": "1.0", "id": 1, "method": "ping"},
-    {"jsonrpc": "2.0", "id": 1}, {"jsonrpc": "2.0", "id": 1, "method": 7},
-    {"jsonrpc": "2.0", "id": None, "method": "ping"}, {"jsonrpc": "2.0", "id": 1.5, "method": "ping"},
-    {"jsonrpc": "2.0", "id": True, "method": "ping"}, {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": "x"},
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        5,
+        "ping",
+        None,
+        {"id": 1, "method": "ping"},
+        {"jsonrpc": "1.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 1},
+        {"jsonrpc": "2.0", "id": 1, "method": 7},
+        {"jsonrpc": "2.0", "id": None, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 1.5, "method": "ping"},
+        {"jsonrpc": "2.0", "id": True, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": "x"},
+    ],
+)
 def test_an_invalid_request_is_32600(client, keyed, message):
     _agent, raw = keyed
     response = send(client, raw, message)
@@ -56,7 +77,9 @@ def test_array_params_are_invalid_params(client, keyed):
     assert call(client, raw, "ping", [1]).json()["error"]["code"] == -32602
 
 
-@pytest.mark.parametrize("method", ["resources/subscribe", "prompts/list", "server/discover", "tools/delete", ""])
+@pytest.mark.parametrize(
+    "method", ["resources/subscribe", "prompts/list", "server/discover", "tools/delete", ""]
+)
 def test_an_unknown_method_is_32601(client, keyed, method):
     _agent, raw = keyed
     response = call(client, raw, method, {}, id_=9)
@@ -64,14 +87,17 @@ def test_an_unknown_method_is_32601(client, keyed, method):
     assert response.json()["error"]["code"] == -32601 and response.json()["id"] == 9
 
 
-@pytest.mark.parametrize("message", [
-    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
-    {"jsonrpc": "2.0", "method": "notifications/never-heard-of"},
-    {"jsonrpc": "2.0", "method": "tools/call", "params": "not even an object"},
-    {"jsonrpc": "2.0", "id": 3, "result": {}},
-    {"jsonrpc": "2.0", "id": 3, "error": {"code": -1, "message": "no"}},
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+        {"jsonrpc": "2.0", "method": "notifications/never-heard-of"},
+        {"jsonrpc": "2.0", "method": "tools/call", "params": "not even an object"},
+        {"jsonrpc": "2.0", "id": 3, "result": {}},
+        {"jsonrpc": "2.0", "id": 3, "error": {"code": -1, "message": "no"}},
+    ],
+)
 def test_notifications_and_responses_are_accepted_with_202_and_no_body(client, keyed, message):
     _agent, raw = keyed
     response = send(client, raw, message)
@@ -81,16 +107,23 @@ def test_notifications_and_responses_are_accepted_with_202_and_no_body(client, k
 @pytest.mark.parametrize("method", ["get", "delete", "put", "patch", "options"])
 def test_anything_but_post_is_405(client, keyed, method):
     _agent, raw = keyed
-    response = getattr(client, method)("/mcp", headers={"Authorization": f"Bearer {raw}",
-                                                        "Accept": "text/event-stream"})
+    response = getattr(client, method)(
+        "/mcp", headers={"Authorization": f"Bearer {raw}", "Accept": "text/event-stream"}
+    )
     assert response.status_code == 405 and response["Allow"] == "POST"
     assert response.json()["error"]["code"] == "method_not_allowed"
 
 
 def test_a_body_over_one_mebibyte_is_413(client, keyed):
     _agent, raw = keyed
-    big = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                      "params": {"name": "store", "arguments": {"text": "x" * (1024 * 1024)}}})
+    big = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "store", "arguments": {"text": "x" * (1024 * 1024)}},
+        }
+    )
     response = send(client, raw, None, raw_body=big)
     assert response.status_code == 413 and response.json()["error"]["code"] == "too_large"
 
@@ -101,14 +134,25 @@ def test_a_body_that_is_not_declared_json_is_415_and_a_client_refusing_json_406(
     assert send(client, raw, None, raw_body=ping, content_type="text/plain").status_code == 415
     assert send(client, raw, None, raw_body=ping, Accept="text/event-stream").status_code == 406
     assert send(client, raw, None, raw_body=ping, Accept="text/event-stream, */*;q=0.1").status_code == 200
-    assert send(client, raw, None, raw_body=ping, content_type="application/json; charset=utf-8").status_code == 200
+    assert (
+        send(client, raw, None, raw_body=ping, content_type="application/json; charset=utf-8").status_code
+        == 200
+    )
 
 
-@pytest.mark.parametrize(("origin", "status"), [
-    ("http://localhost:6274", 200), ("http://127.0.0.1", 200), ("http://[::1]:8080", 200),
-    ("https://ragsite.example", 200), ("https://evil.example", 403), ("null", 403),
-    ("file://", 403), ("http://localhost.evil.example", 403),
-])
+@pytest.mark.parametrize(
+    ("origin", "status"),
+    [
+        ("http://localhost:6274", 200),
+        ("http://127.0.0.1", 200),
+        ("http://[::1]:8080", 200),
+        ("https://ragsite.example", 200),
+        ("https://evil.example", 403),
+        ("null", 403),
+        ("file://", 403),
+        ("http://localhost.evil.example", 403),
+    ],
+)
 def test_an_origin_must_be_local_or_an_allowed_host(client, keyed, settings, origin, status):
     _agent, raw = keyed
     settings.ALLOWED_HOSTS = ["testserver", "ragsite.example", "*"]  # a bare "*" admits no browser origin
@@ -132,8 +176,10 @@ def test_an_unsupported_protocol_version_header_is_400(client, keyed):
     assert response.status_code == 400
     error = response.json()["error"]
     assert response.json()["id"] == 7 and error["code"] == -32022 and "2025-06-18" in error["message"]
-    assert error["data"] == {"supported": ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"],
-                             "requested": "2024-11-05"}
+    assert error["data"] == {
+        "supported": ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"],
+        "requested": "2024-11-05",
+    }
     # initialize negotiates in its body, whatever header came with it
     response = call(client, raw, "initialize", {"protocolVersion": "2025-06-18"}, version="2024-11-05")
     assert response.json()["result"]["protocolVersion"] == "2025-06-18"
@@ -180,10 +226,17 @@ def test_an_unexpected_failure_is_an_internal_error_not_a_500(client, keyed, mon
     def broken(caller, arguments):
         raise ZeroDivisionError("SECRET-ARGUMENT")
 
-    monkeypatch.setitem(registry.TOOLS, "broken", registry.Tool(
-        name="broken", title="Broken", description="fails", handler=broken,
-        input_schema={"type": "object", "properties": {}, "additionalProperties": False},
-    ))
+    monkeypatch.setitem(
+        registry.TOOLS,
+        "broken",
+        registry.Tool(
+            name="broken",
+            title="Broken",
+            description="fails",
+            handler=broken,
+            input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+        ),
+    )
     with caplog.at_level(logging.ERROR, logger="ragsite.mcp"):
         response = call(client, raw, "tools/call", {"name": "broken", "arguments": {}})
     assert response.status_code == 200 and response.json()["error"]["code"] == -32603
@@ -229,9 +282,13 @@ def test_the_official_python_client_searches_a_live_server(live_handbook):
         ):
             initialized = await session.initialize()
             tools = await session.list_tools()
-            found = await session.call_tool("search", {"collection": "handbook", "question": QUESTION, "around": 0})
+            found = await session.call_tool(
+                "search", {"collection": "handbook", "question": QUESTION, "around": 0}
+            )
             missing = await session.call_tool("search", {"collection": "nope", "question": QUESTION})
-            wrong = await session.call_tool("search", {"collection": "handbook", "question": QUESTION, "most": 99})
+            wrong = await session.call_tool(
+                "search", {"collection": "handbook", "question": QUESTION, "most": 99}
+            )
             return initialized, tools, found, missing, wrong
 
     initialized, tools, found, missing, wrong = anyio.run(session_run)
@@ -269,6 +326,7 @@ def test_the_official_python_client_is_refused_without_a_key(live_server, transa
 
     refused = anyio.run(session_run)
     assert isinstance(refused, MCPError)
+
 
 # The SDK clients of both eras (Python's mcp.Client and TypeScript's v1 and v2) at each revision:
 # test_mcp_modern.py.

@@ -81,8 +81,9 @@ def test_a_variant_finds_answers_ranks_them_and_reads_the_floor_range():
     embedder = build_embedder("hash")
     cache = m.VectorCache(embedder.embed)
     questions = [m.Question(q["question"], q["answer"]) for q in QUESTIONS] + [m.Question(CONTROLS[0])]
-    row = m.measure_variant(DOCUMENTS, m.Variant("fixed", 80, 0, 0), questions, cache=cache,
-                            weight=FUSION_WEIGHT, most=5)
+    row = m.measure_variant(
+        DOCUMENTS, m.Variant("fixed", 80, 0, 0), questions, cache=cache, weight=FUSION_WEIGHT, most=5
+    )
     assert row["method"] == "fixed" and row["paragraphs"] > len(DOCUMENTS)
     leave = row["questions"][0]
     assert leave["found"] is True and leave["rank"] == 1 and 0 < leave["score"] <= 1
@@ -99,8 +100,15 @@ def test_a_variant_finds_answers_ranks_them_and_reads_the_floor_range():
 def test_a_floor_removes_what_scores_below_it():
     cache = m.VectorCache(build_embedder("hash").embed)
     questions = [m.Question(QUESTIONS[0]["question"], "capped at five days"), m.Question(CONTROLS[0])]
-    row = m.measure_variant(DOCUMENTS, m.Variant("fixed", 80, 0, 0), questions, cache=cache,
-                            weight=FUSION_WEIGHT, most=5, floor=0.999)
+    row = m.measure_variant(
+        DOCUMENTS,
+        m.Variant("fixed", 80, 0, 0),
+        questions,
+        cache=cache,
+        weight=FUSION_WEIGHT,
+        most=5,
+        floor=0.999,
+    )
     assert row["found"] == 0 and row["questions"][0]["rank"] is None
     assert row["controls"][0] == {"question": CONTROLS[0], "top_score": None, "returned": 0}
 
@@ -113,8 +121,9 @@ def test_seed_a_control_below_the_floor_reports_no_score_at_all():
     unfloored = m.measure_variant(DOCUMENTS, variant, questions, cache=cache, weight=FUSION_WEIGHT, most=5)
     answer, control = unfloored["questions"][0]["score"], unfloored["controls"][0]["top_score"]
     assert answer > control
-    floored = m.measure_variant(DOCUMENTS, variant, questions, cache=cache, weight=FUSION_WEIGHT, most=5,
-                                floor=(answer + control) / 2)
+    floored = m.measure_variant(
+        DOCUMENTS, variant, questions, cache=cache, weight=FUSION_WEIGHT, most=5, floor=(answer + control) / 2
+    )
     assert floored["found"] == 1 and floored["controls"][0]["top_score"] is None
     assert floored["floor_range"] == {"lowest_answer": answer, "highest_control": None, "separates": True}
 
@@ -124,13 +133,17 @@ def test_around_brings_back_a_neighbour_holding_the_marker():
     cache = m.VectorCache(None)  # lexical only
     question = [m.Question("carry-over of annual leave", "five days")]
     alone = m.measure_variant([text], m.Variant("fixed", 40, 0, 0), question, cache=cache, weight=0.5, most=1)
-    widened = m.measure_variant([text], m.Variant("fixed", 40, 0, 1), question, cache=cache, weight=0.5, most=1)
+    widened = m.measure_variant(
+        [text], m.Variant("fixed", 40, 0, 1), question, cache=cache, weight=0.5, most=1
+    )
     assert alone["questions"][0]["found"] is False
     assert widened["questions"][0]["found"] is True and widened["questions"][0]["rank"] == 1
 
 
 def test_markers_match_case_insensitively_across_whitespace():
-    run = m.Stitched(first=0, last=1, document=0, section="S", hit=0, text="capped at\nFive   days", score=0.5, passages=2)
+    run = m.Stitched(
+        first=0, last=1, document=0, section="S", hit=0, text="capped at\nFive   days", score=0.5, passages=2
+    )
     assert m.find_answer([run], "Capped at five days") == {"found": True, "rank": 1, "score": 0.5}
     assert m.find_answer([run], "ten days") == {"found": False, "rank": None, "score": None}
 
@@ -156,7 +169,9 @@ def test_floor_range(answers, controls, expected):
 
 
 def _snapshot(collection):
-    counts = {model.__name__: model.objects.count() for model in apps.get_app_config("collections_app").get_models()}
+    counts = {
+        model.__name__: model.objects.count() for model in apps.get_app_config("collections_app").get_models()
+    }
     built = CollectionBuilt.objects.filter(collection=collection).values().get()
     return counts, built
 
@@ -170,8 +185,17 @@ def test_measuring_writes_nothing_and_reports_every_variant(handbook):
     assert report["settings"]["fusion_weight"] == FUSION_WEIGHT and report["settings"]["floor"] == 0.0
     assert (report["questions"], report["controls"], report["skipped"]) == (3, 1, [])
     keys = {(v["method"], v["size"], v["around"]) for v in report["variants"]}
-    assert {("fixed", 80, 0), ("fixed", 80, 1), ("fixed", 350, 1), ("tokens", 200, 0), ("window", None, 1)} <= keys
-    assert [v["current"] for v in report["variants"] if v["method"] == "fixed" and v["size"] == 80] == [True, True]
+    assert {
+        ("fixed", 80, 0),
+        ("fixed", 80, 1),
+        ("fixed", 350, 1),
+        ("tokens", 200, 0),
+        ("window", None, 1),
+    } <= keys
+    assert [v["current"] for v in report["variants"] if v["method"] == "fixed" and v["size"] == 80] == [
+        True,
+        True,
+    ]
     assert all(len(v["questions"]) == 3 and len(v["controls"]) == 1 for v in report["variants"])
     # Paragraphs shared by variants (a whole short document, say) were embedded once.
     assert report["embedded"] < sum(v["paragraphs"] for v in report["variants"])
@@ -180,10 +204,15 @@ def test_measuring_writes_nothing_and_reports_every_variant(handbook):
 
 def test_the_collections_own_variant_ranks_exactly_as_search_does(handbook):
     question = "badges on site"
-    report = measure_collection(collection=handbook, questions=[{"question": question, "answer": "Badges"}],
-                                variants=[{"method": "fixed", "size": 80, "around": 1}], most=4)
-    answer = search_collection(agent=handbook.agent, collection=handbook, question=question, most=4,
-                               around=1, min_score=0)
+    report = measure_collection(
+        collection=handbook,
+        questions=[{"question": question, "answer": "Badges"}],
+        variants=[{"method": "fixed", "size": 80, "around": 1}],
+        most=4,
+    )
+    answer = search_collection(
+        agent=handbook.agent, collection=handbook, question=question, most=4, around=1, min_score=0
+    )
     row = report["variants"][0]
     first = next(i for i, p in enumerate(answer["paragraphs"], 1) if "badges" in p["text"].lower())
     assert row["questions"][0]["rank"] == first
@@ -192,8 +221,9 @@ def test_the_collections_own_variant_ranks_exactly_as_search_does(handbook):
     assert row["paragraphs"] == handbook.paragraphs.count()
 
 
-def test_two_reports_of_the_same_documents_share_a_digest_and_a_changed_document_changes_it(handbook,
-                                                                                           knowledge_folder):
+def test_two_reports_of_the_same_documents_share_a_digest_and_a_changed_document_changes_it(
+    handbook, knowledge_folder
+):
     one = {"question": "leave", "answer": "leave"}
     variants = [{"method": "fixed", "size": 80, "around": 0}]
     first = measure_collection(collection=handbook, questions=[one], variants=variants)
@@ -206,7 +236,12 @@ def test_two_reports_of_the_same_documents_share_a_digest_and_a_changed_document
 def test_the_lexical_only_embedder_measures_without_vectors_and_skips_token_methods(handbook, settings):
     settings.EMBED_BACKEND = "none"
     report = measure_collection(collection=handbook, questions=QUESTIONS[:1], controls=CONTROLS)
-    assert (report["model"], report["dimensions"], report["mode"], report["embedded"]) == ("lexical", 0, "lexical", 0)
+    assert (report["model"], report["dimensions"], report["mode"], report["embedded"]) == (
+        "lexical",
+        0,
+        "lexical",
+        0,
+    )
     assert {s["method"] for s in report["skipped"]} == {"tokens", "window"}
     assert report["variants"] and all(v["method"] in ("fixed", "structure") for v in report["variants"])
 
@@ -232,8 +267,13 @@ def test_bad_input_is_refused_before_anything_is_read(handbook, questions, contr
 def test_items_split_into_questions_and_controls():
     items = [{"question": "a", "answer": "b"}, {"question": "c", "control": True}]
     assert parse_items(items) == ([{"question": "a", "answer": "b"}], ["c"])
-    for bad in ({"question": "a"}, {"question": "a", "answer": "b", "control": True}, {"q": "a"}, "a",
-                {"question": "a", "answer": "b", "extra": 1}):
+    for bad in (
+        {"question": "a"},
+        {"question": "a", "answer": "b", "control": True},
+        {"q": "a"},
+        "a",
+        {"question": "a", "answer": "b", "extra": 1},
+    ):
         with pytest.raises(RagsiteError):
             parse_items([bad])
 
@@ -250,8 +290,20 @@ def _jsonl(tmp_path, items):
 def test_the_command_prints_the_report_as_json(handbook, tmp_path):
     path = _jsonl(tmp_path, [*QUESTIONS, {"question": CONTROLS[0], "control": True}])
     out = StringIO()
-    call_command("measure", "alpha", "handbook", path, "--json", "--method", "fixed", "--size", "80",
-                 "--around", "1", stdout=out)
+    call_command(
+        "measure",
+        "alpha",
+        "handbook",
+        path,
+        "--json",
+        "--method",
+        "fixed",
+        "--size",
+        "80",
+        "--around",
+        "1",
+        stdout=out,
+    )
     report = json.loads(out.getvalue())
     assert [(v["method"], v["size"], v["around"]) for v in report["variants"]] == [("fixed", 80, 1)]
     assert report["variants"][0]["found"] == 3 and report["controls"] == 1
@@ -259,7 +311,9 @@ def test_the_command_prints_the_report_as_json(handbook, tmp_path):
 
 def test_the_command_prints_a_table_and_refuses_bad_files(handbook, tmp_path):
     out = StringIO()
-    call_command("measure", "alpha", "handbook", _jsonl(tmp_path, QUESTIONS[:1]), "--method", "fixed", stdout=out)
+    call_command(
+        "measure", "alpha", "handbook", _jsonl(tmp_path, QUESTIONS[:1]), "--method", "fixed", stdout=out
+    )
     assert "hash-64" in out.getvalue() and "fixed" in out.getvalue() and "1/1" in out.getvalue()
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"question": "a", "answer": "b"}\nnot json\n')
@@ -324,14 +378,16 @@ def test_the_mcp_tool_refuses_a_per_reader_collection(client, keyed_handbook, kn
 
 def test_lines_are_questions_with_markers_or_controls():
     assert parse_lines("how many days | five days\n\n! sourdough recipe\n") == (
-        [{"question": "how many days", "answer": "five days"}], ["sourdough recipe"]
+        [{"question": "how many days", "answer": "five days"}],
+        ["sourdough recipe"],
     )
     with pytest.raises(Exception, match="line 1"):
         parse_lines("no marker here")
 
 
-def test_the_admin_page_queues_a_measure_and_its_page_shows_the_stored_report(admin_client, handbook,
-                                                                             django_capture_on_commit_callbacks):
+def test_the_admin_page_queues_a_measure_and_its_page_shows_the_stored_report(
+    admin_client, handbook, django_capture_on_commit_callbacks
+):
     from collections_app.models import MeasureRun
 
     url = reverse("admin:collections_app_collection_measure")
@@ -348,10 +404,14 @@ def test_the_admin_page_queues_a_measure_and_its_page_shows_the_stored_report(ad
     report = page.context["report"]
     assert report is not None and report["questions"] == 3 and report["controls"] == 1
     body = page.content.decode()
-    assert '<svg id="measure-chart"' in body and body.count('class="rs-measure-bar') == len(report["variants"])
+    assert '<svg id="measure-chart"' in body and body.count('class="rs-measure-bar') == len(
+        report["variants"]
+    )
     assert body.count('<tr class="rs-variant') == len(report["variants"]) and "hash-64" in body
     assert "capped at five days" in body and "control" in body
-    assert f"measure {run.pk}" in admin_client.get(url + f"?collection={handbook.pk}").content.decode()  # listed
+    assert (
+        f"measure {run.pk}" in admin_client.get(url + f"?collection={handbook.pk}").content.decode()
+    )  # listed
     progress = admin_client.get(reverse("admin:collections_app_measurerun_progress", args=[run.pk])).json()
     assert (progress["status"], progress["percent"], progress["active"]) == ("succeeded", 100, False)
     assert _snapshot(handbook)[1] == before
@@ -359,7 +419,9 @@ def test_the_admin_page_queues_a_measure_and_its_page_shows_the_stored_report(ad
 
 def test_the_admin_page_reports_bad_lines_as_form_errors(admin_client, handbook):
     url = reverse("admin:collections_app_collection_measure")
-    response = admin_client.post(url, {"collection": handbook.pk, "questions": "a question without marker", "most": 5})
+    response = admin_client.post(
+        url, {"collection": handbook.pk, "questions": "a question without marker", "most": 5}
+    )
     assert response.status_code == 200 and "questions" in response.context["form"].errors
     from collections_app.models import MeasureRun
 
@@ -373,7 +435,8 @@ def test_the_admin_page_needs_view_permission(client, handbook, django_user_mode
 
 
 def test_a_scratch_index_with_windows_pools_each_paragraphs_windows_as_search_does():
-    """As search does (mapped_index, windows.pool_windows): a long paragraph's windows are rows of the matrix."""
+    """As search does (mapped_index, windows.pool_windows): a long paragraph's windows are rows of the
+    matrix."""
     from collections_app.text.stitch import Row
     from collections_app.text.windows import LATER_WINDOW_SHARE
     from ragsite.lexical import BM25Index
@@ -381,13 +444,20 @@ def test_a_scratch_index_with_windows_pools_each_paragraphs_windows_as_search_do
     texts = ["alpha beta", "gamma delta", "epsilon"]
     rows = [Row(ordinal=i, document=i, start=0, end=len(t), text=t, section="") for i, t in enumerate(texts)]
     e = np.eye(3, dtype=np.float32)
-    index = m.ScratchIndex(rows=rows, bm25=BM25Index.from_texts(texts), matrix=np.stack([e[0], e[1], e[2]]),
-                           window_row=np.asarray([0, 0, 1]))  # paragraph 2 has no vector
+    index = m.ScratchIndex(
+        rows=rows,
+        bm25=BM25Index.from_texts(texts),
+        matrix=np.stack([e[0], e[1], e[2]]),
+        window_row=np.asarray([0, 0, 1]),
+    )  # paragraph 2 has no vector
     question = np.asarray([0.1, 0.9, 0.2], dtype=np.float32)
     ranked = m.rank(index, "nothing matches", question, weight=1.0, most=3, around=0)
     first_then_better = 0.1 + LATER_WINDOW_SHARE * (0.9 - 0.1)
-    assert [(run.first, round(run.score, 3)) for run in ranked] == [(0, round(first_then_better, 3)), (1, 0.2),
-                                                                    (2, 0.0)]
+    assert [(run.first, round(run.score, 3)) for run in ranked] == [
+        (0, round(first_then_better, 3)),
+        (1, 0.2),
+        (2, 0.0),
+    ]
 
 
 def test_a_scratch_index_embeds_a_long_paragraph_as_its_windows_as_a_build_stores_it():
@@ -408,102 +478,3 @@ def test_a_scratch_index_embeds_a_long_paragraph_as_its_windows_as_a_build_store
     assert index.matrix.shape == (1 + len(pieces), 16)
     # Without a token counter a paragraph is one vector, as before.
     assert m.scratch_index(["short text here", long_text], variant, cache=cache).window_row is None
-
-
-# --- Measuring as a job ---------------------------------------------------------------------------
-
-
-def test_a_measure_job_records_progress_and_stores_its_report(handbook, django_capture_on_commit_callbacks):
-    from collections_app.models import MeasureRun
-    from collections_app.services.measure import request_measure
-
-    with django_capture_on_commit_callbacks(execute=True):
-        run = request_measure(collection=handbook, questions=QUESTIONS, controls=CONTROLS, requested_by="librarian")
-    run.refresh_from_db()
-    assert run.status == MeasureRun.SUCCEEDED, run.error
-    assert run.variants_total == run.variants_done == len(run.report["variants"]) + len(run.report["skipped"]) > 10
-    assert run.percent == 100 and run.report["questions"] == 3 and run.requested_by == "librarian"
-    assert run.request["controls"] == CONTROLS
-
-
-def test_a_measure_job_refuses_bad_input_before_it_is_queued(handbook):
-    from collections_app.models import MeasureRun
-    from collections_app.services.measure import request_measure
-
-    with pytest.raises(RagsiteError, match="at least one question"):
-        request_measure(collection=handbook, questions=[], controls=[])
-    assert not MeasureRun.objects.exists()
-
-
-def test_a_failed_measure_job_says_why_and_a_dead_one_is_swept(handbook, settings):
-    from django.utils import timezone
-
-    from collections_app.models import MeasureRun
-    from collections_app.services.measure import fail_stale_measures, request_measure, run_measure
-
-    run = request_measure(collection=handbook, questions=QUESTIONS, enqueue=False)
-    settings.EMBED_BACKEND = "http"
-    settings.EMBED_URL = "http://127.0.0.1:9/v1/embeddings"  # nothing listens: the embedder fails
-    settings.EMBED_MODEL = "hash-64"
-    run = run_measure(run.pk)
-    assert run.status == MeasureRun.FAILED and run.error
-    stale = request_measure(collection=handbook, questions=QUESTIONS, enqueue=False)
-    MeasureRun.objects.filter(pk=stale.pk).update(status=MeasureRun.RUNNING,
-                                                  heartbeat_at=timezone.now() - timezone.timedelta(hours=1))
-    assert fail_stale_measures() == 1
-    assert MeasureRun.objects.get(pk=stale.pk).status == MeasureRun.FAILED
-
-
-@pytest.mark.qcluster
-@pytest.mark.django_db(transaction=True)
-def test_a_real_qcluster_runs_a_measure_job_to_its_stored_report(agent, knowledge_folder, tmp_path):
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    from django_q.conf import Conf
-
-    from collections_app.models import MeasureRun
-    from collections_app.services.measure import request_measure
-    from tests.test_qcluster import ROOT, database_url
-
-    collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
-    folder = knowledge_folder("handbook", HANDBOOK)
-    Conf.SYNC = False
-    try:
-        run = request_measure(collection=collection, questions=QUESTIONS, controls=CONTROLS)
-    finally:
-        Conf.SYNC = True
-    assert MeasureRun.objects.get(pk=run.pk).status == MeasureRun.QUEUED  # queued, not run in the request
-    env = {**os.environ, "DATABASE_URL": database_url(), "Q_WORKERS": "1", "EMBED_BACKEND": "hash",
-           "KNOWLEDGE_ALPHA__HANDBOOK_FOLDER": str(folder)}
-    log = (tmp_path / "qcluster.log").open("w+")
-    cluster = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env,
-                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            run.refresh_from_db()
-            if run.status in (MeasureRun.SUCCEEDED, MeasureRun.FAILED):
-                break
-            assert cluster.poll() is None, (tmp_path / "qcluster.log").read_text()[-2000:]
-            time.sleep(0.5)
-        assert run.status == MeasureRun.SUCCEEDED, run.error or (tmp_path / "qcluster.log").read_text()[-2000:]
-        assert run.variants_done == run.variants_total > 10 and run.report["questions"] == len(QUESTIONS)
-    finally:
-        os.killpg(cluster.pid, signal.SIGTERM)
-        try:
-            cluster.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(cluster.pid, signal.SIGKILL)
-
-
-def test_progress_beats_while_a_variant_embeds_not_only_between_variants(handbook, settings):
-    settings.EMBED_BATCH_SIZE = 1
-    beats = []
-    report = measure_collection(collection=handbook, questions=QUESTIONS, progress=lambda done, total: beats.append(done))
-    variants = len(report["variants"]) + len(report["skipped"])
-    assert beats[0] == 0 and beats[-1] == variants and beats == sorted(beats)
-    assert len(beats) > variants + 1 + report["embedded"] - 1  # a beat per embedded batch as well

@@ -85,5 +85,9 @@ def test_character_error_rate_is_the_edit_distance_over_the_truths_length(read, 
     from collections_app.metrics import character_error_rate
 
     flat_read, flat_truth = " ".join(read.split()), " ".join(truth.split())
-    expected = _plain_edit_distance(flat_read, flat_truth) / len(flat_truth) if flat_truth else float(bool(flat_read))
+    expected = (
+        _plain_edit_distance(flat_read, flat_truth) / len(flat_truth)
+        if flat_truth
+        else float(bool(flat_read))
+    )
     assert character_error_rate(read, truth) == pytest.approx(expected)

@@ -19,8 +19,15 @@ def word_with_table() -> bytes:
     document.add_heading("Benefits", level=1)
     document.add_paragraph("Every employee may claim the benefits below.")
     table = document.add_table(rows=3, cols=2)
-    for row, values in zip(table.rows, [("Benefit", "Amount"), ("Gym subsidy", "30 euros per month"),
-                                        ("Bicycle lease", "up to 2,000 euros")], strict=True):
+    for row, values in zip(
+        table.rows,
+        [
+            ("Benefit", "Amount"),
+            ("Gym subsidy", "30 euros per month"),
+            ("Bicycle lease", "up to 2,000 euros"),
+        ],
+        strict=True,
+    ):
         for cell, value in zip(row.cells, values, strict=True):
             cell.text = value
     out = io.BytesIO()
@@ -29,22 +36,40 @@ def word_with_table() -> bytes:
 
 
 FILES = {
-    "deck.pptx": pptx_bytes([
-        {"title": "Quarterly results", "lines": ["Revenue grew twelve percent"]},
-        {"title": "Expansion", "lines": ["A new office in Germany"],
-         "notes": "The Berlin office opens in March 2027 with forty desks."},
-    ]),
-    "rooms.xlsx": xlsx_bytes({
-        "Staff": [["Name", "Team"], ["Alice", "Sales"]],
-        "Rooms": [["Room", "Seats", "Projector"], ["Oak", 14, "yes"], ["Birch", 6, "no"]],
-    }),
-    "codes.csv": csv_bytes([["Code", "Meaning"]]
-                           + [[f"E{n:04d}", f"pump stage {n} stalled"] for n in range(120)]
-                           + [["E9001", "the coolant reservoir is empty"]]),
-    "tale.epub": epub_bytes([("The Keeper", "<h1>The Keeper</h1><p>Old Marta guards the lighthouse on the"
-                                            " northern cape every winter night.</p>")]),
-    "minutes.odt": odf_bytes('<text:h text:outline-level="1">Board minutes</text:h><text:p>The board approved'
-                             " the solar roof for the warehouse in Ghent.</text:p>"),
+    "deck.pptx": pptx_bytes(
+        [
+            {"title": "Quarterly results", "lines": ["Revenue grew twelve percent"]},
+            {
+                "title": "Expansion",
+                "lines": ["A new office in Germany"],
+                "notes": "The Berlin office opens in March 2027 with forty desks.",
+            },
+        ]
+    ),
+    "rooms.xlsx": xlsx_bytes(
+        {
+            "Staff": [["Name", "Team"], ["Alice", "Sales"]],
+            "Rooms": [["Room", "Seats", "Projector"], ["Oak", 14, "yes"], ["Birch", 6, "no"]],
+        }
+    ),
+    "codes.csv": csv_bytes(
+        [["Code", "Meaning"]]
+        + [[f"E{n:04d}", f"pump stage {n} stalled"] for n in range(120)]
+        + [["E9001", "the coolant reservoir is empty"]]
+    ),
+    "tale.epub": epub_bytes(
+        [
+            (
+                "The Keeper",
+                "<h1>The Keeper</h1><p>Old Marta guards the lighthouse on the"
+                " northern cape every winter night.</p>",
+            )
+        ]
+    ),
+    "minutes.odt": odf_bytes(
+        '<text:h text:outline-level="1">Board minutes</text:h><text:p>The board approved'
+        " the solar roof for the warehouse in Ghent.</text:p>"
+    ),
     "benefits.docx": word_with_table(),
     "README": "Start here: the shared drive keeps policies, minutes and the parts catalogue.\n",
 }
@@ -75,8 +100,15 @@ def test_a_folder_of_office_files_builds_and_each_answers_a_question_under_its_s
     # can outrank a long table block. With the real model (MiniLM, hybrid) the same questions find the
     # same paragraphs first (docs/benchmarks.md, "A folder of office files").
     for question, document, section, marker in QUESTIONS:
-        answer = search_collection(agent=agent, collection=collection, question=question, most=3, around=0,
-                                   min_score=0.0, mode="lexical")
+        answer = search_collection(
+            agent=agent,
+            collection=collection,
+            question=question,
+            most=3,
+            around=0,
+            min_score=0.0,
+            mode="lexical",
+        )
         best = answer["paragraphs"][0]
         assert best["chunk_id"].startswith(f"{document}#"), (question, best)
         assert best["section"] == section, (question, best)
@@ -90,11 +122,20 @@ def test_slides_and_sheets_give_their_paragraphs_pages(agent, knowledge_folder):
     knowledge_folder("paged", {name: FILES[name] for name in ("deck.pptx", "rooms.xlsx", "codes.csv")})
     collection = create_collection(agent=agent, name="paged", method="structure")
     assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
-    pages = {(p.document.name, p.section): (p.page_first, p.page_last)
-             for p in Paragraph.objects.filter(collection=collection).select_related("document")}
+    pages = {
+        (p.document.name, p.section): (p.page_first, p.page_last)
+        for p in Paragraph.objects.filter(collection=collection).select_related("document")
+    }
     assert pages[("deck.pptx", "Slide 2: Expansion")] == (2, 2)
     assert pages[("rooms.xlsx", "Rooms")] == (2, 2)  # the workbook's second sheet
     assert pages[("codes.csv", "Document")] == (None, None)
-    answer = search_collection(agent=agent, collection=collection, question="When does the Berlin office open?",
-                               most=1, around=0, min_score=0.0, mode="lexical")
+    answer = search_collection(
+        agent=agent,
+        collection=collection,
+        question="When does the Berlin office open?",
+        most=1,
+        around=0,
+        min_score=0.0,
+        mode="lexical",
+    )
     assert answer["paragraphs"][0]["pages"] == [2, 2]

@@ -8,16 +8,31 @@ from collections_app.text.chunking import chunk
 from collections_app.text.extract import extract
 
 MANUAL = [
-    [("p", "Northwind Robotics - Safety Manual"), ("h", "Protective equipment"),
-     ("p", "Safety glasses are mandatory at all times in the workshop."),
-     ("p", "Steel-toed shoes are required in the robot test hall."), ("p", "Page 1 of 4")],
-    [("p", "Northwind Robotics - Safety Manual"), ("h", "Robot cells"),
-     ("p", "Before anyone enters a robot cell the robot is stopped with the red emergency stop."),
-     ("p", "Page 2 of 4")],
-    [("p", "Northwind Robotics - Safety Manual"), ("h", "Incidents"),
-     ("p", "Every near miss is reported to the safety officer within 24 hours."), ("p", "Page 3 of 4")],
-    [("p", "Northwind Robotics - Safety Manual"), ("h", "Fire"),
-     ("p", "The assembly point is in car park B; the lifts are never used."), ("p", "Page 4 of 4")],
+    [
+        ("p", "Northwind Robotics - Safety Manual"),
+        ("h", "Protective equipment"),
+        ("p", "Safety glasses are mandatory at all times in the workshop."),
+        ("p", "Steel-toed shoes are required in the robot test hall."),
+        ("p", "Page 1 of 4"),
+    ],
+    [
+        ("p", "Northwind Robotics - Safety Manual"),
+        ("h", "Robot cells"),
+        ("p", "Before anyone enters a robot cell the robot is stopped with the red emergency stop."),
+        ("p", "Page 2 of 4"),
+    ],
+    [
+        ("p", "Northwind Robotics - Safety Manual"),
+        ("h", "Incidents"),
+        ("p", "Every near miss is reported to the safety officer within 24 hours."),
+        ("p", "Page 3 of 4"),
+    ],
+    [
+        ("p", "Northwind Robotics - Safety Manual"),
+        ("h", "Fire"),
+        ("p", "The assembly point is in car park B; the lifts are never used."),
+        ("p", "Page 4 of 4"),
+    ],
 ]
 
 
@@ -39,8 +54,10 @@ def test_a_larger_font_ranks_above_a_bold_one():
 
 def test_the_outline_names_the_sections_when_there_is_one():
     # Every line in the body font: only the bookmarks say where the sections start.
-    pages = [[("p", "Terms of employment"), ("p", "Hours are from nine to five on weekdays.")],
-             [("p", "Overtime"), ("p", "Overtime is paid at one and a half times the hourly rate.")]]
+    pages = [
+        [("p", "Terms of employment"), ("p", "Hours are from nine to five on weekdays.")],
+        [("p", "Overtime"), ("p", "Overtime is paid at one and a half times the hourly rate.")],
+    ]
     pdf = with_outline(pdf_bytes(pages), [("Terms of employment", 1, 0), ("Overtime", 2, 1)])
     text = extract("terms.pdf", pdf).text
     assert "# Terms of employment" in text.splitlines() and "## Overtime" in text.splitlines()
@@ -49,7 +66,10 @@ def test_the_outline_names_the_sections_when_there_is_one():
 
 
 def test_an_outline_title_not_printed_on_its_page_heads_that_page():
-    pages = [[("p", "Hours are from nine to five on weekdays.")], [("p", "Overtime is paid at time and a half.")]]
+    pages = [
+        [("p", "Hours are from nine to five on weekdays.")],
+        [("p", "Overtime is paid at time and a half.")],
+    ]
     text = extract("t.pdf", with_outline(pdf_bytes(pages), [("Pay", 2, 0)])).text
     assert text.splitlines()[text.splitlines().index("# Pay") + 2] == "Overtime is paid at time and a half."
 

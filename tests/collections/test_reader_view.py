@@ -13,16 +13,34 @@ pytestmark = pytest.mark.django_db
 
 # One long sentence: a piece starts at a sentence when one begins in its overlap, so only text with
 # no sentence start in reach is carried whole from piece to piece.
-PLANS = ("The codename covers the Hooli merger and the SECRETSALARY bands rise by ninety million; "
-         + "; ".join(f"public note {word} says the canteen opens at eight on weekdays"
-                     for word in ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
-                                  "india", "juliet", "kilo", "lima")) + ".")
+PLANS = (
+    "The codename covers the Hooli merger and the SECRETSALARY bands rise by ninety million; "
+    + "; ".join(
+        f"public note {word} says the canteen opens at eight on weekdays"
+        for word in (
+            "alpha",
+            "bravo",
+            "charlie",
+            "delta",
+            "echo",
+            "foxtrot",
+            "golf",
+            "hotel",
+            "india",
+            "juliet",
+            "kilo",
+            "lima",
+        )
+    )
+    + "."
+)
 
 
 def test_an_overlap_wider_than_three_pieces_never_returns_hidden_text(agent, knowledge_folder):
     """The review's F6: size 400, overlap 390, so pieces 1 to 4 and beyond all carry piece 0's text."""
-    collection = create_collection(agent=agent, name="reach", method="structure", size=400, overlap=390,
-                                   per_reader=True)
+    collection = create_collection(
+        agent=agent, name="reach", method="structure", size=400, overlap=390, per_reader=True
+    )
     knowledge_folder("reach", {"plans.md": PLANS})
     build_collection(collection=collection)
     rows = list(Paragraph.objects.filter(collection=collection).order_by("ordinal"))
@@ -34,15 +52,34 @@ def test_an_overlap_wider_than_three_pieces_never_returns_hidden_text(agent, kno
     create_reader(external_id="alice", labels=["pub"])
     for question in ("Hooli merger SECRETSALARY ninety million", "canteen opens", "public note golf"):
         for around in (0, 1, 3):
-            answer = search_collection(agent=agent, collection=collection, question=question, reader="alice",
-                                       min_score=0, most=50, around=around)
+            answer = search_collection(
+                agent=agent,
+                collection=collection,
+                question=question,
+                reader="alice",
+                min_score=0,
+                most=50,
+                around=around,
+            )
             assert answer["paragraphs"]
             for paragraph in answer["paragraphs"]:
                 assert not {"Hooli", "SECRETSALARY", "ninety"} & set(paragraph["text"].split()), paragraph
 
 
-WORDS = ["apple", "birch", "cedar", "delta", "ember", "fjord", "grove", "heron", "inlet", "juniper", "kelp",
-         "larch"]
+WORDS = [
+    "apple",
+    "birch",
+    "cedar",
+    "delta",
+    "ember",
+    "fjord",
+    "grove",
+    "heron",
+    "inlet",
+    "juniper",
+    "kelp",
+    "larch",
+]
 
 
 def paragraph(n: int) -> str:
@@ -50,10 +87,18 @@ def paragraph(n: int) -> str:
 
 
 def ask_both(agent, hidden_one, twin, question, around):
-    kwargs = {"agent": agent, "question": question, "reader": "alice", "min_score": 0, "most": 50,
-              "around": around}
-    return (search_collection(collection=hidden_one, **kwargs)["paragraphs"],
-            search_collection(collection=twin, **kwargs)["paragraphs"])
+    kwargs = {
+        "agent": agent,
+        "question": question,
+        "reader": "alice",
+        "min_score": 0,
+        "most": 50,
+        "around": around,
+    }
+    return (
+        search_collection(collection=hidden_one, **kwargs)["paragraphs"],
+        search_collection(collection=twin, **kwargs)["paragraphs"],
+    )
 
 
 @pytest.fixture
@@ -68,8 +113,9 @@ def twins(agent, knowledge_folder):
         texts = [paragraph(i) for i in range(count)]
         pair = []
         for name, kept in ((f"x{n}", range(count)), (f"y{n}", [i for i in range(count) if i not in hidden])):
-            collection = create_collection(agent=agent, name=name, method="structure", size=120, overlap=0,
-                                           per_reader=True)
+            collection = create_collection(
+                agent=agent, name=name, method="structure", size=120, overlap=0, per_reader=True
+            )
             knowledge_folder(name, {"doc.md": "\n\n".join(texts[i] for i in kept) + "\n"})
             build_collection(collection=collection)
             for row in Paragraph.objects.filter(collection=collection):
@@ -84,7 +130,9 @@ def twins(agent, knowledge_folder):
 def shown(paragraphs: list[dict]) -> list[tuple]:
     """What a reader is shown, scores aside (and so order, and which hit a run cites as `chunk_id`):
     each paragraph's text, passages, ids and positions."""
-    return sorted((p["text"], p["passages"], tuple(p["chunk_ids"]), p["first"], p["last"]) for p in paragraphs)
+    return sorted(
+        (p["text"], p["passages"], tuple(p["chunk_ids"]), p["first"], p["last"]) for p in paragraphs
+    )
 
 
 HIDDEN = st.sets(st.integers(0, 7), max_size=5)
@@ -95,7 +143,8 @@ QUESTION = st.sampled_from(["birch policy", "ember fjord grove", "heron inlet", 
 @given(hidden=HIDDEN, around=AROUND, question=QUESTION)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_a_readers_paragraphs_are_those_of_the_collection_without_its_hidden_ones(
-        agent, twins, hidden, around, question):
+    agent, twins, hidden, around, question
+):
     """Issue 24, items 2 and 3: texts, passages, chunk ids and first/last equal the twin's, so neither a
     run stopping early nor an id's number tells where a hidden paragraph sits."""
     hidden_one, twin = twins(hidden, 8)
@@ -103,12 +152,16 @@ def test_a_readers_paragraphs_are_those_of_the_collection_without_its_hidden_one
     assert shown(mine) == shown(theirs)
 
 
-@pytest.mark.xfail(strict=True, reason="open: a row's fused score still moves with hidden rows (found by this "
-                   "test; 0.298 against 0.473 with the first paragraph hidden), so scores and order differ")
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: a row's fused score still moves with hidden rows (found by this "
+    "test; 0.298 against 0.473 with the first paragraph hidden), so scores and order differ",
+)
 @given(hidden=HIDDEN, around=AROUND, question=QUESTION)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_a_readers_scores_and_order_are_those_of_the_collection_without_its_hidden_ones(
-        agent, twins, hidden, around, question):
+    agent, twins, hidden, around, question
+):
     hidden_one, twin = twins(hidden, 8)
     mine, theirs = ask_both(agent, hidden_one, twin, question, around)
     assert mine == theirs
@@ -120,7 +173,14 @@ def test_ids_count_the_readers_paragraphs_and_runs_step_over_hidden_ones(agent, 
     mine, _ = ask_both(agent, hidden_one, twin, "apple birch cedar delta ember fjord grove heron inlet", 0)
     assert sorted(p["chunk_id"] for p in mine) == [f"doc.md#{k}" for k in range(6)]
     # One hit with around 1: its readable neighbour is stitched in across the hidden paragraph.
-    [alone] = search_collection(agent=agent, collection=hidden_one, question="apple policy", reader="alice",
-                                min_score=0, most=1, around=1)["paragraphs"]
+    [alone] = search_collection(
+        agent=agent,
+        collection=hidden_one,
+        question="apple policy",
+        reader="alice",
+        min_score=0,
+        most=1,
+        around=1,
+    )["paragraphs"]
     assert alone["passages"] == 2 and alone["chunk_ids"] == ["doc.md#0", "doc.md#1"]
     assert "birch" not in alone["text"] and "cedar" in alone["text"]

@@ -20,12 +20,18 @@ def fp(text: str) -> str:
 def test_a_piece_whose_own_text_is_unchanged_keeps_its_labels_whatever_it_carries():
     old = [(fp("public"), frozenset({PUB})), (fp("secret"), frozenset({SECRET}))]
     assert carry_labels(old, [fp("public, edited"), fp("secret")]) == [
-        Carried(labels=frozenset({PUB}), matched=False, overlapped=(0,)), Carried(labels=frozenset({SECRET}))]
+        Carried(labels=frozenset({PUB}), matched=False, overlapped=(0,)),
+        Carried(labels=frozenset({SECRET})),
+    ]
 
 
 def test_an_unmatched_piece_keeps_only_what_every_labelled_piece_it_overlaps_demands():
-    old = [(fp("a"), frozenset({PUB})), (fp("b"), frozenset({SECRET, HR})), (fp("c"), frozenset({HR})),
-           (fp("d"), frozenset())]
+    old = [
+        (fp("a"), frozenset({PUB})),
+        (fp("b"), frozenset({SECRET, HR})),
+        (fp("c"), frozenset({HR})),
+        (fp("d"), frozenset()),
+    ]
     # "b" and "c" rewritten as one piece between the anchors "a" and "d": both demand HR.
     [_a, merged, _d] = carry_labels(old, [fp("a"), fp("b and c"), fp("d")])
     assert merged == Carried(labels=frozenset({HR}), matched=False, overlapped=(1, 2))
@@ -39,15 +45,23 @@ def test_an_unmatched_piece_keeps_only_what_every_labelled_piece_it_overlaps_dem
     assert carry_labels([(fp("x"), frozenset())], [fp("y")])[0] == Carried(matched=False, overlapped=(0,))
 
 
-MEMO = ("# Memo\n\n" + "Our public leave policy is generous and clear to everyone. " * 4 + "\n\n"
-        + "The zanzibarquux codename covers SECRETSALARY bands of ninety million. " * 4 + "\n")
+MEMO = (
+    "# Memo\n\n"
+    + "Our public leave policy is generous and clear to everyone. " * 4
+    + "\n\n"
+    + "The zanzibarquux codename covers SECRETSALARY bands of ninety million. " * 4
+    + "\n"
+)
 
 
 @pytest.mark.django_db
-def test_an_edit_to_a_public_paragraph_never_makes_the_restricted_one_after_it_public(agent, knowledge_folder):
+def test_an_edit_to_a_public_paragraph_never_makes_the_restricted_one_after_it_public(
+    agent, knowledge_folder
+):
     """The review's F4: structure 400/150, a public paragraph then a secret one in one section."""
-    collection = create_collection(agent=agent, name="edit", method="structure", size=400, overlap=150,
-                                   per_reader=True)
+    collection = create_collection(
+        agent=agent, name="edit", method="structure", size=400, overlap=150, per_reader=True
+    )
     folder = knowledge_folder("edit", {"memo.md": MEMO})
     assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
     pub, secret = Label.objects.create(name="pub"), Label.objects.create(name="secret")
@@ -56,8 +70,15 @@ def test_an_edit_to_a_public_paragraph_never_makes_the_restricted_one_after_it_p
     create_reader(external_id="alice", labels=["pub"])
 
     def alice_reads() -> str:
-        answer = search_collection(agent=agent, collection=collection, question="zanzibarquux SECRETSALARY",
-                                   reader="alice", min_score=0, most=50, around=0)
+        answer = search_collection(
+            agent=agent,
+            collection=collection,
+            question="zanzibarquux SECRETSALARY",
+            reader="alice",
+            min_score=0,
+            most=50,
+            around=0,
+        )
         return " ".join(p["text"] for p in answer["paragraphs"])
 
     assert "SECRETSALARY" not in alice_reads()
@@ -67,7 +88,8 @@ def test_an_edit_to_a_public_paragraph_never_makes_the_restricted_one_after_it_p
     assert run.status == BuildRun.SUCCEEDED
     assert "SECRETSALARY" not in alice_reads()
     assert not any("have no label" in w for w in run.warnings)
-    # Editing the secret paragraph itself: its pieces match nothing, take the secret label, and the run says so.
+    # Editing the secret paragraph itself: its pieces match nothing, take the secret label, and the
+    # run says so.
     (folder / "memo.md").write_text(reviewed.replace("ninety million", "ninety-one million"))
     run = build_collection(collection=collection)
     assert "SECRETSALARY" not in alice_reads()

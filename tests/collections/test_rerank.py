@@ -38,15 +38,20 @@ def test_cohere_and_jina_results_and_tei_lists_give_a_score_per_document():
     assert parse_scores([{"index": 0, "score": -1.5}, {"index": 1, "score": 3.0}], 2) == [-1.5, 3.0]
 
 
-@pytest.mark.parametrize("payload", [
-    {"results": [{"index": 0, "relevance_score": 0.5}]},  # one left out
-    {"results": [{"index": 0, "relevance_score": 0.5}, {"index": 0, "relevance_score": 0.4}]},  # twice
-    {"results": [{"index": 2, "relevance_score": 0.5}, {"index": 0, "relevance_score": 0.4}]},  # never sent
-    {"results": [{"index": 0, "relevance_score": "high"}, {"index": 1, "relevance_score": 0.4}]},
-    {"results": [{"index": 0, "relevance_score": float("nan")}, {"index": 1, "relevance_score": 0.4}]},
-    {"results": "none"},
-    {"data": []},
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"results": [{"index": 0, "relevance_score": 0.5}]},  # one left out
+        {"results": [{"index": 0, "relevance_score": 0.5}, {"index": 0, "relevance_score": 0.4}]},  # twice
+        {
+            "results": [{"index": 2, "relevance_score": 0.5}, {"index": 0, "relevance_score": 0.4}]
+        },  # never sent
+        {"results": [{"index": 0, "relevance_score": "high"}, {"index": 1, "relevance_score": 0.4}]},
+        {"results": [{"index": 0, "relevance_score": float("nan")}, {"index": 1, "relevance_score": 0.4}]},
+        {"results": "none"},
+        {"data": []},
+    ],
+)
 def test_a_partial_or_malformed_ranking_is_refused(payload):
     with pytest.raises((ValueError, KeyError, TypeError)):
         parse_scores(payload, 2)
@@ -54,8 +59,9 @@ def test_a_partial_or_malformed_ranking_is_refused(payload):
 
 def test_a_server_that_is_not_there_is_unavailable():
     with pytest.raises(RerankUnavailable, match="did not answer"):
-        ask_reranker(url="http://127.0.0.1:9/rerank", model="m", api_key="", timeout=0.5, question="q",
-                     documents=["a"])
+        ask_reranker(
+            url="http://127.0.0.1:9/rerank", model="m", api_key="", timeout=0.5, question="q", documents=["a"]
+        )
 
 
 # --- in a search --------------------------------------------------------------
@@ -126,7 +132,12 @@ def test_the_call_is_charged_to_the_agent_on_whose_behalf(agent, handbook, reran
     answer = ask(agent, around=0, most=3, min_score=0, on_behalf_of="alpha")
     call = ModelCall.objects.get()
     tokens = 10 * answer["rerank"]["depth"]
-    assert (call.agent, call.collection, call.purpose, call.model) == (agent, handbook, "rerank", "rerank-mini")
+    assert (call.agent, call.collection, call.purpose, call.model) == (
+        agent,
+        handbook,
+        "rerank",
+        "rerank-mini",
+    )
     assert (call.tokens_in, call.cost) == (tokens, Decimal(tokens) / 1000)
 
 
@@ -158,19 +169,29 @@ def test_the_reranker_never_sees_a_paragraph_the_reader_may_not_read(agent, know
 
 
 @pytest.mark.django_db
-def test_over_the_api_a_failing_reranker_is_a_200_with_the_status(client, agent_key, knowledge_folder, reranker):
+def test_over_the_api_a_failing_reranker_is_a_200_with_the_status(
+    client, agent_key, knowledge_folder, reranker
+):
     agent, raw = agent_key
     collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
     knowledge_folder("handbook", HANDBOOK, agent="keyed")
     build_collection(collection=collection)
     reranker.mode = "error"
-    response = client.post("/api/v1/collections/handbook/search", data=json.dumps({"question": QUESTION}),
-                           content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}")
+    response = client.post(
+        "/api/v1/collections/handbook/search",
+        data=json.dumps({"question": QUESTION}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {raw}",
+    )
     assert response.status_code == 200
     assert response.json()["rerank"] == {"status": "unavailable", "model": None, "depth": None}
     reranker.mode = "ok"
     body = {"question": QUESTION, "min_score": 0, "around": 0}
-    reranked = client.post("/api/v1/collections/handbook/search", data=json.dumps(body),
-                           content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}").json()
+    reranked = client.post(
+        "/api/v1/collections/handbook/search",
+        data=json.dumps(body),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {raw}",
+    ).json()
     assert reranked["rerank"]["status"] == "reranked"
     assert reranked["paragraphs"][0]["rerank_score"] == 0.9 and reranked["paragraphs"][0]["fused_rank"] == 2

@@ -16,13 +16,19 @@ from collections_app.services.interchange import export_index, import_index
 
 pytestmark = pytest.mark.django_db
 
-SCANNED = [[("h", "Parking"), ("p", "Staff park in the north car park; visitors use the spaces by reception.")],
-           [("h", "Bicycles"), ("p", "The bicycle shed behind the canteen is locked at eight in the evening.")]]
-MIXED = [[("h", "Canteen"), ("p", "The canteen serves lunch from noon until two every weekday.")],
-         [("h", "Library"), ("p", "Borrowed books go back to the library within three weeks.")],
-         [("h", "Post"), ("p", "Outgoing post leaves the mail room at four in the afternoon.")]]
-OUTLINED = [[("p", "Working hours"), ("p", "Core hours run from ten in the morning until three.")],
-            [("p", "Remote work"), ("p", "Remote work needs a signed agreement with your manager.")]]
+SCANNED = [
+    [("h", "Parking"), ("p", "Staff park in the north car park; visitors use the spaces by reception.")],
+    [("h", "Bicycles"), ("p", "The bicycle shed behind the canteen is locked at eight in the evening.")],
+]
+MIXED = [
+    [("h", "Canteen"), ("p", "The canteen serves lunch from noon until two every weekday.")],
+    [("h", "Library"), ("p", "Borrowed books go back to the library within three weeks.")],
+    [("h", "Post"), ("p", "Outgoing post leaves the mail room at four in the afternoon.")],
+]
+OUTLINED = [
+    [("p", "Working hours"), ("p", "Core hours run from ten in the morning until three.")],
+    [("p", "Remote work"), ("p", "Remote work needs a signed agreement with your manager.")],
+]
 
 
 def photo_of(pdf: bytes) -> bytes:
@@ -39,7 +45,9 @@ def folder_files():
         "scan.pdf": scanned_pdf_bytes(pdf_bytes(SCANNED)),
         "mixed.pdf": scanned_pdf_bytes(pdf_bytes(MIXED), pages=[2]),
         "outlined.pdf": with_outline(pdf_bytes(OUTLINED), [("Working hours", 1, 0), ("Remote work", 2, 0)]),
-        "notice.png": photo_of(pdf_bytes([[("p", "Fire drills take place on the first Monday of each month.")]])),
+        "notice.png": photo_of(
+            pdf_bytes([[("p", "Fire drills take place on the first Monday of each month.")]])
+        ),
         "notes.md": "# Notes\n\nThe office is closed on public holidays.",
     }
 
@@ -67,7 +75,9 @@ def test_every_document_of_the_folder_is_read_with_pages_sections_and_ocr_counte
     assert (bicycles.page_first, bicycles.page_last) == (1, 2) and "north car park" in bicycles.text
     post = paragraph_with(collection, "mail room")
     assert (post.page_first, post.page_last, post.section) == (3, 3, "Post")  # a text page after the scan
-    library = paragraph_with(collection, "three weeks")  # on the OCR'd page of the mixed PDF, under page 1's heading
+    library = paragraph_with(
+        collection, "three weeks"
+    )  # on the OCR'd page of the mixed PDF, under page 1's heading
     assert (library.page_first, library.page_last, library.section) == (1, 2, "Canteen")
     remote = paragraph_with(collection, "signed agreement")
     assert (remote.page_first, remote.section) == (2, "Remote work")  # the outline names the section
@@ -77,9 +87,11 @@ def test_every_document_of_the_folder_is_read_with_pages_sections_and_ocr_counte
 
 
 def test_a_paragraph_spanning_pages_carries_its_first_and_last(agent, knowledge_folder):
-    pages = [[("p", "Every visitor signs the book at reception on arrival.")],
-             [("p", "Visitors wear a badge that shows they are guests.")],
-             [("p", "A member of staff walks each visitor out at the end of the visit.")]]
+    pages = [
+        [("p", "Every visitor signs the book at reception on arrival.")],
+        [("p", "Visitors wear a badge that shows they are guests.")],
+        [("p", "A member of staff walks each visitor out at the end of the visit.")],
+    ]
     knowledge_folder("rules", {"rules.pdf": pdf_bytes(pages)})
     collection = create_collection(agent=agent, name="rules", method="structure", size=1800, overlap=0)
     assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
@@ -100,7 +112,16 @@ def test_the_export_carries_pages_as_an_extra_field_and_an_import_keeps_them(
         by_doc.setdefault(line["doc_id"], []).append(line.get("pages"))
     assert by_doc["notes.md"] == [None] and by_doc["scan.pdf"] == [[1, 2]]
     # The seed's keys come first, in its order; pages is the only addition.
-    assert list(lines[-1]) == ["chunk_id", "doc_id", "source", "uri", "text", "n_tokens", "fingerprint", "pages"]
+    assert list(lines[-1]) == [
+        "chunk_id",
+        "doc_id",
+        "source",
+        "uri",
+        "text",
+        "n_tokens",
+        "fingerprint",
+        "pages",
+    ]
 
     other = create_agent(agent_id="beta", name="Beta")[0]
     copy = import_index(agent=other, directory=tmp_path / "one", index_id="office")
@@ -121,7 +142,10 @@ def test_without_tesseract_the_scans_are_refused_with_a_reason_and_the_rest_is_r
     run = build_collection(collection=collection)
     assert run.status == BuildRun.SUCCEEDED, run.error
     assert sorted(run.refused) == ["notice.png", "scan.pdf"]
-    assert run.refusal_reasons == {"notice.png": "needs OCR (not installed)", "scan.pdf": "needs OCR (not installed)"}
+    assert run.refusal_reasons == {
+        "notice.png": "needs OCR (not installed)",
+        "scan.pdf": "needs OCR (not installed)",
+    }
     mixed = Document.objects.get(collection=collection, name="mixed.pdf")
     assert mixed.status == Document.NEEDS_REVIEW and mixed.ocr_pages == 0
     assert mixed.scan_warnings == ["page 2 has no text layer (needs OCR, not installed)"]
@@ -144,13 +168,20 @@ def test_search_answers_a_question_per_file_with_its_page(agent_key, knowledge_f
     collection = create_collection(agent=agent, name="office", method="structure")
     assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
     for question, (document, pages) in QUESTIONS.items():
-        best = search_collection(agent=agent, collection="office", question=question, around=0,
-                                 min_score=0)["paragraphs"][0]
+        best = search_collection(agent=agent, collection="office", question=question, around=0, min_score=0)[
+            "paragraphs"
+        ][0]
         assert (best["document"], best["pages"]) == (document, pages), question
-        api = client.post("/api/v1/collections/office/search", {"question": question, "around": 0, "min_score": 0},
-                          content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}").json()
+        api = client.post(
+            "/api/v1/collections/office/search",
+            {"question": question, "around": 0, "min_score": 0},
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {key}",
+        ).json()
         assert api["paragraphs"][0]["pages"] == pages
-    notes = search_collection(agent=agent, collection="office", question="public holidays", around=0, min_score=0)
+    notes = search_collection(
+        agent=agent, collection="office", question="public holidays", around=0, min_score=0
+    )
     assert notes["paragraphs"][0]["document"] == "notes.md" and notes["paragraphs"][0]["pages"] is None
     schema = client.get("/api/v1/openapi.json").json()["components"]["schemas"]["ParagraphOut"]["properties"]
     assert "pages" in schema
@@ -163,8 +194,9 @@ def test_a_pdf_built_before_pages_existed_is_read_again_once(agent, knowledge_fo
     Paragraph.objects.filter(collection=collection).update(page_first=None, page_last=None)  # an older build
     again = build_collection(collection=collection)
     assert again.documents_reused == 1 and again.documents_read == 1  # the Markdown is reused, the PDF read
-    assert not Paragraph.objects.filter(collection=collection, document__name="manual.pdf",
-                                        page_first=None).exists()
+    assert not Paragraph.objects.filter(
+        collection=collection, document__name="manual.pdf", page_first=None
+    ).exists()
     third = build_collection(collection=collection)
     assert third.documents_reused == 2
 
@@ -172,9 +204,17 @@ def test_a_pdf_built_before_pages_existed_is_read_again_once(agent, knowledge_fo
 def test_a_page_filter_keeps_the_paragraphs_on_those_pages(agent, knowledge_folder):
     from collections_app.services.search import search_collection
 
-    knowledge_folder("manual", {"manual.pdf": pdf_bytes(MIXED), "notes.md": "# Notes\n\nThe post room is closed."})
+    knowledge_folder(
+        "manual", {"manual.pdf": pdf_bytes(MIXED), "notes.md": "# Notes\n\nThe post room is closed."}
+    )
     collection = create_collection(agent=agent, name="manual", method="structure")
     assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
-    answer = search_collection(agent=agent, collection="manual", question="post", around=0, min_score=0,
-                               filters={"type": "gte", "key": "page", "value": 3})
+    answer = search_collection(
+        agent=agent,
+        collection="manual",
+        question="post",
+        around=0,
+        min_score=0,
+        filters={"type": "gte", "key": "page", "value": 3},
+    )
     assert [p["pages"] for p in answer["paragraphs"]] == [[3, 3]]  # the Markdown has no page: left out

@@ -24,7 +24,9 @@ from tests.conftest import HANDBOOK
 pytestmark = pytest.mark.django_db
 
 QUESTION = "how many days of annual leave carry over"
-WORDS = "amber basalt cobalt delta ember fjord granite harbor indigo juniper kelp lagoon meadow nickel".split()
+WORDS = (
+    "amber basalt cobalt delta ember fjord granite harbor indigo juniper kelp lagoon meadow nickel".split()
+)
 
 
 def filler(count: int = 30) -> dict[str, str]:
@@ -92,13 +94,34 @@ def test_an_ivf_search_still_finds_the_answering_paragraph_with_the_same_answer_
         answer = ask(agent, library, min_score=0)
     index = index_of(library)
     assert index.ivf is not None and index.ivf.nlist > 2  # truly approximate: not every list was scored
-    assert set(answer) == {"paragraphs", "floor", "floor_source", "around", "max_chars", "chars", "cut", "mode",
-                           "model", "refused", "judge",
-                           "rerank"}
+    assert set(answer) == {
+        "paragraphs",
+        "floor",
+        "floor_source",
+        "around",
+        "max_chars",
+        "chars",
+        "cut",
+        "mode",
+        "model",
+        "refused",
+        "judge",
+        "rerank",
+    }
     assert answer["mode"] == "hybrid"
     assert "capped at five days" in answer["paragraphs"][0]["text"]
-    assert set(answer["paragraphs"][0]) == {"text", "score", "document", "section", "passages", "chunk_id", "chunk_ids",
-                                          "first", "last", "pages"}
+    assert set(answer["paragraphs"][0]) == {
+        "text",
+        "score",
+        "document",
+        "section",
+        "passages",
+        "chunk_id",
+        "chunk_ids",
+        "first",
+        "last",
+        "pages",
+    }
     assert any("IVF cosine, nprobe 2" in record.getMessage() for record in caplog.records)
     assert QUESTION not in caplog.text
 
@@ -202,7 +225,9 @@ def test_a_higher_target_recall_never_measures_a_smaller_nprobe(agent, library, 
     assert nprobes == sorted(nprobes) and nprobes[0] < nprobes[-1]
 
 
-def test_the_request_overrides_the_setting_which_overrides_the_measured_nprobe(agent, library, settings, caplog):
+def test_the_request_overrides_the_setting_which_overrides_the_measured_nprobe(
+    agent, library, settings, caplog
+):
     settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 3
     with caplog.at_level(logging.DEBUG, logger="ragsite.search"):
         ask(agent, library, mode="vector")
@@ -227,7 +252,9 @@ def test_an_imported_index_seeds_its_centroids_from_its_index_id_not_the_collect
     settings.IVF_MIN_PARAGRAPHS = 1
     export_index(collection=library, directory=tmp_path)
     other = create_agent(agent_id="beta", name="Beta")[0]
-    copies = [import_index(agent=other, directory=tmp_path, index_id="library", name=name) for name in ("x", "y")]
+    copies = [
+        import_index(agent=other, directory=tmp_path, index_id="library", name=name) for name in ("x", "y")
+    ]
     for copy in copies:
         assert CollectionBuilt.objects.get(collection=copy).ivf_index_id == "library"
         search_collection(agent=other, collection=copy, question=QUESTION, mode="vector")
@@ -240,8 +267,9 @@ def test_an_imported_index_seeds_its_centroids_from_its_index_id_not_the_collect
     assert not np.array_equal(build_lists(vectors, index_id="x").centroids, x.centroids)
 
 
-def test_a_build_after_an_import_seeds_from_the_collection_name_again(agent, library, settings, tmp_path,
-                                                                      knowledge_folder):
+def test_a_build_after_an_import_seeds_from_the_collection_name_again(
+    agent, library, settings, tmp_path, knowledge_folder
+):
     export_index(collection=library, directory=tmp_path)
     copy = import_index(agent=agent, directory=tmp_path, index_id="library", name="shelf")
     assert CollectionBuilt.objects.get(collection=copy).ivf_index_id == "library"
@@ -279,16 +307,22 @@ def near_ties(count: int = 14) -> dict[str, str]:
     """Paragraphs that all answer the question with the same words, so their BM25 ties exactly, and
     differ only in two words the question lacks, so their cosines differ: the hybrid order among them
     is the cosine order, which neither arm's top-K alone sees once there are more than K of them."""
-    return {f"copy-{i:02d}.md": f"Annual leave days carry over at {WORDS[i % len(WORDS)]} "
-            f"{WORDS[(i * 5 + 3) % len(WORDS)]}.\n" for i in range(count)}
+    return {
+        f"copy-{i:02d}.md": f"Annual leave days carry over at {WORDS[i % len(WORDS)]} "
+        f"{WORDS[(i * 5 + 3) % len(WORDS)]}.\n"
+        for i in range(count)
+    }
 
 
 def prose() -> dict[str, str]:
     """Like `filler`, without its numbers: documents that differ only in numbers go to review, so these
     stay searchable and the ties share the probed lists with readable rows that do not answer."""
-    return {f"prose-{i:02d}.md": f"The {WORDS[i]} survey of {WORDS[(i * 3 + 1) % len(WORDS)]} was filed.\n\n"
-            f"Samples of {WORDS[(i * 5 + 2) % len(WORDS)]} and {WORDS[i]} were kept.\n\n"
-            f"The {WORDS[(i * 3 + 1) % len(WORDS)]} report is archived.\n" for i in range(len(WORDS))}
+    return {
+        f"prose-{i:02d}.md": f"The {WORDS[i]} survey of {WORDS[(i * 3 + 1) % len(WORDS)]} was filed.\n\n"
+        f"Samples of {WORDS[(i * 5 + 2) % len(WORDS)]} and {WORDS[i]} were kept.\n\n"
+        f"The {WORDS[(i * 3 + 1) % len(WORDS)]} report is archived.\n"
+        for i in range(len(WORDS))
+    }
 
 
 @pytest.fixture
@@ -320,14 +354,18 @@ def test_more_lexical_ties_than_the_candidate_depth_still_give_the_exact_top_k(
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector"])
-def test_the_extension_never_adds_a_paragraph_the_reader_may_not_read(agent, ties, settings, monkeypatch, mode):
+def test_the_extension_never_adds_a_paragraph_the_reader_may_not_read(
+    agent, ties, settings, monkeypatch, mode
+):
     """A hostile reader: half of the tied copies carry a label it lacks. The rows the threshold round
     adds are readable ones only, and the answer is the flat path's for that reader."""
     monkeypatch.setattr(candidates_module, "CANDIDATE_DEPTH", 3)
     set_per_reader(collection=ties, per_reader=True)
     ties.refresh_from_db()
     hr = Label.objects.create(name="hr")
-    hidden = Paragraph.objects.filter(collection=ties, document__name__in=[f"copy-{i:02d}.md" for i in range(0, 14, 2)])
+    hidden = Paragraph.objects.filter(
+        collection=ties, document__name__in=[f"copy-{i:02d}.md" for i in range(0, 14, 2)]
+    )
     assert hidden.count() == 7
     for paragraph in hidden:
         paragraph.labels.add(hr)
@@ -341,7 +379,9 @@ def test_the_extension_never_adds_a_paragraph_the_reader_may_not_read(agent, tie
     assert not any(p["text"] in secret for p in approximate["paragraphs"])
 
 
-def test_when_the_candidates_bound_already_holds_nothing_more_is_scored(agent, ties, settings, monkeypatch, caplog):
+def test_when_the_candidates_bound_already_holds_nothing_more_is_scored(
+    agent, ties, settings, monkeypatch, caplog
+):
     """The common case stays as cheap as before: the best cosine and the best BM25 left out cannot
     reach the top row's score, so no row beyond the candidates is scored."""
     monkeypatch.setattr(candidates_module, "CANDIDATE_DEPTH", 3)
@@ -384,5 +424,7 @@ def test_the_probe_bounds_every_readable_row_the_candidates_leave_out(ties, monk
         assert mask[found].all()
         left = ~np.isin(np.arange(index.size), found) & mask
         windows = np.isin(np.arange(vector_row.size), probe.members) & left[vector_row]
-        assert (index.matrix[windows] @ question <= probe.cosine_out + candidates_module.COSINE_ROUNDING).all()
+        assert (
+            index.matrix[windows] @ question <= probe.cosine_out + candidates_module.COSINE_ROUNDING
+        ).all()
         assert (bm25[left] <= probe.lexical_out).all()

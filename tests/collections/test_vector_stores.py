@@ -17,33 +17,49 @@ keyed, handbook = test_mcp.keyed, test_mcp.handbook  # the same fixtures: agent 
 
 
 def search(client, raw, body, store="handbook", **headers):
-    return client.post(f"/v1/vector_stores/{store}/search", data=json.dumps(body), content_type="application/json",
-                       headers={"Authorization": f"Bearer {raw}", **headers})
+    return client.post(
+        f"/v1/vector_stores/{store}/search",
+        data=json.dumps(body),
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {raw}", **headers},
+    )
 
 
 def api_search(client, raw, body, store="handbook"):
-    response = client.post(f"/api/v1/collections/{store}/search", data=json.dumps(body),
-                           content_type="application/json", headers={"Authorization": f"Bearer {raw}"})
+    response = client.post(
+        f"/api/v1/collections/{store}/search",
+        data=json.dumps(body),
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {raw}"},
+    )
     assert response.status_code == 200, response.content
     return response.json()
 
 
 def test_a_search_answers_the_same_paragraphs_as_the_api(client, handbook, keyed):
     _agent, raw = keyed
-    response = search(client, raw, {"query": QUESTION, "max_num_results": 3, "around": 1,
-                                     "ranking_options": {"score_threshold": 0}})
+    response = search(
+        client,
+        raw,
+        {"query": QUESTION, "max_num_results": 3, "around": 1, "ranking_options": {"score_threshold": 0}},
+    )
     assert response.status_code == 200, response.content
     page = response.json()
     assert page["object"] == "vector_store.search_results.page" and page["search_query"] == [QUESTION]
     assert page["has_more"] is False and page["next_page"] is None
     api = api_search(client, raw, {"question": QUESTION, "most": 3, "around": 1, "min_score": 0})
-    assert [r["content"] for r in page["data"]] == [[{"type": "text", "text": p["text"]}] for p in api["paragraphs"]]
+    assert [r["content"] for r in page["data"]] == [
+        [{"type": "text", "text": p["text"]}] for p in api["paragraphs"]
+    ]
     assert [r["score"] for r in page["data"]] == [p["score"] for p in api["paragraphs"]]
     assert [r["ragsite"]["chunk_id"] for r in page["data"]] == [p["chunk_id"] for p in api["paragraphs"]]
     best = page["data"][0]
     assert ANSWER in best["content"][0]["text"]
     assert best["file_id"] == best["filename"] == "leave.md"
-    assert best["attributes"]["document"] == "leave.md" and best["attributes"]["chunk_id"] == best["ragsite"]["chunk_id"]
+    assert (
+        best["attributes"]["document"] == "leave.md"
+        and best["attributes"]["chunk_id"] == best["ragsite"]["chunk_id"]
+    )
     assert page["ragsite"]["floor"] == 0 and page["ragsite"]["floor_source"] == "request"
     assert page["ragsite"]["refused"] is None and page["ragsite"]["around"] == 1
 
@@ -58,36 +74,57 @@ def test_defaults_are_openais_ten_results_and_the_collections_floor(client, hand
 
 def test_score_threshold_is_the_floor(client, handbook, keyed):
     _agent, raw = keyed
-    everything = search(client, raw, {"query": QUESTION, "max_num_results": 50, "around": 0,
-                                       "ranking_options": {"score_threshold": 0}}).json()["data"]
+    everything = search(
+        client,
+        raw,
+        {"query": QUESTION, "max_num_results": 50, "around": 0, "ranking_options": {"score_threshold": 0}},
+    ).json()["data"]
     cut = sorted((r["score"] for r in everything), reverse=True)[1]  # the second best
-    above = search(client, raw, {"query": QUESTION, "max_num_results": 50, "around": 0,
-                                 "ranking_options": {"score_threshold": cut}}).json()
+    above = search(
+        client,
+        raw,
+        {"query": QUESTION, "max_num_results": 50, "around": 0, "ranking_options": {"score_threshold": cut}},
+    ).json()
     assert above["ragsite"]["floor"] == cut and above["data"]
     assert all(r["score"] >= cut for r in above["data"]) and len(above["data"]) < len(everything)
 
 
-@pytest.mark.parametrize("body, status, code", [
-    ({}, 400, "invalid_query"),
-    ({"query": ""}, 400, "invalid_query"),
-    ({"query": ["one", "two"]}, 400, "invalid_query"),
-    ({"query": "x" * 2001}, 400, "invalid_query"),
-    ({"query": QUESTION, "max_num_results": 0}, 400, "invalid_max_num_results"),
-    ({"query": QUESTION, "max_num_results": 51}, 400, "invalid_max_num_results"),
-    ({"query": QUESTION, "max_num_results": "5"}, 400, "invalid_max_num_results"),
-    ({"query": QUESTION, "max_num_results": True}, 400, "invalid_max_num_results"),
-    ({"query": QUESTION, "around": 6}, 400, "invalid_around"),
-    ({"query": QUESTION, "rewrite_query": True}, 400, "rewrite_unsupported"),
-    ({"query": QUESTION, "ranking_options": {"ranker": "none"}}, 400, "unsupported_ranker"),
-    ({"query": QUESTION, "ranking_options": {"score_threshold": 1.5}}, 400, "invalid_score_threshold"),
-    ({"query": QUESTION, "ranking_options": {"hybrid_search": {"embedding_weight": 1, "text_weight": 0}}},
-     400, "unsupported_hybrid_search"),
-    ({"query": QUESTION, "ranking_options": {"hybrid_search": {"embedding_weight": 0, "text_weight": 0}}},
-     400, "invalid_hybrid_search"),
-    ({"query": QUESTION, "ranking_options": {"boost": 2}}, 400, "invalid_request"),
-    ({"query": QUESTION, "top_k": 3}, 400, "invalid_request"),
-    ({"query": QUESTION, "reader": 5}, 400, "invalid_request"),
-])
+@pytest.mark.parametrize(
+    "body, status, code",
+    [
+        ({}, 400, "invalid_query"),
+        ({"query": ""}, 400, "invalid_query"),
+        ({"query": ["one", "two"]}, 400, "invalid_query"),
+        ({"query": "x" * 2001}, 400, "invalid_query"),
+        ({"query": QUESTION, "max_num_results": 0}, 400, "invalid_max_num_results"),
+        ({"query": QUESTION, "max_num_results": 51}, 400, "invalid_max_num_results"),
+        ({"query": QUESTION, "max_num_results": "5"}, 400, "invalid_max_num_results"),
+        ({"query": QUESTION, "max_num_results": True}, 400, "invalid_max_num_results"),
+        ({"query": QUESTION, "around": 6}, 400, "invalid_around"),
+        ({"query": QUESTION, "rewrite_query": True}, 400, "rewrite_unsupported"),
+        ({"query": QUESTION, "ranking_options": {"ranker": "none"}}, 400, "unsupported_ranker"),
+        ({"query": QUESTION, "ranking_options": {"score_threshold": 1.5}}, 400, "invalid_score_threshold"),
+        (
+            {
+                "query": QUESTION,
+                "ranking_options": {"hybrid_search": {"embedding_weight": 1, "text_weight": 0}},
+            },
+            400,
+            "unsupported_hybrid_search",
+        ),
+        (
+            {
+                "query": QUESTION,
+                "ranking_options": {"hybrid_search": {"embedding_weight": 0, "text_weight": 0}},
+            },
+            400,
+            "invalid_hybrid_search",
+        ),
+        ({"query": QUESTION, "ranking_options": {"boost": 2}}, 400, "invalid_request"),
+        ({"query": QUESTION, "top_k": 3}, 400, "invalid_request"),
+        ({"query": QUESTION, "reader": 5}, 400, "invalid_request"),
+    ],
+)
 def test_what_the_search_cannot_honour_is_refused_by_name(client, handbook, keyed, body, status, code):
     _agent, raw = keyed
     response = search(client, raw, body)
@@ -99,8 +136,15 @@ def test_the_fusions_own_weights_in_any_multiple_are_accepted(client, handbook, 
     _agent, raw = keyed
     weights = {"embedding_weight": fusion.FUSION_WEIGHT * 3, "text_weight": (1 - fusion.FUSION_WEIGHT) * 3}
     plain = search(client, raw, {"query": QUESTION}).json()
-    weighted = search(client, raw, {"query": QUESTION, "rewrite_query": False, "ranking_options": {
-        "ranker": "auto", "hybrid_search": weights}})
+    weighted = search(
+        client,
+        raw,
+        {
+            "query": QUESTION,
+            "rewrite_query": False,
+            "ranking_options": {"ranker": "auto", "hybrid_search": weights},
+        },
+    )
     assert weighted.status_code == 200 and weighted.json()["data"] == plain["data"]
     assert search(client, raw, {"query": [QUESTION]}).json()["data"] == plain["data"]
 
@@ -110,7 +154,9 @@ def test_a_per_reader_store_takes_its_reader_in_the_body_or_a_header(client, key
     collection = create_collection(agent=agent, name="secret", method="fixed", size=80, per_reader=True)
     knowledge_folder("secret", HANDBOOK)
     assert build_collection(collection=collection).status == "succeeded"
-    Paragraph.objects.get(collection=collection, text__contains=ANSWER).labels.add(Label.objects.create(name="hr"))
+    Paragraph.objects.get(collection=collection, text__contains=ANSWER).labels.add(
+        Label.objects.create(name="hr")
+    )
     create_reader(external_id="alice", labels=["hr"])
     body = {"query": QUESTION, "max_num_results": 50, "ranking_options": {"score_threshold": 0}}
     assert search(client, raw, body, store="secret").json()["error"]["code"] == "reader_required"
@@ -144,7 +190,10 @@ def test_keys_methods_and_other_agents_stores(client, handbook, keyed):
         missing = client.get(route, headers={"Authorization": f"Bearer {other_raw}"})
         assert missing.status_code == 404 and missing.json()["error"]["code"] == "unknown_collection"
     assert search(client, other_raw, {"query": QUESTION}).status_code == 404
-    assert client.get("/v1/vector_stores/handbook/files", headers={"Authorization": f"Bearer {raw}"}).status_code == 404
+    assert (
+        client.get("/v1/vector_stores/handbook/files", headers={"Authorization": f"Bearer {raw}"}).status_code
+        == 404
+    )
     response = search(client, raw, {}, CONTENT_LENGTH=str(2 * 1024 * 1024))
     assert response.status_code == 413
 
@@ -191,12 +240,20 @@ def test_the_official_openai_sdk_searches_a_live_server(live_server, knowledge_f
     assert [store.id for store in stores.data] == ["handbook"] and stores.data[0].status == "completed"
     assert sdk.vector_stores.retrieve("handbook").file_counts.completed == 3
 
-    page = sdk.vector_stores.search("handbook", query=QUESTION, max_num_results=4,
-                                    ranking_options={"score_threshold": 0.0}, extra_body={"around": 0})
+    page = sdk.vector_stores.search(
+        "handbook",
+        query=QUESTION,
+        max_num_results=4,
+        ranking_options={"score_threshold": 0.0},
+        extra_body={"around": 0},
+    )
     results = list(page)
-    api = httpx.post(f"{live_server.url}/api/v1/collections/handbook/search", timeout=30,
-                     headers={"Authorization": f"Bearer {raw}"},
-                     json={"question": QUESTION, "most": 4, "around": 0, "min_score": 0}).json()
+    api = httpx.post(
+        f"{live_server.url}/api/v1/collections/handbook/search",
+        timeout=30,
+        headers={"Authorization": f"Bearer {raw}"},
+        json={"question": QUESTION, "most": 4, "around": 0, "min_score": 0},
+    ).json()
     assert [r.content[0].text for r in results] == [p["text"] for p in api["paragraphs"]]
     assert [r.score for r in results] == [p["score"] for p in api["paragraphs"]]
     assert ANSWER in results[0].content[0].text and results[0].filename == "leave.md"

@@ -58,7 +58,9 @@ def test_recall_answers_excerpts_within_its_budget(api):
     long_text = prose(200, seed=1)
     long_id = api("post", "/memories", {"text": long_text}).json()["id"]
     short_id = api("post", "/memories", {"text": "river stone lantern by the harbor"}).json()["id"]
-    response = api("post", "/recall", {"query": "river stone lantern harbor", "most": 5, "max_chars": 100_000})
+    response = api(
+        "post", "/recall", {"query": "river stone lantern harbor", "most": 5, "max_chars": 100_000}
+    )
     assert response.status_code == 200
     body = response.json()
     assert set(body) == {"excerpts", "chars", "max_chars", "cut", "rerank"}
@@ -66,8 +68,17 @@ def test_recall_answers_excerpts_within_its_budget(api):
     excerpts = body["excerpts"]
     assert {(e["kind"], e["id"]) for e in excerpts} == {("mem", long_id), ("mem", short_id)}
     (short,) = [e for e in excerpts if e["id"] == short_id]
-    assert short == {"kind": "mem", "id": short_id, "score": short["score"], "text": "river stone lantern by the harbor",
-                     "start": 0, "end": 33, "nodes": None, "record_length": 33, "cut": False}
+    assert short == {
+        "kind": "mem",
+        "id": short_id,
+        "score": short["score"],
+        "text": "river stone lantern by the harbor",
+        "start": 0,
+        "end": 33,
+        "nodes": None,
+        "record_length": 33,
+        "cut": False,
+    }
     for excerpt in excerpts:
         if excerpt["id"] == long_id:
             assert excerpt["text"] == long_text[excerpt["start"] : excerpt["end"]]
@@ -77,7 +88,10 @@ def test_recall_answers_excerpts_within_its_budget(api):
     assert body["chars"] == sum(len(e["text"]) for e in excerpts) and body["max_chars"] == 100_000
     small = api("post", "/recall", {"query": "river stone lantern harbor", "max_chars": 120}).json()
     assert small["chars"] <= 120 and small["max_chars"] == 120 and small["cut"] is True
-    assert api("post", "/recall", {"query": "river", "most": 1}).json()["excerpts"][0]["id"] in (long_id, short_id)
+    assert api("post", "/recall", {"query": "river", "most": 1}).json()["excerpts"][0]["id"] in (
+        long_id,
+        short_id,
+    )
 
 
 @pytest.mark.parametrize(
@@ -111,8 +125,12 @@ def test_the_limits_themselves_are_accepted(api):
 
 
 def test_a_malformed_body_is_400(api, client):
-    response = client.post(BASE + "/memories", "{not json", content_type="application/json",
-                           HTTP_AUTHORIZATION="Bearer " + create_agent(agent_id="other")[1])
+    response = client.post(
+        BASE + "/memories",
+        "{not json",
+        content_type="application/json",
+        HTTP_AUTHORIZATION="Bearer " + create_agent(agent_id="other")[1],
+    )
     assert response.status_code == 400 and error_code(response) == "malformed_json"
 
 
@@ -153,8 +171,13 @@ def test_health_reports_and_repairs_the_callers_records(api, monkeypatch):
 
 
 def test_every_route_needs_a_key(client):
-    for method, path in [("post", "/memories"), ("post", "/episodes"), ("post", "/recall"),
-                         ("get", "/nodes/mem/1/0"), ("get", "/health")]:
+    for method, path in [
+        ("post", "/memories"),
+        ("post", "/episodes"),
+        ("post", "/recall"),
+        ("get", "/nodes/mem/1/0"),
+        ("get", "/health"),
+    ]:
         response = getattr(client, method)(BASE + path)
         assert response.status_code == 401, path
         assert error_code(response) == "unauthorized"
@@ -183,6 +206,8 @@ def test_replacing_a_records_text_requeues_its_nodes_and_deleting_removes_them(a
 def test_another_agents_record_cannot_be_replaced_or_deleted(api):
     record_id = api("post", "/memories", {"text": "mine alone"}).json()["id"]
     other = create_agent(agent_id="other")[1]
-    assert error_code(api("put", f"/records/mem/{record_id}", {"text": "theirs"}, key=other)) == "unknown_record"
+    assert (
+        error_code(api("put", f"/records/mem/{record_id}", {"text": "theirs"}, key=other)) == "unknown_record"
+    )
     assert api("delete", f"/records/mem/{record_id}", key=other).status_code == 404
     assert Memory.objects.get(pk=record_id).text == "mine alone"

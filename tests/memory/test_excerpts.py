@@ -83,6 +83,7 @@ def test_a_cut_with_no_sentence_that_fits_ends_at_a_word_or_gives_nothing():
 
 def test_the_budget_is_never_exceeded_and_characters_are_counted_exactly():
     for budget in (1, 20, 57, 120, 300):
-        result = chosen([node(1, 0.9), node(3, 0.8), whole(0.7), node(0, 0.6), node(2, 0.5)], max_chars=budget)
+        result = chosen(
+            [node(1, 0.9), node(3, 0.8), whole(0.7), node(0, 0.6), node(2, 0.5)], max_chars=budget
+        )
         assert result.chars == sum(e.end - e.start for e in result.excerpts) <= budget
-

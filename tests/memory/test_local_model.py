@@ -59,10 +59,14 @@ def test_facts_planted_late_in_long_records_are_found_by_their_best_node(seed, s
         services.store_memory(agent=agent, text=text)
 
     def firsts():
-        hits = [services.recall(agent=agent, query=question, most=5)["excerpts"] for _t, _f, question in planted]
+        hits = [
+            services.recall(agent=agent, query=question, most=5)["excerpts"] for _t, _f, question in planted
+        ]
         top1 = sum(bool(h) and h[0]["id"] == i for h, i in zip(hits, ids, strict=True)) / len(ids)
-        quoted = sum(bool(h) and h[0]["id"] == i and f in h[0]["text"]
-                     for h, i, (_t, f, _q) in zip(hits, ids, planted, strict=True)) / len(ids)
+        quoted = sum(
+            bool(h) and h[0]["id"] == i and f in h[0]["text"]
+            for h, i, (_t, f, _q) in zip(hits, ids, planted, strict=True)
+        ) / len(ids)
         return top1, quoted
 
     for memory_id in ids:  # each record's own vector, as the task its store queued makes it

@@ -121,13 +121,22 @@ def test_memories_and_episodes_are_listed_newest_first_a_page_at_a_time(caller):
     assert seen == ids[::-1]
     first = caller("get", "/memories", {"limit": 1}).json()["records"][0]
     assert first["opening"] == "note number 6" and first["text_length"] == 13
-    window = caller("get", "/memories", {"since": (now - timedelta(hours=8)).isoformat(),
-                                         "until": (now - timedelta(hours=5)).isoformat()}).json()
-    assert [r["id"] for r in window["records"]] == [ids[4], ids[3], ids[2]]  # since inclusive, until exclusive
+    window = caller(
+        "get",
+        "/memories",
+        {"since": (now - timedelta(hours=8)).isoformat(), "until": (now - timedelta(hours=5)).isoformat()},
+    ).json()
+    assert [r["id"] for r in window["records"]] == [
+        ids[4],
+        ids[3],
+        ids[2],
+    ]  # since inclusive, until exclusive
     assert [r["kind"] for r in caller("get", "/episodes").json()["records"]] == ["ep"]
 
 
-@pytest.mark.parametrize("query", [{"limit": 0}, {"limit": 101}, {"cursor": "not-a-cursor"}, {"since": "yesterday"}])
+@pytest.mark.parametrize(
+    "query", [{"limit": 0}, {"limit": 101}, {"cursor": "not-a-cursor"}, {"since": "yesterday"}]
+)
 def test_bad_list_parameters_are_400(caller, query):
     response = caller("get", "/memories", query)
     assert response.status_code == 400 and code_of(response) in {"invalid_request", "invalid_cursor"}
@@ -137,7 +146,10 @@ def test_another_agents_record_is_a_404_like_a_missing_one_everywhere(caller):
     _them, their_key = create_agent(agent_id="someone-else")
     theirs = caller("post", "/memories", {"text": prose(220, seed=3)}, key=their_key).json()["id"]
     for path in (f"/records/mem/{theirs}", f"/nodes/mem/{theirs}/0"):
-        on_theirs, on_missing = caller("get", path), caller("get", path.replace(str(theirs), str(theirs + 999)))
+        on_theirs, on_missing = (
+            caller("get", path),
+            caller("get", path.replace(str(theirs), str(theirs + 999))),
+        )
         assert on_theirs.status_code == on_missing.status_code == 404
         assert code_of(on_theirs) == code_of(on_missing) == "unknown_record"
     assert caller("get", "/memories").json() == {"records": [], "next": None}
@@ -145,12 +157,18 @@ def test_another_agents_record_is_a_404_like_a_missing_one_everywhere(caller):
 
 def corpus(seed):
     return [prose(220, seed=seed * 10 + n) for n in range(3)] + [
-        "river stone lantern by the harbor", "copper signal over the orchard", "falcon quartz willow beacon"]
+        "river stone lantern by the harbor",
+        "copper signal over the orchard",
+        "falcon quartz willow beacon",
+    ]
 
 
 def answers(agent):
-    return [services.recall(agent=agent, query=q, most=10, max_chars=m)
-            for q in ("river stone lantern", "copper signal orchard", "falcon beacon canyon") for m in (150, 4000)]
+    return [
+        services.recall(agent=agent, query=q, most=10, max_chars=m)
+        for q in ("river stone lantern", "copper signal orchard", "falcon beacon canyon")
+        for m in (150, 4000)
+    ]
 
 
 def test_another_agents_records_change_nothing_in_an_agents_answer(run_on_commit):
@@ -180,7 +198,9 @@ def test_mcp_lists_and_reads_records(client):
     assert read["text"] == stored.text and read["nodes"]["status"] == "fits"
     missing = call_tool(client, raw, "read_record", {"kind": "mem", "id": stored.pk + 99})
     assert missing["isError"] is True
-    recalled = call_tool(client, raw, "recall", {"question": "boiler service", "max_chars": 20})["structuredContent"]
+    recalled = call_tool(client, raw, "recall", {"question": "boiler service", "max_chars": 20})[
+        "structuredContent"
+    ]
     assert recalled["chars"] <= 20 and recalled["max_chars"] == 20
 
 
@@ -188,20 +208,29 @@ def test_mcp_lists_and_reads_records(client):
 
 
 def test_the_reranker_orders_the_excerpts_and_a_failure_keeps_the_fused_order(agent, settings):
-    texts = ["The harbor lantern was lit at dusk by the keeper.", "A harbor walk with a lantern and a falcon.",
-             "Lantern oil is kept in the harbor shed."]
+    texts = [
+        "The harbor lantern was lit at dusk by the keeper.",
+        "A harbor walk with a lantern and a falcon.",
+        "Lantern oil is kept in the harbor shed.",
+    ]
     for text in texts:
         services.store_memory(agent=agent, text=text)
     services.repair_all()  # the stores' vectors
     fused = services.recall(agent=agent, query="harbor lantern", most=3)
     assert fused["rerank"] == {"status": "not configured"} and len(fused["excerpts"]) == 3
     with serving(RerankServer(favourite="falcon")) as server:
-        settings.RERANK_URL, settings.RERANK_MODEL, settings.RERANK_TIMEOUT = server.url + "/v1/rerank", "rr", 0.5
+        settings.RERANK_URL, settings.RERANK_MODEL, settings.RERANK_TIMEOUT = (
+            server.url + "/v1/rerank",
+            "rr",
+            0.5,
+        )
         reranked = services.recall(agent=agent, query="harbor lantern", most=3)
         assert reranked["rerank"] == {"status": "reranked", "model": "rr", "depth": 3}
         assert "falcon" in reranked["excerpts"][0]["text"] and "falcon" not in fused["excerpts"][0]["text"]
         # The scores stay the fused ones: the reranker decides the order only.
-        assert sorted(e["score"] for e in reranked["excerpts"]) == sorted(e["score"] for e in fused["excerpts"])
+        assert sorted(e["score"] for e in reranked["excerpts"]) == sorted(
+            e["score"] for e in fused["excerpts"]
+        )
         assert server.requests[0]["body"]["query"] == "harbor lantern"
         server.mode = "error"
         failed = services.recall(agent=agent, query="harbor lantern", most=3)
