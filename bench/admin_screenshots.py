@@ -42,11 +42,13 @@ CONFLICTING = {
 # local model (256 tokens) and the hash backend (256 words), so each divides it into nodes.
 LONG_MEMORY = """\
 Customer: Northwind Traders, account 4471. Contact: Dana Whitfield, office manager, prefers email over phone \
-and answers within the hour on weekdays. Their office moved to the third floor of the Harbour Street building \
+and answers within the hour on weekdays. Their office moved to the third floor of the Harbour \
+Street building \
 in March, and since then the VPN drops every afternoon between two and four.
 
 What we tried so far. The client was reinstalled on three laptops without any change. Their router logs show \
-the tunnel renegotiating every forty minutes, which matches the key lifetime in the old configuration that the \
+the tunnel renegotiating every forty minutes, which matches the key lifetime in the old \
+configuration that the \
 previous provider left behind. Dana sent the exported configuration on 12 May; the lifetime there is 2,400 \
 seconds, not the 28,800 the handbook recommends for site-to-site tunnels. Changing it needs their admin \
 password, which only the owner, Luis Ortega, holds. He travels most weeks and asked us to schedule changes \

@@ -1,7 +1,7 @@
 """Embedding speed of the local numpy embedder, against sentence-transformers on torch when present.
 
-    python bench/embed_speed.py [CORPUS] [-n 256] [--batch-size 64] [--batch-tokens 2048] [--threads N [N ...]]
-                                [--chunk 64] [--repeat 3]
+    python bench/embed_speed.py [CORPUS] [-n 256] [--batch-size 64] [--batch-tokens 2048]
+                                [--threads N [N ...]] [--chunk 64] [--repeat 3]
 
 CORPUS is a BEIR corpus.jsonl(.gz); the default is the SciFact copy in ../shared/datasets beside the
 repository. Each abstract ("text") is one paragraph. Prints paragraphs per second for a bulk embed,

@@ -1,6 +1,7 @@
 """Does a floor read off a collection's known answers hold for questions it has not seen? (issue 17)
 
-    python bench/known_answers_floor.py ../shared/datasets/scifact [--documents 1500] [--answers 60] [--controls 20]
+    python bench/known_answers_floor.py ../shared/datasets/scifact [--documents 1500] [--answers 60]
+                                        [--controls 20]
 
 A SciFact collection is built through `build_collection` (the configured embedder, the local
 all-MiniLM-L6-v2 by default; `structure` chunking, the default): the abstracts relevant to the

@@ -49,7 +49,8 @@ def table(results: list[dict]) -> str:
                     f"{name} {size / n:,.0f} B/paragraph" for name, size in facts["index_parts"].items()
                 )
                 + (
-                    " — the store's rows overlap (made before their spans were consecutive); no arm here reads it."
+                    " — the store's rows overlap (made before their spans were consecutive);"
+                    " no arm here reads it."
                     if "carried" in facts["index_parts"]
                     else ""
                 )
@@ -57,7 +58,8 @@ def table(results: list[dict]) -> str:
             )
         cpu = facts.get("cpu_ms", {})
         lines.append(
-            "| arm | p50 ms | p95 ms | baseline | baseline p50 | ratio p50 | CPU p50 ms: arm / baseline, ratio |"
+            "| arm | p50 ms | p95 ms | baseline | baseline p50 | ratio p50 "
+            "| CPU p50 ms: arm / baseline, ratio |"
         )
         lines.append("|---|---|---|---|---|---|---|")
         pairs = [
@@ -93,7 +95,8 @@ def table(results: list[dict]) -> str:
             lines.append(
                 "Vector IVF at other nprobe (p50 / p95 ms, recall@10 against exact): "
                 + "; ".join(
-                    f"{k}: {lat[f'vector IVF nprobe {k}']['p50']:.2f} / {lat[f'vector IVF nprobe {k}']['p95']:.2f}, {r:.3f}"
+                    f"{k}: {lat[f'vector IVF nprobe {k}']['p50']:.2f} / "
+                    f"{lat[f'vector IVF nprobe {k}']['p95']:.2f}, {r:.3f}"
                     for k, r in facts["recall_vector_ivf_by_nprobe"].items()
                 )
                 + "."

@@ -113,7 +113,9 @@ def check_record_node_triggers(app_configs=None, databases=None, **kwargs):
                 continue
             expected = expected_triggers(connection)
         except ImproperlyConfigured:
-            continue  # the store's guard refused it on opening (a schema this code does not know): collections.E001 says so
+            # The store's guard refused it on opening (a schema this code does not know): collections.E001
+            # says so.
+            continue
         if not expected:
             continue
         missing = [name for name in missing_triggers(connection) if name in expected]
@@ -165,7 +167,8 @@ def check_recall_max_chars(app_configs=None, **kwargs):
             Error(
                 f"MEMORY_RECALL_MAX_CHARS is {value!r}; it must be a whole number from 1 to "
                 f"{MAX_RECALL_CHARS:,}",
-                hint="The characters a memory recall answers when the request does not say (docs/configuration.md).",
+                hint="The characters a memory recall answers when the request does not say "
+                "(docs/configuration.md).",
                 id="memory.E002",
             )
         ]

@@ -42,7 +42,8 @@ COUNT_FUNCTION = "records_forget_token_count"
 # row-level security (ragsite.rls), whose policy finds a node through its record, already gone
 # in an AFTER DELETE trigger.
 POSTGRES_FUNCTION_SQL = f"""
-CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = public AS $$
+CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger LANGUAGE plpgsql
+    SECURITY DEFINER SET search_path = public AS $$
 BEGIN
     DELETE FROM record_nodes WHERE parent_kind = TG_ARGV[0] AND parent_id = OLD.id;
     RETURN NULL;

@@ -28,7 +28,10 @@ def secret_key_problem(key: str | None) -> str | None:
     if key == DEVELOPMENT_KEY or key.startswith("django-insecure"):
         return "SECRET_KEY is the public development key"
     if len(key) < MIN_KEY_LENGTH or len(set(key)) < MIN_UNIQUE_CHARACTERS:
-        return f"SECRET_KEY is too short or too plain (at least {MIN_KEY_LENGTH} characters, {MIN_UNIQUE_CHARACTERS} different)"
+        return (
+            f"SECRET_KEY is too short or too plain (at least {MIN_KEY_LENGTH} characters, "
+            f"{MIN_UNIQUE_CHARACTERS} different)"
+        )
     return None
 
 

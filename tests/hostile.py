@@ -34,7 +34,10 @@ def zip_bomb_docx(path: Path, expanded_mb: int = 512) -> Path:
         package.writestr("_rels/.rels", _RELS)
         with package.open("word/document.xml", "w", force_zip64=True) as part:
             part.write(
-                f'<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="{_W}"><w:body><w:p><w:r><w:t>'.encode()
+                (
+                    '<?xml version="1.0" encoding="UTF-8"?>'
+                    f'<w:document xmlns:w="{_W}"><w:body><w:p><w:r><w:t>'
+                ).encode()
             )
             block = b"a" * (1 << 20)
             for _ in range(expanded_mb):

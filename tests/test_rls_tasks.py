@@ -24,7 +24,10 @@ from ragsite.rls import current_task_agent, installed, task_scope
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 NOTES = {
-    "a.md": "# Leave\n\nAnnual leave carries over, capped at five days.\n\n# Travel\n\nMileage is 0.42 per kilometre."
+    "a.md": (
+        "# Leave\n\nAnnual leave carries over, capped at five days.\n\n"
+        "# Travel\n\nMileage is 0.42 per kilometre."
+    )
 }
 # Long enough to need nodes under the hash embedder's 256-token window.
 LONG = " ".join(f"word{i % 97} sentence{i}." for i in range(400))

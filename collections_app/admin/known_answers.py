@@ -32,14 +32,16 @@ class KnownAnswersForm(forms.Form):
         required=False,
         label="Known answers",
         widget=forms.Textarea(attrs={"rows": 14, "cols": 100, "spellcheck": "false"}),
-        help_text="One per line: “question | answer marker” (text the answering paragraph holds), or “! question” "
+        help_text="One per line: “question | answer marker” (text the answering paragraph holds), "
+        "or “! question” "
         f"for a control the documents do not answer. At most {known_answers.MAX_KNOWN_ANSWERS}. Empty "
         "clears the set.",
     )
     upload = forms.FileField(
         required=False,
         label="Or upload JSON Lines",
-        help_text='Replaces the lines above: {"question": "…", "answer": "…"} or {"question": "…", "control": true} '
+        help_text='Replaces the lines above: {"question": "…", "answer": "…"} '
+        'or {"question": "…", "control": true} '
         "per line, as manage.py measure reads.",
     )
 
@@ -187,7 +189,8 @@ def known_answers_warnings(run) -> list[str]:
 
 
 def measure_lines(collection_id: str | None) -> tuple[str, int]:
-    """The measure page's start from a stored set: its lines (at most measure's limit) and how many were left out."""
+    """The measure page's start from a stored set: its lines (at most measure's limit) and how many
+    were left out."""
     collection = (
         Collection.objects.filter(pk=collection_id).first() if (collection_id or "").isdigit() else None
     )

@@ -43,7 +43,8 @@ class MeasureForm(forms.Form):
     collection = forms.ModelChoiceField(queryset=Collection.objects.select_related("agent"))
     questions = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 10, "cols": 100}),
-        help_text=f"One per line: “question | answer marker”, or “! question” for a control the documents do not "
+        help_text="One per line: “question | answer marker”, or “! question” for a control the "
+        "documents do not "
         f"answer. At most {MAX_QUESTIONS} lines; questions up to {MAX_QUESTION_CHARS} characters.",
     )
     most = forms.IntegerField(initial=DEFAULT_MOST, min_value=1, max_value=MAX_MOST)
@@ -125,7 +126,8 @@ def estimate_sentence(estimate: MeasureEstimate) -> str:
 
 
 def measure_payload(run: MeasureRun) -> dict:
-    """What the measure page's bar shows, polled while the task runs, with the time left once it can be told."""
+    """What the measure page's bar shows, polled while the task runs, with the time left once it can
+    be told."""
     detail = f"{run.variants_done} of {run.variants_total or '?'} variants measured"
     expected = (run.request or {}).get("estimate_seconds")
     if run.status == MeasureRun.QUEUED:
@@ -154,7 +156,8 @@ def summary_rows(report: dict) -> list[dict]:
         floor = variant.get("floor_range") or {}
         rows.append(
             {
-                "variant": f"{variant['method']} {variant['size'] if variant['size'] is not None else 'auto'}",
+                "variant": f"{variant['method']} "
+                f"{variant['size'] if variant['size'] is not None else 'auto'}",
                 "around": variant["around"],
                 "paragraphs": variant["paragraphs"],
                 "found": variant["found"],
@@ -189,7 +192,8 @@ class MeasureAdminMixin:
         ] + super().get_urls()
 
     def measure_view(self, request):
-        """Queue a measurement through `request_measure` and go to its page; the tens of variants run in a task."""
+        """Queue a measurement through `request_measure` and go to its page; the tens of variants
+        run in a task."""
         if not self.has_view_permission(request):
             raise PermissionDenied
         if request.method == "POST":

@@ -32,7 +32,8 @@ def sync_form_fields() -> tuple[forms.Field, forms.Field]:
         forms.BooleanField(
             required=False,
             label="Keep in sync",
-            help_text="Check the folder every few minutes and build when a file was added, changed or deleted; "
+            help_text="Check the folder every few minutes and build when a file was added, changed "
+            "or deleted; "
             "nothing is built while nothing changed.",
         ),
         forms.IntegerField(

@@ -386,7 +386,8 @@ class MappedIndex:
         return self._pooled(per_vector)
 
     def cosine_of_rows(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Exact cosine (pooled as `cosine` pools it) for the given rows only; -inf for a row without a vector."""
+        """Exact cosine (pooled as `cosine` pools it) for the given rows only; -inf for a row without
+        a vector."""
         query = np.asarray(query, dtype=np.float32)
         rows = np.asarray(rows, dtype=np.int64)
         result = np.full(rows.shape[0], -np.inf, dtype=np.float32)
@@ -406,7 +407,8 @@ class MappedIndex:
         return result
 
     def products(self, vector_ids: np.ndarray, query: np.ndarray) -> np.ndarray:
-        """Each given vector's (window's, not row's) product with ``query``, GATHER_BLOCK at a time (one gather's values)."""
+        """Each given vector's (window's, not row's) product with ``query``, GATHER_BLOCK at a time
+        (one gather's values)."""
         query = np.asarray(query, dtype=np.float32)
         products = np.empty(len(vector_ids), dtype=np.float32)
         for start in range(0, products.size, GATHER_BLOCK):

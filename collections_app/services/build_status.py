@@ -75,7 +75,10 @@ def waiting_notice(run: BuildRun, **kwargs) -> str | None:
     """The sentence shown beside a build nobody is carrying out, or None."""
     if not worker_missing(run, **kwargs):
         return None
-    return f"no task worker is running: build {run.pk} has been queued since {run.created_at:%H:%M:%S} UTC; {START_WORKER}"
+    return (
+        f"no task worker is running: build {run.pk} has been queued since "
+        f"{run.created_at:%H:%M:%S} UTC; {START_WORKER}"
+    )
 
 
 def build_status(*, run: BuildRun, running: bool | None = None) -> dict:

@@ -123,8 +123,9 @@ def check_lease(collection: Collection, run: BuildRun) -> None:
     )
     status = BuildRun.objects.select_for_update().filter(pk=run.pk).values_list("status", flat=True).first()
     if status != BuildRun.RUNNING or generation != run.generation:
+        why = "a newer build was requested" if generation != run.generation else f"it was marked {status}"
         raise LeaseLost(
             f'build {run.pk} no longer holds the lease of "{collection.name}" '
-            f"({'a newer build was requested' if generation != run.generation else f'it was marked {status}'}); "
+            f"({why}); "
             "it rolled back without writing"
         )

@@ -20,7 +20,10 @@ from collections_app.services.search import search_collection
 from ragsite import embedding
 
 HEX_STATE = [("collections_app", "0014_search_held_back_index")]
-LEAVE = "# Leave\n\nCarry-over is capped at five days a year.\n\n# Expenses\n\nReceipts are needed above 25 euros.\n"
+LEAVE = (
+    "# Leave\n\nCarry-over is capped at five days a year.\n\n"
+    "# Expenses\n\nReceipts are needed above 25 euros.\n"
+)
 SECURITY = "# Security\n\nLaptops use full-disk encryption.\n\nBadges are worn at all times on site.\n"
 
 

@@ -6,7 +6,10 @@ from ragsite.commands import ServiceCommand
 
 
 class Command(ServiceCommand):
-    help = "Write a collection's current build as DIRECTORY/rag/NAME/ (meta.json, docs.jsonl, vectors.f32, bm25.idx)."
+    help = (
+        "Write a collection's current build as DIRECTORY/rag/NAME/ "
+        "(meta.json, docs.jsonl, vectors.f32, bm25.idx)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("agent_id")

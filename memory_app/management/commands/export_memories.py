@@ -8,7 +8,10 @@ from ragsite.commands import ServiceCommand
 
 
 class Command(ServiceCommand):
-    help = "Write an agent's memories and episodes as JSON lines (to FILE, or standard output). Nodes are not exported."
+    help = (
+        "Write an agent's memories and episodes as JSON lines (to FILE, or standard output). "
+        "Nodes are not exported."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("agent_id")
