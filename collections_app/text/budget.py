@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from .chunking import SENTENCE_BREAK
+from .headings import SENTENCE_BREAK
 from .stitch import Row, Stitched, join_rows
 
 __all__ = ["Fitted", "fit"]

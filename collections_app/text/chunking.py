@@ -2,11 +2,9 @@
 
 Pure: no models, no settings. Every strategy returns pieces that are exact slices of the text
 they were cut from (``text[piece.start:piece.end] == piece.text``), in document order, trimmed of
-whitespace at both ends, and together holding every non-whitespace character of the text. The
-section of a piece is the Markdown ATX heading (``#`` to ``######`` at a line start, outside code
-fences) in force where the piece's first line of text starts, or "Document" before any heading;
-heading lines at the very start of a piece are stepped over, so "# Handbook / ## Leave / text" is
-filed under "Leave". Section names are cut to 300 characters.
+whitespace at both ends, and together holding every non-whitespace character of the text. A
+piece's section is the heading in force where its first line of text starts (`headings`): heading
+lines at the very start of a piece are stepped over, so "# Handbook / ## Leave / text" is "Leave".
 
 Strategies, by name. `STRATEGIES` is the one table: each built name's cutting function, default size
 and overlap, whether it overlaps its pieces, whether its sizes count model tokens (and so need an
@@ -41,10 +39,24 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ragsite.division import TokenCounter, divide
+
+from .headings import (
+    DEFAULT_SECTION,
+    MAX_SECTION_LENGTH,
+    SENTENCE_BREAK,
+    SENTENCE_REACH,
+    WHITESPACE,
+    WORD_START,
+    Outline,
+    heading_lines,
+    line_spans,
+    next_non_ws,
+    trim,
+)
 
 __all__ = [
     "AVAILABLE",
@@ -65,8 +77,6 @@ __all__ = [
 ]
 
 MAX_PARAGRAPHS_PER_DOCUMENT = 240
-MAX_SECTION_LENGTH = 300
-DEFAULT_SECTION = "Document"
 
 
 # A strategy's cut: (text, size, overlap, token counter) -> the pieces' (start, end) spans, in order.
@@ -178,111 +188,9 @@ def chunk(
     if strategy.cap is not None and len(spans) > strategy.cap:
         dropped = len(spans) - strategy.cap
         spans = spans[: strategy.cap]
-    outline = _Outline(text)
+    outline = Outline(text)
     pieces = (Piece(text[s:e], s, e, outline.section_of(text, s, e)) for s, e in spans if e > s)
     return Chunks(pieces, dropped=dropped)
-
-
-# --- Headings and sections -----------------------------------------------------------------------
-
-# ATX heading: up to three spaces, one to six #, then a space or the end of the line. A closing run
-# of # is dropped only when a space precedes it, so "# C#" keeps its name (CommonMark's rule).
-_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))??(?:[ \t]+#+)?[ \t]*")
-HEADING = _ATX  # a whole line that is an ATX heading: group 1 the "#" run, group 2 its text
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")
-_NON_WS = re.compile(r"\S")
-_WORD_START = re.compile(r"(?<!\S)\S")
-# Between two sentences: ., ! or ? (a closing quote or bracket may follow), whitespace (group 1),
-# then a capital, a digit or an opening quote. "e.g. this" is no break; "Dr. Smith" is taken for one,
-# which costs nothing worse than the word start it replaces.
-SENTENCE_BREAK = re.compile(r"""[.!?]["')\]]?(\s+)(?=["'(\[]?[A-Z0-9\u00C0-\u00DE])""")
-# How far back from a window's end a split inside a paragraph looks for a sentence's end first.
-SENTENCE_REACH = 0.25
-_WS = re.compile(r"\s")
-
-
-def _lines(text: str) -> list[tuple[int, int]]:
-    """(start, end without the line break) of every line."""
-    lines = []
-    for match in _LINE.finditer(text):
-        if match.start() == match.end():  # the empty match after the last line
-            break
-        content = match.group().rstrip("\r\n")
-        lines.append((match.start(), match.start() + len(content)))
-    return lines
-
-
-def heading_lines(text: str) -> Iterator[tuple[int, int, re.Match]]:
-    """(start, end, match) of every ATX heading line of ``text``, in order.
-
-    A "#" line inside a fenced code block is code, not a heading, so fences are tracked. The
-    match's group 1 is the "#" run (its length is the level) and group 2 the heading's text.
-    """
-    fence: str | None = None
-    for start, end in _lines(text):
-        line = text[start:end]
-        fence_match = _FENCE.match(line)
-        if fence_match:
-            marker = fence_match.group(1)
-            if fence is None:
-                fence = marker
-            elif marker[0] == fence[0] and len(marker) >= len(fence):
-                fence = None
-            continue
-        if fence is None:
-            heading = _ATX.fullmatch(line)
-            if heading:
-                yield start, end, heading
-
-
-class _Outline:
-    """The headings of a text (`heading_lines`), and which one is in force at any offset."""
-
-    def __init__(self, text: str) -> None:
-        self.starts: list[int] = []  # offset of each heading line
-        self.names: list[str] = []
-        self.ends: list[int] = []  # end of each heading line's content
-        self.line_end_by_marker: dict[int, int] = {}  # offset of a heading's first "#" -> its line end
-        for start, end, heading in heading_lines(text):
-            name = (heading.group(2) or "").strip()[:MAX_SECTION_LENGTH].rstrip()
-            self.starts.append(start)
-            self.names.append(name or DEFAULT_SECTION)
-            self.ends.append(end)
-            self.line_end_by_marker[heading.start(1) + start] = end
-
-    def section_at(self, offset: int) -> str:
-        """The heading in force at ``offset``: the last heading line starting at or before it."""
-        index = bisect.bisect_right(self.starts, offset) - 1
-        return self.names[index] if index >= 0 else DEFAULT_SECTION
-
-    def section_of(self, text: str, start: int, end: int) -> str:
-        """The section of the piece ``text[start:end]``: the heading over its first line of text.
-
-        Heading lines at the piece's start are stepped over, so a piece opening "# Handbook / ##
-        Leave / text" is filed under "Leave", the heading the text actually sits under.
-        """
-        position = start
-        while position < end and position in self.line_end_by_marker:
-            following = _next_non_ws(text, self.line_end_by_marker[position])
-            if following >= end:
-                break
-            position = following
-        return self.section_at(position)
-
-
-def _next_non_ws(text: str, position: int) -> int:
-    match = _NON_WS.search(text, position)
-    return match.start() if match else len(text)
-
-
-def _trim(text: str, start: int, end: int) -> tuple[int, int]:
-    start = _next_non_ws(text, start)
-    if start >= end:
-        return end, end
-    while text[end - 1].isspace():
-        end -= 1
-    return start, end
 
 
 # --- fixed ---------------------------------------------------------------------------------------
@@ -297,10 +205,10 @@ def _fixed(text: str, size: int) -> list[tuple[int, int]]:
     ``size`` characters always has its following whitespace inside the window, so it is never split.
     Only a window with no whitespace after its first character is cut hard, at ``size``.
     """
-    spaces = [match.start() for match in _WS.finditer(text)]
+    spaces = [match.start() for match in WHITESPACE.finditer(text)]
     spans: list[tuple[int, int]] = []
     length = len(text)
-    position = _next_non_ws(text, 0)
+    position = next_non_ws(text, 0)
     while position < length:
         limit = position + size
         if limit >= length:
@@ -308,9 +216,9 @@ def _fixed(text: str, size: int) -> list[tuple[int, int]]:
         else:
             index = bisect.bisect_right(spaces, limit) - 1
             end = spaces[index] if index >= 0 and spaces[index] > position else limit
-        start, end = _trim(text, position, end)
+        start, end = trim(text, position, end)
         spans.append((start, end))
-        position = _next_non_ws(text, end)
+        position = next_non_ws(text, end)
     return spans
 
 
@@ -318,7 +226,7 @@ def _fixed(text: str, size: int) -> list[tuple[int, int]]:
 
 
 def _structure(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
-    outline = _Outline(text)
+    outline = Outline(text)
     spans: list[tuple[int, int]] = []
     for section_start, section_end in _sections(text, outline):
         units = _paragraphs(text, section_start, section_end)
@@ -334,7 +242,7 @@ def _structure(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
     return spans
 
 
-def _sections(text: str, outline: _Outline) -> list[tuple[int, int]]:
+def _sections(text: str, outline: Outline) -> list[tuple[int, int]]:
     """(start, end) of each section. A heading with nothing under it opens no section of its own:
     it is carried into the next one, so a title line does not become a paragraph by itself."""
     bounds = [0, *outline.starts, len(text)]
@@ -348,7 +256,7 @@ def _sections(text: str, outline: _Outline) -> list[tuple[int, int]]:
             start, carried = carried, None
         is_heading = index > 0
         body_start = outline.ends[index - 1] if is_heading else start
-        has_body = _next_non_ws(text, body_start) < end
+        has_body = next_non_ws(text, body_start) < end
         if is_heading and not has_body and end < len(text):
             carried = start
             continue
@@ -362,7 +270,7 @@ def _paragraphs(text: str, start: int, end: int) -> list[tuple[int, int]]:
     blocks: list[tuple[int, int]] = []
     block_start: int | None = None
     block_end = start
-    for line_start, line_end in _lines(text[start:end]):
+    for line_start, line_end in line_spans(text[start:end]):
         line_start += start
         line_end += start
         line = text[line_start:line_end]
@@ -402,7 +310,7 @@ def _pack_section(text: str, units: list[tuple[int, int]], size: int, overlap: i
             cursor = shrunk if shrunk is not None else unit_start
         # The first character this piece adds beyond the previous one. If the carried text leaves
         # no room for it (only possible across a huge run of whitespace), nothing is carried.
-        fresh = _next_non_ws(text, max(unit_start, last_end))
+        fresh = next_non_ws(text, max(unit_start, last_end))
         if fresh - cursor >= size:
             cursor = fresh
         start = cursor
@@ -433,7 +341,7 @@ def _pack_section(text: str, units: list[tuple[int, int]], size: int, overlap: i
         # Rows stand on their own (each block repeats its header), and a carried opening would
         # start the next piece mid-row: nothing is carried out of a table.
         carried = None if _ends_in_table_row(text, end) else _carry(text, start, end, overlap)
-        cursor = carried if carried is not None else _next_non_ws(text, end)
+        cursor = carried if carried is not None else next_non_ws(text, end)
     return spans
 
 
@@ -466,7 +374,7 @@ def _sentence_end(text: str, lo: int, hi: int) -> int | None:
 
 
 def _word_start(text: str, lo: int, hi: int) -> int | None:
-    match = _WORD_START.search(text, lo, hi)
+    match = WORD_START.search(text, lo, hi)
     return match.start() if match else None
 
 
@@ -513,14 +421,14 @@ def _tokens(text: str, size: int, overlap: int, tokens: TokenCounter | None) -> 
         (max(0, min(s, length)), max(0, min(e, length))) for s, e in spans if e > s and s < length
     )
     if not offsets:
-        return [_trim(text, 0, length)]
+        return [trim(text, 0, length)]
     pieces: list[tuple[int, int]] = []
     first = 0
     while True:
         after = min(first + size, len(offsets))
         start = 0 if first == 0 else offsets[first][0]
         end = length if after == len(offsets) else offsets[after][0]
-        pieces.append(_trim(text, start, end))
+        pieces.append(trim(text, start, end))
         if after == len(offsets):
             break
         first = after - overlap
@@ -536,7 +444,7 @@ def _window(text: str, size: int | None, tokens: TokenCounter | None) -> list[tu
     spans = divide(text, lambda remaining: tokens.window_end_char(remaining, window))
     if spans is None:
         raise ChunkingError('"window" needs an embedder that can count tokens, and this one cannot')
-    return [_trim(text, start, end) for start, end in spans]
+    return [trim(text, start, end) for start, end in spans]
 
 
 # --- The table -----------------------------------------------------------------------------------
@@ -544,15 +452,39 @@ def _window(text: str, size: int | None, tokens: TokenCounter | None) -> list[tu
 # Each name maps to its strategy, or to None while it is only planned: naming a planned one is a clear
 # validation error rather than "unknown". fixed and structure count characters.
 STRATEGIES: dict[str, Strategy | None] = {
-    "fixed": Strategy("0.1", lambda text, size, overlap, tokens: _fixed(text, size), size=350, overlap=0,
-                      overlaps=False, counts_tokens=False),
-    "structure": Strategy("0.1", lambda text, size, overlap, tokens: _structure(text, size, overlap),
-                          size=1800, overlap=180, overlaps=True, counts_tokens=False,
-                          cap=MAX_PARAGRAPHS_PER_DOCUMENT),
-    "tokens": Strategy("0.1", lambda text, size, overlap, tokens: _tokens(text, size, overlap, tokens),
-                       size=200, overlap=32, overlaps=True, counts_tokens=True),
-    "window": Strategy("0.1", lambda text, size, overlap, tokens: _window(text, size, tokens), size=None,
-                       overlap=0, overlaps=False, counts_tokens=True),
+    "fixed": Strategy(
+        "0.1",
+        lambda text, size, overlap, tokens: _fixed(text, size),
+        size=350,
+        overlap=0,
+        overlaps=False,
+        counts_tokens=False,
+    ),
+    "structure": Strategy(
+        "0.1",
+        lambda text, size, overlap, tokens: _structure(text, size, overlap),
+        size=1800,
+        overlap=180,
+        overlaps=True,
+        counts_tokens=False,
+        cap=MAX_PARAGRAPHS_PER_DOCUMENT,
+    ),
+    "tokens": Strategy(
+        "0.1",
+        lambda text, size, overlap, tokens: _tokens(text, size, overlap, tokens),
+        size=200,
+        overlap=32,
+        overlaps=True,
+        counts_tokens=True,
+    ),
+    "window": Strategy(
+        "0.1",
+        lambda text, size, overlap, tokens: _window(text, size, tokens),
+        size=None,
+        overlap=0,
+        overlaps=False,
+        counts_tokens=True,
+    ),
     "semantic": None,
     "parent-child": None,
     "page": None,

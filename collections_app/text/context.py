@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .chunking import HEADING, heading_lines
+from .headings import HEADING, heading_lines
 
 # Share of a full context match added to the text's normalised BM25 (docs/decisions.md).
 CONTEXT_WEIGHT = 0.3
