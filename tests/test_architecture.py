@@ -204,16 +204,21 @@ def test_services_never_call_adapters(module):
     assert adapters == []
 
 
-def test_no_source_file_is_a_hall():
-    # Rooms of a readable size (issue 14): none over 600 lines, migrations aside; tests and benchmarks too.
-    files = [
-        *_source_files(),
-        *sorted((ROOT / "tests").rglob("*.py")),
-        *sorted((ROOT / "bench").rglob("*.py")),
-    ]
-    sizes = {
+def _sizes(files) -> dict[str, int]:
+    return {
         str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
         for path in files
         if "node_modules" not in path.parts
     }
-    assert {path: lines for path, lines in sizes.items() if lines > 600} == {}
+
+
+def test_no_source_file_is_a_hall():
+    # Rooms of a readable size (issues 14 and 27): no module of the apps or the floor over 500 lines,
+    # migrations aside; a module is split where its concepts split, never squeezed to fit.
+    assert {path: lines for path, lines in _sizes(_source_files()).items() if lines > 500} == {}
+
+
+def test_no_test_or_benchmark_file_is_a_hall():
+    # Tests and benchmarks: none over 600 lines (three are between 500 and 600, docs/architecture.md).
+    files = [*sorted((ROOT / "tests").rglob("*.py")), *sorted((ROOT / "bench").rglob("*.py"))]
+    assert {path: lines for path, lines in _sizes(files).items() if lines > 600} == {}
