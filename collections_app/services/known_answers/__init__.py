@@ -22,6 +22,7 @@ the admin, the API and the build status). Its callers reach every public name fr
 
 from .measuring import (
     DEPTH,
+    EVERY_LABEL,
     LOST_NAMED,
     SAMPLE_SET,
     CandidateRow,
@@ -47,6 +48,7 @@ from .the_set import (
 
 __all__ = [
     "DEPTH",
+    "EVERY_LABEL",
     "HISTORY",
     "LOST_NAMED",
     "MAX_FILE_BYTES",
