@@ -71,7 +71,7 @@ def test_putting_the_same_set_again_queues_no_second_measurement(
         assert request(client, "put", raw, path, {"questions": ITEMS}).status_code == 200
     report = collection.known_answer_reports.get()
     queued = []
-    monkeypatch.setattr("collections_app.services.known_answers._enqueue", queued.append)
+    monkeypatch.setattr("collections_app.services.known_answers.the_set._enqueue", queued.append)
     for _ in range(3):
         with django_capture_on_commit_callbacks(execute=True):
             assert request(client, "put", raw, path, {"questions": ITEMS}).status_code == 200
