@@ -41,7 +41,7 @@ def make_built(
     agent, knowledge_folder, name: str, files: dict, *, outcome: str = BuildRun.SUCCEEDED, **options
 ) -> Collection:
     collection = create_collection(agent=agent, name=name, **{"method": "fixed", "size": 80, **options})
-    knowledge_folder(name, files)
+    knowledge_folder(name, files, agent=agent.agent_id)
     run = build_collection(collection=collection)
     assert run.status == outcome, run.error
     return collection

@@ -309,7 +309,7 @@ def test_a_notification_at_2026_is_accepted_without_a_body(client, keyed):
 def live(live_server, knowledge_folder, transactional_db):
     agent, raw = create_agent(agent_id="live", name="Live")
     collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
-    knowledge_folder("handbook", HANDBOOK)
+    knowledge_folder("handbook", HANDBOOK, agent=agent.agent_id)
     assert build_collection(collection=collection).status == "succeeded"
     return f"{live_server.url}/mcp", raw
 

@@ -232,7 +232,7 @@ def test_the_official_openai_sdk_searches_a_live_server(live_server, knowledge_f
 
     agent, raw = create_agent(agent_id="live", name="Live")
     collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
-    knowledge_folder("handbook", HANDBOOK)
+    knowledge_folder("handbook", HANDBOOK, agent=agent.agent_id)
     assert build_collection(collection=collection).status == "succeeded"
     sdk = OpenAI(api_key=raw, base_url=f"{live_server.url}/v1", max_retries=0)
 
