@@ -1,20 +1,5 @@
-"""Measuring a collection's known answers: the librarian's own questions, asked of every build.
-
-A collection holds up to 200 questions with the text that marks their answer, and controls the
-documents cannot answer — the format measure reads. Every build is asked them:
-
-- by a task once the build has committed (`measure_build`), so the build never waits; or,
-- with KNOWN_ANSWERS_GATE set, from the candidate's paragraphs in memory before the swap
-  (`gate_build`), so a build that loses too many answers is refused while the old paragraphs
-  keep answering — the same path, and as atomic, as the refusal of an empty build.
-
-Either way the questions are ranked by the pure `measure.outcomes`, the steps a search takes,
-over the rows the search would load, and the result is one row: the build's `KnownAnswersReport`.
-Nothing else is written — not a paragraph, document or build record of the live collection
-(the one other write is the ledger's count of embedding tokens with the "http" embedder, as a
-build records). Questions and markers are the librarian's data: no log line and no ledger row
-holds one.
-"""
+"""Measuring a build against its collection's known answers, after its commit or before its swap
+(the package's docstring says how and what is written)."""
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
