@@ -109,7 +109,7 @@ def files(tally: Tally, base: str, world: dict, scratch: Path) -> None:
     (folder / "nested.odp").write_bytes(
         odf_bytes("<draw:page>" * 50_000 + "</draw:page>" * 50_000, kind="presentation")
     )
-    os.environ["KNOWLEDGE_HOSTILE_FOLDER"] = str(folder)
+    os.environ["KNOWLEDGE_AGENT_A__HOSTILE_FOLDER"] = str(folder)
     collection = create_collection(agent=get_agent("agent-a"), name="hostile")
     started = time.monotonic()
     run = build_collection(collection=collection)
@@ -166,7 +166,7 @@ def stale(tally: Tally, scratch: Path) -> None:
         (folder / "good.md").write_text("The answer is SEVENTEEN.")
         (folder / "slow.md").write_text("A long document. " * 50)
         name = f"race{attempt}"
-        os.environ[f"KNOWLEDGE_RACE{attempt}_FOLDER"] = str(folder)
+        os.environ[f"KNOWLEDGE_AGENT_A__RACE{attempt}_FOLDER"] = str(folder)
         collection = create_collection(agent=get_agent("agent-a"), name=name, method="fixed", size=200)
         fired = []
 

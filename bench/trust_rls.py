@@ -102,7 +102,7 @@ def _inside_agent_b_tasks(queries) -> dict[str, dict]:
 
     folder = Path(tempfile.mkdtemp(prefix="ragsite-trust-beta-"))
     (folder / "beta.md").write_text("# Beta\n\nAgent B's own note, built by its own task.")
-    os.environ["KNOWLEDGE_BETA_FOLDER"] = str(folder)
+    os.environ["KNOWLEDGE_AGENT_B__BETA_FOLDER"] = str(folder)
     b = get_agent("agent-b")
     run = builds.request_build(collection=create_collection(agent=b, name="beta"), enqueue=False)
     memory, _nodes = store_memory(agent=b, text="Agent B's memory. " * 400)

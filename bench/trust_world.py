@@ -42,8 +42,8 @@ def build_world(scratch: Path) -> dict:
         "# Leave\n\nAlpha's private note: carry-over is capped at 7 days."
     )
     (folder / "labelled" / "plans.md").write_text(LABELLED)
-    os.environ["KNOWLEDGE_ALPHA_FOLDER"] = str(folder / "alpha")
-    os.environ["KNOWLEDGE_LABELLED_FOLDER"] = str(folder / "labelled")
+    os.environ["KNOWLEDGE_AGENT_A__ALPHA_FOLDER"] = str(folder / "alpha")
+    os.environ["KNOWLEDGE_AGENT_A__LABELLED_FOLDER"] = str(folder / "labelled")
 
     a, a_key = create_agent(agent_id="agent-a")
     b, b_key = create_agent(agent_id="agent-b")
@@ -104,7 +104,7 @@ def _twin(folder: Path, labelled, paragraphs, secret, public) -> bool:
     )
     (folder / "disguised").mkdir()
     (folder / "disguised" / "plans.md").write_text(other)
-    os.environ["KNOWLEDGE_DISGUISED_FOLDER"] = str(folder / "disguised")
+    os.environ["KNOWLEDGE_AGENT_A__DISGUISED_FOLDER"] = str(folder / "disguised")
     twin = create_collection(
         agent=labelled.agent, name="disguised", method="structure", size=400, overlap=150, per_reader=True
     )
