@@ -56,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from scale_http import http_phase, percentile  # noqa: E402
 from scale_report import plot, table  # noqa: E402
+from scale_stand_ins import GivenVectors, token_ids  # noqa: E402
 from scale_store import DIMENSIONS, WORK, Mixture, load_scifact, populate, provenance, setup_django  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
@@ -64,31 +65,6 @@ SWEEP_BYTES = 64 << 20
 
 
 # --- the child: one size -------------------------------------------------------------------------
-
-
-class GivenVectors:
-    """Stands in for the embedder: the question's precomputed vector, under the collection's model name."""
-
-    backend = "bench"
-
-    def __init__(self, model: str, vectors: dict[str, np.ndarray]):
-        self.model, self.vectors, self.dimensions, self.window = model, vectors, DIMENSIONS, None
-
-    def embed_with_usage(self, texts):
-        from ragsite.embedders import Embedded
-
-        return Embedded(np.stack([self.vectors[t] for t in texts]), None)
-
-
-def token_ids(documents) -> tuple[list[list[int]], dict[str, int]]:
-    """bm25s's (ids, vocabulary) form of the documents' terms, built as they stream past.
-
-    What bm25s's own token path would make (each term's id in order of first sight), without holding
-    every document's terms as strings first: at a million paragraphs those are ~10^8 string objects.
-    """
-    vocabulary: dict[str, int] = {}
-    ids = [[vocabulary.setdefault(term, len(vocabulary)) for term in document] for document in documents]
-    return ids, vocabulary
 
 
 def bm25s_baseline(n: int, collection, rows, facts: dict):
