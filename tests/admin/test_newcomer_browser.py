@@ -247,6 +247,7 @@ def test_the_review_queue_names_the_paragraphs_and_approval_sticks(page, admin_u
     held = Paragraph.objects.filter(collection=collection, document__status=Document.NEEDS_REVIEW).count()
     assert f"{held} of its {stored} paragraphs are held back, in 2 documents waiting for review" in warning
     page.click("#held-back a")
+    page.wait_for_selector("#result_list tbody .field-name_shown")  # the list's page, not the one left
     assert page.locator("#result_list tbody .field-name_shown").all_inner_texts() == [
         "policy-2023.md",
         "policy-2024.md",
