@@ -115,21 +115,8 @@ class DocumentAdmin(admin.ModelAdmin):
         "default_labels",
         "updated_at",
     ]
-    readonly_fields = [
-        "collection",
-        "name",
-        "source",
-        "status_shown",
-        "approval",
-        "fingerprint",
-        "paragraphs_link",
-        "ocr_shown",
-        "summary",
-        "attributes_shown",
-        "warnings_shown",
-        "conflicts_side_by_side",
-        "updated_at",
-    ]
+    # Everything shown is read-only but the two things a person sets here.
+    readonly_fields = [name for name in fields if name not in ("enabled", "default_labels")]
     filter_horizontal = ["default_labels"]
 
     def get_queryset(self, request):

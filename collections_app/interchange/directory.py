@@ -26,7 +26,6 @@ from .files import (
     encode_docs,
     encode_meta,
     encode_vectors,
-    fingerprint,
 )
 
 # --- the whole index -------------------------------------------------------------
@@ -128,30 +127,4 @@ def read_index(directory: Path, *, index_id: str | None = None) -> RagIndex:
     return decode_index(read_files(directory), index_id=index_id)
 
 
-__all__ = [
-    "BM25",
-    "DOCS",
-    "FILES",
-    "META",
-    "VECTORS",
-    "Chunk",
-    "InterchangeError",
-    "Meta",
-    "RagIndex",
-    "build_index",
-    "check_unit_rows",
-    "decode_bm25",
-    "decode_docs",
-    "decode_index",
-    "decode_meta",
-    "decode_vectors",
-    "encode_bm25",
-    "encode_docs",
-    "encode_index",
-    "encode_meta",
-    "encode_vectors",
-    "fingerprint",
-    "read_files",
-    "read_index",
-    "write_index",
-]
+__all__ = ["build_index", "decode_index", "encode_index", "read_files", "read_index", "write_index"]
