@@ -228,9 +228,10 @@ _FIXED_TIME = (2025, 1, 1, 0, 0, 0)
 
 
 def pdf_bytes(pages: Sequence[Sequence[tuple[str, str]]]) -> bytes:
-    """A minimal PDF: one A4 page per item of ``pages``, each a list of ("h"|"p", text) blocks.
+    """A minimal PDF: one A4 page per item of ``pages``, each a list of ("h"|"p"|"t", text) blocks.
 
-    Headings are set in Helvetica-Bold, paragraphs in Helvetica, both standard Type1 fonts with
+    Headings are set in Helvetica-Bold, paragraphs in Helvetica, tables ("t": rows on lines, cells
+    split by tabs) cell by cell at their columns' places; Helvetica is a standard Type1 font, with
     WinAnsi encoding, so there is a real text layer. A page with no blocks has an empty content
     stream: a page without a text layer, as a scan would be.
     """
@@ -335,15 +336,43 @@ def _page_stream(blocks: Sequence[tuple[str, str]]) -> bytes:
     if not blocks:
         return b""
     commands = [b"BT", b"16 TL", b"56 786 Td"]
+    y = 786  # where the next line is set: each T* moves down 16pt
     for kind, text in blocks:
+        if kind == "t":
+            y = _table_commands(commands, text, y)
+            continue
         bold = kind == "h"
         commands.append(b"/F2 14 Tf" if bold else b"/F1 11 Tf")
         # Helvetica 11pt averages about 5.5pt a character; 86 characters fill the 483pt text width.
         for line in textwrap.wrap(text, 60 if bold else 86):
             commands.append(_pdf_string(line) + b" Tj T*")
+            y -= 16
         commands.append(b"T*")  # a blank line between blocks
+        y -= 16
     commands.append(b"ET")
     return b"\n".join(commands)
+
+
+def _table_commands(commands: list[bytes], text: str, y: int) -> int:
+    """A ("t", text) block: rows on lines, cells split by tabs, each cell placed at its column's x as a
+    word processor sets a table (header in bold, numbers right-aligned); returns the next line's y."""
+    rows = [line.split("\t") for line in text.split("\n")]
+    widths = [max(len(row[c]) if c < len(row) else 0 for row in rows) for c in range(len(rows[0]))]
+    numeric = [all(row[c].replace(",", "").replace(".", "").isdigit() for row in rows[1:] if c < len(row)
+                   and row[c]) for c in range(len(widths))]
+    commands.append(b"ET")
+    for number, row in enumerate(rows):
+        x = 56.0
+        for column, cell in enumerate(row):
+            # Helvetica 10pt: about 5pt a character; a right-aligned cell ends where its column does.
+            at = x + (widths[column] - len(cell)) * 5 if numeric[column] else x
+            font = b"/F2 10 Tf" if number == 0 else b"/F1 10 Tf"
+            commands.append(b"BT " + font + b" 1 0 0 1 %.1f %d Tm " % (at, y) + _pdf_string(cell) + b" Tj ET")
+            x += widths[column] * 5 + 20
+        y -= 14
+    y -= 16
+    commands += [b"BT", b"16 TL", b"1 0 0 1 56 %d Tm" % y]
+    return y
 
 
 def _pdf_string(text: str) -> bytes:

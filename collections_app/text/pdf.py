@@ -11,6 +11,8 @@ page sees and the chunker needs:
   where the body is not, numbered by size (largest ``#``).
 - **Running headers and footers**: a line at the top or bottom of at least half the pages (three or
   more), compared with its digits ignored, is page furniture and is dropped.
+- **Tables** as Markdown table rows, where pypdf's layout text lines a page's text up in columns
+  (`pdf_tables`); a program listing set in a fixed-pitch font stays text.
 - **Scans**: a page with no usable text layer is rendered and read by OCR (`ocr`), when OCR options
   are given and Tesseract is installed; the other pages keep their own text.
 
@@ -28,6 +30,8 @@ from dataclasses import dataclass, field
 
 from .blocks import Block
 from .ocr import NotInstalled, OcrOptions, render_pdf_pages
+from .pdf_tables import find_tables
+from .tables import markdown_table
 
 __all__ = ["PdfProblem", "PdfText", "read_pdf"]
 
@@ -41,6 +45,8 @@ HEADING_MAX_CHARACTERS = 150
 PARAGRAPH_GAP = 1.4
 # Running heads: lines looked at on each edge of a page, and the pages needed to call a line furniture.
 EDGE_LINES = 2
+# Fixed-pitch fonts by name (bit 1 of a descriptor's /Flags says so too, when a PDF sets it).
+MONO_NAMES = ("mono", "nimbusmon", "courier", "consol", "cmtt", "code")
 FURNITURE_MIN_PAGES = 3
 
 
@@ -67,6 +73,8 @@ class _Line:
     y: float | None = None
     heading: int = 0  # Markdown level once decided
     gap_before: bool = False  # a paragraph starts here
+    mono: bool = False  # set wholly in a fixed-pitch font
+    table: bool = False  # the text is a Markdown table (`pdf_tables`)
 
 
 def read_pdf(
@@ -82,7 +90,7 @@ def read_pdf(
     unreadable: list[int] = []
     for number, page in enumerate(pages, start=1):
         try:
-            lines[number] = _page_lines(page)
+            lines[number] = _tables(page, _page_lines(page))
         except Exception:
             # One broken page should not cost the rest of the document.
             result.warnings.append(f"page {number} could not be read")
@@ -155,12 +163,13 @@ def _is_bold(font) -> bool:
 
 def _page_lines(page) -> list[_Line]:
     """The page's lines as pypdf lays them out, each with the size, weight and height it is set at."""
-    runs: list[tuple[str, float, bool, float]] = []
+    runs: list[tuple[str, float, bool, float, bool]] = []
 
     def visit(text, cm, tm, font, size) -> None:
         if text:
             matrix = _multiply(list(tm), list(cm))
-            runs.append((text, abs(size) * math.hypot(matrix[2], matrix[3]), _is_bold(font), matrix[5]))
+            size = abs(size) * math.hypot(matrix[2], matrix[3])
+            runs.append((text, size, _is_bold(font), matrix[5], _is_mono(font)))
 
     text = page.extract_text(visitor_text=visit) or ""
     if "".join(run[0] for run in runs) != text:
@@ -170,12 +179,12 @@ def _page_lines(page) -> list[_Line]:
     weights: Counter = Counter()
     current = ""
     first_y: float | None = None
-    bold_chars = 0
-    for run_text, size, bold, y in runs:
+    bold_chars = mono_chars = 0
+    for run_text, size, bold, y, mono in runs:
         for piece in re.split(r"(\n)", run_text):
             if piece == "\n":
-                lines.append(_line(current, weights, bold_chars, first_y))
-                current, weights, bold_chars, first_y = "", Counter(), 0, None
+                lines.append(_line(current, weights, bold_chars, first_y, mono_chars))
+                current, weights, bold_chars, mono_chars, first_y = "", Counter(), 0, 0, None
             elif piece:
                 if first_y is None and piece.strip():
                     first_y = y
@@ -183,15 +192,64 @@ def _page_lines(page) -> list[_Line]:
                 count = sum(not ch.isspace() for ch in piece)
                 weights[round(size, 1)] += count
                 bold_chars += count if bold else 0
+                mono_chars += count if mono else 0
     if current:
-        lines.append(_line(current, weights, bold_chars, first_y))
+        lines.append(_line(current, weights, bold_chars, first_y, mono_chars))
     return lines
 
 
-def _line(text: str, weights: Counter, bold_chars: int, y: float | None) -> _Line:
+def _line(text: str, weights: Counter, bold_chars: int, y: float | None, mono_chars: int = 0) -> _Line:
     total = sum(weights.values())
     size = weights.most_common(1)[0][0] if weights else 0.0
-    return _Line(text=text.strip(), size=size, bold=bool(total) and bold_chars == total, y=y)
+    return _Line(
+        text=text.strip(), size=size, bold=bool(total) and bold_chars == total, y=y,
+        mono=bool(total) and mono_chars == total,
+    )
+
+
+def _is_mono(font) -> bool:
+    if not font:
+        return False
+    try:
+        name = str(font.get("/BaseFont", "")).lower()
+        descriptor = font.get("/FontDescriptor")
+        flags = int((descriptor.get_object() if descriptor is not None else {}).get("/Flags", 0) or 0)
+    except Exception:
+        return False
+    return bool(flags & 1) or any(word in name for word in MONO_NAMES)
+
+
+def _squeezed(text: str) -> str:
+    return "".join(text.split())
+
+
+def _tables(page, lines: list[_Line]) -> list[_Line]:
+    """``lines`` with each table the layout text shows (`pdf_tables`) in place of the lines holding
+    exactly its text, as one Markdown table line; lines set in a fixed-pitch font (a program listing,
+    a hex dump) are left as they are."""
+    try:
+        tables = find_tables(page.extract_text(extraction_mode="layout") or "")
+    except Exception:  # layout mode fails on pages plain mode reads: keep the lines
+        return lines
+    for table in tables:
+        squeezed = [_squeezed(line.text) for line in lines]
+        for first in range(len(lines)):
+            if not squeezed[first] or not table.squeezed.startswith(squeezed[first]):
+                continue
+            text, last = "", first
+            while last < len(lines) and len(text) < len(table.squeezed):
+                text += squeezed[last]
+                last += 1
+            if text != table.squeezed or any(line.mono or line.table for line in lines[first:last]):
+                continue
+            lines[first:last] = [
+                _Line(markdown_table(table.rows), size=lines[first].size, y=lines[first].y,
+                      gap_before=True, table=True)
+            ]
+            if first + 1 < len(lines):
+                lines[first + 1].gap_before = True
+            break
+    return lines
 
 
 # --- Headings ------------------------------------------------------------------------------------
@@ -257,7 +315,9 @@ def _headings_from_fonts(lines: dict[int, list[_Line]]) -> None:
 
     def candidate(line: _Line) -> bool:
         text = line.text
-        if not text or len(text) > HEADING_MAX_CHARACTERS or not any(ch.isalpha() for ch in text):
+        if line.table or not text or len(text) > HEADING_MAX_CHARACTERS:
+            return False
+        if not any(ch.isalpha() for ch in text):
             return False
         return line.size >= body * HEADING_RATIO or (line.bold and not body_bold and line.size >= body * 0.95)
 
