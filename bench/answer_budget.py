@@ -1,47 +1,156 @@
-"""Answer size and found@5 on the dev set, with and without the answer budget (max_chars).
+"""Answer size and quality at each answer budget (max_chars), with the budget's fill order before and now.
 
-    python bench/answer_budget.py
+    python bench/answer_budget.py                       # the dev set: found@5
+    python bench/answer_budget.py --scifact train       # SciFact through bench/beir.py's store: nDCG@10
+    python bench/answer_budget.py --scifact test
 
-The dev set's corpus (bench/known_answers) built with the defaults (structure, AROUND); each question
-asked at the default floor, most=5, once with a budget that never binds (100,000 characters: the
-answers as before the budget) and once at ANSWER_MAX_CHARS (6,000). Reported: found@5 (the marker in one
-of the five paragraphs), and the answer's size in words (all its paragraphs), median and 95th percentile.
+**Dev set**: its corpus (bench/known_answers) built with the defaults (structure, AROUND); each question
+asked at the default floor, most=5, at each budget (100,000 never binds: the answers as before the
+budget). Reported: found@5 (the marker in one of the returned paragraphs), the answer's size in words
+(all its paragraphs), median and 95th percentile, and how many answers were cut; for each fill order:
+*hits* (every hit before any neighbour, `text.budget.fit` now) and *best hit* (each run's best hit
+first, the others of a run merged by `stitch` placed as neighbours: the order before session 8).
+Also where each marker sits in the unbudgeted answer: a run's best hit, another hit, a neighbour.
+
+**SciFact**: bench/beir.py's collection (one paragraph a document, built with the configured
+embedder), each query of the split asked hybrid, unfloored, most=10, around AROUND, at each budget;
+nDCG@10 over the documents the answer holds, in order. Train is for choosing, test for the report.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import statistics
 import sys
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import harness  # noqa: E402
 
+BUDGETS = (100_000, 12_000, 10_000, 8_000, 6_000, 4_000)
 
-def main() -> None:
+
+def fill_order(order: str) -> None:
+    """Point the search at `fit` with every hit (``hits``) or with each run's best hit only (``best``)."""
+    module = importlib.import_module("collections_app.services.search.stitched")
+    from collections_app.text.budget import fit
+
+    def best_hit_first(runs, readable, max_chars, hits=None):
+        return fit(runs, readable, max_chars)
+
+    module.fit = fit if order == "hits" else best_hit_first
+
+
+def sizes_row(label: str, score: float, sizes: list[int], cut: int, count: int) -> str:
+    p95 = statistics.quantiles(sizes, n=20)[-1]
+    return f"| {label} | {score:.3f} | {statistics.median(sizes):,.0f} | {p95:,.0f} | {cut} of {count} |"
+
+
+def where_markers(agent, collection, questions) -> Counter:
+    """Where each marker sits in the unbudgeted answer (by the rows `stitched` returned)."""
+    module = importlib.import_module("collections_app.services.search.stitched")
+    search = importlib.import_module("collections_app.services.search")
+    seen: dict = {}
+    real = module.stitched
+
+    def spy(index, mask, hits, around, max_chars=None, **kwargs):
+        out = real(index, mask, hits, around, max_chars, **kwargs)
+        seen.update(hits=[row for row, _ in hits], runs=out.runs, readable=out.readable)
+        return out
+
+    search.stitched = spy
+    kinds: Counter = Counter()
+    ranks = ("best hit of its run", "another hit of a run", "a neighbour")
+    try:
+        for item in questions:
+            search.search_collection(
+                agent=agent, collection=collection, question=item["question"], most=5, max_chars=100_000
+            )
+            wanted, best = harness.normalise(item["answer"]), {run.hit for run in seen["runs"]}
+            places = [
+                ranks[0] if ordinal in best else ranks[1] if ordinal in seen["hits"] else ranks[2]
+                for ordinal, row in seen["readable"].items()
+                if wanted in harness.normalise(row.text)
+            ]
+            kinds[min(places, key=ranks.index) if places else "no single row (or not found)"] += 1
+    finally:
+        search.stitched = real
+    return kinds
+
+
+def dev_set() -> None:
     harness.setup("ocr")
     from collections_app.services.search import search_collection
 
     questions, _controls = harness.load_items()
     agent, collection = harness.built_collection("ocr-0", harness.KNOWN_ANSWERS / "corpus")
-    print(f"# {len(questions)} questions; machine shared (2 cores)")
-    print("| max_chars | found@5 | words: median | words: p95 | answers cut |")
+    print(f"# dev set: {len(questions)} questions, most 5, default floor and around")
+    print("| max_chars, fill order | found@5 | words: median | words: p95 | answers cut |")
     print("|---|---|---|---|---|")
-    for budget in (100_000, 10_000, 6_000):
-        found, sizes, cut = 0, [], 0
-        for item in questions:
-            answer = search_collection(
-                agent=agent, collection=collection, question=item["question"], most=5, max_chars=budget
-            )
-            found += bool(harness.found_rank(answer["paragraphs"], item["answer"]))
-            sizes.append(sum(len(p["text"].split()) for p in answer["paragraphs"]))
-            cut += answer["cut"]
-        p95 = statistics.quantiles(sizes, n=20)[-1]
-        print(
-            f"| {budget:,} | {found / len(questions):.3f} | {statistics.median(sizes):.0f} "
-            f"| {p95:.0f} | {cut} |"
-        )
+    for budget in BUDGETS:
+        for order in ("best", "hits") if budget < 100_000 else ("hits",):
+            fill_order(order)
+            found, sizes, cut = 0, [], 0
+            for item in questions:
+                answer = search_collection(
+                    agent=agent, collection=collection, question=item["question"], most=5, max_chars=budget
+                )
+                found += bool(harness.found_rank(answer["paragraphs"], item["answer"]))
+                sizes.append(sum(len(p["text"].split()) for p in answer["paragraphs"]))
+                cut += answer["cut"]
+            label = f"{budget:,}" + ("" if budget == 100_000 else f", {order}")
+            print(sizes_row(label, found / len(questions), sizes, cut, len(questions)))
+    fill_order("hits")
+    where = where_markers(agent, collection, questions)
+    print("\nWhere the marker sits in the unbudgeted answer:", dict(where))
+
+
+def scifact(split: str, limit: int | None) -> None:
+    from bench import beir
+
+    args = argparse.Namespace(
+        dataset=harness.SCIFACT, mode="hybrid", split=split, store="float16", windows="all",
+        later_share=None, sample=None, ivf=False, nprobe=None,
+    )
+    agent, collection, queries, qrels = beir.prepare(args)
+    from collections_app.metrics import ndcg_at_k
+    from collections_app.services.search import search_collection
+
+    items = list(queries.items())[:limit]
+    print(f"# SciFact {split}: {len(items)} queries, hybrid, unfloored, most 10, default around")
+    print("| max_chars, fill order | nDCG@10 | words: median | words: p95 | answers cut |")
+    print("|---|---|---|---|---|")
+    for budget in BUDGETS:
+        for order in ("best", "hits") if budget < 100_000 else ("hits",):
+            fill_order(order)
+            total, sizes, cut = 0.0, [], 0
+            for qid, text in items:
+                answer = search_collection(
+                    agent=agent, collection=collection, question=text, most=10, min_score=0.0,
+                    max_chars=budget,
+                )
+                ranked = list(dict.fromkeys(p["document"].removesuffix(".txt") for p in answer["paragraphs"]))
+                total += ndcg_at_k(ranked, qrels[qid], k=10)
+                sizes.append(sum(len(p["text"].split()) for p in answer["paragraphs"]))
+                cut += answer["cut"]
+            label = f"{budget:,}" + ("" if budget == 100_000 else f", {order}")
+            print(sizes_row(label, total / len(items), sizes, cut, len(items)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--scifact", choices=["train", "test"], default=None)
+    parser.add_argument("--limit", type=int, default=None, help="SciFact: ask only the first N queries")
+    args = parser.parse_args()
+    if args.scifact:
+        scifact(args.scifact, args.limit)
+    else:
+        dev_set()
 
 
 if __name__ == "__main__":

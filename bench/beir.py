@@ -138,7 +138,7 @@ def prepare(args):
     os.environ["DATABASE_URL"] = f"sqlite:///{work / f'{name}-{backend}{variant}.sqlite3'}"
     os.environ["INDEX_DIR"] = str(work / f"indexes-{name}-{backend}{variant}")
     folder = work / (f"{name}-docs" if args.sample is None else f"{name}-docs-sample{args.sample}")
-    os.environ[f"KNOWLEDGE_{name.upper()}_FOLDER"] = str(folder)
+    os.environ[f"KNOWLEDGE_BENCH__{name.upper()}_FOLDER"] = str(folder)  # the bench agent's collection
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     if args.ivf:

@@ -79,7 +79,7 @@ def built_collection(
     from collections_app.services.agents import create_agent, create_collection
     from collections_app.services.builds import build_collection
 
-    os.environ[folder_variable(name)] = str(folder)
+    os.environ[folder_variable(name, "bench")] = str(folder)
     agent = Agent.objects.filter(agent_id="bench").first() or create_agent(agent_id="bench")[0]
     collection = Collection.objects.filter(agent=agent, name=name).first() or create_collection(
         agent=agent,

@@ -3,11 +3,14 @@
 Pure: no models, no settings. `fit` takes the stitched runs of a search (best first, `stitch.stitch`) and
 the rows they were made from, and returns the runs as they fit ``max_chars`` characters of text in all:
 
-1. Each run's best hit, in the runs' order, whole while it fits. The first that does not is cut at the
-   last sentence end within the room left (at a word end when its opening has no sentence end), and
-   the runs after it are left out.
-2. Then the neighbours `stitch` widened each hit by, in rounds: the nearest neighbour on each side of
-   every run (best run first), then the next nearest, and so on. A neighbour is added whole while the
+1. Every hit, best first, whole while it fits: a run's first hit alone, and a later hit of the same
+   run (`stitch` merges hits that meet) together with the rows between it and what the run already
+   holds. The first hit that does not fit ends this step: a run's first hit is cut at the last
+   sentence end within the room left (at a word end when its opening has no sentence end), and the
+   runs after it are left out. A hit of a merged run is a hit, not a neighbour: on the dev set a
+   quarter of the answers' markers sit in such a hit (docs/benchmarks.md, session 8).
+2. Then the neighbours `stitch` widened the hits by, in rounds: the nearest row beyond each run's
+   hits on each side (best run first), then the next nearest, and so on. A neighbour is added whole while the
    run's text still fits; the first that does not is cut at a sentence boundary (a neighbour before
    the hit keeps its closing sentences, one after it its opening ones), or left out when no sentence
    of it fits, and nothing more is added: the budget is spent.
@@ -71,34 +74,37 @@ def _closing(row: Row, room: int) -> Row | None:
     return replace(row, text=row.text[begin:], start=row.start + begin)
 
 
-def fit(runs: Sequence[Stitched], readable: Mapping[int, Row], max_chars: int) -> Fitted:
+def _hit_order(runs: Sequence[Stitched], members: list[list[int]], hits: Sequence[int] | None):
+    """The hits in the order step 1 places them: best first, each run opened by its best hit and the
+    runs opened in their order (a hit of a later run opens the runs before it first)."""
+    owner = {o: number for number, member in enumerate(members) for o in member}
+    opened = 0
+    for ordinal in [] if hits is None else dict.fromkeys(hits):
+        number = owner.get(ordinal)
+        if number is None:
+            continue  # a hit no run holds (wholly inside a hidden neighbour's copy)
+        while opened <= number:
+            yield runs[opened].hit
+            opened += 1
+        yield ordinal
+    for number in range(opened, len(runs)):
+        yield runs[number].hit
+
+
+def fit(
+    runs: Sequence[Stitched], readable: Mapping[int, Row], max_chars: int, hits: Sequence[int] | None = None
+) -> Fitted:
     """`runs` (best first) as they fit ``max_chars`` characters of text in all (see the module).
 
-    A run's rows are the readable ones between its first and last: a run may step over rows the
-    search may not use, so neighbours are counted among the readable rows, never by ordinal."""
+    ``hits``: the ordinals of every hit, best first (None: each run's best hit only). A run's rows are
+    the readable ones between its first and last: a run may step over rows the search may not use, so
+    neighbours are counted among the readable rows, never by ordinal."""
     kept: dict[int, Row] = dict(readable)
     members = [[o for o in range(run.first, run.last + 1) if o in readable] for run in runs]
-    spans: list[list[int]] = []  # [first, last] kept of each run that made it, as indexes into members
-    texts: list[str] = []
+    spans: list[list[int] | None] = [None] * len(runs)  # [first, last] kept, as indexes into members
+    texts = [""] * len(runs)
     spent = 0
     cut = False
-    for number, run in enumerate(runs):
-        hit = readable[run.hit]
-        at = members[number].index(run.hit)
-        if spent + len(hit.text) <= max_chars:
-            spans.append([at, at])
-            texts.append(hit.text)
-            spent += len(hit.text)
-            continue
-        opening = _opening(hit, max_chars - spent, words=True)
-        if opening is not None:
-            kept[run.hit] = opening
-            spans.append([at, at])
-            texts.append(opening.text)
-        cut = True
-        break
-    cut = cut or len(spans) < len(runs)
-    full = not cut
 
     def joined(number: int, span: list[int]) -> str:
         return join_rows([kept[o] for o in members[number][span[0] : span[1] + 1]])
@@ -106,15 +112,43 @@ def fit(runs: Sequence[Stitched], readable: Mapping[int, Row], max_chars: int) -
     def within(number: int, index: int) -> bool:
         return 0 <= index < len(members[number])
 
+    def place(number: int, span: list[int], text: str) -> None:
+        nonlocal spent
+        spans[number], spent, texts[number] = span, spent - len(texts[number]) + len(text), text
+
+    # 1. Every hit, best first: a run's first hit alone, a later hit of the run with the rows between
+    # it and what the run holds (a run stays one stretch of rows).
+    for ordinal in _hit_order(runs, members, hits):
+        number = next(n for n, member in enumerate(members) if ordinal in member)
+        at = members[number].index(ordinal)
+        span = spans[number]
+        if span is not None and span[0] <= at <= span[1]:
+            continue
+        trial = [at, at] if span is None else [min(span[0], at), max(span[1], at)]
+        text = joined(number, trial)
+        if spent - len(texts[number]) + len(text) <= max_chars:
+            place(number, trial, text)
+            continue
+        cut = True
+        if span is None:
+            opening = _opening(kept[ordinal], max_chars - spent, words=True)
+            if opening is not None:
+                kept[ordinal] = opening
+                place(number, trial, opening.text)
+        break
+    made = [number for number in range(len(runs)) if spans[number] is not None]
+    cut = cut or len(made) < len(runs)
+    full = not cut
+
+    # 2. Neighbours in rounds: the nearest row beyond each run's hits on either side, best run first.
+    base = {number: list(spans[number]) for number in made}
     distance = 1
     while full and any(
-        within(number, members[number].index(run.hit) - distance)
-        or within(number, members[number].index(run.hit) + distance)
-        for number, run in enumerate(runs[: len(spans)])
+        within(number, base[number][0] - distance) or within(number, base[number][1] + distance)
+        for number in made
     ):
-        for number, run in enumerate(runs[: len(spans)]):
-            at = members[number].index(run.hit)
-            for index, side in ((at - distance, 0), (at + distance, 1)):
+        for number in made:
+            for index, side in ((base[number][0] - distance, 0), (base[number][1] + distance, 1)):
                 if not full or not within(number, index):
                     continue
                 ordinal = members[number][index]
@@ -122,7 +156,7 @@ def fit(runs: Sequence[Stitched], readable: Mapping[int, Row], max_chars: int) -
                 trial[side] = index
                 text = joined(number, trial)
                 if spent - len(texts[number]) + len(text) <= max_chars:
-                    spans[number], spent, texts[number] = trial, spent - len(texts[number]) + len(text), text
+                    place(number, trial, text)
                     continue
                 full, cut = False, True
                 room = max_chars - spent - 1  # the space that joins it
@@ -134,18 +168,18 @@ def fit(runs: Sequence[Stitched], readable: Mapping[int, Row], max_chars: int) -
                 kept[ordinal] = part
                 text = joined(number, trial)
                 if spent - len(texts[number]) + len(text) <= max_chars:
-                    spans[number], spent, texts[number] = trial, spent - len(texts[number]) + len(text), text
+                    place(number, trial, text)
         distance += 1
     if full:
-        cut = cut or any(span != [0, len(members[number]) - 1] for number, span in enumerate(spans))
+        cut = cut or any(spans[number] != [0, len(members[number]) - 1] for number in made)
     fitted = [
         replace(
-            run,
-            first=members[number][first],
-            last=members[number][last],
-            text=text,
-            passages=last - first + 1,
+            runs[number],
+            first=members[number][spans[number][0]],
+            last=members[number][spans[number][1]],
+            text=texts[number],
+            passages=spans[number][1] - spans[number][0] + 1,
         )
-        for number, (run, (first, last), text) in enumerate(zip(runs, spans, texts, strict=False))
+        for number in made
     ]
     return Fitted(fitted, kept, cut)

@@ -61,6 +61,25 @@ def test_every_hit_comes_before_any_neighbour():
     assert [run.text for run in fitted.runs] == [two[2].text, two[6].text] and fitted.cut
 
 
+def test_a_hit_merged_into_another_hits_run_is_placed_before_any_neighbour():
+    two = {**DOC, **rows("Zeta one. Zeta two.", "Eta hit one. Eta hit two.", document=2, first=5)}
+    hits = [(2, 0.9), (6, 0.8), (4, 0.5)]
+    runs = stitch(hits, two, around=1)  # Gamma's and Epsilon's runs meet at Delta: one run, 1 to 4
+    assert [(run.first, run.last) for run in runs] == [(1, 4), (5, 6)]
+    # Room for the three hits and Delta between two of them, not for Beta (Gamma's nearer neighbour).
+    budget = len("Gamma hit one. Gamma hit two. Delta one. Delta two. Epsilon one. Epsilon two.") + len(
+        two[6].text
+    )
+    fitted = fit(runs, two, budget, [2, 6, 4])
+    assert [run.text for run in fitted.runs] == [
+        "Gamma hit one. Gamma hit two. Delta one. Delta two. Epsilon one. Epsilon two.",
+        "Eta hit one. Eta hit two.",
+    ]
+    assert fitted.cut
+    # Without the hits, Epsilon is only a neighbour: Beta, nearer Gamma, takes the room first.
+    assert "Epsilon" not in fit(runs, two, budget).runs[0].text
+
+
 def test_a_hit_larger_than_the_budget_is_cut_at_its_last_sentence_that_fits_and_later_runs_go():
     two = {**DOC, **rows("Zeta one.", document=2, first=5)}
     runs = stitch([(2, 0.9), (5, 0.5)], two, around=0)

@@ -85,7 +85,8 @@ def stitched(
     runs = [run for run in runs if run.text.strip()]  # a hit wholly inside a hidden neighbour's copy
     cut = False
     if max_chars is not None:
-        fitted = fit(runs, readable, max_chars)
+        ranked = [row for row, _score in sorted(hits, key=lambda hit: -hit[1])]
+        fitted = fit(runs, readable, max_chars, ranked)
         runs, readable, cut = fitted.runs, fitted.readable, fitted.cut
     at = positions(mask)
     cite = _citable(index, mask, readable) if per_reader else (lambda row: readable[row].index)
