@@ -115,3 +115,16 @@ def test_a_page_of_too_many_lines_is_not_looked_at():
     row = "a        b        c"
     assert find_tables("\n".join([row] * (MAX_LINES + 1))) == []
     assert len(find_tables("\n".join([row] * MAX_LINES))[0].rows) == MAX_LINES
+
+
+def test_a_cell_placed_far_off_the_page_is_read_as_text_without_a_huge_layout_line():
+    import re
+
+    data = pdf_bytes(page_with(PARTS))
+    # Every Description cell moved 100 million points right: layout text would be that wide, but
+    # pypdf caps a run of spaces at 10,000, and a line over MAX_LINE is not looked at for tables.
+    cell = rb"1 0 0 1 (\d+\.\d) (\d+) Tm (\((?:Description|Hex|Bearing|Servo))"
+    far = re.sub(cell, rb"1 0 0 1 99999999.0 \2 Tm \3", data)
+    assert far != data
+    text = extract("far.pdf", far).text
+    assert "| --- |" not in text and "Bearing 608ZZ" in text
