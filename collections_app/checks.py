@@ -150,7 +150,7 @@ def check_settings(app_configs=None, **kwargs):
             Error(
                 f"ANSWER_MAX_CHARS is {budget!r}; it must be a whole number from {MIN_ANSWER_CHARS} to "
                 f"{MAX_ANSWER_CHARS}",
-                hint="The characters of text one search answer holds; 6000 is the default "
+                hint="The characters of text one search answer holds; 10000 is the default "
                 "(docs/configuration.md).",
                 id="collections.E008",
             )
