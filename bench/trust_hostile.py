@@ -109,6 +109,11 @@ def files(tally: Tally, base: str, world: dict, scratch: Path) -> None:
     (folder / "nested.odp").write_bytes(
         odf_bytes("<draw:page>" * 50_000 + "</draw:page>" * 50_000, kind="presentation")
     )
+    # A CSV whose one quoted field never ends, and a picture of 400 million pixels in a few hundred KB.
+    (folder / "field.csv").write_bytes(b'a,b\n"' + b"x" * 20_000_000 + b'",1\n')
+    from PIL import Image
+
+    Image.new("L", (20_000, 20_000), 255).save(folder / "pixels.png", format="PNG")
     os.environ["KNOWLEDGE_AGENT_A__HOSTILE_FOLDER"] = str(folder)
     collection = create_collection(agent=get_agent("agent-a"), name="hostile")
     started = time.monotonic()
@@ -121,6 +126,8 @@ def files(tally: Tally, base: str, world: dict, scratch: Path) -> None:
         bad.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
         *office,
         "nested.odp",
+        "field.csv",
+        "pixels.png",
     }
     refused = set(run.refused or [])
     for name in sorted(expected) + ["long path", "log-forging name"]:
