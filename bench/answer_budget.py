@@ -3,6 +3,7 @@
     python bench/answer_budget.py                       # the dev set: found@5
     python bench/answer_budget.py --scifact train       # SciFact through bench/beir.py's store: nDCG@10
     python bench/answer_budget.py --scifact test
+    python bench/answer_budget.py --scifact test --mode lexical   # no embedding: a quick build
 
 **Dev set**: its corpus (bench/known_answers) built with the defaults (structure, AROUND); each question
 asked at the default floor, most=5, at each budget (100,000 never binds: the answers as before the
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import statistics
 import sys
 from collections import Counter
@@ -108,19 +110,40 @@ def dev_set() -> None:
     print("\nWhere the marker sits in the unbudgeted answer:", dict(where))
 
 
-def scifact(split: str, limit: int | None) -> None:
+def structured(collection):
+    """The same documents as ``collection`` in a collection of the product's chunking (structure at its
+    default size and overlap), so abstracts longer than a paragraph have neighbours."""
+    from collections_app.conf import folder_variable
+    from collections_app.models import Collection
+    from collections_app.services.agents import create_collection
+    from collections_app.services.builds import build_collection
+
+    name = f"{collection.name}-structure"
+    os.environ[folder_variable(name, "bench")] = os.environ[folder_variable(collection.name, "bench")]
+    made = Collection.objects.filter(agent=collection.agent, name=name).first() or create_collection(
+        agent=collection.agent, name=name, method="structure", built_from="SciFact, default chunking"
+    )
+    run = build_collection(collection=made, requested_by="bench")
+    print(f"# {name}: {run.passages} paragraphs", file=sys.stderr)
+    return made
+
+
+def scifact(split: str, limit: int | None, mode: str, default_chunking: bool) -> None:
     from bench import beir
 
     args = argparse.Namespace(
-        dataset=harness.SCIFACT, mode="hybrid", split=split, store="float16", windows="all",
+        dataset=harness.SCIFACT, mode=mode, split=split, store="float16", windows="all",
         later_share=None, sample=None, ivf=False, nprobe=None,
     )
     agent, collection, queries, qrels = beir.prepare(args)
+    if default_chunking:
+        collection = structured(collection)
     from collections_app.metrics import ndcg_at_k
     from collections_app.services.search import search_collection
 
     items = list(queries.items())[:limit]
-    print(f"# SciFact {split}: {len(items)} queries, hybrid, unfloored, most 10, default around")
+    print(f"# SciFact {split}: {len(items)} queries, {mode}, unfloored, most 10, default around, "
+          f"{'structure at its default size' if default_chunking else 'one paragraph a document'}")
     print("| max_chars, fill order | nDCG@10 | words: median | words: p95 | answers cut |")
     print("|---|---|---|---|---|")
     for budget in BUDGETS:
@@ -130,7 +153,7 @@ def scifact(split: str, limit: int | None) -> None:
             for qid, text in items:
                 answer = search_collection(
                     agent=agent, collection=collection, question=text, most=10, min_score=0.0,
-                    max_chars=budget,
+                    max_chars=budget, mode=mode,
                 )
                 ranked = list(dict.fromkeys(p["document"].removesuffix(".txt") for p in answer["paragraphs"]))
                 total += ndcg_at_k(ranked, qrels[qid], k=10)
@@ -146,9 +169,13 @@ def main() -> None:
     )
     parser.add_argument("--scifact", choices=["train", "test"], default=None)
     parser.add_argument("--limit", type=int, default=None, help="SciFact: ask only the first N queries")
+    parser.add_argument("--mode", choices=["hybrid", "lexical"], default="hybrid",
+                        help="SciFact: lexical builds without embedding (quick)")
+    parser.add_argument("--default-chunking", action="store_true",
+                        help="SciFact: structure at its default size, not one paragraph a document")
     args = parser.parse_args()
     if args.scifact:
-        scifact(args.scifact, args.limit)
+        scifact(args.scifact, args.limit, args.mode, args.default_chunking)
     else:
         dev_set()
 
