@@ -46,9 +46,25 @@ def fill_order(order: str) -> None:
     module.fit = fit if order == "hits" else best_hit_first
 
 
-def sizes_row(label: str, score: float, sizes: list[int], cut: int, count: int) -> str:
-    p95 = statistics.quantiles(sizes, n=20)[-1]
-    return f"| {label} | {score:.3f} | {statistics.median(sizes):,.0f} | {p95:,.0f} | {cut} of {count} |"
+def table(metric: str, items: list, ask, score) -> None:
+    """One row per budget and fill order: ``ask(item, budget)`` gives the answer, ``score(item, answer)``
+    its quality; the mean quality, the answers' words (median, p95) and how many were cut."""
+    print(f"| max_chars, fill order | {metric} | words: median | words: p95 | answers cut |")
+    print("|---|---|---|---|---|")
+    for budget in BUDGETS:
+        for order in ("best", "hits") if budget < 100_000 else ("hits",):
+            fill_order(order)
+            total, sizes, cut = 0.0, [], 0
+            for item in items:
+                answer = ask(item, budget)
+                total += score(item, answer)
+                sizes.append(sum(len(p["text"].split()) for p in answer["paragraphs"]))
+                cut += answer["cut"]
+            label = f"{budget:,}" + ("" if budget == 100_000 else f", {order}")
+            p95 = statistics.quantiles(sizes, n=20)[-1]
+            print(f"| {label} | {total / len(items):.3f} | {statistics.median(sizes):,.0f} | {p95:,.0f} "
+                  f"| {cut} of {len(items)} |")
+    fill_order("hits")
 
 
 def where_markers(agent, collection, questions) -> Counter:
@@ -90,22 +106,14 @@ def dev_set() -> None:
     questions, _controls = harness.load_items()
     agent, collection = harness.built_collection("ocr-0", harness.KNOWN_ANSWERS / "corpus")
     print(f"# dev set: {len(questions)} questions, most 5, default floor and around")
-    print("| max_chars, fill order | found@5 | words: median | words: p95 | answers cut |")
-    print("|---|---|---|---|---|")
-    for budget in BUDGETS:
-        for order in ("best", "hits") if budget < 100_000 else ("hits",):
-            fill_order(order)
-            found, sizes, cut = 0, [], 0
-            for item in questions:
-                answer = search_collection(
-                    agent=agent, collection=collection, question=item["question"], most=5, max_chars=budget
-                )
-                found += bool(harness.found_rank(answer["paragraphs"], item["answer"]))
-                sizes.append(sum(len(p["text"].split()) for p in answer["paragraphs"]))
-                cut += answer["cut"]
-            label = f"{budget:,}" + ("" if budget == 100_000 else f", {order}")
-            print(sizes_row(label, found / len(questions), sizes, cut, len(questions)))
-    fill_order("hits")
+    table(
+        "found@5",
+        questions,
+        lambda item, budget: search_collection(
+            agent=agent, collection=collection, question=item["question"], most=5, max_chars=budget
+        ),
+        lambda item, answer: bool(harness.found_rank(answer["paragraphs"], item["answer"])),
+    )
     where = where_markers(agent, collection, questions)
     print("\nWhere the marker sits in the unbudgeted answer:", dict(where))
 
@@ -144,23 +152,18 @@ def scifact(split: str, limit: int | None, mode: str, default_chunking: bool) ->
     items = list(queries.items())[:limit]
     print(f"# SciFact {split}: {len(items)} queries, {mode}, unfloored, most 10, default around, "
           f"{'structure at its default size' if default_chunking else 'one paragraph a document'}")
-    print("| max_chars, fill order | nDCG@10 | words: median | words: p95 | answers cut |")
-    print("|---|---|---|---|---|")
-    for budget in BUDGETS:
-        for order in ("best", "hits") if budget < 100_000 else ("hits",):
-            fill_order(order)
-            total, sizes, cut = 0.0, [], 0
-            for qid, text in items:
-                answer = search_collection(
-                    agent=agent, collection=collection, question=text, most=10, min_score=0.0,
-                    max_chars=budget, mode=mode,
-                )
-                ranked = list(dict.fromkeys(p["document"].removesuffix(".txt") for p in answer["paragraphs"]))
-                total += ndcg_at_k(ranked, qrels[qid], k=10)
-                sizes.append(sum(len(p["text"].split()) for p in answer["paragraphs"]))
-                cut += answer["cut"]
-            label = f"{budget:,}" + ("" if budget == 100_000 else f", {order}")
-            print(sizes_row(label, total / len(items), sizes, cut, len(items)))
+
+    def ask(item, budget):
+        return search_collection(
+            agent=agent, collection=collection, question=item[1], most=10, min_score=0.0, max_chars=budget,
+            mode=mode,
+        )
+
+    def score(item, answer):
+        ranked = dict.fromkeys(p["document"].removesuffix(".txt") for p in answer["paragraphs"])
+        return ndcg_at_k(list(ranked), qrels[item[0]], k=10)
+
+    table("nDCG@10", items, ask, score)
 
 
 def main() -> None:

@@ -143,22 +143,31 @@ def _multiply(first: list[float], second: list[float]) -> list[float]:
     return [a * g + b * i, a * h + b * j, c * g + d * i, c * h + d * j, e * g + f * i + k, e * h + f * j + m]
 
 
-def _is_bold(font) -> bool:
+def _font_facts(font) -> tuple[str, float, int]:
+    """A font's name (lowercased), weight and descriptor flags; nothing known for a damaged one."""
     if not font:
-        return False
+        return "", 0.0, 0
     try:
         name = str(font.get("/BaseFont", "")).lower()
         descriptor = font.get("/FontDescriptor")
         descriptor = descriptor.get_object() if descriptor is not None else {}
-        weight = float(descriptor.get("/FontWeight", 0) or 0)
-        flags = int(descriptor.get("/Flags", 0) or 0)
+        return name, float(descriptor.get("/FontWeight", 0) or 0), int(descriptor.get("/Flags", 0) or 0)
     except Exception:
-        return False
+        return "", 0.0, 0
+
+
+def _is_bold(font) -> bool:
+    name, weight, flags = _font_facts(font)
     return (
         any(word in name for word in ("bold", "black", "heavy", "semibold"))
         or weight >= 600
         or bool(flags & (1 << 18))
     )
+
+
+def _is_mono(font) -> bool:
+    name, _weight, flags = _font_facts(font)
+    return bool(flags & 1) or any(word in name for word in MONO_NAMES)
 
 
 def _page_lines(page) -> list[_Line]:
@@ -205,18 +214,6 @@ def _line(text: str, weights: Counter, bold_chars: int, y: float | None, mono_ch
         text=text.strip(), size=size, bold=bool(total) and bold_chars == total, y=y,
         mono=bool(total) and mono_chars == total,
     )
-
-
-def _is_mono(font) -> bool:
-    if not font:
-        return False
-    try:
-        name = str(font.get("/BaseFont", "")).lower()
-        descriptor = font.get("/FontDescriptor")
-        flags = int((descriptor.get_object() if descriptor is not None else {}).get("/Flags", 0) or 0)
-    except Exception:
-        return False
-    return bool(flags & 1) or any(word in name for word in MONO_NAMES)
 
 
 def _squeezed(text: str) -> str:
