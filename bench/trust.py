@@ -60,9 +60,30 @@ sys.path.insert(0, str(ROOT))
 
 # After ROOT joins sys.path: the families and their world live beside this script.
 from bench.trust_hostile import bodies, files, secrets_family, stale  # noqa: E402
+from bench.trust_store import bigfile, busy, diskfull  # noqa: E402
+from bench.trust_tenancy import edit, floor, legacyvar  # noqa: E402
+from bench.trust_twin import twins, wideoverlap  # noqa: E402
 from bench.trust_world import SECRET_WORDS, build_world, hidden_only, http_client  # noqa: E402
 
-FAMILIES = ("isolation", "oracles", "overlap", "scores", "bodies", "files", "stale", "secrets", "rls")
+FAMILIES = (
+    "isolation",
+    "oracles",
+    "overlap",
+    "ids",
+    "scores",
+    "wideoverlap",
+    "legacyvar",
+    "edit",
+    "floor",
+    "bodies",
+    "files",
+    "stale",
+    "secrets",
+    "busy",
+    "bigfile",
+    "diskfull",
+    "rls",
+)
 
 
 # --- The parent: one child per database, one table ------------------------------------------------
@@ -75,11 +96,13 @@ def main() -> None:
         default=os.environ.get("TRUST_PG_URL", ""),
         help="a PostgreSQL URL whose database this script may create and drop",
     )
-    parser.add_argument("--quick", action="store_true", help="a smaller overlap grid")
+    parser.add_argument("--quick", action="store_true", help="smaller grids (a few minutes per database)")
+    parser.add_argument("--json", help="also write every family's figures and notes to this file")
+    parser.add_argument("--families", default=",".join(FAMILIES), help="a comma-separated subset to run")
     parser.add_argument("--child", choices=("sqlite", "postgres"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        return child(args.child, args.postgres, args.quick)
+        return child(args.child, args.postgres, args.quick, set(args.families.split(",")))
 
     results = {}
     for database in ("sqlite", "postgres"):
@@ -87,10 +110,19 @@ def main() -> None:
             print("PostgreSQL: skipped (give --postgres or TRUST_PG_URL)")
             continue
         started = time.monotonic()
-        command = [sys.executable, __file__, "--child", database, "--postgres", args.postgres]
+        command = [
+            sys.executable,
+            __file__,
+            "--child",
+            database,
+            "--postgres",
+            args.postgres,
+            "--families",
+            args.families,
+        ]
         if args.quick:
             command.append("--quick")
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800)
         lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
         if done.returncode != 0 or not lines:
             print(f"{database}: the probe failed\n{done.stderr[-3000:]}")
@@ -99,26 +131,36 @@ def main() -> None:
         print(f"{database}: {time.monotonic() - started:.0f} s")
 
     print()
-    print("| family | " + " | ".join(f"{db} tried | failed | leaked" for db in results) + " |")
-    print("|---|" + "---|---|---|" * len(results))
+    print("| family | " + " | ".join(f"{db} tried | held | failed | leaked | s" for db in results) + " |")
+    print("|---|" + "---|---|---|---|---|" * len(results))
     for family in FAMILIES:
         cells = []
         for db in results:
             row = results[db][family]
-            tried = row["tried"]
-            cells.append(f"{tried} | {row['failed']} | {row['leaked']}" if tried else "- | - | -")
+            cells.append(
+                " | ".join(str(row.get(k, "")) for k in ("tried", "held", "failed", "leaked", "seconds"))
+                if row["tried"]
+                else "- | - | - | - | -"
+            )
         print(f"| {family} | " + " | ".join(cells) + " |")
     for db, result in results.items():
         notes = [f"{family}: {note}" for family in FAMILIES for note in result[family]["notes"][:5]]
+        notes += [f"bigfile: {peak}" for peak in result["bigfile"].get("peaks", [])]
         if notes:
             print(f"\n{db} notes:\n  " + "\n  ".join(notes))
     totals = {
-        db: {k: sum(r[f][k] for f in FAMILIES) for k in ("failed", "leaked")} for db, r in results.items()
+        db: {k: sum(r[f][k] for f in FAMILIES) for k in ("tried", "held", "failed", "leaked")}
+        for db, r in results.items()
     }
     print(
         "\ntotals: "
-        + ", ".join(f"{db} failed {t['failed']}, leaked {t['leaked']}" for db, t in totals.items())
+        + ", ".join(
+            f"{db} tried {t['tried']}, held {t['held']}, failed {t['failed']}, leaked {t['leaked']}"
+            for db, t in totals.items()
+        )
     )
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
 
 
 # --- The child: one database ---------------------------------------------------------------------
@@ -126,18 +168,21 @@ def main() -> None:
 
 class Tally(dict):
     def __init__(self):
-        super().__init__({family: {"tried": 0, "failed": 0, "leaked": 0, "notes": []} for family in FAMILIES})
+        super().__init__(
+            {family: {"tried": 0, "held": 0, "failed": 0, "leaked": 0, "notes": []} for family in FAMILIES}
+        )
 
     def count(self, family: str, *, failed: bool = False, leaked: bool = False, note: str = "") -> None:
         row = self[family]
         row["tried"] += 1
+        row["held"] += int(not (failed or leaked))
         row["failed"] += int(failed)
         row["leaked"] += int(leaked)
         if (failed or leaked) and note:
             row["notes"].append(note[:300])
 
 
-def child(database: str, postgres_url: str, quick: bool) -> None:
+def child(database: str, postgres_url: str, quick: bool, chosen: set[str]) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="ragsite-trust-"))
     os.environ.update(
         {
@@ -169,21 +214,39 @@ def child(database: str, postgres_url: str, quick: bool) -> None:
 
     call_command("migrate", verbosity=0)
     tally = Tally()
+
+    def run(family: str, probe, *args) -> None:
+        if family in chosen:
+            started = time.monotonic()
+            probe(tally, *args)
+            tally[family]["seconds"] = round(time.monotonic() - started, 1)
+
     try:
         with serving() as base:
             world = build_world(scratch)
-            isolation(tally, base, world)
-            oracles(tally, base, world)
-            overlap(tally, base, world, quick)
-            scores(tally, base, world, quick)
-            bodies(tally, base, world)
-            files(tally, base, world, scratch)
-        stale(tally, scratch)
-        secrets_family(tally)
+            run("isolation", isolation, base, world)
+            run("oracles", oracles, base, world)
+            run("overlap", overlap, base, world, quick)
+            pairs = []
+            if chosen & {"ids", "scores", "floor"}:  # one set of requests for both, and floor's pairs
+                started = time.monotonic()
+                pairs = twins(tally, base, world, scratch, quick)
+                tally["ids"]["seconds"] = round(time.monotonic() - started, 1)
+            run("wideoverlap", wideoverlap, base, world, scratch, quick)
+            run("legacyvar", legacyvar, base, world, scratch)
+            run("edit", edit, base, world, scratch, quick)
+            run("floor", floor, base, world, pairs, quick)
+            run("bodies", bodies, base, world)
+            run("files", files, base, world, scratch)
+            run("diskfull", diskfull, base, world, scratch)
+            run("busy", busy, base, world, database)
+        run("bigfile", bigfile, scratch)
+        run("stale", stale, scratch)
+        run("secrets", secrets_family)
         if database == "postgres":
             from bench.trust_rls import rls_family
 
-            rls_family(tally)
+            run("rls", rls_family)
     finally:
         from django.db import connections
 
@@ -377,41 +440,6 @@ def overlap(tally: Tally, base: str, world: dict, quick: bool) -> None:
         tally.count(
             "overlap", failed="Hooli" not in bob.text, note="bob (pub+secret) did not get the merger note"
         )
-
-
-def scores(tally: Tally, base: str, world: dict, quick: bool) -> None:
-    headers = {"Authorization": f"Bearer {world['a_key']}"}
-    tally.count("scores", failed=not world["twin_alike"], note="the twin collection did not chunk alike")
-    questions = [
-        "acquisition target Hooli",
-        "Hooli price ninety million",
-        "zanzibarquux codename",
-        "SECRETSALARY band rises",
-        "deal closes March",
-        "public leave policy",
-        "canteen weekday",
-        "travel mileage rate",
-    ]
-    grid = [
-        (floor, around, most)
-        for floor in ((0,) if quick else (0, None))
-        for around in (0, 1, 3)
-        for most in ((5,) if quick else (1, 5, 50))
-    ]
-    with http_client() as http:
-        for question in questions:
-            for floor, around, most in grid:
-                body = {"question": question, "reader": "alice@example.com", "around": around, "most": most}
-                if floor is not None:
-                    body["min_score"] = floor
-                one = http.post(base + "/api/v1/collections/labelled/search", headers=headers, json=body)
-                two = http.post(base + "/api/v1/collections/disguised/search", headers=headers, json=body)
-                tally.count(
-                    "scores",
-                    failed=one.status_code != 200 or two.status_code != 200,
-                    leaked=one.content != two.content,
-                    note=f"{question!r} around {around} floor {floor}: {one.status_code} {two.status_code}",
-                )
 
 
 if __name__ == "__main__":
