@@ -218,7 +218,13 @@ def child(database: str, postgres_url: str, quick: bool, chosen: set[str]) -> No
     def run(family: str, probe, *args) -> None:
         if family in chosen:
             started = time.monotonic()
-            probe(tally, *args)
+            try:
+                probe(tally, *args)
+            except Exception as exc:  # a probe that breaks is a failure of its family, not of the others
+                import traceback
+
+                traceback.print_exc()
+                tally.count(family, failed=True, note=f"the probe broke: {type(exc).__name__}: {exc}")
             tally[family]["seconds"] = round(time.monotonic() - started, 1)
 
     try:
@@ -238,7 +244,7 @@ def child(database: str, postgres_url: str, quick: bool, chosen: set[str]) -> No
             run("floor", floor, base, world, pairs, quick)
             run("bodies", bodies, base, world)
             run("files", files, base, world, scratch)
-            run("diskfull", diskfull, base, world, scratch)
+            run("diskfull", diskfull, base, world, scratch, quick)
             run("busy", busy, base, world, database)
         run("bigfile", bigfile, scratch)
         run("stale", stale, scratch)

@@ -12,9 +12,11 @@
   document) by a fresh process on this store: failed = the build did not succeed, the file was not
   cut or refused with its reason, the build process's peak memory grew by the bound or more
   (tests/collections/test_bounded_work.py's WORKER_GROWTH_MIB), or the extraction child reached its cap.
-* diskfull - the index written on a full disk: every file the index writer opens is sent to
-  `/dev/full`, so the kernel answers ENOSPC (at the first file, or only at a later one). failed = the
-  build is not recorded failed, the previous build stops answering, or a scratch index is left behind;
+* diskfull - the index written on a full disk: a build in a process of its own whose collection index
+  folder is a tmpfs (in a user and mount namespace: no root, nothing left mounted) holding the old
+  build's index and room for none, a quarter, half or 90 % of a new one, so the kernel answers ENOSPC
+  at the first file or a later one. failed = the build is not recorded failed, the previous build
+  stops answering (there, or from the real folder over HTTP), or a scratch index is left behind;
   leaked = a deployment path in the build record. Then a build with space succeeds and answers.
 """
 
@@ -263,12 +265,59 @@ def bigfile(tally: Tally, scratch: Path) -> None:
 # --- diskfull ------------------------------------------------------------------------------------
 
 
-def diskfull(tally: Tally, base: str, world: dict, scratch: Path) -> None:
-    import builtins
+PAGE = 4096
 
+
+def _pages(folder: Path) -> int:
+    """Bytes `folder`'s files take on tmpfs (whole pages)."""
+    return sum(-(-path.stat().st_size // PAGE) * PAGE for path in folder.rglob("*") if path.is_file())
+
+
+def full_build() -> None:
+    """Inside a mount namespace whose INDEX_DIR/c<pk> is a tiny tmpfs holding the old build's index:
+    build agent A's `disk`, then ask it; print what happened."""
+    import shutil
+
+    import django
+
+    django.setup()
     from django.conf import settings
 
-    from collections_app.index import writer
+    from collections_app.services import indexes
+    from collections_app.services.agents import get_agent
+    from collections_app.services.builds import build_collection
+    from collections_app.services.search import search_collection
+
+    agent = get_agent("agent-a")
+    from collections_app.models import Collection
+
+    collection = Collection.objects.get(agent=agent, name="disk")
+    where = Path(settings.INDEX_DIR) / f"c{collection.pk}"
+    free = shutil.disk_usage(where).free
+    run = build_collection(collection=collection)
+    indexes.forget(collection.pk)
+    try:
+        found = search_collection(agent=agent, collection="disk", question="carry-over days", min_score=0)
+        said = " ".join(p["text"] for p in found["paragraphs"])
+    except Exception as exc:  # reported, not raised: the old build must answer
+        said = f"{type(exc).__name__}: {exc}"
+    print(
+        json.dumps(
+            {
+                "status": run.status,
+                "error": run.error,
+                "warnings": run.warnings,
+                "free": free,
+                "answer": said[:200],
+                "left": sorted(p.name for p in where.iterdir() if ".tmp" in p.name),
+            }
+        )
+    )
+
+
+def diskfull(tally: Tally, base: str, world: dict, scratch: Path, quick: bool) -> None:
+    from django.conf import settings
+
     from collections_app.models import BuildRun, CollectionBuilt
     from collections_app.services import indexes
     from collections_app.services.agents import create_collection, get_agent
@@ -286,6 +335,7 @@ def diskfull(tally: Tally, base: str, world: dict, scratch: Path) -> None:
     built_at = CollectionBuilt.objects.get(collection=collection).built_at
     (folder / "a.md").write_text("# Leave\n\nCarry-over is capped at ten days a year.\n")
     index_dir = Path(settings.INDEX_DIR) / f"c{collection.pk}"
+    used = _pages(index_dir)
 
     def ask() -> str:
         with http_client() as http:
@@ -296,36 +346,51 @@ def diskfull(tally: Tally, base: str, world: dict, scratch: Path) -> None:
             )
         return answer.text if answer.status_code == 200 else f"{answer.status_code} {answer.text[:100]}"
 
-    # Full from the first file the writer opens, or only from a later one (the rest were written).
-    for full_from in ("row_paragraph", "postings_weight", "vectors.bin", "vocab.bin"):
-        reached = []
-
-        def full_open(path, mode="r", *args, full_from=full_from, reached=reached, **kwargs):
-            if "w" in mode and (reached or full_from in Path(path).name):
-                reached.append(Path(path).name)
-                return builtins.open("/dev/full", mode, *args, **kwargs)
-            return builtins.open(path, mode, *args, **kwargs)
-
-        writer.open = full_open  # the module's own name: only the index writer writes to a full disk
-        try:
-            indexes.forget(collection.pk)
-            run = build_collection(collection=collection)
-        finally:
-            del writer.open
-        indexes.forget(collection.pk)  # the old build's index, read again from its files
-        answer = ask()
-        left = [p.name for p in index_dir.iterdir() if p.name.startswith(".")] if index_dir.is_dir() else []
+    # A tmpfs just big enough for the old index and a share of a new one, over the collection's index
+    # folder, in a user and mount namespace of its own: real ENOSPC, no mount left behind, no root.
+    for share in (0, 0.5) if quick else (0, 0.25, 0.5, 0.9):
+        size = used + int(used * share) // PAGE * PAGE
+        stage = scratch / f"stage{share}"
+        script = (
+            'cp -a "$1" "$2" && mount -t tmpfs -o size="$3" tmpfs "$1" && cp -a "$2/." "$1/" '
+            '&& exec "$4" -m bench.trust_store --full'
+        )
+        done = subprocess.run(
+            [
+                "unshare",
+                "-rm",
+                "sh",
+                "-c",
+                script,
+                "sh",
+                str(index_dir),
+                str(stage),
+                str(size),
+                sys.executable,
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+        if done.returncode != 0 or not lines:
+            tally.count("diskfull", failed=True, note=f"no tiny filesystem: {done.stderr[-300:]}")
+            continue
+        out = json.loads(lines[-1])
+        indexes.forget(collection.pk)
+        answer = ask()  # from the store's real index folder, which the full one hid
         still = CollectionBuilt.objects.get(collection=collection).built_at == built_at
         tally.count(
             "diskfull",
-            failed=not reached
-            or run.status != BuildRun.FAILED
+            failed=out["status"] != BuildRun.FAILED
+            or "five days" not in out["answer"]
             or "five days" not in answer
             or not still
-            or bool(left),
-            leaked=str(scratch) in json.dumps([run.error, run.warnings]),
-            note=f"full from {full_from} ({reached[:1]}): build {run.status} {run.error[:120]!r}, "
-            f"old build answers {'five days' in answer}, scratch left {left}",
+            or bool(out["left"]),
+            leaked=str(scratch) in json.dumps([out["error"], out["warnings"]]),
+            note=f"{out['free']} bytes free of {size}: build {out['status']} {out['error'][:100]!r}, "
+            f"answers {out['answer'][:50]!r}, HTTP old {'five days' in answer}, scratch left {out['left']}",
         )
     run = build_collection(collection=collection)
     indexes.forget(collection.pk)
@@ -338,5 +403,6 @@ def diskfull(tally: Tally, base: str, world: dict, scratch: Path) -> None:
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--peak"]:
-    sys.path.insert(0, str(ROOT))
     peak_build(sys.argv[2], sys.argv[3])
+if __name__ == "__main__" and sys.argv[1:2] == ["--full"]:
+    full_build()

@@ -121,7 +121,9 @@ def legacyvar(tally: Tally, base: str, world: dict, scratch: Path) -> None:
             failed=again.status_code != 202 or a_succeeded("legacy") != 2,
             note=f"A's rebuild of legacy after B's: {again.status_code} {again.text[:120]}",
         )
-    texts = " ".join(Paragraph.objects.filter(agent__agent_id="agent-b").values_list("text", flat=True))
+    texts = " ".join(
+        Paragraph.objects.filter(collection__agent__agent_id="agent-b").values_list("text", flat=True)
+    )
     tally.count(
         "legacyvar",
         leaked=A_TEXT in texts or UNCLAIMED_TEXT in texts,

@@ -31,10 +31,7 @@ WORDS = ["apple", "birch", "cedar", "delta", "ember", "fjord", "grove", "heron",
 def paragraph(n: int, hidden: bool) -> str:
     word = WORDS[n]
     if hidden:  # restricted text that shares the question's words, so it would rank if it counted
-        return (
-            f"Restricted {word} note: the {word} policy hides the Hooli merger, the zanzibarquux "
-            f"codename and the SECRETSALARY band of ninety million."
-        )
+        return f"Restricted {word} policy: Hooli merger, zanzibarquux, SECRETSALARY, ninety million."
     return f"Paragraph {word} tells of the {word} policy and the shared leave rules for staff."
 
 
@@ -72,13 +69,13 @@ def make_twins(scratch: Path, quick: bool) -> list[tuple[str, str, bool]]:
             (folder / "other.md").write_text(OTHER + "\n")
             os.environ[f"KNOWLEDGE_AGENT_A__{name.upper()}_FOLDER"] = str(folder)
             collection = create_collection(
-                agent=agent, name=name, method="structure", size=200, overlap=0, per_reader=True
+                agent=agent, name=name, method="structure", size=120, overlap=0, per_reader=True
             )
             build_collection(collection=collection)
-            rows = list(Paragraph.objects.filter(collection=collection).order_by("document__path", "ordinal"))
+            rows = list(Paragraph.objects.filter(collection=collection).order_by("document__name", "ordinal"))
             for row in rows:
                 row.labels.add(secret if "Restricted" in row.text else public)
-            made[name[4]] = [(r.document.path, r.text) for r in rows if "Restricted" not in r.text]
+            made[name[4]] = [(r.document.name, r.text) for r in rows if "Restricted" not in r.text]
         pairs.append((f"twinx{n}", f"twiny{n}", made["x"] == made["y"]))
     return pairs
 
@@ -117,7 +114,7 @@ QUESTIONS = [
 ]
 
 
-def twins(tally: Tally, base: str, world: dict, scratch: Path, quick: bool) -> None:
+def twins(tally: Tally, base: str, world: dict, scratch: Path, quick: bool) -> list[tuple[str, str, bool]]:
     """The ids and scores families over the same requests."""
     headers = {"Authorization": f"Bearer {world['a_key']}"}
     pairs = make_twins(scratch, quick)
@@ -126,7 +123,7 @@ def twins(tally: Tally, base: str, world: dict, scratch: Path, quick: bool) -> N
         (floor, around, most)
         for floor in ((0,) if quick else (0, None))
         for around in (0, 1, 2, 3)
-        for most in ((5,) if quick else (1, 5, 50))
+        for most in ((5, 50) if quick else (1, 5, 50))
     ]
     with http_client() as http:
         for x, y, alike in pairs:
@@ -148,17 +145,21 @@ def twins(tally: Tally, base: str, world: dict, scratch: Path, quick: bool) -> N
                     mine, theirs = (one.json(), two.json()) if not broken else ({}, {})
                     words = [w for w in SECRET_WORDS if w in one.text]
                     where = f"{x} {question!r} around {around} most {most} floor {floor}"
-                    tally.count(
-                        "ids",
-                        failed=broken or shown(mine) != shown(theirs),
-                        leaked=bool(words),
-                        note=f"{where}: {first_difference(mine, theirs)} {words}",
-                    )
+                    # Which paragraphs make the answer follows the scores, unless every readable one
+                    # comes back: only there does a difference say something of ids and runs alone.
+                    if most == 50 and floor == 0:
+                        tally.count(
+                            "ids",
+                            failed=broken or shown(mine) != shown(theirs),
+                            leaked=bool(words),
+                            note=f"{where}: {first_difference(mine, theirs)} {words}",
+                        )
                     tally.count(
                         "scores",
                         failed=broken or mine != theirs,
                         note=f"{where}: {first_difference(mine, theirs)}",
                     )
+    return pairs
 
 
 # --- wideoverlap ---------------------------------------------------------------------------------
@@ -187,7 +188,7 @@ def wideoverlap(tally: Tally, base: str, world: dict, scratch: Path, quick: bool
     agent = get_agent("agent-a")
     public, secret = Label.objects.get_or_create(name="pub")[0], Label.objects.get_or_create(name="secret")[0]
     shares = (0.75, 0.9) if quick else (0.5, 0.75, 0.8, 0.9)
-    placements = ((0,), (5, 11)) if quick else ((0,), (5, 11), (3, 4, 15))
+    placements = ((1,), (5, 11)) if quick else ((1,), (5, 11), (3, 4, 15))
     questions = [
         "Hooli merger SECRETSALARY ninety million",
         "zanzibarquux codename",
@@ -223,7 +224,7 @@ def wideoverlap(tally: Tally, base: str, world: dict, scratch: Path, quick: bool
                 # The probe means something only when restricted text is carried into readable pieces.
                 tally.count(
                     "wideoverlap",
-                    failed=carried_far < 2,
+                    failed=not carried_far,
                     note=f"{name}: only {carried_far} readable pieces carry restricted text",
                 )
                 for question in questions:
