@@ -6,7 +6,8 @@ Each database runs in a child process of its own (Django's settings are per proc
 throw-away store (a SQLite file in a temporary folder; a PostgreSQL database created and
 dropped), migrated from scratch, served over HTTP on 127.0.0.1 only by a threaded WSGI server in
 that process. The embedder is the deterministic `hash` backend: this measures trust, not
-ranking quality. Bounded: a few minutes per database at most.
+ranking quality. Bounded: a few minutes per database with --quick (busy holds a lock 25 s,
+bigfile builds 150 MB), about twice that without.
 
 Families (the 2026-12-01 review's, where this branch answers them):
 
@@ -17,11 +18,11 @@ Families (the 2026-12-01 review's, where this branch answers them):
 * overlap - reader alice (label pub) searches a per-reader collection whose structure pieces
   alternate pub/secret with overlap, over questions x around x floor x most: leaked = an answer
   holding 20 or more characters that only secret pieces hold.
-* scores - alice asks (questions x around x floor x most, hybrid as the API ranks) a per-reader
-  collection and its twin, whose secret pieces hold other letters in place of every letter only
-  they hold (so both chunk alike): leaked = her answers (texts, scores, order) differ, i.e. a
-  score moved with text she may not read (the overlap copied into a readable piece, statistics).
-  The lexical and vector arms alone: tests/collections/test_search_overlap.py.
+* ids, scores, wideoverlap (issue 24, items 2-4) - bench/trust_twin.py: alice's answers from a
+  per-reader collection against its twin with the hidden paragraphs deleted (ids: texts, passages,
+  chunk ids, first/last; scores: the whole answer), and overlap up to 90 % of the size.
+* legacyvar, edit, floor (items 1, 5, 6) - bench/trust_tenancy.py: an agent-less folder variable
+  and another agent's same name, a label across an edit next to it, the floor per reader.
 * bodies - oversized, nested, NaN, lone-surrogate, NUL, non-UTF-8 and wrongly typed bodies on
   every surface (API, MCP, embedding endpoints) and unknown routes: failed = a 5xx, or HTML
   under /api/ or on the embedding endpoints.
@@ -33,11 +34,15 @@ Families (the 2026-12-01 review's, where this branch answers them):
   leaked = the stale build committed (its text answers, or its history says succeeded).
 * secrets - `manage.py check` and the WSGI entry point with DEBUG off and no SECRET_KEY:
   failed = either starts.
+* busy, bigfile, diskfull (items 7-9) - bench/trust_store.py: a store whose write lock another
+  process holds (on PostgreSQL: rows), a 100 MB text, a 50 MB HTML and a DOCX bomb (the build
+  process's peak memory), an index written to a full (tiny, namespaced tmpfs) disk.
 * rls (PostgreSQL only) - deliberately unfiltered queries on every agent-scoped table inside
   agent B's row-level-security scope (a request's, and inside B's build task and node-building
   task as a worker runs them): leaked = a row of agent A.
 
-Not measured here: ordinal gaps (issue 15's *Numbering*, tests/collections/test_search_index.py).
+Every family is counted as tried, held (neither failed nor leaked), failed and leaked; `--families`
+runs a subset, `--json` keeps the figures and notes.
 """
 
 from __future__ import annotations
