@@ -68,7 +68,7 @@ from bench.trust_hostile import bodies, files, secrets_family, stale  # noqa: E4
 from bench.trust_store import bigfile, busy, diskfull  # noqa: E402
 from bench.trust_tenancy import edit, floor, legacyvar  # noqa: E402
 from bench.trust_twin import twins, wideoverlap  # noqa: E402
-from bench.trust_world import SECRET_WORDS, build_world, hidden_only, http_client  # noqa: E402
+from bench.trust_world import SECRET_WORDS, alice_asks, build_world, hidden_only, http_client  # noqa: E402
 
 FAMILIES = (
     "isolation",
@@ -419,14 +419,7 @@ def overlap(tally: Tally, base: str, world: dict, quick: bool) -> None:
             for around in arounds:
                 for floor in floors:
                     for most in mosts:
-                        body = {
-                            "question": question,
-                            "reader": "alice@example.com",
-                            "around": around,
-                            "most": most,
-                        }
-                        if floor is not None:
-                            body["min_score"] = floor
+                        body = alice_asks(question, around, most, floor)
                         response = http.post(
                             base + "/api/v1/collections/labelled/search", headers=headers, json=body
                         )

@@ -20,7 +20,7 @@ import random
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.trust_world import SECRET_WORDS, http_client
+from bench.trust_world import SECRET_WORDS, alice_asks, http_client
 
 if TYPE_CHECKING:
     from bench.trust import Tally
@@ -131,14 +131,7 @@ def twins(tally: Tally, base: str, world: dict, scratch: Path, quick: bool) -> l
                 tally.count(family, failed=not alike, note=f"{x}: alice's paragraphs are not {y}'s")
             for question in questions:
                 for floor, around, most in grid:
-                    body = {
-                        "question": question,
-                        "reader": "alice@example.com",
-                        "around": around,
-                        "most": most,
-                    }
-                    if floor is not None:
-                        body["min_score"] = floor
+                    body = alice_asks(question, around, most, floor)
                     one = http.post(f"{base}/api/v1/collections/{x}/search", headers=headers, json=body)
                     two = http.post(f"{base}/api/v1/collections/{y}/search", headers=headers, json=body)
                     broken = one.status_code != 200 or two.status_code != 200

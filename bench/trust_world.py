@@ -15,6 +15,14 @@ def http_client():
     return httpx.Client(timeout=60)
 
 
+def alice_asks(question: str, around: int, most: int, floor: float | None = None) -> dict:
+    """A search body for reader alice (label pub); no floor given: the collection's own applies."""
+    body = {"question": question, "reader": "alice@example.com", "around": around, "most": most}
+    if floor is not None:
+        body["min_score"] = floor
+    return body
+
+
 LABELLED = (
     "# Plans\n\n"
     + "Our public leave policy gives everyone twenty days a year and is generous and clear. " * 6
