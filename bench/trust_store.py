@@ -176,6 +176,13 @@ def busy(tally: Tally, base: str, world: dict, database: str) -> None:
 # --- bigfile -------------------------------------------------------------------------------------
 
 
+def _status_mib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) // 1024
+    raise LookupError(field)
+
+
 def peak_build(folder: str, name: str) -> None:
     """In a fresh process on the probe's store: build agent A's collection `name` from `folder`, and
     print the peaks (this process's before and after, the extraction child's) in MiB."""
@@ -190,10 +197,17 @@ def peak_build(folder: str, name: str) -> None:
     from collections_app.services.sources import document_extractor
 
     collection = create_collection(agent=get_agent("agent-a"), name=name, method="structure")
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    # Not ru_maxrss: Linux carries it over exec from the process that forked this one (the probe's
+    # child, hundreds of MiB), which would hide the build's own peak. VmHWM is this process's own,
+    # and is reset here so the peak is the build's.
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass  # then VmHWM counts from exec: Django's start-up, a smaller peak than any build's
+    before = _status_mib("VmRSS")
     started = time.monotonic()
     run = build_collection(collection=collection, requested_by="probe")
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    after = _status_mib("VmHWM")
     document_extractor().close()  # waited for, so its peak is counted in RUSAGE_CHILDREN
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
     print(
