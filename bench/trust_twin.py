@@ -190,6 +190,7 @@ def wideoverlap(tally: Tally, base: str, world: dict, scratch: Path, quick: bool
     ]
     with http_client() as http:
         for share in shares:
+            carried = 0
             for placed in placements:
                 name = f"wide{int(share * 100)}x{'-'.join(map(str, placed))}"
                 folder = scratch / "deployment-secret-folder" / name
@@ -206,29 +207,17 @@ def wideoverlap(tally: Tally, base: str, world: dict, scratch: Path, quick: bool
                 )
                 build_collection(collection=collection)
                 rows = list(Paragraph.objects.filter(collection=collection).order_by("ordinal"))
-                end, carried_far = 0, 0
+                end = 0
                 for row in rows:  # restricted when its own text, past what it carries, holds a secret
                     own = row.text[max(0, end - row.start_char) :]
                     row.labels.add(secret if any(w in own for w in SECRET_WORDS) else public)
-                    carried_far += any(w in row.text for w in SECRET_WORDS) and not any(
+                    carried += any(w in row.text for w in SECRET_WORDS) and not any(
                         w in own for w in SECRET_WORDS
                     )
                     end = row.end_char
-                # The probe means something only when restricted text is carried into readable pieces.
-                tally.count(
-                    "wideoverlap",
-                    failed=not carried_far,
-                    note=f"{name}: only {carried_far} readable pieces carry restricted text",
-                )
                 for question in questions:
                     for around in (0, 1, 3):
-                        body = {
-                            "question": question,
-                            "reader": "alice@example.com",
-                            "around": around,
-                            "most": 50,
-                            "min_score": 0,
-                        }
+                        body = alice_asks(question, around, 50, 0)
                         answer = http.post(
                             f"{base}/api/v1/collections/{name}/search", headers=headers, json=body
                         )
@@ -244,3 +233,10 @@ def wideoverlap(tally: Tally, base: str, world: dict, scratch: Path, quick: bool
                             leaked=bool(found),
                             note=f"{name} {question!r} around {around}: {answer.status_code} {found}",
                         )
+            # A share means something only when restricted text is carried into readable pieces
+            # (at 50 % a restricted clause may end before the next piece starts).
+            tally.count(
+                "wideoverlap",
+                failed=not carried,
+                note=f"overlap {share:.0%}: no readable piece carries restricted text",
+            )
