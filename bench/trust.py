@@ -52,6 +52,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -264,6 +265,7 @@ def child(database: str, postgres_url: str, quick: bool, chosen: set[str]) -> No
         connections.close_all()
         if database == "postgres":
             _drop_database(postgres_url)
+        shutil.rmtree(scratch, ignore_errors=True)  # deployment folders and 150 MB of bigfile's inputs
     print(json.dumps(tally))
 
 
