@@ -6,7 +6,8 @@ Each database runs in a child process of its own (Django's settings are per proc
 throw-away store (a SQLite file in a temporary folder; a PostgreSQL database created and
 dropped), migrated from scratch, served over HTTP on 127.0.0.1 only by a threaded WSGI server in
 that process. The embedder is the deterministic `hash` backend: this measures trust, not
-ranking quality. Bounded: a few minutes per database at most.
+ranking quality. Bounded: a few minutes per database with --quick (busy holds a lock 25 s,
+bigfile builds 150 MB), about twice that without.
 
 Families (the 2026-12-01 review's, where this branch answers them):
 
@@ -17,11 +18,11 @@ Families (the 2026-12-01 review's, where this branch answers them):
 * overlap - reader alice (label pub) searches a per-reader collection whose structure pieces
   alternate pub/secret with overlap, over questions x around x floor x most: leaked = an answer
   holding 20 or more characters that only secret pieces hold.
-* scores - alice asks (questions x around x floor x most, hybrid as the API ranks) a per-reader
-  collection and its twin, whose secret pieces hold other letters in place of every letter only
-  they hold (so both chunk alike): leaked = her answers (texts, scores, order) differ, i.e. a
-  score moved with text she may not read (the overlap copied into a readable piece, statistics).
-  The lexical and vector arms alone: tests/collections/test_search_overlap.py.
+* ids, scores, wideoverlap (issue 24, items 2-4) - bench/trust_twin.py: alice's answers from a
+  per-reader collection against its twin with the hidden paragraphs deleted (ids: texts, passages,
+  chunk ids, first/last; scores: the whole answer), and overlap up to 90 % of the size.
+* legacyvar, edit, floor (items 1, 5, 6) - bench/trust_tenancy.py: an agent-less folder variable
+  and another agent's same name, a label across an edit next to it, the floor per reader.
 * bodies - oversized, nested, NaN, lone-surrogate, NUL, non-UTF-8 and wrongly typed bodies on
   every surface (API, MCP, embedding endpoints) and unknown routes: failed = a 5xx, or HTML
   under /api/ or on the embedding endpoints.
@@ -33,11 +34,15 @@ Families (the 2026-12-01 review's, where this branch answers them):
   leaked = the stale build committed (its text answers, or its history says succeeded).
 * secrets - `manage.py check` and the WSGI entry point with DEBUG off and no SECRET_KEY:
   failed = either starts.
+* busy, bigfile, diskfull (items 7-9) - bench/trust_store.py: a store whose write lock another
+  process holds (on PostgreSQL: rows), a 100 MB text, a 50 MB HTML and a DOCX bomb (the build
+  process's peak memory), an index written to a full (tiny, namespaced tmpfs) disk.
 * rls (PostgreSQL only) - deliberately unfiltered queries on every agent-scoped table inside
   agent B's row-level-security scope (a request's, and inside B's build task and node-building
   task as a worker runs them): leaked = a row of agent A.
 
-Not measured here: ordinal gaps (issue 15's *Numbering*, tests/collections/test_search_index.py).
+Every family is counted as tried, held (neither failed nor leaked), failed and leaked; `--families`
+runs a subset, `--json` keeps the figures and notes.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -60,9 +66,30 @@ sys.path.insert(0, str(ROOT))
 
 # After ROOT joins sys.path: the families and their world live beside this script.
 from bench.trust_hostile import bodies, files, secrets_family, stale  # noqa: E402
-from bench.trust_world import SECRET_WORDS, build_world, hidden_only, http_client  # noqa: E402
+from bench.trust_store import bigfile, busy, diskfull  # noqa: E402
+from bench.trust_tenancy import edit, floor, legacyvar  # noqa: E402
+from bench.trust_twin import twins, wideoverlap  # noqa: E402
+from bench.trust_world import SECRET_WORDS, alice_asks, build_world, hidden_only, http_client  # noqa: E402
 
-FAMILIES = ("isolation", "oracles", "overlap", "scores", "bodies", "files", "stale", "secrets", "rls")
+FAMILIES = (
+    "isolation",
+    "oracles",
+    "overlap",
+    "ids",
+    "scores",
+    "wideoverlap",
+    "legacyvar",
+    "edit",
+    "floor",
+    "bodies",
+    "files",
+    "stale",
+    "secrets",
+    "busy",
+    "bigfile",
+    "diskfull",
+    "rls",
+)
 
 
 # --- The parent: one child per database, one table ------------------------------------------------
@@ -75,11 +102,13 @@ def main() -> None:
         default=os.environ.get("TRUST_PG_URL", ""),
         help="a PostgreSQL URL whose database this script may create and drop",
     )
-    parser.add_argument("--quick", action="store_true", help="a smaller overlap grid")
+    parser.add_argument("--quick", action="store_true", help="smaller grids (a few minutes per database)")
+    parser.add_argument("--json", help="also write every family's figures and notes to this file")
+    parser.add_argument("--families", default=",".join(FAMILIES), help="a comma-separated subset to run")
     parser.add_argument("--child", choices=("sqlite", "postgres"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        return child(args.child, args.postgres, args.quick)
+        return child(args.child, args.postgres, args.quick, set(args.families.split(",")))
 
     results = {}
     for database in ("sqlite", "postgres"):
@@ -87,10 +116,19 @@ def main() -> None:
             print("PostgreSQL: skipped (give --postgres or TRUST_PG_URL)")
             continue
         started = time.monotonic()
-        command = [sys.executable, __file__, "--child", database, "--postgres", args.postgres]
+        command = [
+            sys.executable,
+            __file__,
+            "--child",
+            database,
+            "--postgres",
+            args.postgres,
+            "--families",
+            args.families,
+        ]
         if args.quick:
             command.append("--quick")
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800)
         lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
         if done.returncode != 0 or not lines:
             print(f"{database}: the probe failed\n{done.stderr[-3000:]}")
@@ -99,26 +137,36 @@ def main() -> None:
         print(f"{database}: {time.monotonic() - started:.0f} s")
 
     print()
-    print("| family | " + " | ".join(f"{db} tried | failed | leaked" for db in results) + " |")
-    print("|---|" + "---|---|---|" * len(results))
+    print("| family | " + " | ".join(f"{db} tried | held | failed | leaked | s" for db in results) + " |")
+    print("|---|" + "---|---|---|---|---|" * len(results))
     for family in FAMILIES:
         cells = []
         for db in results:
             row = results[db][family]
-            tried = row["tried"]
-            cells.append(f"{tried} | {row['failed']} | {row['leaked']}" if tried else "- | - | -")
+            cells.append(
+                " | ".join(str(row.get(k, "")) for k in ("tried", "held", "failed", "leaked", "seconds"))
+                if row["tried"]
+                else "- | - | - | - | -"
+            )
         print(f"| {family} | " + " | ".join(cells) + " |")
     for db, result in results.items():
         notes = [f"{family}: {note}" for family in FAMILIES for note in result[family]["notes"][:5]]
+        notes += [f"bigfile: {peak}" for peak in result["bigfile"].get("peaks", [])]
         if notes:
             print(f"\n{db} notes:\n  " + "\n  ".join(notes))
     totals = {
-        db: {k: sum(r[f][k] for f in FAMILIES) for k in ("failed", "leaked")} for db, r in results.items()
+        db: {k: sum(r[f][k] for f in FAMILIES) for k in ("tried", "held", "failed", "leaked")}
+        for db, r in results.items()
     }
     print(
         "\ntotals: "
-        + ", ".join(f"{db} failed {t['failed']}, leaked {t['leaked']}" for db, t in totals.items())
+        + ", ".join(
+            f"{db} tried {t['tried']}, held {t['held']}, failed {t['failed']}, leaked {t['leaked']}"
+            for db, t in totals.items()
+        )
     )
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
 
 
 # --- The child: one database ---------------------------------------------------------------------
@@ -126,18 +174,21 @@ def main() -> None:
 
 class Tally(dict):
     def __init__(self):
-        super().__init__({family: {"tried": 0, "failed": 0, "leaked": 0, "notes": []} for family in FAMILIES})
+        super().__init__(
+            {family: {"tried": 0, "held": 0, "failed": 0, "leaked": 0, "notes": []} for family in FAMILIES}
+        )
 
     def count(self, family: str, *, failed: bool = False, leaked: bool = False, note: str = "") -> None:
         row = self[family]
         row["tried"] += 1
+        row["held"] += int(not (failed or leaked))
         row["failed"] += int(failed)
         row["leaked"] += int(leaked)
         if (failed or leaked) and note:
             row["notes"].append(note[:300])
 
 
-def child(database: str, postgres_url: str, quick: bool) -> None:
+def child(database: str, postgres_url: str, quick: bool, chosen: set[str]) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="ragsite-trust-"))
     os.environ.update(
         {
@@ -169,27 +220,52 @@ def child(database: str, postgres_url: str, quick: bool) -> None:
 
     call_command("migrate", verbosity=0)
     tally = Tally()
+
+    def run(family: str, probe, *args) -> None:
+        if family in chosen:
+            started = time.monotonic()
+            try:
+                probe(tally, *args)
+            except Exception as exc:  # a probe that breaks is a failure of its family, not of the others
+                import traceback
+
+                traceback.print_exc()
+                tally.count(family, failed=True, note=f"the probe broke: {type(exc).__name__}: {exc}")
+            tally[family]["seconds"] = round(time.monotonic() - started, 1)
+
     try:
         with serving() as base:
             world = build_world(scratch)
-            isolation(tally, base, world)
-            oracles(tally, base, world)
-            overlap(tally, base, world, quick)
-            scores(tally, base, world, quick)
-            bodies(tally, base, world)
-            files(tally, base, world, scratch)
-        stale(tally, scratch)
-        secrets_family(tally)
+            run("isolation", isolation, base, world)
+            run("oracles", oracles, base, world)
+            run("overlap", overlap, base, world, quick)
+            pairs = []
+            if chosen & {"ids", "scores", "floor"}:  # one set of requests for both, and floor's pairs
+                started = time.monotonic()
+                pairs = twins(tally, base, world, scratch, quick)
+                tally["ids"]["seconds"] = round(time.monotonic() - started, 1)
+            run("wideoverlap", wideoverlap, base, world, scratch, quick)
+            run("legacyvar", legacyvar, base, world, scratch)
+            run("edit", edit, base, world, scratch, quick)
+            run("floor", floor, base, world, pairs, quick)
+            run("bodies", bodies, base, world)
+            run("files", files, base, world, scratch)
+            run("diskfull", diskfull, base, world, scratch, quick)
+            run("busy", busy, base, world, database)
+        run("bigfile", bigfile, scratch)
+        run("stale", stale, scratch)
+        run("secrets", secrets_family)
         if database == "postgres":
             from bench.trust_rls import rls_family
 
-            rls_family(tally)
+            run("rls", rls_family)
     finally:
         from django.db import connections
 
         connections.close_all()
         if database == "postgres":
             _drop_database(postgres_url)
+        shutil.rmtree(scratch, ignore_errors=True)  # deployment folders and 150 MB of bigfile's inputs
     print(json.dumps(tally))
 
 
@@ -345,14 +421,7 @@ def overlap(tally: Tally, base: str, world: dict, quick: bool) -> None:
             for around in arounds:
                 for floor in floors:
                     for most in mosts:
-                        body = {
-                            "question": question,
-                            "reader": "alice@example.com",
-                            "around": around,
-                            "most": most,
-                        }
-                        if floor is not None:
-                            body["min_score"] = floor
+                        body = alice_asks(question, around, most, floor)
                         response = http.post(
                             base + "/api/v1/collections/labelled/search", headers=headers, json=body
                         )
@@ -377,41 +446,6 @@ def overlap(tally: Tally, base: str, world: dict, quick: bool) -> None:
         tally.count(
             "overlap", failed="Hooli" not in bob.text, note="bob (pub+secret) did not get the merger note"
         )
-
-
-def scores(tally: Tally, base: str, world: dict, quick: bool) -> None:
-    headers = {"Authorization": f"Bearer {world['a_key']}"}
-    tally.count("scores", failed=not world["twin_alike"], note="the twin collection did not chunk alike")
-    questions = [
-        "acquisition target Hooli",
-        "Hooli price ninety million",
-        "zanzibarquux codename",
-        "SECRETSALARY band rises",
-        "deal closes March",
-        "public leave policy",
-        "canteen weekday",
-        "travel mileage rate",
-    ]
-    grid = [
-        (floor, around, most)
-        for floor in ((0,) if quick else (0, None))
-        for around in (0, 1, 3)
-        for most in ((5,) if quick else (1, 5, 50))
-    ]
-    with http_client() as http:
-        for question in questions:
-            for floor, around, most in grid:
-                body = {"question": question, "reader": "alice@example.com", "around": around, "most": most}
-                if floor is not None:
-                    body["min_score"] = floor
-                one = http.post(base + "/api/v1/collections/labelled/search", headers=headers, json=body)
-                two = http.post(base + "/api/v1/collections/disguised/search", headers=headers, json=body)
-                tally.count(
-                    "scores",
-                    failed=one.status_code != 200 or two.status_code != 200,
-                    leaked=one.content != two.content,
-                    note=f"{question!r} around {around} floor {floor}: {one.status_code} {two.status_code}",
-                )
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """The world bench/trust.py probes: two agents, readers, a per-reader collection labelled after its
-build, its disguised twin, a memory; and the HTTP client every family asks with."""
+build, a memory; and the HTTP client every family asks with."""
 
 from __future__ import annotations
 
@@ -13,6 +13,14 @@ def http_client():
     import httpx
 
     return httpx.Client(timeout=60)
+
+
+def alice_asks(question: str, around: int, most: int, floor: float | None = None) -> dict:
+    """A search body for reader alice (label pub); no floor given: the collection's own applies."""
+    body = {"question": question, "reader": "alice@example.com", "around": around, "most": most}
+    if floor is not None:
+        body["min_score"] = floor
+    return body
 
 
 LABELLED = (
@@ -65,7 +73,6 @@ def build_world(scratch: Path) -> dict:
     create_reader(external_id="alice@example.com", labels=["pub"])
     create_reader(external_id="bob@example.com", labels=["pub", "secret"])
     memory, _nodes = store_memory(agent=a, text="Agent A's memory: the vault code is 4417.")
-    disguised = _twin(folder, labelled, paragraphs, secret, public)
     readable = [p for p in paragraphs if p.labels.filter(name="pub").exists()]
     hidden = [p for p in paragraphs if not p.labels.filter(name="pub").exists()]
     return {
@@ -75,44 +82,7 @@ def build_world(scratch: Path) -> dict:
         "folder": str(folder),
         "readable": readable,
         "hidden": hidden,
-        "twin_alike": disguised,
     }
-
-
-def _twin(folder: Path, labelled, paragraphs, secret, public) -> bool:
-    """The collection `disguised`: plans.md with every letter and digit only secret pieces hold replaced
-    by another, labelled piece for piece as `labelled`; True when it chunked exactly alike."""
-    import random
-
-    from collections_app.models import Paragraph
-    from collections_app.services.agents import create_collection
-    from collections_app.services.builds import build_collection
-    from collections_app.text.extract import extract
-
-    text = extract("plans.md", LABELLED.encode()).text
-    owner = [None] * len(text)
-    for paragraph in reversed(paragraphs):
-        owner[paragraph.start_char : paragraph.end_char] = [paragraph] * (
-            paragraph.end_char - paragraph.start_char
-        )
-    rng = random.Random(15)
-    other = "".join(
-        (rng.choice("bdfgkmpvwz") if ch.isalpha() else rng.choice("0123456789") if ch.isdigit() else ch)
-        if o is not None and o.labels.filter(name="secret").exists()
-        else ch
-        for ch, o in zip(text, owner, strict=True)
-    )
-    (folder / "disguised").mkdir()
-    (folder / "disguised" / "plans.md").write_text(other)
-    os.environ["KNOWLEDGE_AGENT_A__DISGUISED_FOLDER"] = str(folder / "disguised")
-    twin = create_collection(
-        agent=labelled.agent, name="disguised", method="structure", size=400, overlap=150, per_reader=True
-    )
-    build_collection(collection=twin)
-    pieces = list(Paragraph.objects.filter(collection=twin).order_by("ordinal"))
-    for piece, original in zip(pieces, paragraphs, strict=False):
-        piece.labels.add(secret if original.labels.filter(name="secret").exists() else public)
-    return [(p.start_char, p.end_char) for p in pieces] == [(p.start_char, p.end_char) for p in paragraphs]
 
 
 def hidden_only(world) -> list[str]:
