@@ -1,0 +1,179 @@
+"""A build's index files stored in the database beside the build, and fetched from there by a node.
+
+The build worker writes the index once (services.indexes) and stores its files here, chunked, inside
+the transaction that makes the build live, so a build whose files cannot be stored is not used. A web
+node that lacks the files (another machine, a fresh container, a cleaned INDEX_DIR) or finds them
+broken fetches them: every chunk read in order, every file checked against its size and SHA-256, the
+whole folder opened as an index, then renamed into place — a reader sees a whole index or none. That
+costs seconds where writing the index again from the rows cost minutes (docs/benchmarks.md, "Session 8:
+a node's index").
+
+Only the live build's files are kept: storing a build's deletes every other build's of the collection
+in the same transaction. Chunks are CHUNK_BYTES: each statement moves and holds a bounded amount, far
+under SQLite's blob limit (1 GB) and PostgreSQL's bytea limit (1 GB).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+from django.db import IntegrityError, transaction
+
+from ..index.format import IndexUnusable
+from ..index.mapped import MappedIndex
+from ..models import Collection, IndexChunk, IndexFile
+
+logger = logging.getLogger("ragsite.search")
+
+# 4 MiB a chunk: ~90 statements for the 100k bench's 361 MB index, ~860 for the 1M one's 3.6 GB.
+CHUNK_BYTES = 4 << 20
+
+
+def store_files(*, collection: Collection, key: str, folder: Path) -> int:
+    """Store the files under `folder` as the index of build `key`, and drop every other build's; the bytes
+    stored.
+
+    One transaction (a savepoint inside the build's commit): the files are all there or none is.
+    """
+    stored = 0
+    with transaction.atomic():
+        IndexFile.objects.filter(collection=collection).exclude(key=key).delete()
+        IndexFile.objects.filter(collection=collection, key=key).delete()  # a half stored earlier: none is
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            stored += _store_file(collection, key, path.relative_to(folder).as_posix(), path)
+    return stored
+
+
+def _store_file(collection: Collection, key: str, name: str, path: Path) -> int:
+    record = IndexFile.objects.create(
+        collection=collection, agent_id=collection.agent.agent_id, key=key, path=name, size=0, sha256="",
+        chunks=0,
+    )
+    digest, size, number = hashlib.sha256(), 0, 0
+    with open(path, "rb") as handle:
+        while data := handle.read(CHUNK_BYTES):
+            IndexChunk.objects.create(file=record, agent_id=record.agent_id, number=number, data=data)
+            digest.update(data)
+            size += len(data)
+            number += 1
+    record.size, record.sha256, record.chunks = size, digest.hexdigest(), number
+    record.save(update_fields=["size", "sha256", "chunks"])
+    return size
+
+
+def store_if_missing(*, collection: Collection, key: str, folder: Path) -> bool:
+    """Store a build's files when nothing is stored for it yet (a build made before files were stored,
+    or one whose document was deleted since); whether this call stored them. Never fails its caller:
+    another node storing the same build first is as good."""
+    if is_stored(collection_id=collection.pk, key=key):
+        return False
+    try:
+        store_files(collection=collection, key=key, folder=folder)
+    except (IntegrityError, OSError) as exc:
+        logger.info("index of collection %s not stored here (%s)", collection.pk, type(exc).__name__)
+        return False
+    return True
+
+
+def is_stored(*, collection_id: int, key: str) -> bool:
+    """Whether build `key`'s files are stored whole (meta.json is among them)."""
+    return IndexFile.objects.filter(collection_id=collection_id, key=key, path="meta.json").exists()
+
+
+def stored_bytes(*, collection_id: int, key: str) -> int:
+    return sum(IndexFile.objects.filter(collection_id=collection_id, key=key).values_list("size", flat=True))
+
+
+def fetch_files(*, collection_id: int, key: str, root: Path) -> Path | None:
+    """Fetch build `key`'s stored files into `root/key` and verify them; its folder, or None when nothing
+    is stored for that build.
+
+    The caller holds the collection's folder lock (services.indexes). Raises IndexUnusable when what is
+    stored does not verify (a missing chunk, a size or checksum that differs, files that do not open as
+    an index); nothing is left behind then.
+    """
+    files = list(IndexFile.objects.filter(collection_id=collection_id, key=key).order_by("path"))
+    if not any(f.path == "meta.json" for f in files):
+        return None
+    root.mkdir(parents=True, exist_ok=True)
+    scratch = root / f".{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.fetch"
+    try:
+        for record in files:
+            _fetch_file(record, scratch / record.path)
+        MappedIndex(scratch)  # whole and consistent, as a search would open it
+        _fsync_dir(scratch)
+        final = root / key
+        shutil.rmtree(final, ignore_errors=True)  # a broken copy: the lock holder's to replace
+        os.rename(scratch, final)
+        _fsync_dir(root)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    return final
+
+
+def _fetch_file(record: IndexFile, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    digest, size = hashlib.sha256(), 0
+    chunks = IndexChunk.objects.filter(file=record)
+    with open(target, "wb") as handle:
+        # One statement a chunk: a bounded read whatever the file's size, on either database.
+        for number in range(record.chunks):
+            data = chunks.filter(number=number).values_list("data", flat=True).first()
+            if data is None:
+                raise IndexUnusable(f"chunk {number} of the stored {record.path} is missing")
+            digest.update(data)
+            handle.write(data)
+            size += len(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    if size != record.size or digest.hexdigest() != record.sha256:
+        raise IndexUnusable(f"the stored {record.path} does not match its size and SHA-256")
+
+
+def verify_folder(*, collection_id: int, key: str, folder: Path) -> bool | None:
+    """Whether the files in `folder` are byte for byte build `key`'s stored ones (size and SHA-256); None
+    when nothing is stored to compare with. A full read: for warming a node, not for every search."""
+    files = list(IndexFile.objects.filter(collection_id=collection_id, key=key))
+    if not any(f.path == "meta.json" for f in files):
+        return None
+    for record in files:
+        path = folder / record.path
+        try:
+            if path.stat().st_size != record.size or _sha256(path) != record.sha256:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while data := handle.read(CHUNK_BYTES):
+            digest.update(data)
+    return digest.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+__all__ = [
+    "CHUNK_BYTES",
+    "fetch_files",
+    "is_stored",
+    "store_files",
+    "store_if_missing",
+    "stored_bytes",
+    "verify_folder",
+]
