@@ -22,7 +22,7 @@ import shutil
 import uuid
 from pathlib import Path
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from ..index.format import IndexUnusable
 from ..index.mapped import MappedIndex
@@ -32,6 +32,8 @@ logger = logging.getLogger("ragsite.search")
 
 # 4 MiB a chunk: ~90 statements for the 100k bench's 361 MB index, ~860 for the 1M one's 3.6 GB.
 CHUNK_BYTES = 4 << 20
+_INSERT = "INSERT INTO collection_index_chunk (file_id, agent_id, number, data) VALUES (%s, %s, %s, %b)"
+_SELECT = "SELECT data FROM collection_index_chunk WHERE file_id = %s AND number = %s"
 
 
 def store_files(*, collection: Collection, key: str, folder: Path) -> int:
@@ -57,7 +59,7 @@ def _store_file(collection: Collection, key: str, name: str, path: Path) -> int:
     digest, size, number = hashlib.sha256(), 0, 0
     with open(path, "rb") as handle:
         while data := handle.read(CHUNK_BYTES):
-            IndexChunk.objects.create(file=record, agent_id=record.agent_id, number=number, data=data)
+            _insert_chunk(record, number, data)
             digest.update(data)
             size += len(data)
             number += 1
@@ -120,11 +122,10 @@ def fetch_files(*, collection_id: int, key: str, root: Path) -> Path | None:
 def _fetch_file(record: IndexFile, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     digest, size = hashlib.sha256(), 0
-    chunks = IndexChunk.objects.filter(file=record)
     with open(target, "wb") as handle:
         # One statement a chunk: a bounded read whatever the file's size, on either database.
         for number in range(record.chunks):
-            data = chunks.filter(number=number).values_list("data", flat=True).first()
+            data = _read_chunk(record, number)
             if data is None:
                 raise IndexUnusable(f"chunk {number} of the stored {record.path} is missing")
             digest.update(data)
@@ -134,6 +135,32 @@ def _fetch_file(record: IndexFile, target: Path) -> None:
         os.fsync(handle.fileno())
     if size != record.size or digest.hexdigest() != record.sha256:
         raise IndexUnusable(f"the stored {record.path} does not match its size and SHA-256")
+
+
+def _insert_chunk(record: IndexFile, number: int, data: bytes) -> None:
+    if connection.vendor != "postgresql":
+        IndexChunk.objects.create(file=record, agent_id=record.agent_id, number=number, data=data)
+        return
+    # In psycopg's binary format, on the connection (and so the transaction and row-level-security scope)
+    # Django uses: its own cursor sends bytea as an escaped literal, 25 MB/s against 159 (measured).
+    import psycopg
+
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(_INSERT, [record.pk, record.agent_id, number, data])
+
+
+def _read_chunk(record: IndexFile, number: int) -> bytes | memoryview | None:
+    if connection.vendor != "postgresql":
+        return IndexChunk.objects.filter(file=record, number=number).values_list("data", flat=True).first()
+    # Binary results: Django's cursor reads bytea as hex text, 124 MB/s against 473 (measured).
+    import psycopg
+
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(_SELECT, [record.pk, number], binary=True)
+        row = cursor.fetchone()
+    return None if row is None else row[0]
 
 
 def verify_folder(*, collection_id: int, key: str, folder: Path) -> bool | None:

@@ -73,6 +73,18 @@ def test_a_node_without_the_files_fetches_them_and_never_writes_them_from_the_ro
     assert index_store.verify_folder(collection_id=handbook.pk, key=key, folder=folder_of(handbook)) is True
 
 
+def test_a_request_in_its_agents_scope_fetches_its_collections_index(agent, handbook, client):
+    """Over the API a search runs in its agent's row-level-security scope (PostgreSQL): the index rows it
+    fetches carry that agent's id, so it reads them."""
+    raw = issue_key(agent=agent)[1]
+    url, body = "/api/v1/collections/handbook/search", {"question": QUESTION, "around": 0}
+    expected = post(client, raw, url, body).json()
+    as_a_new_node(handbook)
+    response = post(client, raw, url, body)
+    assert response.status_code == 200 and response.json() == expected
+    assert (folder_of(handbook) / "meta.json").exists()
+
+
 def test_a_stored_copy_that_fails_its_checksum_is_never_used(agent, handbook, caplog):
     """A chunk changed in the store (same length): the fetch refuses it and the node writes the index from
     the rows instead, which answers the same."""
