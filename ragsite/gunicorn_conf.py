@@ -43,8 +43,10 @@ def on_starting(server):
     (services.index_warm), so no worker's first searches wait for a load. Nothing listens yet, so a
     load balancer sends this node no traffic until it is done."""
     import django
+    from django.apps import apps
 
-    django.setup()  # already done when the application was preloaded
+    if not apps.ready:  # preload_app loaded it already
+        django.setup()
     from collections_app.services.index_warm import warm_indexes
 
     warmed = warm_indexes()
