@@ -83,13 +83,16 @@ def _collection_lock(collection_id: int):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def write_index(*, collection: Collection, keep_others: bool = False) -> tuple[str, Path] | None:
+def write_index(
+    *, collection: Collection, keep_others: bool = False, fetch: bool = True
+) -> tuple[str, Path] | None:
     """Write the index of `collection`'s current build from its rows; None when it was never built.
 
     Rows are streamed in blocks. On PostgreSQL a build can commit between reading the build
     record and the rows, so the record is read again afterwards and the work repeated if it moved.
     `keep_others`: leave the other builds' indexes (a build writing its own before it commits, whose
-    transaction may still roll back to the build that answers now).
+    transaction may still roll back to the build that answers now). `fetch`: first fetch the files stored
+    beside the build (index_store) when there are any; a build being committed has none yet.
     """
     with _collection_lock(collection.pk):
         for _attempt in range(5):
@@ -103,7 +106,7 @@ def write_index(*, collection: Collection, keep_others: bool = False) -> tuple[s
             # Broken (torn, truncated, foreign): out of the way, so the rename below can land.
             shutil.rmtree(path, ignore_errors=True)
             started = time.perf_counter()
-            if _fetched(collection, key):
+            if fetch and _fetched(collection, key):
                 if not keep_others:
                     remove_stale(collection_root(collection.pk), keep=key)
                 return key, path
@@ -158,7 +161,7 @@ def index_before_commit(*, collection: Collection) -> str:
     stored, keeps answering. Returns the key to keep once the build commits.
     """
     try:
-        written = write_index(collection=collection, keep_others=True)
+        written = write_index(collection=collection, keep_others=True, fetch=False)
         if written is None:
             raise IndexUnusable("the build record was not found")
         key, path = written
