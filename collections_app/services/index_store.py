@@ -26,6 +26,7 @@ from django.db import IntegrityError, connection, transaction
 
 from ..index.format import IndexUnusable
 from ..index.mapped import MappedIndex
+from ..index.writer import _fsync_dir  # the writer's own: a fetched folder lands as a written one
 from ..models import Collection, IndexChunk, IndexFile
 
 logger = logging.getLogger("ragsite.search")
@@ -205,14 +206,6 @@ def _sha256(path: Path) -> str:
         while data := handle.read(CHUNK_BYTES):
             digest.update(data)
     return digest.hexdigest()
-
-
-def _fsync_dir(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 __all__ = [

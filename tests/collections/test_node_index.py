@@ -15,24 +15,13 @@ from collections_app.models import BuildRun, CollectionBuilt, IndexChunk, IndexF
 from collections_app.services import index_loading, index_store, indexes
 from collections_app.services.agents import create_agent, create_collection, issue_key
 from collections_app.services.builds import build_collection
-from collections_app.services.search import forget_index, search_collection
+from collections_app.services.search import forget_index
 from ragsite.errors import RagsiteError
 from tests.collections.test_search import post
+from tests.collections.test_search_index import QUESTION, ask, index_dir
 from tests.conftest import HANDBOOK
 
 pytestmark = pytest.mark.django_db
-
-QUESTION = "how many days of annual leave carry over"
-
-
-def folder_of(collection):
-    built = CollectionBuilt.objects.get(collection=collection)
-    return indexes.collection_root(collection.pk) / indexes.build_key(built)
-
-
-def ask(agent, collection, **kwargs):
-    return search_collection(agent=agent, collection=collection, question=QUESTION, **kwargs)
-
 
 def as_a_new_node(collection):
     """What a fresh container meets: no mapping in this process and no files in INDEX_DIR."""
@@ -43,7 +32,7 @@ def as_a_new_node(collection):
 def test_a_build_stores_its_index_beside_it_and_only_the_live_builds_is_kept(
     agent, handbook, knowledge_folder
 ):
-    folder = folder_of(handbook)
+    folder = index_dir(handbook)
     key = indexes.build_key(CollectionBuilt.objects.get(collection=handbook))
     stored = {f.path: f for f in IndexFile.objects.filter(collection=handbook)}
     on_disk = {p.relative_to(folder).as_posix(): p for p in folder.rglob("*") if p.is_file()}
@@ -70,7 +59,7 @@ def test_a_node_without_the_files_fetches_them_and_never_writes_them_from_the_ro
     assert ask(agent, handbook) == expected
     assert "fetched from the store" in caplog.text
     key = indexes.build_key(CollectionBuilt.objects.get(collection=handbook))
-    assert index_store.verify_folder(collection_id=handbook.pk, key=key, folder=folder_of(handbook)) is True
+    assert index_store.verify_folder(collection_id=handbook.pk, key=key, folder=index_dir(handbook)) is True
 
 
 def test_a_request_in_its_agents_scope_fetches_its_collections_index(agent, handbook, client):
@@ -82,7 +71,7 @@ def test_a_request_in_its_agents_scope_fetches_its_collections_index(agent, hand
     as_a_new_node(handbook)
     response = post(client, raw, url, body)
     assert response.status_code == 200 and response.json() == expected
-    assert (folder_of(handbook) / "meta.json").exists()
+    assert (index_dir(handbook) / "meta.json").exists()
 
 
 def test_a_stored_copy_that_fails_its_checksum_is_never_used(agent, handbook, caplog):
@@ -223,7 +212,7 @@ def test_warm_indexes_readies_every_live_index_of_every_agent(agent, handbook, k
     IndexFile.objects.filter(collection=legacy).delete()  # as a build made before files were stored
     as_a_new_node(legacy)
     as_a_new_node(theirs)
-    vectors = folder_of(handbook) / "vectors.bin"
+    vectors = index_dir(handbook) / "vectors.bin"
     flipped = bytearray(vectors.read_bytes())
     flipped[-1] ^= 0x01
     vectors.write_bytes(bytes(flipped))
@@ -233,7 +222,7 @@ def test_warm_indexes_readies_every_live_index_of_every_agent(agent, handbook, k
     assert "alpha/legacy: written" in shown
     for collection in (handbook, theirs, legacy):
         key = indexes.build_key(CollectionBuilt.objects.get(collection=collection))
-        assert index_store.verify_folder(collection_id=collection.pk, key=key, folder=folder_of(collection))
+        assert index_store.verify_folder(collection_id=collection.pk, key=key, folder=index_dir(collection))
     call_command("warm_indexes")
     assert capsys.readouterr().out.count(": ready in") == 3
     IndexFile.objects.filter(collection=legacy).delete()  # the copy here is the only one: stored
