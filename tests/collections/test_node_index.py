@@ -231,3 +231,19 @@ def test_warm_indexes_readies_every_live_index_of_every_agent(agent, handbook, k
     assert index_store.is_stored(
         collection_id=legacy.pk, key=indexes.build_key(CollectionBuilt.objects.get(collection=legacy))
     )
+
+
+def test_an_import_stores_its_index_and_a_new_node_fetches_it(agent, handbook, tmp_path, monkeypatch):
+    """An import writes its index after it commits, as it did, and now stores it too (the old build's
+    files go): a node without the files fetches them rather than writing them from the rows."""
+    from collections_app.services.interchange import export_index, import_index
+
+    export_index(collection=handbook, directory=tmp_path)
+    beta = create_agent(agent_id="beta", name="Beta")[0]
+    copy = import_index(agent=beta, directory=tmp_path, index_id="handbook", name="copy")
+    key = indexes.build_key(CollectionBuilt.objects.get(collection=copy))
+    assert set(IndexFile.objects.filter(collection=copy).values_list("key", "agent_id")) == {(key, "beta")}
+    expected = ask(beta, copy)
+    as_a_new_node(copy)
+    monkeypatch.setattr(indexes, "_write_rows", lambda *a: pytest.fail("written from the rows"))
+    assert ask(beta, copy) == expected
