@@ -3,6 +3,7 @@
 
     python bench/index_fetch.py 100000                      # the bench's SQLite store (bench/scale_store.py)
     python bench/index_fetch.py 100000 --database-url postgres://postgres@127.0.0.1:5432/bench
+    python bench/index_fetch.py 100000 --rounds 1 --copies 10     # and the bytes of a 1M index
 
 The index is the scale bench's own (data/bench/scale/, made by `populate` when missing). On SQLite it is
 stored beside that store's build; with --database-url the same files are stored in that database under
@@ -76,14 +77,45 @@ def bench_collection(n: int, args):
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    return bench_collections(1)[0], folder, facts
+
+
+def bench_collections(count: int) -> list:
+    """`count` collections of a bench agent, to store copies of one index under (each holds one build's)."""
     from collections_app.services.agents import create_agent, create_collection, get_agent
 
     try:
         agent = get_agent("bench-fetch")
     except Exception:  # noqa: BLE001 - not there yet
         agent, _raw = create_agent(agent_id="bench-fetch")
-    collection = agent.collections.filter(name="fetch").first()
-    return collection or create_collection(agent=agent, name="fetch"), folder, facts
+    names = ["fetch"] + [f"fetch-{i}" for i in range(1, count)]
+    return [
+        agent.collections.filter(name=name).first() or create_collection(agent=agent, name=name)
+        for name in names
+    ]
+
+
+def copies_phase(folder: Path, copies: int) -> dict:
+    """The bytes of a bigger index without making its store: `copies` copies of this index stored under
+    as many bench collections, then all fetched one after another (one round), then removed. The fetch
+    has no per-row work, so this is the time of an index of `copies` times the bytes."""
+    from collections_app.services import index_store
+
+    collections = bench_collections(copies)
+    started = time.perf_counter()
+    for collection in collections:
+        index_store.store_files(collection=collection, key=folder.name, folder=folder)
+    store_s = time.perf_counter() - started
+    scratch = WORK / "fetch-copies"
+    shutil.rmtree(scratch, ignore_errors=True)
+    started = time.perf_counter()
+    for number, collection in enumerate(collections):
+        index_store.fetch_files(collection_id=collection.pk, key=folder.name, root=scratch / str(number))
+    fetch_s = time.perf_counter() - started
+    shutil.rmtree(scratch, ignore_errors=True)
+    for collection in collections:
+        collection.index_files.all().delete()
+    return {"copies": copies, "copies_store_s": store_s, "copies_fetch_s": fetch_s}
 
 
 def main() -> None:
@@ -91,6 +123,9 @@ def main() -> None:
     parser.add_argument("n", type=int)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--database-url", help="store in this database instead (PostgreSQL)")
+    parser.add_argument(
+        "--copies", type=int, default=0, help="also store and fetch this many copies (a bigger index's bytes)"
+    )
     parser.add_argument(
         "--dataset", type=Path, default=Path(os.environ.get("SCIFACT", ROOT / "data" / "scifact"))
     )
@@ -139,6 +174,9 @@ def main() -> None:
         "rows_write_s": facts.get("index_write_s"),
         "provenance": provenance(),
     }
+    if args.copies:
+        result.update(copies_phase(folder, args.copies))
+        result["copies_bytes"] = index_bytes * args.copies
     print(json.dumps(result, indent=1))
 
 
