@@ -47,9 +47,15 @@ def on_starting(server):
 
     if not apps.ready:  # preload_app loaded it already
         django.setup()
+    from django.db import DatabaseError
+
     from collections_app.services.index_warm import warm_indexes
 
-    warmed = warm_indexes()
+    try:
+        warmed = warm_indexes()
+    except DatabaseError as exc:  # a store not migrated or not reachable yet: searches load on demand
+        server.log.warning("search indexes not warmed: %s", type(exc).__name__)
+        return
     outcomes = sorted({item.outcome for item in warmed})
     summary = ", ".join(f"{sum(i.outcome == o for i in warmed)} {o}" for o in outcomes) or "none built"
     server.log.info("search indexes warmed before binding: %s", summary)
