@@ -166,11 +166,23 @@ def test_a_node_that_lost_its_index_answers_within_its_bound_while_other_searche
 
     monkeypatch.setattr(index_store, "fetch_files", held_fetch)
     as_a_new_node(big)
+    try:
+        while_the_fetch_is_held(agent, big, other, other_expected, fetching, release, fetches, client)
+    finally:
+        release.set()  # never leave the loader (and its connection) waiting
+    settings.INDEX_LOAD_WAIT = 60  # the search now waits for the fetch it joined
+    assert ask(agent, big) == expected
+    assert fetches == [big.pk] and not index_loading.loading(big.pk)
+
+
+def while_the_fetch_is_held(agent, big, other, other_expected, fetching, release, fetches, client):
+    """While the fetch is held: the first search answers 503 at once, another collection answers, the API
+    says the same in the one error shape, and no second fetch starts."""
     with pytest.raises(RagsiteError) as first:
         ask(agent, big)
     assert first.value.status == 503 and first.value.code == "index_loading"
     assert first.value.headers["Retry-After"] == str(index_loading.RETRY_SECONDS)
-    assert fetching.is_set() and not release.is_set()  # answered while the fetch was still held
+    assert fetching.wait(60) and not release.is_set()  # the fetch started, and is still held
     assert index_loading.loading(big.pk)
 
     answers, failures = [], []
@@ -193,10 +205,6 @@ def test_a_node_that_lost_its_index_answers_within_its_bound_while_other_searche
     assert response.status_code == 503 and response["Retry-After"] == str(index_loading.RETRY_SECONDS)
     assert response.json()["error"]["code"] == "index_loading"  # the one error shape
     assert fetches == [big.pk]  # one fetch, however many searches asked
-    release.set()
-    settings.INDEX_LOAD_WAIT = 60  # the search now waits for the fetch it joined
-    assert ask(agent, big) == expected
-    assert fetches == [big.pk] and not index_loading.loading(big.pk)
 
 
 def test_warm_indexes_readies_every_live_index_of_every_agent(agent, handbook, knowledge_folder, capsys):
