@@ -36,6 +36,8 @@ _NAMES = frozenset(
         "MEASURED_FLOOR_KEEP",
         "KNOWN_ANSWERS_GATE",
         "INDEX_DIR",
+        "INDEX_LOAD_INLINE_ROWS",
+        "INDEX_LOAD_WAIT",
         "RERANK_URL",
         "RERANK_MODEL",
         "RERANK_API_KEY",

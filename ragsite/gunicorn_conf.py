@@ -38,6 +38,29 @@ preload_app = True
 control_socket_disable = True
 
 
+def on_starting(server):
+    """Before the master binds its socket: every live build's index fetched and verified into INDEX_DIR
+    (services.index_warm), so no worker's first searches wait for a load. Nothing listens yet, so a
+    load balancer sends this node no traffic until it is done."""
+    import django
+    from django.apps import apps
+
+    if not apps.ready:  # preload_app loaded it already
+        django.setup()
+    from django.db import DatabaseError
+
+    from collections_app.services.index_warm import warm_indexes
+
+    try:
+        warmed = warm_indexes()
+    except DatabaseError as exc:  # a store not migrated or not reachable yet: searches load on demand
+        server.log.warning("search indexes not warmed: %s", type(exc).__name__)
+        return
+    outcomes = sorted({item.outcome for item in warmed})
+    summary = ", ".join(f"{sum(i.outcome == o for i in warmed)} {o}" for o in outcomes) or "none built"
+    server.log.info("search indexes warmed before binding: %s", summary)
+
+
 def when_ready(server):
     """The master has loaded the application and bound its socket; no worker is forked yet."""
     if not server.cfg.preload_app:  # each worker loads the application itself: nothing to share

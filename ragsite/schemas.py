@@ -18,8 +18,9 @@ ERROR_MEANINGS = {
     413: "The request body is larger than the server accepts.",
     422: "The body has fields this route does not take; the message names them.",
     429: "The agent's runaway limit (model calls per minute) was reached; see Retry-After.",
-    503: "The embedder is unavailable, or the store is busy with another write (code `store_busy`; "
-         "see Retry-After).",
+    503: "The embedder is unavailable, the store is busy with another write (code `store_busy`; "
+         "see Retry-After), or this server is still loading the collection's search index (code "
+         "`index_loading`; see Retry-After).",
 }
 
 

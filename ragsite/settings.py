@@ -194,6 +194,11 @@ IVF_NPROBE = env.int("IVF_NPROBE", default=0)
 IVF_RECALL = env.float("IVF_RECALL", default=0.95)
 # Each build's search index (memory-mapped by every search process); rebuilt from the store when missing.
 INDEX_DIR = Path(env("INDEX_DIR", default=str(DATA_DIR / "indexes")))
+# A node without a build's index fetches it from the store (services.index_store): inside the search for
+# a build of at most INDEX_LOAD_INLINE_ROWS paragraphs, else in the background while searches of that
+# collection wait at most INDEX_LOAD_WAIT seconds and then answer 503 index_loading with Retry-After.
+INDEX_LOAD_INLINE_ROWS = env.int("INDEX_LOAD_INLINE_ROWS", default=20000)
+INDEX_LOAD_WAIT = env.float("INDEX_LOAD_WAIT", default=2.0)
 MODEL_PRICES = env.json("MODEL_PRICES", default={})
 # Known answers (docs/measure.md): the share of answers a measured floor keeps when answers and
 # controls do not separate, and the gate — unset: off; N: refuse a build that loses more than N.

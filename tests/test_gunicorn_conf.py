@@ -55,7 +55,8 @@ def served(knowledge_folder, transactional_db, settings, tmp_path):
     access = tmp_path / "access.log"
     env = process_env(
         EMBED_BACKEND=settings.EMBED_BACKEND,
-        INDEX_DIR=str(settings.INDEX_DIR),
+        # A node of its own: no index files yet, so its master fetches them from the store before binding.
+        INDEX_DIR=str(tmp_path / "node-indexes"),
         DATA_DIR=str(tmp_path / "data"),
         WEB_CONCURRENCY="2",
         WEB_THREADS="4",
@@ -137,6 +138,7 @@ def answering_workers(access: Path, path: str) -> set[int]:
 def test_forked_workers_answer_api_and_mcp_searches_correctly(served):
     base, key, access, processes = served
     assert "warmed before forking: urlconf, lexical tables" in processes.tail("gunicorn")
+    assert "search indexes warmed before binding: 1 fetched" in processes.tail("gunicorn")
     search_path = "/api/v1/collections/handbook/search"
     # New connections, several at once, until both workers have answered each kind at least once.
     with ThreadPoolExecutor(4) as pool:

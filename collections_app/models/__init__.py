@@ -19,6 +19,7 @@ from .collections import (  # noqa: F401
     built_from_problem,
     upload_to,
 )
+from .index_files import IndexChunk, IndexFile  # noqa: F401
 from .known_answers import KnownAnswer, KnownAnswersReport, KnownAnswersReportQuerySet  # noqa: F401
 from .ledger import ModelCall  # noqa: F401
 from .runs import BuildRun, MeasureRun  # noqa: F401

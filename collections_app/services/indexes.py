@@ -2,9 +2,12 @@
 
 The database stays the source of truth. The index of a build (``mapped_index``) is a derived copy
 keyed by the collection and the build's ``built_at``: written whole by the worker that committed the
-build, and by any process that finds it missing or unusable (under a per-collection file lock, so
-one process writes while the others wait and then map what it wrote). A search process maps each
-build once and keeps the mapping until a newer build replaces it.
+build and stored beside the build record (services.index_store), then fetched and verified by any
+node that finds it missing or unusable, or written again from the rows when nothing is stored for the
+build (under a per-collection file lock, so one process fetches while the others wait and then map
+what it fetched). A large build's index is loaded off the request (services.index_loading): its
+searches wait at most INDEX_LOAD_WAIT seconds, then answer 503 ``index_loading``. A search process
+maps each build once and keeps the mapping until a newer build replaces it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from datetime import UTC
 from pathlib import Path
 
 import numpy as np
+from django.db import DatabaseError
 
 from ragsite.errors import Conflict, RagsiteError
 from ragsite.lexical import terms
@@ -32,6 +36,8 @@ from ..index.writer import IndexWriter
 from ..models import Collection, CollectionBuilt, Paragraph
 from ..text.context import CONTEXT_VERSION
 from ..text.stitch import carried_openings, carried_terms_text
+from . import index_store
+from .index_loading import load_in_background
 
 logger = logging.getLogger("ragsite.search")
 
@@ -77,13 +83,16 @@ def _collection_lock(collection_id: int):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def write_index(*, collection: Collection, keep_others: bool = False) -> tuple[str, Path] | None:
+def write_index(
+    *, collection: Collection, keep_others: bool = False, fetch: bool = True
+) -> tuple[str, Path] | None:
     """Write the index of `collection`'s current build from its rows; None when it was never built.
 
     Rows are streamed in blocks. On PostgreSQL a build can commit between reading the build
     record and the rows, so the record is read again afterwards and the work repeated if it moved.
     `keep_others`: leave the other builds' indexes (a build writing its own before it commits, whose
-    transaction may still roll back to the build that answers now).
+    transaction may still roll back to the build that answers now). `fetch`: first fetch the files stored
+    beside the build (index_store) when there are any; a build being committed has none yet.
     """
     with _collection_lock(collection.pk):
         for _attempt in range(5):
@@ -97,6 +106,10 @@ def write_index(*, collection: Collection, keep_others: bool = False) -> tuple[s
             # Broken (torn, truncated, foreign): out of the way, so the rename below can land.
             shutil.rmtree(path, ignore_errors=True)
             started = time.perf_counter()
+            if fetch and _fetched(collection, key):
+                if not keep_others:
+                    remove_stale(collection_root(collection.pk), keep=key)
+                return key, path
             writer, context, carried, consistent = _write_rows(collection, built)
             again = (
                 CollectionBuilt.objects.filter(collection=collection)
@@ -138,30 +151,47 @@ def write_index(*, collection: Collection, keep_others: bool = False) -> tuple[s
 
 
 def index_before_commit(*, collection: Collection) -> str:
-    """Write and verify the index of the build being committed, inside its transaction (issue 24, item 9).
+    """Write, verify and store the index of the build being committed, inside its transaction (issue 24,
+    item 9; issue 29, item 3).
 
     Called after the build record is written and before the transaction commits, so the rows it reads
-    are the new build's. When the index cannot be written whole (a full disk) or does not read back
-    with every row, this raises and the transaction rolls back: the build fails and the previous build,
-    whose index is left in place, keeps answering. Returns the key to keep once the build commits.
+    are the new build's. When the index cannot be written whole (a full disk), does not read back with
+    every row, or cannot be stored beside the build (services.index_store), this raises and the
+    transaction rolls back: the build fails and the previous build, whose index is left in place and
+    stored, keeps answering. Returns the key to keep once the build commits.
     """
     try:
-        written = write_index(collection=collection, keep_others=True)
+        written = write_index(collection=collection, keep_others=True, fetch=False)
         if written is None:
             raise IndexUnusable("the build record was not found")
         key, path = written
         rows, read_back = Paragraph.objects.filter(collection=collection).count(), MappedIndex(path).size
         if read_back != rows:
             raise IndexUnusable(f"it reads back {read_back} of {rows} rows")
-    except (OSError, IndexUnusable) as exc:
+        started = time.perf_counter()
+        size = index_store.store_files(collection=collection, key=key, folder=path)
+        logger.info(
+            "index of %s/%s stored beside the build: %d bytes in %.2fs",
+            collection.agent.agent_id, collection.name, size, time.perf_counter() - started,
+        )
+    except (OSError, IndexUnusable, DatabaseError) as exc:
         # Never the file name: INDEX_DIR is a path on this machine.
         reason = (exc.strerror or type(exc).__name__) if isinstance(exc, OSError) else str(exc)
+        if isinstance(exc, DatabaseError):
+            reason = f"the store refused its files: {type(exc).__name__}"
         raise RagsiteError(
             f'the search index of "{collection.name}" could not be written ({reason}); the build is not used '
             "and the previous one keeps answering",
             code="index_not_written",
         ) from None
     return key
+
+
+def discard_copy(*, collection_id: int, key: str) -> None:
+    """Remove this node's copy of build `key`'s index (one that failed its checksum), under the folder lock;
+    the next load fetches it again. A process mapping it keeps reading its mapping."""
+    with _collection_lock(collection_id):
+        shutil.rmtree(collection_root(collection_id) / key, ignore_errors=True)
 
 
 def after_commit(*, collection: Collection, key: str) -> None:
@@ -176,8 +206,10 @@ def index_committed_build(*, collection: Collection) -> None:
     writes it from them.
     """
     try:
-        write_index(collection=collection)
-    except (OSError, RagsiteError) as exc:
+        written = write_index(collection=collection)
+        if written is not None:
+            index_store.store_if_missing(collection=collection, key=written[0], folder=written[1])
+    except (OSError, RagsiteError, DatabaseError) as exc:
         logger.warning(
             "index of %s/%s not written now (%s); the first search will write it",
             collection.agent.agent_id,
@@ -272,51 +304,101 @@ def _lists_for(writer: IndexWriter, built: CollectionBuilt) -> IVFLists | None:
 
 
 def mapped_index(collection: Collection, built: CollectionBuilt) -> tuple[str, MappedIndex]:
-    """The mapped index of `built`, from this process's cache, the disk, or written from the rows.
+    """The mapped index of `built`, from this process's cache, the disk, or fetched from the store (or
+    written from the rows when nothing is stored); see `_obtain` for how long a search waits for that.
 
-    Returns the key actually mapped: when a newer build committed meanwhile, its index.
+    Returns the key actually mapped: when a newer build committed meanwhile, its index. No lock other
+    collections' searches need is held while an index is fetched or written.
     """
     key = build_key(built)
     cached = _mapped.get(collection.pk)
     if cached is not None and cached[0] == key:
         return cached
+    path = collection_root(collection.pk) / key
+    try:
+        index = MappedIndex(path)
+    except IndexUnusable as exc:
+        if (path / "meta.json").exists() or path.exists():
+            logger.warning(
+                "index of %s/%s unusable (%s): fetching it from the store",
+                collection.agent.agent_id,
+                collection.name,
+                exc,
+            )
+        key, path = _obtain(collection, built, key)
+        index = _map_written(collection, key, path)
     with _mapped_lock:
-        cached = _mapped.get(collection.pk)
-        if cached is not None and cached[0] == key:
-            return cached
-        path = collection_root(collection.pk) / key
-        try:
-            index = MappedIndex(path)
-        except IndexUnusable as exc:
-            if (path / "meta.json").exists() or path.exists():
-                logger.warning(
-                    "index of %s/%s unusable (%s): rebuilding it from the store",
-                    collection.agent.agent_id,
-                    collection.name,
-                    exc,
-                )
-            try:
-                written = write_index(collection=collection)
-            except OSError as error:
-                # Say what failed, never where: INDEX_DIR is a path on this machine.
-                logger.error(
-                    "index of %s/%s cannot be written: %s",
-                    collection.agent.agent_id,
-                    collection.name,
-                    error.strerror or type(error).__name__,
-                )
-                raise RagsiteError(
-                    f'the search index of "{collection.name}" cannot be written '
-                    f"({error.strerror or type(error).__name__}); see INDEX_DIR",
-                    code="index_unavailable",
-                    status=503,
-                ) from None
-            if written is None:
-                raise
-            key, path = written
-            index = _map_written(collection, key, path)
         _mapped[collection.pk] = (key, index)
-        return key, index
+    return key, index
+
+
+def _obtain(collection: Collection, built: CollectionBuilt, key: str) -> tuple[str, Path]:
+    """The files of `built` put in place for this node: inside this search for a build of at most
+    INDEX_LOAD_INLINE_ROWS paragraphs (a fetch of a few MB), else by a background load that this search
+    waits for at most INDEX_LOAD_WAIT seconds before answering 503 `index_loading` (index_loading)."""
+    try:
+        if built.passages <= int(settings.INDEX_LOAD_INLINE_ROWS):
+            written = write_index(collection=collection)
+        else:
+            written = load_in_background(
+                collection_id=collection.pk,
+                name=collection.name,
+                key=key,
+                job=lambda: _load_and_share(collection),
+                wait=float(settings.INDEX_LOAD_WAIT),
+            )
+    except OSError as error:
+        # Say what failed, never where: INDEX_DIR is a path on this machine.
+        logger.error(
+            "index of %s/%s cannot be written: %s",
+            collection.agent.agent_id,
+            collection.name,
+            error.strerror or type(error).__name__,
+        )
+        raise RagsiteError(
+            f'the search index of "{collection.name}" cannot be written '
+            f"({error.strerror or type(error).__name__}); see INDEX_DIR",
+            code="index_unavailable",
+            status=503,
+        ) from None
+    if written is None:
+        raise Conflict(f'collection "{collection.name}" has never been built', code="not_built")
+    return written
+
+
+def _load_and_share(collection: Collection) -> tuple[str, Path] | None:
+    """A background load: fetch (or write from the rows), and store what was written from the rows so
+    the next node fetches it (a build stored before files were, or whose document was deleted since)."""
+    written = write_index(collection=collection)
+    if written is not None:
+        index_store.store_if_missing(collection=collection, key=written[0], folder=written[1])
+    return written
+
+
+def _fetched(collection: Collection, key: str) -> bool:
+    """Whether build `key`'s stored files were fetched and verified into place (index_store). A stored copy
+    that does not verify is logged, and the caller writes the index from the rows instead."""
+    started = time.perf_counter()
+    try:
+        folder = index_store.fetch_files(
+            collection_id=collection.pk, key=key, root=collection_root(collection.pk)
+        )
+    except IndexUnusable as exc:
+        logger.warning(
+            "stored index of %s/%s unusable (%s): writing it from the rows",
+            collection.agent.agent_id,
+            collection.name,
+            exc,
+        )
+        return False
+    if folder is not None:
+        logger.info(
+            "index of %s/%s fetched from the store in %.2fs",
+            collection.agent.agent_id,
+            collection.name,
+            time.perf_counter() - started,
+        )
+    return folder is not None
 
 
 def _map_written(collection: Collection, key: str, path: Path) -> MappedIndex:
@@ -341,6 +423,7 @@ __all__ = [
     "after_commit",
     "build_key",
     "collection_root",
+    "discard_copy",
     "forget",
     "index_before_commit",
     "index_committed_build",

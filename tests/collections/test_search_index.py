@@ -1,5 +1,5 @@
 """The per-build search index in use: written when a build or import commits, mapped by searches,
-rebuilt from the store when missing or broken; per-reader statistics and positions; long paragraphs
+fetched from the store when missing or broken; per-reader statistics and positions; long paragraphs
 as several windows."""
 
 import threading
@@ -91,12 +91,12 @@ def test_an_index_deleted_mid_flight_is_rebuilt_from_the_rows_while_searches_go_
     assert (index_dir(handbook) / "meta.json").exists()
 
 
-def test_a_corrupt_index_is_rebuilt_from_the_rows(agent, handbook, caplog):
+def test_a_corrupt_index_is_fetched_again_from_the_store(agent, handbook, caplog):
     expected = ask(agent, handbook)
     forget_index(handbook.pk)
     (index_dir(handbook) / "postings_doc.i32").write_bytes(b"broken")
     assert ask(agent, handbook) == expected
-    assert "unusable" in caplog.text and "rebuilding it from the store" in caplog.text
+    assert "unusable" in caplog.text and "fetched from the store" in caplog.text
     assert (index_dir(handbook) / "postings_doc.i32").stat().st_size > 6
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from collections_app.index.vector_codec import decode
-from collections_app.models import BuildRun, CollectionBuilt, Document, Label, Paragraph
+from collections_app.models import BuildRun, CollectionBuilt, Document, IndexFile, Label, Paragraph
 from collections_app.services import indexes
 from collections_app.services.agents import create_collection, create_reader
 from collections_app.services.builds import build_collection
@@ -146,6 +146,7 @@ def _embed_whole_texts(collection):
         row.embedding = embed_in_windows([embedding_text(row.text, row.context)], embedder)[0][0]
         row.save(update_fields=["embedding"])
     Document.objects.filter(collection=collection).update(built_context=1)
+    IndexFile.objects.filter(collection=collection).delete()  # nor did such a build store its index files
     forget_index(collection.pk)
     shutil.rmtree(indexes.collection_root(collection.pk), ignore_errors=True)
 
