@@ -35,6 +35,17 @@ MAX_TITLE_LINE = 200  # a longer first line is a paragraph, not a title
 # whose paragraphs were indexed by an older version, so no collection mixes the two silently.
 # 2: a paragraph is embedded without the opening it shares with earlier paragraphs (builds.py).
 CONTEXT_VERSION = 2
+# What a per-reader collection's documents record instead (`context_version`): their contexts come from
+# the document's name alone, so switching per-reader on or off re-reads every document at the next build.
+NAME_ONLY = 100
+
+
+def context_version(per_reader: bool) -> int:
+    """The context version a collection's documents are built at: CONTEXT_VERSION, or that plus
+    NAME_ONLY for a per-reader one (`contexts_for`'s ``from_text`` False). Both compare as at least
+    CONTEXT_VERSION, so a name-only vector counts as fresh (embedded without carried text)."""
+    return CONTEXT_VERSION + (NAME_ONLY if per_reader else 0)
+
 
 def _headings(text: str) -> list[tuple[int, int, str]]:
     """(offset, level, name) of every named heading line outside fenced code, in order."""
@@ -117,8 +128,17 @@ def paragraph_context(title: str, path: Sequence[str]) -> str:
     return SEPARATOR.join(parts)[:MAX_CONTEXT_CHARS]
 
 
-def contexts_for(name: str, text: str, starts: Sequence[int]) -> list[str]:
-    """The context of each piece of document ``name`` (its extracted ``text``) starting at ``starts``."""
+def contexts_for(name: str, text: str, starts: Sequence[int], *, from_text: bool = True) -> list[str]:
+    """The context of each piece of document ``name`` (its extracted ``text``) starting at ``starts``.
+
+    ``from_text`` False (a per-reader collection): the document's name in words and nothing else.
+    A title or heading read from the text sits in some paragraph, which labels may hide from a
+    reader, and a context is part of every paragraph's vector and lexical score: the first line of
+    a hidden paragraph would move the scores of the paragraphs a reader may read (issue 24, item 3).
+    """
+    if not from_text:
+        title = document_title(name, "")
+        return [paragraph_context(title, []) for _start in starts]
     title = document_title(name, text)
     return [paragraph_context(title, path) for path in section_paths(text, starts)]
 
