@@ -79,7 +79,11 @@ class Progress:
             self.report(self.run)
 
 
-def _prepare(source, document, collection, embedder, method, size, overlap, run, extractor) -> Prepared:
+def _prepare(
+    source, document, collection, embedder, method, size, overlap, run, extractor, *, reuse: bool = True
+) -> Prepared:
+    """Read, cut and place one source; ``reuse`` False: never keep its stored paragraphs as they are
+    (their vectors are of another width)."""
     try:
         data = read_bounded(source)
     except Unreadable as exc:
@@ -99,7 +103,8 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
     fingerprint = hashlib.sha256(data).hexdigest()
     item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint, **source.carried())
     unchanged = (
-        document is not None
+        reuse
+        and document is not None
         and document.status != Document.REFUSED
         and document.fingerprint == fingerprint
         and (
