@@ -142,7 +142,7 @@ def _prepare(
         )
     item.pieces = list(pieces)
     item.contexts = contexts_for(
-        source.name, extracted.text, [p.start for p in item.pieces], from_text=not collection.per_reader
+        source.name, extracted.text, [p.start for p in item.pieces], per_reader=collection.per_reader
     )
     item.carried = [length for length, _first in carried_openings((0, p.start, p.end) for p in item.pieces)]
     item.tokens = [embedder.count_tokens(p.text) for p in item.pieces]
