@@ -37,7 +37,10 @@ def read_cited(*, agent: Agent, collection: str, chunk_id: str, reader: str | No
         f'no paragraph "{chunk_id[:200]}" in collection "{found.name}"', code="unknown_paragraph"
     )
     document, _hash, k = chunk_id.rpartition("#")
-    if not document or not k.isdigit() or len(k) > 9:
+    # A NUL cannot be stored, so names nothing (and PostgreSQL refuses it in a query: never sent); k is
+    # written as the answers write it (ASCII digits, no leading zero), so no id has two spellings.
+    canonical = k.isascii() and k.isdigit() and len(k) <= 9 and k == str(int(k))
+    if not document or "\x00" in document or not canonical:
         raise missing
     row = _row_cited(found, index, mask, document, int(k), per_reader=reader_obj is not None)
     if row is None:

@@ -214,3 +214,25 @@ def test_ids_count_the_readers_paragraphs_and_runs_step_over_hidden_ones(agent, 
     )["paragraphs"]
     assert alone["passages"] == 2 and alone["chunk_ids"] == ["doc.md#0", "doc.md#1"]
     assert "birch" not in alone["text"] and "cedar" in alone["text"]
+
+
+def test_switching_per_reader_on_marks_a_rebuild_that_drops_a_plain_first_line_title(agent, knowledge_folder):
+    """A per-reader collection never takes a plain first line (a paragraph labels may hide) as its
+    documents' title; switching per-reader on a built collection says to rebuild, and the rebuild
+    re-reads every document to change the titles, and so the vectors."""
+    from collections_app.services.labels import PER_READER_SWITCHED, set_per_reader
+
+    collection = create_collection(agent=agent, name="switch", method="structure", size=120, overlap=0)
+    knowledge_folder("switch", {"doc.md": "\n\n".join(paragraph(i) for i in range(3)) + "\n"})
+    build_collection(collection=collection)
+    contexts = set(Paragraph.objects.filter(collection=collection).values_list("context", flat=True))
+    assert contexts == {paragraph(0)}  # the plain first line is the title of a collection for everyone
+    assert set_per_reader(collection=collection, per_reader=True)
+    collection.refresh_from_db()
+    assert collection.rebuild_needed == PER_READER_SWITCHED
+    run = build_collection(collection=collection)
+    assert (run.documents_read, run.documents_reused) == (1, 0)
+    contexts = set(Paragraph.objects.filter(collection=collection).values_list("context", flat=True))
+    assert contexts == {"doc"}
+    collection.refresh_from_db()
+    assert collection.rebuild_needed == ""
