@@ -10,7 +10,7 @@ from ragsite.schemas import StrictSchema, with_errors
 
 from .limits import DEFAULT_MOST, MAX_ANSWER_CHARS, MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, MIN_ANSWER_CHARS
 from .models import Collection
-from .services import agents, build_status, builds, known_answers, search, sync
+from .services import agents, build_status, builds, citations, known_answers, search, sync
 from .services.search.answer import SearchOut
 from .services.sync import MAX_EVERY, MIN_EVERY
 
@@ -208,6 +208,35 @@ def search_collection(request, name: str, payload: SearchIn):
         max_chars=payload.max_chars,
         key=request.auth,
         filters=payload.filters,
+    )
+
+
+class CitedIn(Schema):
+    chunk_id: str = Field(
+        ..., min_length=1, max_length=400, description="<document>#<k>, as a search answer cites it."
+    )
+    reader: str | None = Field(
+        None, max_length=200, description="Required when the collection answers per reader."
+    )
+
+
+class CitedOut(Schema):
+    chunk_id: str
+    document: str
+    section: str
+    text: str = Field(..., description="The paragraph as a search for the same reader shows it.")
+
+
+@router.get(
+    "/{name}/paragraph",
+    response=with_errors({200: CitedOut}, 404, 409),
+    summary="Read one cited paragraph by its chunk id",
+)
+def read_paragraph(request, name: str, params: Query[CitedIn]):
+    """A per-reader collection's ids count that reader's paragraphs; one the reader may not read and one
+    that does not exist answer the same 404."""
+    return citations.read_cited(
+        agent=request.auth.agent, collection=name, chunk_id=params.chunk_id, reader=params.reader
     )
 
 

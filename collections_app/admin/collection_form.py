@@ -10,6 +10,7 @@ from ..models import (
     Collection,
 )
 from ..services.knowledge import available_folders, binding_problem
+from ..services.labels import PER_READER_SWITCHED
 from ..text.chunking import AVAILABLE
 from .sync import sync_form_fields, sync_initial
 
@@ -101,6 +102,8 @@ class CollectionForm(forms.ModelForm):
         )
         if problem:
             self.add_error("folder_variable_bound", problem)
+        if "per_reader" in self.changed_data and self.instance.pk and hasattr(self.instance, "built"):
+            self.instance.rebuild_needed = PER_READER_SWITCHED
         if cleaned.get("per_reader") and cleaned.get("floor_measured"):
             self.add_error(
                 "floor_measured",

@@ -5,13 +5,16 @@ An MCP search answer links each paragraph it cites (`resources/read` on `ragsite
 documents and paragraphs, the same reader labels, and the same cut of text shared with a hidden
 neighbour. So the read goes through the search's own mask and stitching, for one row and no
 neighbours. A paragraph that is hidden from this reader and one that does not exist answer alike.
+The API reads the same through `GET /api/v1/collections/<name>/paragraph?chunk_id=…&reader=…`.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from ragsite.errors import Conflict, NotFound
 
-from ..models import Agent, Paragraph
+from ..models import Agent, Document, Paragraph
 from .agents import get_collection
 from .indexes import mapped_index
 from .readers import resolve_reader
@@ -34,18 +37,40 @@ def read_cited(*, agent: Agent, collection: str, chunk_id: str, reader: str | No
         f'no paragraph "{chunk_id[:200]}" in collection "{found.name}"', code="unknown_paragraph"
     )
     document, _hash, k = chunk_id.rpartition("#")
-    if not document or not k.isdigit():
+    # A NUL cannot be stored, so names nothing (and PostgreSQL refuses it in a query: never sent); k is
+    # written as the answers write it (ASCII digits, no leading zero), so no id has two spellings.
+    canonical = k.isascii() and k.isdigit() and len(k) <= 9 and k == str(int(k))
+    if not document or "\x00" in document or not canonical:
         raise missing
-    paragraph = (
-        Paragraph.objects.filter(collection=found, document__name=document, index=int(k))
-        .values_list("id", flat=True)
-        .first()
-    )
-    rows = [] if paragraph is None else (index.row_paragraph == paragraph).nonzero()[0]
-    if len(rows) == 0 or not mask[rows[0]]:
+    row = _row_cited(found, index, mask, document, int(k), per_reader=reader_obj is not None)
+    if row is None:
         raise missing
-    paragraphs = stitched(index, mask, [(int(rows[0]), 0.0)], 0).paragraphs
+    paragraphs = stitched(index, mask, [(row, 0.0)], 0, per_reader=reader_obj is not None).paragraphs
     if not paragraphs:  # the whole text is a hidden neighbour's copy
         raise missing
     shown = paragraphs[0]
     return {key: shown[key] for key in ("chunk_id", "document", "section", "text")}
+
+
+def _row_cited(collection, index, mask, document: str, k: int, *, per_reader: bool) -> int | None:
+    """The index row `<document>#<k>` names for this search's mask, None when it names none it may read.
+
+    A per-reader id counts only the paragraphs of its document the reader may read (issue 24, item 2:
+    `search.stitched._citable`), so ``k`` is the k-th of those; otherwise it is the paragraph's own
+    position in its document (`Paragraph.index`), as export_index writes it.
+    """
+    if per_reader:
+        document_id = (
+            Document.objects.filter(collection=collection, name=document).values_list("id", flat=True).first()
+        )
+        if document_id is None:
+            return None
+        readable = np.flatnonzero((index.row_document == document_id) & mask)
+        return int(readable[k]) if k < readable.size else None
+    paragraph = (
+        Paragraph.objects.filter(collection=collection, document__name=document, index=k)
+        .values_list("id", flat=True)
+        .first()
+    )
+    rows = [] if paragraph is None else (index.row_paragraph == paragraph).nonzero()[0]
+    return int(rows[0]) if len(rows) and mask[rows[0]] else None

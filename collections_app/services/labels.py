@@ -115,16 +115,28 @@ def set_default_labels(*, document: Document, labels: Iterable[Label]) -> tuple[
     return added, removed
 
 
+# Said to staff (and read by a synced collection's next check) once per-reader answering is switched on
+# a built collection: its titles are chosen per mode (text.context.contexts_for), so it must be rebuilt.
+PER_READER_SWITCHED = (
+    "per reader was switched; rebuild so every paragraph's title and vector follow it (a plain first "
+    "line is never a per-reader collection's title)"
+)
+
+
 def set_per_reader(*, collection, per_reader: bool) -> bool:
     """Turn a collection's per-reader answering on or off; returns whether it changed.
 
     On, every search of it must name a reader and labels decide what that reader sees; off, labels
-    are kept but ignored and every reader sees every paragraph.
+    are kept but ignored and every reader sees every paragraph. A built collection is marked for a
+    rebuild (`PER_READER_SWITCHED`).
     """
-    from ..models import Collection
+    from ..models import Collection, CollectionBuilt
 
-    return bool(
+    changed = bool(
         Collection.objects.filter(pk=collection.pk)
         .exclude(per_reader=per_reader)
         .update(per_reader=per_reader)
     )
+    if changed and CollectionBuilt.objects.filter(collection_id=collection.pk).exists():
+        Collection.objects.filter(pk=collection.pk).update(rebuild_needed=PER_READER_SWITCHED)
+    return changed

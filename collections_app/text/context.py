@@ -35,6 +35,17 @@ MAX_TITLE_LINE = 200  # a longer first line is a paragraph, not a title
 # whose paragraphs were indexed by an older version, so no collection mixes the two silently.
 # 2: a paragraph is embedded without the opening it shares with earlier paragraphs (builds.py).
 CONTEXT_VERSION = 2
+# What a per-reader collection's documents record instead (`context_version`): their titles are never a
+# plain first line, so switching per-reader on or off re-reads every document at the next build.
+PER_READER = 100
+
+
+def context_version(per_reader: bool) -> int:
+    """The context version a collection's documents are built at: CONTEXT_VERSION, or that plus
+    PER_READER for a per-reader one (`contexts_for`). Both compare as at least
+    CONTEXT_VERSION, so such a vector counts as fresh (embedded without carried text)."""
+    return CONTEXT_VERSION + (PER_READER if per_reader else 0)
+
 
 def _headings(text: str) -> list[tuple[int, int, str]]:
     """(offset, level, name) of every named heading line outside fenced code, in order."""
@@ -42,13 +53,14 @@ def _headings(text: str) -> list[tuple[int, int, str]]:
             for start, _end, match in heading_lines(text) if (match.group(2) or "").strip()]
 
 
-def document_title(name: str, text: str) -> str:
+def document_title(name: str, text: str, *, plain_first_line: bool = True) -> str:
     """The document's title, by the first rule that gives one.
 
     1. its first line, when that line is a heading (``# Northwind Robotics Employee Handbook``);
     2. its first level-1 heading (a page whose navigation text comes before ``# Travel policy``);
     3. its first line, when it is short and a blank line follows it: the plain-text convention
-       of a title over the body (SciFact's abstracts, ``WELCOME TO NORTHWIND ROBOTICS``);
+       of a title over the body (SciFact's abstracts, ``WELCOME TO NORTHWIND ROBOTICS``), unless
+       ``plain_first_line`` is False (a per-reader collection, `contexts_for`);
     4. its name in words (``travel-policy.html`` is "travel policy"), unless the name has no
        letters at all (``4983.txt``), since a number would only add noise to both arms.
     """
@@ -61,7 +73,7 @@ def document_title(name: str, text: str) -> str:
     for _offset, level, heading_name in _headings(text):
         if level == 1:
             return heading_name
-    if first is not None:
+    if first is not None and plain_first_line:
         line = lines[first].strip()
         followed_by_blank = first + 1 < len(lines) and not lines[first + 1].strip()
         if followed_by_blank and len(line) <= MAX_TITLE_LINE:
@@ -117,9 +129,16 @@ def paragraph_context(title: str, path: Sequence[str]) -> str:
     return SEPARATOR.join(parts)[:MAX_CONTEXT_CHARS]
 
 
-def contexts_for(name: str, text: str, starts: Sequence[int]) -> list[str]:
-    """The context of each piece of document ``name`` (its extracted ``text``) starting at ``starts``."""
-    title = document_title(name, text)
+def contexts_for(name: str, text: str, starts: Sequence[int], *, per_reader: bool = False) -> list[str]:
+    """The context of each piece of document ``name`` (its extracted ``text``) starting at ``starts``.
+
+    ``per_reader`` (a per-reader collection): the title is never a plain first line (rule 3 of
+    `document_title`). Such a line is a paragraph of its own, which labels may hide from a reader, and
+    a context is part of every paragraph's vector and lexical score: a hidden first paragraph would
+    move the scores of the paragraphs a reader may read (issue 24, item 3). Headings stay: a heading
+    belongs to every paragraph under it (docs/security.md).
+    """
+    title = document_title(name, text, plain_first_line=not per_reader)
     return [paragraph_context(title, path) for path in section_paths(text, starts)]
 
 

@@ -103,3 +103,34 @@ def test_a_full_disk_while_the_index_is_written_fails_the_build_and_the_old_buil
     assert "ten days" in found["paragraphs"][0]["text"]
     assert [p.name for p in (tmp_path / "indexes" / f"c{collection.pk}").iterdir() if p.is_dir()] == [
         indexes.build_key(CollectionBuilt.objects.get(collection=collection))]
+
+
+@pytest.mark.django_db
+def test_an_index_that_reads_back_short_of_the_builds_rows_fails_the_build(
+    agent, knowledge_folder, monkeypatch
+):
+    """Issue 24, item 9: an index written without error but holding fewer rows than the build (a row lost
+    between the read and the write) is not swapped in. Two guards catch it: the writer's own check that
+    what it wrote is what the rows hold (`write_index`), and the read-back before the swap commits."""
+    from collections_app.index.writer import IndexWriter
+    from collections_app.models import BuildRun, CollectionBuilt
+    from collections_app.services.search import search_collection
+
+    collection = create_collection(agent=agent, name="short", method="fixed", size=60)
+    text = "# Leave\n\nCarry-over is capped at five days a year.\n\nUnused days lapse in April each year.\n"
+    folder = knowledge_folder("short", {"a.md": text})
+    assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
+    first = CollectionBuilt.objects.get(collection=collection).built_at
+    (folder / "a.md").write_text(text.replace("five", "ten"))
+    add = IndexWriter.add
+
+    def add_all_but_the_last(self, ids, documents, terms, vectors):
+        add(self, ids[:-1], documents[:-1], terms[:-1], vectors[:-1])
+
+    with monkeypatch.context() as patched:
+        patched.setattr(IndexWriter, "add", add_all_but_the_last)
+        run = build_collection(collection=collection)
+    assert run.status == BuildRun.FAILED, run.error
+    assert CollectionBuilt.objects.get(collection=collection).built_at == first
+    found = search_collection(agent=agent, collection="short", question="carry-over days", min_score=0)
+    assert "five days" in found["paragraphs"][0]["text"]

@@ -22,3 +22,14 @@ def test_every_path_keeps_the_rows_at_the_floor(readable):
     # Candidates given as rows (an approximate search's, a lexical top-k's): the same rule.
     rows = np.array([4, 3, 2])
     assert top_at_floor(SCORES[rows], 0.25, 10, rows=rows).tolist() == [2, 3]
+
+
+def test_a_measured_floors_report_counts_the_answers_and_controls_at_it():
+    """The measured floor's report says how many known answers it keeps and how many controls still get
+    paragraphs, both "at or above": an answer found at 0 sets a floor of 0, which keeps it, and a
+    control at that score still gets paragraphs."""
+    from collections_app.measure import measured_floor
+
+    report = measured_floor([0.0, 0.5], [0.0, 0.7], keep=0.95)
+    assert report["floor"] == 0.0 and report["rule"] == "keep"
+    assert report["kept"] == 2 and report["controls_above"] == 2

@@ -143,6 +143,18 @@ def test_the_same_index_id_gives_the_same_centroids_and_another_does_not():
     assert not np.array_equal(one.centroids, other.centroids)
 
 
+@pytest.mark.parametrize("index_id", ["docs", "handbook"])
+def test_the_lists_start_from_the_rows_kmeans_plus_plus_picks_from_that_index_ids_stream(index_id):
+    """The seed audit's mutation: seeding the IVF's random stream from anything but fnv1a64(index_id)
+    left every test green (the test above only asks that two ids differ). Before any Lloyd round the
+    centroids are exactly the rows seed 004's k-means++ picks from `rng_for(index_id)`, in pick order,
+    as another implementation given the same id and rows picks them (`kmeans_plus_plus_reference`)."""
+    vectors = clustered(600)
+    picked = kmeans_plus_plus_reference(vectors.astype(np.float64), 24, rng_for(index_id))
+    lists = build_lists(vectors, index_id=index_id, nlist=24, iterations=0)
+    assert np.allclose(lists.centroids, unit(vectors[picked]), atol=1e-6)
+
+
 def test_about_sqrt_n_lists_and_every_row_in_exactly_one_list_ascending():
     lists = build_lists(clustered(800), index_id="docs")
     assert lists.nlist == default_nlist(800) == 28

@@ -95,32 +95,45 @@ def ask_both(agent, hidden_one, twin, question, around):
         "most": 50,
         "around": around,
     }
-    return (
-        search_collection(collection=hidden_one, **kwargs)["paragraphs"],
-        search_collection(collection=twin, **kwargs)["paragraphs"],
-    )
+    return search_collection(collection=hidden_one, **kwargs), search_collection(collection=twin, **kwargs)
+
+
+def other(n: int) -> str:
+    """What a hidden paragraph says instead, in the twin that swaps hidden text (other words, length)."""
+    return f"Paragraph {WORDS[n]}-x names the payroll secret of the board and the {WORDS[n]} merger fund."
 
 
 @pytest.fixture
 def twins(agent, knowledge_folder):
-    """Make a per-reader collection with some paragraphs hidden from alice, and its twin without them."""
+    """Make a per-reader collection with some paragraphs hidden from alice, and its twin.
+
+    The twin (``swap`` False) holds the same document without the hidden paragraphs; with ``swap`` it
+    holds them, hidden alike, saying something else: the reader's answer may depend on neither
+    their place (overlap 0: a twin without them cuts the same pieces) nor their text (any overlap).
+    """
     made = iter(range(1000))
     create_reader(external_id="alice", labels=["pub"])
     public, secret = Label.objects.get_or_create(name="pub")[0], Label.objects.get_or_create(name="secret")[0]
 
-    def make(hidden: set[int], count: int):
+    def make(hidden: set[int], count: int, overlap: int = 0, swap: bool = False):
         n = next(made)
         texts = [paragraph(i) for i in range(count)]
+        swapped = [other(i) if i in hidden else texts[i] for i in range(count)]
+        kept = [i for i in range(count) if i not in hidden]
         pair = []
-        for name, kept in ((f"x{n}", range(count)), (f"y{n}", [i for i in range(count) if i not in hidden])):
+        for name, body, hides in (
+            (f"x{n}", texts, hidden),
+            (f"y{n}", swapped, hidden) if swap else (f"y{n}", [texts[i] for i in kept], set()),
+        ):
             collection = create_collection(
-                agent=agent, name=name, method="structure", size=120, overlap=0, per_reader=True
+                agent=agent, name=name, method="structure", size=120, overlap=overlap, per_reader=True
             )
-            knowledge_folder(name, {"doc.md": "\n\n".join(texts[i] for i in kept) + "\n"})
+            knowledge_folder(name, {"doc.md": "\n\n".join(body) + "\n"})
             build_collection(collection=collection)
-            for row in Paragraph.objects.filter(collection=collection):
-                hide = name.startswith("x") and any(texts[i] == row.text for i in hidden)
-                row.labels.add(secret if hide else public)
+            rows = list(Paragraph.objects.filter(collection=collection).order_by("ordinal"))
+            assert len(rows) == len(body)  # one piece a paragraph (plus what it carries)
+            for i, row in enumerate(rows):
+                row.labels.add(secret if i in hides else public)
             pair.append(collection)
         return pair
 
@@ -149,20 +162,37 @@ def test_a_readers_paragraphs_are_those_of_the_collection_without_its_hidden_one
     run stopping early nor an id's number tells where a hidden paragraph sits."""
     hidden_one, twin = twins(hidden, 8)
     mine, theirs = ask_both(agent, hidden_one, twin, question, around)
-    assert shown(mine) == shown(theirs)
+    assert shown(mine["paragraphs"]) == shown(theirs["paragraphs"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: a row's fused score still moves with hidden rows (found by this "
-    "test; 0.298 against 0.473 with the first paragraph hidden), so scores and order differ",
-)
 @given(hidden=HIDDEN, around=AROUND, question=QUESTION)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_a_readers_scores_and_order_are_those_of_the_collection_without_its_hidden_ones(
     agent, twins, hidden, around, question
 ):
+    """The whole answer (every field of every paragraph, in order, and the answer's own fields) equals
+    the twin's. Found by this test: a document's title read from its first line (a hidden paragraph)
+    was part of every paragraph's context, so of its vector and lexical score (context.contexts_for)."""
     hidden_one, twin = twins(hidden, 8)
+    mine, theirs = ask_both(agent, hidden_one, twin, question, around)
+    assert mine == theirs
+
+
+@given(
+    hidden=HIDDEN,
+    around=AROUND,
+    question=st.sampled_from(["birch policy", "heron inlet", "payroll secret board merger", "apple kelp"]),
+    overlap_tenths=st.integers(0, 9),
+)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_readers_whole_answer_is_the_same_whatever_its_hidden_paragraphs_say(
+    agent, twins, hidden, around, question, overlap_tenths
+):
+    """Issue 24, item 3 with overlaps up to 90 % of the size: pieces carry the end of the one before,
+    so a twin without the hidden paragraphs would cut other pieces; instead the twin says other things
+    in them (other words, another length). Nothing a reader is answered, texts, scores, ids, order,
+    passages, positions, may change with what they cannot read."""
+    hidden_one, twin = twins(hidden, 8, overlap=12 * overlap_tenths, swap=True)
     mine, theirs = ask_both(agent, hidden_one, twin, question, around)
     assert mine == theirs
 
@@ -171,7 +201,7 @@ def test_ids_count_the_readers_paragraphs_and_runs_step_over_hidden_ones(agent, 
     """The review's F3 and F5: alice's ids were #0, #2, #4, #5, #7, #8 around three hidden paragraphs."""
     hidden_one, twin = twins({1, 3, 6}, 9)
     mine, _ = ask_both(agent, hidden_one, twin, "apple birch cedar delta ember fjord grove heron inlet", 0)
-    assert sorted(p["chunk_id"] for p in mine) == [f"doc.md#{k}" for k in range(6)]
+    assert sorted(p["chunk_id"] for p in mine["paragraphs"]) == [f"doc.md#{k}" for k in range(6)]
     # One hit with around 1: its readable neighbour is stitched in across the hidden paragraph.
     [alone] = search_collection(
         agent=agent,
@@ -184,3 +214,25 @@ def test_ids_count_the_readers_paragraphs_and_runs_step_over_hidden_ones(agent, 
     )["paragraphs"]
     assert alone["passages"] == 2 and alone["chunk_ids"] == ["doc.md#0", "doc.md#1"]
     assert "birch" not in alone["text"] and "cedar" in alone["text"]
+
+
+def test_switching_per_reader_on_marks_a_rebuild_that_drops_a_plain_first_line_title(agent, knowledge_folder):
+    """A per-reader collection never takes a plain first line (a paragraph labels may hide) as its
+    documents' title; switching per-reader on a built collection says to rebuild, and the rebuild
+    re-reads every document to change the titles, and so the vectors."""
+    from collections_app.services.labels import PER_READER_SWITCHED, set_per_reader
+
+    collection = create_collection(agent=agent, name="switch", method="structure", size=120, overlap=0)
+    knowledge_folder("switch", {"doc.md": "\n\n".join(paragraph(i) for i in range(3)) + "\n"})
+    build_collection(collection=collection)
+    contexts = set(Paragraph.objects.filter(collection=collection).values_list("context", flat=True))
+    assert contexts == {paragraph(0)}  # the plain first line is the title of a collection for everyone
+    assert set_per_reader(collection=collection, per_reader=True)
+    collection.refresh_from_db()
+    assert collection.rebuild_needed == PER_READER_SWITCHED
+    run = build_collection(collection=collection)
+    assert (run.documents_read, run.documents_reused) == (1, 0)
+    contexts = set(Paragraph.objects.filter(collection=collection).values_list("context", flat=True))
+    assert contexts == {"doc"}
+    collection.refresh_from_db()
+    assert collection.rebuild_needed == ""

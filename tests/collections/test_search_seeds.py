@@ -109,6 +109,53 @@ def test_seed_refusal_2_a_question_of_another_width_is_refused_per_row_under_the
     assert "4 dimensions" in caught.value.message and "8" in caught.value.message
 
 
+@pytest.mark.parametrize("width", [16, 24])
+def test_a_question_vector_a_whole_multiple_of_the_rows_width_is_refused_not_read_as_windows(
+    agent, knowledge_folder, embedding_server, client, width
+):
+    """Issue 24, seed audit: a question vector exactly twice (or three times) the rows' width is a
+    whole number of the rows' vectors, so read as windows it would be scored. It is checked against
+    the build's dimensions and refused, through the API, in the one error shape with a 409."""
+    from collections_app.services.agents import create_agent
+    from ragsite import embedding
+
+    owner, raw = create_agent(agent_id="wide", name="Wide")
+    collection = create_collection(agent=owner, name="drift", method="fixed", size=80)
+    knowledge_folder("drift", HANDBOOK, agent="wide")
+    assert build_collection(collection=collection).status == "succeeded"
+    assert post(client, raw, "/api/v1/collections/drift/search", {"question": QUESTION}).status_code == 200
+    embedding_server.width = width
+    embedding._embedder_for.cache_clear()
+    response = post(client, raw, "/api/v1/collections/drift/search", {"question": QUESTION})
+    assert response.status_code == 409, response.content
+    assert response.json()["error"]["code"] == "width_mismatch"
+    assert f"{width} dimensions" in response.json()["error"]["message"]
+
+
+def test_a_width_change_under_one_model_name_re_embeds_every_row_none_read_as_two_windows(
+    agent, knowledge_folder, embedding_server
+):
+    """Issue 24, seed audit, per row: the endpoint's model halves its width under the same name. The
+    documents did not change, but none of their 16-wide vectors may be kept: each would be a whole
+    number (two) of the new 8-wide vectors and read as two windows. Every row is embedded again."""
+    from ragsite import embedding
+
+    embedding_server.width = 16
+    embedding._embedder_for.cache_clear()
+    collection = create_collection(agent=agent, name="halved", method="fixed", size=80)
+    knowledge_folder("halved", HANDBOOK)
+    assert build_collection(collection=collection).status == "succeeded"
+    embedding_server.width = 8
+    embedding._embedder_for.cache_clear()
+    assert build_collection(collection=collection).status == "succeeded"
+    widths = {
+        len(bytes(e))
+        for e in Paragraph.objects.filter(collection=collection).values_list("embedding", flat=True)
+    }
+    assert widths == {8 * 2}  # one float16 window of 8 a row, none of 16
+    assert ask(agent, "halved")["paragraphs"]
+
+
 def test_seed_refusal_2_a_row_of_another_width_in_the_collection_is_refused(agent, handbook, client, api_key):
     """Seed 000, refusal 2, the per-row half: one row written at another width (a raw edit, a partial
     migration) refuses the collection rather than scoring the others."""

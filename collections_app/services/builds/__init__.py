@@ -142,12 +142,17 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
                 f"to {embedder.model} ({embedder.dimensions} dimensions); every paragraph is embedded again"
             )
 
+    # Vectors are reused by model name; a model that changed width under its name (seed 000: "checked
+    # per row, because the model can change underneath") has none reused, or a row twice the new
+    # width would read as two windows of it and be scored (issue 24, seed audit).
+    reuse = previous is None or previous.dimensions in (0, embedder.dimensions)
     prepared: list[Prepared] = []
     extractor = document_extractor()
     for number, source in enumerate(sources, start=1):
         prepared.append(
             _prepare(
-                source, existing.get(source.name), collection, embedder, method, size, overlap, run, extractor
+                source, existing.get(source.name), collection, embedder, method, size, overlap, run,
+                extractor, reuse=reuse,
             )
         )
         progress.save(documents_done=min(number, len(sources) - 1))  # the last: with the paragraphs to embed
@@ -156,7 +161,7 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
     # Embeddings already made by this model, by text fingerprint: an edited
     # document only re-embeds the paragraphs whose text changed.
     changed = any(not p.reused and p.status != Document.REFUSED for p in prepared)
-    known_vectors = _known_vectors(collection, embedder.model) if changed else {}
+    known_vectors = _known_vectors(collection, embedder.model) if changed and reuse else {}
     _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
 
     refused = [p.name for p in prepared if p.status == Document.REFUSED]

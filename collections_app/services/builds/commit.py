@@ -14,7 +14,7 @@ from ...models import (
     Document,
     Paragraph,
 )
-from ...text.context import CONTEXT_VERSION
+from ...text.context import context_version
 from .. import indexes, kept_labels
 from ..leases import check_lease
 from ..swap import approved, replace_paragraphs
@@ -83,7 +83,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                 document.built_size, document.built_overlap, document.built_context = (
                     size,
                     overlap,
-                    CONTEXT_VERSION,
+                    context_version(collection.per_reader),
                 )
                 document.paragraph_count = len(item.pieces)
             if document.pk is None:

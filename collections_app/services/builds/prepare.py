@@ -15,7 +15,7 @@ from ...models import (
 )
 from ...text.blocks import page_range
 from ...text.chunking import MAX_PARAGRAPHS_PER_DOCUMENT, chunk
-from ...text.context import CONTEXT_VERSION, contexts_for
+from ...text.context import context_version, contexts_for
 from ...text.extract import BAD_NAME, CORRUPT, EMPTY, TIMED_OUT, TOO_LARGE, Unreadable, summarize_opening
 from ...text.stitch import carried_openings
 from ..leases import LeaseLost
@@ -79,7 +79,11 @@ class Progress:
             self.report(self.run)
 
 
-def _prepare(source, document, collection, embedder, method, size, overlap, run, extractor) -> Prepared:
+def _prepare(
+    source, document, collection, embedder, method, size, overlap, run, extractor, *, reuse: bool = True
+) -> Prepared:
+    """Read, cut and place one source; ``reuse`` False: never keep its stored paragraphs as they are
+    (their vectors are of another width)."""
     try:
         data = read_bounded(source)
     except Unreadable as exc:
@@ -99,7 +103,8 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
     fingerprint = hashlib.sha256(data).hexdigest()
     item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint, **source.carried())
     unchanged = (
-        document is not None
+        reuse
+        and document is not None
         and document.status != Document.REFUSED
         and document.fingerprint == fingerprint
         and (
@@ -109,7 +114,7 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
             document.built_model,
             document.built_context,
         )
-        == (method, size, overlap, embedder.model, CONTEXT_VERSION)
+        == (method, size, overlap, embedder.model, context_version(collection.per_reader))
         and not (
             source.name.lower().endswith(".pdf")  # built before pages: read once more
             and document.paragraphs.filter(page_first=None).exists()
@@ -136,7 +141,9 @@ def _prepare(source, document, collection, embedder, method, size, overlap, run,
             "more is a document that should be several sources"
         )
     item.pieces = list(pieces)
-    item.contexts = contexts_for(source.name, extracted.text, [p.start for p in item.pieces])
+    item.contexts = contexts_for(
+        source.name, extracted.text, [p.start for p in item.pieces], per_reader=collection.per_reader
+    )
     item.carried = [length for length, _first in carried_openings((0, p.start, p.end) for p in item.pieces)]
     item.tokens = [embedder.count_tokens(p.text) for p in item.pieces]
     item.pages = [page_range(extracted.pages, p.start, p.end) for p in item.pieces]
