@@ -9,7 +9,10 @@ stored: the scratch index is thrown away with the variant.
 A question *is found* when the answer marker appears in a returned paragraph's text, compared
 case-insensitively and with runs of whitespace collapsed to one space (stitching rejoins pieces
 with a single space, so a marker straddling a chunk boundary is still found). Its rank is the
-1-based position of the first returned paragraph holding the marker. A control question has no
+1-based position of the first returned paragraph holding the marker. It is *found at 1* when the
+answer asked for one paragraph (``most`` 1) holds the marker: a lower hit merged into the first
+paragraph of a deeper answer ranks it 1 without the question's best hit holding the answer, so
+rank 1 and found at 1 differ (issue 28, item 4). A control question has no
 answer in the corpus; only its best score matters, because a floor above it is what would turn
 it into "nothing here answers this".
 
@@ -327,8 +330,9 @@ def outcomes(
 ) -> tuple[list[dict], list[dict]]:
     """Ask every question of one index: (answered, controls), in the order the questions came.
 
-    An answered row is the question, its marker, `find_answer`'s found/rank/score, the best score
-    returned and how many paragraphs came back; a control row is its best score and that count.
+    An answered row is the question, its marker, `find_answer`'s found/rank/score, whether the answer
+    at ``most`` 1 holds the marker (``found_at_1``), the best score returned and how many paragraphs
+    came back; a control row is its best score and that count.
     ``vectors`` holds a row per question (None when the index is lexical).
     """
     readable = index.readable
@@ -352,11 +356,20 @@ def outcomes(
             controls.append({"question": question.text, "top_score": top, "returned": len(runs)})
         else:
             outcome = find_answer(runs, question.answer or "")
+            first = outcome["rank"] == 1 and (
+                most == 1
+                or find_answer(
+                    rank(index, question.text, vector, weight=weight, most=1, around=around, floor=floor,
+                         readable=readable, searchable=searchable),
+                    question.answer or "",
+                )["found"]
+            )
             answered.append(
                 {
                     "question": question.text,
                     "answer": question.answer,
                     **outcome,
+                    "found_at_1": first,
                     "top_score": top,
                     "returned": len(runs),
                 }
