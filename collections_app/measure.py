@@ -35,7 +35,15 @@ from ragsite.lexical import BM25Index, terms
 
 from .index.vector_codec import decode, encode
 from .ranking import ranked_runs
-from .text.chunking import AVAILABLE, DEFAULT_SIZES, TOKEN_METHODS, ChunkingError, chunk, resolve_sizes
+from .text.chunking import (
+    AVAILABLE,
+    DEFAULT_SIZES,
+    TOKEN_METHODS,
+    ChunkingError,
+    chunk,
+    resolve_sizes,
+    returns_sections,
+)
 from .text.context import contexts_for, embedding_text, lexical_with_context
 from .text.stitch import Row, Stitched, carried_openings, fresh_text
 from .text.windows import model_windows, pool_windows
@@ -210,7 +218,8 @@ def scratch_index(
     contexts: list[str] = []
     for number, text in enumerate(documents):
         pieces = chunk(text, variant.method, size=variant.size, overlap=variant.overlap, tokens=tokens)
-        contexts.extend(contexts_for(names[number] if names else "", text, [p.start for p in pieces]))
+        starts, entries = [p.start for p in pieces], [p.entry for p in pieces]
+        contexts.extend(contexts_for(names[number] if names else "", text, starts, entries))
         for k, piece in enumerate(pieces):
             rows.append(
                 Row(
@@ -261,6 +270,7 @@ def rank(
     floor: float = 0.0,
     readable: Mapping[int, Row] | None = None,
     searchable: np.ndarray | None = None,
+    sections: bool = False,
 ) -> list[Stitched]:
     """The paragraphs a search would return, best first: the search's own ranking step
     (`ranking.ranked_runs`: fuse, floor, take ``most``, stitch). ``searchable`` (a bool per row) leaves
@@ -277,6 +287,7 @@ def rank(
         around=around,
         rows=readable if readable is not None else index.readable,
         readable=searchable,
+        sections=sections,
     )
 
 
@@ -327,6 +338,7 @@ def outcomes(
     around: int,
     floor: float = 0.0,
     searchable: np.ndarray | None = None,
+    sections: bool = False,
 ) -> tuple[list[dict], list[dict]]:
     """Ask every question of one index: (answered, controls), in the order the questions came.
 
@@ -350,6 +362,7 @@ def outcomes(
             floor=floor,
             readable=readable,
             searchable=searchable,
+            sections=sections,
         )
         top = round(runs[0].score, 6) if runs else None
         if question.control:
@@ -360,7 +373,7 @@ def outcomes(
                 most == 1
                 or find_answer(
                     rank(index, question.text, vector, weight=weight, most=1, around=around, floor=floor,
-                         readable=readable, searchable=searchable),
+                         readable=readable, searchable=searchable, sections=sections),
                     question.answer or "",
                 )["found"]
             )
@@ -434,7 +447,8 @@ def measure_variant(
     index = scratch_index(documents, variant, cache=cache, tokens=tokens, names=names)
     vectors = cache.vectors([q.text for q in questions]) if index.matrix is not None else None
     answered, controls = outcomes(
-        index, questions, vectors, weight=weight, most=most, around=variant.around, floor=floor
+        index, questions, vectors, weight=weight, most=most, around=variant.around, floor=floor,
+        sections=returns_sections(variant.method),
     )
     found = [q["score"] for q in answered if q["found"]]
     return {

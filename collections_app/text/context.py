@@ -117,10 +117,16 @@ def paragraph_context(title: str, path: Sequence[str]) -> str:
     return SEPARATOR.join(parts)[:MAX_CONTEXT_CHARS]
 
 
-def contexts_for(name: str, text: str, starts: Sequence[int]) -> list[str]:
-    """The context of each piece of document ``name`` (its extracted ``text``) starting at ``starts``."""
+def contexts_for(
+    name: str, text: str, starts: Sequence[int], entries: Sequence[str] | None = None
+) -> list[str]:
+    """The context of each piece of document ``name`` (its extracted ``text``) starting at ``starts``;
+    ``entries`` (one a piece, `chunking.Piece.entry`) add the list entry or table header over a piece."""
     title = document_title(name, text)
-    return [paragraph_context(title, path) for path in section_paths(text, starts)]
+    paths = section_paths(text, starts)
+    if entries is not None:
+        paths = [[*path, entry] if entry else path for path, entry in zip(paths, entries, strict=True)]
+    return [paragraph_context(title, path) for path in paths]
 
 
 def embedding_text(text: str, context: str) -> str:

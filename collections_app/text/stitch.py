@@ -113,6 +113,65 @@ def stitch(hits: Sequence[tuple[int, float]], readable: Mapping[int, Row], aroun
     return runs
 
 
+# What a hit of the parent strategy brings back at most: its section's readable pieces nearest it, this
+# many characters of text in all (issue 28; measured on the dev set, docs/benchmarks.md).
+SECTION_CHARS = 1800
+
+
+def stitch_sections(
+    hits: Sequence[tuple[int, float]], readable: Mapping[int, Row], bound: int | None = None
+) -> list[Stitched]:
+    """Each hit with the readable rows of its section nearest it (the parent strategy, issue 28).
+
+    A hit's run grows one row at a time, nearest first, alternating sides starting before it, while the
+    joined text stays within ``bound`` characters (`SECTION_CHARS`), and never past a gap (an ordinal
+    missing from ``readable``), a seam or another section: a run is the hit's section, or the window of it
+    around the hit when the section is longer. Runs of one section that overlap or touch merge, scored by
+    their best hit (`stitch`'s rules); runs of two sections never do. Like `stitch`, it reads only
+    ``readable``, so what comes back is what a collection without the other rows would give.
+    """
+    bound = SECTION_CHARS if bound is None else bound
+    best: dict[int, float] = {}
+    for ordinal, score in hits:
+        if ordinal not in readable:
+            raise ValueError(f"hit {ordinal} is not among the readable rows")
+        best[ordinal] = max(score, best.get(ordinal, score))
+    spans = sorted(_section_span(ordinal, readable, bound) for ordinal in best)
+    merged: list[list[int]] = []
+    for first, last in spans:
+        previous = merged[-1] if merged else None
+        if previous is not None and first <= previous[1] + 1 and _same_section(readable, previous[1], first):
+            previous[1] = max(previous[1], last)
+        else:
+            merged.append([first, last])
+    runs = [_run(first, last, readable, best) for first, last in merged]
+    runs.sort(key=lambda run: (-run.score, run.first))
+    return runs
+
+
+def _same_section(readable: Mapping[int, Row], one: int, other: int) -> bool:
+    a, b = readable.get(one), readable.get(other)
+    return a is not None and b is not None and (a.document, a.section) == (b.document, b.section)
+
+
+def _section_span(ordinal: int, readable: Mapping[int, Row], bound: int) -> tuple[int, int]:
+    first = last = ordinal
+    length = len(readable[ordinal].text)
+    open_sides = [True, True]
+    while any(open_sides):
+        for side in (0, 1):
+            if not open_sides[side]:
+                continue
+            step = first - 1 if side == 0 else last + 1
+            edge = first if side == 0 else last
+            if not _same_section(readable, edge, step) or length + 1 + len(readable[step].text) > bound:
+                open_sides[side] = False
+                continue
+            length += 1 + len(readable[step].text)
+            first, last = (step, last) if side == 0 else (first, step)
+    return first, last
+
+
 def _widen(ordinal: int, readable: Mapping[int, Row], around: int) -> tuple[int, int]:
     """The widest stretch around ``ordinal``, at most ``around`` either side, without a gap or seam."""
     document = readable[ordinal].document

@@ -30,6 +30,7 @@ from ...models import (
     ModelCall,
     Paragraph,
 )
+from ...text.chunking import returns_sections
 from ...text.stitch import Row
 from .. import webhooks
 from ..rows import search_state
@@ -268,6 +269,7 @@ def _measure(
             around=around,
             floor=floor,
             searchable=searchable,
+            sections=returns_sections(collection.method),
         )
 
     answered, controls = ask(0.0)
