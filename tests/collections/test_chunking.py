@@ -80,7 +80,8 @@ def test_validate_method_returns_an_available_name():
 def test_unknown_method_is_refused_listing_the_available_ones():
     with pytest.raises(ChunkingError) as caught:
         validate_method("x")
-    assert str(caught.value) == 'unknown chunking method "x"; available: fixed, structure, tokens, window, parent'
+    available = "fixed, structure, tokens, window, parent"
+    assert str(caught.value) == f'unknown chunking method "x"; available: {available}'
 
 
 @pytest.mark.parametrize("name", ["semantic", "page", "proposition"])
