@@ -13,7 +13,8 @@ LIST_FRAGMENTS = [
     "\n       -a, --all\n              do not ignore entries starting with .\n",
     "\n  --block-size=SIZE  scale sizes by SIZE\n",
     "\n| Code | Meaning |\n|---|---|\n| 0 | ok |\n| 2 | bad |\n",
-    "\nterm\n    its definition. Another sentence here.\n", "\n- item\n- item two\n", "\n1. first\n2. second\n",
+    "\nterm\n    its definition. Another sentence here.\n",
+    "\n- item\n- item two\n", "\n1. first\n2. second\n",
 ]  # fmt: skip
 listy = st.lists(st.sampled_from(LIST_FRAGMENTS) | texts, max_size=12).map("".join)
 
