@@ -7,7 +7,22 @@ blank-line separated paragraphs, a leading run of heading lines joined to the pa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .headings import Outline, line_spans, next_non_ws
+
+
+def sections_of_pieces(texts: Sequence[str]) -> list[str]:
+    """The section of each piece of one document, in order, when the document's own text is not at hand
+    (an imported index: docs.jsonl holds neither sections nor offsets). The pieces laid one after the
+    other as paragraphs give back every heading line they hold, and so the heading over each."""
+    laid, starts = "", []
+    for text in texts:
+        laid += "\n\n" if laid else ""
+        starts.append(len(laid))
+        laid += text
+    outline = Outline(laid)
+    return [outline.section_of(laid, at, at + len(text)) for at, text in zip(starts, texts, strict=True)]
 
 
 def section_units(text: str, outline: Outline, start: int, end: int) -> list[tuple[int, int]]:
