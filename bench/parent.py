@@ -3,6 +3,7 @@
     python bench/parent.py dev                         # the known-answers dev set, hybrid
     python bench/parent.py scifact --split train       # SciFact, whole corpus (lexical unless --hybrid)
     python bench/parent.py scifact --split test --hybrid --sample 300
+    python bench/parent.py dev --corpus data/bench/man-shelf --questions bench/man_shelf/questions.jsonl
 
 Every variant is built in memory exactly as `measure` builds one (`collections_app.measure.scratch_index`:
 the build's chunking, contexts, windows and float16 vectors) and asked through the search's own ranking
@@ -75,13 +76,14 @@ def ask(index, question, vector, variant, bound, *, most, floor):
 def dev(args, cache) -> None:
     from collections_app import measure as m
 
-    folder = harness.KNOWN_ANSWERS / "corpus"
+    folder = args.corpus or harness.KNOWN_ANSWERS / "corpus"
     paths = sorted(folder.glob("*.md"))
     documents, names = [p.read_text(encoding="utf-8") for p in paths], [p.name for p in paths]
-    items, controls = harness.load_items()
+    items, controls = harness.load_items(args.questions or harness.KNOWN_ANSWERS / "questions.jsonl")
     questions = [m.Question(i["question"], i["answer"]) for i in items]
     asked = cache.vectors([q.text for q in questions] + controls)
-    print(f"# dev set: {len(questions)} questions, {len(controls)} controls, {len(documents)} documents")
+    print(f"# {folder.name}: {len(questions)} questions, {len(controls)} controls, "
+          f"{len(documents)} documents")
     print("| variant | floor | found@1 | found@5 | controls empty | answer words median / p95 | "
           "paragraphs | storage KB | build s |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -164,6 +166,8 @@ def main() -> None:
                         help="method:size[:section chars]; an empty size is the method's default")
     parser.add_argument("--floors", type=float, nargs="+", default=[0.22, 0.0])
     parser.add_argument("--dataset", type=Path, default=harness.SCIFACT)
+    parser.add_argument("--corpus", type=Path, help="dev: another folder of Markdown (the man-page shelf)")
+    parser.add_argument("--questions", type=Path, help="dev: its questions (jsonl, as the dev set's)")
     parser.add_argument("--split", choices=["train", "test"], default="test")
     parser.add_argument("--hybrid", action="store_true", help="SciFact: embed (the dev set always does)")
     parser.add_argument("--sample", type=int, default=None, help="SciFact: relevant documents and N others")
