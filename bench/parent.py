@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import harness  # noqa: E402
 
 BUDGET = 6000  # ANSWER_MAX_CHARS's default
+DEFAULT_SECTION_CHARS = 3000  # collections_app.text.stitch.SECTION_CHARS, read before any variant sets it
 
 
 def p95(values: list[int]) -> int:
@@ -66,8 +67,7 @@ def ask(index, question, vector, variant, bound, *, most, floor):
     from collections_app.text.chunking import returns_sections
     from ragsite.fusion import FUSION_WEIGHT
 
-    if bound is not None:
-        stitch.SECTION_CHARS = bound
+    stitch.SECTION_CHARS = bound if bound is not None else DEFAULT_SECTION_CHARS
     runs = m.rank(index, question, vector, weight=FUSION_WEIGHT, most=most, around=variant.around,
                   floor=floor, sections=returns_sections(variant.method))
     return fit(runs, index.readable, BUDGET).runs

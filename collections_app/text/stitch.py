@@ -114,8 +114,9 @@ def stitch(hits: Sequence[tuple[int, float]], readable: Mapping[int, Row], aroun
 
 
 # What a hit of the parent strategy brings back at most: its section's readable pieces nearest it, this
-# many characters of text in all (issue 28; measured on the dev set, docs/benchmarks.md).
-SECTION_CHARS = 1800
+# many characters of text in all. Measured on the dev set (docs/benchmarks.md, Session 8: parent):
+# found@1 34, 38, 41, 43 of 69 at 1,200, 1,800, 3,000, 5,400; found@5 flat from 3,000 on.
+SECTION_CHARS = 3000
 
 
 def stitch_sections(
