@@ -27,7 +27,7 @@ without a strategy is refused rather than cut some other way.
     the next whole paragraph would not fit together. No overlap crosses a heading. See `_pack_section`.
     At most `MAX_PARAGRAPHS_PER_DOCUMENT` pieces are kept; the result reports what was dropped.
 ``parent``
-    Small retrieval pieces (``size`` characters, 300 by default) of the structure strategy's sections,
+    Small retrieval pieces (``size`` characters, 400 by default) of the structure strategy's sections,
     never across one: a list entry or table row each its own piece, its term or header carried as its
     ``entry``; a hit is answered with its section (`parent`, `returns_sections`).
 ``tokens``
@@ -450,7 +450,7 @@ STRATEGIES: dict[str, Strategy | None] = {
     "parent": Strategy(
         "0.1",
         lambda text, size, overlap, tokens: cut_parent(text, size),
-        size=300,
+        size=400,  # measured against 200, 300, 600 and 900 (docs/benchmarks.md, Session 8: parent)
         overlap=0,
         overlaps=False,
         counts_tokens=False,
