@@ -83,6 +83,14 @@ def stitch(hits: Sequence[tuple[int, float]], readable: Mapping[int, Row], aroun
     if around < 0:
         raise ValueError(f"around must not be negative, got {around}")
 
+    best = _best_scores(hits, readable)
+    spans = sorted(_widen(ordinal, readable, around) for ordinal in best)
+    # With around = 0 every span is one distinct hit, and touching ones stay apart.
+    return _merged(spans, readable, best, 1 if around > 0 else 0, _same_document)
+
+
+def _best_scores(hits: Sequence[tuple[int, float]], readable: Mapping[int, Row]) -> dict[int, float]:
+    """Each distinct hit at its best score."""
     best: dict[int, float] = {}
     for ordinal, score in hits:
         if ordinal not in readable:
@@ -91,26 +99,27 @@ def stitch(hits: Sequence[tuple[int, float]], readable: Mapping[int, Row], aroun
             raise ValueError(f"hit {ordinal} is not among the readable rows")
         if ordinal not in best or score > best[ordinal]:
             best[ordinal] = score
+    return best
 
-    spans = sorted(_widen(ordinal, readable, around) for ordinal in best)
 
-    # With around = 0 every span is one distinct hit, and touching ones stay apart.
-    reach = 1 if around > 0 else 0
+def _merged(spans: list[tuple[int, int]], readable: Mapping[int, Row], best: Mapping[int, float], reach: int,
+            joins) -> list[Stitched]:
+    """Sorted spans merged where one overlaps the next (or comes within ``reach``) and ``joins`` says
+    their rows may join, as runs best first, ties by first ordinal."""
     merged: list[list[int]] = []
     for first, last in spans:
         previous = merged[-1] if merged else None
-        if (
-            previous is not None
-            and first <= previous[1] + reach
-            and readable[first].document == readable[previous[1]].document
-        ):
+        if previous is not None and first <= previous[1] + reach and joins(readable, previous[1], first):
             previous[1] = max(previous[1], last)
         else:
             merged.append([first, last])
-
     runs = [_run(first, last, readable, best) for first, last in merged]
     runs.sort(key=lambda run: (-run.score, run.first))
     return runs
+
+
+def _same_document(readable: Mapping[int, Row], one: int, other: int) -> bool:
+    return readable[one].document == readable[other].document
 
 
 # What a hit of the parent strategy brings back at most: its section's readable pieces nearest it, this
@@ -132,22 +141,9 @@ def stitch_sections(
     ``readable``, so what comes back is what a collection without the other rows would give.
     """
     bound = SECTION_CHARS if bound is None else bound
-    best: dict[int, float] = {}
-    for ordinal, score in hits:
-        if ordinal not in readable:
-            raise ValueError(f"hit {ordinal} is not among the readable rows")
-        best[ordinal] = max(score, best.get(ordinal, score))
+    best = _best_scores(hits, readable)
     spans = sorted(_section_span(ordinal, readable, bound) for ordinal in best)
-    merged: list[list[int]] = []
-    for first, last in spans:
-        previous = merged[-1] if merged else None
-        if previous is not None and first <= previous[1] + 1 and _same_section(readable, previous[1], first):
-            previous[1] = max(previous[1], last)
-        else:
-            merged.append([first, last])
-    runs = [_run(first, last, readable, best) for first, last in merged]
-    runs.sort(key=lambda run: (-run.score, run.first))
-    return runs
+    return _merged(spans, readable, best, 1, _same_section)
 
 
 def _same_section(readable: Mapping[int, Row], one: int, other: int) -> bool:
