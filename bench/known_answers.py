@@ -45,7 +45,11 @@ def evaluate(agent, collection, questions, controls, *, mode: str, floor: float 
         )
         rank = harness.found_rank(paragraphs, item["answer"])
         score = paragraphs[rank - 1]["score"] if rank else None
-        outcomes.append({"question": item["question"], "rank": rank, "score": score})
+        # Found at 1: the answer of one paragraph holds the marker (issue 28, item 4), not rank 1 of a
+        # deeper answer, whose first paragraph may have a lower hit merged into it.
+        alone = harness.ask(agent, collection, item["question"], mode=mode, most=1, min_score=floor)
+        first = rank == 1 and harness.found_rank(alone, item["answer"]) == 1
+        outcomes.append({"question": item["question"], "rank": rank, "score": score, "at_1": first})
     empty = []
     for question in controls:
         paragraphs = harness.ask(agent, collection, question, mode=mode, most=1, min_score=floor)
@@ -57,6 +61,7 @@ def evaluate(agent, collection, questions, controls, *, mode: str, floor: float 
             }
         )
     found = {k: sum(1 for o in outcomes if o["rank"] and o["rank"] <= k) / len(outcomes) for k in DEPTHS}
+    found[1] = sum(1 for o in outcomes if o["at_1"]) / len(outcomes)
     return {
         "mode": mode,
         "floor": floor,
@@ -95,16 +100,19 @@ def measure(collection, questions, controls, *, floor: float | None) -> list[dic
                     "around": variant["around"],
                     "paragraphs": variant["paragraphs"],
                     "ranks": [],
+                    "at_1": [],
                     "controls": [],
                 },
             )
             row["ranks"].extend(q["rank"] for q in variant["questions"])
+            row["at_1"].extend(q["found_at_1"] for q in variant["questions"])
             row["controls"].extend(c["returned"] == 0 for c in variant["controls"])
     table = []
     for row in rows.values():
         ranks = row.pop("ranks")
         empties = row.pop("controls")
         row["found"] = {k: sum(1 for r in ranks if r and r <= k) / len(ranks) for k in DEPTHS}
+        row["found"][1] = sum(row.pop("at_1")) / len(ranks)
         row["controls_empty"] = sum(empties) / len(empties) if empties else None
         row["floor"] = floor
         table.append(row)

@@ -277,6 +277,9 @@ class KnownAnswerResult(Schema):
     answer: str | None = None
     found: bool | None = Field(None, description="Found in the top 5 at the floor in force.")
     rank: int | None = None
+    found_at_1: bool | None = Field(
+        None, description="The answer asked for one paragraph holds the marker (a merged rank 1 may not)."
+    )
     score: float | None = Field(None, description="The answering paragraph's score, unfloored.")
     top_score: float | None = Field(None, description="The best score returned, unfloored.")
     returned: int | None = Field(

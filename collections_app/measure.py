@@ -9,7 +9,10 @@ stored: the scratch index is thrown away with the variant.
 A question *is found* when the answer marker appears in a returned paragraph's text, compared
 case-insensitively and with runs of whitespace collapsed to one space (stitching rejoins pieces
 with a single space, so a marker straddling a chunk boundary is still found). Its rank is the
-1-based position of the first returned paragraph holding the marker. A control question has no
+1-based position of the first returned paragraph holding the marker. It is *found at 1* when the
+answer asked for one paragraph (``most`` 1) holds the marker: a lower hit merged into the first
+paragraph of a deeper answer ranks it 1 without the question's best hit holding the answer, so
+rank 1 and found at 1 differ (issue 28, item 4). A control question has no
 answer in the corpus; only its best score matters, because a floor above it is what would turn
 it into "nothing here answers this".
 
@@ -32,7 +35,15 @@ from ragsite.lexical import BM25Index, terms
 
 from .index.vector_codec import decode, encode
 from .ranking import ranked_runs
-from .text.chunking import AVAILABLE, DEFAULT_SIZES, TOKEN_METHODS, ChunkingError, chunk, resolve_sizes
+from .text.chunking import (
+    AVAILABLE,
+    DEFAULT_SIZES,
+    TOKEN_METHODS,
+    ChunkingError,
+    chunk,
+    resolve_sizes,
+    returns_sections,
+)
 from .text.context import contexts_for, embedding_text, lexical_with_context
 from .text.stitch import Row, Stitched, carried_openings, fresh_text
 from .text.windows import model_windows, pool_windows
@@ -207,7 +218,8 @@ def scratch_index(
     contexts: list[str] = []
     for number, text in enumerate(documents):
         pieces = chunk(text, variant.method, size=variant.size, overlap=variant.overlap, tokens=tokens)
-        contexts.extend(contexts_for(names[number] if names else "", text, [p.start for p in pieces]))
+        starts, entries = [p.start for p in pieces], [p.entry for p in pieces]
+        contexts.extend(contexts_for(names[number] if names else "", text, starts, entries))
         for k, piece in enumerate(pieces):
             rows.append(
                 Row(
@@ -258,6 +270,7 @@ def rank(
     floor: float = 0.0,
     readable: Mapping[int, Row] | None = None,
     searchable: np.ndarray | None = None,
+    sections: bool = False,
 ) -> list[Stitched]:
     """The paragraphs a search would return, best first: the search's own ranking step
     (`ranking.ranked_runs`: fuse, floor, take ``most``, stitch). ``searchable`` (a bool per row) leaves
@@ -274,6 +287,7 @@ def rank(
         around=around,
         rows=readable if readable is not None else index.readable,
         readable=searchable,
+        sections=sections,
     )
 
 
@@ -324,11 +338,13 @@ def outcomes(
     around: int,
     floor: float = 0.0,
     searchable: np.ndarray | None = None,
+    sections: bool = False,
 ) -> tuple[list[dict], list[dict]]:
     """Ask every question of one index: (answered, controls), in the order the questions came.
 
-    An answered row is the question, its marker, `find_answer`'s found/rank/score, the best score
-    returned and how many paragraphs came back; a control row is its best score and that count.
+    An answered row is the question, its marker, `find_answer`'s found/rank/score, whether the answer
+    at ``most`` 1 holds the marker (``found_at_1``), the best score returned and how many paragraphs
+    came back; a control row is its best score and that count.
     ``vectors`` holds a row per question (None when the index is lexical).
     """
     readable = index.readable
@@ -346,17 +362,27 @@ def outcomes(
             floor=floor,
             readable=readable,
             searchable=searchable,
+            sections=sections,
         )
         top = round(runs[0].score, 6) if runs else None
         if question.control:
             controls.append({"question": question.text, "top_score": top, "returned": len(runs)})
         else:
             outcome = find_answer(runs, question.answer or "")
+            first = outcome["rank"] == 1 and (
+                most == 1
+                or find_answer(
+                    rank(index, question.text, vector, weight=weight, most=1, around=around, floor=floor,
+                         readable=readable, searchable=searchable, sections=sections),
+                    question.answer or "",
+                )["found"]
+            )
             answered.append(
                 {
                     "question": question.text,
                     "answer": question.answer,
                     **outcome,
+                    "found_at_1": first,
                     "top_score": top,
                     "returned": len(runs),
                 }
@@ -421,7 +447,8 @@ def measure_variant(
     index = scratch_index(documents, variant, cache=cache, tokens=tokens, names=names)
     vectors = cache.vectors([q.text for q in questions]) if index.matrix is not None else None
     answered, controls = outcomes(
-        index, questions, vectors, weight=weight, most=most, around=variant.around, floor=floor
+        index, questions, vectors, weight=weight, most=most, around=variant.around, floor=floor,
+        sections=returns_sections(variant.method),
     )
     found = [q["score"] for q in answered if q["found"]]
     return {

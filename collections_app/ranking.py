@@ -18,7 +18,7 @@ import numpy as np
 from ragsite.fusion import hybrid_scores
 from ragsite.top import top_rows
 
-from .text.stitch import Row, Stitched, stitch
+from .text.stitch import Row, Stitched, stitch, stitch_sections
 
 
 class Scorable(Protocol):
@@ -125,11 +125,14 @@ def rank(index: Scorable, question_terms: list[str] | None, vector: np.ndarray |
 
 def ranked_runs(index: Scorable, question_terms: list[str], vector: np.ndarray | None, *, weight: float,
                 most: int, floor: float, around: int, rows: Mapping[int, Row],
-                readable: np.ndarray | None = None) -> list[Stitched]:
-    """`rank`, then stitch the hits with ``around`` readable neighbours from ``rows`` (by ordinal)."""
+                readable: np.ndarray | None = None, sections: bool = False) -> list[Stitched]:
+    """`rank`, then stitch the hits with ``around`` readable neighbours from ``rows`` (by ordinal), or with
+    ``sections`` (the parent strategy) and ``around`` above 0 with their sections (`stitch_sections`)."""
     if not index.size:
         return []
     ranking = rank(index, question_terms, vector, weight=weight, most=most, floor=floor, readable=readable)
+    if sections and around > 0:
+        return stitch_sections(ranking.hits(), rows)
     return stitch(ranking.hits(), rows, around)
 
 

@@ -27,6 +27,7 @@ from ..errors import EmptyBuild
 from ..index.vector_codec import VectorFormatError, encode, first_window
 from ..models import Agent, Collection, CollectionBuilt, Document, Paragraph
 from ..text.chunking import TOKEN_METHODS, ChunkingError, resolve_sizes
+from ..text.sections import sections_of_pieces
 from .agents import create_collection
 from .builds import ACTIVE_STATES
 from .indexes import index_committed_build, mapped_index
@@ -438,6 +439,13 @@ def _replace_paragraphs(
         old_labels[(doc_name, digest)].add(label_id)
     Paragraph.objects.filter(document__in=documents.values()).delete()
     ordinals = sorted(o for name in documents for o in by_document[name])
+    # docs.jsonl holds no sections: each is read back off the heading lines the chunks hold (a parent
+    # collection answers a hit with its section, so an imported one needs them).
+    section = {}
+    for name in documents:
+        mine = sorted(by_document[name])
+        named = sections_of_pieces([index.chunks[o].text for o in mine])
+        section.update(zip(mine, named, strict=True))
     rows = [
         Paragraph(
             agent_id=agent.agent_id,
@@ -445,7 +453,7 @@ def _replace_paragraphs(
             document=documents[index.chunks[o].doc_id],
             ordinal=o,
             index=index.chunks[o].k,
-            section="",
+            section=section[o],
             text=index.chunks[o].text,
             start_char=starts[o],
             end_char=ends[o],

@@ -26,13 +26,17 @@ without a strategy is refused rather than cut some other way.
     ``overlap``: less by at most the word straddling the mark), and less when the carried text and
     the next whole paragraph would not fit together. No overlap crosses a heading. See `_pack_section`.
     At most `MAX_PARAGRAPHS_PER_DOCUMENT` pieces are kept; the result reports what was dropped.
+``parent``
+    Small retrieval pieces (``size`` characters, 400 by default) of the structure strategy's sections,
+    never across one: a list entry or table row each its own piece, its term or header carried as its
+    ``entry``; a hit is answered with its section (`parent`, `returns_sections`).
 ``tokens``
     Windows of ``size`` model tokens, ``overlap`` tokens shared between neighbours.
 ``window``
     The record-node division of `ragsite.division.divide`, against the embedder's token window.
 
 Every strategy returns a `Chunks` list; ``Chunks.truncated`` and ``Chunks.dropped`` say whether the
-per-document cap removed pieces (only ``structure`` has a cap).
+per-document cap removed pieces (``structure`` and ``parent`` have one).
 """
 
 from __future__ import annotations
@@ -53,10 +57,11 @@ from .headings import (
     WORD_START,
     Outline,
     heading_lines,
-    line_spans,
     next_non_ws,
     trim,
 )
+from .parent import cut_parent
+from .sections import section_units, sections
 
 __all__ = [
     "AVAILABLE",
@@ -79,8 +84,9 @@ __all__ = [
 MAX_PARAGRAPHS_PER_DOCUMENT = 240
 
 
-# A strategy's cut: (text, size, overlap, token counter) -> the pieces' (start, end) spans, in order.
-Cut = Callable[[str, "int | None", int, "TokenCounter | None"], list[tuple[int, int]]]
+# A strategy's cut: (text, size, overlap, token counter) -> the pieces' (start, end) spans, in order,
+# or (start, end, entry) with the entry a piece is indexed beside (parent).
+Cut = Callable[[str, "int | None", int, "TokenCounter | None"], list[tuple[int, ...]]]
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,9 @@ class Strategy:
     overlaps: bool  # whether its pieces may overlap at all
     counts_tokens: bool  # sizes are model tokens: it needs an embedder that counts them
     cap: int | None = None  # at most this many pieces a document (the rest are reported as dropped)
+    # A hit comes back with its section (the readable pieces of its section around it, stitch.stitch_sections)
+    # rather than with `around` neighbours either side.
+    returns_sections: bool = False
 
 
 class ChunkingError(ValueError):
@@ -108,6 +117,7 @@ class Piece:
     start: int
     end: int
     section: str
+    entry: str = ""  # the list entry's term or table's header over it, indexed as context (parent)
 
 
 class Chunks(list[Piece]):
@@ -189,7 +199,11 @@ def chunk(
         dropped = len(spans) - strategy.cap
         spans = spans[: strategy.cap]
     outline = Outline(text)
-    pieces = (Piece(text[s:e], s, e, outline.section_of(text, s, e)) for s, e in spans if e > s)
+    pieces = (
+        Piece(text[s:e], s, e, outline.section_of(text, s, e), *entry)
+        for s, e, *entry in spans  # a strategy may name each piece's entry (parent)
+        if e > s
+    )
     return Chunks(pieces, dropped=dropped)
 
 
@@ -228,62 +242,10 @@ def _fixed(text: str, size: int) -> list[tuple[int, int]]:
 def _structure(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
     outline = Outline(text)
     spans: list[tuple[int, int]] = []
-    for section_start, section_end in _sections(text, outline):
-        units = _paragraphs(text, section_start, section_end)
-        # A heading belongs with the text under it: a unit that is nothing but a heading line (or a
-        # run of them, "# Handbook" then "## Leave") is joined to the paragraph that follows.
-        lead = 0
-        while lead < len(units) - 1 and outline.line_end_by_marker.get(units[lead][0], -1) >= units[lead][1]:
-            lead += 1
-        if lead:
-            units[lead] = (units[0][0], units[lead][1])
-            del units[:lead]
+    for section_start, section_end in sections(text, outline):
+        units = section_units(text, outline, section_start, section_end)
         spans.extend(_pack_section(text, units, size, overlap))
     return spans
-
-
-def _sections(text: str, outline: Outline) -> list[tuple[int, int]]:
-    """(start, end) of each section. A heading with nothing under it opens no section of its own:
-    it is carried into the next one, so a title line does not become a paragraph by itself."""
-    bounds = [0, *outline.starts, len(text)]
-    sections: list[tuple[int, int]] = []
-    carried: int | None = None
-    for index in range(len(bounds) - 1):
-        start, end = bounds[index], bounds[index + 1]
-        if start == end:
-            continue
-        if carried is not None:
-            start, carried = carried, None
-        is_heading = index > 0
-        body_start = outline.ends[index - 1] if is_heading else start
-        has_body = next_non_ws(text, body_start) < end
-        if is_heading and not has_body and end < len(text):
-            carried = start
-            continue
-        if has_body or is_heading:
-            sections.append((start, end))
-    return sections
-
-
-def _paragraphs(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """Trimmed spans of the blank-line separated blocks in ``text[start:end]``."""
-    blocks: list[tuple[int, int]] = []
-    block_start: int | None = None
-    block_end = start
-    for line_start, line_end in line_spans(text[start:end]):
-        line_start += start
-        line_end += start
-        line = text[line_start:line_end]
-        if line.strip():
-            if block_start is None:
-                block_start = line_start + (len(line) - len(line.lstrip()))
-            block_end = line_start + len(line.rstrip())
-        elif block_start is not None:
-            blocks.append((block_start, block_end))
-            block_start = None
-    if block_start is not None:
-        blocks.append((block_start, block_end))
-    return blocks
 
 
 def _pack_section(text: str, units: list[tuple[int, int]], size: int, overlap: int) -> list[tuple[int, int]]:
@@ -485,8 +447,17 @@ STRATEGIES: dict[str, Strategy | None] = {
         overlaps=False,
         counts_tokens=True,
     ),
+    "parent": Strategy(
+        "0.1",
+        lambda text, size, overlap, tokens: cut_parent(text, size),
+        size=400,  # measured against 200, 300, 600 and 900 (docs/benchmarks.md, Session 8: parent)
+        overlap=0,
+        overlaps=False,
+        counts_tokens=False,
+        cap=MAX_PARAGRAPHS_PER_DOCUMENT * 6,  # pieces about a sixth of structure's
+        returns_sections=True,
+    ),
     "semantic": None,
-    "parent-child": None,
     "page": None,
     "proposition": None,
 }
@@ -497,3 +468,9 @@ DEFAULT_SIZES: dict[str, tuple[int | None, int]] = {
     name: (strategy.size, strategy.overlap) for name, strategy in STRATEGIES.items() if strategy is not None
 }
 TOKEN_METHODS: tuple[str, ...] = tuple(name for name in AVAILABLE if STRATEGIES[name].counts_tokens)
+
+
+def returns_sections(method: str) -> bool:
+    """Whether a collection chunked by ``method`` answers a hit with its section (`returns_sections`)."""
+    strategy = STRATEGIES.get(method)
+    return strategy is not None and strategy.returns_sections

@@ -129,8 +129,16 @@ def paragraph_context(title: str, path: Sequence[str]) -> str:
     return SEPARATOR.join(parts)[:MAX_CONTEXT_CHARS]
 
 
-def contexts_for(name: str, text: str, starts: Sequence[int], *, per_reader: bool = False) -> list[str]:
-    """The context of each piece of document ``name`` (its extracted ``text``) starting at ``starts``.
+def contexts_for(
+    name: str,
+    text: str,
+    starts: Sequence[int],
+    entries: Sequence[str] | None = None,
+    *,
+    per_reader: bool = False,
+) -> list[str]:
+    """The context of each piece of document ``name`` (its extracted ``text``) starting at ``starts``;
+    ``entries`` (one a piece, `chunking.Piece.entry`) add the list entry or table header over a piece.
 
     ``per_reader`` (a per-reader collection): the title is never a plain first line (rule 3 of
     `document_title`). Such a line is a paragraph of its own, which labels may hide from a reader, and
@@ -139,7 +147,10 @@ def contexts_for(name: str, text: str, starts: Sequence[int], *, per_reader: boo
     belongs to every paragraph under it (docs/security.md).
     """
     title = document_title(name, text, plain_first_line=not per_reader)
-    return [paragraph_context(title, path) for path in section_paths(text, starts)]
+    paths = section_paths(text, starts)
+    if entries is not None:
+        paths = [[*path, entry] if entry else path for path, entry in zip(paths, entries, strict=True)]
+    return [paragraph_context(title, path) for path in paths]
 
 
 def embedding_text(text: str, context: str) -> str:

@@ -83,6 +83,14 @@ def stitch(hits: Sequence[tuple[int, float]], readable: Mapping[int, Row], aroun
     if around < 0:
         raise ValueError(f"around must not be negative, got {around}")
 
+    best = _best_scores(hits, readable)
+    spans = sorted(_widen(ordinal, readable, around) for ordinal in best)
+    # With around = 0 every span is one distinct hit, and touching ones stay apart.
+    return _merged(spans, readable, best, 1 if around > 0 else 0, _same_document)
+
+
+def _best_scores(hits: Sequence[tuple[int, float]], readable: Mapping[int, Row]) -> dict[int, float]:
+    """Each distinct hit at its best score."""
     best: dict[int, float] = {}
     for ordinal, score in hits:
         if ordinal not in readable:
@@ -91,26 +99,74 @@ def stitch(hits: Sequence[tuple[int, float]], readable: Mapping[int, Row], aroun
             raise ValueError(f"hit {ordinal} is not among the readable rows")
         if ordinal not in best or score > best[ordinal]:
             best[ordinal] = score
+    return best
 
-    spans = sorted(_widen(ordinal, readable, around) for ordinal in best)
 
-    # With around = 0 every span is one distinct hit, and touching ones stay apart.
-    reach = 1 if around > 0 else 0
+def _merged(spans: list[tuple[int, int]], readable: Mapping[int, Row], best: Mapping[int, float], reach: int,
+            joins) -> list[Stitched]:
+    """Sorted spans merged where one overlaps the next (or comes within ``reach``) and ``joins`` says
+    their rows may join, as runs best first, ties by first ordinal."""
     merged: list[list[int]] = []
     for first, last in spans:
         previous = merged[-1] if merged else None
-        if (
-            previous is not None
-            and first <= previous[1] + reach
-            and readable[first].document == readable[previous[1]].document
-        ):
+        if previous is not None and first <= previous[1] + reach and joins(readable, previous[1], first):
             previous[1] = max(previous[1], last)
         else:
             merged.append([first, last])
-
     runs = [_run(first, last, readable, best) for first, last in merged]
     runs.sort(key=lambda run: (-run.score, run.first))
     return runs
+
+
+def _same_document(readable: Mapping[int, Row], one: int, other: int) -> bool:
+    return readable[one].document == readable[other].document
+
+
+# What a hit of the parent strategy brings back at most: its section's readable pieces nearest it, this
+# many characters of text in all. Measured on the dev set (docs/benchmarks.md, Session 8: parent):
+# found@1 34, 38, 41, 43 of 69 at 1,200, 1,800, 3,000, 5,400; found@5 flat from 3,000 on.
+SECTION_CHARS = 3000
+
+
+def stitch_sections(
+    hits: Sequence[tuple[int, float]], readable: Mapping[int, Row], bound: int | None = None
+) -> list[Stitched]:
+    """Each hit with the readable rows of its section nearest it (the parent strategy, issue 28).
+
+    A hit's run grows one row at a time, nearest first, alternating sides starting before it, while the
+    joined text stays within ``bound`` characters (`SECTION_CHARS`), and never past a gap (an ordinal
+    missing from ``readable``), a seam or another section: a run is the hit's section, or the window of it
+    around the hit when the section is longer. Runs of one section that overlap or touch merge, scored by
+    their best hit (`stitch`'s rules); runs of two sections never do. Like `stitch`, it reads only
+    ``readable``, so what comes back is what a collection without the other rows would give.
+    """
+    bound = SECTION_CHARS if bound is None else bound
+    best = _best_scores(hits, readable)
+    spans = sorted(_section_span(ordinal, readable, bound) for ordinal in best)
+    return _merged(spans, readable, best, 1, _same_section)
+
+
+def _same_section(readable: Mapping[int, Row], one: int, other: int) -> bool:
+    a, b = readable.get(one), readable.get(other)
+    return a is not None and b is not None and (a.document, a.section) == (b.document, b.section)
+
+
+def _section_span(ordinal: int, readable: Mapping[int, Row], bound: int) -> tuple[int, int]:
+    first = last = ordinal
+    length = len(readable[ordinal].text)
+    open_sides = [True, True]
+    while any(open_sides):
+        for side in (0, 1):
+            if not open_sides[side]:
+                continue
+            step = first - 1 if side == 0 else last + 1
+            edge = first if side == 0 else last
+            if not _same_section(readable, edge, step) or length + 1 + len(readable[step].text) > bound:
+                open_sides[side] = False
+                continue
+            length += 1 + len(readable[step].text)
+            first, last = (step, last) if side == 0 else (first, step)
+    return first, last
 
 
 def _widen(ordinal: int, readable: Mapping[int, Row], around: int) -> tuple[int, int]:

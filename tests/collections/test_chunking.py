@@ -60,7 +60,7 @@ def assert_well_formed(text: str, pieces: list[Piece], *, ordered_without_overla
 
 
 def test_available_is_the_built_names_in_vocabulary_order():
-    assert AVAILABLE == ("fixed", "structure", "tokens", "window")
+    assert AVAILABLE == ("fixed", "structure", "tokens", "window", "parent")
     assert AVAILABLE == tuple(name for name, version in STRATEGIES.items() if version)
 
 
@@ -80,16 +80,17 @@ def test_validate_method_returns_an_available_name():
 def test_unknown_method_is_refused_listing_the_available_ones():
     with pytest.raises(ChunkingError) as caught:
         validate_method("x")
-    assert str(caught.value) == 'unknown chunking method "x"; available: fixed, structure, tokens, window'
+    available = "fixed, structure, tokens, window, parent"
+    assert str(caught.value) == f'unknown chunking method "x"; available: {available}'
 
 
-@pytest.mark.parametrize("name", ["semantic", "parent-child", "page", "proposition"])
+@pytest.mark.parametrize("name", ["semantic", "page", "proposition"])
 def test_planned_method_is_refused_as_not_built_yet(name):
     with pytest.raises(ChunkingError) as caught:
         chunk("some text", name)
     assert (
         str(caught.value)
-        == f'"{name}" is planned but not built yet; available: fixed, structure, tokens, window'
+        == f'"{name}" is planned but not built yet; available: fixed, structure, tokens, window, parent'
     )
 
 

@@ -243,7 +243,7 @@ def test_the_lexical_only_embedder_measures_without_vectors_and_skips_token_meth
         0,
     )
     assert {s["method"] for s in report["skipped"]} == {"tokens", "window"}
-    assert report["variants"] and all(v["method"] in ("fixed", "structure") for v in report["variants"])
+    assert {v["method"] for v in report["variants"]} == {"fixed", "structure", "parent"}  # every built one
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from ...models import (
     Document,
 )
 from ...text.blocks import page_range
-from ...text.chunking import MAX_PARAGRAPHS_PER_DOCUMENT, chunk
+from ...text.chunking import chunk
 from ...text.context import context_version, contexts_for
 from ...text.extract import BAD_NAME, CORRUPT, EMPTY, TIMED_OUT, TOO_LARGE, Unreadable, summarize_opening
 from ...text.stitch import carried_openings
@@ -136,13 +136,17 @@ def _prepare(
     if getattr(pieces, "truncated", False):
         # Seed 003 keeps the first 240 and says why; not a scan warning (which would send it to review).
         item.notes.append(
-            f"{source.name}: only the first {MAX_PARAGRAPHS_PER_DOCUMENT} of "
-            f"{MAX_PARAGRAPHS_PER_DOCUMENT + pieces.dropped} paragraphs were kept; a document that needs "
+            f"{source.name}: only the first {len(pieces)} of "
+            f"{len(pieces) + pieces.dropped} paragraphs were kept; a document that needs "
             "more is a document that should be several sources"
         )
     item.pieces = list(pieces)
     item.contexts = contexts_for(
-        source.name, extracted.text, [p.start for p in item.pieces], per_reader=collection.per_reader
+        source.name,
+        extracted.text,
+        [p.start for p in item.pieces],
+        [p.entry for p in item.pieces],
+        per_reader=collection.per_reader,
     )
     item.carried = [length for length, _first in carried_openings((0, p.start, p.end) for p in item.pieces)]
     item.tokens = [embedder.count_tokens(p.text) for p in item.pieces]

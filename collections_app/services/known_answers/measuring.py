@@ -30,6 +30,7 @@ from ...models import (
     ModelCall,
     Paragraph,
 )
+from ...text.chunking import returns_sections
 from ...text.stitch import Row
 from .. import webhooks
 from ..rows import search_state
@@ -268,6 +269,7 @@ def _measure(
             around=around,
             floor=floor,
             searchable=searchable,
+            sections=returns_sections(collection.method),
         )
 
     answered, controls = ask(0.0)
@@ -285,7 +287,8 @@ def _measure(
         "status": KnownAnswersReport.MEASURED,
         "answers": len(answered),
         "controls": len(controls),
-        "found_at_1": sum(1 for r in found if r["rank"] == 1),
+        # The answer asked for one paragraph holds the marker, not rank 1 of a merged deeper answer.
+        "found_at_1": sum(1 for r in found if r["found_at_1"]),
         "found_at_5": len(found),
         "floor": floor,
         "floor_source": source,
@@ -324,6 +327,7 @@ def _results(questions: Sequence[Question], unfloored, at_floor) -> list[dict]:
                     "control": False,
                     "found": floored["found"],
                     "rank": floored["rank"],
+                    "found_at_1": floored["found_at_1"],
                     "score": free["score"],
                     "top_score": free["top_score"],
                 }

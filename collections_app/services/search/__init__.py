@@ -19,6 +19,7 @@ from ...index.mapped import MappedIndex
 from ...limits import DEFAULT_MOST, MAX_MOST
 from ...models import Agent, ApiKey, Collection, CollectionBuilt
 from ...ranking import Ranking, lexical, rank, top_at_floor
+from ...text.chunking import returns_sections
 from ..indexes import forget, mapped_index
 from .approximate import approximate_ranking, forget_ivf, uses_ivf
 from .explain import explain as explained
@@ -81,7 +82,8 @@ def search_collection(
     hits = [(int(row), ranking.score_of(row) if relevance is None else relevance[int(row)])
             for row in reranked.top]
     paragraphs, runs, readable, cut = stitched(plan.index, plan.mask, hits, plan.around, plan.max_chars,
-                                               per_reader=plan.reader is not None)
+                                               per_reader=plan.reader is not None,
+                                               sections=returns_sections(plan.built.method))
     if relevance is not None:
         mark_reranked(paragraphs, runs, {int(row): ranking.score_of(row) for row in reranked.top},
                       reranked.fused_rank)

@@ -11,8 +11,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ...index.mapped import MappedIndex
+from ...text import stitch as stitching
 from ...text.budget import fit
-from ...text.stitch import Row, Stitched, stitch
+from ...text.stitch import Row, Stitched, stitch, stitch_sections
 from ..readers import cut_hidden_copies
 from ..rows import stored_rows
 
@@ -35,6 +36,7 @@ def stitched(
     max_chars: int | None = None,
     *,
     per_reader: bool = False,
+    sections: bool = False,
 ) -> Stitching:
     """Hits widened by their readable neighbours, with texts read from the store for those rows only,
     within ``max_chars`` characters of text in all (`text.budget.fit`; None: no budget).
@@ -43,33 +45,32 @@ def stitched(
     use being stepped over as if it did not exist (issue 24, item 3): the answer is the one a
     collection without those rows gives, so no run stops where a hidden paragraph sits. `first` and
     `last` are positions among the rows this search may use (1 = the first readable paragraph).
-    `per_reader`: chunk ids count this reader's paragraphs only (`_citable`).
+    `per_reader`: chunk ids count this reader's paragraphs only (`_citable`). `sections` (the parent
+    strategy) with ``around`` above 0: each hit comes back with its section's readable rows around it
+    (`stitch.stitch_sections`) instead of ``around`` neighbours either side.
     """
     if not hits:
         return Stitching([], [], {})
     documents = index.row_document
-    wanted: set[int] = set()
-    for row, _score in hits:
-        wanted.add(row)
-        for step in (-1, 1):
-            at, taken = row + step, 0
-            while taken < around and 0 <= at < index.size and documents[at] == documents[row]:
-                if mask[at]:
-                    wanted.add(at)
-                    taken += 1
-                at += step
-    rows_sorted = sorted(wanted)
-    ids = [int(index.row_paragraph[r]) for r in rows_sorted]
-    names: dict[int, str] = {}
-    stored = {}
-    for found in stored_rows(ids):
-        stored[found.id] = found
-        names[found.document] = found.name
+    sectioned = sections and around > 0
+    if sectioned:
+        stored = _section_rows(index, mask, [row for row, _score in hits])
+    else:
+        wanted: set[int] = set()
+        for row, _score in hits:
+            wanted.add(row)
+            for step in (-1, 1):
+                at, taken = row + step, 0
+                while taken < around and 0 <= at < index.size and documents[at] == documents[row]:
+                    if mask[at]:
+                        wanted.add(at)
+                        taken += 1
+                    at += step
+        stored = _read(index, sorted(wanted))
+    names = {found.document: found.name for found in stored.values()}
     readable = {}
-    for row, pk in zip(rows_sorted, ids, strict=True):
-        if pk not in stored:
-            continue  # deleted since the index was written; the next search maps a new one
-        found = stored[pk]
+    for row in sorted(stored):
+        found = stored[row]
         readable[row] = Row(
             ordinal=row,
             document=int(documents[row]),
@@ -81,7 +82,7 @@ def stitched(
             pages=(found.page_first, found.page_last) if found.page_first is not None else None,
         )
     cut_hidden_copies(index, mask, readable)
-    runs = _stitch_readable(mask, hits, readable, around)
+    runs = _stitch_readable(mask, hits, readable, around, sectioned)
     runs = [run for run in runs if run.text.strip()]  # a hit wholly inside a hidden neighbour's copy
     cut = False
     if max_chars is not None:
@@ -94,18 +95,68 @@ def stitched(
     return Stitching(paragraphs, runs, readable, cut)
 
 
+def _read(index: MappedIndex, rows: list[int]) -> dict:
+    """The stored rows of index rows ``rows`` (by index row); a row deleted since the index was written is
+    absent (the next search maps a new index)."""
+    ids = [int(index.row_paragraph[r]) for r in rows]
+    found = {row.id: row for row in stored_rows(ids)}
+    return {r: found[pk] for r, pk in zip(rows, ids, strict=True) if pk in found}
+
+
+# Rows read per side and round while a hit's section is gathered (one query a round for every hit).
+SECTION_BATCH = 8
+
+
+def _section_rows(index: MappedIndex, mask: np.ndarray, hits: list[int]) -> dict:
+    """The stored rows a hit's section may take (`stitch.stitch_sections`): the hits, and on each side of
+    each the readable rows of its document, read in batches until its section changes or they hold more
+    than `stitch.SECTION_CHARS` characters. Only rows this search may use are read."""
+    documents = index.row_document
+    got = _read(index, sorted(set(hits)))
+    # Per hit and side: [next index row to look at, characters gathered]; a side is closed when removed.
+    sides = {(hit, step): [hit + step, len(got[hit].text)] for hit in got for step in (-1, 1)}
+    while sides:
+        batch: dict[tuple[int, int], list[int]] = {}
+        for (hit, step), (at, _chars) in sides.items():
+            taken: list[int] = []
+            while len(taken) < SECTION_BATCH and 0 <= at < index.size and documents[at] == documents[hit]:
+                if mask[at]:
+                    taken.append(at)
+                at += step
+            sides[(hit, step)][0] = at
+            batch[(hit, step)] = taken
+        got.update(_read(index, sorted({r for taken in batch.values() for r in taken} - set(got))))
+        for key, taken in batch.items():
+            hit, _step = key
+            chars, more = sides[key][1], bool(taken)
+            for row in taken:
+                if row not in got or got[row].section != got[hit].section:
+                    more = False
+                    break
+                chars += 1 + len(got[row].text)
+            sides[key][1] = chars
+            if not more or chars > stitching.SECTION_CHARS:
+                del sides[key]
+    return got
+
+
 def _stitch_readable(
-    mask: np.ndarray, hits: list[tuple[int, float]], readable: dict[int, Row], around: int
+    mask: np.ndarray, hits: list[tuple[int, float]], readable: dict[int, Row], around: int,
+    sections: bool = False,
 ) -> list[Stitched]:
-    """`stitch` over the readable rows numbered consecutively (their positions among the rows this
-    search may use), so two readable rows with hidden ones between them are neighbours; the runs come
-    back in row ordinals, `passages` counting readable rows only."""
+    """`stitch` (or `stitch_sections`) over the readable rows numbered consecutively (their positions
+    among the rows this search may use), so two readable rows with hidden ones between them are
+    neighbours; the runs come back in row ordinals, `passages` counting readable rows only."""
+
+    def join(found: list[tuple[int, float]], rows: dict[int, Row]) -> list[Stitched]:
+        return stitch_sections(found, rows) if sections else stitch(found, rows, around)
+
     if mask.all():
-        return stitch([(row, score) for row, score in hits if row in readable], readable, around)
+        return join([(row, score) for row, score in hits if row in readable], readable)
     counted = np.cumsum(mask)
     dense = {int(counted[row]) - 1: row for row in readable}
     compact = {position: replace(readable[row], ordinal=position) for position, row in dense.items()}
-    runs = stitch([(int(counted[row]) - 1, score) for row, score in hits if row in readable], compact, around)
+    runs = join([(int(counted[row]) - 1, score) for row, score in hits if row in readable], compact)
     return [replace(run, first=dense[run.first], last=dense[run.last], hit=dense[run.hit]) for run in runs]
 
 
