@@ -157,6 +157,8 @@ class MappedIndex:
                     "ivf_offsets": _map(self.path / "ivf_offsets.bin", "<i8", nlist + 1),
                     "ivf_members": _map(self.path / "ivf_members.bin", "<i8", members),
                 }
+                if info.get("ivf_ordered"):  # the vectors in list order (ivf.IVFLists.scan)
+                    arrays["ivf_vectors"] = _map(self.path / "ivf_vectors.bin", "<f4", members * dims)
                 self.ivf = IVFLists.from_arrays(arrays, info)
             except (KeyError, TypeError, ValueError) as exc:
                 raise IndexUnusable(f"the IVF lists are inconsistent: {exc}") from exc

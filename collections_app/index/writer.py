@@ -86,6 +86,13 @@ class IndexWriter:
             self._vector_row.append(np.full(windows.shape[0], first + offset, dtype=np.int32))
         self.rows += count
 
+    def matrix(self) -> np.ndarray:
+        """Every vector added, as one (n, d) array of `vector_dtype` (concatenated once, then kept)."""
+        if len(self._vectors) != 1:
+            empty = np.zeros((0, self.dimensions), self.vector_dtype)
+            self._vectors = [np.concatenate(self._vectors) if self._vectors else empty]
+        return self._vectors[0]
+
     def write(
         self,
         root: Path,
@@ -110,7 +117,13 @@ class IndexWriter:
                 # The IVF lists over these vectors (ivf.build_lists), so no search process builds them.
                 for name, array in ivf.arrays().items():
                     _write_array(scratch / f"{name}.bin", array)
-                meta["ivf"] = ivf.meta()
+                # And the vectors again in list order, so a probe reads each list as one block (ivf.scan).
+                with open(scratch / "ivf_vectors.bin", "wb") as handle:
+                    for block in ivf.ordered_blocks(self.matrix()):
+                        block.tofile(handle)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                meta["ivf"] = {**ivf.meta(), "ivf_ordered": True}
             # Further lexical fields over the same rows (a paragraph's context), each in a folder
             # of its own, inside the same rename.
             for name, part in (parts or {}).items():
@@ -150,11 +163,7 @@ class IndexWriter:
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
         doc_len = np.concatenate(self._doc_len) if self._doc_len else np.zeros(0, np.int32)
-        vectors = (
-            np.concatenate(self._vectors)
-            if self._vectors
-            else np.zeros((0, self.dimensions), self.vector_dtype)
-        )
+        vectors = self.matrix()
         arrays = {
             "row_paragraph": np.concatenate(self._paragraph) if self._paragraph else empty_i8,
             "row_document": np.concatenate(self._document) if self._document else empty_i8,

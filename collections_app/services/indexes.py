@@ -267,7 +267,7 @@ def _lists_for(writer: IndexWriter, built: CollectionBuilt) -> IVFLists | None:
     threshold = int(settings.IVF_MIN_PARAGRAPHS)
     if not writer._vectors or threshold <= 0 or writer.rows < threshold:
         return None
-    vectors = np.concatenate(writer._vectors).astype(np.float32)
+    vectors = np.asarray(writer.matrix(), dtype=np.float32)  # the writer's own when float32: no copy
     return build_lists(vectors, index_id=built.ivf_index_id, target_recall=float(settings.IVF_RECALL))
 
 

@@ -43,7 +43,7 @@ COSINE_ROUNDING = 1e-5
 class Probe(NamedTuple):
     """What a probe of the IVF lists saw, for bounding the rows the candidates leave out."""
 
-    members: np.ndarray  # the probed windows (positions in the index's vectors, ascending)
+    members: np.ndarray  # the probed windows of readable rows (positions in the index's vectors), list order
     closeness: np.ndarray  # each one's cosine with the question
     cosine_out: float  # no readable row left out has a probed window above this (0 when none is left)
     lexical_out: float  # no readable row left out has a BM25 above this
@@ -157,16 +157,19 @@ def candidates(
     if nprobe is None:
         nprobe = int(settings.IVF_NPROBE) or lists.nprobe
     nprobe = max(1, min(int(nprobe), lists.nlist))
-    members = lists.probe(vector, nprobe)
-    closeness = index.products(members, vector)
+    members, closeness = lists.scan(vector, nprobe, index.products)
+    owners = np.asarray(index.vector_row)[members]
+    if not mask.all():
+        # Filtered inside the kernel: a window of a row this search may not use never takes a
+        # candidate's place (a reader who may read 1 % of the rows still gets K readable candidates).
+        keep = mask[owners]
+        members, closeness, owners = members[keep], closeness[keep], owners[keep]
     # Windows of one paragraph can take several places: ask for more vectors than rows wanted.
     order = top_rows(closeness, None, CANDIDATE_DEPTH * 2)
     # A readable row left out has every window after the window that brought in the K-th row; with
     # fewer rows than K, after the windows looked at (and when those are all, none is left out).
     cosine_out = float(closeness[order[-1]]) if members.size > order.size else 0.0
-    rows = np.asarray(index.vector_row)[members[order]]
-    readable = mask[rows]
-    rows, order = rows[readable], order[readable]
+    rows = owners[order]
     _, first = np.unique(rows, return_index=True)
     first = np.sort(first)[:CANDIDATE_DEPTH]
     near = rows[first]
@@ -196,11 +199,14 @@ def _left_out(
     """The readable rows the candidates `found` left out that a bound can speak for, and each one's
     cosine bound: a probed row's best window's (a row's pooled cosine is at most that, `lean_to_first`),
     plus COSINE_ROUNDING, and 0 for a row without a vector."""
-    # `members` ascend and a row's windows are consecutive vectors, so each row's windows are a run.
-    owners = np.asarray(index.vector_row)[probe.members]
+    # In ascending order a row's windows are consecutive vectors, so each row's windows are a run
+    # (the probe gives them in list order, and one row's windows may lie in several lists).
+    ascending = np.argsort(probe.members, kind="stable")
+    owners = np.asarray(index.vector_row)[probe.members[ascending]]
+    closeness = probe.closeness[ascending]
     starts = np.flatnonzero(np.diff(owners, prepend=-1))
     probed = owners[starts].astype(np.int64)
-    best = np.maximum.reduceat(probe.closeness, starts) if starts.size else np.zeros(0, np.float32)
+    best = np.maximum.reduceat(closeness, starts) if starts.size else np.zeros(0, np.float32)
     bare = _vectorless(index, mask)
     known = np.concatenate([probed, bare])
     bound = np.concatenate([best.astype(np.float64) + COSINE_ROUNDING, np.zeros(bare.size)])
