@@ -36,6 +36,7 @@ _NAMES = frozenset(
         "MEASURED_FLOOR_KEEP",
         "KNOWN_ANSWERS_GATE",
         "INDEX_DIR",
+        "INDEX_WRITE_PROCESSES",
         "RERANK_URL",
         "RERANK_MODEL",
         "RERANK_API_KEY",

@@ -14,24 +14,27 @@ import logging
 import shutil
 import threading
 import time
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC
+from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
 
 from ragsite.errors import Conflict, RagsiteError
-from ragsite.lexical import terms
 
 from ..conf import settings
 from ..index.format import IndexUnusable
 from ..index.ivf import IVFLists, build_lists
 from ..index.mapped import MappedIndex
+from ..index.postings import row_postings
 from ..index.vector_codec import VectorFormatError, decode
 from ..index.writer import IndexWriter
 from ..models import Collection, CollectionBuilt, Paragraph
 from ..text.context import CONTEXT_VERSION
-from ..text.stitch import carried_openings, carried_terms_text
+from ..text.stitch import carried_openings
 
 logger = logging.getLogger("ragsite.search")
 
@@ -220,9 +223,8 @@ def _write_rows(
         dtype=np.int64,
     ).reshape(-1, 2)
     carried.arrays["carried_from.i32"] = openings[:, 1].astype(np.int32)
-    block: list[tuple] = []
 
-    def flush():
+    def vectors_of(block: list[tuple]) -> list[np.ndarray | None]:
         vectors = []
         for _id, _doc, _text, blob, _context in block:
             if blob is None or not built.dimensions:
@@ -236,30 +238,64 @@ def _write_rows(
                     "rebuild it",
                     code="width_mismatch",
                 ) from None
-        writer.add([r[0] for r in block], [r[1] for r in block], [terms(r[2]) for r in block], vectors)
-        context.add(
-            [r[0] for r in block],
-            [r[1] for r in block],
-            [terms(r[4] or "") for r in block],
-            [None] * len(block),
-        )
-        lengths = openings[carried.rows : carried.rows + len(block), 0].tolist()
-        lengths += [0] * (len(block) - len(lengths))  # rows that came since (the caller then writes again)
-        carried.add(
-            [r[0] for r in block],
-            [r[1] for r in block],
-            [terms(carried_terms_text(r[2], n)) for r, n in zip(block, lengths, strict=True)],
-            [None] * len(block),
-        )
-        block.clear()
+        return vectors
 
-    for row in rows.iterator(chunk_size=ROWS_PER_BLOCK):
-        block.append(row)
-        if len(block) >= ROWS_PER_BLOCK:
-            flush()
-    if block:
-        flush()
+    def blocks():
+        block, at = [], 0
+        for row in rows.iterator(chunk_size=ROWS_PER_BLOCK):
+            block.append(row)
+            if len(block) >= ROWS_PER_BLOCK:
+                yield block, at
+                at += len(block)
+                block = []
+        if block:
+            yield block, at
+
+    def jobs():
+        """Each block with what tokenizing it takes: texts, contexts, carried openings' lengths."""
+        for block, at in blocks():
+            lengths = openings[at : at + len(block), 0].tolist()
+            lengths += [0] * (len(block) - len(lengths))  # rows that came since (then written again)
+            yield block, ([r[2] for r in block], [r[4] for r in block], lengths)
+
+    with _tokenizers(len(openings)) as pool:
+        for block, (text, contexts, opening) in _in_order(pool, row_postings, jobs()):
+            ids, documents = [r[0] for r in block], [r[1] for r in block]
+            writer.add_postings(ids, documents, text, vectors_of(block))
+            context.add_postings(ids, documents, contexts, [None] * len(block))
+            carried.add_postings(ids, documents, opening, [None] * len(block))
     return writer, context, carried, len(openings) == carried.rows
+
+
+@contextmanager
+def _tokenizers(rows: int):
+    """Processes that tokenize blocks of rows while this one reads the next and merges (None: tokenize
+    here): INDEX_WRITE_PROCESSES of them, for a collection of more than a few blocks. Spawned, not
+    forked: a web or task worker may hold threads and locks a fork would copy mid-use."""
+    processes = int(settings.INDEX_WRITE_PROCESSES)
+    if processes <= 1 or rows <= 2 * ROWS_PER_BLOCK:
+        yield None
+        return
+    with ProcessPoolExecutor(max_workers=processes, mp_context=get_context("spawn")) as pool:
+        yield pool
+
+
+def _in_order(pool: ProcessPoolExecutor | None, work, jobs):
+    """``(block, work(*args))`` for each ``(block, args)`` of ``jobs``, in order; with a pool, a few blocks
+    ahead at most (never every row's text in memory at once)."""
+    if pool is None:
+        for block, args in jobs:
+            yield block, work(*args)
+        return
+    ahead: deque = deque()
+    for block, args in jobs:
+        ahead.append((block, pool.submit(work, *args)))
+        if len(ahead) > 2 * int(settings.INDEX_WRITE_PROCESSES):
+            done, future = ahead.popleft()
+            yield done, future.result()
+    while ahead:
+        done, future = ahead.popleft()
+        yield done, future.result()
 
 
 def _lists_for(writer: IndexWriter, built: CollectionBuilt) -> IVFLists | None:
