@@ -111,7 +111,7 @@ def table(results: list[dict]) -> str:
                 + "."
             )
         if "recall_peers" in facts:
-            lines.extend(kernel_table(lat, facts["recall_peers"]))
+            lines.extend(kernel_table(lat, facts["recall_peers"], facts.get("cpu_ms")))
         if "http" in facts:
             lines.extend(http_lines(facts["http"]))
     return "\n".join(lines)
