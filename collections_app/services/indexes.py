@@ -16,6 +16,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from datetime import UTC
 from multiprocessing import get_context
@@ -203,7 +204,28 @@ def _write_rows(
     collection: Collection, built: CollectionBuilt
 ) -> tuple[IndexWriter, IndexWriter, IndexWriter, bool]:
     """The main field (texts and vectors), the contexts, the carried openings of every row, and
-    whether the two reads of the rows met the same rows (else a build committed between them)."""
+    whether the two reads of the rows met the same rows (else a build committed between them).
+
+    Tokenized in INDEX_WRITE_PROCESSES spawned processes when the collection is large; when they
+    cannot run (a spawned process imports the program's main module, and a script that does its work
+    outside ``if __name__ == "__main__"`` breaks them), in this one."""
+    processes = int(settings.INDEX_WRITE_PROCESSES)
+    try:
+        return _rows_into_writers(collection, built, processes)
+    except BrokenProcessPool:
+        if processes <= 1:
+            raise
+        logger.warning(
+            "index of %s/%s: its tokenizing processes stopped; tokenizing in this process",
+            collection.agent.agent_id,
+            collection.name,
+        )
+        return _rows_into_writers(collection, built, 1)
+
+
+def _rows_into_writers(
+    collection: Collection, built: CollectionBuilt, processes: int
+) -> tuple[IndexWriter, IndexWriter, IndexWriter, bool]:
     writer = IndexWriter(built.dimensions)
     context = IndexWriter(0)
     carried = IndexWriter(0)
@@ -258,8 +280,8 @@ def _write_rows(
             lengths += [0] * (len(block) - len(lengths))  # rows that came since (then written again)
             yield block, ([r[2] for r in block], [r[4] for r in block], lengths)
 
-    with _tokenizers(len(openings)) as pool:
-        for block, (text, contexts, opening) in _in_order(pool, row_postings, jobs()):
+    with _tokenizers(len(openings), processes) as pool:
+        for block, (text, contexts, opening) in _in_order(pool, row_postings, jobs(), 2 * processes):
             ids, documents = [r[0] for r in block], [r[1] for r in block]
             writer.add_postings(ids, documents, text, vectors_of(block))
             context.add_postings(ids, documents, contexts, [None] * len(block))
@@ -268,11 +290,10 @@ def _write_rows(
 
 
 @contextmanager
-def _tokenizers(rows: int):
+def _tokenizers(rows: int, processes: int):
     """Processes that tokenize blocks of rows while this one reads the next and merges (None: tokenize
-    here): INDEX_WRITE_PROCESSES of them, for a collection of more than a few blocks. Spawned, not
-    forked: a web or task worker may hold threads and locks a fork would copy mid-use."""
-    processes = int(settings.INDEX_WRITE_PROCESSES)
+    here): ``processes`` of them, for a collection of more than a few blocks. Spawned, not forked: a
+    web or task worker may hold threads and locks a fork would copy mid-use."""
     if processes <= 1 or rows <= 2 * ROWS_PER_BLOCK:
         yield None
         return
@@ -280,9 +301,9 @@ def _tokenizers(rows: int):
         yield pool
 
 
-def _in_order(pool: ProcessPoolExecutor | None, work, jobs):
-    """``(block, work(*args))`` for each ``(block, args)`` of ``jobs``, in order; with a pool, a few blocks
-    ahead at most (never every row's text in memory at once)."""
+def _in_order(pool: ProcessPoolExecutor | None, work, jobs, most: int):
+    """``(block, work(*args))`` for each ``(block, args)`` of ``jobs``, in order; with a pool, ``most``
+    blocks ahead at most (never every row's text in memory at once)."""
     if pool is None:
         for block, args in jobs:
             yield block, work(*args)
@@ -290,7 +311,7 @@ def _in_order(pool: ProcessPoolExecutor | None, work, jobs):
     ahead: deque = deque()
     for block, args in jobs:
         ahead.append((block, pool.submit(work, *args)))
-        if len(ahead) > 2 * int(settings.INDEX_WRITE_PROCESSES):
+        if len(ahead) > most:
             done, future = ahead.popleft()
             yield done, future.result()
     while ahead:
