@@ -19,6 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from datetime import UTC
+from functools import lru_cache
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -47,11 +48,16 @@ _mapped_lock = threading.Lock()
 
 def build_key(built: CollectionBuilt) -> str:
     """The directory name of a build's index: its commit time to the microsecond, in UTC."""
-    moment = built.built_at
+    return _key_of(built.built_at, built.passages)
+
+
+@lru_cache(maxsize=1024)
+def _key_of(moment, passages: int) -> str:
+    """`build_key`, remembered: every search asks it, and strftime was a tenth of planning one."""
     if moment.utcoffset() is not None:
         moment = moment.astimezone(UTC)
     # Deleting a document between builds lowers `passages` (services.documents): a new index then.
-    return f"{moment.strftime('%Y%m%dT%H%M%S%fZ')}-{built.passages}"
+    return f"{moment.strftime('%Y%m%dT%H%M%S%fZ')}-{passages}"
 
 
 def collection_root(collection_id: int) -> Path:
