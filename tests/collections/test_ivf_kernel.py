@@ -88,3 +88,27 @@ def test_an_index_written_before_the_ordered_copy_still_searches_by_gathering(wr
         new, _ = approximate.candidates("k", index.ivf, index, question, None, mask, 4)
         old, _ = approximate.candidates("k", older, index, question, None, mask, 4)
         assert np.array_equal(new, old)
+
+
+@pytest.mark.parametrize("share", [0.01, 0.5])
+def test_rows_tied_with_the_kth_lexical_candidate_are_candidates_wherever_their_lists_are(
+    written, monkeypatch, share
+):
+    """Issue 29 item 4: every row holds the same one term, so every row ties on BM25. A fixed depth
+    took K of them, by position; now every readable tied row is scored exactly (at most EXTENSION_CAP x K,
+    the best first), whichever lists the probe read."""
+    index, _lists, _vectors = written
+    monkeypatch.setattr(approximate, "CANDIDATE_DEPTH", 10)
+    monkeypatch.setattr(approximate, "EXTENSION_CAP", 1000)  # room for every row
+    bm25, _bound = index.bm25(["word"])
+    assert np.all(bm25 == bm25[0]) and bm25[0] > 0
+    mask = np.random.default_rng(11).random(ROWS) < share
+    question = clustered(1, seed=4)[0]
+    found, probe = approximate.candidates("k", index.ivf, index, question, bm25, mask, 1)
+    assert mask[found].all()
+    assert set(found.tolist()) == set(np.flatnonzero(mask).tolist())
+    assert probe.lexical_out == bm25[0]
+    monkeypatch.setattr(approximate, "EXTENSION_CAP", 2)  # twenty tied rows at most, beside the probe's
+    found, _probe = approximate.candidates("k", index.ivf, index, question, bm25, mask, 1)
+    probed = set(index.ivf.probe(question, 1).tolist()) & set(np.flatnonzero(mask).tolist())
+    assert len(set(found.tolist()) - probed) <= 20

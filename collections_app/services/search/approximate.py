@@ -34,6 +34,9 @@ CANDIDATE_DEPTH = 100
 # (`scored_candidates`): past it a question whose top is a sea of near-ties stays approximate rather
 # than turning into a scan of the probed lists.
 EXTENSION_CAP = 50
+# Rows whose BM25 is within this share of the K-th best lexical candidate's are candidates too: at 1M
+# the bench's 193 copies of an abstract lie within 2 % of one another (docs/benchmarks.md).
+LEXICAL_TIE = 0.02
 # Added to a probed window's cosine before it bounds its row's: the probe's product and
 # `cosine_of_rows`' are separate float32 products that can differ in the last bits (so can
 # `lean_to_first`'s rounding), and a bound an ulp short would miss a row that ties.
@@ -177,10 +180,13 @@ def candidates(
         cosine_out = float(closeness[order[first[-1]]])
     lexical_out = 0.0
     if bm25 is not None:
-        lexical = top_rows(bm25, mask & (bm25 > 0), CANDIDATE_DEPTH)
+        readable = mask & (bm25 > 0)
+        lexical = top_rows(bm25, readable, CANDIDATE_DEPTH)
         near = np.concatenate([near, lexical])
         # Below the K-th best BM25; with fewer than K above 0, every row above 0 is in.
         lexical_out = float(bm25[lexical[-1]]) if lexical.size == CANDIDATE_DEPTH else 0.0
+        if lexical_out > 0:
+            near = np.concatenate([near, _tied(bm25, readable, lexical_out)])
     found = np.unique(near)
     logger.debug(
         "search %s: IVF cosine, nprobe %d of %d lists, %d candidates of %d rows scored exactly",
@@ -191,6 +197,15 @@ def candidates(
         index.size,
     )
     return found, Probe(members, closeness, max(cosine_out, 0.0), lexical_out)
+
+
+def _tied(bm25: np.ndarray, readable: np.ndarray, kth: float) -> np.ndarray:
+    """Readable rows within LEXICAL_TIE of the K-th best BM25 (the best EXTENSION_CAP x CANDIDATE_DEPTH
+    of them): near-ties that a fixed depth splits by BM25's last digits, while the exact hybrid orders
+    them by their cosines, which the probe may not have read (issue 29 item 4)."""
+    tied = np.flatnonzero(readable & (bm25 >= kth * (1 - LEXICAL_TIE)))
+    cap = EXTENSION_CAP * CANDIDATE_DEPTH
+    return tied if tied.size <= cap else tied[top_rows(bm25[tied], None, cap)]
 
 
 def _left_out(
@@ -278,6 +293,7 @@ __all__ = [
     "CANDIDATE_DEPTH",
     "COSINE_ROUNDING",
     "EXTENSION_CAP",
+    "LEXICAL_TIE",
     "Probe",
     "approximate_ranking",
     "candidates",
