@@ -35,6 +35,23 @@ def private_dirty() -> int:
     return 0
 
 
+def write_faiss_ivf(vectors: np.ndarray, lists, path: Path) -> None:
+    """faiss's IVFFlat over ragsite's own centroids, each vector in ragsite's list for it (`add_core`
+    with the build's assignment), so both probe the same lists; written to ``path``."""
+    import faiss
+
+    d = vectors.shape[1]
+    quantizer = faiss.IndexFlatIP(d)
+    quantizer.add(np.ascontiguousarray(lists.centroids, dtype=np.float32))
+    ivf = faiss.IndexIVFFlat(quantizer, d, lists.nlist, faiss.METRIC_INNER_PRODUCT)
+    ivf.is_trained = True
+    assignment = np.empty(lists.members.shape[0], dtype=np.int64)
+    assignment[np.asarray(lists.members)] = np.repeat(np.arange(lists.nlist), np.diff(lists.offsets))
+    x = np.ascontiguousarray(vectors, dtype=np.float32)
+    ivf.add_core(x.shape[0], faiss.swig_ptr(x), None, faiss.swig_ptr(assignment))
+    faiss.write_index(ivf, str(path))
+
+
 def arms_for(vectors: np.ndarray, lists) -> tuple[dict, dict]:
     import faiss
 
@@ -55,16 +72,8 @@ def arms_for(vectors: np.ndarray, lists) -> tuple[dict, dict]:
 
     arms = {"ragsite gather": ours(replace(lists, ordered=None)), "ragsite ordered": ours(ordered)}
     folder = Path(tempfile.mkdtemp(prefix="ivf-kernels-"))
-    quantizer = faiss.IndexFlatIP(d)
-    quantizer.add(np.ascontiguousarray(lists.centroids, dtype=np.float32))
-    ivf = faiss.IndexIVFFlat(quantizer, d, lists.nlist, faiss.METRIC_INNER_PRODUCT)
-    ivf.is_trained = True
-    assignment = np.empty(lists.members.shape[0], dtype=np.int64)
-    assignment[np.asarray(lists.members)] = np.repeat(np.arange(lists.nlist), np.diff(lists.offsets))
     x = np.ascontiguousarray(vectors, dtype=np.float32)
-    ivf.add_core(x.shape[0], faiss.swig_ptr(x), None, faiss.swig_ptr(assignment))
-    faiss.write_index(ivf, str(folder / "ivf.index"))
-    del ivf
+    write_faiss_ivf(x, lists, folder / "ivf.index")
     params = faiss.SearchParametersIVF(nprobe=lists.nprobe)
     for name, flags in (("faiss IVFFlat in memory", 0), ("faiss IVFFlat mapped", faiss.IO_FLAG_MMAP)):
         before = private_dirty()

@@ -70,6 +70,7 @@ def bm25s_baseline(n: int, collection, rows, facts: dict, work: Path):
 def faiss_arms(n: int, matrix: np.ndarray, lists, given: dict, work: Path, facts: dict) -> dict:
     try:
         import faiss
+        from ivf_kernels import write_faiss_ivf
     except ImportError:
         facts["faiss"] = "not installed (pip install '.[bench]')"
         return {}
@@ -79,14 +80,7 @@ def faiss_arms(n: int, matrix: np.ndarray, lists, given: dict, work: Path, facts
     flat.add(matrix)
     ivf_file = work / f"faiss-ivf-{n}-{lists.index_id[:12]}-{lists.nlist}.index"
     if not ivf_file.exists():
-        quantizer = faiss.IndexFlatIP(d)
-        quantizer.add(np.ascontiguousarray(lists.centroids, dtype=np.float32))
-        ivf = faiss.IndexIVFFlat(quantizer, d, lists.nlist, faiss.METRIC_INNER_PRODUCT)
-        ivf.is_trained = True
-        assignment = np.empty(lists.members.shape[0], dtype=np.int64)
-        assignment[np.asarray(lists.members)] = np.repeat(np.arange(lists.nlist), np.diff(lists.offsets))
-        ivf.add_core(n, faiss.swig_ptr(matrix), None, faiss.swig_ptr(assignment))
-        faiss.write_index(ivf, str(ivf_file))
+        write_faiss_ivf(matrix, lists, ivf_file)
     in_memory = faiss.read_index(str(ivf_file))
     mapped = faiss.read_index(str(ivf_file), faiss.IO_FLAG_MMAP)
     hnsw_file = work / f"faiss-hnsw-{n}.index"
