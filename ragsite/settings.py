@@ -194,8 +194,9 @@ IVF_NPROBE = env.int("IVF_NPROBE", default=0)
 IVF_RECALL = env.float("IVF_RECALL", default=0.95)
 # Each build's search index (memory-mapped by every search process); rebuilt from the store when missing.
 INDEX_DIR = Path(env("INDEX_DIR", default=str(DATA_DIR / "indexes")))
-# Processes that tokenize a large collection's rows while its index is written (1: in the writing one).
-INDEX_WRITE_PROCESSES = env.int("INDEX_WRITE_PROCESSES", default=2)
+# Processes that tokenize a large collection's rows while its index is written (1: in the writing one;
+# more help only where a core is free while a build runs, docs/benchmarks.md).
+INDEX_WRITE_PROCESSES = env.int("INDEX_WRITE_PROCESSES", default=1)
 MODEL_PRICES = env.json("MODEL_PRICES", default={})
 # Known answers (docs/measure.md): the share of answers a measured floor keeps when answers and
 # controls do not separate, and the gate — unset: off; N: refuse a build that loses more than N.
