@@ -71,7 +71,7 @@ test-fast: install
 lint: install
 	$(VENV)/bin/ruff check .
 
-# Search at 10k and 100k paragraphs against numpy, bm25s and sqlite-vec (1M: add --sizes 1000000).
+# Search at 10k and 100k paragraphs against numpy, bm25s, sqlite-vec, faiss and tantivy (1M: add --sizes 1000000).
 # SCIFACT names a BEIR SciFact folder (corpus.jsonl.gz, queries.jsonl).
 SCIFACT ?= $(CURDIR)/data/scifact
 bench: install

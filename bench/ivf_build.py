@@ -1,7 +1,7 @@
 """IVF build and search at scale: seed-exact k-means++ over every row, measured nprobe, latency, recall.
 
     python bench/ivf_build.py [--rows 100000] [--dim 384] [--data clustered|scifact] [--queries 200]
-                              [--reference] [--iterations 4] [--recall 0.95]
+                              [--reference] [--iterations 4] [--recall 0.95] [--kernels]
 
 Data:
 * ``clustered``: synthetic unit vectors from a two-level mixture of √N Gaussian clusters (32
@@ -118,6 +118,11 @@ def main() -> None:
         "--real", action="store_true", help="with --data scifact: the real abstracts' vectors only"
     )
     parser.add_argument("--nprobe", type=int, nargs="*", default=[], help="extra nprobe values to report")
+    parser.add_argument(
+        "--kernels",
+        action="store_true",
+        help="then faiss and ragsite's kernels over the same lists (bench/ivf_kernels.py)",
+    )
     args = parser.parse_args()
 
     if args.data == "clustered":
@@ -189,6 +194,11 @@ def main() -> None:
             f"IVF nprobe {probe}: p50 {p(times[probe], 50):.2f} ms, p95 {p(times[probe], 95):.2f} ms, "
             f"recall@10 on the questions {recall:.3f}, {statistics.median(times[probe]) / base:.2f}x flat"
         )
+    if args.kernels:
+        sys.path.insert(0, str(REPO / "bench"))
+        from ivf_kernels import compare
+
+        compare(vectors, questions, lists)
 
 
 if __name__ == "__main__":

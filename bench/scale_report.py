@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scale_http import http_lines
+from scale_peers import kernel_table
 
 
 def table(results: list[dict]) -> str:
@@ -109,6 +110,8 @@ def table(results: list[dict]) -> str:
                 + ", ".join(f"{k}: {r:.3f}" for k, r in facts["recall_vector_ivf_far_by_nprobe"].items())
                 + "."
             )
+        if "recall_peers" in facts:
+            lines.extend(kernel_table(lat, facts["recall_peers"], facts.get("cpu_ms")))
         if "http" in facts:
             lines.extend(http_lines(facts["http"]))
     return "\n".join(lines)

@@ -55,8 +55,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from scale_http import http_phase, percentile  # noqa: E402
+from scale_peers import bm25s_baseline, faiss_arms, kernel_arms, recalls, tantivy_arm  # noqa: E402
 from scale_report import plot, table  # noqa: E402
-from scale_stand_ins import GivenVectors, token_ids  # noqa: E402
+from scale_stand_ins import GivenVectors  # noqa: E402
 from scale_store import DIMENSIONS, WORK, Mixture, load_scifact, populate, provenance, setup_django  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
@@ -65,47 +66,6 @@ SWEEP_BYTES = 64 << 20
 
 
 # --- the child: one size -------------------------------------------------------------------------
-
-
-def bm25s_baseline(n: int, collection, rows, facts: dict):
-    """bm25s indexed on the product's terms of every row; kept beside the store and reused while the
-    rows, the product's tokenizer (ragsite/lexical.py) and bm25s are the same (a million rows: tens
-    of minutes of tokenizing and indexing, the bench's own cost, not a search's)."""
-    import hashlib
-    import unicodedata
-
-    import bm25s
-
-    from collections_app.models import CollectionBuilt
-    from collections_app.services.indexes import build_key
-    from ragsite import lexical
-
-    key = hashlib.sha256(
-        b"\0".join(
-            [
-                Path(lexical.__file__).read_bytes(),
-                unicodedata.unidata_version.encode(),
-                bm25s.__version__.encode(),
-                build_key(CollectionBuilt.objects.get(collection=collection)).encode(),
-            ]
-        )
-    ).hexdigest()[:16]
-    folder = WORK / f"bm25s-{n}-{key}"
-    if (folder / "made.json").exists():
-        started = time.perf_counter()
-        retriever = bm25s.BM25.load(folder)
-        facts["bm25s_load_s"] = time.perf_counter() - started
-        facts.update(json.loads((folder / "made.json").read_text()))
-        return retriever
-    started, at = time.perf_counter(), provenance()  # the code that runs is the code at the start
-    retriever = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
-    texts = rows.values_list("text", flat=True).iterator(chunk_size=10000)
-    retriever.index(token_ids(lexical.terms(t) for t in texts), show_progress=False)
-    made = {"bm25s_index_s": time.perf_counter() - started, "bm25s_index_at": at}
-    retriever.save(folder)
-    (folder / "made.json").write_text(json.dumps(made, indent=1))
-    facts.update(made)
-    return retriever
 
 
 def progress(n: int, message: str) -> None:
@@ -121,7 +81,8 @@ def populate_child(n: int, args) -> dict:
     from collections_app.models import Collection, Paragraph
 
     collection = Collection.objects.get(agent__agent_id="scale", name="scale")
-    bm25s_baseline(n, collection, Paragraph.objects.filter(collection=collection).order_by("ordinal"), facts)
+    rows = Paragraph.objects.filter(collection=collection).order_by("ordinal")
+    bm25s_baseline(n, collection, rows, facts, WORK)
     progress(n, f"populated: {json.dumps({k: v for k, v in facts.items() if k.endswith('_s')})}")
     return facts
 
@@ -131,6 +92,7 @@ def measure_child(n: int, args) -> dict:
     from django.conf import settings
 
     from collections_app.index import ivf as ivf_module
+    from collections_app.limits import MAX_ANSWER_CHARS
     from collections_app.models import Agent, Collection, Paragraph
     from collections_app.services import search as search_module
     from collections_app.services.search import approximate, search_collection
@@ -161,7 +123,7 @@ def measure_child(n: int, args) -> dict:
     for i, blob in enumerate(rows.values_list("embedding", flat=True).iterator(chunk_size=10000)):
         matrix[i] = np.frombuffer(blob, dtype="<f2")
     facts["numpy_load_s"] = time.perf_counter() - started
-    retriever = bm25s_baseline(n, collection, rows, facts)
+    retriever = bm25s_baseline(n, collection, rows, facts, WORK)
     progress(
         n,
         f"numpy matrix {facts['numpy_load_s']:.0f} s, bm25s indexed {facts['bm25s_index_s']:.0f} s"
@@ -199,6 +161,9 @@ def measure_child(n: int, args) -> dict:
                 around=0,
                 min_score=0.0,
                 nprobe=nprobe,
+                # Ten paragraphs, as the baselines return: the default budget (6,000 characters) cut
+                # SciFact's ~1,500-character abstracts to 4-6 and recall against numpy to 0.45.
+                max_chars=MAX_ANSWER_CHARS,
             )
 
         return run
@@ -274,6 +239,14 @@ def measure_child(n: int, args) -> dict:
     arms.update({name: ours("vector", True, k) for name, k in zip(probed, args.nprobes, strict=True)})
     if vec_db is not None:
         arms["sqlite-vec"] = sqlite_vec_run
+    # The peers (issue 29): faiss over the same vectors (IVFFlat over ragsite's own lists), tantivy over
+    # the same texts, and ragsite's kernels alone (bench/scale_peers.py).
+    lists = mapped.ivf or approximate.ivf_of(collection, CollectionBuilt.objects.get(collection=collection),
+                                             "bench", mapped)
+    peers = faiss_arms(n, matrix, lists, given, WORK, facts)
+    peers.update(tantivy_arm(n, rows.values_list("text", flat=True).iterator(chunk_size=10000), WORK, facts))
+    peers.update(kernel_arms(mapped, lists, given, approximate.CANDIDATE_DEPTH))
+    arms.update(peers)
     # Warm: map the index, build the IVF (its build time is reported, not timed as a search).
     started = time.perf_counter()
     arms["hybrid"](asked[0])
@@ -332,6 +305,7 @@ def measure_child(n: int, args) -> dict:
         ]
         return float(np.mean(found))
 
+    facts["recall_peers"] = recalls(peers, asked, numpy_flat)
     facts["recall_vector_ivf"] = recall("vector IVF", "vector")
     facts["recall_hybrid_ivf"] = recall("hybrid IVF", "hybrid")
     facts["recall_vector_ivf_by_nprobe"] = {

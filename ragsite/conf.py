@@ -38,6 +38,8 @@ _NAMES = frozenset(
         "INDEX_DIR",
         "INDEX_LOAD_INLINE_ROWS",
         "INDEX_LOAD_WAIT",
+
+        "INDEX_WRITE_PROCESSES",
         "RERANK_URL",
         "RERANK_MODEL",
         "RERANK_API_KEY",

@@ -199,6 +199,10 @@ INDEX_DIR = Path(env("INDEX_DIR", default=str(DATA_DIR / "indexes")))
 # collection wait at most INDEX_LOAD_WAIT seconds and then answer 503 index_loading with Retry-After.
 INDEX_LOAD_INLINE_ROWS = env.int("INDEX_LOAD_INLINE_ROWS", default=20000)
 INDEX_LOAD_WAIT = env.float("INDEX_LOAD_WAIT", default=2.0)
+
+# Processes that tokenize a large collection's rows while its index is written (1: in the writing one;
+# more help only where a core is free while a build runs, docs/benchmarks.md).
+INDEX_WRITE_PROCESSES = env.int("INDEX_WRITE_PROCESSES", default=1)
 MODEL_PRICES = env.json("MODEL_PRICES", default={})
 # Known answers (docs/measure.md): the share of answers a measured floor keeps when answers and
 # controls do not separate, and the gate — unset: off; N: refuse a build that loses more than N.

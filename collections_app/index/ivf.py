@@ -36,6 +36,7 @@ Pure: numpy only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,6 +97,9 @@ class IVFLists:
     recall: float  # recall@10 measured at `nprobe`
     target_recall: float
     index_id: str
+    # The vectors again in list order (`ordered[i]` is `vectors[members[i]]`), when the index holds them:
+    # a probe then reads each list as one contiguous block (`scan`) instead of gathering its rows.
+    ordered: np.ndarray | None = None
 
     @property
     def nlist(self) -> int:
@@ -106,16 +110,42 @@ class IVFLists:
 
     def probe(self, query: np.ndarray, nprobe: int | None = None) -> np.ndarray:
         """The rows of the ``nprobe`` lists nearest ``query`` (default: the measured nprobe), ascending."""
-        nprobe = self.nprobe if nprobe is None else nprobe
-        nprobe = max(1, min(int(nprobe), self.nlist))
-        closeness = self.centroids @ np.asarray(query, dtype=np.float32)
-        if nprobe < self.nlist:
-            near = np.argpartition(-closeness, nprobe - 1)[:nprobe]
-        else:
-            near = np.arange(self.nlist)
+        near = self.nearest_lists(query, nprobe)
         rows = np.concatenate([self.list_rows(c) for c in near]) if near.size else self.members[:0]
         rows.sort()
         return rows
+
+    def nearest_lists(self, query: np.ndarray, nprobe: int | None = None) -> np.ndarray:
+        """The ``nprobe`` lists whose centroids are nearest ``query`` (default: the measured nprobe)."""
+        nprobe = self.nprobe if nprobe is None else nprobe
+        nprobe = max(1, min(int(nprobe), self.nlist))
+        if nprobe >= self.nlist:
+            return np.arange(self.nlist)
+        closeness = self.centroids @ np.asarray(query, dtype=np.float32)
+        return np.argpartition(-closeness, nprobe - 1)[:nprobe]
+
+    def scan(
+        self, query: np.ndarray, nprobe: int | None, gather: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Every probed vector's id and its product with ``query`` (float32), in list order.
+
+        With the list-ordered copy (`ordered`) each list is one contiguous block and one matrix-vector
+        product; without it (an index written before it) ``gather(ids, query)`` reads the rows. At
+        100,000 × 384 and nprobe 10 the blocks took 0.70-0.76 ms against 1.58 for the gather, and
+        faiss's IVFFlat over the same lists 0.58 in memory, 1.32 memory-mapped (docs/decisions.md).
+        """
+        query = np.asarray(query, dtype=np.float32)
+        near = self.nearest_lists(query, nprobe)
+        spans = [(int(self.offsets[c]), int(self.offsets[c + 1])) for c in near]
+        ids = np.concatenate([self.members[lo:hi] for lo, hi in spans]) if spans else self.members[:0]
+        if self.ordered is None:
+            return ids, gather(ids, query)
+        products = np.empty(ids.size, dtype=np.float32)
+        at = 0
+        for lo, hi in spans:
+            products[at : at + hi - lo] = self.ordered[lo:hi] @ query
+            at += hi - lo
+        return ids, products
 
     def search(self, vectors: np.ndarray, query: np.ndarray, k: int, *, nprobe: int | None = None):
         """The best ``k`` rows (ids, dot products, best first, ties to the lower row) in the probed lists."""
@@ -149,9 +179,15 @@ class IVFLists:
             "ivf_index_id": self.index_id,
         }
 
+    def ordered_blocks(self, vectors: np.ndarray, block: int = 1 << 16):
+        """The list-ordered copy of ``vectors`` (see `ordered`) as float32 blocks, for a writer to stream."""
+        for start in range(0, self.members.shape[0], block):
+            yield np.asarray(vectors[self.members[start : start + block]], dtype="<f4")
+
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], meta: dict) -> IVFLists:
-        """Read back :meth:`arrays` and :meth:`meta` (memory-mapped arrays are used as they are)."""
+        """Read back :meth:`arrays` and :meth:`meta` (memory-mapped arrays are used as they are), and the
+        list-ordered vectors when ``arrays`` holds them (``ivf_vectors``)."""
         nlist, d, rows = int(meta["ivf_nlist"]), int(meta["ivf_dimensions"]), int(meta["ivf_rows"])
         centroids = np.asarray(arrays["ivf_centroids"]).reshape(nlist, d)
         offsets, members = np.asarray(arrays["ivf_offsets"]), np.asarray(arrays["ivf_members"])
@@ -162,6 +198,9 @@ class IVFLists:
             or int(offsets[0])
         ):
             raise ValueError("IVF offsets do not close on its members")
+        ordered = arrays.get("ivf_vectors")
+        if ordered is not None:
+            ordered = np.asarray(ordered).reshape(rows, d)
         return cls(
             centroids=centroids,
             offsets=offsets,
@@ -170,6 +209,7 @@ class IVFLists:
             recall=float(meta["ivf_recall"]),
             target_recall=float(meta["ivf_target_recall"]),
             index_id=str(meta["ivf_index_id"]),
+            ordered=ordered,
         )
 
 

@@ -19,6 +19,7 @@ from ragsite.lexical import DEFAULT_B, DEFAULT_K1
 
 from .format import ARRAYS, FORMAT, VECTOR_DTYPE, bm25_weights
 from .ivf import IVFLists
+from .postings import BlockPostings, block_postings
 
 # Postings per block when the writer computes their weights: bounds its float64 temporaries.
 WEIGHT_BLOCK = 1 << 20
@@ -56,28 +57,33 @@ class IndexWriter:
         vectors: Sequence[np.ndarray | None],
     ) -> None:
         """One block: per row its ids, its terms (``lexical.terms``) and its (windows, d) vectors or None."""
+        self.add_postings(paragraph_ids, document_ids, block_postings(term_lists), vectors)
+
+    def add_postings(
+        self,
+        paragraph_ids: Sequence[int],
+        document_ids: Sequence[int],
+        postings: BlockPostings,
+        vectors: Sequence[np.ndarray | None],
+    ) -> None:
+        """One block whose terms are already postings (`postings.block_postings`, perhaps made in another
+        process): its block-local term ids are mapped onto this writer's vocabulary, one step a term."""
         count = len(paragraph_ids)
         first = self.rows
         self._paragraph.append(np.asarray(paragraph_ids, dtype=np.int64))
         self._document.append(np.asarray(document_ids, dtype=np.int64))
-        lengths = np.fromiter(map(len, term_lists), dtype=np.int64, count=count)
-        self._doc_len.append(lengths.astype(np.int32))
-        tokens = [term for terms_of in term_lists for term in terms_of]
-        if tokens:
-            # Block-local ids in C (dict lookups through map), then one Python step per distinct term.
-            local_vocab = list(dict.fromkeys(tokens))
-            local_ids = dict(zip(local_vocab, range(len(local_vocab)), strict=True))
+        self._doc_len.append(postings.lengths.astype(np.int32))
+        if postings.vocabulary:
+            vocabulary = self.vocabulary
             to_global = np.fromiter(
-                (self.vocabulary.setdefault(term, len(self.vocabulary)) for term in local_vocab),
+                (vocabulary.setdefault(term, len(vocabulary)) for term in postings.vocabulary),
                 dtype=np.int64,
-                count=len(local_vocab),
+                count=len(postings.vocabulary),
             )
-            local = np.fromiter(map(local_ids.__getitem__, tokens), dtype=np.int64, count=len(tokens))
-            docs = np.repeat(np.arange(count, dtype=np.int64), lengths)
-            keys, tf = np.unique(to_global[local] * count + docs, return_counts=True)
-            self._post_term.append(keys // count)
-            self._post_doc.append((keys % count + first).astype(np.int32))
-            self._post_tf.append(tf.astype(np.int32))
+            # Sorted by (block term, row); the write sorts by global term, stably, so rows stay ascending.
+            self._post_term.append(to_global[postings.term])
+            self._post_doc.append(postings.doc + np.int32(first))
+            self._post_tf.append(postings.tf)
         for offset, windows in enumerate(vectors):
             if windows is None:
                 continue
@@ -85,6 +91,13 @@ class IndexWriter:
             self._vectors.append(windows.astype(self.vector_dtype))
             self._vector_row.append(np.full(windows.shape[0], first + offset, dtype=np.int32))
         self.rows += count
+
+    def matrix(self) -> np.ndarray:
+        """Every vector added, as one (n, d) array of `vector_dtype` (concatenated once, then kept)."""
+        if len(self._vectors) != 1:
+            empty = np.zeros((0, self.dimensions), self.vector_dtype)
+            self._vectors = [np.concatenate(self._vectors) if self._vectors else empty]
+        return self._vectors[0]
 
     def write(
         self,
@@ -110,7 +123,13 @@ class IndexWriter:
                 # The IVF lists over these vectors (ivf.build_lists), so no search process builds them.
                 for name, array in ivf.arrays().items():
                     _write_array(scratch / f"{name}.bin", array)
-                meta["ivf"] = ivf.meta()
+                # And the vectors again in list order, so a probe reads each list as one block (ivf.scan).
+                with open(scratch / "ivf_vectors.bin", "wb") as handle:
+                    for block in ivf.ordered_blocks(self.matrix()):
+                        block.tofile(handle)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                meta["ivf"] = {**ivf.meta(), "ivf_ordered": True}
             # Further lexical fields over the same rows (a paragraph's context), each in a folder
             # of its own, inside the same rename.
             for name, part in (parts or {}).items():
@@ -150,11 +169,7 @@ class IndexWriter:
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
         doc_len = np.concatenate(self._doc_len) if self._doc_len else np.zeros(0, np.int32)
-        vectors = (
-            np.concatenate(self._vectors)
-            if self._vectors
-            else np.zeros((0, self.dimensions), self.vector_dtype)
-        )
+        vectors = self.matrix()
         arrays = {
             "row_paragraph": np.concatenate(self._paragraph) if self._paragraph else empty_i8,
             "row_document": np.concatenate(self._document) if self._document else empty_i8,

@@ -17,25 +17,30 @@ import logging
 import shutil
 import threading
 import time
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from datetime import UTC
+from functools import lru_cache
+from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
 from django.db import DatabaseError
 
 from ragsite.errors import Conflict, RagsiteError
-from ragsite.lexical import terms
 
 from ..conf import settings
 from ..index.format import IndexUnusable
 from ..index.ivf import IVFLists, build_lists
 from ..index.mapped import MappedIndex
+from ..index.postings import row_postings
 from ..index.vector_codec import VectorFormatError, decode
 from ..index.writer import IndexWriter
 from ..models import Collection, CollectionBuilt, Paragraph
 from ..text.context import CONTEXT_VERSION
-from ..text.stitch import carried_openings, carried_terms_text
+from ..text.stitch import carried_openings
 from . import index_store
 from .index_loading import load_in_background
 
@@ -49,11 +54,16 @@ _mapped_lock = threading.Lock()
 
 def build_key(built: CollectionBuilt) -> str:
     """The directory name of a build's index: its commit time to the microsecond, in UTC."""
-    moment = built.built_at
+    return _key_of(built.built_at, built.passages)
+
+
+@lru_cache(maxsize=1024)
+def _key_of(moment, passages: int) -> str:
+    """`build_key`, remembered: every search asks it, and strftime was a tenth of planning one."""
     if moment.utcoffset() is not None:
         moment = moment.astimezone(UTC)
     # Deleting a document between builds lowers `passages` (services.documents): a new index then.
-    return f"{moment.strftime('%Y%m%dT%H%M%S%fZ')}-{built.passages}"
+    return f"{moment.strftime('%Y%m%dT%H%M%S%fZ')}-{passages}"
 
 
 def collection_root(collection_id: int) -> Path:
@@ -232,7 +242,28 @@ def _write_rows(
     collection: Collection, built: CollectionBuilt
 ) -> tuple[IndexWriter, IndexWriter, IndexWriter, bool]:
     """The main field (texts and vectors), the contexts, the carried openings of every row, and
-    whether the two reads of the rows met the same rows (else a build committed between them)."""
+    whether the two reads of the rows met the same rows (else a build committed between them).
+
+    Tokenized in INDEX_WRITE_PROCESSES spawned processes when the collection is large; when they
+    cannot run (a spawned process imports the program's main module, and a script that does its work
+    outside ``if __name__ == "__main__"`` breaks them), in this one."""
+    processes = int(settings.INDEX_WRITE_PROCESSES)
+    try:
+        return _rows_into_writers(collection, built, processes)
+    except BrokenProcessPool:
+        if processes <= 1:
+            raise
+        logger.warning(
+            "index of %s/%s: its tokenizing processes stopped; tokenizing in this process",
+            collection.agent.agent_id,
+            collection.name,
+        )
+        return _rows_into_writers(collection, built, 1)
+
+
+def _rows_into_writers(
+    collection: Collection, built: CollectionBuilt, processes: int
+) -> tuple[IndexWriter, IndexWriter, IndexWriter, bool]:
     writer = IndexWriter(built.dimensions)
     context = IndexWriter(0)
     carried = IndexWriter(0)
@@ -252,9 +283,8 @@ def _write_rows(
         dtype=np.int64,
     ).reshape(-1, 2)
     carried.arrays["carried_from.i32"] = openings[:, 1].astype(np.int32)
-    block: list[tuple] = []
 
-    def flush():
+    def vectors_of(block: list[tuple]) -> list[np.ndarray | None]:
         vectors = []
         for _id, _doc, _text, blob, _context in block:
             if blob is None or not built.dimensions:
@@ -268,30 +298,63 @@ def _write_rows(
                     "rebuild it",
                     code="width_mismatch",
                 ) from None
-        writer.add([r[0] for r in block], [r[1] for r in block], [terms(r[2]) for r in block], vectors)
-        context.add(
-            [r[0] for r in block],
-            [r[1] for r in block],
-            [terms(r[4] or "") for r in block],
-            [None] * len(block),
-        )
-        lengths = openings[carried.rows : carried.rows + len(block), 0].tolist()
-        lengths += [0] * (len(block) - len(lengths))  # rows that came since (the caller then writes again)
-        carried.add(
-            [r[0] for r in block],
-            [r[1] for r in block],
-            [terms(carried_terms_text(r[2], n)) for r, n in zip(block, lengths, strict=True)],
-            [None] * len(block),
-        )
-        block.clear()
+        return vectors
 
-    for row in rows.iterator(chunk_size=ROWS_PER_BLOCK):
-        block.append(row)
-        if len(block) >= ROWS_PER_BLOCK:
-            flush()
-    if block:
-        flush()
+    def blocks():
+        block, at = [], 0
+        for row in rows.iterator(chunk_size=ROWS_PER_BLOCK):
+            block.append(row)
+            if len(block) >= ROWS_PER_BLOCK:
+                yield block, at
+                at += len(block)
+                block = []
+        if block:
+            yield block, at
+
+    def jobs():
+        """Each block with what tokenizing it takes: texts, contexts, carried openings' lengths."""
+        for block, at in blocks():
+            lengths = openings[at : at + len(block), 0].tolist()
+            lengths += [0] * (len(block) - len(lengths))  # rows that came since (then written again)
+            yield block, ([r[2] for r in block], [r[4] for r in block], lengths)
+
+    with _tokenizers(len(openings), processes) as pool:
+        for block, (text, contexts, opening) in _in_order(pool, row_postings, jobs(), 2 * processes):
+            ids, documents = [r[0] for r in block], [r[1] for r in block]
+            writer.add_postings(ids, documents, text, vectors_of(block))
+            context.add_postings(ids, documents, contexts, [None] * len(block))
+            carried.add_postings(ids, documents, opening, [None] * len(block))
     return writer, context, carried, len(openings) == carried.rows
+
+
+@contextmanager
+def _tokenizers(rows: int, processes: int):
+    """Processes that tokenize blocks of rows while this one reads the next and merges (None: tokenize
+    here): ``processes`` of them, for a collection of more than a few blocks. Spawned, not forked: a
+    web or task worker may hold threads and locks a fork would copy mid-use."""
+    if processes <= 1 or rows <= 2 * ROWS_PER_BLOCK:
+        yield None
+        return
+    with ProcessPoolExecutor(max_workers=processes, mp_context=get_context("spawn")) as pool:
+        yield pool
+
+
+def _in_order(pool: ProcessPoolExecutor | None, work, jobs, most: int):
+    """``(block, work(*args))`` for each ``(block, args)`` of ``jobs``, in order; with a pool, ``most``
+    blocks ahead at most (never every row's text in memory at once)."""
+    if pool is None:
+        for block, args in jobs:
+            yield block, work(*args)
+        return
+    ahead: deque = deque()
+    for block, args in jobs:
+        ahead.append((block, pool.submit(work, *args)))
+        if len(ahead) > most:
+            done, future = ahead.popleft()
+            yield done, future.result()
+    while ahead:
+        done, future = ahead.popleft()
+        yield done, future.result()
 
 
 def _lists_for(writer: IndexWriter, built: CollectionBuilt) -> IVFLists | None:
@@ -299,7 +362,7 @@ def _lists_for(writer: IndexWriter, built: CollectionBuilt) -> IVFLists | None:
     threshold = int(settings.IVF_MIN_PARAGRAPHS)
     if not writer._vectors or threshold <= 0 or writer.rows < threshold:
         return None
-    vectors = np.concatenate(writer._vectors).astype(np.float32)
+    vectors = np.asarray(writer.matrix(), dtype=np.float32)  # the writer's own when float32: no copy
     return build_lists(vectors, index_id=built.ivf_index_id, target_recall=float(settings.IVF_RECALL))
 
 

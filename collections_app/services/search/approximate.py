@@ -34,6 +34,9 @@ CANDIDATE_DEPTH = 100
 # (`scored_candidates`): past it a question whose top is a sea of near-ties stays approximate rather
 # than turning into a scan of the probed lists.
 EXTENSION_CAP = 50
+# Rows whose BM25 is within this share of the K-th best lexical candidate's are candidates too: at 1M
+# the bench's 193 copies of an abstract lie within 2 % of one another (docs/benchmarks.md).
+LEXICAL_TIE = 0.02
 # Added to a probed window's cosine before it bounds its row's: the probe's product and
 # `cosine_of_rows`' are separate float32 products that can differ in the last bits (so can
 # `lean_to_first`'s rounding), and a bound an ulp short would miss a row that ties.
@@ -43,7 +46,7 @@ COSINE_ROUNDING = 1e-5
 class Probe(NamedTuple):
     """What a probe of the IVF lists saw, for bounding the rows the candidates leave out."""
 
-    members: np.ndarray  # the probed windows (positions in the index's vectors, ascending)
+    members: np.ndarray  # the probed windows of readable rows (positions in the index's vectors), list order
     closeness: np.ndarray  # each one's cosine with the question
     cosine_out: float  # no readable row left out has a probed window above this (0 when none is left)
     lexical_out: float  # no readable row left out has a BM25 above this
@@ -157,16 +160,19 @@ def candidates(
     if nprobe is None:
         nprobe = int(settings.IVF_NPROBE) or lists.nprobe
     nprobe = max(1, min(int(nprobe), lists.nlist))
-    members = lists.probe(vector, nprobe)
-    closeness = index.products(members, vector)
+    members, closeness = lists.scan(vector, nprobe, index.products)
+    owners = np.asarray(index.vector_row)[members]
+    if not mask.all():
+        # Filtered inside the kernel: a window of a row this search may not use never takes a
+        # candidate's place (a reader who may read 1 % of the rows still gets K readable candidates).
+        keep = mask[owners]
+        members, closeness, owners = members[keep], closeness[keep], owners[keep]
     # Windows of one paragraph can take several places: ask for more vectors than rows wanted.
     order = top_rows(closeness, None, CANDIDATE_DEPTH * 2)
     # A readable row left out has every window after the window that brought in the K-th row; with
     # fewer rows than K, after the windows looked at (and when those are all, none is left out).
     cosine_out = float(closeness[order[-1]]) if members.size > order.size else 0.0
-    rows = np.asarray(index.vector_row)[members[order]]
-    readable = mask[rows]
-    rows, order = rows[readable], order[readable]
+    rows = owners[order]
     _, first = np.unique(rows, return_index=True)
     first = np.sort(first)[:CANDIDATE_DEPTH]
     near = rows[first]
@@ -174,10 +180,13 @@ def candidates(
         cosine_out = float(closeness[order[first[-1]]])
     lexical_out = 0.0
     if bm25 is not None:
-        lexical = top_rows(bm25, mask & (bm25 > 0), CANDIDATE_DEPTH)
+        readable = mask & (bm25 > 0)
+        lexical = top_rows(bm25, readable, CANDIDATE_DEPTH)
         near = np.concatenate([near, lexical])
         # Below the K-th best BM25; with fewer than K above 0, every row above 0 is in.
         lexical_out = float(bm25[lexical[-1]]) if lexical.size == CANDIDATE_DEPTH else 0.0
+        if lexical_out > 0:
+            near = np.concatenate([near, _tied(bm25, readable, lexical_out)])
     found = np.unique(near)
     logger.debug(
         "search %s: IVF cosine, nprobe %d of %d lists, %d candidates of %d rows scored exactly",
@@ -190,17 +199,29 @@ def candidates(
     return found, Probe(members, closeness, max(cosine_out, 0.0), lexical_out)
 
 
+def _tied(bm25: np.ndarray, readable: np.ndarray, kth: float) -> np.ndarray:
+    """Readable rows within LEXICAL_TIE of the K-th best BM25 (the best EXTENSION_CAP x CANDIDATE_DEPTH
+    of them): near-ties that a fixed depth splits by BM25's last digits, while the exact hybrid orders
+    them by their cosines, which the probe may not have read (issue 29 item 4)."""
+    tied = np.flatnonzero(readable & (bm25 >= kth * (1 - LEXICAL_TIE)))
+    cap = EXTENSION_CAP * CANDIDATE_DEPTH
+    return tied if tied.size <= cap else tied[top_rows(bm25[tied], None, cap)]
+
+
 def _left_out(
     index: MappedIndex, mask: np.ndarray, probe: Probe, found: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """The readable rows the candidates `found` left out that a bound can speak for, and each one's
     cosine bound: a probed row's best window's (a row's pooled cosine is at most that, `lean_to_first`),
     plus COSINE_ROUNDING, and 0 for a row without a vector."""
-    # `members` ascend and a row's windows are consecutive vectors, so each row's windows are a run.
-    owners = np.asarray(index.vector_row)[probe.members]
+    # In ascending order a row's windows are consecutive vectors, so each row's windows are a run
+    # (the probe gives them in list order, and one row's windows may lie in several lists).
+    ascending = np.argsort(probe.members, kind="stable")
+    owners = np.asarray(index.vector_row)[probe.members[ascending]]
+    closeness = probe.closeness[ascending]
     starts = np.flatnonzero(np.diff(owners, prepend=-1))
     probed = owners[starts].astype(np.int64)
-    best = np.maximum.reduceat(probe.closeness, starts) if starts.size else np.zeros(0, np.float32)
+    best = np.maximum.reduceat(closeness, starts) if starts.size else np.zeros(0, np.float32)
     bare = _vectorless(index, mask)
     known = np.concatenate([probed, bare])
     bound = np.concatenate([best.astype(np.float64) + COSINE_ROUNDING, np.zeros(bare.size)])
@@ -272,6 +293,7 @@ __all__ = [
     "CANDIDATE_DEPTH",
     "COSINE_ROUNDING",
     "EXTENSION_CAP",
+    "LEXICAL_TIE",
     "Probe",
     "approximate_ranking",
     "candidates",

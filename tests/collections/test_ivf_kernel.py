@@ -1,0 +1,114 @@
+"""The IVF kernel behind the mapped index (issue 29, item 1): each list read as one contiguous block of
+the vectors written again in list order, the rows a search may not use filtered inside the kernel (a
+masked-out row never takes a candidate's place), and the same probed rows and products as gathering
+them from the index's vectors."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from collections_app.index.ivf import build_lists
+from collections_app.index.mapped import MappedIndex
+from collections_app.index.writer import IndexWriter
+from collections_app.services.search import approximate
+
+ROWS, DIMENSIONS = 3000, 16
+
+
+def clustered(rows: int = ROWS, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((40, DIMENSIONS))
+    vectors = centres[rng.integers(0, 40, rows)] + 0.3 * rng.standard_normal((rows, DIMENSIONS))
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """An index of ROWS one-window rows with its IVF lists, written and mapped as a build's is."""
+    vectors = clustered()
+    writer = IndexWriter(DIMENSIONS)
+    writer.add(list(range(1, ROWS + 1)), [1 + i // 10 for i in range(ROWS)], [["word"]] * ROWS, list(vectors))
+    lists = build_lists(vectors, index_id="kernel")
+    path = writer.write(tmp_path_factory.mktemp("index"), "k", ivf=lists)
+    return MappedIndex(path), lists, vectors
+
+
+def gathered(index: MappedIndex):
+    return lambda ids, query: index.vectors[ids] @ query
+
+
+def test_the_index_holds_the_vectors_in_list_order_and_maps_them(written):
+    index, lists, vectors = written
+    assert (index.path / "ivf_vectors.bin").stat().st_size == ROWS * DIMENSIONS * 4
+    assert index.ivf.ordered is not None and lists.ordered is None
+    assert np.array_equal(index.ivf.ordered, vectors[np.asarray(lists.members)])
+
+
+@pytest.mark.parametrize("nprobe", [1, 3, 10_000])
+def test_a_scan_of_the_ordered_lists_reads_the_rows_and_products_a_gather_reads(written, nprobe):
+    index, lists, vectors = written
+    for question in clustered(5, seed=1):
+        ids, products = index.ivf.scan(question, nprobe, index.products)
+        old_ids, old_products = lists.scan(question, nprobe, gathered(index))  # no ordered copy: gathered
+        assert np.array_equal(ids, old_ids)
+        assert np.allclose(products, old_products, atol=1e-6)
+        assert np.array_equal(np.sort(ids), lists.probe(question, nprobe))
+        assert np.allclose(products, vectors[ids] @ question, atol=1e-6)
+
+
+@pytest.mark.parametrize("share", [0.01, 0.1, 1.0])
+def test_a_reader_of_few_rows_still_gets_every_candidate_from_the_rows_it_may_read(written, share):
+    """A reader who may read 1 % of the rows: the vector candidates are the best K readable rows of the
+    probed lists (every list probed: the exact readable top K), never fewer because unreadable rows
+    came first, and never an unreadable one."""
+    index, _lists, vectors = written
+    mask = np.random.default_rng(7).random(ROWS) < share
+    depth = approximate.CANDIDATE_DEPTH
+    for question in clustered(5, seed=2):
+        found, probe = approximate.candidates("k", index.ivf, index, question, None, mask, 10_000)
+        assert mask[found].all()
+        readable = np.flatnonzero(mask)
+        best = readable[np.argsort(-(vectors[readable] @ question), kind="stable")[:depth]]
+        assert set(found.tolist()) == set(best.tolist())
+        assert found.size == min(depth, readable.size)
+        assert mask[np.asarray(index.vector_row)[probe.members]].all()
+        # At the measured nprobe: as many readable rows as the probed lists hold, up to K.
+        found, probe = approximate.candidates("k", index.ivf, index, question, None, mask, None)
+        probed = index.ivf.probe(question)
+        assert mask[found].all()
+        assert found.size == min(depth, int(mask[probed].sum()))
+
+
+def test_an_index_written_before_the_ordered_copy_still_searches_by_gathering(written):
+    index, lists, _vectors = written
+    older = replace(index.ivf, ordered=None)
+    mask = np.ones(ROWS, dtype=bool)
+    for question in clustered(3, seed=3):
+        new, _ = approximate.candidates("k", index.ivf, index, question, None, mask, 4)
+        old, _ = approximate.candidates("k", older, index, question, None, mask, 4)
+        assert np.array_equal(new, old)
+
+
+@pytest.mark.parametrize("share", [0.01, 0.5])
+def test_rows_tied_with_the_kth_lexical_candidate_are_candidates_wherever_their_lists_are(
+    written, monkeypatch, share
+):
+    """Issue 29 item 4: every row holds the same one term, so every row ties on BM25. A fixed depth
+    took K of them, by position; now every readable tied row is scored exactly (at most EXTENSION_CAP x K,
+    the best first), whichever lists the probe read."""
+    index, _lists, _vectors = written
+    monkeypatch.setattr(approximate, "CANDIDATE_DEPTH", 10)
+    monkeypatch.setattr(approximate, "EXTENSION_CAP", 1000)  # room for every row
+    bm25, _bound = index.bm25(["word"])
+    assert np.all(bm25 == bm25[0]) and bm25[0] > 0
+    mask = np.random.default_rng(11).random(ROWS) < share
+    question = clustered(1, seed=4)[0]
+    found, probe = approximate.candidates("k", index.ivf, index, question, bm25, mask, 1)
+    assert mask[found].all()
+    assert set(found.tolist()) == set(np.flatnonzero(mask).tolist())
+    assert probe.lexical_out == bm25[0]
+    monkeypatch.setattr(approximate, "EXTENSION_CAP", 2)  # twenty tied rows at most, beside the probe's
+    found, _probe = approximate.candidates("k", index.ivf, index, question, bm25, mask, 1)
+    probed = set(index.ivf.probe(question, 1).tolist()) & set(np.flatnonzero(mask).tolist())
+    assert len(set(found.tolist()) - probed) <= 20
