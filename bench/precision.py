@@ -1,0 +1,174 @@
+"""Structure paragraphs ranked with the help of their small pieces (issue 28, after Session 8: parent).
+
+    python bench/precision.py dev --shares 0 0.3 0.5           # the known-answers dev set, hybrid
+    python bench/precision.py dev --corpus data/bench/man-shelf --questions bench/man_shelf/questions.jsonl
+    python bench/precision.py scifact --split train --shares 0 0.3 0.5   # lexical unless --hybrid
+
+A *blend* keeps structure's paragraphs (1,800/180, around 1) as what is ranked and returned, and scores
+each one as ``(1 - share) × its own score + share × the best score of the parent strategy's pieces
+inside it`` (a piece is inside a paragraph when their spans overlap in the same document; both arms,
+BM25 over the bound as `fusion.normalise_bm25` takes it and the pooled cosine, blended alike, each with
+its contexts: a list entry's piece carries its term). Share 0 is structure as it is. The answer is
+stitched and fitted exactly as `bench/parent.py` asks structure (`parent.ask`), so the figures compare
+with its tables; found@1 is the answer asked for one paragraph (issue 28 item 4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import harness  # noqa: E402
+from bench.parent import ask, p95, variants  # noqa: E402
+
+
+class Blend:
+    """The `Scorable` protocol over a structure index, each row's score blended with its best piece's."""
+
+    def __init__(self, rows_index, pieces_index, share: float) -> None:
+        self.outer, self.inner, self.share = rows_index, pieces_index, share
+        self.rows, self.matrix = rows_index.rows, rows_index.matrix
+        pairs = []
+        by_document: dict[int, list] = {}
+        for row in rows_index.rows:
+            by_document.setdefault(row.document, []).append(row)
+        for piece in pieces_index.rows:
+            for row in by_document.get(piece.document, ()):
+                if piece.start < row.end and piece.end > row.start:
+                    pairs.append((piece.ordinal, row.ordinal))
+        pairs_array = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+        self.piece_of, self.row_of = pairs_array[:, 0], pairs_array[:, 1]
+
+    @property
+    def readable(self):
+        return self.outer.readable
+
+    @property
+    def size(self) -> int:
+        return self.outer.size
+
+    def _best(self, piece_scores: np.ndarray) -> np.ndarray:
+        best = np.zeros(self.size, dtype=np.float64)
+        np.maximum.at(best, self.row_of, np.asarray(piece_scores, dtype=np.float64)[self.piece_of])
+        return best
+
+    def lexical(self, question_terms, view=None):
+        scores, bound = self.outer.lexical(question_terms)
+        if self.share == 0:
+            return scores, bound
+        inner, inner_bound = self.inner.lexical(question_terms)
+        own = np.asarray(scores, dtype=np.float64) / bound if bound > 0 else np.zeros(self.size)
+        best = self._best(np.asarray(inner) / inner_bound) if inner_bound > 0 else np.zeros(self.size)
+        return (1 - self.share) * own + self.share * best, 1.0
+
+    def row_cosines(self, vector, rows=None, view=None):
+        own = self.outer.row_cosines(vector)
+        if self.share:
+            own = (1 - self.share) * own + self.share * self._best(self.inner.row_cosines(vector))
+        own = own.astype(np.float32)
+        return own if rows is None else own[rows]
+
+
+def build(documents, names, cache, share_specs):
+    from collections_app import measure as m
+
+    (structure, _), (parent, _) = variants(["structure:", "parent:"])
+    started = time.perf_counter()
+    outer = m.scratch_index(documents, structure, cache=cache, names=names)
+    inner = m.scratch_index(documents, parent, cache=cache, names=names)
+    print(f"# built in {time.perf_counter() - started:.1f}s: {len(outer.rows)} paragraphs, "
+          f"{len(inner.rows)} pieces", flush=True)
+    return structure, [(share, Blend(outer, inner, share)) for share in share_specs]
+
+
+def dev(args, cache) -> None:
+    from collections_app import measure as m
+
+    folder = args.corpus or harness.KNOWN_ANSWERS / "corpus"
+    paths = sorted(folder.glob("*.md"))
+    documents, names = [p.read_text(encoding="utf-8") for p in paths], [p.name for p in paths]
+    items, controls = harness.load_items(args.questions or harness.KNOWN_ANSWERS / "questions.jsonl")
+    questions = [m.Question(i["question"], i["answer"]) for i in items]
+    asked = cache.vectors([q.text for q in questions] + controls)
+    print(f"# {folder.name}: {len(questions)} questions, {len(controls)} controls, {len(documents)} documents")
+    structure, blends = build(documents, names, cache, args.shares)
+    print("| share | floor | found@1 | found@5 | controls empty | answer words median / p95 |")
+    print("|---|---|---|---|---|---|")
+    for share, index in blends:
+        for floor in args.floors:
+            at1 = at5 = 0
+            words = []
+            for number, question in enumerate(questions):
+                vector = asked[number] if asked is not None else None
+                runs = ask(index, question.text, vector, structure, None, most=5, floor=floor)
+                words.append(sum(len(run.text.split()) for run in runs))
+                at5 += m.find_answer(runs, question.answer)["found"]
+                alone = ask(index, question.text, vector, structure, None, most=1, floor=floor)
+                at1 += m.find_answer(alone, question.answer)["found"]
+            empty = sum(
+                not ask(index, text, asked[len(questions) + n] if asked is not None else None, structure,
+                        None, most=1, floor=floor)
+                for n, text in enumerate(controls)
+            )
+            print(f"| {share} | {floor} | {at1}/{len(questions)} | {at5}/{len(questions)} | "
+                  f"{empty}/{len(controls)} | {statistics.median(words):.0f} / {p95(words)} |", flush=True)
+
+
+def scifact(args, cache) -> None:
+    from bench.beir import load
+    from collections_app import measure as m
+    from collections_app.metrics import ndcg_at_k, recall_at_k
+    from ragsite.fusion import FUSION_WEIGHT
+
+    corpus, queries, qrels = load(args.dataset, args.split)
+    ids = sorted(corpus)
+    documents = [f"{corpus[d][0]}\n\n{corpus[d][1]}".strip() + "\n" for d in ids]
+    items = [(qid, queries[qid]) for qid in qrels if qid in queries]
+    asked = cache.vectors([text for _qid, text in items])
+    print(f"# SciFact {args.split}: {len(items)} queries, {len(documents)} documents, "
+          f"{'hybrid' if asked is not None else 'lexical'}")
+    _structure, blends = build(documents, [f"{d}.txt" for d in ids], cache, args.shares)
+    print("| share | nDCG@10 | recall@100 |")
+    print("|---|---|---|")
+    for share, index in blends:
+        ndcg = recall = 0.0
+        for number, (qid, text) in enumerate(items):
+            vector = asked[number] if asked is not None else None
+            runs = m.rank(index, text, vector, weight=FUSION_WEIGHT, most=100, around=0, floor=0.0)
+            ranked = list(dict.fromkeys(ids[run.document] for run in runs))
+            ndcg += ndcg_at_k(ranked, qrels[qid], k=10)
+            recall += recall_at_k(ranked, set(qrels[qid]), k=100)
+        print(f"| {share} | {ndcg / len(items):.4f} | {recall / len(items):.4f} |", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("set", choices=["dev", "scifact"])
+    parser.add_argument("--shares", type=float, nargs="+", default=[0.0, 0.3, 0.5])
+    parser.add_argument("--floors", type=float, nargs="+", default=[0.22])
+    parser.add_argument("--dataset", type=Path, default=harness.SCIFACT)
+    parser.add_argument("--corpus", type=Path)
+    parser.add_argument("--questions", type=Path)
+    parser.add_argument("--split", choices=["train", "test"], default="train")
+    parser.add_argument("--hybrid", action="store_true")
+    args = parser.parse_args()
+    lexical = args.set == "scifact" and not args.hybrid
+    harness.setup("precision", backend="none" if lexical else None)
+    from collections_app import measure as m
+    from ragsite import embedding
+
+    cache = m.VectorCache(None if lexical else embedding.get_embedder().embed)
+    started = time.perf_counter()
+    (dev if args.set == "dev" else scifact)(args, cache)
+    print(f"# {time.perf_counter() - started:.0f}s, {cache.embedded} texts embedded", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
