@@ -76,6 +76,49 @@ class Blend:
         return own if rows is None else own[rows]
 
 
+def edge_span(look: int, backward: bool):
+    """`stitch._section_span`, then, when the run holds its section's edge and the hit is that edge's
+    piece, up to ``look`` characters of the neighbouring section's readable pieces on that side."""
+    from collections_app.text import stitch
+
+    plain = stitch._section_span
+
+    def span(ordinal, readable, bound):
+        first, last = plain(ordinal, readable, bound)
+        row = readable[ordinal]
+        sides = [(last, 1)] + ([(first, -1)] if backward else [])
+        for edge, step in sides:
+            if edge != ordinal:
+                continue
+            taken, at = 0, edge + step
+            while (nxt := readable.get(at)) is not None and nxt.document == row.document and \
+                    taken + len(nxt.text) <= look:
+                taken += len(nxt.text)
+                at += step
+            if step == 1:
+                last = at - 1
+            else:
+                first = at + 1
+        return first, last
+
+    return span
+
+
+def whole_sections(limit: int) -> None:
+    """Structure keeps a section of at most ``limit`` characters as one piece (0: as it is)."""
+    from collections_app.text import chunking
+
+    plain = getattr(chunking, "_plain_pack", chunking._pack_section)
+    chunking._plain_pack = plain
+
+    def pack(text, units, size, overlap):
+        if units and limit and units[-1][1] - units[0][0] <= limit:
+            return [(units[0][0], units[-1][1])]
+        return plain(text, units, size, overlap)
+
+    chunking._pack_section = pack
+
+
 def build(documents, names, cache, share_specs):
     from collections_app import measure as m
 
@@ -121,6 +164,41 @@ def dev(args, cache) -> None:
                   f"{empty}/{len(controls)} | {statistics.median(words):.0f} / {p95(words)} |", flush=True)
 
 
+def edge(args, cache) -> None:
+    """Parent 400 §3,000 with a look into the next (and previous) section when the hit is at the edge."""
+    from collections_app import measure as m
+    from collections_app.text import stitch
+
+    folder = args.corpus or harness.KNOWN_ANSWERS / "corpus"
+    paths = sorted(folder.glob("*.md"))
+    documents, names = [p.read_text(encoding="utf-8") for p in paths], [p.name for p in paths]
+    items, _controls = harness.load_items(args.questions or harness.KNOWN_ANSWERS / "questions.jsonl")
+    questions = [m.Question(i["question"], i["answer"]) for i in items]
+    asked = cache.vectors([q.text for q in questions])
+    (parent, bound), = variants(["parent::3000"])
+    index = m.scratch_index(documents, parent, cache=cache, names=names)
+    plain = stitch._section_span
+    print(f"# {folder.name}: {len(questions)} questions")
+    print("| look | backward | found@1 | found@5 | answer words median / p95 |")
+    print("|---|---|---|---|---|")
+    for look in args.looks:
+        for backward in (False, True):
+            stitch._section_span = edge_span(look, backward) if look else plain
+            at1 = at5 = 0
+            words = []
+            for number, question in enumerate(questions):
+                runs = ask(index, question.text, asked[number], parent, bound, most=5, floor=0.22)
+                words.append(sum(len(run.text.split()) for run in runs))
+                at5 += m.find_answer(runs, question.answer)["found"]
+                alone = ask(index, question.text, asked[number], parent, bound, most=1, floor=0.22)
+                at1 += m.find_answer(alone, question.answer)["found"]
+            print(f"| {look} | {backward} | {at1}/{len(questions)} | {at5}/{len(questions)} | "
+                  f"{statistics.median(words):.0f} / {p95(words)} |", flush=True)
+            if not look:
+                break
+    stitch._section_span = plain
+
+
 def scifact(args, cache) -> None:
     from bench.beir import load
     from collections_app import measure as m
@@ -150,8 +228,10 @@ def scifact(args, cache) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("set", choices=["dev", "scifact"])
+    parser.add_argument("set", choices=["dev", "scifact", "edge"])
     parser.add_argument("--shares", type=float, nargs="+", default=[0.0, 0.3, 0.5])
+    parser.add_argument("--whole", type=int, default=0, help="structure: a section this short stays whole")
+    parser.add_argument("--looks", type=int, nargs="+", default=[0, 800, 1600])
     parser.add_argument("--floors", type=float, nargs="+", default=[0.22])
     parser.add_argument("--dataset", type=Path, default=harness.SCIFACT)
     parser.add_argument("--corpus", type=Path)
@@ -165,8 +245,9 @@ def main() -> None:
     from ragsite import embedding
 
     cache = m.VectorCache(None if lexical else embedding.get_embedder().embed)
+    whole_sections(args.whole)
     started = time.perf_counter()
-    (dev if args.set == "dev" else scifact)(args, cache)
+    {"dev": dev, "scifact": scifact, "edge": edge}[args.set](args, cache)
     print(f"# {time.perf_counter() - started:.0f}s, {cache.embedded} texts embedded", file=sys.stderr)
 
 
