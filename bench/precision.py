@@ -32,14 +32,19 @@ from bench.parent import ask, p95, variants  # noqa: E402
 class Blend:
     """The `Scorable` protocol over a structure index, each row's score blended with its best piece's."""
 
-    def __init__(self, rows_index, pieces_index, share: float) -> None:
-        self.outer, self.inner, self.share = rows_index, pieces_index, share
+    def __init__(self, rows_index, pieces_index, share: float, entries=None) -> None:
+        """``entries`` (document → list-entry spans): only pieces inside one count, by max, not blend."""
+        self.outer, self.inner, self.share, self.entries = rows_index, pieces_index, share, entries
         self.rows, self.matrix = rows_index.rows, rows_index.matrix
         pairs = []
         by_document: dict[int, list] = {}
         for row in rows_index.rows:
             by_document.setdefault(row.document, []).append(row)
         for piece in pieces_index.rows:
+            if entries is not None and not any(
+                a <= piece.start and piece.end <= b for a, b in entries.get(piece.document, ())
+            ):
+                continue
             for row in by_document.get(piece.document, ()):
                 if piece.start < row.end and piece.end > row.start:
                     pairs.append((piece.ordinal, row.ordinal))
@@ -66,11 +71,15 @@ class Blend:
         inner, inner_bound = self.inner.lexical(question_terms)
         own = np.asarray(scores, dtype=np.float64) / bound if bound > 0 else np.zeros(self.size)
         best = self._best(np.asarray(inner) / inner_bound) if inner_bound > 0 else np.zeros(self.size)
+        if self.entries is not None:
+            return np.maximum(own, self.share * best), 1.0
         return (1 - self.share) * own + self.share * best, 1.0
 
     def row_cosines(self, vector, rows=None, view=None):
         own = self.outer.row_cosines(vector)
-        if self.share:
+        if self.share and self.entries is not None:
+            own = np.maximum(own, self.share * self._best(self.inner.row_cosines(vector)))
+        elif self.share:
             own = (1 - self.share) * own + self.share * self._best(self.inner.row_cosines(vector))
         own = own.astype(np.float32)
         return own if rows is None else own[rows]
@@ -119,7 +128,25 @@ def whole_sections(limit: int) -> None:
     chunking._pack_section = pack
 
 
-def build(documents, names, cache, share_specs):
+def entry_spans(documents) -> dict[int, list[tuple[int, int]]]:
+    """Each document's list entries and table rows, as the parent strategy finds them."""
+    from collections_app.text.headings import Outline
+    from collections_app.text.parent import _items
+    from collections_app.text.sections import section_units, sections
+
+    out = {}
+    for number, text in enumerate(documents):
+        outline = Outline(text)
+        out[number] = [
+            (a, b)
+            for start, end in sections(text, outline)
+            for a, b, _entry, prose in _items(text, section_units(text, outline, start, end))
+            if not prose
+        ]
+    return out
+
+
+def build(documents, names, cache, share_specs, entries=False):
     from collections_app import measure as m
 
     (structure, _), (parent, _) = variants(["structure:", "parent:"])
@@ -128,7 +155,8 @@ def build(documents, names, cache, share_specs):
     inner = m.scratch_index(documents, parent, cache=cache, names=names)
     print(f"# built in {time.perf_counter() - started:.1f}s: {len(outer.rows)} paragraphs, "
           f"{len(inner.rows)} pieces", flush=True)
-    return structure, [(share, Blend(outer, inner, share)) for share in share_specs]
+    spans = entry_spans(documents) if entries else None
+    return structure, [(share, Blend(outer, inner, share, spans)) for share in share_specs]
 
 
 def dev(args, cache) -> None:
@@ -141,7 +169,7 @@ def dev(args, cache) -> None:
     questions = [m.Question(i["question"], i["answer"]) for i in items]
     asked = cache.vectors([q.text for q in questions] + controls)
     print(f"# {folder.name}: {len(questions)} questions, {len(controls)} controls, {len(documents)} documents")
-    structure, blends = build(documents, names, cache, args.shares)
+    structure, blends = build(documents, names, cache, args.shares, args.entries)
     print("| share | floor | found@1 | found@5 | controls empty | answer words median / p95 |")
     print("|---|---|---|---|---|---|")
     for share, index in blends:
@@ -212,7 +240,7 @@ def scifact(args, cache) -> None:
     asked = cache.vectors([text for _qid, text in items])
     print(f"# SciFact {args.split}: {len(items)} queries, {len(documents)} documents, "
           f"{'hybrid' if asked is not None else 'lexical'}")
-    _structure, blends = build(documents, [f"{d}.txt" for d in ids], cache, args.shares)
+    _structure, blends = build(documents, [f"{d}.txt" for d in ids], cache, args.shares, args.entries)
     print("| share | nDCG@10 | recall@100 |")
     print("|---|---|---|")
     for share, index in blends:
@@ -230,6 +258,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("set", choices=["dev", "scifact", "edge"])
     parser.add_argument("--shares", type=float, nargs="+", default=[0.0, 0.3, 0.5])
+    parser.add_argument("--entries", action="store_true", help="max with list-entry pieces only")
     parser.add_argument("--whole", type=int, default=0, help="structure: a section this short stays whole")
     parser.add_argument("--looks", type=int, nargs="+", default=[0, 800, 1600])
     parser.add_argument("--floors", type=float, nargs="+", default=[0.22])
