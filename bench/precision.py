@@ -128,10 +128,12 @@ def whole_sections(limit: int) -> None:
     chunking._pack_section = pack
 
 
-def entry_spans(documents) -> dict[int, list[tuple[int, int]]]:
-    """Each document's list entries and table rows, as the parent strategy finds them."""
+def entry_spans(documents, marked: bool = False) -> dict[int, list[tuple[int, int]]]:
+    """Each document's list entries and table rows, as the parent strategy finds them; ``marked``: only
+    those whose first line is a list item, an option or a table row (not a term over deeper lines,
+    which unfenced code also is)."""
     from collections_app.text.headings import Outline
-    from collections_app.text.parent import _items
+    from collections_app.text.parent import _items, _LIST_ITEM, _TABLE_ROW
     from collections_app.text.sections import section_units, sections
 
     out = {}
@@ -141,7 +143,8 @@ def entry_spans(documents) -> dict[int, list[tuple[int, int]]]:
             (a, b)
             for start, end in sections(text, outline)
             for a, b, _entry, prose in _items(text, section_units(text, outline, start, end))
-            if not prose
+            if not prose and (not marked or _LIST_ITEM.match(text, a) or _TABLE_ROW.match(text, a)
+                              or _TABLE_ROW.match(text, text.rfind("\n", 0, b) + 1))
         ]
     return out
 
@@ -155,7 +158,7 @@ def build(documents, names, cache, share_specs, entries=False):
     inner = m.scratch_index(documents, parent, cache=cache, names=names)
     print(f"# built in {time.perf_counter() - started:.1f}s: {len(outer.rows)} paragraphs, "
           f"{len(inner.rows)} pieces", flush=True)
-    spans = entry_spans(documents) if entries else None
+    spans = entry_spans(documents, entries == "marked") if entries else None
     return structure, [(share, Blend(outer, inner, share, spans)) for share in share_specs]
 
 
@@ -258,7 +261,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("set", choices=["dev", "scifact", "edge"])
     parser.add_argument("--shares", type=float, nargs="+", default=[0.0, 0.3, 0.5])
-    parser.add_argument("--entries", action="store_true", help="max with list-entry pieces only")
+    parser.add_argument("--entries", nargs="?", const="all", choices=["all", "marked"],
+                        help="max with list-entry pieces only (marked: items, options and rows)")
     parser.add_argument("--whole", type=int, default=0, help="structure: a section this short stays whole")
     parser.add_argument("--looks", type=int, nargs="+", default=[0, 800, 1600])
     parser.add_argument("--floors", type=float, nargs="+", default=[0.22])
