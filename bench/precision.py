@@ -11,6 +11,13 @@ BM25 over the bound as `fusion.normalise_bm25` takes it and the pooled cosine, b
 its contexts: a list entry's piece carries its term). Share 0 is structure as it is. The answer is
 stitched and fitted exactly as `bench/parent.py` asks structure (`parent.ask`), so the figures compare
 with its tables; found@1 is the answer asked for one paragraph (issue 28 item 4).
+
+``--entries [marked]``: instead of a blend, a paragraph scores the max of its own score and ``share`` ×
+the best of the list-entry pieces inside it (prose pieces do not count; ``marked``: only entries whose
+first line is a list item, an option or a table row, since a term over deeper lines is also unfenced
+code). ``--whole N`` / ``--whole-documents N``: structure keeps a section / a document of at most N
+characters as one piece. ``edge``: parent 400 §3,000 whose run looks ``--looks`` characters into the
+neighbouring section when its hit is the section's edge piece. Variants are patched in here only.
 """
 
 from __future__ import annotations
@@ -133,7 +140,7 @@ def entry_spans(documents, marked: bool = False) -> dict[int, list[tuple[int, in
     those whose first line is a list item, an option or a table row (not a term over deeper lines,
     which unfenced code also is)."""
     from collections_app.text.headings import Outline
-    from collections_app.text.parent import _items, _LIST_ITEM, _TABLE_ROW
+    from collections_app.text.parent import _LIST_ITEM, _TABLE_ROW, _items
     from collections_app.text.sections import section_units, sections
 
     out = {}
@@ -147,6 +154,22 @@ def entry_spans(documents, marked: bool = False) -> dict[int, list[tuple[int, in
                               or _TABLE_ROW.match(text, text.rfind("\n", 0, b) + 1))
         ]
     return out
+
+
+def whole_documents(limit: int) -> None:
+    """Structure keeps a document of at most ``limit`` characters as one piece (0: as it is)."""
+    from collections_app.text import chunking
+    from collections_app.text.headings import trim
+
+    plain = chunking._structure
+
+    def cut(text, size, overlap):
+        start, end = trim(text, 0, len(text))
+        if limit and 0 < end - start <= limit:
+            return [(start, end)]
+        return plain(text, size, overlap)
+
+    chunking._structure = cut
 
 
 def build(documents, names, cache, share_specs, entries=False):
@@ -171,7 +194,8 @@ def dev(args, cache) -> None:
     items, controls = harness.load_items(args.questions or harness.KNOWN_ANSWERS / "questions.jsonl")
     questions = [m.Question(i["question"], i["answer"]) for i in items]
     asked = cache.vectors([q.text for q in questions] + controls)
-    print(f"# {folder.name}: {len(questions)} questions, {len(controls)} controls, {len(documents)} documents")
+    print(f"# {folder.name}: {len(questions)} questions, {len(controls)} controls, "
+          f"{len(documents)} documents")
     structure, blends = build(documents, names, cache, args.shares, args.entries)
     print("| share | floor | found@1 | found@5 | controls empty | answer words median / p95 |")
     print("|---|---|---|---|---|---|")
@@ -237,6 +261,10 @@ def scifact(args, cache) -> None:
     from ragsite.fusion import FUSION_WEIGHT
 
     corpus, queries, qrels = load(args.dataset, args.split)
+    if args.sample is not None:  # as bench/parent.py samples: the relevant abstracts and N others
+        relevant = {doc for judged in qrels.values() for doc in judged}
+        others = [doc for doc in sorted(corpus) if doc not in relevant][: args.sample]
+        corpus = {doc: corpus[doc] for doc in sorted(relevant | set(others)) if doc in corpus}
     ids = sorted(corpus)
     documents = [f"{corpus[d][0]}\n\n{corpus[d][1]}".strip() + "\n" for d in ids]
     items = [(qid, queries[qid]) for qid in qrels if qid in queries]
@@ -258,12 +286,16 @@ def scifact(args, cache) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("set", choices=["dev", "scifact", "edge"])
     parser.add_argument("--shares", type=float, nargs="+", default=[0.0, 0.3, 0.5])
     parser.add_argument("--entries", nargs="?", const="all", choices=["all", "marked"],
                         help="max with list-entry pieces only (marked: items, options and rows)")
     parser.add_argument("--whole", type=int, default=0, help="structure: a section this short stays whole")
+    parser.add_argument("--whole-documents", type=int, default=0,
+                        help="structure: a document this short stays whole")
     parser.add_argument("--looks", type=int, nargs="+", default=[0, 800, 1600])
     parser.add_argument("--floors", type=float, nargs="+", default=[0.22])
     parser.add_argument("--dataset", type=Path, default=harness.SCIFACT)
@@ -271,6 +303,7 @@ def main() -> None:
     parser.add_argument("--questions", type=Path)
     parser.add_argument("--split", choices=["train", "test"], default="train")
     parser.add_argument("--hybrid", action="store_true")
+    parser.add_argument("--sample", type=int, default=None)
     args = parser.parse_args()
     lexical = args.set == "scifact" and not args.hybrid
     harness.setup("precision", backend="none" if lexical else None)
@@ -279,6 +312,7 @@ def main() -> None:
 
     cache = m.VectorCache(None if lexical else embedding.get_embedder().embed)
     whole_sections(args.whole)
+    whole_documents(args.whole_documents)
     started = time.perf_counter()
     {"dev": dev, "scifact": scifact, "edge": edge}[args.set](args, cache)
     print(f"# {time.perf_counter() - started:.0f}s, {cache.embedded} texts embedded", file=sys.stderr)
