@@ -19,6 +19,8 @@ __all__ = [
     "OPENING_LENGTH",
     "EXCERPT_LENGTH_EXPONENT",
     "EXCERPT_LENGTH_REFERENCE",
+    "EXCERPT_SHARE",
+    "NODE_SCORE_MIX",
     "RECALL_FUSION_WEIGHT",
     "REPAIR_LIMIT",
     "REPORT_IDS",
@@ -42,7 +44,19 @@ MAX_RECALL_CHARS = 100_000
 # characters on the LoCoMo dev split; 0.3 gave 57.2 / 70.3 / 78.2 / 85.0 (0.25: 57.2 / 69.0 / 78.3 /
 # 85.3; 0.1: 55.4 / 67.4 / 76.3 / 84.4): conversations name people and events, and words count more
 # (bench/memory_locomo.py --sweep; docs/benchmarks.md, docs/decisions.md).
-RECALL_FUSION_WEIGHT = 0.3
+RECALL_FUSION_WEIGHT = 0.35
+# How a node's score mixes its parts (recall_index.RecallIndex.level_scores): (best of itself and its
+# passages + a * itself + b * its second-best passage + c * its record) / (1 + a + b + c). The best
+# passage alone finds a fact diluted in a node; the rest says how much of the node, and of its record,
+# is about the question. On the LoCoMo dev split (with EXCERPT_SHARE) the best alone gave 63.4 / 70.5 /
+# 78.2 / 85.0 % at 1k / 2k / 4k / 8k and 57.4 at most 1; (0.3, 0.3, 0.2) gave 63.8 / 70.7 / 80.3 / 86.8
+# and 57.4 (docs/benchmarks.md, session 8).
+NODE_SCORE_MIX = (0.3, 0.3, 0.2)
+# No excerpt is longer than this share of the budget: a longer candidate is quoted by its best run of
+# whole lines that fits. One ~900-character node would otherwise spend a 1,000-character budget on
+# one place. On the dev split at 1k: whole nodes 57.9 %, 0.5 60.8, 0.6 61.7, 0.7 63.4; larger budgets
+# and `most` alone are unchanged by it (a node is shorter than 70 % of 2,000).
+EXCERPT_SHARE = 0.7
 # Per-excerpt length normalisation: a candidate's score is multiplied by
 # (its characters / EXCERPT_LENGTH_REFERENCE) ** -EXCERPT_LENGTH_EXPONENT; 0 turns it off. Off: on
 # the dev split 0.15 moved the budgets by -0.2 to +1.0 points and cost most-1 recall 1-4 points,

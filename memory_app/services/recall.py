@@ -315,7 +315,7 @@ def _selected(
         if vector.shape != (index.width,):
             vector = None  # not comparable with the stored vectors: rank lexically
     query_terms = terms(query)
-    scored = index.level_scores(query_terms, vector, conf.RECALL_FUSION_WEIGHT)
+    scored = index.level_scores(query_terms, vector, conf.RECALL_FUSION_WEIGHT, conf.NODE_SCORE_MIX)
     divided = index.divided()
     records = np.flatnonzero(index.records.alive.array & ~divided)
     nodes = np.flatnonzero(index.nodes.alive.array)
@@ -379,6 +379,7 @@ def _selected(
         most=most,
         terms_of=lambda text: set(terms(text)),
         query_terms=set(query_terms),
+        longest=max(1, int(conf.EXCERPT_SHARE * max_chars)),
     ), rerank
 
 
