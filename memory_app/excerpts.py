@@ -178,7 +178,8 @@ def select(
         span = _trim(text, candidate.start, candidate.end)
         if span[1] <= span[0]:
             continue
-        if longest is not None and span[1] - span[0] > longest:
+        shortened = longest is not None and span[1] - span[0] > longest
+        if shortened:
             part = cut_to_fit(text, candidate, longest, terms_of, query_terms)
             if part is None:
                 continue
@@ -205,7 +206,7 @@ def select(
             cost = (merged_end - merged_start) - sum(e.end - e.start for e in touching)
             if cost > room:  # the whitespace between them tipped it over: quote it on its own
                 touching, merged_start, merged_end, cost = [], span[0], span[1], span[1] - span[0]
-        _merge(candidate, span, touching, merged_start, merged_end, held, mine, partial=cut)
+        _merge(candidate, span, touching, merged_start, merged_end, held, mine, partial=cut or shortened)
         chars += cost
         if cut:
             break
