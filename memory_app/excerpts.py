@@ -7,8 +7,12 @@ hands them here best first; this module turns them into the answer's excerpts:
 * candidates are taken best first until `most` excerpts are held or `max_chars` is spent;
 * a candidate that touches an excerpt of the same record already held (only whitespace between
   them) is merged into it, in text order, and does not count as another excerpt;
-* the candidate that does not fit what is left of the budget is cut to fit, at sentence
-  boundaries, around its best-scoring part, and is the last one taken;
+* with `longest`, a candidate longer than that is quoted by its best part of at most `longest`
+  characters, so that a small budget holds several places rather than one node;
+* the candidate that does not fit what is left of the budget is cut to fit around its
+  best-scoring part, and is the last one taken;
+* a cut keeps whole lines (one line of a conversation, a list's item), and whole sentences only
+  when not one line fits;
 * each excerpt keeps the best score of its pieces and the range of nodes it covers.
 """
 
@@ -16,12 +20,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 # Where a quoted piece may start or end: after a line break, or after a sentence's stop (a
 # full-width 。．！？ anywhere, a half-width . ! ? before whitespace), the same sentence ends
 # `ragsite.division` cuts nodes at. Whitespace after the boundary is left outside the excerpt.
 _SENTENCE_END = re.compile(r"\n|[\u3002\uff0e\uff01\uff1f]|[.!?][\"'\u201d\u2019)\]]*(?=\s|\Z)")
+_LINE_END = re.compile(r"\n")
 
 # Candidate kinds: a node of a divided record, a whole record, a pending record's opening.
 NODE, WHOLE, PENDING = "node", "whole", "pending"
@@ -64,10 +69,11 @@ class Selection:
     cut: bool
 
 
-def sentence_bounds(text: str, start: int, end: int) -> list[int]:
-    """Offsets in `text` where a quote of [start, end) may begin or end: start, each sentence end, end."""
+def sentence_bounds(text: str, start: int, end: int, pattern: re.Pattern = _SENTENCE_END) -> list[int]:
+    """Offsets in `text` where a quote of [start, end) may begin or end: start, each sentence end, end
+    (with `_LINE_END`, each line's end instead)."""
     bounds = [start]
-    for match in _SENTENCE_END.finditer(text, start, end):
+    for match in pattern.finditer(text, start, end):
         bounds.append(match.end())
     bounds.append(end)
     return sorted(set(bounds))
@@ -88,16 +94,24 @@ def cut_to_fit(
     terms_of: Callable[[str], set[str]] | None = None,
     query_terms: set[str] | None = None,
 ) -> tuple[int, int] | None:
-    """The best run of whole sentences of `candidate` of at most `room` characters, or None.
+    """The best run of whole lines of `candidate` of at most `room` characters, or None.
 
-    Sentences are scored by the candidate's scored parts they overlap (the best such part), or, for
-    a candidate without parts, by how many of the question's terms they hold. The run starts at the
-    best sentence and grows towards the better neighbour while it fits. A candidate with no
-    sentence that fits is cut at the last whitespace that fits, or not at all when none does.
+    Lines, not sentences, first: a line of a conversation or a list is what its reader quotes, and
+    a run of sentences that cuts one of its lines in two quotes neither half usefully (on LoCoMo's
+    dev split, pieces cut at lines held 4-11 points more evidence than pieces cut at sentences).
+    When not one line fits, the same is done with sentences. Units are scored by the candidate's
+    scored parts they overlap (the best such part), or, for a candidate without parts, by how many
+    of the question's terms they hold. The run starts at the best unit and grows towards the better
+    neighbour while it fits. A candidate with no sentence that fits is cut at the last whitespace
+    that fits, or not at all when none does.
     """
-    bounds = sentence_bounds(text, candidate.start, candidate.end)
-    units = [_trim(text, a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
-    units = [(a, b) for a, b in units if b > a]
+    units: list[tuple[int, int]] = []
+    for pattern in (_LINE_END, _SENTENCE_END):
+        bounds = sentence_bounds(text, candidate.start, candidate.end, pattern)
+        units = [_trim(text, a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
+        units = [(a, b) for a, b in units if b > a]
+        if any(b - a <= room for a, b in units):
+            break
     if not units:
         return None
 
@@ -149,8 +163,10 @@ def select(
     most: int,
     terms_of: Callable[[str], set[str]] | None = None,
     query_terms: set[str] | None = None,
+    longest: int | None = None,
 ) -> Selection:
-    """Excerpts from `candidates` (best first): at most `most`, at most `max_chars` characters in all."""
+    """Excerpts from `candidates` (best first): at most `most`, at most `max_chars` characters in all;
+    with `longest`, each candidate is first cut to its best part of at most that many characters."""
     held: list[Excerpt] = []
     of_record: dict[tuple[str, int], list[Excerpt]] = {}
     chars = 0
@@ -162,6 +178,13 @@ def select(
         span = _trim(text, candidate.start, candidate.end)
         if span[1] <= span[0]:
             continue
+        shortened = longest is not None and span[1] - span[0] > longest
+        if shortened:
+            part = cut_to_fit(text, candidate, longest, terms_of, query_terms)
+            if part is None:
+                continue
+            span = part
+            candidate = replace(candidate, start=span[0], end=span[1])
         mine = of_record.setdefault((candidate.kind, candidate.id), [])
         touching = [e for e in mine if _touches(text, (e.start, e.end), span)]
         merged_start = min([span[0], *(e.start for e in touching)])
@@ -183,7 +206,7 @@ def select(
             cost = (merged_end - merged_start) - sum(e.end - e.start for e in touching)
             if cost > room:  # the whitespace between them tipped it over: quote it on its own
                 touching, merged_start, merged_end, cost = [], span[0], span[1], span[1] - span[0]
-        _merge(candidate, span, touching, merged_start, merged_end, held, mine, partial=cut)
+        _merge(candidate, span, touching, merged_start, merged_end, held, mine, partial=cut or shortened)
         chars += cost
         if cut:
             break

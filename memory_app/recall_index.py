@@ -389,13 +389,20 @@ class RecallIndex:
         for level in (self.records, self.nodes, self.passages):
             level.weights.clear()
 
-    def level_scores(self, query_terms: list[str], vector: np.ndarray | None, weight: float) -> LevelScores:
+    def level_scores(
+        self,
+        query_terms: list[str],
+        vector: np.ndarray | None,
+        weight: float,
+        mix: tuple[float, float, float] = (0.0, 0.0, 0.0),
+    ) -> LevelScores:
         """The fused score of every record, node and passage row, each scored like a record.
 
         A row's score is its cosine and its BM25 with the records' statistics (idf, average
-        length), fused by `ragsite.fusion.hybrid_scores`; a node's is the best of itself and its
-        passages. Dead rows score 0. Nothing here depends on another agent: an index holds one
-        agent's records.
+        length), fused by `ragsite.fusion.hybrid_scores`. A node's is the best of itself and its
+        passages, mixed with `mix` = (a, b, c): (best + a * itself + b * its second-best passage +
+        c * its record) / (1 + a + b + c), still in [0, 1], and with (0, 0, 0) the best alone.
+        Dead rows score 0. Nothing here depends on another agent: an index holds one agent's records.
         """
         statistics = self.statistics
         upper = statistics.upper_bound(query_terms)
@@ -407,9 +414,24 @@ class RecallIndex:
         records = fused(self.records)
         nodes = fused(self.nodes) if self.nodes.alive.size else np.zeros(0)
         passages = fused(self.passages) if self.passages.alive.size else np.zeros(0)
+        own = nodes.copy()
+        second = np.zeros_like(nodes)
         if passages.size:
             live = np.flatnonzero(self.passages.alive.array)
-            np.maximum.at(nodes, self.passage_node.array[live], passages[live])
+            owner, score = self.passage_node.array[live], passages[live]
+            # Each node's passages best first: the first of a node's run is its best, the next its second.
+            order = np.lexsort((-score, owner))
+            owner, score = owner[order], score[order]
+            first = np.ones(owner.size, dtype=bool)
+            first[1:] = owner[1:] != owner[:-1]
+            np.maximum.at(nodes, owner[first], score[first])
+            follows = np.flatnonzero(~first[1:] & first[:-1]) + 1
+            second[owner[follows]] = score[follows]
+        a, b, c = mix
+        if nodes.size and (a or b or c):
+            record_of_node = records[self.node_owner.array] if records.size else np.zeros_like(nodes)
+            nodes = (nodes + a * own + b * second + c * record_of_node) / (1.0 + a + b + c)
+            nodes[~self.nodes.alive.array] = 0.0
         return LevelScores(records, nodes, passages)
 
     def divided(self) -> np.ndarray:

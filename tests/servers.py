@@ -92,6 +92,7 @@ class RerankServer:
         self.mode = "ok"
         self.favourite = favourite
         self.requests: list[dict] = []
+        self.during = None  # a test's probe, called while each request is being answered
         server = self
 
         class Handler(JsonHandler):
@@ -100,6 +101,8 @@ class RerankServer:
                 server.requests.append(
                     {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
                 )
+                if server.during is not None:
+                    server.during()
                 if self.path not in ("/v1/rerank", "/rerank"):
                     return self._send(404, {"error": "no such route"})
                 if server.mode == "slow":

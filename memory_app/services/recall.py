@@ -267,12 +267,41 @@ def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST, max_chars
     query, most = validate_query(query, most)
     max_chars = validate_max_chars(conf.recall_max_chars() if max_chars is None else max_chars)
     embedder = embedding.get_embedder()
+    # The question is embedded (most of a recall) while the index is brought up to date (a read of
+    # the agent's generation, or its records), and outside the index's lock: it needs nothing from
+    # the index. Should the agent have no vectors at all, the vector is not used.
+    asked = _QueryVector(query, embedder)
+    embedding_thread = threading.Thread(target=asked.get, daemon=True) if _can_embed(embedder) else None
+    if embedding_thread is not None:
+        embedding_thread.start()
     entry = agent_index(agent, embedder.model, embedder.window)
-    # Embedded outside the lock: it is most of a recall, and needs nothing from the index but this.
-    vector = _QueryVector(query, embedder).get() if entry.index.has_vectors else None
+    if embedding_thread is not None:
+        embedding_thread.join()
+    vector = asked.get() if entry.index.has_vectors else None
     with entry.lock:
-        selection, rerank = _selected(entry.index, query, most, max_chars, vector)
-        excerpts = [_shown(entry.index, excerpt) for excerpt in selection.excerpts]
+        generation = entry.generation
+        ordered, text_of, choose = _ordered(entry.index, query, most, max_chars, vector)
+        if not settings.RERANK_URL:
+            selection, rerank = choose(ordered, text_of), {"status": "not configured"}
+            excerpts = [_shown(text_of, excerpt) for excerpt in selection.excerpts]
+        else:
+            # The reranker's first candidates, and their records' texts, taken now: the call is made
+            # without the lock, so the agent's other recalls and index updates do not wait for it.
+            head = list(islice(ordered, max(int(settings.RERANK_DEPTH), most)))
+            held = {(c.kind, c.id): text_of(c.kind, c.id) for c in head}
+    if settings.RERANK_URL:
+        reordered, rerank = _reranked(head, query, lambda kind, id: held[(kind, id)])
+        with entry.lock:
+            # The rest of the fused order, unless the index moved meanwhile (its rows may be gone):
+            # then the answer is the reranked head alone.
+            unchanged = entry.generation == generation
+            rest = ordered if unchanged else iter(())
+
+            def text_then(kind: str, id: int) -> str:
+                return held[(kind, id)] if (kind, id) in held else text_of(kind, id)
+
+            selection = choose(chain(reordered, rest), text_then)
+            excerpts = [_shown(text_then, excerpt) for excerpt in selection.excerpts]
     return {
         "excerpts": excerpts,
         "chars": selection.chars,
@@ -282,8 +311,8 @@ def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST, max_chars
     }
 
 
-def _shown(index: RecallIndex, excerpt) -> dict:
-    text = index.texts[index.row_of[(excerpt.kind, excerpt.id)]]
+def _shown(text_of: Callable[[str, int], str], excerpt) -> dict:
+    text = text_of(excerpt.kind, excerpt.id)
     if excerpt.source == PENDING:
         nodes: dict | str | None = PENDING
     elif excerpt.first_node is None:
@@ -303,19 +332,34 @@ def _shown(index: RecallIndex, excerpt) -> dict:
     }
 
 
-def _selected(
+def _ordered(
     index: RecallIndex, query: str, most: int, max_chars: int, vector: np.ndarray | None
-) -> tuple[Selection, dict]:
+) -> tuple[Iterator[Candidate], Callable[[str, int], str], Callable[..., Selection]]:
+    """The candidates best first (lazily: read them under the index's lock), their records' texts,
+    and the selection to apply to them (`memory_app.excerpts.select` with this recall's limits)."""
+
+    def text_of(kind: str, id: int) -> str:
+        return index.texts[index.row_of[(kind, id)]]
+
+    def choose(candidates: Iterator[Candidate], texts: Callable[[str, int], str]) -> Selection:
+        return select(
+            candidates,
+            texts,
+            max_chars=max_chars,
+            most=most,
+            terms_of=lambda text: set(terms(text)),
+            query_terms=set(query_terms),
+            longest=max(1, int(conf.EXCERPT_SHARE * max_chars)),
+        )
+
+    query_terms = terms(query)
     if not index.size:
-        return Selection([], 0, False), {
-            "status": "nothing to rerank" if settings.RERANK_URL else "not configured"
-        }
+        return iter(()), text_of, choose
     if vector is not None:
         vector = np.asarray(vector, dtype=np.float32)
         if vector.shape != (index.width,):
             vector = None  # not comparable with the stored vectors: rank lexically
-    query_terms = terms(query)
-    scored = index.level_scores(query_terms, vector, conf.RECALL_FUSION_WEIGHT)
+    scored = index.level_scores(query_terms, vector, conf.RECALL_FUSION_WEIGHT, conf.NODE_SCORE_MIX)
     divided = index.divided()
     records = np.flatnonzero(index.records.alive.array & ~divided)
     nodes = np.flatnonzero(index.nodes.alive.array)
@@ -367,37 +411,21 @@ def _selected(
             parts,
         )
 
-    def text_of(kind: str, id: int) -> str:
-        return index.texts[index.row_of[(kind, id)]]
-
     ordered = (candidate(int(p)) for p in _best_first(scores, kind_order, ids, node_index, 4 * most + 8))
-    ordered, rerank = _reranked(ordered, query, most, text_of)
-    return select(
-        ordered,
-        text_of,
-        max_chars=max_chars,
-        most=most,
-        terms_of=lambda text: set(terms(text)),
-        query_terms=set(query_terms),
-    ), rerank
+    return ordered, text_of, choose
 
 
 def _reranked(
-    ordered: Iterator[Candidate], question: str, most: int, text_of: Callable[[str, int], str]
+    head: list[Candidate], question: str, text_of: Callable[[str, int], str]
 ) -> tuple[Iterator[Candidate], dict]:
-    """With `RERANK_URL` set, the first `RERANK_DEPTH` (at least `most`) candidates in the reranker's
-    order, then the rest in the fused order; otherwise the fused order as it is.
+    """The first `RERANK_DEPTH` (at least `most`) candidates, `head`, in the reranker's order.
 
     The shared reranker (`ragsite.model_calls.rerank`) reads each candidate's text; the excerpts keep
     their fused scores, and the reranker only decides the order, as in collection search. Any failure
     keeps the fused order. A recall names no agent to charge (there is no `onBehalfOf`), so the call
-    is recorded nowhere. It is made under the agent's index lock: the agent's other recalls wait
-    for it, at most `RERANK_TIMEOUT`.
+    is recorded nowhere. It is made without the agent's index lock (`recall` holds the texts it
+    needs), so the agent's other recalls do not wait for it.
     """
-    if not settings.RERANK_URL:
-        return ordered, {"status": "not configured"}
-    depth = max(int(settings.RERANK_DEPTH), most)
-    head = list(islice(ordered, depth))
     if not head:
         return iter(()), {"status": "nothing to rerank"}
     try:
@@ -411,9 +439,9 @@ def _reranked(
         )
     except RerankUnavailable as exc:
         logger.warning("the reranker was unavailable for a memory recall: %s", exc)
-        return chain(head, ordered), {"status": "unavailable"}
+        return iter(head), {"status": "unavailable"}
     order = np.argsort(-np.asarray(reranked.scores, dtype=np.float64), kind="stable")
-    return chain((head[i] for i in order.tolist()), ordered), {
+    return (head[i] for i in order.tolist()), {
         "status": "reranked",
         "model": reranked.model,
         "depth": len(head),

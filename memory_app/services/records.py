@@ -105,8 +105,10 @@ def _writable_record(*, agent: Agent, kind: str, id: int) -> Record:
 def update_text(*, agent: Agent, kind: str, id: int, text: str) -> tuple[Record, dict | None]:
     """Replace a record's text; its nodes go (the trigger) and new ones are queued when it is long.
 
-    The record is re-embedded before the write. The same text again changes nothing. A locked
-    record is refused (409).
+    As a store does, the change counts the new text and writes it, and its vector is made by a task
+    (`embed_record_vector`) queued when the row commits: until then recall scores the record by its
+    words alone (the old vector described the old text and is dropped with it). The same text again
+    changes nothing. A locked record is refused (409).
     """
     text = validate_text(text)
     record = get_record(agent=agent, kind=kind, id=id)
@@ -114,15 +116,17 @@ def update_text(*, agent: Agent, kind: str, id: int, text: str) -> tuple[Record,
         raise _locked_refusal(record)
     if record.text == text:
         return record, None
-    (prepared,) = _prepare_many([text], embedding.get_embedder())
+    (prepared,) = _prepare_many([text], embedding.get_embedder(), embed=False)
     with transaction.atomic():
         record = _writable_record(agent=agent, kind=kind, id=id)
         record.text = text
         record.token_count = prepared.token_count
-        record.embedding = prepared.embedding
+        record.embedding = None
         record.embedding_model = prepared.embedding_model
         record.updated_at = timezone.now()
         record.save(update_fields=["text", "token_count", "embedding", "embedding_model", "updated_at"])
+        if prepared.embedding_model:
+            _queue_vector(kind, record.pk)
         if prepared.runs_past_window:
             _queue_nodes(kind, record.pk)
     return record, ({"status": QUEUED} if prepared.runs_past_window else None)

@@ -87,3 +87,37 @@ def test_the_budget_is_never_exceeded_and_characters_are_counted_exactly():
             [node(1, 0.9), node(3, 0.8), whole(0.7), node(0, 0.6), node(2, 0.5)], max_chars=budget
         )
         assert result.chars == sum(e.end - e.start for e in result.excerpts) <= budget
+
+
+def test_with_longest_a_long_candidate_is_quoted_by_its_best_whole_lines_and_others_still_fit():
+    # Two "nodes" of three lines each (a conversation's turns); the question matches one line of each.
+    turns = [
+        "Ana: We sailed past the lighthouse at dawn. It was cold.",
+        "Ben: Did you see the seals?",
+        "Ana: Dozens of them, on the rocks by the pier.",
+        "Ben: My sister starts at the bakery on Monday.",
+        "Ana: Which bakery? The one on Elm Street?",
+        "Ben: Yes, she will bake the rye bread there.",
+    ]
+    text = "\n".join(turns)
+    middle = text.index(turns[3])
+    first = Candidate("ep", 1, NODE, 0, 0, middle - 1, 0.9, [(text.index(turns[2]), middle - 1, 0.9)])
+    second = Candidate("ep", 1, NODE, 2, middle, len(text), 0.8, [(text.index(turns[5]), len(text), 0.8)])
+    result = select([first, second], lambda kind, id: text, max_chars=120, most=10, longest=84)
+    quoted = [text[e.start : e.end] for e in result.excerpts]
+    # Each node alone is longer than 70 % of the budget: the first is quoted by its best line and the
+    # neighbour that still fits (whole lines), so the second place fits too where the first node
+    # would have taken the budget.
+    assert quoted[0] == f"{turns[1]}\n{turns[2]}" and len(quoted[0]) <= 84 and result.excerpts[0].cut
+    assert quoted[1] == turns[5] and result.chars <= 120
+    # Without `longest`, the first node does not fit the budget: it is cut to fit and is the only place.
+    plain = select([first, second], lambda kind, id: text, max_chars=120, most=10)
+    assert len(plain.excerpts) == 1 and plain.cut
+
+
+def test_a_cut_keeps_whole_lines_before_sentences():
+    text = "Ana: We met at noon. Then we walked.\nBen: The museum was shut. We had tea instead."
+    candidate = Candidate("ep", 1, NODE, 0, 0, len(text), 0.5, [(text.index("The museum"), len(text), 0.5)])
+    assert text[slice(*cut_to_fit(text, candidate, 50))] == "Ben: The museum was shut. We had tea instead."
+    # No line fits: sentences then.
+    assert text[slice(*cut_to_fit(text, candidate, 30))] == "Ben: The museum was shut."

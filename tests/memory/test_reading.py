@@ -232,6 +232,12 @@ def test_the_reranker_orders_the_excerpts_and_a_failure_keeps_the_fused_order(ag
             e["score"] for e in fused["excerpts"]
         )
         assert server.requests[0]["body"]["query"] == "harbor lantern"
+        # The call is made without the agent's index lock: its other recalls do not wait for it.
+        held = []
+        server.during = lambda: held.append(recall_module._cache[agent.pk].lock.locked())
+        services.recall(agent=agent, query="harbor lantern", most=3)
+        assert held == [False]
+        server.during = None
         server.mode = "error"
         failed = services.recall(agent=agent, query="harbor lantern", most=3)
         assert failed["rerank"] == {"status": "unavailable"} and failed["excerpts"] == fused["excerpts"]

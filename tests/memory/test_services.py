@@ -112,13 +112,37 @@ def test_changing_the_text_re_embeds_and_queues_new_nodes(agent, run_on_commit):
         services.update_text, agent=agent, kind=MEMORY, id=memory.pk, text=new_text
     )
     assert nodes == {"status": "queued"}
-    assert not np.allclose(changed.vector, old_vector)
+    assert changed.vector is None  # the change answered before its vector was made ...
+    changed.refresh_from_db()  # ... by the task its commit queued
+    assert changed.vector is not None and not np.allclose(changed.vector, old_vector)
     rebuilt = nodes_of(memory)
     assert rebuilt[-1].end_char == len(new_text)
     assert (
         services.get_node(agent=agent, kind=MEMORY, id=memory.pk, index=0)["text"]
         == new_text[: rebuilt[0].end_char]
     )
+
+
+def test_a_change_answers_before_its_vector_and_recall_meanwhile_goes_by_words(
+    agent, django_capture_on_commit_callbacks
+):
+    memory, _ = services.store_memory(agent=agent, text="The spare key is under the blue flowerpot.")
+    services.embed_vector(MEMORY, memory.pk)
+    with django_capture_on_commit_callbacks() as callbacks:
+        services.update_text(
+            agent=agent, kind=MEMORY, id=memory.pk, text="The spare key now hangs in the garden shed."
+        )
+    assert len(callbacks) == 1  # the vector's task, queued when the row commits; nothing embedded yet
+    memory.refresh_from_db()
+    assert memory.embedding is None and memory.embedding_model
+    (hit,) = services.recall(agent=agent, query="garden shed key", most=1)["excerpts"]
+    assert hit["id"] == memory.pk and "garden shed" in hit["text"]  # found by its words meanwhile
+    waiting = services.check_health(agent=agent)["missing_vectors"]
+    assert waiting == 1  # and the health repair would make it should the task never run
+    callbacks[0]()
+    memory.refresh_from_db()
+    assert memory.vector is not None
+    assert services.check_health(agent=agent)["missing_vectors"] == 0
 
 
 def test_changing_a_long_text_to_a_short_one_leaves_no_nodes(agent, run_on_commit):
