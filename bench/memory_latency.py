@@ -52,7 +52,15 @@ def serve(code: Path, env: dict, log: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     with open(log, "wb") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "python:ragsite.gunicorn_conf", "--log-level", "warning"],
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "-c",
+                "python:ragsite.gunicorn_conf",
+                "--log-level",
+                "warning",
+            ],
             cwd=code,
             env={**env, "WEB_BIND": f"127.0.0.1:{port}", "PYTHONPATH": str(code)},
             stdout=sink,
@@ -125,8 +133,8 @@ def steps(asked: list[tuple[str, str]], agents: dict, keys: dict[str, str]) -> d
     from django.test.utils import CaptureQueriesContext
 
     from collections_app.services.agents import authenticate
-    from memory_app.services.recall import recall
     from memory_app.services.common import recall_generation
+    from memory_app.services.recall import recall
     from ragsite import embedding
 
     embedder = embedding.get_embedder()
@@ -163,7 +171,9 @@ def steps(asked: list[tuple[str, str]], agents: dict, keys: dict[str, str]) -> d
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--store", type=Path, default=WORK / "memory-locomo.sqlite3")
     parser.add_argument("--n", type=int, default=300, help="questions recalled (per server)")
@@ -179,8 +189,12 @@ def main() -> None:
     # Round robin over the conversations, so every agent's index is asked about in turn.
     asked = sorted(asked, key=lambda cq: [c.name for c in conversations].index(cq[0]))
     by_conv = {c.name: [q for n, q in asked if n == c.name] for c in conversations}
-    asked = [(name, qs[i]) for i in range(max(map(len, by_conv.values()))) for name, qs in by_conv.items()
-             if i < len(qs)][: args.n]
+    asked = [
+        (name, qs[i])
+        for i in range(max(map(len, by_conv.values())))
+        for name, qs in by_conv.items()
+        if i < len(qs)
+    ][: args.n]
     env = {
         **os.environ,
         "DATABASE_URL": f"sqlite:///{args.store}",
@@ -192,8 +206,12 @@ def main() -> None:
         "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
     }
     env.pop("REDIS_URL", None)
-    os.environ.update({k: env[k] for k in ("DATABASE_URL", "EMBED_BACKEND", "LOG_LEVEL", "DJANGO_SETTINGS_MODULE",
-                                            "DATA_DIR")})
+    os.environ.update(
+        {
+            k: env[k]
+            for k in ("DATABASE_URL", "EMBED_BACKEND", "LOG_LEVEL", "DJANGO_SETTINGS_MODULE", "DATA_DIR")
+        }
+    )
     os.environ.pop("REDIS_URL", None)
     import django
 
