@@ -180,6 +180,10 @@ def main() -> None:
     parser.add_argument("--against", type=Path, help="another checkout of the code, served too")
     parser.add_argument("--steps", action="store_true", help="the per-step cost in this process too")
     parser.add_argument("--no-http", action="store_true")
+    parser.add_argument(
+        "--cluster", action="store_true", help="a django-q2 cluster running beside, as memory_locomo.py has"
+    )
+    parser.add_argument("--out", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args()
     if not args.store.exists():
         raise SystemExit(f"no store at {args.store}: run bench/memory_locomo.py first")
@@ -226,11 +230,23 @@ def main() -> None:
         codes = {"this": ROOT, **({"against": args.against.resolve()} if args.against else {})}
         processes, servers = [], {}
         try:
+            if args.cluster:
+                with open(WORK / "memory-latency-cluster.log", "wb") as sink:
+                    processes.append(
+                        subprocess.Popen(
+                            [sys.executable, "manage.py", "qcluster"],
+                            cwd=ROOT,
+                            env={**env, "Q_WORKERS": "1"},
+                            stdout=sink,
+                            stderr=subprocess.STDOUT,
+                            start_new_session=True,
+                        )
+                    )
             for name, code in codes.items():
                 process, base = serve(code, env, WORK / f"memory-latency-{name}.log")
                 processes.append(process)
                 servers[name] = base
-            for process, base in zip(processes, servers.values(), strict=True):
+            for process, base in zip(processes[-len(servers) :], servers.values(), strict=True):
                 wait_up(process, base, next(iter(keys.values())))
             result["http"] = over_http(servers, asked, keys)
         finally:
@@ -239,6 +255,8 @@ def main() -> None:
     if args.steps:
         result["steps"] = steps(asked, agents, keys)
     print(json.dumps(result, indent=1))
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
 
 
 if __name__ == "__main__":
