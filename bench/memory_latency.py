@@ -176,6 +176,9 @@ def main() -> None:
     )
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--store", type=Path, default=WORK / "memory-locomo.sqlite3")
+    parser.add_argument(
+        "--database", help="serve this database instead (say, PostgreSQL loaded with the store's dumpdata)"
+    )
     parser.add_argument("--n", type=int, default=300, help="questions recalled (per server)")
     parser.add_argument("--against", type=Path, help="another checkout of the code, served too")
     parser.add_argument("--steps", action="store_true", help="the per-step cost in this process too")
@@ -185,7 +188,7 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args()
-    if not args.store.exists():
+    if not args.database and not args.store.exists():
         raise SystemExit(f"no store at {args.store}: run bench/memory_locomo.py first")
 
     conversations = load(args.data)
@@ -201,7 +204,7 @@ def main() -> None:
     ][: args.n]
     env = {
         **os.environ,
-        "DATABASE_URL": f"sqlite:///{args.store}",
+        "DATABASE_URL": args.database or f"sqlite:///{args.store}",
         "EMBED_BACKEND": "local",
         "LOG_LEVEL": "WARNING",
         "DJANGO_SETTINGS_MODULE": "ragsite.settings",
