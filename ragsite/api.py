@@ -16,7 +16,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from ninja.security import HttpBearer
 
-from collections_app.services.agents import authenticate
+from collections_app.services.agents import request_key
 
 from .bodies import parse_json
 from .errors import RagsiteError, error_body, store_busy
@@ -28,7 +28,8 @@ class AgentKey(HttpBearer):
     """`Authorization: Bearer <key>`; the request's `auth` becomes the ApiKey (with its agent)."""
 
     def authenticate(self, request, token):
-        return authenticate(token)
+        # Verified once per request: AgentScope may have checked the same token already.
+        return request_key(request, token)
 
 
 class StrictJSON(Parser):

@@ -124,6 +124,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": env.int("SQLITE_BUSY_TIMEOUT", default=20),
     }
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-ragsite.sqlite3")}
+else:
+    # A server's connection is kept between requests (a minute; checked before reuse) rather than
+    # opened and closed around each one: on PostgreSQL a new connection (and its row-level-security
+    # check, `ragsite.rls.installed`) is most of a warm recall's cost beside the model
+    # (docs/benchmarks.md, session 8). A URL's own `?conn_max_age=` wins.
+    DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
+    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Task queue (django-q2) ------------------------------------------------

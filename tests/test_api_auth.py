@@ -65,3 +65,30 @@ def test_openapi_schema_is_served(client):
 def test_the_api_docs_page_is_served_without_a_key(client):
     page = client.get("/api/v1/docs")
     assert page.status_code == 200 and b"openapi.json" in page.content
+
+
+def test_a_key_is_looked_up_once_per_request_and_still_each_request(client):
+    """On PostgreSQL the middleware (AgentScope) checks the key before the view does: one lookup
+    serves both. A key revoked between two requests is refused by the second."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    agent, raw = create_agent(agent_id="a1")
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get("/api/v1/collections/", **bearer(raw)).status_code == 200
+    lookups = [
+        q["sql"] for q in queries if "apikey" in q["sql"].lower() and q["sql"].lstrip().startswith("SELECT")
+    ]
+    assert len(lookups) == 1, lookups
+    revoke_key(key=agent.keys.get())
+    assert client.get("/api/v1/collections/", **bearer(raw)).status_code == 401
+
+
+def test_a_request_memo_answers_only_for_its_own_token(rf):
+    from collections_app.services.agents import request_key
+
+    agent, raw = create_agent(agent_id="a1")
+    request = rf.get("/api/v1/collections/")
+    assert request_key(request, raw).agent == agent
+    assert request_key(request, raw + "x") is None  # another token: looked up afresh, not the memo's key
+    assert request_key(rf.get("/"), raw).agent == agent

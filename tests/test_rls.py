@@ -171,3 +171,26 @@ def test_requests_run_in_their_agents_scope_and_still_answer(client, two_agents)
     assert "agent-a" not in recalled.content.decode()
     # After the request the test's connection is the owner again.
     assert UNFILTERED["memories"]() == {"agent-a", "agent-b"}
+
+
+def test_a_kept_connection_carries_no_agents_scope_into_the_next_request(client, two_agents):
+    """Server threads keep their PostgreSQL connection between requests (CONN_MAX_AGE): the scope is
+    `SET LOCAL`, so each request on the same connection sees its own agent's rows and no other."""
+    from django.conf import settings
+
+    assert settings.DATABASES["default"]["CONN_MAX_AGE"] > 0
+    assert settings.DATABASES["default"]["CONN_HEALTH_CHECKS"]
+    for name, other in (("agent-a", "agent-b"), ("agent-b", "agent-a"), ("agent-a", "agent-b")):
+        recalled = client.post(
+            "/api/v1/memory/recall",
+            json.dumps({"question": "vault code"}),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {two_agents[name][1]}",
+        )
+        assert recalled.status_code == 200
+        texts = [excerpt["text"] for excerpt in recalled.json()["excerpts"]]
+        assert texts == [f"{name} remembers its own vault code."], texts
+        assert other not in recalled.content.decode()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_user = session_user, current_setting('ragsite.agent_id', true)")
+            assert cursor.fetchone() in ((True, ""), (True, None))

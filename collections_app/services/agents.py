@@ -145,7 +145,20 @@ def _sqlite_no_wait():
 def key_from_request(request) -> ApiKey | None:
     """The active key in `Authorization: Bearer <key>`, or None (no header, another scheme, a wrong key)."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    return authenticate(token.strip()) if scheme.lower() == "bearer" else None
+    return request_key(request, token.strip()) if scheme.lower() == "bearer" else None
+
+
+def request_key(request, raw: str) -> ApiKey | None:
+    """`authenticate(raw)`, once per request: on PostgreSQL the middleware (`AgentScope`) checks the
+    key before the view does, and both ask for the same token within the same request, so the
+    second is answered from the first (a lookup with its join, and its statement, saved per request).
+    Another token is looked up afresh."""
+    verified = getattr(request, "_ragsite_key", None)
+    if verified is not None and verified[0] == raw:
+        return verified[1]
+    key = authenticate(raw)
+    request._ragsite_key = (raw, key)
+    return key
 
 
 def create_collection(

@@ -68,6 +68,24 @@ _cache: OrderedDict[int, AgentIndex] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
+def current_index(agent: Agent, model: str, window: int | None = None) -> AgentIndex | None:
+    """The agent's cached index when it stands at the agent's recall generation (one primary-key
+    read), else None: then `agent_index` has rows to read."""
+    epoch, generation = recall_generation(agent.pk)
+    with _cache_lock:
+        cached = _cache.get(agent.pk)
+    if cached is None or (cached.model, cached.window, cached.epoch, cached.generation) != (
+        model,
+        window,
+        epoch,
+        generation,
+    ):
+        return None
+    with _cache_lock:
+        _cache.move_to_end(agent.pk)
+    return cached
+
+
 def agent_index(agent: Agent, model: str, window: int | None = None) -> AgentIndex:
     """The agent's cached index, brought up to (at least) its recall generation.
 
@@ -267,16 +285,20 @@ def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST, max_chars
     query, most = validate_query(query, most)
     max_chars = validate_max_chars(conf.recall_max_chars() if max_chars is None else max_chars)
     embedder = embedding.get_embedder()
-    # The question is embedded (most of a recall) while the index is brought up to date (a read of
-    # the agent's generation, or its records), and outside the index's lock: it needs nothing from
-    # the index. Should the agent have no vectors at all, the vector is not used.
     asked = _QueryVector(query, embedder)
-    embedding_thread = threading.Thread(target=asked.get, daemon=True) if _can_embed(embedder) else None
-    if embedding_thread is not None:
-        embedding_thread.start()
-    entry = agent_index(agent, embedder.model, embedder.window)
-    if embedding_thread is not None:
-        embedding_thread.join()
+    entry = current_index(agent, embedder.model, embedder.window)
+    if entry is None:
+        # The index must be brought up to date (rows read): the question is embedded meanwhile, in
+        # a thread, outside the index's lock (it needs nothing from the index).
+        embedding_thread = threading.Thread(target=asked.get, daemon=True) if _can_embed(embedder) else None
+        if embedding_thread is not None:
+            embedding_thread.start()
+        entry = agent_index(agent, embedder.model, embedder.window)
+        if embedding_thread is not None:
+            embedding_thread.join()
+    # With the index current (the usual recall) there is nothing to overlap: the question is embedded
+    # on this thread, which spares a thread's start and join and the two threads' contention for the
+    # GIL. Should the agent have no vectors at all, the question is not embedded.
     vector = asked.get() if entry.index.has_vectors else None
     with entry.lock:
         generation = entry.generation
