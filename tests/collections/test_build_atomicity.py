@@ -122,13 +122,20 @@ def test_an_index_that_reads_back_short_of_the_builds_rows_fails_the_build(
     assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
     first = CollectionBuilt.objects.get(collection=collection).built_at
     (folder / "a.md").write_text(text.replace("five", "ten"))
-    add = IndexWriter.add
+    add_postings = IndexWriter.add_postings
 
-    def add_all_but_the_last(self, ids, documents, terms, vectors):
-        add(self, ids[:-1], documents[:-1], terms[:-1], vectors[:-1])
+    def add_all_but_the_last(self, ids, documents, postings, vectors):
+        kept = postings.doc < len(ids) - 1
+        fewer = postings._replace(
+            term=postings.term[kept],
+            doc=postings.doc[kept],
+            tf=postings.tf[kept],
+            lengths=postings.lengths[:-1],
+        )
+        add_postings(self, ids[:-1], documents[:-1], fewer, vectors[:-1])
 
     with monkeypatch.context() as patched:
-        patched.setattr(IndexWriter, "add", add_all_but_the_last)
+        patched.setattr(IndexWriter, "add_postings", add_all_but_the_last)
         run = build_collection(collection=collection)
     assert run.status == BuildRun.FAILED, run.error
     assert CollectionBuilt.objects.get(collection=collection).built_at == first
