@@ -73,7 +73,9 @@ def ask(index, question, vector, variant, bound, *, most, floor):
     return fit(runs, index.readable, BUDGET).runs
 
 
-def dev(args, cache) -> None:
+def dev_set(args, cache):
+    """The dev set (or ``--corpus``/``--questions``): its folder, documents and their names, questions,
+    controls, and the vectors of the questions then the controls (None when lexical)."""
     from collections_app import measure as m
 
     folder = args.corpus or harness.KNOWN_ANSWERS / "corpus"
@@ -82,6 +84,13 @@ def dev(args, cache) -> None:
     items, controls = harness.load_items(args.questions or harness.KNOWN_ANSWERS / "questions.jsonl")
     questions = [m.Question(i["question"], i["answer"]) for i in items]
     asked = cache.vectors([q.text for q in questions] + controls)
+    return folder, documents, names, questions, controls, asked
+
+
+def dev(args, cache) -> None:
+    from collections_app import measure as m
+
+    folder, documents, names, questions, controls, asked = dev_set(args, cache)
     print(f"# {folder.name}: {len(questions)} questions, {len(controls)} controls, "
           f"{len(documents)} documents")
     print("| variant | floor | found@1 | found@5 | controls empty | answer words median / p95 | "

@@ -33,7 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import harness  # noqa: E402
-from bench.parent import ask, p95, variants  # noqa: E402
+from bench.parent import ask, dev_set, p95, variants  # noqa: E402
 
 
 class Blend:
@@ -188,12 +188,7 @@ def build(documents, names, cache, share_specs, entries=False):
 def dev(args, cache) -> None:
     from collections_app import measure as m
 
-    folder = args.corpus or harness.KNOWN_ANSWERS / "corpus"
-    paths = sorted(folder.glob("*.md"))
-    documents, names = [p.read_text(encoding="utf-8") for p in paths], [p.name for p in paths]
-    items, controls = harness.load_items(args.questions or harness.KNOWN_ANSWERS / "questions.jsonl")
-    questions = [m.Question(i["question"], i["answer"]) for i in items]
-    asked = cache.vectors([q.text for q in questions] + controls)
+    folder, documents, names, questions, controls, asked = dev_set(args, cache)
     print(f"# {folder.name}: {len(questions)} questions, {len(controls)} controls, "
           f"{len(documents)} documents")
     structure, blends = build(documents, names, cache, args.shares, args.entries)
@@ -224,12 +219,7 @@ def edge(args, cache) -> None:
     from collections_app import measure as m
     from collections_app.text import stitch
 
-    folder = args.corpus or harness.KNOWN_ANSWERS / "corpus"
-    paths = sorted(folder.glob("*.md"))
-    documents, names = [p.read_text(encoding="utf-8") for p in paths], [p.name for p in paths]
-    items, _controls = harness.load_items(args.questions or harness.KNOWN_ANSWERS / "questions.jsonl")
-    questions = [m.Question(i["question"], i["answer"]) for i in items]
-    asked = cache.vectors([q.text for q in questions])
+    folder, documents, names, questions, _controls, asked = dev_set(args, cache)
     (parent, bound), = variants(["parent::3000"])
     index = m.scratch_index(documents, parent, cache=cache, names=names)
     plain = stitch._section_span
