@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import statistics
 import subprocess
 import sys
@@ -31,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from locomo_data import load  # noqa: E402
-from memory_locomo import DATA, WORK, free_port, stop  # noqa: E402
+from memory_locomo import DATA, WORK, free_port, server_env, stop  # noqa: E402
 
 
 def load_average() -> str:
@@ -202,24 +201,7 @@ def main() -> None:
         for name, qs in by_conv.items()
         if i < len(qs)
     ][: args.n]
-    env = {
-        **os.environ,
-        "DATABASE_URL": args.database or f"sqlite:///{args.store}",
-        "EMBED_BACKEND": "local",
-        "LOG_LEVEL": "WARNING",
-        "DJANGO_SETTINGS_MODULE": "ragsite.settings",
-        "WEB_CONCURRENCY": "1",
-        "DATA_DIR": str(WORK / "memory-locomo-data"),
-        "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
-    }
-    env.pop("REDIS_URL", None)
-    os.environ.update(
-        {
-            k: env[k]
-            for k in ("DATABASE_URL", "EMBED_BACKEND", "LOG_LEVEL", "DJANGO_SETTINGS_MODULE", "DATA_DIR")
-        }
-    )
-    os.environ.pop("REDIS_URL", None)
+    env = server_env(args.database or f"sqlite:///{args.store}")
     import django
 
     django.setup()

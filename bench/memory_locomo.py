@@ -336,6 +336,30 @@ def _map_records(conversations, agents: dict) -> None:
             session.record_id = pk
 
 
+
+def server_env(database: str, **extra: str) -> dict[str, str]:
+    """The environment of the bench's throw-away server on ``database`` (one web worker, the local model,
+    the ORM broker: no REDIS_URL), with ``extra`` on top; this process's Django is pointed at the same
+    store, so it can read what the server wrote."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": database,
+        "EMBED_BACKEND": "local",
+        "LOG_LEVEL": "WARNING",
+        "DJANGO_SETTINGS_MODULE": "ragsite.settings",
+        "WEB_CONCURRENCY": "1",
+        "DATA_DIR": str(WORK / "memory-locomo-data"),
+        # A throw-away server on 127.0.0.1: a key of its own, made for this run.
+        "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
+        **extra,
+    }
+    env.pop("REDIS_URL", None)
+    shared = ("DATABASE_URL", "EMBED_BACKEND", "LOG_LEVEL", "DJANGO_SETTINGS_MODULE", "DATA_DIR", *extra)
+    os.environ.update({k: env[k] for k in shared})
+    os.environ.pop("REDIS_URL", None)
+    return env
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -364,33 +388,7 @@ def main() -> None:
     if not args.reuse:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{args.store}{suffix}").unlink(missing_ok=True)
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"sqlite:///{args.store}",
-        "EMBED_BACKEND": "local",
-        "LOG_LEVEL": "WARNING",
-        "DJANGO_SETTINGS_MODULE": "ragsite.settings",
-        "Q_WORKERS": "1",
-        "WEB_CONCURRENCY": "1",
-        "DATA_DIR": str(WORK / "memory-locomo-data"),
-        # A throw-away server on 127.0.0.1: a key of its own, made for this run.
-        "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
-    }
-    env.pop("REDIS_URL", None)
-    os.environ.update(
-        {
-            k: env[k]
-            for k in (
-                "DATABASE_URL",
-                "EMBED_BACKEND",
-                "LOG_LEVEL",
-                "DJANGO_SETTINGS_MODULE",
-                "Q_WORKERS",
-                "DATA_DIR",
-            )
-        }
-    )
-    os.environ.pop("REDIS_URL", None)
+    env = server_env(f"sqlite:///{args.store}", Q_WORKERS="1")
     import django
 
     django.setup()
