@@ -98,6 +98,31 @@ def test_measure_says_how_long_it_will_take_before_it_starts(page, admin_user, a
     page.wait_for_function("document.getElementById('measure-estimate').textContent.includes('No build')")
 
 
+def test_a_late_estimate_for_an_earlier_pick_does_not_replace_the_latest(page, admin_user, agent, knowledge_folder):
+    notes = {f"note-{n}.md": f"# Note {n}\n\nThe archive keeps box {n}.\n" for n in range(12)}
+    archive = make_built(agent, knowledge_folder, "archive", notes, size=40)
+    fresh = make_built(agent, knowledge_folder, "fresh", {"a.md": "# A\n\nOne paragraph only.\n"})
+    held = []
+
+    def hold_the_archive(route):
+        if route.request.url.endswith(f"collection={archive.pk}") and not held:
+            held.append(route)  # answered only after the later pick's answer is shown
+        else:
+            route.continue_()
+
+    log_in(page)
+    page.goto("/admin/collections_app/collection/measure/")
+    page.route("**/estimate**", hold_the_archive)
+    page.select_option("#id_collection", str(archive.pk))
+    page.select_option("#id_collection", str(fresh.pk))
+    page.wait_for_function("document.getElementById('measure-estimate').textContent.includes('No build')")
+    assert held, "the archive's estimate was never asked for"
+    held[0].continue_()
+    page.wait_for_load_state("networkidle")
+    assert "No build" in page.inner_text("#measure-estimate")
+    assert "expect roughly" not in page.inner_text("#measure-estimate")
+
+
 def test_an_empty_spend_page_says_why(page, admin_user, agent, settings):
     settings.EMBED_BACKEND, settings.JUDGE_URL, settings.RERANK_URL = "hash", "", ""
     log_in(page)
