@@ -98,7 +98,9 @@ def test_measure_says_how_long_it_will_take_before_it_starts(page, admin_user, a
     page.wait_for_function("document.getElementById('measure-estimate').textContent.includes('No build')")
 
 
-def test_a_late_estimate_for_an_earlier_pick_does_not_replace_the_latest(page, admin_user, agent, knowledge_folder):
+def test_a_late_estimate_for_an_earlier_pick_does_not_replace_the_latest(
+    page, admin_user, agent, knowledge_folder
+):
     notes = {f"note-{n}.md": f"# Note {n}\n\nThe archive keeps box {n}.\n" for n in range(12)}
     archive = make_built(agent, knowledge_folder, "archive", notes, size=40)
     fresh = make_built(agent, knowledge_folder, "fresh", {"a.md": "# A\n\nOne paragraph only.\n"})
