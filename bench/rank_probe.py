@@ -86,6 +86,9 @@ class Knobs:
     bare: float = 0.0
     ctxvec: float = 0.0
     mix_form: str = "mean"  # mean | max
+    # The question embedded as a paragraph is ("context, blank line, text"), under the context (``context``)
+    # or the document title (``title``) of the row the product ranks first; "" embeds it as it is.
+    asked_as: str = ""
     depth: float = 0.0  # + depth × the row's heading depth (the number of headings in force over it)
     near_form: str = "max"  # max | mean | sum (both neighbours, each × near)
     path: float = 0.0
@@ -221,6 +224,10 @@ def lexical01(parts: Parts, question: str, knobs: Knobs) -> np.ndarray:
 
 
 def scores(parts: Parts, question: str, vector, knobs: Knobs) -> np.ndarray:
+    if knobs.asked_as and vector is not None:
+        first = int(np.argmax(scores(parts, question, vector, replace(knobs, asked_as=""))))
+        context = parts.contexts[first] if knobs.asked_as == "context" else parts.fields["title"][first]
+        vector = parts.cache.vectors([f"{context}\n\n{question}" if context else question])[0]
     if knobs.prf and vector is not None:
         first = scores(parts, question, vector, replace(knobs, prf=0.0))
         top = np.argsort(-first, kind="stable")[: knobs.prf_k]
@@ -411,6 +418,7 @@ def sweep_knobs() -> list[Knobs]:
     out += [Knobs(f"row without context {a}", bare=a) for a in (0.25, 0.5)]
     out += [Knobs("row without context, the better", bare=1, mix_form="max")]
     out += [Knobs(f"context alone {a}", ctxvec=a) for a in (0.1, 0.2, 0.3)]
+    out += [Knobs(f"question under its first row's {a}", asked_as=a) for a in ("title", "context")]
     out += [Knobs(f"depth {d}", depth=d) for d in (0.01, 0.02, 0.04)]
     out += [Knobs(f"hub {a} k {k}", hub=a, hub_k=k) for a in (0.05, 0.1, 0.2, 0.3) for k in (5, 20)]
     out += [Knobs(f"centre {a}", center=a) for a in (0.05, 0.1, 0.2, 0.3)]
