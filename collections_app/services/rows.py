@@ -7,7 +7,8 @@ queries cost 0.35-0.6 ms each at 100,000 paragraphs, several times the statement
 the models' Meta).
 """
 
-from functools import cache
+from collections.abc import Callable
+from functools import cache, lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -39,15 +40,50 @@ def search_state(collection: Collection) -> tuple[CollectionBuilt | None, np.nda
     (through the ORM, so its fields are converted as any read converts them). Callers read the record
     and never change it: it is shared.
     """
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _state_sql(connection.vendor), [collection.pk, collection.pk, Document.ACTIVE, collection.pk]
-        )
-        found = cursor.fetchall()
-    row = next((tuple(r[1:-1]) for r in found if r[0] == BUILT), None)
-    documents = np.asarray([r[-1] for r in found if r[0] == HELD_DOCUMENT], dtype=np.int64)
-    paragraphs = np.asarray([r[-1] for r in found if r[0] == HELD_PARAGRAPH], dtype=np.int64)
-    return _record(collection, row), documents, paragraphs
+    found = fetch_all(_state_sql, [collection.pk, collection.pk, Document.ACTIVE, collection.pk])
+    row, documents, paragraphs = None, [], []
+    for r in found:
+        if r[0] == BUILT:
+            row = tuple(r[1:-1]) if row is None else row
+        else:
+            (documents if r[0] == HELD_DOCUMENT else paragraphs).append(r[-1])
+    return (_record(collection, row), np.asarray(documents, dtype=np.int64),
+            np.asarray(paragraphs, dtype=np.int64))
+
+
+def fetch_all(statement: Callable[[str], str], params: list) -> list[tuple]:
+    """The rows of one of this module's statements (``statement(vendor)``: its SQL with ``%s``
+    placeholders, written once), run on the DB-API cursor beneath Django's.
+
+    Django's cursor wrapper (execute wrappers, its placeholder rewriting for SQLite, the checks of
+    each call) cost about as much as a statement over a handful of rows; here the same checks are
+    made once (thread sharing, a broken transaction, the health check) and errors are wrapped as
+    Django wraps them. While queries are recorded (DEBUG, a test's CaptureQueriesContext) or an
+    execute wrapper is installed, the statement goes through Django's cursor, recorded as any other.
+    """
+    if connection.queries_logged or connection.execute_wrappers:
+        with connection.cursor() as cursor:
+            cursor.execute(statement(connection.vendor), params)
+            return cursor.fetchall()
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    connection.validate_no_broken_transaction()
+    with connection.wrap_database_errors:
+        cursor = connection.connection.cursor()
+        try:
+            cursor.execute(_native(statement, connection.vendor), params)
+            return cursor.fetchall()
+        finally:
+            cursor.close()
+
+
+@lru_cache(maxsize=512)
+def _native(statement: Callable[[str], str], vendor: str) -> str:
+    """A statement as its driver takes it: SQLite's module wants ``?`` where Django writes ``%s``
+    (the statements hold no literal ``%``)."""
+    sql = statement(vendor)
+    return sql.replace("%s", "?") if vendor == "sqlite" else sql
 
 
 @cache
@@ -104,10 +140,17 @@ def stored_rows(paragraph_ids: list[int]) -> list[StoredRow]:
     """The given paragraphs' `StoredRow`, in no order; ids no longer stored are simply absent."""
     if not paragraph_ids:
         return []
-    sql = f"{_texts_sql(connection.vendor)} ({', '.join(['%s'] * len(paragraph_ids))})"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, paragraph_ids)
-        return [StoredRow(*row) for row in cursor.fetchall()]
+    return [StoredRow(*row) for row in fetch_all(_texts_statement(len(paragraph_ids)), paragraph_ids)]
+
+
+@lru_cache(maxsize=256)
+def _texts_statement(count: int) -> Callable[[str], str]:
+    """`stored_rows`' statement for ``count`` ids, as `fetch_all` takes it (one per count, remembered)."""
+
+    def sql(vendor: str) -> str:
+        return f"{_texts_sql(vendor)} ({', '.join(['%s'] * count)})"
+
+    return sql
 
 
 @cache
