@@ -12,7 +12,7 @@ from functools import cache, lru_cache
 from typing import NamedTuple
 
 import numpy as np
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from ..models import Collection, CollectionBuilt, Document, Paragraph
 
@@ -61,18 +61,19 @@ def fetch_all(statement: Callable[[str], str], params: list) -> list[tuple]:
     Django wraps them. While queries are recorded (DEBUG, a test's CaptureQueriesContext) or an
     execute wrapper is installed, the statement goes through Django's cursor, recorded as any other.
     """
-    if connection.queries_logged or connection.execute_wrappers:
-        with connection.cursor() as cursor:
-            cursor.execute(statement(connection.vendor), params)
+    db = connections[DEFAULT_DB_ALIAS]  # `connection` looks this up again at each attribute
+    if db.queries_logged or db.execute_wrappers:
+        with db.cursor() as cursor:
+            cursor.execute(statement(db.vendor), params)
             return cursor.fetchall()
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    connection.validate_thread_sharing()
-    connection.validate_no_broken_transaction()
-    with connection.wrap_database_errors:
-        cursor = connection.connection.cursor()
+    db.close_if_health_check_failed()
+    db.ensure_connection()
+    db.validate_thread_sharing()
+    db.validate_no_broken_transaction()
+    with db.wrap_database_errors:
+        cursor = db.connection.cursor()
         try:
-            cursor.execute(_native(statement, connection.vendor), params)
+            cursor.execute(_native(statement, db.vendor), params)
             return cursor.fetchall()
         finally:
             cursor.close()
