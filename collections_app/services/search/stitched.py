@@ -37,6 +37,7 @@ def stitched(
     *,
     per_reader: bool = False,
     sections: bool = False,
+    every: bool | None = None,
 ) -> Stitching:
     """Hits widened by their readable neighbours, with texts read from the store for those rows only,
     within ``max_chars`` characters of text in all (`text.budget.fit`; None: no budget).
@@ -47,12 +48,14 @@ def stitched(
     `last` are positions among the rows this search may use (1 = the first readable paragraph).
     `per_reader`: chunk ids count this reader's paragraphs only (`_citable`). `sections` (the parent
     strategy) with ``around`` above 0: each hit comes back with its section's readable rows around it
-    (`stitch.stitch_sections`) instead of ``around`` neighbours either side.
+    (`stitch.stitch_sections`) instead of ``around`` neighbours either side. ``every``: whether every
+    row is in ``mask`` (None: read from it).
     """
     if not hits:
         return Stitching([], [], {})
     documents = index.row_document
-    every = bool(mask.all())  # every row readable (the usual case): once, not once a step
+    if every is None:  # every row readable (the usual case): asked once, not once a step
+        every = bool(mask.all())
     sectioned = sections and around > 0
     if sectioned:
         stored = _section_rows(index, mask, [row for row, _score in hits])
