@@ -397,14 +397,15 @@ class MappedIndex:
             return result
         vector_row = np.asarray(self.vector_row)
         if self.window_starts is None and vector_row.size == self.size:
-            lo = rows  # one vector a row, every row with one: vector i is row i
-            hi = rows + 1
-        else:
-            # In the map's own type: an int64 key made numpy convert all of vector_row first
-            # (0.4 ms a call at 100,000 rows, twice a search).
-            keys = rows.astype(vector_row.dtype)
-            lo = np.searchsorted(vector_row, keys, side="left")
-            hi = np.searchsorted(vector_row, keys, side="right")
+            # One vector a row, every row with one: vector i is row i, each row its only window (what the
+            # pooling below gives for one window, without its spans).
+            per_vector = self.products(rows, query)
+            return lean_to_first(per_vector, per_vector)
+        # In the map's own type: an int64 key made numpy convert all of vector_row first
+        # (0.4 ms a call at 100,000 rows, twice a search).
+        keys = rows.astype(vector_row.dtype)
+        lo = np.searchsorted(vector_row, keys, side="left")
+        hi = np.searchsorted(vector_row, keys, side="right")
         spans = hi - lo
         wanted = np.repeat(lo, spans) + (np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans))
         if wanted.size:

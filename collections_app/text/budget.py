@@ -94,13 +94,23 @@ def _hit_order(runs: Sequence[Stitched], members: list[list[int]], hits: Sequenc
 def fit(
     runs: Sequence[Stitched], readable: Mapping[int, Row], max_chars: int, hits: Sequence[int] | None = None
 ) -> Fitted:
-    """`runs` (best first) as they fit ``max_chars`` characters of text in all (see the module).
+    """`runs` (best first: `stitch.stitch`'s or `stitch.stitch_sections`' over ``readable``) as they fit
+    ``max_chars`` characters of text in all (see the module).
 
     ``hits``: the ordinals of every hit, best first (None: each run's best hit only). A run's rows are
     the readable ones between its first and last: a run may step over rows the search may not use, so
     neighbours are counted among the readable rows, never by ordinal."""
     kept: dict[int, Row] = dict(readable)
     members = [[o for o in range(run.first, run.last + 1) if o in readable] for run in runs]
+    # Each piece of a joined text is a row's text or a tail of it, after at most one space: when the rows
+    # and a space each fit in all, every text tried below fits, every run comes back whole, and the runs
+    # are those given (`stitch` joined each from these same rows), so the steps are skipped.
+    if sum(len(readable[o].text) + 1 for member in members for o in member) <= max_chars:
+        return Fitted(list(runs), kept, False)
+    owner: dict[int, int] = {}  # a row's run: the first run holding it
+    for number, member in enumerate(members):
+        for o in member:
+            owner.setdefault(o, number)
     spans: list[list[int] | None] = [None] * len(runs)  # [first, last] kept, as indexes into members
     texts = [""] * len(runs)
     spent = 0
@@ -119,7 +129,7 @@ def fit(
     # 1. Every hit, best first: a run's first hit alone, a later hit of the run with the rows between
     # it and what the run holds (a run stays one stretch of rows).
     for ordinal in _hit_order(runs, members, hits):
-        number = next(n for n, member in enumerate(members) if ordinal in member)
+        number = owner[ordinal]
         at = members[number].index(ordinal)
         span = spans[number]
         if span is not None and span[0] <= at <= span[1]:

@@ -84,6 +84,15 @@ def stitch(hits: Sequence[tuple[int, float]], readable: Mapping[int, Row], aroun
         raise ValueError(f"around must not be negative, got {around}")
 
     best = _best_scores(hits, readable)
+    if around == 0:
+        # Each distinct hit alone (nothing to widen, and distinct hits never merge): its row as a run.
+        alone = [
+            Stitched(first=o, last=o, document=readable[o].document, section=readable[o].section, hit=o,
+                     text=readable[o].text, score=score, passages=1)
+            for o, score in best.items()
+        ]
+        alone.sort(key=lambda run: (-run.score, run.first))
+        return alone
     spans = sorted(_widen(ordinal, readable, around) for ordinal in best)
     # With around = 0 every span is one distinct hit, and touching ones stay apart.
     return _merged(spans, readable, best, 1 if around > 0 else 0, _same_document)

@@ -141,3 +141,36 @@ def test_max_chars_out_of_bounds_is_refused_with_the_one_error_shape(agent_key, 
     assert answer.status_code in (400, 422)
     assert set(answer.json()) == {"error"} and set(answer.json()["error"]) == {"code", "message"}
     assert "max_chars" in answer.json()["error"]["message"]
+
+
+def overlapping(*texts: str, overlap: int) -> dict[int, Row]:
+    """Rows of one document, each opening with the last ``overlap`` characters of the one before (the
+    structure strategy's copies)."""
+    made, start = {}, 0
+    for ordinal, text in enumerate(texts):
+        carried = "" if ordinal == 0 else made[ordinal - 1].text[-overlap:]
+        made[ordinal] = Row(ordinal=ordinal, document=1, start=start - len(carried),
+                            end=start + len(text), text=carried + text, section="", index=ordinal)
+        start += len(text) + 1
+    return made
+
+
+@pytest.mark.parametrize("around", [0, 1, 2])
+@pytest.mark.parametrize("shape", ["plain", "overlapping"])
+def test_the_shortcut_for_a_budget_that_holds_everything_answers_as_the_steps_do(around, shape):
+    # `fit` skips its steps when every row and a space fit the budget; the budget the runs' texts take
+    # exactly goes through the steps (the copies and the joining spaces make it smaller): both must
+    # give back the runs as stitched, whole, uncut.
+    texts = ("Alpha one. Alpha two.", "Beta one.", "Gamma hit one. Gamma two.", "Delta one.", "Epsilon hit.")
+    made = rows(*texts) if shape == "plain" else overlapping(*texts, overlap=6)
+    runs = stitch([(2, 0.9), (4, 0.7), (0, 0.5)], made, around=around)
+    members = sum(run.last - run.first + 1 for run in runs)
+    roomy = sum(len(made[o].text) + 1 for run in runs for o in range(run.first, run.last + 1))
+    exact = sum(len(run.text) for run in runs)
+    assert exact < roomy and members >= 3
+    shortcut, stepped = fit(runs, made, roomy), fit(runs, made, exact)
+    assert shortcut.runs == stepped.runs == runs
+    assert shortcut.readable == stepped.readable == made
+    assert not shortcut.cut and not stepped.cut
+    # One character less than the texts take: the steps cut, and the shortcut is not taken.
+    assert fit(runs, made, exact - 1).cut

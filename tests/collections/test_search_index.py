@@ -304,3 +304,53 @@ def test_the_build_record_is_read_every_search_and_made_again_only_when_its_row_
     assert changed is not first and changed.passages == first.passages - 1
     CollectionBuilt.objects.filter(collection=handbook).delete()
     assert current_build(handbook) is None
+
+
+def test_sqlite_marks_every_commit_of_another_connection_and_every_change_of_its_own(tmp_path):
+    # What the state statement's shortcut (rows._change_marks) relies on, on a SQLite file in WAL mode.
+    import sqlite3
+
+    path = tmp_path / "marks.sqlite3"
+    reader, writer = sqlite3.connect(path, isolation_level=None), sqlite3.connect(path, isolation_level=None)
+    reader.execute("PRAGMA journal_mode=WAL")
+    reader.execute("CREATE TABLE p (id INTEGER PRIMARY KEY, enabled INTEGER)")
+    reader.execute("INSERT INTO p VALUES (1, 1)")
+
+    def marks():
+        return reader.execute("PRAGMA data_version").fetchone()[0], reader.total_changes
+
+    before = marks()
+    reader.execute("SELECT * FROM p").fetchall()
+    assert marks() == before  # reading moves nothing
+    writer.execute("UPDATE p SET enabled = 0 WHERE id = 1")  # another connection commits
+    after_other = marks()
+    assert after_other != before
+    reader.execute("UPDATE p SET enabled = 1 WHERE id = 1")  # this connection writes
+    assert marks() != after_other
+    reader.close()
+    writer.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_paragraph_switched_off_after_the_state_was_last_read_is_not_served(agent, handbook, monkeypatch):
+    # The state statement is skipped while the marks say nothing was written (a SQLite file; the test
+    # database lives in memory, where the shortcut is not taken, so it is told otherwise here).
+    from collections_app.services import rows
+    from collections_app.services.documents import set_paragraphs_enabled
+
+    if connection.vendor != "sqlite":
+        pytest.skip("the marks are SQLite's")
+    monkeypatch.setattr(connection, "is_in_memory_db", lambda: False)
+    statements = []
+    fetch_all = rows.fetch_all
+    monkeypatch.setattr(rows, "fetch_all", lambda sql, args: statements.append(sql) or fetch_all(sql, args))
+    first = ask(agent, handbook, around=0, most=3, min_score=0.0)
+    assert statements.count(rows._state_sql) == 1 and len(first["paragraphs"]) == 3
+    assert ask(agent, handbook, around=0, most=3, min_score=0.0) == first
+    assert statements.count(rows._state_sql) == 1  # nothing written: the state read before stands
+    served = Paragraph.objects.get(collection=handbook, text=first["paragraphs"][0]["text"])
+    assert set_paragraphs_enabled(paragraphs=[served], enabled=False) == 1
+    again = ask(agent, handbook, around=0, most=3, min_score=0.0)
+    assert statements.count(rows._state_sql) == 2
+    texts = [paragraph["text"] for paragraph in again["paragraphs"]]
+    assert served.text not in texts and texts[:2] == [p["text"] for p in first["paragraphs"][1:]]

@@ -83,7 +83,7 @@ def search_collection(
             for row in reranked.top]
     paragraphs, runs, readable, cut = stitched(plan.index, plan.mask, hits, plan.around, plan.max_chars,
                                                per_reader=plan.reader is not None,
-                                               sections=returns_sections(plan.built.method))
+                                               sections=returns_sections(plan.built.method), every=plan.every)
     if relevance is not None:
         mark_reranked(paragraphs, runs, {int(row): ranking.score_of(row) for row in reranked.top},
                       reranked.fused_rank)
@@ -122,7 +122,7 @@ def _ranking(plan: SearchPlan, vector: np.ndarray | None) -> Ranking:
     if vector is None and plan.view is None and not plan.explain and not settings.RERANK_URL:
         # Lexical alone over every row's statistics, and nothing asks for every row's score (explain,
         # the reranker): the best rows are found without scoring every row, and only they are fused.
-        found = best_rows(index, plan.question_terms, plan.most, None if plan.mask.all() else plan.mask,
+        found = best_rows(index, plan.question_terms, plan.most, None if plan.every else plan.mask,
                           lexical_score)
         if found is not None:
             rows, scores = found  # the top rows by fused score, best first, and those scores

@@ -161,7 +161,11 @@ def candidates(
         nprobe = int(settings.IVF_NPROBE) or lists.nprobe
     nprobe = max(1, min(int(nprobe), lists.nlist))
     members, closeness = lists.scan(vector, nprobe, index.products)
-    owners = np.asarray(index.vector_row)[members]
+    vector_row = np.asarray(index.vector_row)
+    if index.window_starts is None and vector_row.size == index.size:
+        owners = members.astype(vector_row.dtype)  # one vector a row, every row with one: vector i is row i
+    else:
+        owners = vector_row[members]
     if not mask.all():
         # Filtered inside the kernel: a window of a row this search may not use never takes a
         # candidate's place (a reader who may read 1 % of the rows still gets K readable candidates).

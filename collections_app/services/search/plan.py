@@ -53,6 +53,7 @@ class SearchPlan:
     held_back: tuple[np.ndarray, np.ndarray]  # documents and paragraphs out of search
     mask: np.ndarray  # the rows this search may rank and stitch
     view: View | None  # the statistics over those rows (per reader, or filtered); None: every row's
+    every: bool = False  # every row of the index is in `mask` (False: not known, read the mask)
 
 
 def _whole(value, low: int, high: int | None = None) -> bool:
@@ -141,6 +142,10 @@ def plan_search(
     mask = readable_mask(collection, index, reader_obj, tuple(held_back))
     if parsed_filters is not None:
         mask &= filter_mask(collection, index, parsed_filters)
+    # Nothing held back, no reader's labels, no filter (the usual case): the mask is every row, known
+    # without reading it; otherwise it is read once here rather than once a step.
+    narrowed = any(ids.size for ids in held_back) or collection.per_reader and reader_obj is not None
+    every = bool(mask.all()) if narrowed or parsed_filters is not None else True
     # A per-reader collection's BM25 statistics are those of the rows this reader may see, each row
     # less the opening it shares with a row the reader may not see, so no score depends on a paragraph
     # it cannot read (docs/security.md); a filtered search's are those of the rows its filter keeps
@@ -168,6 +173,7 @@ def plan_search(
         held_back=tuple(held_back),
         mask=mask,
         view=view,
+        every=every,
     )
 
 

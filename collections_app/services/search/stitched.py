@@ -37,6 +37,7 @@ def stitched(
     *,
     per_reader: bool = False,
     sections: bool = False,
+    every: bool | None = None,
 ) -> Stitching:
     """Hits widened by their readable neighbours, with texts read from the store for those rows only,
     within ``max_chars`` characters of text in all (`text.budget.fit`; None: no budget).
@@ -47,11 +48,14 @@ def stitched(
     `last` are positions among the rows this search may use (1 = the first readable paragraph).
     `per_reader`: chunk ids count this reader's paragraphs only (`_citable`). `sections` (the parent
     strategy) with ``around`` above 0: each hit comes back with its section's readable rows around it
-    (`stitch.stitch_sections`) instead of ``around`` neighbours either side.
+    (`stitch.stitch_sections`) instead of ``around`` neighbours either side. ``every``: whether every
+    row is in ``mask`` (None: read from it).
     """
     if not hits:
         return Stitching([], [], {})
     documents = index.row_document
+    if every is None:  # every row readable (the usual case): asked once, not once a step
+        every = bool(mask.all())
     sectioned = sections and around > 0
     if sectioned:
         stored = _section_rows(index, mask, [row for row, _score in hits])
@@ -69,11 +73,14 @@ def stitched(
         stored = _read(index, sorted(wanted))
     names = {found.document: found.name for found in stored.values()}
     readable = {}
-    for row in sorted(stored):
+    ordered = sorted(stored)
+    # The rows' documents in one gather (indexing the mapped array a row at a time costs ~1 us a row).
+    of_row = documents[np.asarray(ordered, dtype=np.int64)].tolist() if ordered else []
+    for row, document in zip(ordered, of_row, strict=True):
         found = stored[row]
         readable[row] = Row(
             ordinal=row,
-            document=int(documents[row]),
+            document=document,
             start=found.start,
             end=found.end,
             text=found.text,
@@ -81,15 +88,16 @@ def stitched(
             index=found.index,
             pages=(found.page_first, found.page_last) if found.page_first is not None else None,
         )
-    cut_hidden_copies(index, mask, readable)
-    runs = _stitch_readable(mask, hits, readable, around, sectioned)
+    if not every:
+        cut_hidden_copies(index, mask, readable)
+    runs = _stitch_readable(mask, hits, readable, around, sectioned, every=every)
     runs = [run for run in runs if run.text.strip()]  # a hit wholly inside a hidden neighbour's copy
     cut = False
     if max_chars is not None:
         ranked = [row for row, _score in sorted(hits, key=lambda hit: -hit[1])]
         fitted = fit(runs, readable, max_chars, ranked)
         runs, readable, cut = fitted.runs, fitted.readable, fitted.cut
-    at = positions(mask)
+    at = positions(mask, every=every)
     cite = _citable(index, mask, readable) if per_reader else (lambda row: readable[row].index)
     paragraphs = [_paragraph(run, names.get(run.document, ""), readable, at, cite) for run in runs]
     return Stitching(paragraphs, runs, readable, cut)
@@ -98,7 +106,7 @@ def stitched(
 def _read(index: MappedIndex, rows: list[int]) -> dict:
     """The stored rows of index rows ``rows`` (by index row); a row deleted since the index was written is
     absent (the next search maps a new index)."""
-    ids = [int(index.row_paragraph[r]) for r in rows]
+    ids = index.row_paragraph[np.asarray(rows, dtype=np.int64)].tolist() if rows else []
     found = {row.id: row for row in stored_rows(ids)}
     return {r: found[pk] for r, pk in zip(rows, ids, strict=True) if pk in found}
 
@@ -142,16 +150,17 @@ def _section_rows(index: MappedIndex, mask: np.ndarray, hits: list[int]) -> dict
 
 def _stitch_readable(
     mask: np.ndarray, hits: list[tuple[int, float]], readable: dict[int, Row], around: int,
-    sections: bool = False,
+    sections: bool = False, *, every: bool | None = None,
 ) -> list[Stitched]:
     """`stitch` (or `stitch_sections`) over the readable rows numbered consecutively (their positions
     among the rows this search may use), so two readable rows with hidden ones between them are
-    neighbours; the runs come back in row ordinals, `passages` counting readable rows only."""
+    neighbours; the runs come back in row ordinals, `passages` counting readable rows only. ``every``:
+    whether every row is readable (None: read from ``mask``)."""
 
     def join(found: list[tuple[int, float]], rows: dict[int, Row]) -> list[Stitched]:
         return stitch_sections(found, rows) if sections else stitch(found, rows, around)
 
-    if mask.all():
+    if mask.all() if every is None else every:
         return join([(row, score) for row, score in hits if row in readable], readable)
     counted = np.cumsum(mask)
     dense = {int(counted[row]) - 1: row for row in readable}
@@ -174,13 +183,13 @@ def _citable(index: MappedIndex, mask: np.ndarray, readable: dict[int, Row]) -> 
     return k
 
 
-def positions(mask: np.ndarray) -> Callable[[int], int]:
+def positions(mask: np.ndarray, *, every: bool | None = None) -> Callable[[int], int]:
     """A row's position among the rows this search may use (1 = the first), as `first`/`last` give it.
 
-    Every row readable (the usual case): a row's position is its number; otherwise the readable rows
-    before it are counted, once for all runs.
+    Every row readable (the usual case; ``every``, else read from ``mask``): a row's position is its
+    number; otherwise the readable rows before it are counted, once for all runs.
     """
-    if mask.all():
+    if mask.all() if every is None else every:
         return lambda row: row + 1
     counted = np.cumsum(mask)
     return lambda row: int(counted[row])
