@@ -13,6 +13,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ragsite.lexical import terms
+
 from ..text.stitch import carried_terms_text
 from .byte_terms import text_postings
 
@@ -69,4 +71,17 @@ def row_postings(
     )
 
 
-__all__ = ["BlockPostings", "block_postings", "row_postings"]
+def row_postings_of_terms(
+    texts: Sequence[str], contexts: Sequence[str | None], carried: Sequence[int]
+) -> tuple[BlockPostings, BlockPostings, BlockPostings]:
+    """`row_postings` term by term in Python (`lexical.terms`, then `block_postings`): what it was before
+    `byte_terms`, kept as the reference the tests and bench/index_write.py compare it with."""
+    openings = [carried_terms_text(text, n) for text, n in zip(texts, carried, strict=True)]
+    return (
+        block_postings([terms(text) for text in texts]),
+        block_postings([terms(context or "") for context in contexts]),
+        block_postings([terms(opening) for opening in openings]),
+    )
+
+
+__all__ = ["BlockPostings", "block_postings", "row_postings", "row_postings_of_terms"]
