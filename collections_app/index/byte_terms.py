@@ -80,7 +80,7 @@ def text_postings(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarr
         key = (_squeezed(head[short]) << np.uint64(row_bits)) | row[short].astype(np.uint64)
         *postings, distinct = _sorted_postings(key, row_bits, len(vocabulary))
         found.append(postings)
-        vocabulary += _decoded(distinct)
+        vocabulary += _strings(_letters(distinct))
     medium = np.flatnonzero(packable & (size > 8))
     if medium.size:
         (firsts, first), (seconds, second) = (_numbered(_squeezed(part[medium])) for part in (head, tail))
@@ -88,14 +88,8 @@ def text_postings(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarr
         key = (pair << np.uint64(row_bits)) | row[medium].astype(np.uint64)
         *postings, pairs = _sorted_postings(key, row_bits, len(vocabulary))
         found.append(postings)
-        vocabulary += [
-            a + b
-            for a, b in zip(
-                _decoded(firsts[pairs // np.uint64(seconds.size)]),
-                _decoded(seconds[pairs % np.uint64(seconds.size)]),
-                strict=True,
-            )
-        ]
+        halves = (firsts[pairs // np.uint64(seconds.size)], seconds[pairs % np.uint64(seconds.size)])
+        vocabulary += _strings(np.hstack([_letters(half) for half in halves]))
     rest = np.flatnonzero(~packable)
     if rest.size:
         *postings, seen = _python_postings(raw, starts[rest], ends[rest], row[rest], rows, len(vocabulary))
@@ -127,18 +121,24 @@ def _numbered(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _squeezed(words: np.ndarray) -> np.ndarray:
-    """Eight 6-bit codes, one a byte, as 48 bits (the first code highest: order and equality kept)."""
-    out = np.zeros_like(words)
-    for k in range(8):
-        out |= ((words >> np.uint64(8 * k)) & np.uint64(63)) << np.uint64(6 * k)
-    return out
+    """Eight 6-bit codes, one a byte, as 48 bits (the first code highest: order and equality kept):
+    byte pairs into 12 bits, then those pairs into 24, then into 48."""
+    u = np.uint64
+    out = (words & u(0x003F003F003F003F)) | ((words & u(0x3F003F003F003F00)) >> u(2))
+    out = (out & u(0x00000FFF00000FFF)) | ((out & u(0x0FFF00000FFF0000)) >> u(4))
+    return (out & u(0xFFFFFF)) | ((out & u(0x00FFFFFF00000000)) >> u(8))
 
 
-def _decoded(squeezed: np.ndarray) -> list[str]:
-    """The terms whose 48-bit codes are ``squeezed``."""
+def _letters(squeezed: np.ndarray) -> np.ndarray:
+    """The bytes (n, 8; 0 past a term's end) of the terms whose 48-bit codes are ``squeezed``."""
     shifts = np.uint64(6) * np.arange(7, -1, -1, dtype=np.uint64)
-    letters = _BYTE[(squeezed[:, None] >> shifts) & np.uint64(63)]
-    return [b.decode("ascii") for b in letters.view("S8").ravel().tolist()]
+    return _BYTE[(squeezed[:, None] >> shifts) & np.uint64(63)]
+
+
+def _strings(letters: np.ndarray) -> list[str]:
+    """Rows of ASCII bytes, 0 past their ends, as strings (converted by numpy, not one by one)."""
+    width = letters.shape[1]
+    return np.ascontiguousarray(letters).view(f"S{width}").ravel().astype(f"U{width}").tolist()
 
 
 def _sorted_postings(key: np.ndarray, row_bits: int, offset: int):
