@@ -82,6 +82,8 @@ def text_postings(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarr
         found.append(postings)
         vocabulary += _strings(_letters(distinct))
     medium = np.flatnonzero(packable & (size > 8))
+    if (medium.size * medium.size).bit_length() + row_bits > 63:  # the pairs' numbers could overflow
+        packable[medium], medium = False, medium[:0]  # (~10⁸ such runs in a block: never 5,000 rows)
     if medium.size:
         (firsts, first), (seconds, second) = (_numbered(_squeezed(part[medium])) for part in (head, tail))
         pair = first.astype(np.uint64) * np.uint64(seconds.size) + second.astype(np.uint64)
