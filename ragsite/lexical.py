@@ -120,6 +120,12 @@ def terms(text: str) -> list[str]:
     return _tables()[0].findall(go_lower(text))
 
 
+def word_is_term_class() -> bool:
+    """Whether sre's ``\\w`` picks exactly seed 004's term characters on this Python (see `_tables`), so
+    that ``\\w`` may stand for the class in other patterns (index.byte_terms)."""
+    return _tables()[0].pattern == r"\w+"
+
+
 class BM25Index:
     """Okapi BM25 over a fixed list of documents (paragraphs), scored with numpy.
 
@@ -316,4 +322,4 @@ def idf(n_docs: int, df: np.ndarray) -> np.ndarray:
     return np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
-__all__ = ["BM25Index", "DEFAULT_B", "DEFAULT_K1", "go_lower", "idf", "terms"]
+__all__ = ["BM25Index", "DEFAULT_B", "DEFAULT_K1", "go_lower", "idf", "terms", "word_is_term_class"]

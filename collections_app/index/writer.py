@@ -11,6 +11,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Sequence
+from itertools import filterfalse
 from pathlib import Path
 
 import numpy as np
@@ -74,22 +75,24 @@ class IndexWriter:
         self._document.append(np.asarray(document_ids, dtype=np.int64))
         self._doc_len.append(postings.lengths.astype(np.int32))
         if postings.vocabulary:
+            # The block's new terms numbered next, in the block's order; then every block term's number.
+            # Both passes are C loops (a generator of setdefault calls cost ~25 µs a row at 100k).
             vocabulary = self.vocabulary
-            to_global = np.fromiter(
-                (vocabulary.setdefault(term, len(vocabulary)) for term in postings.vocabulary),
-                dtype=np.int64,
-                count=len(postings.vocabulary),
-            )
+            new = list(filterfalse(vocabulary.__contains__, postings.vocabulary))
+            vocabulary.update(zip(new, range(len(vocabulary), len(vocabulary) + len(new)), strict=True))
+            block = postings.vocabulary
+            to_global = np.fromiter(map(vocabulary.__getitem__, block), dtype=np.int64, count=len(block))
             # Sorted by (block term, row); the write sorts by global term, stably, so rows stay ascending.
             self._post_term.append(to_global[postings.term])
             self._post_doc.append(postings.doc + np.int32(first))
             self._post_tf.append(postings.tf)
-        for offset, windows in enumerate(vectors):
-            if windows is None:
-                continue
-            windows = np.asarray(windows, dtype=np.float32).reshape(-1, self.dimensions)
-            self._vectors.append(windows.astype(self.vector_dtype))
-            self._vector_row.append(np.full(windows.shape[0], first + offset, dtype=np.int32))
+        # The block's vectors as one array and their rows as another (not two small arrays a row).
+        rows = [offset for offset, windows in enumerate(vectors) if windows is not None]
+        if rows:
+            shaped = [np.asarray(vectors[i], dtype=np.float32).reshape(-1, self.dimensions) for i in rows]
+            self._vectors.append(np.concatenate(shaped).astype(self.vector_dtype, copy=False))
+            windows = np.fromiter((block.shape[0] for block in shaped), dtype=np.int64, count=len(rows))
+            self._vector_row.append(np.repeat(np.asarray(rows, dtype=np.int32) + np.int32(first), windows))
         self.rows += count
 
     def matrix(self) -> np.ndarray:
