@@ -25,19 +25,27 @@ def main(argv: list[str]) -> int:
         print("usage: python -m ragsite.serve HOST:PORT", file=sys.stderr)
         return 2
     manage = [sys.executable, "manage.py"]
-    # Each in a process group of its own: a signal to ours reaches neither the cluster's sentinel and
-    # workers nor the server's autoreloader child directly; this process passes it on.
-    cluster = subprocess.Popen([*manage, "qcluster"], process_group=0)
-    server = subprocess.Popen([*manage, "runserver", argv[0]], process_group=0)
-    stopping = []
+    stopping: list[int] = []
+    children: dict[str, subprocess.Popen] = {}
 
     def stop(signum, _frame):
         stopping.append(signum)
-        if server.poll() is None:
+        server = children.get("server")
+        if server is not None and server.poll() is None:
             os.killpg(server.pid, signum)
 
+    # The handlers come first. A child inherits the signals this process ignores: started from a
+    # background job (where SIGINT is ignored), the server ignored the SIGINT passed on to it and
+    # never stopped; a signal with a handler here is back to its default in a child. And a signal
+    # between the first start and the handlers killed this process alone, leaving both children running.
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    # Each in a process group of its own: a signal to ours reaches neither the cluster's sentinel and
+    # workers nor the server's autoreloader child directly; this process passes it on.
+    cluster = subprocess.Popen([*manage, "qcluster"], process_group=0)
+    server = children["server"] = subprocess.Popen([*manage, "runserver", argv[0]], process_group=0)
+    if stopping:  # asked to stop while the children were starting
+        os.killpg(server.pid, stopping[0])
     status = server.wait()
     stop_cluster(cluster)
     return 0 if stopping else status

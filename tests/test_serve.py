@@ -50,17 +50,34 @@ def wait_until(condition, seconds: float) -> bool:
     return condition()
 
 
+# The launcher starts with SIGINT as a terminal leaves it (default) or as a script's `cmd &` does
+# (ignored: no job control), whatever the test runner itself was started with.
+START_WITH_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, getattr(signal, sys.argv[1])); "
+    "os.execv(sys.argv[2], sys.argv[2:])"
+)
+
+
 @pytest.mark.qcluster
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc to find the processes")
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_a_signal_to_the_process_group_stops_the_server_and_the_task_cluster(tmp_path, signum):
+@pytest.mark.parametrize(
+    ("signum", "sigint_at_start"),
+    [(signal.SIGTERM, "SIG_DFL"), (signal.SIGINT, "SIG_DFL"), (signal.SIGINT, "SIG_IGN")],
+    ids=["SIGTERM", "SIGINT", "SIGINT-to-a-background-job"],
+)
+def test_a_signal_to_the_process_group_stops_the_server_and_the_task_cluster(
+    tmp_path, signum, sigint_at_start
+):
     port = free_port()
     env = {**os.environ, "DATABASE_URL": database_url(), "Q_WORKERS": "1", "DATA_DIR": str(tmp_path)}
     log = (tmp_path / "serve.log").open("w+")
+    # Started with SIGINT ignored, the server ignored the SIGINT the launcher passed on and never stopped.
+    command = [sys.executable, "-c", START_WITH_SIGINT, sigint_at_start, sys.executable]
+    command += ["-m", "ragsite.serve", f"127.0.0.1:{port}"]
     launcher = subprocess.Popen(
-        [sys.executable, "-m", "ragsite.serve", f"127.0.0.1:{port}"],
+        command,
         cwd=ROOT,
         env=env,
         stdout=log,

@@ -98,6 +98,22 @@ def test_measure_says_how_long_it_will_take_before_it_starts(page, admin_user, a
     page.wait_for_function("document.getElementById('measure-estimate').textContent.includes('No build')")
 
 
+# Each JSON answer the page's own code has finished with: the URL is noted in a task queued once the
+# body is read, which runs after every promise callback the page chained to that body.
+ANSWERS_SEEN = """
+window.answersSeen = [];
+const pageFetch = window.fetch;
+window.fetch = (url, options) => pageFetch(url, options).then((response) => {
+  const read = response.json.bind(response);
+  response.json = () => read().then((body) => {
+    setTimeout(() => window.answersSeen.push(String(url)), 0);
+    return body;
+  });
+  return response;
+});
+"""
+
+
 def test_a_late_estimate_for_an_earlier_pick_does_not_replace_the_latest(
     page, admin_user, agent, knowledge_folder
 ):
@@ -113,6 +129,7 @@ def test_a_late_estimate_for_an_earlier_pick_does_not_replace_the_latest(
             route.continue_()
 
     log_in(page)
+    page.add_init_script(ANSWERS_SEEN)
     page.goto("/admin/collections_app/collection/measure/")
     page.route("**/estimate**", hold_the_archive)
     page.select_option("#id_collection", str(archive.pk))
@@ -120,7 +137,9 @@ def test_a_late_estimate_for_an_earlier_pick_does_not_replace_the_latest(
     page.wait_for_function("document.getElementById('measure-estimate').textContent.includes('No build')")
     assert held, "the archive's estimate was never asked for"
     held[0].continue_()
-    page.wait_for_load_state("networkidle")
+    # Not "networkidle": once fired for the page it is not waited for again, so the text could be read
+    # before the late answer arrived and the test would pass without the fix.
+    page.wait_for_function(f"window.answersSeen.some(url => url.endsWith('collection={archive.pk}'))")
     assert "No build" in page.inner_text("#measure-estimate")
     assert "expect roughly" not in page.inner_text("#measure-estimate")
 

@@ -27,7 +27,10 @@ from tests.test_qcluster import ROOT, database_url
 
 from .conftest import prose
 
-DEADLINE_SECONDS = 60
+# django-q2's guard first looks for due schedules after 60 of its half-second cycles, each cycle's own work
+# on top, and only once the cluster has started: 55 s of the old 60 s bound at load ~5.6 on two cores.
+# Three times that: the test is that the scheduled run happens, not how soon.
+DEADLINE_SECONDS = 180
 
 
 @pytest.fixture
@@ -99,7 +102,9 @@ def test_a_real_qcluster_runs_the_scheduled_repair_and_builds_missing_nodes(
             if done is not None:
                 break
             time.sleep(0.5)
-        assert done is not None, "no successful scheduled run within 60 s:\n" + log_path.read_text()[-3000:]
+        assert done is not None, (
+            f"no successful scheduled run within {DEADLINE_SECONDS} s:\n" + log_path.read_text()[-3000:]
+        )
     finally:
         os.killpg(cluster.pid, signal.SIGTERM)
         try:
