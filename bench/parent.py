@@ -125,10 +125,11 @@ def dev(args, cache) -> None:
                   f"{size // 1024} | {built:.1f} |", flush=True)
 
 
-def scifact(args, cache) -> None:
+def scifact_set(args) -> tuple[list[str], list[str], list[tuple[str, str]], dict]:
+    """SciFact's ``args.split`` as documents (title and text, an abstract a document, in id order), their
+    ids, the judged (query id, question) pairs and the judgements; with ``args.sample`` only the judged
+    abstracts and that many others."""
     from bench.beir import load
-    from collections_app import measure as m
-    from collections_app.metrics import ndcg_at_k, recall_at_k
 
     corpus, queries, qrels = load(args.dataset, args.split)
     if args.sample is not None:
@@ -137,7 +138,15 @@ def scifact(args, cache) -> None:
         corpus = {doc: corpus[doc] for doc in sorted(relevant | set(others)) if doc in corpus}
     ids = sorted(corpus)
     documents = [f"{corpus[d][0]}\n\n{corpus[d][1]}".strip() + "\n" for d in ids]
-    items = [(qid, queries[qid]) for qid in qrels if qid in queries][: args.limit]
+    return ids, documents, [(qid, queries[qid]) for qid in qrels if qid in queries], qrels
+
+
+def scifact(args, cache) -> None:
+    from collections_app import measure as m
+    from collections_app.metrics import ndcg_at_k, recall_at_k
+
+    ids, documents, items, qrels = scifact_set(args)
+    items = items[: args.limit]
     asked = cache.vectors([text for _qid, text in items])
     print(f"# SciFact {args.split}: {len(items)} queries, {len(documents)} documents, "
           f"{'hybrid' if asked is not None else 'lexical'}")
@@ -166,6 +175,27 @@ def _weight() -> float:
     return FUSION_WEIGHT
 
 
+def set_options(parser: argparse.ArgumentParser, *, split: str = "train") -> None:
+    """The options naming what is asked: another dev shelf, or SciFact's split, sampled, embedded or not."""
+    parser.add_argument("--dataset", type=Path, default=harness.SCIFACT)
+    parser.add_argument("--corpus", type=Path, help="dev: another folder of Markdown (the man-page shelf)")
+    parser.add_argument("--questions", type=Path, help="dev: its questions (jsonl, as the dev set's)")
+    parser.add_argument("--split", choices=["train", "test"], default=split)
+    parser.add_argument("--hybrid", action="store_true", help="SciFact: embed (the dev set always does)")
+    parser.add_argument("--sample", type=int, default=None, help="SciFact: relevant documents and N others")
+
+
+def vector_cache(args, name: str):
+    """Django set up for a bench called ``name`` and the cache every variant's vectors come from: none
+    for SciFact asked lexically (no model is loaded), the local model otherwise."""
+    lexical = args.set == "scifact" and not args.hybrid
+    harness.setup(name, backend="none" if lexical else None)
+    from collections_app import measure as m
+    from ragsite import embedding
+
+    return m.VectorCache(None if lexical else embedding.get_embedder().embed)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -174,20 +204,10 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", default=["structure:", "parent:"],
                         help="method:size[:section chars]; an empty size is the method's default")
     parser.add_argument("--floors", type=float, nargs="+", default=[0.22, 0.0])
-    parser.add_argument("--dataset", type=Path, default=harness.SCIFACT)
-    parser.add_argument("--corpus", type=Path, help="dev: another folder of Markdown (the man-page shelf)")
-    parser.add_argument("--questions", type=Path, help="dev: its questions (jsonl, as the dev set's)")
-    parser.add_argument("--split", choices=["train", "test"], default="test")
-    parser.add_argument("--hybrid", action="store_true", help="SciFact: embed (the dev set always does)")
-    parser.add_argument("--sample", type=int, default=None, help="SciFact: relevant documents and N others")
+    set_options(parser, split="test")
     parser.add_argument("--limit", type=int, default=None)
     args = parser.parse_args()
-    lexical = args.set == "scifact" and not args.hybrid
-    harness.setup("parent", backend="none" if lexical else None)
-    from collections_app import measure as m
-    from ragsite import embedding
-
-    cache = m.VectorCache(None if lexical else embedding.get_embedder().embed)
+    cache = vector_cache(args, "parent")
     started = time.perf_counter()
     (dev if args.set == "dev" else scifact)(args, cache)
     print(f"# {time.perf_counter() - started:.0f}s, {cache.embedded} texts embedded", file=sys.stderr)

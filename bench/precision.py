@@ -32,8 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import harness  # noqa: E402
-from bench.parent import ask, dev_set, p95, variants  # noqa: E402
+from bench.parent import ask, dev_set, p95, scifact_set, set_options, variants, vector_cache  # noqa: E402
 
 
 class Blend:
@@ -245,19 +244,11 @@ def edge(args, cache) -> None:
 
 
 def scifact(args, cache) -> None:
-    from bench.beir import load
     from collections_app import measure as m
     from collections_app.metrics import ndcg_at_k, recall_at_k
     from ragsite.fusion import FUSION_WEIGHT
 
-    corpus, queries, qrels = load(args.dataset, args.split)
-    if args.sample is not None:  # as bench/parent.py samples: the relevant abstracts and N others
-        relevant = {doc for judged in qrels.values() for doc in judged}
-        others = [doc for doc in sorted(corpus) if doc not in relevant][: args.sample]
-        corpus = {doc: corpus[doc] for doc in sorted(relevant | set(others)) if doc in corpus}
-    ids = sorted(corpus)
-    documents = [f"{corpus[d][0]}\n\n{corpus[d][1]}".strip() + "\n" for d in ids]
-    items = [(qid, queries[qid]) for qid in qrels if qid in queries]
+    ids, documents, items, qrels = scifact_set(args)
     asked = cache.vectors([text for _qid, text in items])
     print(f"# SciFact {args.split}: {len(items)} queries, {len(documents)} documents, "
           f"{'hybrid' if asked is not None else 'lexical'}")
@@ -288,19 +279,9 @@ def main() -> None:
                         help="structure: a document this short stays whole")
     parser.add_argument("--looks", type=int, nargs="+", default=[0, 800, 1600])
     parser.add_argument("--floors", type=float, nargs="+", default=[0.22])
-    parser.add_argument("--dataset", type=Path, default=harness.SCIFACT)
-    parser.add_argument("--corpus", type=Path)
-    parser.add_argument("--questions", type=Path)
-    parser.add_argument("--split", choices=["train", "test"], default="train")
-    parser.add_argument("--hybrid", action="store_true")
-    parser.add_argument("--sample", type=int, default=None)
+    set_options(parser)
     args = parser.parse_args()
-    lexical = args.set == "scifact" and not args.hybrid
-    harness.setup("precision", backend="none" if lexical else None)
-    from collections_app import measure as m
-    from ragsite import embedding
-
-    cache = m.VectorCache(None if lexical else embedding.get_embedder().embed)
+    cache = vector_cache(args, "precision")
     whole_sections(args.whole)
     whole_documents(args.whole_documents)
     started = time.perf_counter()

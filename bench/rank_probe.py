@@ -32,8 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import harness  # noqa: E402
-from bench.parent import dev_set, p95, variants  # noqa: E402
+from bench.parent import dev_set, p95, scifact_set, set_options, variants, vector_cache  # noqa: E402
 from bench.rank_knobs import STOP, Knobs, Parts, contexts_of, evaluate, lexical01, scores  # noqa: E402
 
 
@@ -167,19 +166,11 @@ def sweep(args, cache) -> None:
 
 
 def scifact(args, cache) -> None:
-    from bench.beir import load
     from collections_app import measure as m
     from collections_app.metrics import ndcg_at_k, recall_at_k
 
-    corpus, queries, qrels = load(args.dataset, args.split)
-    if args.sample is not None:
-        relevant = {doc for judged in qrels.values() for doc in judged}
-        others = [doc for doc in sorted(corpus) if doc not in relevant][: args.sample]
-        corpus = {doc: corpus[doc] for doc in sorted(relevant | set(others)) if doc in corpus}
-    ids = sorted(corpus)
-    documents = [f"{corpus[d][0]}\n\n{corpus[d][1]}".strip() + "\n" for d in ids]
+    ids, documents, items, qrels = scifact_set(args)
     names = [f"{d}.txt" for d in ids]
-    items = [(qid, queries[qid]) for qid in qrels if qid in queries]
     asked = cache.vectors([text for _qid, text in items])
     (structure, _), = variants(["structure:"])
     index = m.scratch_index(documents, structure, cache=cache, names=names)
@@ -208,19 +199,9 @@ def main() -> None:
     parser.add_argument("--knobs", nargs="+", help="variants as key=value,… (default: the built-in sweep)")
     parser.add_argument("--grid", action="store_true", help="the combined grid instead of the sweep")
     parser.add_argument("--floor", type=float, default=0.22)
-    parser.add_argument("--dataset", type=Path, default=harness.SCIFACT)
-    parser.add_argument("--corpus", type=Path)
-    parser.add_argument("--questions", type=Path)
-    parser.add_argument("--split", choices=["train", "test"], default="train")
-    parser.add_argument("--hybrid", action="store_true")
-    parser.add_argument("--sample", type=int, default=None)
+    set_options(parser)
     args = parser.parse_args()
-    lexical = args.set == "scifact" and not args.hybrid
-    harness.setup("precision", backend="none" if lexical else None)
-    from collections_app import measure as m
-    from ragsite import embedding
-
-    cache = m.VectorCache(None if lexical else embedding.get_embedder().embed)
+    cache = vector_cache(args, "precision")
     started, cpu = time.perf_counter(), time.process_time()
     {"diagnose": diagnose, "sweep": sweep, "scifact": scifact}[args.set](args, cache)
     print(f"# {time.perf_counter() - started:.0f}s wall, {time.process_time() - cpu:.0f}s CPU, "
