@@ -150,17 +150,17 @@ def _section_rows(index: MappedIndex, mask: np.ndarray, hits: list[int]) -> dict
 
 def _stitch_readable(
     mask: np.ndarray, hits: list[tuple[int, float]], readable: dict[int, Row], around: int,
-    sections: bool = False, *, every: bool | None = None,
+    sections: bool, *, every: bool,
 ) -> list[Stitched]:
     """`stitch` (or `stitch_sections`) over the readable rows numbered consecutively (their positions
     among the rows this search may use), so two readable rows with hidden ones between them are
     neighbours; the runs come back in row ordinals, `passages` counting readable rows only. ``every``:
-    whether every row is readable (None: read from ``mask``)."""
+    whether every row is in ``mask`` (`stitched` has found out once)."""
 
     def join(found: list[tuple[int, float]], rows: dict[int, Row]) -> list[Stitched]:
         return stitch_sections(found, rows) if sections else stitch(found, rows, around)
 
-    if mask.all() if every is None else every:
+    if every:
         return join([(row, score) for row, score in hits if row in readable], readable)
     counted = np.cumsum(mask)
     dense = {int(counted[row]) - 1: row for row in readable}
