@@ -9,6 +9,7 @@ imports this.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -72,6 +73,15 @@ class Knobs:
     near_form: str = "max"  # max | mean | sum (both neighbours, each × near)
     path: float = 0.0
     head: float = 0.0
+    # The top ``sent_k`` rows re-ordered by their best sentence: each sentence of a row embedded alone
+    # (or under the row's context, ``sent_ctx``) and the row's best cosine to the question taken;
+    # ``sent`` × that cosine is added to the top rows' fused scores (``sent_form`` "add"), or the top
+    # rows' own scores are handed out again in the order of (1 − sent) × fused + sent × best ("mix"),
+    # so that only their order changes.
+    sent: float = 0.0
+    sent_k: int = 5
+    sent_ctx: bool = False
+    sent_form: str = "add"
     extra: dict = field(default_factory=dict)
 
 
@@ -123,6 +133,22 @@ class Parts:
             self._bm25[kind] = decode(encode(matrix), matrix.shape[1])
         return self._bm25[kind]
 
+    def best_sentence(self, vector, with_context: bool) -> np.ndarray:
+        """Each row's best cosine between the question and one of its sentences (-1: no sentence)."""
+        key = ("sentences", with_context)
+        if key not in self._bm25:
+            owners, texts = [], []
+            for number, row in enumerate(self.rows):
+                context = self.contexts[number]
+                for sentence in sentences(row.text):
+                    owners.append(number)
+                    texts.append(f"{context}\n\n{sentence}" if with_context and context else sentence)
+            self._bm25[key] = (np.array(owners), self.cache.vectors(texts))
+        owners, matrix = self._bm25[key]
+        best = np.full(len(self.rows), -1.0)
+        np.maximum.at(best, owners, (matrix @ np.asarray(vector, dtype=np.float32)).astype(np.float64))
+        return best
+
     def hubness(self, k: int) -> np.ndarray:
         key = ("hub", k)
         if key not in self._bm25:
@@ -151,6 +177,12 @@ class Parts:
         if key not in self._bm25:
             self._bm25[key] = BM25Index.from_texts(self.fields[name], k1=k1, b=b)
         return self._bm25[key]
+
+
+def sentences(text: str) -> list[str]:
+    """A row's sentences and lines of more than 20 characters (the row itself when it has none)."""
+    found = [s.strip() for s in re.split(r"(?<=[.!?:])\s+|\n+", text) if len(s.strip()) > 20]
+    return found or [text]
 
 
 def contexts_of(documents, names, variant):
@@ -242,6 +274,8 @@ def scores(parts: Parts, question: str, vector, knobs: Knobs) -> np.ndarray:
             cos = (cos - cos.min()) / max(cos.max() - cos.min(), 1e-12)
             lex = (lex - lex.min()) / max(lex.max() - lex.min(), 1e-12)
         fused = knobs.weight * cos + (1 - knobs.weight) * lex
+    if knobs.sent and vector is not None:
+        fused = by_best_sentence(parts, fused, vector, knobs)
     if knobs.depth:
         fused = fused + knobs.depth * parts.depths
     if knobs.near:
@@ -251,6 +285,18 @@ def scores(parts: Parts, question: str, vector, knobs: Knobs) -> np.ndarray:
         np.maximum.at(best, parts.documents, fused)
         fused = (fused + knobs.doc * best[parts.documents]) / (1 + knobs.doc)
     return fused
+
+
+def by_best_sentence(parts: Parts, fused: np.ndarray, vector, knobs: Knobs) -> np.ndarray:
+    best = parts.best_sentence(vector, knobs.sent_ctx)
+    top = np.argsort(-fused, kind="stable")[: knobs.sent_k]
+    out = fused.copy()
+    if knobs.sent_form == "add":
+        out[top] = fused[top] + knobs.sent * best[top]
+    else:
+        order = top[np.argsort(-((1 - knobs.sent) * fused[top] + knobs.sent * best[top]), kind="stable")]
+        out[order] = np.sort(fused[top])[::-1]
+    return out
 
 
 def smoothed(fused: np.ndarray, documents: np.ndarray, near: float, form: str) -> np.ndarray:

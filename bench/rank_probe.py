@@ -126,6 +126,10 @@ def sweep_knobs() -> list[Knobs]:
     out += [Knobs(f"depth {d}", depth=d) for d in (0.01, 0.02, 0.04)]
     out += [Knobs(f"hub {a} k {k}", hub=a, hub_k=k) for a in (0.05, 0.1, 0.2, 0.3) for k in (5, 20)]
     out += [Knobs(f"centre {a}", center=a) for a in (0.05, 0.1, 0.2, 0.3)]
+    out += [Knobs(f"best sentence {form} {a} top {k}{' under its context' if ctx else ''}", sent=a, sent_k=k,
+                  sent_ctx=ctx, sent_form=form)
+            for form, shares in (("add", (0.1, 0.2, 0.4)), ("mix", (0.2, 0.35, 0.5)))
+            for ctx in (False, True) for a in shares for k in (3, 5)]
     return out
 
 
