@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.parent import ask, dev_set, p95, scifact_set, set_options, variants, vector_cache  # noqa: E402
+from bench.parent import ask, dev_set, p95, scifact_set, scratch, set_options, variants, vector_cache  # noqa: E402
 
 
 class Blend:
@@ -172,12 +172,11 @@ def whole_documents(limit: int) -> None:
 
 
 def build(documents, names, cache, share_specs, entries=False):
-    from collections_app import measure as m
 
     (structure, _), (parent, _) = variants(["structure:", "parent:"])
     started = time.perf_counter()
-    outer = m.scratch_index(documents, structure, cache=cache, names=names)
-    inner = m.scratch_index(documents, parent, cache=cache, names=names)
+    outer = scratch(documents, structure, cache, names)
+    inner = scratch(documents, parent, cache, names)
     print(f"# built in {time.perf_counter() - started:.1f}s: {len(outer.rows)} paragraphs, "
           f"{len(inner.rows)} pieces", flush=True)
     spans = entry_spans(documents, entries == "marked") if entries else None
@@ -220,7 +219,7 @@ def edge(args, cache) -> None:
 
     folder, documents, names, questions, _controls, asked = dev_set(args, cache)
     (parent, bound), = variants(["parent::3000"])
-    index = m.scratch_index(documents, parent, cache=cache, names=names)
+    index = scratch(documents, parent, cache, names)
     plain = stitch._section_span
     print(f"# {folder.name}: {len(questions)} questions")
     print("| look | backward | found@1 | found@5 | answer words median / p95 |")

@@ -133,6 +133,14 @@ class Parts:
             self._bm25[kind] = decode(encode(matrix), matrix.shape[1])
         return self._bm25[kind]
 
+    @property
+    def first_windows(self) -> np.ndarray:
+        """One vector a row, its first window's (a long paragraph is stored as its windows)."""
+        window_row = self.index.window_row
+        if window_row is None:
+            return self.index.matrix
+        return self.index.matrix[np.flatnonzero(np.diff(window_row, prepend=-1))]
+
     def best_sentence(self, vector, with_context: bool) -> np.ndarray:
         """Each row's best cosine between the question and one of its sentences (-1: no sentence)."""
         key = ("sentences", with_context)
@@ -152,7 +160,7 @@ class Parts:
     def hubness(self, k: int) -> np.ndarray:
         key = ("hub", k)
         if key not in self._bm25:
-            matrix = self.index.matrix.astype(np.float32)
+            matrix = self.first_windows.astype(np.float32)
             out = np.zeros(len(matrix))
             for start in range(0, len(matrix), 1024):
                 block = matrix[start : start + 1024] @ matrix.T
@@ -166,8 +174,8 @@ class Parts:
 
     def centred(self) -> np.ndarray:
         if "centre" not in self._bm25:
-            mean = self.index.matrix.astype(np.float64).mean(0)
-            self._bm25["centre"] = self.index.matrix.astype(np.float64) @ (mean / np.linalg.norm(mean))
+            mean = self.first_windows.astype(np.float64).mean(0)
+            self._bm25["centre"] = self.first_windows.astype(np.float64) @ (mean / np.linalg.norm(mean))
         return self._bm25["centre"]
 
     def field(self, name: str, k1: float, b: float):
@@ -242,7 +250,7 @@ def scores(parts: Parts, question: str, vector, knobs: Knobs) -> np.ndarray:
     if knobs.prf and vector is not None:
         first = scores(parts, question, vector, replace(knobs, prf=0.0))
         top = np.argsort(-first, kind="stable")[: knobs.prf_k]
-        moved = vector + knobs.prf * parts.index.matrix[top].astype(np.float32).mean(0)
+        moved = vector + knobs.prf * parts.first_windows[top].astype(np.float32).mean(0)
         vector = moved / np.linalg.norm(moved)
     lex = lexical01(parts, question, knobs)
     if vector is None:

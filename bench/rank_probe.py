@@ -32,16 +32,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.parent import dev_set, p95, scifact_set, set_options, variants, vector_cache  # noqa: E402
+from bench.parent import dev_set, p95, scifact_set, scratch, set_options, variants, vector_cache  # noqa: E402
 from bench.rank_knobs import STOP, Knobs, Parts, contexts_of, evaluate, lexical01, scores  # noqa: E402
 
 
 def setup_dev(args, cache):
-    from collections_app import measure as m
 
     folder, documents, names, questions, controls, asked = dev_set(args, cache)
     (structure, _), = variants(["structure:"])
-    index = m.scratch_index(documents, structure, cache=cache, names=names)
+    index = scratch(documents, structure, cache, names)
     parts = Parts(index, contexts_of(documents, names, structure))
     parts.cache = cache
     return parts, names, questions, controls, asked
@@ -170,14 +169,13 @@ def sweep(args, cache) -> None:
 
 
 def scifact(args, cache) -> None:
-    from collections_app import measure as m
     from collections_app.metrics import ndcg_at_k, recall_at_k
 
     ids, documents, items, qrels = scifact_set(args)
     names = [f"{d}.txt" for d in ids]
     asked = cache.vectors([text for _qid, text in items])
     (structure, _), = variants(["structure:"])
-    index = m.scratch_index(documents, structure, cache=cache, names=names)
+    index = scratch(documents, structure, cache, names)
     parts = Parts(index, contexts_of(documents, names, structure))
     parts.cache = cache
     print(f"# SciFact {args.split}: {len(items)} queries, {len(documents)} documents, {len(parts.rows)} "
