@@ -7,6 +7,7 @@ import pytest
 
 from collections_app.models import Collection
 from collections_app.services.agents import create_agent
+from ragsite.fusion import FUSION_WEIGHT
 from tests.conftest import HANDBOOK
 
 from .browser import log_in
@@ -213,12 +214,16 @@ def test_the_playground_counts_hits_and_passages_and_its_scores_add_up(
         and cards.count() == 1
     )
     formula = answer.locator("[data-role=formula]").inner_text()
-    assert formula.startswith("0.52 × semantic") and "0.48 × lexical" in formula and "0.3 more" in formula
+    assert (
+        formula.startswith(f"{FUSION_WEIGHT} × semantic")
+        and f"{round(1 - FUSION_WEIGHT, 6)} × lexical" in formula
+        and "0.3 more" in formula
+    )
     for n in range(cards.count()):
         card = cards.nth(n)
         score = float(card.locator("[data-role=score]").inner_text())
         parts = card.locator("[data-role=parts]").inner_text().split()
-        # "= 0.52 × semantic S + 0.48 × lexical L": the parts shown are the ones that made the score.
+        # "= 0.48 × semantic S + 0.52 × lexical L": the parts shown are the ones that made the score.
         w_semantic, semantic, w_lexical, lexical = (float(parts[i]) for i in (1, 4, 6, 9))
         assert abs(w_semantic * semantic + w_lexical * lexical - score) <= 0.002, parts
 

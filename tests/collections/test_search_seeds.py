@@ -14,6 +14,7 @@ from collections_app.models import CollectionBuilt, Label, Paragraph
 from collections_app.services.agents import create_collection, create_reader
 from collections_app.services.builds import build_collection
 from ragsite.errors import Conflict
+from ragsite.fusion import FUSION_WEIGHT
 from tests.conftest import HANDBOOK
 
 from .test_search import QUESTION, api_key, ask, post  # noqa: F401
@@ -209,7 +210,9 @@ def test_explain_splits_each_piece_into_its_lexical_and_semantic_parts_and_marks
     [hit] = [p for p in pieces if p["hit"]]
     assert "capped at five days" in hit["text"] and hit["score"] == run["score"]
     # The fused score is the convex sum of its parts, at the search's weight.
-    assert hit["score"] == pytest.approx(0.52 * hit["semantic"] + 0.48 * hit["lexical"], abs=1e-5)
+    assert hit["score"] == pytest.approx(
+        FUSION_WEIGHT * hit["semantic"] + (1 - FUSION_WEIGHT) * hit["lexical"], abs=1e-5
+    )
     assert answer["explain"]["hidden_by_labels"] == 0
     assert "explain" not in ask(agent)  # only when asked: the API never sends it
 
