@@ -2,19 +2,21 @@
 (`Knobs`), the parts of a built structure index it re-scores (`Parts`), and the answer it then gives
 through the search's own floor, stitching and budget fit (`answer`, `evaluate`).
 
-``Knobs()`` is the product as it is: seed 004's BM25 (k1 1.2, b 0.75), `CONTEXT_WEIGHT` 0.3, and the
-convex fusion of `fusion.hybrid_scores` at `FUSION_WEIGHT` 0.52. Bench-only: the application never
-imports this.
+``Knobs()`` is the product as it is, read from its constants: seed 004's BM25 (`lexical.DEFAULT_K1`,
+`DEFAULT_B`), `CONTEXT_WEIGHT`, and the convex fusion of `fusion.hybrid_scores` at `FUSION_WEIGHT`.
+Bench-only: the application never imports this.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from bench.parent import BUDGET
+from collections_app.text.context import CONTEXT_WEIGHT
+from ragsite.fusion import FUSION_WEIGHT
+from ragsite.lexical import DEFAULT_B, DEFAULT_K1
 
 # A short English stop list (question words and function words), for the query-side variant only.
 STOP = frozenset(
@@ -29,10 +31,10 @@ class Knobs:
     """One ranking variant; the defaults are the product's."""
 
     name: str = "base"
-    k1: float = 1.2
-    b: float = 0.75
-    context: float = 0.3  # CONTEXT_WEIGHT
-    weight: float = 0.52  # FUSION_WEIGHT
+    k1: float = DEFAULT_K1
+    b: float = DEFAULT_B
+    context: float = CONTEXT_WEIGHT
+    weight: float = FUSION_WEIGHT
     fusion: str = "convex"  # convex | rrf | max (BM25 over the best row) | minmax (both arms min-max)
     stop: bool = False  # drop stop words from the question's lexical terms
     bound: str = "all"  # all | known (the bound over the terms the index holds)
@@ -82,7 +84,6 @@ class Knobs:
     sent_k: int = 5
     sent_ctx: bool = False
     sent_form: str = "add"
-    extra: dict = field(default_factory=dict)
 
 
 class Parts:
@@ -135,11 +136,15 @@ class Parts:
 
     @property
     def first_windows(self) -> np.ndarray:
-        """One vector a row, its first window's (a long paragraph is stored as its windows)."""
-        window_row = self.index.window_row
-        if window_row is None:
-            return self.index.matrix
-        return self.index.matrix[np.flatnonzero(np.diff(window_row, prepend=-1))]
+        """One vector a row, its first window's (a long paragraph is stored as its windows); taken once."""
+        if "first windows" not in self._bm25:
+            window_row = self.index.window_row
+            self._bm25["first windows"] = (
+                self.index.matrix
+                if window_row is None
+                else self.index.matrix[np.flatnonzero(np.diff(window_row, prepend=-1))]
+            )
+        return self._bm25["first windows"]
 
     def best_sentence(self, vector, with_context: bool) -> np.ndarray:
         """Each row's best cosine between the question and one of its sentences (-1: no sentence)."""
@@ -188,9 +193,18 @@ class Parts:
 
 
 def sentences(text: str) -> list[str]:
-    """A row's sentences and lines of more than 20 characters (the row itself when it has none)."""
-    found = [s.strip() for s in re.split(r"(?<=[.!?:])\s+|\n+", text) if len(s.strip()) > 20]
-    return found or [text]
+    """A row's lines cut at sentence ends (the chunkers' `SENTENCE_BREAK`), those of more than 20
+    characters (the row itself when it has none)."""
+    from collections_app.text.headings import SENTENCE_BREAK
+
+    found = []
+    for line in text.splitlines():
+        start = 0
+        for match in SENTENCE_BREAK.finditer(line):
+            found.append(line[start : match.start(1)].strip())
+            start = match.end(1)
+        found.append(line[start:].strip())
+    return [s for s in found if len(s) > 20] or [text]
 
 
 def contexts_of(documents, names, variant):
