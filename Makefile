@@ -57,10 +57,10 @@ ocr-tools:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr tesseract-ocr-eng >/dev/null; \
 	else echo "tesseract not found: scanned PDFs and images will be refused; install tesseract-ocr to read them"; fi
 
-# ragsite/serve.py runs both and stops both on Ctrl-C or SIGTERM (to it or to its process group).
+# config/serve.py runs both and stops both on Ctrl-C or SIGTERM (to it or to its process group).
 run: ocr-tools demo
 	@echo "Starting the task cluster and the web server on http://$(HOST):$(PORT)/ (Ctrl-C stops both)"
-	$(PY) -m ragsite.serve $(HOST):$(PORT)
+	$(PY) -m config.serve $(HOST):$(PORT)
 
 test: install
 	$(PY) -m pytest
@@ -70,6 +70,7 @@ test-fast: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # Search at 10k and 100k paragraphs against numpy, bm25s, sqlite-vec, faiss and tantivy (1M: add --sizes 1000000).
 # SCIFACT names a BEIR SciFact folder (corpus.jsonl.gz, queries.jsonl).

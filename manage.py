@@ -1,11 +1,12 @@
 #!/usr/bin/env python
 """Django's command-line utility for ragsite."""
+
 import os
 import sys
 
 
 def main():
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     from django.core.management import execute_from_command_line
 
     try:

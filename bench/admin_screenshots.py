@@ -102,7 +102,7 @@ def configure(workdir: Path, backend: str) -> dict:
         "MODEL_PRICES": '{"judge-mini": {"input": 0.15, "output": 0.6}}',
         "KNOWLEDGE_HANDBOOK_FOLDER": str(folder),
         "KNOWLEDGE_POLICIES_FOLDER": str(policies),
-        "DJANGO_SETTINGS_MODULE": "ragsite.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
     }
     (workdir / "data").mkdir()
     os.environ.update(env)

@@ -62,8 +62,10 @@ def table(metric: str, items: list, ask, score) -> None:
                 cut += answer["cut"]
             label = f"{budget:,}" + ("" if budget == 100_000 else f", {order}")
             p95 = statistics.quantiles(sizes, n=20)[-1]
-            print(f"| {label} | {total / len(items):.3f} | {statistics.median(sizes):,.0f} | {p95:,.0f} "
-                  f"| {cut} of {len(items)} |")
+            print(
+                f"| {label} | {total / len(items):.3f} | {statistics.median(sizes):,.0f} | {p95:,.0f} "
+                f"| {cut} of {len(items)} |"
+            )
     fill_order("hits")
 
 
@@ -140,8 +142,15 @@ def scifact(split: str, limit: int | None, mode: str, default_chunking: bool) ->
     from bench import beir
 
     args = argparse.Namespace(
-        dataset=harness.SCIFACT, mode=mode, split=split, store="float16", windows="all",
-        later_share=None, sample=None, ivf=False, nprobe=None,
+        dataset=harness.SCIFACT,
+        mode=mode,
+        split=split,
+        store="float16",
+        windows="all",
+        later_share=None,
+        sample=None,
+        ivf=False,
+        nprobe=None,
     )
     agent, collection, queries, qrels = beir.prepare(args)
     if default_chunking:
@@ -150,12 +159,19 @@ def scifact(split: str, limit: int | None, mode: str, default_chunking: bool) ->
     from collections_app.services.search import search_collection
 
     items = list(queries.items())[:limit]
-    print(f"# SciFact {split}: {len(items)} queries, {mode}, unfloored, most 10, default around, "
-          f"{'structure at its default size' if default_chunking else 'one paragraph a document'}")
+    print(
+        f"# SciFact {split}: {len(items)} queries, {mode}, unfloored, most 10, default around, "
+        f"{'structure at its default size' if default_chunking else 'one paragraph a document'}"
+    )
 
     def ask(item, budget):
         return search_collection(
-            agent=agent, collection=collection, question=item[1], most=10, min_score=0.0, max_chars=budget,
+            agent=agent,
+            collection=collection,
+            question=item[1],
+            most=10,
+            min_score=0.0,
+            max_chars=budget,
             mode=mode,
         )
 
@@ -172,10 +188,17 @@ def main() -> None:
     )
     parser.add_argument("--scifact", choices=["train", "test"], default=None)
     parser.add_argument("--limit", type=int, default=None, help="SciFact: ask only the first N queries")
-    parser.add_argument("--mode", choices=["hybrid", "lexical"], default="hybrid",
-                        help="SciFact: lexical builds without embedding (quick)")
-    parser.add_argument("--default-chunking", action="store_true",
-                        help="SciFact: structure at its default size, not one paragraph a document")
+    parser.add_argument(
+        "--mode",
+        choices=["hybrid", "lexical"],
+        default="hybrid",
+        help="SciFact: lexical builds without embedding (quick)",
+    )
+    parser.add_argument(
+        "--default-chunking",
+        action="store_true",
+        help="SciFact: structure at its default size, not one paragraph a document",
+    )
     args = parser.parse_args()
     if args.scifact:
         scifact(args.scifact, args.limit, args.mode, args.default_chunking)

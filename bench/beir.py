@@ -139,7 +139,7 @@ def prepare(args):
     os.environ["INDEX_DIR"] = str(work / f"indexes-{name}-{backend}{variant}")
     folder = work / (f"{name}-docs" if args.sample is None else f"{name}-docs-sample{args.sample}")
     os.environ[f"KNOWLEDGE_BENCH__{name.upper()}_FOLDER"] = str(folder)  # the bench agent's collection
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     if args.ivf:
         os.environ["IVF_MIN_PARAGRAPHS"] = "1"

@@ -41,7 +41,7 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="build-overhead-"))
     os.environ["DATABASE_URL"] = f"sqlite:///{scratch / 'bench.sqlite3'}"
     os.environ["EMBED_BACKEND"] = args.embedder
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     import django
 

@@ -38,7 +38,7 @@ def setup(
     os.environ["EMBED_BACKEND"] = backend
     suffix = "" if context else "-nocontext"
     os.environ["DATABASE_URL"] = f"sqlite:///{work / f'{store}-{backend}{suffix}.sqlite3'}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     os.environ.update(environ or {})
     import django

@@ -69,7 +69,7 @@ def bench_collection(n: int, args):
     folder = next((WORK / f"indexes-{n}").glob("c*/2*/meta.json")).parent  # run the SQLite bench first
     facts = json.loads((WORK / f"populated-{n}.json").read_text())
     os.environ["DATABASE_URL"] = args.database_url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     import django
 

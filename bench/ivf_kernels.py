@@ -114,6 +114,4 @@ def compare(vectors: np.ndarray, questions: np.ndarray, lists, rounds: int = 3) 
         recall = found[name] / (K * rounds * len(questions))
         print(f"{name:24s} {1000 * p50:7.3f} ms  {p50 / base:5.2f}x  recall@10 {recall:.3f}{mib}")
     hnsw = memory["faiss HNSW"]
-    print(
-        f"faiss HNSW: built in {memory['faiss HNSW build s']:.1f} s, private dirty +{hnsw / 2**20:.0f} MiB"
-    )
+    print(f"faiss HNSW: built in {memory['faiss HNSW build s']:.1f} s, private dirty +{hnsw / 2**20:.0f} MiB")

@@ -99,7 +99,7 @@ def main() -> None:
     os.environ["DATABASE_URL"] = f"sqlite:///{work / f'{name}-{backend}-{args.documents}.sqlite3'}"
     folder = work / f"{name}-docs-{args.documents}"
     os.environ[f"KNOWLEDGE_{name.upper()}_FOLDER"] = str(folder)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
 
     import django

@@ -167,7 +167,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as data_dir:
         key = setup_django(data_dir)
-        from ragsite.asgi import application
+        from config.asgi import application
 
         port = _free_port()
         server = serve(application, port)

@@ -4,7 +4,7 @@ The prototype below builds the SDK's low-level `Server` over ragsite's tool regi
 `Tool` objects, schemas and handlers that `/mcp` serves), runs it with
 `streamable_http_app(stateless_http=True, json_response=True)` mounted beside Django in one ASGI
 application, and serves that with uvicorn. The hand-written transport is served by uvicorn too
-(`ragsite.asgi`). Both are then driven, in this process, by the official Python SDK client through
+(`config.asgi`). Both are then driven, in this process, by the official Python SDK client through
 the scenario the test suite uses (initialize, tools/list, a search that answers, one for an unknown
 collection, one with an argument out of range) plus the 2026-07-28 stateless era that `mcp.Client`
 tries first, and timed over repeated searches. Lines of code are counted for each side.
@@ -41,7 +41,7 @@ def _free_port() -> int:
 def setup_django(data_dir: str) -> str:
     """A scratch store with one agent and the sample handbook built with the hash embedder; its key."""
     os.environ.update(
-        DJANGO_SETTINGS_MODULE="ragsite.settings",
+        DJANGO_SETTINGS_MODULE="config.settings",
         DATA_DIR=data_dir,
         EMBED_BACKEND="hash",
         DATABASE_URL=f"sqlite:///{data_dir}/bench.sqlite3",
@@ -206,11 +206,11 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as data_dir:
         key = setup_django(data_dir)
-        from ragsite.asgi import application as own_application
+        from config.asgi import application as own_application
 
-        ports = {"own transport (ragsite.asgi)": _free_port(), "SDK prototype": _free_port()}
+        ports = {"own transport (config.asgi)": _free_port(), "SDK prototype": _free_port()}
         servers = [
-            serve(own_application, ports["own transport (ragsite.asgi)"]),
+            serve(own_application, ports["own transport (config.asgi)"]),
             serve(sdk_application(), ports["SDK prototype"]),
         ]
         try:

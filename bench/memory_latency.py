@@ -56,7 +56,7 @@ def serve(code: Path, env: dict, log: Path) -> tuple[subprocess.Popen, str]:
                 "-m",
                 "gunicorn",
                 "-c",
-                "python:ragsite.gunicorn_conf",
+                "python:config.gunicorn_conf",
                 "--log-level",
                 "warning",
             ],

@@ -336,7 +336,6 @@ def _map_records(conversations, agents: dict) -> None:
             session.record_id = pk
 
 
-
 def server_env(database: str, **extra: str) -> dict[str, str]:
     """The environment of the bench's throw-away server on ``database`` (one web worker, the local model,
     the ORM broker: no REDIS_URL), with ``extra`` on top; this process's Django is pointed at the same
@@ -346,7 +345,7 @@ def server_env(database: str, **extra: str) -> dict[str, str]:
         "DATABASE_URL": database,
         "EMBED_BACKEND": "local",
         "LOG_LEVEL": "WARNING",
-        "DJANGO_SETTINGS_MODULE": "ragsite.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "WEB_CONCURRENCY": "1",
         "DATA_DIR": str(WORK / "memory-locomo-data"),
         # A throw-away server on 127.0.0.1: a key of its own, made for this run.
@@ -426,7 +425,7 @@ def main() -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     server = start(
-        [sys.executable, "-m", "gunicorn", "-c", "python:ragsite.gunicorn_conf", "--log-level", "warning"],
+        [sys.executable, "-m", "gunicorn", "-c", "python:config.gunicorn_conf", "--log-level", "warning"],
         {**env, "WEB_BIND": f"127.0.0.1:{port}"},
         WORK / "memory-locomo-server.log",
     )

@@ -102,7 +102,7 @@ def setup_django(folder: Path) -> None:
     os.environ["EMBED_BACKEND"] = "local"
     os.environ["Q_SYNC"] = "false"
     os.environ.setdefault("LOG_LEVEL", "WARNING")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     import django

@@ -301,7 +301,7 @@ def setup_django(embedder: str) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="memory-recall-"))
     os.environ["DATABASE_URL"] = f"sqlite:///{scratch / 'bench.sqlite3'}"
     os.environ["EMBED_BACKEND"] = embedder
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     import django
 

@@ -80,8 +80,16 @@ def ask(index, question, vector, variant, bound, *, most, floor):
     from ragsite.fusion import FUSION_WEIGHT
 
     stitch.SECTION_CHARS = bound if bound is not None else DEFAULT_SECTION_CHARS
-    runs = m.rank(index, question, vector, weight=FUSION_WEIGHT, most=most, around=variant.around,
-                  floor=floor, sections=returns_sections(variant.method))
+    runs = m.rank(
+        index,
+        question,
+        vector,
+        weight=FUSION_WEIGHT,
+        most=most,
+        around=variant.around,
+        floor=floor,
+        sections=returns_sections(variant.method),
+    )
     return fit(runs, index.readable, BUDGET).runs
 
 
@@ -103,10 +111,13 @@ def dev(args, cache) -> None:
     from collections_app import measure as m
 
     folder, documents, names, questions, controls, asked = dev_set(args, cache)
-    print(f"# {folder.name}: {len(questions)} questions, {len(controls)} controls, "
-          f"{len(documents)} documents")
-    print("| variant | floor | found@1 | found@5 | controls empty | answer words median / p95 | "
-          "paragraphs | storage KB | build s |")
+    print(
+        f"# {folder.name}: {len(questions)} questions, {len(controls)} controls, {len(documents)} documents"
+    )
+    print(
+        "| variant | floor | found@1 | found@5 | controls empty | answer words median / p95 | "
+        "paragraphs | storage KB | build s |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for variant, bound in variants(args.variants):
         started = time.perf_counter()
@@ -127,14 +138,24 @@ def dev(args, cache) -> None:
                 alone = ask(index, question.text, vector, variant, bound, most=1, floor=floor)
                 at1 += m.find_answer(alone, question.answer)["found"]
             empty = sum(
-                not ask(index, text, asked[len(questions) + n] if asked is not None else None, variant, bound,
-                        most=1, floor=floor)
+                not ask(
+                    index,
+                    text,
+                    asked[len(questions) + n] if asked is not None else None,
+                    variant,
+                    bound,
+                    most=1,
+                    floor=floor,
+                )
                 for n, text in enumerate(controls)
             )
             name = f"{variant.method} {variant.size}/{variant.overlap}" + (f" §{bound}" if bound else "")
-            print(f"| {name} | {floor} | {at1}/{len(questions)} | {at5}/{len(questions)} | "
-                  f"{empty}/{len(controls)} | {statistics.median(words):.0f} / {p95(words)} | {count} | "
-                  f"{size // 1024} | {built:.1f} |", flush=True)
+            print(
+                f"| {name} | {floor} | {at1}/{len(questions)} | {at5}/{len(questions)} | "
+                f"{empty}/{len(controls)} | {statistics.median(words):.0f} / {p95(words)} | {count} | "
+                f"{size // 1024} | {built:.1f} |",
+                flush=True,
+            )
 
 
 def scifact_set(args) -> tuple[list[str], list[str], list[tuple[str, str]], dict]:
@@ -160,8 +181,10 @@ def scifact(args, cache) -> None:
     ids, documents, items, qrels = scifact_set(args)
     items = items[: args.limit]
     asked = cache.vectors([text for _qid, text in items])
-    print(f"# SciFact {args.split}: {len(items)} queries, {len(documents)} documents, "
-          f"{'hybrid' if asked is not None else 'lexical'}")
+    print(
+        f"# SciFact {args.split}: {len(items)} queries, {len(documents)} documents, "
+        f"{'hybrid' if asked is not None else 'lexical'}"
+    )
     print("| variant | nDCG@10 | recall@100 | paragraphs | storage KB | build s |")
     print("|---|---|---|---|---|---|")
     for variant, _bound in variants(args.variants):  # a document's rank does not depend on the bound
@@ -177,8 +200,11 @@ def scifact(args, cache) -> None:
             ndcg += ndcg_at_k(ranked, qrels[qid], k=10)
             recall += recall_at_k(ranked, set(qrels[qid]), k=100)
         name = f"{variant.method} {variant.size}/{variant.overlap}"
-        print(f"| {name} | {ndcg / len(items):.4f} | {recall / len(items):.4f} | {count} | {size // 1024} | "
-              f"{built:.1f} |", flush=True)
+        print(
+            f"| {name} | {ndcg / len(items):.4f} | {recall / len(items):.4f} | {count} | {size // 1024} | "
+            f"{built:.1f} |",
+            flush=True,
+        )
 
 
 def _weight() -> float:
@@ -213,8 +239,12 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("set", choices=["dev", "scifact"])
-    parser.add_argument("--variants", nargs="+", default=["structure:", "parent:"],
-                        help="method:size[:section chars]; an empty size is the method's default")
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        default=["structure:", "parent:"],
+        help="method:size[:section chars]; an empty size is the method's default",
+    )
     parser.add_argument("--floors", type=float, nargs="+", default=[0.22, 0.0])
     set_options(parser, split="test")
     parser.add_argument("--limit", type=int, default=None)

@@ -106,8 +106,11 @@ def edge_span(look: int, backward: bool):
             if edge != ordinal:
                 continue
             taken, at = 0, edge + step
-            while (nxt := readable.get(at)) is not None and nxt.document == row.document and \
-                    taken + len(nxt.text) <= look:
+            while (
+                (nxt := readable.get(at)) is not None
+                and nxt.document == row.document
+                and taken + len(nxt.text) <= look
+            ):
                 taken += len(nxt.text)
                 at += step
             if step == 1:
@@ -149,8 +152,13 @@ def entry_spans(documents, marked: bool = False) -> dict[int, list[tuple[int, in
             (a, b)
             for start, end in sections(text, outline)
             for a, b, _entry, prose in _items(text, section_units(text, outline, start, end))
-            if not prose and (not marked or _LIST_ITEM.match(text, a) or _TABLE_ROW.match(text, a)
-                              or _TABLE_ROW.match(text, text.rfind("\n", 0, b) + 1))
+            if not prose
+            and (
+                not marked
+                or _LIST_ITEM.match(text, a)
+                or _TABLE_ROW.match(text, a)
+                or _TABLE_ROW.match(text, text.rfind("\n", 0, b) + 1)
+            )
         ]
     return out
 
@@ -177,8 +185,11 @@ def build(documents, names, cache, share_specs, entries=False):
     started = time.perf_counter()
     outer = scratch(documents, structure, cache, names)
     inner = scratch(documents, parent, cache, names)
-    print(f"# built in {time.perf_counter() - started:.1f}s: {len(outer.rows)} paragraphs, "
-          f"{len(inner.rows)} pieces", flush=True)
+    print(
+        f"# built in {time.perf_counter() - started:.1f}s: {len(outer.rows)} paragraphs, "
+        f"{len(inner.rows)} pieces",
+        flush=True,
+    )
     spans = entry_spans(documents, entries == "marked") if entries else None
     return structure, [(share, Blend(outer, inner, share, spans)) for share in share_specs]
 
@@ -187,8 +198,9 @@ def dev(args, cache) -> None:
     from collections_app import measure as m
 
     folder, documents, names, questions, controls, asked = dev_set(args, cache)
-    print(f"# {folder.name}: {len(questions)} questions, {len(controls)} controls, "
-          f"{len(documents)} documents")
+    print(
+        f"# {folder.name}: {len(questions)} questions, {len(controls)} controls, {len(documents)} documents"
+    )
     structure, blends = build(documents, names, cache, args.shares, args.entries)
     print("| share | floor | found@1 | found@5 | controls empty | answer words median / p95 |")
     print("|---|---|---|---|---|---|")
@@ -204,12 +216,22 @@ def dev(args, cache) -> None:
                 alone = ask(index, question.text, vector, structure, None, most=1, floor=floor)
                 at1 += m.find_answer(alone, question.answer)["found"]
             empty = sum(
-                not ask(index, text, asked[len(questions) + n] if asked is not None else None, structure,
-                        None, most=1, floor=floor)
+                not ask(
+                    index,
+                    text,
+                    asked[len(questions) + n] if asked is not None else None,
+                    structure,
+                    None,
+                    most=1,
+                    floor=floor,
+                )
                 for n, text in enumerate(controls)
             )
-            print(f"| {share} | {floor} | {at1}/{len(questions)} | {at5}/{len(questions)} | "
-                  f"{empty}/{len(controls)} | {statistics.median(words):.0f} / {p95(words)} |", flush=True)
+            print(
+                f"| {share} | {floor} | {at1}/{len(questions)} | {at5}/{len(questions)} | "
+                f"{empty}/{len(controls)} | {statistics.median(words):.0f} / {p95(words)} |",
+                flush=True,
+            )
 
 
 def edge(args, cache) -> None:
@@ -218,7 +240,7 @@ def edge(args, cache) -> None:
     from collections_app.text import stitch
 
     folder, documents, names, questions, _controls, asked = dev_set(args, cache)
-    (parent, bound), = variants(["parent::3000"])
+    ((parent, bound),) = variants(["parent::3000"])
     index = scratch(documents, parent, cache, names)
     plain = stitch._section_span
     print(f"# {folder.name}: {len(questions)} questions")
@@ -235,8 +257,11 @@ def edge(args, cache) -> None:
                 at5 += m.find_answer(runs, question.answer)["found"]
                 alone = ask(index, question.text, asked[number], parent, bound, most=1, floor=0.22)
                 at1 += m.find_answer(alone, question.answer)["found"]
-            print(f"| {look} | {backward} | {at1}/{len(questions)} | {at5}/{len(questions)} | "
-                  f"{statistics.median(words):.0f} / {p95(words)} |", flush=True)
+            print(
+                f"| {look} | {backward} | {at1}/{len(questions)} | {at5}/{len(questions)} | "
+                f"{statistics.median(words):.0f} / {p95(words)} |",
+                flush=True,
+            )
             if not look:
                 break
     stitch._section_span = plain
@@ -249,8 +274,10 @@ def scifact(args, cache) -> None:
 
     ids, documents, items, qrels = scifact_set(args)
     asked = cache.vectors([text for _qid, text in items])
-    print(f"# SciFact {args.split}: {len(items)} queries, {len(documents)} documents, "
-          f"{'hybrid' if asked is not None else 'lexical'}")
+    print(
+        f"# SciFact {args.split}: {len(items)} queries, {len(documents)} documents, "
+        f"{'hybrid' if asked is not None else 'lexical'}"
+    )
     _structure, blends = build(documents, [f"{d}.txt" for d in ids], cache, args.shares, args.entries)
     print("| share | nDCG@10 | recall@100 |")
     print("|---|---|---|")
@@ -271,11 +298,17 @@ def main() -> None:
     )
     parser.add_argument("set", choices=["dev", "scifact", "edge"])
     parser.add_argument("--shares", type=float, nargs="+", default=[0.0, 0.3, 0.5])
-    parser.add_argument("--entries", nargs="?", const="all", choices=["all", "marked"],
-                        help="max with list-entry pieces only (marked: items, options and rows)")
+    parser.add_argument(
+        "--entries",
+        nargs="?",
+        const="all",
+        choices=["all", "marked"],
+        help="max with list-entry pieces only (marked: items, options and rows)",
+    )
     parser.add_argument("--whole", type=int, default=0, help="structure: a section this short stays whole")
-    parser.add_argument("--whole-documents", type=int, default=0,
-                        help="structure: a document this short stays whole")
+    parser.add_argument(
+        "--whole-documents", type=int, default=0, help="structure: a document this short stays whole"
+    )
     parser.add_argument("--looks", type=int, nargs="+", default=[0, 800, 1600])
     parser.add_argument("--floors", type=float, nargs="+", default=[0.22])
     set_options(parser)

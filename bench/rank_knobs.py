@@ -116,8 +116,10 @@ class Parts:
         ctx_b = b if ctx_b is None or ctx_b < 0 else ctx_b
         key = (k1, b, ctx_b)
         if key not in self._bm25:
-            self._bm25[key] = (BM25Index.from_terms(self.row_terms, k1=k1, b=b),
-                               BM25Index.from_texts(self.contexts, k1=k1, b=ctx_b))
+            self._bm25[key] = (
+                BM25Index.from_terms(self.row_terms, k1=k1, b=b),
+                BM25Index.from_texts(self.contexts, k1=k1, b=ctx_b),
+            )
         return self._bm25[key]
 
     def extra_vectors(self, kind: str) -> np.ndarray:

@@ -39,7 +39,7 @@ from bench.rank_knobs import STOP, Knobs, Parts, contexts_of, evaluate, lexical0
 def setup_dev(args, cache):
 
     folder, documents, names, questions, controls, asked = dev_set(args, cache)
-    (structure, _), = variants(["structure:"])
+    ((structure, _),) = variants(["structure:"])
     index = scratch(documents, structure, cache, names)
     parts = Parts(index, contexts_of(documents, names, structure))
     parts.cache = cache
@@ -63,8 +63,11 @@ def diagnose(args, cache) -> None:
         holding = [r.ordinal for r in parts.rows if marker in normalise(r.text)]
         split = not holding
         if split:  # the marker runs over a seam: the rows whose pair holds it
-            holding = [r.ordinal for r in parts.rows[:-1]
-                       if marker in normalise(r.text + " " + parts.rows[r.ordinal + 1].text)]
+            holding = [
+                r.ordinal
+                for r in parts.rows[:-1]
+                if marker in normalise(r.text + " " + parts.rows[r.ordinal + 1].text)
+            ]
         fused = scores(parts, question.text, vector, knobs)
         lex = lexical01(parts, question.text, knobs)
         cos = np.clip(parts.index.row_cosines(vector), 0, 1)
@@ -80,42 +83,75 @@ def diagnose(args, cache) -> None:
         known = [w for w in q_terms if w in text_bm25.term_ids]
         in_row = [w for w in q_terms if best is not None and w in set(parts.row_terms[best])]
         same = best is not None and parts.rows[top].document == parts.rows[best].document
-        print(f"\n## Q{number + 1}: {question.text}\n   marker rows {holding} {'(split)' if split else ''}; "
-              f"rank hybrid {rank_of(fused, holding)} lexical {rank_of(lex, holding)} "
-              f"vector {rank_of(cos, holding)}")
+        print(
+            f"\n## Q{number + 1}: {question.text}\n   marker rows {holding} {'(split)' if split else ''}; "
+            f"rank hybrid {rank_of(fused, holding)} lexical {rank_of(lex, holding)} "
+            f"vector {rank_of(cos, holding)}"
+        )
         if best is not None:
-            print(f"   right: {names[parts.rows[best].document]} [{parts.contexts[best][:80]}] "
-                  f"fused {fused[best]:.3f} lex {lex[best]:.3f} cos {cos[best]:.3f}")
-        print(f"   top:   {names[parts.rows[top].document]} [{parts.contexts[top][:80]}] "
-              f"fused {fused[top]:.3f} lex {lex[top]:.3f} cos {cos[top]:.3f} "
-              f"{'same document' if same else 'OTHER DOCUMENT'}; rows apart "
-              f"{abs(top - best) if best is not None else '-'}")
-        print(f"   question content terms {len(q_terms)}, in the corpus {len(known)}, in the right row "
-              f"{len(in_row)}: missing {sorted(set(q_terms) - set(in_row))}")
+            print(
+                f"   right: {names[parts.rows[best].document]} [{parts.contexts[best][:80]}] "
+                f"fused {fused[best]:.3f} lex {lex[best]:.3f} cos {cos[best]:.3f}"
+            )
+        print(
+            f"   top:   {names[parts.rows[top].document]} [{parts.contexts[top][:80]}] "
+            f"fused {fused[top]:.3f} lex {lex[top]:.3f} cos {cos[top]:.3f} "
+            f"{'same document' if same else 'OTHER DOCUMENT'}; rows apart "
+            f"{abs(top - best) if best is not None else '-'}"
+        )
+        print(
+            f"   question content terms {len(q_terms)}, in the corpus {len(known)}, in the right row "
+            f"{len(in_row)}: missing {sorted(set(q_terms) - set(in_row))}"
+        )
 
 
 def sweep_knobs() -> list[Knobs]:
     out = [Knobs()]
-    out += [Knobs(f"k1 {k1} b {b}", k1=k1, b=b) for k1 in (0.9, 1.2, 1.6, 2.0) for b in (0.4, 0.6, 0.75, 0.9)
-            if (k1, b) != (1.2, 0.75)]
+    out += [
+        Knobs(f"k1 {k1} b {b}", k1=k1, b=b)
+        for k1 in (0.9, 1.2, 1.6, 2.0)
+        for b in (0.4, 0.6, 0.75, 0.9)
+        if (k1, b) != (1.2, 0.75)
+    ]
     out += [Knobs(f"context {c}", context=c) for c in (0.0, 0.15, 0.5, 0.8, 1.2)]
     out += [Knobs(f"fusion weight {w}", weight=w) for w in (0.3, 0.4, 0.45, 0.6, 0.7, 0.8)]
-    out += [Knobs("rrf", fusion="rrf"), Knobs("bm25 / best row", fusion="max"),
-            Knobs("min-max both arms", fusion="minmax")]
-    out += [Knobs("stop words out of the question", stop=True),
-            Knobs("bound over known terms", bound="known"),
-            Knobs("stop + known bound", stop=True, bound="known")]
+    out += [
+        Knobs("rrf", fusion="rrf"),
+        Knobs("bm25 / best row", fusion="max"),
+        Knobs("min-max both arms", fusion="minmax"),
+    ]
+    out += [
+        Knobs("stop words out of the question", stop=True),
+        Knobs("bound over known terms", bound="known"),
+        Knobs("stop + known bound", stop=True, bound="known"),
+    ]
     out += [Knobs(f"phrase {p}", phrase=p) for p in (0.1, 0.2, 0.4)]
     out += [Knobs(f"document prior {d}", doc=d) for d in (0.1, 0.25, 0.5)]
     out += [Knobs(f"cap {c} a document", cap=c) for c in (1, 2)]
     out += [Knobs(f"context b {cb}", ctx_b=cb) for cb in (0.0, 0.3)]
-    out += [Knobs(f"fields title {t} path {p} head {h}", title=t, path=p, head=h)
-            for t, p, h in ((0.3, 0.3, 0.3), (0.15, 0.15, 0.3), (0.3, 0.15, 0.5), (0.1, 0.1, 0.5),
-                            (0.3, 0.0, 0.3), (0.2, 0.1, 0.2), (0.3, 0.3, 0.0), (0.0, 0.0, 0.3))]
-    out += [Knobs(f"neighbours {f} {a}", near=a, near_form=f) for f in ("max", "mean", "sum")
-            for a in (0.1, 0.2, 0.3, 0.5)]
-    out += [Knobs(f"{form} fusion {w}", fusion=kind, weight=w, floor_base=True)
-            for form, kind in (("z-score", "z"), ("min-max", "minmax")) for w in (0.4, 0.52, 0.6)]
+    out += [
+        Knobs(f"fields title {t} path {p} head {h}", title=t, path=p, head=h)
+        for t, p, h in (
+            (0.3, 0.3, 0.3),
+            (0.15, 0.15, 0.3),
+            (0.3, 0.15, 0.5),
+            (0.1, 0.1, 0.5),
+            (0.3, 0.0, 0.3),
+            (0.2, 0.1, 0.2),
+            (0.3, 0.3, 0.0),
+            (0.0, 0.0, 0.3),
+        )
+    ]
+    out += [
+        Knobs(f"neighbours {f} {a}", near=a, near_form=f)
+        for f in ("max", "mean", "sum")
+        for a in (0.1, 0.2, 0.3, 0.5)
+    ]
+    out += [
+        Knobs(f"{form} fusion {w}", fusion=kind, weight=w, floor_base=True)
+        for form, kind in (("z-score", "z"), ("min-max", "minmax"))
+        for w in (0.4, 0.52, 0.6)
+    ]
     out += [Knobs("rrf, floored on the fused score", fusion="rrf", floor_base=True)]
     out += [Knobs(f"vector Rocchio {a} top {k}", prf=a, prf_k=k) for a in (0.2, 0.5) for k in (3, 5)]
     out += [Knobs(f"row without context {a}", bare=a) for a in (0.25, 0.5)]
@@ -125,17 +161,31 @@ def sweep_knobs() -> list[Knobs]:
     out += [Knobs(f"depth {d}", depth=d) for d in (0.01, 0.02, 0.04)]
     out += [Knobs(f"hub {a} k {k}", hub=a, hub_k=k) for a in (0.05, 0.1, 0.2, 0.3) for k in (5, 20)]
     out += [Knobs(f"centre {a}", center=a) for a in (0.05, 0.1, 0.2, 0.3)]
-    out += [Knobs(f"best sentence {form} {a} top {k}{' under its context' if ctx else ''}", sent=a, sent_k=k,
-                  sent_ctx=ctx, sent_form=form)
-            for form, shares in (("add", (0.1, 0.2, 0.4)), ("mix", (0.2, 0.35, 0.5)))
-            for ctx in (False, True) for a in shares for k in (3, 5)]
+    out += [
+        Knobs(
+            f"best sentence {form} {a} top {k}{' under its context' if ctx else ''}",
+            sent=a,
+            sent_k=k,
+            sent_ctx=ctx,
+            sent_form=form,
+        )
+        for form, shares in (("add", (0.1, 0.2, 0.4)), ("mix", (0.2, 0.35, 0.5)))
+        for ctx in (False, True)
+        for a in shares
+        for k in (3, 5)
+    ]
     return out
 
 
 def grid_knobs() -> list[Knobs]:
     """The small gains of the one-at-a-time sweep, combined."""
-    return [Knobs(f"k1 {k1} b {b} context {c} fusion {w}", k1=k1, b=b, context=c, weight=w)
-            for k1 in (0.9, 1.2) for b in (0.5, 0.75) for c in (0.3, 0.5) for w in (0.45, 0.52)]
+    return [
+        Knobs(f"k1 {k1} b {b} context {c} fusion {w}", k1=k1, b=b, context=c, weight=w)
+        for k1 in (0.9, 1.2)
+        for b in (0.5, 0.75)
+        for c in (0.3, 0.5)
+        for w in (0.45, 0.52)
+    ]
 
 
 def parse_knobs(specs: list[str]) -> list[Knobs]:
@@ -162,10 +212,14 @@ def sweep(args, cache) -> None:
     *_, first = evaluate(parts, questions, controls, asked, Knobs(), args.floor)
     for knobs in chosen(args):
         at1, at5, empty, words, hits = evaluate(parts, questions, controls, asked, knobs, args.floor)
-        flips = " ".join(f"{'+' if h else '-'}Q{n + 1}"
-                         for n, (h, f) in enumerate(zip(hits, first, strict=True)) if h != f)
-        print(f"| {knobs.name} | {at1} | {at5} | {empty}/{len(controls)} | "
-              f"{statistics.median(words):.0f} / {p95(words)} | {flips} |", flush=True)
+        flips = " ".join(
+            f"{'+' if h else '-'}Q{n + 1}" for n, (h, f) in enumerate(zip(hits, first, strict=True)) if h != f
+        )
+        print(
+            f"| {knobs.name} | {at1} | {at5} | {empty}/{len(controls)} | "
+            f"{statistics.median(words):.0f} / {p95(words)} | {flips} |",
+            flush=True,
+        )
 
 
 def scifact(args, cache) -> None:
@@ -174,12 +228,14 @@ def scifact(args, cache) -> None:
     ids, documents, items, qrels = scifact_set(args)
     names = [f"{d}.txt" for d in ids]
     asked = cache.vectors([text for _qid, text in items])
-    (structure, _), = variants(["structure:"])
+    ((structure, _),) = variants(["structure:"])
     index = scratch(documents, structure, cache, names)
     parts = Parts(index, contexts_of(documents, names, structure))
     parts.cache = cache
-    print(f"# SciFact {args.split}: {len(items)} queries, {len(documents)} documents, {len(parts.rows)} "
-          f"paragraphs, {'hybrid' if asked is not None else 'lexical'}")
+    print(
+        f"# SciFact {args.split}: {len(items)} queries, {len(documents)} documents, {len(parts.rows)} "
+        f"paragraphs, {'hybrid' if asked is not None else 'lexical'}"
+    )
     print("| variant | nDCG@10 | recall@100 |")
     print("|---|---|---|")
     for knobs in chosen(args):
@@ -206,8 +262,11 @@ def main() -> None:
     cache = vector_cache(args, "precision")
     started, cpu = time.perf_counter(), time.process_time()
     {"diagnose": diagnose, "sweep": sweep, "scifact": scifact}[args.set](args, cache)
-    print(f"# {time.perf_counter() - started:.0f}s wall, {time.process_time() - cpu:.0f}s CPU, "
-          f"{cache.embedded} texts embedded", file=sys.stderr)
+    print(
+        f"# {time.perf_counter() - started:.0f}s wall, {time.process_time() - cpu:.0f}s CPU, "
+        f"{cache.embedded} texts embedded",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":

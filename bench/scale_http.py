@@ -49,7 +49,7 @@ def descendants(pid: int) -> list[int]:
 
 
 # The HTTP phase's servers: the project's web tier (gunicorn forking its workers from a warmed master,
-# ragsite/gunicorn_conf.py) with `--http` workers and with one (the first worker's footprint, master
+# config/gunicorn_conf.py) with `--http` workers and with one (the first worker's footprint, master
 # included), and `--http` separately started uvicorn workers (what this bench measured before 2026-12-02).
 SERVERS = ("gunicorn", "gunicorn-1", "uvicorn")
 
@@ -90,7 +90,7 @@ def serve(n: int, server: str, workers: int, raw: str, asked: list[str]) -> dict
             sys.executable,
             "-m",
             "uvicorn",
-            "ragsite.asgi:application",
+            "config.asgi:application",
             "--host",
             "127.0.0.1",
             "--port",
@@ -106,7 +106,7 @@ def serve(n: int, server: str, workers: int, raw: str, asked: list[str]) -> dict
             "-m",
             "gunicorn",
             "-c",
-            "python:ragsite.gunicorn_conf",
+            "python:config.gunicorn_conf",
             "--log-level",
             "warning",
         ]

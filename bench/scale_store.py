@@ -119,7 +119,7 @@ def setup_django(n: int) -> None:
     WORK.mkdir(parents=True, exist_ok=True)
     os.environ["DATABASE_URL"] = f"sqlite:///{WORK / f'scale-{n}.sqlite3'}"
     os.environ["INDEX_DIR"] = str(WORK / f"indexes-{n}")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     os.environ["EMBED_BACKEND"] = "local"
     # The HTTP phase's server refuses the public development key with DEBUG off; the bench's processes

@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("dataset", type=Path, help="a BEIR SciFact folder (corpus.jsonl.gz, queries.jsonl)")
     parser.add_argument("out", type=Path, help="folder for corpus.npy and queries.npy")
     args = parser.parse_args()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ["EMBED_BACKEND"] = "local"
     import django
 

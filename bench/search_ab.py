@@ -39,8 +39,15 @@ from scale_store import Mixture, load_scifact, setup_django  # noqa: E402
 
 BASE = "collections_app_base"
 # The modules loaded from the base commit; every other one is the working tree's, shared.
-OWN = ("services.search", "services.rows", "services.readers", "ranking", "text.stitch", "text.budget",
-       "index.bm25_top")
+OWN = (
+    "services.search",
+    "services.rows",
+    "services.readers",
+    "ranking",
+    "text.stitch",
+    "text.budget",
+    "index.bm25_top",
+)
 SWEEP_BYTES = 64 << 20
 
 
@@ -64,7 +71,7 @@ class _BaseFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name != BASE and not name.startswith(BASE + "."):
             return None
-        inner = name[len(BASE) + 1:]
+        inner = name[len(BASE) + 1 :]
         if any(inner == own or inner.startswith(own + ".") for own in OWN):
             source = self.folder.joinpath(*inner.split("."))
             if source.is_dir():
@@ -74,7 +81,7 @@ class _BaseFinder(importlib.abc.MetaPathFinder):
             return importlib.util.spec_from_file_location(name, source.with_suffix(".py"))
         if any(own.startswith(inner + ".") for own in OWN) or not inner:
             return None  # a package on the way to one of ours: an empty one, made below
-        return importlib.util.spec_from_loader(name, _Shared("collections_app" + name[len(BASE):]))
+        return importlib.util.spec_from_loader(name, _Shared("collections_app" + name[len(BASE) :]))
 
 
 def load_base(commit: str) -> types.ModuleType:
@@ -82,16 +89,33 @@ def load_base(commit: str) -> types.ModuleType:
     folder = Path(tempfile.mkdtemp(prefix="search_ab_")) / BASE
     for own in OWN:
         relative = own.replace(".", "/")
-        listed = subprocess.run(["git", "ls-tree", "-r", "--name-only", commit, f"collections_app/{relative}",
-                                 f"collections_app/{relative}.py"], cwd=ROOT, capture_output=True, text=True,
-                                check=True).stdout.split()
+        listed = subprocess.run(
+            [
+                "git",
+                "ls-tree",
+                "-r",
+                "--name-only",
+                commit,
+                f"collections_app/{relative}",
+                f"collections_app/{relative}.py",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
         for path in listed:
             target = folder / path.removeprefix("collections_app/")
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT,
-                                              capture_output=True, check=True).stdout)
-    for package in {BASE, *(f"{BASE}.{'.'.join(own.split('.')[:i])}" for own in OWN
-                            for i in range(1, own.count(".") + 1))}:
+            target.write_bytes(
+                subprocess.run(
+                    ["git", "show", f"{commit}:{path}"], cwd=ROOT, capture_output=True, check=True
+                ).stdout
+            )
+    for package in {
+        BASE,
+        *(f"{BASE}.{'.'.join(own.split('.')[:i])}" for own in OWN for i in range(1, own.count(".") + 1)),
+    }:
         module = types.ModuleType(package)
         module.__path__ = []
         sys.modules[package] = module
@@ -106,8 +130,9 @@ def main() -> None:
     parser.add_argument("--arms", nargs="+", default=["lexical", "vector IVF"])
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--dataset", type=Path,
-                        default=Path(os.environ.get("SCIFACT", ROOT / "data/scifact")))
+    parser.add_argument(
+        "--dataset", type=Path, default=Path(os.environ.get("SCIFACT", ROOT / "data/scifact"))
+    )
     parser.add_argument("--profile", action="store_true", help="also cProfile the working tree's arms")
     args = parser.parse_args()
     setup_django(args.n)
@@ -125,21 +150,37 @@ def main() -> None:
     embedding.get_embedder = lambda backend=None: GivenVectors("all-MiniLM-L6-v2", given)
     agent = Agent.objects.get(agent_id="scale")
     collection = Collection.objects.get(agent=agent, name="scale")
-    modes = {"lexical": ("lexical", False), "vector IVF": ("vector", True), "hybrid IVF": ("hybrid", True),
-             "vector": ("vector", False), "hybrid": ("hybrid", False)}
+    modes = {
+        "lexical": ("lexical", False),
+        "vector IVF": ("vector", True),
+        "hybrid IVF": ("hybrid", True),
+        "vector": ("vector", False),
+        "hybrid": ("hybrid", False),
+    }
 
     def arm(module, name):
         mode, ivf = modes[name]
 
         def run(q):
             settings.IVF_MIN_PARAGRAPHS = 1 if ivf else 0
-            return module.search_collection(agent=agent, collection=collection, question=q, mode=mode,
-                                            most=10, around=0, min_score=0.0, max_chars=MAX_ANSWER_CHARS)
+            return module.search_collection(
+                agent=agent,
+                collection=collection,
+                question=q,
+                mode=mode,
+                most=10,
+                around=0,
+                min_score=0.0,
+                max_chars=MAX_ANSWER_CHARS,
+            )
 
         return run
 
-    runs = {(version, name): arm(module, name) for version, module in (("base", base), ("new", ours))
-            for name in args.arms}
+    runs = {
+        (version, name): arm(module, name)
+        for version, module in (("base", base), ("new", ours))
+        for name in args.arms
+    }
     for run in runs.values():  # warm: the mapping, the IVF, each version's caches
         for q in asked[:3]:
             run(q)
@@ -163,8 +204,10 @@ def main() -> None:
                 if answers[("base", name)] != answers[("new", name)]:
                     differ += 1
                     print(f"answers differ: {name} {q[:60]!r}", file=sys.stderr)
-    print(f"load average before {load[0]:.2f} {load[1]:.2f}, after {os.getloadavg()[0]:.2f}; "
-          f"{args.questions} questions x {args.rounds} rounds; base {args.base}")
+    print(
+        f"load average before {load[0]:.2f} {load[1]:.2f}, after {os.getloadavg()[0]:.2f}; "
+        f"{args.questions} questions x {args.rounds} rounds; base {args.base}"
+    )
     print("| arm | base CPU p50 ms | new CPU p50 ms | new / base | base wall p50 | new wall p50 |")
     print("|---|---|---|---|---|---|")
     for name in args.arms:

@@ -29,7 +29,7 @@ SciFact queries (lexical side) and new draws from the vectors' mixture (vector s
 * sqlite-vec: a `vec0(float[384])` table in memory, KNN query.
 Also: recall@10 of the IVF path against the exact path (vector and hybrid), cold start (a fresh
 process mapping the index and answering one search), and with `--http N`: under 4 client threads for
-15 s each, the project's web tier (gunicorn from a warmed master, ragsite/gunicorn_conf.py) with N workers
+15 s each, the project's web tier (gunicorn from a warmed master, config/gunicorn_conf.py) with N workers
 and with one, and N uvicorn workers: requests/s, p95, and the master's and each worker's RSS / PSS /
 private memory (USS), with each gunicorn worker's USS over the one-worker server's PSS.
 """
@@ -241,8 +241,9 @@ def measure_child(n: int, args) -> dict:
         arms["sqlite-vec"] = sqlite_vec_run
     # The peers (issue 29): faiss over the same vectors (IVFFlat over ragsite's own lists), tantivy over
     # the same texts, and ragsite's kernels alone (bench/scale_peers.py).
-    lists = mapped.ivf or approximate.ivf_of(collection, CollectionBuilt.objects.get(collection=collection),
-                                             "bench", mapped)
+    lists = mapped.ivf or approximate.ivf_of(
+        collection, CollectionBuilt.objects.get(collection=collection), "bench", mapped
+    )
     peers = faiss_arms(n, matrix, lists, given, WORK, facts)
     peers.update(tantivy_arm(n, rows.values_list("text", flat=True).iterator(chunk_size=10000), WORK, facts))
     peers.update(kernel_arms(mapped, lists, given, approximate.CANDIDATE_DEPTH))

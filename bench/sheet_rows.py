@@ -30,14 +30,64 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import harness  # noqa: E402
 
-FIRST = ["Priya", "Omar", "Lena", "Tomasz", "Aiko", "Mateo", "Ingrid", "Kwame", "Sofia", "Ravi", "Elif",
-         "Jonas", "Chen", "Amara", "Lucas", "Nadia", "Pavel", "Yuki", "Helena", "Diego"]
-LAST = ["Natarajan", "Haddad", "Fischer", "Kowalski", "Tanaka", "Silva", "Larsen", "Mensah", "Rossi", "Iyer",
-        "Demir", "Berg", "Wei", "Okafor", "Moreau", "Petrova", "Novak", "Sato", "Lindqvist", "Ortega"]
+FIRST = [
+    "Priya",
+    "Omar",
+    "Lena",
+    "Tomasz",
+    "Aiko",
+    "Mateo",
+    "Ingrid",
+    "Kwame",
+    "Sofia",
+    "Ravi",
+    "Elif",
+    "Jonas",
+    "Chen",
+    "Amara",
+    "Lucas",
+    "Nadia",
+    "Pavel",
+    "Yuki",
+    "Helena",
+    "Diego",
+]
+LAST = [
+    "Natarajan",
+    "Haddad",
+    "Fischer",
+    "Kowalski",
+    "Tanaka",
+    "Silva",
+    "Larsen",
+    "Mensah",
+    "Rossi",
+    "Iyer",
+    "Demir",
+    "Berg",
+    "Wei",
+    "Okafor",
+    "Moreau",
+    "Petrova",
+    "Novak",
+    "Sato",
+    "Lindqvist",
+    "Ortega",
+]
 DEPARTMENTS = ["Finance", "Legal", "Sales", "Support", "Research", "Facilities", "Marketing", "Security"]
 CITIES = ["Lyon", "Rotterdam", "Krakow", "Osaka", "Porto", "Aarhus", "Accra", "Turin"]
-PARTS = ["hydraulic pump", "pressure valve", "drive belt", "bearing housing", "control board", "fan assembly",
-         "sensor cable", "gear motor", "filter cartridge", "relay module"]
+PARTS = [
+    "hydraulic pump",
+    "pressure valve",
+    "drive belt",
+    "bearing housing",
+    "control board",
+    "fan assembly",
+    "sensor cable",
+    "gear motor",
+    "filter cartridge",
+    "relay module",
+]
 MAKERS = ["Kestrel", "Norda", "Valmet", "Orion", "Tamura", "Brixton"]
 WAREHOUSES = ["North depot", "Harbour store", "East yard", "Central hall"]
 
@@ -48,15 +98,31 @@ def tables(seed: int = 25) -> dict[str, list[list[str]]]:
     extensions = rng.sample(range(2000, 9999), 300)
     staff = [["Name", "Staff number", "Department", "Office", "Phone extension", "Start year"]]
     for index, (first, last) in enumerate(people):
-        staff.append([f"{first} {last}", f"S-{10400 + index * 7}", rng.choice(DEPARTMENTS),
-                      rng.choice(CITIES), f"x{extensions[index]}", str(rng.randint(1998, 2026))])
+        staff.append(
+            [
+                f"{first} {last}",
+                f"S-{10400 + index * 7}",
+                rng.choice(DEPARTMENTS),
+                rng.choice(CITIES),
+                f"x{extensions[index]}",
+                str(rng.randint(1998, 2026)),
+            ]
+        )
     kinds = rng.sample([(m, p) for m in MAKERS for p in PARTS], 60)
     parts = [["Part number", "Part", "Maker", "Size", "Warehouse", "Unit price (EUR)"]]
     for index in range(200):
         maker, part = kinds[index % len(kinds)]
         size = ["small", "medium", "large", "extra large"][index // 60 % 4] if index < 240 else "small"
-        parts.append([f"PN-{73000 + index * 13}", part, maker, size, rng.choice(WAREHOUSES),
-                      f"{rng.randint(4, 900)}.{rng.randint(0, 99):02d}"])
+        parts.append(
+            [
+                f"PN-{73000 + index * 13}",
+                part,
+                maker,
+                size,
+                rng.choice(WAREHOUSES),
+                f"{rng.randint(4, 900)}.{rng.randint(0, 99):02d}",
+            ]
+        )
     return {"staff": staff, "parts": parts}
 
 

@@ -91,7 +91,7 @@ def main() -> None:
 
     url = fresh_database(args.database, args.size)
     os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     import django
 

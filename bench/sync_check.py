@@ -37,7 +37,7 @@ def main() -> None:
     os.environ["DATABASE_URL"] = f"sqlite:///{scratch / 'bench.sqlite3'}"
     os.environ["EMBED_BACKEND"] = "hash"
     os.environ["INDEX_DIR"] = str(scratch / "indexes")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     folder = scratch / "docs"
     folder.mkdir()

@@ -192,7 +192,7 @@ def child(database: str, postgres_url: str, quick: bool, chosen: set[str]) -> No
     scratch = Path(tempfile.mkdtemp(prefix="ragsite-trust-"))
     os.environ.update(
         {
-            "DJANGO_SETTINGS_MODULE": "ragsite.settings",
+            "DJANGO_SETTINGS_MODULE": "config.settings",
             "SECRET_KEY": secrets.token_urlsafe(50),
             "DEBUG": "false",
             "EMBED_BACKEND": "hash",
@@ -292,7 +292,7 @@ def serving():
     from socketserver import ThreadingMixIn
     from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-    from ragsite.wsgi import application
+    from config.wsgi import application
 
     class Server(ThreadingMixIn, WSGIServer):
         daemon_threads = True

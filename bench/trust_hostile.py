@@ -201,7 +201,7 @@ def stale(tally: Tally, scratch: Path) -> None:
 
 def secrets_family(tally: Tally) -> None:
     env = {**os.environ, "SECRET_KEY": "", "DEBUG": "false"}
-    for command in (["manage.py", "check"], ["-c", "import ragsite.wsgi"]):
+    for command in (["manage.py", "check"], ["-c", "import config.wsgi"]):
         done = subprocess.run(
             [sys.executable, *command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
         )

@@ -6,9 +6,9 @@ by `manage.py demo` in a temporary folder), memory read from /proc/<pid>/smaps_r
 - `separate`: `--processes` Python processes started one after another, each running
   `django.setup()` and embedding three texts with the local embedder, then waiting (the previous
   baseline: nothing shared but the mapped weights file and the libraries).
-- `uvicorn`: `uvicorn ragsite.asgi:application --workers N`, real searches over HTTP (uvicorn's
+- `uvicorn`: `uvicorn config.asgi:application --workers N`, real searches over HTTP (uvicorn's
   workers are fresh interpreters, so they share what separate processes share).
-- `gunicorn-1`, `gunicorn`: `gunicorn -c python:ragsite.gunicorn_conf` with 1 and N workers.
+- `gunicorn-1`, `gunicorn`: `gunicorn -c python:config.gunicorn_conf` with 1 and N workers.
 - `gunicorn-nofreeze`, `gunicorn-nowarm`: the same config without `gc.freeze()`, and without the
   master's warm-up (the application still preloaded), to say what each buys;
   `gunicorn-collect`, `gunicorn-nofreeze-collect`: a full `gc.collect()` in each worker once it has
@@ -50,7 +50,7 @@ QUESTIONS = [item for item in QUESTIONS if item.get("answer")]
 
 CHILD = r"""
 import os, sys
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 import django
 django.setup()
 if sys.argv[1] == "embed":
@@ -62,15 +62,15 @@ sys.stdin.readline()
 
 # The project's configuration with one of its steps left out, for the `gunicorn-no*` arms.
 VARIANTS = {
-    "gunicorn-nofreeze": "from ragsite.gunicorn_conf import *  # noqa\n"
+    "gunicorn-nofreeze": "from config.gunicorn_conf import *  # noqa\n"
     "def pre_fork(server, worker):\n"
     "    from django.db import connections\n    connections.close_all()\n",
-    "gunicorn-nowarm": "from ragsite.gunicorn_conf import *  # noqa\ndef when_ready(server):\n    pass\n",
+    "gunicorn-nowarm": "from config.gunicorn_conf import *  # noqa\ndef when_ready(server):\n    pass\n",
 }
 # A full collection in each worker as soon as it has booted, with and without the freeze: what a
 # worker's first full collection (rare, but it comes as its heap grows) does to the inherited pages.
 COLLECT = "def post_worker_init(worker):\n    import gc\n    gc.collect()\n"
-VARIANTS["gunicorn-collect"] = "from ragsite.gunicorn_conf import *  # noqa\n" + COLLECT
+VARIANTS["gunicorn-collect"] = "from config.gunicorn_conf import *  # noqa\n" + COLLECT
 VARIANTS["gunicorn-nofreeze-collect"] = VARIANTS["gunicorn-nofreeze"] + COLLECT
 
 
@@ -173,7 +173,7 @@ def make_store(work: Path) -> tuple[dict, str]:
             "DATA_DIR": str(work / "data"),
             "DATABASE_URL": f"sqlite:///{work / 'store.sqlite3'}",
             "SECRET_KEY": secrets.token_urlsafe(50),
-            "DJANGO_SETTINGS_MODULE": "ragsite.settings",
+            "DJANGO_SETTINGS_MODULE": "config.settings",
             "LOG_LEVEL": "WARNING",
         }
     )
@@ -203,7 +203,7 @@ class Server:
         if arm == "uvicorn":
             command = [
                 str(BIN / "uvicorn"),
-                "ragsite.asgi:application",
+                "config.asgi:application",
                 "--port",
                 str(self.port),
                 "--workers",
@@ -211,7 +211,7 @@ class Server:
                 "--no-access-log",
             ]
         else:
-            config = "python:ragsite.gunicorn_conf"
+            config = "python:config.gunicorn_conf"
             if arm in VARIANTS:
                 path = work / f"{arm.replace('-', '_')}.py"
                 path.write_text(VARIANTS[arm])

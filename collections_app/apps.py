@@ -17,8 +17,9 @@ class CollectionsConfig(AppConfig):
         from .services.agents import key_from_request
 
         set_authenticator(key_from_request)
-        post_migrate.connect(signals.record_schema_version, sender=self,
-                             dispatch_uid="ragsite_record_schema_version")
+        post_migrate.connect(
+            signals.record_schema_version, sender=self, dispatch_uid="ragsite_record_schema_version"
+        )
         post_migrate.connect(after_migrate, sender=self, dispatch_uid="collections_app_after_migrate")
         # A task's connection that is opened again mid-task keeps the task's agent scope (ragsite.rls).
         connection_created.connect(rescope_new_connection, dispatch_uid="ragsite_rls_rescope")

@@ -32,13 +32,15 @@ def search_links(arguments: dict, answer: dict) -> list[dict]:
     links = []
     for paragraph in answer["paragraphs"]:
         title = paragraph["document"] + (f" — {paragraph['section']}" if paragraph["section"] else "")
-        links.append({
-            "type": "resource_link",
-            "uri": cited_uri(arguments["collection"], paragraph["chunk_id"], arguments.get("reader")),
-            "name": paragraph["chunk_id"],
-            "title": title,
-            "mimeType": MIME_TYPE,
-        })
+        links.append(
+            {
+                "type": "resource_link",
+                "uri": cited_uri(arguments["collection"], paragraph["chunk_id"], arguments.get("reader")),
+                "name": paragraph["chunk_id"],
+                "title": title,
+                "mimeType": MIME_TYPE,
+            }
+        )
     return links
 
 
@@ -54,19 +56,28 @@ def read_cited_resource(caller: Caller, uri: str) -> dict:
     if len(segments) != 4 or segments[0] or segments[2] != "paragraphs" or not segments[1] or not segments[3]:
         raise unknown
     collection, chunk = segments[1], segments[3]
-    shown = read_cited(agent=caller.agent, collection=unquote(collection), chunk_id=unquote(chunk),
-                       reader=readers[0])
-    return {"uri": uri, "mimeType": MIME_TYPE, "text": shown["text"],
-            "_meta": {"dev.ragsite/citation": {k: shown[k] for k in ("chunk_id", "document", "section")}}}
+    shown = read_cited(
+        agent=caller.agent, collection=unquote(collection), chunk_id=unquote(chunk), reader=readers[0]
+    )
+    return {
+        "uri": uri,
+        "mimeType": MIME_TYPE,
+        "text": shown["text"],
+        "_meta": {"dev.ragsite/citation": {k: shown[k] for k in ("chunk_id", "document", "section")}},
+    }
 
 
-register_resource(ResourceTemplate(
-    uri_template=SCHEME_PREFIX + "{collection}/paragraphs/{chunk_id}{?reader}",
-    prefix=SCHEME_PREFIX,
-    name="paragraph",
-    title="A cited paragraph",
-    description="One paragraph of one of your collections by its chunk id (<document>#<k>), as the search "
-    "that cited it showed it; add ?reader= for a collection that answers per reader.",
-    mime_type=MIME_TYPE,
-    read=read_cited_resource,
-))
+register_resource(
+    ResourceTemplate(
+        uri_template=SCHEME_PREFIX + "{collection}/paragraphs/{chunk_id}{?reader}",
+        prefix=SCHEME_PREFIX,
+        name="paragraph",
+        title="A cited paragraph",
+        description=(
+            "One paragraph of one of your collections by its chunk id (<document>#<k>), as the search "
+            "that cited it showed it; add ?reader= for a collection that answers per reader."
+        ),
+        mime_type=MIME_TYPE,
+        read=read_cited_resource,
+    )
+)

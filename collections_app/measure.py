@@ -372,8 +372,18 @@ def outcomes(
             first = outcome["rank"] == 1 and (
                 most == 1
                 or find_answer(
-                    rank(index, question.text, vector, weight=weight, most=1, around=around, floor=floor,
-                         readable=readable, searchable=searchable, sections=sections),
+                    rank(
+                        index,
+                        question.text,
+                        vector,
+                        weight=weight,
+                        most=1,
+                        around=around,
+                        floor=floor,
+                        readable=readable,
+                        searchable=searchable,
+                        sections=sections,
+                    ),
                     question.answer or "",
                 )["found"]
             )
@@ -447,7 +457,13 @@ def measure_variant(
     index = scratch_index(documents, variant, cache=cache, tokens=tokens, names=names)
     vectors = cache.vectors([q.text for q in questions]) if index.matrix is not None else None
     answered, controls = outcomes(
-        index, questions, vectors, weight=weight, most=most, around=variant.around, floor=floor,
+        index,
+        questions,
+        vectors,
+        weight=weight,
+        most=most,
+        around=variant.around,
+        floor=floor,
         sections=returns_sections(variant.method),
     )
     found = [q["score"] for q in answered if q["found"]]

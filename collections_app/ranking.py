@@ -79,8 +79,15 @@ def lexical(index: Scorable, question_terms: list[str] | None, view: Any = None)
     return Lexical(scores, upper)
 
 
-def fused(index: Scorable, vector: np.ndarray | None, lexical_arm: Lexical | None, *, weight: float,
-          view: Any = None, rows: np.ndarray | None = None) -> tuple[np.ndarray, str]:
+def fused(
+    index: Scorable,
+    vector: np.ndarray | None,
+    lexical_arm: Lexical | None,
+    *,
+    weight: float,
+    view: Any = None,
+    rows: np.ndarray | None = None,
+) -> tuple[np.ndarray, str]:
     """The fused score in [0, 1] of each of ``rows`` (None: every row), and the mode it was fused in."""
     cosine = None if vector is None else index.row_cosines(vector, rows, view)
     if lexical_arm is None:
@@ -97,8 +104,14 @@ def clears_floor(scores: np.ndarray, floor: float) -> np.ndarray:
     return scores >= floor
 
 
-def top_at_floor(scores: np.ndarray, floor: float, most: int, *, readable: np.ndarray | None = None,
-                 rows: np.ndarray | None = None) -> np.ndarray:
+def top_at_floor(
+    scores: np.ndarray,
+    floor: float,
+    most: int,
+    *,
+    readable: np.ndarray | None = None,
+    rows: np.ndarray | None = None,
+) -> np.ndarray:
     """The ``most`` best rows at or above ``floor``, best first, ties to the lower row.
 
     ``scores`` covers every row (``rows`` None; ``readable`` the rows this search may use, None: all),
@@ -114,8 +127,17 @@ def top_at_floor(scores: np.ndarray, floor: float, most: int, *, readable: np.nd
     return top_rows(scores, eligible, most)
 
 
-def rank(index: Scorable, question_terms: list[str] | None, vector: np.ndarray | None, *, weight: float,
-         most: int, floor: float, readable: np.ndarray | None = None, view: Any = None) -> Ranking:
+def rank(
+    index: Scorable,
+    question_terms: list[str] | None,
+    vector: np.ndarray | None,
+    *,
+    weight: float,
+    most: int,
+    floor: float,
+    readable: np.ndarray | None = None,
+    view: Any = None,
+) -> Ranking:
     """Every row scored exactly: fuse, keep the readable ones at or above the floor, take ``most``."""
     lexical_arm = lexical(index, question_terms, view)
     scores, mode = fused(index, vector, lexical_arm, weight=weight, view=view)
@@ -123,9 +145,19 @@ def rank(index: Scorable, question_terms: list[str] | None, vector: np.ndarray |
     return Ranking(top=top, rows=None, scores=scores, mode=mode, lexical=lexical_arm)
 
 
-def ranked_runs(index: Scorable, question_terms: list[str], vector: np.ndarray | None, *, weight: float,
-                most: int, floor: float, around: int, rows: Mapping[int, Row],
-                readable: np.ndarray | None = None, sections: bool = False) -> list[Stitched]:
+def ranked_runs(
+    index: Scorable,
+    question_terms: list[str],
+    vector: np.ndarray | None,
+    *,
+    weight: float,
+    most: int,
+    floor: float,
+    around: int,
+    rows: Mapping[int, Row],
+    readable: np.ndarray | None = None,
+    sections: bool = False,
+) -> list[Stitched]:
     """`rank`, then stitch the hits with ``around`` readable neighbours from ``rows`` (by ordinal), or with
     ``sections`` (the parent strategy) and ``around`` above 0 with their sections (`stitch_sections`)."""
     if not index.size:
@@ -136,5 +168,14 @@ def ranked_runs(index: Scorable, question_terms: list[str], vector: np.ndarray |
     return stitch(ranking.hits(), rows, around)
 
 
-__all__ = ["Lexical", "Ranking", "Scorable", "clears_floor", "fused", "lexical", "rank", "ranked_runs",
-           "top_at_floor"]
+__all__ = [
+    "Lexical",
+    "Ranking",
+    "Scorable",
+    "clears_floor",
+    "fused",
+    "lexical",
+    "rank",
+    "ranked_runs",
+    "top_at_floor",
+]

@@ -358,8 +358,10 @@ def _table_commands(commands: list[bytes], text: str, y: int) -> int:
     word processor sets a table (header in bold, numbers right-aligned); returns the next line's y."""
     rows = [line.split("\t") for line in text.split("\n")]
     widths = [max(len(row[c]) if c < len(row) else 0 for row in rows) for c in range(len(rows[0]))]
-    numeric = [all(row[c].replace(",", "").replace(".", "").isdigit() for row in rows[1:] if c < len(row)
-                   and row[c]) for c in range(len(widths))]
+    numeric = [
+        all(row[c].replace(",", "").replace(".", "").isdigit() for row in rows[1:] if c < len(row) and row[c])
+        for c in range(len(widths))
+    ]
     commands.append(b"ET")
     for number, row in enumerate(rows):
         x = 56.0

@@ -25,8 +25,11 @@ SWEEP_WEBHOOKS_FUNC = "collections_app.tasks.sweep_webhooks"
 # BUILD_HEARTBEAT_TIMEOUT plus at most this (and the scheduler's 30 s poll).
 SWEEP_MINUTES = 1
 
-SCHEDULES = ((SWEEP_STALE_BUILDS, SWEEP_STALE_BUILDS_FUNC), (SWEEP_SYNC, SWEEP_SYNC_FUNC),
-             (SWEEP_WEBHOOKS, SWEEP_WEBHOOKS_FUNC))
+SCHEDULES = (
+    (SWEEP_STALE_BUILDS, SWEEP_STALE_BUILDS_FUNC),
+    (SWEEP_SYNC, SWEEP_SYNC_FUNC),
+    (SWEEP_WEBHOOKS, SWEEP_WEBHOOKS_FUNC),
+)
 
 
 def ensure_schedules(using: str = DEFAULT_DB_ALIAS) -> list[str]:
@@ -39,7 +42,11 @@ def ensure_schedules(using: str = DEFAULT_DB_ALIAS) -> list[str]:
         schedule = existing.first()
         if schedule is None:
             Schedule.objects.using(using).create(
-                name=name, func=func, schedule_type=Schedule.MINUTES, minutes=SWEEP_MINUTES, repeats=-1,
+                name=name,
+                func=func,
+                schedule_type=Schedule.MINUTES,
+                minutes=SWEEP_MINUTES,
+                repeats=-1,
             )
             created.append(name)
             continue

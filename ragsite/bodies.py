@@ -32,8 +32,10 @@ def parse_json(raw: bytes | str) -> object:
     except ValueError:
         raise BadBody("the request body is not valid JSON") from None
     if not encodable(data):
-        raise BadBody("the request body holds a lone surrogate (\\ud800-\\udfff), which is not text",
-                      code="invalid_text")
+        raise BadBody(
+            "the request body holds a lone surrogate (\\ud800-\\udfff), which is not text",
+            code="invalid_text",
+        )
     return data
 
 

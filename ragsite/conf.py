@@ -2,7 +2,7 @@
 
 Nothing here reads a setting at import time: each attribute is looked up on `django.conf.settings`
 when it is used, so `override_settings` in tests and a changed environment in a new process both
-take effect. The defaults are declared once, in ragsite/settings.py.
+take effect. The defaults are declared once, in config/settings.py.
 """
 
 from django.conf import settings as django_settings
@@ -38,7 +38,6 @@ _NAMES = frozenset(
         "INDEX_DIR",
         "INDEX_LOAD_INLINE_ROWS",
         "INDEX_LOAD_WAIT",
-
         "INDEX_WRITE_PROCESSES",
         "RERANK_URL",
         "RERANK_MODEL",

@@ -32,7 +32,6 @@ class TokenCounter(Protocol):
     def token_spans(self, text: str) -> list[tuple[int, int]] | None: ...
 
 
-
 _BREAK = r"(?:\r\n|\n|\r)"
 _CLOSERS = "\"'\u201d\u2019)\\]}\u300d\u300f\uff09\u3011\u3015\u3009\u300b"
 # Boundary classes in the order they are tried. Each match's end is where the separator ends.

@@ -71,13 +71,23 @@ class WithoutInstallPaths(logging.Formatter):
 
             from django.conf import settings
 
-            named = [(getattr(settings, "BASE_DIR", None), "<ragsite>"), (sys.prefix, "<python>"),
-                     (sys.base_prefix + "/lib", "<python>/lib"), (sys.exec_prefix, "<python>")]
+            named = [
+                (getattr(settings, "BASE_DIR", None), "<ragsite>"),
+                (sys.prefix, "<python>"),
+                (sys.base_prefix + "/lib", "<python>/lib"),
+                (sys.exec_prefix, "<python>"),
+            ]
             paths = sysconfig.get_paths()
             named += [(paths.get(key), "<python>") for key in ("stdlib", "purelib", "platlib")]
-            named += [(getattr(settings, name, None), placeholder) for name, placeholder in (
-                ("DATA_DIR", "<data>"), ("INDEX_DIR", "<data>/indexes"), ("MEDIA_ROOT", "<data>/media"),
-                ("KNOWLEDGE_ROOT", "<knowledge>"))]
+            named += [
+                (getattr(settings, name, None), placeholder)
+                for name, placeholder in (
+                    ("DATA_DIR", "<data>"),
+                    ("INDEX_DIR", "<data>/indexes"),
+                    ("MEDIA_ROOT", "<data>/media"),
+                    ("KNOWLEDGE_ROOT", "<knowledge>"),
+                )
+            ]
             pairs = set()
             for folder, placeholder in named:
                 if not folder or str(folder) in ("/", "."):

@@ -19,8 +19,8 @@ ERROR_MEANINGS = {
     422: "The body has fields this route does not take; the message names them.",
     429: "The agent's runaway limit (model calls per minute) was reached; see Retry-After.",
     503: "The embedder is unavailable, the store is busy with another write (code `store_busy`; "
-         "see Retry-After), or this server is still loading the collection's search index (code "
-         "`index_loading`; see Retry-After).",
+    "see Retry-After), or this server is still loading the collection's search index (code "
+    "`index_loading`; see Retry-After).",
 }
 
 

@@ -30,8 +30,9 @@ def pptx_bytes(slides: Sequence[dict]) -> bytes:
             box.text = "\n".join(spec["lines"])
         if spec.get("table"):
             rows = spec["table"]
-            shape = slide.shapes.add_table(len(rows), len(rows[0]), Inches(1), Inches(4), Inches(6),
-                                           Inches(2))
+            shape = slide.shapes.add_table(
+                len(rows), len(rows[0]), Inches(1), Inches(4), Inches(6), Inches(2)
+            )
             for r, row in enumerate(rows):
                 for c, value in enumerate(row):
                     shape.table.cell(r, c).text = value
@@ -71,27 +72,37 @@ def epub_bytes(chapters: Sequence[tuple[str, str]], *, encrypted: bool = False) 
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as book:
         book.writestr(zipfile.ZipInfo("mimetype"), "application/epub+zip")
-        book.writestr("META-INF/container.xml",
-                      '<?xml version="1.0"?><container version="1.0" '
-                      'xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles>'
-                      '<rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
-                      "</rootfiles></container>")
+        book.writestr(
+            "META-INF/container.xml",
+            '<?xml version="1.0"?><container version="1.0" '
+            'xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles>'
+            '<rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
+            "</rootfiles></container>",
+        )
         if encrypted:
-            book.writestr("META-INF/encryption.xml",
-                          '<encryption xmlns="urn:oasis:names:tc:opendocument:xmlns:container" '
-                          'xmlns:enc="http://www.w3.org/2001/04/xmlenc#"><enc:EncryptedData>'
-                          '<enc:CipherData><enc:CipherReference URI="OEBPS/c0.xhtml"/></enc:CipherData>'
-                          "</enc:EncryptedData></encryption>")
-        items = "".join(f'<item id="c{i}" href="c{i}.xhtml" media-type="application/xhtml+xml"/>'
-                        for i in range(len(chapters)))
+            book.writestr(
+                "META-INF/encryption.xml",
+                '<encryption xmlns="urn:oasis:names:tc:opendocument:xmlns:container" '
+                'xmlns:enc="http://www.w3.org/2001/04/xmlenc#"><enc:EncryptedData>'
+                '<enc:CipherData><enc:CipherReference URI="OEBPS/c0.xhtml"/></enc:CipherData>'
+                "</enc:EncryptedData></encryption>",
+            )
+        items = "".join(
+            f'<item id="c{i}" href="c{i}.xhtml" media-type="application/xhtml+xml"/>'
+            for i in range(len(chapters))
+        )
         spine = "".join(f'<itemref idref="c{i}"/>' for i in reversed(range(len(chapters))))
-        book.writestr("OEBPS/content.opf",
-                      '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0">'
-                      f"<metadata/><manifest>{items}</manifest><spine>{spine}</spine></package>")
+        book.writestr(
+            "OEBPS/content.opf",
+            '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0">'
+            f"<metadata/><manifest>{items}</manifest><spine>{spine}</spine></package>",
+        )
         for i, (title, body) in enumerate(chapters):
-            book.writestr(f"OEBPS/c{i}.xhtml",
-                          '<?xml version="1.0" encoding="utf-8"?><html xmlns="http://www.w3.org/1999/xhtml">'
-                          f"<head><title>{title}</title></head><body>{body}</body></html>")
+            book.writestr(
+                f"OEBPS/c{i}.xhtml",
+                '<?xml version="1.0" encoding="utf-8"?><html xmlns="http://www.w3.org/1999/xhtml">'
+                f"<head><title>{title}</title></head><body>{body}</body></html>",
+            )
     return out.getvalue()
 
 
@@ -106,20 +117,31 @@ _ODF_NS = (
 
 def odf_bytes(body: str, *, kind: str = "text") -> bytes:
     """An OpenDocument package whose office:body holds ``<office:{kind}>body</office:{kind}>``."""
-    mimetype = {"text": "application/vnd.oasis.opendocument.text",
-                "presentation": "application/vnd.oasis.opendocument.presentation"}[kind]
+    mimetype = {
+        "text": "application/vnd.oasis.opendocument.text",
+        "presentation": "application/vnd.oasis.opendocument.presentation",
+    }[kind]
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
         package.writestr(zipfile.ZipInfo("mimetype"), mimetype)
-        package.writestr("content.xml",
-                         f'<?xml version="1.0" encoding="UTF-8"?><office:document-content {_ODF_NS}>'
-                         f"<office:body><office:{kind}>{body}</office:{kind}></office:body>"
-                         "</office:document-content>")
+        package.writestr(
+            "content.xml",
+            f'<?xml version="1.0" encoding="UTF-8"?><office:document-content {_ODF_NS}>'
+            f"<office:body><office:{kind}>{body}</office:{kind}></office:body>"
+            "</office:document-content>",
+        )
     return out.getvalue()
 
 
-def zip_bomb(path, *, member: str, declared_mb: int = 300, prefix: bytes = b"", suffix: bytes = b"",
-             base: dict[str, str] | None = None):
+def zip_bomb(
+    path,
+    *,
+    member: str,
+    declared_mb: int = 300,
+    prefix: bytes = b"",
+    suffix: bytes = b"",
+    base: dict[str, str] | None = None,
+):
     """A package with small parts ``base`` and one ``member`` that inflates to ``declared_mb`` MiB."""
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as package:
         for name, text in (base or {}).items():

@@ -36,8 +36,12 @@ def held_store(monkeypatch):
     monkeypatch.setitem(connection.settings_dict["OPTIONS"], "timeout", 1)
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA busy_timeout = 1000")
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, connection.settings_dict["NAME"]],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, connection.settings_dict["NAME"]],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         yield holder
@@ -51,8 +55,9 @@ def held_store(monkeypatch):
 @pytest.fixture
 def built(knowledge_folder):
     agent, raw = create_agent(agent_id="busy")
-    knowledge_folder("handbook", {"leave.md": "# Leave\n\nCarry-over is capped at five days a year.\n"},
-                     agent="busy")
+    knowledge_folder(
+        "handbook", {"leave.md": "# Leave\n\nCarry-over is capped at five days a year.\n"}, agent="busy"
+    )
     collection = create_collection(agent=agent, name="handbook", method="fixed")
     build_collection(collection=collection)
     # A key last used two minutes ago: this request is the one that would record its use.
@@ -61,8 +66,13 @@ def built(knowledge_folder):
 
 
 def post(client, raw, path, body):
-    return client.post(path, data=json.dumps(body), content_type="application/json",
-                       HTTP_AUTHORIZATION=f"Bearer {raw}", HTTP_ACCEPT="application/json")
+    return client.post(
+        path,
+        data=json.dumps(body),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {raw}",
+        HTTP_ACCEPT="application/json",
+    )
 
 
 def test_searches_answer_and_writes_say_retry_while_another_process_holds_the_lock(client, built, held_store):
@@ -71,21 +81,35 @@ def test_searches_answer_and_writes_say_retry_while_another_process_holds_the_lo
     search = post(client, raw, "/api/v1/collections/handbook/search", {"question": "carry-over days"})
     assert search.status_code == 200, search.content
     assert "five days" in search.json()["paragraphs"][0]["text"]
-    over_mcp = post(client, raw, "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                                          "params": {"name": "search", "arguments": {
-                                              "collection": "handbook", "question": "carry-over days"}}})
+    over_mcp = post(
+        client,
+        raw,
+        "/mcp",
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "search",
+                "arguments": {"collection": "handbook", "question": "carry-over days"},
+            },
+        },
+    )
     assert over_mcp.status_code == 200 and over_mcp.json()["result"]["isError"] is False, over_mcp.content
     # The key's use was not recorded: skipped, not waited for.
     assert ApiKey.objects.get(agent=agent).last_used_at == before
 
-    for path, body in [("/api/v1/memory/memories", BADGE),
-                       ("/api/v1/collections/handbook/build", {})]:
+    for path, body in [("/api/v1/memory/memories", BADGE), ("/api/v1/collections/handbook/build", {})]:
         refused = post(client, raw, path, body)
         assert refused.status_code == 503, (path, refused.content)
         assert refused["Retry-After"] == "5"
         assert refused.json()["error"]["code"] == "store_busy"
-    stored_over_mcp = post(client, raw, "/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                                                 "params": {"name": "store", "arguments": BADGE}})
+    stored_over_mcp = post(
+        client,
+        raw,
+        "/mcp",
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "store", "arguments": BADGE}},
+    )
     result = stored_over_mcp.json()["result"]
     assert result["isError"] is True and '"store_busy"' in result["content"][0]["text"]
 

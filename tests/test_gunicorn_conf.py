@@ -1,4 +1,4 @@
-"""The web tier as README's "Production shape" runs it: gunicorn with ragsite/gunicorn_conf.py.
+"""The web tier as README's "Production shape" runs it: gunicorn with config/gunicorn_conf.py.
 
 A real gunicorn, its master warmed and forked into two workers, answers searches over the JSON API
 and MCP `tools/call search` correctly from both workers, and keeps answering while an MCP
@@ -29,12 +29,12 @@ GUNICORN = Path(sys.executable).parent / "gunicorn"
 
 def test_the_configuration_is_read_from_the_web_settings_and_refuses_no_workers_or_threads(settings):
     settings.WEB_CONCURRENCY, settings.WEB_THREADS, settings.WEB_BIND = 3, 2, "127.0.0.1:8123"
-    conf = importlib.reload(importlib.import_module("ragsite.gunicorn_conf"))
+    conf = importlib.reload(importlib.import_module("config.gunicorn_conf"))
     assert (conf.workers, conf.threads, conf.bind) == (3, 2, ["127.0.0.1:8123"])
     assert (conf.worker_class, conf.preload_app, conf.wsgi_app) == (
         "gthread",
         True,
-        "ragsite.wsgi:application",
+        "config.wsgi:application",
     )
     for name in ("WEB_CONCURRENCY", "WEB_THREADS"):
         setattr(settings, name, 0)
@@ -70,7 +70,7 @@ def served(knowledge_folder, transactional_db, settings, tmp_path):
         command=[
             str(GUNICORN),
             "-c",
-            "python:ragsite.gunicorn_conf",
+            "python:config.gunicorn_conf",
             "--timeout",
             "2",
             "--access-logfile",

@@ -1,6 +1,6 @@
 """Issue 25's done-when, against real processes: a librarian's folder — a scanned PDF, a mixed PDF, a PDF
 with an outline, a PDF with a table, a PPTX, an XLSX, a CSV, an EPUB and a DOCX with a table — dropped
-under KNOWLEDGE_ROOT and built by the server `make run` starts (migrate, demo, then `ragsite.serve`: the
+under KNOWLEDGE_ROOT and built by the server `make run` starts (migrate, demo, then `config.serve`: the
 web server and the task cluster with its build worker, the real model). Every document is read, OCR'd
 pages are counted, and a search over HTTP answers one question per file from that file, with the
 section and the page the answer is on.
@@ -31,8 +31,11 @@ PRICES = [
     [
         ("h", "Price list"),
         ("p", "The prices below hold until the end of March."),
-        ("t", "Part\tDescription\tStock\tPrice\nA-100\tHex bolt M6\t1,200\t0.12\n"
-              "B-220\tBearing 608ZZ\t85\t1.90"),
+        (
+            "t",
+            "Part\tDescription\tStock\tPrice\nA-100\tHex bolt M6\t1,200\t0.12\n"
+            "B-220\tBearing 608ZZ\t85\t1.90",
+        ),
     ]
 ]
 
@@ -77,7 +80,7 @@ def test_make_run_builds_a_librarians_folder_and_answers_a_question_per_file_wit
     processes.run("migrate", "--noinput", env=env)
     demo = processes.run("demo", "--host", "127.0.0.1", "--port", str(port), env=env)
     key = demo.stdout.strip().splitlines()[-1]
-    processes.start("serve", env=env, command=[sys.executable, "-m", "ragsite.serve", f"127.0.0.1:{port}"])
+    processes.start("serve", env=env, command=[sys.executable, "-m", "config.serve", f"127.0.0.1:{port}"])
     wait_for_server(base, processes, "serve", timeout=120)
 
     folder = root / "demo" / "library"

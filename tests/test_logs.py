@@ -13,7 +13,10 @@ from tests.servers import JudgeServer, serving
 @pytest.mark.parametrize(
     ("url", "logged"),
     [
-        ("http://user:s3cret@127.0.0.1:8199/v1/embeddings?api_key=KEY123", "http://127.0.0.1:8199/v1/embeddings"),
+        (
+            "http://user:s3cret@127.0.0.1:8199/v1/embeddings?api_key=KEY123",
+            "http://127.0.0.1:8199/v1/embeddings",
+        ),
         ("https://embed.example.com/v1?token=abc#frag", "https://embed.example.com/v1"),
         ("http://[::1]:9000/v1/chat/completions", "http://[::1]:9000/v1/chat/completions"),
     ],
@@ -23,8 +26,9 @@ def test_a_url_keeps_only_scheme_host_port_and_path(url, logged):
 
 
 def test_the_configured_console_handler_logs_httpx_requests_without_credentials():
-    handler = next(h for h in logging.getLogger().handlers
-                   if any(isinstance(f, RedactUpstreamURLs) for f in h.filters))
+    handler = next(
+        h for h in logging.getLogger().handlers if any(isinstance(f, RedactUpstreamURLs) for f in h.filters)
+    )
     captured = io.StringIO()
     previous = handler.setStream(captured)
     httpx_logger = logging.getLogger("httpx")
@@ -32,8 +36,11 @@ def test_the_configured_console_handler_logs_httpx_requests_without_credentials(
     try:
         with serving(JudgeServer()) as server:
             port = server.url.rsplit(":", 1)[1]
-            httpx.post(f"http://user:s3cretpass@127.0.0.1:{port}/v1/chat/completions?api_key=KEY123",
-                       json={"model": "judge", "messages": []}, timeout=5)
+            httpx.post(
+                f"http://user:s3cretpass@127.0.0.1:{port}/v1/chat/completions?api_key=KEY123",
+                json={"model": "judge", "messages": []},
+                timeout=5,
+            )
     finally:
         handler.setStream(previous)
         httpx_logger.level = level
@@ -43,8 +50,9 @@ def test_the_configured_console_handler_logs_httpx_requests_without_credentials(
 
 
 @pytest.mark.django_db
-def test_an_admin_permission_denied_and_a_500_are_logged_without_install_paths(client, settings,
-                                                                              django_user_model):
+def test_an_admin_permission_denied_and_a_500_are_logged_without_install_paths(
+    client, settings, django_user_model
+):
     """Issue 24, item 10: Django logs tracebacks at WARNING and ERROR; the console formatter replaces the
     checkout, the Python and the data folders with placeholders, so no deployment path reaches the log."""
     import sys

@@ -1,4 +1,4 @@
-"""What the web master does before forking (ragsite/prefork.py), in this process."""
+"""What the web master does before forking (config/prefork.py), in this process."""
 
 import gc
 import os
@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from ragsite import embedding, lexical, prefork
+from config import prefork
+from ragsite import embedding, lexical
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,7 +29,8 @@ FORKED_AFTER_WARM_UP = """
 import os, sys
 import django
 django.setup()
-from ragsite import embedding, prefork
+from config import prefork
+from ragsite import embedding
 prefork.warm()
 pid = os.fork()
 if pid == 0:
@@ -43,10 +45,21 @@ sys.exit(os.waitstatus_to_exitcode(status))
 def test_a_worker_forked_after_the_warm_up_embeds_even_with_tokenizers_parallelism_on(tmp_path):
     """With TOKENIZERS_PARALLELISM=true a child forked after its parent's tokenizer ran in parallel
     hangs in its first batch; the warm-up keeps the library's pool from starting in the master."""
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "ragsite.settings", "EMBED_BACKEND": "local",
-           prefork.TOKENIZERS_PARALLELISM: "true", "EMBED_CACHE_DIR": str(tmp_path)}
-    child = subprocess.Popen([sys.executable, "-c", FORKED_AFTER_WARM_UP], cwd=ROOT, env=env,
-                             start_new_session=True, stderr=subprocess.PIPE, text=True)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "EMBED_BACKEND": "local",
+        prefork.TOKENIZERS_PARALLELISM: "true",
+        "EMBED_CACHE_DIR": str(tmp_path),
+    }
+    child = subprocess.Popen(
+        [sys.executable, "-c", FORKED_AFTER_WARM_UP],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         _, errors = child.communicate(timeout=90)
     except subprocess.TimeoutExpired:
@@ -82,7 +95,7 @@ def test_before_fork_closes_the_database_connection_and_freezes_the_heap():
 # each holding malloc'd blocks (bytearrays above Python's small-object allocator) while the heaps are counted.
 THREADS_ALLOCATING = """
 import ctypes, os, re, sys, tempfile, threading
-from ragsite import prefork
+from config import prefork
 if sys.argv[1] == "limited":
     assert prefork.malloc_arenas(1)
 held, ready, done = [], threading.Barrier(5), threading.Event()
@@ -115,8 +128,14 @@ def test_threads_started_after_malloc_arenas_1_share_the_main_arena():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_TUNABLES"))}
 
     def heaps(arm: str) -> int:
-        done = subprocess.run([sys.executable, "-c", THREADS_ALLOCATING, arm], cwd=ROOT, capture_output=True,
-                              text=True, timeout=60, env=env)
+        done = subprocess.run(
+            [sys.executable, "-c", THREADS_ALLOCATING, arm],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         return int(done.stdout)
 

@@ -36,11 +36,22 @@ def test_a_real_qcluster_runs_an_enqueued_task(tmp_path):
         Conf.SYNC = True
     # With DATA_DIR here the cluster's heartbeats land in tmp_path/task-cluster, where the
     # suite's conftest points this process's `task_cluster` cache.
-    env = {**os.environ, "DATABASE_URL": database_url(), "Q_WORKERS": "1", "LOG_LEVEL": "INFO",
-           "DATA_DIR": str(tmp_path)}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "Q_WORKERS": "1",
+        "LOG_LEVEL": "INFO",
+        "DATA_DIR": str(tmp_path),
+    }
     log = (tmp_path / "qcluster.log").open("w+")
-    cluster = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env,
-                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    cluster = subprocess.Popen(
+        [sys.executable, "manage.py", "qcluster"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not Success.objects.filter(id=task_id).exists():

@@ -46,8 +46,9 @@ def two_agents(knowledge_folder):
     COLLECTION_OF.clear()
     for name in ("agent-a", "agent-b"):
         agent, raw = create_agent(agent_id=name)
-        knowledge_folder(f"{name}-docs", {"a.md": f"# Notes\n\n{name} keeps its own private notes here."},
-                         agent=name)
+        knowledge_folder(
+            f"{name}-docs", {"a.md": f"# Notes\n\n{name} keeps its own private notes here."}, agent=name
+        )
         collection = create_collection(agent=agent, name=f"{name}-docs")
         COLLECTION_OF[name] = collection.pk
         known_answers.set_known_answers(

@@ -58,7 +58,7 @@ def test_manage_py_refuses_to_start_without_a_key():
 
 
 def test_the_wsgi_and_asgi_entry_points_refuse_too():
-    for module in ("ragsite.wsgi", "ragsite.asgi"):
+    for module in ("config.wsgi", "config.asgi"):
         done = _run(["-c", f"import {module}"])
         assert done.returncode != 0 and "refusing to start" in done.stderr, module
         assert _run(["-c", f"import {module}"], SECRET_KEY=secrets.token_urlsafe(50)).returncode == 0, module

@@ -1,4 +1,4 @@
-"""`make run`'s launcher (ragsite/serve.py): SIGTERM to its process group stops the server and the cluster.
+"""`make run`'s launcher (config/serve.py): SIGTERM to its process group stops the server and the cluster.
 
 django-q2's cluster hung after "stopping." (3 of 3 tries) when its sentinel and workers got the
 group's SIGTERM too; systemd and docker stop a service that way.
@@ -75,7 +75,7 @@ def test_a_signal_to_the_process_group_stops_the_server_and_the_task_cluster(
     log = (tmp_path / "serve.log").open("w+")
     # Started with SIGINT ignored, the server ignored the SIGINT the launcher passed on and never stopped.
     command = [sys.executable, "-c", START_WITH_SIGINT, sigint_at_start, sys.executable]
-    command += ["-m", "ragsite.serve", f"127.0.0.1:{port}"]
+    command += ["-m", "config.serve", f"127.0.0.1:{port}"]
     launcher = subprocess.Popen(
         command,
         cwd=ROOT,

@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def declared_settings() -> set[str]:
-    source = (ROOT / "ragsite" / "settings.py").read_text()
+    source = (ROOT / "config" / "settings.py").read_text()
     return set(re.findall(r'env(?:\.\w+)?\(\s*"([A-Z][A-Z0-9_]+)"', source))
 
 

@@ -307,7 +307,7 @@ def test_the_admin_and_the_api_docs_are_styled_with_debug_off_offline(processes,
         processes.start(
             server,
             env={**env, "WEB_BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": "2"},
-            command=[str(Path(sys.executable).parent / "gunicorn"), "-c", "python:ragsite.gunicorn_conf"],
+            command=[str(Path(sys.executable).parent / "gunicorn"), "-c", "python:config.gunicorn_conf"],
         )
     else:
         processes.start(
@@ -315,7 +315,7 @@ def test_the_admin_and_the_api_docs_are_styled_with_debug_off_offline(processes,
             env=env,
             command=[
                 str(Path(sys.executable).parent / "uvicorn"),
-                "ragsite.asgi:application",
+                "config.asgi:application",
                 "--port",
                 str(port),
             ],

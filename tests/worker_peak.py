@@ -27,8 +27,15 @@ def _status_mib(field: str) -> int:
 
 
 def main(folder: str, store: str, method: str = "structure") -> None:
-    os.environ.update({"DATABASE_URL": f"sqlite:///{store}", "EMBED_BACKEND": "hash", "LOG_LEVEL": "ERROR",
-                       "DJANGO_SETTINGS_MODULE": "ragsite.settings", "KNOWLEDGE_PEAK__PEAK_FOLDER": folder})
+    os.environ.update(
+        {
+            "DATABASE_URL": f"sqlite:///{store}",
+            "EMBED_BACKEND": "hash",
+            "LOG_LEVEL": "ERROR",
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "KNOWLEDGE_PEAK__PEAK_FOLDER": folder,
+        }
+    )
     import django
 
     django.setup()
@@ -51,9 +58,19 @@ def main(folder: str, store: str, method: str = "structure") -> None:
 
     document_extractor().close()  # the extraction child is waited for, so its peak is counted below
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
-    print(json.dumps({"status": run.status, "read": run.documents_read, "refused": run.documents_refused,
-                      "warnings": run.warnings, "before_mib": before, "peak_mib": after,
-                      "child_peak_mib": child}))
+    print(
+        json.dumps(
+            {
+                "status": run.status,
+                "read": run.documents_read,
+                "refused": run.documents_refused,
+                "warnings": run.warnings,
+                "before_mib": before,
+                "peak_mib": after,
+                "child_peak_mib": child,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -18,8 +18,13 @@ OUT = Path(__file__).resolve().parents[2] / "data" / "bench" / "man-shelf"
 
 
 def render(page: str) -> str:
-    raw = subprocess.run(["man", "-P", "cat", page], capture_output=True, text=True, check=True,
-                         env={**os.environ, "MANWIDTH": "100"}).stdout
+    raw = subprocess.run(
+        ["man", "-P", "cat", page],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "MANWIDTH": "100"},
+    ).stdout
     lines = subprocess.run(["col", "-b"], input=raw, capture_output=True, text=True, check=True).stdout
     lines = lines.expandtabs(8).splitlines()
     out = [f"# {page}(1)", ""]

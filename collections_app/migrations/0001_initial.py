@@ -8,226 +8,458 @@ import collections_app.models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Agent',
+            name="Agent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('agent_id', models.SlugField(max_length=100, unique=True)),
-                ('name', models.CharField(blank=True, max_length=200)),
-                ('daily_budget', models.DecimalField(blank=True, decimal_places=4, help_text="Spend per day in the ledger's currency; empty = no budget.", max_digits=12, null=True)),
-                ('runaway_limit', models.PositiveIntegerField(blank=True, help_text='Model calls per minute before requests are refused with 429; empty = no limit.', null=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("agent_id", models.SlugField(max_length=100, unique=True)),
+                ("name", models.CharField(blank=True, max_length=200)),
+                (
+                    "daily_budget",
+                    models.DecimalField(
+                        blank=True,
+                        decimal_places=4,
+                        help_text="Spend per day in the ledger's currency; empty = no budget.",
+                        max_digits=12,
+                        null=True,
+                    ),
+                ),
+                (
+                    "runaway_limit",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="Model calls per minute before requests are refused with 429; empty = no limit.",
+                        null=True,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                'ordering': ['agent_id'],
+                "ordering": ["agent_id"],
             },
         ),
         migrations.CreateModel(
-            name='Label',
+            name="Label",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=100, unique=True)),
-                ('description', models.CharField(blank=True, max_length=300)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(max_length=100, unique=True)),
+                ("description", models.CharField(blank=True, max_length=300)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='StoreMeta',
+            name="StoreMeta",
             fields=[
-                ('key', models.CharField(max_length=100, primary_key=True, serialize=False)),
-                ('value', models.TextField()),
+                ("key", models.CharField(max_length=100, primary_key=True, serialize=False)),
+                ("value", models.TextField()),
             ],
             options={
-                'verbose_name': 'store fact',
-                'db_table': 'store_meta',
+                "verbose_name": "store fact",
+                "db_table": "store_meta",
             },
         ),
         migrations.CreateModel(
-            name='ApiKey',
+            name="ApiKey",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(blank=True, max_length=100)),
-                ('prefix', models.CharField(help_text='The first characters, to tell keys apart.', max_length=16)),
-                ('hashed', models.CharField(max_length=64, unique=True)),
-                ('may_act_for_others', models.BooleanField(default=False, help_text='May charge model calls to agents other than its own (onBehalfOf).')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='keys', to='collections_app.agent')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(blank=True, max_length=100)),
+                (
+                    "prefix",
+                    models.CharField(help_text="The first characters, to tell keys apart.", max_length=16),
+                ),
+                ("hashed", models.CharField(max_length=64, unique=True)),
+                (
+                    "may_act_for_others",
+                    models.BooleanField(
+                        default=False,
+                        help_text="May charge model calls to agents other than its own (onBehalfOf).",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="keys",
+                        to="collections_app.agent",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'API key',
+                "verbose_name": "API key",
             },
         ),
         migrations.CreateModel(
-            name='Collection',
+            name="Collection",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=100)),
-                ('built_from', models.CharField(blank=True, help_text='What the documents are, for people: "the HR share". Never a path.', max_length=200)),
-                ('method', models.CharField(default='structure', max_length=40)),
-                ('size', models.PositiveIntegerField(blank=True, help_text="Empty = the method's default.", null=True)),
-                ('overlap', models.PositiveIntegerField(blank=True, help_text="Empty = the method's default.", null=True)),
-                ('per_reader', models.BooleanField(default=False, help_text='Searches must name a reader; labels decide what it sees.')),
-                ('judge', models.BooleanField(default=False, help_text='Ask the judge model whether the paragraphs answer.')),
-                ('min_score', models.FloatField(blank=True, help_text='Floor override; empty = MIN_SCORE.', null=True)),
-                ('around', models.PositiveSmallIntegerField(blank=True, help_text='Around override; empty = AROUND.', null=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='collections', to='collections_app.agent')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(max_length=100)),
+                (
+                    "built_from",
+                    models.CharField(
+                        blank=True,
+                        help_text='What the documents are, for people: "the HR share". Never a path.',
+                        max_length=200,
+                    ),
+                ),
+                ("method", models.CharField(default="structure", max_length=40)),
+                (
+                    "size",
+                    models.PositiveIntegerField(
+                        blank=True, help_text="Empty = the method's default.", null=True
+                    ),
+                ),
+                (
+                    "overlap",
+                    models.PositiveIntegerField(
+                        blank=True, help_text="Empty = the method's default.", null=True
+                    ),
+                ),
+                (
+                    "per_reader",
+                    models.BooleanField(
+                        default=False, help_text="Searches must name a reader; labels decide what it sees."
+                    ),
+                ),
+                (
+                    "judge",
+                    models.BooleanField(
+                        default=False, help_text="Ask the judge model whether the paragraphs answer."
+                    ),
+                ),
+                (
+                    "min_score",
+                    models.FloatField(blank=True, help_text="Floor override; empty = MIN_SCORE.", null=True),
+                ),
+                (
+                    "around",
+                    models.PositiveSmallIntegerField(
+                        blank=True, help_text="Around override; empty = AROUND.", null=True
+                    ),
+                ),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="collections",
+                        to="collections_app.agent",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['agent__agent_id', 'name'],
+                "ordering": ["agent__agent_id", "name"],
             },
         ),
         migrations.CreateModel(
-            name='BuildRun',
+            name="BuildRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('queued', 'queued'), ('running', 'running'), ('succeeded', 'succeeded'), ('failed', 'failed'), ('refused', 'refused')], db_index=True, default='queued', max_length=20)),
-                ('requested_by', models.CharField(blank=True, max_length=200)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
-                ('documents_total', models.PositiveIntegerField(default=0)),
-                ('documents_done', models.PositiveIntegerField(default=0)),
-                ('paragraphs_total', models.PositiveIntegerField(default=0)),
-                ('paragraphs_done', models.PositiveIntegerField(default=0)),
-                ('documents_read', models.PositiveIntegerField(default=0)),
-                ('documents_reused', models.PositiveIntegerField(default=0)),
-                ('documents_refused', models.PositiveIntegerField(default=0)),
-                ('passages', models.PositiveIntegerField(default=0)),
-                ('paragraphs_embedded', models.PositiveIntegerField(default=0)),
-                ('model', models.CharField(blank=True, max_length=200)),
-                ('previous_model', models.CharField(blank=True, max_length=200)),
-                ('dimensions', models.PositiveIntegerField(blank=True, null=True)),
-                ('refused', models.JSONField(blank=True, null=True)),
-                ('warnings', models.JSONField(blank=True, default=list)),
-                ('problems', models.JSONField(blank=True, default=list)),
-                ('error', models.TextField(blank=True)),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='collections_app.collection')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "queued"),
+                            ("running", "running"),
+                            ("succeeded", "succeeded"),
+                            ("failed", "failed"),
+                            ("refused", "refused"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=20,
+                    ),
+                ),
+                ("requested_by", models.CharField(blank=True, max_length=200)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("heartbeat_at", models.DateTimeField(blank=True, null=True)),
+                ("documents_total", models.PositiveIntegerField(default=0)),
+                ("documents_done", models.PositiveIntegerField(default=0)),
+                ("paragraphs_total", models.PositiveIntegerField(default=0)),
+                ("paragraphs_done", models.PositiveIntegerField(default=0)),
+                ("documents_read", models.PositiveIntegerField(default=0)),
+                ("documents_reused", models.PositiveIntegerField(default=0)),
+                ("documents_refused", models.PositiveIntegerField(default=0)),
+                ("passages", models.PositiveIntegerField(default=0)),
+                ("paragraphs_embedded", models.PositiveIntegerField(default=0)),
+                ("model", models.CharField(blank=True, max_length=200)),
+                ("previous_model", models.CharField(blank=True, max_length=200)),
+                ("dimensions", models.PositiveIntegerField(blank=True, null=True)),
+                ("refused", models.JSONField(blank=True, null=True)),
+                ("warnings", models.JSONField(blank=True, default=list)),
+                ("problems", models.JSONField(blank=True, default=list)),
+                ("error", models.TextField(blank=True)),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="collections_app.collection",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
-                'get_latest_by': 'created_at',
+                "ordering": ["-created_at", "-id"],
+                "get_latest_by": "created_at",
             },
         ),
         migrations.CreateModel(
-            name='CollectionBuilt',
+            name="CollectionBuilt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('agent_id', models.CharField(max_length=100)),
-                ('model', models.CharField(max_length=200)),
-                ('dimensions', models.PositiveIntegerField()),
-                ('method', models.CharField(max_length=40)),
-                ('built_from', models.CharField(blank=True, max_length=200)),
-                ('passages', models.PositiveIntegerField()),
-                ('built_at', models.DateTimeField()),
-                ('refused', models.JSONField(blank=True, null=True)),
-                ('collection', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='built', to='collections_app.collection')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("agent_id", models.CharField(max_length=100)),
+                ("model", models.CharField(max_length=200)),
+                ("dimensions", models.PositiveIntegerField()),
+                ("method", models.CharField(max_length=40)),
+                ("built_from", models.CharField(blank=True, max_length=200)),
+                ("passages", models.PositiveIntegerField()),
+                ("built_at", models.DateTimeField()),
+                ("refused", models.JSONField(blank=True, null=True)),
+                (
+                    "collection",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="built",
+                        to="collections_app.collection",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'collection build record',
-                'db_table': 'collection_built',
+                "verbose_name": "collection build record",
+                "db_table": "collection_built",
             },
         ),
         migrations.CreateModel(
-            name='Document',
+            name="Document",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=500)),
-                ('source', models.CharField(choices=[('folder', 'folder'), ('upload', 'upload')], default='folder', max_length=10)),
-                ('upload', models.FileField(blank=True, max_length=500, null=True, upload_to=collections_app.models.upload_to)),
-                ('fingerprint', models.CharField(blank=True, help_text="SHA-256 of the file's bytes.", max_length=64)),
-                ('status', models.CharField(choices=[('active', 'active'), ('needs_review', 'needs review'), ('refused', 'refused')], default='active', max_length=20)),
-                ('approved_fingerprint', models.CharField(blank=True, help_text='The version a person approved; a changed file needs approval again.', max_length=64)),
-                ('paragraph_count', models.PositiveIntegerField(default=0)),
-                ('summary', models.TextField(blank=True)),
-                ('scan_warnings', models.JSONField(blank=True, default=list)),
-                ('conflicts', models.JSONField(blank=True, default=list)),
-                ('built_method', models.CharField(blank=True, max_length=40)),
-                ('built_size', models.PositiveIntegerField(blank=True, null=True)),
-                ('built_overlap', models.PositiveIntegerField(blank=True, null=True)),
-                ('built_model', models.CharField(blank=True, max_length=200)),
-                ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='documents', to='collections_app.collection')),
-                ('default_labels', models.ManyToManyField(blank=True, related_name='documents', to='collections_app.label')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=500)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[("folder", "folder"), ("upload", "upload")], default="folder", max_length=10
+                    ),
+                ),
+                (
+                    "upload",
+                    models.FileField(
+                        blank=True, max_length=500, null=True, upload_to=collections_app.models.upload_to
+                    ),
+                ),
+                (
+                    "fingerprint",
+                    models.CharField(blank=True, help_text="SHA-256 of the file's bytes.", max_length=64),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("active", "active"),
+                            ("needs_review", "needs review"),
+                            ("refused", "refused"),
+                        ],
+                        default="active",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "approved_fingerprint",
+                    models.CharField(
+                        blank=True,
+                        help_text="The version a person approved; a changed file needs approval again.",
+                        max_length=64,
+                    ),
+                ),
+                ("paragraph_count", models.PositiveIntegerField(default=0)),
+                ("summary", models.TextField(blank=True)),
+                ("scan_warnings", models.JSONField(blank=True, default=list)),
+                ("conflicts", models.JSONField(blank=True, default=list)),
+                ("built_method", models.CharField(blank=True, max_length=40)),
+                ("built_size", models.PositiveIntegerField(blank=True, null=True)),
+                ("built_overlap", models.PositiveIntegerField(blank=True, null=True)),
+                ("built_model", models.CharField(blank=True, max_length=200)),
+                ("updated_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="documents",
+                        to="collections_app.collection",
+                    ),
+                ),
+                (
+                    "default_labels",
+                    models.ManyToManyField(blank=True, related_name="documents", to="collections_app.label"),
+                ),
             ],
             options={
-                'ordering': ['collection', 'name'],
+                "ordering": ["collection", "name"],
             },
         ),
         migrations.CreateModel(
-            name='ModelCall',
+            name="ModelCall",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('purpose', models.CharField(choices=[('judge', 'judge'), ('embed', 'embed')], max_length=20)),
-                ('model', models.CharField(max_length=200)),
-                ('tokens_in', models.PositiveIntegerField(default=0)),
-                ('tokens_out', models.PositiveIntegerField(default=0)),
-                ('cost', models.DecimalField(decimal_places=6, default=0, max_digits=14)),
-                ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='model_calls', to='collections_app.agent')),
-                ('collection', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to='collections_app.collection')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "purpose",
+                    models.CharField(choices=[("judge", "judge"), ("embed", "embed")], max_length=20),
+                ),
+                ("model", models.CharField(max_length=200)),
+                ("tokens_in", models.PositiveIntegerField(default=0)),
+                ("tokens_out", models.PositiveIntegerField(default=0)),
+                ("cost", models.DecimalField(decimal_places=6, default=0, max_digits=14)),
+                ("created_at", models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="model_calls",
+                        to="collections_app.agent",
+                    ),
+                ),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to="collections_app.collection",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'model call',
-                'ordering': ['-created_at'],
+                "verbose_name": "model call",
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Paragraph',
+            name="Paragraph",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('agent_id', models.CharField(db_index=True, max_length=100)),
-                ('ordinal', models.PositiveIntegerField(help_text='Position across the whole collection.')),
-                ('index', models.PositiveIntegerField(help_text='Position within its document: the k of doc#k.')),
-                ('section', models.CharField(blank=True, max_length=300)),
-                ('text', models.TextField()),
-                ('start_char', models.PositiveIntegerField()),
-                ('end_char', models.PositiveIntegerField()),
-                ('token_count', models.PositiveIntegerField(blank=True, null=True)),
-                ('fingerprint', models.CharField(max_length=64)),
-                ('embedding', models.BinaryField(blank=True, null=True)),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='paragraphs', to='collections_app.collection')),
-                ('document', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='paragraphs', to='collections_app.document')),
-                ('labels', models.ManyToManyField(blank=True, related_name='paragraphs', to='collections_app.label')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("agent_id", models.CharField(db_index=True, max_length=100)),
+                ("ordinal", models.PositiveIntegerField(help_text="Position across the whole collection.")),
+                (
+                    "index",
+                    models.PositiveIntegerField(help_text="Position within its document: the k of doc#k."),
+                ),
+                ("section", models.CharField(blank=True, max_length=300)),
+                ("text", models.TextField()),
+                ("start_char", models.PositiveIntegerField()),
+                ("end_char", models.PositiveIntegerField()),
+                ("token_count", models.PositiveIntegerField(blank=True, null=True)),
+                ("fingerprint", models.CharField(max_length=64)),
+                ("embedding", models.BinaryField(blank=True, null=True)),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="paragraphs",
+                        to="collections_app.collection",
+                    ),
+                ),
+                (
+                    "document",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="paragraphs",
+                        to="collections_app.document",
+                    ),
+                ),
+                (
+                    "labels",
+                    models.ManyToManyField(blank=True, related_name="paragraphs", to="collections_app.label"),
+                ),
             ],
             options={
-                'db_table': 'agents_chunks',
-                'ordering': ['collection', 'ordinal'],
+                "db_table": "agents_chunks",
+                "ordering": ["collection", "ordinal"],
             },
         ),
         migrations.CreateModel(
-            name='Reader',
+            name="Reader",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(max_length=200, unique=True)),
-                ('labels', models.ManyToManyField(blank=True, related_name='readers', to='collections_app.label')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("external_id", models.CharField(max_length=200, unique=True)),
+                (
+                    "labels",
+                    models.ManyToManyField(blank=True, related_name="readers", to="collections_app.label"),
+                ),
             ],
             options={
-                'ordering': ['external_id'],
+                "ordering": ["external_id"],
             },
         ),
         migrations.AddConstraint(
-            model_name='collection',
-            constraint=models.UniqueConstraint(fields=('agent', 'name'), name='collection_unique_per_agent'),
+            model_name="collection",
+            constraint=models.UniqueConstraint(fields=("agent", "name"), name="collection_unique_per_agent"),
         ),
         migrations.AddConstraint(
-            model_name='document',
-            constraint=models.UniqueConstraint(fields=('collection', 'name'), name='document_unique_name'),
+            model_name="document",
+            constraint=models.UniqueConstraint(fields=("collection", "name"), name="document_unique_name"),
         ),
         migrations.AddIndex(
-            model_name='paragraph',
-            index=models.Index(fields=['collection', 'ordinal'], name='paragraph_by_ordinal'),
+            model_name="paragraph",
+            index=models.Index(fields=["collection", "ordinal"], name="paragraph_by_ordinal"),
         ),
     ]

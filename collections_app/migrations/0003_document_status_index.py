@@ -4,14 +4,13 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('collections_app', '0002_schema_version'),
+        ("collections_app", "0002_schema_version"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='document',
-            index=models.Index(fields=['collection', 'status'], name='document_by_status'),
+            model_name="document",
+            index=models.Index(fields=["collection", "status"], name="document_by_status"),
         ),
     ]

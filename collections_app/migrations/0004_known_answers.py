@@ -6,57 +6,116 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('collections_app', '0003_document_status_index'),
+        ("collections_app", "0003_document_status_index"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='collection',
-            name='floor_measured',
-            field=models.BooleanField(db_default=False, default=False, help_text='Read the floor off the known answers of the latest measured build; until there is one, the floor override or MIN_SCORE applies.'),
+            model_name="collection",
+            name="floor_measured",
+            field=models.BooleanField(
+                db_default=False,
+                default=False,
+                help_text="Read the floor off the known answers of the latest measured build; until there is one, the floor override or MIN_SCORE applies.",
+            ),
         ),
         migrations.CreateModel(
-            name='KnownAnswer',
+            name="KnownAnswer",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('question', models.TextField()),
-                ('answer', models.TextField(blank=True, help_text='Text the answering paragraph holds; empty = a control.')),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='known_answers', to='collections_app.collection')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveIntegerField()),
+                ("question", models.TextField()),
+                (
+                    "answer",
+                    models.TextField(
+                        blank=True, help_text="Text the answering paragraph holds; empty = a control."
+                    ),
+                ),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="known_answers",
+                        to="collections_app.collection",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['collection', 'position'],
-                'constraints': [models.UniqueConstraint(fields=('collection', 'position'), name='known_answer_position')],
+                "ordering": ["collection", "position"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("collection", "position"), name="known_answer_position")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='KnownAnswersReport',
+            name="KnownAnswersReport",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('measured', 'measured'), ('failed', 'failed')], max_length=20)),
-                ('measured_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('answers', models.PositiveIntegerField(default=0, help_text='Questions with an answer marker.')),
-                ('controls', models.PositiveIntegerField(default=0)),
-                ('found_at_1', models.PositiveIntegerField(blank=True, null=True)),
-                ('found_at_5', models.PositiveIntegerField(blank=True, null=True)),
-                ('floor', models.FloatField(blank=True, help_text='The floor found@1/@5 were taken at.', null=True)),
-                ('floor_source', models.CharField(blank=True, max_length=20)),
-                ('lowest_answer', models.FloatField(blank=True, null=True)),
-                ('highest_control', models.FloatField(blank=True, null=True)),
-                ('separates', models.BooleanField(blank=True, null=True)),
-                ('measured_floor', models.FloatField(blank=True, null=True)),
-                ('results', models.JSONField(blank=True, default=list)),
-                ('lost', models.JSONField(blank=True, default=list, help_text='Questions the previous live build found and this one does not.')),
-                ('warnings', models.JSONField(blank=True, default=list)),
-                ('error', models.TextField(blank=True)),
-                ('build', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='known_answers_report', to='collections_app.buildrun')),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='known_answer_reports', to='collections_app.collection')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(choices=[("measured", "measured"), ("failed", "failed")], max_length=20),
+                ),
+                ("measured_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "answers",
+                    models.PositiveIntegerField(default=0, help_text="Questions with an answer marker."),
+                ),
+                ("controls", models.PositiveIntegerField(default=0)),
+                ("found_at_1", models.PositiveIntegerField(blank=True, null=True)),
+                ("found_at_5", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "floor",
+                    models.FloatField(blank=True, help_text="The floor found@1/@5 were taken at.", null=True),
+                ),
+                ("floor_source", models.CharField(blank=True, max_length=20)),
+                ("lowest_answer", models.FloatField(blank=True, null=True)),
+                ("highest_control", models.FloatField(blank=True, null=True)),
+                ("separates", models.BooleanField(blank=True, null=True)),
+                ("measured_floor", models.FloatField(blank=True, null=True)),
+                ("results", models.JSONField(blank=True, default=list)),
+                (
+                    "lost",
+                    models.JSONField(
+                        blank=True,
+                        default=list,
+                        help_text="Questions the previous live build found and this one does not.",
+                    ),
+                ),
+                ("warnings", models.JSONField(blank=True, default=list)),
+                ("error", models.TextField(blank=True)),
+                (
+                    "build",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="known_answers_report",
+                        to="collections_app.buildrun",
+                    ),
+                ),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="known_answer_reports",
+                        to="collections_app.collection",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-build_id'],
-                'indexes': [models.Index(fields=['collection', 'status', 'build'], name='known_report_by_collection')],
+                "ordering": ["-build_id"],
+                "indexes": [
+                    models.Index(fields=["collection", "status", "build"], name="known_report_by_collection")
+                ],
             },
         ),
     ]

@@ -6,74 +6,103 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('collections_app', '0004_known_answers'),
+        ("collections_app", "0004_known_answers"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='MeasureRun',
+            name="MeasureRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('queued', 'queued'), ('running', 'running'), ('succeeded', 'succeeded'), ('failed', 'failed')], db_index=True, default='queued', max_length=20)),
-                ('requested_by', models.CharField(blank=True, max_length=150)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
-                ('request', models.JSONField(default=dict)),
-                ('variants_total', models.PositiveIntegerField(default=0)),
-                ('variants_done', models.PositiveIntegerField(default=0)),
-                ('report', models.JSONField(blank=True, null=True)),
-                ('error', models.TextField(blank=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "queued"),
+                            ("running", "running"),
+                            ("succeeded", "succeeded"),
+                            ("failed", "failed"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=20,
+                    ),
+                ),
+                ("requested_by", models.CharField(blank=True, max_length=150)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("heartbeat_at", models.DateTimeField(blank=True, null=True)),
+                ("request", models.JSONField(default=dict)),
+                ("variants_total", models.PositiveIntegerField(default=0)),
+                ("variants_done", models.PositiveIntegerField(default=0)),
+                ("report", models.JSONField(blank=True, null=True)),
+                ("error", models.TextField(blank=True)),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.AddField(
-            model_name='buildrun',
-            name='refusal_reasons',
+            model_name="buildrun",
+            name="refusal_reasons",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.AddField(
-            model_name='collection',
-            name='rebuild_needed',
+            model_name="collection",
+            name="rebuild_needed",
             field=models.CharField(blank=True, max_length=300),
         ),
         migrations.AddField(
-            model_name='document',
-            name='approved_at',
+            model_name="document",
+            name="approved_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='document',
-            name='approved_by',
+            model_name="document",
+            name="approved_by",
             field=models.CharField(blank=True, max_length=150),
         ),
         migrations.AddField(
-            model_name='document',
-            name='enabled',
-            field=models.BooleanField(default=True, help_text='A disabled document is never searched or stitched; it stays disabled across rebuilds.'),
+            model_name="document",
+            name="enabled",
+            field=models.BooleanField(
+                default=True,
+                help_text="A disabled document is never searched or stitched; it stays disabled across rebuilds.",
+            ),
         ),
         migrations.AddField(
-            model_name='document',
-            name='refusal',
+            model_name="document",
+            name="refusal",
             field=models.CharField(blank=True, max_length=40),
         ),
         migrations.AddField(
-            model_name='paragraph',
-            name='enabled',
-            field=models.BooleanField(default=True, help_text='A disabled paragraph is never searched or stitched; kept across rebuilds by its text.'),
+            model_name="paragraph",
+            name="enabled",
+            field=models.BooleanField(
+                default=True,
+                help_text="A disabled paragraph is never searched or stitched; kept across rebuilds by its text.",
+            ),
         ),
         migrations.AddIndex(
-            model_name='paragraph',
-            index=models.Index(condition=models.Q(('enabled', False)), fields=['collection'], name='paragraph_disabled'),
+            model_name="paragraph",
+            index=models.Index(
+                condition=models.Q(("enabled", False)), fields=["collection"], name="paragraph_disabled"
+            ),
         ),
         migrations.AddField(
-            model_name='measurerun',
-            name='collection',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='measure_runs', to='collections_app.collection'),
+            model_name="measurerun",
+            name="collection",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="measure_runs",
+                to="collections_app.collection",
+            ),
         ),
     ]

@@ -6,25 +6,26 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('collections_app', '0005_admin_enable_refusal_measure'),
+        ("collections_app", "0005_admin_enable_refusal_measure"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='document',
-            name='built_context',
+            model_name="document",
+            name="built_context",
             field=models.PositiveSmallIntegerField(db_default=0, default=0),
         ),
         migrations.AddField(
-            model_name='paragraph',
-            name='context',
-            field=models.CharField(blank=True, db_default='', default='', max_length=600),
+            model_name="paragraph",
+            name="context",
+            field=models.CharField(blank=True, db_default="", default="", max_length=600),
         ),
         migrations.AlterField(
-            model_name='modelcall',
-            name='purpose',
-            field=models.CharField(choices=[('judge', 'judge'), ('embed', 'embed'), ('rerank', 'rerank')], max_length=20),
+            model_name="modelcall",
+            name="purpose",
+            field=models.CharField(
+                choices=[("judge", "judge"), ("embed", "embed"), ("rerank", "rerank")], max_length=20
+            ),
         ),
     ]

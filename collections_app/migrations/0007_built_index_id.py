@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('collections_app', '0006_paragraph_context_rerank'),
+        ("collections_app", "0006_paragraph_context_rerank"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='collectionbuilt',
-            name='index_id',
-            field=models.CharField(blank=True, default='', max_length=200),
+            model_name="collectionbuilt",
+            name="index_id",
+            field=models.CharField(blank=True, default="", max_length=200),
         ),
     ]

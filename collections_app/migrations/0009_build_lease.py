@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('collections_app', '0008_float16_vectors'),
+        ("collections_app", "0008_float16_vectors"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='buildrun',
-            name='generation',
+            model_name="buildrun",
+            name="generation",
             field=models.PositiveIntegerField(default=0, editable=False),
         ),
         migrations.AddField(
-            model_name='collection',
-            name='build_generation',
+            model_name="collection",
+            name="build_generation",
             field=models.PositiveIntegerField(default=0, editable=False),
         ),
     ]

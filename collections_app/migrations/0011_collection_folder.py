@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('collections_app', '0010_row_level_security'),
+        ("collections_app", "0010_row_level_security"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='collection',
-            name='folder',
-            field=models.CharField(blank=True, help_text='The sub-folder of the agent folder in KNOWLEDGE_ROOT that the documents are read from: a name, never a path. Empty = uploads only (or a KNOWLEDGE_..._FOLDER variable).', max_length=100),
+            model_name="collection",
+            name="folder",
+            field=models.CharField(
+                blank=True,
+                help_text="The sub-folder of the agent folder in KNOWLEDGE_ROOT that the documents are read from: a name, never a path. Empty = uploads only (or a KNOWLEDGE_..._FOLDER variable).",
+                max_length=100,
+            ),
         ),
     ]

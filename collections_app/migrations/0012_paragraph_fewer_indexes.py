@@ -5,20 +5,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('collections_app', '0011_collection_folder'),
+        ("collections_app", "0011_collection_folder"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='paragraph',
-            name='agent_id',
+            model_name="paragraph",
+            name="agent_id",
             field=models.CharField(max_length=100),
         ),
         migrations.AlterField(
-            model_name='paragraph',
-            name='collection',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='paragraphs', to='collections_app.collection'),
+            model_name="paragraph",
+            name="collection",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="paragraphs",
+                to="collections_app.collection",
+            ),
         ),
     ]

@@ -11,8 +11,12 @@ from django.db import migrations
 from ragsite import rls
 
 THROUGH_COLLECTION = "collection_id IN (SELECT id FROM collections_app_collection)"
-TABLES = ("collections_app_buildrun", "collections_app_measurerun", "collections_app_knownanswer",
-          "collections_app_knownanswersreport")
+TABLES = (
+    "collections_app_buildrun",
+    "collections_app_measurerun",
+    "collections_app_knownanswer",
+    "collections_app_knownanswersreport",
+)
 
 
 def install(apps, schema_editor):

@@ -4,14 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('collections_app', '0013_row_level_security_runs'),
+        ("collections_app", "0013_row_level_security_runs"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='document',
-            index=models.Index(condition=models.Q(models.Q(('status', 'active'), _negated=True), ('enabled', False), _connector='OR'), fields=['collection'], name='document_held_back'),
+            model_name="document",
+            index=models.Index(
+                condition=models.Q(
+                    models.Q(("status", "active"), _negated=True), ("enabled", False), _connector="OR"
+                ),
+                fields=["collection"],
+                name="document_held_back",
+            ),
         ),
     ]

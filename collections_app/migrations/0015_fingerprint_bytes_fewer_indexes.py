@@ -57,38 +57,63 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.AlterField(
-            model_name="collection", name="agent",
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE,
-                                    related_name="collections", to="collections_app.agent"),
+            model_name="collection",
+            name="agent",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="collections",
+                to="collections_app.agent",
+            ),
         ),
         migrations.AlterField(
-            model_name="document", name="collection",
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE,
-                                    related_name="documents", to="collections_app.collection"),
+            model_name="document",
+            name="collection",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="documents",
+                to="collections_app.collection",
+            ),
         ),
         migrations.AlterField(
-            model_name="knownanswer", name="collection",
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE,
-                                    related_name="known_answers", to="collections_app.collection"),
+            model_name="knownanswer",
+            name="collection",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="known_answers",
+                to="collections_app.collection",
+            ),
         ),
         migrations.AlterField(
-            model_name="knownanswersreport", name="collection",
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE,
-                                    related_name="known_answer_reports", to="collections_app.collection"),
+            model_name="knownanswersreport",
+            name="collection",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="known_answer_reports",
+                to="collections_app.collection",
+            ),
         ),
         migrations.AddField(
-            model_name="paragraph", name="digest", field=collections_app.fields.DigestField(null=True),
+            model_name="paragraph",
+            name="digest",
+            field=collections_app.fields.DigestField(null=True),
         ),
         migrations.RunPython(to_bytes, to_hex),
         # blank: no change to the table, but going back re-adds the hex column filled with "" (the
         # rows are then written by to_hex) instead of NULL, which a NOT NULL column refuses.
-        migrations.AlterField(model_name="paragraph", name="fingerprint",
-                              field=models.CharField(max_length=64, blank=True)),
+        migrations.AlterField(
+            model_name="paragraph", name="fingerprint", field=models.CharField(max_length=64, blank=True)
+        ),
         migrations.RemoveField(model_name="paragraph", name="fingerprint"),
         migrations.RenameField(model_name="paragraph", old_name="digest", new_name="fingerprint"),
         migrations.AlterField(
-            model_name="paragraph", name="fingerprint",
+            model_name="paragraph",
+            name="fingerprint",
             field=collections_app.fields.DigestField(
-                help_text="SHA-256 of the text (32 bytes in the row, hex in Python)."),
+                help_text="SHA-256 of the text (32 bytes in the row, hex in Python)."
+            ),
         ),
     ]

@@ -35,83 +35,188 @@ def uninstall(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('collections_app', '0015_fingerprint_bytes_fewer_indexes'),
+        ("collections_app", "0015_fingerprint_bytes_fewer_indexes"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='CollectionSync',
+            name="CollectionSync",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('enabled', models.BooleanField(default=False, help_text='Check the folder and build when it changed.')),
-                ('every', models.PositiveIntegerField(default=15, help_text='Minutes between checks of the folder (1 to 10080).', validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(10080)])),
-                ('last_checked_at', models.DateTimeField(blank=True, null=True)),
-                ('last_changed_at', models.DateTimeField(blank=True, help_text='When a check last found a change.', null=True)),
-                ('next_check_at', models.DateTimeField(blank=True, db_index=True, null=True)),
-                ('last_outcome', models.CharField(blank=True, max_length=300)),
-                ('snapshot', models.JSONField(blank=True, default=dict)),
-                ('attempted', models.CharField(blank=True, max_length=64)),
-                ('collection', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='sync', to='collections_app.collection')),
-                ('last_build', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='collections_app.buildrun')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "enabled",
+                    models.BooleanField(
+                        default=False, help_text="Check the folder and build when it changed."
+                    ),
+                ),
+                (
+                    "every",
+                    models.PositiveIntegerField(
+                        default=15,
+                        help_text="Minutes between checks of the folder (1 to 10080).",
+                        validators=[
+                            django.core.validators.MinValueValidator(1),
+                            django.core.validators.MaxValueValidator(10080),
+                        ],
+                    ),
+                ),
+                ("last_checked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "last_changed_at",
+                    models.DateTimeField(
+                        blank=True, help_text="When a check last found a change.", null=True
+                    ),
+                ),
+                ("next_check_at", models.DateTimeField(blank=True, db_index=True, null=True)),
+                ("last_outcome", models.CharField(blank=True, max_length=300)),
+                ("snapshot", models.JSONField(blank=True, default=dict)),
+                ("attempted", models.CharField(blank=True, max_length=64)),
+                (
+                    "collection",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="sync",
+                        to="collections_app.collection",
+                    ),
+                ),
+                (
+                    "last_build",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="collections_app.buildrun",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'folder sync',
+                "verbose_name": "folder sync",
             },
         ),
         migrations.CreateModel(
-            name='Webhook',
+            name="Webhook",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('url', models.CharField(help_text='http or https; private addresses are refused unless WEBHOOK_ALLOW_PRIVATE is on.', max_length=500)),
-                ('events', models.JSONField(blank=True, default=list)),
-                ('secret', models.CharField(default=collections_app.models.sync.new_secret, editable=False, max_length=100)),
-                ('active', models.BooleanField(default=True)),
-                ('description', models.CharField(blank=True, max_length=200)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='webhooks', to='collections_app.agent')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "url",
+                    models.CharField(
+                        help_text="http or https; private addresses are refused unless WEBHOOK_ALLOW_PRIVATE is on.",
+                        max_length=500,
+                    ),
+                ),
+                ("events", models.JSONField(blank=True, default=list)),
+                (
+                    "secret",
+                    models.CharField(
+                        default=collections_app.models.sync.new_secret, editable=False, max_length=100
+                    ),
+                ),
+                ("active", models.BooleanField(default=True)),
+                ("description", models.CharField(blank=True, max_length=200)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="webhooks",
+                        to="collections_app.agent",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['agent__agent_id', 'pk'],
+                "ordering": ["agent__agent_id", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='KeptLabels',
+            name="KeptLabels",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=500)),
-                ('default_labels', models.JSONField(blank=True, default=list)),
-                ('paragraph_labels', models.JSONField(blank=True, default=dict)),
-                ('kept_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('collection', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='kept_labels', to='collections_app.collection')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=500)),
+                ("default_labels", models.JSONField(blank=True, default=list)),
+                ("paragraph_labels", models.JSONField(blank=True, default=dict)),
+                ("kept_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="kept_labels",
+                        to="collections_app.collection",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'kept labels',
-                'constraints': [models.UniqueConstraint(fields=('collection', 'name'), name='kept_labels_unique_name')],
+                "verbose_name_plural": "kept labels",
+                "constraints": [
+                    models.UniqueConstraint(fields=("collection", "name"), name="kept_labels_unique_name")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='WebhookDelivery',
+            name="WebhookDelivery",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('uid', models.UUIDField(default=uuid.uuid4, editable=False, unique=True)),
-                ('event', models.CharField(max_length=40)),
-                ('payload', models.JSONField()),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('sending', 'sending'), ('delivered', 'delivered'), ('failed', 'failed')], default='pending', max_length=20)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('response_status', models.PositiveSmallIntegerField(blank=True, help_text='Of the last attempt.', null=True)),
-                ('last_error', models.CharField(blank=True, max_length=300)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('last_attempt_at', models.DateTimeField(blank=True, null=True)),
-                ('next_attempt_at', models.DateTimeField(blank=True, null=True)),
-                ('delivered_at', models.DateTimeField(blank=True, null=True)),
-                ('webhook', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='deliveries', to='collections_app.webhook')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("uid", models.UUIDField(default=uuid.uuid4, editable=False, unique=True)),
+                ("event", models.CharField(max_length=40)),
+                ("payload", models.JSONField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("sending", "sending"),
+                            ("delivered", "delivered"),
+                            ("failed", "failed"),
+                        ],
+                        default="pending",
+                        max_length=20,
+                    ),
+                ),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                (
+                    "response_status",
+                    models.PositiveSmallIntegerField(blank=True, help_text="Of the last attempt.", null=True),
+                ),
+                ("last_error", models.CharField(blank=True, max_length=300)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("last_attempt_at", models.DateTimeField(blank=True, null=True)),
+                ("next_attempt_at", models.DateTimeField(blank=True, null=True)),
+                ("delivered_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "webhook",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="deliveries",
+                        to="collections_app.webhook",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'webhook deliveries',
-                'ordering': ['-created_at', '-id'],
-                'indexes': [models.Index(fields=['status', 'next_attempt_at'], name='delivery_due')],
+                "verbose_name_plural": "webhook deliveries",
+                "ordering": ["-created_at", "-id"],
+                "indexes": [models.Index(fields=["status", "next_attempt_at"], name="delivery_due")],
             },
         ),
         migrations.RunPython(install, uninstall),

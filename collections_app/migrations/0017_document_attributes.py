@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('collections_app', '0016_sync_and_webhooks'),
+        ("collections_app", "0016_sync_and_webhooks"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='document',
-            name='attributes',
+            model_name="document",
+            name="attributes",
             field=models.JSONField(blank=True, db_default={}, default=dict),
         ),
     ]

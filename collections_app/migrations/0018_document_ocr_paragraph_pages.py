@@ -4,30 +4,31 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('collections_app', '0017_document_attributes'),
+        ("collections_app", "0017_document_attributes"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='buildrun',
-            name='ocr_pages',
+            model_name="buildrun",
+            name="ocr_pages",
             field=models.PositiveIntegerField(db_default=0, default=0),
         ),
         migrations.AddField(
-            model_name='document',
-            name='ocr_pages',
-            field=models.PositiveIntegerField(db_default=0, default=0, help_text='Pages the last build read by OCR.'),
+            model_name="document",
+            name="ocr_pages",
+            field=models.PositiveIntegerField(
+                db_default=0, default=0, help_text="Pages the last build read by OCR."
+            ),
         ),
         migrations.AddField(
-            model_name='paragraph',
-            name='page_first',
+            model_name="paragraph",
+            name="page_first",
             field=models.PositiveIntegerField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='paragraph',
-            name='page_last',
+            model_name="paragraph",
+            name="page_last",
             field=models.PositiveIntegerField(blank=True, null=True),
         ),
     ]

@@ -11,7 +11,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("collections_app", "0018_document_ocr_paragraph_pages"),
     ]

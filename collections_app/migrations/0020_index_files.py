@@ -31,48 +31,75 @@ def uninstall(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('collections_app', '0019_collection_folder_variable_bound'),
+        ("collections_app", "0019_collection_folder_variable_bound"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='IndexFile',
+            name="IndexFile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('agent_id', models.CharField(max_length=100)),
-                ('key', models.CharField(max_length=100)),
-                ('path', models.CharField(max_length=200)),
-                ('size', models.BigIntegerField()),
-                ('sha256', models.CharField(max_length=64)),
-                ('chunks', models.PositiveIntegerField()),
-                ('collection', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='index_files', to='collections_app.collection')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("agent_id", models.CharField(max_length=100)),
+                ("key", models.CharField(max_length=100)),
+                ("path", models.CharField(max_length=200)),
+                ("size", models.BigIntegerField()),
+                ("sha256", models.CharField(max_length=64)),
+                ("chunks", models.PositiveIntegerField()),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="index_files",
+                        to="collections_app.collection",
+                    ),
+                ),
             ],
             options={
-                'db_table': 'collection_index_file',
+                "db_table": "collection_index_file",
             },
         ),
         migrations.CreateModel(
-            name='IndexChunk',
+            name="IndexChunk",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('agent_id', models.CharField(max_length=100)),
-                ('number', models.PositiveIntegerField()),
-                ('data', models.BinaryField()),
-                ('file', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='collections_app.indexfile')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("agent_id", models.CharField(max_length=100)),
+                ("number", models.PositiveIntegerField()),
+                ("data", models.BinaryField()),
+                (
+                    "file",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="collections_app.indexfile",
+                    ),
+                ),
             ],
             options={
-                'db_table': 'collection_index_chunk',
+                "db_table": "collection_index_chunk",
             },
         ),
         migrations.AddConstraint(
-            model_name='indexfile',
-            constraint=models.UniqueConstraint(fields=('collection', 'key', 'path'), name='index_file_unique'),
+            model_name="indexfile",
+            constraint=models.UniqueConstraint(
+                fields=("collection", "key", "path"), name="index_file_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='indexchunk',
-            constraint=models.UniqueConstraint(fields=('file', 'number'), name='index_chunk_unique'),
+            model_name="indexchunk",
+            constraint=models.UniqueConstraint(fields=("file", "number"), name="index_chunk_unique"),
         ),
         migrations.RunPython(install, uninstall),
     ]

@@ -31,8 +31,12 @@ def parse_filters(filters: object) -> Filter | None:
 def filter_mask(collection: Collection, index: MappedIndex, parsed: Filter) -> np.ndarray:
     """The rows of `index` that `parsed` keeps: documents and their attributes in one query, sections
     only when the filter names `section`."""
-    documents = {pk: (name, attributes or {}) for pk, name, attributes in
-                 Document.objects.filter(collection=collection).values_list("id", "name", "attributes")}
+    documents = {
+        pk: (name, attributes or {})
+        for pk, name, attributes in Document.objects.filter(collection=collection).values_list(
+            "id", "name", "attributes"
+        )
+    }
 
     def sections() -> list[str]:
         by_paragraph = dict(Paragraph.objects.filter(collection=collection).values_list("id", "section"))
@@ -40,16 +44,26 @@ def filter_mask(collection: Collection, index: MappedIndex, parsed: Filter) -> n
 
     def pages() -> tuple[np.ndarray, np.ndarray] | None:
         # Each row's first and last page (NaN for a paragraph without pages); None when none has any.
-        known = {pk: (first, last) for pk, first, last in Paragraph.objects.filter(collection=collection)
-                 .exclude(page_first=None).values_list("id", "page_first", "page_last")}
+        known = {
+            pk: (first, last)
+            for pk, first, last in Paragraph.objects.filter(collection=collection)
+            .exclude(page_first=None)
+            .values_list("id", "page_first", "page_last")
+        }
         if not known:
             return None
         spans = [known.get(int(pk), (np.nan, np.nan)) for pk in index.row_paragraph]
-        return (np.array([first for first, _last in spans], dtype=float),
-                np.array([last for _first, last in spans], dtype=float))
+        return (
+            np.array([first for first, _last in spans], dtype=float),
+            np.array([last for _first, last in spans], dtype=float),
+        )
 
-    facts = RowFacts(row_document=np.asarray(index.row_document), documents=documents,
-                     sections=sections if SECTION in keys_of(parsed) else list, pages=pages)
+    facts = RowFacts(
+        row_document=np.asarray(index.row_document),
+        documents=documents,
+        sections=sections if SECTION in keys_of(parsed) else list,
+        pages=pages,
+    )
     try:
         return row_mask(parsed, facts)
     except FilterError as exc:

@@ -40,9 +40,7 @@ _loads: dict[tuple[int, str], _Load] = {}
 _loads_lock = threading.Lock()
 
 
-def load_in_background(
-    *, collection_id: int, name: str, key: str, job: Callable[[], T], wait: float
-) -> T:
+def load_in_background(*, collection_id: int, name: str, key: str, job: Callable[[], T], wait: float) -> T:
     """`job`'s result when it ends within `wait` seconds (started now unless this process runs it for
     this build already); else RagsiteError 503 `index_loading` with Retry-After. A job that failed
     raises its exception in every search that waited for it; the next search starts it again."""

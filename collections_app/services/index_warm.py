@@ -1,6 +1,6 @@
 """A node made ready before it takes traffic: every live build's index in place and verified here.
 
-`manage.py warm_indexes` and gunicorn's master (ragsite/gunicorn_conf.py) run this before any request
+`manage.py warm_indexes` and gunicorn's master (config/gunicorn_conf.py) run this before any request
 arrives, so no search on a new node waits for a load (services.index_loading). Runs as the tables'
 owner, outside any agent's row-level-security scope: it reads every agent's builds.
 """

@@ -182,7 +182,10 @@ def index_before_commit(*, collection: Collection) -> str:
         size = index_store.store_files(collection=collection, key=key, folder=path)
         logger.info(
             "index of %s/%s stored beside the build: %d bytes in %.2fs",
-            collection.agent.agent_id, collection.name, size, time.perf_counter() - started,
+            collection.agent.agent_id,
+            collection.name,
+            size,
+            time.perf_counter() - started,
         )
     except (OSError, IndexUnusable, DatabaseError) as exc:
         # Never the file name: INDEX_DIR is a path on this machine.

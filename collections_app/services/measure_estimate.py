@@ -34,16 +34,28 @@ def estimate_measure(*, collection: Collection) -> MeasureEstimate:
     cuttings = len({(v.method, v.size, v.overlap) for v in chosen})
     paragraphs = Paragraph.objects.filter(collection=collection).count()
     reference = (
-        BuildRun.objects.filter(collection=collection, status=BuildRun.SUCCEEDED, started_at__isnull=False,
-                                finished_at__isnull=False, paragraphs_embedded__gte=MIN_REFERENCE_PARAGRAPHS,
-                                model=embedder.model)
-        .order_by("-finished_at").first()
+        BuildRun.objects.filter(
+            collection=collection,
+            status=BuildRun.SUCCEEDED,
+            started_at__isnull=False,
+            finished_at__isnull=False,
+            paragraphs_embedded__gte=MIN_REFERENCE_PARAGRAPHS,
+            model=embedder.model,
+        )
+        .order_by("-finished_at")
+        .first()
     )
     if embedder.backend == "none" or reference is None:
         return MeasureEstimate(len(chosen), cuttings, paragraphs, None, None, None, None)
     spent = (reference.finished_at - reference.started_at).total_seconds()
     per_paragraph = spent / reference.paragraphs_embedded
     seconds = max(1, round(cuttings * paragraphs * per_paragraph))
-    return MeasureEstimate(len(chosen), cuttings, paragraphs, seconds, reference.pk, round(spent, 1),
-                           reference.paragraphs_embedded)
-
+    return MeasureEstimate(
+        len(chosen),
+        cuttings,
+        paragraphs,
+        seconds,
+        reference.pk,
+        round(spent, 1),
+        reference.paragraphs_embedded,
+    )

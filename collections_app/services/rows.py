@@ -101,7 +101,6 @@ def _change_marks(db) -> tuple[int, int] | None:
     return int(version), int(raw.total_changes)
 
 
-
 def fetch_all(statement: Callable[[str], str], params: list) -> list[tuple]:
     """The rows of one of this module's statements (``statement(vendor)``: its SQL with ``%s``
     placeholders, written once), run on the DB-API cursor beneath Django's.

@@ -21,12 +21,22 @@ from .known_answers import CandidateRow
 def approved(item, existing: dict[str, Document]) -> bool:
     """A person approved this very version of the document, so it stays searchable despite its review."""
     document = existing.get(item.name)
-    return document is not None and bool(document.approved_fingerprint) and \
-        document.approved_fingerprint == item.fingerprint
+    return (
+        document is not None
+        and bool(document.approved_fingerprint)
+        and document.approved_fingerprint == item.fingerprint
+    )
 
 
-def replace_paragraphs(*, document: Document, item, agent: Agent, ordinal: int, run: BuildRun,
-                       kept: dict[str, set[int]] | None = None) -> int:
+def replace_paragraphs(
+    *,
+    document: Document,
+    item,
+    agent: Agent,
+    ordinal: int,
+    run: BuildRun,
+    kept: dict[str, set[int]] | None = None,
+) -> int:
     """Swap a changed document's paragraphs; each new piece carries labels by its own text (text.relabel),
     unchanged texts keep their disabled marks, and `kept` (the labels a returning document had when it
     left, by text fingerprint) adds to them. A piece that matches no earlier one by its own text takes
@@ -36,14 +46,18 @@ def replace_paragraphs(*, document: Document, item, agent: Agent, ordinal: int, 
     earlier = list(document.paragraphs.order_by("index").values_list("pk", "text", "start_char", "end_char"))
     labels_of: dict[int, set[int]] = defaultdict(set)
     for paragraph_id, label_id in through.objects.filter(paragraph__document=document).values_list(
-            "paragraph_id", "label_id"):
+        "paragraph_id", "label_id"
+    ):
         labels_of[paragraph_id].add(label_id)
     openings = carried_openings((0, start, end) for _pk, _text, start, end in earlier)
-    old = [(own_fingerprint(text, carried), frozenset(labels_of[pk]))
-           for (pk, text, _s, _e), (carried, _first) in zip(earlier, openings, strict=True)]
+    old = [
+        (own_fingerprint(text, carried), frozenset(labels_of[pk]))
+        for (pk, text, _s, _e), (carried, _first) in zip(earlier, openings, strict=True)
+    ]
     shared = [*item.carried, *[0] * (len(item.pieces) - len(item.carried))]
-    carried_over = carry_labels(old, [own_fingerprint(piece.text, shared[i])
-                                      for i, piece in enumerate(item.pieces)])
+    carried_over = carry_labels(
+        old, [own_fingerprint(piece.text, shared[i]) for i, piece in enumerate(item.pieces)]
+    )
     disabled = set(document.paragraphs.filter(enabled=False).values_list("fingerprint", flat=True))
     document.paragraphs.all().delete()
     defaults = set(document.default_labels.values_list("pk", flat=True))
@@ -52,10 +66,18 @@ def replace_paragraphs(*, document: Document, item, agent: Agent, ordinal: int, 
         first, last = item.pages[index] if index < len(item.pages) else (None, None)
         rows.append(
             Paragraph(
-                agent_id=agent.agent_id, collection_id=document.collection_id, document=document,
-                ordinal=ordinal + index, index=index, section=(piece.section or "")[:300],
-                context=item.contexts[index] if index < len(item.contexts) else "", text=piece.text,
-                start_char=piece.start, end_char=piece.end, page_first=first, page_last=last,
+                agent_id=agent.agent_id,
+                collection_id=document.collection_id,
+                document=document,
+                ordinal=ordinal + index,
+                index=index,
+                section=(piece.section or "")[:300],
+                context=item.contexts[index] if index < len(item.contexts) else "",
+                text=piece.text,
+                start_char=piece.start,
+                end_char=piece.end,
+                page_first=first,
+                page_last=last,
                 token_count=item.tokens[index] if index < len(item.tokens) else None,
                 fingerprint=text_fingerprint(piece.text),
                 embedding=item.vectors[index] if item.vectors else None,
@@ -80,11 +102,15 @@ def _relabel_warnings(name: str, carried_over: list) -> list[str]:
     held = [n for n, c in enumerate(carried_over) if c.held_back]
     notes = []
     if inherited:
-        notes.append(f"{name}: {len(inherited)} changed paragraphs (#{', #'.join(map(str, inherited))}) took "
-                     "the labels the labelled paragraphs they replace all share; check them")
+        notes.append(
+            f"{name}: {len(inherited)} changed paragraphs (#{', #'.join(map(str, inherited))}) took "
+            "the labels the labelled paragraphs they replace all share; check them"
+        )
     if held:
-        notes.append(f"{name}: {len(held)} changed paragraphs (#{', #'.join(map(str, held))}) replace "
-                     "paragraphs with no label in common, so they are disabled until a person labels them")
+        notes.append(
+            f"{name}: {len(held)} changed paragraphs (#{', #'.join(map(str, held))}) replace "
+            "paragraphs with no label in common, so they are disabled until a person labels them"
+        )
     return notes
 
 
@@ -97,8 +123,11 @@ def candidate_paragraphs(collection: Collection, prepared: list, existing: dict)
     reused = {existing[p.name].pk for p in prepared if p.reused}
     stored: dict[int, list[tuple]] = defaultdict(list)
     if reused:
-        rows = Paragraph.objects.filter(collection=collection).order_by("document_id", "index").values_list(
-            "document_id", "start_char", "end_char", "text", "section", "embedding", "context")
+        rows = (
+            Paragraph.objects.filter(collection=collection)
+            .order_by("document_id", "index")
+            .values_list("document_id", "start_char", "end_char", "text", "section", "embedding", "context")
+        )
         for document_id, *row in rows.iterator(chunk_size=2000):
             if document_id in reused:
                 stored[document_id].append(tuple(row))
@@ -107,13 +136,22 @@ def candidate_paragraphs(collection: Collection, prepared: list, existing: dict)
         if item.status == Document.REFUSED:
             continue
         # The status the swap gives the document: in review unless a person approved this very version.
-        searched = item.status == Document.ACTIVE or (item.status == Document.NEEDS_REVIEW
-                                                      and approved(item, existing))
+        searched = item.status == Document.ACTIVE or (
+            item.status == Document.NEEDS_REVIEW and approved(item, existing)
+        )
         if item.reused:
             pieces = stored[existing[item.name].pk]
         else:
-            pieces = [(p.start, p.end, p.text, (p.section or "")[:300],
-                       item.vectors[i] if item.vectors else None, item.contexts[i])
-                      for i, p in enumerate(item.pieces)]
+            pieces = [
+                (
+                    p.start,
+                    p.end,
+                    p.text,
+                    (p.section or "")[:300],
+                    item.vectors[i] if item.vectors else None,
+                    item.contexts[i],
+                )
+                for i, p in enumerate(item.pieces)
+            ]
         paragraphs.extend(CandidateRow(number, searched, *piece) for piece in pieces)
     return paragraphs

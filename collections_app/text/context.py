@@ -49,8 +49,11 @@ def context_version(per_reader: bool) -> int:
 
 def _headings(text: str) -> list[tuple[int, int, str]]:
     """(offset, level, name) of every named heading line outside fenced code, in order."""
-    return [(start, len(match.group(1)), match.group(2).strip())
-            for start, _end, match in heading_lines(text) if (match.group(2) or "").strip()]
+    return [
+        (start, len(match.group(1)), match.group(2).strip())
+        for start, _end, match in heading_lines(text)
+        if (match.group(2) or "").strip()
+    ]
 
 
 def document_title(name: str, text: str, *, plain_first_line: bool = True) -> str:
@@ -163,7 +166,10 @@ def embedding_text(text: str, context: str) -> str:
 
 
 def lexical_with_context(
-    text_bm25: np.ndarray, text_bound: float, context_bm25: np.ndarray | None, context_bound: float,
+    text_bm25: np.ndarray,
+    text_bound: float,
+    context_bm25: np.ndarray | None,
+    context_bound: float,
     weight: float | None = None,
 ) -> tuple[np.ndarray, float]:
     """The text's BM25 plus ``weight`` × the context's, on the text's scale: (scores, upper bound).

@@ -177,7 +177,7 @@ class _HtmlText(HTMLParser):
             self._break(2)
 
     def _furniture(self, tag: str, attrs) -> str:
-        """"drop" for navigation and the page's footer, "banner" for the page's header (whose headings
+        """ "drop" for navigation and the page's footer, "banner" for the page's header (whose headings
         are kept: a page often puts its title there), "" for content."""
         role = (next((value for name, value in attrs if name == "role"), None) or "").strip().lower()
         if role == "banner" or (tag == "header" and not role and not self._sectioning):

@@ -211,7 +211,10 @@ def _line(text: str, weights: Counter, bold_chars: int, y: float | None, mono_ch
     total = sum(weights.values())
     size = weights.most_common(1)[0][0] if weights else 0.0
     return _Line(
-        text=text.strip(), size=size, bold=bool(total) and bold_chars == total, y=y,
+        text=text.strip(),
+        size=size,
+        bold=bool(total) and bold_chars == total,
+        y=y,
         mono=bool(total) and mono_chars == total,
     )
 
@@ -240,8 +243,13 @@ def _tables(page, lines: list[_Line]) -> list[_Line]:
             if text != table.squeezed or any(line.mono or line.table for line in lines[first:last]):
                 continue
             lines[first:last] = [
-                _Line(markdown_table(table.rows), size=lines[first].size, y=lines[first].y,
-                      gap_before=True, table=True)
+                _Line(
+                    markdown_table(table.rows),
+                    size=lines[first].size,
+                    y=lines[first].y,
+                    gap_before=True,
+                    table=True,
+                )
             ]
             if first + 1 < len(lines):
                 lines[first + 1].gap_before = True

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 def own_text(text: str, carried: int) -> str:
     """What of a piece no earlier piece of its document holds (its text after the carried opening)."""
-    return text[max(carried, 0):]
+    return text[max(carried, 0) :]
 
 
 def own_fingerprint(text: str, carried: int) -> str:

@@ -84,8 +84,9 @@ class _Budget:
         return self.used > MAX_TEXT_CHARS
 
 
-def _sheet_blocks(title: str, rows: Iterable[Sequence[object]], budget: _Budget,
-                  page: int | None) -> Iterator[Block]:
+def _sheet_blocks(
+    title: str, rows: Iterable[Sequence[object]], budget: _Budget, page: int | None
+) -> Iterator[Block]:
     """A sheet as blocks of its table, the first under the sheet's name."""
     heading = title
     for block in table_blocks(rows):

@@ -87,8 +87,16 @@ def stitch(hits: Sequence[tuple[int, float]], readable: Mapping[int, Row], aroun
     if around == 0:
         # Each distinct hit alone (nothing to widen, and distinct hits never merge): its row as a run.
         alone = [
-            Stitched(first=o, last=o, document=readable[o].document, section=readable[o].section, hit=o,
-                     text=readable[o].text, score=score, passages=1)
+            Stitched(
+                first=o,
+                last=o,
+                document=readable[o].document,
+                section=readable[o].section,
+                hit=o,
+                text=readable[o].text,
+                score=score,
+                passages=1,
+            )
             for o, score in best.items()
         ]
         alone.sort(key=lambda run: (-run.score, run.first))
@@ -111,8 +119,9 @@ def _best_scores(hits: Sequence[tuple[int, float]], readable: Mapping[int, Row])
     return best
 
 
-def _merged(spans: list[tuple[int, int]], readable: Mapping[int, Row], best: Mapping[int, float], reach: int,
-            joins) -> list[Stitched]:
+def _merged(
+    spans: list[tuple[int, int]], readable: Mapping[int, Row], best: Mapping[int, float], reach: int, joins
+) -> list[Stitched]:
     """Sorted spans merged where one overlaps the next (or comes within ``reach``) and ``joins`` says
     their rows may join, as runs best first, ties by first ordinal."""
     merged: list[list[int]] = []
@@ -328,4 +337,4 @@ def carried_terms_text(text: str, carried: int) -> str:
 
 def fresh_text(text: str, carried: int) -> str:
     """What of a row no earlier row of its document holds: what its vector is embedded from."""
-    return text[max(carried, 0):]
+    return text[max(carried, 0) :]

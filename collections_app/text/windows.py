@@ -102,5 +102,12 @@ def pool_windows(per_vector: np.ndarray, starts: np.ndarray, share: float | None
     return lean_to_first(per_vector[starts], np.maximum.reduceat(per_vector, starts), share)
 
 
-__all__ = ["LATER_WINDOW_SHARE", "MAX_WINDOWS", "WINDOW_OVERLAP", "embed_in_windows", "lean_to_first",
-           "model_windows", "pool_windows"]
+__all__ = [
+    "LATER_WINDOW_SHARE",
+    "MAX_WINDOWS",
+    "WINDOW_OVERLAP",
+    "embed_in_windows",
+    "lean_to_first",
+    "model_windows",
+    "pool_windows",
+]

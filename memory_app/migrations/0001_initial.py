@@ -8,71 +8,156 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('collections_app', '0002_schema_version'),
+        ("collections_app", "0002_schema_version"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RecordNode',
+            name="RecordNode",
             fields=[
-                ('pk', models.CompositePrimaryKey('parent_kind', 'parent_id', 'node_index', blank=True, editable=False, primary_key=True, serialize=False)),
-                ('parent_kind', models.TextField(choices=[('mem', 'memory'), ('ep', 'episode')])),
-                ('parent_id', models.BigIntegerField()),
-                ('node_index', models.IntegerField(help_text='0, 1, 2, … in text order.')),
-                ('start_char', models.IntegerField(help_text="Inclusive offset into the parent's text.")),
-                ('end_char', models.IntegerField(help_text='Exclusive offset.')),
-                ('token_count', models.IntegerField(help_text='Tokens of this span, as counted by the embedder.')),
-                ('window', models.IntegerField(help_text='The token window the span was cut against.')),
-                ('embedding', models.BinaryField(blank=True, null=True)),
-                ('embedding_model', models.TextField(blank=True, db_default='', default='')),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "parent_kind",
+                        "parent_id",
+                        "node_index",
+                        blank=True,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("parent_kind", models.TextField(choices=[("mem", "memory"), ("ep", "episode")])),
+                ("parent_id", models.BigIntegerField()),
+                ("node_index", models.IntegerField(help_text="0, 1, 2, … in text order.")),
+                ("start_char", models.IntegerField(help_text="Inclusive offset into the parent's text.")),
+                ("end_char", models.IntegerField(help_text="Exclusive offset.")),
+                (
+                    "token_count",
+                    models.IntegerField(help_text="Tokens of this span, as counted by the embedder."),
+                ),
+                ("window", models.IntegerField(help_text="The token window the span was cut against.")),
+                ("embedding", models.BinaryField(blank=True, null=True)),
+                ("embedding_model", models.TextField(blank=True, db_default="", default="")),
             ],
             options={
-                'verbose_name': 'record node',
-                'db_table': 'record_nodes',
-                'ordering': ['parent_kind', 'parent_id', 'node_index'],
+                "verbose_name": "record node",
+                "db_table": "record_nodes",
+                "ordering": ["parent_kind", "parent_id", "node_index"],
             },
         ),
         migrations.CreateModel(
-            name='Episode',
+            name="Episode",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('text', models.TextField()),
-                ('token_count', models.PositiveIntegerField(blank=True, help_text='Model tokens of the whole text, counted by embedding_model; empty = unknown.', null=True)),
-                ('embedding', models.BinaryField(blank=True, null=True)),
-                ('embedding_model', models.CharField(blank=True, default='', max_length=200)),
-                ('locked', models.BooleanField(default=False, help_text="A locked record's text cannot be changed or deleted.")),
-                ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
-                ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='episodes', to='collections_app.agent')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("text", models.TextField()),
+                (
+                    "token_count",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="Model tokens of the whole text, counted by embedding_model; empty = unknown.",
+                        null=True,
+                    ),
+                ),
+                ("embedding", models.BinaryField(blank=True, null=True)),
+                ("embedding_model", models.CharField(blank=True, default="", max_length=200)),
+                (
+                    "locked",
+                    models.BooleanField(
+                        default=False, help_text="A locked record's text cannot be changed or deleted."
+                    ),
+                ),
+                ("created_at", models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
+                ("updated_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="episodes",
+                        to="collections_app.agent",
+                    ),
+                ),
             ],
             options={
-                'db_table': 'episodes',
-                'ordering': ['created_at', 'id'],
-                'constraints': [models.CheckConstraint(condition=models.Q(django.db.models.lookups.GreaterThan(django.db.models.functions.text.Length('text'), 0), django.db.models.lookups.LessThanOrEqual(django.db.models.functions.text.Length('text'), 16000)), name='episodes_text_length')],
+                "db_table": "episodes",
+                "ordering": ["created_at", "id"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            django.db.models.lookups.GreaterThan(
+                                django.db.models.functions.text.Length("text"), 0
+                            ),
+                            django.db.models.lookups.LessThanOrEqual(
+                                django.db.models.functions.text.Length("text"), 16000
+                            ),
+                        ),
+                        name="episodes_text_length",
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Memory',
+            name="Memory",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('text', models.TextField()),
-                ('token_count', models.PositiveIntegerField(blank=True, help_text='Model tokens of the whole text, counted by embedding_model; empty = unknown.', null=True)),
-                ('embedding', models.BinaryField(blank=True, null=True)),
-                ('embedding_model', models.CharField(blank=True, default='', max_length=200)),
-                ('locked', models.BooleanField(default=False, help_text="A locked record's text cannot be changed or deleted.")),
-                ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
-                ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memories', to='collections_app.agent')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("text", models.TextField()),
+                (
+                    "token_count",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="Model tokens of the whole text, counted by embedding_model; empty = unknown.",
+                        null=True,
+                    ),
+                ),
+                ("embedding", models.BinaryField(blank=True, null=True)),
+                ("embedding_model", models.CharField(blank=True, default="", max_length=200)),
+                (
+                    "locked",
+                    models.BooleanField(
+                        default=False, help_text="A locked record's text cannot be changed or deleted."
+                    ),
+                ),
+                ("created_at", models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
+                ("updated_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memories",
+                        to="collections_app.agent",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'memories',
-                'db_table': 'memories',
-                'ordering': ['created_at', 'id'],
-                'constraints': [models.CheckConstraint(condition=models.Q(django.db.models.lookups.GreaterThan(django.db.models.functions.text.Length('text'), 0), django.db.models.lookups.LessThanOrEqual(django.db.models.functions.text.Length('text'), 16000)), name='memories_text_length')],
+                "verbose_name_plural": "memories",
+                "db_table": "memories",
+                "ordering": ["created_at", "id"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            django.db.models.lookups.GreaterThan(
+                                django.db.models.functions.text.Length("text"), 0
+                            ),
+                            django.db.models.lookups.LessThanOrEqual(
+                                django.db.models.functions.text.Length("text"), 16000
+                            ),
+                        ),
+                        name="memories_text_length",
+                    )
+                ],
             },
         ),
     ]

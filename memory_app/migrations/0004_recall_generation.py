@@ -5,21 +5,29 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('collections_app', '0007_built_index_id'),
-        ('memory_app', '0003_records_forget_stale_counts'),
+        ("collections_app", "0007_built_index_id"),
+        ("memory_app", "0003_records_forget_stale_counts"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RecallGeneration',
+            name="RecallGeneration",
             fields=[
-                ('agent', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='+', serialize=False, to='collections_app.agent')),
-                ('generation', models.BigIntegerField(default=0)),
+                (
+                    "agent",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="+",
+                        serialize=False,
+                        to="collections_app.agent",
+                    ),
+                ),
+                ("generation", models.BigIntegerField(default=0)),
             ],
             options={
-                'db_table': 'memory_recall_generation',
+                "db_table": "memory_recall_generation",
             },
         ),
     ]

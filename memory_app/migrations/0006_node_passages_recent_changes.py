@@ -4,39 +4,63 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory_app', '0005_row_level_security'),
+        ("memory_app", "0005_row_level_security"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='NodePassages',
+            name="NodePassages",
             fields=[
-                ('pk', models.CompositePrimaryKey('parent_kind', 'parent_id', 'node_index', blank=True, editable=False, primary_key=True, serialize=False)),
-                ('parent_kind', models.TextField(choices=[('mem', 'memory'), ('ep', 'episode')])),
-                ('parent_id', models.BigIntegerField()),
-                ('node_index', models.IntegerField()),
-                ('bounds', models.BinaryField(help_text="The node's start, then each passage's end: offsets in the parent's text, int32.")),
-                ('embeddings', models.BinaryField(blank=True, help_text='One float16 vector per passage (half the bytes; scored in float32).', null=True)),
-                ('embedding_model', models.TextField(blank=True, default='')),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "parent_kind",
+                        "parent_id",
+                        "node_index",
+                        blank=True,
+                        editable=False,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("parent_kind", models.TextField(choices=[("mem", "memory"), ("ep", "episode")])),
+                ("parent_id", models.BigIntegerField()),
+                ("node_index", models.IntegerField()),
+                (
+                    "bounds",
+                    models.BinaryField(
+                        help_text="The node's start, then each passage's end: offsets in the parent's text, int32."
+                    ),
+                ),
+                (
+                    "embeddings",
+                    models.BinaryField(
+                        blank=True,
+                        help_text="One float16 vector per passage (half the bytes; scored in float32).",
+                        null=True,
+                    ),
+                ),
+                ("embedding_model", models.TextField(blank=True, default="")),
             ],
             options={
-                'verbose_name_plural': 'node passages',
-                'db_table': 'record_node_passages',
+                "verbose_name_plural": "node passages",
+                "db_table": "record_node_passages",
             },
         ),
         migrations.AddField(
-            model_name='recallgeneration',
-            name='recent',
+            model_name="recallgeneration",
+            name="recent",
             field=models.JSONField(blank=True, default=list),
         ),
     ]
 
 
 # Row-level security for the new table, as 0005 gives record_nodes: through the parent record.
-PASSAGES_PREDICATE = ("(parent_kind = 'mem' AND parent_id IN (SELECT id FROM memories)) "
-                      "OR (parent_kind = 'ep' AND parent_id IN (SELECT id FROM episodes))")
+PASSAGES_PREDICATE = (
+    "(parent_kind = 'mem' AND parent_id IN (SELECT id FROM memories)) "
+    "OR (parent_kind = 'ep' AND parent_id IN (SELECT id FROM episodes))"
+)
 
 
 def install(apps, schema_editor):

@@ -6,15 +6,14 @@ import memory_app.models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory_app', '0006_node_passages_recent_changes'),
+        ("memory_app", "0006_node_passages_recent_changes"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='recallgeneration',
-            name='epoch',
+            model_name="recallgeneration",
+            name="epoch",
             field=models.CharField(default=memory_app.models.new_epoch, max_length=32),
         ),
     ]

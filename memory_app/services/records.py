@@ -145,8 +145,14 @@ def export_records(*, agent: Agent) -> Iterator[dict]:
         for pk, text, locked, created_at in model.objects.filter(agent=agent).values_list(
             "pk", "text", "locked", "created_at"
         ):
-            rows.append((created_at, kind, pk, {"kind": kind, "text": text, "locked": locked,
-                                                "created_at": created_at.isoformat()}))
+            rows.append(
+                (
+                    created_at,
+                    kind,
+                    pk,
+                    {"kind": kind, "text": text, "locked": locked, "created_at": created_at.isoformat()},
+                )
+            )
     rows.sort(key=lambda row: row[:3])
     for *_key, item in rows:
         yield item
@@ -174,7 +180,7 @@ def _parse_import_line(number: int, line: str) -> _ImportItem | None:
         raise refuse("not a JSON object")
     kind = item.get("kind", "mem")
     if kind not in KINDS:
-        raise refuse(f'kind must be one of {", ".join(KINDS)}')
+        raise refuse(f"kind must be one of {', '.join(KINDS)}")
     try:
         text = validate_text(item.get("text"))
     except RagsiteError as exc:

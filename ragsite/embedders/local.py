@@ -42,7 +42,6 @@ def default_model_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
-
 def _read_json(path: Path, what: str) -> dict[str, Any]:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))

@@ -22,6 +22,17 @@ from .registry import (
 )
 
 __all__ = [
-    "ERROR_SCHEMA", "RESOURCES", "TOOLS", "Caller", "InvalidArguments", "ResourceTemplate", "Tool",
-    "authenticated_key", "check_arguments", "or_error", "register", "register_resource", "set_authenticator",
+    "ERROR_SCHEMA",
+    "RESOURCES",
+    "TOOLS",
+    "Caller",
+    "InvalidArguments",
+    "ResourceTemplate",
+    "Tool",
+    "authenticated_key",
+    "check_arguments",
+    "or_error",
+    "register",
+    "register_resource",
+    "set_authenticator",
 ]

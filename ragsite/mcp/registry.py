@@ -78,8 +78,13 @@ class ResourceTemplate:
     read: Callable[[Caller, str], dict]
 
     def describe(self) -> dict:
-        return {"uriTemplate": self.uri_template, "name": self.name, "title": self.title,
-                "description": self.description, "mimeType": self.mime_type}
+        return {
+            "uriTemplate": self.uri_template,
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "mimeType": self.mime_type,
+        }
 
 
 # uri prefix -> ResourceTemplate, filled like TOOLS.
@@ -122,8 +127,23 @@ def or_error(schema: dict) -> dict:
 # The JSON Schema keywords the tools' input schemas may use: exactly those `check_arguments` enforces
 # (or, for the annotations, ignores). A test keeps the schemas inside this set.
 SCHEMA_KEYWORDS = frozenset(
-    {"type", "properties", "required", "additionalProperties", "minLength", "maxLength",
-     "minimum", "maximum", "enum", "default", "description", "title", "items", "minItems", "maxItems"}
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "minLength",
+        "maxLength",
+        "minimum",
+        "maximum",
+        "enum",
+        "default",
+        "description",
+        "title",
+        "items",
+        "minItems",
+        "maxItems",
+    }
 )
 
 
@@ -209,7 +229,6 @@ def check_arguments(schema: dict, arguments: dict) -> dict:
     if missing:
         raise InvalidArguments(f"missing required argument(s) {', '.join(repr(n) for n in missing)}")
     return {name: _check_value(name, value, properties[name]) for name, value in arguments.items()}
-
 
 
 # request -> the agent key it carries, or None; set once by the app that owns keys.

@@ -25,8 +25,14 @@ def bearer(api_key: str) -> dict[str, str]:
 
 
 def post_once(
-    url: str, body: dict[str, Any], *, api_key: str, timeout: float, who: str,
-    unavailable: type[Exception], client=None,
+    url: str,
+    body: dict[str, Any],
+    *,
+    api_key: str,
+    timeout: float,
+    who: str,
+    unavailable: type[Exception],
+    client=None,
 ) -> httpx.Response:
     """POST ``body`` as JSON once; a 200 answer, or ``unavailable`` naming ``who`` and what went wrong.
 

@@ -22,33 +22,53 @@ CORPUS = ["Alpha beta gamma.", "Delta epsilon."]  # shorter than n: the third ro
 
 def _documents(agent, name):
     collection = create_collection(agent=agent, name=name, method="fixed", size=4000)
-    document = Document.objects.create(collection=collection, name="d0000000.md", paragraph_count=3,
-                                       built_method="fixed", built_model="m")
+    document = Document.objects.create(
+        collection=collection, name="d0000000.md", paragraph_count=3, built_method="fixed", built_model="m"
+    )
     return collection, [document]
 
 
 def _stored(collection):
     rows = Paragraph.objects.filter(collection=collection).order_by("ordinal").values()
-    return [{k: (bytes(v) if isinstance(v, memoryview) else v) for k, v in row.items()
-             if k not in ("id", "collection_id", "document_id")} for row in rows]
+    return [
+        {
+            k: (bytes(v) if isinstance(v, memoryview) else v)
+            for k, v in row.items()
+            if k not in ("id", "collection_id", "document_id")
+        }
+        for row in rows
+    ]
 
 
 def test_inserted_rows_equal_the_orm_rows_of_the_same_values():
     agent = create_agent(agent_id="scale")[0]
     fast, fast_documents = _documents(agent, "fast")
     orm, orm_documents = _documents(agent, "orm")
-    scale_store.insert_paragraphs(agent_id=agent.agent_id, collection=fast, documents=fast_documents, n=3,
-                                  corpus=CORPUS)
+    scale_store.insert_paragraphs(
+        agent_id=agent.agent_id, collection=fast, documents=fast_documents, n=3, corpus=CORPUS
+    )
     vectors = scale_store.Mixture(3).draw(3)
     words = np.random.default_rng(3).integers(0, 100_000, 12)
     texts = [scale_store.paragraph_text(j, CORPUS, words) for j in range(3)]
     starts = [0, len(texts[0]) + 2, len(texts[0]) + len(texts[1]) + 4]  # "\n\n" between paragraphs
-    Paragraph.objects.bulk_create([
-        Paragraph(agent_id=agent.agent_id, collection=orm, document=orm_documents[0], ordinal=j, index=j,
-                  text=text, start_char=starts[j], end_char=starts[j] + len(text), token_count=None,
-                  fingerprint=fingerprint(text), embedding=encode(vectors[j]))
-        for j, text in enumerate(texts)
-    ])
+    Paragraph.objects.bulk_create(
+        [
+            Paragraph(
+                agent_id=agent.agent_id,
+                collection=orm,
+                document=orm_documents[0],
+                ordinal=j,
+                index=j,
+                text=text,
+                start_char=starts[j],
+                end_char=starts[j] + len(text),
+                token_count=None,
+                fingerprint=fingerprint(text),
+                embedding=encode(vectors[j]),
+            )
+            for j, text in enumerate(texts)
+        ]
+    )
 
     assert _stored(fast) == _stored(orm)
     assert texts[2].startswith(CORPUS[0] + " zq")  # the second pass over the corpus differs
@@ -58,12 +78,24 @@ def test_inserted_rows_equal_the_orm_rows_of_the_same_values():
 def test_a_documents_rows_share_no_text_so_the_index_carries_none():
     agent = create_agent(agent_id="scale")[0]
     collection = create_collection(agent=agent, name="fast", method="fixed", size=4000)
-    documents = [Document.objects.create(collection=collection, name=f"d{d:07d}.md", paragraph_count=10,
-                                         built_method="fixed", built_model="m") for d in range(2)]
-    scale_store.insert_paragraphs(agent_id=agent.agent_id, collection=collection, documents=documents, n=20,
-                                  corpus=CORPUS)
-    positions = Paragraph.objects.filter(collection=collection).order_by("ordinal").values_list(
-        "document_id", "start_char", "end_char")
+    documents = [
+        Document.objects.create(
+            collection=collection,
+            name=f"d{d:07d}.md",
+            paragraph_count=10,
+            built_method="fixed",
+            built_model="m",
+        )
+        for d in range(2)
+    ]
+    scale_store.insert_paragraphs(
+        agent_id=agent.agent_id, collection=collection, documents=documents, n=20, corpus=CORPUS
+    )
+    positions = (
+        Paragraph.objects.filter(collection=collection)
+        .order_by("ordinal")
+        .values_list("document_id", "start_char", "end_char")
+    )
 
     assert [carried for carried, _first in carried_openings(positions)] == [0] * 20
     assert [start for _doc, start, _end in positions][:2] == [0, len(CORPUS[0]) + 2]

@@ -39,8 +39,12 @@ def _zipf(n):
 def index_of(tmp_path, texts, key="b1", contexts=None):
     def writer_of(texts):
         writer = IndexWriter(4)
-        writer.add(list(range(100, 100 + len(texts))), [i // 5 for i in range(len(texts))],
-                   [terms(t) for t in texts], [None] * len(texts))
+        writer.add(
+            list(range(100, 100 + len(texts))),
+            [i // 5 for i in range(len(texts))],
+            [terms(t) for t in texts],
+            [None] * len(texts),
+        )
         return writer
 
     parts = None if contexts is None else {"context": writer_of(contexts)}
@@ -74,9 +78,12 @@ def test_the_rows_kept_hold_the_top_and_score_exactly_what_every_row_would(tmp_p
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**31), k=st.integers(1, 12), words=st.lists(
-    st.sampled_from(COMMON_WORDS + RARE_WORDS + ["nowhere"]), min_size=1, max_size=10),
-    share=st.sampled_from([None, 0.95, 0.5]))
+@given(
+    seed=st.integers(0, 2**31),
+    k=st.integers(1, 12),
+    words=st.lists(st.sampled_from(COMMON_WORDS + RARE_WORDS + ["nowhere"]), min_size=1, max_size=10),
+    share=st.sampled_from([None, 0.95, 0.5]),
+)
 def test_the_best_rows_are_those_of_scoring_every_row_ties_and_all(tmp_path_factory, seed, k, words, share):
     rows = 60 + seed % 300
     index = index_of(tmp_path_factory.mktemp("i"), corpus(seed, rows))
@@ -100,8 +107,9 @@ def test_a_context_field_is_added_as_the_search_adds_it(tmp_path):
     assert not np.array_equal(expected, text)  # the contexts count
     assert rows.size < index.size // 16
     assert np.array_equal(scores, expected[rows]) and bound == expected_bound
-    assert np.array_equal(best_rows(index, question, 5, None, fused)[0],
-                          top_rows(fused(expected, expected_bound), None, 5))
+    assert np.array_equal(
+        best_rows(index, question, 5, None, fused)[0], top_rows(fused(expected, expected_bound), None, 5)
+    )
 
 
 def test_repeated_texts_tie_and_the_lower_row_wins_as_in_a_full_sort(tmp_path):

@@ -33,8 +33,10 @@ def write_html(folder: Path) -> None:
     with (folder / "big.html").open("wb") as out:
         out.write(b"<html><body><nav>menu</nav>")
         for n in range(520_000):
-            out.write(b"<div><p>Paragraph %d of the long page, with <b>bold</b> and "
-                      b"<a href='#'>links</a>.</p></div>\n" % n)
+            out.write(
+                b"<div><p>Paragraph %d of the long page, with <b>bold</b> and "
+                b"<a href='#'>links</a>.</p></div>\n" % n
+            )
         out.write(b"</body></html>")
 
 
@@ -44,9 +46,11 @@ def write_bomb(folder: Path) -> None:
 
 @pytest.mark.parametrize(
     ("make", "megabytes", "read", "note"),
-    [(write_text, 100, 1, "only its first 4,000,000 characters were read"),
-     (write_html, 50, 1, "only its first 4,000,000 characters were read"),
-     (write_bomb, 2, 0, "bomb.docx was refused (too large)")],
+    [
+        (write_text, 100, 1, "only its first 4,000,000 characters were read"),
+        (write_html, 50, 1, "only its first 4,000,000 characters were read"),
+        (write_bomb, 2, 0, "bomb.docx was refused (too large)"),
+    ],
     ids=["100MB-text", "50MB-html", "docx-bomb"],
 )
 def test_one_huge_or_hostile_file_keeps_the_build_worker_within_its_stated_bound(

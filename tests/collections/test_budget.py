@@ -149,8 +149,15 @@ def overlapping(*texts: str, overlap: int) -> dict[int, Row]:
     made, start = {}, 0
     for ordinal, text in enumerate(texts):
         carried = "" if ordinal == 0 else made[ordinal - 1].text[-overlap:]
-        made[ordinal] = Row(ordinal=ordinal, document=1, start=start - len(carried),
-                            end=start + len(text), text=carried + text, section="", index=ordinal)
+        made[ordinal] = Row(
+            ordinal=ordinal,
+            document=1,
+            start=start - len(carried),
+            end=start + len(text),
+            text=carried + text,
+            section="",
+            index=ordinal,
+        )
         start += len(text) + 1
     return made
 

@@ -15,8 +15,9 @@ WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven"]
 def version_files(version: str) -> dict[str, str]:
     # Numbers spelt out: paragraphs that differ only in their digits are a conflict, held for review.
     return {
-        f"doc{i}.md": "\n\n".join(f"{version} paragraph {WORDS[j]} of document {WORDS[i]} " + "filler " * 30
-                                    for j in range(6))
+        f"doc{i}.md": "\n\n".join(
+            f"{version} paragraph {WORDS[j]} of document {WORDS[i]} " + "filler " * 30 for j in range(6)
+        )
         for i in range(8)
     }
 
@@ -67,7 +68,8 @@ def test_a_reader_sees_the_old_or_the_new_collection_never_a_mix_or_nothing(agen
 
 @pytest.mark.django_db
 def test_a_full_disk_while_the_index_is_written_fails_the_build_and_the_old_build_answers(
-        agent, knowledge_folder, monkeypatch, settings, tmp_path):
+    agent, knowledge_folder, monkeypatch, settings, tmp_path
+):
     """Issue 24, item 9: the index is written and read back before the swap commits."""
     import errno
 
@@ -102,7 +104,8 @@ def test_a_full_disk_while_the_index_is_written_fails_the_build_and_the_old_buil
     found = search_collection(agent=agent, collection="disk", question="carry-over days", min_score=0)
     assert "ten days" in found["paragraphs"][0]["text"]
     assert [p.name for p in (tmp_path / "indexes" / f"c{collection.pk}").iterdir() if p.is_dir()] == [
-        indexes.build_key(CollectionBuilt.objects.get(collection=collection))]
+        indexes.build_key(CollectionBuilt.objects.get(collection=collection))
+    ]
 
 
 @pytest.mark.django_db

@@ -22,15 +22,17 @@ def lines(text, size, overlap, tokens):
 
 
 def test_a_strategy_added_to_the_table_is_the_one_chunk_cuts_with(monkeypatch):
-    monkeypatch.setitem(STRATEGIES, "lines", Strategy("9.9", lines, size=80, overlap=0, overlaps=False,
-                                                      counts_tokens=False))
+    monkeypatch.setitem(
+        STRATEGIES, "lines", Strategy("9.9", lines, size=80, overlap=0, overlaps=False, counts_tokens=False)
+    )
     assert [piece.text for piece in chunk("one\ntwo\n\nthree", "lines")] == ["one", "two", "three"]
     assert resolve_sizes("lines") == (80, 0)
 
 
 def test_a_strategy_that_does_not_overlap_refuses_an_overlap(monkeypatch):
-    monkeypatch.setitem(STRATEGIES, "lines", Strategy("9.9", lines, size=80, overlap=0, overlaps=False,
-                                                      counts_tokens=False))
+    monkeypatch.setitem(
+        STRATEGIES, "lines", Strategy("9.9", lines, size=80, overlap=0, overlaps=False, counts_tokens=False)
+    )
     try:
         resolve_sizes("lines", 80, 5)
     except ChunkingError as exc:

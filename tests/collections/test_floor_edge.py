@@ -13,8 +13,9 @@ def test_a_score_equal_to_the_floor_clears_it():
     assert clears_floor(SCORES, 0.25).tolist() == [False, True, True, True, False]
 
 
-@pytest.mark.parametrize("readable", [None, np.array([True, True, True, True, False]),
-                                      np.array([True, False, True, True, True])])
+@pytest.mark.parametrize(
+    "readable", [None, np.array([True, True, True, True, False]), np.array([True, False, True, True, True])]
+)
 def test_every_path_keeps_the_rows_at_the_floor(readable):
     kept = top_at_floor(SCORES, 0.25, 10, readable=readable).tolist()
     expected = [row for row in (2, 1, 3) if readable is None or readable[row]]

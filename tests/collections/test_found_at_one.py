@@ -48,8 +48,9 @@ def test_a_marker_in_the_best_hits_own_run_is_found_at_1():
 
 
 @pytest.mark.django_db
-def test_the_known_answers_report_counts_found_at_1_at_most_1(agent, knowledge_folder, settings,
-                                                               django_capture_on_commit_callbacks):
+def test_the_known_answers_report_counts_found_at_1_at_most_1(
+    agent, knowledge_folder, settings, django_capture_on_commit_callbacks
+):
     settings.EMBED_BACKEND = "none"  # lexical: the ranking above, exactly
     settings.AROUND, settings.MIN_SCORE = 1, 0
     collection = create_collection(agent=agent, name="zebra", method="structure", size=70, overlap=0)

@@ -15,8 +15,10 @@ from collections_app.services.builds import request_build
 from tests.conftest import HANDBOOK
 from tests.test_qcluster import ROOT, database_url
 
-ITEMS = [{"question": "what is mileage reimbursed at per kilometre", "answer": "0.42 per kilometre"},
-         {"question": "what is the recipe for sourdough bread", "control": True}]
+ITEMS = [
+    {"question": "what is mileage reimbursed at per kilometre", "answer": "0.42 per kilometre"},
+    {"question": "what is the recipe for sourdough bread", "control": True},
+]
 
 
 @pytest.mark.qcluster
@@ -32,12 +34,23 @@ def test_a_build_in_the_worker_is_measured_after_it_commits(agent, knowledge_fol
         run = request_build(collection=collection, requested_by="test")  # enqueued when this commits
     finally:
         Conf.SYNC = True
-    env = {**os.environ, "DATABASE_URL": database_url(), "Q_WORKERS": "1", "LOG_LEVEL": "INFO",
-           "EMBED_BACKEND": "hash"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "Q_WORKERS": "1",
+        "LOG_LEVEL": "INFO",
+        "EMBED_BACKEND": "hash",
+    }
     log_path = tmp_path / "qcluster.log"
     log = log_path.open("w+")
-    cluster = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env,
-                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    cluster = subprocess.Popen(
+        [sys.executable, "manage.py", "qcluster"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and not KnownAnswersReport.objects.filter(build=run).exists():

@@ -23,6 +23,7 @@ from tests.conftest import HANDBOOK
 
 pytestmark = pytest.mark.django_db
 
+
 def as_a_new_node(collection):
     """What a fresh container meets: no mapping in this process and no files in INDEX_DIR."""
     forget_index(collection.pk)

@@ -44,7 +44,7 @@ def test_a_scanned_pdf_is_read_by_ocr_page_by_page(scan, born_digital):
     truth = extract("a.pdf", born_digital).text
     assert result.ocr_pages == 3 and [mark.page for mark in result.pages] == [1, 2, 3]
     assert character_error_rate(words(result.text), words(truth)) < 0.02
-    second = result.text[result.pages[1].offset:result.pages[2].offset]
+    second = result.text[result.pages[1].offset : result.pages[2].offset]
     assert "receipt is required" in second
 
 
@@ -99,8 +99,9 @@ def test_a_language_that_is_not_installed_is_refused_by_name(scan):
 def test_pages_over_the_ocr_limit_are_left_out_with_a_warning(scan):
     result = extract("scan.pdf", scan, ocr=OcrOptions(max_pages=1))
     assert result.ocr_pages == 1 and "twenty five days" in result.text and "receipt" not in result.text
-    assert result.warnings == [f"page {n} was not read by OCR: over the limit of 1 OCR pages a document"
-                               for n in (2, 3)]
+    assert result.warnings == [
+        f"page {n} was not read by OCR: over the limit of 1 OCR pages a document" for n in (2, 3)
+    ]
 
 
 def test_a_page_over_its_time_limit_is_left_out_with_a_warning(scan):
@@ -111,8 +112,9 @@ def test_a_page_over_its_time_limit_is_left_out_with_a_warning(scan):
 def test_pixels_are_bounded_a_page_is_rendered_small_and_a_huge_image_is_refused_undecoded(born_digital):
     from PIL import Image
 
-    small = extract("scan.pdf", scanned_pdf_bytes(born_digital, pages=[1]),
-                    ocr=OcrOptions(max_pixels=2_000_000))
+    small = extract(
+        "scan.pdf", scanned_pdf_bytes(born_digital, pages=[1]), ocr=OcrOptions(max_pixels=2_000_000)
+    )
     assert "twenty five days" in small.text  # A4 at about 140 dpi still reads
     huge = io.BytesIO()
     Image.new("L", (20_000, 20_000), 255).save(huge, format="PNG")  # a few hundred KB, 400 Mpixels

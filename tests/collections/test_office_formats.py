@@ -29,11 +29,16 @@ def pages_of(extracted, needle: str) -> tuple[int | None, int | None]:
 
 
 def test_each_slide_is_a_section_titled_by_its_number_and_title_with_its_notes():
-    deck = pptx_bytes([
-        {"title": "Quarterly results", "lines": ["Revenue grew 12%", "Costs fell"],
-         "notes": "Mention Berlin."},
-        {"lines": ["A slide without a title"], "table": [["Region", "Sales"], ["North", "40"]]},
-    ])
+    deck = pptx_bytes(
+        [
+            {
+                "title": "Quarterly results",
+                "lines": ["Revenue grew 12%", "Costs fell"],
+                "notes": "Mention Berlin.",
+            },
+            {"lines": ["A slide without a title"], "table": [["Region", "Sales"], ["North", "40"]]},
+        ]
+    )
     extracted = extract("deck.pptx", deck)
     assert extracted.text == (
         "# Slide 1: Quarterly results\n\nRevenue grew 12%\nCosts fell\n\nNotes: Mention Berlin.\n\n"
@@ -52,11 +57,17 @@ def test_a_damaged_deck_is_corrupt():
 
 
 def test_each_sheet_is_a_section_and_a_page_whose_rows_carry_their_header():
-    workbook = xlsx_bytes({
-        "Staff": [["Name", "Department", "Phone"], ["Alice", "Sales", "555-0101"], [None, None, None],
-                  ["Bob", "Legal", "555-0199"]],
-        "Rooms": [["Room", "Seats"], ["Oak", 12]],
-    })
+    workbook = xlsx_bytes(
+        {
+            "Staff": [
+                ["Name", "Department", "Phone"],
+                ["Alice", "Sales", "555-0101"],
+                [None, None, None],
+                ["Bob", "Legal", "555-0199"],
+            ],
+            "Rooms": [["Room", "Seats"], ["Oak", 12]],
+        }
+    )
     extracted = extract("book.xlsx", workbook)
     assert extracted.text == (
         "# Staff\n\n| Name | Department | Phone |\n| --- | --- | --- |\n| Alice | Sales | 555-0101 |\n"
@@ -137,8 +148,12 @@ def test_text_past_the_document_limit_is_left_out_with_a_note():
 
 
 def test_an_epub_is_read_in_spine_order_and_a_chapter_without_a_heading_is_headed_by_its_title():
-    book = epub_bytes([("Chapter One", "<h1>Beginnings</h1><p>It was a dark night.</p>"),
-                       ("Interlude", "<p>No heading here.</p>")])
+    book = epub_bytes(
+        [
+            ("Chapter One", "<h1>Beginnings</h1><p>It was a dark night.</p>"),
+            ("Interlude", "<p>No heading here.</p>"),
+        ]
+    )
     # epub_bytes lists the spine in reverse, so the reading order is not the order of the files.
     expected = "# Interlude\n\nNo heading here.\n\n# Beginnings\n\nIt was a dark night."
     assert extract("b.epub", book).text == expected
@@ -156,31 +171,37 @@ def test_an_encrypted_epub_is_refused_as_encrypted_and_a_broken_one_as_corrupt()
 
 
 def test_an_odt_keeps_headings_lists_and_tables():
-    body = ('<text:h text:outline-level="2">Leave</text:h><text:p>Staff get <text:span>ten</text:span>'
-            '<text:s text:c="3"/>days.</text:p><text:list><text:list-item><text:p>Ask first</text:p>'
-            "</text:list-item></text:list><table:table><table:table-row><table:table-cell><text:p>Kind</text:p>"
-            "</table:table-cell><table:table-cell><text:p>Days</text:p></table:table-cell></table:table-row>"
-            "<table:table-row><table:table-cell><text:p>Sick</text:p></table:table-cell><table:table-cell>"
-            "<text:p>5</text:p></table:table-cell></table:table-row></table:table>")
+    body = (
+        '<text:h text:outline-level="2">Leave</text:h><text:p>Staff get <text:span>ten</text:span>'
+        '<text:s text:c="3"/>days.</text:p><text:list><text:list-item><text:p>Ask first</text:p>'
+        "</text:list-item></text:list><table:table><table:table-row><table:table-cell><text:p>Kind</text:p>"
+        "</table:table-cell><table:table-cell><text:p>Days</text:p></table:table-cell></table:table-row>"
+        "<table:table-row><table:table-cell><text:p>Sick</text:p></table:table-cell><table:table-cell>"
+        "<text:p>5</text:p></table:table-cell></table:table-row></table:table>"
+    )
     assert extract("p.odt", odf_bytes(body)).text == (
         "## Leave\n\nStaff get ten days.\n\nAsk first\n\n| Kind | Days |\n| --- | --- |\n| Sick | 5 |"
     )
 
 
 def test_an_odp_is_read_slide_by_slide_with_notes_and_slide_numbers():
-    body = ('<draw:page><draw:frame presentation:class="title"><draw:text-box><text:p>Hello</text:p>'
-            "</draw:text-box></draw:frame><draw:frame><draw:text-box><text:p>Point A</text:p></draw:text-box>"
-            "</draw:frame><presentation:notes><draw:frame><draw:text-box><text:p>say hi</text:p>"
-            "</draw:text-box></draw:frame></presentation:notes></draw:page><draw:page><draw:frame>"
-            "<draw:text-box><text:p>Second</text:p></draw:text-box></draw:frame></draw:page>")
+    body = (
+        '<draw:page><draw:frame presentation:class="title"><draw:text-box><text:p>Hello</text:p>'
+        "</draw:text-box></draw:frame><draw:frame><draw:text-box><text:p>Point A</text:p></draw:text-box>"
+        "</draw:frame><presentation:notes><draw:frame><draw:text-box><text:p>say hi</text:p>"
+        "</draw:text-box></draw:frame></presentation:notes></draw:page><draw:page><draw:frame>"
+        "<draw:text-box><text:p>Second</text:p></draw:text-box></draw:frame></draw:page>"
+    )
     extracted = extract("d.odp", odf_bytes(body, kind="presentation"))
     assert extracted.text == "# Slide 1: Hello\n\nPoint A\n\nNotes: say hi\n\n# Slide 2\n\nSecond"
     assert pages_of(extracted, "Second") == (2, 2)
 
 
 def test_repeated_cells_and_rows_expand_only_to_the_table_limits():
-    row = ('<table:table-row table:number-rows-repeated="1000000"><table:table-cell '
-           'table:number-columns-repeated="16384"><text:p>x</text:p></table:table-cell></table:table-row>')
+    row = (
+        '<table:table-row table:number-rows-repeated="1000000"><table:table-cell '
+        'table:number-columns-repeated="16384"><text:p>x</text:p></table:table-cell></table:table-row>'
+    )
     started = time.monotonic()
     text = extract("r.odt", odf_bytes(f"<table:table>{row}</table:table>")).text
     assert time.monotonic() - started < 20
@@ -204,12 +225,14 @@ def test_deeply_nested_xml_is_refused_as_corrupt_at_once():
 
 
 def test_entities_are_never_expanded():
-    laughs = ('<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa">'
-              '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">'
-              '<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">]>'
-              '<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
-              'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:text>'
-              "<text:p>before &d; after</text:p></office:text></office:body></office:document-content>")
+    laughs = (
+        '<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa">'
+        '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">'
+        '<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">]>'
+        '<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:text>'
+        "<text:p>before &d; after</text:p></office:text></office:body></office:document-content>"
+    )
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as package:
         package.writestr("content.xml", laughs)
@@ -218,8 +241,13 @@ def test_entities_are_never_expanded():
 
 @pytest.mark.parametrize(
     ("name", "member"),
-    [("bomb.pptx", "ppt/slides/slide1.xml"), ("bomb.xlsx", "xl/worksheets/sheet1.xml"),
-     ("bomb.epub", "OEBPS/c0.xhtml"), ("bomb.odt", "content.xml"), ("bomb.docx", "word/document.xml")],
+    [
+        ("bomb.pptx", "ppt/slides/slide1.xml"),
+        ("bomb.xlsx", "xl/worksheets/sheet1.xml"),
+        ("bomb.epub", "OEBPS/c0.xhtml"),
+        ("bomb.odt", "content.xml"),
+        ("bomb.docx", "word/document.xml"),
+    ],
 )
 def test_a_zip_bomb_of_every_package_format_is_too_large_before_it_is_inflated(tmp_path, name, member):
     data = zip_bomb(tmp_path / name, member=member, declared_mb=300).read_bytes()
@@ -242,8 +270,9 @@ def test_pages_and_notes_come_back_through_the_bounded_child():
 
     extractor = BoundedExtractor(Limits(seconds=60, memory_bytes=1024 * 1024 * 1024))
     try:
-        deck = extractor.extract("deck.pptx", pptx_bytes([{"title": "One"},
-                                                          {"title": "Two", "lines": ["x"]}]))
+        deck = extractor.extract(
+            "deck.pptx", pptx_bytes([{"title": "One"}, {"title": "Two", "lines": ["x"]}])
+        )
         rows = [["id", "text"]] + [[n, "lorem ipsum dolor sit amet " * 3] for n in range(60_000)]
         huge = extractor.extract("huge.csv", csv_bytes(rows))
     finally:

@@ -97,9 +97,12 @@ def test_which_flag_does_x_finds_the_options_entry(agent, knowledge_folder, sett
     knowledge_folder("man", {"ls.md": MAN})
     build_collection(collection=collection)
     answer = search_collection(
-        agent=agent, collection=collection, question="which flag does not list the implied directories",
+        agent=agent,
+        collection=collection,
+        question="which flag does not list the implied directories",
         min_score=0,
-        most=1, around=0,
+        most=1,
+        around=0,
     )
     assert answer["paragraphs"][0]["text"].startswith("-A, --almost-all")
 

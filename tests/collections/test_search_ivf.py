@@ -189,8 +189,8 @@ def test_the_defaults_are_fifty_thousand_paragraphs_the_measured_nprobe_and_reca
 
     from collections_app.conf import settings as app_settings
 
-    # The defaults are declared once, in ragsite/settings.py.
-    source = (Path(__file__).resolve().parents[2] / "ragsite" / "settings.py").read_text()
+    # The defaults are declared once, in config/settings.py.
+    source = (Path(__file__).resolve().parents[2] / "config" / "settings.py").read_text()
     assert re.search(r'"IVF_MIN_PARAGRAPHS", default=50_?000\)', source)
     assert re.search(r'"IVF_NPROBE", default=0\)', source)
     assert re.search(r'"IVF_RECALL", default=0.95\)', source)

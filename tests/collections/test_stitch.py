@@ -278,7 +278,7 @@ def _hidden_only(text: str, pieces, readable: list[bool]) -> list[str]:
 @given(
     words=st.integers(20, 400),
     seed=st.integers(0, 10_000),
-        size=st.integers(60, 400),
+    size=st.integers(60, 400),
     overlap_share=st.floats(0.05, 0.5),
     layout=st.lists(st.booleans(), min_size=1, max_size=400),
     around=st.integers(0, 5),

@@ -215,7 +215,9 @@ def test_invariant_1_recall_ranks_excerpts_under_mutation(agent, django_capture_
         several += len(keys) > len(set(keys))
     # The older rules give other answers on this corpus, and records do give several excerpts.
     assert changed_by_best_node >= 3 and changed_by_records >= 3 and several >= 3, (
-        changed_by_best_node, changed_by_records, several
+        changed_by_best_node,
+        changed_by_records,
+        several,
     )
     # A record that was never divided scores what it scored before any node existed, so records
     # never divided keep their relative order.

@@ -144,8 +144,13 @@ def top_k(rows: np.ndarray, scores: np.ndarray, floor: float, k: int) -> list[tu
 
 @settings(max_examples=400)
 @given(
-    st.integers(0, 2**32 - 1), st.integers(1, 60), weights, st.sampled_from([0.0, 0.0, 0.2, 0.5, 0.9]),
-    st.integers(1, 12), st.booleans(), st.sampled_from([0.0, 0.5, 7.0]),
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 60),
+    weights,
+    st.sampled_from([0.0, 0.0, 0.2, 0.5, 0.9]),
+    st.integers(1, 12),
+    st.booleans(),
+    st.sampled_from([0.0, 0.5, 7.0]),
 )
 def test_the_threshold_round_completes_any_candidate_set_to_the_exact_top_k(
     seed, n, weight, floor, k, lexical_too, upper
@@ -169,8 +174,13 @@ def test_the_threshold_round_completes_any_candidate_set_to_the_exact_top_k(
     assert top_k(enlarged, fused[enlarged], floor, k) == top_k(np.arange(n), fused, floor, k)
     if outside.size:
         # The fast path: the best bound and the best BM25 left out, as one row.
-        worst, _ = may_enter(threshold, bound[outside].max(keepdims=True),
-                             None if lexical is None else lexical.max(keepdims=True), upper, weight=weight)
+        worst, _ = may_enter(
+            threshold,
+            bound[outside].max(keepdims=True),
+            None if lexical is None else lexical.max(keepdims=True),
+            upper,
+            weight=weight,
+        )
         assert worst.size or reach.size == 0
 
 

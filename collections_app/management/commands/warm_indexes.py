@@ -21,8 +21,12 @@ class Command(ServiceCommand):
         for item in warmed:
             if json:
                 self.print_json(
-                    {"agent": item.agent_id, "collection": item.collection, "outcome": item.outcome,
-                     "seconds": round(item.seconds, 3)}
+                    {
+                        "agent": item.agent_id,
+                        "collection": item.collection,
+                        "outcome": item.outcome,
+                        "seconds": round(item.seconds, 3),
+                    }
                 )
             else:
                 self.stdout.write(f"{item.agent_id}/{item.collection}: {item.outcome} in {item.seconds:.2f}s")

@@ -151,8 +151,16 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
     for number, source in enumerate(sources, start=1):
         prepared.append(
             _prepare(
-                source, existing.get(source.name), collection, embedder, method, size, overlap, run,
-                extractor, reuse=reuse,
+                source,
+                existing.get(source.name),
+                collection,
+                embedder,
+                method,
+                size,
+                overlap,
+                run,
+                extractor,
+                reuse=reuse,
             )
         )
         progress.save(documents_done=min(number, len(sources) - 1))  # the last: with the paragraphs to embed

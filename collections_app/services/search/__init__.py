@@ -71,22 +71,45 @@ def search_collection(
     `filters` (OpenAI's vector-store shape, services.filtering) keeps only the rows it describes, before
     ranking, exactly as a reader's labels do.
     """
-    plan = plan_search(agent=agent, collection=collection, question=question, reader=reader,
-                       on_behalf_of=on_behalf_of, most=most, around=around, min_score=min_score, key=key,
-                       mode=mode, max_most=max_most, nprobe=nprobe, explain=explain, max_chars=max_chars,
-                       filters=filters)
+    plan = plan_search(
+        agent=agent,
+        collection=collection,
+        question=question,
+        reader=reader,
+        on_behalf_of=on_behalf_of,
+        most=most,
+        around=around,
+        min_score=min_score,
+        key=key,
+        mode=mode,
+        max_most=max_most,
+        nprobe=nprobe,
+        explain=explain,
+        max_chars=max_chars,
+        filters=filters,
+    )
     asked = question_vector(plan)
     ranking = _ranking(plan, asked.vector)
     reranked = rerank(plan, ranking)
     relevance = reranked.relevance
-    hits = [(int(row), ranking.score_of(row) if relevance is None else relevance[int(row)])
-            for row in reranked.top]
-    paragraphs, runs, readable, cut = stitched(plan.index, plan.mask, hits, plan.around, plan.max_chars,
-                                               per_reader=plan.reader is not None,
-                                               sections=returns_sections(plan.built.method), every=plan.every)
+    hits = [
+        (int(row), ranking.score_of(row) if relevance is None else relevance[int(row)])
+        for row in reranked.top
+    ]
+    paragraphs, runs, readable, cut = stitched(
+        plan.index,
+        plan.mask,
+        hits,
+        plan.around,
+        plan.max_chars,
+        per_reader=plan.reader is not None,
+        sections=returns_sections(plan.built.method),
+        every=plan.every,
+    )
     if relevance is not None:
-        mark_reranked(paragraphs, runs, {int(row): ranking.score_of(row) for row in reranked.top},
-                      reranked.fused_rank)
+        mark_reranked(
+            paragraphs, runs, {int(row): ranking.score_of(row) for row in reranked.top}, reranked.fused_rank
+        )
     answer = {
         "paragraphs": paragraphs,
         "floor": plan.floor,
@@ -110,7 +133,11 @@ def search_collection(
         answer["paragraphs"], answer["chars"] = [], 0  # withheld: the answering call never sees them
     logger.info(
         "search %s/%s: mode %s, %d paragraphs, refused %s",
-        agent.agent_id, plan.collection.name, ranking.mode, len(answer["paragraphs"]), answer["refused"],
+        agent.agent_id,
+        plan.collection.name,
+        ranking.mode,
+        len(answer["paragraphs"]),
+        answer["refused"],
     )
     return answer
 
@@ -122,8 +149,9 @@ def _ranking(plan: SearchPlan, vector: np.ndarray | None) -> Ranking:
     if vector is None and plan.view is None and not plan.explain and not settings.RERANK_URL:
         # Lexical alone over every row's statistics, and nothing asks for every row's score (explain,
         # the reranker): the best rows are found without scoring every row, and only they are fused.
-        found = best_rows(index, plan.question_terms, plan.most, None if plan.every else plan.mask,
-                          lexical_score)
+        found = best_rows(
+            index, plan.question_terms, plan.most, None if plan.every else plan.mask, lexical_score
+        )
         if found is not None:
             rows, scores = found  # the top rows by fused score, best first, and those scores
             top = top_at_floor(scores, plan.floor, plan.most, rows=rows)
@@ -131,8 +159,16 @@ def _ranking(plan: SearchPlan, vector: np.ndarray | None) -> Ranking:
     if vector is not None and uses_ivf(index):
         lexical_arm = lexical(index, plan.question_terms, plan.view)
         return approximate_ranking(plan, vector, lexical_arm, weight=weight)
-    return rank(index, plan.question_terms, vector, weight=weight, most=plan.most, floor=plan.floor,
-                readable=plan.mask, view=plan.view)
+    return rank(
+        index,
+        plan.question_terms,
+        vector,
+        weight=weight,
+        most=plan.most,
+        floor=plan.floor,
+        readable=plan.mask,
+        view=plan.view,
+    )
 
 
 def lexical_score(bm25: np.ndarray, bound: float) -> np.ndarray:
@@ -141,5 +177,13 @@ def lexical_score(bm25: np.ndarray, bound: float) -> np.ndarray:
     return hybrid_scores(None, bm25, bound, weight=fusion.FUSION_WEIGHT)[0]
 
 
-__all__ = ["MODES", "collection_index", "forget_index", "lexical_score", "resolve_floor", "resolve_payer",
-           "search_collection", "validate_request"]
+__all__ = [
+    "MODES",
+    "collection_index",
+    "forget_index",
+    "lexical_score",
+    "resolve_floor",
+    "resolve_payer",
+    "search_collection",
+    "validate_request",
+]

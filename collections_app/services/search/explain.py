@@ -14,8 +14,14 @@ from .plan import SearchPlan, readable_mask
 from .stitched import positions
 
 
-def explain(plan: SearchPlan, ranking: Ranking, vector: np.ndarray | None, top: np.ndarray,
-            runs: list[Stitched], readable: dict[int, Row]) -> dict:
+def explain(
+    plan: SearchPlan,
+    ranking: Ranking,
+    vector: np.ndarray | None,
+    top: np.ndarray,
+    runs: list[Stitched],
+    readable: dict[int, Row],
+) -> dict:
     """Each answer's pieces with their lexical and semantic parts, and how many rows this reader's
     labels hid.
 
@@ -36,18 +42,20 @@ def explain(plan: SearchPlan, ranking: Ranking, vector: np.ndarray | None, top: 
         fused, _mode = hybrid_scores(cosine, lexical, upper, weight=fusion.FUSION_WEIGHT)
         semantic = normalise_cosine(cosine) if cosine is not None else None
         lexical01 = normalise_bm25(lexical, upper) if lexical is not None else None
-        pieces.append([
-            {
-                "paragraph": int(index.row_paragraph[row]),
-                "ordinal": at(int(row)),
-                "text": readable[int(row)].text,
-                "hit": int(row) in hits,
-                "score": round(float(fused[i]), 6),
-                "lexical": None if lexical01 is None else round(float(lexical01[i]), 6),
-                "semantic": None if semantic is None else round(float(semantic[i]), 6),
-            }
-            for i, row in enumerate(parts_rows.tolist())
-        ])
+        pieces.append(
+            [
+                {
+                    "paragraph": int(index.row_paragraph[row]),
+                    "ordinal": at(int(row)),
+                    "text": readable[int(row)].text,
+                    "hit": int(row) in hits,
+                    "score": round(float(fused[i]), 6),
+                    "lexical": None if lexical01 is None else round(float(lexical01[i]), 6),
+                    "semantic": None if semantic is None else round(float(semantic[i]), 6),
+                }
+                for i, row in enumerate(parts_rows.tolist())
+            ]
+        )
     hidden = 0
     if plan.reader is not None and plan.collection.per_reader and index.size and ranking.rows is None:
         everyone = readable_mask(plan.collection, index, None, plan.held_back)

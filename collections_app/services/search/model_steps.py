@@ -61,8 +61,9 @@ def _embedded(plan: SearchPlan) -> np.ndarray:
     try:
         embedded = embedder.embed_with_usage([plan.question])
     except EmbeddingError as exc:
-        raise RagsiteError(f"the embedder failed: {exc}", code=errors.EMBEDDER_UNAVAILABLE,
-                           status=503) from None
+        raise RagsiteError(
+            f"the embedder failed: {exc}", code=errors.EMBEDDER_UNAVAILABLE, status=503
+        ) from None
     vector = np.asarray(embedded.vectors[0], dtype=np.float32)
     if vector.shape[0] != plan.index.dimensions:
         raise Conflict(
@@ -71,8 +72,13 @@ def _embedded(plan: SearchPlan) -> np.ndarray:
             code=errors.WIDTH_MISMATCH,
         )
     if plan.payer is not None and embedder.backend == "http":
-        record_call(agent=plan.payer, collection=collection, purpose=ModelCall.EMBED, model=embedder.model,
-                    tokens_in=embedded.tokens or 0)
+        record_call(
+            agent=plan.payer,
+            collection=collection,
+            purpose=ModelCall.EMBED,
+            model=embedder.model,
+            tokens_in=embedded.tokens or 0,
+        )
     return vector
 
 
@@ -112,18 +118,27 @@ def rerank(plan: SearchPlan, ranking: Ranking) -> RerankStep:
     collection = plan.collection
     try:
         reranked = ask_reranker(
-            url=settings.RERANK_URL, model=settings.RERANK_MODEL, api_key=settings.RERANK_API_KEY,
-            timeout=float(settings.RERANK_TIMEOUT), question=plan.question,
+            url=settings.RERANK_URL,
+            model=settings.RERANK_MODEL,
+            api_key=settings.RERANK_API_KEY,
+            timeout=float(settings.RERANK_TIMEOUT),
+            question=plan.question,
             documents=shown_texts(plan.index, candidates, plan.mask),
         )
     except RerankUnavailable as exc:
         logger.warning("reranker unavailable for %s/%s: %s", collection.agent.agent_id, collection.name, exc)
         return RerankStep(ranking.top, {"status": "unavailable"})
     if plan.payer is not None:
-        record_call(agent=plan.payer, collection=collection, purpose=ModelCall.RERANK, model=reranked.model,
-                    tokens_in=reranked.tokens)
-    relevance = {int(row): float(value)
-                 for row, value in zip(candidates.tolist(), reranked.scores, strict=True)}
+        record_call(
+            agent=plan.payer,
+            collection=collection,
+            purpose=ModelCall.RERANK,
+            model=reranked.model,
+            tokens_in=reranked.tokens,
+        )
+    relevance = {
+        int(row): float(value) for row, value in zip(candidates.tolist(), reranked.scores, strict=True)
+    }
     order = np.argsort(-np.asarray(reranked.scores, dtype=np.float64), kind="stable")
     passing = clears_floor(candidate_scores, plan.floor)
     kept = [int(candidates[i]) for i in order if passing[i]][: plan.most]
@@ -162,6 +177,12 @@ def judge(plan: SearchPlan, paragraphs: list[dict]) -> JudgeStep:
         logger.warning("judge unavailable for %s/%s: %s", collection.agent.agent_id, collection.name, exc)
         return JudgeStep({"status": "unavailable"})
     if plan.payer is not None:
-        record_call(agent=plan.payer, collection=collection, purpose=ModelCall.JUDGE, model=verdict.model,
-                    tokens_in=verdict.tokens_in, tokens_out=verdict.tokens_out)
+        record_call(
+            agent=plan.payer,
+            collection=collection,
+            purpose=ModelCall.JUDGE,
+            model=verdict.model,
+            tokens_in=verdict.tokens_in,
+            tokens_out=verdict.tokens_out,
+        )
     return JudgeStep({"status": "answered", "model": verdict.model}, refused=not verdict.answers)

@@ -149,8 +149,13 @@ def _section_rows(index: MappedIndex, mask: np.ndarray, hits: list[int]) -> dict
 
 
 def _stitch_readable(
-    mask: np.ndarray, hits: list[tuple[int, float]], readable: dict[int, Row], around: int,
-    sections: bool, *, every: bool,
+    mask: np.ndarray,
+    hits: list[tuple[int, float]],
+    readable: dict[int, Row],
+    around: int,
+    sections: bool,
+    *,
+    every: bool,
 ) -> list[Stitched]:
     """`stitch` (or `stitch_sections`) over the readable rows numbered consecutively (their positions
     among the rows this search may use), so two readable rows with hidden ones between them are

@@ -29,6 +29,6 @@ class Command(ServiceCommand):
             if source is not sys.stdin:
                 source.close()
         self.stdout.write(
-            f"Imported {counts['memories']} memories and {counts['episodes']} episodes into \"{agent_id}\"; "
+            f'Imported {counts["memories"]} memories and {counts["episodes"]} episodes into "{agent_id}"; '
             f"{counts['nodes_queued']} node builds queued."
         )

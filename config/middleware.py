@@ -8,8 +8,8 @@ Django's own HTML error pages. The status is kept; only the body becomes
 
 from django.http import HttpResponse, JsonResponse
 
-from .errors import error_body, store_busy
-from .rls import agent_scope, installed
+from ragsite.errors import error_body, store_busy
+from ragsite.rls import agent_scope, installed
 
 JSON_PREFIXES = ("/api/", "/v1/", "/count_tokens", "/mcp")
 CODES = {
@@ -49,8 +49,9 @@ class JsonErrors:
         if request.path.startswith(JSON_PREFIXES):
             response = JsonResponse(busy.as_dict(), status=busy.status)
         else:
-            response = HttpResponse(busy.message, status=busy.status,
-                                    content_type="text/plain; charset=utf-8")
+            response = HttpResponse(
+                busy.message, status=busy.status, content_type="text/plain; charset=utf-8"
+            )
         for name, value in busy.headers.items():
             response[name] = value
         return response

@@ -5,10 +5,10 @@ from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
 from collections_app import embedding_server, openai_api
+from ragsite.errors import error_body
 from ragsite.mcp.transport import mcp_endpoint
 
 from .api import api
-from .errors import error_body
 
 
 @csrf_exempt  # bearer keys, no cookies: a POST to an unknown route is a 404, not a CSRF page (D14)

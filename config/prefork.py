@@ -7,7 +7,7 @@ BLAS library's lazily made state), forgets what must not cross a fork (database 
 moves every object it holds into the garbage collector's permanent generation (`gc.freeze`), so
 that a collection in a worker does not write into the header of every inherited object and copy
 its page. Each worker then holds its threads to one malloc arena (`after_fork`).
-ragsite/gunicorn_conf.py calls these; docs/decisions.md says what each step measured.
+config/gunicorn_conf.py calls these; docs/decisions.md says what each step measured.
 """
 
 from __future__ import annotations

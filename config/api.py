@@ -17,9 +17,8 @@ from ninja.parser import Parser
 from ninja.security import HttpBearer
 
 from collections_app.services.agents import request_key
-
-from .bodies import parse_json
-from .errors import RagsiteError, error_body, store_busy
+from ragsite.bodies import parse_json
+from ragsite.errors import RagsiteError, error_body, store_busy
 
 logger = logging.getLogger("ragsite.api")
 

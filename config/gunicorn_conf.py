@@ -1,8 +1,8 @@
-"""gunicorn's configuration for the web tier: `gunicorn -c python:ragsite.gunicorn_conf`.
+"""gunicorn's configuration for the web tier: `gunicorn -c python:config.gunicorn_conf`.
 
 The application is loaded and warmed in the master, then forked into `WEB_CONCURRENCY` workers,
 so that the Python heap, Django, the URLconf and the local model's state are built once and
-shared by every worker page by page (ragsite/prefork.py; figures in docs/benchmarks.md). Each
+shared by every worker page by page (config/prefork.py; figures in docs/benchmarks.md). Each
 worker serves `WEB_THREADS` requests at once (gthread): an MCP `build_status` with `wait_seconds`
 holds its thread for up to a minute, and the other threads go on answering. Anything else of
 gunicorn's can still be given on its command line or in GUNICORN_CMD_ARGS, which win over this.
@@ -12,9 +12,9 @@ import os
 
 from django.core.exceptions import ImproperlyConfigured
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ragsite.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-from ragsite import prefork  # noqa: E402  (after the settings module is named)
+from config import prefork  # noqa: E402  (after the settings module is named)
 from ragsite.conf import settings  # noqa: E402
 
 
@@ -25,7 +25,7 @@ def _at_least_one(name: str) -> int:
     return value
 
 
-wsgi_app = "ragsite.wsgi:application"
+wsgi_app = "config.wsgi:application"
 bind = [str(settings.WEB_BIND)]
 workers = _at_least_one("WEB_CONCURRENCY")
 threads = _at_least_one("WEB_THREADS")

@@ -1,6 +1,6 @@
 """`make run`'s two processes, the task cluster and the development server, stopped together.
 
-    python -m ragsite.serve HOST:PORT
+    python -m config.serve HOST:PORT
 
 django-q2's cluster stops cleanly only when its main process alone is signalled: its sentinel and
 workers die at once on SIGTERM, and the main process then waits forever on a lock the dead sentinel
@@ -22,7 +22,7 @@ CLUSTER_STOP_SECONDS = 30
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m ragsite.serve HOST:PORT", file=sys.stderr)
+        print("usage: python -m config.serve HOST:PORT", file=sys.stderr)
         return 2
     manage = [sys.executable, "manage.py"]
     stopping: list[int] = []

@@ -67,9 +67,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # Outermost, so it also sees the CSRF page and any other HTML error answered below it.
-    "ragsite.middleware.JsonErrors",
+    "config.middleware.JsonErrors",
     # Row-level security on PostgreSQL: an agent's request sees only that agent's rows (ragsite.rls).
-    "ragsite.middleware.AgentScope",
+    "config.middleware.AgentScope",
     "django.middleware.security.SecurityMiddleware",
     # Static files (the admin's CSS and JS, Swagger UI) from the web process itself, with
     # DEBUG off, under runserver, uvicorn and gunicorn alike; no separate web server needed.
@@ -82,9 +82,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "ragsite.urls"
-WSGI_APPLICATION = "ragsite.wsgi.application"
-ASGI_APPLICATION = "ragsite.asgi.application"
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
 
 TEMPLATES = [
     {
@@ -265,9 +265,9 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
-# --- Web tier (gunicorn -c python:ragsite.gunicorn_conf) ----------------------
+# --- Web tier (gunicorn -c python:config.gunicorn_conf) ----------------------
 
-# Preforked workers (each a process forked from a warmed master, see ragsite/prefork.py), the
+# Preforked workers (each a process forked from a warmed master, see config/prefork.py), the
 # threads each one serves requests with (a build_status wait holds one for up to a minute), and
 # the address the master listens on.
 WEB_CONCURRENCY = env.int("WEB_CONCURRENCY", default=4)
