@@ -97,8 +97,8 @@ class IVFLists:
     recall: float  # recall@10 measured at `nprobe`
     target_recall: float
     index_id: str
-    # The vectors again in list order (`ordered[i]` is `vectors[members[i]]`), when the index holds them:
-    # a probe then reads each list as one contiguous block (`scan`) instead of gathering its rows.
+    # The vectors in list order (`ordered[i]` is vector `members[i]`), the index's one copy of them
+    # (float16): a probe reads each list as one contiguous block (`scan`) instead of gathering its rows.
     ordered: np.ndarray | None = None
 
     @property
@@ -143,7 +143,7 @@ class IVFLists:
         products = np.empty(ids.size, dtype=np.float32)
         at = 0
         for lo, hi in spans:
-            products[at : at + hi - lo] = self.ordered[lo:hi] @ query
+            products[at : at + hi - lo] = np.asarray(self.ordered[lo:hi], dtype=np.float32) @ query
             at += hi - lo
         return ids, products
 
@@ -178,11 +178,6 @@ class IVFLists:
             "ivf_target_recall": self.target_recall,
             "ivf_index_id": self.index_id,
         }
-
-    def ordered_blocks(self, vectors: np.ndarray, block: int = 1 << 16):
-        """The list-ordered copy of ``vectors`` (see `ordered`) as float32 blocks, for a writer to stream."""
-        for start in range(0, self.members.shape[0], block):
-            yield np.asarray(vectors[self.members[start : start + block]], dtype="<f4")
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], meta: dict) -> IVFLists:

@@ -32,7 +32,7 @@ from django.db import DatabaseError
 from ragsite.errors import Conflict, RagsiteError
 
 from ..conf import settings
-from ..index.format import IndexUnusable
+from ..index.format import FORMAT, IndexUnusable
 from ..index.ivf import IVFLists, build_lists
 from ..index.mapped import MappedIndex
 from ..index.postings import row_postings
@@ -62,8 +62,10 @@ def _key_of(moment, passages: int) -> str:
     """`build_key`, remembered: every search asks it, and strftime was a tenth of planning one."""
     if moment.utcoffset() is not None:
         moment = moment.astimezone(UTC)
-    # Deleting a document between builds lowers `passages` (services.documents): a new index then.
-    return f"{moment.strftime('%Y%m%dT%H%M%S%fZ')}-{passages}"
+    # Deleting a document between builds lowers `passages` (services.documents): a new index then. The
+    # format is part of the key: an index (on disk or stored) of another layout is another build's, never
+    # fetched or mapped for this one, written again from the rows and stored in its place.
+    return f"{moment.strftime('%Y%m%dT%H%M%S%fZ')}-{passages}-f{FORMAT}"
 
 
 def collection_root(collection_id: int) -> Path:

@@ -1,0 +1,89 @@
+"""Packed postings (index.packed): every term's rows and frequencies read back exactly, whole or a few
+rows at a time, whatever the gaps' widths, the blocks' cuts and the frequencies past a byte."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from collections_app.index import packed
+from collections_app.index.packed import FILES, PackedPostings, write_packed
+
+
+def postings(seed: int, terms: int, rows: int, big_tf: float):
+    """Random CSR postings: each term in a random number of distinct rows (some in none), ascending."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.choice([0, 1, 2, 127, 128, 129, 300], size=terms)
+    lengths = np.minimum(lengths, rows)
+    docs = [np.sort(rng.choice(rows, size=n, replace=False)) for n in lengths]
+    tf = rng.integers(1, 5, int(lengths.sum()))
+    tf[rng.random(tf.size) < big_tf] = rng.integers(255, 100_000)
+    indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    flat = np.concatenate(docs) if docs else np.zeros(0, np.int64)
+    return indptr, flat.astype(np.int32), tf.astype(np.int32)
+
+
+def read(directory, indptr, counts) -> PackedPostings:
+    sizes = {
+        "postings_bits": counts["bits_bytes"],
+        "block_first": counts["blocks"],
+        "block_bits": counts["blocks"],
+        "block_at": counts["blocks"],
+        "postings_tf": int(indptr[-1]),
+        "tf_escape_at": counts["tf_escapes"],
+        "tf_escape": counts["tf_escapes"],
+    }
+    arrays = {}
+    for name, (filename, dtype) in FILES.items():
+        array = np.fromfile(directory / filename, dtype=dtype)
+        assert array.size == sizes[name], name
+        arrays[name] = array
+    return PackedPostings(arrays, indptr)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    terms=st.integers(1, 40),
+    rows=st.sampled_from([1, 3, 200, 70_000, 2**31 - 1]),
+    big_tf=st.sampled_from([0.0, 0.05]),
+    pass_size=st.sampled_from([1, 300, 1 << 22]),
+)
+def test_every_posting_reads_back_whole_by_term_and_by_row(
+    tmp_path_factory, monkeypatch_session, seed, terms, rows, big_tf, pass_size
+):
+    monkeypatch_session.setattr(packed, "PACK_POSTINGS", pass_size)  # several packing passes, or one
+    directory = tmp_path_factory.mktemp("p")
+    indptr, docs, tf = postings(seed, terms, min(rows, 10**6) if rows < 2**31 - 1 else rows, big_tf)
+    reader = read(directory, indptr, write_packed(directory, indptr, docs, tf))
+    for term in range(terms):
+        lo, hi = indptr[term], indptr[term + 1]
+        got_docs, got_tf = reader.term(term)
+        assert np.array_equal(got_docs, docs[lo:hi]) and np.array_equal(got_tf, tf[lo:hi])
+    all_docs, all_tf = reader.all()
+    assert np.array_equal(all_docs, docs) and np.array_equal(all_tf, tf)
+    # A few rows: each term's frequency in each of them, 0 where it lacks them.
+    asked = np.unique(np.concatenate([docs[:: max(1, docs.size // 7)], [0, int(docs.max(initial=0)) + 1]]))
+    asked = asked[asked < 2**31 - 1]
+    found, holds = reader.find(list(range(terms)), asked)
+    for term in range(terms):
+        lo, hi = indptr[term], indptr[term + 1]
+        expected = {int(d): int(f) for d, f in zip(docs[lo:hi], tf[lo:hi], strict=True)}
+        assert found[term].tolist() == [expected.get(int(r), 0) for r in asked]
+        assert holds[term].tolist() == [int(r) in expected for r in asked]
+
+
+@pytest.fixture(scope="session")
+def monkeypatch_session():
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
+
+def test_gaps_take_the_bits_of_their_blocks_largest_and_frequencies_one_byte(tmp_path):
+    """A term in every row packs its gaps of 1 in one bit each: 300 postings in 38 bytes, not 1,200."""
+    indptr = np.asarray([0, 300], dtype=np.int64)
+    counts = write_packed(tmp_path, indptr, np.arange(300, dtype=np.int32), np.ones(300, dtype=np.int32))
+    assert counts["blocks"] == 3 and counts["tf_escapes"] == 0
+    assert np.fromfile(tmp_path / "block_bits.u8", dtype=np.uint8).tolist() == [1, 1, 1]
+    assert counts["bits_bytes"] <= 300 // 8 + 2 * 8 + packed.PADDING
+    assert (tmp_path / "postings_tf.u8").stat().st_size == 300
