@@ -71,9 +71,10 @@ def bm25_top(
         return None  # nothing to leave out, or every eligible row is wanted anyway
     norms = index.norms()
     partial = np.zeros(index.size, dtype=np.float64)
+    read = {}  # the rare terms' postings, read whole here and searched again for the candidates
     for term_id, lo, hi, coefficient in question:
         if hi - lo <= index.size // COMMON:
-            docs, tf = index.packed.term(term_id)
+            docs, tf = read[term_id] = index.packed.term(term_id)
             np.add.at(partial, docs, coefficient * weights_of(tf, np.take(norms, docs), index.k1))
     with_context = _with_context(index, query_terms, bound)
     partial = with_context(partial, None)  # a context's share is no less than nothing: still a lower bound
@@ -92,7 +93,7 @@ def bm25_top(
     rows = near[scored[near] >= cut] if cut >= low else np.flatnonzero(scored >= cut)
     if rows.size > index.size // MOST_CANDIDATES:
         return None
-    return rows, with_context(_exact(index, question, rows), rows), bound
+    return rows, with_context(_exact(index, question, rows, read), rows), bound
 
 
 def _with_context(index, query_terms: list[str], bound: float):
@@ -152,19 +153,21 @@ def _idf(n_docs: int, df: int) -> float:
     return float(idf(n_docs, np.asarray([df]))[0])
 
 
-def _exact(index, question: list[tuple[int, int, int, float]], rows: np.ndarray) -> np.ndarray:
+def _exact(index, question: list[tuple[int, int, int, float]], rows: np.ndarray, read: dict) -> np.ndarray:
     """The exact BM25 of ``rows`` (ascending; ``question`` not empty): each term's share added in term-id
     order, as the dense sum adds it (a row without the term adds nothing, where the dense sum adds 0.0: the
-    same bits)."""
-    # Every term's frequency in every row at once, unpacking only the blocks that may hold the rows
-    # (packed.PackedPostings.find), then the weights as the dense sum computes them.
-    term_ids, _lo, _hi, coefficient = zip(*question, strict=True)
-    tf, holds = index.packed.find(list(term_ids), rows)
-    weights = weights_of(tf, np.take(index.norms(), rows)[None, :], index.k1)
-    shares = np.where(holds, np.asarray(coefficient)[:, None] * weights, 0.0)
+    same bits). A term's postings come from ``read`` (terms read whole already) or from the blocks that
+    may hold the rows (`packed.PackedPostings.find`)."""
+    norms = np.take(index.norms(), rows)
     scores = np.zeros(rows.size, dtype=np.float64)
-    for share in shares:  # term by term, in term-id order, as the dense sum adds them
-        scores += share
+    for term_id, _lo, _hi, coefficient in question:  # term by term, in term-id order, as the dense sum
+        if term_id in read:
+            docs, tf = read[term_id]
+            at = np.minimum(np.searchsorted(docs, rows), docs.size - 1)
+            holds, tf = docs[at] == rows, tf[at]
+        else:
+            tf, holds = index.packed.find(term_id, rows)
+        scores += np.where(holds, coefficient * weights_of(tf, norms, index.k1), 0.0)
     return scores
 
 

@@ -13,8 +13,8 @@ The directory of one build (``<root>/c<collection>/<key>/``) holds, little-endia
   the build has lists (``ivf_*.bin``; ``vector_at.i32`` then gives each vector's place in it), else in
   vector order; ``vector_row.i32`` — by vector id, a paragraph's windows consecutive, each naming its
   row (`windows.pool_windows`);
-* ``doc_len.i32``, ``indptr.i64`` and the packed postings (`index.packed`: rows as bit-packed gaps in
-  blocks of 128, frequencies one byte each) — seed 004's BM25 postings, term ids in UTF-8 byte order;
+* ``doc_len.i32``, ``indptr.i64`` and the packed postings (`index.packed`: rows as gaps of 1, 2 or 4
+  bytes a term, frequencies one byte each) — seed 004's BM25 postings, term ids in UTF-8 byte order;
   BM25's weights are computed from tf and the row's length as a search reads them;
 * ``vocab.bin`` + ``vocab_offsets.i64`` — the sorted vocabulary, searched in place (no dictionary);
 * ``context/`` and ``carried/`` — further lexical fields over the same rows, when some row has one:
@@ -143,10 +143,12 @@ class MappedIndex:
             )
             self.vocab = _map(self.path / "vocab.bin", np.uint8, int(meta["vocab_bytes"]))
             packed_counts = {
-                "postings_bits": int(meta["bits_bytes"]),
+                "postings_gaps": int(meta["gap_bytes"]),
+                "term_at": n_terms,
+                "term_width": n_terms,
                 "block_first": int(meta["blocks"]),
-                "block_bits": int(meta["blocks"]),
-                "block_at": int(meta["blocks"]),
+                "gap_escape_at": int(meta["gap_escapes"]),
+                "gap_escape": int(meta["gap_escapes"]),
                 "postings_tf": n_postings,
                 "tf_escape_at": int(meta["tf_escapes"]),
                 "tf_escape": int(meta["tf_escapes"]),

@@ -1,17 +1,18 @@
-"""Postings stored compactly: doc ids as bit-packed deltas in blocks, term frequencies one byte each.
+"""Postings stored compactly: each term's rows as gaps in 1, 2 or 4 bytes, term frequencies in one byte.
 
-A term's postings (rows ascending) are kept as gaps, each row less the one before (the term's first
-row's gap is 0), cut into blocks of BLOCK: a block's gaps in the fewest bits that hold its largest
-(``block_bits``), the blocks one after another in one little-endian bit stream, each starting at
-``block_at`` (a bit offset). Each block's first row is kept whole too (``block_first``): a term is one
-running sum from its first row, and a single block can be read alone (its first gap then unused).
-A term frequency is one byte; 255 says "look it up" in the escapes (``tf_escape_at``, the posting's
-position, and ``tf_escape``, its frequency).
+A term's postings (rows ascending) are kept as gaps, each row less the one before, the term's first
+gap being 0 and its first row kept in ``block_first``. All of a term's gaps take the narrowest of 1, 2
+or 4 bytes (``term_width``) that costs the fewest bytes once the gaps too wide for it are counted: a
+gap that does not fit is written as the width's largest value and kept whole among the escapes
+(``gap_escape_at``, the posting's position, and ``gap_escape``). A term's gaps start at ``term_at``
+(a byte offset, a multiple of 4) in ``postings_gaps.u8``. Every BLOCK-th row of a term is kept whole
+too (``block_first``), so a few rows are found by reading only the blocks that may hold them.
 
-Both directions are numpy over whole arrays (no Python a posting): packing ORs each gap into the one
-or two 64-bit words it lands in, a word's gaps reduced at once; unpacking reads 8 bytes at each gap's
-first byte (a strided view, no copy), shifts and masks. A search reads whole terms (`term`) or, for a
-few rows, only the blocks that may hold them (`find`: a binary search over the blocks' first rows).
+A term frequency is one byte; 255 says "look it up" in the escapes (``tf_escape_at``, ``tf_escape``).
+
+Reading a term is a view of its bytes, one widening, the escapes put back and one running sum: about
+3 ns a posting where bit-packed gaps (tried first: 0.13 B a posting smaller here) took 13-17 ns, a
+third of a pruned lexical search (docs/decisions). Both directions are numpy over whole arrays.
 
 Pure: numpy only; no models, no settings.
 """
@@ -25,21 +26,24 @@ import numpy as np
 
 BLOCK = 128
 TF_ESCAPE = 255
+WIDTHS = (1, 2, 4)
+_TYPES = {1: "<u1", 2: "<u2", 4: "<u4"}
+# What an escape costs besides its gap's slot: its position (8 bytes) and its gap (4).
+_ESCAPE_BYTES = 12
 # Postings a packing pass handles at once (whole terms): bounds the int64 temporaries at 1M rows.
 PACK_POSTINGS = 1 << 22
-# After the stream: a read of 8 bytes from any gap's first byte stays inside the file.
-PADDING = 8
-# (file, dtype) of each array, by name; counts are in meta.json ("blocks", "bits_bytes", "tf_escapes").
+# (file, dtype) of each array, by name; counts are in meta.json ("gap_bytes", "blocks", the escapes').
 FILES = {
-    "postings_bits": ("postings_bits.u8", "<u1"),
+    "postings_gaps": ("postings_gaps.u8", "<u1"),
+    "term_at": ("term_at.i64", "<i8"),
+    "term_width": ("term_width.u8", "<u1"),
     "block_first": ("block_first.i32", "<i4"),
-    "block_bits": ("block_bits.u8", "<u1"),
-    "block_at": ("block_at.i64", "<i8"),
+    "gap_escape_at": ("gap_escape_at.i64", "<i8"),
+    "gap_escape": ("gap_escape.i32", "<i4"),
     "postings_tf": ("postings_tf.u8", "<u1"),
     "tf_escape_at": ("tf_escape_at.i64", "<i8"),
     "tf_escape": ("tf_escape.i32", "<i4"),
 }
-_MASKS = (np.uint64(1) << np.arange(33, dtype=np.uint64)) - np.uint64(1)
 
 
 def block_pointers(indptr: np.ndarray) -> np.ndarray:
@@ -50,93 +54,94 @@ def block_pointers(indptr: np.ndarray) -> np.ndarray:
     return pointers
 
 
-def _blocks_of(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The first posting and the posting count of each block of terms of ``lengths`` postings."""
-    per_term = (lengths + BLOCK - 1) // BLOCK
-    term_start = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
-    block_start_of_term = np.concatenate(([0], np.cumsum(per_term)[:-1])).astype(np.int64)
-    total = int(per_term.sum())
-    nth = np.arange(total, dtype=np.int64) - np.repeat(block_start_of_term, per_term)
-    starts = np.repeat(term_start, per_term) + nth * BLOCK
-    counts = np.minimum(BLOCK, np.repeat(term_start + lengths, per_term) - starts)
-    return starts, counts
-
-
 class PackedWriter:
     """Packs postings term range by term range into open files (`pack`), then closes them (`close`)."""
 
     def __init__(self, directory: Path) -> None:
         self.handles = {name: open(directory / filename, "wb") for name, (filename, _) in FILES.items()}
-        self.bit = 0  # where the next pass's stream starts (a whole word)
-        self.blocks = self.bits_bytes = self.escapes = 0
+        self.at = 0  # bytes of gaps written
+        self.counts = {"gap_bytes": 0, "blocks": 0, "gap_escapes": 0, "tf_escapes": 0}
 
     def pack(self, lengths: np.ndarray, docs: np.ndarray, tf: np.ndarray, first_posting: int) -> None:
         """Whole terms' postings: ``lengths`` of them a term, their rows ``docs`` and frequencies ``tf``,
         the first being posting number ``first_posting`` of the index."""
         lengths = np.asarray(lengths, dtype=np.int64)
-        if not lengths.sum():
-            return  # terms in no row: no block
         docs = np.asarray(docs, dtype=np.int64)
-        starts, counts = _blocks_of(lengths)
-        gaps = np.empty_like(docs)
-        gaps[0] = 0
+        firsts = np.cumsum(lengths) - lengths
+        gaps = np.zeros(docs.size, dtype=np.int64)
         np.subtract(docs[1:], docs[:-1], out=gaps[1:])
-        gaps[(np.cumsum(lengths) - lengths)[lengths > 0]] = 0  # a term's first row is its block_first
-        # The bits of a block's largest gap: frexp's exponent is exactly the bit length of an integer.
-        widths = np.frexp(np.maximum.reduceat(gaps, starts).astype(np.float64))[1].astype(np.int64)
-        sizes = widths * counts
-        block_at = np.zeros(starts.size, dtype=np.int64)
-        np.cumsum(sizes[:-1], out=block_at[1:])
-        nth = np.arange(docs.size, dtype=np.int64) - np.repeat(starts, counts)
-        bit = np.repeat(block_at, counts) + nth * np.repeat(widths, counts)
-        total_bits = int(block_at[-1] + sizes[-1])
-        # A gap of 0 bits may start at the stream's end: room for its word and the next.
-        words = np.zeros(total_bits // 64 + 2, dtype=np.uint64)
-        value = gaps.astype(np.uint64)
-        word, offset = bit >> 6, (bit & 63).astype(np.uint64)
-        runs = np.flatnonzero(np.diff(word, prepend=-1))  # word never decreases: one OR per word
-        words[word[runs]] |= np.bitwise_or.reduceat(value << offset, runs)
-        # The part past the word's end (0 when the gap fits): v >> (64 - offset), shifting at most 63.
-        beyond = (value >> np.uint64(1)) >> (np.uint64(63) - offset)
-        words[word[runs] + 1] |= np.bitwise_or.reduceat(beyond, runs)
-        self.handles["postings_bits"].write(words.astype("<u8").tobytes())
-        self.handles["block_first"].write(docs[starts].astype("<i4").tobytes())
-        self.handles["block_bits"].write(widths.astype("<u1").tobytes())
-        self.handles["block_at"].write((block_at + self.bit).astype("<i8").tobytes())
-        small = np.asarray(tf)
-        big = np.flatnonzero(small >= TF_ESCAPE)
-        self.handles["postings_tf"].write(np.minimum(small, TF_ESCAPE).astype("<u1").tobytes())
-        self.handles["tf_escape_at"].write((big + first_posting).astype("<i8").tobytes())
-        self.handles["tf_escape"].write(small[big].astype("<i4").tobytes())
-        self.bit += 64 * words.size
-        self.blocks += starts.size
-        self.escapes += big.size
+        gaps[firsts[lengths > 0]] = 0  # a term's first row is its block_first
+        term = np.repeat(np.arange(lengths.size), lengths)
+        # Each width's cost a term: its slots, and an escape for each gap at or past its largest value.
+        costs = [
+            lengths * width
+            + _ESCAPE_BYTES * np.bincount(term, gaps >= (1 << 8 * width) - 1, minlength=lengths.size)
+            if width < 4
+            else lengths * width
+            for width in WIDTHS
+        ]
+        width = np.asarray(WIDTHS)[np.argmin(np.stack(costs), axis=0)]
+        sizes = (lengths * width + 3) // 4 * 4  # each term's gaps start on a multiple of 4 bytes
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+        out = np.zeros(int(sizes.sum()), dtype=np.uint8)
+        limit = (1 << 8 * np.repeat(width, lengths).astype(np.int64)) - 1
+        escaped = np.flatnonzero(gaps >= limit)
+        kept = np.minimum(gaps, limit)
+        for w in WIDTHS:  # the terms of each width at once, as little-endian integers of that width
+            mine = np.flatnonzero(width[term] == w)
+            if mine.size:
+                offset = np.repeat(starts, lengths)[mine] + (mine - np.repeat(firsts, lengths)[mine]) * w
+                for byte in range(w):
+                    out[offset + byte] = (kept[mine] >> (8 * byte)) & 0xFF
+        self._write("postings_gaps", out)
+        self._write("term_at", starts + self.at)
+        self._write("term_width", width.astype("<u1"))
+        nth = np.arange(docs.size) - np.repeat(firsts, lengths)
+        self._write("block_first", docs[nth % BLOCK == 0].astype("<i4"))
+        self._write("gap_escape_at", (escaped + first_posting).astype("<i8"))
+        self._write("gap_escape", gaps[escaped].astype("<i4"))
+        tf = np.asarray(tf)
+        big = np.flatnonzero(tf >= TF_ESCAPE)
+        self._write("postings_tf", np.minimum(tf, TF_ESCAPE).astype("<u1"))
+        self._write("tf_escape_at", (big + first_posting).astype("<i8"))
+        self._write("tf_escape", tf[big].astype("<i4"))
+        self.at += out.size
+        self.counts["gap_bytes"] = self.at
+        self.counts["blocks"] += int(np.count_nonzero(nth % BLOCK == 0))
+        self.counts["gap_escapes"] += escaped.size
+        self.counts["tf_escapes"] += big.size
+
+    def _write(self, name: str, array: np.ndarray) -> None:
+        self.handles[name].write(np.ascontiguousarray(array, dtype=FILES[name][1]).tobytes())
 
     def close(self) -> dict:
-        """Pad and close the files; the counts meta.json keeps."""
-        self.handles["postings_bits"].write(bytes(PADDING))
+        """Close the files; the counts meta.json keeps."""
         for handle in self.handles.values():
             handle.flush()
             os.fsync(handle.fileno())
             handle.close()
-        self.bits_bytes = self.bit // 8 + PADDING
-        return {"blocks": self.blocks, "bits_bytes": self.bits_bytes, "tf_escapes": self.escapes}
+        return dict(self.counts)
+
+
+def _passes(indptr: np.ndarray):
+    """Term ranges ``(first, end)`` of whole terms, about PACK_POSTINGS postings each (at least one term)."""
+    terms, term = indptr.size - 1, 0
+    while term < terms:
+        lo = int(indptr[term])
+        end = max(term + 1, int(np.searchsorted(indptr, lo + PACK_POSTINGS, side="right")) - 1)
+        end = min(end, terms)
+        yield term, end
+        term = end
 
 
 def write_packed(directory: Path, indptr: np.ndarray, docs: np.ndarray, tf: np.ndarray) -> dict:
     """Pack CSR postings (``indptr``, ``docs``, ``tf``) into ``directory``, PACK_POSTINGS at a time."""
+    indptr = np.asarray(indptr, dtype=np.int64)
     writer = PackedWriter(directory)
     try:
-        lengths = np.diff(np.asarray(indptr, dtype=np.int64))
-        term = 0
-        while term < lengths.size:
-            lo = int(indptr[term])
-            # Whole terms up to PACK_POSTINGS postings (at least one term).
-            end = max(term + 1, int(np.searchsorted(indptr, lo + PACK_POSTINGS, side="right")) - 1)
-            end = min(end, lengths.size)
-            hi = int(indptr[end])
-            writer.pack(lengths[term:end], docs[lo:hi], tf[lo:hi], lo)
-            term = end
+        for term, end in _passes(indptr):
+            lo, hi = int(indptr[term]), int(indptr[end])
+            writer.pack(np.diff(indptr[term : end + 1]), docs[lo:hi], tf[lo:hi], lo)
     except BaseException:
         for handle in writer.handles.values():
             handle.close()
@@ -149,127 +154,93 @@ class PackedPostings:
 
     def __init__(self, arrays: dict[str, np.ndarray], indptr: np.ndarray) -> None:
         self.indptr = indptr
+        self.gaps = arrays["postings_gaps"]
+        self.term_at, self.term_width = arrays["term_at"], arrays["term_width"]
         self.block_first = arrays["block_first"]
-        self.block_bits = arrays["block_bits"]
-        self.block_at = arrays["block_at"]
+        self.gap_escape_at, self.gap_escape = arrays["gap_escape_at"], arrays["gap_escape"]
         self.tf = arrays["postings_tf"]
-        self.escape_at, self.escape = arrays["tf_escape_at"], arrays["tf_escape"]
-        bits = arrays["postings_bits"]
-        # Each byte offset's next 8 bytes as one little-endian word: a strided view of the map, no copy.
-        self.words = (
-            np.ndarray((bits.size - PADDING + 1,), dtype="<u8", buffer=bits, strides=(1,))
-            if bits.size >= PADDING
-            else np.zeros(0, dtype="<u8")
-        )
+        self.tf_escape_at, self.tf_escape = arrays["tf_escape_at"], arrays["tf_escape"]
         self.pointers = block_pointers(indptr)
         if int(self.pointers[-1]) != self.block_first.size:
             raise ValueError("the blocks do not close on the terms' postings")
+        if self.term_at.size + 1 != indptr.size or self.term_width.size + 1 != indptr.size:
+            raise ValueError("the gaps' offsets do not cover the terms")
 
     def span(self, term_id: int) -> tuple[int, int]:
         return int(self.indptr[term_id]), int(self.indptr[term_id + 1])
 
+    def _raw(self, term_id: int, lo: int, hi: int) -> np.ndarray:
+        """A term's stored gaps, a view of the map in their width."""
+        width, at = int(self.term_width[term_id]), int(self.term_at[term_id])
+        if width not in _TYPES or at < 0 or at + (hi - lo) * width > self.gaps.size:
+            raise ValueError(f"term {term_id}'s gaps lie outside their file")
+        return self.gaps[at : at + (hi - lo) * width].view(_TYPES[width])
+
     def term(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
         """A term's rows (int64, ascending) and frequencies (int32)."""
         lo, hi = self.span(term_id)
-        first, last = int(self.pointers[term_id]), int(self.pointers[term_id + 1])
         if hi == lo:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
-        # A block's width and start repeated over its postings (cheaper than a gather a posting).
-        widths = np.repeat(self.block_bits[first:last], BLOCK)[: hi - lo]
-        bit = np.repeat(self.block_at[first:last], BLOCK)[: hi - lo]
-        within = np.arange(hi - lo, dtype=np.int64)
-        within &= BLOCK - 1
-        within *= widths
-        bit += within
-        rows = self._gaps(widths, bit)
+        rows = self._raw(term_id, lo, hi).astype(np.int64)
+        a, b = np.searchsorted(self.gap_escape_at, [lo, hi])
+        if b > a:
+            rows[np.asarray(self.gap_escape_at[a:b]) - lo] = self.gap_escape[a:b]
         np.cumsum(rows, out=rows)
-        rows += int(self.block_first[first])
+        rows += int(self.block_first[self.pointers[term_id]])
         return rows, self.frequencies(lo, hi)
-
-    def _gaps(self, widths: np.ndarray, bit: np.ndarray) -> np.ndarray:
-        """The gaps (int64) of ``widths`` bits at bit offsets ``bit``."""
-        gaps = self.words[bit >> 3]  # a fancy index: np.take copies an unaligned view whole first
-        gaps >>= (bit & 7).astype(np.uint64)
-        gaps &= np.take(_MASKS, widths)  # np.take: 3x faster than a fancy index here
-        return gaps.view(np.int64)  # under 2^38: the same value
 
     def frequencies(self, lo: int, hi: int) -> np.ndarray:
         tf = self.tf[lo:hi].astype(np.int32)
-        a, b = np.searchsorted(self.escape_at, [lo, hi])
+        a, b = np.searchsorted(self.tf_escape_at, [lo, hi])
         if b > a:
-            tf[np.asarray(self.escape_at[a:b]) - lo] = self.escape[a:b]
+            tf[np.asarray(self.tf_escape_at[a:b]) - lo] = self.tf_escape[a:b]
         return tf
 
-    def find(self, term_ids: list[int], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For each term (in order) and each of ``rows`` (ascending): the term's frequency in that row,
-        0 when the row lacks it, as a (terms, rows) array; and whether it holds it.
-
-        Only the blocks that may hold a row are unpacked: the last block of the term starting at or
-        before it."""
+    def find(self, term_id: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The term's frequency in each of ``rows`` (ascending; 0 where the row lacks it) and whether it
+        holds it, reading only the blocks that may hold them: the last block starting at or before each."""
         rows = np.asarray(rows, dtype=np.int64)
-        wanted = []
-        for term_id in term_ids:
-            first, last = int(self.pointers[term_id]), int(self.pointers[term_id + 1])
-            at = np.searchsorted(self.block_first[first:last], rows, side="right") - 1
-            wanted.append(np.where(at >= 0, at + first, -1))
-        wanted = np.stack(wanted) if wanted else np.zeros((0, rows.size), dtype=np.int64)
-        blocks = np.unique(wanted[wanted >= 0])
-        tf = np.zeros(wanted.shape, dtype=np.int32)
+        lo, hi = self.span(term_id)
+        first, last = int(self.pointers[term_id]), int(self.pointers[term_id + 1])
+        tf = np.zeros(rows.size, dtype=np.int32)
+        if hi == lo or not rows.size:
+            return tf, tf > 0
+        at = np.searchsorted(self.block_first[first:last], rows, side="right") - 1
+        blocks = np.unique(at[at >= 0])
         if not blocks.size:
             return tf, tf > 0
-        # The blocks' postings: which term each block is of, its first posting, and its count.
-        term_of = np.searchsorted(self.pointers, blocks, side="right") - 1
-        first_posting = np.asarray(self.indptr)[term_of] + (blocks - self.pointers[term_of]) * BLOCK
-        counts = np.minimum(BLOCK, np.asarray(self.indptr)[term_of + 1] - first_posting)
-        within = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-        block = np.repeat(blocks, counts)
-        widths = np.take(self.block_bits, block)
-        found = self._gaps(widths, np.take(self.block_at, block) + within * widths)
-        found[within == 0] = 0  # each block read alone, from its first row
-        np.cumsum(found, out=found)
+        counts = np.minimum(BLOCK, (hi - lo) - blocks * BLOCK)
         starts = np.cumsum(counts) - counts
-        found += np.repeat(self.block_first[blocks] - found[starts], counts)
-        posting = np.repeat(first_posting, counts) + within
-        # (block, row) keys ascend: blocks ascending, rows ascending within a block.
-        keys = block * (1 << 32) + found
-        asked = np.where(wanted >= 0, wanted, 0) * (1 << 32) + rows[None, :]
-        at = np.minimum(np.searchsorted(keys, asked), keys.size - 1)
-        holds = (keys[at] == asked) & (wanted >= 0)
-        hit = posting[at[holds]]
-        small = np.asarray(self.tf[hit]).astype(np.int32)
-        escaped = small == TF_ESCAPE
-        if escaped.any():
-            small[escaped] = self.escape[np.searchsorted(self.escape_at, hit[escaped])]
-        tf[holds] = small
+        within = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(starts, counts)
+        nth = np.repeat(blocks * BLOCK, counts) + within  # the postings' places in the term
+        found = np.take(self._raw(term_id, lo, hi), nth).astype(np.int64)
+        a, b = np.searchsorted(self.gap_escape_at, [lo, hi])
+        if b > a:  # escapes among the blocks read
+            places = np.asarray(self.gap_escape_at[a:b]) - lo
+            where = np.searchsorted(nth, places)
+            hit = where < nth.size
+            hit[hit] &= nth[where[hit]] == places[hit]
+            found[where[hit]] = np.asarray(self.gap_escape[a:b])[hit]
+        found[starts] = 0  # each block read alone, from its first row
+        np.cumsum(found, out=found)
+        found += np.repeat(self.block_first[first + blocks] - found[starts], counts)
+        # Blocks ascending, rows ascending within each: one search for every row asked.
+        where = np.minimum(np.searchsorted(found, rows), found.size - 1)
+        holds = found[where] == rows
+        hit = lo + nth[where[holds]]
+        tf[holds] = self.tf[hit]
+        escaped = np.flatnonzero(holds)[tf[holds] == TF_ESCAPE]
+        if escaped.size:
+            tf[escaped] = self.tf_escape[np.searchsorted(self.tf_escape_at, lo + nth[where[escaped]])]
         return tf, holds
 
     def all(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every posting's row (int32) and frequency (the CSR arrays seed 004's bm25.idx is written from),
-        whole terms PACK_POSTINGS at a time."""
-        indptr = np.asarray(self.indptr, dtype=np.int64)
-        rows = np.zeros(int(indptr[-1]), dtype=np.int32)
-        term = 0
-        while term < indptr.size - 1:
-            lo = int(indptr[term])
-            end = max(term + 1, int(np.searchsorted(indptr, lo + PACK_POSTINGS, side="right")) - 1)
-            end = min(end, indptr.size - 1)
-            hi = int(indptr[end])
+        """Every posting's row (int32) and frequency (the CSR arrays seed 004's bm25.idx is written from)."""
+        rows = np.zeros(int(self.indptr[-1]), dtype=np.int32)
+        for term_id in range(self.indptr.size - 1):
+            lo, hi = self.span(term_id)
             if hi > lo:
-                lengths = np.diff(indptr[term : end + 1])
-                starts, counts = _blocks_of(lengths)
-                blocks = np.arange(int(self.pointers[term]), int(self.pointers[end]), dtype=np.int64)
-                block = np.repeat(blocks, counts)
-                widths = np.take(self.block_bits, block)
-                within = np.arange(hi - lo) - np.repeat(starts, counts)
-                gaps = self._gaps(widths, np.take(self.block_at, block) + within * widths)
-                np.cumsum(gaps, out=gaps)
-                # Each term's running sum restarts at its first row (its first gap is 0).
-                firsts = np.cumsum(lengths) - lengths
-                kept = lengths > 0
-                base = self.block_first[self.pointers[term:end][kept]] - gaps[firsts[kept]]
-                gaps += np.repeat(base, lengths[kept])
-                rows[lo:hi] = gaps
-            term = end
+                rows[lo:hi] = self.term(term_id)[0]
         return rows, self.frequencies(0, rows.size)
 
 

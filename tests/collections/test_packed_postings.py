@@ -25,10 +25,12 @@ def postings(seed: int, terms: int, rows: int, big_tf: float):
 
 def read(directory, indptr, counts) -> PackedPostings:
     sizes = {
-        "postings_bits": counts["bits_bytes"],
+        "postings_gaps": counts["gap_bytes"],
+        "term_at": indptr.size - 1,
+        "term_width": indptr.size - 1,
         "block_first": counts["blocks"],
-        "block_bits": counts["blocks"],
-        "block_at": counts["blocks"],
+        "gap_escape_at": counts["gap_escapes"],
+        "gap_escape": counts["gap_escapes"],
         "postings_tf": int(indptr[-1]),
         "tf_escape_at": counts["tf_escapes"],
         "tf_escape": counts["tf_escapes"],
@@ -65,12 +67,12 @@ def test_every_posting_reads_back_whole_by_term_and_by_row(
     # A few rows: each term's frequency in each of them, 0 where it lacks them.
     asked = np.unique(np.concatenate([docs[:: max(1, docs.size // 7)], [0, int(docs.max(initial=0)) + 1]]))
     asked = asked[asked < 2**31 - 1]
-    found, holds = reader.find(list(range(terms)), asked)
     for term in range(terms):
+        found, holds = reader.find(term, asked)
         lo, hi = indptr[term], indptr[term + 1]
         expected = {int(d): int(f) for d, f in zip(docs[lo:hi], tf[lo:hi], strict=True)}
-        assert found[term].tolist() == [expected.get(int(r), 0) for r in asked]
-        assert holds[term].tolist() == [int(r) in expected for r in asked]
+        assert found.tolist() == [expected.get(int(r), 0) for r in asked]
+        assert holds.tolist() == [int(r) in expected for r in asked]
 
 
 @pytest.fixture(scope="session")
@@ -79,11 +81,17 @@ def monkeypatch_session():
         yield patch
 
 
-def test_gaps_take_the_bits_of_their_blocks_largest_and_frequencies_one_byte(tmp_path):
-    """A term in every row packs its gaps of 1 in one bit each: 300 postings in 38 bytes, not 1,200."""
-    indptr = np.asarray([0, 300], dtype=np.int64)
-    counts = write_packed(tmp_path, indptr, np.arange(300, dtype=np.int32), np.ones(300, dtype=np.int32))
-    assert counts["blocks"] == 3 and counts["tf_escapes"] == 0
-    assert np.fromfile(tmp_path / "block_bits.u8", dtype=np.uint8).tolist() == [1, 1, 1]
-    assert counts["bits_bytes"] <= 300 // 8 + 2 * 8 + packed.PADDING
-    assert (tmp_path / "postings_tf.u8").stat().st_size == 300
+def test_a_terms_gaps_take_the_width_that_costs_least_and_frequencies_one_byte(tmp_path):
+    """A term in every row: gaps of 1, one byte each. A term with one gap of 300 among small ones: one byte
+    each and that gap escaped. A term of gaps all past 65,535: four bytes each, no escape."""
+    dense, sparse = np.arange(300), np.concatenate([np.arange(100), [400], np.arange(401, 500)])
+    wide = np.arange(0, 70_000 * 200, 70_000)
+    docs = np.concatenate([dense, sparse, wide]).astype(np.int32)
+    indptr = np.cumsum([0, dense.size, sparse.size, wide.size]).astype(np.int64)
+    counts = write_packed(tmp_path, indptr, docs, np.ones(docs.size, dtype=np.int32))
+    assert np.fromfile(tmp_path / "term_width.u8", dtype=np.uint8).tolist() == [1, 1, 4]
+    assert counts["gap_escapes"] == 1 and counts["tf_escapes"] == 0
+    assert counts["gap_bytes"] == 300 + 200 + 4 * 200
+    assert (tmp_path / "postings_tf.u8").stat().st_size == docs.size
+    reader = read(tmp_path, indptr, counts)
+    assert np.array_equal(np.concatenate([reader.term(t)[0] for t in range(3)]), docs)
