@@ -12,13 +12,25 @@ import numpy as np
 # vectors in the IVF lists' order. An index of another format is refused (IndexUnusable) and written
 # again, or fetched, whole: a node never serves a mix of formats.
 FORMAT = 3
-# The store's own float16 values, once. Widening a block of them to float32 costs about 0.9 ns an
-# element on this machine (numpy 2.4), more than the product itself; the file costs 768 B a vector at
-# 384 dimensions where float32 cost 1.5 KB, twice at 1M (a row-order and a list-order copy).
+# The store's own float16 values, once, in the IVF lists' order, when the build has lists: 768 B a vector
+# at 384 dimensions where the two float32 copies (row order and list order) cost 3 KB. Widening a probed
+# list to float32 costs about 1 ns an element here (numpy 2.4), more than the product.
 VECTOR_DTYPE = np.dtype("<f2")
 VECTOR_FILE = "vectors.f16"
-# With IVF lists: each vector's position in VECTOR_FILE (which is in list order).
+# With IVF lists: each vector's position in VECTOR_FILE.
 VECTOR_POSITION_FILE = "vector_at.i32"
+# Without lists (under IVF_MIN_PARAGRAPHS, where every search scans every vector) the same values widened
+# once, in vector order: a scan of float16 blocks cost 42-76 ms of CPU at 100,000 x 384 against 11-17 for
+# float32 (docs/decisions/XXXX-compact-index.md).
+FLAT_VECTOR_DTYPE = np.dtype("<f4")
+FLAT_VECTOR_FILE = "vectors.f32"
+
+
+def vector_file(ordered: bool) -> tuple[np.dtype, str]:
+    """The vectors' type and file: float16 in the IVF lists' order, or float32 in vector order."""
+    return (VECTOR_DTYPE, VECTOR_FILE) if ordered else (FLAT_VECTOR_DTYPE, FLAT_VECTOR_FILE)
+
+
 ARRAYS = {
     "row_paragraph": ("row_paragraph.i64", "<i8"),
     "row_document": ("row_document.i64", "<i8"),
@@ -67,8 +79,11 @@ __all__ = [
     "VECTOR_DTYPE",
     "VECTOR_FILE",
     "VECTOR_POSITION_FILE",
+    "FLAT_VECTOR_DTYPE",
+    "FLAT_VECTOR_FILE",
     "IndexUnusable",
     "bm25_norms",
     "bm25_weights",
+    "vector_file",
     "weights_of",
 ]

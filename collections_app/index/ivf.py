@@ -129,10 +129,10 @@ class IVFLists:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Every probed vector's id and its product with ``query`` (float32), in list order.
 
-        With the list-ordered copy (`ordered`) each list is one contiguous block and one matrix-vector
-        product; without it (an index written before it) ``gather(ids, query)`` reads the rows. At
-        100,000 × 384 and nprobe 10 the blocks took 0.70-0.76 ms against 1.58 for the gather, and
-        faiss's IVFFlat over the same lists 0.58 in memory, 1.32 memory-mapped (docs/decisions.md).
+        With the list-ordered vectors (`ordered`, the index's float16 copy) each list is one contiguous
+        block, widened to float32, and one matrix-vector product; without them (lists built in this
+        process) ``gather(ids, query)`` reads the rows. The widening costs more than the product
+        (docs/decisions/XXXX-compact-index.md).
         """
         query = np.asarray(query, dtype=np.float32)
         near = self.nearest_lists(query, nprobe)

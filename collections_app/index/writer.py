@@ -18,7 +18,7 @@ import numpy as np
 
 from ragsite.lexical import DEFAULT_B, DEFAULT_K1
 
-from .format import ARRAYS, FORMAT, VECTOR_DTYPE, VECTOR_FILE, VECTOR_POSITION_FILE
+from .format import ARRAYS, FORMAT, VECTOR_POSITION_FILE, vector_file
 from .ivf import IVFLists
 from .packed import write_packed
 from .postings import BlockPostings, block_postings
@@ -180,14 +180,15 @@ class IndexWriter:
             _write_array(directory / filename, arrays[name].astype(dtype, copy=False))
         packed = write_packed(directory, indptr, postings_doc, postings_tf)
         del postings_doc, postings_tf
-        # One copy of the vectors, float16 (the store's own values), in the IVF lists' order when there
-        # are lists, with each vector's position in it; else in row order.
+        # One copy of the vectors: float16 (the store's own values) in the IVF lists' order when there are
+        # lists, with each vector's position in it; else float32 in vector order (format.FLAT_VECTOR_DTYPE).
         listed = None if ivf is None else np.asarray(ivf.members)
-        with open(directory / VECTOR_FILE, "wb") as handle:
+        dtype, filename = vector_file(listed is not None)
+        with open(directory / filename, "wb") as handle:
             for start in range(0, vectors.shape[0], VECTOR_BLOCK):
                 stop = start + VECTOR_BLOCK
                 ids = slice(start, stop) if listed is None else listed[start:stop]
-                vectors[ids].astype(VECTOR_DTYPE).tofile(handle)
+                vectors[ids].astype(dtype).tofile(handle)
             handle.flush()
             os.fsync(handle.fileno())
         if listed is not None:
@@ -207,7 +208,7 @@ class IndexWriter:
             "rows": self.rows,
             "vectors": int(vectors.shape[0]),
             "dimensions": self.dimensions,
-            "vector_dtype": VECTOR_DTYPE.str,
+            "vector_dtype": dtype.str,
             "vectors_ordered": listed is not None,
             "terms": len(vocabulary),
             "postings": int(indptr[-1]),

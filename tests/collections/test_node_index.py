@@ -37,7 +37,7 @@ def test_a_build_stores_its_index_beside_it_and_only_the_live_builds_is_kept(
     key = indexes.build_key(CollectionBuilt.objects.get(collection=handbook))
     stored = {f.path: f for f in IndexFile.objects.filter(collection=handbook)}
     on_disk = {p.relative_to(folder).as_posix(): p for p in folder.rglob("*") if p.is_file()}
-    assert set(stored) == set(on_disk) and "meta.json" in stored and "vectors.f16" in stored
+    assert set(stored) == set(on_disk) and "meta.json" in stored and "vectors.f32" in stored
     for path, record in stored.items():
         assert record.key == key and record.agent_id == "alpha"
         assert record.size == on_disk[path].stat().st_size
@@ -79,7 +79,7 @@ def test_a_stored_copy_that_fails_its_checksum_is_never_used(agent, handbook, ca
     """A chunk changed in the store (same length): the fetch refuses it and the node writes the index from
     the rows instead, which answers the same."""
     expected = ask(agent, handbook)
-    chunk = IndexChunk.objects.get(file__collection=handbook, file__path="vectors.f16", number=0)
+    chunk = IndexChunk.objects.get(file__collection=handbook, file__path="vectors.f32", number=0)
     data = bytearray(bytes(chunk.data))
     data[0] ^= 0xFF
     chunk.data = bytes(data)
@@ -221,7 +221,7 @@ def test_warm_indexes_readies_every_live_index_of_every_agent(agent, handbook, k
     IndexFile.objects.filter(collection=legacy).delete()  # as a build made before files were stored
     as_a_new_node(legacy)
     as_a_new_node(theirs)
-    vectors = index_dir(handbook) / "vectors.f16"
+    vectors = index_dir(handbook) / "vectors.f32"
     flipped = bytearray(vectors.read_bytes())
     flipped[-1] ^= 0x01
     vectors.write_bytes(bytes(flipped))

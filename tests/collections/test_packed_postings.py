@@ -13,7 +13,7 @@ from collections_app.index.packed import FILES, PackedPostings, write_packed
 def postings(seed: int, terms: int, rows: int, big_tf: float):
     """Random CSR postings: each term in a random number of distinct rows (some in none), ascending."""
     rng = np.random.default_rng(seed)
-    lengths = rng.choice([0, 1, 2, 127, 128, 129, 300], size=terms)
+    lengths = rng.choice([0, 1, 2, 63, 64, 65, 128, 300], size=terms)
     lengths = np.minimum(lengths, rows)
     docs = [np.sort(rng.choice(rows, size=n, replace=False)) for n in lengths]
     tf = rng.integers(1, 5, int(lengths.sum()))
@@ -50,11 +50,13 @@ def read(directory, indptr, counts) -> PackedPostings:
     rows=st.sampled_from([1, 3, 200, 70_000, 2**31 - 1]),
     big_tf=st.sampled_from([0.0, 0.05]),
     pass_size=st.sampled_from([1, 300, 1 << 22]),
+    whole_share=st.sampled_from([4, 10**9]),
 )
 def test_every_posting_reads_back_whole_by_term_and_by_row(
-    tmp_path_factory, monkeypatch_session, seed, terms, rows, big_tf, pass_size
+    tmp_path_factory, monkeypatch_session, seed, terms, rows, big_tf, pass_size, whole_share
 ):
     monkeypatch_session.setattr(packed, "PACK_POSTINGS", pass_size)  # several packing passes, or one
+    monkeypatch_session.setattr(packed, "WHOLE_SHARE", whole_share)  # rows found in their blocks, or not
     directory = tmp_path_factory.mktemp("p")
     indptr, docs, tf = postings(seed, terms, min(rows, 10**6) if rows < 2**31 - 1 else rows, big_tf)
     reader = read(directory, indptr, write_packed(directory, indptr, docs, tf))
