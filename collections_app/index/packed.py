@@ -181,7 +181,7 @@ class PackedPostings:
         return self.gaps[at : at + (hi - lo) * width].view(_TYPES[width])
 
     def term(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
-        """A term's rows (int64, ascending) and frequencies (int32)."""
+        """A term's rows (int64, ascending) and frequencies (`frequencies`)."""
         lo, hi = self.span(term_id)
         if hi == lo:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
@@ -189,15 +189,18 @@ class PackedPostings:
         a, b = np.searchsorted(self.gap_escape_at, [lo, hi])
         if b > a:
             rows[np.asarray(self.gap_escape_at[a:b]) - lo] = self.gap_escape[a:b]
+        rows[0] = self.block_first[self.pointers[term_id]]  # its gap is 0: the sum starts from the row
         np.cumsum(rows, out=rows)
-        rows += int(self.block_first[self.pointers[term_id]])
         return rows, self.frequencies(lo, hi)
 
     def frequencies(self, lo: int, hi: int) -> np.ndarray:
-        tf = self.tf[lo:hi].astype(np.int32)
+        """The frequencies of postings lo to hi: the map's bytes themselves when none is escaped (read-only),
+        else int32."""
         a, b = np.searchsorted(self.tf_escape_at, [lo, hi])
-        if b > a:
-            tf[np.asarray(self.tf_escape_at[a:b]) - lo] = self.tf_escape[a:b]
+        if b == a:
+            return self.tf[lo:hi]
+        tf = self.tf[lo:hi].astype(np.int32)
+        tf[np.asarray(self.tf_escape_at[a:b]) - lo] = self.tf_escape[a:b]
         return tf
 
     def find(self, term_id: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -210,7 +213,8 @@ class PackedPostings:
         if hi == lo or not rows.size:
             return np.zeros(rows.size, dtype=np.int32), np.zeros(rows.size, dtype=bool)
         at = np.searchsorted(self.block_first[first:last], rows, side="right") - 1
-        blocks = np.unique(at[at >= 0])
+        at = at[at >= 0]
+        blocks = at[np.diff(at, prepend=-1) != 0]  # rows ascend, so their blocks do: distinct by a diff
         if blocks.size * WHOLE_SHARE > last - first:
             docs, tf = self.term(term_id)
             where = np.minimum(np.searchsorted(docs, rows), docs.size - 1)
@@ -248,7 +252,7 @@ class PackedPostings:
             lo, hi = self.span(term_id)
             if hi > lo:
                 rows[lo:hi] = self.term(term_id)[0]
-        return rows, self.frequencies(0, rows.size)
+        return rows, self.frequencies(0, rows.size).astype(np.int32)
 
 
 __all__ = ["BLOCK", "FILES", "TF_ESCAPE", "PackedPostings", "PackedWriter", "block_pointers", "write_packed"]
