@@ -1,13 +1,14 @@
-"""The search answer is declared once (services/search/answer.py): the service's answers are what it
+"""The search answer is declared once (collections_app/schemas/search.py): the service's answers are what it
 declares, the API publishes it, and the MCP tool's output schema is generated from it."""
 
 import jsonschema
 import pytest
 
 from collections_app import mcp_tools
+from collections_app.schemas.search import ParagraphOut, SearchOut
 from collections_app.services.search import search_collection
-from collections_app.services.search.answer import ParagraphOut, SearchOut, mcp_output_schema
 from ragsite.mcp import registry
+from ragsite.schemas import json_schema_of
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +31,7 @@ def test_a_search_answers_with_exactly_the_declared_fields(agent, handbook):
 
 def test_the_mcp_output_schema_is_generated_from_the_declaration():
     schema = mcp_tools.SEARCH_ANSWER
-    assert schema == mcp_output_schema(SearchOut)
+    assert schema == json_schema_of(SearchOut)
     assert set(schema["properties"]) == set(SearchOut.model_fields)
     assert set(schema["required"]) == {n for n, f in SearchOut.model_fields.items() if f.is_required()}
     paragraph = schema["properties"]["paragraphs"]["items"]

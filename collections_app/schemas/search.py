@@ -1,14 +1,85 @@
-"""The search answer, declared once. The API's response schema is these models; the MCP tool's output
-schema is generated from them (`mcp_output_schema`); a test checks that `search_collection`'s answers
-are what they declare. Adding a field to the answer is a field here, set where the answer is built.
+"""A search, declared once: the request (`SearchIn`) and the answer (`SearchOut`).
+
+The API validates and publishes these models; the MCP tool's input and output schemas are generated
+from them (`ragsite.schemas.tool_input`, `json_schema_of`); the service checks the request's limits
+read from `SearchIn` (`services/search/plan.py`); tests check that `search_collection`'s answers carry
+exactly what `SearchOut` declares. Adding a field is a field here, set where the answer is built.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from ninja import Field
+from pydantic import BaseModel, ConfigDict
+
+from ragsite.model_calls.rerank import RerankOut
+from ragsite.schemas import StrictSchema
+
+from ..limits import (
+    DEFAULT_MOST,
+    MAX_ANSWER_CHARS,
+    MAX_AROUND,
+    MAX_MOST,
+    MAX_QUESTION_CHARS,
+    MIN_ANSWER_CHARS,
+)
+
+
+class SearchIn(StrictSchema):
+    """A question to one collection (the collection is named by the route, or the tool's `collection`)."""
+
+    # The API docs' "Try it out" body: a generated one ("reader": "string", "onBehalfOf": "string",
+    # "min_score": 1) answered 403 and would have found nothing; this one works with any agent's key.
+    model_config = ConfigDict(
+        json_schema_extra={"example": {"question": "How many days of leave carry over?", "most": 5}}
+    )
+
+    question: str = Field(
+        ..., min_length=1, max_length=MAX_QUESTION_CHARS, description="What you want to know, in words."
+    )
+    reader: str | None = Field(
+        None,
+        max_length=200,
+        description="The person you are reading for; required when the collection answers per reader.",
+    )
+    onBehalfOf: str | None = Field(
+        None,
+        max_length=100,
+        description="The agent this search's model calls (embedding, reranking, judging) are charged to.",
+    )
+    # Strict: `"5"`, `2.0` and `true` are not numbers an agent meant.
+    most: int = Field(
+        DEFAULT_MOST, ge=1, le=MAX_MOST, strict=True, description="At most this many paragraphs."
+    )
+    around: int | None = Field(
+        None,
+        ge=0,
+        le=MAX_AROUND,
+        strict=True,
+        description="Paragraphs either side of each hit to stitch in; default: the collection's.",
+    )
+    min_score: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        strict=True,
+        description="The floor: nothing scoring below it comes back; 0 turns it off; default: the "
+        "collection's.",
+    )
+    max_chars: int | None = Field(
+        None,
+        ge=MIN_ANSWER_CHARS,
+        le=MAX_ANSWER_CHARS,
+        strict=True,
+        description="Characters of text the answer may hold; default ANSWER_MAX_CHARS.",
+    )
+    filters: dict | None = Field(
+        None,
+        description="Only paragraphs matching this filter take part, before ranking: OpenAI's vector-store "
+        'shape, {"type": "eq"|"ne"|"gt"|"gte"|"lt"|"lte"|"in"|"nin", "key", "value"} or {"type": "and"|"or", '
+        '"filters": [...]}, over document attributes and document, section, page (docs/collections.md).',
+    )
 
 
 class ParagraphOut(BaseModel):
@@ -47,14 +118,6 @@ class ParagraphOut(BaseModel):
     fused_rank: int | None = Field(None, description="Only when reranked: the position by the fused score.")
 
 
-class RerankOut(BaseModel):
-    """Whether the reranker ordered the paragraphs; unless "reranked", the fused order stands."""
-
-    status: Literal["reranked", "not configured", "unavailable", "over budget", "nothing to rerank"]
-    model: str | None = None
-    depth: int | None = Field(None, description="How many fused candidates the reranker reordered.")
-
-
 class JudgeOut(BaseModel):
     """Whether the judge gave a verdict on the paragraphs."""
 
@@ -91,27 +154,3 @@ class SearchOut(BaseModel):
     )
     judge: JudgeOut | None = None
     rerank: RerankOut | None = None
-
-
-def mcp_output_schema(model: type[BaseModel] = SearchOut) -> dict:
-    """``model``'s JSON Schema as an MCP tool publishes it: self-contained (every ``$ref`` replaced by
-    its definition, so the schema can be nested, as `ragsite.mcp.registry.or_error` nests it) and
-    without pydantic's generated titles."""
-    schema = model.model_json_schema()
-    definitions = schema.pop("$defs", {})
-
-    def inline(node, names_fields: bool = False):
-        if isinstance(node, dict):
-            if "$ref" in node:
-                return inline(copy.deepcopy(definitions[node["$ref"].rsplit("/", 1)[-1]]))
-            # Under "properties" the keys are field names (a field may be called "title").
-            return {
-                key: inline(value, key == "properties")
-                for key, value in node.items()
-                if names_fields or key != "title"
-            }
-        if isinstance(node, list):
-            return [inline(item) for item in node]
-        return node
-
-    return inline(schema)
