@@ -7,6 +7,8 @@ quietly searches with the default floor.
 """
 
 import copy
+import types
+import typing
 
 from ninja import Schema
 from pydantic import AliasChoices, BaseModel, ConfigDict
@@ -174,3 +176,33 @@ def bounds(model: type[BaseModel], name: str) -> tuple:
         low = getattr(constraint, "ge", getattr(constraint, "min_length", low))
         high = getattr(constraint, "le", getattr(constraint, "max_length", high))
     return low, high
+
+
+def outline(model: type[BaseModel]) -> str:
+    """An answer's keys as the reference docs write them, nested answers within:
+    ``{"paragraphs": [{"text", …}], "floor", "judge": {"status", "model"?}}``; ``?`` marks a key
+    that comes only sometimes (a field with a default)."""
+    parts = []
+    for name, field in model.model_fields.items():
+        key = f'"{field.serialization_alias or field.alias or name}"' + ("" if field.is_required() else "?")
+        nested = _nested_model(field.annotation)
+        if nested is None:
+            parts.append(key)
+        else:
+            many, inner = nested
+            parts.append(f"{key}: [{outline(inner)}]" if many else f"{key}: {outline(inner)}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def _nested_model(annotation) -> tuple[bool, type[BaseModel]] | None:
+    """(is a list, the model) for ``M``, ``M | None``, ``list[M]`` or ``list[M] | None``; else None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return False, annotation
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is list and args:
+        found = _nested_model(args[0])
+        return None if found is None or found[0] else (True, found[1])
+    if origin in (typing.Union, types.UnionType):
+        others = [arg for arg in args if arg is not type(None)]
+        return _nested_model(others[0]) if len(others) == 1 else None
+    return None

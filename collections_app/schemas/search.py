@@ -105,7 +105,7 @@ class ParagraphOut(BaseModel):
     )
     last: int = Field(..., description="Position of the last stitched paragraph, counted the same way.")
     pages: list[int] | None = Field(
-        None,
+        ...,
         description="[first, last] page of the text in its document (PDF page; slides and sheets "
         "where their readers number them), to open it at when checking the citation; null for a document "
         'without pages. The same as the "pages" docs.jsonl gives a chunk.',
@@ -152,5 +152,5 @@ class SearchOut(BaseModel):
     refused: bool | None = Field(
         ..., description="true: withheld by the judge; false: approved; null: not judged."
     )
-    judge: JudgeOut | None = None
-    rerank: RerankOut | None = None
+    judge: JudgeOut | None = Field(..., description="Whether the judge gave a verdict (null: not asked).")
+    rerank: RerankOut | None = Field(..., description="Whether the reranker ordered the paragraphs.")
