@@ -1,9 +1,12 @@
-"""What every request and error body of the JSON API has in common.
+"""What every request and answer of the JSON API and the MCP tools has in common, and what is
+generated from their declarations.
 
 The error shape as an OpenAPI schema, so every route declares the errors it can answer. Request
 bodies are strict: a field the endpoint does not take is refused with 422 naming it (as the MCP
 tools refuse an unknown argument), rather than silently ignored, so a misspelt `min_scor` never
-quietly searches with the default floor.
+quietly searches with the default floor. From an app's declarations (its `schemas` module): an MCP
+tool's input and output schemas (`tool_input`, `json_schema_of`), a service's limits (`bounds`),
+and the key outlines the reference docs give (`outline`).
 """
 
 import copy
