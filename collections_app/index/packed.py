@@ -11,8 +11,9 @@ too (``block_first``), so a few rows are found by reading only the blocks that m
 A term frequency is one byte; 255 says "look it up" in the escapes (``tf_escape_at``, ``tf_escape``).
 
 Reading a term is a view of its bytes, one widening, the escapes put back and one running sum: about
-3 ns a posting where bit-packed gaps (tried first: 0.13 B a posting smaller here) took 13-17 ns, a
-third of a pruned lexical search (docs/decisions). Both directions are numpy over whole arrays.
+3 ns a posting, where bit-packed gaps (tried first, 0.12 B a posting smaller) took 13-17 ns and made
+the pruned lexical search 9x slower (docs/decisions/XXXX-compact-index.md). Both directions are numpy
+over whole arrays.
 
 Pure: numpy only; no models, no settings.
 """
@@ -27,7 +28,7 @@ import numpy as np
 # Postings a block: a few rows are looked up by reading their blocks only. 64: the median pruned
 # question (59 rows) read a seventh of a common term's 128-posting blocks.
 BLOCK = 64
-# Past this share of a term's blocks, `find` reads the whole term (as cheap a posting, fewer steps).
+# Past 1 / WHOLE_SHARE of a term's blocks, `find` reads the whole term (cheaper a posting, fewer steps).
 WHOLE_SHARE = 4
 TF_ESCAPE = 255
 WIDTHS = (1, 2, 4)
