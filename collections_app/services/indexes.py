@@ -62,9 +62,8 @@ def _key_of(moment, passages: int) -> str:
     """`build_key`, remembered: every search asks it, and strftime was a tenth of planning one."""
     if moment.utcoffset() is not None:
         moment = moment.astimezone(UTC)
-    # Deleting a document between builds lowers `passages` (services.documents): a new index then. The
-    # format is part of the key: an index (on disk or stored) of another layout is another build's, never
-    # fetched or mapped for this one, written again from the rows and stored in its place.
+    # Deleting a document lowers `passages` (services.documents): a new index then. With the format in
+    # the key, an older layout's copy (on disk or stored) is never fetched or mapped: it is written again.
     return f"{moment.strftime('%Y%m%dT%H%M%S%fZ')}-{passages}-f{FORMAT}"
 
 
