@@ -17,6 +17,7 @@ HISTORY = ROOT / "docs" / "history"  # frozen: its paths are those of its time
 APPS = ("collections_app", "memory_app", "ragsite", "config")
 
 DOC_PATH = re.compile(r"(?<![\w/])docs/[\w./-]*?\.md\b")
+DECISION_ID = re.compile(r"(?<![\w/])docs/decisions/(\d{4})(?![\w-])")  # the short form code cites
 SCRIPT_PATH = re.compile(r"(?<![\w/])(?:bench|tools)/[\w/-]+\.py\b")
 LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
 RECORD = re.compile(r"^(\d{4}|XXXX)-[a-z0-9]+(?:-[a-z0-9]+)*\.md$")
@@ -53,6 +54,15 @@ def test_every_doc_path_cited_exists():
         if path not in NOT_CITATIONS and not (ROOT / path).exists()
     }
     assert not missing, f"cited but not in docs/: {missing}"
+
+
+def test_every_decision_id_cited_is_one_record():
+    unknown = {
+        cite: where
+        for cite, where in cited(DECISION_ID, sources()).items()
+        if len(list(DECISIONS.glob(f"{cite.rsplit('/', 1)[1]}-*.md"))) != 1
+    }
+    assert not unknown, f"no record (or more than one) with this number: {unknown}"
 
 
 def test_every_bench_and_tool_script_cited_exists():
