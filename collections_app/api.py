@@ -169,7 +169,7 @@ class SearchIn(StrictSchema):
         None, max_length=200, description="Required when the collection answers per reader."
     )
     onBehalfOf: str | None = Field(None, max_length=100, description="The agent model calls are charged to.")
-    # Strict: `"5"`, `2.0` and `true` are not numbers an agent meant (the review's D20).
+    # Strict: `"5"`, `2.0` and `true` are not numbers an agent meant (docs/decisions/0021).
     most: int = Field(DEFAULT_MOST, ge=1, le=MAX_MOST, strict=True)
     around: int | None = Field(
         None, ge=0, le=MAX_AROUND, strict=True, description="Paragraphs either side of a hit."

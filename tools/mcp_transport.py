@@ -11,7 +11,7 @@ tries first, and timed over repeated searches. Lines of code are counted for eac
 
 Run:  .venv/bin/python tools/mcp_transport.py [--calls 200]
 
-Loopback only; both servers stop when the run ends. docs/decisions.md records the figures.
+Loopback only; both servers stop when the run ends. docs/decisions/0014 records the figures.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ def test_facts_planted_late_in_long_records_are_found_by_their_best_node(seed, s
     unrelated prose, among 200 short records about other things; one paraphrased question each.
 
     Issue 12 asks for top-1 >= 90 %. The development facts chose the passage window; the held-out
-    facts were written before any miss was read and chose nothing (docs/benchmarks.md).
+    facts were written before any miss was read and chose nothing (docs/decisions/0026).
     """
     from bench.memory.memory_recall import HELD_OUT, THINGS, planted_corpus
     from collections_app.services.agents import create_agent
