@@ -63,6 +63,8 @@ from locomo_data import (  # noqa: E402
 )
 from locomo_report import plot, report  # noqa: E402
 
+from bench.common.results import provenance  # noqa: E402
+
 # --- The server ---------------------------------------------------------------------------------
 
 
@@ -378,10 +380,14 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="keep the store of an earlier run: skip storing")
     parser.add_argument("--node-timeout", type=float, default=1800)
     parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument(
+        "--conversations", type=int, default=None, help="only the first N (a smaller run, to check it works)"
+    )
+    parser.add_argument("--json", type=Path, default=RESULTS, help="where the figures go")
     args = parser.parse_args()
     args.reuse = args.reuse or args.only_sweep
 
-    conversations = load(args.data)
+    conversations = load(args.data)[: args.conversations]
     questions = sum(len(c.questions) for c in conversations)
     WORK.mkdir(parents=True, exist_ok=True)
     if not args.reuse:
@@ -465,6 +471,7 @@ def main() -> None:
     lines = report(tally, facts, questions)
     print("\n".join(lines))
     output = {
+        "provenance": provenance(),
         "facts": facts,
         "figures": {
             f"{m} | {n}": tally.figures(m, n) for m in tally.methods() for n, _mo, _c in settings_asked()
@@ -476,15 +483,15 @@ def main() -> None:
             for c in CATEGORIES
         },
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(output, indent=1))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(output, indent=1))
     if not args.no_plot:
         plot(tally, PLOT)
     if args.sweep:
         output["sweep"] = sweep(
             conversations, agents, args.weights or SWEEP_WEIGHTS, args.exponents or SWEEP_EXPONENTS
         )
-        RESULTS.write_text(json.dumps(output, indent=1))
+        args.json.write_text(json.dumps(output, indent=1))
 
 
 if __name__ == "__main__":

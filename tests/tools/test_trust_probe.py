@@ -1,5 +1,6 @@
 """The trust probe (tools/trust_probe/): its twin helpers say what differs, and issue 24's families hold."""
 
+import ast
 import json
 import re
 import subprocess
@@ -11,6 +12,26 @@ import pytest
 from tools.trust_probe.twin import SECRET_CLAUSE, first_difference, paragraph, shown, wide_text
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_probes_modules_import_in_one_direction():
+    """probe.py runs the families; the families and their world never import it back (no circle)."""
+    folder = ROOT / "tools" / "trust_probe"
+    edges = {}
+    for path in sorted(folder.glob("*.py")):
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tools.trust_probe."):
+                found.add(node.module.rpartition(".")[2])
+        edges[path.stem] = found
+    assert {"probe", "world", "twin"} <= set(edges)
+
+    def reaches(start, goal, seen=()):
+        targets = edges.get(start, ())
+        return any(t == goal or (t not in seen and reaches(t, goal, (*seen, t))) for t in targets)
+
+    assert [name for name in edges if reaches(name, name)] == []
+    assert all("probe" not in targets for targets in edges.values())
 
 
 def test_the_wide_text_is_one_sentence_with_the_restricted_clause_where_it_is_placed():
