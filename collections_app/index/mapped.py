@@ -65,7 +65,7 @@ from .packed import PackedPostings
 VECTOR_BLOCK = 512
 # Windows gathered per block when scoring some by id (a probe, exact candidates): 1.5 MiB at 384 d, under
 # a warmed master's mmap threshold; one 7 MiB copy left each web worker thread an arena that size
-# (docs/decisions.md).
+# (docs/decisions/0031).
 GATHER_BLOCK = 1024
 # Question terms whose ids an index remembers ("the", "of", "in" recur; a look-up is ~17 steps).
 TERMS_REMEMBERED = 1 << 14
@@ -265,7 +265,7 @@ class MappedIndex:
 
         ``cut_carried``: a row in the view that shares its opening with an earlier row outside it is
         counted, in every statistic and score, as its text less that opening, so nothing of the view
-        depends on text only rows outside it hold (issue 15). The whole carried opening goes, even when
+        depends on text only rows outside it hold. The whole carried opening goes, even when
         the row outside ends before a row inside that also overlaps (a cut a little wider than the
         displayed one, stitch.cut_opening: conservative).
         """
