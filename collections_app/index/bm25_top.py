@@ -74,7 +74,7 @@ def bm25_top(
     read = {}  # the rare terms' postings, read whole here and searched again for the candidates
     for term_id, lo, hi, coefficient in question:
         if hi - lo <= index.size // COMMON:
-            docs, tf = read[term_id] = index.packed.term(term_id)
+            docs, tf = read[term_id] = index.packed.term(term_id, keep=True)
             np.add.at(partial, docs, coefficient * weights_of(tf, np.take(norms, docs), index.k1))
     with_context = _with_context(index, query_terms, bound)
     partial = with_context(partial, None)  # a context's share is no less than nothing: still a lower bound
@@ -163,7 +163,7 @@ def _exact(index, question: list[tuple[int, int, int, float]], rows: np.ndarray,
     for term_id, _lo, _hi, coefficient in question:  # term by term, in term-id order, as the dense sum
         if term_id in read:
             docs, tf = read[term_id]
-            at = np.minimum(np.searchsorted(docs, rows), docs.size - 1)
+            at = np.minimum(np.searchsorted(docs, rows.astype(docs.dtype)), docs.size - 1)
             holds, tf = docs[at] == rows, tf[at]
         else:
             tf, holds = index.packed.find(term_id, rows)

@@ -44,6 +44,7 @@ import numpy as np
 from ragsite.top import top_rows
 
 from .kmeans import BLOCK_ROWS, default_nlist, kmeans_plus_plus_assigned, rng_for
+from .vector_codec import half_buffer, half_products, half_query
 
 # --- Lloyd ---------------------------------------------------------------------------------------
 
@@ -141,9 +142,10 @@ class IVFLists:
         if self.ordered is None:
             return ids, gather(ids, query)
         products = np.empty(ids.size, dtype=np.float32)
-        at = 0
+        at, scaled = 0, half_query(query)
+        buffer = half_buffer(max(hi - lo for lo, hi in spans), self.ordered.shape[1]) if spans else None
         for lo, hi in spans:
-            products[at : at + hi - lo] = np.asarray(self.ordered[lo:hi], dtype=np.float32) @ query
+            products[at : at + hi - lo] = half_products(self.ordered[lo:hi], query, scaled, buffer)
             at += hi - lo
         return ids, products
 

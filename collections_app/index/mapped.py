@@ -58,6 +58,7 @@ from .format import (
 from .ivf import IVFLists
 from .packed import FILES as PACKED_FILES
 from .packed import PackedPostings
+from .vector_codec import half_buffer, half_products, half_query
 
 # Vectors per block when scanning float16 ones: each block is widened to float32 for the product, and
 # one that stays in the processor's cache widens fastest (CPU of a 100,000 x 384 scan: 76 ms in blocks
@@ -416,8 +417,9 @@ class MappedIndex:
         n_vectors = self.vectors.shape[0]
         per_vector = np.empty(n_vectors, dtype=np.float32)
         listed = np.asarray(self.ivf.members)
+        scaled, buffer = half_query(query), half_buffer(VECTOR_BLOCK, self.dimensions)
         for start in range(0, n_vectors, VECTOR_BLOCK):
-            block = np.asarray(self.vectors[start : start + VECTOR_BLOCK], dtype=np.float32) @ query
+            block = half_products(self.vectors[start : start + VECTOR_BLOCK], query, scaled, buffer)
             per_vector[listed[start : start + block.shape[0]]] = block  # list order: each to its place
         return self._pooled(per_vector)
 
@@ -456,9 +458,10 @@ class MappedIndex:
         query = np.asarray(query, dtype=np.float32)
         products = np.empty(len(vector_ids), dtype=np.float32)
         places = vector_ids if self.vector_at is None else np.take(self.vector_at, vector_ids)
+        scaled = half_query(query) if self.vector_at is not None else None  # float32 vectors: no widening
         for start in range(0, products.size, GATHER_BLOCK):
             block = places[start : start + GATHER_BLOCK]
-            products[start : start + block.size] = np.asarray(self.vectors[block], dtype=np.float32) @ query
+            products[start : start + block.size] = half_products(self.vectors[block], query, scaled)
         return products
 
     def _pooled(self, per_vector: np.ndarray) -> np.ndarray:

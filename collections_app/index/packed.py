@@ -35,6 +35,11 @@ WIDTHS = (1, 2, 4)
 _TYPES = {1: "<u1", 2: "<u2", 4: "<u4"}
 # What an escape costs besides its gap's slot: its position (8 bytes) and its gap (4).
 _ESCAPE_BYTES = 12
+# A term of at least this many postings that `find` searches is decoded whole once and kept (its rows as
+# int32), up to DECODED_POSTINGS a process: the pruned search asks the same few common terms ("the",
+# "of") for a few rows every question, and searching kept rows costs a tenth of unpacking their blocks.
+DECODED_LEAST = 1 << 12
+DECODED_POSTINGS = 1 << 22  # 16 MiB of rows (and the frequencies' escapes, if any)
 # Postings a packing pass handles at once (whole terms): bounds the int64 temporaries at 1M rows.
 PACK_POSTINGS = 1 << 22
 # (file, dtype) of each array, by name; counts are in meta.json ("gap_bytes", "blocks", the escapes').
@@ -170,6 +175,8 @@ class PackedPostings:
             raise ValueError("the blocks do not close on the terms' postings")
         if self.term_at.size + 1 != indptr.size or self.term_width.size + 1 != indptr.size:
             raise ValueError("the gaps' offsets do not cover the terms")
+        self._decoded: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # common terms' rows (`find`)
+        self._decoded_postings = 0
 
     def span(self, term_id: int) -> tuple[int, int]:
         return int(self.indptr[term_id]), int(self.indptr[term_id + 1])
@@ -181,9 +188,12 @@ class PackedPostings:
             raise ValueError(f"term {term_id}'s gaps lie outside their file")
         return self.gaps[at : at + (hi - lo) * width].view(_TYPES[width])
 
-    def term(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
-        """A term's rows (int64, ascending) and frequencies (`frequencies`)."""
+    def term(self, term_id: int, *, keep: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """A term's rows (int64, ascending) and frequencies (`frequencies`); ``keep``: int32 rows, kept for
+        the next question when the term is common enough (`_kept`)."""
         lo, hi = self.span(term_id)
+        if keep and (kept := self._kept(term_id, hi - lo)) is not None:
+            return kept
         if hi == lo:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
         rows = self._raw(term_id, lo, hi).astype(np.int64)
@@ -213,6 +223,12 @@ class PackedPostings:
         first, last = int(self.pointers[term_id]), int(self.pointers[term_id + 1])
         if hi == lo or not rows.size:
             return np.zeros(rows.size, dtype=np.int32), np.zeros(rows.size, dtype=bool)
+        kept = self._kept(term_id, hi - lo)
+        if kept is not None:
+            docs, tf = kept
+            where = np.minimum(np.searchsorted(docs, rows.astype(docs.dtype)), docs.size - 1)
+            holds = docs[where] == rows
+            return np.where(holds, tf[where], 0), holds
         at = np.searchsorted(self.block_first[first:last], rows, side="right") - 1
         at = at[at >= 0]
         blocks = at[np.diff(at, prepend=-1) != 0]  # rows ascend, so their blocks do: distinct by a diff
@@ -245,6 +261,19 @@ class PackedPostings:
         if escaped.size:
             tf[escaped] = self.tf_escape[np.searchsorted(self.tf_escape_at, lo + nth[where[escaped]])]
         return tf, holds
+
+    def _kept(self, term_id: int, postings: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """A common term's rows (int32) and frequencies, decoded once and kept while the budget lasts."""
+        kept = self._decoded.get(term_id)
+        if (
+            kept is None
+            and postings >= DECODED_LEAST
+            and self._decoded_postings + postings <= DECODED_POSTINGS
+        ):
+            rows, tf = self.term(term_id)
+            kept = self._decoded[term_id] = (rows.astype(np.int32), tf)
+            self._decoded_postings += postings
+        return kept
 
     def all(self) -> tuple[np.ndarray, np.ndarray]:
         """Every posting's row (int32) and frequency (the CSR arrays seed 004's bm25.idx is written from)."""

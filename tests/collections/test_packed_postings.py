@@ -51,12 +51,16 @@ def read(directory, indptr, counts) -> PackedPostings:
     big_tf=st.sampled_from([0.0, 0.05]),
     pass_size=st.sampled_from([1, 300, 1 << 22]),
     whole_share=st.sampled_from([4, 10**9]),
+    decoded=st.sampled_from([(1 << 12, 1 << 22), (1, 1 << 22), (1, 400)]),
 )
 def test_every_posting_reads_back_whole_by_term_and_by_row(
-    tmp_path_factory, monkeypatch_session, seed, terms, rows, big_tf, pass_size, whole_share
+    tmp_path_factory, monkeypatch_session, seed, terms, rows, big_tf, pass_size, whole_share, decoded
 ):
     monkeypatch_session.setattr(packed, "PACK_POSTINGS", pass_size)  # several packing passes, or one
     monkeypatch_session.setattr(packed, "WHOLE_SHARE", whole_share)  # rows found in their blocks, or not
+    # `find`'s terms decoded and kept (every one, or some till the budget runs out), or none at this size.
+    monkeypatch_session.setattr(packed, "DECODED_LEAST", decoded[0])
+    monkeypatch_session.setattr(packed, "DECODED_POSTINGS", decoded[1])
     directory = tmp_path_factory.mktemp("p")
     indptr, docs, tf = postings(seed, terms, min(rows, 10**6) if rows < 2**31 - 1 else rows, big_tf)
     reader = read(directory, indptr, write_packed(directory, indptr, docs, tf))
@@ -75,6 +79,12 @@ def test_every_posting_reads_back_whole_by_term_and_by_row(
         expected = {int(d): int(f) for d, f in zip(docs[lo:hi], tf[lo:hi], strict=True)}
         assert found.tolist() == [expected.get(int(r), 0) for r in asked]
         assert holds.tolist() == [int(r) in expected for r in asked]
+    assert reader._decoded_postings <= decoded[1]
+    # Asked again, kept terms answer from what they kept: the same.
+    for term in range(terms):
+        lo, hi = indptr[term], indptr[term + 1]
+        expected = {int(d): int(f) for d, f in zip(docs[lo:hi], tf[lo:hi], strict=True)}
+        assert reader.find(term, asked)[0].tolist() == [expected.get(int(r), 0) for r in asked]
 
 
 @pytest.fixture(scope="session")
