@@ -15,11 +15,12 @@ Pure: no models, no settings.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from ragsite.bodies import SAFE_INTEGER, bounded_number
 
 COMPARISONS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin")
 COMPOUNDS = ("and", "or")
@@ -110,8 +111,8 @@ def _scalar(value: object, where: str) -> str | float:
         if len(value) > MAX_STRING_CHARS:
             raise FilterError(f"{where} is at most {MAX_STRING_CHARS} characters")
         return value
-    if not math.isfinite(value):
-        raise FilterError(f"{where} must be a finite number")
+    if not bounded_number(value):
+        raise FilterError(f"{where} must be a finite number, an integer within ±2**53 ({SAFE_INTEGER})")
     return float(value)
 
 
