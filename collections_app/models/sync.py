@@ -86,7 +86,8 @@ class Webhook(models.Model):
 
     BUILD_SUCCEEDED, BUILD_FAILED, BUILD_REFUSED = "build.succeeded", "build.failed", "build.refused"
     KNOWN_ANSWERS_LOST = "known_answers.lost"
-    EVENTS = (BUILD_SUCCEEDED, BUILD_FAILED, BUILD_REFUSED, KNOWN_ANSWERS_LOST)
+    SYNC_FAILED = "sync.failed"
+    EVENTS = (BUILD_SUCCEEDED, BUILD_FAILED, BUILD_REFUSED, KNOWN_ANSWERS_LOST, SYNC_FAILED)
 
     agent = models.ForeignKey(AGENT, on_delete=models.CASCADE, related_name="webhooks")
     url = models.CharField(

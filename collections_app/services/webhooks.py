@@ -180,6 +180,17 @@ def _build_data(run: BuildRun, *, full: bool = True) -> dict:
     return {"agent": collection.agent.agent_id, "collection": collection.name, "build": build}
 
 
+def sync_failed(*, collection, reason: str, checked_at) -> int:
+    """`sync.failed`: a synced collection's check could not be carried out. `reason` is a code or an
+    exception's class name, never its message (which could hold a path)."""
+    data = {
+        "agent": collection.agent.agent_id,
+        "collection": collection.name,
+        "sync": {"reason": reason, "checked_at": _iso(checked_at)},
+    }
+    return emit(agent_id=collection.agent_id, event=Webhook.SYNC_FAILED, data=data)
+
+
 def _iso(moment) -> str | None:
     return moment.isoformat() if moment else None
 
