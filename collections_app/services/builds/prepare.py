@@ -97,6 +97,7 @@ def _prepare(
             collection.name,
             exc.strerror or type(exc).__name__,
         )
+        run.warnings.append(f"{source.name} was refused ({CORRUPT}): it could not be opened")
         return Prepared(
             name=source.name, kind=source.kind, fingerprint="", status=Document.REFUSED, refusal=CORRUPT
         )
@@ -154,7 +155,7 @@ def _prepare(
     item.ocr_pages, run.ocr_pages = extracted.ocr_pages, run.ocr_pages + extracted.ocr_pages
     item.summary = summarize_opening(extracted.text)
     if not item.pieces:
-        return _refuse(item, collection, "no text", EMPTY)
+        return _refuse(item, collection, "no text", EMPTY, run)
     run.documents_read += 1
     return item
 
@@ -173,8 +174,10 @@ def _refuse(
         category,
         reason,
     )
-    if run is not None and category in (TOO_LARGE, TIMED_OUT, BAD_NAME):
-        # Limits a person may want to raise, or a file to rename: said in the build's history.
-        run.warnings.append(f"{item.name} was refused ({category}): {reason}")
+    if run is not None:
+        # Every refusal is in the build's history with its category (docs/security.md); the reason too
+        # for limits a person may want to raise or a file to rename, which name no library's words.
+        detail = f": {reason}" if category in (TOO_LARGE, TIMED_OUT, BAD_NAME) else ""
+        run.warnings.append(f"{item.name} was refused ({category}){detail}")
     item.status, item.pieces, item.refusal = Document.REFUSED, [], category
     return item
