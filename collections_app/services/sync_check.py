@@ -15,7 +15,14 @@ from ..models import BuildRun, Collection, CollectionBuilt, CollectionSync, Docu
 from .builds import request_build
 from .knowledge import source_folder
 from .leases import ACTIVE_STATES
-from .sources import MAX_DOCUMENT_BYTES, SIDECAR_SUFFIX, folder_entries, read_sidecar
+from .sources import (
+    MAX_DOCUMENT_BYTES,
+    SIDECAR_SUFFIX,
+    UNREADABLE_MARK,
+    folder_entries,
+    read_sidecar,
+    too_large_mark,
+)
 from .webhooks import sync_failed
 
 logger = logging.getLogger("ragsite.sync")
@@ -178,14 +185,14 @@ def _sidecar_state(entry, previous: dict, check: Check) -> list | None:
 def _fingerprint(path, size: int) -> str:
     """SHA-256 of the file, as a build fingerprints it; a file the build would refuse unread is not read."""
     if size > MAX_DOCUMENT_BYTES:
-        return f"too-large:{size}"
+        return too_large_mark(size)
     digest = hashlib.sha256()
     try:
         with path.open("rb") as handle:
             while block := handle.read(READ_BLOCK):
                 digest.update(block)
     except OSError:
-        return "unreadable"
+        return UNREADABLE_MARK
     return digest.hexdigest()
 
 

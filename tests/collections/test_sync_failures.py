@@ -79,3 +79,28 @@ def test_a_failing_check_is_shown_and_told_once(
     assert len(receiver.requests) == 2
     assert json.loads(receiver.requests[1]["body"])["data"]["sync"]["reason"]
     assert WebhookDelivery.objects.filter(event="sync.failed").count() == 2
+
+
+def test_a_file_too_large_to_read_is_not_changed_at_every_check(synced, django_capture_on_commit_callbacks):
+    from collections_app.services.sources import MAX_DOCUMENT_BYTES
+
+    collection, folder = synced
+    with (folder / "huge.md").open("wb") as handle:  # sparse: no disk is written
+        handle.truncate(MAX_DOCUMENT_BYTES + 1)
+
+    def check():
+        with django_capture_on_commit_callbacks(execute=True):
+            return sync_check.check_source(collection=collection)
+
+    first = check()
+    assert first.build is not None
+    first.build.refresh_from_db()
+    assert first.build.status == "succeeded" and "huge.md was refused (too large)" in " ".join(
+        first.build.warnings
+    )
+    for _ in range(2):
+        again = check()
+        assert again.outcome == "unchanged", again.outcome  # was "1 changed; not built again: …"
+    with (folder / "huge.md").open("ab") as handle:  # it grew: a change, read once more
+        handle.truncate(MAX_DOCUMENT_BYTES + 2)
+    assert check().changed == ["huge.md"]

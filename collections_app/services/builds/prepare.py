@@ -19,7 +19,7 @@ from ...text.context import context_version, contexts_for
 from ...text.extract import BAD_NAME, CORRUPT, EMPTY, TIMED_OUT, TOO_LARGE, Unreadable, summarize_opening
 from ...text.stitch import carried_openings
 from ..leases import LeaseLost
-from ..sources import read_bounded
+from ..sources import UNREADABLE_MARK, read_bounded, too_large_mark
 
 logger = logging.getLogger("ragsite.builds")
 
@@ -87,7 +87,12 @@ def _prepare(
     try:
         data = read_bounded(source)
     except Unreadable as exc:
-        item = Prepared(name=source.name, kind=source.kind, fingerprint="", stored=exc.category != BAD_NAME)
+        # Recorded as the sync check fingerprints it (sources.too_large_mark), so an unchanged file too
+        # large to read is not "changed" at every check.
+        fingerprint = _unread_fingerprint(source) if exc.category == TOO_LARGE else ""
+        item = Prepared(
+            name=source.name, kind=source.kind, fingerprint=fingerprint, stored=exc.category != BAD_NAME
+        )
         return _refuse(item, collection, exc.reason, exc.category, run)
     except OSError as exc:
         logger.warning(
@@ -99,7 +104,11 @@ def _prepare(
         )
         run.warnings.append(f"{source.name} was refused ({CORRUPT}): it could not be opened")
         return Prepared(
-            name=source.name, kind=source.kind, fingerprint="", status=Document.REFUSED, refusal=CORRUPT
+            name=source.name,
+            kind=source.kind,
+            fingerprint=UNREADABLE_MARK,
+            status=Document.REFUSED,
+            refusal=CORRUPT,
         )
     fingerprint = hashlib.sha256(data).hexdigest()
     item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint, **source.carried())
@@ -158,6 +167,13 @@ def _prepare(
         return _refuse(item, collection, "no text", EMPTY, run)
     run.documents_read += 1
     return item
+
+
+def _unread_fingerprint(source) -> str:
+    try:
+        return too_large_mark(source.size())
+    except OSError:
+        return ""
 
 
 def _refuse(
