@@ -15,7 +15,9 @@ LOCK_WAIT_MS = 2000  # a build's own commit holds a collection's row for far les
 
 
 @contextmanager
-def short_lock_waits(using: str = "default"):
+def short_lock_waits(using: str = "default", *, check_keys: bool = False):
+    """`check_keys`: the block writes rows whose foreign keys point at rows another transaction may
+    hold (a sync setting at its collection); they are checked before the block ends."""
     from django.db import OperationalError, connections, transaction
 
     try:
@@ -26,7 +28,7 @@ def short_lock_waits(using: str = "default"):
                 with connection.cursor() as cursor:
                     cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{LOCK_WAIT_MS}ms"])
             yield
-            if postgresql:
+            if postgresql and check_keys:
                 # Foreign keys are checked at commit (deferred), where a wait on the row they point at
                 # would time out outside this block: check them here, where it is a 503.
                 connection.check_constraints()

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.db import IntegrityError, transaction
+from django.db.models import Value
 
 from ragsite.errors import Conflict, RagsiteError
 
@@ -172,13 +173,29 @@ def variable_shared(collection: Collection, *, bound: bool = False) -> bool:
     if conf.variable_part_problem(agent.agent_id):
         return True
     # Another agent's id spells this variable when its part, then `__`, starts it (an equal part, or
-    # `acme--x` against `acme` + `x--payroll`).
+    # `acme--x` against `acme` + `x--payroll`); a sibling collection when its part is this one's. One
+    # query reads both: every other agent's id, and this agent's other collections' names.
     spelt = f"{conf.variable_part(agent.agent_id)}__{part}"
-    others = Agent.objects.exclude(pk=agent.pk).values_list("agent_id", flat=True)
-    if any(spelt.startswith(f"{conf.variable_part(other)}__") for other in others):
-        return True
-    siblings = Collection.objects.filter(agent=agent).exclude(pk=collection.pk).values_list("name", flat=True)
-    return any(conf.variable_part(name) == part for name in siblings)
+    others = (
+        Agent.objects.exclude(pk=agent.pk)
+        .order_by()
+        .annotate(kind=Value("agent"))
+        .values_list("kind", "agent_id")
+        .union(
+            Collection.objects.filter(agent=agent)
+            .exclude(pk=collection.pk)
+            .order_by()
+            .annotate(kind=Value("collection"))
+            .values_list("kind", "name"),
+            all=True,
+        )
+    )
+    for kind, name in others:
+        if kind == "agent" and spelt.startswith(f"{conf.variable_part(name)}__"):
+            return True
+        if kind == "collection" and conf.variable_part(name) == part:
+            return True
+    return False
 
 
 def agent_id_problem(agent_id: str, *, exclude_pk: int | None = None) -> str:

@@ -34,7 +34,7 @@ def set_sync(*, collection: Collection, every: int | None) -> CollectionSync | N
     if every is None:
         if current is not None and current.enabled:
             current.enabled, current.next_check_at = False, None
-            with short_lock_waits():
+            with short_lock_waits(check_keys=True):
                 current.save(update_fields=["enabled", "next_check_at"])
         return current
     if isinstance(every, bool) or not isinstance(every, int) or not MIN_EVERY <= every <= MAX_EVERY:
@@ -48,7 +48,7 @@ def set_sync(*, collection: Collection, every: int | None) -> CollectionSync | N
     if current.pk and current.enabled and current.last_checked_at is not None:
         due = current.last_checked_at + timedelta(minutes=every)
     current.enabled, current.every, current.next_check_at = True, every, due
-    with short_lock_waits():  # the row's key check waits on a locked collection: briefly (PostgreSQL)
+    with short_lock_waits(check_keys=True):  # its key check waits on a held collection row: briefly
         current.save()
     return current
 
