@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragsite.division import TokenCounter
+from ragsite.fusion import clears_floor
 from ragsite.lexical import BM25Index, terms
 
 from .index.vector_codec import decode, encode
@@ -432,8 +433,8 @@ def measured_floor(answer_scores: Iterable[float], control_scores: Iterable[floa
     return {
         "floor": floor,
         "rule": rule,
-        "kept": sum(1 for score in answers if score >= floor),
-        "controls_above": sum(1 for score in controls if score >= floor),
+        "kept": int(np.count_nonzero(clears_floor(answers, floor))),
+        "controls_above": int(np.count_nonzero(clears_floor(controls, floor))),
     }
 
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ragsite.fusion import hybrid_scores
+from ragsite.fusion import clears_floor, floor_is_open, hybrid_scores
 from ragsite.top import top_rows
 
 from .text.stitch import Row, Stitched, stitch, stitch_sections
@@ -98,12 +98,6 @@ def fused(
     return hybrid_scores(cosine, bm25, upper, weight=weight)
 
 
-def clears_floor(scores: np.ndarray, floor: float) -> np.ndarray:
-    """Which scores the floor lets through: at or above it. The floor applies to the fused score, the
-    scale it is calibrated on, whatever later reorders the rows (the reranker)."""
-    return scores >= floor
-
-
 def top_at_floor(
     scores: np.ndarray,
     floor: float,
@@ -119,8 +113,8 @@ def top_at_floor(
     """
     if rows is not None:
         return rows[top_rows(scores, clears_floor(scores, floor), most)]
-    # Unfloored over rows all readable, every row is eligible: no mask to build or apply.
-    if floor <= 0:
+    # A floor every score clears, over rows all readable: no mask to build or apply.
+    if floor_is_open(floor):
         eligible = None if readable is None or readable.all() else readable
     else:
         eligible = clears_floor(scores, floor) if readable is None else readable & clears_floor(scores, floor)

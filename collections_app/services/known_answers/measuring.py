@@ -13,7 +13,7 @@ from django.utils import timezone
 from ragsite import embedding
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
-from ragsite.fusion import FUSION_WEIGHT
+from ragsite.fusion import FUSION_WEIGHT, floor_is_open
 from ragsite.lexical import BM25Index
 
 from ... import conf
@@ -278,7 +278,7 @@ def _measure(
     bands = floor_range(answer_scores, control_scores)
     read_off = measured_floor(answer_scores, control_scores, keep=conf.measured_floor_keep())
     floor, source = collection.floor_in_force(measured=read_off["floor"], default=float(settings.MIN_SCORE))
-    at_floor = ask(floor) if floor > 0 else (answered, controls)
+    at_floor = (answered, controls) if floor_is_open(floor) else ask(floor)
 
     results = _results(questions, (answered, controls), at_floor)
     found = [r for r in results if not r["control"] and r["found"]]
