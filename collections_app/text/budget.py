@@ -60,7 +60,9 @@ def _opening(row: Row, room: int, *, words: bool) -> Row | None:
             return None
     else:
         return None
-    return replace(row, text=row.text[:end].rstrip(), end=row.start + len(row.text[:end].rstrip()))
+    return replace(
+        row, text=row.text[:end].rstrip(), end=row.start + len(row.text[:end].rstrip()), cut_after=True
+    )
 
 
 def _closing(row: Row, room: int) -> Row | None:
@@ -71,7 +73,7 @@ def _closing(row: Row, room: int) -> Row | None:
     if not starts:
         return None
     begin = starts[0]
-    return replace(row, text=row.text[begin:], start=row.start + begin)
+    return replace(row, text=row.text[begin:], start=row.start + begin, cut_before=True)
 
 
 def _hit_order(runs: Sequence[Stitched], members: list[list[int]], hits: Sequence[int] | None):

@@ -55,6 +55,7 @@ class CandidateRow(NamedTuple):
     end: int
     text: str
     section: str
+    index: int  # its position in its document (the k of doc#k): stitching reads where the text runs on
     vector: bytes | None  # its stored windows (vector_codec); None: no vector
     context: str
 
@@ -160,7 +161,9 @@ def _live_paragraphs(collection: Collection) -> list[CandidateRow]:
     rows = (
         Paragraph.objects.filter(collection=collection)
         .order_by("ordinal")
-        .values_list("pk", "document_id", "start_char", "end_char", "text", "section", "embedding", "context")
+        .values_list(
+            "pk", "document_id", "start_char", "end_char", "text", "section", "index", "embedding", "context"
+        )
     )
     return [
         CandidateRow(document, document not in held_documents and pk not in held_paragraphs, *rest)
@@ -175,7 +178,15 @@ def _index(paragraphs: Sequence[CandidateRow], dimensions: int) -> tuple[Scratch
     and the paragraph's cosine is pooled from them as search pools it.
     """
     rows = [
-        Row(ordinal=i, document=p.document, start=p.start, end=p.end, text=p.text, section=p.section)
+        Row(
+            ordinal=i,
+            document=p.document,
+            start=p.start,
+            end=p.end,
+            text=p.text,
+            section=p.section,
+            index=p.index,
+        )
         for i, p in enumerate(paragraphs)
     ]
     contexts = [p.context for p in paragraphs]
