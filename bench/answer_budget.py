@@ -40,8 +40,8 @@ def fill_order(order: str) -> None:
     module = importlib.import_module("collections_app.services.search.stitched")
     from collections_app.text.budget import fit
 
-    def best_hit_first(runs, readable, max_chars, hits=None):
-        return fit(runs, readable, max_chars)
+    def best_hit_first(runs, readable, max_chars, hits=None, question_terms=None):
+        return fit(runs, readable, max_chars, None, question_terms)
 
     module.fit = fit if order == "hits" else best_hit_first
 

@@ -121,6 +121,7 @@ def test_an_ivf_search_still_finds_the_answering_paragraph_with_the_same_answer_
         "first",
         "last",
         "pages",
+        "excerpts",
     }
     assert any("IVF cosine, nprobe 2" in record.getMessage() for record in caplog.records)
     assert QUESTION not in caplog.text

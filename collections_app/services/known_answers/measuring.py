@@ -20,6 +20,7 @@ from ... import conf
 from ...conf import settings
 from ...errors import KnownAnswersLost
 from ...index.vector_codec import VectorFormatError, decode
+from ...limits import DEFAULT_MOST
 from ...measure import Question, ScratchIndex, floor_range, measured_floor, outcomes
 from ...models import (
     BuildRun,
@@ -39,7 +40,7 @@ from .the_set import _enqueue, known_answers, live_build_id, parse_jsonl, set_kn
 logger = logging.getLogger("ragsite.known_answers")
 
 
-DEPTH = 5  # found@5: how many paragraphs a search returns unless asked for more
+DEPTH = DEFAULT_MOST  # found@5: how many paragraphs a search returns unless asked for more
 # The sample handbook's own questions and controls (beside sample_docs/, so a build never reads it as a
 # document).
 SAMPLE_SET = Path(__file__).resolve().parents[2] / "sample_known_answers.jsonl"
@@ -281,6 +282,7 @@ def _measure(
             floor=floor,
             searchable=searchable,
             sections=returns_sections(collection.method),
+            max_chars=int(settings.ANSWER_MAX_CHARS),
         )
 
     answered, controls = ask(0.0)
