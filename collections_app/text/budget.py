@@ -39,6 +39,12 @@ __all__ = ["MIN_PART", "Fitted", "best_part", "fit"]
 # The least a shortened hit keeps (the whole hit when shorter): about three sentences of prose, enough to
 # hold an answer and the words around it.
 MIN_PART = 300
+# How the budget left after every hit's least part is shared: "best first" (the best hit whole before
+# the next grows) or "even" (water filling).
+SHARING = "by run"
+# The order neighbours are added in: "rounds" (the nearest of every run, best run first, then the next
+# nearest) or "by run" (every neighbour of the best run, nearest first, then the next run's).
+NEIGHBOURS = "by run"
 
 
 @dataclass(frozen=True)
@@ -163,29 +169,39 @@ def _hit_order(runs: Sequence[Stitched], owner: Mapping[int, int], hits: Sequenc
     return ordered
 
 
-def _shares(lengths: Sequence[int], extra: Sequence[int], max_chars: int) -> tuple[int, float]:
-    """How many of the hits (in order) keep a part, and the most characters each part may hold.
+def _shares(lengths: Sequence[int], extra: Sequence[int], max_chars: int) -> list[int]:
+    """The most characters each hit (in order) may keep; the hits past those returned are left out.
 
     The hits whose ``MIN_PART`` (or whole length, when shorter) and joining characters (``extra``) fit are
-    kept; the budget left is shared evenly, a hit shorter than its share keeping its whole text and
-    leaving the rest to the others (water filling)."""
+    kept, each first given that least part; what is left goes to them in `SHARING`'s way."""
     kept, need = 0, 0
     for length, joining in zip(lengths, extra, strict=True):
         need += min(length, MIN_PART) + joining
         if need > max_chars:
             break
         kept += 1
-    kept = max(kept, 1)
-    room = max_chars - sum(extra[:kept])
+    if kept == 0:
+        return [max_chars]
+    shares = [min(length, MIN_PART) for length in lengths[:kept]]
+    left = max_chars - sum(shares) - sum(extra[:kept])
+    if SHARING == "by run":
+        return shares  # the rest goes to each run in turn, its hits then its neighbours (`fit`)
+    if SHARING == "best first":
+        for number, length in enumerate(lengths[:kept]):
+            more = min(length - shares[number], left)
+            shares[number] += more
+            left -= more
+        return shares
+    # Evenly (water filling): a hit shorter than its share keeps its whole text and leaves the rest.
+    room = left + sum(shares)
     level = math.inf
-    ordered = sorted(lengths[:kept])
-    for position, length in enumerate(ordered):
+    for position, length in enumerate(sorted(lengths[:kept])):
         share = room / (kept - position)
         if length > share:
             level = share
             break
         room -= length
-    return kept, level
+    return [int(min(length, level)) for length in lengths[:kept]]
 
 
 def fit(
@@ -233,56 +249,96 @@ def fit(
         kept[o] = readable[o]
     if sum(len(text_of(number)) for number in set(owner[o] for o in order)) > max_chars:
         cut = True
-        count, level = _shares(lengths, extra, max_chars)
+        shares = _shares(lengths, extra, max_chars)
         weights = _weights(question_terms, list(readable.values()))
         placed = [set() for _ in runs]
         kept = {}
-        for o in order[:count]:
+        for o, share in zip(order, shares, strict=False):
             row = readable[o]
-            kept[o] = best_part(row, math.floor(level), weights) if len(row.text) > level else row
+            kept[o] = best_part(row, share, weights) if len(row.text) > share else row
             placed[owner[o]].add(members[owner[o]].index(o))
     made = [number for number in range(len(runs)) if placed[number]]
     cut = cut or len(made) < len(runs)
     texts = {number: text_of(number) for number in made}
     spent = sum(len(text) for text in texts.values())
 
-    # 2. Neighbours in rounds: the rows one step from a hit of each run, best run first, then two steps.
+    # 2. Neighbours, nearest first: in rounds over the runs (one step from a hit in each run, best run
+    # first, then two steps), or run by run (`NEIGHBOURS`).
     hits_of = {number: sorted(placed[number]) for number in made}
-    full = True
-    distance = 1
-    while (
-        full
-        and any(len(placed[number]) < len(members[number]) for number in made)
-        and distance <= max((len(member) for member in members), default=0)
-    ):
-        for number in made:
-            for index in range(len(members[number])):
-                if not full:
-                    break
-                nearest = min(hits_of[number], key=lambda h, i=index: (abs(h - i), h))
-                if index in placed[number] or abs(nearest - index) != distance:
-                    continue
-                o = members[number][index]
-                text = text_of(number, index, readable[o])
+
+    def nearest(number: int, index: int) -> int:
+        return min(hits_of[number], key=lambda h: (abs(h - index), h))
+
+    def steps(number: int) -> list[tuple[int, int]]:
+        """(distance, index) of the run's rows that are not placed, nearest first, earlier first."""
+        return sorted(
+            (abs(nearest(number, index) - index), index)
+            for index in range(len(members[number]))
+            if index not in placed[number]
+        )
+
+    grow = {number: [] for number in made}
+    if SHARING == "by run":
+        for o in order:
+            if owner[o] in grow and o in kept and kept[o] is not readable[o]:
+                grow[owner[o]].append(o)
+    if NEIGHBOURS == "rounds" and SHARING != "by run":
+        queue = sorted(
+            (
+                (distance, position, index)
+                for position, number in enumerate(made)
+                for distance, index in steps(number)
+            ),
+        )
+        order_of = [(made[position], index) for _distance, position, index in queue]
+    else:
+        order_of = [
+            (number, index)
+            for number in made
+            for index in [members[number].index(o) for o in grow[number]]
+            + [index for _distance, index in steps(number)]
+        ]
+    weights = _weights(question_terms, list(readable.values())) if any(grow.values()) else {}
+    for number, index in order_of:
+        o = members[number][index]
+        if index in placed[number]:  # a shortened hit, grown to its whole text or as much as fits
+            text = text_of(number, index, readable[o])
+            if spent - len(texts[number]) + len(text) <= max_chars:
+                kept[o] = readable[o]
+            else:
+                part = best_part(readable[o], len(kept[o].text) + max_chars - spent, weights)
+                text = text_of(number, index, part)
                 if spent - len(texts[number]) + len(text) <= max_chars:
-                    kept[o] = readable[o]
-                else:
-                    full = False
-                    # What joins it: a space or a paragraph break where the text runs on, else an elision.
-                    for joining in (1, 2, len(ELISION)):
-                        room = max_chars - spent - joining
-                        part = _closing(readable[o], room) if index < nearest else _opening(readable[o], room)
-                        if part is not None:
-                            text = text_of(number, index, part)
-                            if spent - len(texts[number]) + len(text) <= max_chars:
-                                break
-                    else:
-                        continue
                     kept[o] = part
-                placed[number].add(index)
-                spent += len(text) - len(texts[number])
-                texts[number] = text
-        distance += 1
+                    spent += len(text) - len(texts[number])
+                    texts[number] = text
+                break
+            spent += len(text) - len(texts[number])
+            texts[number] = text
+            continue
+        text = text_of(number, index, readable[o])
+        if spent - len(texts[number]) + len(text) <= max_chars:
+            kept[o] = readable[o]
+        else:
+            # What joins it: a space or a paragraph break where the text runs on, else an elision.
+            side = index < nearest(number, index)
+            for joining in (1, 2, len(ELISION)):
+                room = max_chars - spent - joining
+                part = _closing(readable[o], room) if side else _opening(readable[o], room)
+                if part is not None:
+                    text = text_of(number, index, part)
+                    if spent - len(texts[number]) + len(text) <= max_chars:
+                        break
+            else:
+                break  # not a sentence of it fits: the budget is spent
+            kept[o] = part
+            placed[number].add(index)
+            spent += len(text) - len(texts[number])
+            texts[number] = text
+            break  # the budget is spent
+        placed[number].add(index)
+        spent += len(text) - len(texts[number])
+        texts[number] = text
     cut = cut or any(len(placed[number]) < len(members[number]) for number in made)
     fitted = []
     for number in made:

@@ -209,7 +209,7 @@ def test_every_hit_keeps_its_best_part_when_the_hits_do_not_fit_whole():
     assert sum(len(run.text) for run in fitted.runs) <= 2000
     for run, word in zip(fitted.runs, words, strict=True):
         assert f"The {word} answer sits in this sentence." in run.text
-        assert 300 <= len(run.text) <= 400  # the budget shared evenly, in whole sentences
+        assert len(run.text) >= MIN_PART - 50  # about its least part in whole sentences; the best grow first
         start, end = fitted.excerpts[run.hit]
         assert made[run.hit].text[start:end] == run.text
 
