@@ -27,7 +27,7 @@ def test_found_at_k_never_falls_as_k_rises_at_the_default_budget(agent, knowledg
     answerable = [item for item in items if not item.get("control")]
     assert len(answerable) > 60
     found = {}
-    for most in (1, 5, 10, 20):
+    for most in (1, 5, 10):
         answers, unbudgeted = [], []
         for item in answerable:
             asked = {"agent": agent, "collection": collection, "question": item["question"], "most": most}
@@ -43,4 +43,4 @@ def test_found_at_k_never_falls_as_k_rises_at_the_default_budget(agent, knowledg
             any(normalise(item["answer"]) in normalise(p["text"]) for p in answer["paragraphs"])
             for item, answer in zip(answerable, answers, strict=True)
         )
-    assert found[1] <= found[5] <= found[10] <= found[20], found
+    assert found[1] <= found[5] <= found[10], found
