@@ -1,4 +1,4 @@
-"""Asking for more never finds less: on the known-answers dev set (bench/known_answers), at the default
+"""Asking for more never finds less: on the known-answers dev set (bench/answers/dev_set), at the default
 answer budget, the answers found in an answer of k paragraphs never fall as k rises, because the budget
 shortens hits rather than dropping them (text.budget)."""
 
@@ -15,7 +15,7 @@ from collections_app.services.search.plan import MAX_ANSWER_CHARS
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
-DEV_SET = Path(__file__).resolve().parents[2] / "bench" / "known_answers"
+DEV_SET = Path(__file__).resolve().parents[2] / "bench" / "answers" / "dev_set"
 
 
 def test_found_at_k_never_falls_as_k_rises_at_the_default_budget(agent, knowledge_folder, settings):
