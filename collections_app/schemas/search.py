@@ -86,7 +86,7 @@ class ExcerptOut(BaseModel):
     """A stored paragraph of this one that the answer budget shortened, and the part of it kept."""
 
     chunk_id: str
-    start: int = Field(..., description="Where the kept part begins, in characters into the paragraph's text.")
+    start: int = Field(..., description="Where the kept part begins, in characters into the paragraph text.")
     end: int = Field(..., description="Where it ends (exclusive); the text before and after was left out.")
 
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from collections_app.limits import MAX_ANSWER_CHARS
 from collections_app.measure import normalise
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
 from collections_app.services.search import search_collection
-from collections_app.services.search.plan import MAX_ANSWER_CHARS
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from collections_app.limits import MAX_ANSWER_CHARS
 from collections_app.measure import measured_floor
 from collections_app.ranking import top_at_floor
-from collections_app.services.search.plan import MAX_ANSWER_CHARS
 from ragsite import fusion
 from tests.collections.test_search_ivf import _fresh_ivf, ask, index_of, library  # noqa: F401
 
