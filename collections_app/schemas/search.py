@@ -82,7 +82,7 @@ class SearchIn(StrictSchema):
     )
 
 
-class ExcerptOut(BaseModel):
+class ShortenedOut(BaseModel):
     """A stored paragraph of this one that the answer budget shortened, and the part of it kept."""
 
     chunk_id: str
@@ -124,7 +124,7 @@ class ParagraphOut(BaseModel):
         "fused score the floor applies to.",
     )
     fused_rank: int | None = Field(None, description="Only when reranked: the position by the fused score.")
-    excerpts: list[ExcerptOut] = Field(
+    excerpts: list[ShortenedOut] = Field(
         ...,
         description="The stitched paragraphs the answer budget shortened (a hit to its best part, the last "
         "neighbour at a sentence), each with the part kept; empty when every one is whole.",
