@@ -12,6 +12,7 @@ import numpy as np
 
 from ragsite import fusion
 from ragsite.fusion import LEXICAL, hybrid_scores
+from ragsite.lexical import terms
 
 from ...conf import settings
 from ...index.bm25_top import best_rows
@@ -105,6 +106,7 @@ def search_collection(
         per_reader=plan.reader is not None,
         sections=returns_sections(plan.built.method),
         every=plan.every,
+        question_terms=terms(plan.question),
     )
     if relevance is not None:
         mark_reranked(
