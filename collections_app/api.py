@@ -6,12 +6,13 @@ from typing import Any, Literal
 from ninja import Field, Query, Router, Schema, Status
 from pydantic import ConfigDict
 
+from ragsite import audit
 from ragsite.schemas import StrictSchema, with_errors
 
 from .limits import DEFAULT_MOST, MAX_ANSWER_CHARS, MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, MIN_ANSWER_CHARS
 from .models import Collection
 from .services import agents, build_status, builds, citations, known_answers, search, sync
-from .services.search.answer import SearchOut
+from .services.search.answer import SearchOut, quoted
 from .services.sync import MAX_EVERY, MIN_EVERY
 
 router = Router(tags=["collections"])
@@ -196,19 +197,30 @@ class SearchIn(StrictSchema):
     summary="Search a collection",
 )
 def search_collection(request, name: str, payload: SearchIn):
-    return search.search_collection(
-        agent=request.auth.agent,
-        collection=name,
+    with audit.reading(
+        kind=audit.SEARCH,
+        channel=audit.API,
+        key=request.auth,
+        target=name,
         question=payload.question,
         reader=payload.reader,
         on_behalf_of=payload.onBehalfOf,
-        most=payload.most,
-        around=payload.around,
-        min_score=payload.min_score,
-        max_chars=payload.max_chars,
-        key=request.auth,
-        filters=payload.filters,
-    )
+    ) as read:
+        answer = search.search_collection(
+            agent=request.auth.agent,
+            collection=name,
+            question=payload.question,
+            reader=payload.reader,
+            on_behalf_of=payload.onBehalfOf,
+            most=payload.most,
+            around=payload.around,
+            min_score=payload.min_score,
+            max_chars=payload.max_chars,
+            key=request.auth,
+            filters=payload.filters,
+        )
+        read.answered(*quoted(answer))
+    return answer
 
 
 class CitedIn(Schema):
@@ -235,9 +247,14 @@ class CitedOut(Schema):
 def read_paragraph(request, name: str, params: Query[CitedIn]):
     """A per-reader collection's ids count that reader's paragraphs; one the reader may not read and one
     that does not exist answer the same 404."""
-    return citations.read_cited(
-        agent=request.auth.agent, collection=name, chunk_id=params.chunk_id, reader=params.reader
-    )
+    with audit.reading(
+        kind=audit.PARAGRAPH, channel=audit.API, key=request.auth, target=name, reader=params.reader
+    ) as read:
+        shown = citations.read_cited(
+            agent=request.auth.agent, collection=name, chunk_id=params.chunk_id, reader=params.reader
+        )
+        read.answered([shown["chunk_id"]], len(shown["text"]))
+    return shown
 
 
 class BuildOut(Schema):

@@ -7,6 +7,7 @@ them before a handler runs.
 
 from __future__ import annotations
 
+from ragsite import audit
 from ragsite.errors import Forbidden, NotFound
 from ragsite.mcp import Caller, Tool, register
 
@@ -25,7 +26,7 @@ from .services.build_status import (
 from .services.builds import request_build
 from .services.measure import DEFAULT_MOST, MAX_MARKER_CHARS, MAX_QUESTIONS, measure_collection, parse_items
 from .services.search import search_collection
-from .services.search.answer import mcp_output_schema
+from .services.search.answer import mcp_output_schema, quoted
 
 COLLECTION_NAME = {
     "type": "string",
@@ -96,19 +97,30 @@ SEARCH_ANSWER = mcp_output_schema()
 
 
 def search(caller: Caller, arguments: dict) -> dict:
-    return search_collection(
-        agent=caller.agent,
-        collection=arguments["collection"],
+    with audit.reading(
+        kind=audit.SEARCH,
+        channel=audit.MCP,
+        key=caller.key,
+        target=arguments["collection"],
         question=arguments["question"],
         reader=arguments.get("reader"),
         on_behalf_of=arguments.get("onBehalfOf"),
-        most=arguments.get("most", SEARCH_MOST),
-        around=arguments.get("around"),
-        min_score=arguments.get("min_score"),
-        max_chars=arguments.get("max_chars"),
-        key=caller.key,
-        filters=arguments.get("filters"),
-    )
+    ) as read:
+        answer = search_collection(
+            agent=caller.agent,
+            collection=arguments["collection"],
+            question=arguments["question"],
+            reader=arguments.get("reader"),
+            on_behalf_of=arguments.get("onBehalfOf"),
+            most=arguments.get("most", SEARCH_MOST),
+            around=arguments.get("around"),
+            min_score=arguments.get("min_score"),
+            max_chars=arguments.get("max_chars"),
+            key=caller.key,
+            filters=arguments.get("filters"),
+        )
+        read.answered(*quoted(answer))
+    return answer
 
 
 BUILD_INPUT = {

@@ -21,13 +21,14 @@ from typing import Any
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from ragsite import fusion
+from ragsite import audit, fusion
 from ragsite.bodies import BadBody, parse_json
 from ragsite.errors import RagsiteError, error_body
 
 from .limits import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
 from .services.agents import key_from_request
 from .services.search import search_collection
+from .services.search.answer import quoted
 from .services.vector_stores import (
     DEFAULT_LISTED,
     ListRequest,
@@ -130,18 +131,32 @@ def vector_store_search(request, key, store_id: str) -> dict:
             "rewrite_query is not supported: ragsite searches the query as given; send false or leave it out",
             code="rewrite_unsupported",
         )
-    answer = search_collection(
-        agent=key.agent,
-        collection=store_id,
-        question=query,
-        reader=_extension(body, request, "reader", READER_HEADER),
-        on_behalf_of=_extension(body, request, "onBehalfOf", ON_BEHALF_OF_HEADER),
-        most=_integer(body, "max_num_results", DEFAULT_RESULTS, 1, MAX_MOST),
-        around=_integer(body, "around", None, 0, MAX_AROUND),
-        min_score=options.get("score_threshold"),
+    reader = _extension(body, request, "reader", READER_HEADER)
+    on_behalf_of = _extension(body, request, "onBehalfOf", ON_BEHALF_OF_HEADER)
+    most = _integer(body, "max_num_results", DEFAULT_RESULTS, 1, MAX_MOST)
+    around = _integer(body, "around", None, 0, MAX_AROUND)
+    with audit.reading(
+        kind=audit.VECTOR_STORE_SEARCH,
+        channel=audit.OPENAI,
         key=key,
-        filters=body.get("filters"),
-    )
+        target=store_id,
+        question=query,
+        reader=reader,
+        on_behalf_of=on_behalf_of,
+    ) as read:
+        answer = search_collection(
+            agent=key.agent,
+            collection=store_id,
+            question=query,
+            reader=reader,
+            on_behalf_of=on_behalf_of,
+            most=most,
+            around=around,
+            min_score=options.get("score_threshold"),
+            key=key,
+            filters=body.get("filters"),
+        )
+        read.answered(*quoted(answer))
     names = {paragraph["document"] for paragraph in answer["paragraphs"]}
     return results_page(
         answer, query=query, attributes=document_attributes(agent=key.agent, store_id=store_id, names=names)

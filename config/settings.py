@@ -245,6 +245,10 @@ MEMORY_RECALL_MAX_CHARS = env.int("MEMORY_RECALL_MAX_CHARS", default=4000)
 # non-public address is refused unless this is on (a deployment whose receivers are on its own network).
 WEBHOOK_ALLOW_PRIVATE = env.bool("WEBHOOK_ALLOW_PRIVATE", default=False)
 WEBHOOK_TIMEOUT = env.float("WEBHOOK_TIMEOUT", default=10.0)
+# The read audit (docs/operations.md): the question as asked ("text"), its SHA-256 only ("hash") or
+# nothing ("off"); and the days an entry is kept before the hourly purge deletes it (0: forever).
+AUDIT_QUESTIONS = env("AUDIT_QUESTIONS", default="hash")
+AUDIT_RETENTION_DAYS = env.int("AUDIT_RETENTION_DAYS", default=365)
 
 # --- Files, static, i18n ---------------------------------------------------
 

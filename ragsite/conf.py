@@ -63,6 +63,8 @@ _NAMES = frozenset(
         "WEB_BIND",
         "WEBHOOK_ALLOW_PRIVATE",
         "WEBHOOK_TIMEOUT",
+        "AUDIT_QUESTIONS",
+        "AUDIT_RETENTION_DAYS",
     }
 )
 

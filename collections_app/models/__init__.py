@@ -9,6 +9,7 @@ The models live in a module per concept; this package re-exports every one, so
 """
 
 from .agents import KEY_PREFIX, SCHEMA_VERSION, Agent, ApiKey, ApiKeyQuerySet, Label, Reader, StoreMeta  # noqa: F401
+from .audit import ReadAudit  # noqa: F401
 from .collections import (  # noqa: F401
     PATH_LIKE,
     Collection,

@@ -115,3 +115,10 @@ def mcp_output_schema(model: type[BaseModel] = SearchOut) -> dict:
         return node
 
     return inline(schema)
+
+
+def quoted(answer: dict) -> tuple[list[str], int]:
+    """What a search answer quotes, for the read audit: every stitched chunk id, and the characters
+    of text."""
+    paragraphs = answer["paragraphs"]
+    return [cid for p in paragraphs for cid in p["chunk_ids"]], sum(len(p["text"]) for p in paragraphs)

@@ -1,0 +1,133 @@
+"""The read audit's store side: write an entry, purge the expired ones, export a selection.
+
+`write_read` is the writer `ragsite.audit` calls (installed at start by the AppConfig). It is one
+INSERT in the request, before the answer leaves, outside any transaction of the read's own: an answer
+that reached its caller has a committed entry, and a read whose entry could not be written fails.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Iterator
+from datetime import timedelta
+
+from django.utils import timezone
+
+from ragsite.audit import Read, question_fields
+
+from ..conf import settings
+from ..models import ReadAudit
+
+# The columns an export carries, in order (the same for JSON Lines and CSV).
+EXPORT_FIELDS = (
+    "at",
+    "channel",
+    "kind",
+    "agent_id",
+    "key_id",
+    "on_behalf_of",
+    "reader",
+    "target",
+    "question",
+    "question_sha256",
+    "ids",
+    "size",
+    "status",
+)
+EXPORT_FORMATS = ("jsonl", "csv")
+# A CSV cell a spreadsheet would run as a formula (the question is the caller's text) is quoted.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def write_read(read: Read) -> None:
+    question, digest = question_fields(read.question, settings.AUDIT_QUESTIONS)
+    ReadAudit.objects.create(
+        channel=read.channel,
+        kind=read.kind,
+        agent_id=read.agent_id,
+        key_id=read.key_id,
+        on_behalf_of=(read.on_behalf_of or "")[:200],
+        reader=(read.reader or "")[:200],
+        target=read.target[:200],
+        question=question,
+        question_sha256=digest,
+        ids=read.ids,
+        size=read.size,
+        status=read.status,
+    )
+
+
+def retention_days() -> int:
+    days = int(settings.AUDIT_RETENTION_DAYS)
+    if days < 0:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(f"AUDIT_RETENTION_DAYS must be 0 (keep forever) or more, not {days}")
+    return days
+
+
+def purge_reads(*, now=None) -> int:
+    """Delete the entries older than AUDIT_RETENTION_DAYS (none when it is 0); returns how many."""
+    days = retention_days()
+    if days == 0:
+        return 0
+    cutoff = (now or timezone.now()) - timedelta(days=days)
+    deleted, _ = ReadAudit.objects.filter(at__lt=cutoff).delete()
+    return deleted
+
+
+def entry_row(entry: ReadAudit) -> dict:
+    row = {name: getattr(entry, name) for name in EXPORT_FIELDS}
+    row["at"] = entry.at.isoformat()
+    return row
+
+
+def export_lines(entries: Iterable[ReadAudit], fmt: str) -> Iterator[str]:
+    """The entries as JSON Lines or CSV (a header first), one string per line, oldest first as given."""
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"an export is {' or '.join(EXPORT_FORMATS)}, not {fmt!r}")
+    if fmt == "jsonl":
+        for entry in entries:
+            yield json.dumps(entry_row(entry), ensure_ascii=False) + "\n"
+        return
+    buffer = io.StringIO()
+    out = csv.DictWriter(buffer, fieldnames=EXPORT_FIELDS, lineterminator="\n")
+
+    def flushed() -> str:
+        text = buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+        return text
+
+    out.writeheader()
+    yield flushed()
+    for entry in entries:
+        row = entry_row(entry)
+        row["ids"] = " ".join(row["ids"])
+        row = {name: _inert(value) for name, value in row.items()}
+        out.writerow(row)
+        yield flushed()
+
+
+def _inert(value):
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def select_reads(*, agent_id=None, reader=None, target=None, since=None, until=None):
+    """The entries matching the filters, oldest first (the order an export reads best in)."""
+    entries = ReadAudit.objects.all()
+    if agent_id:
+        entries = entries.filter(agent_id=agent_id)
+    if reader:
+        entries = entries.filter(reader=reader)
+    if target:
+        entries = entries.filter(target=target)
+    if since is not None:
+        entries = entries.filter(at__gte=since)
+    if until is not None:
+        entries = entries.filter(at__lt=until)
+    return entries.order_by("at", "id")
