@@ -13,7 +13,7 @@ ADMIN_USER ?= admin
 ADMIN_PASSWORD ?=
 export ADMIN_USER ADMIN_PASSWORD
 
-.PHONY: install install-server ocr-tools run migrate demo test test-fast lint bench bench-1m bench-memory
+.PHONY: install install-server ocr-tools run migrate demo test test-fast lint bench bench-1m bench-memory bench-audit
 
 # What the server needs (`make run`): the project and the model's files, nothing for tests.
 SERVER_STAMP := $(VENV)/.installed-server
@@ -91,3 +91,8 @@ bench-1m: install
 bench-memory: install
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	$(PY) bench/memory_locomo.py
+
+# What the read audit adds to a search's p50 (budget 1 ms), with and without its entry, interleaved.
+# DATABASE_URL=postgres://... measures it on PostgreSQL (the database must exist; it is migrated).
+bench-audit: install
+	$(PY) bench/audit_cost.py

@@ -243,3 +243,24 @@ def test_a_read_whose_entry_cannot_be_written_answers_no_text(client, world, set
     )
     assert "result" not in response.json() and response.json()["error"]["code"] == -32603
     assert ReadAudit.objects.count() == 0
+
+
+@pytest.mark.postgres
+def test_an_agents_scope_may_write_an_entry_but_never_read_one(client, world):
+    from django.db import DatabaseError, connection, transaction
+
+    from ragsite.rls import agent_scope, installed
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the agents' role is PostgreSQL's")
+    assert installed(connection)
+    _api_post("/api/v1/collections/handbook/search", {"question": QUESTION})(client, world)  # in its scope
+    assert ReadAudit.objects.count() == 1
+    for statement in (
+        "SELECT question_sha256 FROM audit_reads",
+        "DELETE FROM audit_reads",
+        "UPDATE audit_reads SET size = 0",
+    ):
+        with agent_scope("alpha"), pytest.raises(DatabaseError, match="permission denied"):
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(statement)
