@@ -7,6 +7,7 @@ it reads `django.conf.settings` lazily through each app's `conf.py`, so
 `docs/configuration.md` (a test fails when one is missing there).
 """
 
+import os
 from pathlib import Path
 
 import environ
@@ -66,7 +67,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # Outermost, so it also sees the CSRF page and any other HTML error answered below it.
+    # Outermost of all: times and counts every request by its route pattern, whatever answered it.
+    "config.metrics.RequestMetrics",
+    # Outermost but one, so it also sees the CSRF page and any other HTML error answered below it.
     "config.middleware.JsonErrors",
     # Row-level security on PostgreSQL: an agent's request sees only that agent's rows (ragsite.rls).
     "config.middleware.AgentScope",
@@ -249,6 +252,18 @@ WEBHOOK_TIMEOUT = env.float("WEBHOOK_TIMEOUT", default=10.0)
 # nothing ("off"); and the days an entry is kept before the hourly purge deletes it (0: forever).
 AUDIT_QUESTIONS = env("AUDIT_QUESTIONS", default="hash")
 AUDIT_RETENTION_DAYS = env.int("AUDIT_RETENTION_DAYS", default=365)
+
+# --- Metrics (GET /metrics, docs/operations.md) -------------------------------
+
+# A scrape must carry `Authorization: Bearer <token>`; empty: only loopback clients may scrape.
+METRICS_TOKEN = env("METRICS_TOKEN", default="")
+# prometheus-client's multiprocess mode: each process (gunicorn's workers, the task cluster's) writes
+# its values here and a scrape sums them. prometheus-client reads the variable from the environment
+# when first imported, so it is put there (from .env too) before any app loads. Empty: one process.
+PROMETHEUS_MULTIPROC_DIR = env("PROMETHEUS_MULTIPROC_DIR", default="")
+if PROMETHEUS_MULTIPROC_DIR:
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = PROMETHEUS_MULTIPROC_DIR
+    Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
 
 # --- Files, static, i18n ---------------------------------------------------
 

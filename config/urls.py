@@ -9,6 +9,7 @@ from ragsite.errors import error_body
 from ragsite.mcp.transport import mcp_endpoint
 
 from .api import api
+from .metrics import metrics
 
 
 @csrf_exempt  # bearer keys, no cookies: a POST to an unknown route is a 404, not a CSRF page (D14)
@@ -31,6 +32,7 @@ urlpatterns = [
     path("v1/tokenize", embedding_server.tokenize, name="tokenize"),
     path("count_tokens", embedding_server.count_tokens, name="count-tokens"),
     path("mcp", mcp_endpoint, name="mcp"),
+    path("metrics", metrics, name="metrics"),
     path("v1/vector_stores", openai_api.vector_stores, name="vector-stores"),
     path("v1/vector_stores/<str:store_id>", openai_api.vector_store_detail, name="vector-store"),
     path(

@@ -22,6 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError
 
 from ragsite.errors import RagsiteError, store_busy
+from ragsite.instruments import READS
 
 logger = logging.getLogger("ragsite.audit")
 
@@ -74,6 +75,7 @@ def set_writer(writer: Writer) -> None:
 
 
 def write(read: Read) -> None:
+    READS.labels(kind=read.kind, channel=read.channel, status=str(read.status)).inc()
     if _writer is None:
         # A read that cannot be recorded is not served: no silent gap in the trail.
         raise ImproperlyConfigured("no read-audit writer is installed (collections_app must be installed)")

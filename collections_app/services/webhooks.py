@@ -33,6 +33,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ragsite.errors import RagsiteError
+from ragsite.instruments import WEBHOOK_DELIVERIES
 
 from ..conf import settings
 from ..models import BuildRun, KnownAnswersReport, Webhook, WebhookDelivery
@@ -221,6 +222,14 @@ def signature(*, secret: str, timestamp: int, body: bytes) -> str:
     return "sha256=" + mac.hexdigest()
 
 
+# An attempt's outcome in the metrics, by the delivery's status after it.
+ATTEMPT_OUTCOMES = {
+    WebhookDelivery.DELIVERED: "delivered",
+    WebhookDelivery.PENDING: "retrying",
+    WebhookDelivery.FAILED: "failed",
+}
+
+
 def deliver(*, delivery_id: int) -> str:
     """One attempt at a delivery that is due; returns its status after. Never raises for the
     receiver's faults.
@@ -273,6 +282,7 @@ def deliver(*, delivery_id: int) -> str:
     else:
         delivery.status = WebhookDelivery.PENDING
         delivery.next_attempt_at = now + timedelta(seconds=BACKOFF[delivery.attempts - 1])
+    WEBHOOK_DELIVERIES.labels(outcome=ATTEMPT_OUTCOMES[delivery.status]).inc()
     delivery.save(
         update_fields=[
             "attempts",

@@ -12,6 +12,7 @@ import numpy as np
 
 from ragsite import fusion
 from ragsite.fusion import LEXICAL, hybrid_scores
+from ragsite.instruments import SEARCHES
 
 from ...conf import settings
 from ...index.bm25_top import best_rows
@@ -139,6 +140,7 @@ def search_collection(
         len(answer["paragraphs"]),
         answer["refused"],
     )
+    SEARCHES.labels(mode=ranking.mode).inc()
     return answer
 
 
