@@ -147,3 +147,35 @@ def test_builds_documents_embedding_sync_checks_and_spend_are_counted(client, db
     assert grew("ragsite_model_tokens_total", purpose="judge", direction="in") == 120
     assert ("ragsite_task_queue_depth", frozenset()) in after
     assert value(after, "ragsite_task_queue_oldest_build_seconds") == 0  # nothing queued
+
+
+def test_webhook_attempts_are_counted_by_outcome(
+    client, db, knowledge_folder, settings, django_capture_on_commit_callbacks
+):
+    from django.utils import timezone
+
+    from collections_app.models import Webhook, WebhookDelivery
+    from collections_app.services import webhooks
+    from tests.servers import WebhookReceiver, serving
+
+    settings.WEBHOOK_ALLOW_PRIVATE = True  # the receiver listens on 127.0.0.1
+    agent, _raw = create_agent(agent_id="delta", name="Delta")
+    collection = create_collection(agent=agent, name="hooks", method="fixed", size=80)
+    knowledge_folder("hooks", HANDBOOK, agent="delta")
+    before = scrape(client)
+    with serving(WebhookReceiver()) as receiver:
+        Webhook.objects.create(
+            agent=agent, url=webhooks.validate_url(receiver.url), events=[Webhook.BUILD_SUCCEEDED]
+        )
+        receiver.statuses = [500]
+        with django_capture_on_commit_callbacks(execute=True):
+            assert build_collection(collection=collection).status == "succeeded"
+        delivery = WebhookDelivery.objects.get()
+        WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
+        assert webhooks.deliver(delivery_id=delivery.pk) == "delivered"
+    after = scrape(client)
+    for outcome in ("retrying", "delivered"):
+        grew = value(after, "ragsite_webhook_attempts_total", outcome=outcome) - value(
+            before, "ragsite_webhook_attempts_total", outcome=outcome
+        )
+        assert grew == 1, outcome
