@@ -37,7 +37,13 @@ $(NODE_STAMP): tests/collections/package-lock.json
 	@if command -v npm >/dev/null; then npm ci --prefix tests/collections --no-audit --no-fund --silent; \
 	else echo "npm not found: the TypeScript MCP client test will be skipped"; fi
 
-install: $(STAMP) $(NODE_STAMP)
+# The OpenID Connect provider the SSO tests run on loopback (node-oidc-provider), pinned by its lock file.
+OIDC_STAMP := tests/oidc/node_modules/.package-lock.json
+$(OIDC_STAMP): tests/oidc/package-lock.json
+	@if command -v npm >/dev/null; then npm ci --prefix tests/oidc --no-audit --no-fund --silent; \
+	else echo "npm not found: the single sign-on browser tests will be skipped"; fi
+
+install: $(STAMP) $(NODE_STAMP) $(OIDC_STAMP)
 
 install-server: $(SERVER_STAMP)
 

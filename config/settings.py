@@ -253,6 +253,24 @@ WEBHOOK_TIMEOUT = env.float("WEBHOOK_TIMEOUT", default=10.0)
 AUDIT_QUESTIONS = env("AUDIT_QUESTIONS", default="hash")
 AUDIT_RETENTION_DAYS = env.int("AUDIT_RETENTION_DAYS", default=365)
 
+# --- Staff sign-in through the organisation's OpenID Connect provider (docs/operations.md) ----
+
+# The provider's discovery document (`…/.well-known/openid-configuration`); empty: SSO off.
+OIDC_DISCOVERY_URL = env("OIDC_DISCOVERY_URL", default="")
+OIDC_CLIENT_ID = env("OIDC_CLIENT_ID", default="")
+OIDC_CLIENT_SECRET = env("OIDC_CLIENT_SECRET", default="")
+OIDC_SCOPES = env("OIDC_SCOPES", default="openid email profile groups")
+# The ID-token claim listing the person's groups, and which groups make staff and superusers.
+OIDC_GROUPS_CLAIM = env("OIDC_GROUPS_CLAIM", default="groups")
+OIDC_STAFF_GROUPS = env.list("OIDC_STAFF_GROUPS", default=[])
+OIDC_SUPERUSER_GROUPS = env.list("OIDC_SUPERUSER_GROUPS", default=[])
+# IdP group -> Django group (whose permissions the admin grants), e.g. {"librarians": "Librarians"}.
+OIDC_GROUPS_MAP = env.json("OIDC_GROUPS_MAP", default={})
+OIDC_PROVIDER_NAME = env("OIDC_PROVIDER_NAME", default="your organisation's account")
+OIDC_TIMEOUT = env.float("OIDC_TIMEOUT", default=10.0)
+# The admin's username-and-password form; off: the provider is the only way in.
+PASSWORD_LOGIN = env.bool("PASSWORD_LOGIN", default=True)
+
 # --- Metrics (GET /metrics, docs/operations.md) -------------------------------
 
 # A scrape must carry `Authorization: Bearer <token>`; empty: only loopback clients may scrape.

@@ -65,6 +65,17 @@ _NAMES = frozenset(
         "WEBHOOK_TIMEOUT",
         "AUDIT_QUESTIONS",
         "AUDIT_RETENTION_DAYS",
+        "OIDC_DISCOVERY_URL",
+        "OIDC_CLIENT_ID",
+        "OIDC_CLIENT_SECRET",
+        "OIDC_SCOPES",
+        "OIDC_GROUPS_CLAIM",
+        "OIDC_STAFF_GROUPS",
+        "OIDC_SUPERUSER_GROUPS",
+        "OIDC_GROUPS_MAP",
+        "OIDC_PROVIDER_NAME",
+        "OIDC_TIMEOUT",
+        "PASSWORD_LOGIN",
     }
 )
 
