@@ -252,6 +252,8 @@ WEBHOOK_TIMEOUT = env.float("WEBHOOK_TIMEOUT", default=10.0)
 # nothing ("off"); and the days an entry is kept before the hourly purge deletes it (0: forever).
 AUDIT_QUESTIONS = env("AUDIT_QUESTIONS", default="hash")
 AUDIT_RETENTION_DAYS = env.int("AUDIT_RETENTION_DAYS", default=365)
+# Where a read's entry waits (fsynced) while SQLite's write lock is held by another process.
+AUDIT_SPOOL_DIR = Path(env("AUDIT_SPOOL_DIR", default=str(DATA_DIR / "audit-spool")))
 
 # --- Staff sign-in through the organisation's OpenID Connect provider (docs/operations.md) ----
 

@@ -65,6 +65,7 @@ _NAMES = frozenset(
         "WEBHOOK_TIMEOUT",
         "AUDIT_QUESTIONS",
         "AUDIT_RETENTION_DAYS",
+        "AUDIT_SPOOL_DIR",
         "OIDC_DISCOVERY_URL",
         "OIDC_CLIENT_ID",
         "OIDC_CLIENT_SECRET",

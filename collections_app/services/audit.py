@@ -1,8 +1,9 @@
 """The read audit's store side: write an entry, purge the expired ones, export a selection.
 
 `write_read` is the writer `ragsite.audit` calls (installed at start by the AppConfig). It is one
-INSERT in the request, before the answer leaves, outside any transaction of the read's own: an answer
-that reached its caller has a committed entry, and a read whose entry could not be written fails.
+INSERT in the request, before the answer leaves: an answer that reached its caller has a committed
+entry, and a read whose entry could not be written fails. On SQLite, while another process holds the
+write lock, the entry is fsynced to a local spool instead (services.audit_spool) and moved in later.
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ import json
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
 
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from ragsite.audit import Read, question_fields
+from ragsite.errors import store_busy
 
 from ..conf import settings
 from ..models import ReadAudit
+from . import audit_spool
 
 # The columns an export carries, in order (the same for JSON Lines and CSV).
 EXPORT_FIELDS = (
@@ -44,15 +47,44 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 def write_read(read: Read) -> None:
     question, digest = question_fields(read.question, settings.AUDIT_QUESTIONS)
-    if connection.vendor != "postgresql":
-        _insert(read, question, digest)
+    fields = entry_fields(read, question, digest)
+    if connection.vendor == "sqlite":
+        _insert_without_waiting(fields)
+    elif connection.vendor != "postgresql":
+        ReadAudit.objects.create(**fields)
     elif connection.in_atomic_block:  # the request's own transaction (row-level security's scope)
         _commit_without_waiting_for_disk()
-        _insert(read, question, digest)
+        ReadAudit.objects.create(**fields)
     else:
         with transaction.atomic():
             _commit_without_waiting_for_disk()
-            _insert(read, question, digest)
+            ReadAudit.objects.create(**fields)
+
+
+def _insert_without_waiting(fields: dict) -> None:
+    """SQLite: the entry goes in now if the write lock is free, else to this process's spool (a search
+    never waits on another process's write); spooled entries follow the next entry that goes in."""
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA busy_timeout")
+        (waited,) = cursor.fetchone()
+        cursor.execute("PRAGMA busy_timeout = 0")
+    try:
+        try:
+            ReadAudit.objects.create(**fields)
+        except OperationalError as exc:
+            if store_busy(exc) is None:
+                raise
+            audit_spool.append(fields)
+            return
+        if audit_spool.due():
+            try:
+                audit_spool.drain()
+            except OperationalError as exc:  # taken again meanwhile: the entries wait for the next one
+                if store_busy(exc) is None:
+                    raise
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"PRAGMA busy_timeout = {int(waited)}")
 
 
 def _commit_without_waiting_for_disk() -> None:
@@ -64,21 +96,22 @@ def _commit_without_waiting_for_disk() -> None:
         cursor.execute("SELECT set_config('synchronous_commit', 'off', true)")
 
 
-def _insert(read: Read, question: str, digest: str) -> None:
-    ReadAudit.objects.create(
-        channel=read.channel,
-        kind=read.kind,
-        agent_id=read.agent_id,
-        key_id=read.key_id,
-        on_behalf_of=(read.on_behalf_of or "")[:200],
-        reader=(read.reader or "")[:200],
-        target=read.target[:200],
-        question=question,
-        question_sha256=digest,
-        ids=read.ids,
-        size=read.size,
-        status=read.status,
-    )
+def entry_fields(read: Read, question: str, digest: str) -> dict:
+    return {
+        "at": timezone.now(),
+        "channel": read.channel,
+        "kind": read.kind,
+        "agent_id": read.agent_id,
+        "key_id": read.key_id,
+        "on_behalf_of": (read.on_behalf_of or "")[:200],
+        "reader": (read.reader or "")[:200],
+        "target": read.target[:200],
+        "question": question,
+        "question_sha256": digest,
+        "ids": read.ids,
+        "size": read.size,
+        "status": read.status,
+    }
 
 
 def retention_days() -> int:
@@ -91,7 +124,9 @@ def retention_days() -> int:
 
 
 def purge_reads(*, now=None) -> int:
-    """Delete the entries older than AUDIT_RETENTION_DAYS (none when it is 0); returns how many."""
+    """Move spooled entries in, then delete the entries older than AUDIT_RETENTION_DAYS (none when it
+    is 0); returns how many were deleted."""
+    audit_spool.drain()
     days = retention_days()
     if days == 0:
         return 0
