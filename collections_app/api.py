@@ -11,7 +11,7 @@ from ragsite.schemas import StrictSchema, with_errors
 
 from .limits import DEFAULT_MOST, MAX_ANSWER_CHARS, MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, MIN_ANSWER_CHARS
 from .models import Collection
-from .services import agents, build_status, builds, citations, known_answers, search, sync
+from .services import agents, build_status, builds, citations, known_answers, reader_tokens, search, sync
 from .services.search.answer import SearchOut, quoted
 from .services.sync import MAX_EVERY, MIN_EVERY
 
@@ -169,6 +169,12 @@ class SearchIn(StrictSchema):
     reader: str | None = Field(
         None, max_length=200, description="Required when the collection answers per reader."
     )
+    readerToken: str | None = Field(
+        None,
+        max_length=16384,
+        description="Instead of reader: the reader's ID token from the organisation's identity provider; "
+        "its groups give the labels (docs/operations.md).",
+    )
     onBehalfOf: str | None = Field(None, max_length=100, description="The agent model calls are charged to.")
     # Strict: `"5"`, `2.0` and `true` are not numbers an agent meant (the review's D20).
     most: int = Field(DEFAULT_MOST, ge=1, le=MAX_MOST, strict=True)
@@ -193,24 +199,25 @@ class SearchIn(StrictSchema):
 
 @router.post(
     "/{name}/search",
-    response=with_errors({200: SearchOut}, 403, 404, 409, 413, 429, 503),
+    response=with_errors({200: SearchOut}, 401, 403, 404, 409, 413, 429, 503),
     summary="Search a collection",
 )
 def search_collection(request, name: str, payload: SearchIn):
+    reader = reader_tokens.reader_named(reader=payload.reader, token=payload.readerToken)
     with audit.reading(
         kind=audit.SEARCH,
         channel=audit.API,
         key=request.auth,
         target=name,
         question=payload.question,
-        reader=payload.reader,
+        reader=reader,
         on_behalf_of=payload.onBehalfOf,
     ) as read:
         answer = search.search_collection(
             agent=request.auth.agent,
             collection=name,
             question=payload.question,
-            reader=payload.reader,
+            reader=reader,
             on_behalf_of=payload.onBehalfOf,
             most=payload.most,
             around=payload.around,

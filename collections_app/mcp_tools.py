@@ -25,6 +25,7 @@ from .services.build_status import (
 )
 from .services.builds import request_build
 from .services.measure import DEFAULT_MOST, MAX_MARKER_CHARS, MAX_QUESTIONS, measure_collection, parse_items
+from .services.reader_tokens import reader_named
 from .services.search import search_collection
 from .services.search.answer import mcp_output_schema, quoted
 
@@ -49,6 +50,11 @@ SEARCH_INPUT = {
             "type": ["string", "null"],
             "maxLength": 200,
             "description": "The person you are reading for; required when the collection answers per reader.",
+        },
+        "readerToken": {
+            "type": ["string", "null"],
+            "maxLength": 16384,
+            "description": "Instead of reader: that person's ID token from your identity provider.",
         },
         "onBehalfOf": {
             "type": ["string", "null"],
@@ -97,20 +103,21 @@ SEARCH_ANSWER = mcp_output_schema()
 
 
 def search(caller: Caller, arguments: dict) -> dict:
+    reader = reader_named(reader=arguments.get("reader"), token=arguments.get("readerToken"))
     with audit.reading(
         kind=audit.SEARCH,
         channel=audit.MCP,
         key=caller.key,
         target=arguments["collection"],
         question=arguments["question"],
-        reader=arguments.get("reader"),
+        reader=reader,
         on_behalf_of=arguments.get("onBehalfOf"),
     ) as read:
         answer = search_collection(
             agent=caller.agent,
             collection=arguments["collection"],
             question=arguments["question"],
-            reader=arguments.get("reader"),
+            reader=reader,
             on_behalf_of=arguments.get("onBehalfOf"),
             most=arguments.get("most", SEARCH_MOST),
             around=arguments.get("around"),

@@ -27,6 +27,7 @@ from ragsite.errors import RagsiteError, error_body
 
 from .limits import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
 from .services.agents import key_from_request
+from .services.reader_tokens import reader_named
 from .services.search import search_collection
 from .services.search.answer import quoted
 from .services.vector_stores import (
@@ -47,12 +48,15 @@ SEARCH_FIELDS = (
     "ranking_options",
     "rewrite_query",
     "reader",
+    "readerToken",
     "onBehalfOf",
     "around",
 )
 RANKING_FIELDS = ("ranker", "score_threshold", "hybrid_search")
 RANKERS = ("auto", "default-2024-11-15")
 READER_HEADER, ON_BEHALF_OF_HEADER = "Ragsite-Reader", "Ragsite-On-Behalf-Of"
+READER_TOKEN_HEADER = "Ragsite-Reader-Token"
+EXTENSION_CHARS = {"reader": 200, "readerToken": 16384, "onBehalfOf": 100}
 # Weights whose embedding share differs from the fusion's by less than this are the fusion's own.
 WEIGHT_TOLERANCE = 1e-6
 
@@ -131,7 +135,10 @@ def vector_store_search(request, key, store_id: str) -> dict:
             "rewrite_query is not supported: ragsite searches the query as given; send false or leave it out",
             code="rewrite_unsupported",
         )
-    reader = _extension(body, request, "reader", READER_HEADER)
+    reader = reader_named(
+        reader=_extension(body, request, "reader", READER_HEADER),
+        token=_extension(body, request, "readerToken", READER_TOKEN_HEADER),
+    )
     on_behalf_of = _extension(body, request, "onBehalfOf", ON_BEHALF_OF_HEADER)
     most = _integer(body, "max_num_results", DEFAULT_RESULTS, 1, MAX_MOST)
     around = _integer(body, "around", None, 0, MAX_AROUND)
@@ -268,6 +275,7 @@ def _extension(body: dict, request, field: str, header: str) -> str | None:
     if in_body is not None and in_header is not None and in_body != in_header:
         raise BadRequest(f"{field} and the {header} header disagree; send one")
     value = in_body if in_body is not None else in_header
-    if value is not None and len(value) > (200 if field == "reader" else 100):
-        raise BadRequest(f"{field} is at most {200 if field == 'reader' else 100} characters")
+    most = EXTENSION_CHARS.get(field, 100)
+    if value is not None and len(value) > most:
+        raise BadRequest(f"{field} is at most {most} characters")
     return value

@@ -272,6 +272,12 @@ OIDC_PROVIDER_NAME = env("OIDC_PROVIDER_NAME", default="your organisation's acco
 OIDC_TIMEOUT = env.float("OIDC_TIMEOUT", default=10.0)
 # The admin's username-and-password form; off: the provider is the only way in.
 PASSWORD_LOGIN = env.bool("PASSWORD_LOGIN", default=True)
+# Readers named by a signed token of the provider (`readerToken`): whose discovery document (empty:
+# OIDC_DISCOVERY_URL's), which audiences its tokens may carry (empty: OIDC_CLIENT_ID), and whether
+# a reader named in plain text is still taken.
+READER_TOKEN_DISCOVERY_URL = env("READER_TOKEN_DISCOVERY_URL", default="")
+READER_TOKEN_AUDIENCES = env.list("READER_TOKEN_AUDIENCES", default=[])
+READER_PLAIN = env.bool("READER_PLAIN", default=True)
 
 # --- Metrics (GET /metrics, docs/operations.md) -------------------------------
 

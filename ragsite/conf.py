@@ -77,6 +77,9 @@ _NAMES = frozenset(
         "OIDC_PROVIDER_NAME",
         "OIDC_TIMEOUT",
         "PASSWORD_LOGIN",
+        "READER_TOKEN_DISCOVERY_URL",
+        "READER_TOKEN_AUDIENCES",
+        "READER_PLAIN",
     }
 )
 
