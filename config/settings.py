@@ -67,7 +67,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # Outermost of all: times and counts every request by its route pattern, whatever answered it.
+    # Outermost of all: the request's id on every log line written while it is answered.
+    "config.middleware.RequestId",
+    # Times and counts every request by its route pattern, whatever answered it.
     "config.metrics.RequestMetrics",
     # Outermost but one, so it also sees the CSRF page and any other HTML error answered below it.
     "config.middleware.JsonErrors",
@@ -322,21 +324,34 @@ WEB_BIND = env("WEB_BIND", default="127.0.0.1:8000")
 # --- Logging ---------------------------------------------------------------
 
 LOG_LEVEL = env("LOG_LEVEL", default="INFO")
+# "plain" lines for a terminal, or "json": one JSON object a line with the request's id.
+LOG_FORMAT = env("LOG_FORMAT", default="plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f'LOG_FORMAT is "plain" or "json", not {LOG_FORMAT!r}')
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     # Tracebacks (an admin PermissionDenied, a 500) name files: the installation's folders become
-    # placeholders (ragsite.logs.WithoutInstallPaths), so no deployment path reaches the log.
+    # placeholders (ragsite.logs.WithoutInstallPaths, and JsonLines after it), so no deployment path
+    # reaches the log.
     "formatters": {
         "plain": {
             "class": "ragsite.logs.WithoutInstallPaths",
             "format": "%(asctime)s %(levelname)s %(name)s %(message)s",
-        }
+        },
+        "json": {"()": "ragsite.logs.JsonLines"},
     },
     # Upstream URLs (httpx logs each request at INFO) lose userinfo and query: ragsite.logs.
-    "filters": {"redact_urls": {"()": "ragsite.logs.RedactUpstreamURLs"}},
+    "filters": {
+        "redact_urls": {"()": "ragsite.logs.RedactUpstreamURLs"},
+        "request_id": {"()": "ragsite.logs.WithRequestId"},
+    },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_urls"]}
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["redact_urls", "request_id"],
+        }
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {"django_q": {"level": "WARNING"}},
