@@ -38,9 +38,9 @@ RECORD = "record"
 RECORDS = "records"
 KINDS = (SEARCH, PARAGRAPH, VECTOR_STORE_SEARCH, RECALL, RECORD, RECORDS)
 
-# Where the read came in.
-API, MCP, OPENAI = "api", "mcp", "openai"
-CHANNELS = (API, MCP, OPENAI)
+# Where the read came in: an agent's key (the API, MCP, the OpenAI-shaped routes) or a person in the admin.
+API, MCP, OPENAI, ADMIN = "api", "mcp", "openai", "admin"
+CHANNELS = (API, MCP, OPENAI, ADMIN)
 
 
 @dataclass
@@ -55,6 +55,7 @@ class Read:
     question: str | None = None
     reader: str | None = None
     on_behalf_of: str | None = None
+    staff: str = ""  # the person, for a read made in the admin
     ids: list[str] = field(default_factory=list)
     size: int = 0
     status: int = 200
@@ -92,19 +93,23 @@ def reading(
     question: str | None = None,
     reader: str | None = None,
     on_behalf_of: str | None = None,
+    agent_id: str | None = None,
+    staff: str = "",
 ) -> Iterator[Read]:
     """Record one read around the block: its status from the refusal it raised (500 for anything
     else), written before the block's answer leaves the adapter. `key` is the caller's agent key
-    (`.pk`, `.agent.agent_id`)."""
+    (`.pk`, `.agent.agent_id`); a read made in the admin has none, and names the agent whose
+    collection it read (`agent_id`) and the person (`staff`)."""
     read = Read(
         kind=kind,
         channel=channel,
-        agent_id=key.agent.agent_id,
-        key_id=key.pk,
+        agent_id=key.agent.agent_id if key is not None else str(agent_id or ""),
+        key_id=key.pk if key is not None else None,
         target=target or "",
         question=question,
         reader=reader,
         on_behalf_of=on_behalf_of,
+        staff=staff,
     )
     try:
         yield read

@@ -34,7 +34,7 @@ class ReadAuditAdmin(admin.ModelAdmin):
         "size",
         "returned",
     ]
-    list_filter = ["agent_id", "reader", "target", "kind", "channel", "status"]
+    list_filter = ["agent_id", "reader", "target", "kind", "channel", "staff_user", "status"]
     date_hierarchy = "at"
     list_per_page = 100
     actions = ["export_jsonl", "export_csv"]
@@ -42,6 +42,7 @@ class ReadAuditAdmin(admin.ModelAdmin):
         "at",
         "agent_id",
         "key_id",
+        "staff_user",
         "channel",
         "kind",
         "target",

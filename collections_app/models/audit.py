@@ -11,10 +11,15 @@ from django.utils import timezone
 
 class ReadAudit(models.Model):
     at = models.DateTimeField(default=timezone.now, db_index=True)
-    channel = models.CharField(max_length=10, help_text="api, mcp or openai (/v1/vector_stores).")
+    channel = models.CharField(
+        max_length=10, help_text="api, mcp, openai (/v1/vector_stores), or admin (the playground)."
+    )
     kind = models.CharField(max_length=24, help_text="What was read: search, paragraph, recall, record, …")
     agent_id = models.CharField(max_length=100)
     key_id = models.BigIntegerField(null=True, blank=True, help_text="The API key's id (its row).")
+    staff_user = models.CharField(
+        max_length=150, blank=True, help_text="The person, for a read in the admin."
+    )
     on_behalf_of = models.CharField(max_length=200, blank=True)
     reader = models.CharField(max_length=200, blank=True)
     target = models.CharField(

@@ -14,6 +14,7 @@ from django_q.models import Schedule
 
 from collections_app.models import ReadAudit
 from collections_app.schedules import PURGE_READ_AUDIT, PURGE_READ_AUDIT_FUNC
+from collections_app.services.agents import create_collection
 from collections_app.services.audit import purge_reads
 from collections_app.tasks import purge_read_audit
 
@@ -129,3 +130,24 @@ def test_an_unknown_question_mode_is_refused_by_name(mode, settings):
 
     with pytest.raises(ImproperlyConfigured, match="AUDIT_QUESTIONS"):
         question_fields("q", mode)
+
+
+def test_a_playground_search_is_audited_with_the_person_who_made_it(
+    admin_client, admin_user, handbook, agent
+):
+    never = create_collection(agent=agent, name="never")
+    for collection in (handbook, never):
+        admin_client.post(
+            url("collection_playground"),
+            {"collection": collection.pk, "question": "how many days of annual leave carry over", "most": 3},
+        )
+    answered, refused = ReadAudit.objects.order_by("id")
+    assert (answered.channel, answered.kind, answered.staff_user, answered.agent_id, answered.key_id) == (
+        "admin",
+        "search",
+        admin_user.get_username(),
+        agent.agent_id,
+        None,
+    )
+    assert (answered.target, answered.status) == ("handbook", 200) and answered.ids and answered.size > 0
+    assert (refused.target, refused.status, refused.ids) == ("never", 409, [])
