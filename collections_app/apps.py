@@ -9,6 +9,7 @@ class CollectionsConfig(AppConfig):
     verbose_name = "Knowledge collections"
 
     def ready(self):
+        from ragsite import tracing
         from ragsite.audit import set_writer
         from ragsite.mcp import set_authenticator
         from ragsite.rls import rescope_new_connection
@@ -20,6 +21,7 @@ class CollectionsConfig(AppConfig):
 
         set_authenticator(key_from_request)
         set_writer(write_read)
+        tracing.configure()  # spans only where OTEL_EXPORTER_OTLP_ENDPOINT is set
         post_migrate.connect(
             signals.record_schema_version, sender=self, dispatch_uid="ragsite_record_schema_version"
         )

@@ -281,6 +281,12 @@ READER_TOKEN_DISCOVERY_URL = env("READER_TOKEN_DISCOVERY_URL", default="")
 READER_TOKEN_AUDIENCES = env.list("READER_TOKEN_AUDIENCES", default=[])
 READER_PLAIN = env.bool("READER_PLAIN", default=True)
 
+# --- Traces (OpenTelemetry, docs/operations.md) ----------------------------------
+
+# An OTLP/HTTP collector's base URL (spans go to <it>/v1/traces); empty: no spans are recorded.
+OTEL_EXPORTER_OTLP_ENDPOINT = env("OTEL_EXPORTER_OTLP_ENDPOINT", default="")
+OTEL_SERVICE_NAME = env("OTEL_SERVICE_NAME", default="ragsite")
+
 # --- Metrics (GET /metrics, docs/operations.md) -------------------------------
 
 # A scrape must carry `Authorization: Bearer <token>`; empty: only loopback clients may scrape.

@@ -80,6 +80,8 @@ _NAMES = frozenset(
         "READER_TOKEN_DISCOVERY_URL",
         "READER_TOKEN_AUDIENCES",
         "READER_PLAIN",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_SERVICE_NAME",
     }
 )
 

@@ -14,6 +14,8 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from urllib.parse import urlsplit, urlunsplit
 
+from ragsite.tracing import current_trace_id
+
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>]+")
 
 
@@ -139,6 +141,7 @@ class JsonLines(WithoutInstallPaths):
             "logger": record.name,
             "message": self.without_paths(record.getMessage()),
             "request_id": getattr(record, "request_id", "") or None,
+            "trace_id": current_trace_id() or None,
         }
         if record.exc_info:
             entry["exception"] = self.without_paths(self.formatException(record.exc_info))

@@ -119,7 +119,7 @@ def test_json_lines_carry_the_request_id_and_no_question(client, db, knowledge_f
     assert [line["request_id"] for line in searches] == [a["X-Request-ID"] for a in answers]
     assert answers[0]["X-Request-ID"] == "trace-me-42"
     assert len(answers[1]["X-Request-ID"]) == 32  # a header that is not a plain token is replaced
-    assert set(searches[0]) == {"time", "level", "logger", "message", "request_id"}
+    assert set(searches[0]) == {"time", "level", "logger", "message", "request_id", "trace_id"}
     assert "quasar" not in captured.getvalue()
 
 
