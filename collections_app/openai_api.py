@@ -26,10 +26,10 @@ from ragsite.bodies import BadBody, parse_json
 from ragsite.errors import RagsiteError, error_body
 
 from .limits import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
+from .schemas.search import quoted
 from .services.agents import key_from_request
 from .services.reader_tokens import reader_named
 from .services.search import search_collection
-from .services.search.answer import quoted
 from .services.vector_stores import (
     DEFAULT_LISTED,
     ListRequest,

@@ -16,8 +16,8 @@ from ..models import (
     Paragraph,
     Reader,
 )
+from ..schemas.search import quoted
 from ..services.search import search_collection
-from ..services.search.answer import quoted
 from ..text.context import CONTEXT_WEIGHT
 from .common import (
     count_of,

@@ -9,11 +9,13 @@ import pytest
 from django.core.management import call_command
 
 from collections_app.models import Document, Label, ModelCall, Paragraph, Reader
+from collections_app.schemas.search import SearchOut
 from collections_app.services.agents import create_agent, create_collection, create_reader, issue_key
 from collections_app.services.builds import build_collection
 from collections_app.services.search import search_collection
 from ragsite.errors import Conflict, Forbidden, RagsiteError, TooManyRequests
 from tests.conftest import HANDBOOK
+from tests.declared import assert_declared, every_key
 from tests.servers import JudgeServer, serving
 
 pytestmark = pytest.mark.django_db
@@ -34,20 +36,8 @@ def ask(agent, collection="handbook", question=QUESTION, **kwargs):
 
 def test_the_answering_paragraph_ranks_first_with_the_answer_shape(agent, handbook):
     answer = ask(agent, around=0)
-    assert set(answer) == {
-        "paragraphs",
-        "floor",
-        "floor_source",
-        "around",
-        "max_chars",
-        "chars",
-        "cut",
-        "mode",
-        "model",
-        "refused",
-        "judge",
-        "rerank",
-    }
+    assert_declared(answer, SearchOut)
+    assert set(answer) == every_key(SearchOut)
     assert (answer["mode"], answer["model"], answer["floor"], answer["around"]) == (
         "hybrid",
         "hash-64",

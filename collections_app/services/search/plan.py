@@ -13,12 +13,14 @@ import numpy as np
 from ragsite.bodies import encodable
 from ragsite.errors import Conflict, Forbidden, NotFound, RagsiteError
 from ragsite.lexical import terms
+from ragsite.schemas import bounds
 
 from ... import errors
 from ...conf import settings
 from ...index.mapped import MappedIndex, View
-from ...limits import MAX_ANSWER_CHARS, MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, MIN_ANSWER_CHARS
+from ...limits import MAX_MOST
 from ...models import Agent, ApiKey, Collection, CollectionBuilt, Paragraph, Reader
+from ...schemas.search import SearchIn
 from ..agents import get_collection
 from ..filtering import filter_mask, parse_filters
 from ..indexes import mapped_index
@@ -74,29 +76,31 @@ def validate_request(
     max_most: int = MAX_MOST,
     max_chars: int | None = None,
 ) -> str:
-    """The question, stripped, once every argument is within its limits; else the refusal naming it."""
+    """The question, stripped, once every argument is within the limits the request declares
+    (`schemas.search.SearchIn`); else the refusal naming it. `max_most` lets in-process callers (the
+    benchmarks) ask for more paragraphs than an agent may."""
     question = (question or "").strip()
+    _, longest = bounds(SearchIn, "question")
     if not question:
         raise RagsiteError("question must not be empty", code=errors.INVALID_QUESTION)
-    if len(question) > MAX_QUESTION_CHARS:
-        raise RagsiteError(
-            f"question is at most {MAX_QUESTION_CHARS} characters", code=errors.INVALID_QUESTION
-        )
+    if len(question) > longest:
+        raise RagsiteError(f"question is at most {longest} characters", code=errors.INVALID_QUESTION)
     if not encodable(question):  # a lone surrogate: valid JSON, but no tokenizer takes it
         raise RagsiteError("question must not contain lone surrogates", code=errors.INVALID_QUESTION)
-    if not _whole(most, 1, max_most):
-        raise RagsiteError(f"most must be between 1 and {max_most}", code=errors.INVALID_MOST)
-    if around is not None and not _whole(around, 0, MAX_AROUND):
-        raise RagsiteError(f"around must be between 0 and {MAX_AROUND}", code=errors.INVALID_AROUND)
-    if max_chars is not None and not _whole(max_chars, MIN_ANSWER_CHARS, MAX_ANSWER_CHARS):
-        raise RagsiteError(
-            f"max_chars must be between {MIN_ANSWER_CHARS} and {MAX_ANSWER_CHARS}",
-            code=errors.INVALID_MAX_CHARS,
-        )
+    fewest, _ = bounds(SearchIn, "most")
+    if not _whole(most, fewest, max_most):
+        raise RagsiteError(f"most must be between {fewest} and {max_most}", code=errors.INVALID_MOST)
+    low, high = bounds(SearchIn, "around")
+    if around is not None and not _whole(around, low, high):
+        raise RagsiteError(f"around must be between {low} and {high}", code=errors.INVALID_AROUND)
+    low, high = bounds(SearchIn, "max_chars")
+    if max_chars is not None and not _whole(max_chars, low, high):
+        raise RagsiteError(f"max_chars must be between {low} and {high}", code=errors.INVALID_MAX_CHARS)
+    low, high = bounds(SearchIn, "min_score")
     if min_score is not None and (
-        isinstance(min_score, bool) or not isinstance(min_score, int | float) or not 0 <= min_score <= 1
+        isinstance(min_score, bool) or not isinstance(min_score, int | float) or not low <= min_score <= high
     ):
-        raise RagsiteError("min_score must be between 0 and 1", code=errors.INVALID_MIN_SCORE)
+        raise RagsiteError(f"min_score must be between {low} and {high}", code=errors.INVALID_MIN_SCORE)
     return question
 
 
