@@ -23,6 +23,7 @@ from ragsite.errors import store_busy
 from ..conf import settings
 from ..models import ReadAudit
 from . import audit_spool
+from .rows import AUDIT_WRITES
 
 # The columns an export carries, in order (the same for JSON Lines and CSV).
 EXPORT_FIELDS = (
@@ -77,15 +78,24 @@ def _insert_without_waiting(fields: dict) -> None:
                 raise
             audit_spool.append(fields)
             return
+        _counted(1)
         if audit_spool.due():
             try:
-                audit_spool.drain()
+                _counted(audit_spool.drain())
             except OperationalError as exc:  # taken again meanwhile: the entries wait for the next one
                 if store_busy(exc) is None:
                     raise
     finally:
         with connection.cursor() as cursor:
             cursor.execute(f"PRAGMA busy_timeout = {int(waited)}")
+
+
+def _counted(rows: int) -> None:
+    """Tell the search's change marks (services.rows) that these rows on this connection were the
+    audit's own, so the next search does not read its state again because of them."""
+    raw = connection.connection
+    seen_on, seen = getattr(connection, AUDIT_WRITES, (None, 0))
+    setattr(connection, AUDIT_WRITES, (raw, (seen if seen_on is raw else 0) + rows))
 
 
 def _commit_without_waiting_for_disk() -> None:
