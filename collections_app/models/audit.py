@@ -6,7 +6,7 @@ Agent and key are kept as plain values, not foreign keys, so the trail outlives 
 
 No index but the key: every search writes a row, and each index is one more page written per search
 (on SQLite's 32 KB pages, the difference between about 0.9 ms and 2-4 ms added to a search at load
-~8, bench/audit_cost.py). The admin's filters and the purge, run by staff and hourly, scan instead.
+~8, bench/audit/audit_cost.py). The admin's filters and the purge, run by staff and hourly, scan instead.
 """
 
 from django.db import models

@@ -111,7 +111,8 @@ def test_a_per_reader_collection_needs_a_reader_and_an_unknown_one_reads_only_un
     hr = Label.objects.create(name="hr")
     Paragraph.objects.get(collection=collection, text__contains="capped at five").labels.add(hr)
     create_reader(external_id="nobody-here@example.com", labels=[])
-    # An unknown id answers exactly as a known reader holding no labels: ids cannot be probed (D13).
+    # An unknown id answers exactly as a known reader holding no labels: ids cannot be probed
+    # (docs/decisions/0018).
     unknown = ask(agent, "secret", reader="mallory@example.com", min_score=0, most=50)
     known = ask(agent, "secret", reader="nobody-here@example.com", min_score=0, most=50)
     assert unknown == known and unknown["paragraphs"]
@@ -352,7 +353,8 @@ def test_on_behalf_of_another_agent_or_nobody_answers_alike(client, agent, api_k
 
 
 def test_labels_set_after_the_build_cut_the_overlap_they_hide(agent, knowledge_folder):
-    """The review's D4: a public piece began with the last characters of the secret piece before it."""
+    """Overlap (docs/decisions/0017): a public piece began with the last characters of the secret piece
+    before it."""
     collection = create_collection(
         agent=agent, name="merger", method="structure", size=200, overlap=120, per_reader=True
     )

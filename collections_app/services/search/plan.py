@@ -152,8 +152,8 @@ def plan_search(
     every = bool(mask.all()) if narrowed or parsed_filters is not None else True
     # A per-reader collection's BM25 statistics are those of the rows this reader may see, each row
     # less the opening it shares with a row the reader may not see, so no score depends on a paragraph
-    # it cannot read (docs/security.md); a filtered search's are those of the rows its filter keeps
-    # (issue 26), the same as a collection holding only them; other searches keep seed 004's
+    # it cannot read (docs/security.md); a filtered search's are those of the rows its filter keeps,
+    # the same as a collection holding only them; other searches keep seed 004's
     # collection-wide statistics, which the interchange export reproduces.
     view = index.view(mask, cut_carried=True) if collection.per_reader or parsed_filters is not None else None
     return SearchPlan(
@@ -223,7 +223,7 @@ def resolve_payer(key: ApiKey | None, on_behalf_of: str | None) -> Agent | None:
         return None
     if key is not None and not key.may_act_for_others and on_behalf_of != key.agent.agent_id:
         # Decided before any lookup: another installation's agent and a name nobody holds get
-        # one status and one message, so ids cannot be probed (D13 in docs/decisions.md).
+        # one status and one message, so ids cannot be probed (docs/decisions/0018).
         raise Forbidden("this key may only charge its own agent", code=errors.NOT_ALLOWED_FOR_AGENT)
     payer = None if "\x00" in on_behalf_of else Agent.objects.filter(agent_id=on_behalf_of).first()
     if payer is None:
