@@ -82,6 +82,10 @@ _NAMES = frozenset(
         "READER_PLAIN",
         "OTEL_EXPORTER_OTLP_ENDPOINT",
         "OTEL_SERVICE_NAME",
+        "WEBHOOK_QUEUE",
+        "WEBHOOK_WORKERS",
+        "WEBHOOK_SECRET_KEYS",
+        "Q_CLUSTER",
     }
 )
 

@@ -64,7 +64,7 @@ EMBED_SECONDS = Counter(
 )
 SYNC_CHECKS = Counter(
     "ragsite_sync_checks",
-    "Checks of synced folders, by outcome: unchanged, queued, waiting, not_queued or unreadable.",
+    "Checks of synced folders, by outcome: unchanged, queued, waiting, not_queued, unreadable or failed.",
     ["outcome"],
 )
 WEBHOOK_DELIVERIES = Counter(

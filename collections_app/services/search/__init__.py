@@ -13,6 +13,7 @@ import numpy as np
 from ragsite import fusion, tracing
 from ragsite.fusion import LEXICAL, hybrid_scores
 from ragsite.instruments import SEARCHES
+from ragsite.lexical import terms
 
 from ...conf import settings
 from ...index.bm25_top import best_rows
@@ -112,6 +113,7 @@ def search_collection(
                 per_reader=plan.reader is not None,
                 sections=returns_sections(plan.built.method),
                 every=plan.every,
+                question_terms=terms(plan.question),
             )
         if relevance is not None:
             mark_reranked(

@@ -18,7 +18,7 @@ def install(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("collections_app", "0020_index_files"),
+        ("collections_app", "0021_webhook_secret_sealed"),
     ]
 
     operations = [
