@@ -63,8 +63,7 @@ def _key_of(moment, passages: int) -> str:
     """`build_key`, remembered: every search asks it, and strftime was a tenth of planning one."""
     if moment.utcoffset() is not None:
         moment = moment.astimezone(UTC)
-    # Deleting a document lowers `passages` (services.documents): a new index then. With the format in
-    # the key, an older layout's copy (on disk or stored) is never fetched or mapped: it is written again.
+    # Fewer `passages` (a document deleted) or another FORMAT: another key, so another index is written.
     return f"{moment.strftime('%Y%m%dT%H%M%S%fZ')}-{passages}-f{FORMAT}"
 
 
