@@ -152,8 +152,8 @@ def prepare(args):
     django.setup()
     from django.core.management import call_command
 
+    from collections_app.index import format as index_format
     from collections_app.index import vector_codec
-    from collections_app.index import writer as index_writer
     from collections_app.models import Agent, Collection
     from collections_app.services.agents import create_agent, create_collection
     from collections_app.services.builds import build_collection
@@ -161,7 +161,7 @@ def prepare(args):
 
     if args.store == "float32":
         vector_codec.STORED_DTYPE = np.dtype("<f4")
-        index_writer.VECTOR_DTYPE = np.dtype("<f4")
+        index_format.VECTOR_DTYPE = np.dtype("<f4")  # the IVF-ordered copy too (format.vector_file)
     if args.windows == "first":
         windows.MAX_WINDOWS = 1
     if args.later_share is not None:

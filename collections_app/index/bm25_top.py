@@ -12,16 +12,18 @@ done in bulk rather than row by row):
    the k-th best score is at least that;
 3. each common term lifts a row by less than ``idf (k1 + 1)`` times its count, so a row whose partial
    score plus the common terms' ceilings stays below ``theta`` cannot reach the top; only the others
-   (20-40 rows at 100,000, typically) are scored exactly, each term's postings searched for them.
+   (20-40 rows at 100,000, typically) are scored exactly, only the blocks of each term's postings that
+   may hold them unpacked (`packed.PackedPostings.find`).
 
 Exactness: a row's exact score is summed term by term in term-id order, each term's share being
-``(count idf) * weight`` of the weight written with the build: the operations and order of
+``(count idf) * weight``, the weight computed from tf and the row's length (`format.weights_of`): the
+operations and order of
 `MappedIndex.bm25` (and so of `lexical.BM25Index`), so the same bits. The rows returned are every
 eligible row whose score is at least ``(1 - 1e-9)`` times the k-th best, a margin wider than any rounding of
 the bound, so that a transform applied after (the fused score) cannot tie in a row left out
 (`top.top_of_superset`). A context field ("title › section", context.py) is scored over every row as
 the search scores it and added in the same way (it only raises a row, so the partial score stays a
-lower bound). Only the all-rows view with written weights takes this path; otherwise (or when pruning
+lower bound). Only the all-rows view takes this path; otherwise (or when pruning
 would not pay) :func:`bm25_top` returns None and the caller scores densely.
 
 Pure: numpy only; no models, no settings.
@@ -38,6 +40,7 @@ from ragsite.lexical import idf
 from ragsite.top import MARGIN, positive_tail, top_of_superset
 
 from ..text.context import lexical_with_context
+from .format import weights_of
 
 # A term in more than 1/COMMON of the rows is a common one: left out of the dense partial score.
 COMMON = 8
@@ -59,18 +62,20 @@ def bm25_top(
     Every eligible row scoring at least ``(1 - MARGIN)`` times the k-th best eligible score is among the
     rows returned (more may be). ``eligible`` None: every row.
     """
-    if index.postings_weight is None or k <= 0 or index.size < LEAST_ROWS:
+    if k <= 0 or index.size < LEAST_ROWS:
         return None
     query_terms = list(query_terms)
     question, bound = _question(index, query_terms)
-    common = [term for term in question if term[1] - term[0] > index.size // COMMON]
+    common = [term for term in question if term[2] - term[1] > index.size // COMMON]
     if not common or eligible is not None and np.count_nonzero(eligible) <= k:
         return None  # nothing to leave out, or every eligible row is wanted anyway
-    docs, weights = index.postings_doc, index.postings_weight
+    norms = index.norms()
     partial = np.zeros(index.size, dtype=np.float64)
-    for lo, hi, coefficient in question:
+    read = {}  # the rare terms' postings, read whole here and searched again for the candidates
+    for term_id, lo, hi, coefficient in question:
         if hi - lo <= index.size // COMMON:
-            np.add.at(partial, np.asarray(docs[lo:hi]), coefficient * weights[lo:hi])
+            docs, tf = read[term_id] = index.packed.term(term_id, keep=True)
+            np.add.at(partial, docs, coefficient * weights_of(tf, np.take(norms, docs), index.k1))
     with_context = _with_context(index, query_terms, bound)
     partial = with_context(partial, None)  # a context's share is no less than nothing: still a lower bound
     # A row's score is its partial one plus the common terms' shares (none negative), so k rows score at
@@ -79,7 +84,7 @@ def bm25_top(
     kth, low, near = positive_tail(scored, k)
     theta = kth * (1 - 10 * MARGIN)
     # tf (k1 + 1) / (tf + K) < k1 + 1 for K > 0: each common term's ceiling, widened past its rounding.
-    ceiling = sum(coefficient for _lo, _hi, coefficient in common) * (index.k1 + 1) * (1 + MARGIN)
+    ceiling = sum(term[3] for term in common) * (index.k1 + 1) * (1 + MARGIN)
     cut = theta * (1 - 10 * MARGIN) - ceiling
     if cut <= 0:
         return None  # every row could still reach the top (fewer than k rows hold a rare term, say)
@@ -88,7 +93,7 @@ def bm25_top(
     rows = near[scored[near] >= cut] if cut >= low else np.flatnonzero(scored >= cut)
     if rows.size > index.size // MOST_CANDIDATES:
         return None
-    return rows, with_context(_exact(index, question, rows), rows), bound
+    return rows, with_context(_exact(index, question, rows, read), rows), bound
 
 
 def _with_context(index, query_terms: list[str], bound: float):
@@ -123,8 +128,8 @@ def best_rows(
     return top_of_superset(rows, raw, k, lambda scores: fused(scores, bound))
 
 
-def _question(index, query_terms: Iterable[str]) -> tuple[list[tuple[int, int, float]], float]:
-    """Each known question term's postings ``(lo, hi)`` and ``count * idf``, in term-id order, and the
+def _question(index, query_terms: Iterable[str]) -> tuple[list[tuple[int, int, int, float]], float]:
+    """Each known question term's id, postings ``(lo, hi)`` and ``count * idf``, in term-id order, and the
     upper bound: `MappedIndex.bm25`'s arithmetic for the all-rows view, in its order."""
     counts, _spelled, unknown = index.term_counts(query_terms)
     question, total = [], 0.0
@@ -135,7 +140,7 @@ def _question(index, query_terms: Iterable[str]) -> tuple[list[tuple[int, int, f
             continue
         term_idf = _idf(index.size, hi - lo)
         total += counts[term_id] * term_idf
-        question.append((lo, hi, counts[term_id] * term_idf))
+        question.append((term_id, lo, hi, counts[term_id] * term_idf))
     if unknown:
         total += unknown * float(idf(index.size, np.zeros(1))[0])
     return question, total * (index.k1 + 1)
@@ -148,25 +153,21 @@ def _idf(n_docs: int, df: int) -> float:
     return float(idf(n_docs, np.asarray([df]))[0])
 
 
-def _exact(index, question: list[tuple[int, int, float]], rows: np.ndarray) -> np.ndarray:
+def _exact(index, question: list[tuple[int, int, int, float]], rows: np.ndarray, read: dict) -> np.ndarray:
     """The exact BM25 of ``rows`` (ascending; ``question`` not empty): each term's share added in term-id
     order, as the dense sum adds it (a row without the term adds nothing, where the dense sum adds 0.0: the
-    same bits)."""
-    # In the postings' own type: searchsorted would otherwise cast each term's postings, not the rows.
-    rows = rows.astype(index.postings_doc.dtype)
-    # Each term's position of each row in the postings (one search a term), then every term at once:
-    # a dozen numpy calls a term cost more than the searches (0.25 -> 0.14 ms, twelve terms, 100,000 rows).
-    at = np.empty((len(question), rows.size), dtype=np.int64)
-    for term, (lo, hi, _coefficient) in enumerate(question):
-        at[term] = np.searchsorted(index.postings_doc[lo:hi], rows)
-        at[term] += lo
-    _lo, hi, coefficient = (np.asarray(column)[:, None] for column in zip(*question, strict=True))
-    np.minimum(at, hi - 1, out=at)
-    # Where a row lacks the term 0.0 is added, as the dense sum adds nothing to it: the same bits.
-    shares = np.where(index.postings_doc[at] == rows, coefficient * index.postings_weight[at], 0.0)
+    same bits). A term's postings come from ``read`` (terms read whole already) or from the blocks that
+    may hold the rows (`packed.PackedPostings.find`)."""
+    norms = np.take(index.norms(), rows)
     scores = np.zeros(rows.size, dtype=np.float64)
-    for share in shares:  # term by term, in term-id order, as the dense sum adds them
-        scores += share
+    for term_id, _lo, _hi, coefficient in question:  # term by term, in term-id order, as the dense sum
+        if term_id in read:
+            docs, tf = read[term_id]
+            at = np.minimum(np.searchsorted(docs, rows.astype(docs.dtype)), docs.size - 1)
+            holds, tf = docs[at] == rows, tf[at]
+        else:
+            tf, holds = index.packed.find(term_id, rows)
+        scores += np.where(holds, coefficient * weights_of(tf, norms, index.k1), 0.0)
     return scores
 
 

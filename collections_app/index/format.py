@@ -8,22 +8,35 @@ from __future__ import annotations
 
 import numpy as np
 
-# 2: the carried openings (a format-1 index on disk is rewritten from the rows on first use).
-FORMAT = 2
-# The index keeps the store's float16 values widened to float32: numpy widens float16 at about
-# 20 ns an element (no BLAS, no F16C path), 18× the cost of the float32 product itself — 95 ms
-# against 4 ms for a flat scan of 10,000 × 384 (docs/decisions/0009). The values are the float16
-# ones, so scores equal a float16 index's; the file costs 1.5 KB a paragraph of page cache, shared
-# by every worker, while the store keeps 768 B. A float16 index can still be written (vector_dtype).
-VECTOR_DTYPE = np.dtype("<f4")
+# 2: the carried openings. 3: postings packed (index.packed), no written weights, one float16 copy of the
+# vectors in the IVF lists' order. An index of another format is refused (IndexUnusable) and written
+# again, or fetched, whole: a node never serves a mix of formats.
+FORMAT = 3
+# The store's own float16 values, once, in the IVF lists' order, when the build has lists: 768 B a vector
+# at 384 dimensions where the two float32 copies (row order and list order) cost 3 KB. A probed list is
+# widened by its bits (vector_codec.half_products), still about 1.5x the product over float32.
+VECTOR_DTYPE = np.dtype("<f2")
+VECTOR_FILE = "vectors.f16"
+# With IVF lists: each vector's position in VECTOR_FILE.
+VECTOR_POSITION_FILE = "vector_at.i32"
+# Without lists (under IVF_MIN_PARAGRAPHS, where every search scans every vector) the same values widened
+# once, in vector order: a scan of float16 blocks cost 42-76 ms of CPU at 100,000 x 384 against 11-17 for
+# float32 (docs/decisions/XXXX-compact-index.md).
+FLAT_VECTOR_DTYPE = np.dtype("<f4")
+FLAT_VECTOR_FILE = "vectors.f32"
+
+
+def vector_file(ordered: bool) -> tuple[np.dtype, str]:
+    """The vectors' type and file: float16 in the IVF lists' order, or float32 in vector order."""
+    return (VECTOR_DTYPE, VECTOR_FILE) if ordered else (FLAT_VECTOR_DTYPE, FLAT_VECTOR_FILE)
+
+
 ARRAYS = {
     "row_paragraph": ("row_paragraph.i64", "<i8"),
     "row_document": ("row_document.i64", "<i8"),
     "vector_row": ("vector_row.i32", "<i4"),
     "doc_len": ("doc_len.i32", "<i4"),
     "indptr": ("indptr.i64", "<i8"),
-    "postings_doc": ("postings_doc.i32", "<i4"),
-    "postings_tf": ("postings_tf.i32", "<i4"),
     "vocab_offsets": ("vocab_offsets.i64", "<i8"),
 }
 
@@ -32,24 +45,45 @@ class IndexUnusable(Exception):
     """The files of an index are missing, incomplete or inconsistent: rebuild it from the rows."""
 
 
-def bm25_weights(tf: np.ndarray, dl: np.ndarray, k1: float, b: float, avgdl: float) -> np.ndarray:
-    """``tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))`` per posting, in float64.
-
-    The order of operations of ``lexical.BM25Index._posting_weights``, so written and on-the-fly
-    weights are bit for bit the seed's.
-    """
+def bm25_norms(dl: np.ndarray, k1: float, b: float, avgdl: float) -> np.ndarray:
+    """``k1 (1 - b + b dl / avgdl)`` per row, in float64: the part of BM25's denominator that depends on
+    the row alone, in the order of operations of ``lexical.BM25Index._posting_weights``."""
     # In place, one operation at a time in the seed's order: the temporaries of the plain
     # expression were a third of a reader view's scoring time (22.8 -> 15.4 ms, 100k rows).
+    norms = np.asarray(dl).astype(np.float64)
+    norms *= b
+    norms /= avgdl
+    norms += 1 - b
+    norms *= k1
+    return norms
+
+
+def weights_of(tf: np.ndarray, norms: np.ndarray, k1: float) -> np.ndarray:
+    """``tf (k1 + 1) / (tf + norm)`` per posting, ``norms`` being each posting's row's `bm25_norms`: the
+    seed's operations in its order, so the same bits as ``lexical.BM25Index``'s weights."""
     weights = np.asarray(tf).astype(np.float64)
-    denominator = np.asarray(dl).astype(np.float64)
-    denominator *= b
-    denominator /= avgdl
-    denominator += 1 - b
-    denominator *= k1
-    denominator += weights
+    denominator = norms + weights
     weights *= k1 + 1
     weights /= denominator
     return weights
 
 
-__all__ = ["ARRAYS", "FORMAT", "VECTOR_DTYPE", "IndexUnusable", "bm25_weights"]
+def bm25_weights(tf: np.ndarray, dl: np.ndarray, k1: float, b: float, avgdl: float) -> np.ndarray:
+    """``tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))`` per posting, in float64 (the seed's bits)."""
+    return weights_of(tf, bm25_norms(dl, k1, b, avgdl), k1)
+
+
+__all__ = [
+    "ARRAYS",
+    "FORMAT",
+    "VECTOR_DTYPE",
+    "VECTOR_FILE",
+    "VECTOR_POSITION_FILE",
+    "FLAT_VECTOR_DTYPE",
+    "FLAT_VECTOR_FILE",
+    "IndexUnusable",
+    "bm25_norms",
+    "bm25_weights",
+    "vector_file",
+    "weights_of",
+]

@@ -44,6 +44,7 @@ import numpy as np
 from ragsite.top import top_rows
 
 from .kmeans import BLOCK_ROWS, default_nlist, kmeans_plus_plus_assigned, rng_for
+from .vector_codec import half_buffer, half_products, half_query
 
 # --- Lloyd ---------------------------------------------------------------------------------------
 
@@ -97,8 +98,8 @@ class IVFLists:
     recall: float  # recall@10 measured at `nprobe`
     target_recall: float
     index_id: str
-    # The vectors again in list order (`ordered[i]` is `vectors[members[i]]`), when the index holds them:
-    # a probe then reads each list as one contiguous block (`scan`) instead of gathering its rows.
+    # The vectors in list order (`ordered[i]` is vector `members[i]`), the index's one copy of them
+    # (float16): a probe reads each list as one contiguous block (`scan`) instead of gathering its rows.
     ordered: np.ndarray | None = None
 
     @property
@@ -129,11 +130,10 @@ class IVFLists:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Every probed vector's id and its product with ``query`` (float32), in list order.
 
-        With the list-ordered copy (`ordered`) each list is one contiguous block and one matrix-vector
-        product; without it (an index written before it) ``gather(ids, query)`` reads the rows. At
-        100,000 × 384 and nprobe 10 the blocks took 0.70-0.76 ms against 1.58 for the gather, and
-        faiss's IVFFlat over the same lists 0.58 in memory, 1.32 memory-mapped
-        (docs/decisions/0050).
+        With the list-ordered vectors (`ordered`, the index's float16 copy) each list is one contiguous
+        block, widened to float32 by its bits (`vector_codec.half_products`: the cast's bits) and one
+        matrix-vector product; without them (lists built in this process) ``gather(ids, query)`` reads the
+        rows. The widening still costs more than the product (docs/decisions/XXXX-compact-index.md).
         """
         query = np.asarray(query, dtype=np.float32)
         near = self.nearest_lists(query, nprobe)
@@ -142,9 +142,10 @@ class IVFLists:
         if self.ordered is None:
             return ids, gather(ids, query)
         products = np.empty(ids.size, dtype=np.float32)
-        at = 0
+        at, scaled = 0, half_query(query)
+        buffer = half_buffer(max(hi - lo for lo, hi in spans), self.ordered.shape[1]) if spans else None
         for lo, hi in spans:
-            products[at : at + hi - lo] = self.ordered[lo:hi] @ query
+            products[at : at + hi - lo] = half_products(self.ordered[lo:hi], query, scaled, buffer)
             at += hi - lo
         return ids, products
 
@@ -179,11 +180,6 @@ class IVFLists:
             "ivf_target_recall": self.target_recall,
             "ivf_index_id": self.index_id,
         }
-
-    def ordered_blocks(self, vectors: np.ndarray, block: int = 1 << 16):
-        """The list-ordered copy of ``vectors`` (see `ordered`) as float32 blocks, for a writer to stream."""
-        for start in range(0, self.members.shape[0], block):
-            yield np.asarray(vectors[self.members[start : start + block]], dtype="<f4")
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], meta: dict) -> IVFLists:

@@ -9,12 +9,14 @@ The directory of one build (``<root>/c<collection>/<key>/``) holds, little-endia
 * ``meta.json`` — counts, width, BM25 constants, format version; written last;
 * ``row_paragraph.i64``, ``row_document.i64`` — per row (rows in ordinal order): the paragraph and
   document ids; texts stay in the database and are read only for hits and their neighbours;
-* ``vectors.bin`` (``n_vectors × d``, the store's float16 values as float32, see VECTOR_DTYPE) and
-  ``vector_row.i32`` — a paragraph's windows consecutive, each naming its row (`windows.pool_windows`);
-* ``doc_len.i32``, ``indptr.i64``, ``postings_doc.i32``, ``postings_tf.i32`` — seed 004's BM25
-  postings in CSR form (``lexical.BM25Index``'s layout), term ids in UTF-8 byte order;
-* ``postings_weight.f64`` — each posting's BM25 weight without its idf, for the statistics of all
-  rows (``BM25Index._posting_weights``, same operations, so the same bits);
+* the vectors, once (``n_vectors × d``, the store's float16 values): ``vectors.f16`` in the IVF lists'
+  order when the build has lists (``ivf_*.bin``; ``vector_at.i32`` gives each vector's place in it),
+  else ``vectors.f32``, widened, in vector order (every search scans them all: format.py says why);
+  ``vector_row.i32`` — by vector id, a paragraph's windows consecutive, each naming its row
+  (`windows.pool_windows`);
+* ``doc_len.i32``, ``indptr.i64`` and the packed postings (`index.packed`: rows as gaps of 1, 2 or 4
+  bytes a term, frequencies one byte each) — seed 004's BM25 postings, term ids in UTF-8 byte order;
+  BM25's weights are computed from tf and the row's length as a search reads them;
 * ``vocab.bin`` + ``vocab_offsets.i64`` — the sorted vocabulary, searched in place (no dictionary);
 * ``context/`` and ``carried/`` — further lexical fields over the same rows, when some row has one:
   each row's "title › section", and each row's *carried opening* (the text it shares with earlier
@@ -24,8 +26,8 @@ The directory of one build (``<root>/c<collection>/<key>/``) holds, little-endia
 
 Written under a temporary name and renamed into place, a reader sees a whole index or none. BM25 is
 computed at query time from tf and document length, so statistics can be any subset's (a reader's
-view) without a copy (:meth:`MappedIndex.bm25`); the all-rows view reads the weights written with
-the build instead (a fifth of the time at 100,000 rows, docs/decisions/0005).
+view) without a copy (:meth:`MappedIndex.bm25`); the all-rows view keeps each row's length term of
+the denominator (`format.bm25_norms`) once per process, 8 bytes a row.
 
 Pure: numpy only; no models, no settings.
 """
@@ -43,12 +45,25 @@ from ragsite.lexical import BM25Index, idf
 
 from ..text.context import lexical_with_context
 from ..text.windows import lean_to_first, pool_windows
-from .format import ARRAYS, FORMAT, IndexUnusable, bm25_weights
+from .format import (
+    ARRAYS,
+    FORMAT,
+    VECTOR_POSITION_FILE,
+    IndexUnusable,
+    bm25_norms,
+    bm25_weights,
+    vector_file,
+    weights_of,
+)
 from .ivf import IVFLists
+from .packed import FILES as PACKED_FILES
+from .packed import PackedPostings
+from .vector_codec import half_buffer, half_products, half_query
 
-# Rows per block when scoring float16 vectors: the block is widened to float32 for the product, so
-# this bounds the temporary (64k × 384 × 4 bytes = 96 MiB) whatever the collection's size.
-VECTOR_BLOCK = 65536
+# Vectors per block when scanning float16 ones: each block is widened to float32 for the product, and
+# one that stays in the processor's cache widens fastest (CPU of a 100,000 x 384 scan by numpy's cast: 76 ms
+# in blocks of 65,536, 57 in 2,048, 42 in 512).
+VECTOR_BLOCK = 512
 # Windows gathered per block when scoring some by id (a probe, exact candidates): 1.5 MiB at 384 d, under
 # a warmed master's mmap threshold; one 7 MiB copy left each web worker thread an arena that size
 # (docs/decisions/0031).
@@ -117,29 +132,40 @@ class MappedIndex:
                 "vector_row": n_vectors,
                 "doc_len": rows,
                 "indptr": n_terms + 1,
-                "postings_doc": n_postings,
-                "postings_tf": n_postings,
                 "vocab_offsets": n_terms + 1,
             }
             for name, (filename, dtype) in ARRAYS.items():
                 setattr(self, name, _map(self.path / filename, dtype, counts[name]))
-            vector_dtype = np.dtype(meta["vector_dtype"])
-            if vector_dtype.str not in ("<f2", "<f4"):
-                raise IndexUnusable(f"vectors of type {vector_dtype.str} are not float16 or float32")
-            self.vectors = _map(self.path / "vectors.bin", vector_dtype, n_vectors * d, shape=(n_vectors, d))
+            # float16 in the IVF lists' order (vector_at: each vector's place), or float32 in vector order.
+            ordered = bool(meta["vectors_ordered"])
+            dtype, filename = vector_file(ordered)
+            if np.dtype(meta["vector_dtype"]) != dtype:
+                raise IndexUnusable(f"vectors of type {meta['vector_dtype']} are not {dtype.str}")
+            self.vectors = _map(self.path / filename, dtype, n_vectors * d, shape=(n_vectors, d))
+            self.vector_at = _map(self.path / VECTOR_POSITION_FILE, "<i4", n_vectors) if ordered else None
             self.vocab = _map(self.path / "vocab.bin", np.uint8, int(meta["vocab_bytes"]))
-            # An index written before the weights were (format 1 too) computes them per search.
-            self.postings_weight = (
-                _map(self.path / "postings_weight.f64", "<f8", n_postings)
-                if meta.get("postings_weight")
-                else None
+            packed_counts = {
+                "postings_gaps": int(meta["gap_bytes"]),
+                "term_at": n_terms,
+                "term_width": n_terms,
+                "block_first": int(meta["blocks"]),
+                "gap_escape_at": int(meta["gap_escapes"]),
+                "gap_escape": int(meta["gap_escapes"]),
+                "postings_tf": n_postings,
+                "tf_escape_at": int(meta["tf_escapes"]),
+                "tf_escape": int(meta["tf_escapes"]),
+            }
+            self.packed = PackedPostings(
+                {
+                    name: _map(self.path / filename, dtype, packed_counts[name])
+                    for name, (filename, dtype) in PACKED_FILES.items()
+                },
+                self.indptr,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexUnusable(f"meta.json is inconsistent: {exc}") from exc
         # Cheap consistency checks on the ends of the arrays (a torn or foreign file fails here).
-        if n_terms + 1 and (
-            int(self.indptr[-1]) != n_postings or int(self.vocab_offsets[-1]) != meta["vocab_bytes"]
-        ):
+        if int(self.indptr[-1]) != n_postings or int(self.vocab_offsets[-1]) != meta["vocab_bytes"]:
             raise IndexUnusable("postings or vocabulary offsets do not close on their files")
         self.size, self.dimensions, self.n_terms = rows, d, n_terms
         # The IVF lists written with the build, when it was large enough to have them.
@@ -157,11 +183,14 @@ class MappedIndex:
                     "ivf_offsets": _map(self.path / "ivf_offsets.bin", "<i8", nlist + 1),
                     "ivf_members": _map(self.path / "ivf_members.bin", "<i8", members),
                 }
-                if info.get("ivf_ordered"):  # the vectors in list order (ivf.IVFLists.scan)
-                    arrays["ivf_vectors"] = _map(self.path / "ivf_vectors.bin", "<f4", members * dims)
+                if self.vector_at is not None:  # the vectors in list order (ivf.IVFLists.scan)
+                    arrays["ivf_vectors"] = self.vectors
                 self.ivf = IVFLists.from_arrays(arrays, info)
             except (KeyError, TypeError, ValueError) as exc:
                 raise IndexUnusable(f"the IVF lists are inconsistent: {exc}") from exc
+        if self.vector_at is not None and self.ivf is None:
+            raise IndexUnusable("the vectors are in the order of IVF lists the index does not have")
+        self._norms: np.ndarray | None = None  # every row's `bm25_norms` for the all-rows view, once asked
         # Parts meta.json lists must be there (a missing one: IndexUnusable, rewritten); older indexes: by
         # their files.
         listed = meta.get("parts")
@@ -279,7 +308,7 @@ class MappedIndex:
         weighing the idf of df = 0 — both exactly as ``lexical.BM25Index``.
         """
         view = view or self.everyone
-        written = self.postings_weight if view.mask is None else None
+        norms = self.norms() if view.mask is None else None
         counts, spelled, unknown = self.term_counts(query_terms)
         scores = np.zeros(self.size, dtype=np.float64)
         total = 0.0
@@ -287,8 +316,7 @@ class MappedIndex:
         for term_id in sorted(counts):
             count = counts[term_id]
             lo, hi = int(self.indptr[term_id]), int(self.indptr[term_id + 1])
-            docs = np.asarray(self.postings_doc[lo:hi])
-            tf = self.postings_tf[lo:hi]
+            docs, tf = self.packed.term(term_id)
             if view.cut is None:
                 df = hi - lo if view.mask is None else int(np.count_nonzero(view.mask[docs]))
             else:
@@ -300,8 +328,8 @@ class MappedIndex:
                 continue
             term_idf = float(idf(view.n_docs, np.asarray([df]))[0])
             total += count * term_idf
-            if written is not None:
-                weights = written[lo:hi]
+            if norms is not None:
+                weights = weights_of(tf, np.take(norms, docs), self.k1)
             else:
                 dl = (self.doc_len if view.doc_len is None else view.doc_len)[docs]
                 weights = bm25_weights(tf, dl, self.k1, self.b, avgdl)
@@ -321,22 +349,28 @@ class MappedIndex:
         carried_id = self.carried.term_id(term)
         if carried_id is None:
             return
-        lo, hi = int(self.carried.indptr[carried_id]), int(self.carried.indptr[carried_id + 1])
-        rows = np.asarray(self.carried.postings_doc[lo:hi])
+        rows, carried_tf = self.carried.packed.term(carried_id)
         keep = cut[rows]
-        tf[np.searchsorted(docs, rows[keep])] -= self.carried.postings_tf[lo:hi][keep]
+        tf[np.searchsorted(docs, rows[keep])] -= carried_tf[keep]
+
+    def norms(self) -> np.ndarray:
+        """Every row's `format.bm25_norms` for the all-rows view (computed once, then kept)."""
+        if self._norms is None:
+            self._norms = bm25_norms(self.doc_len, self.k1, self.b, self.everyone.avgdl)
+        return self._norms
 
     def bm25_index(self) -> BM25Index:
         """These postings as a ``lexical.BM25Index`` (what seed 004's bm25.idx is written from)."""
         offsets = np.asarray(self.vocab_offsets)
         blob = self.vocab.tobytes()
         vocabulary = [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(self.n_terms)]
+        postings_doc, postings_tf = self.packed.all()
         return BM25Index(
             vocabulary=vocabulary,
             doc_len=self.doc_len,
             indptr=self.indptr,
-            postings_doc=self.postings_doc,
-            postings_tf=self.postings_tf,
+            postings_doc=postings_doc,
+            postings_tf=postings_tf,
             k1=self.k1,
             b=self.b,
         )
@@ -378,13 +412,15 @@ class MappedIndex:
         """Cosine of ``query`` with every row (from its windows, `windows.pool_windows`); -inf for rows
         without a vector."""
         query = np.asarray(query, dtype=np.float32)
-        if self.vectors.dtype == np.float32:
+        if self.vector_at is None:  # float32 in vector order: one product
             return self._pooled(self.vectors @ query if self.vectors.shape[0] else np.zeros(0, np.float32))
         n_vectors = self.vectors.shape[0]
         per_vector = np.empty(n_vectors, dtype=np.float32)
+        listed = np.asarray(self.ivf.members)
+        scaled, buffer = half_query(query), half_buffer(VECTOR_BLOCK, self.dimensions)
         for start in range(0, n_vectors, VECTOR_BLOCK):
-            block = np.asarray(self.vectors[start : start + VECTOR_BLOCK], dtype=np.float32)
-            per_vector[start : start + block.shape[0]] = block @ query
+            block = half_products(self.vectors[start : start + VECTOR_BLOCK], query, scaled, buffer)
+            per_vector[listed[start : start + block.shape[0]]] = block  # list order: each to its place
         return self._pooled(per_vector)
 
     def cosine_of_rows(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -421,9 +457,11 @@ class MappedIndex:
         (one gather's values)."""
         query = np.asarray(query, dtype=np.float32)
         products = np.empty(len(vector_ids), dtype=np.float32)
+        places = vector_ids if self.vector_at is None else np.take(self.vector_at, vector_ids)
+        scaled = half_query(query) if self.vector_at is not None else None  # float32 vectors: no widening
         for start in range(0, products.size, GATHER_BLOCK):
-            block = vector_ids[start : start + GATHER_BLOCK]
-            products[start : start + block.size] = np.asarray(self.vectors[block], dtype=np.float32) @ query
+            block = places[start : start + GATHER_BLOCK]
+            products[start : start + block.size] = half_products(self.vectors[block], query, scaled)
         return products
 
     def _pooled(self, per_vector: np.ndarray) -> np.ndarray:
@@ -443,8 +481,12 @@ class MappedIndex:
         return cosine
 
     def vector_matrix(self) -> np.ndarray:
-        """All vectors widened to float32 (a copy): for building an IVF over them."""
-        return np.asarray(self.vectors, dtype=np.float32)
+        """All vectors widened to float32, by vector id (a copy): for building an IVF over them."""
+        if self.vector_at is None:
+            return np.asarray(self.vectors, dtype=np.float32)
+        matrix = np.empty(self.vectors.shape, dtype=np.float32)
+        matrix[np.asarray(self.ivf.members)] = self.vectors
+        return matrix
 
 
 __all__ = ["MappedIndex", "View"]

@@ -18,12 +18,13 @@ import numpy as np
 
 from ragsite.lexical import DEFAULT_B, DEFAULT_K1
 
-from .format import ARRAYS, FORMAT, VECTOR_DTYPE, bm25_weights
+from .format import ARRAYS, FORMAT, VECTOR_POSITION_FILE, vector_file
 from .ivf import IVFLists
+from .packed import write_packed
 from .postings import BlockPostings, block_postings
 
-# Postings per block when the writer computes their weights: bounds its float64 temporaries.
-WEIGHT_BLOCK = 1 << 20
+# Vectors a pass of the writer converts to float16 and writes (bounds the temporary).
+VECTOR_BLOCK = 1 << 16
 
 
 class IndexWriter:
@@ -32,12 +33,10 @@ class IndexWriter:
     Call :meth:`add` with consecutive blocks of rows in ordinal order, then :meth:`write`.
     """
 
-    def __init__(
-        self, dimensions: int, *, k1: float = DEFAULT_K1, b: float = DEFAULT_B, vector_dtype=None
-    ) -> None:
+    def __init__(self, dimensions: int, *, k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> None:
         self.dimensions, self.k1, self.b = int(dimensions), float(k1), float(b)
-        # float16 unless told otherwise (bench/beir/beir.py --store float32 compares).
-        self.vector_dtype = np.dtype(vector_dtype or VECTOR_DTYPE)
+        # Held as float32 while writing (the IVF's k-means reads them so); written as float16.
+        self.vector_dtype = np.dtype(np.float32)
         self.vocabulary: dict[str, int] = {}  # term -> id in order of first sight
         self._paragraph: list[np.ndarray] = []
         self._document: list[np.ndarray] = []
@@ -121,18 +120,13 @@ class IndexWriter:
         scratch = root / f".{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
         scratch.mkdir()
         try:
-            meta = self._write_files(scratch, extra or {})
+            meta = self._write_files(scratch, extra or {}, ivf)
             if ivf is not None:
-                # The IVF lists over these vectors (ivf.build_lists), so no search process builds them.
+                # The IVF lists over these vectors (ivf.build_lists), so no search process builds them;
+                # the vectors file is in their order (a probe reads each list as one block).
                 for name, array in ivf.arrays().items():
                     _write_array(scratch / f"{name}.bin", array)
-                # And the vectors again in list order, so a probe reads each list as one block (ivf.scan).
-                with open(scratch / "ivf_vectors.bin", "wb") as handle:
-                    for block in ivf.ordered_blocks(self.matrix()):
-                        block.tofile(handle)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                meta["ivf"] = {**ivf.meta(), "ivf_ordered": True}
+                meta["ivf"] = ivf.meta()
             # Further lexical fields over the same rows (a paragraph's context), each in a folder
             # of its own, inside the same rename.
             for name, part in (parts or {}).items():
@@ -154,7 +148,7 @@ class IndexWriter:
             raise
         return final
 
-    def _write_files(self, directory: Path, extra: dict) -> dict:
+    def _write_files(self, directory: Path, extra: dict, ivf: IVFLists | None = None) -> dict:
         empty_i8 = np.zeros(0, dtype=np.int64)
         vocabulary = list(self.vocabulary)
         order = sorted(range(len(vocabulary)), key=vocabulary.__getitem__)  # code point = UTF-8 byte order
@@ -168,6 +162,7 @@ class IndexWriter:
         postings_tf = np.concatenate(self._post_tf)[by_term] if self._post_tf else np.zeros(0, np.int32)
         indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
         np.cumsum(np.bincount(post_term, minlength=len(vocabulary)), out=indptr[1:])
+        del by_term, post_term
         encoded = [vocabulary[i].encode("utf-8") for i in order]
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
@@ -179,23 +174,27 @@ class IndexWriter:
             "vector_row": np.concatenate(self._vector_row) if self._vector_row else np.zeros(0, np.int32),
             "doc_len": doc_len,
             "indptr": indptr,
-            "postings_doc": postings_doc,
-            "postings_tf": postings_tf,
             "vocab_offsets": offsets,
         }
         for name, (filename, dtype) in ARRAYS.items():
             _write_array(directory / filename, arrays[name].astype(dtype, copy=False))
-        avgdl = int(doc_len.sum(dtype=np.int64)) / self.rows if self.rows else 0.0
-        with open(directory / "postings_weight.f64", "wb") as handle:
-            for start in range(0, postings_doc.shape[0], WEIGHT_BLOCK):
-                block = slice(start, start + WEIGHT_BLOCK)
-                weights = bm25_weights(
-                    postings_tf[block], doc_len[postings_doc[block]], self.k1, self.b, avgdl
-                )
-                weights.astype("<f8", copy=False).tofile(handle)
+        packed = write_packed(directory, indptr, postings_doc, postings_tf)
+        del postings_doc, postings_tf
+        # One copy of the vectors: float16 (the store's own values) in the IVF lists' order when there are
+        # lists, with each vector's position in it; else float32 in vector order (format.FLAT_VECTOR_DTYPE).
+        listed = None if ivf is None else np.asarray(ivf.members)
+        dtype, filename = vector_file(listed is not None)
+        with open(directory / filename, "wb") as handle:
+            for start in range(0, vectors.shape[0], VECTOR_BLOCK):
+                stop = start + VECTOR_BLOCK
+                ids = slice(start, stop) if listed is None else listed[start:stop]
+                vectors[ids].astype(dtype).tofile(handle)
             handle.flush()
             os.fsync(handle.fileno())
-        _write_array(directory / "vectors.bin", vectors)
+        if listed is not None:
+            position = np.empty(listed.size, dtype="<i4")
+            position[listed] = np.arange(listed.size, dtype="<i4")
+            _write_array(directory / VECTOR_POSITION_FILE, position)
         for filename, array in self.arrays.items():
             _write_array(directory / filename, array)
         with open(directory / "vocab.bin", "wb") as handle:
@@ -204,16 +203,17 @@ class IndexWriter:
             os.fsync(handle.fileno())
         return {
             **extra,
+            **packed,
             "format": FORMAT,
             "rows": self.rows,
             "vectors": int(vectors.shape[0]),
             "dimensions": self.dimensions,
-            "vector_dtype": self.vector_dtype.str,
+            "vector_dtype": dtype.str,
+            "vectors_ordered": listed is not None,
             "terms": len(vocabulary),
-            "postings": int(postings_doc.shape[0]),
+            "postings": int(indptr[-1]),
             "vocab_bytes": int(offsets[-1]),
             "doc_len_sum": int(doc_len.sum(dtype=np.int64)),
-            "postings_weight": True,
             "k1": self.k1,
             "b": self.b,
         }

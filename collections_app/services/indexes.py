@@ -32,7 +32,7 @@ from django.db import DatabaseError
 from ragsite.errors import Conflict, RagsiteError
 
 from ..conf import settings
-from ..index.format import IndexUnusable
+from ..index.format import FORMAT, IndexUnusable
 from ..index.ivf import IVFLists, build_lists
 from ..index.mapped import MappedIndex
 from ..index.postings import row_postings
@@ -63,8 +63,8 @@ def _key_of(moment, passages: int) -> str:
     """`build_key`, remembered: every search asks it, and strftime was a tenth of planning one."""
     if moment.utcoffset() is not None:
         moment = moment.astimezone(UTC)
-    # Deleting a document between builds lowers `passages` (services.documents): a new index then.
-    return f"{moment.strftime('%Y%m%dT%H%M%S%fZ')}-{passages}"
+    # Fewer `passages` (a document deleted) or another FORMAT: another key, so another index is written.
+    return f"{moment.strftime('%Y%m%dT%H%M%S%fZ')}-{passages}-f{FORMAT}"
 
 
 def collection_root(collection_id: int) -> Path:

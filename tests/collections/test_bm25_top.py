@@ -124,7 +124,5 @@ def test_where_pruning_cannot_apply_the_caller_is_told_to_score_every_row(tmp_pa
     index = index_of(tmp_path, texts)
     assert bm25_top(index, ["w1", "w2"], 5) is None  # no common term: nothing to leave out
     assert bm25_top(index, ["the"], 5, np.arange(200) < 3) is None  # fewer eligible rows than wanted
-    index.postings_weight = None  # an index written before the weights: they are computed per search
-    assert bm25_top(index, ["the", "w1"], 5) is None
     monkeypatch.setattr(pruning, "LEAST_ROWS", 10_000)
     assert bm25_top(index_of(tmp_path, texts, key="b2"), ["the", "w1"], 5) is None  # small: dense is as quick

@@ -1,5 +1,5 @@
-"""The IVF kernel behind the mapped index (issue 29, item 1): each list read as one contiguous block of
-the vectors written again in list order, the rows a search may not use filtered inside the kernel (a
+"""The IVF kernel behind the mapped index: each list read as one contiguous block of the index's one
+copy of the vectors (float16, in list order), the rows a search may not use filtered inside the kernel (a
 masked-out row never takes a candidate's place), and the same probed rows and products as gathering
 them from the index's vectors."""
 
@@ -35,14 +35,19 @@ def written(tmp_path_factory):
 
 
 def gathered(index: MappedIndex):
-    return lambda ids, query: index.vectors[ids] @ query
+    return index.products
 
 
-def test_the_index_holds_the_vectors_in_list_order_and_maps_them(written):
+def test_the_index_holds_the_vectors_once_in_list_order_as_float16_and_maps_them(written):
     index, lists, vectors = written
-    assert (index.path / "ivf_vectors.bin").stat().st_size == ROWS * DIMENSIONS * 4
-    assert index.ivf.ordered is not None and lists.ordered is None
-    assert np.array_equal(index.ivf.ordered, vectors[np.asarray(lists.members)])
+    files = sorted(p.name for p in index.path.glob("vector*"))
+    assert files == ["vector_at.i32", "vector_row.i32", "vectors.f16"]
+    assert (index.path / "vectors.f16").stat().st_size == ROWS * DIMENSIONS * 2
+    assert np.shares_memory(index.ivf.ordered, index.vectors) and lists.ordered is None  # one copy
+    members = np.asarray(lists.members)
+    assert np.array_equal(index.ivf.ordered, vectors[members].astype(np.float16))
+    # Each vector's place in the list order, which exact rescoring reads through.
+    assert np.array_equal(index.vector_at[members], np.arange(ROWS))
 
 
 @pytest.mark.parametrize("nprobe", [1, 3, 10_000])
@@ -54,7 +59,7 @@ def test_a_scan_of_the_ordered_lists_reads_the_rows_and_products_a_gather_reads(
         assert np.array_equal(ids, old_ids)
         assert np.allclose(products, old_products, atol=1e-6)
         assert np.array_equal(np.sort(ids), lists.probe(question, nprobe))
-        assert np.allclose(products, vectors[ids] @ question, atol=1e-6)
+        assert np.allclose(products, vectors[ids] @ question, atol=2e-3)  # float16 values
 
 
 @pytest.mark.parametrize("share", [0.01, 0.1, 1.0])

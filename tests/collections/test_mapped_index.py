@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collections_app.index.format import IndexUnusable
+from collections_app.index.ivf import build_lists
 from collections_app.index.mapped import MappedIndex
 from collections_app.index.writer import IndexWriter
 from collections_app.services.indexes import remove_stale
@@ -59,26 +60,18 @@ def test_scores_equal_the_seed_bm25_whatever_the_blocks_it_was_written_in(tmp_pa
     assert index.term_id("absent") is None
 
 
-def test_weights_written_in_blocks_and_an_index_written_without_them_score_the_same(tmp_path, monkeypatch):
-    """The all-rows view reads each posting's weight from the build; an older index without that
-    file computes it per search. Both are seed 004's BM25 to the bit."""
-    import collections_app.index.writer as mapped
-
-    monkeypatch.setattr(mapped, "WEIGHT_BLOCK", 3)  # several blocks even for a few postings
-    index = write(tmp_path, TEXTS)
-    assert index.postings_weight is not None and index.postings_weight.shape == index.postings_tf.shape
-    (index.path / "postings_weight.f64").unlink()
-    with pytest.raises(IndexUnusable, match="postings_weight"):
-        MappedIndex(index.path)
-    meta = json.loads((index.path / "meta.json").read_text())
-    del meta["postings_weight"]
-    (index.path / "meta.json").write_text(json.dumps(meta))
-    older = MappedIndex(index.path)
-    assert older.postings_weight is None
-    reference = BM25Index.from_texts(TEXTS)
-    for question in ["annual leave", "trains trains per kilometre", "straße ärger days"]:
+def test_the_all_rows_views_kept_norms_and_a_views_own_weights_are_the_seeds_bits(tmp_path):
+    """The all-rows view keeps each row's length term (`bm25_norms`) and computes a posting's weight from
+    it and tf; a view of every row computes the whole weight per posting. Both are seed 004's BM25 to
+    the bit, over postings cut into several blocks (a term in more rows than a block holds)."""
+    texts = [*TEXTS, *(f"annual leave day {i} " * (1 + i % 3) for i in range(300))]
+    index = write(tmp_path, texts, block=50)
+    assert index.packed.block_first.size > index.n_terms  # some term's postings span several blocks
+    reference = BM25Index.from_texts(texts)
+    every = index.view(np.ones(len(texts), dtype=bool))
+    for question in ["annual leave", "trains trains per kilometre", "straße ärger days 17"]:
         assert np.array_equal(index.bm25(terms(question))[0], reference.scores(terms(question)))
-        assert np.array_equal(older.bm25(terms(question))[0], reference.scores(terms(question)))
+        assert np.array_equal(index.bm25(terms(question), every)[0], reference.scores(terms(question)))
 
 
 @settings(max_examples=40, deadline=None)
@@ -100,7 +93,7 @@ def test_a_paragraph_scores_its_first_window_and_a_share_of_a_better_later_one_a
     e = np.eye(4, dtype=np.float32)
     vectors = [e[0], np.stack([e[1], e[2]]), None, e[3], np.stack([e[0], e[3], e[1]]), None]
     index = write(tmp_path, TEXTS, vectors=vectors)
-    assert index.vectors.dtype == np.float32 and index.vectors.shape == (7, 4)
+    assert index.vectors.dtype == np.float32 and index.vectors.shape == (7, 4)  # no lists: float32
     query = np.asarray([0.1, 0.2, 0.9, 0.3], dtype=np.float32)
     cosine = index.cosine(query)
     share = LATER_WINDOW_SHARE
@@ -111,14 +104,6 @@ def test_a_paragraph_scores_its_first_window_and_a_share_of_a_better_later_one_a
     # The candidates' path (IVF, the playground's explain) pools the same way, row order as asked.
     rows = np.asarray([4, 2, 1, 0])
     assert np.array_equal(index.cosine_of_rows(query, rows), cosine[rows])
-    # A float16 index scores the same (its blocks are widened before the product).
-    writer = IndexWriter(4, vector_dtype="<f2")
-    writer.add([1, 2, 3, 4, 5, 6], [0, 0, 1, 1, 2, 2], [terms(t) for t in TEXTS], vectors)
-    half = MappedIndex(writer.write(tmp_path, "half"))
-    assert half.vectors.dtype == np.float16
-    assert np.allclose(half.cosine(query), cosine, atol=1e-3) and np.array_equal(
-        np.isneginf(half.cosine(query)), np.isneginf(cosine)
-    )
 
 
 @settings(max_examples=200, deadline=None)
@@ -156,7 +141,7 @@ def test_top_rows_over_many_rows_takes_the_sampled_threshold_and_stays_exact(siz
 
 def test_a_torn_or_foreign_index_is_refused_not_read(tmp_path):
     path = write(tmp_path, TEXTS).path
-    (path / "postings_tf.i32").write_bytes(b"\0" * 3)
+    (path / "postings_tf.u8").write_bytes(b"\0" * 3)
     with pytest.raises(IndexUnusable, match="postings_tf"):
         MappedIndex(path)
     path = write(tmp_path, TEXTS, key="b2").path
@@ -212,8 +197,8 @@ def test_the_postings_are_seed_004s_bm25_index_exactly(tmp_path):
     assert rebuilt.avgdl == reference.avgdl
 
 
-@pytest.mark.parametrize("dtype", ["<f4", "<f2"])
-def test_vectors_scored_in_blocks_equal_one_product_over_all_of_them(tmp_path, monkeypatch, dtype):
+@pytest.mark.parametrize("lists", [False, True])
+def test_vectors_scored_in_blocks_equal_one_product_over_all_of_them(tmp_path, monkeypatch, lists):
     """Some windows' products (an IVF probe's, a search's exact candidates') are gathered a block at a
     time (a web worker's memory, docs/decisions/0031); each is the one a single gather of them all gives,
     to the bit, in the order asked, and the rows' pooled cosines are unchanged."""
@@ -222,14 +207,21 @@ def test_vectors_scored_in_blocks_equal_one_product_over_all_of_them(tmp_path, m
     rng = np.random.default_rng(5)
     vectors = rng.standard_normal((1000, 48)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    writer = IndexWriter(48, vector_dtype=dtype)
+    writer = IndexWriter(48)
     writer.add(
         list(range(1000)), [i // 10 for i in range(1000)], [terms("w")] * 1000, [v[None, :] for v in vectors]
     )
-    index = MappedIndex(writer.write(tmp_path, "b1"))
+    ivf = build_lists(writer.matrix(), index_id="blocks") if lists else None
+    index = MappedIndex(writer.write(tmp_path, "b1", ivf=ivf))
+    assert (index.vector_at is not None) == lists  # with lists, the one copy is in their order
     members = np.sort(rng.choice(1000, size=777, replace=False))
     question = vectors[3]
-    whole = np.asarray(index.vectors[members], dtype=np.float32) @ question
+    # With lists the one copy is float16 (as the store keeps them); without, float32 in vector order.
+    kept = vectors.astype(np.float16).astype(np.float32) if lists else vectors
+    assert index.vectors.dtype == (np.float16 if lists else np.float32)
+    whole = kept[members] @ question
+    assert np.array_equal(index.vector_matrix(), kept)
+    assert np.allclose(index.cosine(question), kept @ question, atol=1e-6)  # the scan, in either order
     rows = index.cosine_of_rows(question, members)
     monkeypatch.setattr(mapped_index, "GATHER_BLOCK", 64)  # 13 blocks, the last one short
     assert np.array_equal(index.products(members, question), whole)

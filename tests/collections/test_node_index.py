@@ -37,7 +37,7 @@ def test_a_build_stores_its_index_beside_it_and_only_the_live_builds_is_kept(
     key = indexes.build_key(CollectionBuilt.objects.get(collection=handbook))
     stored = {f.path: f for f in IndexFile.objects.filter(collection=handbook)}
     on_disk = {p.relative_to(folder).as_posix(): p for p in folder.rglob("*") if p.is_file()}
-    assert set(stored) == set(on_disk) and "meta.json" in stored and "vectors.bin" in stored
+    assert set(stored) == set(on_disk) and "meta.json" in stored and "vectors.f32" in stored
     for path, record in stored.items():
         assert record.key == key and record.agent_id == "alpha"
         assert record.size == on_disk[path].stat().st_size
@@ -79,7 +79,7 @@ def test_a_stored_copy_that_fails_its_checksum_is_never_used(agent, handbook, ca
     """A chunk changed in the store (same length): the fetch refuses it and the node writes the index from
     the rows instead, which answers the same."""
     expected = ask(agent, handbook)
-    chunk = IndexChunk.objects.get(file__collection=handbook, file__path="vectors.bin", number=0)
+    chunk = IndexChunk.objects.get(file__collection=handbook, file__path="vectors.f32", number=0)
     data = bytearray(bytes(chunk.data))
     data[0] ^= 0xFF
     chunk.data = bytes(data)
@@ -221,7 +221,7 @@ def test_warm_indexes_readies_every_live_index_of_every_agent(agent, handbook, k
     IndexFile.objects.filter(collection=legacy).delete()  # as a build made before files were stored
     as_a_new_node(legacy)
     as_a_new_node(theirs)
-    vectors = index_dir(handbook) / "vectors.bin"
+    vectors = index_dir(handbook) / "vectors.f32"
     flipped = bytearray(vectors.read_bytes())
     flipped[-1] ^= 0x01
     vectors.write_bytes(bytes(flipped))
@@ -256,3 +256,44 @@ def test_an_import_stores_its_index_and_a_new_node_fetches_it(agent, handbook, t
     as_a_new_node(copy)
     monkeypatch.setattr(indexes, "_write_rows", lambda *a: pytest.fail("written from the rows"))
     assert ask(beta, copy) == expected
+
+
+def test_an_index_of_an_older_layout_is_never_mapped_nor_fetched_and_is_replaced(
+    agent, handbook, monkeypatch, caplog, capsys
+):
+    """The layout's format is in the build's key and in meta.json: a node that finds an older layout's
+    copy of the same build (stored by an older node, or left on disk) never serves it, nor a mix of it
+    and the new one; it writes the index from the rows, and the store then holds the new layout only."""
+    import json
+
+    from collections_app.index.format import FORMAT
+
+    expected = ask(agent, handbook)
+    key = indexes.build_key(CollectionBuilt.objects.get(collection=handbook))
+    older_key = key.removesuffix(f"-f{FORMAT}")  # what the previous layout named the same build
+    assert older_key != key
+    root = indexes.collection_root(handbook.pk)
+
+    def older_copy(folder):
+        shutil.copytree(index_dir(handbook), folder)
+        meta = json.loads((folder / "meta.json").read_text())
+        (folder / "meta.json").write_text(json.dumps({**meta, "format": FORMAT - 1}))
+        return folder
+
+    stored = older_copy(root.parent / f"older-{handbook.pk}")
+    index_store.store_files(collection=handbook, key=older_key, folder=stored)  # all an older node left
+    as_a_new_node(handbook)
+    shutil.copytree(stored, root / older_key)
+    shutil.copytree(stored, root / key)
+    caplog.clear()
+    assert ask(agent, handbook) == expected
+    assert f"format {FORMAT - 1} is not {FORMAT}" in caplog.text  # the copy under today's key: refused
+    assert "fetched from the store" not in caplog.text  # the stored older layout: another build's files
+    assert sorted(p.name for p in root.iterdir() if p.is_dir()) == [key]
+    assert json.loads((index_dir(handbook) / "meta.json").read_text())["format"] == FORMAT
+    call_command("warm_indexes", "--no-verify")
+    assert "alpha/handbook: stored" in capsys.readouterr().out
+    assert set(IndexFile.objects.filter(collection=handbook).values_list("key", flat=True)) == {key}
+    as_a_new_node(handbook)
+    monkeypatch.setattr(indexes, "_write_rows", lambda *a: pytest.fail("written from the rows"))
+    assert ask(agent, handbook) == expected  # the next node fetches the new layout

@@ -37,7 +37,7 @@ def ask(agent, collection, **kwargs):
 
 def test_a_build_writes_its_index_and_a_new_build_replaces_it(agent, handbook, settings):
     first = index_dir(handbook)
-    assert (first / "meta.json").exists() and (first / "vectors.bin").exists()
+    assert (first / "meta.json").exists() and (first / "vectors.f32").exists()
     assert first.is_relative_to(settings.INDEX_DIR)
     assert build_collection(collection=handbook).status == "succeeded"
     second = index_dir(handbook)
@@ -94,10 +94,10 @@ def test_an_index_deleted_mid_flight_is_rebuilt_from_the_rows_while_searches_go_
 def test_a_corrupt_index_is_fetched_again_from_the_store(agent, handbook, caplog):
     expected = ask(agent, handbook)
     forget_index(handbook.pk)
-    (index_dir(handbook) / "postings_doc.i32").write_bytes(b"broken")
+    (index_dir(handbook) / "postings_gaps.u8").write_bytes(b"broken")
     assert ask(agent, handbook) == expected
     assert "unusable" in caplog.text and "fetched from the store" in caplog.text
-    assert (index_dir(handbook) / "postings_doc.i32").stat().st_size > 6
+    assert (index_dir(handbook) / "postings_gaps.u8").stat().st_size > 6
 
 
 SECRET = {
