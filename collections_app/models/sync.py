@@ -45,6 +45,9 @@ class CollectionSync(models.Model):
     last_build = models.ForeignKey(
         BUILD_RUN, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    # The sync builds of `attempted` asked again after a transient failure, and when the next may be.
+    retries = models.PositiveSmallIntegerField(default=0, db_default=0)
+    retry_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = "folder sync"
@@ -85,8 +88,17 @@ class Webhook(models.Model):
     """A URL told about one agent's builds; every delivery is signed with the hook's own secret."""
 
     BUILD_SUCCEEDED, BUILD_FAILED, BUILD_REFUSED = "build.succeeded", "build.failed", "build.refused"
+    BUILD_SUCCEEDED_WITH_REVIEW = "build.succeeded_with_review"
     KNOWN_ANSWERS_LOST = "known_answers.lost"
-    EVENTS = (BUILD_SUCCEEDED, BUILD_FAILED, BUILD_REFUSED, KNOWN_ANSWERS_LOST)
+    DOCUMENT_NEEDS_REVIEW = "document.needs_review"
+    EVENTS = (
+        BUILD_SUCCEEDED,
+        BUILD_SUCCEEDED_WITH_REVIEW,
+        BUILD_FAILED,
+        BUILD_REFUSED,
+        KNOWN_ANSWERS_LOST,
+        DOCUMENT_NEEDS_REVIEW,
+    )
 
     agent = models.ForeignKey(AGENT, on_delete=models.CASCADE, related_name="webhooks")
     url = models.CharField(

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from ragsite.errors import RagsiteError
 
+from ..conf import settings
 from ..models import BuildRun, Collection, CollectionBuilt, CollectionSync, Document
 from .builds import request_build
 from .knowledge import source_folder
@@ -35,6 +36,7 @@ class Check:
     fingerprinted: int = 0  # files read this check (their stat changed since the last one)
     build: BuildRun | None = None
     outcome: str = ""
+    retry_pending: bool = False  # the last sync build failed transiently; a later check builds again
 
     @property
     def changes(self) -> bool:
@@ -81,14 +83,34 @@ def check_source(*, collection: Collection, now=None) -> Check:
     signature = _signature(current, check)
     if not check.changes:
         check.outcome = "unchanged"
-        return _record(sync, check, now, snapshot=snapshot, attempted="")
+        sync.retries = 0
+        return _record(sync, check, now, snapshot=snapshot, attempted="", retry_at=None)
+    retry = ""
     if signature == sync.attempted and sync.last_build_id is not None:
-        last = BuildRun.objects.filter(pk=sync.last_build_id).values_list("status", flat=True).first()
-        if last not in ACTIVE_STATES:
-            check.outcome = (
-                f"{check.summary()}; not built again: build {sync.last_build_id} of this state {last}"
+        last = BuildRun.objects.filter(pk=sync.last_build_id).values_list("status", "transient").first()
+        status, transient = last if last is not None else (None, False)
+        if status not in ACTIVE_STATES:
+            said = f"{check.summary()}; build {sync.last_build_id} of this state {status}"
+            if not (transient and sync.retries < retry_limit()):
+                check.outcome = (
+                    f"{check.summary()}; not built again: build {sync.last_build_id} of this state {status}"
+                )
+                if transient:
+                    check.outcome += f" after {sync.retries} retries"
+                return _record(sync, check, now, snapshot=snapshot, retry_at=None)
+            if sync.retry_at is None:
+                # First seen failed: the first retry waits SYNC_RETRY_SECONDS, each later one twice as long.
+                sync.retry_at = now + retry_wait(sync.retries)
+            if now < sync.retry_at:
+                check.outcome = (
+                    f"{said} (it may pass); retry {sync.retries + 1} of {retry_limit()} pending, "
+                    f"at {timezone.localtime(sync.retry_at):%H:%M:%S}"
+                )
+                check.retry_pending = True
+                return _record(sync, check, now, snapshot=snapshot)
+            retry = (
+                f" (retry {sync.retries + 1} of {retry_limit()}, after build {sync.last_build_id} {status})"
             )
-            return _record(sync, check, now, snapshot=snapshot)
     active = collection.runs.filter(status__in=ACTIVE_STATES).values_list("pk", flat=True).first()
     if active is not None:
         check.outcome = f"{check.summary()}; waiting for build {active} to finish"
@@ -98,8 +120,20 @@ def check_source(*, collection: Collection, now=None) -> Check:
     except RagsiteError as exc:  # a request that won the race, or a source that vanished meanwhile
         check.outcome = f"{check.summary()}; not queued: {exc.message}"
         return _record(sync, check, now, snapshot=snapshot)
-    check.outcome = f"{check.summary()}: build {check.build.pk} queued"
-    return _record(sync, check, now, snapshot=snapshot, attempted=signature, build=check.build)
+    check.outcome = f"{check.summary()}: build {check.build.pk} queued{retry}"
+    sync.retries = sync.retries + 1 if retry else 0
+    return _record(sync, check, now, snapshot=snapshot, attempted=signature, build=check.build, retry_at=None)
+
+
+def retry_limit() -> int:
+    """SYNC_RETRY_LIMIT: how many times a folder state whose sync build failed transiently is built again."""
+    return max(0, int(settings.SYNC_RETRY_LIMIT))
+
+
+def retry_wait(retries: int) -> timedelta:
+    """The wait before retry ``retries + 1``: SYNC_RETRY_SECONDS, doubled for each retry before it (a day
+    at most)."""
+    return timedelta(seconds=min(max(1, int(settings.SYNC_RETRY_SECONDS)) * 2**retries, 86400))
 
 
 def attributes_signature(attributes: dict | None) -> str:
@@ -178,13 +212,19 @@ def _record(
     snapshot: dict,
     attempted: str | None = None,
     build: BuildRun | None = None,
+    retry_at="keep",
 ) -> Check:
-    """Write what the check saw; `attempted` None keeps the state the last sync build was asked for."""
+    """Write what the check saw; `attempted` None keeps the state the last sync build was asked for;
+    `retry_at` "keep" keeps the pending retry's time (None: no retry pending)."""
     if check.changes and _folder_state(snapshot) != _folder_state(sync.snapshot):
         sync.last_changed_at = now  # a change this check is the first to see
     sync.last_checked_at, sync.snapshot, sync.last_outcome = now, snapshot, check.outcome[:300]
     if sync.enabled and (sync.next_check_at is None or sync.next_check_at <= now):
         sync.next_check_at = now + timedelta(minutes=sync.every)
+    if retry_at != "keep":
+        sync.retry_at = retry_at
+    if sync.enabled and sync.retry_at is not None and sync.next_check_at > sync.retry_at:
+        sync.next_check_at = sync.retry_at  # a retry due before the next period is checked for then
     if attempted is not None:
         sync.attempted = attempted
     if build is not None:

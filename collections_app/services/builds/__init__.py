@@ -10,13 +10,13 @@ The stages live beside this module: prepare, embed, review, commit."""
 import logging
 from collections.abc import Callable
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from ragsite import embedding
 from ragsite.embedders import EmbeddingError
-from ragsite.errors import Conflict, RagsiteError
+from ragsite.errors import Conflict, RagsiteError, StoreBusy
 
 from ...errors import BuildRefused, EmptyBuild
 from ...models import BuildRun, Collection, CollectionBuilt, Document, Paragraph
@@ -92,7 +92,7 @@ def run_build(build_id: int, *, report: Callable[[BuildRun], None] | None = None
         # Keep what the sweep wrote (status failed, its message) where it wrote it; it told the webhooks.
         announce = bool(
             BuildRun.objects.filter(pk=run.pk, status__in=ACTIVE_STATES).update(
-                status=BuildRun.FAILED, finished_at=timezone.now(), error=str(exc)[:2000]
+                status=BuildRun.FAILED, finished_at=timezone.now(), error=str(exc)[:2000], transient=True
             )
         )
         run.refresh_from_db()
@@ -101,12 +101,19 @@ def run_build(build_id: int, *, report: Callable[[BuildRun], None] | None = None
         )
     except (RagsiteError, ChunkingError, EmbeddingError) as exc:
         status = BuildRun.REFUSED if isinstance(exc, BuildRefused) else BuildRun.FAILED
-        _finish(run, status, error=str(exc))
+        # An embedder that did not answer, or a store busy with another write, may answer later.
+        _finish(run, status, error=str(exc), transient=isinstance(exc, (EmbeddingError, StoreBusy)))
         logger.warning(
             "build %s of %s/%s %s: %s", run.pk, collection.agent.agent_id, collection.name, status, exc
         )
     except Exception as exc:
-        _finish(run, BuildRun.FAILED, error=f"unexpected {type(exc).__name__}; see the server log")
+        # A locked or unreachable store (DatabaseError: OperationalError, InterfaceError) may pass.
+        _finish(
+            run,
+            BuildRun.FAILED,
+            error=f"unexpected {type(exc).__name__}; see the server log",
+            transient=isinstance(exc, DatabaseError),
+        )
         logger.exception("build %s of %s/%s failed", run.pk, collection.agent.agent_id, collection.name)
     if announce:
         webhooks.build_finished(run=run)
@@ -119,8 +126,9 @@ def build_collection(*, collection: Collection, requested_by: str = "", report=N
     return run_build(run.pk, report=report)
 
 
-def _finish(run: BuildRun, status: str, *, error: str = "") -> None:
+def _finish(run: BuildRun, status: str, *, error: str = "", transient: bool = False) -> None:
     run.status, run.error, run.finished_at = status, error[:2000], timezone.now()
+    run.transient = transient and status == BuildRun.FAILED
     run.save()
 
 
