@@ -9,7 +9,6 @@ import json
 
 import pytest
 
-from collections_app import interchange as fmt
 from collections_app.models import Document, Paragraph
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection

@@ -9,7 +9,6 @@ from django.utils import timezone
 from collections_app.models import BuildRun, CollectionSync
 from collections_app.services import sync, sync_check
 from collections_app.services.agents import create_collection
-from collections_app.services.builds import run_build
 from collections_app.services.leases import fail_stale_builds
 from collections_app.services.search import search_collection
 from tests.conftest import HANDBOOK
