@@ -333,7 +333,10 @@ BUILD_STATUS_ANSWER = {
     "properties": {
         "build": {"type": "integer"},
         "collection": {"type": "string"},
-        "status": {"type": "string", "enum": ["queued", "running", "succeeded", "failed", "refused"]},
+        "status": {
+            "type": "string",
+            "enum": ["queued", "running", "succeeded", "succeeded_with_review", "failed", "refused"],
+        },
         "percent": {"type": "integer"},
         "progress": BUILD_PROGRESS,
         "passages": {"type": "integer"},

@@ -72,7 +72,7 @@ def progress_payload(run: BuildRun | None) -> dict:
     detail = f"{run.documents_done} of {run.documents_total} documents read"
     if run.paragraphs_total:
         detail += f", {run.paragraphs_done} of {run.paragraphs_total} paragraphs embedded"
-    if run.status == BuildRun.SUCCEEDED:
+    if run.status in BuildRun.LIVE:
         detail += f"; {count_of(run.passages, 'paragraph')}"
     eta = _eta_seconds(run)
     if eta is not None:

@@ -66,7 +66,11 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
         )
     rows = list(
         Paragraph.objects.filter(
-            collection=collection, document__status=Document.ACTIVE, enabled=True, document__enabled=True
+            collection=collection,
+            document__status=Document.ACTIVE,
+            enabled=True,
+            in_review=False,
+            document__enabled=True,
         )
         .order_by("ordinal")
         .values_list(

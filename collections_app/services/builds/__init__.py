@@ -25,11 +25,11 @@ from .. import known_answers, webhooks
 from ..knowledge import require_source
 from ..leases import ACTIVE_STATES, STALE_MESSAGE, Heartbeat, LeaseLost, fail_stale_builds
 from ..sources import collection_sources, document_extractor
-from ..swap import approved, candidate_paragraphs
+from ..swap import candidate_paragraphs
 from .commit import _commit
 from .embed import _embed_missing, _known_vectors
 from .prepare import Prepared, Progress, _prepare
-from .review import _review, _review_warnings
+from .review import _review, _review_warnings, held_passages, waiting
 
 __all__ = ["STALE_MESSAGE", "build_collection", "fail_stale_builds", "request_build", "run_build"]
 
@@ -173,7 +173,7 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
         )
         progress.save(documents_done=min(number, len(sources) - 1))  # the last: with the paragraphs to embed
 
-    _review(prepared, collection)
+    _review(prepared, collection, existing)
     # Embeddings already made by this model, by text fingerprint: an edited
     # document only re-embeds the paragraphs whose text changed.
     changed = any(not p.reused and p.status != Document.REFUSED for p in prepared)
@@ -190,8 +190,8 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
         raise EmptyBuild(
             f'the build of "{collection.name}" produced no paragraphs; the collection keeps its current ones'
         )
-    held = [p for p in prepared if p.status == Document.NEEDS_REVIEW and not approved(p, existing)]
-    searchable = passages - sum(len(p.pieces) + p.kept for p in held)
+    held = waiting(prepared, existing)
+    searchable = passages - sum(held_passages(p, existing) for p in held)
     if searchable == 0 and Paragraph.objects.searchable(collection).exists():
         # Seed 000, refusal 3: paragraphs no reader may search would replace a collection that answers.
         run.warnings += _review_warnings(held)
@@ -205,5 +205,5 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
         collection=collection, run=run, candidate=lambda: candidate_paragraphs(collection, prepared, existing)
     )
     _commit(collection, run, prepared, existing, embedder, refused, previous)
-    if run.status == BuildRun.SUCCEEDED:
+    if run.status in BuildRun.LIVE:
         known_answers.after_build(run=run, measured=measured)

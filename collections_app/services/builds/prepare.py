@@ -40,6 +40,7 @@ class Prepared:
     attributes: dict = field(default_factory=dict)  # from its sidecar (sources.Source.attributes)
     notes: list[str] = field(default_factory=list)  # told on the build, without sending it to review
     conflicts: list[str] = field(default_factory=list)
+    held: list[int] = field(default_factory=list)  # k of its paragraphs waiting in review (conflicts)
     pieces: list = field(default_factory=list)  # chunking.Piece
     kept: int = 0  # paragraphs a reused document already has
     tokens: list = field(default_factory=list)
