@@ -16,7 +16,7 @@ from ..models import BuildRun, Collection, CollectionBuilt, CollectionSync, Docu
 from .builds import request_build
 from .knowledge import source_folder
 from .leases import ACTIVE_STATES
-from .sources import MAX_DOCUMENT_BYTES, SIDECAR_SUFFIX, folder_entries, read_sidecar
+from .sources import MAX_DOCUMENT_BYTES, SIDECAR_SUFFIX, folder_entries, read_sidecar, settle_seconds, settled
 
 logger = logging.getLogger("ragsite.sync")
 
@@ -36,6 +36,7 @@ class Check:
     fingerprinted: int = 0  # files read this check (their stat changed since the last one)
     build: BuildRun | None = None
     outcome: str = ""
+    unsettled: list[str] = field(default_factory=list)  # written to within the settle window: not read yet
     retry_pending: bool = False  # the last sync build failed transiently; a later check builds again
 
     @property
@@ -48,6 +49,8 @@ class Check:
             for names, what in ((self.new, "new"), (self.changed, "changed"), (self.deleted, "deleted"))
             if names
         ]
+        if self.unsettled:
+            parts.append(f"{len(self.unsettled)} still being written (read once unchanged)")
         if self.uploads:
             parts.append("uploads changed")
         if self.never_built:
@@ -67,7 +70,6 @@ def check_source(*, collection: Collection, now=None) -> Check:
     except RagsiteError as exc:
         check.outcome = f"the source cannot be read: {exc.message}"
         return _record(sync, check, now, snapshot=sync.snapshot)
-    snapshot, current = _scan(folder, sync.snapshot, check) if folder is not None else ({}, {})
     # A document is its bytes and the attributes its sidecar gives it (sources.read_sidecar).
     stored = {
         name: f"{fingerprint}+{attributes_signature(attributes)}"
@@ -75,6 +77,7 @@ def check_source(*, collection: Collection, now=None) -> Check:
             "name", "fingerprint", "attributes"
         )
     }
+    snapshot, current = _scan(folder, sync.snapshot, check, stored) if folder is not None else ({}, {})
     check.new = sorted(set(current) - set(stored))
     check.deleted = sorted(set(stored) - set(current))
     check.changed = sorted(name for name in set(current) & set(stored) if current[name] != stored[name])
@@ -82,7 +85,7 @@ def check_source(*, collection: Collection, now=None) -> Check:
     check.never_built = not CollectionBuilt.objects.filter(collection=collection).exists()
     signature = _signature(current, check)
     if not check.changes:
-        check.outcome = "unchanged"
+        check.outcome = check.summary()
         sync.retries = 0
         return _record(sync, check, now, snapshot=snapshot, attempted="", retry_at=None)
     retry = ""
@@ -141,18 +144,28 @@ def attributes_signature(attributes: dict | None) -> str:
     return hashlib.sha256(json.dumps(attributes or {}, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _scan(folder, previous: dict, check: Check) -> tuple[dict, dict[str, str]]:
+def _scan(folder, previous: dict, check: Check, stored: dict[str, str]) -> tuple[dict, dict[str, str]]:
     """(the new snapshot, {name: "<fingerprint>+<attributes' signature>"}); a file or a sidecar is read only
-    when its stat changed since `previous`."""
+    when its stat changed since `previous`, and only once it has stood still for the settle window
+    (`sources.settled`): until then a file is as the live build has it (a new one is not seen yet), so
+    nothing half-written is built, and nothing is lost."""
     snapshot, current = {}, {}
     for entry in folder_entries(folder):
-        sidecar = _sidecar_state(entry, previous, check)
-        if sidecar is not None:
-            snapshot[entry.name + SIDECAR_SUFFIX] = sidecar
         try:
             stat = entry.path.stat()
         except OSError:
             continue  # gone between the listing and now: the next check sees it gone
+        if not settled(stat):
+            check.unsettled.append(entry.name)
+            if entry.name in stored:
+                current[entry.name] = stored[entry.name]
+            for name in (entry.name, entry.name + SIDECAR_SUFFIX):
+                if name in previous:
+                    snapshot[name] = previous[name]
+            continue
+        sidecar = _sidecar_state(entry, previous, check)
+        if sidecar is not None:
+            snapshot[entry.name + SIDECAR_SUFFIX] = sidecar
         key = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
         cached = previous.get(entry.name)
         if isinstance(cached, list) and len(cached) == 4 and cached[:3] == key:
@@ -223,6 +236,11 @@ def _record(
         sync.next_check_at = now + timedelta(minutes=sync.every)
     if retry_at != "keep":
         sync.retry_at = retry_at
+    if sync.enabled and check.unsettled:
+        # A file still being written is looked at again once it may have settled, not a period later.
+        soon = now + timedelta(seconds=max(settle_seconds(), 1))
+        if sync.next_check_at is None or sync.next_check_at > soon:
+            sync.next_check_at = soon
     if sync.enabled and sync.retry_at is not None and sync.next_check_at > sync.retry_at:
         sync.next_check_at = sync.retry_at  # a retry due before the next period is checked for then
     if attempted is not None:

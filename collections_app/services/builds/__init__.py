@@ -28,7 +28,7 @@ from ..sources import collection_sources, document_extractor
 from ..swap import candidate_paragraphs
 from .commit import _commit
 from .embed import _embed_missing, _known_vectors
-from .prepare import Prepared, Progress, _prepare
+from .prepare import Prepared, Progress, StillWritingBuild, _prepare
 from .review import _review, _review_warnings, held_passages, waiting
 
 __all__ = ["STALE_MESSAGE", "build_collection", "fail_stale_builds", "request_build", "run_build"]
@@ -102,7 +102,12 @@ def run_build(build_id: int, *, report: Callable[[BuildRun], None] | None = None
     except (RagsiteError, ChunkingError, EmbeddingError) as exc:
         status = BuildRun.REFUSED if isinstance(exc, BuildRefused) else BuildRun.FAILED
         # An embedder that did not answer, or a store busy with another write, may answer later.
-        _finish(run, status, error=str(exc), transient=isinstance(exc, (EmbeddingError, StoreBusy)))
+        _finish(
+            run,
+            status,
+            error=str(exc),
+            transient=isinstance(exc, (EmbeddingError, StoreBusy, StillWritingBuild)),
+        )
         logger.warning(
             "build %s of %s/%s %s: %s", run.pk, collection.agent.agent_id, collection.name, status, exc
         )
@@ -157,20 +162,20 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
     prepared: list[Prepared] = []
     extractor = document_extractor()
     for number, source in enumerate(sources, start=1):
-        prepared.append(
-            _prepare(
-                source,
-                existing.get(source.name),
-                collection,
-                embedder,
-                method,
-                size,
-                overlap,
-                run,
-                extractor,
-                reuse=reuse,
-            )
+        item = _prepare(
+            source,
+            existing.get(source.name),
+            collection,
+            embedder,
+            method,
+            size,
+            overlap,
+            run,
+            extractor,
+            reuse=reuse,
         )
+        if item is not None:  # None: a new file still being written, read by a later build
+            prepared.append(item)
         progress.save(documents_done=min(number, len(sources) - 1))  # the last: with the paragraphs to embed
 
     _review(prepared, collection, existing)

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
+from ragsite.errors import RagsiteError
+
 from ...models import (
     BuildRun,
     Collection,
@@ -19,7 +21,7 @@ from ...text.context import context_version, contexts_for
 from ...text.extract import BAD_NAME, CORRUPT, EMPTY, TIMED_OUT, TOO_LARGE, Unreadable, summarize_opening
 from ...text.stitch import carried_openings
 from ..leases import LeaseLost
-from ..sources import read_bounded
+from ..sources import StillWriting, read_bounded, settle_seconds
 
 logger = logging.getLogger("ragsite.builds")
 
@@ -82,11 +84,13 @@ class Progress:
 
 def _prepare(
     source, document, collection, embedder, method, size, overlap, run, extractor, *, reuse: bool = True
-) -> Prepared:
+) -> Prepared | None:
     """Read, cut and place one source; ``reuse`` False: never keep its stored paragraphs as they are
-    (their vectors are of another width)."""
+    (their vectors are of another width). None: a new file still being written, left for a later build."""
     try:
         data = read_bounded(source)
+    except StillWriting:
+        return _still_writing(source, document, run, reuse=reuse)
     except Unreadable as exc:
         item = Prepared(name=source.name, kind=source.kind, fingerprint="", stored=exc.category != BAD_NAME)
         return _refuse(item, collection, exc.reason, exc.category, run)
@@ -158,6 +162,45 @@ def _prepare(
         return _refuse(item, collection, "no text", EMPTY)
     run.documents_read += 1
     return item
+
+
+def _still_writing(source, document, run: BuildRun, *, reuse: bool) -> Prepared | None:
+    """A file written to within the settle window (or while it was read): nothing of it is read now. Its
+    previous version keeps answering as it is; a new file is left out, to be read once it stands still."""
+    window = f"{settle_seconds():g} s"
+    if document is None or document.status == Document.REFUSED or not document.fingerprint:
+        run.warnings.append(
+            f"{source.name} is still being written: not read yet (read once unchanged for {window})"
+        )
+        return None
+    if not reuse:
+        # Its stored vectors are of another model's width, so its previous version cannot stay either.
+        raise StillWritingBuild(
+            f"{source.name} is still being written and its previous version cannot be kept (the model "
+            "changed); build again once it stands still"
+        )
+    run.documents_reused += 1
+    run.warnings.append(
+        f"{source.name} is still being written: its previous version keeps answering (read once unchanged "
+        f"for {window})"
+    )
+    return Prepared(
+        name=source.name,
+        kind=source.kind,
+        fingerprint=document.fingerprint,
+        reused=True,
+        kept=document.paragraph_count,
+        summary=document.summary,
+        warnings=list(document.scan_warnings),
+        attributes=document.attributes,
+    )
+
+
+class StillWritingBuild(RagsiteError):
+    """A build that cannot keep a file's previous version while the file is being written (it may pass)."""
+
+    code = "still_writing"
+    status = 409
 
 
 def _refuse(
