@@ -22,6 +22,7 @@ from ..services.labels import set_per_reader
 from .collection_form import CollectionForm
 from .common import (
     HISTORY_ROWS,
+    backup_download,
     count_of,
     progress_payload,
     refused_html,
@@ -86,7 +87,7 @@ class CollectionAdmin(
     list_filter = ["agent", "method", "per_reader"]
     search_fields = ["name", "built_from"]
     list_select_related = ["agent", "built"]
-    actions = ["rebuild_selected"]
+    actions = ["rebuild_selected", "download_backup"]
     readonly_fields = ["source", "searchable", "contents", "current_build", "build_history", *SYNC_READONLY]
     delete_confirmation_template = "admin/collections_app/collection/delete_confirmation.html"
     fieldsets = [
@@ -383,6 +384,13 @@ class CollectionAdmin(
 
     def delete_model(self, request, obj):
         delete_collection(collection=obj, by=request.user.get_username())
+
+    @admin.action(description="Download a backup of the selected collection", permissions=["change"])
+    def download_backup(self, request, queryset):
+        # The archive holds every paragraph and document: change permission, as a rebuild asks.
+        return backup_download(
+            self, request, queryset, lambda c: ("collection", f"{c.agent.agent_id}-{c.name}")
+        )
 
     @admin.action(description="Rebuild selected collections", permissions=["change"])
     def rebuild_selected(self, request, queryset):
