@@ -332,7 +332,7 @@ def test_the_review_queue_names_the_paragraphs_and_approval_sticks(page, admin_u
     older.refresh_from_db()
     assert older.status == Document.ACTIVE
     assert not [w for w in run.warnings if w.startswith("policy-2023.md")]
-    assert [w for w in run.warnings if w.startswith("policy-2024.md: 1 paragraphs wait in review")]
+    assert [w for w in run.warnings if w.startswith("policy-2024.md: 1 paragraph waits in review")]
     page.goto(f"/admin/collections_app/document/?collection__id__exact={collection.pk}")
     row = page.locator("#result_list tbody tr").filter(
         has=page.locator(".field-name_shown", has_text="policy-2023.md")

@@ -49,7 +49,7 @@ def test_the_live_document_keeps_answering_and_only_the_newer_paragraph_waits(li
 
     # Said at once: the build's own status, its warnings, and the webhooks.
     assert run.status == BuildRun.SUCCEEDED_WITH_REVIEW and run.documents_in_review == 1
-    assert any(w.startswith("password-policy.md: 1 paragraphs wait in review") for w in run.warnings)
+    assert any(w.startswith("password-policy.md: 1 paragraph waits in review") for w in run.warnings)
     events = sorted(WebhookDelivery.objects.filter(webhook=hook).values_list("event", flat=True))
     assert events == ["build.succeeded_with_review", "document.needs_review"]
     told = WebhookDelivery.objects.get(webhook=hook, event="document.needs_review").payload["data"]

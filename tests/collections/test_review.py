@@ -78,7 +78,7 @@ def test_an_approval_sticks_across_rebuilds_and_is_not_warned_about_again(pair):
     new.refresh_from_db()
     assert new.status == Document.ACTIVE and new.approved_by == "librarian"
     assert [w for w in run.warnings if "review" in w] == [
-        "overtime-2024.md: 1 paragraphs wait in review, the rest answers: a paragraph matches one in "
+        "overtime-2024.md: 1 paragraph waits in review, the rest answers: a paragraph matches one in "
         "overtime-2025.md except for its numbers"
     ]
     assert run.status == "succeeded_with_review" and run.documents_in_review == 1

@@ -18,10 +18,9 @@ def _review_warnings(items) -> list[str]:
         if item.status == Document.NEEDS_REVIEW:
             notes.append(f"{item.name} needs review: {'; '.join(item.warnings + item.conflicts)}")
         elif item.held:
-            notes.append(
-                f"{item.name}: {len(item.held)} paragraphs wait in review, the rest answers: "
-                f"{'; '.join(item.conflicts)}"
-            )
+            waits = "paragraph waits" if len(item.held) == 1 else "paragraphs wait"
+            why = "; ".join(item.conflicts)
+            notes.append(f"{item.name}: {len(item.held)} {waits} in review, the rest answers: {why}")
     return notes
 
 
