@@ -39,7 +39,7 @@ class SyncOut(Schema):
     )
     build: int | None = Field(..., description="The last build a check queued.")
     retry_at: datetime | None = Field(
-        None,
+        ...,
         description="When that build failed for a reason that may pass (its worker died, the store was "
         "busy): when the folder's state is built again. null: no retry pending.",
     )
