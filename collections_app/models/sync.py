@@ -7,6 +7,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 
+from ..fields import SealedSecretField
+
 # Related models by name, so this module needs no import of its siblings.
 COLLECTION, BUILD_RUN, AGENT = (
     "collections_app.Collection",
@@ -91,6 +93,7 @@ class Webhook(models.Model):
     BUILD_SUCCEEDED_WITH_REVIEW = "build.succeeded_with_review"
     KNOWN_ANSWERS_LOST = "known_answers.lost"
     DOCUMENT_NEEDS_REVIEW = "document.needs_review"
+    SYNC_FAILED = "sync.failed"
     EVENTS = (
         BUILD_SUCCEEDED,
         BUILD_SUCCEEDED_WITH_REVIEW,
@@ -98,6 +101,7 @@ class Webhook(models.Model):
         BUILD_REFUSED,
         KNOWN_ANSWERS_LOST,
         DOCUMENT_NEEDS_REVIEW,
+        SYNC_FAILED,
     )
 
     agent = models.ForeignKey(AGENT, on_delete=models.CASCADE, related_name="webhooks")
@@ -106,7 +110,8 @@ class Webhook(models.Model):
         help_text="http or https; private addresses are refused unless WEBHOOK_ALLOW_PRIVATE is on.",
     )
     events = models.JSONField(default=list, blank=True)
-    secret = models.CharField(max_length=100, default=new_secret, editable=False)
+    # Encrypted in the row (collections_app.sealed); shown to staff once, at creation and at rotation.
+    secret = SealedSecretField(max_length=400, default=new_secret, editable=False)
     active = models.BooleanField(default=True)
     description = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(default=timezone.now)

@@ -82,6 +82,14 @@ class SearchIn(StrictSchema):
     )
 
 
+class ShortenedOut(BaseModel):
+    """A stored paragraph of this one that the answer budget shortened, and the part of it kept."""
+
+    chunk_id: str
+    start: int = Field(..., description="Where the kept part begins, in characters into the paragraph text.")
+    end: int = Field(..., description="Where it ends (exclusive); the text before and after was left out.")
+
+
 class ParagraphOut(BaseModel):
     """One paragraph of the answer, best first."""
 
@@ -116,6 +124,11 @@ class ParagraphOut(BaseModel):
         "fused score the floor applies to.",
     )
     fused_rank: int | None = Field(None, description="Only when reranked: the position by the fused score.")
+    excerpts: list[ShortenedOut] = Field(
+        ...,
+        description="The stitched paragraphs the answer budget shortened (a hit to its best part, the last "
+        "neighbour at a sentence), each with the part kept; empty when every one is whole.",
+    )
 
 
 class JudgeOut(BaseModel):
@@ -144,8 +157,9 @@ class SearchOut(BaseModel):
     chars: int = Field(..., description="The characters of text the paragraphs hold: at most max_chars.")
     cut: bool = Field(
         ...,
-        description="true: the budget left out paragraphs or neighbours the search found, "
-        "or cut one at a sentence boundary; ask again with a larger max_chars for more.",
+        description="true: the budget shortened a hit to its best part (see each paragraph's excerpts), "
+        "left out neighbours or, past 300 characters a hit, the last hits; ask again with a larger "
+        "max_chars for more.",
     )
     mode: Literal["hybrid", "vector", "lexical"]
     model: str

@@ -35,6 +35,7 @@ from .reading import (
     TIMED_OUT,
     TOO_LARGE,
     UNSUPPORTED_TYPE,
+    Note,
     Unreadable,
     open_package,
     within_limit,
@@ -137,7 +138,9 @@ def extract(
     text, pages = join_blocks(kept)
     if not text:
         raise Unreadable("no text", category=EMPTY)
-    notes = [f"only its first {MAX_TEXT_CHARS:,} characters were read"] if kept.cut else []
+    notes = [str(w) for w in warnings if isinstance(w, Note)]
+    warnings = [w for w in warnings if not isinstance(w, Note)]
+    notes += [f"only its first {MAX_TEXT_CHARS:,} characters were read"] if kept.cut else []
     return Extracted(text=text, warnings=warnings, pages=pages, ocr_pages=ocr_pages, notes=notes)
 
 

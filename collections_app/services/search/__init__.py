@@ -12,6 +12,7 @@ import numpy as np
 
 from ragsite import fusion
 from ragsite.fusion import LEXICAL, hybrid_scores
+from ragsite.lexical import terms
 
 from ...conf import settings
 from ...index.bm25_top import best_rows
@@ -114,6 +115,7 @@ def search_collection(
         sections=returns_sections(plan.built.method),
         every=plan.every,
         citing=None if plan.reader is not None else citing_mask(plan.collection, plan.index, plan.held_back),
+        question_terms=terms(plan.question),
     )
     if relevance is not None:
         mark_reranked(

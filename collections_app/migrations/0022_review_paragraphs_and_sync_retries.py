@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("collections_app", "0020_index_files"),
+        ("collections_app", "0021_webhook_secret_sealed"),
     ]
 
     operations = [
