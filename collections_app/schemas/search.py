@@ -43,6 +43,12 @@ class SearchIn(StrictSchema):
         max_length=200,
         description="The person you are reading for; required when the collection answers per reader.",
     )
+    readerToken: str | None = Field(
+        None,
+        max_length=16384,
+        description="Instead of reader: that person's ID token from the organisation's identity provider, "
+        "verified; its groups give the labels (docs/operations.md).",
+    )
     onBehalfOf: str | None = Field(
         None,
         max_length=100,
@@ -168,3 +174,10 @@ class SearchOut(BaseModel):
     )
     judge: JudgeOut | None = Field(..., description="Whether the judge gave a verdict (null: not asked).")
     rerank: RerankOut | None = Field(..., description="Whether the reranker ordered the paragraphs.")
+
+
+def quoted(answer: dict) -> tuple[list[str], int]:
+    """What a search answer quotes, for the read audit: every stitched chunk id, and the characters
+    of text."""
+    paragraphs = answer["paragraphs"]
+    return [cid for p in paragraphs for cid in p["chunk_ids"]], sum(len(p["text"]) for p in paragraphs)

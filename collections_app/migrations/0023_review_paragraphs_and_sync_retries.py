@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("collections_app", "0021_webhook_secret_sealed"),
+        ("collections_app", "0022_read_audit_and_idp_groups"),
     ]
 
     operations = [
