@@ -229,6 +229,12 @@ KNOWLEDGE_ROOT = env("KNOWLEDGE_ROOT", default=str(DATA_DIR / "knowledge"))
 # so that no path is ever listed with the rest of the settings.
 
 BUILD_HEARTBEAT_TIMEOUT = env.int("BUILD_HEARTBEAT_TIMEOUT", default=300)
+# Folder sync: a sync build that failed for a reason that may pass is asked again this many times, the
+# first after SYNC_RETRY_SECONDS and each later one after twice the wait before it.
+SYNC_RETRY_LIMIT = env.int("SYNC_RETRY_LIMIT", default=5)
+SYNC_RETRY_SECONDS = env.int("SYNC_RETRY_SECONDS", default=60)
+# A folder file is read only once its size and modification time have stood still this long.
+SYNC_SETTLE_SECONDS = env.float("SYNC_SETTLE_SECONDS", default=5.0)
 # Per document, in a child process (collections_app.text.bounded): wall-clock seconds and address space.
 EXTRACT_TIMEOUT = env.float("EXTRACT_TIMEOUT", default=120.0)
 EXTRACT_MEMORY_MB = env.int("EXTRACT_MEMORY_MB", default=1024)

@@ -8,10 +8,11 @@ class MemoryConfig(AppConfig):
     verbose_name = "Agent memory"
 
     def ready(self):
-        from . import checks, mcp_tools  # noqa: F401  (registers memory.E001 and the MCP tools)
+        from . import backup, checks, mcp_tools  # noqa: F401  (registers memory.E001 and the MCP tools)
         from .models import RECORD_MODELS
         from .signals import after_migrate, record_deleted, record_saved
 
+        backup.register()  # the agent's memories in its backup archive
         post_migrate.connect(after_migrate, sender=self, dispatch_uid="memory_app_after_migrate")
         for kind, model in RECORD_MODELS.items():
             post_save.connect(record_saved, sender=model, dispatch_uid=f"memory_app_recall_saved_{kind}")

@@ -66,6 +66,13 @@ def _no_deployment_folders(monkeypatch, settings, tmp_path):
 
 
 @pytest.fixture(autouse=True)
+def _files_settle_at_once(settings):
+    """Tests write a folder and read it the same moment: no settle window (SYNC_SETTLE_SECONDS), except
+    in the tests of that rule, which set their own."""
+    settings.SYNC_SETTLE_SECONDS = 0
+
+
+@pytest.fixture(autouse=True)
 def _no_task_cluster_heartbeats(settings, tmp_path):
     """Cluster heartbeats are read from a folder of the test's own, so a `make run` cluster in
     the same checkout never makes a test believe a worker is running (test_qcluster opts back in)."""

@@ -22,6 +22,7 @@ from ..services.agents import issue_key, revoke_key
 from ..services.knowledge import agent_id_problem
 from ..services.ledger import spend_by_day, spent_today
 from .common import (
+    backup_download,
     count_of,
     require,
 )
@@ -167,6 +168,13 @@ class AgentForm(forms.ModelForm):
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin):
     form = AgentForm
+
+    @admin.action(
+        description="Download a backup of the selected agent (memories included)", permissions=["change"]
+    )
+    def download_backup(self, request, queryset):
+        return backup_download(self, request, queryset, lambda a: ("agent", a.agent_id))
+
     list_display = [
         "agent_id",
         "name",
@@ -177,6 +185,7 @@ class AgentAdmin(admin.ModelAdmin):
         "created_at",
     ]
     search_fields = ["agent_id", "name"]
+    actions = ["download_backup"]
     fields = ["agent_id", "name", "daily_budget", "runaway_limit", "created_at", "spend"]
     readonly_fields = ["created_at", "spend"]
     inlines = [ApiKeyInline]

@@ -91,7 +91,7 @@ class BuildRunAdmin(admin.ModelAdmin):
     @admin.display(description="refused")
     def refused_shown(self, run):
         # The record's three answers stay apart; the reason categories are for people, beside the names.
-        if run.status != BuildRun.SUCCEEDED:
+        if run.status not in BuildRun.LIVE:
             return format_html(
                 '<span class="rs-refused-none">{}</span>', "not recorded: the build did not finish"
             )

@@ -22,6 +22,7 @@ from ..services.labels import set_per_reader
 from .collection_form import CollectionForm
 from .common import (
     HISTORY_ROWS,
+    backup_download,
     count_of,
     progress_payload,
     refused_html,
@@ -39,23 +40,32 @@ from .sync import SYNC_FIELDS, SyncAdminMixin
 
 
 def held_back_notice(collection: Collection) -> dict | None:
-    """The collection page's warning when most of its paragraphs wait in review (a newcomer's first build
-    held 110 of 186 back, said only in a parenthesis), with the link to the documents that hold them."""
-    health = collection_health(collection)
-    if not health["stored"] or health["held_back"] * 2 <= health["stored"]:
+    """The collection page's notice when documents wait in review, wholly or for some paragraphs, with the
+    link to them: at the top of the page from the build that put them there (a conflicting file used to
+    be seen only through the known answers it cost). ``most``: most of the collection's paragraphs are
+    held back (a newcomer's first build held 110 of 186, said only in a parenthesis)."""
+    waiting = collection.documents.filter(Q(status=Document.NEEDS_REVIEW) | Q(review_paragraphs=True))
+    counts = waiting.aggregate(
+        whole=Count("id", filter=Q(status=Document.NEEDS_REVIEW)),
+        partly=Count("id", filter=Q(review_paragraphs=True)),
+    )
+    if not counts["whole"] and not counts["partly"]:
         return None
+    health = collection_health(collection)
     review = (
         reverse("admin:collections_app_document_changelist")
         + "?"
-        + urlencode({"collection__id__exact": collection.pk, "status__exact": Document.NEEDS_REVIEW})
+        + urlencode({"collection__id__exact": collection.pk, "waiting": "1"})
     )
-    waiting = collection.documents.filter(status=Document.NEEDS_REVIEW).count()
     return {
         "held_back": health["held_back"],
         "stored": health["stored"],
         "review_url": review,
-        "percent": round(100 * health["held_back"] / health["stored"]),
-        "documents": count_of(waiting, "document"),
+        "percent": round(100 * health["held_back"] / health["stored"]) if health["stored"] else 0,
+        "most": health["stored"] and health["held_back"] * 2 > health["stored"],
+        "documents": count_of(counts["whole"] + counts["partly"], "document"),
+        "whole": counts["whole"],
+        "partly": counts["partly"],
     }
 
 
@@ -77,7 +87,7 @@ class CollectionAdmin(
     list_filter = ["agent", "method", "per_reader"]
     search_fields = ["name", "built_from"]
     list_select_related = ["agent", "built"]
-    actions = ["rebuild_selected"]
+    actions = ["rebuild_selected", "download_backup"]
     readonly_fields = ["source", "searchable", "contents", "current_build", "build_history", *SYNC_READONLY]
     delete_confirmation_template = "admin/collections_app/collection/delete_confirmation.html"
     fieldsets = [
@@ -217,7 +227,7 @@ class CollectionAdmin(
             return "—"
         counts = collection.documents.aggregate(
             total=Count("id"),
-            review=Count("id", filter=Q(status=Document.NEEDS_REVIEW)),
+            review=Count("id", filter=Q(status=Document.NEEDS_REVIEW) | Q(review_paragraphs=True)),
             refused=Count("id", filter=Q(status=Document.REFUSED)),
         )
         documents = (
@@ -225,7 +235,7 @@ class CollectionAdmin(
             + "?"
             + urlencode({"collection__id__exact": collection.pk})
         )
-        review = documents + "&" + urlencode({"status__exact": Document.NEEDS_REVIEW})
+        review = documents + "&" + urlencode({"waiting": "1"})
         paragraphs = (
             reverse("admin:collections_app_paragraph_changelist")
             + "?"
@@ -292,7 +302,7 @@ class CollectionAdmin(
                     "refused" + (f", {count_of(run.ocr_pages, 'page')} by OCR" if run.ocr_pages else ""),
                     run.paragraphs_embedded,
                     refused_with_reasons(run.refused, run.refusal_reasons)
-                    if run.status == BuildRun.SUCCEEDED
+                    if run.status in BuildRun.LIVE
                     else "—",
                     warning_list(
                         [
@@ -374,6 +384,13 @@ class CollectionAdmin(
 
     def delete_model(self, request, obj):
         delete_collection(collection=obj, by=request.user.get_username())
+
+    @admin.action(description="Download a backup of the selected collection", permissions=["change"])
+    def download_backup(self, request, queryset):
+        # The archive holds every paragraph and document: change permission, as a rebuild asks.
+        return backup_download(
+            self, request, queryset, lambda c: ("collection", f"{c.agent.agent_id}-{c.name}")
+        )
 
     @admin.action(description="Rebuild selected collections", permissions=["change"])
     def rebuild_selected(self, request, queryset):

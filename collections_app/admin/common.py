@@ -72,7 +72,7 @@ def progress_payload(run: BuildRun | None) -> dict:
     detail = f"{run.documents_done} of {run.documents_total} documents read"
     if run.paragraphs_total:
         detail += f", {run.paragraphs_done} of {run.paragraphs_total} paragraphs embedded"
-    if run.status == BuildRun.SUCCEEDED:
+    if run.status in BuildRun.LIVE:
         detail += f"; {count_of(run.passages, 'paragraph')}"
     eta = _eta_seconds(run)
     if eta is not None:
@@ -208,3 +208,23 @@ def refused_with_reasons(refused, reasons: dict | None):
             ((name, reasons.get(name) or "reason not recorded") for name in refused),
         ),
     )
+
+
+def backup_download(modeladmin, request, queryset, describe):
+    """The admin's "Download a backup" action: one archive (`services.backup`) for one selected object,
+    named by ``describe(obj)``; several selected are refused with a message (one archive per download)."""
+    from django.contrib import messages
+    from django.http import HttpResponse
+
+    from ..services.backup import back_up
+
+    chosen = list(queryset[:2])
+    if len(chosen) != 1:
+        modeladmin.message_user(request, "Choose one to back up: each is one archive.", messages.WARNING)
+        return None
+    obj = chosen[0]
+    kind, name = describe(obj)
+    data = back_up(**{kind: obj})
+    response = HttpResponse(data, content_type="application/gzip")
+    response["Content-Disposition"] = f'attachment; filename="ragsite-{kind}-{name}.tar.gz"'
+    return response

@@ -2,6 +2,7 @@
 
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import Q
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -80,6 +81,20 @@ class DocumentDefaultLabelsForm(forms.ModelForm):
         }
 
 
+class WaitingFilter(admin.SimpleListFilter):
+    """The review queue: documents waiting for a person, wholly or for some paragraphs."""
+
+    title, parameter_name = "waiting for review", "waiting"
+
+    def lookups(self, request, model_admin):
+        return [("1", "wholly or some paragraphs")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "1":
+            return queryset.filter(Q(status=Document.NEEDS_REVIEW) | Q(review_paragraphs=True))
+        return queryset
+
+
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
     form = DocumentDefaultLabelsForm
@@ -92,7 +107,7 @@ class DocumentAdmin(admin.ModelAdmin):
         "source",
         "default_labels_shown",
     ]
-    list_filter = ["status", "enabled", "collection", "source", "refusal"]
+    list_filter = [WaitingFilter, "status", "enabled", "collection", "source", "refusal"]
     search_fields = ["name"]
     list_select_related = ["collection__agent"]
     actions = ["approve", "enable_action", "disable_action"]
@@ -149,6 +164,9 @@ class DocumentAdmin(admin.ModelAdmin):
     @admin.display(description="status", ordering="status")
     def status_shown(self, document):
         badge = status_badge(document.get_status_display())
+        if waits_in_review(document) and document.status == Document.ACTIVE:
+            # Searched, less the paragraphs that contradict another document's: those wait for a person.
+            return format_html("{} {} (some paragraphs)", badge, status_badge("needs review"))
         if document.status == Document.REFUSED and document.refusal:
             return format_html(
                 '{} <span class="rs-refusal" data-role="refusal">{}</span>', badge, document.refusal
@@ -168,7 +186,7 @@ class DocumentAdmin(admin.ModelAdmin):
     @admin.display(description="why in review")
     def review_shown(self, document):
         items = list(document.scan_warnings) + list(document.conflicts)
-        if not items or document.status != Document.NEEDS_REVIEW:
+        if not items or not waits_in_review(document):
             # Approved (this version) or refused: the reason no longer holds it back.
             return (
                 f"approved by {document.approved_by or 'an unknown user'}"
@@ -182,7 +200,7 @@ class DocumentAdmin(admin.ModelAdmin):
     @admin.display(description="approval")
     def approval(self, document):
         if not document.approved_at:
-            return "not approved by anybody" if document.status == Document.NEEDS_REVIEW else "—"
+            return "not approved by anybody" if waits_in_review(document) else "—"
         return (
             f"approved by {document.approved_by or 'an unknown user'} "
             f"on {document.approved_at:%Y-%m-%d %H:%M}"
@@ -284,7 +302,8 @@ class DocumentAdmin(admin.ModelAdmin):
 
     @admin.action(description="Approve selected documents (needs review → active)", permissions=["change"])
     def approve(self, request, queryset):
-        for warning in approval_warnings(list(queryset.filter(status=Document.NEEDS_REVIEW))):
+        waiting = queryset.filter(Q(status=Document.NEEDS_REVIEW) | Q(review_paragraphs=True))
+        for warning in approval_warnings(list(waiting)):
             self.message_user(request, warning, messages.WARNING)
         approved = approve_documents(queryset, by=request.user)
         skipped = queryset.count() - len(approved)
@@ -409,7 +428,7 @@ class DocumentAdmin(admin.ModelAdmin):
     def change_view(self, request, object_id, form_url="", extra_context=None):
         document = self.get_object(request, object_id)
         extra_context = dict(extra_context or {})
-        if document is not None and document.status == Document.NEEDS_REVIEW:
+        if document is not None and waits_in_review(document):
             extra_context["approve_url"] = reverse(
                 "admin:collections_app_document_approve", args=[document.pk]
             )
@@ -463,3 +482,8 @@ class DocumentAdmin(admin.ModelAdmin):
             "suffixes": ", ".join(SUPPORTED_SUFFIXES),
         }
         return TemplateResponse(request, "admin/collections_app/document/upload.html", context)
+
+
+def waits_in_review(document: Document) -> bool:
+    """Wholly (needs review) or for some paragraphs (`review_paragraphs`): either waits for an approval."""
+    return document.status == Document.NEEDS_REVIEW or document.review_paragraphs

@@ -80,6 +80,18 @@ class Collection(models.Model):
     around = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="Around override; empty = AROUND."
     )
+    KEEP_LIVE, NEWER_REPLACES = "keep_live", "newer_replaces"
+    ON_CONFLICT_CHOICES = [
+        (KEEP_LIVE, "keep the live document; the newer one's conflicting paragraphs wait in review"),
+        (NEWER_REPLACES, "the newer one replaces the live one's conflicting paragraphs once approved"),
+    ]
+    on_conflict = models.CharField(
+        max_length=20,
+        choices=ON_CONFLICT_CHOICES,
+        default=KEEP_LIVE,
+        db_default=KEEP_LIVE,
+        help_text="When a new or changed file contradicts a document already searched.",
+    )
     # Why the stored paragraphs no longer match the documents (a document deleted or uploaded since the
     # last build), for people; the next successful build clears it.
     rebuild_needed = models.CharField(max_length=300, blank=True)
@@ -194,6 +206,9 @@ class Document(models.Model):
     # The version of `context.py`'s representation its paragraphs were indexed with (0: none).
     # A database default, so a store stays writable by code that predates the column.
     built_context = models.PositiveSmallIntegerField(default=0, db_default=0)
+    # Active, with some paragraphs waiting in review (Paragraph.in_review): they contradict a paragraph of
+    # another document, while the rest of this one answers. Status needs_review holds the whole document.
+    review_paragraphs = models.BooleanField(default=False, db_default=False)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -218,8 +233,9 @@ class Document(models.Model):
 
 class ParagraphManager(models.Manager):
     def searchable(self, collection):
-        """The paragraphs a search reads: those of documents in search (not in review, not refused)."""
-        return self.filter(collection=collection, document__status=Document.ACTIVE)
+        """The paragraphs a search reads: those of documents in search (not in review, not refused), less
+        those held for review one by one."""
+        return self.filter(collection=collection, document__status=Document.ACTIVE, in_review=False)
 
     def guard_not_empty(self, collection, *, was_searchable: bool = True) -> None:
         """The store's own refusal to hold a built collection that readers could not search.
@@ -270,6 +286,9 @@ class Paragraph(models.Model):
         default=True,
         help_text="A disabled paragraph is never searched or stitched; kept across rebuilds by its text.",
     )
+    # Held for review: it contradicts a paragraph of another document (its numbers differ), so it waits
+    # for a person while the rest of its document answers. Set by the build, cleared by an approval.
+    in_review = models.BooleanField(default=False, db_default=False)
 
     objects = ParagraphManager()
 
@@ -279,7 +298,11 @@ class Paragraph(models.Model):
         indexes = [
             models.Index(fields=["collection", "ordinal"], name="paragraph_by_ordinal"),
             # Every search lists a collection's disabled paragraphs; they are few, so index only them.
-            models.Index(fields=["collection"], condition=models.Q(enabled=False), name="paragraph_disabled"),
+            models.Index(
+                fields=["collection"],
+                condition=models.Q(enabled=False) | models.Q(in_review=True),
+                name="paragraph_disabled",
+            ),
         ]
 
     def __str__(self):

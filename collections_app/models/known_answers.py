@@ -38,7 +38,7 @@ class KnownAnswer(models.Model):
 class KnownAnswersReportQuerySet(models.QuerySet):
     def of_live_builds(self):
         """Reports that measured a build which went live (not a refused candidate, not a failure)."""
-        return self.filter(status=KnownAnswersReport.MEASURED, build__status=BuildRun.SUCCEEDED)
+        return self.filter(status=KnownAnswersReport.MEASURED, build__status__in=BuildRun.LIVE)
 
     def measured_floor(self) -> float | None:
         """The floor read off the latest live build's known answers (``collection.known_answer_reports``),

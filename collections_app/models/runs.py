@@ -10,15 +10,23 @@ class BuildRun(models.Model):
     """One build attempt, kept as history, with the progress a person watches."""
 
     QUEUED, RUNNING, SUCCEEDED, FAILED, REFUSED = "queued", "running", "succeeded", "failed", "refused"
-    STATUS_CHOICES = [(s, s) for s in (QUEUED, RUNNING, SUCCEEDED, FAILED, REFUSED)]
+    # Went live, and put something in review that waits for a person (documents or paragraphs held).
+    SUCCEEDED_WITH_REVIEW = "succeeded_with_review"
+    STATUS_CHOICES = [(s, s) for s in (QUEUED, RUNNING, SUCCEEDED, SUCCEEDED_WITH_REVIEW, FAILED, REFUSED)]
+    LIVE = (SUCCEEDED, SUCCEEDED_WITH_REVIEW)  # the statuses of a build that went live
 
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="runs")
-    status = models.CharField(max_length=20, choices=STATUS_CHOICES, default=QUEUED, db_index=True)
+    status = models.CharField(max_length=24, choices=STATUS_CHOICES, default=QUEUED, db_index=True)
     requested_by = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # Failed for a reason that may pass (its worker died, the store was busy, the embedder unreachable):
+    # a synced folder's state is built again later (services.sync_check), with backoff.
+    transient = models.BooleanField(default=False, db_default=False)
+    # Documents this build left waiting in review, wholly or for some paragraphs.
+    documents_in_review = models.PositiveIntegerField(default=0, db_default=0)
     # The collection's build_generation when this build was requested: with the id, its lease.
     generation = models.PositiveIntegerField(default=0, editable=False)
     documents_total = models.PositiveIntegerField(default=0)
@@ -55,7 +63,7 @@ class BuildRun(models.Model):
         The number of paragraphs to embed is only known once every document is read, so
         dividing all work done by all work known would reach 100 and then fall back.
         """
-        if self.status == self.SUCCEEDED:
+        if self.status in self.LIVE:
             return 100
         read = self.documents_done / self.documents_total if self.documents_total else 0.0
         if not self.paragraphs_total:

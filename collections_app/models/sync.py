@@ -47,6 +47,9 @@ class CollectionSync(models.Model):
     last_build = models.ForeignKey(
         BUILD_RUN, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    # The sync builds of `attempted` asked again after a transient failure, and when the next may be.
+    retries = models.PositiveSmallIntegerField(default=0, db_default=0)
+    retry_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = "folder sync"
@@ -87,9 +90,19 @@ class Webhook(models.Model):
     """A URL told about one agent's builds; every delivery is signed with the hook's own secret."""
 
     BUILD_SUCCEEDED, BUILD_FAILED, BUILD_REFUSED = "build.succeeded", "build.failed", "build.refused"
+    BUILD_SUCCEEDED_WITH_REVIEW = "build.succeeded_with_review"
     KNOWN_ANSWERS_LOST = "known_answers.lost"
+    DOCUMENT_NEEDS_REVIEW = "document.needs_review"
     SYNC_FAILED = "sync.failed"
-    EVENTS = (BUILD_SUCCEEDED, BUILD_FAILED, BUILD_REFUSED, KNOWN_ANSWERS_LOST, SYNC_FAILED)
+    EVENTS = (
+        BUILD_SUCCEEDED,
+        BUILD_SUCCEEDED_WITH_REVIEW,
+        BUILD_FAILED,
+        BUILD_REFUSED,
+        KNOWN_ANSWERS_LOST,
+        DOCUMENT_NEEDS_REVIEW,
+        SYNC_FAILED,
+    )
 
     agent = models.ForeignKey(AGENT, on_delete=models.CASCADE, related_name="webhooks")
     url = models.CharField(

@@ -29,7 +29,7 @@ class BuildProgress(Schema):
 class BuildStatusOut(Schema):
     build: int
     collection: str
-    status: Literal["queued", "running", "succeeded", "failed", "refused"]
+    status: Literal["queued", "running", "succeeded", "succeeded_with_review", "failed", "refused"]
     percent: int
     progress: BuildProgress
     passages: int

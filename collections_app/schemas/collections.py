@@ -43,6 +43,11 @@ class SyncOut(Schema):
         ..., description='What the last check found: "unchanged", "1 new, 2 changed: build 7 queued", …'
     )
     build: int | None = Field(..., description="The last build a check queued.")
+    retry_at: datetime | None = Field(
+        ...,
+        description="When that build failed for a reason that may pass (its worker died, the store was "
+        "busy): when the folder's state is built again. null: no retry pending.",
+    )
 
 
 class CollectionOut(Schema):

@@ -19,7 +19,7 @@ from .agents import get_collection
 from .indexes import mapped_index
 from .readers import resolve_reader
 from .rows import search_state
-from .search.plan import readable_mask
+from .search.plan import citing_mask, readable_mask
 from .search.stitched import stitched
 
 
@@ -42,10 +42,14 @@ def read_cited(*, agent: Agent, collection: str, chunk_id: str, reader: str | No
     canonical = k.isascii() and k.isdigit() and len(k) <= 9 and k == str(int(k))
     if not document or "\x00" in document or not canonical:
         raise missing
-    row = _row_cited(found, index, mask, document, int(k), per_reader=reader_obj is not None)
-    if row is None:
+    per_reader = reader_obj is not None
+    citing = None if per_reader else citing_mask(found, index, tuple(held_back))
+    row = _row_cited(
+        found, index, mask if citing is None else citing, document, int(k), per_reader=per_reader
+    )
+    if row is None or not mask[row]:
         raise missing
-    paragraphs = stitched(index, mask, [(row, 0.0)], 0, per_reader=reader_obj is not None).paragraphs
+    paragraphs = stitched(index, mask, [(row, 0.0)], 0, per_reader=per_reader, citing=citing).paragraphs
     if not paragraphs:  # the whole text is a hidden neighbour's copy
         raise missing
     shown = paragraphs[0]
@@ -56,10 +60,12 @@ def _row_cited(collection, index, mask, document: str, k: int, *, per_reader: bo
     """The index row `<document>#<k>` names for this search's mask, None when it names none it may read.
 
     A per-reader id counts only the paragraphs of its document the reader may read
-    (`search.stitched._citable`), so ``k`` is the k-th of those; otherwise it is the paragraph's own
-    position in its document (`Paragraph.index`), as export_index writes it.
+    (`search.stitched._citable`), so ``k`` is the k-th of those. Otherwise, while a paragraph inside
+    a document is switched off, ``mask`` is the rows in search (`plan.citing_mask`) and ``k`` the k-th
+    of its document's, as export_index numbers them; with none switched off it is the paragraph's own
+    position in its document (`Paragraph.index`).
     """
-    if per_reader:
+    if per_reader or not mask.all():
         document_id = (
             Document.objects.filter(collection=collection, name=document).values_list("id", flat=True).first()
         )

@@ -65,7 +65,11 @@ def set_documents_enabled(*, documents: Iterable[Document], enabled: bool) -> in
 def searchable_paragraphs(collection: Collection) -> int:
     """Paragraphs a search can reach before reader labels: enabled, of an active and enabled document."""
     return Paragraph.objects.filter(
-        collection=collection, enabled=True, document__enabled=True, document__status=Document.ACTIVE
+        collection=collection,
+        enabled=True,
+        in_review=False,
+        document__enabled=True,
+        document__status=Document.ACTIVE,
     ).count()
 
 
@@ -143,7 +147,7 @@ def collection_health(collection: Collection) -> dict:
     counts = Paragraph.objects.filter(collection=collection).aggregate(
         stored=Count("id"),
         disabled=Count("id", filter=Q(enabled=False) | Q(document__enabled=False)),
-        held_back=Count("id", filter=~Q(document__status=Document.ACTIVE)),
+        held_back=Count("id", filter=~Q(document__status=Document.ACTIVE) | Q(in_review=True)),
     )
     searchable = searchable_paragraphs(collection)
     problems: list[str] = []

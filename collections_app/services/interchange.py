@@ -66,7 +66,11 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
         )
     rows = list(
         Paragraph.objects.filter(
-            collection=collection, document__status=Document.ACTIVE, enabled=True, document__enabled=True
+            collection=collection,
+            document__status=Document.ACTIVE,
+            enabled=True,
+            in_review=False,
+            document__enabled=True,
         )
         .order_by("ordinal")
         .values_list(
@@ -93,10 +97,9 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
             code="no_vectors",
         )
     counts, tokenizer = _token_counts(built.model, [(text, count) for _n, _k, text, count, *_r in rows])
-    # k is the position within the document among the paragraphs exported: the stored one, so a
-    # chunk_id in a search answer is the one written here, until a paragraph inside a document is
-    # disabled; that one is left out and the later ones of its document renumbered, as the format
-    # wants consecutive chunks (docs/interchange.md).
+    # k is the position within the document among the paragraphs exported, which is the k every search
+    # answer and MCP resource cites (search.plan.citing_mask): a paragraph switched off inside a document
+    # is left out here and renumbers the later ones of its document there too.
     position: dict[str, int] = {}
     chunks = []
     for (name, _k, text, *_r, first, last), n in zip(rows, counts, strict=True):

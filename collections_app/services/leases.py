@@ -50,7 +50,9 @@ def fail_stale_builds(now=None) -> int:
     failed = 0
     for pk in stale.values_list("pk", flat=True):
         # One at a time, so each build failed here (and only here) is told to the webhooks once.
-        if stale.filter(pk=pk).update(status=BuildRun.FAILED, finished_at=now, error=STALE_MESSAGE):
+        if stale.filter(pk=pk).update(
+            status=BuildRun.FAILED, finished_at=now, error=STALE_MESSAGE, transient=True
+        ):
             failed += 1
             build_finished(run=BuildRun.objects.select_related("collection__agent").get(pk=pk))
     return failed

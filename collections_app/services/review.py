@@ -1,7 +1,9 @@
 """Review: a person approving documents that a build put in `needs_review`.
 
-A document lands in review when its scan raised warnings or it conflicts with
-another document (seed 003). It is not searched until approved. Approval is of
+A document lands in review when its scan raised warnings or copies another document
+(seed 003): then it is not searched until approved. A paragraph that contradicts another
+document's (the same but for its numbers) waits on its own while the rest of its document
+answers, and never one that was answering already (builds.review). Approval is of
 one version: `approved_fingerprint` records which bytes were approved, so a
 changed file goes back to review at its next build; who approved it and when
 are kept beside it.
@@ -12,30 +14,49 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from ..models import Document, Paragraph
+from ..models import Collection, Document, Paragraph
 from .builds.review import BLOCK_BREAK, NUMBER
 
 logger = logging.getLogger("ragsite.review")
 
 
 def approve_documents(documents: Iterable[Document], *, by=None) -> list[Document]:
-    """Make the needs-review documents among `documents` active; returns those approved.
+    """Make the documents among `documents` that wait in review searched; returns those approved.
 
-    Documents in any other state are left alone: an active one needs nothing, and a
-    refused one could not be read, so there is nothing a person could approve.
+    A document waits wholly (needs review) or for some paragraphs (`review_paragraphs`: they conflict
+    with another document). Approving it puts all of it in search. When its collection's `on_conflict`
+    is `newer_replaces`, the paragraphs of the other, live documents it conflicts with are switched off
+    in the same transaction: the approved version replaces them. Documents in any other state are left
+    alone: an active one needs nothing, and a refused one could not be read, so there is nothing a
+    person could approve.
     """
+    from .documents import set_paragraphs_enabled
+
     ids = [d.pk for d in documents]
     who = by.get_username() if by is not None and hasattr(by, "get_username") else str(by or "")
     approved = []
     now = timezone.now()
     with transaction.atomic():
-        for document in Document.objects.select_for_update().filter(pk__in=ids, status=Document.NEEDS_REVIEW):
-            document.status = Document.ACTIVE
+        waiting = Q(status=Document.NEEDS_REVIEW) | Q(review_paragraphs=True)
+        for document in Document.objects.select_for_update().filter(waiting, pk__in=ids):
+            if document.collection.on_conflict == Collection.NEWER_REPLACES:
+                set_paragraphs_enabled(paragraphs=replaced_by(document), enabled=False)
+            document.status, document.review_paragraphs = Document.ACTIVE, False
             document.approved_fingerprint = document.fingerprint
             document.approved_by, document.approved_at = who[:150], now
-            document.save(update_fields=["status", "approved_fingerprint", "approved_by", "approved_at"])
+            document.save(
+                update_fields=[
+                    "status",
+                    "review_paragraphs",
+                    "approved_fingerprint",
+                    "approved_by",
+                    "approved_at",
+                ]
+            )
+            Paragraph.objects.filter(document=document, in_review=True).update(in_review=False)
             approved.append(document)
     for document in approved:
         # The document's name and collection only: never its text, never a path.
@@ -43,6 +64,20 @@ def approve_documents(documents: Iterable[Document], *, by=None) -> list[Documen
             "document %s in collection %s approved by %s", document.name, document.collection_id, who or "?"
         )
     return approved
+
+
+def replaced_by(document: Document) -> list[int]:
+    """The ids of the live paragraphs of other documents that `document`'s conflicting paragraphs contradict
+    (the ones an approval under `newer_replaces` switches off)."""
+    ids = []
+    for other in conflicting_documents(document):
+        if other.status != Document.ACTIVE:
+            continue
+        for pair in conflicting_paragraphs(document, other):
+            if pair.theirs_paragraph is not None:
+                ids.append(pair.theirs_paragraph)
+    live = Paragraph.objects.filter(pk__in=ids, in_review=False, enabled=True)
+    return list(live.values_list("pk", flat=True))
 
 
 def build_unbuilt_after_approval(approved: Iterable[Document], *, requested_by: str = "") -> dict[str, str]:
@@ -53,7 +88,6 @@ def build_unbuilt_after_approval(approved: Iterable[Document], *, requested_by: 
     """
     from ragsite.errors import RagsiteError
 
-    from ..models import Collection
     from .builds import request_build
 
     outcome = {}
@@ -86,7 +120,7 @@ def conflicting_documents(document: Document) -> list[Document]:
         return []
     said = " ".join(document.conflicts)
     others = document.collection.documents.exclude(pk=document.pk).only(
-        "id", "name", "status", "collection_id"
+        "id", "name", "status", "review_paragraphs", "collection_id"
     )
     return [other for other in others if other.name in said]
 
@@ -131,8 +165,15 @@ def approval_warnings(documents: Iterable[Document]) -> list[str]:
         for other in conflicting_documents(document):
             if other.pk in chosen and other.pk < document.pk:
                 continue  # the pair is reported once
-            if other.pk in chosen or other.status == Document.ACTIVE:
+            searched = other.status == Document.ACTIVE and not other.review_paragraphs
+            if other.pk in chosen or searched:
                 state = "is approved with it" if other.pk in chosen else "is already searched"
+                if document.collection.on_conflict == Collection.NEWER_REPLACES and other.pk not in chosen:
+                    warnings.append(
+                        f"{document.name} conflicts with {other.name}, which is already searched: its "
+                        "conflicting paragraphs are switched off, replaced by the approved version"
+                    )
+                    continue
                 warnings.append(
                     f"{document.name} conflicts with {other.name}, which {state}: agents will get both "
                     "answers"

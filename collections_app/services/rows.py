@@ -156,7 +156,7 @@ def _state_sql(vendor: str) -> str:
         f"UNION ALL SELECT {HELD_DOCUMENT}, {padding}, id FROM {quote(Document._meta.db_table)} "
         "WHERE collection_id = %s AND (NOT (status = %s) OR NOT enabled) "
         f"UNION ALL SELECT {HELD_PARAGRAPH}, {padding}, id FROM {quote(Paragraph._meta.db_table)} "
-        "WHERE collection_id = %s AND NOT enabled"
+        "WHERE collection_id = %s AND (NOT enabled OR in_review)"
     )
 
 

@@ -8,6 +8,7 @@ name the store cannot hold is refused by a printable form of it before the file 
 process (`collections_app.text.bounded`).
 """
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,42 @@ SIDECAR_SUFFIX = ".meta.json"
 MAX_SIDECAR_BYTES = 64 * 1024
 
 
+# Names a copy, a download or an editor gives a file while it is being written, never read: the finished
+# file gets its own name when the writer is done (seen with rsync, browsers, Office, LibreOffice, curl -O).
+PARTIAL_SUFFIXES = (".part", ".partial", ".crdownload", ".download", ".tmp", ".temp", ".swp", "~")
+PARTIAL_PREFIXES = ("~$", ".~lock.")
+
+
+def is_partial_name(name: str) -> bool:
+    """True for a file name that marks a file still being written (a temporary or partial name); dot-files
+    are skipped beside these by `folder_entries`."""
+    base = name.rsplit("/", 1)[-1].lower()
+    return base.startswith(PARTIAL_PREFIXES) or base.endswith(PARTIAL_SUFFIXES)
+
+
+def settle_seconds() -> float:
+    """SYNC_SETTLE_SECONDS: how long a file's size and modification time stand still before it is read."""
+    return max(0.0, float(settings.SYNC_SETTLE_SECONDS))
+
+
+def stat_key(stat) -> tuple[int, int]:
+    return stat.st_size, stat.st_mtime_ns
+
+
+def settled(stat, now: float | None = None) -> bool:
+    """Whether a file whose `os.stat` is ``stat`` has stood still for the settle window: every write moves
+    its modification time, so one older than the window means size and time unchanged that long."""
+    window = settle_seconds()
+    if window <= 0:
+        return True
+    now = time.time() if now is None else now
+    return now - stat.st_mtime_ns / 1e9 >= window
+
+
+class StillWriting(Exception):
+    """A file was written to while it was read, or too recently to be read (see `settled`)."""
+
+
 @dataclass
 class Source:
     """One document to read: its name within the collection, its size, and how to get its bytes.
@@ -43,6 +80,7 @@ class Source:
     read: Callable[[int], bytes]
     size: Callable[[], int]
     kind: str = Document.FOLDER
+    path: Path | None = None  # a folder file's, to check it stands still (never shown)
     bad_name: str = ""
     attributes: dict = field(default_factory=dict)
     attributes_note: str = ""  # why the sidecar was not taken, told on the build
@@ -67,6 +105,7 @@ def collection_sources(collection: Collection) -> list[Source]:
                 name=entry.name,
                 read=_file_reader(entry.path),
                 size=lambda p=entry.path: p.stat().st_size,
+                path=entry.path,
                 bad_name=entry.bad_name,
                 attributes=attributes,
                 attributes_note=note,
@@ -101,7 +140,8 @@ class FolderEntry:
 
 
 def folder_entries(folder: Path) -> list[FolderEntry]:
-    """The files a build reads from `folder`, sorted: hidden names, symbolic links and folders are skipped.
+    """The files a build reads from `folder`, sorted: hidden names, temporary and partial names
+    (`is_partial_name`), symbolic links and folders are skipped.
 
     Shared by the build and the sync check (services.sync), so both see the same documents."""
     entries = []
@@ -111,6 +151,8 @@ def folder_entries(folder: Path) -> list[FolderEntry]:
             continue
         name = relative.as_posix()
         if name.endswith(SIDECAR_SUFFIX):  # a document's attributes, read with it (read_sidecar)
+            continue
+        if is_partial_name(name):  # a file still being copied or downloaded under a temporary name
             continue
         problem = _name_problem(name)
         entries.append(FolderEntry(name=_printable(name) if problem else name, path=path, bad_name=problem))
@@ -191,15 +233,23 @@ def too_large_mark(size: int) -> str:
 
 
 def read_bounded(source: Source) -> bytes:
-    """The document's bytes; `Unreadable` (BAD_NAME, TOO_LARGE) without reading what must not be read."""
+    """The document's bytes; `Unreadable` (BAD_NAME, TOO_LARGE) without reading what must not be read;
+    `StillWriting` for a folder file that moved within the settle window or while it was read."""
     if source.bad_name:
         raise Unreadable(source.bad_name, category=BAD_NAME)
+    before = source.path.stat() if source.path is not None else None
+    if before is not None and not settled(before):
+        raise StillWriting(source.name)
     too_large = f"larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB"
     if source.size() > MAX_DOCUMENT_BYTES:
         raise Unreadable(too_large, category=TOO_LARGE)
     data = source.read(MAX_DOCUMENT_BYTES + 1)
     if len(data) > MAX_DOCUMENT_BYTES:  # it grew after its size was asked
         raise Unreadable(too_large, category=TOO_LARGE)
+    if before is not None and (
+        len(data) != before.st_size or stat_key(source.path.stat()) != stat_key(before)
+    ):
+        raise StillWriting(source.name)  # written to while it was read: what was read is not the file
     return data
 
 

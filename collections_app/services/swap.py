@@ -156,5 +156,8 @@ def candidate_paragraphs(collection: Collection, prepared: list, existing: dict)
                 )
                 for i, p in enumerate(item.pieces)
             ]
-        paragraphs.extend(CandidateRow(number, searched, *piece) for piece in pieces)
+        held = set(item.held)  # paragraphs waiting in review for a conflict: the rest is searched
+        paragraphs.extend(
+            CandidateRow(number, searched and k not in held, *piece) for k, piece in enumerate(pieces)
+        )
     return paragraphs

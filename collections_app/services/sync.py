@@ -11,7 +11,10 @@ nothing and looks again next time.
 
 A folder state the last sync build was asked for is not built again: when that build was refused (the
 known-answers gate, an empty build) or failed, the old build keeps answering and the collection waits
-for the folder to change again (or for a person to rebuild), rather than failing every period.
+for the folder to change again (or for a person to rebuild), rather than failing every period. A build
+that failed for a reason that may pass (its worker died, the store was locked, the embedder did not
+answer: `BuildRun.transient`) is the exception: the same state is built again, at most
+SYNC_RETRY_LIMIT times, the first after SYNC_RETRY_SECONDS and each later one after twice the wait.
 """
 
 from datetime import timedelta
@@ -65,6 +68,7 @@ def describe(collection: Collection) -> dict | None:
         "next_check_at": sync.next_check_at,
         "outcome": sync.last_outcome,
         "build": sync.last_build_id,
+        "retry_at": sync.retry_at,
     }
 
 

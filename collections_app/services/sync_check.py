@@ -12,6 +12,7 @@ from django.utils import timezone
 from ragsite.errors import RagsiteError
 from ragsite.instruments import SYNC_CHECKS
 
+from ..conf import settings
 from ..models import BuildRun, Collection, CollectionBuilt, CollectionSync, Document
 from .builds import request_build
 from .knowledge import source_folder
@@ -22,6 +23,8 @@ from .sources import (
     UNREADABLE_MARK,
     folder_entries,
     read_sidecar,
+    settle_seconds,
+    settled,
     too_large_mark,
 )
 from .webhooks import sync_failed
@@ -46,6 +49,8 @@ class Check:
     fingerprinted: int = 0  # files read this check (their stat changed since the last one)
     build: BuildRun | None = None
     outcome: str = ""
+    unsettled: list[str] = field(default_factory=list)  # written to within the settle window: not read yet
+    retry_pending: bool = False  # the last sync build failed transiently; a later check builds again
 
     @property
     def changes(self) -> bool:
@@ -57,6 +62,8 @@ class Check:
             for names, what in ((self.new, "new"), (self.changed, "changed"), (self.deleted, "deleted"))
             if names
         ]
+        if self.unsettled:
+            parts.append(f"{len(self.unsettled)} still being written (read once unchanged)")
         if self.uploads:
             parts.append("uploads changed")
         if self.never_built:
@@ -91,7 +98,6 @@ def _check(collection: Collection, sync: CollectionSync, check: Check, now) -> C
     except RagsiteError as exc:
         check.outcome = f"{UNREADABLE}: {exc.message}"
         return _failed(sync, check, now, reason=exc.code)
-    snapshot, current = _scan(folder, sync.snapshot, check) if folder is not None else ({}, {})
     # A document is its bytes and the attributes its sidecar gives it (sources.read_sidecar).
     stored = {
         name: f"{fingerprint}+{attributes_signature(attributes)}"
@@ -99,6 +105,7 @@ def _check(collection: Collection, sync: CollectionSync, check: Check, now) -> C
             "name", "fingerprint", "attributes"
         )
     }
+    snapshot, current = _scan(folder, sync.snapshot, check, stored) if folder is not None else ({}, {})
     check.new = sorted(set(current) - set(stored))
     check.deleted = sorted(set(stored) - set(current))
     check.changed = sorted(name for name in set(current) & set(stored) if current[name] != stored[name])
@@ -106,15 +113,35 @@ def _check(collection: Collection, sync: CollectionSync, check: Check, now) -> C
     check.never_built = not CollectionBuilt.objects.filter(collection=collection).exists()
     signature = _signature(current, check)
     if not check.changes:
-        check.outcome = "unchanged"
-        return _record(sync, check, now, snapshot=snapshot, attempted="")
+        check.outcome = check.summary()
+        sync.retries = 0
+        return _record(sync, check, now, snapshot=snapshot, attempted="", retry_at=None)
+    retry = ""
     if signature == sync.attempted and sync.last_build_id is not None:
-        last = BuildRun.objects.filter(pk=sync.last_build_id).values_list("status", flat=True).first()
-        if last not in ACTIVE_STATES:
-            check.outcome = (
-                f"{check.summary()}; not built again: build {sync.last_build_id} of this state {last}"
+        last = BuildRun.objects.filter(pk=sync.last_build_id).values_list("status", "transient").first()
+        status, transient = last if last is not None else (None, False)
+        if status not in ACTIVE_STATES:
+            said = f"{check.summary()}; build {sync.last_build_id} of this state {status}"
+            if not (transient and sync.retries < retry_limit()):
+                check.outcome = (
+                    f"{check.summary()}; not built again: build {sync.last_build_id} of this state {status}"
+                )
+                if transient:
+                    check.outcome += f" after {sync.retries} retries"
+                return _record(sync, check, now, snapshot=snapshot, retry_at=None)
+            if sync.retry_at is None:
+                # First seen failed: the first retry waits SYNC_RETRY_SECONDS, each later one twice as long.
+                sync.retry_at = now + retry_wait(sync.retries)
+            if now < sync.retry_at:
+                check.outcome = (
+                    f"{said} (it may pass); retry {sync.retries + 1} of {retry_limit()} pending, "
+                    f"at {timezone.localtime(sync.retry_at):%H:%M:%S}"
+                )
+                check.retry_pending = True
+                return _record(sync, check, now, snapshot=snapshot)
+            retry = (
+                f" (retry {sync.retries + 1} of {retry_limit()}, after build {sync.last_build_id} {status})"
             )
-            return _record(sync, check, now, snapshot=snapshot)
     active = collection.runs.filter(status__in=ACTIVE_STATES).values_list("pk", flat=True).first()
     if active is not None:
         check.outcome = f"{check.summary()}; waiting for build {active} to finish"
@@ -124,8 +151,20 @@ def _check(collection: Collection, sync: CollectionSync, check: Check, now) -> C
     except RagsiteError as exc:  # a request that won the race, or a source that vanished meanwhile
         check.outcome = f"{check.summary()}; not queued: {exc.message}"
         return _record(sync, check, now, snapshot=snapshot)
-    check.outcome = f"{check.summary()}: build {check.build.pk} queued"
-    return _record(sync, check, now, snapshot=snapshot, attempted=signature, build=check.build)
+    check.outcome = f"{check.summary()}: build {check.build.pk} queued{retry}"
+    sync.retries = sync.retries + 1 if retry else 0
+    return _record(sync, check, now, snapshot=snapshot, attempted=signature, build=check.build, retry_at=None)
+
+
+def retry_limit() -> int:
+    """SYNC_RETRY_LIMIT: how many times a folder state whose sync build failed transiently is built again."""
+    return max(0, int(settings.SYNC_RETRY_LIMIT))
+
+
+def retry_wait(retries: int) -> timedelta:
+    """The wait before retry ``retries + 1``: SYNC_RETRY_SECONDS, doubled for each retry before it (a day
+    at most)."""
+    return timedelta(seconds=min(max(1, int(settings.SYNC_RETRY_SECONDS)) * 2**retries, 86400))
 
 
 def _failed(sync: CollectionSync, check: Check, now, *, reason: str) -> Check:
@@ -155,18 +194,28 @@ def attributes_signature(attributes: dict | None) -> str:
     return hashlib.sha256(json.dumps(attributes or {}, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _scan(folder, previous: dict, check: Check) -> tuple[dict, dict[str, str]]:
+def _scan(folder, previous: dict, check: Check, stored: dict[str, str]) -> tuple[dict, dict[str, str]]:
     """(the new snapshot, {name: "<fingerprint>+<attributes' signature>"}); a file or a sidecar is read only
-    when its stat changed since `previous`."""
+    when its stat changed since `previous`, and only once it has stood still for the settle window
+    (`sources.settled`): until then a file is as the live build has it (a new one is not seen yet), so
+    nothing half-written is built, and nothing is lost."""
     snapshot, current = {}, {}
     for entry in folder_entries(folder):
-        sidecar = _sidecar_state(entry, previous, check)
-        if sidecar is not None:
-            snapshot[entry.name + SIDECAR_SUFFIX] = sidecar
         try:
             stat = entry.path.stat()
         except OSError:
             continue  # gone between the listing and now: the next check sees it gone
+        if not settled(stat):
+            check.unsettled.append(entry.name)
+            if entry.name in stored:
+                current[entry.name] = stored[entry.name]
+            for name in (entry.name, entry.name + SIDECAR_SUFFIX):
+                if name in previous:
+                    snapshot[name] = previous[name]
+            continue
+        sidecar = _sidecar_state(entry, previous, check)
+        if sidecar is not None:
+            snapshot[entry.name + SIDECAR_SUFFIX] = sidecar
         key = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
         cached = previous.get(entry.name)
         if isinstance(cached, list) and len(cached) == 4 and cached[:3] == key:
@@ -226,14 +275,25 @@ def _record(
     snapshot: dict,
     attempted: str | None = None,
     build: BuildRun | None = None,
+    retry_at="keep",
 ) -> Check:
-    """Write what the check saw; `attempted` None keeps the state the last sync build was asked for."""
+    """Write what the check saw; `attempted` None keeps the state the last sync build was asked for;
+    `retry_at` "keep" keeps the pending retry's time (None: no retry pending)."""
     SYNC_CHECKS.labels(outcome=check_outcome(check)).inc()
     if check.changes and _folder_state(snapshot) != _folder_state(sync.snapshot):
         sync.last_changed_at = now  # a change this check is the first to see
     sync.last_checked_at, sync.snapshot, sync.last_outcome = now, snapshot, check.outcome[:300]
     if sync.enabled and (sync.next_check_at is None or sync.next_check_at <= now):
         sync.next_check_at = now + timedelta(minutes=sync.every)
+    if retry_at != "keep":
+        sync.retry_at = retry_at
+    if sync.enabled and check.unsettled:
+        # A file still being written is looked at again once it may have settled, not a period later.
+        soon = now + timedelta(seconds=max(settle_seconds(), 1))
+        if sync.next_check_at is None or sync.next_check_at > soon:
+            sync.next_check_at = soon
+    if sync.enabled and sync.retry_at is not None and sync.next_check_at > sync.retry_at:
+        sync.next_check_at = sync.retry_at  # a retry due before the next period is checked for then
     if attempted is not None:
         sync.attempted = attempted
     if build is not None:

@@ -47,6 +47,7 @@ SIGNATURE_HEADER, TIMESTAMP_HEADER = "Ragsite-Signature", "Ragsite-Timestamp"
 EVENT_HEADER, DELIVERY_HEADER = "Ragsite-Event", "Ragsite-Delivery"
 STATUS_EVENTS = {
     BuildRun.SUCCEEDED: Webhook.BUILD_SUCCEEDED,
+    BuildRun.SUCCEEDED_WITH_REVIEW: Webhook.BUILD_SUCCEEDED_WITH_REVIEW,
     BuildRun.FAILED: Webhook.BUILD_FAILED,
     BuildRun.REFUSED: Webhook.BUILD_REFUSED,
 }
@@ -80,6 +81,14 @@ def build_finished(*, run: BuildRun) -> int:
         if report is not None:
             sent += known_answers_measured(report=report, run=run)
     return sent
+
+
+def documents_need_review(*, run: BuildRun, documents: int) -> int:
+    """`document.needs_review` as the build that put `documents` documents in review commits: counts only
+    (the collection page names them; a name could tell a receiver of a document a reader may not see)."""
+    data = _build_data(run, full=False)
+    data["review"] = {"documents": documents, "waiting": run.documents_in_review}
+    return emit(agent_id=run.collection.agent_id, event=Webhook.DOCUMENT_NEEDS_REVIEW, data=data)
 
 
 def known_answers_measured(*, report: KnownAnswersReport, run: BuildRun | None = None) -> int:
@@ -116,6 +125,7 @@ def _build_data(run: BuildRun, *, full: bool = True) -> dict:
                     "read": run.documents_read,
                     "reused": run.documents_reused,
                     "refused": run.documents_refused,
+                    "in_review": run.documents_in_review,
                 },
                 "created_at": _iso(run.created_at),
                 "finished_at": _iso(run.finished_at),
@@ -141,7 +151,9 @@ def _iso(moment) -> str | None:
 
 def emit(*, agent_id: int, event: str, data: dict) -> int:
     """One delivery per active hook of the agent that wants `event`, sent once this transaction commits."""
-    hooks = [hook for hook in Webhook.objects.filter(agent_id=agent_id, active=True) if event in hook.events]
+    hooks = [
+        hook for hook in Webhook.objects.filter(agent_id=agent_id, active=True) if _wants(hook.events, event)
+    ]
     now = timezone.now()
     for hook in hooks:
         delivery = WebhookDelivery(webhook=hook, event=event, created_at=now, next_attempt_at=now)
@@ -154,6 +166,14 @@ def emit(*, agent_id: int, event: str, data: dict) -> int:
         delivery.save()
         transaction.on_commit(lambda pk=delivery.pk: _enqueue(pk))
     return len(hooks)
+
+
+def _wants(events: list, event: str) -> bool:
+    """A hook that asked for build.succeeded is told of a build that went live with documents in review
+    too, under that build's own event, so no live build goes unannounced to a hook made before it."""
+    if event == Webhook.BUILD_SUCCEEDED_WITH_REVIEW:
+        return event in events or Webhook.BUILD_SUCCEEDED in events
+    return event in events
 
 
 def _enqueue(delivery_id: int) -> None:

@@ -343,7 +343,8 @@ def test_a_build_nobody_picks_up_says_no_task_worker_is_running(
 def test_approve_documents_makes_needs_review_active_and_leaves_others_alone(
     conflicting, handbook, admin_user
 ):
-    waiting = list(conflicting.documents.filter(status=Document.NEEDS_REVIEW))
+    # A conflict holds the two conflicting paragraphs; their documents wait for review for them.
+    waiting = list(conflicting.documents.filter(review_paragraphs=True))
     assert len(waiting) == 2 and all(d.conflicts for d in waiting)
     active = handbook.documents.first()
     approved = approve_documents([*waiting, active], by=admin_user)
@@ -358,11 +359,13 @@ def test_approve_documents_makes_needs_review_active_and_leaves_others_alone(
 
 
 def test_documents_filter_by_status_and_show_warnings_and_conflicts(admin_client, conflicting, handbook):
-    body = admin_client.get(url("document_changelist", query="status__exact=needs_review")).content.decode()
+    body = admin_client.get(url("document_changelist", query="waiting=1")).content.decode()
     assert "policy-2023.md" in body and "policy-2024.md" in body and "leave.md" not in body
     assert "except for its numbers" in body and "rs-status-needs-review" in body
+    body = admin_client.get(url("document_changelist", query="status__exact=needs_review")).content.decode()
+    assert "policy-2023.md" not in body  # waiting for some paragraphs, not wholly
     body = admin_client.get(url("document_changelist", query="status__exact=active")).content.decode()
-    assert "leave.md" in body and "policy-2023.md" not in body
+    assert "leave.md" in body and "policy-2023.md" in body
 
 
 def test_the_approve_action_and_button_go_through_the_service(admin_client, conflicting):

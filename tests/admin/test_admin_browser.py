@@ -163,7 +163,7 @@ def test_the_bar_fills_while_a_build_runs_without_reloading(
 def test_approve_a_document_that_needs_review(page, admin_user, conflicting):
     log_in(page)
     page.goto("/admin/collections_app/document/")
-    page.click("#changelist-filter >> text=needs review")
+    page.click("#changelist-filter >> text=wholly or some paragraphs")
     page.wait_for_selector("#result_list")
     assert page.locator("#result_list tbody tr").count() == 2
     assert "except for its numbers" in page.inner_text("#result_list")
@@ -174,7 +174,7 @@ def test_approve_a_document_that_needs_review(page, admin_user, conflicting):
     assert "Approved 1 document: policy-2024.md" in messages_text(page)
     newer.refresh_from_db()
     assert newer.status == Document.ACTIVE and newer.approved_fingerprint == newer.fingerprint
-    assert page.locator("#result_list tbody tr").count() == 1  # still filtered on "needs review"
+    assert page.locator("#result_list tbody tr").count() == 1  # still filtered on waiting for review
 
     older = conflicting.documents.get(name="policy-2023.md")
     page.goto(f"/admin/collections_app/document/{older.pk}/change/")

@@ -233,7 +233,11 @@ def test_duplicates_and_numeric_conflicts_put_documents_in_review(handbook, know
     run = build_collection(collection=handbook)
     status = dict(handbook.documents.values_list("name", "status"))
     assert status["a.md"] == status["copy-of-a.md"] == Document.NEEDS_REVIEW
-    assert status["old.md"] == status["new.md"] == Document.NEEDS_REVIEW
+    # A conflict in numbers holds the conflicting paragraphs only, here both sides' (neither was live).
+    assert status["old.md"] == status["new.md"] == Document.ACTIVE
+    held = Paragraph.objects.filter(collection=handbook, in_review=True)
+    assert sorted(held.values_list("document__name", flat=True)) == ["new.md", "old.md"]
+    assert run.status == "succeeded_with_review" and run.documents_in_review == 4
     assert status["fine.md"] == Document.ACTIVE
     assert "exact duplicate of copy-of-a.md" in handbook.documents.get(name="a.md").conflicts
     assert any("needs review" in w for w in run.warnings)

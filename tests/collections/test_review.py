@@ -30,7 +30,9 @@ def pair(agent, knowledge_folder, django_user_model):
 
 def test_a_conflict_names_the_other_document_and_the_two_paragraphs_side_by_side(pair):
     old, new = pair.documents.get(name="overtime-2024.md"), pair.documents.get(name="overtime-2025.md")
-    assert old.status == new.status == Document.NEEDS_REVIEW
+    # Neither was answering before (a first build): both conflicting paragraphs wait, nothing else does.
+    assert old.status == new.status == Document.ACTIVE and old.review_paragraphs and new.review_paragraphs
+    assert old.paragraphs.get().in_review and new.paragraphs.get().in_review
     assert conflicting_documents(old) == [new]
     [side] = conflicting_paragraphs(old, new)
     assert "150 %" in side.mine and "125 %" in side.theirs and side.other == new
@@ -75,9 +77,11 @@ def test_an_approval_sticks_across_rebuilds_and_is_not_warned_about_again(pair):
     run = build_collection(collection=pair)  # the same files
     new.refresh_from_db()
     assert new.status == Document.ACTIVE and new.approved_by == "librarian"
-    assert [w for w in run.warnings if "needs review" in w] == [
-        "overtime-2024.md needs review: a paragraph matches one in overtime-2025.md except for its numbers"
+    assert [w for w in run.warnings if "review" in w] == [
+        "overtime-2024.md: 1 paragraph waits in review, the rest answers: a paragraph matches one in "
+        "overtime-2025.md except for its numbers"
     ]
+    assert run.status == "succeeded_with_review" and run.documents_in_review == 1
     # The paragraphs of each side are named, to link to.
     [side] = conflicting_paragraphs(pair.documents.get(name="overtime-2024.md"), new)
     assert (side.mine_chunk_id, side.theirs_chunk_id) == ("overtime-2024.md#0", "overtime-2025.md#0")

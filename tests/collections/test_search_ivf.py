@@ -47,7 +47,8 @@ def filler(count: int = 30) -> dict[str, str]:
 def library(agent, knowledge_folder):
     collection = create_collection(agent=agent, name="library", method="fixed", size=80)
     knowledge_folder("library", {**HANDBOOK, **filler()})
-    assert build_collection(collection=collection).status == "succeeded"
+    # The filler's look-alike paragraphs wait in review: the build is live with them held.
+    assert build_collection(collection=collection).status in ("succeeded", "succeeded_with_review")
     return collection
 
 
@@ -111,7 +112,7 @@ def test_the_ivf_is_built_once_per_build_and_rebuilt_with_a_new_build(agent, lib
     first = index_of(library).ivf
     ask(agent, library, mode="vector")
     assert index_of(library).ivf is first
-    assert build_collection(collection=library).status == "succeeded"
+    assert build_collection(collection=library).status in ("succeeded", "succeeded_with_review")
     ask(agent, library)
     assert index_of(library).ivf is not None and index_of(library).ivf is not first
 
@@ -265,7 +266,7 @@ def test_a_large_builds_ivf_lists_are_written_with_its_index_and_no_search_build
     settings.IVF_MIN_PARAGRAPHS = 1
     collection = create_collection(agent=agent, name="shelf", method="fixed", size=80)
     knowledge_folder("shelf", {**HANDBOOK, **filler()})
-    assert build_collection(collection=collection).status == "succeeded"
+    assert build_collection(collection=collection).status in ("succeeded", "succeeded_with_review")
     index = index_of(collection)
     assert index.mapped.ivf is not None and index.mapped.ivf.index_id == "shelf"
     assert (index.mapped.path / "ivf_members.bin").exists()

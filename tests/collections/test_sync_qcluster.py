@@ -136,6 +136,9 @@ def test_a_synced_folder_and_its_webhooks_through_a_real_cluster(agent, knowledg
             # that fails, both asked for by hand and carried out by the cluster.
             sync.set_sync(collection=collection, every=None)
             (folder / "travel.md").write_text("# Travel\n\nTrains are booked in standard class.\n")
+            # Written whole a while ago: a build reads only files that stood still (SYNC_SETTLE_SECONDS).
+            settled = time.time() - 60
+            os.utime(folder / "travel.md", (settled, settled))
             refused = enqueue_build(collection)
             wait_for(
                 lambda: BuildRun.objects.get(pk=refused.pk).status == BuildRun.REFUSED,

@@ -43,7 +43,7 @@ class Command(ServiceCommand):
             self.print_json(result_of(run))
         else:
             self.stdout.write(describe(run))
-        if run.status != BuildRun.SUCCEEDED:
+        if run.status not in BuildRun.LIVE:
             raise CommandError(f"build {run.pk} {run.status}", returncode=1)
 
     def _phase_line(self, run: BuildRun) -> None:
@@ -83,7 +83,7 @@ def result_of(run: BuildRun) -> dict:
 
 
 def describe(run: BuildRun) -> str:
-    if run.status != BuildRun.SUCCEEDED:
+    if run.status not in BuildRun.LIVE:
         return f"Build {run.pk} {run.status}: {run.error}"
     refused = ", ".join(run.refused) if run.refused else "nothing"
     lines = [

@@ -11,13 +11,13 @@ import logging
 import time
 from collections.abc import Callable
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from ragsite import embedding, instruments
 from ragsite.embedders import EmbeddingError
-from ragsite.errors import Conflict, RagsiteError
+from ragsite.errors import Conflict, RagsiteError, StoreBusy
 from ragsite.locks import short_lock_waits
 
 from ...errors import BuildRefused, EmptyBuild
@@ -27,11 +27,11 @@ from .. import known_answers, webhooks
 from ..knowledge import require_source
 from ..leases import ACTIVE_STATES, STALE_MESSAGE, Heartbeat, LeaseLost, fail_stale_builds
 from ..sources import collection_sources, document_extractor
-from ..swap import approved, candidate_paragraphs
+from ..swap import candidate_paragraphs
 from .commit import _commit
 from .embed import _embed_missing, _known_vectors
-from .prepare import Prepared, Progress, _prepare
-from .review import _review, _review_warnings
+from .prepare import Prepared, Progress, StillWritingBuild, _prepare
+from .review import _review, _review_warnings, held_passages, waiting
 
 __all__ = ["STALE_MESSAGE", "build_collection", "fail_stale_builds", "request_build", "run_build"]
 
@@ -95,7 +95,7 @@ def run_build(build_id: int, *, report: Callable[[BuildRun], None] | None = None
         # Keep what the sweep wrote (status failed, its message) where it wrote it; it told the webhooks.
         announce = bool(
             BuildRun.objects.filter(pk=run.pk, status__in=ACTIVE_STATES).update(
-                status=BuildRun.FAILED, finished_at=timezone.now(), error=str(exc)[:2000]
+                status=BuildRun.FAILED, finished_at=timezone.now(), error=str(exc)[:2000], transient=True
             )
         )
         run.refresh_from_db()
@@ -104,12 +104,24 @@ def run_build(build_id: int, *, report: Callable[[BuildRun], None] | None = None
         )
     except (RagsiteError, ChunkingError, EmbeddingError) as exc:
         status = BuildRun.REFUSED if isinstance(exc, BuildRefused) else BuildRun.FAILED
-        _finish(run, status, error=str(exc))
+        # An embedder that did not answer, or a store busy with another write, may answer later.
+        _finish(
+            run,
+            status,
+            error=str(exc),
+            transient=isinstance(exc, (EmbeddingError, StoreBusy, StillWritingBuild)),
+        )
         logger.warning(
             "build %s of %s/%s %s: %s", run.pk, collection.agent.agent_id, collection.name, status, exc
         )
     except Exception as exc:
-        _finish(run, BuildRun.FAILED, error=f"unexpected {type(exc).__name__}; see the server log")
+        # A locked or unreachable store (DatabaseError: OperationalError, InterfaceError) may pass.
+        _finish(
+            run,
+            BuildRun.FAILED,
+            error=f"unexpected {type(exc).__name__}; see the server log",
+            transient=isinstance(exc, DatabaseError),
+        )
         logger.exception("build %s of %s/%s failed", run.pk, collection.agent.agent_id, collection.name)
     observe_build(run)
     if announce:
@@ -138,8 +150,9 @@ def build_collection(*, collection: Collection, requested_by: str = "", report=N
     return run_build(run.pk, report=report)
 
 
-def _finish(run: BuildRun, status: str, *, error: str = "") -> None:
+def _finish(run: BuildRun, status: str, *, error: str = "", transient: bool = False) -> None:
     run.status, run.error, run.finished_at = status, error[:2000], timezone.now()
+    run.transient = transient and status == BuildRun.FAILED
     run.save()
 
 
@@ -168,23 +181,23 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
     prepared: list[Prepared] = []
     extractor = document_extractor()
     for number, source in enumerate(sources, start=1):
-        prepared.append(
-            _prepare(
-                source,
-                existing.get(source.name),
-                collection,
-                embedder,
-                method,
-                size,
-                overlap,
-                run,
-                extractor,
-                reuse=reuse,
-            )
+        item = _prepare(
+            source,
+            existing.get(source.name),
+            collection,
+            embedder,
+            method,
+            size,
+            overlap,
+            run,
+            extractor,
+            reuse=reuse,
         )
+        if item is not None:  # None: a new file still being written, read by a later build
+            prepared.append(item)
         progress.save(documents_done=min(number, len(sources) - 1))  # the last: with the paragraphs to embed
 
-    _review(prepared, collection)
+    _review(prepared, collection, existing)
     # Embeddings already made by this model, by text fingerprint: an edited
     # document only re-embeds the paragraphs whose text changed.
     changed = any(not p.reused and p.status != Document.REFUSED for p in prepared)
@@ -205,8 +218,8 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
         raise EmptyBuild(
             f'the build of "{collection.name}" produced no paragraphs; the collection keeps its current ones'
         )
-    held = [p for p in prepared if p.status == Document.NEEDS_REVIEW and not approved(p, existing)]
-    searchable = passages - sum(len(p.pieces) + p.kept for p in held)
+    held = waiting(prepared, existing)
+    searchable = passages - sum(held_passages(p, existing) for p in held)
     if searchable == 0 and Paragraph.objects.searchable(collection).exists():
         # Seed 000, refusal 3: paragraphs no reader may search would replace a collection that answers.
         run.warnings += _review_warnings(held)
@@ -220,5 +233,5 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
         collection=collection, run=run, candidate=lambda: candidate_paragraphs(collection, prepared, existing)
     )
     _commit(collection, run, prepared, existing, embedder, refused, previous)
-    if run.status == BuildRun.SUCCEEDED:
+    if run.status in BuildRun.LIVE:
         known_answers.after_build(run=run, measured=measured)

@@ -15,10 +15,10 @@ from ...models import (
     Paragraph,
 )
 from ...text.context import context_version
-from .. import indexes, kept_labels
+from .. import indexes, kept_labels, webhooks
 from ..leases import check_lease
 from ..swap import approved, replace_paragraphs
-from .review import _review_warnings
+from .review import _review_warnings, waiting
 
 logger = logging.getLogger("ragsite.builds")
 
@@ -52,7 +52,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
         ):
             stored[document_id].append((pk, ordinal))
         renumbered: list[Paragraph] = []
-        passages = ordinal = 0
+        passages = ordinal = newly_in_review = 0
         for item in prepared:
             if not item.stored:
                 continue
@@ -62,8 +62,13 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             before = _document_state(document)
             # A person approved this very version: it stays searchable.
             was_approved = approved(item, existing)
-            in_review = item.status == Document.NEEDS_REVIEW
-            document.status = Document.ACTIVE if in_review and was_approved else item.status
+            whole_review = item.status == Document.NEEDS_REVIEW
+            document.status = Document.ACTIVE if whole_review and was_approved else item.status
+            was_reviewing = document.pk is not None and (
+                before[BUILD_FIELDS.index("status")] == Document.NEEDS_REVIEW
+                or before[BUILD_FIELDS.index("review_paragraphs")]
+            )
+            document.review_paragraphs = bool(item.held) and document.status == Document.ACTIVE
             document.fingerprint, document.summary = item.fingerprint, item.summary
             document.scan_warnings, document.conflicts = item.warnings, item.conflicts
             document.refusal, document.attributes = item.refusal, item.attributes
@@ -107,6 +112,11 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                     run=run,
                     kept=kept_labels.paragraph_labels(kept) if kept else None,
                 )
+            had_held = before[BUILD_FIELDS.index("review_paragraphs")]
+            if item.status != Document.REFUSED and (item.held or had_held):
+                _hold_for_review(document, item.held)
+            if not was_reviewing and (document.status == Document.NEEDS_REVIEW or item.held):
+                newly_in_review += 1
             passages += document.paragraph_count
         if renumbered:
             Paragraph.objects.bulk_update(renumbered, ["ordinal"], batch_size=500)
@@ -115,9 +125,9 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             unlabelled = Paragraph.objects.filter(collection=collection, labels__isnull=True).count()
             if unlabelled:
                 run.warnings.append(f"{unlabelled} paragraphs have no label, so any reader may read them")
-        run.warnings += _review_warnings(
-            p for p in prepared if p.status == Document.NEEDS_REVIEW and not approved(p, existing)
-        )
+        in_review = waiting(prepared, existing)
+        run.warnings += _review_warnings(in_review)
+        run.documents_in_review = len(in_review)
         if not Paragraph.objects.searchable(collection).exists():
             # Seed 000: a build that leaves nothing to answer from is refused. Only a collection that
             # answered nothing before gets here (else _build refused earlier); its documents are kept,
@@ -146,8 +156,12 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
         # The index is written and read back before the swap commits: a full disk fails the build here,
         # rolling it back, and the previous build keeps answering.
         key = indexes.index_before_commit(collection=collection)
-        run.status, run.finished_at, run.heartbeat_at = BuildRun.SUCCEEDED, now, now
+        # Live, but not all of it: what waits in review is said in the status, never a plain success.
+        status = BuildRun.SUCCEEDED_WITH_REVIEW if in_review else BuildRun.SUCCEEDED
+        run.status, run.finished_at, run.heartbeat_at = status, now, now
         run.save()
+        if newly_in_review:
+            webhooks.documents_need_review(run=run, documents=newly_in_review)
     indexes.after_commit(collection=collection, key=key)
     logger.info(
         "build %s of %s/%s: %s paragraphs, %s documents read, %s reused, %s refused, %s embedded",
@@ -165,7 +179,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
 def _refuse_all_in_review(collection, run, prepared, now) -> None:
     """Inside the commit: keep the documents and rows for review, unbuild the collection, refuse the run."""
     CollectionBuilt.objects.filter(collection=collection).delete()
-    held = ", ".join(item.name for item in prepared if item.status == Document.NEEDS_REVIEW)
+    held = ", ".join(item.name for item in prepared if item.status == Document.NEEDS_REVIEW or item.held)
     run.error = (
         f'the build of "{collection.name}" would leave nothing readers could search: every document '
         f"needs review ({held}); approve them in the admin, then build again"
@@ -183,6 +197,7 @@ def _refuse_all_in_review(collection, run, prepared, now) -> None:
 BUILD_FIELDS = (
     "fingerprint",
     "status",
+    "review_paragraphs",
     "refusal",
     "summary",
     "scan_warnings",
@@ -196,6 +211,14 @@ BUILD_FIELDS = (
     "built_context",
     "ocr_pages",
 )
+
+
+def _hold_for_review(document: Document, held: list[int]) -> None:
+    """Mark the document's paragraphs ``held`` (by k) as waiting in review, and only those."""
+    rows = Paragraph.objects.filter(document=document)
+    rows.filter(in_review=True).exclude(index__in=held).update(in_review=False)
+    if held:
+        rows.filter(index__in=held, in_review=False).update(in_review=True)
 
 
 def _document_state(document: Document) -> tuple:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
+from ragsite.errors import RagsiteError
+
 from ...models import (
     BuildRun,
     Collection,
@@ -19,7 +21,7 @@ from ...text.context import context_version, contexts_for
 from ...text.extract import BAD_NAME, CORRUPT, EMPTY, TIMED_OUT, TOO_LARGE, Unreadable, summarize_opening
 from ...text.stitch import carried_openings
 from ..leases import LeaseLost
-from ..sources import UNREADABLE_MARK, read_bounded, too_large_mark
+from ..sources import UNREADABLE_MARK, StillWriting, read_bounded, settle_seconds, too_large_mark
 
 logger = logging.getLogger("ragsite.builds")
 
@@ -40,6 +42,7 @@ class Prepared:
     attributes: dict = field(default_factory=dict)  # from its sidecar (sources.Source.attributes)
     notes: list[str] = field(default_factory=list)  # told on the build, without sending it to review
     conflicts: list[str] = field(default_factory=list)
+    held: list[int] = field(default_factory=list)  # k of its paragraphs waiting in review (conflicts)
     pieces: list = field(default_factory=list)  # chunking.Piece
     kept: int = 0  # paragraphs a reused document already has
     tokens: list = field(default_factory=list)
@@ -81,11 +84,13 @@ class Progress:
 
 def _prepare(
     source, document, collection, embedder, method, size, overlap, run, extractor, *, reuse: bool = True
-) -> Prepared:
+) -> Prepared | None:
     """Read, cut and place one source; ``reuse`` False: never keep its stored paragraphs as they are
-    (their vectors are of another width)."""
+    (their vectors are of another width). None: a new file still being written, left for a later build."""
     try:
-        data = read_bounded(source)
+        data = _read_settled(source)
+    except StillWriting:
+        return _still_writing(source, document, run, reuse=reuse)
     except Unreadable as exc:
         # Recorded as the sync check fingerprints it (sources.too_large_mark), so an unchanged file too
         # large to read is not "changed" at every check.
@@ -167,6 +172,60 @@ def _prepare(
         return _refuse(item, collection, "no text", EMPTY, run)
     run.documents_read += 1
     return item
+
+
+def _read_settled(source) -> bytes:
+    """`read_bounded`, waiting once for a file written to within the settle window to stand still (a
+    person who copies a folder and builds at once gets the files, a few seconds later); one still
+    moving after that wait is `StillWriting`."""
+    try:
+        return read_bounded(source)
+    except StillWriting:
+        try:
+            age = time.time() - source.path.stat().st_mtime_ns / 1e9
+        except OSError:
+            raise StillWriting(source.name) from None
+        time.sleep(min(max(0.1, settle_seconds() - age), settle_seconds()))
+        return read_bounded(source)
+
+
+def _still_writing(source, document, run: BuildRun, *, reuse: bool) -> Prepared | None:
+    """A file written to within the settle window (or while it was read): nothing of it is read now. Its
+    previous version keeps answering as it is; a new file is left out, to be read once it stands still."""
+    window = f"{settle_seconds():g} s"
+    if document is None or document.status == Document.REFUSED or not document.fingerprint:
+        run.warnings.append(
+            f"{source.name} is still being written: not read yet (read once unchanged for {window})"
+        )
+        return None
+    if not reuse:
+        # Its stored vectors are of another model's width, so its previous version cannot stay either.
+        raise StillWritingBuild(
+            f"{source.name} is still being written and its previous version cannot be kept (the model "
+            "changed); build again once it stands still"
+        )
+    run.documents_reused += 1
+    run.warnings.append(
+        f"{source.name} is still being written: its previous version keeps answering (read once unchanged "
+        f"for {window})"
+    )
+    return Prepared(
+        name=source.name,
+        kind=source.kind,
+        fingerprint=document.fingerprint,
+        reused=True,
+        kept=document.paragraph_count,
+        summary=document.summary,
+        warnings=list(document.scan_warnings),
+        attributes=document.attributes,
+    )
+
+
+class StillWritingBuild(RagsiteError):
+    """A build that cannot keep a file's previous version while the file is being written (it may pass)."""
+
+    code = "still_writing"
+    status = 409
 
 
 def _unread_fingerprint(source) -> str:

@@ -88,7 +88,7 @@ def measure_build(*, build_id: int) -> KnownAnswersReport | None:
     cannot be made (the embedder is down, the model changed) is stored as a failed report.
     """
     run = BuildRun.objects.select_related("collection__agent").filter(pk=build_id).first()
-    if run is None or run.status != BuildRun.SUCCEEDED:
+    if run is None or run.status not in BuildRun.LIVE:
         return None
     collection = run.collection
     questions = known_answers(collection)
@@ -447,7 +447,7 @@ def _save(run: BuildRun, measurement: dict) -> KnownAnswersReport:
         DEPTH,
         len(report.lost),
     )
-    if run.status == BuildRun.SUCCEEDED:  # a refused build's loss is told with its refusal (webhooks)
+    if run.status in BuildRun.LIVE:  # a refused build's loss is told with its refusal (webhooks)
         webhooks.known_answers_measured(report=report, run=run)
     return report
 

@@ -159,7 +159,7 @@ def live_build_id(collection: Collection) -> int | None:
     """The build the collection answers from: its latest successful one (builds of a collection run one at a
     time)."""
     return (
-        BuildRun.objects.filter(collection=collection, status=BuildRun.SUCCEEDED)
+        BuildRun.objects.filter(collection=collection, status__in=BuildRun.LIVE)
         .order_by("-id")
         .values_list("id", flat=True)
         .first()

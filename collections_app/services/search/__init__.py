@@ -26,7 +26,15 @@ from ..indexes import forget, mapped_index
 from .approximate import approximate_ranking, forget_ivf, uses_ivf
 from .explain import explain as explained
 from .model_steps import judge, question_vector, rerank
-from .plan import MODES, SearchPlan, plan_search, resolve_floor, resolve_payer, validate_request
+from .plan import (
+    MODES,
+    SearchPlan,
+    citing_mask,
+    plan_search,
+    resolve_floor,
+    resolve_payer,
+    validate_request,
+)
 from .stitched import mark_reranked, stitched
 
 logger = logging.getLogger("ragsite.search")
@@ -113,6 +121,9 @@ def search_collection(
                 per_reader=plan.reader is not None,
                 sections=returns_sections(plan.built.method),
                 every=plan.every,
+                citing=None
+                if plan.reader is not None
+                else citing_mask(plan.collection, plan.index, plan.held_back),
                 question_terms=terms(plan.question),
             )
         if relevance is not None:

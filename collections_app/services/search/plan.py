@@ -217,6 +217,15 @@ def readable_mask(
     return mask
 
 
+def citing_mask(collection: Collection, index: MappedIndex, held_back: tuple[np.ndarray, np.ndarray]):
+    """The rows chunk ids are numbered over (`stitched.stitched`'s ``citing``): None while no paragraph
+    inside a document is switched off, so k is the stored index; else the rows in search before any
+    reader or filter, whose positions within each document are the k export_index writes."""
+    if not held_back[1].size:
+        return None
+    return readable_mask(collection, index, None, held_back)
+
+
 def resolve_payer(key: ApiKey | None, on_behalf_of: str | None) -> Agent | None:
     """The agent model calls are charged to; None when nobody was named (then nothing is recorded)."""
     if not on_behalf_of:

@@ -38,6 +38,7 @@ def stitched(
     per_reader: bool = False,
     sections: bool = False,
     every: bool | None = None,
+    citing: np.ndarray | None = None,
     question_terms: list[str] | None = None,
 ) -> Stitching:
     """Hits widened by their readable neighbours, with texts read from the store for those rows only,
@@ -50,8 +51,10 @@ def stitched(
     `per_reader`: chunk ids count this reader's paragraphs only (`_citable`). `sections` (the parent
     strategy) with ``around`` above 0: each hit comes back with its section's readable rows around it
     (`stitch.stitch_sections`) instead of ``around`` neighbours either side. ``every``: whether every
-    row is in ``mask`` (None: read from it). ``question_terms`` choose the part a hit the budget shortens
-    keeps (`text.budget.best_part`).
+    row is in ``mask`` (None: read from it). ``citing`` (not per reader): the rows in search before any
+    filter, when a paragraph inside a document is switched off; a chunk id's k then counts those rows
+    of its document, as export_index numbers docs.jsonl (None: every row counts, k is the stored index).
+    ``question_terms`` choose the part a hit the budget shortens keeps (`text.budget.best_part`).
     """
     if not hits:
         return Stitching([], [], {})
@@ -100,7 +103,12 @@ def stitched(
         fitted = fit(runs, readable, max_chars, ranked, question_terms)
         runs, readable, cut, excerpts = fitted.runs, fitted.readable, fitted.cut, fitted.excerpts
     at = positions(mask, every=every)
-    cite = _citable(index, mask, readable) if per_reader else (lambda row: readable[row].index)
+    if per_reader:
+        cite = _citable(index, mask, readable)
+    elif citing is not None:
+        cite = _citable(index, citing, readable)
+    else:
+        cite = lambda row: readable[row].index  # noqa: E731
     paragraphs = [_paragraph(run, names.get(run.document, ""), readable, at, cite, excerpts) for run in runs]
     return Stitching(paragraphs, runs, readable, cut)
 
@@ -177,8 +185,10 @@ def _stitch_readable(
 
 
 def _citable(index: MappedIndex, mask: np.ndarray, readable: dict[int, Row]) -> Callable[[int], int]:
-    """A row's k in `<document>#<k>` for a per-reader search: its position among the paragraphs of its
-    document this reader may read, from 0, so no id says where a hidden one sits."""
+    """A row's k in `<document>#<k>`: its position among the paragraphs of its document in ``mask``, from 0.
+
+    For a per-reader search ``mask`` is what this reader may read, so no id says
+    where a hidden one sits; otherwise it is the rows in search, so an id is the one docs.jsonl gives."""
     documents = index.row_document
 
     def k(row: int) -> int:
