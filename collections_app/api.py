@@ -36,6 +36,9 @@ class SyncOut(Schema):
         ..., description='What the last check found: "unchanged", "1 new, 2 changed: build 7 queued", …'
     )
     build: int | None = Field(..., description="The last build a check queued.")
+    changed_since_build: bool = Field(
+        ..., description="A check saw the folder change after the live build was made; a build follows."
+    )
 
 
 class CollectionOut(Schema):
@@ -106,8 +109,8 @@ class CollectionIn(StrictSchema):
         ge=MIN_EVERY,
         le=MAX_EVERY,
         strict=True,
-        description="Check the folder every N minutes and build when it changed; "
-        "null: build only when asked.",
+        description="Check the folder every N minutes and build when it changed; null: build only when "
+        "asked. Left out: a collection with a folder checks it every SYNC_EVERY minutes (5 by default).",
     )
 
 
@@ -120,7 +123,8 @@ def create_collection(request, payload: CollectionIn):
         built_from=payload.built_from,
         method=payload.method,
         per_reader=payload.per_reader,
-        sync_every=payload.sync_every,
+        # Left out is not null: a folder is followed unless the agent says otherwise.
+        sync_every=payload.sync_every if "sync_every" in payload.model_fields_set else "default",
     )
     return Status(201, collection_out(collection))
 

@@ -224,6 +224,8 @@ KNOWLEDGE_ROOT = env("KNOWLEDGE_ROOT", default=str(DATA_DIR / "knowledge"))
 # so that no path is ever listed with the rest of the settings.
 
 BUILD_HEARTBEAT_TIMEOUT = env.int("BUILD_HEARTBEAT_TIMEOUT", default=300)
+# Minutes between checks of a new folder collection's folder (services.sync); 0: built only when asked.
+SYNC_EVERY = env.int("SYNC_EVERY", default=5)
 # Per document, in a child process (collections_app.text.bounded): wall-clock seconds and address space.
 EXTRACT_TIMEOUT = env.float("EXTRACT_TIMEOUT", default=120.0)
 EXTRACT_MEMORY_MB = env.int("EXTRACT_MEMORY_MB", default=1024)

@@ -27,6 +27,7 @@ _NAMES = frozenset(
         "AROUND",
         "MODEL_PRICES",
         "BUILD_HEARTBEAT_TIMEOUT",
+        "SYNC_EVERY",
         "MAX_UPLOAD_BYTES",
         "HEALTH_REPAIR_MINUTES",
         "MEMORY_RECALL_MAX_CHARS",

@@ -35,7 +35,7 @@ from .known_answers import KnownAnswersAdminMixin, known_answers_warnings
 from .measure import MeasureAdminMixin
 from .playground import PlaygroundAdminMixin
 from .sync import READONLY as SYNC_READONLY
-from .sync import SYNC_FIELDS, SyncAdminMixin
+from .sync import SYNC_FIELDS, SyncAdminMixin, folder_changed_notice
 
 
 def held_back_notice(collection: Collection) -> dict | None:
@@ -341,6 +341,7 @@ class CollectionAdmin(
                 runs=collection.measure_runs.select_related("collection").defer("report", "request")[:5],
                 can_rebuild=self.has_change_permission(request, collection),
                 held_back=held_back_notice(collection),
+                folder_changed=folder_changed_notice(collection),
             )
         return super().change_view(request, object_id, form_url, extra_context)
 

@@ -71,14 +71,14 @@ def admin_form_help_texts(context) -> list:
 
 def pages(handbook) -> list[str]:
     urls = []
-    for model, model_admin in admin.site._registry.items():
+    for model in admin.site._registry:
         if model._meta.app_label not in APPS:
             continue
-        info = (model._meta.app_label, model._meta.model_name)
-        urls.append(reverse("admin:%s_%s_add" % info))
+        prefix = f"admin:{model._meta.app_label}_{model._meta.model_name}"
+        urls.append(reverse(f"{prefix}_add"))
         obj = model._default_manager.first()
         if obj is not None:
-            urls.append(reverse("admin:%s_%s_change" % info, args=[obj.pk]))
+            urls.append(reverse(f"{prefix}_change", args=[obj.pk]))
     query = f"?collection={handbook.pk}"
     urls += [
         reverse("admin:collections_app_collection_playground") + query,
