@@ -447,7 +447,9 @@ class DocumentAdmin(admin.ModelAdmin):
                         run = request_build_or_say_why(self, request, collection)
                         if run is not None:
                             self.message_user(
-                                request, f"Build {run.pk} of {collection.name} requested.", messages.SUCCESS
+                                request,
+                                f"Build {run.number} of {collection.name} requested.",
+                                messages.SUCCESS,
                             )
                     return HttpResponseRedirect(
                         reverse("admin:collections_app_collection_change", args=[collection.pk])

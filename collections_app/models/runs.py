@@ -19,6 +19,9 @@ class BuildRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # The collection's own count of builds (1 for its first), for people: "build 3 of handbook". URLs and
+    # the API keep the id, which is unique across collections.
+    number = models.PositiveIntegerField(default=0, db_default=0)
     # The collection's build_generation when this build was requested: with the id, its lease.
     generation = models.PositiveIntegerField(default=0, editable=False)
     documents_total = models.PositiveIntegerField(default=0)
@@ -46,7 +49,7 @@ class BuildRun(models.Model):
         get_latest_by = "created_at"
 
     def __str__(self):
-        return f"build {self.pk} of {self.collection} ({self.status})"
+        return f"build {self.number or self.pk} of {self.collection} ({self.status})"
 
     @property
     def percent(self) -> int:

@@ -77,7 +77,7 @@ def test_rebuild_and_the_bar_reads_100_percent(page, admin_user, handbook):
     )  # django-q runs synchronously in tests: the build is done when the page returns
     page.wait_for_selector("ul.messagelist")
     run = handbook.runs.first()
-    assert f"Build {run.pk} of handbook requested (succeeded)" in messages_text(page)
+    assert f"Build {run.number} of handbook requested (succeeded)" in messages_text(page)
     bar = page.locator("#build-progress [role=progressbar]")
     assert bar.get_attribute("aria-valuenow") == "100"
     assert page.inner_text("#build-progress [data-role=percent]") == "100 %"
