@@ -36,6 +36,6 @@ urlpatterns = [
     path(
         "v1/vector_stores/<str:store_id>/search", openai_api.vector_store_search, name="vector-store-search"
     ),
-    re_path(r"^v1/vector_stores/(?P<rest>.*)$", api_not_found),
+    re_path(r"^v1/vector_stores/(?P<rest>.*)$", openai_api.not_found),
     re_path(r"^api/(?P<rest>.*)$", api_not_found),
 ]
