@@ -60,9 +60,11 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     # django-ninja's own static files: the API docs page uses its bundled Swagger UI, not a CDN.
     "ninja",
-    "django_q",
     "collections_app",
     "memory_app",
+    # After the apps: collections_app's `qcluster` (stopping on a signal to its whole process group)
+    # takes the place of django-q2's own, since the first app holding a command's name wins.
+    "django_q",
 ]
 
 MIDDLEWARE = [
@@ -291,10 +293,14 @@ LOGGING = {
         }
     },
     # Upstream URLs (httpx logs each request at INFO) lose userinfo and query: ragsite.logs.
-    "filters": {"redact_urls": {"()": "ragsite.logs.RedactUpstreamURLs"}},
+    "filters": {
+        "redact_urls": {"()": "ragsite.logs.RedactUpstreamURLs"},
+        "task_cluster_routine": {"()": "ragsite.logs.TaskClusterRoutine"},
+    },
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_urls"]}
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {"django_q": {"level": "WARNING"}},
+    # django-q2 logs as "django-q"; its routine lines (schedules, tasks processed) are DEBUG here.
+    "loggers": {"django-q": {"level": LOG_LEVEL, "filters": ["task_cluster_routine"]}},
 }

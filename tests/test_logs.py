@@ -80,3 +80,28 @@ def test_an_admin_permission_denied_and_a_500_are_logged_without_install_paths(
     assert 'File "<ragsite>/' in text and 'File "<python>/' in text and "<data>/no-such-folder" in text
     for root in {str(settings.BASE_DIR), sys.prefix, str(Path(sys.prefix).resolve()), str(settings.DATA_DIR)}:
         assert root not in text, root
+
+
+def test_the_task_clusters_routine_lines_are_debug_and_its_start_and_failures_stay(caplog):
+    """An idle cluster made three schedule lines a minute at INFO, burying the one-time admin password."""
+    queue = logging.getLogger("django-q")  # django-q2's logger, as configured by settings.LOGGING
+    with caplog.at_level(logging.INFO):
+        queue.info("Process-1 created task thirty-lima from schedule [collections: check synced folders]")
+        queue.info("Processed 'collections_app.tasks.sweep_sync' (thirty-lima)")
+        queue.info("Process-2 ready for work at 1234")
+        queue.info("Q Cluster thirty-lima starting.")
+        queue.error("Failed 'collections_app.tasks.run_build' (x) - boom")
+    shown = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "django-q"]
+    assert shown == [
+        ("INFO", "Q Cluster thirty-lima starting."),
+        ("ERROR", "Failed 'collections_app.tasks.run_build' (x) - boom"),
+    ]
+    caplog.clear()
+    level = queue.level
+    queue.setLevel(logging.DEBUG)  # LOG_LEVEL=DEBUG shows them, as DEBUG
+    try:
+        with caplog.at_level(logging.DEBUG):
+            queue.info("Process-1 created task thirty-lima from schedule [x]")
+    finally:
+        queue.setLevel(level)
+    assert [(r.levelname, r.name) for r in caplog.records] == [("DEBUG", "django-q")]
