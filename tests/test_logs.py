@@ -105,3 +105,12 @@ def test_the_task_clusters_routine_lines_are_debug_and_its_start_and_failures_st
     finally:
         queue.setLevel(level)
     assert [(r.levelname, r.name) for r in caplog.records] == [("DEBUG", "django-q")]
+
+
+@pytest.mark.django_db
+def test_a_favicon_is_served_so_no_page_logs_a_not_found(client, caplog):
+    with caplog.at_level(logging.INFO):
+        icon = client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon["Content-Type"] == "image/svg+xml"
+    assert icon.content.startswith(b"<svg")
+    assert not [r for r in caplog.records if r.name == "django.request"]
