@@ -32,8 +32,9 @@ class KnownAnswersForm(forms.Form):
         required=False,
         label="Known answers",
         widget=forms.Textarea(attrs={"rows": 14, "cols": 100, "spellcheck": "false"}),
-        help_text="One per line: “question | answer marker” (text the answering paragraph holds), "
-        "or “! question” "
+        help_text="One per line: “question | answer marker” (text the answering paragraph holds; it may "
+        "hold | itself, as a table row does: the first | ends the question, and a question writes its own "
+        "| as \\|), or “! question” "
         f"for a control the documents do not answer. At most {known_answers.MAX_KNOWN_ANSWERS}. Empty "
         "clears the set.",
     )
