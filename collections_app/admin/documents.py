@@ -242,11 +242,13 @@ class DocumentAdmin(admin.ModelAdmin):
 
     @admin.display(description="warnings")
     def warnings_shown(self, document):
-        if not document.scan_warnings:
+        # Scan warnings sent it to review; notes (read_notes) did not, and are said beside them.
+        items = [*document.scan_warnings, *document.read_notes]
+        if not items:
             return "—"
         return format_html(
-            '<ul class="rs-warnings">{}</ul>',
-            format_html_join("", "<li>{}</li>", ((w,) for w in document.scan_warnings)),
+            '<ul class="rs-warnings" data-role="document-warnings">{}</ul>',
+            format_html_join("", "<li>{}</li>", ((w,) for w in items)),
         )
 
     @admin.display(description="conflicts")

@@ -22,4 +22,9 @@ class Migration(migrations.Migration):
             field=models.PositiveIntegerField(db_default=0, default=0),
         ),
         migrations.RunPython(number_existing_builds, migrations.RunPython.noop),
+        migrations.AddField(
+            model_name="document",
+            name="read_notes",
+            field=models.JSONField(blank=True, db_default=[], default=list),
+        ),
     ]
