@@ -10,7 +10,11 @@ page sees and the chunker needs:
   found on its destination page; otherwise lines set clearly larger than the body text, or in bold
   where the body is not, numbered by size (largest ``#``).
 - **Running headers and footers**: a line at the top or bottom of at least half the pages (three or
-  more), compared with its digits ignored, is page furniture and is dropped.
+  more), compared with its digits ignored, is page furniture and is dropped; so is an edge line that
+  prints its page's number (the same offset from the page's place on three pages or more), alone or
+  in a running head that changes with the chapter.
+- **OCR'd pages** keep Tesseract's blank lines as paragraph breaks, except between a line that does
+  not end a sentence and one that starts in lower case (one sentence cut into two blocks).
 - **Tables** as Markdown table rows, where pypdf's layout text lines a page's text up in columns
   (`pdf_tables`); a program listing set in a fixed-pitch font stays text.
 - **Scans**: a page with no usable text layer is rendered and read by OCR (`ocr`), when OCR options
@@ -371,11 +375,32 @@ def _ocr(
         text = page.text.strip() if page else ""
         if text:
             result.ocr_pages += 1
-            lines[number] = [_Line(line.strip(), gap_before=not line.strip()) for line in text.splitlines()]
+            lines[number] = ocr_lines(text)
         elif page is not None and page.problem:
             result.warnings.append(f"page {number} was not read by OCR: {page.problem}")
         else:
             result.warnings.append(f"page {number} has no text layer, and OCR read nothing on it")
+
+
+# A line ending like a sentence or a label: a blank line after it, in OCR output, is a paragraph break.
+_CLOSED = re.compile(r"[.!?:;)\]\"'»”]$")
+
+
+def ocr_lines(text: str) -> list[_Line]:
+    """Tesseract's text as lines. It separates the blocks it finds with blank lines, and sometimes cuts
+    one sentence into two blocks ("…on level 3" / "is retired on 30 June"): a blank line between a line
+    that does not end a sentence and one that starts in lower case is no paragraph break."""
+    out: list[_Line] = []
+    gap = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            gap = True
+            continue
+        continues = out and not _CLOSED.search(out[-1].text) and line[0].islower()
+        out.append(_Line(line, gap_before=gap and not continues))
+        gap = False
+    return out
 
 
 def _furniture_key(text: str) -> str:
@@ -394,16 +419,55 @@ def _drop_furniture(lines: dict[int, list[_Line]]) -> None:
         seen.update({_furniture_key(line.text) for line in edges if not line.heading})
     needed = max(FURNITURE_MIN_PAGES, math.ceil(len(pages) / 2))
     furniture = {key for key, count in seen.items() if count >= needed and key}
-    if not furniture:
+    offsets = _page_number_offsets(lines)
+    if not furniture and not offsets:
         return
     for number, page in lines.items():
         content = [line for line in page if line.text]
         edges = {id(line) for line in content[:EDGE_LINES] + content[-EDGE_LINES:]}
+        ends = {id(line) for line in _end_lines(page)}
         lines[number] = [
             line
             for line in page
-            if not (id(line) in edges and not line.heading and _furniture_key(line.text) in furniture)
+            if line.heading
+            or not (
+                (id(line) in edges and _furniture_key(line.text) in furniture)
+                or (id(line) in ends and _printed_offset(number, line.text) in offsets)
+            )
         ]
+
+
+# A printed page number, alone or at the start or end of a short line: "7", "Chapter 3: Utilities 7",
+# "7 User guide" (never "2.1 Syntax", a section's number).
+_PRINTED_NUMBER = re.compile(r"^(\d{1,4})(?:\s|$)|\s(\d{1,4})$")
+PAGE_LINE_MAX_CHARACTERS = 100
+
+
+def _end_lines(page: list[_Line]) -> list[_Line]:
+    """The first and the last line of the page's text that are not headings."""
+    content = [line for line in page if line.text and not line.heading]
+    return content[:1] + content[-1:] if len(content) > 1 else content
+
+
+def _printed_offset(number: int, text: str) -> int | None:
+    """The page's place minus the number printed at the line's edge, or None when it prints none."""
+    if len(text) > PAGE_LINE_MAX_CHARACTERS:
+        return None
+    match = _PRINTED_NUMBER.search(text.strip())
+    if match is None:
+        return None
+    return number - int(match.group(1) or match.group(2))
+
+
+def _page_number_offsets(lines: dict[int, list[_Line]]) -> set[int]:
+    """Offsets shared by the first or last lines of three pages or more: their numbers follow the pages,
+    so they are page numbers, alone or in a running head that changes with the chapter ("Chapter 3:
+    Utilities 7") and so repeats on fewer than half the pages."""
+    pages: Counter = Counter()
+    for number, page in lines.items():
+        found = {_printed_offset(number, line.text) for line in _end_lines(page)}
+        pages.update(found - {None})
+    return {offset for offset, count in pages.items() if count >= FURNITURE_MIN_PAGES}
 
 
 def _paragraph_gaps(page: list[_Line]) -> None:
