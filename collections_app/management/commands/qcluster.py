@@ -24,10 +24,8 @@ POLL_SECONDS = 0.1
 
 class Command(ClusterCommand):
     def handle(self, *args, **options):
-        if options.get("run_once"):
+        if options.get("run_once") or options.get("cluster_name"):  # django-q2's own, as it was
             return super().handle(*args, **options)
-        if options.get("cluster_name"):
-            os.environ["Q_CLUSTER_NAME"] = options["cluster_name"]
         cluster = Cluster()  # installs django-q2's handlers, replaced here
         signal.signal(signal.SIGTERM, lambda signum, frame: stop(cluster))
         signal.signal(signal.SIGINT, lambda signum, frame: stop(cluster))
