@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 
 from .blocks import Block
 from .ocr import NotInstalled, OcrOptions, render_pdf_pages
+from .pdf_furniture import drop_furniture
+from .pdf_furniture import normal as _normal
 from .pdf_tables import find_tables
 from .tables import markdown_table
 
@@ -47,11 +49,8 @@ HEADING_RATIO = 1.15
 HEADING_MAX_CHARACTERS = 150
 # A gap this many times the page's usual line spacing separates paragraphs.
 PARAGRAPH_GAP = 1.4
-# Running heads: lines looked at on each edge of a page, and the pages needed to call a line furniture.
-EDGE_LINES = 2
 # Fixed-pitch fonts by name (bit 1 of a descriptor's /Flags says so too, when a PDF sets it).
 MONO_NAMES = ("mono", "nimbusmon", "courier", "consol", "cmtt", "code")
-FURNITURE_MIN_PAGES = 3
 
 
 class PdfProblem(Exception):
@@ -110,7 +109,7 @@ def read_pdf(
     for number in unreadable:
         lines[number] = []
     _ocr(data, unreadable, lines, ocr, result, on_ocr_page)
-    _drop_furniture(lines)
+    drop_furniture(lines)
     for number in range(1, len(pages) + 1):
         result.blocks.append(Block(_page_text(lines[number]), number))
     if not any(block.text.strip() for block in result.blocks):
@@ -264,10 +263,6 @@ def _tables(page, lines: list[_Line]) -> list[_Line]:
 # --- Headings ------------------------------------------------------------------------------------
 
 
-def _normal(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
 def _outline(reader) -> list[tuple[str, int, int]]:
     """(title, page number, depth) of each outline entry that points at a page, in outline order."""
     found: list[tuple[str, int, int]] = []
@@ -401,73 +396,6 @@ def ocr_lines(text: str) -> list[_Line]:
         out.append(_Line(line, gap_before=gap and not continues))
         gap = False
     return out
-
-
-def _furniture_key(text: str) -> str:
-    return re.sub(r"\d+", "#", _normal(text))
-
-
-def _drop_furniture(lines: dict[int, list[_Line]]) -> None:
-    """Drop running headers and footers: edge lines repeated on at least half the pages (three or more)."""
-    pages = [page for page in lines.values() if page]
-    if len(pages) < FURNITURE_MIN_PAGES:
-        return
-    seen: Counter = Counter()
-    for page in pages:
-        content = [line for line in page if line.text]
-        edges = content[:EDGE_LINES] + content[-EDGE_LINES:]
-        seen.update({_furniture_key(line.text) for line in edges if not line.heading})
-    needed = max(FURNITURE_MIN_PAGES, math.ceil(len(pages) / 2))
-    furniture = {key for key, count in seen.items() if count >= needed and key}
-    offsets = _page_number_offsets(lines)
-    if not furniture and not offsets:
-        return
-    for number, page in lines.items():
-        content = [line for line in page if line.text]
-        edges = {id(line) for line in content[:EDGE_LINES] + content[-EDGE_LINES:]}
-        ends = {id(line) for line in _end_lines(page)}
-        lines[number] = [
-            line
-            for line in page
-            if line.heading
-            or not (
-                (id(line) in edges and _furniture_key(line.text) in furniture)
-                or (id(line) in ends and _printed_offset(number, line.text) in offsets)
-            )
-        ]
-
-
-# A printed page number, alone or at the start or end of a short line: "7", "Chapter 3: Utilities 7",
-# "7 User guide" (never "2.1 Syntax", a section's number).
-_PRINTED_NUMBER = re.compile(r"^(\d{1,4})(?:\s|$)|\s(\d{1,4})$")
-PAGE_LINE_MAX_CHARACTERS = 100
-
-
-def _end_lines(page: list[_Line]) -> list[_Line]:
-    """The first and the last line of the page's text that are not headings."""
-    content = [line for line in page if line.text and not line.heading]
-    return content[:1] + content[-1:] if len(content) > 1 else content
-
-
-def _printed_offset(number: int, text: str) -> int | None:
-    """The page's place minus the number printed at the line's edge, or None when it prints none."""
-    if len(text) > PAGE_LINE_MAX_CHARACTERS:
-        return None
-    match = _PRINTED_NUMBER.search(text.strip())
-    if match is None:
-        return None
-    return number - int(match.group(1) or match.group(2))
-
-
-def _page_number_offsets(lines: dict[int, list[_Line]]) -> set[int]:
-    """Offsets shared by the first or last lines of three pages or more: their numbers follow the pages,
-    so they are page numbers, alone or in a running head that changes with the chapter ("Chapter 3:
-    Utilities 7") and so repeats on fewer than half the pages."""
-    pages: Counter = Counter()
-    for number, page in lines.items():
-        found = {_printed_offset(number, line.text) for line in _end_lines(page)}
-        pages.update(found - {None})
-    return {offset for offset, count in pages.items() if count >= FURNITURE_MIN_PAGES}
 
 
 def _paragraph_gaps(page: list[_Line]) -> None:

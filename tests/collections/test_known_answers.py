@@ -168,18 +168,6 @@ def test_lines_and_json_lines_read_into_the_same_items():
     assert k.parse_lines(k.as_lines(m.Question(i["question"], i.get("answer")) for i in ITEMS)) == ITEMS
 
 
-def test_a_marker_may_hold_bars_and_a_question_escapes_its_own():
-    """docs/measure.md recommends table answers; their markers are table rows."""
-    lines = "What does the office suite cost? | | Office suite | 120 |\nIs A \\| B the rule? | A or B\n"
-    items = k.parse_lines(lines)
-    assert items == [
-        {"question": "What does the office suite cost?", "answer": "| Office suite | 120 |"},
-        {"question": "Is A | B the rule?", "answer": "A or B"},
-    ]
-    back = k.as_lines(m.Question(i["question"], i["answer"]) for i in items)
-    assert k.parse_lines(back) == items
-
-
 @pytest.mark.parametrize(
     ("text", "message"),
     [
