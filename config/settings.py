@@ -213,6 +213,8 @@ INDEX_LOAD_WAIT = env.float("INDEX_LOAD_WAIT", default=2.0)
 # more help only where a core is free while a build runs, docs/benchmarks.md).
 INDEX_WRITE_PROCESSES = env.int("INDEX_WRITE_PROCESSES", default=1)
 MODEL_PRICES = env.json("MODEL_PRICES", default={})
+# The currency MODEL_PRICES is written in, and so the ledger's costs and agents' daily budgets: a label.
+LEDGER_CURRENCY = env("LEDGER_CURRENCY", default="USD")
 # Known answers (docs/measure.md): the share of answers a measured floor keeps when answers and
 # controls do not separate, and the gate — unset: off; N: refuse a build that loses more than N.
 MEASURED_FLOOR_KEEP = env.float("MEASURED_FLOOR_KEEP", default=0.95)

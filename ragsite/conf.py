@@ -26,6 +26,7 @@ _NAMES = frozenset(
         "MIN_SCORE",
         "AROUND",
         "MODEL_PRICES",
+        "LEDGER_CURRENCY",
         "BUILD_HEARTBEAT_TIMEOUT",
         "SYNC_EVERY",
         "MAX_UPLOAD_BYTES",
