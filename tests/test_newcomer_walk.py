@@ -28,10 +28,11 @@ from tests.test_walkthrough import (  # noqa: F401  (fixtures)
 )
 
 # Text is "red" when its colour is the admin's error red or ours (#ba2121, #843534), or a badge's
-# background is the failed red (#f2dede): what a newcomer reads as "something is broken".
+# background is the failed red (#f2dede): what a newcomer reads as "something is broken". The form's own
+# Delete button is red by design and not a warning.
 RED = """
 () => Array.from(document.querySelectorAll('#content *')).filter((el) => {
-  if (!el.offsetParent || !el.textContent.trim()) return false;
+  if (!el.offsetParent || !el.textContent.trim() || el.closest('.submit-row, .deletelink-box')) return false;
   const style = getComputedStyle(el);
   const reds = ['rgb(186, 33, 33)', 'rgb(132, 53, 52)', 'rgb(242, 222, 222)'];
   return reds.includes(style.color) || reds.includes(style.backgroundColor);
