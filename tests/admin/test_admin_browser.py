@@ -206,7 +206,7 @@ def test_the_playground_shows_a_result(page, admin_user, handbook):
     page.select_option("#id_collection", str(never.pk))
     page.click("#playground-submit")
     page.wait_for_selector("ul.messagelist")
-    assert "has never been built" in messages_text(page)
+    assert "Collection never has not been built yet: press Rebuild" in messages_text(page)
 
 
 def test_upload_a_document_and_rebuild(page, admin_user, handbook):
