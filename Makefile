@@ -16,7 +16,8 @@ ADMIN_USER ?= admin
 ADMIN_PASSWORD ?=
 export ADMIN_USER ADMIN_PASSWORD
 
-.PHONY: install install-server ocr-tools run migrate demo test test-fast lint bench bench-1m bench-memory
+.PHONY: install install-server ocr-tools run migrate demo test test-fast lint
+.PHONY: bench bench-1m bench-memory bench-memory-planted bench-answers bench-floor bench-beir
 
 # What the server needs (`make run`): the project and the model's files, nothing for tests.
 SERVER_STAMP := $(VENV)/.installed-server
@@ -75,22 +76,45 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-# Search at 10k and 100k paragraphs against numpy, bm25s, sqlite-vec, faiss and tantivy (1M: add --sizes 1000000).
-# SCIFACT names a BEIR SciFact folder (corpus.jsonl.gz, queries.jsonl).
-SCIFACT ?= $(CURDIR)/data/scifact
-bench: install
+# The benchmark suites (bench/README.md): each writes bench/results/*.json; docs/benchmarks.md has the
+# current figures. DATASETS names the folder of public data sets (scifact, locomo-dev) the suites read;
+# BENCH_ARGS is added to a suite's command line (a smaller run, say: BENCH_ARGS="--sizes 10000 --http 0").
+DATASETS ?= $(CURDIR)/../shared/datasets
+SCIFACT ?= $(DATASETS)/scifact
+LOCOMO ?= $(DATASETS)/locomo-dev
+BENCH_ARGS ?=
+BENCH_STAMP := $(VENV)/.installed-bench
+$(BENCH_STAMP): pyproject.toml $(STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
-	SCIFACT=$(SCIFACT) $(PY) bench/search_scale.py --sizes 10000 100000
+	touch $(BENCH_STAMP)
+
+# Search at 10k and 100k paragraphs against numpy, bm25s, sqlite-vec, faiss and tantivy.
+bench: $(BENCH_STAMP)
+	SCIFACT=$(SCIFACT) $(PY) bench/scale/search_scale.py --sizes 10000 100000 $(BENCH_ARGS)
 
 # The million-paragraph run. The first run makes the store and index (data/bench/scale/, about
-# 7 GB, 30-70 min on 2 shared cores); later runs reuse them and measure only (6-8 min). The tables and plot combine every
-# size saved in bench/results/.
-bench-1m: install
-	$(PY) -m pip install --quiet -e '.[dev,bench]'
-	SCIFACT=$(SCIFACT) nice -n 10 $(PY) bench/search_scale.py --sizes 1000000
+# 7 GB, 30-70 min on 2 shared cores); later runs reuse them and measure only (6-8 min). The tables and
+# plot combine every size saved in bench/results/.
+bench-1m: $(BENCH_STAMP)
+	SCIFACT=$(SCIFACT) nice -n 10 $(PY) bench/scale/search_scale.py --sizes 1000000 $(BENCH_ARGS)
 
-# Memory recall on LoCoMo's development split (../shared/datasets/locomo-dev): stored over HTTP
-# through gunicorn and a qcluster, against bm25s, MiniLM and their hybrid in the same run.
-bench-memory: install
-	$(PY) -m pip install --quiet -e '.[dev,bench]'
-	$(PY) bench/memory_locomo.py
+# Memory recall on LoCoMo's development split: stored over HTTP through gunicorn and a qcluster,
+# against bm25s, MiniLM and their hybrid in the same run.
+bench-memory: $(BENCH_STAMP)
+	$(PY) bench/memory/memory_locomo.py --data $(LOCOMO) $(BENCH_ARGS)
+
+# Memory recall of facts planted late in long records, before and after their nodes are built.
+bench-memory-planted: $(BENCH_STAMP)
+	$(PY) bench/memory/memory_recall.py planted $(BENCH_ARGS)
+
+# The known-answers dev set (bench/answers/dev_set/, in the repository): found@1/5/10 per mode.
+bench-answers: $(BENCH_STAMP)
+	$(PY) bench/answers/known_answers.py $(BENCH_ARGS)
+
+# Where the floor should be: answers against controls on the dev set, the handbook and SciFact train.
+bench-floor: $(BENCH_STAMP)
+	$(PY) bench/answers/floor.py --scifact $(SCIFACT) $(BENCH_ARGS)
+
+# Retrieval quality on SciFact's test split (BEIR), through the real build and search: nDCG@10.
+bench-beir: $(BENCH_STAMP)
+	$(PY) bench/beir/beir.py $(SCIFACT) --mode hybrid --split test $(BENCH_ARGS)

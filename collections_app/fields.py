@@ -2,9 +2,9 @@
 
 A paragraph's text fingerprint is seed 004's "sha256 of text", spelled in docs.jsonl as 64 lowercase
 hex characters. Stored as those characters it took 65 bytes of every paragraph row; as the digest's
-bytes it takes 33 (issue 16's storage: the last bytes between SQLite and ≤ 1.0 KB a paragraph beyond
-the text). Only the row changes: Python reads and writes the hex, so lookups (`fingerprint=hex`), the
-admin and the exports see exactly what they saw before, and no code above the store converts.
+bytes it takes 33 (docs/decisions/0002). Only the row changes: Python reads and writes the hex, so
+lookups (`fingerprint=hex`), the admin and the exports see exactly what they saw before, and no code
+above the store converts.
 """
 
 from __future__ import annotations

@@ -1,98 +1,31 @@
 """The collections' MCP tools: `search`, `build`, `build_status`, `collections` and `measure`, thin adapters.
 
 Registered into the shared MCP transport (ragsite.mcp) when this module is imported by
-`CollectionsConfig.ready`. The published schemas carry every limit, and `check_arguments` enforces
-them before a handler runs.
+`CollectionsConfig.ready`. Every input and output schema is generated from the declarations in
+`collections_app.schemas`, the same models the API takes and answers; the published input schemas
+carry every limit, and `check_arguments` enforces them before a handler runs.
 """
 
 from __future__ import annotations
 
 from ragsite.errors import Forbidden, NotFound
 from ragsite.mcp import Caller, Tool, register
+from ragsite.schemas import json_schema_of, tool_input
 
 from .limits import DEFAULT_MOST as SEARCH_MOST
-from .limits import MAX_ANSWER_CHARS, MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, MIN_ANSWER_CHARS
 from .mcp_citations import search_links
+from .schemas.builds import BuildOut, BuildStatusIn, BuildStatusOut
+from .schemas.collections import CollectionName, CollectionsOut, NoArguments
+from .schemas.measure import MeasureIn, MeasureOut
+from .schemas.search import SearchIn, SearchOut
 from .services.agents import get_collection
-from .services.build_status import (
-    MAX_WAIT_SECONDS,
-    build_status,
-    collection_summaries,
-    get_build,
-    latest_build,
-    wait_for_build,
-)
+from .services.build_status import build_status, collection_summaries, get_build, latest_build, wait_for_build
 from .services.builds import request_build
-from .services.measure import DEFAULT_MOST, MAX_MARKER_CHARS, MAX_QUESTIONS, measure_collection, parse_items
+from .services.measure import DEFAULT_MOST, measure_collection, parse_items
 from .services.search import search_collection
-from .services.search.answer import mcp_output_schema
 
-COLLECTION_NAME = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": 100,
-    "description": "The name of one of your collections.",
-}
-
-SEARCH_INPUT = {
-    "type": "object",
-    "properties": {
-        "collection": COLLECTION_NAME,
-        "question": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": MAX_QUESTION_CHARS,
-            "description": "What you want to know, in words.",
-        },
-        "reader": {
-            "type": ["string", "null"],
-            "maxLength": 200,
-            "description": "The person you are reading for; required when the collection answers per reader.",
-        },
-        "onBehalfOf": {
-            "type": ["string", "null"],
-            "maxLength": 100,
-            "description": "The agent any model call (the judge) is charged to.",
-        },
-        "most": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": MAX_MOST,
-            "default": SEARCH_MOST,
-            "description": "At most this many paragraphs.",
-        },
-        "around": {
-            "type": ["integer", "null"],
-            "minimum": 0,
-            "maximum": MAX_AROUND,
-            "description": "Paragraphs either side of each hit to stitch in; default: the collection's.",
-        },
-        "min_score": {
-            "type": ["number", "null"],
-            "minimum": 0,
-            "maximum": 1,
-            "description": "The floor: nothing scoring below it comes back; 0 turns it off.",
-        },
-        "max_chars": {
-            "type": ["integer", "null"],
-            "minimum": MIN_ANSWER_CHARS,
-            "maximum": MAX_ANSWER_CHARS,
-            "description": "Characters of text the answer may hold; default: the server's.",
-        },
-        "filters": {
-            "type": ["object", "null"],
-            "description": "Only paragraphs matching this take part: "
-            '{"type": "eq"|"ne"|"gt"|"gte"|"lt"|"lte"|"in"|"nin", "key", "value"} '
-            'or {"type": "and"|"or", "filters": [...]}; keys are document '
-            'attributes, or "document", "section", "page".',
-        },
-    },
-    "required": ["collection", "question"],
-    "additionalProperties": False,
-}
-
-# Generated from the one declaration of the answer (services/search/answer.py).
-SEARCH_ANSWER = mcp_output_schema()
+SEARCH_INPUT = tool_input(CollectionName, SearchIn)
+SEARCH_ANSWER = json_schema_of(SearchOut)
 
 
 def search(caller: Caller, arguments: dict) -> dict:
@@ -111,18 +44,8 @@ def search(caller: Caller, arguments: dict) -> dict:
     )
 
 
-BUILD_INPUT = {
-    "type": "object",
-    "properties": {"collection": COLLECTION_NAME},
-    "required": ["collection"],
-    "additionalProperties": False,
-}
-
-BUILD_ANSWER = {
-    "type": "object",
-    "properties": {"build": {"type": "integer"}, "status": {"type": "string"}},
-    "required": ["build", "status"],
-}
+BUILD_INPUT = tool_input(CollectionName)
+BUILD_ANSWER = json_schema_of(BuildOut)
 
 
 def build(caller: Caller, arguments: dict) -> dict:
@@ -168,114 +91,8 @@ register(
 
 # --- measure ---
 
-QUESTION_ITEM = {
-    "type": "object",
-    "properties": {
-        "question": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS},
-        "answer": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": MAX_MARKER_CHARS,
-            "description": "Text the answering paragraph contains (compared case-insensitively).",
-        },
-        "control": {"type": "boolean", "description": "true: the documents do not answer this question."},
-    },
-    "required": ["question"],
-    "additionalProperties": False,
-}
-
-MEASURE_INPUT = {
-    "type": "object",
-    "properties": {
-        "collection": COLLECTION_NAME,
-        "questions": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": MAX_QUESTIONS,
-            "items": QUESTION_ITEM,
-            "description": f"1 to {MAX_QUESTIONS} items, "
-            f'each {{"question": 1-{MAX_QUESTION_CHARS} characters, '
-            '"answer": "text the answering paragraph contains"} or {"question": ..., "control": true} for a '
-            "question the documents do not answer.",
-        },
-        "most": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": MAX_MOST,
-            "default": DEFAULT_MOST,
-            "description": "Paragraphs returned per question and variant.",
-        },
-        "min_score": {
-            "type": ["number", "null"],
-            "minimum": 0,
-            "maximum": 1,
-            "description": "A floor; by default none, so every returned paragraph carries its score.",
-        },
-    },
-    "required": ["collection", "questions"],
-    "additionalProperties": False,
-}
-
-_FLOOR_RANGE = {
-    "type": "object",
-    "properties": {
-        "lowest_answer": {"type": ["number", "null"]},
-        "highest_control": {"type": ["number", "null"]},
-        "separates": {"type": ["boolean", "null"]},
-    },
-    "required": ["lowest_answer", "highest_control", "separates"],
-}
-
-MEASURE_ANSWER = {
-    "type": "object",
-    "properties": {
-        "collection": {"type": "string"},
-        "model": {"type": "string"},
-        "dimensions": {"type": "integer"},
-        "mode": {"type": "string"},
-        "corpus": {
-            "type": "object",
-            "properties": {
-                "documents": {"type": "integer"},
-                "digest": {"type": "string"},
-                "refused": {"type": "array", "items": {"type": "string"}},
-            },
-        },
-        "settings": {"type": "object"},
-        "questions": {"type": "integer"},
-        "controls": {"type": "integer"},
-        "variants": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "method": {"type": "string"},
-                    "size": {"type": ["integer", "null"]},
-                    "overlap": {"type": "integer"},
-                    "around": {"type": "integer"},
-                    "paragraphs": {"type": "integer"},
-                    "found": {"type": "integer"},
-                    "questions": {"type": "array"},
-                    "controls": {"type": "array"},
-                    "floor_range": _FLOOR_RANGE,
-                },
-                "required": [
-                    "method",
-                    "size",
-                    "overlap",
-                    "around",
-                    "paragraphs",
-                    "found",
-                    "questions",
-                    "controls",
-                    "floor_range",
-                ],
-            },
-        },
-        "skipped": {"type": "array"},
-    },
-    "required": ["collection", "model", "dimensions", "corpus", "settings", "variants", "skipped"],
-}
+MEASURE_INPUT = tool_input(CollectionName, MeasureIn)
+MEASURE_ANSWER = json_schema_of(MeasureOut)
 
 
 def measure(caller: Caller, arguments: dict) -> dict:
@@ -314,94 +131,8 @@ register(
 
 # --- build outcomes and the collections list ---
 
-BUILD_PROGRESS = {
-    "type": "object",
-    "properties": {
-        "phase": {
-            "type": "string",
-            "enum": ["queued", "reading documents", "embedding paragraphs", "saving", "finished"],
-        },
-        **{
-            name: {"type": "integer"}
-            for name in ("documents_done", "documents_total", "paragraphs_done", "paragraphs_total")
-        },
-    },
-}
-
-BUILD_STATUS_ANSWER = {
-    "type": "object",
-    "properties": {
-        "build": {"type": "integer"},
-        "collection": {"type": "string"},
-        "status": {"type": "string", "enum": ["queued", "running", "succeeded", "failed", "refused"]},
-        "percent": {"type": "integer"},
-        "progress": BUILD_PROGRESS,
-        "passages": {"type": "integer"},
-        "documents_read": {"type": "integer"},
-        "documents_reused": {"type": "integer"},
-        "documents_refused": {"type": "integer"},
-        "paragraphs_embedded": {"type": "integer"},
-        "refused": {
-            "type": ["array", "null"],
-            "items": {"type": "string"},
-            "description": "null: not recorded yet; []: nothing refused; the names otherwise.",
-        },
-        "warnings": {"type": "array", "items": {"type": "string"}},
-        "problems": {"type": "array", "items": {"type": "string"}},
-        "model": {"type": ["string", "null"]},
-        "previous_model": {"type": ["string", "null"]},
-        "error": {"type": ["string", "null"]},
-        "waiting": {
-            "type": ["string", "null"],
-            "description": "Set when a queued build waits for a task worker that is not running.",
-        },
-        "requested_by": {"type": "string"},
-        "known_answers": {
-            "type": ["object", "null"],
-            "description": "How this build did on the collection's known answers (null: none measured): "
-            "found_at_1, found_at_5, floor, lost, warnings, … as the API's known-answers report.",
-        },
-        "created_at": {"type": "string"},
-        "started_at": {"type": ["string", "null"]},
-        "finished_at": {"type": ["string", "null"]},
-        "seconds": {"type": ["number", "null"]},
-    },
-    "required": [
-        "build",
-        "collection",
-        "status",
-        "percent",
-        "passages",
-        "refused",
-        "warnings",
-        "problems",
-        "model",
-        "error",
-        "waiting",
-    ],
-}
-
-BUILD_STATUS_INPUT = {
-    "type": "object",
-    "properties": {
-        "collection": COLLECTION_NAME,
-        "build": {
-            "type": ["integer", "null"],
-            "minimum": 1,
-            "description": "The build's id, as `build` answered; default: the collection's latest build.",
-        },
-        "wait_seconds": {
-            "type": "number",
-            "minimum": 0,
-            "maximum": MAX_WAIT_SECONDS,
-            "default": 0,
-            "description": f"Wait up to this many seconds (at most {MAX_WAIT_SECONDS}) for the build "
-            "to finish before answering.",
-        },
-    },
-    "required": ["collection"],
-    "additionalProperties": False,
-}
+BUILD_STATUS_INPUT = tool_input(CollectionName, BuildStatusIn)
+BUILD_STATUS_ANSWER = json_schema_of(BuildStatusOut)
 
 
 def build_status_tool(caller: Caller, arguments: dict) -> dict:
@@ -416,27 +147,7 @@ def build_status_tool(caller: Caller, arguments: dict) -> dict:
     return build_status(run=run)
 
 
-COLLECTIONS_ANSWER = {
-    "type": "object",
-    "properties": {
-        "collections": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string"},
-                    "built_from": {"type": "string"},
-                    "folder": {"type": "string"},
-                    "method": {"type": "string"},
-                    "per_reader": {"type": "boolean"},
-                    "last_build": {"anyOf": [BUILD_STATUS_ANSWER, {"type": "null"}]},
-                },
-                "required": ["name", "built_from", "folder", "method", "per_reader", "last_build"],
-            },
-        },
-    },
-    "required": ["collections"],
-}
+COLLECTIONS_ANSWER = json_schema_of(CollectionsOut)
 
 
 def collections_tool(caller: Caller, arguments: dict) -> dict:
@@ -463,7 +174,7 @@ register(
         title="Your collections",
         description="The collections you can search, each with what it is built from and its last build's "
         "outcome (null: never built).",
-        input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+        input_schema=tool_input(NoArguments),
         output_schema=COLLECTIONS_ANSWER,
         handler=collections_tool,
         annotations={"readOnlyHint": True, "openWorldHint": False},

@@ -12,7 +12,7 @@ with a single space, so a marker straddling a chunk boundary is still found). It
 1-based position of the first returned paragraph holding the marker. It is *found at 1* when the
 answer asked for one paragraph (``most`` 1) holds the marker: a lower hit merged into the first
 paragraph of a deeper answer ranks it 1 without the question's best hit holding the answer, so
-rank 1 and found at 1 differ (issue 28, item 4). A control question has no
+rank 1 and found at 1 differ. A control question has no
 answer in the corpus; only its best score matters, because a floor above it is what would turn
 it into "nothing here answers this".
 
@@ -410,7 +410,7 @@ def measured_floor(answer_scores: Iterable[float], control_scores: Iterable[floa
     highest j with that share at least ``keep``: j = ⌊(1 - keep)(n + 1)⌋, or the lowest answer
     while the sample is too small to spare any (fewer than 39 answers at 0.95). It keeps at least
     ``keep`` of the known answers too. Reading j off the sample alone (⌈keep·n⌉ kept) overfits: on SciFact
-    such a floor kept 95 % of 53 known answers and 79 % of 53 unseen ones (docs/decisions.md).
+    such a floor kept 95 % of 53 known answers and 79 % of 53 unseen ones (docs/decisions/0033).
 
     ``answer_scores`` are the scores at which answers were found unfloored (an answer not found
     is out of every floor's reach and takes no part); ``control_scores`` are the controls' best

@@ -1,13 +1,13 @@
 """The django-q2 schedules collections need, each one periodic sweep over every collection.
 
 - the sweep that fails builds whose worker died (without it a dead worker's build stayed "running"
-  until somebody asked for another build: D16 of the 2026-12-01 review);
+  until somebody asked for another build: docs/decisions/0019);
 - the sync sweep, which queues a check of every synced collection that is due (services.sync);
 - the webhook sweep, which sends again the deliveries whose backoff has passed (services.webhooks).
 
 One sweep per concern rather than one schedule per collection or per delivery: the schedule table
 stays three rows however many collections sync, and a collection's period is a column people edit
-without touching django-q (docs/decisions.md). `ensure_schedules` runs after every `migrate` (a
+without touching django-q (docs/decisions/0040). `ensure_schedules` runs after every `migrate` (a
 post_migrate receiver) and from `manage.py setup_schedules`, like memory's health repair.
 """
 

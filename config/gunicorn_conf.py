@@ -2,7 +2,7 @@
 
 The application is loaded and warmed in the master, then forked into `WEB_CONCURRENCY` workers,
 so that the Python heap, Django, the URLconf and the local model's state are built once and
-shared by every worker page by page (config/prefork.py; figures in docs/benchmarks.md). Each
+shared by every worker page by page (config/prefork.py; figures in docs/decisions/0030). Each
 worker serves `WEB_THREADS` requests at once (gthread): an MCP `build_status` with `wait_seconds`
 holds its thread for up to a minute, and the other threads go on answering. Anything else of
 gunicorn's can still be given on its command line or in GUNICORN_CMD_ARGS, which win over this.

@@ -7,7 +7,7 @@ BLAS library's lazily made state), forgets what must not cross a fork (database 
 moves every object it holds into the garbage collector's permanent generation (`gc.freeze`), so
 that a collection in a worker does not write into the header of every inherited object and copy
 its page. Each worker then holds its threads to one malloc arena (`after_fork`).
-config/gunicorn_conf.py calls these; docs/decisions.md says what each step measured.
+config/gunicorn_conf.py calls these; docs/decisions/0030 says what each step measured.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ TOKENIZERS_PARALLELISM = "TOKENIZERS_PARALLELISM"
 # glibc gives each thread that allocates a malloc arena of its own (up to 8 per core), and an arena
 # keeps what a search freed for that thread's next one: a worker whose request threads had each
 # served a search kept one search's memory per thread. Its threads share one arena instead; measured
-# in docs/decisions.md ("A web worker's private memory").
+# in docs/decisions/0031.
 WORKER_MALLOC_ARENAS = 1
 _M_ARENA_MAX = -8  # mallopt's parameter number, from glibc's malloc.h
 

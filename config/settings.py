@@ -116,7 +116,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # failing half way with "database is locked". 32 KB pages (set before WAL, so
     # they take on a new store only): a paragraph row (text + float16 vector) is
     # about 2.4 KB, so 4 KB pages held one row and wasted the rest — 2.1 KB a
-    # paragraph beyond its text at 100k, 1.07 KB with 32 KB pages (docs/benchmarks.md).
+    # paragraph beyond its text at 100k, 1.07 KB with 32 KB pages (docs/decisions/0002).
     DATABASES["default"]["OPTIONS"] = {
         "init_command": (
             "PRAGMA page_size=32768; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
@@ -130,7 +130,7 @@ else:
     # A server's connection is kept between requests (a minute; checked before reuse) rather than
     # opened and closed around each one: on PostgreSQL a new connection (and its row-level-security
     # check, `ragsite.rls.installed`) is most of a warm recall's cost beside the model
-    # (docs/benchmarks.md, session 8). A URL's own `?conn_max_age=` wins.
+    # (docs/decisions/0013). A URL's own `?conn_max_age=` wins.
     DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
     DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -210,7 +210,7 @@ INDEX_LOAD_INLINE_ROWS = env.int("INDEX_LOAD_INLINE_ROWS", default=20000)
 INDEX_LOAD_WAIT = env.float("INDEX_LOAD_WAIT", default=2.0)
 
 # Processes that tokenize a large collection's rows while its index is written (1: in the writing one;
-# more help only where a core is free while a build runs, docs/benchmarks.md).
+# more help only where a core is free while a build runs, docs/decisions/0051).
 INDEX_WRITE_PROCESSES = env.int("INDEX_WRITE_PROCESSES", default=1)
 MODEL_PRICES = env.json("MODEL_PRICES", default={})
 # The currency MODEL_PRICES is written in, and so the ledger's costs and agents' daily budgets: a label.

@@ -11,7 +11,8 @@ from ragsite.mcp.transport import mcp_endpoint
 from .api import api
 
 
-@csrf_exempt  # bearer keys, no cookies: a POST to an unknown route is a 404, not a CSRF page (D14)
+# Bearer keys, no cookies: a POST to an unknown route is a 404, not a CSRF page (docs/decisions/0021).
+@csrf_exempt
 def api_not_found(request, rest=""):
     """Unknown routes under /api/ (and /v1/vector_stores/) answer in the API's error shape, not an
     HTML page."""

@@ -1,161 +1,33 @@
 """Memory in the JSON API (mounted at /api/v1/memory): thin adapters over `memory_app.services`.
 
 The calling agent is the API key's agent; another agent's record answers 404 like a missing one.
-Lengths are declared in the schema for the OpenAPI document; the text limit itself is checked by
-the service, so an over-long text gets its own code (`text_too_long`) wherever it comes from.
+Every request and answer is declared in `memory_app.schemas`.
 """
 
-from datetime import datetime
 from functools import wraps
-from typing import Literal
 
 from django.http import JsonResponse
-from ninja import Field, Query, Router, Schema, Status
-from pydantic import AliasChoices, ConfigDict
+from ninja import Query, Router, Status
 
 from ragsite.errors import RagsiteError
-from ragsite.schemas import StrictSchema, with_errors
+from ragsite.schemas import with_errors
 
-from . import conf, services
-from .models import MAX_TEXT_LENGTH
+from . import services
+from .schemas import (
+    HealthOut,
+    HealthQuery,
+    Kind,
+    ListOut,
+    ListQuery,
+    NodeOut,
+    RecallIn,
+    RecallOut,
+    RecordOut,
+    StoredOut,
+    TextIn,
+)
 
 router = Router(tags=["memory"])
-
-Kind = Literal["mem", "ep"]
-
-
-class TextIn(StrictSchema):
-    text: str = Field(..., json_schema_extra={"minLength": 1, "maxLength": MAX_TEXT_LENGTH})
-
-
-class NodesStatus(Schema):
-    status: Literal["queued"]
-
-
-class StoredOut(Schema):
-    id: int
-    kind: Kind
-    text_length: int
-    nodes: NodesStatus | None = None  # present only when the record runs past the window
-
-
-class RecallIn(StrictSchema):
-    model_config = ConfigDict(
-        json_schema_extra={"example": {"question": "What did the user say about deadlines?", "most": 5}}
-    )
-
-    # One vocabulary with collection search: `question`. `query`, its old name, is still
-    # accepted (deprecated, docs/memory.md); a body with both is refused (422 naming `query`).
-    question: str = Field(
-        ...,
-        min_length=1,
-        max_length=conf.MAX_QUERY_LENGTH,
-        validation_alias=AliasChoices("question", "query"),
-        description="What to recall. `query` is accepted as a deprecated alias.",
-    )
-    most: int = Field(conf.DEFAULT_MOST, ge=1, le=conf.MAX_MOST, strict=True)
-    max_chars: int | None = Field(
-        None,
-        ge=1,
-        le=conf.MAX_RECALL_CHARS,
-        strict=True,
-        description="Characters the excerpts may hold in all; default MEMORY_RECALL_MAX_CHARS.",
-    )
-
-
-class NodeRange(Schema):
-    first: int
-    last: int
-
-
-class ExcerptOut(Schema):
-    kind: Kind
-    id: int
-    score: float
-    text: str
-    start: int
-    end: int
-    # The nodes it covers; null: a record quoted without nodes (it fits the window, or cannot be
-    # counted); "pending": the opening of a record whose nodes are being built.
-    nodes: NodeRange | Literal["pending"] | None
-    record_length: int
-    cut: bool
-
-
-class RecallOut(Schema):
-    excerpts: list[ExcerptOut]
-    chars: int
-    max_chars: int
-    cut: bool
-    # {"status": "not configured" | "nothing to rerank" | "unavailable" | "reranked", "model"?, "depth"?}
-    rerank: dict = Field(..., description="Whether the optional reranker ordered the excerpts (RERANK_URL).")
-
-
-class NodeItem(Schema):
-    node_index: int
-    start: int
-    end: int
-    token_count: int
-
-
-NodeStatus = Literal["built", "pending", "fits", "unknown"]
-
-
-class RecordNodes(Schema):
-    status: NodeStatus
-    items: list[NodeItem]
-
-
-class RecordOut(Schema):
-    kind: Kind
-    id: int
-    text: str
-    text_length: int
-    token_count: int | None
-    created_at: datetime
-    updated_at: datetime
-    locked: bool
-    nodes: RecordNodes
-
-
-class ListedOut(Schema):
-    kind: Kind
-    id: int
-    text_length: int
-    opening: str
-    created_at: datetime
-    updated_at: datetime
-    locked: bool
-    nodes: NodeStatus
-
-
-class ListOut(Schema):
-    records: list[ListedOut]
-    next: str | None
-
-
-class ListQuery(Schema):
-    limit: int = Field(services.reading.DEFAULT_PAGE, ge=1, le=services.reading.MAX_PAGE)
-    cursor: str | None = Field(None, max_length=200)
-    since: datetime | None = None
-    until: datetime | None = None
-
-
-class NodeOut(Schema):
-    kind: Kind
-    id: int
-    node_index: int
-    text: str
-    start: int
-    end: int
-    token_count: int
-    window: int
-    embedding_model: str
-
-
-class HealthQuery(Schema):
-    repair: bool = False
-    limit: int = Field(conf.REPAIR_LIMIT, ge=0, le=conf.REPAIR_LIMIT)
 
 
 def _quiet(view):
@@ -207,6 +79,9 @@ def archive_episode(request, payload: TextIn):
 @router.post(
     "/recall",
     response=with_errors({200: RecallOut}, 413, 429, 503),
+    # What the service answers, as declared: a detail a status lacks (the reranker's model) is left
+    # out, not sent as null.
+    exclude_unset=True,
     summary="Recall the excerpts of your records that best answer a question, within a character budget",
 )
 def recall_records(request, payload: RecallIn):
@@ -247,7 +122,8 @@ def list_episodes(request, params: Query[ListQuery]):
 
 @router.get(
     "/health",
-    response=with_errors({200: dict}),
+    response=with_errors({200: HealthOut}),
+    exclude_unset=True,  # the fields that do not apply (a repair's, the whole store's) are left out
     summary="Long records without nodes; ?repair=true builds up to `limit` of them",
 )
 def memory_health(request, params: Query[HealthQuery]):

@@ -39,30 +39,23 @@ OPENING_LENGTH = 300
 # A recall answers at most this many characters, whatever `max_chars` asks (50 excerpts of
 # 2,000 characters).
 MAX_RECALL_CHARS = 100_000
-# The share of the cosine in recall's fused score (ragsite.fusion.hybrid_scores). Measured on the LoCoMo
-# dev split with EXCERPT_SHARE and NODE_SCORE_MIX below (bench/memory_locomo.py --only-sweep): evidence
-# recall at 1k / 2k / 4k / 8k characters and most 1 was 63.8 / 70.7 / 80.3 / 86.8 / 57.4 % at 0.3,
-# 64.2 / 71.0 / 80.1 / 86.9 / 58.0 at 0.35, 63.8 / 70.9 / 79.9 / 86.3 / 58.6 at 0.4 and 63.4 / 70.5 /
-# 79.0 / 86.7 / 57.4 at collection search's 0.52: conversations name people and events, and words
-# count more. At 0.35 issue 12's planted held-out facts are found 27 of 30 (26 at 0.3, session 7).
-# docs/benchmarks.md (session 8), docs/decisions.md.
+# The share of the cosine in recall's fused score (ragsite.fusion.hybrid_scores): lower than collection
+# search's, because conversations name people and events, and words count more. Chosen on the LoCoMo dev
+# split with the two constants below (bench/memory/memory_locomo.py --only-sweep); figures in
+# docs/decisions/0028.
 RECALL_FUSION_WEIGHT = 0.35
 # How a node's score mixes its parts (recall_index.RecallIndex.level_scores): (best of itself and its
 # passages + a * itself + b * its second-best passage + c * its record) / (1 + a + b + c). The best
 # passage alone finds a fact diluted in a node; the rest says how much of the node, and of its record,
-# is about the question. On the LoCoMo dev split (with EXCERPT_SHARE) the best alone gave 63.4 / 70.5 /
-# 78.2 / 85.0 % at 1k / 2k / 4k / 8k and 57.4 at most 1 (weight 0.3); (0.3, 0.3, 0.2) gave 63.8 /
-# 70.7 / 80.3 / 86.8 and 57.4 (docs/benchmarks.md, session 8).
+# is about the question (docs/decisions/0028).
 NODE_SCORE_MIX = (0.3, 0.3, 0.2)
 # No excerpt is longer than this share of the budget: a longer candidate is quoted by its best run of
 # whole lines that fits. One ~900-character node would otherwise spend a 1,000-character budget on
-# one place. On the dev split at 1k: whole nodes 57.9 %, 0.5 60.8, 0.6 61.7, 0.7 63.4; larger budgets
-# and `most` alone are unchanged by it (a node is shorter than 70 % of 2,000).
+# one place; larger budgets and `most` alone are unchanged by it (a node is shorter than 70 % of 2,000).
 EXCERPT_SHARE = 0.7
 # Per-excerpt length normalisation: a candidate's score is multiplied by
-# (its characters / EXCERPT_LENGTH_REFERENCE) ** -EXCERPT_LENGTH_EXPONENT; 0 turns it off. Off: on
-# the dev split 0.15 moved the budgets by -0.2 to +1.0 points and cost most-1 recall 1-4 points,
-# 0.3 cost everywhere (docs/benchmarks.md).
+# (its characters / EXCERPT_LENGTH_REFERENCE) ** -EXCERPT_LENGTH_EXPONENT; 0 turns it off. Off: every
+# exponent measured cost recall somewhere (docs/decisions/0028).
 EXCERPT_LENGTH_EXPONENT = 0.0
 EXCERPT_LENGTH_REFERENCE = 1000
 # The health report lists at most this many record ids; its counts are always exact.

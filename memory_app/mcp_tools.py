@@ -2,6 +2,8 @@
 memory services.
 
 Registered into the shared MCP transport (ragsite.mcp) when `MemoryConfig.ready` imports this module.
+Every input and output schema is generated from the declarations in `memory_app.schemas`, the same
+models the API takes and answers.
 """
 
 from datetime import datetime
@@ -9,10 +11,11 @@ from datetime import datetime
 from django.utils.dateparse import parse_datetime
 
 from ragsite.mcp import Caller, InvalidArguments, Tool, register
+from ragsite.schemas import json_schema_of, tool_input
 
 from . import conf, services
-from .models import MAX_TEXT_LENGTH
-from .services.reading import DEFAULT_PAGE, MAX_PAGE
+from .schemas import KindIn, ListOut, ListQuery, RecallIn, RecallOut, RecordOut, RecordRef, StoredOut, TextIn
+from .services.reading import DEFAULT_PAGE
 
 
 def store(caller: Caller, arguments: dict) -> dict:
@@ -72,25 +75,8 @@ register(
         title="Store a memory",
         description='Keep a text in your long memory: a memory ("mem", the default) or an episode\'s summary '
         '("ep"). Answers with its id; a long record\'s nodes are built in the background ("nodes": queued).',
-        input_schema={
-            "type": "object",
-            "properties": {
-                "text": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT_LENGTH},
-                "kind": {"type": "string", "enum": ["mem", "ep"], "default": "mem"},
-            },
-            "required": ["text"],
-            "additionalProperties": False,
-        },
-        output_schema={
-            "type": "object",
-            "properties": {
-                "id": {"type": "integer"},
-                "kind": {"type": "string", "enum": ["mem", "ep"]},
-                "text_length": {"type": "integer"},
-                "nodes": {"type": "object", "properties": {"status": {"type": "string"}}},
-            },
-            "required": ["id", "kind", "text_length"],
-        },
+        input_schema=tool_input(TextIn, KindIn),
+        output_schema=json_schema_of(StoredOut),
         handler=store,
         annotations={
             "readOnlyHint": False,
@@ -108,96 +94,13 @@ register(
         "best first, within a character budget (max_chars): several excerpts may come from one long "
         "record, a short record comes whole, and the last excerpt is cut at a sentence boundary when "
         "the budget runs out.",
-        input_schema={
-            "type": "object",
-            "properties": {
-                "question": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": conf.MAX_QUERY_LENGTH,
-                    "description": "What to recall.",
-                },
-                "query": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": conf.MAX_QUERY_LENGTH,
-                    "description": "Deprecated: the old name of `question`.",
-                },
-                "most": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": conf.MAX_MOST,
-                    "default": conf.DEFAULT_MOST,
-                    "description": "At most this many excerpts.",
-                },
-                "max_chars": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": conf.MAX_RECALL_CHARS,
-                    "description": "At most this many characters in all (default: the server's).",
-                },
-            },
-            "required": [],
-            "additionalProperties": False,
-        },
-        output_schema={
-            "type": "object",
-            "properties": {
-                "excerpts": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "kind": {"type": "string", "enum": ["mem", "ep"]},
-                            "id": {"type": "integer"},
-                            "score": {"type": "number"},
-                            "text": {"type": "string"},
-                            "start": {"type": "integer"},
-                            "end": {"type": "integer"},
-                            "nodes": {
-                                "oneOf": [
-                                    {
-                                        "type": "object",
-                                        "properties": {
-                                            "first": {"type": "integer"},
-                                            "last": {"type": "integer"},
-                                        },
-                                        "required": ["first", "last"],
-                                    },
-                                    {"type": "string", "enum": ["pending"]},
-                                    {"type": "null"},
-                                ]
-                            },
-                            "record_length": {"type": "integer"},
-                            "cut": {"type": "boolean"},
-                        },
-                        "required": [
-                            "kind",
-                            "id",
-                            "score",
-                            "text",
-                            "start",
-                            "end",
-                            "nodes",
-                            "record_length",
-                            "cut",
-                        ],
-                    },
-                },
-                "chars": {"type": "integer"},
-                "max_chars": {"type": "integer"},
-                "cut": {"type": "boolean"},
-                "rerank": {"type": "object", "properties": {"status": {"type": "string"}}},
-            },
-            "required": ["excerpts", "chars", "max_chars", "cut"],
-        },
+        input_schema=tool_input(RecallIn),
+        output_schema=json_schema_of(RecallOut),
         handler=recall,
         annotations={"readOnlyHint": True, "openWorldHint": False},
     )
 )
 
-_KIND = {"type": "string", "enum": ["mem", "ep"]}
-_NODE_STATUS = {"type": "string", "enum": ["built", "pending", "fits", "unknown"]}
 register(
     Tool(
         name="list_records",
@@ -205,59 +108,8 @@ register(
         description='Your memories (kind "mem", the default) or episodes ("ep"), newest first, a page '
         "at a time: each with its length, times, node status and opening. Pass `next` back as `cursor` "
         "for the next page; `since` / `until` (ISO 8601) bound the creation time.",
-        input_schema={
-            "type": "object",
-            "properties": {
-                "kind": {**_KIND, "default": "mem"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": DEFAULT_PAGE},
-                "cursor": {"type": "string", "maxLength": 200},
-                "since": {
-                    "type": "string",
-                    "maxLength": 64,
-                    "description": "ISO 8601: records created at or after this time.",
-                },
-                "until": {
-                    "type": "string",
-                    "maxLength": 64,
-                    "description": "ISO 8601: records created before this time.",
-                },
-            },
-            "required": [],
-            "additionalProperties": False,
-        },
-        output_schema={
-            "type": "object",
-            "properties": {
-                "records": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "kind": _KIND,
-                            "id": {"type": "integer"},
-                            "text_length": {"type": "integer"},
-                            "opening": {"type": "string"},
-                            "created_at": {"type": "string"},
-                            "updated_at": {"type": "string"},
-                            "locked": {"type": "boolean"},
-                            "nodes": _NODE_STATUS,
-                        },
-                        "required": [
-                            "kind",
-                            "id",
-                            "text_length",
-                            "opening",
-                            "created_at",
-                            "updated_at",
-                            "locked",
-                            "nodes",
-                        ],
-                    },
-                },
-                "next": {"type": ["string", "null"]},
-            },
-            "required": ["records", "next"],
-        },
+        input_schema=tool_input(KindIn, ListQuery),
+        output_schema=json_schema_of(ListOut),
         handler=list_records,
         annotations={"readOnlyHint": True, "openWorldHint": False},
     )
@@ -268,45 +120,8 @@ register(
         title="Read a memory or episode",
         description="One of your records whole: its text, lengths, times, whether it is locked, and its "
         "nodes (status, and each node's offsets into the text).",
-        input_schema={
-            "type": "object",
-            "properties": {"kind": _KIND, "id": {"type": "integer", "minimum": 1}},
-            "required": ["kind", "id"],
-            "additionalProperties": False,
-        },
-        output_schema={
-            "type": "object",
-            "properties": {
-                "kind": _KIND,
-                "id": {"type": "integer"},
-                "text": {"type": "string"},
-                "text_length": {"type": "integer"},
-                "token_count": {"type": ["integer", "null"]},
-                "created_at": {"type": "string"},
-                "updated_at": {"type": "string"},
-                "locked": {"type": "boolean"},
-                "nodes": {
-                    "type": "object",
-                    "properties": {
-                        "status": _NODE_STATUS,
-                        "items": {
-                            "type": "array",
-                            "items": {
-                                "type": "object",
-                                "properties": {
-                                    "node_index": {"type": "integer"},
-                                    "start": {"type": "integer"},
-                                    "end": {"type": "integer"},
-                                    "token_count": {"type": "integer"},
-                                },
-                            },
-                        },
-                    },
-                    "required": ["status", "items"],
-                },
-            },
-            "required": ["kind", "id", "text", "text_length", "created_at", "updated_at", "locked", "nodes"],
-        },
+        input_schema=tool_input(RecordRef),
+        output_schema=json_schema_of(RecordOut),
         handler=read_record,
         annotations={"readOnlyHint": True, "openWorldHint": False},
     )

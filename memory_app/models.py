@@ -147,7 +147,7 @@ class RecordNode(models.Model):
 class NodePassages(models.Model):
     """The passages of one node: spans of about a sentence (`nodes.PASSAGE_WINDOW` tokens) and their vectors.
 
-    A fact is often a tenth of a node, and the node's one vector dilutes it (docs/decisions.md);
+    A fact is often a tenth of a node, and the node's one vector dilutes it (docs/decisions/0026);
     recall scores a node by the best of itself and its passages. Kept beside `record_nodes`, whose
     columns are seed 002's, under the same key. Written only by `services.build_nodes`, in the
     transaction that writes the node; a row whose node is gone (its record deleted or changed, the

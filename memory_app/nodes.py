@@ -23,8 +23,8 @@ DIVIDED: Literal["divided"] = "divided"
 
 # Passages: each node is divided again, by the same rule, against this many tokens (about one
 # sentence). A node's single vector dilutes a one-sentence fact among a window of other prose; the
-# passage's vector does not. 32 chosen on bench/memory_recall.py's development facts (30 of 30 at
-# 32 and 48, 29 at 64, 28 at 96, 23 with nodes alone); docs/decisions.md has the held-out figures.
+# passage's vector does not. 32 chosen on bench/memory/memory_recall.py's development facts (30 of 30 at
+# 32 and 48, 29 at 64, 28 at 96, 23 with nodes alone); docs/decisions/0026 has the held-out figures.
 PASSAGE_WINDOW = 32
 
 

@@ -21,9 +21,8 @@ from typing import TypeVar
 import numpy as np
 
 # The share of the vector score in the fused one for collection search (memory recall has its own,
-# memory_app.conf): 0.48 since issue 28, the best of 0.45-0.56 on the SciFact train split with today's
-# windows (0.7357 against 0.52's 0.7351) and the middle of the known-answers dev set's plateau
-# (found@1 / found@5 50 / 56-57 from 0.46 to 0.50, 48 / 54 at 0.52); docs/benchmarks.md, Session 10.
+# memory_app.conf): one weight that serves both SciFact's train split and the known-answers dev set,
+# measured with every window of a long paragraph pooled as a build pools them (docs/decisions/0053).
 # The functions below take the weight as an argument and callers pass this, so no call fuses with a
 # weight it did not name.
 FUSION_WEIGHT = 0.48

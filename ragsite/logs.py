@@ -3,7 +3,8 @@
 httpx logs every request it makes at INFO ("HTTP Request: POST <url> ..."). An `EMBED_URL`
 or `JUDGE_URL` may carry a password (`https://user:pass@host`) or a key in its query
 (`?api_key=…`); this filter, on the console handler, rewrites any URL in a record's
-arguments to scheme, host, port and path before the record is formatted (D19).
+arguments to scheme, host, port and path before the record is formatted
+(docs/decisions/0054).
 """
 
 import logging

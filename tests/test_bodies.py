@@ -1,6 +1,6 @@
 """Every body is bounded and every input answered: 413 in the JSON shape on every route, 400 for
 nesting, lone surrogates, NaN and wrong types, JSON 404 for unknown API routes (POST included),
-never a 500 and never HTML under /api/ or on the embedding endpoints. The review's D8-D11, D14, D20."""
+never a 500 and never HTML under /api/ or on the embedding endpoints. docs/decisions/0021."""
 
 import json
 

@@ -1,4 +1,5 @@
-"""Logs cannot leak credentials: upstream URLs are written without userinfo or query (D19)."""
+"""Logs cannot leak credentials: upstream URLs are written without userinfo or query
+(docs/decisions/0054)."""
 
 import io
 import logging

@@ -22,7 +22,7 @@ def test_sqlite_store_runs_in_wal_mode_with_immediate_transactions():
 
 
 def test_a_new_sqlite_store_takes_32_kb_pages_and_an_old_one_keeps_its_own(tmp_path, django_db_blocker):
-    """A paragraph row is ~2.4 KB: on 4 KB pages each held one row (docs/benchmarks.md, storage)."""
+    """A paragraph row is ~2.4 KB: on 4 KB pages each held one row (docs/decisions/0002)."""
     import sqlite3
 
     from django.db.backends.sqlite3.base import DatabaseWrapper

@@ -12,7 +12,7 @@ import numpy as np
 FORMAT = 2
 # The index keeps the store's float16 values widened to float32: numpy widens float16 at about
 # 20 ns an element (no BLAS, no F16C path), 18× the cost of the float32 product itself — 95 ms
-# against 4 ms for a flat scan of 10,000 × 384 (docs/benchmarks.md). The values are the float16
+# against 4 ms for a flat scan of 10,000 × 384 (docs/decisions/0009). The values are the float16
 # ones, so scores equal a float16 index's; the file costs 1.5 KB a paragraph of page cache, shared
 # by every worker, while the store keeps 768 B. A float16 index can still be written (vector_dtype).
 VECTOR_DTYPE = np.dtype("<f4")

@@ -26,7 +26,7 @@ Exact choices (spec/pcg32.md is not available here, so these are stated rather t
   for at most ``iterations`` rounds or until no row moves.
 * **Search** scores the ``nprobe`` nearest centroids' rows exactly and returns the best ``k``.
 
-Speed (see docs/decisions.md): k-means++ needs one pass over every row per centroid, so each pass is a
+Speed (see docs/decisions/0006): k-means++ needs one pass over every row per centroid, so each pass is a
 float32 matrix-vector product (half the memory traffic of float64, and the matrix search already
 holds); only the rows whose float32 distance comes within its rounding bound of their D² are scored
 again in float64, so D² — and therefore every pick — is the float64 algorithm's.
@@ -132,7 +132,8 @@ class IVFLists:
         With the list-ordered copy (`ordered`) each list is one contiguous block and one matrix-vector
         product; without it (an index written before it) ``gather(ids, query)`` reads the rows. At
         100,000 × 384 and nprobe 10 the blocks took 0.70-0.76 ms against 1.58 for the gather, and
-        faiss's IVFFlat over the same lists 0.58 in memory, 1.32 memory-mapped (docs/decisions.md).
+        faiss's IVFFlat over the same lists 0.58 in memory, 1.32 memory-mapped
+        (docs/decisions/0050).
         """
         query = np.asarray(query, dtype=np.float32)
         near = self.nearest_lists(query, nprobe)
@@ -290,12 +291,12 @@ def recall_curves(
     """recall@k against the exact scan at nprobe 1..nlist (element p − 1), for two kinds of question:
 
     * **own rows**: ``sample`` evenly spaced rows used as questions, each one's own row left out
-      (it would be found at nprobe 1) — the rule issue 16 states;
+      (it would be found at nprobe 1);
     * **between rows**: the normalised mean of each of those rows and the three rows a quarter,
       half and three quarters of the collection away. Real questions sit between documents rather
       than on one: on SciFact-derived vectors own rows reach 0.95 at nprobe 4 where the real
       SciFact claims get 0.81; midpoints of two rows still left the claims at 0.915, means of four
-      rows at 0.958 (docs/decisions.md, "IVF's nprobe").
+      rows at 0.958 (docs/decisions/0006).
 
     An exact neighbour is found at nprobe p exactly when its list is among the p lists nearest the
     question: within the probed rows it is still beaten by fewer than k. So one ranking of the lists

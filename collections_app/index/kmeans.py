@@ -68,7 +68,7 @@ def rng_for(index_id: str) -> PCG32:
 
 
 def default_nlist(n: int) -> int:
-    """About sqrt(n) lists (issue 16: lists ≈ √N), so a list holds about sqrt(n) rows."""
+    """About sqrt(n) lists (lists ≈ √N), so a list holds about sqrt(n) rows."""
     return max(1, min(n, round(math.sqrt(n))))
 
 

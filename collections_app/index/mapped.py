@@ -25,7 +25,7 @@ The directory of one build (``<root>/c<collection>/<key>/``) holds, little-endia
 Written under a temporary name and renamed into place, a reader sees a whole index or none. BM25 is
 computed at query time from tf and document length, so statistics can be any subset's (a reader's
 view) without a copy (:meth:`MappedIndex.bm25`); the all-rows view reads the weights written with
-the build instead (a fifth of the time at 100,000 rows, docs/benchmarks.md).
+the build instead (a fifth of the time at 100,000 rows, docs/decisions/0005).
 
 Pure: numpy only; no models, no settings.
 """
@@ -51,7 +51,7 @@ from .ivf import IVFLists
 VECTOR_BLOCK = 65536
 # Windows gathered per block when scoring some by id (a probe, exact candidates): 1.5 MiB at 384 d, under
 # a warmed master's mmap threshold; one 7 MiB copy left each web worker thread an arena that size
-# (docs/decisions.md).
+# (docs/decisions/0031).
 GATHER_BLOCK = 1024
 # Question terms whose ids an index remembers ("the", "of", "in" recur; a look-up is ~17 steps).
 TERMS_REMEMBERED = 1 << 14
@@ -237,7 +237,7 @@ class MappedIndex:
 
         ``cut_carried``: a row in the view that shares its opening with an earlier row outside it is
         counted, in every statistic and score, as its text less that opening, so nothing of the view
-        depends on text only rows outside it hold (issue 15). The whole carried opening goes, even when
+        depends on text only rows outside it hold. The whole carried opening goes, even when
         the row outside ends before a row inside that also overlaps (a cut a little wider than the
         displayed one, stitch.cut_opening: conservative).
         """

@@ -1,6 +1,6 @@
 """A block of rows' terms as postings with block-local term ids: the tokenizing half of writing an index,
-which needs nothing but the texts, so other processes can do it while the writer merges (issue 29,
-item 5).
+which needs nothing but the texts, so other processes can do it while the writer merges
+(docs/decisions/0051).
 
 Pure: numpy and the lexical module only; no models, no settings, no database.
 """
@@ -75,7 +75,7 @@ def row_postings_of_terms(
     texts: Sequence[str], contexts: Sequence[str | None], carried: Sequence[int]
 ) -> tuple[BlockPostings, BlockPostings, BlockPostings]:
     """`row_postings` term by term in Python (`lexical.terms`, then `block_postings`): what it was before
-    `byte_terms`, kept as the reference the tests and bench/index_write.py compare it with."""
+    `byte_terms`, kept as the reference the tests compare it with."""
     openings = [carried_terms_text(text, n) for text, n in zip(texts, carried, strict=True)]
     return (
         block_postings([terms(text) for text in texts]),

@@ -8,7 +8,7 @@ record (``CollectionBuilt.dimensions``), never from the blob, so the blob needs 
 float16 halves the storage of float32 (768 bytes at 384 dimensions). Unit vectors lose about
 three decimal digits: every component is below 1 in magnitude, where float16 keeps 11
 significant bits, so a cosine moves by about 1e-3 at most. Scores are always computed in
-float32 after decoding. Measured on SciFact in docs/benchmarks.md.
+float32 after decoding. Measured on SciFact in docs/decisions/0009.
 
 Pure: numpy only.
 """

@@ -36,7 +36,7 @@ class IndexWriter:
         self, dimensions: int, *, k1: float = DEFAULT_K1, b: float = DEFAULT_B, vector_dtype=None
     ) -> None:
         self.dimensions, self.k1, self.b = int(dimensions), float(k1), float(b)
-        # float16 unless told otherwise (bench/beir.py compares float32 on the same data).
+        # float16 unless told otherwise (bench/beir/beir.py --store float32 compares).
         self.vector_dtype = np.dtype(vector_dtype or VECTOR_DTYPE)
         self.vocabulary: dict[str, int] = {}  # term -> id in order of first sight
         self._paragraph: list[np.ndarray] = []

@@ -247,7 +247,7 @@ class Paragraph(models.Model):
     """One searchable piece of a document (the seeds' "passage")."""
 
     # No index of its own on agent_id or collection: every query of paragraphs names its collection,
-    # which paragraph_by_ordinal leads with (each index costs 10-16 bytes a row, issue 16's storage).
+    # which paragraph_by_ordinal leads with (each index costs 10-16 bytes a row).
     agent_id = models.CharField(max_length=100)
     collection = models.ForeignKey(
         Collection, on_delete=models.CASCADE, related_name="paragraphs", db_index=False

@@ -55,8 +55,8 @@ def read_cited(*, agent: Agent, collection: str, chunk_id: str, reader: str | No
 def _row_cited(collection, index, mask, document: str, k: int, *, per_reader: bool) -> int | None:
     """The index row `<document>#<k>` names for this search's mask, None when it names none it may read.
 
-    A per-reader id counts only the paragraphs of its document the reader may read (issue 24, item 2:
-    `search.stitched._citable`), so ``k`` is the k-th of those; otherwise it is the paragraph's own
+    A per-reader id counts only the paragraphs of its document the reader may read
+    (`search.stitched._citable`), so ``k`` is the k-th of those; otherwise it is the paragraph's own
     position in its document (`Paragraph.index`), as export_index writes it.
     """
     if per_reader:

@@ -3,8 +3,9 @@ process, which searches wait for a bounded time and then answer 503 `index_loadi
 
 A search never waits for a fetch (or, when nothing is stored, a write from the rows) longer than
 INDEX_LOAD_WAIT seconds: the fetch of a 100k-paragraph index takes seconds and writing it from the rows
-took 28 s (issue 29). The thread holds no lock other searches need: other collections, and this one's
-searches once the files are in place, go on (services.indexes keeps its folder lock per collection).
+took 28 s (docs/decisions/0048). The thread holds no lock other searches need: other collections,
+and this one's searches once the files are in place, go on (services.indexes keeps its folder lock
+per collection).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ragsite.errors import RagsiteError
 logger = logging.getLogger("ragsite.search")
 
 INDEX_LOADING = "index_loading"
-# What a 503 asks the caller to wait: about a 100k index's fetch on a busy machine (docs/benchmarks.md).
+# What a 503 asks the caller to wait: about a 100k index's fetch on a busy machine (docs/decisions/0048).
 RETRY_SECONDS = 5
 
 T = TypeVar("T")

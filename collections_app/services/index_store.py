@@ -5,8 +5,7 @@ the transaction that makes the build live, so a build whose files cannot be stor
 node that lacks the files (another machine, a fresh container, a cleaned INDEX_DIR) or finds them
 broken fetches them: every chunk read in order, every file checked against its size and SHA-256, the
 whole folder opened as an index, then renamed into place — a reader sees a whole index or none. That
-costs seconds where writing the index again from the rows cost minutes (docs/benchmarks.md, "Session 8:
-a node's index").
+costs seconds where writing the index again from the rows cost minutes (docs/decisions/0048).
 
 Only the live build's files are kept: storing a build's deletes every other build's of the collection
 in the same transaction. Chunks are CHUNK_BYTES: each statement moves and holds a bounded amount, far

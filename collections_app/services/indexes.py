@@ -161,8 +161,8 @@ def write_index(
 
 
 def index_before_commit(*, collection: Collection) -> str:
-    """Write, verify and store the index of the build being committed, inside its transaction (issue 24,
-    item 9; issue 29, item 3).
+    """Write, verify and store the index of the build being committed, inside its transaction
+    (docs/decisions/0038, docs/decisions/0048).
 
     Called after the build record is written and before the transaction commits, so the rows it reads
     are the new build's. When the index cannot be written whole (a full disk), does not read back with

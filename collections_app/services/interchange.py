@@ -96,7 +96,7 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
     # k is the position within the document among the paragraphs exported: the stored one, so a
     # chunk_id in a search answer is the one written here, until a paragraph inside a document is
     # disabled; that one is left out and the later ones of its document renumbered, as the format
-    # wants consecutive chunks (issue 24's seed audit, R53; docs/interchange.md).
+    # wants consecutive chunks (docs/interchange.md).
     position: dict[str, int] = {}
     chunks = []
     for (name, _k, text, *_r, first, last), n in zip(rows, counts, strict=True):

@@ -1,4 +1,4 @@
-"""Labels of documents that leave their source, kept for their return (issue 26).
+"""Labels of documents that leave their source, kept for their return.
 
 A build swaps out a document that is gone from its folder, and with it its paragraphs and their
 labels. People labelled those paragraphs by hand, and a file moved away and back (a sync that saw a

@@ -3,8 +3,8 @@
 A build holds its collection's lease from the request until its commit: its id and the
 collection's `build_generation` when it was requested. `check_lease` runs inside the
 committing transaction with both rows locked, so a build the sweep failed, or one a newer
-request superseded, rolls back instead of writing over newer paragraphs (D2 of the
-2026-12-01 review: three of three stale builds had committed).
+request superseded, rolls back instead of writing over newer paragraphs (three of
+three stale builds had committed before: docs/decisions/0019).
 """
 
 import logging

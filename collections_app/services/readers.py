@@ -40,7 +40,7 @@ OVERLAP_REACH = 8
 
 def _sharing(index: MappedIndex, row: int) -> range:
     """The earlier rows `row` can share text with: the whole carried span, as scoring uses it
-    (`carried_from`, issue 24 item 4), so the text shown and the score obey one rule."""
+    (`carried_from`), so the text shown and the score obey one rule."""
     if index.carried_from is not None:
         return range(int(index.carried_from[row]), row)
     return range(max(0, row - OVERLAP_REACH), row)

@@ -43,7 +43,7 @@ def search_state(collection: Collection) -> tuple[CollectionBuilt | None, np.nda
     On a SQLite file the statement is skipped when nothing was written to the store since this
     connection last read the collection's state (`_change_marks`: SQLite's own count of commits by
     other connections, and this connection's count of rows it changed): the state read then is the
-    state now. The check costs ~10 us against ~150 us for the statement (docs/benchmarks.md, session 9).
+    state now. The check costs ~10 us against ~150 us for the statement (docs/decisions/0032).
     """
     db = connections[DEFAULT_DB_ALIAS]
     marks = _change_marks(db)

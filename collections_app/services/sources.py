@@ -2,9 +2,9 @@
 
 The folder's files (named relative to it) and the admin's uploads. A document's size is
 asked of the file system before it is read, and the read itself stops past the limit, so
-a file larger than `MAX_DOCUMENT_BYTES` (or a sparse multi-gigabyte one) is never loaded
-(D18 of the 2026-12-01 review). A name the store cannot hold is refused by a printable
-form of it before the file is opened (D7). Extraction itself runs in a bounded child
+a file larger than `MAX_DOCUMENT_BYTES` (or a sparse multi-gigabyte one) is never loaded. A
+name the store cannot hold is refused by a printable form of it before the file is opened
+(docs/decisions/0020). Extraction itself runs in a bounded child
 process (`collections_app.text.bounded`).
 """
 

@@ -1,7 +1,7 @@
 """A changed document's paragraphs swapped inside a build's commit, and the labels they carry over.
 
 Labels follow each piece's own text (text.relabel), so an edit next to a restricted paragraph never
-makes it public (issue 24, item 5): a piece that matches no earlier one takes what the pieces it
+makes it public: a piece that matches no earlier one takes what the pieces it
 overlaps all demand, the run says so, and one whose pieces share no label is held back (disabled).
 """
 

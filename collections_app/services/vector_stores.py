@@ -133,7 +133,7 @@ def page_span(pages: list[int]) -> str:
 def results_page(answer: dict, *, query: str, attributes: dict[str, dict] | None = None) -> dict:
     """A search answer as `vector_store.search_results.page`: one result per answer paragraph, in order.
 
-    `attributes` maps a document's name to its own attributes (issue 26 item 3); each result's
+    `attributes` maps a document's name to its own attributes; each result's
     `attributes` holds those with `document`, `section` and `chunk_id` beside them.
     """
     attributes = attributes or {}

@@ -1,7 +1,7 @@
 """Extraction with a wall-clock limit and a memory cap per document.
 
-A small hostile file can hold a worker for hours or take gigabytes (the 2026-12-01 review:
-an 816 KB DOCX reached 1.6 GB, a 53 KB PDF ran past 300 s). Extraction therefore runs in a
+A small hostile file can hold a worker for hours or take gigabytes (an 816 KB DOCX
+reached 1.6 GB, a 53 KB PDF ran past 300 s: docs/decisions/0020). Extraction therefore runs in a
 child process (`python -m collections_app.text.bounded`: no Django, no database connection, no
 inherited threads), whose address space is capped with `RLIMIT_AS`. The parent waits at
 most the time limit for each document; a child that overruns is killed and a fresh one is

@@ -8,7 +8,7 @@ the rows they were made from, and returns the runs as they fit ``max_chars`` cha
    holds. The first hit that does not fit ends this step: a run's first hit is cut at the last
    sentence end within the room left (at a word end when its opening has no sentence end), and the
    runs after it are left out. A hit of a merged run is a hit, not a neighbour: on the dev set a
-   quarter of the answers' markers sit in such a hit (docs/benchmarks.md, session 8).
+   quarter of the answers' markers sit in such a hit (docs/decisions/0044).
 2. Then the neighbours `stitch` widened the hits by, in rounds: the nearest row beyond each run's
    hits on each side (best run first), then the next nearest, and so on. A neighbour is added whole while the
    run's text still fits; the first that does not is cut at a sentence boundary (a neighbour before

@@ -450,7 +450,7 @@ STRATEGIES: dict[str, Strategy | None] = {
     "parent": Strategy(
         "0.1",
         lambda text, size, overlap, tokens: cut_parent(text, size),
-        size=400,  # measured against 200, 300, 600 and 900 (docs/benchmarks.md, Session 8: parent)
+        size=400,  # measured against 200, 300, 600 and 900 (docs/decisions/0049)
         overlap=0,
         overlaps=False,
         counts_tokens=False,

@@ -12,7 +12,7 @@ a *context*, ``title › section › subsection``, on both arms of the search:
   ``CONTEXT_WEIGHT`` times the same over its context (`lexical_with_context`), clipped to 1. The
   text's BM25 is untouched, so the interchange export's ``bm25.idx`` stays exactly seed 004's.
 
-The weight and the shape were chosen on the known-answers dev set; see docs/decisions.md.
+The weight and the shape were chosen on the known-answers dev set; see docs/decisions/0034.
 
 Pure: no Django models, no settings.
 """
@@ -26,7 +26,7 @@ import numpy as np
 
 from .headings import HEADING, heading_lines
 
-# Share of a full context match added to the text's normalised BM25 (docs/decisions.md).
+# Share of a full context match added to the text's normalised BM25 (docs/decisions/0034).
 CONTEXT_WEIGHT = 0.3
 SEPARATOR = " › "
 MAX_CONTEXT_CHARS = 600
@@ -146,7 +146,7 @@ def contexts_for(
     ``per_reader`` (a per-reader collection): the title is never a plain first line (rule 3 of
     `document_title`). Such a line is a paragraph of its own, which labels may hide from a reader, and
     a context is part of every paragraph's vector and lexical score: a hidden first paragraph would
-    move the scores of the paragraphs a reader may read (issue 24, item 3). Headings stay: a heading
+    move the scores of the paragraphs a reader may read. Headings stay: a heading
     belongs to every paragraph under it (docs/security.md).
     """
     title = document_title(name, text, plain_first_line=not per_reader)

@@ -6,7 +6,7 @@ its command-line program, one process per page with a wall-clock limit, its imag
 PGM (uncompressed: encoding a PNG costs more than the pipe saves). The child process this runs in
 has its address space capped, and tesseract inherits that cap.
 
-Rendering a PDF page is pypdfium2's (chosen by measurement, docs/benchmarks.md "OCR"); images are
+Rendering a PDF page is pypdfium2's (chosen by measurement, docs/decisions/0043); images are
 opened with Pillow, whose own pixel limit is replaced by ours.
 """
 

@@ -43,7 +43,7 @@ REFUSAL_REASONS = (
 # The stated bounds of reading one document (docs/collections.md, "Limits of each format").
 # Text kept per document: about a 1,500-page book. Far more than the 240 paragraphs the structure
 # strategy keeps, so it cuts only what no strategy would index well, and it bounds what the build
-# worker holds and chunks for any single file (issue 24, item 8).
+# worker holds and chunks for any single file.
 MAX_TEXT_CHARS = 4_000_000
 # A zip package (DOCX, PPTX, XLSX, EPUB, OpenDocument): what its directory declares, checked before
 # any member is inflated. zipfile stops a member at its declared size (and fails its CRC if the

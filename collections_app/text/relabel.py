@@ -3,7 +3,7 @@
 A piece that shares its opening with the piece before it (an overlapping strategy) holds a *carried
 opening*: text of its neighbour. Labels used to follow each piece's whole text, so an edit to a
 public paragraph changed the carried opening of the restricted piece after it, its fingerprint
-changed, and it came back unlabelled: readable by anyone (issue 24, item 5). Here a piece is known
+changed, and it came back unlabelled: readable by anyone. Here a piece is known
 by its *own* text, what follows its carried opening, which an edit next to it does not touch.
 
 A piece whose own text matches no earlier piece (it was edited, or is new) takes the labels of the

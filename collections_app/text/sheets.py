@@ -4,7 +4,7 @@ Pure. Each sheet is a section, headed by its name, and a page (its place in the 
 `blocks` numbers pages); its first non-empty row is the header, and the rows below it are written as
 Markdown table rows in blocks that each repeat the header (`tables.table_blocks`), so a paragraph
 holding row 812 still says what each value is. The choice of Markdown rows over ``header: value``
-lines was measured (docs/decisions.md). A CSV file is one sheet without a name or a page.
+lines was measured (docs/decisions/0042). A CSV file is one sheet without a name or a page.
 
 Bounds: `MAX_ROWS` rows and `tables.MAX_COLUMNS` columns a sheet, `tables.MAX_CELL_CHARS` a cell,
 and the document's `MAX_TEXT_CHARS`; rows are read as a stream (read-only mode parses a sheet's XML

@@ -141,7 +141,7 @@ def _same_document(readable: Mapping[int, Row], one: int, other: int) -> bool:
 
 
 # What a hit of the parent strategy brings back at most: its section's readable pieces nearest it, this
-# many characters of text in all. Measured on the dev set (docs/benchmarks.md, Session 8: parent):
+# many characters of text in all. Measured on the dev set (docs/decisions/0049):
 # found@1 34, 38, 41, 43 of 69 at 1,200, 1,800, 3,000, 5,400; found@5 flat from 3,000 on.
 SECTION_CHARS = 3000
 
@@ -149,7 +149,7 @@ SECTION_CHARS = 3000
 def stitch_sections(
     hits: Sequence[tuple[int, float]], readable: Mapping[int, Row], bound: int | None = None
 ) -> list[Stitched]:
-    """Each hit with the readable rows of its section nearest it (the parent strategy, issue 28).
+    """Each hit with the readable rows of its section nearest it (the parent strategy).
 
     A hit's run grows one row at a time, nearest first, alternating sides starting before it, while the
     joined text stays within ``bound`` characters (`SECTION_CHARS`), and never past a gap (an ordinal
@@ -290,7 +290,7 @@ def cut_opening(row: Row, hidden_ends: Sequence[int]) -> Row:
     return replace(row, start=cut, text=row.text[cut - row.start :])
 
 
-# --- What a row shares with earlier rows, for scoring (issue 15, *Overlap*) -----------------------
+# --- What a row shares with earlier rows, for scoring (docs/decisions/0017) ---
 
 
 def carried_openings(rows: Iterable[tuple[int, int, int]]) -> Iterator[tuple[int, int]]:

@@ -24,7 +24,7 @@ WINDOW_OVERLAP = 0.25
 # paragraph's cosine: 1 would score the best window, 0 the first alone. The best of several cosines
 # is biased upwards for a long paragraph (more draws), while the first window holds its title and
 # opening; 0.75 was chosen on SciFact train among 0, 0.25, 0.5, 0.6, 0.75, 0.9 and 1 with the
-# fusion and context weights swept beside it (docs/decisions.md, docs/benchmarks.md).
+# fusion and context weights swept beside it (docs/decisions/0037).
 LATER_WINDOW_SHARE = 0.75
 
 

@@ -27,7 +27,7 @@ from ragsite import embedding
 from ragsite.conf import settings
 from ragsite.embedders import Embedder, EmbeddingError
 from ragsite.lexical import terms
-from ragsite.model_calls.rerank import RerankUnavailable, ask_reranker
+from ragsite.model_calls.rerank import reorder, rerank_status
 from ragsite.top import top_rows
 
 from .. import conf
@@ -304,7 +304,7 @@ def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST, max_chars
         generation = entry.generation
         ordered, text_of, choose = _ordered(entry.index, query, most, max_chars, vector)
         if not settings.RERANK_URL:
-            selection, rerank = choose(ordered, text_of), {"status": "not configured"}
+            selection, rerank = choose(ordered, text_of), rerank_status("not configured")
             excerpts = [_shown(text_of, excerpt) for excerpt in selection.excerpts]
         else:
             # The reranker's first candidates, and their records' texts, taken now: the call is made
@@ -442,32 +442,17 @@ def _reranked(
 ) -> tuple[Iterator[Candidate], dict]:
     """The first `RERANK_DEPTH` (at least `most`) candidates, `head`, in the reranker's order.
 
-    The shared reranker (`ragsite.model_calls.rerank`) reads each candidate's text; the excerpts keep
-    their fused scores, and the reranker only decides the order, as in collection search. Any failure
-    keeps the fused order. A recall names no agent to charge (there is no `onBehalfOf`), so the call
-    is recorded nowhere. It is made without the agent's index lock (`recall` holds the texts it
-    needs), so the agent's other recalls do not wait for it.
+    The shared rerank step (`ragsite.model_calls.rerank.reorder`) reads each candidate's text; the
+    excerpts keep their fused scores, and the reranker only decides the order, as in collection
+    search. A recall names no agent to charge (there is no `onBehalfOf`), so the call is recorded
+    nowhere. It is made without the agent's index lock (`recall` holds the texts it needs), so the
+    agent's other recalls do not wait for it.
     """
-    if not head:
-        return iter(()), {"status": "nothing to rerank"}
-    try:
-        reranked = ask_reranker(
-            url=settings.RERANK_URL,
-            model=settings.RERANK_MODEL,
-            api_key=settings.RERANK_API_KEY,
-            timeout=float(settings.RERANK_TIMEOUT),
-            question=question,
-            documents=[text_of(c.kind, c.id)[c.start : c.end] for c in head],
-        )
-    except RerankUnavailable as exc:
-        logger.warning("the reranker was unavailable for a memory recall: %s", exc)
-        return iter(head), {"status": "unavailable"}
-    order = np.argsort(-np.asarray(reranked.scores, dtype=np.float64), kind="stable")
-    return (head[i] for i in order.tolist()), {
-        "status": "reranked",
-        "model": reranked.model,
-        "depth": len(head),
-    }
+    texts = [text_of(c.kind, c.id)[c.start : c.end] for c in head]
+    step = reorder(question, texts, settings=settings, who="a memory recall")
+    if step.order is None:
+        return iter(head), step.status
+    return (head[i] for i in step.order), step.status
 
 
 def _best_first(

@@ -51,7 +51,7 @@ def _store(model: type[Record], agent: Agent, text: str) -> tuple[Record, dict |
     """Count the text, write the row, and queue its vector (and its nodes, when it runs past the window).
 
     The vector is made by a task, not here: embedding on the request path cost a store 0.2-0.6 s
-    while node builds shared the cores (docs/benchmarks.md). Until the task runs, recall scores
+    while node builds shared the cores (docs/decisions/0013). Until the task runs, recall scores
     the record by its words alone; the health repair embeds any whose task never ran.
     """
     text = validate_text(text)

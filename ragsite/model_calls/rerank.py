@@ -15,15 +15,25 @@ in either shape. ``RERANK_URL`` is the endpoint's full URL. Anything but a clean
 timeout, an error status, an index out of range, a missing score — is `RerankUnavailable`, and the
 search keeps its fused order.
 
-Pure: the caller passes the endpoint, model and key; no Django models, no settings.
+`reorder` is the rerank step both apps take (collection search and memory recall): it asks, orders
+the candidates by relevance, and says what happened in the one shape both answers carry, `RerankOut`.
+
+Pure: the caller passes the endpoint, model and key (or its lazy settings); no Django models.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
 
 from .http import post_once
+
+logger = logging.getLogger("ragsite.rerank")
 
 MAX_DOCUMENT_CHARS = 4000
 
@@ -99,3 +109,59 @@ def parse_scores(payload, expected: int) -> list[float]:
     if any(score is None for score in scores):
         raise ValueError("a document came back without a score")
     return scores  # type: ignore[return-value]
+
+
+class RerankOut(BaseModel):
+    """Whether the reranker ordered the candidates; unless "reranked", the fused order stands."""
+
+    # The `rerank` field of a search's answer and of a recall's.
+
+    status: Literal["reranked", "not configured", "unavailable", "over budget", "nothing to rerank"]
+    model: str | None = None
+    depth: int | None = Field(None, description="How many fused candidates the reranker reordered.")
+
+
+def rerank_status(status: str, *, model: str | None = None, depth: int | None = None) -> dict:
+    """An answer's ``rerank`` field (`RerankOut`), without the details its status does not have."""
+    return RerankOut(status=status, model=model, depth=depth).model_dump(exclude_none=True)
+
+
+@dataclass(frozen=True)
+class Reordered:
+    """The rerank step's outcome: the candidates' positions best first (None: the fused order
+    stands), the answer's ``rerank`` field, and for the caller's ledger the relevance of each
+    candidate as sent, the model and the input tokens."""
+
+    order: list[int] | None
+    status: dict
+    scores: list[float] | None = None
+    model: str = ""
+    tokens: int = 0
+
+
+def reorder(question: str, documents: list[str], *, settings, who: str) -> Reordered:
+    """Rerank ``documents`` (fused candidates, best first) for ``question``.
+
+    ``settings`` holds RERANK_URL, RERANK_MODEL, RERANK_API_KEY and RERANK_TIMEOUT (the app's lazy
+    settings); ``who`` names the caller in the warning a failure logs. Ties keep the fused order (a
+    stable sort), and any failure keeps it whole.
+    """
+    if not settings.RERANK_URL:
+        return Reordered(None, rerank_status("not configured"))
+    if not documents:
+        return Reordered(None, rerank_status("nothing to rerank"))
+    try:
+        reranked = ask_reranker(
+            url=settings.RERANK_URL,
+            model=settings.RERANK_MODEL,
+            api_key=settings.RERANK_API_KEY,
+            timeout=float(settings.RERANK_TIMEOUT),
+            question=question,
+            documents=documents,
+        )
+    except RerankUnavailable as exc:
+        logger.warning("the reranker was unavailable for %s: %s", who, exc)
+        return Reordered(None, rerank_status("unavailable"))
+    order = np.argsort(-np.asarray(reranked.scores, dtype=np.float64), kind="stable").tolist()
+    status = rerank_status("reranked", model=reranked.model, depth=len(documents))
+    return Reordered(order, status, reranked.scores, reranked.model, reranked.tokens)

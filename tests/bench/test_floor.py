@@ -1,10 +1,10 @@
-"""bench/floor.py's band: the floors that meet issue 12's targets, or by how much none does."""
+"""bench/answers/floor.py's band: the floors that meet issue 12's targets, or by how much none does."""
 
 import math
 
 import pytest
 
-from bench.floor import band, empty, kept
+from bench.answers.floor import band, empty, kept
 
 
 def test_the_band_runs_from_above_the_control_let_through_to_the_answer_that_may_not_be_lost():

@@ -1,4 +1,4 @@
-"""bench/scale_store.py: the rows its executemany writes are the rows the ORM would have written."""
+"""bench/scale/scale_store.py: the rows its executemany writes are the rows the ORM would have written."""
 
 import sys
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "scale"))
 import scale_store  # noqa: E402
 
 from collections_app.index.vector_codec import encode  # noqa: E402

@@ -173,5 +173,5 @@ def test_a_build_refuses_each_hostile_file_by_name_in_bounded_time_and_reads_the
     # Names the store cannot hold get no Document row; the log shows them escaped.
     assert not Document.objects.filter(collection=collection, name__startswith="ddd").exists()
     assert "'bad\ufffdname.md'" in caplog.text and "\udcff" not in caplog.text
-    # A name cannot forge a log line (D15): it is logged escaped.
+    # A name cannot forge a log line (docs/decisions/0054): it is logged escaped.
     assert "\nCRITICAL" not in caplog.text and "inj\\n2026" in caplog.text

@@ -1,8 +1,8 @@
 """A stale build never commits: the lease (build id + generation) checked inside the committing
 transaction, heartbeats during one long document, and the scheduled sweep.
 
-The review reproduced the overwrite 3 of 3 times (D2): a build the sweep had marked failed went
-on, committed its older content over the newer build, resurrected deleted documents and flipped
+The review reproduced the overwrite 3 of 3 times (docs/decisions/0019): a build the sweep had marked
+failed went on, committed its older content over the newer build, resurrected deleted documents and flipped
 its own history from failed to succeeded.
 """
 

@@ -56,6 +56,10 @@ def test_the_api_puts_and_gets_known_answers(client, keyed, django_capture_on_co
     report = got["report"]
     assert report["build"] == collection.runs.get().pk and report["answers"] == 4
     assert report["floor_source"] == "measured" and len(report["results"]) == 5
+    # Nothing the service answers is left out by the API's declaration (collections_app.schemas).
+    served = k.describe(collection)
+    assert set(served) <= set(got) and set(served["report"]) <= set(report)
+    assert {k for r in served["report"]["results"] for k in r} <= {k for r in report["results"] for k in r}
     search = request(
         client, "post", raw, "/api/v1/collections/handbook/search", {"question": "annual leave"}
     ).json()

@@ -215,7 +215,7 @@ def test_the_postings_are_seed_004s_bm25_index_exactly(tmp_path):
 @pytest.mark.parametrize("dtype", ["<f4", "<f2"])
 def test_vectors_scored_in_blocks_equal_one_product_over_all_of_them(tmp_path, monkeypatch, dtype):
     """Some windows' products (an IVF probe's, a search's exact candidates') are gathered a block at a
-    time (a web worker's memory, docs/decisions.md); each is the one a single gather of them all gives,
+    time (a web worker's memory, docs/decisions/0031); each is the one a single gather of them all gives,
     to the bit, in the order asked, and the rows' pooled cosines are unchanged."""
     from collections_app.index import mapped as mapped_index
 

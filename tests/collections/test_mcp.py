@@ -15,6 +15,7 @@ from collections_app.services.ledger import record_call
 from collections_app.services.search import search_collection
 from ragsite.mcp import protocol, registry
 from tests.conftest import HANDBOOK
+from tests.declared import closed
 
 HERE = Path(__file__).resolve().parent
 QUESTION = "how many days of annual leave carry over"
@@ -359,6 +360,8 @@ def test_answers_match_the_published_output_schemas(client, handbook, keyed):
     for name, arguments in calls:
         result = call_tool(client, raw, name, arguments)
         jsonschema.validate(result["structuredContent"], schemas[name])
+        # Closed: nothing the declaration (collections_app.schemas, memory_app.schemas) lacks.
+        jsonschema.validate(result["structuredContent"], closed(schemas[name]))
 
 
 # --- The schemas and their checker ---------------------------------------------------------

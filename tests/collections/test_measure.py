@@ -13,6 +13,7 @@ from django.urls import reverse
 from collections_app import measure as m
 from collections_app.admin.measure import parse_lines
 from collections_app.models import CollectionBuilt
+from collections_app.schemas.measure import MeasureOut
 from collections_app.services.agents import create_agent, create_collection
 from collections_app.services.builds import build_collection
 from collections_app.services.measure import MAX_QUESTIONS, measure_collection, parse_items
@@ -24,6 +25,7 @@ from ragsite.fusion import FUSION_WEIGHT
 from ragsite.mcp import registry
 from tests.collections.test_mcp import call_tool, tool_error
 from tests.conftest import HANDBOOK
+from tests.declared import assert_declared, every_key
 
 QUESTIONS = [
     {"question": "how many days of annual leave carry over", "answer": "capped at five days"},
@@ -343,6 +345,8 @@ def test_the_mcp_tool_measures_and_matches_its_output_schema(client, keyed_handb
     assert result["isError"] is False
     report = result["structuredContent"]
     jsonschema.validate(report, registry.TOOLS["measure"].output_schema)
+    assert_declared(report, MeasureOut)
+    assert set(report) == every_key(MeasureOut)
     assert report["questions"] == 3 and report["settings"]["most"] == 3 and report["variants"]
     assert _snapshot(collection) == before
 

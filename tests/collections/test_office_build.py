@@ -98,7 +98,7 @@ def test_a_folder_of_office_files_builds_and_each_answers_a_question_under_its_s
     assert statuses == {name: Document.ACTIVE for name in FILES}
     # Lexical, because the tests' embedder is feature hashing (no model): its cosine is noise that
     # can outrank a long table block. With the real model (MiniLM, hybrid) the same questions find the
-    # same paragraphs first (docs/benchmarks.md, "A folder of office files").
+    # same paragraphs first (docs/history/benchmarks-log.md, "A folder of office files").
     for question, document, section, marker in QUESTIONS:
         answer = search_collection(
             agent=agent,

@@ -81,7 +81,7 @@ def test_the_capital_of_france_gets_nothing_from_the_handbook(agent, sample_hand
     strict=True,
     reason=(
         "issue 12 target missed: 'lose my laptop' scores 0.133 and 'first day' 0.205 under the 0.22 floor, "
-        "below dev-set controls; see docs/decisions.md, 'The handbook's lost laptop and first day'"
+        "below dev-set controls; see docs/decisions/0035"
     ),
 )
 @pytest.mark.parametrize(

@@ -9,11 +9,13 @@ import pytest
 from django.core.management import call_command
 
 from collections_app.models import Document, Label, ModelCall, Paragraph, Reader
+from collections_app.schemas.search import SearchOut
 from collections_app.services.agents import create_agent, create_collection, create_reader, issue_key
 from collections_app.services.builds import build_collection
 from collections_app.services.search import search_collection
 from ragsite.errors import Conflict, Forbidden, RagsiteError, TooManyRequests
 from tests.conftest import HANDBOOK
+from tests.declared import assert_declared, every_key
 from tests.servers import JudgeServer, serving
 
 pytestmark = pytest.mark.django_db
@@ -34,20 +36,8 @@ def ask(agent, collection="handbook", question=QUESTION, **kwargs):
 
 def test_the_answering_paragraph_ranks_first_with_the_answer_shape(agent, handbook):
     answer = ask(agent, around=0)
-    assert set(answer) == {
-        "paragraphs",
-        "floor",
-        "floor_source",
-        "around",
-        "max_chars",
-        "chars",
-        "cut",
-        "mode",
-        "model",
-        "refused",
-        "judge",
-        "rerank",
-    }
+    assert_declared(answer, SearchOut)
+    assert set(answer) == every_key(SearchOut)
     assert (answer["mode"], answer["model"], answer["floor"], answer["around"]) == (
         "hybrid",
         "hash-64",
@@ -121,7 +111,8 @@ def test_a_per_reader_collection_needs_a_reader_and_an_unknown_one_reads_only_un
     hr = Label.objects.create(name="hr")
     Paragraph.objects.get(collection=collection, text__contains="capped at five").labels.add(hr)
     create_reader(external_id="nobody-here@example.com", labels=[])
-    # An unknown id answers exactly as a known reader holding no labels: ids cannot be probed (D13).
+    # An unknown id answers exactly as a known reader holding no labels: ids cannot be probed
+    # (docs/decisions/0018).
     unknown = ask(agent, "secret", reader="mallory@example.com", min_score=0, most=50)
     known = ask(agent, "secret", reader="nobody-here@example.com", min_score=0, most=50)
     assert unknown == known and unknown["paragraphs"]
@@ -362,7 +353,8 @@ def test_on_behalf_of_another_agent_or_nobody_answers_alike(client, agent, api_k
 
 
 def test_labels_set_after_the_build_cut_the_overlap_they_hide(agent, knowledge_folder):
-    """The review's D4: a public piece began with the last characters of the secret piece before it."""
+    """Overlap (docs/decisions/0017): a public piece began with the last characters of the secret piece
+    before it."""
     collection = create_collection(
         agent=agent, name="merger", method="structure", size=200, overlap=120, per_reader=True
     )

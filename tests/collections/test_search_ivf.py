@@ -10,6 +10,7 @@ import pytest
 
 from collections_app.index.ivf import build_lists
 from collections_app.models import CollectionBuilt, Label, Paragraph
+from collections_app.schemas.search import ParagraphOut, SearchOut
 from collections_app.services.agents import create_agent, create_collection, create_reader
 from collections_app.services.builds import build_collection
 from collections_app.services.interchange import export_index, import_index
@@ -20,6 +21,7 @@ from collections_app.services.search import collection_index, search_collection
 from ragsite.errors import RagsiteError
 from ragsite.lexical import terms
 from tests.conftest import HANDBOOK
+from tests.declared import assert_declared, every_key, required_keys
 
 pytestmark = pytest.mark.django_db
 
@@ -94,34 +96,11 @@ def test_an_ivf_search_still_finds_the_answering_paragraph_with_the_same_answer_
         answer = ask(agent, library, min_score=0)
     index = index_of(library)
     assert index.ivf is not None and index.ivf.nlist > 2  # truly approximate: not every list was scored
-    assert set(answer) == {
-        "paragraphs",
-        "floor",
-        "floor_source",
-        "around",
-        "max_chars",
-        "chars",
-        "cut",
-        "mode",
-        "model",
-        "refused",
-        "judge",
-        "rerank",
-    }
+    assert_declared(answer, SearchOut)
+    assert set(answer) == every_key(SearchOut)
     assert answer["mode"] == "hybrid"
     assert "capped at five days" in answer["paragraphs"][0]["text"]
-    assert set(answer["paragraphs"][0]) == {
-        "text",
-        "score",
-        "document",
-        "section",
-        "passages",
-        "chunk_id",
-        "chunk_ids",
-        "first",
-        "last",
-        "pages",
-    }
+    assert set(answer["paragraphs"][0]) == required_keys(ParagraphOut)  # not reranked
     assert any("IVF cosine, nprobe 2" in record.getMessage() for record in caplog.records)
     assert QUESTION not in caplog.text
 

@@ -62,8 +62,8 @@ def test_no_paragraphs_pool_to_nothing():
 
 @pytest.mark.parametrize("share", [0.0, 0.5, 0.75, 1.0])
 def test_the_offline_sweep_pools_as_the_product_does(share):
-    """bench/beir_sweep.py's `first+A` is this rule bit for bit, so its figures are the product's."""
-    from bench.beir_sweep import pooled
+    """bench/beir/beir_sweep.py's `first+A` is this rule bit for bit, so its figures are the product's."""
+    from bench.beir.beir_sweep import pooled
 
     rng = np.random.default_rng(7)
     counts = rng.integers(1, 5, 50)

@@ -4,6 +4,8 @@ import pytest
 
 from collections_app.services.agents import create_agent
 from memory_app.models import MAX_TEXT_LENGTH, Memory, RecordNode
+from memory_app.schemas import RecallOut
+from tests.declared import assert_declared, every_key
 
 from .conftest import WINDOW, prose
 
@@ -63,7 +65,8 @@ def test_recall_answers_excerpts_within_its_budget(api):
     )
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"excerpts", "chars", "max_chars", "cut", "rerank"}
+    assert_declared(body, RecallOut)
+    assert set(body) == every_key(RecallOut)
     assert body["rerank"] == {"status": "not configured"}
     excerpts = body["excerpts"]
     assert {(e["kind"], e["id"]) for e in excerpts} == {("mem", long_id), ("mem", short_id)}

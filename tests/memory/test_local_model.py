@@ -42,13 +42,13 @@ def test_a_3000_character_memory_divides_into_nodes_that_each_fit_256_tokens(age
 @pytest.mark.django_db
 @pytest.mark.parametrize("seed", [0, 1], ids=["development", "held-out"])
 def test_facts_planted_late_in_long_records_are_found_by_their_best_node(seed, settings):
-    """bench/memory_recall.py's planted corpus: 30 facts, each after 2,000-3,000 characters of
+    """bench/memory/memory_recall.py's planted corpus: 30 facts, each after 2,000-3,000 characters of
     unrelated prose, among 200 short records about other things; one paraphrased question each.
 
     Issue 12 asks for top-1 >= 90 %. The development facts chose the passage window; the held-out
-    facts were written before any miss was read and chose nothing (docs/benchmarks.md).
+    facts were written before any miss was read and chose nothing (docs/decisions/0026).
     """
-    from bench.memory_recall import HELD_OUT, THINGS, planted_corpus
+    from bench.memory.memory_recall import HELD_OUT, THINGS, planted_corpus
     from collections_app.services.agents import create_agent
 
     settings.EMBED_BACKEND = "local"

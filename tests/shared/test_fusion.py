@@ -30,7 +30,7 @@ def in_unit_interval(values: np.ndarray) -> bool:
 
 
 def test_the_one_fusion_weight_is_the_measured_one():
-    # Chosen on SciFact train and the dev set (docs/benchmarks.md, Session 10); a change is a new
+    # Chosen on SciFact train and the dev set (docs/decisions/0053); a change is a new
     # measurement, and the floor and the OpenAI proportion move with it.
     assert FUSION_WEIGHT == 0.48
 

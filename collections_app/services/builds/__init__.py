@@ -146,7 +146,7 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
 
     # Vectors are reused by model name; a model that changed width under its name (seed 000: "checked
     # per row, because the model can change underneath") has none reused, or a row twice the new
-    # width would read as two windows of it and be scored (issue 24, seed audit).
+    # width would read as two windows of it and be scored.
     reuse = previous is None or previous.dimensions in (0, embedder.dimensions)
     prepared: list[Prepared] = []
     extractor = document_extractor()

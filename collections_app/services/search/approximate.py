@@ -2,7 +2,7 @@
 path's, and the per-process IVF lists they are probed from.
 
 Above IVF_MIN_PARAGRAPHS a search scores a candidate set rather than every row: the vector top-K of
-the probed lists and the exact lexical top-K (issue 16). A fixed depth misses rows of the exact
+the probed lists and the exact lexical top-K (docs/decisions/0008). A fixed depth misses rows of the exact
 hybrid top k where more rows nearly tie on one arm than it holds (the 1M bench repeats each text
 ~193 times with near-equal BM25: hybrid recall@10 against the exact path was 0.399), so one round of
 the threshold algorithm then adds every row that a bound cannot rule out (`ragsite.fusion.may_enter`).
@@ -35,7 +35,7 @@ CANDIDATE_DEPTH = 100
 # than turning into a scan of the probed lists.
 EXTENSION_CAP = 50
 # Rows whose BM25 is within this share of the K-th best lexical candidate's are candidates too: at 1M
-# the bench's 193 copies of an abstract lie within 2 % of one another (docs/benchmarks.md).
+# the bench's 193 copies of an abstract lie within 2 % of one another (docs/decisions/0008).
 LEXICAL_TIE = 0.02
 # Added to a probed window's cosine before it bounds its row's: the probe's product and
 # `cosine_of_rows`' are separate float32 products that can differ in the last bits (so can
@@ -206,7 +206,7 @@ def candidates(
 def _tied(bm25: np.ndarray, readable: np.ndarray, kth: float) -> np.ndarray:
     """Readable rows within LEXICAL_TIE of the K-th best BM25 (the best EXTENSION_CAP x CANDIDATE_DEPTH
     of them): near-ties that a fixed depth splits by BM25's last digits, while the exact hybrid orders
-    them by their cosines, which the probe may not have read (issue 29 item 4)."""
+    them by their cosines, which the probe may not have read."""
     tied = np.flatnonzero(readable & (bm25 >= kth * (1 - LEXICAL_TIE)))
     cap = EXTENSION_CAP * CANDIDATE_DEPTH
     return tied if tied.size <= cap else tied[top_rows(bm25[tied], None, cap)]

@@ -14,7 +14,7 @@ from ragsite import embedding
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
 from ragsite.model_calls.judge import JudgeUnavailable, ask_judge
-from ragsite.model_calls.rerank import RerankUnavailable, ask_reranker
+from ragsite.model_calls.rerank import reorder, rerank_status
 from ragsite.top import top_rows
 
 from ... import errors
@@ -103,9 +103,9 @@ def rerank(plan: SearchPlan, ranking: Ranking) -> RerankStep:
     decides the order. Any failure keeps the fused order.
     """
     if not settings.RERANK_URL:
-        return RerankStep(ranking.top, {"status": "not configured"})
+        return RerankStep(ranking.top, rerank_status("not configured"))
     if over_budget(plan.payer):
-        return RerankStep(ranking.top, {"status": "over budget"})
+        return RerankStep(ranking.top, rerank_status("over budget"))
     depth = max(int(settings.RERANK_DEPTH), plan.most)
     if ranking.rows is None:
         candidates = top_rows(ranking.scores, plan.mask, depth)
@@ -113,38 +113,28 @@ def rerank(plan: SearchPlan, ranking: Ranking) -> RerankStep:
     else:
         best = top_rows(ranking.scores, None, depth)
         candidates, candidate_scores = ranking.rows[best], ranking.scores[best]
-    if candidates.size == 0:
-        return RerankStep(ranking.top, {"status": "nothing to rerank"})
     collection = plan.collection
-    try:
-        reranked = ask_reranker(
-            url=settings.RERANK_URL,
-            model=settings.RERANK_MODEL,
-            api_key=settings.RERANK_API_KEY,
-            timeout=float(settings.RERANK_TIMEOUT),
-            question=plan.question,
-            documents=shown_texts(plan.index, candidates, plan.mask),
-        )
-    except RerankUnavailable as exc:
-        logger.warning("reranker unavailable for %s/%s: %s", collection.agent.agent_id, collection.name, exc)
-        return RerankStep(ranking.top, {"status": "unavailable"})
+    step = reorder(
+        plan.question,
+        shown_texts(plan.index, candidates, plan.mask),
+        settings=settings,
+        who=f"a search of {collection.agent.agent_id}/{collection.name}",
+    )
+    if step.order is None:
+        return RerankStep(ranking.top, step.status)
     if plan.payer is not None:
         record_call(
             agent=plan.payer,
             collection=collection,
             purpose=ModelCall.RERANK,
-            model=reranked.model,
-            tokens_in=reranked.tokens,
+            model=step.model,
+            tokens_in=step.tokens,
         )
-    relevance = {
-        int(row): float(value) for row, value in zip(candidates.tolist(), reranked.scores, strict=True)
-    }
-    order = np.argsort(-np.asarray(reranked.scores, dtype=np.float64), kind="stable")
+    relevance = {int(row): float(value) for row, value in zip(candidates.tolist(), step.scores, strict=True)}
     passing = clears_floor(candidate_scores, plan.floor)
-    kept = [int(candidates[i]) for i in order if passing[i]][: plan.most]
+    kept = [int(candidates[i]) for i in step.order if passing[i]][: plan.most]
     fused_rank = {int(row): position for position, row in enumerate(candidates.tolist(), start=1)}
-    status = {"status": "reranked", "model": reranked.model, "depth": int(candidates.size)}
-    return RerankStep(np.asarray(kept, dtype=np.int64), status, relevance, fused_rank)
+    return RerankStep(np.asarray(kept, dtype=np.int64), step.status, relevance, fused_rank)
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,14 @@ import numpy as np
 from ragsite.bodies import encodable
 from ragsite.errors import Conflict, Forbidden, NotFound, RagsiteError
 from ragsite.lexical import terms
+from ragsite.schemas import bounds
 
 from ... import errors
 from ...conf import settings
 from ...index.mapped import MappedIndex, View
-from ...limits import MAX_ANSWER_CHARS, MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS, MIN_ANSWER_CHARS
+from ...limits import MAX_MOST
 from ...models import Agent, ApiKey, Collection, CollectionBuilt, Paragraph, Reader
+from ...schemas.search import SearchIn
 from ..agents import get_collection
 from ..filtering import filter_mask, parse_filters
 from ..indexes import mapped_index
@@ -74,29 +76,31 @@ def validate_request(
     max_most: int = MAX_MOST,
     max_chars: int | None = None,
 ) -> str:
-    """The question, stripped, once every argument is within its limits; else the refusal naming it."""
+    """The question, stripped, once every argument is within the limits the request declares
+    (`schemas.search.SearchIn`); else the refusal naming it. `max_most` lets in-process callers (the
+    benchmarks) ask for more paragraphs than an agent may."""
     question = (question or "").strip()
+    _, longest = bounds(SearchIn, "question")
     if not question:
         raise RagsiteError("question must not be empty", code=errors.INVALID_QUESTION)
-    if len(question) > MAX_QUESTION_CHARS:
-        raise RagsiteError(
-            f"question is at most {MAX_QUESTION_CHARS} characters", code=errors.INVALID_QUESTION
-        )
+    if len(question) > longest:
+        raise RagsiteError(f"question is at most {longest} characters", code=errors.INVALID_QUESTION)
     if not encodable(question):  # a lone surrogate: valid JSON, but no tokenizer takes it
         raise RagsiteError("question must not contain lone surrogates", code=errors.INVALID_QUESTION)
-    if not _whole(most, 1, max_most):
-        raise RagsiteError(f"most must be between 1 and {max_most}", code=errors.INVALID_MOST)
-    if around is not None and not _whole(around, 0, MAX_AROUND):
-        raise RagsiteError(f"around must be between 0 and {MAX_AROUND}", code=errors.INVALID_AROUND)
-    if max_chars is not None and not _whole(max_chars, MIN_ANSWER_CHARS, MAX_ANSWER_CHARS):
-        raise RagsiteError(
-            f"max_chars must be between {MIN_ANSWER_CHARS} and {MAX_ANSWER_CHARS}",
-            code=errors.INVALID_MAX_CHARS,
-        )
+    fewest, _ = bounds(SearchIn, "most")
+    if not _whole(most, fewest, max_most):
+        raise RagsiteError(f"most must be between {fewest} and {max_most}", code=errors.INVALID_MOST)
+    low, high = bounds(SearchIn, "around")
+    if around is not None and not _whole(around, low, high):
+        raise RagsiteError(f"around must be between {low} and {high}", code=errors.INVALID_AROUND)
+    low, high = bounds(SearchIn, "max_chars")
+    if max_chars is not None and not _whole(max_chars, low, high):
+        raise RagsiteError(f"max_chars must be between {low} and {high}", code=errors.INVALID_MAX_CHARS)
+    low, high = bounds(SearchIn, "min_score")
     if min_score is not None and (
-        isinstance(min_score, bool) or not isinstance(min_score, int | float) or not 0 <= min_score <= 1
+        isinstance(min_score, bool) or not isinstance(min_score, int | float) or not low <= min_score <= high
     ):
-        raise RagsiteError("min_score must be between 0 and 1", code=errors.INVALID_MIN_SCORE)
+        raise RagsiteError(f"min_score must be between {low} and {high}", code=errors.INVALID_MIN_SCORE)
     return question
 
 
@@ -148,8 +152,8 @@ def plan_search(
     every = bool(mask.all()) if narrowed or parsed_filters is not None else True
     # A per-reader collection's BM25 statistics are those of the rows this reader may see, each row
     # less the opening it shares with a row the reader may not see, so no score depends on a paragraph
-    # it cannot read (docs/security.md); a filtered search's are those of the rows its filter keeps
-    # (issue 26), the same as a collection holding only them; other searches keep seed 004's
+    # it cannot read (docs/security.md); a filtered search's are those of the rows its filter keeps,
+    # the same as a collection holding only them; other searches keep seed 004's
     # collection-wide statistics, which the interchange export reproduces.
     view = index.view(mask, cut_carried=True) if collection.per_reader or parsed_filters is not None else None
     return SearchPlan(
@@ -219,7 +223,7 @@ def resolve_payer(key: ApiKey | None, on_behalf_of: str | None) -> Agent | None:
         return None
     if key is not None and not key.may_act_for_others and on_behalf_of != key.agent.agent_id:
         # Decided before any lookup: another installation's agent and a name nobody holds get
-        # one status and one message, so ids cannot be probed (D13 in docs/decisions.md).
+        # one status and one message, so ids cannot be probed (docs/decisions/0018).
         raise Forbidden("this key may only charge its own agent", code=errors.NOT_ALLOWED_FOR_AGENT)
     payer = None if "\x00" in on_behalf_of else Agent.objects.filter(agent_id=on_behalf_of).first()
     if payer is None:

@@ -43,7 +43,7 @@ def stitched(
     within ``max_chars`` characters of text in all (`text.budget.fit`; None: no budget).
 
     A hit's neighbours are the nearest rows of its document this search may use, a row it may not
-    use being stepped over as if it did not exist (issue 24, item 3): the answer is the one a
+    use being stepped over as if it did not exist: the answer is the one a
     collection without those rows gives, so no run stops where a hidden paragraph sits. `first` and
     `last` are positions among the rows this search may use (1 = the first readable paragraph).
     `per_reader`: chunk ids count this reader's paragraphs only (`_citable`). `sections` (the parent
@@ -176,7 +176,7 @@ def _stitch_readable(
 
 def _citable(index: MappedIndex, mask: np.ndarray, readable: dict[int, Row]) -> Callable[[int], int]:
     """A row's k in `<document>#<k>` for a per-reader search: its position among the paragraphs of its
-    document this reader may read, from 0 (issue 24, item 2), so no id says where a hidden one sits."""
+    document this reader may read, from 0, so no id says where a hidden one sits."""
     documents = index.row_document
 
     def k(row: int) -> int:

@@ -1,0 +1,129 @@
+"""A collection: created, described, kept in sync, its cited paragraphs, and the MCP list of them."""
+
+from datetime import datetime
+
+from ninja import Field, Schema
+from pydantic import ConfigDict
+
+from ragsite.schemas import StrictSchema
+
+from ..services.sync import MAX_EVERY, MIN_EVERY
+from .builds import BuildStatusOut
+
+
+class CollectionName(StrictSchema):
+    """The collection an MCP tool acts on (the API names it in the path)."""
+
+    collection: str = Field(
+        ..., min_length=1, max_length=100, description="The name of one of your collections."
+    )
+
+
+class BuildRecord(Schema):
+    model: str
+    dimensions: int
+    method: str
+    built_from: str
+    passages: int
+    built_at: datetime
+    refused: list[str] | None  # null: nobody recorded; []: nothing refused; names otherwise
+
+
+class SyncOut(Schema):
+    sync_every: int = Field(..., description="Minutes between checks of the collection's folder.")
+    last_checked_at: datetime | None
+    last_changed_at: datetime | None = Field(..., description="When a check last found the folder changed.")
+    next_check_at: datetime | None
+    outcome: str = Field(
+        ..., description='What the last check found: "unchanged", "1 new, 2 changed: build 7 queued", …'
+    )
+    build: int | None = Field(..., description="The last build a check queued.")
+    changed_since_build: bool = Field(
+        ..., description="A check saw the folder change after the live build was made; a build follows."
+    )
+
+
+class CollectionOut(Schema):
+    name: str
+    built_from: str
+    method: str
+    per_reader: bool
+    judge: bool
+    folder: str = Field(
+        ..., description="The sub-folder of the agent's folder under KNOWLEDGE_ROOT; empty: none."
+    )
+    built: BuildRecord | None  # null: never built
+    sync: SyncOut | None = Field(..., description="null: the collection is built only when asked.")
+
+
+class CollectionIn(StrictSchema):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "example": {"name": "policies", "folder": "policies", "built_from": "the HR share"}
+        }
+    )
+
+    name: str = Field(..., min_length=1, max_length=100, description="Letters, digits, '-' or '_'.")
+    folder: str = Field(
+        "", max_length=100, description="A sub-folder of KNOWLEDGE_ROOT/<agent id>/, by name only."
+    )
+    built_from: str = Field(
+        "", max_length=200, description='What the documents are, for people: "the HR share".'
+    )
+    method: str = Field("structure", max_length=40, description="The chunking method.")
+    per_reader: bool = False
+    sync_every: int | None = Field(
+        None,
+        ge=MIN_EVERY,
+        le=MAX_EVERY,
+        strict=True,
+        description="Check the folder every N minutes and build when it changed; null: build only when "
+        "asked. Left out: a collection with a folder checks it every SYNC_EVERY minutes (5 by default).",
+    )
+
+
+class SyncIn(StrictSchema):
+    sync_every: int | None = Field(
+        ...,
+        ge=MIN_EVERY,
+        le=MAX_EVERY,
+        strict=True,
+        description="Minutes between checks of the folder; null stops syncing.",
+    )
+
+
+class CitedIn(Schema):
+    chunk_id: str = Field(
+        ..., min_length=1, max_length=400, description="<document>#<k>, as a search answer cites it."
+    )
+    reader: str | None = Field(
+        None, max_length=200, description="Required when the collection answers per reader."
+    )
+
+
+class CitedOut(Schema):
+    chunk_id: str
+    document: str
+    section: str
+    text: str = Field(..., description="The paragraph as a search for the same reader shows it.")
+
+
+class CollectionSummary(Schema):
+    """One collection in the MCP `collections` tool's list."""
+
+    name: str
+    built_from: str
+    folder: str
+    method: str
+    per_reader: bool
+    last_build: BuildStatusOut | None = Field(
+        ..., description="Its latest build's outcome; null: never built."
+    )
+
+
+class CollectionsOut(Schema):
+    collections: list[CollectionSummary]
+
+
+class NoArguments(StrictSchema):
+    """A tool that takes no arguments."""

@@ -1,0 +1,209 @@
+"""Every request and answer of memory's API and MCP tools, declared once.
+
+The API's routes take and answer these models (django-ninja validates and publishes them); the MCP
+tools' input and output schemas are generated from the same models (`ragsite.schemas.tool_input`,
+`json_schema_of`); tests check the services' answers against them and the field lists in docs/api.md
+and docs/mcp.md. Adding a field to an answer is a field here, set where the service builds it.
+"""
+
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Field, Schema
+from pydantic import AliasChoices, ConfigDict
+
+from ragsite.model_calls.rerank import RerankOut
+from ragsite.schemas import StrictSchema
+
+from . import conf
+from .models import MAX_TEXT_LENGTH
+from .services.reading import DEFAULT_PAGE, MAX_PAGE
+
+Kind = Literal["mem", "ep"]
+NodeStatus = Literal["built", "pending", "fits", "unknown"]
+
+
+# --- Requests ---
+
+
+class TextIn(StrictSchema):
+    # The lengths are published, not checked here: the service checks them, so an over-long text
+    # gets its own code (`text_too_long`) wherever it comes from.
+    text: str = Field(..., json_schema_extra={"minLength": 1, "maxLength": MAX_TEXT_LENGTH})
+
+
+class KindIn(StrictSchema):
+    """Which of the agent's records an MCP tool acts on (the API has a route for each)."""
+
+    kind: Kind = Field("mem", description='"mem": a memory; "ep": an episode\'s summary.')
+
+
+class RecordRef(StrictSchema):
+    """One record, as the MCP `read_record` tool names it (the API names it in the path)."""
+
+    kind: Kind
+    id: int = Field(..., ge=1)
+
+
+class RecallIn(StrictSchema):
+    model_config = ConfigDict(
+        json_schema_extra={"example": {"question": "What did the user say about deadlines?", "most": 5}}
+    )
+
+    # One vocabulary with collection search: `question`. `query`, its old name, is still
+    # accepted (deprecated, docs/memory.md); a body with both is refused (422 naming `query`).
+    question: str = Field(
+        ...,
+        min_length=1,
+        max_length=conf.MAX_QUERY_LENGTH,
+        validation_alias=AliasChoices("question", "query"),
+        description="What to recall. `query` is accepted as a deprecated alias.",
+    )
+    most: int = Field(
+        conf.DEFAULT_MOST, ge=1, le=conf.MAX_MOST, strict=True, description="At most this many excerpts."
+    )
+    max_chars: int | None = Field(
+        None,
+        ge=1,
+        le=conf.MAX_RECALL_CHARS,
+        strict=True,
+        description="Characters the excerpts may hold in all; default MEMORY_RECALL_MAX_CHARS.",
+    )
+
+
+class ListQuery(Schema):
+    limit: int = Field(DEFAULT_PAGE, ge=1, le=MAX_PAGE)
+    cursor: str | None = Field(None, max_length=200, description="The `next` of the previous page.")
+    since: datetime | None = Field(None, description="ISO 8601: records created at or after this time.")
+    until: datetime | None = Field(None, description="ISO 8601: records created before this time.")
+
+
+class HealthQuery(Schema):
+    repair: bool = False
+    limit: int = Field(conf.REPAIR_LIMIT, ge=0, le=conf.REPAIR_LIMIT)
+
+
+# --- Answers ---
+
+
+class NodesStatus(Schema):
+    status: Literal["queued"]
+
+
+class StoredOut(Schema):
+    id: int
+    kind: Kind
+    text_length: int
+    nodes: NodesStatus | None = None  # present only when the record runs past the window
+
+
+class NodeRange(Schema):
+    first: int
+    last: int
+
+
+class ExcerptOut(Schema):
+    kind: Kind
+    id: int
+    score: float
+    text: str
+    start: int
+    end: int
+    nodes: NodeRange | Literal["pending"] | None = Field(
+        ...,
+        description="The nodes it covers; null: a record quoted without nodes (it fits the window, or "
+        'cannot be counted); "pending": the opening of a record whose nodes are being built.',
+    )
+    record_length: int
+    cut: bool
+
+
+class RecallOut(Schema):
+    excerpts: list[ExcerptOut]
+    chars: int
+    max_chars: int
+    cut: bool
+    rerank: RerankOut = Field(
+        ..., description="Whether the optional reranker ordered the excerpts (RERANK_URL)."
+    )
+
+
+class NodeItem(Schema):
+    node_index: int
+    start: int
+    end: int
+    token_count: int
+
+
+class RecordNodes(Schema):
+    status: NodeStatus
+    items: list[NodeItem]
+
+
+class RecordOut(Schema):
+    kind: Kind
+    id: int
+    text: str
+    text_length: int
+    token_count: int | None
+    created_at: datetime
+    updated_at: datetime
+    locked: bool
+    nodes: RecordNodes
+
+
+class ListedOut(Schema):
+    kind: Kind
+    id: int
+    text_length: int
+    opening: str
+    created_at: datetime
+    updated_at: datetime
+    locked: bool
+    nodes: NodeStatus
+
+
+class ListOut(Schema):
+    records: list[ListedOut]
+    next: str | None
+
+
+class NodeOut(Schema):
+    kind: Kind
+    id: int
+    node_index: int
+    text: str
+    start: int
+    end: int
+    token_count: int
+    window: int
+    embedding_model: str
+
+
+class MissingNodes(Schema):
+    kind: Kind
+    id: int
+    reason: Literal["missing", "stale"]
+
+
+class HealthOut(Schema):
+    """The health check; the fields after `missing_vectors` come only where they apply."""
+
+    model: str
+    window: int | None
+    can_divide: bool
+    records: int
+    long_records: int
+    unknown_length: int
+    missing_nodes: int
+    stale_nodes: int
+    missing: list[MissingNodes] = Field(..., description="The first records needing nodes, oldest first.")
+    missing_triggers: list[str]
+    missing_truncated: bool
+    missing_vectors: int
+    error: str | None = Field(None, description="Set when the survey could not count some records.")
+    orphan_nodes: int | None = Field(None, description="The whole store's check only.")
+    vectors: list[dict[str, Any]] | None = Field(None, description="With repair: the vectors embedded.")
+    repaired: list[dict[str, Any]] | None = Field(None, description="With repair: the records' nodes built.")
+    remaining: int | None = Field(None, description="With repair: records still needing nodes.")
+    orphans_removed: int | None = Field(None, description="The whole store's repair only.")
