@@ -77,7 +77,7 @@ class SearchIn(StrictSchema):
     # Any, checked by the search service: a malformed filter is `invalid_filters` here as on /v1.
     filters: Any = Field(
         None,
-        json_schema_extra={"type": "object"},
+        json_schema_extra={"type": ["object", "null"]},
         description="Only paragraphs matching this filter take part, before ranking: OpenAI's vector-store "
         'shape, {"type": "eq"|"ne"|"gt"|"gte"|"lt"|"lte"|"in"|"nin", "key", "value"} or {"type": "and"|"or", '
         '"filters": [...]}, over document attributes and document, section, page (docs/collections.md).',
