@@ -33,6 +33,7 @@ def collection_out(collection: Collection) -> dict:
             "method": built.method,
             "built_from": built.built_from,
             "passages": built.passages,
+            "counts_include_restricted": collection.per_reader,
             "built_at": built.built_at,
             "refused": built.refused,
         },

@@ -292,3 +292,30 @@ def check_secret_key(app_configs=None, **kwargs):
             id="ragsite.E001",
         )
     ]
+
+
+@register()
+def check_folder_variables(app_configs=None, databases=None, **kwargs):
+    """collections.W010: agent ids or collection names whose KNOWLEDGE_…_FOLDER variable is not theirs alone.
+
+    Run at every start (no database named) and by `check --database default`. Such a variable is never
+    read (services.knowledge.source_folder refuses it); this tells staff which names to change, and
+    creation refuses new ones."""
+    if databases is not None and "default" not in databases:
+        return []
+    from .services.knowledge import variable_collisions
+
+    try:
+        if schema_problem(connections["default"]) is not None:
+            return []  # collections.E001 says why this store is not read
+        found = variable_collisions()
+    except DatabaseError:
+        return []  # not reachable or not migrated yet
+    return [
+        Warning(
+            problem,
+            hint="Give one of them another id or name; until then those folder variables are not read.",
+            id="collections.W010",
+        )
+        for problem in found
+    ]

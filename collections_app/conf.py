@@ -17,6 +17,8 @@ from .text.ocr import OcrOptions
 __all__ = [
     "folder_from_variable",
     "folder_variable",
+    "variable_part",
+    "variable_part_problem",
     "known_answers_gate",
     "knowledge_folder",
     "knowledge_root",
@@ -91,17 +93,36 @@ def ocr_options() -> OcrOptions | None:
     )
 
 
-def _variable_part(name: str) -> str:
+def variable_part(name: str) -> str:
+    """A name as it appears in a folder variable: upper-cased, every other character `_`."""
     return re.sub(r"[^A-Z0-9]", "_", name.upper())
+
+
+def variable_part_problem(agent_id: str) -> str:
+    """Why an agent id cannot head an agent-qualified variable ("" when it can).
+
+    `KNOWLEDGE_<AGENT>__<COLLECTION>_FOLDER` is split at the first `__`: an agent part holding `__`, or
+    ending in `_` (which runs into the separator), would let another agent's id and a collection name
+    of its choosing spell the same variable (`acme` + `x--payroll` against `acme--x` + `payroll`).
+    Parts that two names share (`agent-a`, `agent_a`, `Agent-A`) are refused where names are created
+    (services.knowledge)."""
+    part = variable_part(agent_id)
+    if "__" in part or part.endswith("_"):
+        return (
+            f'agent id "{agent_id}" would make folder variables ambiguous ({part}): use no two '
+            "'-'/'_' in a row and end with a letter or digit"
+        )
+    return ""
 
 
 def folder_variable(collection_name: str, agent_id: str | None = None) -> str:
     """`KNOWLEDGE_<COLLECTION>_FOLDER`, or with an agent `KNOWLEDGE_<AGENT>__<COLLECTION>_FOLDER`.
 
-    Names are uppercased with every non-alphanumeric character as `_`.
+    Names are uppercased with every non-alphanumeric character as `_`; one variable names one
+    collection only because the names that would share one are refused (services.knowledge).
     """
-    prefix = f"{_variable_part(agent_id)}__" if agent_id else ""
-    return f"KNOWLEDGE_{prefix}{_variable_part(collection_name)}_FOLDER"
+    prefix = f"{variable_part(agent_id)}__" if agent_id else ""
+    return f"KNOWLEDGE_{prefix}{variable_part(collection_name)}_FOLDER"
 
 
 def folder_from_variable(variable: str) -> Path | None:

@@ -17,14 +17,13 @@ lacks. docs/api.md has the whole contract.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from ragsite import fusion
-from ragsite.bodies import BadBody, parse_json
+from ragsite.bodies import BadBody, bounded_number, parse_json
 from ragsite.errors import RagsiteError, error_body
 
 from .limits import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
@@ -239,10 +238,6 @@ def _integer(body: dict, name: str, default: int | None, low: int, high: int) ->
     return value
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _ranking_options(value: Any) -> dict:
     """`ranking_options` checked: the ranker ragsite has, a threshold in [0, 1], the fusion's own weights."""
     if value is None:
@@ -260,7 +255,7 @@ def _ranking_options(value: Any) -> dict:
             code="unsupported_ranker",
         )
     threshold = value.get("score_threshold")
-    if threshold is not None and not (_number(threshold) and 0 <= threshold <= 1):
+    if threshold is not None and not (bounded_number(threshold) and 0 <= threshold <= 1):
         raise RagsiteError("score_threshold must be a number from 0 to 1", code="invalid_score_threshold")
     _check_weights(value.get("hybrid_search"))
     return {"score_threshold": None if threshold is None else float(threshold)}
@@ -276,7 +271,13 @@ def _check_weights(hybrid: Any) -> None:
         hybrid.get("embedding_weight", fusion.FUSION_WEIGHT),
         hybrid.get("text_weight", 1 - fusion.FUSION_WEIGHT),
     )
-    if not (_number(embedding) and _number(text) and embedding >= 0 and text >= 0 and embedding + text > 0):
+    if not (
+        bounded_number(embedding)
+        and bounded_number(text)
+        and embedding >= 0
+        and text >= 0
+        and embedding + text > 0
+    ):
         raise RagsiteError(
             "embedding_weight and text_weight are numbers of at least 0, not both 0",
             code="invalid_hybrid_search",

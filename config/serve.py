@@ -1,4 +1,5 @@
-"""`make run`'s two processes, the task cluster and the development server, stopped together.
+"""`make run`'s processes, the task cluster (and the webhook cluster beside it) and the development
+server, stopped together.
 
     python -m config.serve HOST:PORT [--summary FILE]
 
@@ -56,14 +57,19 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, stop)
     # Each in a process group of its own: a signal to ours reaches neither the cluster's sentinel and
     # workers nor the server's autoreloader child directly; this process passes it on.
-    cluster = subprocess.Popen([*manage, "qcluster"], process_group=0)
+    clusters = [subprocess.Popen([*manage, "qcluster"], process_group=0)]
+    queue = webhook_queue()
+    if queue:  # deliveries' own small cluster (WEBHOOK_QUEUE), so a slow receiver never holds a build
+        env = {**os.environ, "Q_CLUSTER_NAME": queue}
+        clusters.append(subprocess.Popen([*manage, "qcluster"], process_group=0, env=env))
     server = children["server"] = subprocess.Popen([*manage, "runserver", argv[0]], process_group=0)
     if summary:
         threading.Thread(target=show_summary, args=(argv[0], Path(summary)), daemon=True).start()
     if stopping:  # asked to stop while the children were starting
         os.killpg(server.pid, stopping[0])
     status = server.wait()
-    stop_cluster(cluster)
+    for cluster in clusters:
+        stop_cluster(cluster)
     return 0 if stopping else status
 
 
@@ -97,6 +103,14 @@ def boxed(lines: list[str]) -> str:
     width = max(len(line) for line in lines)
     rule = "─" * (width + 2)
     return "\n".join([f"┌{rule}┐", *(f"│ {line.ljust(width)} │" for line in lines), f"└{rule}┘"])
+
+
+def webhook_queue() -> str:
+    """WEBHOOK_QUEUE as the settings read it (from the environment or .env)."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    from django.conf import settings
+
+    return settings.WEBHOOK_QUEUE
 
 
 def stop_cluster(cluster: subprocess.Popen) -> None:

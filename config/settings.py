@@ -250,7 +250,26 @@ MEMORY_RECALL_MAX_CHARS = env.int("MEMORY_RECALL_MAX_CHARS", default=4000)
 # Webhooks (docs/webhooks.md): a URL whose host resolves to a loopback, private, link-local or other
 # non-public address is refused unless this is on (a deployment whose receivers are on its own network).
 WEBHOOK_ALLOW_PRIVATE = env.bool("WEBHOOK_ALLOW_PRIVATE", default=False)
+# Seconds one delivery attempt may take in all: connecting, sending and the whole answer.
 WEBHOOK_TIMEOUT = env.float("WEBHOOK_TIMEOUT", default=10.0)
+# Deliveries run on a task queue of their own, served by `Q_CLUSTER_NAME=<WEBHOOK_QUEUE> manage.py
+# qcluster` with WEBHOOK_WORKERS workers, so a slow receiver never holds a build's worker. Empty: the
+# main cluster sends them (one process fewer, at that cost).
+WEBHOOK_QUEUE = env("WEBHOOK_QUEUE", default="ragsite-webhooks")
+WEBHOOK_WORKERS = env.int("WEBHOOK_WORKERS", default=1)
+# Fernet keys sealing webhook secrets at rest, the first sealing (collections_app/sealed.py); empty:
+# one derived from SECRET_KEY.
+WEBHOOK_SECRET_KEYS = env("WEBHOOK_SECRET_KEYS", default="")
+if WEBHOOK_QUEUE:
+    # The webhook cluster's own bounds: a task past the attempt's deadline (plus a minute for name
+    # look-ups) is killed, so the sweep knows a "sending" delivery older than that is not live.
+    Q_CLUSTER["ALT_CLUSTERS"] = {
+        WEBHOOK_QUEUE: {
+            "workers": WEBHOOK_WORKERS,
+            "timeout": int(WEBHOOK_TIMEOUT) + 60,
+            "retry": int(WEBHOOK_TIMEOUT) + 120,
+        }
+    }
 
 # --- Files, static, i18n ---------------------------------------------------
 

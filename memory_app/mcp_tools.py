@@ -47,9 +47,12 @@ def _json_times(item: dict) -> dict:
 def _moment(arguments: dict, name: str) -> datetime | None:
     if arguments.get(name) is None:
         return None
-    moment = parse_datetime(arguments[name])
+    try:
+        moment = parse_datetime(arguments[name])
+    except ValueError:  # well-formed but no such day (30 February) or hour
+        moment = None
     if moment is None:
-        raise InvalidArguments(f"{name} must be an ISO 8601 date and time")
+        raise InvalidArguments(f"{name} must be an ISO 8601 date and time that exists")
     return moment
 
 

@@ -7,6 +7,7 @@ memory, MCP and the embedding endpoints). Each is refused here as a 400 with the
 """
 
 import json
+import math
 from collections.abc import Mapping
 
 from .errors import RagsiteError
@@ -37,6 +38,22 @@ def parse_json(raw: bytes | str) -> object:
             code="invalid_text",
         )
     return data
+
+
+# The widest integer a JSON number carries exactly everywhere (a double's 53-bit mantissa, JavaScript's
+# Number.MAX_SAFE_INTEGER + 1). Python's json reads any integer, and one past float's range raises
+# OverflowError wherever it meets a float: every number a request or a sidecar gives is bounded here first.
+SAFE_INTEGER = 2**53
+
+
+def bounded_number(value: object) -> bool:
+    """True for a JSON number the server can use as given: an integer within ±2**53 or a finite float
+    (never a bool, which Python counts as an integer)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return -SAFE_INTEGER <= value <= SAFE_INTEGER
+    return isinstance(value, float) and math.isfinite(value)
 
 
 def encodable(value: object) -> bool:

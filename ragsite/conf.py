@@ -65,6 +65,10 @@ _NAMES = frozenset(
         "WEB_BIND",
         "WEBHOOK_ALLOW_PRIVATE",
         "WEBHOOK_TIMEOUT",
+        "WEBHOOK_QUEUE",
+        "WEBHOOK_WORKERS",
+        "WEBHOOK_SECRET_KEYS",
+        "Q_CLUSTER",
     }
 )
 

@@ -68,7 +68,9 @@ def store_busy(exc: BaseException) -> StoreBusy | None:
         return None
     cause = exc.__cause__ or exc
     locked = "database is locked" in str(exc) or "database table is locked" in str(exc)
-    if not locked and getattr(cause, "pgcode", None) != "55P03":
+    # psycopg 3 names the SQLSTATE `sqlstate` (psycopg2 called it `pgcode`).
+    state = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
+    if not locked and state != "55P03":
         return None
     return StoreBusy(
         f"the store is busy with another write; retry in {STORE_BUSY_RETRY_SECONDS} seconds",

@@ -127,3 +127,64 @@ def test_sigterm_to_the_clusters_process_group_stops_every_process_within_10_s(t
         if group_alive(cluster.pid):
             os.killpg(cluster.pid, signal.SIGKILL)
         cluster.wait(timeout=10)
+
+
+@pytest.mark.qcluster
+@pytest.mark.django_db(transaction=True)
+def test_webhook_deliveries_are_taken_by_their_own_cluster_only(tmp_path, settings):
+    """A delivery queued while only the build cluster runs waits; the webhook cluster (Q_CLUSTER_NAME =
+    WEBHOOK_QUEUE) sends it. So a slow receiver can hold a webhook worker, never a build's."""
+    from django_q.conf import Conf
+
+    from collections_app.models import Webhook, WebhookDelivery
+    from collections_app.services import webhooks
+    from collections_app.services.agents import create_agent
+    from tests.servers import WebhookReceiver, serving
+
+    agent, _raw = create_agent(agent_id="hooked")
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "Q_WORKERS": "1",
+        "DATA_DIR": str(tmp_path),
+        "WEBHOOK_ALLOW_PRIVATE": "true",
+    }
+    with serving(WebhookReceiver()) as receiver:
+        hook = Webhook.objects.create(agent=agent, url=receiver.url, events=["build.succeeded"])
+        delivery = WebhookDelivery.objects.create(webhook=hook, event="build.succeeded", payload={"a": 1})
+        Conf.SYNC = False
+        try:
+            webhooks._enqueue(delivery.pk)
+        finally:
+            Conf.SYNC = True
+        started = []
+        try:
+            for name in ("", settings.WEBHOOK_QUEUE):
+                log = (tmp_path / f"qcluster{name}.log").open("w+")
+                started.append(
+                    subprocess.Popen(
+                        [sys.executable, "manage.py", "qcluster"],
+                        cwd=ROOT,
+                        env={**env, "Q_CLUSTER_NAME": name} if name else env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
+                if not name:  # the build cluster alone, for a while: it leaves the delivery be
+                    time.sleep(6)
+                    assert receiver.requests == []
+                    assert WebhookDelivery.objects.get(pk=delivery.pk).status == "pending"
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not receiver.requests:
+                time.sleep(0.3)
+            assert len(receiver.requests) == 1, (
+                tmp_path / f"qcluster{settings.WEBHOOK_QUEUE}.log"
+            ).read_text()
+        finally:
+            for cluster in started:
+                os.killpg(cluster.pid, signal.SIGTERM)
+                try:
+                    cluster.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(cluster.pid, signal.SIGKILL)

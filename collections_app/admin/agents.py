@@ -2,6 +2,7 @@
 
 import secrets
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, Q
 from django.http import HttpResponseRedirect
@@ -18,6 +19,7 @@ from ..models import (
     ModelCall,
 )
 from ..services.agents import issue_key, revoke_key
+from ..services.knowledge import agent_id_problem
 from ..services.ledger import spend_by_day, spent_today
 from .common import (
     count_of,
@@ -149,8 +151,22 @@ def spend_chart(days, budget=None) -> str:
     )
 
 
+class AgentForm(forms.ModelForm):
+    class Meta:
+        model = Agent
+        fields = ["agent_id", "name", "daily_budget", "runaway_limit"]
+
+    def clean_agent_id(self):
+        agent_id = self.cleaned_data["agent_id"]
+        problem = agent_id_problem(agent_id, exclude_pk=self.instance.pk)
+        if problem:
+            raise forms.ValidationError(problem)
+        return agent_id
+
+
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin):
+    form = AgentForm
     list_display = [
         "agent_id",
         "name",

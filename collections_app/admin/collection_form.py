@@ -8,7 +8,7 @@ from ..models import (
     Agent,
     Collection,
 )
-from ..services.knowledge import available_folders, binding_problem
+from ..services.knowledge import available_folders, binding_problem, collection_name_problem
 from ..services.labels import PER_READER_SWITCHED
 from ..text.chunking import AVAILABLE
 from .sync import sync_form_fields, sync_initial
@@ -94,6 +94,10 @@ class CollectionForm(forms.ModelForm):
                     "folder", f'agent "{agent.agent_id}" has no folder "{folder}" under KNOWLEDGE_ROOT'
                 )
         name = cleaned.get("name") or self.instance.name
+        if agent is not None and name and not self.instance.pk:
+            taken = collection_name_problem(agent=agent, name=name)
+            if taken:
+                self.add_error("name", taken)
         problem = (
             name
             and cleaned.get("folder_variable_bound")

@@ -1,7 +1,12 @@
-"""Webhooks in the admin: staff register a URL per agent for chosen events and read every delivery's fate."""
+"""Webhooks in the admin: staff register a URL per agent for chosen events and read every delivery's fate.
+
+A hook's signing secret is shown once, on the page that answers its creation or its new secret (rendered
+in that response, stored nowhere else), and to nobody afterwards: kept encrypted, masked on its page.
+"""
 
 from django import forms
 from django.contrib import admin, messages
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -48,10 +53,29 @@ class WebhookAdmin(admin.ModelAdmin):
 
     @admin.action(description="Give the selected webhooks new signing secrets", permissions=["change"])
     def give_new_secrets(self, request, queryset):
-        count = webhooks.new_secrets(hooks=queryset)
+        issued = webhooks.new_secrets(hooks=queryset)
         self.message_user(
-            request, f"{count} webhooks have a new signing secret; update their receivers.", messages.SUCCESS
+            request,
+            f"{len(issued)} webhooks have a new signing secret; update their receivers.",
+            messages.SUCCESS,
         )
+        hooks = {hook.pk: hook for hook in Webhook.objects.filter(pk__in=issued)}
+        return self._show_secrets(request, [(hooks[pk], secret) for pk, secret in issued.items()])
+
+    def response_add(self, request, obj, post_url_continue=None):
+        # The new hook's secret, once, in the answer to its creation (never a message: those are stored).
+        return self._show_secrets(request, [(obj, obj.secret)])
+
+    def _show_secrets(self, request, issued):
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "New signing secret" if len(issued) == 1 else "New signing secrets",
+            "issued": issued,
+        }
+        response = TemplateResponse(request, "admin/collections_app/webhook/secret_issued.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
 
     def get_fieldsets(self, request, obj=None):
         fields = ["agent", "url", "events", "active", "description"]
@@ -92,9 +116,10 @@ class WebhookAdmin(admin.ModelAdmin):
     @admin.display(description="signing secret")
     def secret_shown(self, hook):
         return format_html(
-            '<code data-role="webhook-secret">{}</code><div class="help">Verify each delivery\'s '
-            "Ragsite-Signature with it (docs/webhooks.md).</div>",
-            hook.secret,
+            '<span data-role="webhook-secret-hidden">{}</span><div class="help">{}</div>',
+            "whsec_•••••••• (hidden)",
+            "Shown once, when the hook was made or given a new secret; it is kept encrypted. Lost or "
+            "leaked: select the hook in the list and give it a new signing secret.",
         )
 
     @admin.display(description="events")

@@ -15,18 +15,20 @@ Pure: no models, no settings.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from ragsite.bodies import SAFE_INTEGER, bounded_number
+
 COMPARISONS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin")
 COMPOUNDS = ("and", "or")
 ORDERED = ("gt", "gte", "lt", "lte")
 DOCUMENT, SECTION, PAGE = "document", "section", "page"
-RESERVED_KEYS = (DOCUMENT, SECTION, PAGE, "chunk_id")  # `chunk_id` is shown in results, never an attribute
-MAX_DEPTH = 5
+CHUNK_ID = "chunk_id"
+RESERVED_KEYS = (DOCUMENT, SECTION, PAGE, CHUNK_ID)  # `chunk_id` is shown in results, never an attribute
+MAX_DEPTH = 5  # compounds nested in one another: five `and`/`or`, one inside the next, are allowed
 MAX_COMPARISONS = 50
 MAX_LIST_VALUES = 100
 MAX_KEY_CHARS = 64
@@ -63,7 +65,7 @@ def _parse(raw: object, where: str, depth: int, count: list[int]) -> Filter:
         raise FilterError(f"{where} must be an object")
     kind = raw.get("type")
     if kind in COMPOUNDS:
-        if depth >= MAX_DEPTH:
+        if depth > MAX_DEPTH:
             raise FilterError(f"{where}: filters nest at most {MAX_DEPTH} deep")
         _only(raw, ("type", "filters"), where)
         items = raw.get("filters")
@@ -82,6 +84,13 @@ def _parse(raw: object, where: str, depth: int, count: list[int]) -> Filter:
     key = raw.get("key")
     if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY_CHARS:
         raise FilterError(f"{where}.key must be a string of 1-{MAX_KEY_CHARS} characters")
+    if key == CHUNK_ID:
+        # A citation id depends on the reader (its position among what they may read): it names one
+        # result to read back (GET .../paragraph?chunk_id=), not a set of paragraphs to search.
+        raise FilterError(
+            f"{where}.key: chunk_id cannot be filtered on; filter on document (and section or page), or "
+            "read one cited paragraph back by its chunk_id"
+        )
     if "value" not in raw:
         raise FilterError(f"{where}.value is required")
     value = raw["value"]
@@ -110,8 +119,8 @@ def _scalar(value: object, where: str) -> str | float:
         if len(value) > MAX_STRING_CHARS:
             raise FilterError(f"{where} is at most {MAX_STRING_CHARS} characters")
         return value
-    if not math.isfinite(value):
-        raise FilterError(f"{where} must be a finite number")
+    if not bounded_number(value):
+        raise FilterError(f"{where} must be a finite number, an integer within ±2**53 ({SAFE_INTEGER})")
     return float(value)
 
 

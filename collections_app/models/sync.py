@@ -7,6 +7,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 
+from ..fields import SealedSecretField
+
 # Related models by name, so this module needs no import of its siblings.
 COLLECTION, BUILD_RUN, AGENT = (
     "collections_app.Collection",
@@ -86,7 +88,8 @@ class Webhook(models.Model):
 
     BUILD_SUCCEEDED, BUILD_FAILED, BUILD_REFUSED = "build.succeeded", "build.failed", "build.refused"
     KNOWN_ANSWERS_LOST = "known_answers.lost"
-    EVENTS = (BUILD_SUCCEEDED, BUILD_FAILED, BUILD_REFUSED, KNOWN_ANSWERS_LOST)
+    SYNC_FAILED = "sync.failed"
+    EVENTS = (BUILD_SUCCEEDED, BUILD_FAILED, BUILD_REFUSED, KNOWN_ANSWERS_LOST, SYNC_FAILED)
 
     agent = models.ForeignKey(AGENT, on_delete=models.CASCADE, related_name="webhooks")
     url = models.CharField(
@@ -94,7 +97,8 @@ class Webhook(models.Model):
         help_text="http or https; private addresses are refused unless WEBHOOK_ALLOW_PRIVATE is on.",
     )
     events = models.JSONField(default=list, blank=True)
-    secret = models.CharField(max_length=100, default=new_secret, editable=False)
+    # Encrypted in the row (collections_app.sealed); shown to staff once, at creation and at rotation.
+    secret = SealedSecretField(max_length=400, default=new_secret, editable=False)
     active = models.BooleanField(default=True)
     description = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(default=timezone.now)

@@ -25,6 +25,11 @@ class BuildRecord(Schema):
     method: str
     built_from: str
     passages: int
+    counts_include_restricted: bool = Field(
+        ...,
+        description="true for a per-reader collection: passages counts every paragraph, those some "
+        "readers may not read (wholly hidden documents too); a reader's search sees fewer.",
+    )
     built_at: datetime
     refused: list[str] | None  # null: nobody recorded; []: nothing refused; names otherwise
 

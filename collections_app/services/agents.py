@@ -12,7 +12,7 @@ from ragsite.errors import Conflict, NotFound, RagsiteError
 
 from ..models import Agent, ApiKey, BuildRun, Collection, Label, MeasureRun, Reader, built_from_problem
 from ..text.chunking import ChunkingError, resolve_sizes
-from .knowledge import available_folders, validate_folder_name
+from .knowledge import agent_id_problem, available_folders, collection_name_problem, validate_folder_name
 
 logger = logging.getLogger("ragsite.api")
 
@@ -70,6 +70,9 @@ def create_agent(*, agent_id: str, name: str = "") -> tuple[Agent, str]:
     with transaction.atomic():
         if Agent.objects.filter(agent_id=agent_id).exists():
             raise Conflict(f'agent "{agent_id}" already exists', code="duplicate_agent")
+        problem = agent_id_problem(agent_id)
+        if problem:
+            raise Conflict(problem, code="variable_taken")
         agent = Agent.objects.create(agent_id=agent_id, name=name[:200])
         _key, raw = issue_key(agent=agent, name="first key")
     return agent, raw
@@ -185,6 +188,9 @@ def create_collection(
         sync_every = conf.sync_every() if folder else None
 
     _require_slug(name, "collection name")
+    taken = collection_name_problem(agent=agent, name=name)
+    if taken:
+        raise Conflict(taken, code="variable_taken")
     try:
         resolve_sizes(method, size, overlap)
     except ChunkingError as exc:

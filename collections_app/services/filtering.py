@@ -28,9 +28,16 @@ def parse_filters(filters: object) -> Filter | None:
         raise RagsiteError(str(exc), code=errors.INVALID_FILTERS) from None
 
 
-def filter_mask(collection: Collection, index: MappedIndex, parsed: Filter) -> np.ndarray:
+def filter_mask(
+    collection: Collection, index: MappedIndex, parsed: Filter, readable: np.ndarray | None = None
+) -> np.ndarray:
     """The rows of `index` that `parsed` keeps: documents and their attributes in one query, sections
-    only when the filter names `section`."""
+    only when the filter names `section`.
+
+    `readable` is the rows the search may read (held-back documents and the reader's labels already
+    applied): whatever a filter's validity depends on is judged over those rows only, so a reader who
+    can read no paged paragraph is told "no page numbers" exactly as a collection without hidden ones
+    would tell them (the twin rule)."""
     documents = {
         pk: (name, attributes or {})
         for pk, name, attributes in Document.objects.filter(collection=collection).values_list(
@@ -50,13 +57,11 @@ def filter_mask(collection: Collection, index: MappedIndex, parsed: Filter) -> n
             .exclude(page_first=None)
             .values_list("id", "page_first", "page_last")
         }
-        if not known:
-            return None
         spans = [known.get(int(pk), (np.nan, np.nan)) for pk in index.row_paragraph]
-        return (
-            np.array([first for first, _last in spans], dtype=float),
-            np.array([last for _first, last in spans], dtype=float),
-        )
+        first = np.array([first for first, _last in spans], dtype=float)
+        last = np.array([last for _first, last in spans], dtype=float)
+        paged = ~np.isnan(first) if readable is None else readable & ~np.isnan(first)
+        return (first, last) if paged.any() else None
 
     facts = RowFacts(
         row_document=np.asarray(index.row_document),

@@ -2,7 +2,10 @@
 
 Precedence, first match wins:
 
-1. `KNOWLEDGE_<AGENT>__<COLLECTION>_FOLDER`: an explicit folder for this agent's collection.
+1. `KNOWLEDGE_<AGENT>__<COLLECTION>_FOLDER`: an explicit folder for this agent's collection. One
+   variable names one collection: an agent id that could spell another's variable, or names that
+   spell the same one, are refused at creation (`variable_taken`), reported at start
+   (collections.W010), and such a variable is never read (`ambiguous_source`).
 2. `KNOWLEDGE_<COLLECTION>_FOLDER`: only for the one collection of that name that staff bound to it
    (`Collection.folder_variable_bound`, set in the admin or by `manage.py bind_folder`; unique per
    name in the database). An agent creating a name never picks the variable up, and what other
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.db import IntegrityError, transaction
+from django.db.models import Value
 
 from ragsite.errors import Conflict, RagsiteError
 
@@ -84,6 +88,15 @@ def source_folder(collection: Collection) -> SourceFolder:
     if folder is None and collection.folder_variable_bound:
         variable = conf.folder_variable(collection.name)
         folder = conf.folder_from_variable(variable)
+    if folder is not None and variable_shared(
+        collection, bound=variable == conf.folder_variable(collection.name)
+    ):
+        # Read for neither owner: the folder could be another agent's. Staff resolve it (manage.py check).
+        raise RagsiteError(
+            f"{variable} could name more than one collection's folder and is not read; "
+            "staff: see collections.W010 in manage.py check",
+            code="ambiguous_source",
+        )
     if folder is not None:
         if not folder.is_dir():
             # Say which variable, never what it holds.
@@ -147,13 +160,120 @@ def require_source(collection: Collection) -> None:
         )
 
 
+def variable_shared(collection: Collection, *, bound: bool = False) -> bool:
+    """True when `collection`'s folder variable (agent-qualified, or with `bound` the agent-less one)
+    could also be another collection's. Reads every agent id (a short list, outside row-level security)."""
+    part = conf.variable_part(collection.name)
+    if bound:
+        names = Collection.objects.filter(folder_variable_bound=True).exclude(pk=collection.pk)
+        return "__" in part or any(
+            conf.variable_part(n) == part for n in names.values_list("name", flat=True)
+        )
+    agent = collection.agent
+    if conf.variable_part_problem(agent.agent_id):
+        return True
+    # Another agent's id spells this variable when its part, then `__`, starts it (an equal part, or
+    # `acme--x` against `acme` + `x--payroll`); a sibling collection when its part is this one's. One
+    # query reads both: every other agent's id, and this agent's other collections' names.
+    spelt = f"{conf.variable_part(agent.agent_id)}__{part}"
+    others = (
+        Agent.objects.exclude(pk=agent.pk)
+        .order_by()
+        .annotate(kind=Value("agent"))
+        .values_list("kind", "agent_id")
+        .union(
+            Collection.objects.filter(agent=agent)
+            .exclude(pk=collection.pk)
+            .order_by()
+            .annotate(kind=Value("collection"))
+            .values_list("kind", "name"),
+            all=True,
+        )
+    )
+    for kind, name in others:
+        if kind == "agent" and spelt.startswith(f"{conf.variable_part(name)}__"):
+            return True
+        if kind == "collection" and conf.variable_part(name) == part:
+            return True
+    return False
+
+
+def agent_id_problem(agent_id: str, *, exclude_pk: int | None = None) -> str:
+    """For staff creating an agent: why `agent_id` would share folder variables ("" when it would not)."""
+    problem = conf.variable_part_problem(agent_id)
+    if problem:
+        return problem
+    head = conf.variable_part(agent_id)
+    for other in Agent.objects.exclude(pk=exclude_pk).values_list("agent_id", flat=True):
+        if other != agent_id and conf.variable_part(other) == head:
+            return (
+                f'agent id "{agent_id}" would share its folder variables (KNOWLEDGE_{head}__…) with agent '
+                f"\"{other}\"; choose an id that differs in more than case, '-' and '_'"
+            )
+    return ""
+
+
+def collection_name_problem(*, agent: Agent, name: str) -> str:
+    """Why `agent` may not name a collection `name`: another of its own collections has the same folder
+    variable (`my-docs` and `my_docs`). Only the agent's own names are consulted."""
+    part = conf.variable_part(name)
+    for other in Collection.objects.filter(agent=agent).exclude(name=name).values_list("name", flat=True):
+        if conf.variable_part(other) == part:
+            return (
+                f'collection "{name}" would share its folder variable with your collection "{other}" '
+                f"({conf.folder_variable(name, agent.agent_id)}); choose a name that differs in more "
+                "than case, '-' and '_'"
+            )
+    return ""
+
+
+def variable_collisions() -> list[str]:
+    """Every agent id and collection whose folder variable is ambiguous or shared, for the start-up check."""
+    found = []
+    heads: dict[str, list[str]] = {}
+    for agent_id in Agent.objects.order_by("agent_id").values_list("agent_id", flat=True):
+        problem = conf.variable_part_problem(agent_id)
+        if problem:
+            found.append(problem)
+        heads.setdefault(conf.variable_part(agent_id), []).append(agent_id)
+    found += [
+        f"agents {', '.join(repr(a) for a in ids)} share KNOWLEDGE_{head}__<COLLECTION>_FOLDER"
+        for head, ids in heads.items()
+        if len(ids) > 1
+    ]
+    names: dict[tuple, list[str]] = {}
+    for agent_id, name, bound in Collection.objects.order_by("name").values_list(
+        "agent__agent_id", "name", "folder_variable_bound"
+    ):
+        names.setdefault((agent_id, conf.variable_part(name)), []).append(name)
+        if bound and "__" in conf.variable_part(name):
+            found.append(f"{conf.folder_variable(name)} (bound) reads like an agent-qualified variable")
+    found += [
+        f"agent {agent_id!r}'s collections {', '.join(repr(n) for n in group)} share "
+        f"{conf.folder_variable(group[0], agent_id)}"
+        for (agent_id, _part), group in names.items()
+        if len(group) > 1
+    ]
+    return found
+
+
 def binding_problem(*, name: str, collection_pk: int | None) -> str | None:
     """For staff: why the collection `collection_pk` may not bind KNOWLEDGE_<name>_FOLDER, or None."""
-    holder = (
-        Collection.objects.filter(name=name, folder_variable_bound=True)
-        .exclude(pk=collection_pk)
-        .select_related("agent")
-        .first()
+    part = conf.variable_part(name)
+    if "__" in part:
+        return (
+            f"{conf.folder_variable(name)} reads like an agent-qualified variable (its name holds two "
+            "'-'/'_' in a row): bind a collection with another name"
+        )
+    holder = next(
+        (
+            other
+            for other in Collection.objects.filter(folder_variable_bound=True)
+            .exclude(pk=collection_pk)
+            .select_related("agent")
+            if conf.variable_part(other.name) == part
+        ),
+        None,
     )
     if holder is None:
         return None

@@ -181,6 +181,15 @@ def _printable(name: str) -> str:
     return shown if len(shown) <= 200 else shown[:199] + "…"
 
 
+UNREADABLE_MARK = "unreadable"
+
+
+def too_large_mark(size: int) -> str:
+    """The fingerprint of a file too large to read, as the build records it and the sync check compares
+    it: its size, so the same file is the same document and a grown one a changed one."""
+    return f"too-large:{size}"
+
+
 def read_bounded(source: Source) -> bytes:
     """The document's bytes; `Unreadable` (BAD_NAME, TOO_LARGE) without reading what must not be read."""
     if source.bad_name:

@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ragsite.errors import RagsiteError
+from ragsite.locks import short_lock_waits
 
 from ..models import Collection, CollectionSync
 from ..models.sync import MAX_SYNC_MINUTES
@@ -33,7 +34,8 @@ def set_sync(*, collection: Collection, every: int | None) -> CollectionSync | N
     if every is None:
         if current is not None and current.enabled:
             current.enabled, current.next_check_at = False, None
-            current.save(update_fields=["enabled", "next_check_at"])
+            with short_lock_waits(check_keys=True):
+                current.save(update_fields=["enabled", "next_check_at"])
         return current
     if isinstance(every, bool) or not isinstance(every, int) or not MIN_EVERY <= every <= MAX_EVERY:
         raise RagsiteError(
@@ -46,7 +48,8 @@ def set_sync(*, collection: Collection, every: int | None) -> CollectionSync | N
     if current.pk and current.enabled and current.last_checked_at is not None:
         due = current.last_checked_at + timedelta(minutes=every)
     current.enabled, current.every, current.next_check_at = True, every, due
-    current.save()
+    with short_lock_waits(check_keys=True):  # its key check waits on a held collection row: briefly
+        current.save()
     return current
 
 

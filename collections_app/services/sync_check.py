@@ -15,11 +15,21 @@ from ..models import BuildRun, Collection, CollectionBuilt, CollectionSync, Docu
 from .builds import request_build
 from .knowledge import source_folder
 from .leases import ACTIVE_STATES
-from .sources import MAX_DOCUMENT_BYTES, SIDECAR_SUFFIX, folder_entries, read_sidecar
+from .sources import (
+    MAX_DOCUMENT_BYTES,
+    SIDECAR_SUFFIX,
+    UNREADABLE_MARK,
+    folder_entries,
+    read_sidecar,
+    too_large_mark,
+)
+from .webhooks import sync_failed
 
 logger = logging.getLogger("ragsite.sync")
 
 SYNC_REQUESTER = "sync"
+# Outcomes that mean the check itself failed: shown like any outcome, and told once as `sync.failed`.
+UNREADABLE, CHECK_FAILED = "the source cannot be read", "the check failed"
 READ_BLOCK = 1024 * 1024
 
 
@@ -61,10 +71,25 @@ def check_source(*, collection: Collection, now=None) -> Check:
     )
     check = Check()
     try:
+        return _check(collection, sync, check, now)
+    except Exception as exc:  # a check that fails is shown and told, never silent; the next one tries again
+        logger.error(
+            "sync check of %s/%s failed: %s",
+            collection.agent.agent_id,
+            collection.name,
+            type(exc).__name__,
+            exc_info=True,
+        )
+        check = Check(outcome=f"{CHECK_FAILED} ({type(exc).__name__}); the next check tries again")
+        return _failed(sync, check, now, reason=type(exc).__name__)
+
+
+def _check(collection: Collection, sync: CollectionSync, check: Check, now) -> Check:
+    try:
         folder = source_folder(collection).path
     except RagsiteError as exc:
-        check.outcome = f"the source cannot be read: {exc.message}"
-        return _record(sync, check, now, snapshot=sync.snapshot)
+        check.outcome = f"{UNREADABLE}: {exc.message}"
+        return _failed(sync, check, now, reason=exc.code)
     snapshot, current = _scan(folder, sync.snapshot, check) if folder is not None else ({}, {})
     # A document is its bytes and the attributes its sidecar gives it (sources.read_sidecar).
     stored = {
@@ -100,6 +125,15 @@ def check_source(*, collection: Collection, now=None) -> Check:
         return _record(sync, check, now, snapshot=snapshot)
     check.outcome = f"{check.summary()}: build {check.build.pk} queued"
     return _record(sync, check, now, snapshot=snapshot, attempted=signature, build=check.build)
+
+
+def _failed(sync: CollectionSync, check: Check, now, *, reason: str) -> Check:
+    """Record a failed check; the agent's hooks hear of it when the previous check had not failed."""
+    already = sync.last_outcome.startswith((UNREADABLE, CHECK_FAILED))
+    check = _record(sync, check, now, snapshot=sync.snapshot)
+    if not already:
+        sync_failed(collection=sync.collection, reason=reason, checked_at=now)
+    return check
 
 
 def attributes_signature(attributes: dict | None) -> str:
@@ -151,14 +185,14 @@ def _sidecar_state(entry, previous: dict, check: Check) -> list | None:
 def _fingerprint(path, size: int) -> str:
     """SHA-256 of the file, as a build fingerprints it; a file the build would refuse unread is not read."""
     if size > MAX_DOCUMENT_BYTES:
-        return f"too-large:{size}"
+        return too_large_mark(size)
     digest = hashlib.sha256()
     try:
         with path.open("rb") as handle:
             while block := handle.read(READ_BLOCK):
                 digest.update(block)
     except OSError:
-        return "unreadable"
+        return UNREADABLE_MARK
     return digest.hexdigest()
 
 

@@ -50,8 +50,7 @@ def vector_store(collection: Collection) -> dict:
         "name": collection.name,
         "created_at": _timestamp(collection.created_at),
         "last_active_at": _timestamp(built.built_at) if built is not None else None,
-        # Never built and a build on its way: not searchable yet.
-        "status": "in_progress" if built is None and building else "completed",
+        "status": _status(built, building),
         "usage_bytes": _index_bytes(collection),
         "file_counts": {
             "in_progress": 0,
@@ -60,10 +59,25 @@ def vector_store(collection: Collection) -> dict:
             "cancelled": 0,
             "total": counts["total"],
         },
-        "metadata": {"per_reader": "true" if collection.per_reader else "false"},
+        # The counts and bytes are the collection's, whatever a reader may read: a per-reader store says
+        # that they include documents some readers cannot see (wholly hidden ones too).
+        "metadata": {
+            "per_reader": "true" if collection.per_reader else "false",
+            "counts_include_restricted": "true" if collection.per_reader else "false",
+            "built": "true" if built is not None else "false",
+        },
         "expires_after": None,
         "expires_at": None,
     }
+
+
+def _status(built, building: bool) -> str:
+    """OpenAI's status, truthfully: `completed` once a build is live; `in_progress` while the first is on its
+    way; never built with none coming, `expired`, the status whose store cannot be searched (a search
+    answers 409 `not_built`, and `metadata.built` is "false")."""
+    if built is not None:
+        return "completed"
+    return "in_progress" if building else "expired"
 
 
 def get_vector_store(*, agent: Agent, store_id: str) -> dict:

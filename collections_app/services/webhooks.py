@@ -2,31 +2,27 @@
 (docs/webhooks.md).
 
 An event is written as one `WebhookDelivery` per subscribed hook in the transaction that records it,
-and sent by a task once that commits. Each attempt is signed: HMAC-SHA256, keyed by the hook's own
-secret, over ``<timestamp>.<body>``, in the ``Ragsite-Signature`` header beside ``Ragsite-Timestamp``.
-A failed attempt (a connection error, a timeout, any answer but 2xx) is tried again by the webhook
-sweep after a backoff, up to `MAX_ATTEMPTS`; every attempt is recorded on the delivery.
+and sent by a task once that commits, on a queue of its own (WEBHOOK_QUEUE) so a slow receiver never
+holds a build's worker. Each attempt is signed: HMAC-SHA256, keyed by the hook's own secret, over
+``<timestamp>.<event>.<delivery id>.<body>``, in the ``Ragsite-Signature`` header, so the
+``Ragsite-Timestamp``, ``Ragsite-Event`` and ``Ragsite-Delivery`` headers are signed with the body. A
+failed attempt (a connection error, the attempt's deadline passing, any answer but 2xx) is tried again
+by the webhook sweep after a backoff, up to `MAX_ATTEMPTS`; every attempt is recorded on the delivery,
+and only by the attempt that claimed it.
 
 A payload carries ids, counts and names a board may show (agent, collection, model): never a path, a
 question, a paragraph, a document name or an error message, which could hold any of them.
 
-Targets are checked against SSRF when a hook is saved and again at every attempt: http or https only,
-and every address the host resolves to must be public unless WEBHOOK_ALLOW_PRIVATE is on. The
-connection then goes to the address that was checked, so a name that resolves differently a moment
-later (DNS rebinding) cannot send the request elsewhere; redirects are not followed.
+Where a delivery may go, and the bounded POST itself, are services.webhook_transport's.
 """
 
 import hashlib
 import hmac
 import http.client
-import ipaddress
 import json
 import logging
-import socket
-import ssl
 import time
 from datetime import timedelta
-from urllib.parse import urlsplit
 
 from django.db import transaction
 from django.db.models import Q
@@ -37,13 +33,15 @@ from ragsite.errors import RagsiteError
 from ..conf import settings
 from ..models import BuildRun, KnownAnswersReport, Webhook, WebhookDelivery
 from ..models.sync import new_secret
+from .webhook_transport import InvalidWebhook, post, validate_url
+
+__all__ = ["InvalidWebhook", "validate_url"]  # with the events below: what the admin and tasks use
 
 logger = logging.getLogger("ragsite.webhooks")
 
 # Seconds before attempt 2, 3, …: the sweep runs every minute, so the first retry comes within about one.
 BACKOFF = (30, 120, 600, 3600, 6 * 3600)
 MAX_ATTEMPTS = len(BACKOFF) + 1
-MAX_URL_CHARS = Webhook._meta.get_field("url").max_length
 SIGNATURE_HEADER, TIMESTAMP_HEADER = "Ragsite-Signature", "Ragsite-Timestamp"
 EVENT_HEADER, DELIVERY_HEADER = "Ragsite-Event", "Ragsite-Delivery"
 STATUS_EVENTS = {
@@ -53,19 +51,7 @@ STATUS_EVENTS = {
 }
 
 
-class InvalidWebhook(RagsiteError):
-    code = "invalid_webhook_url"
-    status = 400
-
-
 # --- Targets ------------------------------------------------------------------
-
-
-def validate_url(url: str) -> str:
-    """The URL if a delivery may go there; `InvalidWebhook` saying why not (resolving its host)."""
-    host, port, _https = _parts(url)
-    _addresses(host, port)
-    return url
 
 
 def validate_events(events) -> list[str]:
@@ -77,49 +63,6 @@ def validate_events(events) -> list[str]:
             f"unknown events {', '.join(unknown)}; known: {', '.join(Webhook.EVENTS)}", code="invalid_events"
         )
     return [event for event in Webhook.EVENTS if event in events]
-
-
-def _parts(url: str) -> tuple[str, int, bool]:
-    if not isinstance(url, str) or not url or len(url) > MAX_URL_CHARS:
-        raise InvalidWebhook(f"a webhook URL is 1 to {MAX_URL_CHARS} characters")
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        raise InvalidWebhook("the webhook URL cannot be parsed") from None
-    if parts.scheme not in ("http", "https"):
-        raise InvalidWebhook("a webhook URL is http:// or https://")
-    if not parts.hostname or parts.username is not None or parts.password is not None:
-        raise InvalidWebhook("a webhook URL names a host, without a user name or password")
-    https = parts.scheme == "https"
-    return parts.hostname, port or (443 if https else 80), https
-
-
-def _addresses(host: str, port: int) -> list[str]:
-    """Every address `host` resolves to, all checked; refuses the host when any is not public."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError):
-        raise InvalidWebhook(f'the webhook host "{host}" does not resolve') from None
-    addresses = list(dict.fromkeys(info[4][0] for info in infos))
-    if not settings.WEBHOOK_ALLOW_PRIVATE:
-        for address in addresses:
-            if not _public(address):
-                raise InvalidWebhook(
-                    f'the webhook host "{host}" resolves to a private, loopback or link-local address; '
-                    "refused (WEBHOOK_ALLOW_PRIVATE allows it)"
-                )
-    if not addresses:
-        raise InvalidWebhook(f'the webhook host "{host}" does not resolve')
-    return addresses
-
-
-def _public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    for form in (ip, getattr(ip, "ipv4_mapped", None), getattr(ip, "sixtofour", None)):
-        if form is not None and (not form.is_global or form.is_multicast or form.is_reserved):
-            return False
-    return True
 
 
 # --- Events -------------------------------------------------------------------
@@ -180,6 +123,17 @@ def _build_data(run: BuildRun, *, full: bool = True) -> dict:
     return {"agent": collection.agent.agent_id, "collection": collection.name, "build": build}
 
 
+def sync_failed(*, collection, reason: str, checked_at) -> int:
+    """`sync.failed`: a synced collection's check could not be carried out. `reason` is a code or an
+    exception's class name, never its message (which could hold a path)."""
+    data = {
+        "agent": collection.agent.agent_id,
+        "collection": collection.name,
+        "sync": {"reason": reason, "checked_at": _iso(checked_at)},
+    }
+    return emit(agent_id=collection.agent_id, event=Webhook.SYNC_FAILED, data=data)
+
+
 def _iso(moment) -> str | None:
     return moment.isoformat() if moment else None
 
@@ -204,7 +158,23 @@ def emit(*, agent_id: int, event: str, data: dict) -> int:
 def _enqueue(delivery_id: int) -> None:
     from django_q.tasks import async_task
 
-    async_task("collections_app.tasks.deliver_webhook", delivery_id, task_name=f"webhook-{delivery_id}")
+    queue = settings.WEBHOOK_QUEUE or None  # None: the main cluster
+    async_task(
+        "collections_app.tasks.deliver_webhook",
+        delivery_id,
+        task_name=f"webhook-{delivery_id}",
+        cluster=queue,
+    )
+
+
+def attempt_bound() -> float:
+    """Seconds after which an attempt still "sending" cannot be live: the cluster running deliveries kills
+    a task past its timeout (config/settings.py gives the webhook cluster the attempt's deadline plus a
+    minute), and a minute more covers the clocks."""
+    q_cluster = settings.Q_CLUSTER
+    queue = settings.WEBHOOK_QUEUE
+    own = (q_cluster.get("ALT_CLUSTERS") or {}).get(queue, {}) if queue else {}
+    return float(own.get("timeout") or q_cluster.get("timeout") or 3600) + 60
 
 
 # --- Sending ------------------------------------------------------------------
@@ -215,19 +185,20 @@ def body_of(delivery: WebhookDelivery) -> bytes:
     return json.dumps(delivery.payload, separators=(",", ":"), sort_keys=True).encode()
 
 
-def signature(*, secret: str, timestamp: int, body: bytes) -> str:
-    """HMAC-SHA256 of ``<timestamp>.<body>`` keyed by the hook's secret, as ``sha256=<hex>``."""
-    mac = hmac.new(secret.encode(), str(timestamp).encode() + b"." + body, hashlib.sha256)
-    return "sha256=" + mac.hexdigest()
+def signature(*, secret: str, timestamp: int, event: str, delivery: str, body: bytes) -> str:
+    """HMAC-SHA256 of ``<timestamp>.<event>.<delivery id>.<body>`` keyed by the hook's secret, as
+    ``sha256=<hex>``: every header a receiver acts on is signed with the body."""
+    signed = f"{timestamp}.{event}.{delivery}.".encode() + body
+    return "sha256=" + hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
 
 
 def deliver(*, delivery_id: int) -> str:
     """One attempt at a delivery that is due; returns its status after. Never raises for the
     receiver's faults.
 
-    The attempt is claimed by a conditional update (pending → sending), so a delivery queued twice is
-    sent once; only a receiver that took the body but answered too late can see it twice, and the
-    ``Ragsite-Delivery`` header lets it tell."""
+    The attempt is claimed by a conditional update (pending → sending, stamped with the claim's
+    moment), so a delivery queued twice is sent once, and only the attempt holding the claim records
+    its outcome: one the sweep gave up on as dead cannot overwrite the attempt that replaced it."""
     now = timezone.now()
     claimed = WebhookDelivery.objects.filter(
         Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now),
@@ -238,100 +209,69 @@ def deliver(*, delivery_id: int) -> str:
     if delivery is None or not claimed:
         return delivery.status if delivery else "gone"
     hook = delivery.webhook
-    body = body_of(delivery)
-    timestamp = int(time.time())
-    headers = {
-        "Content-Type": "application/json",
-        "User-Agent": "ragsite-webhooks",
-        EVENT_HEADER: delivery.event,
-        DELIVERY_HEADER: str(delivery.uid),
-        TIMESTAMP_HEADER: str(timestamp),
-        SIGNATURE_HEADER: signature(secret=hook.secret, timestamp=timestamp, body=body),
-    }
     status_code, error = None, ""
     if not hook.active:
         error = "the webhook was switched off"
+    elif not hook.secret:
+        error = "the signing secret cannot be read (WEBHOOK_SECRET_KEYS no longer holds its key)"
     else:
         try:
-            status_code = _post(hook.url, body, headers)
+            status_code = post(hook.url, body_of(delivery), _headers(delivery, hook.secret))
             if not 200 <= status_code < 300:
                 error = f"the receiver answered HTTP {status_code}"
         except InvalidWebhook as exc:
             error = exc.message
         except (OSError, http.client.HTTPException) as exc:
             error = f"{type(exc).__name__}: {exc}"
-    delivery.attempts += 1
-    delivery.response_status, delivery.last_error = status_code, error[:300]
+    attempts = delivery.attempts + 1
+    fields = {"attempts": attempts, "response_status": status_code, "last_error": error[:300]}
     if not error:
-        delivery.status, delivery.delivered_at, delivery.next_attempt_at = (
-            WebhookDelivery.DELIVERED,
-            now,
-            None,
-        )
-    elif delivery.attempts >= MAX_ATTEMPTS or not hook.active:
-        delivery.status, delivery.next_attempt_at = WebhookDelivery.FAILED, None
+        fields.update(status=WebhookDelivery.DELIVERED, delivered_at=now, next_attempt_at=None)
+    elif attempts >= MAX_ATTEMPTS or not hook.active:
+        fields.update(status=WebhookDelivery.FAILED, next_attempt_at=None)
     else:
-        delivery.status = WebhookDelivery.PENDING
-        delivery.next_attempt_at = now + timedelta(seconds=BACKOFF[delivery.attempts - 1])
-    delivery.save(
-        update_fields=[
-            "attempts",
-            "response_status",
-            "last_error",
-            "status",
-            "delivered_at",
-            "next_attempt_at",
-        ]
-    )
+        fields.update(
+            status=WebhookDelivery.PENDING,
+            next_attempt_at=now + timedelta(seconds=BACKOFF[attempts - 1]),
+        )
+    recorded = WebhookDelivery.objects.filter(
+        pk=delivery.pk, status=WebhookDelivery.SENDING, last_attempt_at=now
+    ).update(**fields)
     logger.info(
-        "webhook delivery %s (%s) to hook %s: attempt %s, %s",
+        "webhook delivery %s (%s) to hook %s: attempt %s, %s%s",
         delivery.pk,
         delivery.event,
         hook.pk,
-        delivery.attempts,
-        delivery.status if not error else f"{delivery.status} ({error[:100]})",
+        attempts,
+        fields["status"] if not error else f"{fields['status']} ({error[:100]})",
+        "" if recorded else "; not recorded: the sweep had given this attempt up",
     )
-    return delivery.status
+    return fields["status"] if recorded else WebhookDelivery.objects.get(pk=delivery.pk).status
 
 
-def _post(url: str, body: bytes, headers: dict) -> int:
-    """POST to the address that was checked, never to one the name resolves to later; the status code."""
-    host, port, https = _parts(url)
-    timeout = float(settings.WEBHOOK_TIMEOUT)
-    error: OSError | None = None
-    for address in _addresses(host, port):
-        try:
-            raw = socket.create_connection((address, port), timeout=timeout)
-            break
-        except OSError as exc:
-            error = exc
-    else:
-        raise error or OSError("no address to connect to")
-    parts = urlsplit(url)
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    if https:
-        context = ssl.create_default_context()
-        connection = http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
-        connection.sock = context.wrap_socket(raw, server_hostname=host)
-    else:
-        connection = http.client.HTTPConnection(host, port, timeout=timeout)
-        connection.sock = raw
-    try:
-        connection.request("POST", target, body=body, headers=headers)
-        response = connection.getresponse()
-        response.read(64 * 1024)
-        return response.status
-    finally:
-        connection.close()
+def _headers(delivery: WebhookDelivery, secret: str) -> dict:
+    timestamp = int(time.time())
+    uid = str(delivery.uid)
+    return {
+        "Content-Type": "application/json",
+        "User-Agent": "ragsite-webhooks",
+        EVENT_HEADER: delivery.event,
+        DELIVERY_HEADER: uid,
+        TIMESTAMP_HEADER: str(timestamp),
+        SIGNATURE_HEADER: signature(
+            secret=secret, timestamp=timestamp, event=delivery.event, delivery=uid, body=body_of(delivery)
+        ),
+    }
 
 
 def retry_due(now=None) -> list[int]:
     """The webhook sweep: queue every delivery whose backoff has passed; returns their ids.
 
-    A delivery left "sending" by a worker that died is put back to pending first (once its attempt
-    could no longer be running), so it is tried again rather than lost."""
+    A delivery left "sending" by a worker that died is put back to pending first, once its attempt
+    could no longer be running (`attempt_bound`: past the kill timeout of the cluster sending it), so it
+    is tried again rather than lost, and a slow live attempt is never sent a second time."""
     now = now or timezone.now()
-    stuck = now - timedelta(seconds=float(settings.WEBHOOK_TIMEOUT) * 3 + 60)
+    stuck = now - timedelta(seconds=attempt_bound())
     WebhookDelivery.objects.filter(status=WebhookDelivery.SENDING, last_attempt_at__lt=stuck).update(
         status=WebhookDelivery.PENDING, next_attempt_at=now, last_error="the attempt's worker stopped"
     )
@@ -360,12 +300,25 @@ def send_again(*, deliveries) -> int:
     return len(ids)
 
 
-def new_secrets(*, hooks) -> int:
+def new_secrets(*, hooks) -> dict[int, str]:
     """Give each hook a fresh signing secret (a leaked one, say); deliveries from now on are signed with
-    it."""
-    changed = 0
+    it. Returns {hook id: new secret}: the one time they are shown."""
+    changed = {}
     for hook in hooks:
         hook.secret = new_secret()
         hook.save(update_fields=["secret"])
-        changed += 1
+        changed[hook.pk] = hook.secret
     return changed
+
+
+def reseal_secrets() -> tuple[int, int]:
+    """Seal every hook's secret again with the first of WEBHOOK_SECRET_KEYS (after a key was added in front);
+    returns (resealed, unreadable: no configured key opens them)."""
+    resealed = unreadable = 0
+    for hook in Webhook.objects.all():
+        if not hook.secret:
+            unreadable += 1
+            continue
+        hook.save(update_fields=["secret"])
+        resealed += 1
+    return resealed, unreadable

@@ -35,6 +35,7 @@ from .reading import (
     TIMED_OUT,
     TOO_LARGE,
     UNSUPPORTED_TYPE,
+    Note,
     Unreadable,
     open_package,
     within_limit,
@@ -125,13 +126,10 @@ def extract(
     """
     suffix = _suffix(name)
     warnings: list[str] = []
-    notes: list[str] = []  # filled by a reader as it goes (read_xlsx), told on the build and the document
     ocr_pages = 0
     if suffix == ".pdf" or suffix in IMAGE_SUFFIXES:
         read = _pdf(data, ocr, on_ocr_page) if suffix == ".pdf" else _image(data, ocr, on_ocr_page)
         blocks, warnings, ocr_pages = read.blocks, list(read.warnings), read.ocr_pages
-    elif suffix == ".xlsx":  # the one reader with notes of its own: formulas with no saved value
-        blocks = sheets.read_xlsx(data, warnings, notes)
     elif suffix in READERS or not suffix:
         blocks = (READERS[suffix] if suffix else _untyped)(data, warnings)
     else:
@@ -140,8 +138,9 @@ def extract(
     text, pages = join_blocks(kept)
     if not text:
         raise Unreadable("no text", category=EMPTY)
-    if kept.cut:
-        notes.append(f"only its first {MAX_TEXT_CHARS:,} characters were read")
+    notes = [str(w) for w in warnings if isinstance(w, Note)]
+    warnings = [w for w in warnings if not isinstance(w, Note)]
+    notes += [f"only its first {MAX_TEXT_CHARS:,} characters were read"] if kept.cut else []
     return Extracted(text=text, warnings=warnings, pages=pages, ocr_pages=ocr_pages, notes=notes)
 
 

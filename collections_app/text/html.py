@@ -19,7 +19,7 @@ import re
 from html.parser import HTMLParser
 
 from .blocks import Block
-from .reading import CORRUPT, MAX_TEXT_CHARS, UNSUPPORTED_TYPE, Unreadable
+from .reading import CORRUPT, MAX_TEXT_CHARS, UNSUPPORTED_TYPE, Note, Unreadable
 from .tables import markdown_table
 
 FEED_CHARS = 1 << 20
@@ -32,29 +32,35 @@ _WINDOWS_1252_LABELS = {
 }  # fmt: skip
 
 
-def html_codec(data: bytes) -> tuple[str, bytes]:
+def html_codec(data: bytes) -> tuple[str, bytes, str]:
+    """(the codec to decode with, the bytes to decode, a note when the page's declaration was set aside)."""
     if data.startswith(codecs.BOM_UTF8):
-        return "utf-8", data[len(codecs.BOM_UTF8) :]
+        return "utf-8", data[len(codecs.BOM_UTF8) :], ""
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return "utf-16", data
+        return "utf-16", data, ""
     match = _META_CHARSET.search(data[:4096])
     if match:
-        label = match.group(1).decode("ascii").lower()
+        label = match.group(1).decode("ascii", "replace").lower()
         if label in _WINDOWS_1252_LABELS:
-            return "cp1252", data
+            return "cp1252", data, ""
         try:
-            name = codecs.lookup(label).name
+            info = codecs.lookup(label)
+            if not getattr(info, "_is_text_encoding", True):  # rot13, zlib_codec, base64: not of text
+                raise LookupError(label)
+            name = info.name
         except LookupError:
-            return "utf-8", data
+            return "utf-8", data, f"its <meta charset> {label[:40]!r} is not a text encoding; read as UTF-8"
         # A page whose bytes we are reading as ASCII cannot really be UTF-16; the declaration is wrong.
         if not name.startswith(("utf-16", "utf-32")):
-            return name, data
-    return "utf-8", data
+            return name, data, ""
+    return "utf-8", data, ""
 
 
-def read_html(data: bytes, _warnings: list[str] | None = None, *, limit: int = MAX_TEXT_CHARS) -> list[Block]:
+def read_html(data: bytes, warnings: list[str] | None = None, *, limit: int = MAX_TEXT_CHARS) -> list[Block]:
     """The page's text as one part (HTML has no pages)."""
-    codec, body = html_codec(data)
+    codec, body, note = html_codec(data)
+    if note and warnings is not None:
+        warnings.append(Note(note))
     try:
         markup = body.decode(codec)
     except UnicodeDecodeError as exc:

@@ -53,6 +53,11 @@ MAX_MEMBER_BYTES = 64 * 1024 * 1024
 MAX_MEMBERS = 10_000
 
 
+class Note(str):
+    """A reader's remark on a document it did read (a declaration it set aside), told on the build
+    without sending the document to review as a scan warning would (`extract` sorts them out)."""
+
+
 class Unreadable(Exception):
     """A document that yields no usable text.
 

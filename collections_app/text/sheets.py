@@ -26,7 +26,15 @@ import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterable, Iterator, Sequence
 
 from .blocks import Block
-from .reading import CORRUPT, MAX_TEXT_CHARS, UNSUPPORTED_TYPE, Unreadable, heading_block, open_package
+from .reading import (
+    CORRUPT,
+    MAX_TEXT_CHARS,
+    UNSUPPORTED_TYPE,
+    Note,
+    Unreadable,
+    heading_block,
+    open_package,
+)
 from .tables import MAX_COLUMNS, table_blocks
 
 MAX_ROWS = 100_000
@@ -34,8 +42,8 @@ MAX_SHEETS = 200
 SNIFF_CHARS = 65536
 
 
-def read_xlsx(data: bytes, warnings: list[str], notes: list[str] | None = None) -> Iterator[Block]:
-    """The workbook's sheets as blocks; `notes` (when given) is told of formulas with no saved value."""
+def read_xlsx(data: bytes, warnings: list[str]) -> Iterator[Block]:
+    """The workbook's sheets as blocks; a sheet whose formulas have no saved value is a `Note`."""
     import openpyxl
 
     open_package(data, "Excel workbook").close()
@@ -56,14 +64,15 @@ def read_xlsx(data: bytes, warnings: list[str], notes: list[str] | None = None) 
             except Exception:  # one damaged sheet should not cost the others
                 warnings.append(f"sheet {sheet.title!r} could not be read")
                 continue
-            if notes is not None:
-                unsaved = _formulas_without_values(workbook, sheet)
-                if unsaved:
-                    notes.append(
+            unsaved = _formulas_without_values(workbook, sheet)
+            if unsaved:
+                warnings.append(
+                    Note(
                         f"sheet {sheet.title!r}: {unsaved:,} formula cell{'s' if unsaved != 1 else ''} "
                         "with no saved value read as empty (the file was never opened in a spreadsheet "
                         "program); open and save it in Excel or LibreOffice to have them read"
                     )
+                )
     finally:
         workbook.close()
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 from django.db import transaction
 from django.db.models import F
+from django.utils import timezone
 
 from collections_app.models import Agent
 from ragsite.bodies import encodable
@@ -29,6 +31,25 @@ QUEUED = "queued"
 # as it should be; "unknown" and "failed" leave it for a later repair.
 BUILT, PRESENT, CHANGED, GONE, FAILED = "built", "present", "changed", "gone", "failed"
 SETTLED = frozenset({BUILT, FITS, PRESENT, CHANGED, GONE})
+
+
+def utc_moment(moment: datetime | None, field: str) -> datetime | None:
+    """`moment` in UTC (a naive one read as UTC), or a 400 naming `field` when it has no UTC time.
+
+    Every store compares in UTC, so the conversion happens here, where it can fail cleanly: a time a
+    few hours from datetime's ends (9999-12-31T23:59:59-14:00) has none (OverflowError, once a 500
+    on SQLite), and an offset PostgreSQL cannot hold (-21:31) never reaches it."""
+    if moment is None:
+        return None
+    if timezone.is_naive(moment):
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise RagsiteError(
+            f"{field} is out of range: a date and time between 0001-01-01 and 9999-12-31 in UTC",
+            code=f"invalid_{field}",
+        ) from None
 
 
 def validate_text(text: Any) -> str:

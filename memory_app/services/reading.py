@@ -11,7 +11,6 @@ import json
 from datetime import datetime
 
 from django.db.models import Q
-from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from collections_app.models import Agent
@@ -20,7 +19,7 @@ from ragsite.errors import RagsiteError
 
 from .. import conf
 from ..models import Record, RecordNode
-from .common import get_record, record_model
+from .common import get_record, record_model, utc_moment
 from .nodes import NODES_CURRENT, NODES_MISSING, NODES_NOT_NEEDED, NODES_STALE, NodeState, _node_state
 from .recall import opening
 
@@ -97,15 +96,10 @@ def _after(cursor: str) -> tuple[datetime, int]:
         created_at = parse_datetime(when)
         if created_at is None or isinstance(id, bool) or not isinstance(id, int):
             raise ValueError(cursor)
-    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
+        created_at = utc_moment(created_at, "cursor")
+    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError, RagsiteError):
         raise RagsiteError("cursor is not one this list gave out", code="invalid_cursor") from None
     return created_at, id
-
-
-def _aware(moment: datetime | None) -> datetime | None:
-    if moment is not None and timezone.is_naive(moment):
-        return timezone.make_aware(moment, timezone.UTC)
-    return moment
 
 
 def list_records(
@@ -126,7 +120,7 @@ def list_records(
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
         raise RagsiteError(f"limit must be a whole number from 1 to {MAX_PAGE}", code="invalid_limit")
     rows = record_model(kind).objects.filter(agent=agent)
-    since, until = _aware(since), _aware(until)
+    since, until = utc_moment(since, "since"), utc_moment(until, "until")
     if since is not None:
         rows = rows.filter(created_at__gte=since)
     if until is not None:

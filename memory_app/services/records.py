@@ -18,7 +18,15 @@ from ragsite import embedding
 from ragsite.errors import Conflict, NotFound, RagsiteError
 
 from ..models import KINDS, RECORD_MODELS, Episode, Memory, Record
-from .common import QUEUED, _prepare_many, get_record, raise_generation, record_model, validate_text
+from .common import (
+    QUEUED,
+    _prepare_many,
+    get_record,
+    raise_generation,
+    record_model,
+    utc_moment,
+    validate_text,
+)
 
 logger = logging.getLogger("memory_app")
 
@@ -190,11 +198,13 @@ def _parse_import_line(number: int, line: str) -> _ImportItem | None:
         raise refuse("locked must be true or false")
     created_at = None
     if item.get("created_at") is not None:
-        created_at = parse_datetime(str(item["created_at"])) if isinstance(item["created_at"], str) else None
+        try:
+            created_at = parse_datetime(item["created_at"]) if isinstance(item["created_at"], str) else None
+            created_at = utc_moment(created_at, "created_at")
+        except (ValueError, RagsiteError):  # no such day (30 February), or no UTC moment
+            created_at = None
         if created_at is None:
-            raise refuse("created_at must be an ISO 8601 date and time")
-        if timezone.is_naive(created_at):
-            created_at = timezone.make_aware(created_at, timezone.UTC)
+            raise refuse("created_at must be an ISO 8601 date and time that exists")
     return _ImportItem(kind, text, locked, created_at)
 
 

@@ -62,23 +62,57 @@ def test_a_webhook_to_a_private_address_is_refused_unless_allowed(admin_client, 
     }
     settings.WEBHOOK_ALLOW_PRIVATE = False
     refused = admin_client.post(url("webhook_add"), form).content.decode()
-    assert "private, loopback or link-local" in refused and not Webhook.objects.exists()
+    assert "private, loopback, link-local" in refused and not Webhook.objects.exists()
     refused = admin_client.post(
         url("webhook_add"), {**form, "url": "gopher://93.184.216.34/"}
     ).content.decode()
     assert "http:// or https://" in refused and not Webhook.objects.exists()
     settings.WEBHOOK_ALLOW_PRIVATE = True
-    assert admin_client.post(url("webhook_add"), form).status_code == 302
+    created = admin_client.post(url("webhook_add"), form)
     hook = Webhook.objects.get()
     assert hook.events == ["build.succeeded"]
-    assert hook.secret in admin_client.get(url("webhook_change", hook.pk)).content.decode()
-    # A leaked secret is replaced by an action of the list.
+    # Shown once, in the answer to its creation, and never again.
+    assert created.status_code == 200 and hook.secret in created.content.decode()
+    assert "no-store" in created["Cache-Control"]
+    assert hook.secret not in admin_client.get(url("webhook_change", hook.pk)).content.decode()
+    # A leaked secret is replaced by an action of the list, which shows the new one once.
     old = hook.secret
-    admin_client.post(
+    rotated = admin_client.post(
         url("webhook_changelist"), {"action": "give_new_secrets", "_selected_action": [hook.pk]}
     )
     hook.refresh_from_db()
     assert hook.secret != old and hook.secret.startswith("whsec_")
+    assert hook.secret in rotated.content.decode() and old not in rotated.content.decode()
+    assert hook.secret not in admin_client.get(url("webhook_change", hook.pk)).content.decode()
+
+
+@pytest.mark.django_db
+def test_a_webhook_secret_is_shown_to_no_one_after_creation_and_is_encrypted_at_rest(
+    admin_client, client, agent, settings, django_user_model
+):
+    from django.contrib.auth.models import Permission
+    from django.db import connection
+
+    settings.WEBHOOK_ALLOW_PRIVATE = True
+    hook = Webhook.objects.create(agent=agent, url="http://127.0.0.1:9/", events=["build.succeeded"])
+    viewer = django_user_model.objects.create_user("viewer", password="pw", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_webhook"))
+    client.force_login(viewer)
+    for who in (client, admin_client):
+        page = who.get(url("webhook_change", hook.pk))
+        assert page.status_code == 200 and hook.secret not in page.content.decode()
+        assert "(hidden)" in page.content.decode()
+        listed = who.get(url("webhook_changelist")).content.decode()
+        assert hook.secret not in listed
+    # The viewer may not rotate (and so never sees a new one).
+    client.post(url("webhook_changelist"), {"action": "give_new_secrets", "_selected_action": [hook.pk]})
+    assert Webhook.objects.get().secret == hook.secret
+    # The row holds a Fernet token, not the secret; the model reads it back plain.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT secret FROM collections_app_webhook WHERE id = %s", [hook.pk])
+        [stored] = cursor.fetchone()
+    assert stored.startswith("fernet:") and hook.secret not in stored and hook.secret[6:] not in stored
+    assert Webhook.objects.get(pk=hook.pk).secret == hook.secret
 
 
 @pytest.mark.browser
@@ -99,10 +133,13 @@ def test_staff_register_a_webhook_and_switch_sync_on_by_clicking(
         page.check("input[name=events][value='build.succeeded']")
         page.check("input[name=events][value='known_answers.lost']")
         page.click("input[name=_continue]")
-        page.wait_for_selector("ul.messagelist")
+        page.wait_for_selector("[data-role=webhook-secret]")
         hook = Webhook.objects.get()
         assert hook.events == ["build.succeeded", "known_answers.lost"]
-        assert page.inner_text("[data-role=webhook-secret]") == hook.secret
+        assert page.inner_text("[data-role=webhook-secret]") == hook.secret  # shown once, now
+        page.goto(url("webhook_change", hook.pk))
+        assert page.locator("[data-role=webhook-secret]").count() == 0
+        assert hook.secret not in page.content()
 
         # Sync on from the collection page: its next check is shown.
         page.goto(url("collection_change", handbook.pk))

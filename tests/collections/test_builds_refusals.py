@@ -176,9 +176,13 @@ def test_each_refused_document_records_a_category_and_the_names_stay_names_only(
         == sorted(expected)
         == sorted(run.refused)
     )
-    # The detail stays in the server log.
+    # Every refusal's category is in the build's warnings (docs/security.md), by name; the detail
+    # stays in the server log.
+    for name, category in expected.items():
+        assert f"{name} was refused ({category})" in run.warnings, run.warnings
     assert "not a readable PDF" in caplog.text
     assert "not a readable PDF" not in json.dumps(list(Document.objects.values()), default=str)
+    assert "not a readable PDF" not in json.dumps(run.warnings)
     assert handbook.documents.get(name="leave.md").refusal == ""
 
 

@@ -122,14 +122,27 @@ def test_a_malformed_filter_is_refused_saying_where(raw, message):
 def test_depth_and_comparisons_are_bounded():
     leaf = {"type": "eq", "key": "a", "value": "b"}
     nested = leaf
-    for _ in range(MAX_DEPTH - 1):
+    for _ in range(MAX_DEPTH):
         nested = {"type": "and", "filters": [nested]}
-    parse_filter(nested)  # at the limit
+    parse_filter(nested)  # at the limit: five compounds, one inside the next, as the docs allow
     with pytest.raises(FilterError, match=f"at most {MAX_DEPTH} deep"):
         parse_filter({"type": "or", "filters": [nested]})
     parse_filter({"type": "or", "filters": [leaf] * MAX_COMPARISONS})
     with pytest.raises(FilterError, match=f"at most {MAX_COMPARISONS} comparisons"):
         parse_filter({"type": "or", "filters": [leaf] * (MAX_COMPARISONS + 1)})
+
+
+def test_chunk_id_is_refused_as_a_filter_key_rather_than_never_matching():
+    with pytest.raises(FilterError, match=r"filters\.filters\[1\]\.key: chunk_id cannot be filtered on"):
+        parse_filter(
+            {
+                "type": "or",
+                "filters": [
+                    {"type": "eq", "key": "document", "value": "leave.md"},
+                    {"type": "eq", "key": "chunk_id", "value": "leave.md#0"},
+                ],
+            }
+        )
 
 
 def test_a_page_filter_over_a_collection_without_pages_is_refused():

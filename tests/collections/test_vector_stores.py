@@ -225,7 +225,31 @@ def test_a_store_describes_its_collection(client, handbook, keyed):
     assert store["id"] == store["name"] == "handbook" and store["object"] == "vector_store"
     assert store["status"] == "completed" and store["usage_bytes"] > 0
     assert store["file_counts"] == {"in_progress": 0, "completed": 3, "failed": 0, "cancelled": 0, "total": 3}
-    assert store["metadata"] == {"per_reader": "false"} and isinstance(store["created_at"], int)
+    assert store["metadata"] == {"per_reader": "false", "counts_include_restricted": "false", "built": "true"}
+    assert isinstance(store["created_at"], int)
+    collection = client.get("/api/v1/collections/handbook", headers={"Authorization": f"Bearer {raw}"}).json()
+    assert collection["built"]["counts_include_restricted"] is False
+
+
+def test_a_store_never_built_says_so_and_a_per_reader_one_says_its_counts_are_everyones(
+    client, keyed, knowledge_folder
+):
+    from collections_app.services.builds import request_build
+
+    agent, raw = keyed
+    auth = {"Authorization": f"Bearer {raw}"}
+    create_collection(agent=agent, name="empty")
+    store = client.get("/v1/vector_stores/empty", headers=auth).json()
+    assert store["status"] == "expired" and store["metadata"]["built"] == "false"  # never "completed"
+    refused = search(client, raw, {"query": "leave"}, store="empty").json()
+    assert refused["error"]["code"] == "not_built"
+    knowledge_folder("labs", {"leave.md": "# Leave\n\nFive days carry over.\n"})
+    labs = create_collection(agent=agent, name="labs", per_reader=True)
+    request_build(collection=labs, enqueue=False)
+    listed = {s["id"]: s for s in client.get("/v1/vector_stores", headers=auth).json()["data"]}
+    assert listed["labs"]["status"] == "in_progress"
+    assert listed["labs"]["metadata"]["counts_include_restricted"] == "true"
+    assert listed["empty"]["metadata"]["counts_include_restricted"] == "false"
 
 
 def test_the_list_pages_by_cursor(client, keyed):

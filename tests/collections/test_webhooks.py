@@ -55,12 +55,15 @@ def hook(agent, url, events=Webhook.EVENTS) -> Webhook:
 
 
 def verified(request: dict, secret: str) -> dict:
-    """What a receiver does (docs/webhooks.md): check the signature over timestamp and body, then parse."""
-    timestamp = request["headers"]["Ragsite-Timestamp"]
-    expected = hmac.new(
-        secret.encode(), timestamp.encode() + b"." + request["body"], hashlib.sha256
-    ).hexdigest()
-    assert hmac.compare_digest(request["headers"]["Ragsite-Signature"], f"sha256={expected}")
+    """What a receiver does (docs/webhooks.md): check the signature over the timestamp, event and delivery
+    headers and the body, then parse."""
+    headers = request["headers"]
+    signed = (
+        f"{headers['Ragsite-Timestamp']}.{headers['Ragsite-Event']}.{headers['Ragsite-Delivery']}.".encode()
+        + request["body"]
+    )
+    expected = hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
+    assert hmac.compare_digest(headers["Ragsite-Signature"], f"sha256={expected}")
     return json.loads(request["body"])
 
 
@@ -249,7 +252,7 @@ def dns(monkeypatch):
 def test_a_name_with_any_private_address_is_refused(dns, settings):
     settings.WEBHOOK_ALLOW_PRIVATE = False
     dns["mixed.example.test"] = ["93.184.216.34", "127.0.0.1"]
-    with pytest.raises(webhooks.InvalidWebhook, match="private, loopback or link-local"):
+    with pytest.raises(webhooks.InvalidWebhook, match="private, loopback, link-local"):
         webhooks.validate_url("http://mixed.example.test/")
 
 
@@ -264,7 +267,7 @@ def test_a_name_that_turns_private_after_it_was_saved_is_not_sent_to(
     build(handbook)
     delivery = WebhookDelivery.objects.get()
     assert receiver.requests == []
-    assert delivery.status == "pending" and "private, loopback or link-local" in delivery.last_error
+    assert delivery.status == "pending" and "private, loopback, link-local" in delivery.last_error
 
 
 def test_the_delivery_goes_to_the_address_that_was_checked(agent, handbook, receiver, build, dns):

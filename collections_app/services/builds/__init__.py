@@ -17,6 +17,7 @@ from django.utils import timezone
 from ragsite import embedding
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
+from ragsite.locks import short_lock_waits
 
 from ...errors import BuildRefused, EmptyBuild
 from ...models import BuildRun, Collection, CollectionBuilt, Document, Paragraph
@@ -46,8 +47,9 @@ def request_build(*, collection: Collection, requested_by: str = "", enqueue: bo
     fail_stale_builds()
     # A source this process cannot see would fail in the worker too: refuse now, not after queueing.
     require_source(collection)
-    with transaction.atomic():
-        # Lock the collection row so two requests cannot both see "no build running".
+    with short_lock_waits():
+        # Lock the collection row so two requests cannot both see "no build running"; a row another
+        # transaction holds for long is a 503 with Retry-After, not a web thread held (PostgreSQL).
         Collection.objects.select_for_update().filter(pk=collection.pk).first()
         running = collection.runs.filter(status__in=ACTIVE_STATES).first()
         if running is not None:

@@ -19,7 +19,7 @@ from ...text.context import context_version, contexts_for
 from ...text.extract import BAD_NAME, CORRUPT, EMPTY, TIMED_OUT, TOO_LARGE, Unreadable, summarize_opening
 from ...text.stitch import carried_openings
 from ..leases import LeaseLost
-from ..sources import read_bounded
+from ..sources import UNREADABLE_MARK, read_bounded, too_large_mark
 
 logger = logging.getLogger("ragsite.builds")
 
@@ -88,7 +88,12 @@ def _prepare(
     try:
         data = read_bounded(source)
     except Unreadable as exc:
-        item = Prepared(name=source.name, kind=source.kind, fingerprint="", stored=exc.category != BAD_NAME)
+        # Recorded as the sync check fingerprints it (sources.too_large_mark), so an unchanged file too
+        # large to read is not "changed" at every check.
+        fingerprint = _unread_fingerprint(source) if exc.category == TOO_LARGE else ""
+        item = Prepared(
+            name=source.name, kind=source.kind, fingerprint=fingerprint, stored=exc.category != BAD_NAME
+        )
         return _refuse(item, collection, exc.reason, exc.category, run)
     except OSError as exc:
         logger.warning(
@@ -98,8 +103,13 @@ def _prepare(
             collection.name,
             exc.strerror or type(exc).__name__,
         )
+        run.warnings.append(f"{source.name} was refused ({CORRUPT}): it could not be opened")
         return Prepared(
-            name=source.name, kind=source.kind, fingerprint="", status=Document.REFUSED, refusal=CORRUPT
+            name=source.name,
+            kind=source.kind,
+            fingerprint=UNREADABLE_MARK,
+            status=Document.REFUSED,
+            refusal=CORRUPT,
         )
     fingerprint = hashlib.sha256(data).hexdigest()
     item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint, **source.carried())
@@ -156,9 +166,16 @@ def _prepare(
     item.ocr_pages, run.ocr_pages = extracted.ocr_pages, run.ocr_pages + extracted.ocr_pages
     item.summary = summarize_opening(extracted.text)
     if not item.pieces:
-        return _refuse(item, collection, "no text", EMPTY)
+        return _refuse(item, collection, "no text", EMPTY, run)
     run.documents_read += 1
     return item
+
+
+def _unread_fingerprint(source) -> str:
+    try:
+        return too_large_mark(source.size())
+    except OSError:
+        return ""
 
 
 def _refuse(
@@ -175,8 +192,10 @@ def _refuse(
         category,
         reason,
     )
-    if run is not None and category in (TOO_LARGE, TIMED_OUT, BAD_NAME):
-        # Limits a person may want to raise, or a file to rename: said in the build's history.
-        run.warnings.append(f"{item.name} was refused ({category}): {reason}")
+    if run is not None:
+        # Every refusal is in the build's history with its category (docs/security.md); the reason too
+        # for limits a person may want to raise or a file to rename, which name no library's words.
+        detail = f": {reason}" if category in (TOO_LARGE, TIMED_OUT, BAD_NAME) else ""
+        run.warnings.append(f"{item.name} was refused ({category}){detail}")
     item.status, item.pieces, item.refusal = Document.REFUSED, [], category
     return item

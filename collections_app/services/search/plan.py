@@ -145,7 +145,7 @@ def plan_search(
     index_key, index = mapped_index(collection, built)
     mask = readable_mask(collection, index, reader_obj, tuple(held_back))
     if parsed_filters is not None:
-        mask &= filter_mask(collection, index, parsed_filters)
+        mask &= filter_mask(collection, index, parsed_filters, readable=mask)
     # Nothing held back, no reader's labels, no filter (the usual case): the mask is every row, known
     # without reading it; otherwise it is read once here rather than once a step.
     narrowed = any(ids.size for ids in held_back) or collection.per_reader and reader_obj is not None
