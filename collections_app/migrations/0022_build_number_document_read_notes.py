@@ -12,7 +12,7 @@ def number_existing_builds(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("collections_app", "0020_index_files"),
+        ("collections_app", "0021_webhook_secret_sealed"),
     ]
 
     operations = [
