@@ -12,6 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from ragsite.conf import settings
 
+from .limits import MAX_SYNC_MINUTES
 from .text.ocr import OcrOptions
 
 __all__ = [
@@ -31,8 +32,6 @@ __all__ = [
 
 def sync_every() -> int | None:
     """SYNC_EVERY: the minutes between folder checks a new folder collection starts with; None for 0."""
-    from .models.sync import MAX_SYNC_MINUTES
-
     every = int(settings.SYNC_EVERY)
     if not 0 <= every <= MAX_SYNC_MINUTES:
         raise ImproperlyConfigured(
