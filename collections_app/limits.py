@@ -1,5 +1,5 @@
-"""The limits of a search request (and of a sync's period), declared once: the API's schema, the MCP tool's
-admin's forms, the checks and the services all read them from here."""
+"""The limits of a search request (and of a sync's period), declared once: the API's schema, the MCP
+tool's input schema, the admin's forms, the checks and the services all read them from here."""
 
 MAX_QUESTION_CHARS = 2000
 MAX_MOST = 50
