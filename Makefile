@@ -17,7 +17,7 @@ ADMIN_PASSWORD ?=
 export ADMIN_USER ADMIN_PASSWORD
 
 .PHONY: install install-server ocr-tools run migrate demo test test-fast lint
-.PHONY: bench bench-1m bench-memory bench-memory-planted bench-answers bench-floor bench-beir
+.PHONY: bench bench-1m bench-memory bench-memory-planted bench-answers bench-floor bench-beir bench-audit
 
 # What the server needs (`make run`): the project and the model's files, nothing for tests.
 SERVER_STAMP := $(VENV)/.installed-server
@@ -41,7 +41,13 @@ $(NODE_STAMP): tests/collections/package-lock.json
 	@if command -v npm >/dev/null; then npm ci --prefix tests/collections --no-audit --no-fund --silent; \
 	else echo "npm not found: the TypeScript MCP client test will be skipped"; fi
 
-install: $(STAMP) $(NODE_STAMP)
+# The OpenID Connect provider the SSO tests run on loopback (node-oidc-provider), pinned by its lock file.
+OIDC_STAMP := tests/oidc/node_modules/.package-lock.json
+$(OIDC_STAMP): tests/oidc/package-lock.json
+	@if command -v npm >/dev/null; then npm ci --prefix tests/oidc --no-audit --no-fund --silent; \
+	else echo "npm not found: the single sign-on browser tests will be skipped"; fi
+
+install: $(STAMP) $(NODE_STAMP) $(OIDC_STAMP)
 
 install-server: $(SERVER_STAMP)
 
@@ -118,3 +124,8 @@ bench-floor: $(BENCH_STAMP)
 # Retrieval quality on SciFact's test split (BEIR), through the real build and search: nDCG@10.
 bench-beir: $(BENCH_STAMP)
 	$(PY) bench/beir/beir.py $(SCIFACT) --mode hybrid --split test $(BENCH_ARGS)
+
+# What the read audit adds to a search's p50 (budget 1 ms), with and without its entry, interleaved.
+# DATABASE_URL=postgres://... measures it on PostgreSQL (the database must exist; it is migrated).
+bench-audit: $(BENCH_STAMP)
+	$(PY) bench/audit/audit_cost.py $(BENCH_ARGS)

@@ -3,14 +3,15 @@ declared in `collections_app.schemas`."""
 
 from ninja import Query, Router, Status
 
+from ragsite import audit
 from ragsite.schemas import with_errors
 
 from .models import Collection
 from .schemas.builds import BuildOut, BuildsQuery, BuildStatusOut
 from .schemas.collections import CitedIn, CitedOut, CollectionIn, CollectionOut, SyncIn
 from .schemas.known_answers import KnownAnswersIn, KnownAnswersOut
-from .schemas.search import SearchIn, SearchOut
-from .services import agents, build_status, builds, citations, known_answers, search, sync
+from .schemas.search import SearchIn, SearchOut, quoted
+from .services import agents, build_status, builds, citations, known_answers, reader_tokens, search, sync
 
 router = Router(tags=["collections"])
 
@@ -89,23 +90,35 @@ def put_sync(request, name: str, payload: SyncIn):
 
 @router.post(
     "/{name}/search",
-    response=with_errors({200: SearchOut}, 403, 404, 409, 413, 429, 503),
+    response=with_errors({200: SearchOut}, 401, 403, 404, 409, 413, 429, 503),
     summary="Search a collection",
 )
 def search_collection(request, name: str, payload: SearchIn):
-    return search.search_collection(
-        agent=request.auth.agent,
-        collection=name,
-        question=payload.question,
-        reader=payload.reader,
-        on_behalf_of=payload.onBehalfOf,
-        most=payload.most,
-        around=payload.around,
-        min_score=payload.min_score,
-        max_chars=payload.max_chars,
+    reader = reader_tokens.reader_named(reader=payload.reader, token=payload.readerToken)
+    with audit.reading(
+        kind=audit.SEARCH,
+        channel=audit.API,
         key=request.auth,
-        filters=payload.filters,
-    )
+        target=name,
+        question=payload.question,
+        reader=reader,
+        on_behalf_of=payload.onBehalfOf,
+    ) as read:
+        answer = search.search_collection(
+            agent=request.auth.agent,
+            collection=name,
+            question=payload.question,
+            reader=reader,
+            on_behalf_of=payload.onBehalfOf,
+            most=payload.most,
+            around=payload.around,
+            min_score=payload.min_score,
+            max_chars=payload.max_chars,
+            key=request.auth,
+            filters=payload.filters,
+        )
+        read.answered(*quoted(answer))
+    return answer
 
 
 @router.get(
@@ -116,9 +129,14 @@ def search_collection(request, name: str, payload: SearchIn):
 def read_paragraph(request, name: str, params: Query[CitedIn]):
     """A per-reader collection's ids count that reader's paragraphs; one the reader may not read and one
     that does not exist answer the same 404."""
-    return citations.read_cited(
-        agent=request.auth.agent, collection=name, chunk_id=params.chunk_id, reader=params.reader
-    )
+    with audit.reading(
+        kind=audit.PARAGRAPH, channel=audit.API, key=request.auth, target=name, reader=params.reader
+    ) as read:
+        shown = citations.read_cited(
+            agent=request.auth.agent, collection=name, chunk_id=params.chunk_id, reader=params.reader
+        )
+        read.answered([shown["chunk_id"]], len(shown["text"]))
+    return shown
 
 
 @router.post(

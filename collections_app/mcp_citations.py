@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from ragsite import audit
 from ragsite.errors import NotFound
 from ragsite.mcp import Caller, ResourceTemplate, register_resource
 
@@ -55,10 +56,14 @@ def read_cited_resource(caller: Caller, uri: str) -> dict:
         raise unknown
     if len(segments) != 4 or segments[0] or segments[2] != "paragraphs" or not segments[1] or not segments[3]:
         raise unknown
-    collection, chunk = segments[1], segments[3]
-    shown = read_cited(
-        agent=caller.agent, collection=unquote(collection), chunk_id=unquote(chunk), reader=readers[0]
-    )
+    collection, reader = unquote(segments[1]), readers[0]
+    with audit.reading(
+        kind=audit.PARAGRAPH, channel=audit.MCP, key=caller.key, target=collection, reader=reader
+    ) as read:
+        shown = read_cited(
+            agent=caller.agent, collection=collection, chunk_id=unquote(segments[3]), reader=reader
+        )
+        read.answered([shown["chunk_id"]], len(shown["text"]))
     return {
         "uri": uri,
         "mimeType": MIME_TYPE,

@@ -8,6 +8,7 @@ carry every limit, and `check_arguments` enforces them before a handler runs.
 
 from __future__ import annotations
 
+from ragsite import audit
 from ragsite.errors import Forbidden, NotFound
 from ragsite.mcp import Caller, Tool, register
 from ragsite.schemas import json_schema_of, tool_input
@@ -17,11 +18,12 @@ from .mcp_citations import search_links
 from .schemas.builds import BuildOut, BuildStatusIn, BuildStatusOut
 from .schemas.collections import CollectionName, CollectionsOut, NoArguments
 from .schemas.measure import MeasureIn, MeasureOut
-from .schemas.search import SearchIn, SearchOut
+from .schemas.search import SearchIn, SearchOut, quoted
 from .services.agents import get_collection
 from .services.build_status import build_status, collection_summaries, get_build, latest_build, wait_for_build
 from .services.builds import request_build
 from .services.measure import DEFAULT_MOST, measure_collection, parse_items
+from .services.reader_tokens import reader_named
 from .services.search import search_collection
 
 SEARCH_INPUT = tool_input(CollectionName, SearchIn)
@@ -29,19 +31,31 @@ SEARCH_ANSWER = json_schema_of(SearchOut)
 
 
 def search(caller: Caller, arguments: dict) -> dict:
-    return search_collection(
-        agent=caller.agent,
-        collection=arguments["collection"],
-        question=arguments["question"],
-        reader=arguments.get("reader"),
-        on_behalf_of=arguments.get("onBehalfOf"),
-        most=arguments.get("most", SEARCH_MOST),
-        around=arguments.get("around"),
-        min_score=arguments.get("min_score"),
-        max_chars=arguments.get("max_chars"),
+    reader = reader_named(reader=arguments.get("reader"), token=arguments.get("readerToken"))
+    with audit.reading(
+        kind=audit.SEARCH,
+        channel=audit.MCP,
         key=caller.key,
-        filters=arguments.get("filters"),
-    )
+        target=arguments["collection"],
+        question=arguments["question"],
+        reader=reader,
+        on_behalf_of=arguments.get("onBehalfOf"),
+    ) as read:
+        answer = search_collection(
+            agent=caller.agent,
+            collection=arguments["collection"],
+            question=arguments["question"],
+            reader=reader,
+            on_behalf_of=arguments.get("onBehalfOf"),
+            most=arguments.get("most", SEARCH_MOST),
+            around=arguments.get("around"),
+            min_score=arguments.get("min_score"),
+            max_chars=arguments.get("max_chars"),
+            key=caller.key,
+            filters=arguments.get("filters"),
+        )
+        read.answered(*quoted(answer))
+    return answer
 
 
 BUILD_INPUT = tool_input(CollectionName)

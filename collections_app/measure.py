@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragsite.division import TokenCounter
+from ragsite.fusion import clears_floor
 from ragsite.lexical import BM25Index, terms
 
 from .index.vector_codec import decode, encode
@@ -271,11 +272,12 @@ def rank(
     readable: Mapping[int, Row] | None = None,
     searchable: np.ndarray | None = None,
     sections: bool = False,
+    max_chars: int | None = None,
 ) -> list[Stitched]:
     """The paragraphs a search would return, best first: the search's own ranking step
-    (`ranking.ranked_runs`: fuse, floor, take ``most``, stitch). ``searchable`` (a bool per row) leaves
-    rows out of the ranking as a search leaves out documents held back for review; by default every
-    row ranks.
+    (`ranking.ranked_runs`: fuse, floor, take ``most``, stitch, fit ``max_chars``). ``searchable`` (a
+    bool per row) leaves rows out of the ranking as a search leaves out documents held back for review;
+    by default every row ranks.
     """
     return ranked_runs(
         index,
@@ -288,6 +290,7 @@ def rank(
         rows=readable if readable is not None else index.readable,
         readable=searchable,
         sections=sections,
+        max_chars=max_chars,
     )
 
 
@@ -339,13 +342,15 @@ def outcomes(
     floor: float = 0.0,
     searchable: np.ndarray | None = None,
     sections: bool = False,
+    max_chars: int | None = None,
 ) -> tuple[list[dict], list[dict]]:
     """Ask every question of one index: (answered, controls), in the order the questions came.
 
     An answered row is the question, its marker, `find_answer`'s found/rank/score, whether the answer
     at ``most`` 1 holds the marker (``found_at_1``), the best score returned and how many paragraphs
     came back; a control row is its best score and that count.
-    ``vectors`` holds a row per question (None when the index is lexical).
+    ``vectors`` holds a row per question (None when the index is lexical). ``max_chars``: the answer
+    budget a search applies (None: none), so a question counts as found only when the answer holds it.
     """
     readable = index.readable
     answered: list[dict] = []
@@ -363,6 +368,7 @@ def outcomes(
             readable=readable,
             searchable=searchable,
             sections=sections,
+            max_chars=max_chars,
         )
         top = round(runs[0].score, 6) if runs else None
         if question.control:
@@ -383,6 +389,7 @@ def outcomes(
                         readable=readable,
                         searchable=searchable,
                         sections=sections,
+                        max_chars=max_chars,
                     ),
                     question.answer or "",
                 )["found"]
@@ -432,8 +439,8 @@ def measured_floor(answer_scores: Iterable[float], control_scores: Iterable[floa
     return {
         "floor": floor,
         "rule": rule,
-        "kept": sum(1 for score in answers if score >= floor),
-        "controls_above": sum(1 for score in controls if score >= floor),
+        "kept": int(np.count_nonzero(clears_floor(answers, floor))),
+        "controls_above": int(np.count_nonzero(clears_floor(controls, floor))),
     }
 
 
@@ -452,8 +459,10 @@ def measure_variant(
     floor: float = 0.0,
     tokens: TokenCounter | None = None,
     names: Sequence[str] | None = None,
+    max_chars: int | None = None,
 ) -> dict:
-    """One variant's row of the report: its paragraphs, each question's outcome, the floor range."""
+    """One variant's row of the report: its paragraphs, each question's outcome (within ``max_chars``, the
+    answer budget, as a search answers), the floor range."""
     index = scratch_index(documents, variant, cache=cache, tokens=tokens, names=names)
     vectors = cache.vectors([q.text for q in questions]) if index.matrix is not None else None
     answered, controls = outcomes(
@@ -465,6 +474,7 @@ def measure_variant(
         around=variant.around,
         floor=floor,
         sections=returns_sections(variant.method),
+        max_chars=max_chars,
     )
     found = [q["score"] for q in answered if q["found"]]
     return {

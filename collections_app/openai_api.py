@@ -22,12 +22,14 @@ from typing import Any
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from ragsite import fusion
+from ragsite import audit, fusion
 from ragsite.bodies import BadBody, bounded_number, parse_json
 from ragsite.errors import RagsiteError, error_body
 
 from .limits import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
+from .schemas.search import quoted
 from .services.agents import key_from_request
+from .services.reader_tokens import reader_named
 from .services.search import search_collection
 from .services.vector_stores import (
     DEFAULT_LISTED,
@@ -47,12 +49,15 @@ SEARCH_FIELDS = (
     "ranking_options",
     "rewrite_query",
     "reader",
+    "readerToken",
     "onBehalfOf",
     "around",
 )
 RANKING_FIELDS = ("ranker", "score_threshold", "hybrid_search")
 RANKERS = ("auto", "default-2024-11-15")
 READER_HEADER, ON_BEHALF_OF_HEADER = "Ragsite-Reader", "Ragsite-On-Behalf-Of"
+READER_TOKEN_HEADER = "Ragsite-Reader-Token"
+EXTENSION_CHARS = {"reader": 200, "readerToken": 16384, "onBehalfOf": 100}
 # Weights whose embedding share differs from the fusion's by less than this are the fusion's own.
 WEIGHT_TOLERANCE = 1e-6
 
@@ -174,18 +179,35 @@ def vector_store_search(request, key, store_id: str) -> dict:
             "rewrite_query is not supported: ragsite searches the query as given; send false or leave it out",
             code="rewrite_unsupported",
         )
-    answer = search_collection(
-        agent=key.agent,
-        collection=store_id,
-        question=query,
+    reader = reader_named(
         reader=_extension(body, request, "reader", READER_HEADER),
-        on_behalf_of=_extension(body, request, "onBehalfOf", ON_BEHALF_OF_HEADER),
-        most=_integer(body, "max_num_results", DEFAULT_RESULTS, 1, MAX_MOST),
-        around=_integer(body, "around", None, 0, MAX_AROUND),
-        min_score=options.get("score_threshold"),
-        key=key,
-        filters=body.get("filters"),
+        token=_extension(body, request, "readerToken", READER_TOKEN_HEADER),
     )
+    on_behalf_of = _extension(body, request, "onBehalfOf", ON_BEHALF_OF_HEADER)
+    most = _integer(body, "max_num_results", DEFAULT_RESULTS, 1, MAX_MOST)
+    around = _integer(body, "around", None, 0, MAX_AROUND)
+    with audit.reading(
+        kind=audit.VECTOR_STORE_SEARCH,
+        channel=audit.OPENAI,
+        key=key,
+        target=store_id,
+        question=query,
+        reader=reader,
+        on_behalf_of=on_behalf_of,
+    ) as read:
+        answer = search_collection(
+            agent=key.agent,
+            collection=store_id,
+            question=query,
+            reader=reader,
+            on_behalf_of=on_behalf_of,
+            most=most,
+            around=around,
+            min_score=options.get("score_threshold"),
+            key=key,
+            filters=body.get("filters"),
+        )
+        read.answered(*quoted(answer))
     names = {paragraph["document"] for paragraph in answer["paragraphs"]}
     return results_page(
         answer, query=query, attributes=document_attributes(agent=key.agent, store_id=store_id, names=names)
@@ -299,6 +321,7 @@ def _extension(body: dict, request, field: str, header: str) -> str | None:
     if in_body is not None and in_header is not None and in_body != in_header:
         raise BadRequest(f"{field} and the {header} header disagree; send one")
     value = in_body if in_body is not None else in_header
-    if value is not None and len(value) > (200 if field == "reader" else 100):
-        raise BadRequest(f"{field} is at most {200 if field == 'reader' else 100} characters")
+    most = EXTENSION_CHARS.get(field, 100)
+    if value is not None and len(value) > most:
+        raise BadRequest(f"{field} is at most {most} characters")
     return value

@@ -1,6 +1,7 @@
 """The one ranking step: fuse each row's scores, keep the readable rows at or above the floor, take the
-top k, and hand the hits to stitching. Search (every path), measure's variants and known answers all
-rank here, so what a variant or a known answer finds is what a search would answer.
+top k, and hand the hits to stitching and the answer budget. Search (every path), measure's variants and
+known answers all rank here and fit the same budget (`text.budget.fit`), so what a variant or a known
+answer finds is what a search would answer.
 
 It reads an index through `Scorable`, which both the mapped index of a build (`index.mapped`) and
 measure's in-memory `ScratchIndex` implement. Pure: no models, no settings; the caller passes the
@@ -15,9 +16,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ragsite.fusion import hybrid_scores
+from ragsite.fusion import clears_floor, floor_is_open, hybrid_scores
 from ragsite.top import top_rows
 
+from .text.budget import fit
 from .text.stitch import Row, Stitched, stitch, stitch_sections
 
 
@@ -98,12 +100,6 @@ def fused(
     return hybrid_scores(cosine, bm25, upper, weight=weight)
 
 
-def clears_floor(scores: np.ndarray, floor: float) -> np.ndarray:
-    """Which scores the floor lets through: at or above it. The floor applies to the fused score, the
-    scale it is calibrated on, whatever later reorders the rows (the reranker)."""
-    return scores >= floor
-
-
 def top_at_floor(
     scores: np.ndarray,
     floor: float,
@@ -119,8 +115,8 @@ def top_at_floor(
     """
     if rows is not None:
         return rows[top_rows(scores, clears_floor(scores, floor), most)]
-    # Unfloored over rows all readable, every row is eligible: no mask to build or apply.
-    if floor <= 0:
+    # A floor every score clears, over rows all readable: no mask to build or apply.
+    if floor_is_open(floor):
         eligible = None if readable is None or readable.all() else readable
     else:
         eligible = clears_floor(scores, floor) if readable is None else readable & clears_floor(scores, floor)
@@ -157,15 +153,20 @@ def ranked_runs(
     rows: Mapping[int, Row],
     readable: np.ndarray | None = None,
     sections: bool = False,
+    max_chars: int | None = None,
 ) -> list[Stitched]:
     """`rank`, then stitch the hits with ``around`` readable neighbours from ``rows`` (by ordinal), or with
-    ``sections`` (the parent strategy) and ``around`` above 0 with their sections (`stitch_sections`)."""
+    ``sections`` (the parent strategy) and ``around`` above 0 with their sections (`stitch_sections`), and
+    fit them to ``max_chars`` characters as a search's answer is (None: no budget)."""
     if not index.size:
         return []
     ranking = rank(index, question_terms, vector, weight=weight, most=most, floor=floor, readable=readable)
-    if sections and around > 0:
-        return stitch_sections(ranking.hits(), rows)
-    return stitch(ranking.hits(), rows, around)
+    hits = ranking.hits()
+    runs = stitch_sections(hits, rows) if sections and around > 0 else stitch(hits, rows, around)
+    if max_chars is None:
+        return runs
+    best_first = [row for row, _score in sorted(hits, key=lambda hit: -hit[1])]
+    return fit(runs, rows, max_chars, best_first, question_terms).runs
 
 
 __all__ = [

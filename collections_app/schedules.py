@@ -3,7 +3,8 @@
 - the sweep that fails builds whose worker died (without it a dead worker's build stayed "running"
   until somebody asked for another build: docs/decisions/0019);
 - the sync sweep, which queues a check of every synced collection that is due (services.sync);
-- the webhook sweep, which sends again the deliveries whose backoff has passed (services.webhooks).
+- the webhook sweep, which sends again the deliveries whose backoff has passed (services.webhooks);
+- the read audit's purge, hourly, of the entries past AUDIT_RETENTION_DAYS (services.audit).
 
 One sweep per concern rather than one schedule per collection or per delivery: the schedule table
 stays three rows however many collections sync, and a collection's period is a column people edit
@@ -24,11 +25,16 @@ SWEEP_WEBHOOKS_FUNC = "collections_app.tasks.sweep_webhooks"
 # The smallest interval django-q2 schedules; a dead build is failed within
 # BUILD_HEARTBEAT_TIMEOUT plus at most this (and the scheduler's 30 s poll).
 SWEEP_MINUTES = 1
+PURGE_READ_AUDIT = "collections: purge read-audit entries past their retention"
+PURGE_READ_AUDIT_FUNC = "collections_app.tasks.purge_read_audit"
+PURGE_MINUTES = 60
 
+# (name, task, minutes between runs)
 SCHEDULES = (
-    (SWEEP_STALE_BUILDS, SWEEP_STALE_BUILDS_FUNC),
-    (SWEEP_SYNC, SWEEP_SYNC_FUNC),
-    (SWEEP_WEBHOOKS, SWEEP_WEBHOOKS_FUNC),
+    (SWEEP_STALE_BUILDS, SWEEP_STALE_BUILDS_FUNC, SWEEP_MINUTES),
+    (SWEEP_SYNC, SWEEP_SYNC_FUNC, SWEEP_MINUTES),
+    (SWEEP_WEBHOOKS, SWEEP_WEBHOOKS_FUNC, SWEEP_MINUTES),
+    (PURGE_READ_AUDIT, PURGE_READ_AUDIT_FUNC, PURGE_MINUTES),
 )
 
 
@@ -37,7 +43,7 @@ def ensure_schedules(using: str = DEFAULT_DB_ALIAS) -> list[str]:
     from django_q.models import Schedule
 
     created = []
-    for name, func in SCHEDULES:
+    for name, func, minutes in SCHEDULES:
         existing = Schedule.objects.using(using).filter(name=name).order_by("pk")
         schedule = existing.first()
         if schedule is None:
@@ -45,13 +51,13 @@ def ensure_schedules(using: str = DEFAULT_DB_ALIAS) -> list[str]:
                 name=name,
                 func=func,
                 schedule_type=Schedule.MINUTES,
-                minutes=SWEEP_MINUTES,
+                minutes=minutes,
                 repeats=-1,
             )
             created.append(name)
             continue
         existing.exclude(pk=schedule.pk).delete()
-        wanted = (func, SWEEP_MINUTES, Schedule.MINUTES, -1)
+        wanted = (func, minutes, Schedule.MINUTES, -1)
         if (schedule.func, schedule.minutes, schedule.schedule_type, schedule.repeats) != wanted:
             schedule.func, schedule.minutes, schedule.schedule_type, schedule.repeats = wanted
             schedule.save(update_fields=["func", "minutes", "schedule_type", "repeats"])

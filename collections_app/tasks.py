@@ -9,7 +9,7 @@ tables' owner.
 from ragsite.rls import task_scope
 
 from .models import Collection
-from .services import builds, known_answers, measure, sync, sync_check, webhooks
+from .services import audit, builds, known_answers, measure, sync, sync_check, webhooks
 from .services.agents import (
     agent_id_of_build,
     agent_id_of_collection,
@@ -64,3 +64,8 @@ def deliver_webhook(delivery_id: int) -> str:
 def sweep_webhooks() -> int:
     """Queue the webhook deliveries whose backoff has passed; returns how many."""
     return len(webhooks.retry_due())
+
+
+def purge_read_audit() -> int:
+    """Delete the read-audit entries past AUDIT_RETENTION_DAYS; returns how many."""
+    return audit.purge_reads()

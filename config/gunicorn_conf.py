@@ -76,3 +76,11 @@ def pre_fork(server, worker):
 def post_fork(server, worker):
     """In the new worker, before it starts its threads."""
     prefork.after_fork()
+
+
+def child_exit(server, worker):
+    """A worker is gone: under PROMETHEUS_MULTIPROC_DIR its per-process gauges leave the scrape (its
+    counters stay in the sums, as they must)."""
+    from ragsite.instruments import process_exited
+
+    process_exited(worker.pid)

@@ -9,6 +9,7 @@ Django's own HTML error pages. The status is kept; only the body becomes
 from django.http import HttpResponse, JsonResponse
 
 from ragsite.errors import error_body, store_busy
+from ragsite.logs import reset_request_id, set_request_id
 from ragsite.rls import agent_scope, installed
 
 JSON_PREFIXES = ("/api/", "/v1/", "/count_tokens", "/mcp")
@@ -78,3 +79,20 @@ class AgentScope:
             return self.get_response(request)
         with agent_scope(key.agent.agent_id):
             return self.get_response(request)
+
+
+class RequestId:
+    """Every request gets an id (the caller's `X-Request-ID` when it is a plain token, else a new one),
+    on each log line written while it is answered and on the answer's `X-Request-ID` header."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        value, token = set_request_id(request.headers.get("X-Request-ID"))
+        try:
+            response = self.get_response(request)
+        finally:
+            reset_request_id(token)
+        response["X-Request-ID"] = value
+        return response

@@ -7,6 +7,7 @@ it reads `django.conf.settings` lazily through each app's `conf.py`, so
 `docs/configuration.md` (a test fails when one is missing there).
 """
 
+import os
 from pathlib import Path
 
 import environ
@@ -68,7 +69,11 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # Outermost, so it also sees the CSRF page and any other HTML error answered below it.
+    # Outermost of all: the request's id on every log line written while it is answered.
+    "config.middleware.RequestId",
+    # Times and counts every request by its route pattern, whatever answered it.
+    "config.metrics.RequestMetrics",
+    # Outermost but one, so it also sees the CSRF page and any other HTML error answered below it.
     "config.middleware.JsonErrors",
     # Row-level security on PostgreSQL: an agent's request sees only that agent's rows (ragsite.rls).
     "config.middleware.AgentScope",
@@ -271,6 +276,55 @@ if WEBHOOK_QUEUE:
         }
     }
 
+# The read audit (docs/operations.md): the question as asked ("text"), its SHA-256 only ("hash") or
+# nothing ("off"); and the days an entry is kept before the hourly purge deletes it (0: forever).
+AUDIT_QUESTIONS = env("AUDIT_QUESTIONS", default="hash")
+AUDIT_RETENTION_DAYS = env.int("AUDIT_RETENTION_DAYS", default=365)
+# Where a read's entry waits (fsynced) while SQLite's write lock is held by another process.
+AUDIT_SPOOL_DIR = Path(env("AUDIT_SPOOL_DIR", default=str(DATA_DIR / "audit-spool")))
+
+# --- Staff sign-in through the organisation's OpenID Connect provider (docs/operations.md) ----
+
+# The provider's discovery document (`…/.well-known/openid-configuration`); empty: SSO off.
+OIDC_DISCOVERY_URL = env("OIDC_DISCOVERY_URL", default="")
+OIDC_CLIENT_ID = env("OIDC_CLIENT_ID", default="")
+OIDC_CLIENT_SECRET = env("OIDC_CLIENT_SECRET", default="")
+OIDC_SCOPES = env("OIDC_SCOPES", default="openid email profile groups")
+# The ID-token claim listing the person's groups, and which groups make staff and superusers.
+OIDC_GROUPS_CLAIM = env("OIDC_GROUPS_CLAIM", default="groups")
+OIDC_STAFF_GROUPS = env.list("OIDC_STAFF_GROUPS", default=[])
+OIDC_SUPERUSER_GROUPS = env.list("OIDC_SUPERUSER_GROUPS", default=[])
+# IdP group -> Django group (whose permissions the admin grants), e.g. {"librarians": "Librarians"}.
+OIDC_GROUPS_MAP = env.json("OIDC_GROUPS_MAP", default={})
+OIDC_PROVIDER_NAME = env("OIDC_PROVIDER_NAME", default="your organisation's account")
+OIDC_TIMEOUT = env.float("OIDC_TIMEOUT", default=10.0)
+# The admin's username-and-password form; off: the provider is the only way in.
+PASSWORD_LOGIN = env.bool("PASSWORD_LOGIN", default=True)
+# Readers named by a signed token of the provider (`readerToken`): whose discovery document (empty:
+# OIDC_DISCOVERY_URL's), which audiences its tokens may carry (empty: OIDC_CLIENT_ID), and whether
+# a reader named in plain text is still taken.
+READER_TOKEN_DISCOVERY_URL = env("READER_TOKEN_DISCOVERY_URL", default="")
+READER_TOKEN_AUDIENCES = env.list("READER_TOKEN_AUDIENCES", default=[])
+READER_PLAIN = env.bool("READER_PLAIN", default=True)
+
+# --- Traces (OpenTelemetry, docs/operations.md) ----------------------------------
+
+# An OTLP/HTTP collector's base URL (spans go to <it>/v1/traces); empty: no spans are recorded.
+OTEL_EXPORTER_OTLP_ENDPOINT = env("OTEL_EXPORTER_OTLP_ENDPOINT", default="")
+OTEL_SERVICE_NAME = env("OTEL_SERVICE_NAME", default="ragsite")
+
+# --- Metrics (GET /metrics, docs/operations.md) -------------------------------
+
+# A scrape must carry `Authorization: Bearer <token>`; empty: only loopback clients may scrape.
+METRICS_TOKEN = env("METRICS_TOKEN", default="")
+# prometheus-client's multiprocess mode: each process (gunicorn's workers, the task cluster's) writes
+# its values here and a scrape sums them. prometheus-client reads the variable from the environment
+# when first imported, so it is put there (from .env too) before any app loads. Empty: one process.
+PROMETHEUS_MULTIPROC_DIR = env("PROMETHEUS_MULTIPROC_DIR", default="")
+if PROMETHEUS_MULTIPROC_DIR:
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = PROMETHEUS_MULTIPROC_DIR
+    Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+
 # --- Files, static, i18n ---------------------------------------------------
 
 MEDIA_ROOT = Path(env("MEDIA_ROOT", default=str(BASE_DIR / "media")))
@@ -302,24 +356,35 @@ WEB_BIND = env("WEB_BIND", default="127.0.0.1:8000")
 # --- Logging ---------------------------------------------------------------
 
 LOG_LEVEL = env("LOG_LEVEL", default="INFO")
+# "plain" lines for a terminal, or "json": one JSON object a line with the request's id.
+LOG_FORMAT = env("LOG_FORMAT", default="plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f'LOG_FORMAT is "plain" or "json", not {LOG_FORMAT!r}')
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     # Tracebacks (an admin PermissionDenied, a 500) name files: the installation's folders become
-    # placeholders (ragsite.logs.WithoutInstallPaths), so no deployment path reaches the log.
+    # placeholders (ragsite.logs.WithoutInstallPaths, and JsonLines after it), so no deployment path
+    # reaches the log.
     "formatters": {
         "plain": {
             "class": "ragsite.logs.WithoutInstallPaths",
             "format": "%(asctime)s %(levelname)s %(name)s %(message)s",
-        }
+        },
+        "json": {"()": "ragsite.logs.JsonLines"},
     },
     # Upstream URLs (httpx logs each request at INFO) lose userinfo and query: ragsite.logs.
     "filters": {
         "redact_urls": {"()": "ragsite.logs.RedactUpstreamURLs"},
         "task_cluster_routine": {"()": "ragsite.logs.TaskClusterRoutine"},
+        "request_id": {"()": "ragsite.logs.WithRequestId"},
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_urls"]}
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["redact_urls", "request_id"],
+        }
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     # django-q2 logs as "django-q"; its routine lines (schedules, tasks processed) are DEBUG here.

@@ -9,6 +9,8 @@ from ragsite.errors import error_body
 from ragsite.mcp.transport import mcp_endpoint
 
 from .api import api
+from .metrics import metrics
+from .sso import admin_login, sso_callback, sso_login, sso_logout
 
 
 # Bearer keys, no cookies: a POST to an unknown route is a 404, not a CSRF page (docs/decisions/0021).
@@ -41,15 +43,25 @@ def home(request):
     return render(request, "home.html", {"docs_url": "/api/v1/docs"})
 
 
+# The admin's login page shows the organisation's sign-in beside (or instead of) the password form.
+admin.site.login_template = "sso/admin_login.html"
+
 urlpatterns = [
     path("", home, name="home"),
     path("favicon.ico", favicon, name="favicon"),
+    # Before the admin's own: its login page carries the provider's button, its logout ends the provider's
+    # session too (config/sso.py).
+    path("admin/login/", admin_login, name="admin-login"),
+    path("admin/logout/", sso_logout, name="admin-logout"),
     path("admin/", admin.site.urls),
+    path("sso/login", sso_login, name="sso-login"),
+    path("sso/callback", sso_callback, name="sso-callback"),
     path("api/v1/", api.urls),
     path("v1/embeddings", embedding_server.embeddings, name="embeddings"),
     path("v1/tokenize", embedding_server.tokenize, name="tokenize"),
     path("count_tokens", embedding_server.count_tokens, name="count-tokens"),
     path("mcp", mcp_endpoint, name="mcp"),
+    path("metrics", metrics, name="metrics"),
     path("v1/vector_stores", openai_api.vector_stores, name="vector-stores"),
     path("v1/vector_stores/<str:store_id>", openai_api.vector_store_detail, name="vector-store"),
     path(

@@ -9,6 +9,7 @@ from functools import wraps
 from django.http import JsonResponse
 from ninja import Query, Router, Status
 
+from ragsite import audit
 from ragsite.errors import RagsiteError
 from ragsite.schemas import with_errors
 
@@ -26,6 +27,7 @@ from .schemas import (
     StoredOut,
     TextIn,
 )
+from .services.reading import RECALLED, listing_quoted, recall_quoted, record_quoted
 
 router = Router(tags=["memory"])
 
@@ -85,9 +87,14 @@ def archive_episode(request, payload: TextIn):
     summary="Recall the excerpts of your records that best answer a question, within a character budget",
 )
 def recall_records(request, payload: RecallIn):
-    return services.recall(
-        agent=request.auth.agent, query=payload.question, most=payload.most, max_chars=payload.max_chars
-    )
+    with audit.reading(
+        kind=audit.RECALL, channel=audit.API, key=request.auth, target=RECALLED, question=payload.question
+    ) as read:
+        answer = services.recall(
+            agent=request.auth.agent, query=payload.question, most=payload.most, max_chars=payload.max_chars
+        )
+        read.answered(*recall_quoted(answer))
+    return answer
 
 
 @router.get(
@@ -107,17 +114,27 @@ def read_node(request, kind: Kind, id: int, index: int):
 )
 @_quiet
 def read_record(request, kind: Kind, id: int):
-    return services.read_record(agent=request.auth.agent, kind=kind, id=id)
+    with audit.reading(kind=audit.RECORD, channel=audit.API, key=request.auth, target=kind) as read:
+        record = services.read_record(agent=request.auth.agent, kind=kind, id=id)
+        read.answered(*record_quoted(record))
+    return record
+
+
+def _listed(request, kind: str, params) -> dict:
+    with audit.reading(kind=audit.RECORDS, channel=audit.API, key=request.auth, target=kind) as read:
+        page = services.list_records(agent=request.auth.agent, kind=kind, **params.dict())
+        read.answered(*listing_quoted(page))
+    return page
 
 
 @router.get("/memories", response=with_errors({200: ListOut}), summary="Your memories, newest first")
 def list_memories(request, params: Query[ListQuery]):
-    return services.list_records(agent=request.auth.agent, kind="mem", **params.dict())
+    return _listed(request, "mem", params)
 
 
 @router.get("/episodes", response=with_errors({200: ListOut}), summary="Your episodes, newest first")
 def list_episodes(request, params: Query[ListQuery]):
-    return services.list_records(agent=request.auth.agent, kind="ep", **params.dict())
+    return _listed(request, "ep", params)
 
 
 @router.get(

@@ -10,12 +10,13 @@ from datetime import datetime
 
 from django.utils.dateparse import parse_datetime
 
+from ragsite import audit
 from ragsite.mcp import Caller, InvalidArguments, Tool, register
 from ragsite.schemas import json_schema_of, tool_input
 
 from . import conf, services
 from .schemas import KindIn, ListOut, ListQuery, RecallIn, RecallOut, RecordOut, RecordRef, StoredOut, TextIn
-from .services.reading import DEFAULT_PAGE
+from .services.reading import DEFAULT_PAGE, RECALLED, listing_quoted, recall_quoted, record_quoted
 
 
 def store(caller: Caller, arguments: dict) -> dict:
@@ -35,9 +36,14 @@ def recall(caller: Caller, arguments: dict) -> dict:
         )
     question = arguments.get("question", arguments.get("query"))
     most = arguments.get("most", conf.DEFAULT_MOST)
-    return services.recall(
-        agent=caller.agent, query=question, most=most, max_chars=arguments.get("max_chars")
-    )
+    with audit.reading(
+        kind=audit.RECALL, channel=audit.MCP, key=caller.key, target=RECALLED, question=question
+    ) as read:
+        answer = services.recall(
+            agent=caller.agent, query=question, most=most, max_chars=arguments.get("max_chars")
+        )
+        read.answered(*recall_quoted(answer))
+    return answer
 
 
 def _json_times(item: dict) -> dict:
@@ -57,19 +63,27 @@ def _moment(arguments: dict, name: str) -> datetime | None:
 
 
 def list_records(caller: Caller, arguments: dict) -> dict:
-    page = services.list_records(
-        agent=caller.agent,
-        kind=arguments.get("kind", "mem"),
-        limit=arguments.get("limit", DEFAULT_PAGE),
-        cursor=arguments.get("cursor"),
-        since=_moment(arguments, "since"),
-        until=_moment(arguments, "until"),
-    )
+    kind = arguments.get("kind", "mem")
+    since, until = _moment(arguments, "since"), _moment(arguments, "until")
+    with audit.reading(kind=audit.RECORDS, channel=audit.MCP, key=caller.key, target=kind) as read:
+        page = services.list_records(
+            agent=caller.agent,
+            kind=kind,
+            limit=arguments.get("limit", DEFAULT_PAGE),
+            cursor=arguments.get("cursor"),
+            since=since,
+            until=until,
+        )
+        read.answered(*listing_quoted(page))
     return {"records": [_json_times(item) for item in page["records"]], "next": page["next"]}
 
 
 def read_record(caller: Caller, arguments: dict) -> dict:
-    return _json_times(services.read_record(agent=caller.agent, kind=arguments["kind"], id=arguments["id"]))
+    kind = arguments["kind"]
+    with audit.reading(kind=audit.RECORD, channel=audit.MCP, key=caller.key, target=kind) as read:
+        record = services.read_record(agent=caller.agent, kind=kind, id=arguments["id"])
+        read.answered(*record_quoted(record))
+    return _json_times(record)
 
 
 register(

@@ -105,16 +105,30 @@ def convex(vector01: np.ndarray, lexical01: np.ndarray, weight: float) -> np.nda
     return np.clip(weight * vector01 + (1.0 - weight) * lexical01, 0.0, 1.0)
 
 
+def clears_floor(scores: np.ndarray | float, floor: float) -> np.ndarray:
+    """The floor rule, written once: a score clears the floor at or above it (DESIGN.md §5). Every path
+    that applies a floor asks here (search's exact, approximate and reranked paths, explain, the IVF
+    bound, measure's report), so changing the rule changes all of them together."""
+    return np.asarray(scores) >= floor
+
+
+def floor_is_open(floor: float) -> bool:
+    """Whether ``floor`` lets every fused score through: the least one, 0, clears it (fused scores lie in
+    [0, 1] and the rule is monotone), so a caller may skip building a mask."""
+    return bool(clears_floor(0.0, floor))
+
+
 def entry_score(scores: np.ndarray, floor: float, k: int) -> float:
     """The least fused score with which a row not among ``scores`` could still enter their top ``k``
     at or above ``floor``: the k-th best of those at or above the floor, else the floor itself.
 
-    A row scoring exactly this may still enter (a tie goes to the lower row), so callers ask ``>=``.
+    A row scoring exactly this may still enter (a tie goes to the lower row), so callers ask ``>=`` (a
+    bound on entry, not the floor: with the floor as ``S`` the rows it lets through are a superset).
     """
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     scores = np.asarray(scores, dtype=np.float64)
-    eligible = scores[scores >= floor]
+    eligible = scores[clears_floor(scores, floor)]
     if eligible.size < k:
         return float(floor)
     return float(np.partition(eligible, eligible.size - k)[eligible.size - k])

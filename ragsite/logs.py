@@ -7,9 +7,15 @@ arguments to scheme, host, port and path before the record is formatted
 (docs/decisions/0054).
 """
 
+import json
 import logging
 import re
+import uuid
+from contextvars import ContextVar
+from datetime import UTC, datetime
 from urllib.parse import urlsplit, urlunsplit
+
+from ragsite.tracing import current_trace_id
 
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>]+")
 
@@ -57,10 +63,7 @@ class WithoutInstallPaths(logging.Formatter):
     _roots: list[tuple[str, str]] | None = None
 
     def format(self, record: logging.LogRecord) -> str:
-        text = super().format(record)
-        for root, placeholder in self.roots():
-            text = text.replace(root, placeholder)
-        return text
+        return self.without_paths(super().format(record))
 
     @classmethod
     def roots(cls) -> list[tuple[str, str]]:
@@ -97,6 +100,53 @@ class WithoutInstallPaths(logging.Formatter):
                     pairs.add((form.rstrip("/"), placeholder))
             cls._roots = sorted(pairs, key=lambda pair: -len(pair[0]))
         return cls._roots
+
+    def without_paths(self, text: str) -> str:
+        for root, placeholder in self.roots():
+            text = text.replace(root, placeholder)
+        return text
+
+
+# The request being answered, for the log lines written while it is (config.middleware.RequestId).
+_request_id: ContextVar[str] = ContextVar("ragsite_request_id", default="")
+REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+def set_request_id(given: str | None):
+    """This request's id: the caller's `X-Request-ID` when it is a plain token, else a new one. Returns
+    (id, token to reset with)."""
+    value = given if given and REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+    return value, _request_id.set(value)
+
+
+def reset_request_id(token) -> None:
+    _request_id.reset(token)
+
+
+class WithRequestId(logging.Filter):
+    """Puts the request's id (empty outside a request) on every record as `request_id`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = _request_id.get()
+        return True
+
+
+class JsonLines(WithoutInstallPaths):
+    """One JSON object a line (`LOG_FORMAT=json`): time, level, logger, message, request id, and the
+    traceback when there is one, with the installation's folders as placeholders as in plain logs."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": self.without_paths(record.getMessage()),
+            "request_id": getattr(record, "request_id", "") or None,
+            "trace_id": current_trace_id() or None,
+        }
+        if record.exc_info:
+            entry["exception"] = self.without_paths(self.formatException(record.exc_info))
+        return json.dumps(entry, ensure_ascii=False)
 
 
 # django-q2's lines that repeat while nothing happens: a task made from a schedule (three sweeps a

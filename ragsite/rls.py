@@ -26,6 +26,8 @@ CURRENT_AGENT = f"current_setting('{SETTING}', true)"
 # The Agent row's primary key for tables that point at agents by foreign key.
 CURRENT_AGENT_PK = f"(SELECT id FROM collections_app_agent WHERE agent_id = {CURRENT_AGENT})"
 POLICY = "ragsite_agent_rows"
+# The read audit's table (collections_app.models.ReadAudit): insert-only for the agents' role.
+AUDIT_TABLE = "audit_reads"
 
 
 def create_role_sql() -> str:
@@ -53,6 +55,12 @@ BEGIN
         GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO {ROLE};
         ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {ROLE};
         ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO {ROLE};
+        -- The read audit is written by agents' requests and read by staff only: the role may add an
+        -- entry (and read back the id its INSERT returns), never read, change or delete one.
+        IF to_regclass('public.{AUDIT_TABLE}') IS NOT NULL THEN
+            REVOKE SELECT, UPDATE, DELETE ON {AUDIT_TABLE} FROM {ROLE};
+            GRANT SELECT (id) ON {AUDIT_TABLE} TO {ROLE};
+        END IF;
     END IF;
 END $$;
 """

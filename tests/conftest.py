@@ -97,8 +97,10 @@ def knowledge_root(settings):
 
 @pytest.fixture(autouse=True)
 def _own_index_dir(tmp_path, settings):
-    """Each test's search indexes live in its own folder, never in a deployment's DATA_DIR."""
+    """Each test's search indexes (and read-audit spool) live in its own folder, never in a deployment's
+    DATA_DIR."""
     settings.INDEX_DIR = tmp_path / "indexes"
+    settings.AUDIT_SPOOL_DIR = tmp_path / "audit-spool"
 
 
 @pytest.fixture(autouse=True)

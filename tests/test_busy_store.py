@@ -3,6 +3,7 @@ searches answer from what is committed and never wait on it, and a request that 
 503 with Retry-After in the one error shape, never 500."""
 
 import json
+import os
 import subprocess
 import sys
 from datetime import timedelta
@@ -11,7 +12,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from collections_app.models import ApiKey
+from collections_app.models import ApiKey, ReadAudit
 from collections_app.services.agents import create_agent, create_collection
 from collections_app.services.builds import build_collection
 
@@ -75,7 +76,9 @@ def post(client, raw, path, body):
     )
 
 
-def test_searches_answer_and_writes_say_retry_while_another_process_holds_the_lock(client, built, held_store):
+def test_searches_answer_and_writes_say_retry_while_another_process_holds_the_lock(
+    client, built, held_store, settings
+):
     agent, raw = built
     before = ApiKey.objects.get(agent=agent).last_used_at
     search = post(client, raw, "/api/v1/collections/handbook/search", {"question": "carry-over days"})
@@ -98,6 +101,9 @@ def test_searches_answer_and_writes_say_retry_while_another_process_holds_the_lo
     assert over_mcp.status_code == 200 and over_mcp.json()["result"]["isError"] is False, over_mcp.content
     # The key's use was not recorded: skipped, not waited for.
     assert ApiKey.objects.get(agent=agent).last_used_at == before
+    # Nor were the two reads' audit entries: they wait, on disk, in this process's spool.
+    assert ReadAudit.objects.count() == 0
+    assert len((settings.AUDIT_SPOOL_DIR / f"{os.getpid()}.jsonl").read_text().splitlines()) == 2
 
     for path, body in [("/api/v1/memory/memories", BADGE), ("/api/v1/collections/handbook/build", {})]:
         refused = post(client, raw, path, body)
@@ -118,4 +124,6 @@ def test_searches_answer_and_writes_say_retry_while_another_process_holds_the_lo
     held_store.wait(timeout=30)
     assert post(client, raw, "/api/v1/collections/handbook/search", {"question": "leave"}).status_code == 200
     assert ApiKey.objects.get(agent=agent).last_used_at > before  # recorded once the lock was free
+    # The spooled entries followed the first one written once the lock was free, in the order of the reads.
+    assert list(ReadAudit.objects.order_by("at").values_list("channel", flat=True)) == ["api", "mcp", "api"]
     assert post(client, raw, "/api/v1/memory/memories", BADGE).status_code == 201

@@ -115,3 +115,58 @@ def test_a_favicon_is_served_so_no_page_logs_a_not_found(client, caplog):
     assert icon.status_code == 200 and icon["Content-Type"] == "image/svg+xml"
     assert icon.content.startswith(b"<svg")
     assert not [r for r in caplog.records if r.name == "django.request"]
+
+
+def test_json_lines_carry_the_request_id_and_no_question(client, db, knowledge_folder):
+    """LOG_FORMAT=json: the configured console handler, given the JSON formatter, writes one object a
+    line; a search's INFO line carries the id the answer's X-Request-ID names, and never the question."""
+    import json
+
+    from collections_app.services.agents import create_agent, create_collection
+    from collections_app.services.builds import build_collection
+    from ragsite.logs import JsonLines
+    from tests.conftest import HANDBOOK
+
+    agent, raw = create_agent(agent_id="logged", name="Logged")
+    knowledge_folder("handbook", HANDBOOK, agent="logged")
+    assert build_collection(collection=create_collection(agent=agent, name="handbook")).status == "succeeded"
+    handler = next(
+        h for h in logging.getLogger().handlers if any(isinstance(f, RedactUpstreamURLs) for f in h.filters)
+    )
+    captured = io.StringIO()
+    previous, formatter = handler.setStream(captured), handler.formatter
+    handler.setFormatter(JsonLines())
+    try:
+        answers = [
+            client.post(
+                "/api/v1/collections/handbook/search",
+                data=json.dumps({"question": "quasar-walrus mileage question"}),
+                content_type="application/json",
+                headers={"Authorization": f"Bearer {raw}", **extra},
+            )
+            for extra in ({"X-Request-ID": "trace-me-42"}, {"X-Request-ID": "not a plain id\n{}"})
+        ]
+    finally:
+        handler.setStream(previous)
+        handler.setFormatter(formatter)
+    lines = [json.loads(line) for line in captured.getvalue().splitlines()]
+    searches = [line for line in lines if line["logger"] == "ragsite.search" and "mode" in line["message"]]
+    assert [line["request_id"] for line in searches] == [a["X-Request-ID"] for a in answers]
+    assert answers[0]["X-Request-ID"] == "trace-me-42"
+    assert len(answers[1]["X-Request-ID"]) == 32  # a header that is not a plain token is replaced
+    assert set(searches[0]) == {"time", "level", "logger", "message", "request_id", "trace_id"}
+    assert "quasar" not in captured.getvalue()
+
+
+def test_an_unknown_log_format_stops_the_settings(monkeypatch):
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        env={**__import__("os").environ, "DJANGO_SETTINGS_MODULE": "config.settings", "LOG_FORMAT": "xml"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0 and 'LOG_FORMAT is "plain" or "json"' in done.stderr

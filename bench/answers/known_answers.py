@@ -37,8 +37,32 @@ NAME = "known-answers"
 DEPTHS = (1, 5, 10)
 
 
-def evaluate(agent, collection, questions, controls, *, mode: str, floor: float | None) -> dict:
-    """found@1/5/10 over the answerable questions and the share of controls left empty."""
+def evaluate(
+    agent, collection, questions, controls, *, mode: str, floor: float | None, max_chars=None, each=False
+) -> dict:
+    """found@1/5/10 over the answerable questions and the share of controls left empty. ``each``: found@k
+    in an answer asked for k paragraphs (as an agent asking for k gets), not in the first k of 10."""
+    if each:
+        found = {}
+        for k in DEPTHS:
+            answers = [
+                harness.ask(
+                    agent, collection, i["question"], mode=mode, most=k, min_score=floor, max_chars=max_chars
+                )
+                for i in questions
+            ]
+            found[k] = sum(
+                harness.found_rank(a, i["answer"]) is not None
+                for a, i in zip(answers, questions, strict=True)
+            ) / len(questions)
+        return {
+            "mode": mode,
+            "floor": floor,
+            "found": found,
+            "controls_empty": None,
+            "questions": [],
+            "controls": [],
+        }
     outcomes = []
     for item in questions:
         paragraphs = harness.ask(
@@ -139,6 +163,10 @@ def main() -> None:
     parser.add_argument(
         "--no-context", action="store_true", help="index paragraphs without title and section"
     )
+    parser.add_argument("--each", action="store_true", help="found@k in an answer asked for k paragraphs")
+    parser.add_argument(
+        "--max-chars", type=int, default=None, help="the answer budget (default ANSWER_MAX_CHARS)"
+    )
     parser.add_argument(
         "--corpus", type=Path, default=harness.KNOWN_ANSWERS / "corpus", help="the folder of documents"
     )
@@ -173,7 +201,16 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for mode in args.modes:
         for floor in (None, 0.0):
-            result = evaluate(agent, collection, questions, controls, mode=mode, floor=floor)
+            result = evaluate(
+                agent,
+                collection,
+                questions,
+                controls,
+                mode=mode,
+                floor=floor,
+                max_chars=args.max_chars,
+                each=args.each,
+            )
             outcomes.append(result)
             shown = f"{default_floor} (default)" if floor is None else "0 (unfloored)"
             print(

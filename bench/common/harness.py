@@ -169,12 +169,19 @@ def ask(
     mode: str | None = None,
     most: int = 10,
     min_score: float | None = None,
+    max_chars: int | None = None,
 ) -> list[dict]:
-    """The paragraphs an agent gets: the collection's (or the default) floor and around unless told."""
+    """The paragraphs an agent gets: the collection's (or default) floor, around and budget unless told."""
     from collections_app.services.search import search_collection
 
     answer = search_collection(
-        agent=agent, collection=collection, question=question, most=most, min_score=min_score, mode=mode
+        agent=agent,
+        collection=collection,
+        question=question,
+        most=most,
+        min_score=min_score,
+        mode=mode,
+        max_chars=max_chars,
     )
     return answer["paragraphs"]
 

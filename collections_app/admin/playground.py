@@ -5,6 +5,7 @@ from django.contrib import messages
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from ragsite import audit
 from ragsite.errors import RagsiteError
 from ragsite.fusion import FUSION_WEIGHT
 
@@ -16,6 +17,7 @@ from ..models import (
     Paragraph,
     Reader,
 )
+from ..schemas.search import quoted
 from ..services.search import search_collection
 from ..text.context import CONTEXT_WEIGHT
 from .common import (
@@ -178,18 +180,33 @@ class PlaygroundAdminMixin:
 
     def _search(self, request, data, *, reader, min_score, label):
         collection = data["collection"]
+        named = reader.external_id if reader else None
+        on_behalf_of = data["on_behalf_of"].agent_id if data["on_behalf_of"] else None
         try:
-            answer = search_collection(
-                agent=collection.agent,
-                collection=collection,
+            # A person reading paragraphs as any reader is a read like an agent's: it is audited too.
+            with audit.reading(
+                kind=audit.SEARCH,
+                channel=audit.ADMIN,
+                key=None,
+                agent_id=collection.agent.agent_id,
+                staff=request.user.get_username(),
+                target=collection.name,
                 question=data["question"],
-                reader=reader.external_id if reader else None,
-                on_behalf_of=data["on_behalf_of"].agent_id if data["on_behalf_of"] else None,
-                most=data["most"] or 5,
-                around=data["around"],
-                min_score=min_score,
-                explain=True,
-            )
+                reader=named,
+                on_behalf_of=on_behalf_of,
+            ) as read:
+                answer = search_collection(
+                    agent=collection.agent,
+                    collection=collection,
+                    question=data["question"],
+                    reader=named,
+                    on_behalf_of=on_behalf_of,
+                    most=data["most"] or 5,
+                    around=data["around"],
+                    min_score=min_score,
+                    explain=True,
+                )
+                read.answered(*quoted(answer))
         except RagsiteError as exc:
             self.message_user(request, f"{label}: {in_plain_words(exc, collection)}", messages.ERROR)
             return None

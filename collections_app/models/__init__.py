@@ -8,7 +8,18 @@ The models live in a module per concept; this package re-exports every one, so
 `collections_app.models.X` (imports, migrations) keeps working.
 """
 
-from .agents import KEY_PREFIX, SCHEMA_VERSION, Agent, ApiKey, ApiKeyQuerySet, Label, Reader, StoreMeta  # noqa: F401
+from .agents import (  # noqa: F401
+    KEY_PREFIX,
+    SCHEMA_VERSION,
+    Agent,
+    ApiKey,
+    ApiKeyQuerySet,
+    IdpGroup,
+    Label,
+    Reader,
+    StoreMeta,
+)
+from .audit import ReadAudit  # noqa: F401
 from .collections import (  # noqa: F401
     PATH_LIKE,
     Collection,

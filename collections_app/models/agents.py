@@ -123,3 +123,20 @@ class Reader(models.Model):
 
     def __str__(self):
         return self.external_id
+
+
+class IdpGroup(models.Model):
+    """A group of the organisation's identity provider, and the labels its members read with: a reader
+    named by a signed reader token holds the labels of every group its token lists."""
+
+    name = models.CharField(
+        max_length=200, unique=True, help_text="The group as the provider's token names it."
+    )
+    labels = models.ManyToManyField(Label, blank=True, related_name="idp_groups")
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "identity provider group"
+
+    def __str__(self):
+        return self.name

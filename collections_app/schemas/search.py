@@ -43,6 +43,12 @@ class SearchIn(StrictSchema):
         max_length=200,
         description="The person you are reading for; required when the collection answers per reader.",
     )
+    readerToken: str | None = Field(
+        None,
+        max_length=16384,
+        description="Instead of reader: that person's ID token from the organisation's identity provider, "
+        "verified; its groups give the labels (docs/operations.md).",
+    )
     onBehalfOf: str | None = Field(
         None,
         max_length=100,
@@ -84,6 +90,14 @@ class SearchIn(StrictSchema):
     )
 
 
+class ShortenedOut(BaseModel):
+    """A stored paragraph of this one that the answer budget shortened, and the part of it kept."""
+
+    chunk_id: str
+    start: int = Field(..., description="Where the kept part begins, in characters into the paragraph text.")
+    end: int = Field(..., description="Where it ends (exclusive); the text before and after was left out.")
+
+
 class ParagraphOut(BaseModel):
     """One paragraph of the answer, best first."""
 
@@ -118,6 +132,11 @@ class ParagraphOut(BaseModel):
         "fused score the floor applies to.",
     )
     fused_rank: int | None = Field(None, description="Only when reranked: the position by the fused score.")
+    excerpts: list[ShortenedOut] = Field(
+        ...,
+        description="The stitched paragraphs the answer budget shortened (a hit to its best part, the last "
+        "neighbour at a sentence), each with the part kept; empty when every one is whole.",
+    )
 
 
 class JudgeOut(BaseModel):
@@ -146,8 +165,9 @@ class SearchOut(BaseModel):
     chars: int = Field(..., description="The characters of text the paragraphs hold: at most max_chars.")
     cut: bool = Field(
         ...,
-        description="true: the budget left out paragraphs or neighbours the search found, "
-        "or cut one at a sentence boundary; ask again with a larger max_chars for more.",
+        description="true: the budget shortened a hit to its best part (see each paragraph's excerpts), "
+        "left out neighbours or, past 300 characters a hit, the last hits; ask again with a larger "
+        "max_chars for more.",
     )
     mode: Literal["hybrid", "vector", "lexical"]
     model: str
@@ -156,3 +176,10 @@ class SearchOut(BaseModel):
     )
     judge: JudgeOut | None = Field(..., description="Whether the judge gave a verdict (null: not asked).")
     rerank: RerankOut | None = Field(..., description="Whether the reranker ordered the paragraphs.")
+
+
+def quoted(answer: dict) -> tuple[list[str], int]:
+    """What a search answer quotes, for the read audit: every stitched chunk id, and the characters
+    of text."""
+    paragraphs = answer["paragraphs"]
+    return [cid for p in paragraphs for cid in p["chunk_ids"]], sum(len(p["text"]) for p in paragraphs)

@@ -42,13 +42,14 @@ from ..models import Collection, CollectionBuilt, Paragraph
 from ..text.context import CONTEXT_VERSION
 from ..text.stitch import carried_openings
 from . import index_store
+from .index_gauges import MappedIndexes
 from .index_loading import load_in_background
 
 logger = logging.getLogger("ragsite.search")
 
 ROWS_PER_BLOCK = 5000
 
-_mapped: dict[int, tuple[str, MappedIndex]] = {}
+_mapped: MappedIndexes = MappedIndexes()  # collection id -> (key, index); publishes its gauges
 _mapped_lock = threading.Lock()
 
 

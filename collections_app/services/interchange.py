@@ -313,7 +313,8 @@ def _offsets(chunks: list[fmt.Chunk]) -> tuple[list[int], list[int]]:
 
     Stitching uses them to avoid repeating text two chunks share. A chunk that begins with the end
     of the previous chunk of its document is placed to overlap it by that much; otherwise it follows
-    directly.
+    one character on, the whitespace the format does not carry (stitching joins such chunks with a
+    space, or a new line before a heading).
     """
     starts, ends = [], []
     last: dict[str, tuple[str, int]] = {}
@@ -323,7 +324,8 @@ def _offsets(chunks: list[fmt.Chunk]) -> tuple[list[int], list[int]]:
             start = 0
         else:
             text, end = previous
-            start = end - _overlap(text, chunk.text)
+            shared = _overlap(text, chunk.text)
+            start = end - shared if shared else end + 1
         starts.append(start)
         ends.append(start + len(chunk.text))
         last[chunk.doc_id] = (chunk.text, ends[-1])

@@ -12,6 +12,7 @@ from django.db.models import Count, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from ragsite import instruments
 from ragsite.errors import TooManyRequests
 
 from ..conf import settings
@@ -35,7 +36,7 @@ def record_call(
     tokens_in: int = 0,
     tokens_out: int = 0,
 ) -> ModelCall:
-    return ModelCall.objects.create(
+    call = ModelCall.objects.create(
         agent=agent,
         collection=collection,
         purpose=purpose,
@@ -44,6 +45,11 @@ def record_call(
         tokens_out=max(0, int(tokens_out)),
         cost=price(model, tokens_in, tokens_out),
     )
+    instruments.MODEL_CALLS.labels(purpose=purpose, model=call.model).inc()
+    instruments.MODEL_TOKENS.labels(purpose=purpose, direction="in").inc(call.tokens_in)
+    instruments.MODEL_TOKENS.labels(purpose=purpose, direction="out").inc(call.tokens_out)
+    instruments.MODEL_COST.labels(purpose=purpose).inc(float(call.cost))
+    return call
 
 
 @dataclass(frozen=True)

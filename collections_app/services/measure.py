@@ -210,6 +210,7 @@ def measure_collection(
                         floor=floor,
                         tokens=embedder,
                         names=[name for name, _ in fingerprints],
+                        max_chars=int(settings.ANSWER_MAX_CHARS),
                     )
                 )
             except ChunkingError as exc:
@@ -259,6 +260,7 @@ def measure_collection(
             "fusion_weight": FUSION_WEIGHT,
             "most": most,
             "floor": floor,
+            "max_chars": int(settings.ANSWER_MAX_CHARS),
             "bm25": {"k1": DEFAULT_K1, "b": DEFAULT_B},
             "collection": {"method": collection.method, "size": size, "overlap": overlap},
         },

@@ -73,6 +73,10 @@ def search_state(collection: Collection) -> tuple[CollectionBuilt | None, np.nda
     return state
 
 
+# The attribute of a connection where services.audit counts the rows it wrote on it: (raw connection, n).
+AUDIT_WRITES = "_ragsite_audit_writes"
+
+
 def _change_marks(db) -> tuple[int, int] | None:
     """What changes whenever anything is written to the store, as this connection sees it, read before
     the state it vouches for (a write after that changes it again); None where it cannot vouch, and the
@@ -98,7 +102,10 @@ def _change_marks(db) -> tuple[int, int] | None:
             version = cursor.fetchone()[0]
         finally:
             cursor.close()
-    return int(version), int(raw.total_changes)
+    # The read audit's own entries (services.audit) change nothing a search reads: not counted, or
+    # every search would read the state again because the one before it was recorded.
+    audited_on, audited = getattr(db, AUDIT_WRITES, (None, 0))
+    return int(version), int(raw.total_changes) - (audited if audited_on is raw else 0)
 
 
 def fetch_all(statement: Callable[[str], str], params: list) -> list[tuple]:

@@ -117,7 +117,7 @@ def _relabel_warnings(name: str, carried_over: list) -> list[str]:
 def candidate_paragraphs(collection: Collection, prepared: list, existing: dict) -> list[CandidateRow]:
     """The paragraphs `_commit` will leave, in its ordinal order, for measuring a build before its swap.
 
-    One tuple per paragraph: (document, searched, start, end, text, section, vector bytes or None,
+    One tuple per paragraph: (document, searched, start, end, text, section, index, vector bytes or None,
     context), where ``document`` tells documents apart and ``searched`` says whether a search ranks it.
     """
     reused = {existing[p.name].pk for p in prepared if p.reused}
@@ -126,7 +126,9 @@ def candidate_paragraphs(collection: Collection, prepared: list, existing: dict)
         rows = (
             Paragraph.objects.filter(collection=collection)
             .order_by("document_id", "index")
-            .values_list("document_id", "start_char", "end_char", "text", "section", "embedding", "context")
+            .values_list(
+                "document_id", "start_char", "end_char", "text", "section", "index", "embedding", "context"
+            )
         )
         for document_id, *row in rows.iterator(chunk_size=2000):
             if document_id in reused:
@@ -148,6 +150,7 @@ def candidate_paragraphs(collection: Collection, prepared: list, existing: dict)
                     p.end,
                     p.text,
                     (p.section or "")[:300],
+                    i,
                     item.vectors[i] if item.vectors else None,
                     item.contexts[i],
                 )

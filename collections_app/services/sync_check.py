@@ -10,6 +10,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from ragsite.errors import RagsiteError
+from ragsite.instruments import SYNC_CHECKS
 
 from ..models import BuildRun, Collection, CollectionBuilt, CollectionSync, Document
 from .builds import request_build
@@ -136,6 +137,19 @@ def _failed(sync: CollectionSync, check: Check, now, *, reason: str) -> Check:
     return check
 
 
+def check_outcome(check: Check) -> str:
+    """The check's outcome in the metrics' bounded words (its sentence names documents)."""
+    if check.build is not None:
+        return "queued"
+    if check.outcome == "unchanged":
+        return "unchanged"
+    if check.outcome.startswith(UNREADABLE):
+        return "unreadable"
+    if check.outcome.startswith(CHECK_FAILED):
+        return "failed"
+    return "waiting" if "waiting for build" in check.outcome else "not_queued"
+
+
 def attributes_signature(attributes: dict | None) -> str:
     """A short, order-free digest of a document's attributes, as stored or as its sidecar gives them."""
     return hashlib.sha256(json.dumps(attributes or {}, sort_keys=True).encode()).hexdigest()[:16]
@@ -214,6 +228,7 @@ def _record(
     build: BuildRun | None = None,
 ) -> Check:
     """Write what the check saw; `attempted` None keeps the state the last sync build was asked for."""
+    SYNC_CHECKS.labels(outcome=check_outcome(check)).inc()
     if check.changes and _folder_state(snapshot) != _folder_state(sync.snapshot):
         sync.last_changed_at = now  # a change this check is the first to see
     sync.last_checked_at, sync.snapshot, sync.last_outcome = now, snapshot, check.outcome[:300]

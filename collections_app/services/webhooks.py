@@ -29,6 +29,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ragsite.errors import RagsiteError
+from ragsite.instruments import WEBHOOK_DELIVERIES
 
 from ..conf import settings
 from ..models import BuildRun, KnownAnswersReport, Webhook, WebhookDelivery
@@ -192,6 +193,14 @@ def signature(*, secret: str, timestamp: int, event: str, delivery: str, body: b
     return "sha256=" + hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
 
 
+# An attempt's outcome in the metrics, by the delivery's status after it.
+ATTEMPT_OUTCOMES = {
+    WebhookDelivery.DELIVERED: "delivered",
+    WebhookDelivery.PENDING: "retrying",
+    WebhookDelivery.FAILED: "failed",
+}
+
+
 def deliver(*, delivery_id: int) -> str:
     """One attempt at a delivery that is due; returns its status after. Never raises for the
     receiver's faults.
@@ -237,6 +246,7 @@ def deliver(*, delivery_id: int) -> str:
     recorded = WebhookDelivery.objects.filter(
         pk=delivery.pk, status=WebhookDelivery.SENDING, last_attempt_at=now
     ).update(**fields)
+    WEBHOOK_DELIVERIES.labels(outcome=ATTEMPT_OUTCOMES[fields["status"]]).inc()
     logger.info(
         "webhook delivery %s (%s) to hook %s: attempt %s, %s%s",
         delivery.pk,

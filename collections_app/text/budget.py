@@ -1,43 +1,62 @@
-"""An answer within a character budget: each hit first, then its neighbours best-first, cut at sentences.
+"""An answer within a character budget: every hit first, shortened to its best part rather than dropped, then
+its neighbours nearest first, cut at sentences.
 
 Pure: no models, no settings. `fit` takes the stitched runs of a search (best first, `stitch.stitch`) and
 the rows they were made from, and returns the runs as they fit ``max_chars`` characters of text in all:
 
-1. Every hit, best first, whole while it fits: a run's first hit alone, and a later hit of the same
-   run (`stitch` merges hits that meet) together with the rows between it and what the run already
-   holds. The first hit that does not fit ends this step: a run's first hit is cut at the last
-   sentence end within the room left (at a word end when its opening has no sentence end), and the
-   runs after it are left out. A hit of a merged run is a hit, not a neighbour: on the dev set a
-   quarter of the answers' markers sit in such a hit (docs/decisions/0044).
-2. Then the neighbours `stitch` widened the hits by, in rounds: the nearest row beyond each run's
-   hits on each side (best run first), then the next nearest, and so on. A neighbour is added whole while the
-   run's text still fits; the first that does not is cut at a sentence boundary (a neighbour before
-   the hit keeps its closing sentences, one after it its opening ones), or left out when no sentence
-   of it fits, and nothing more is added: the budget is spent.
+1. Every hit (the rows the ranking chose, not their neighbours), best first. When every hit fits whole,
+   each is placed whole. When they do not, each is shortened to its best part (`best_part`: the whole
+   sentences or lines of it that hold most of the question's words, at least `MIN_PART` characters or
+   the whole hit when shorter), the budget shared out evenly over the hits that need cutting, so a hit
+   is never dropped to make room for another's text. Only when even `MIN_PART` characters a hit do not
+   fit are the last hits left out (at the default 10,000 characters, 33 hits fit).
+2. Then the neighbours `stitch` widened the hits by, in rounds: the rows one step from a hit of a run
+   (best run first; rows between two hits of one run are neighbours too), then two steps, and so on. A
+   neighbour is added whole while the run's text still fits; the first that does not is cut at a sentence
+   boundary (one before the nearest hit keeps its closing sentences, one after it its opening ones), or
+   left out when no sentence of it fits, and nothing more is added: the budget is spent.
 
-A run stays one gap-free stretch of rows around its hit. Whether anything was left out or cut is told
-(``cut``), so an agent knows the answer is not all the search found.
+Pieces of a run that are not contiguous in the document (a row left out between two hits, a shortened
+hit) are joined by `stitch.join_rows` with a visible elision. Whether anything was left out or cut is told
+(``cut``), and which rows were shortened, to which part (``excerpts``), so an agent knows the answer is
+not all the search found.
 """
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+
+from ragsite.lexical import terms
 
 from .headings import SENTENCE_BREAK
-from .stitch import Row, Stitched, join_rows
+from .stitch import ELISION, Row, Stitched, join_rows
 
-__all__ = ["Fitted", "fit"]
+__all__ = ["MIN_PART", "Fitted", "best_part", "fit"]
+
+# The least a shortened hit keeps (the whole hit when shorter): about three sentences of prose, enough to
+# hold an answer and the words around it.
+MIN_PART = 300
+# How the budget left after every hit's least part is shared: "best first" (the best hit whole before
+# the next grows) or "even" (water filling).
+SHARING = "by run"
+# The order neighbours are added in: "rounds" (the nearest of every run, best run first, then the next
+# nearest) or "by run" (every neighbour of the best run, nearest first, then the next run's).
+NEIGHBOURS = "by run"
 
 
 @dataclass(frozen=True)
 class Fitted:
-    """The runs that fit (their text, first and last row as kept), the rows as kept (a cut row holds only
-    its kept part), and whether anything was cut or left out."""
+    """The runs that fit (their text, first and last row as kept), the rows as kept (a shortened row holds
+    only its kept part; a row left out of a run is absent), whether anything was cut or left out, and for
+    each shortened row its kept part as ``(start, end)`` within its text as stitching had it."""
 
     runs: list[Stitched]
     readable: dict[int, Row]
     cut: bool
+    excerpts: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 def _sentence_ends(text: str) -> list[int]:
@@ -48,19 +67,29 @@ def _sentence_ends(text: str) -> list[int]:
     return ends
 
 
-def _opening(row: Row, room: int, *, words: bool) -> Row | None:
-    """The row's opening sentences within ``room`` characters (its opening words if ``words`` and no
-    sentence ends in time), or None."""
+def _part(row: Row, begin: int, end: int) -> Row:
+    """``row`` holding only ``text[begin:end]`` (whitespace at its edges dropped), marked where it was cut."""
+    text = row.text
+    while begin < end and text[begin].isspace():
+        begin += 1
+    while end > begin and text[end - 1].isspace():
+        end -= 1
+    if begin == 0 and end == len(text):
+        return row
+    return replace(
+        row,
+        text=text[begin:end],
+        start=row.start + begin,
+        end=row.start + end,
+        cut_before=row.cut_before or begin > 0,
+        cut_after=row.cut_after or end < len(text),
+    )
+
+
+def _opening(row: Row, room: int) -> Row | None:
+    """The row's opening sentences within ``room`` characters, or None."""
     ends = [end for end in _sentence_ends(row.text) if 0 < end <= room]
-    if ends:
-        end = ends[-1]
-    elif words:
-        end = row.text.rfind(" ", 0, room + 1)
-        if end <= 0:
-            return None
-    else:
-        return None
-    return replace(row, text=row.text[:end].rstrip(), end=row.start + len(row.text[:end].rstrip()))
+    return _part(row, 0, ends[-1]) if ends else None
 
 
 def _closing(row: Row, room: int) -> Row | None:
@@ -68,128 +97,256 @@ def _closing(row: Row, room: int) -> Row | None:
     starts = [
         match.end(1) for match in SENTENCE_BREAK.finditer(row.text) if len(row.text) - match.end(1) <= room
     ]
-    if not starts:
-        return None
-    begin = starts[0]
-    return replace(row, text=row.text[begin:], start=row.start + begin)
+    return _part(row, starts[0], len(row.text)) if starts else None
 
 
-def _hit_order(runs: Sequence[Stitched], members: list[list[int]], hits: Sequence[int] | None):
-    """The hits in the order step 1 places them: best first, each run opened by its best hit and the
-    runs opened in their order (a hit of a later run opens the runs before it first)."""
-    owner = {o: number for number, member in enumerate(members) for o in member}
-    opened = 0
-    for ordinal in [] if hits is None else dict.fromkeys(hits):
-        number = owner.get(ordinal)
-        if number is None:
-            continue  # a hit no run holds (wholly inside a hidden neighbour's copy)
-        while opened <= number:
-            yield runs[opened].hit
-            opened += 1
-        yield ordinal
-    for number in range(opened, len(runs)):
-        yield runs[number].hit
+def _units(text: str) -> list[tuple[int, int]]:
+    """The text's sentences and lines, as (start, end) spans that cover it in order."""
+    cuts = {0, len(text)}
+    cuts.update(match.end(1) for match in SENTENCE_BREAK.finditer(text))
+    cuts.update(at + 1 for at, character in enumerate(text) if character == "\n")
+    bounds = sorted(cuts)
+    return [(a, b) for a, b in zip(bounds, bounds[1:], strict=False) if a < b]
+
+
+def _words_within(text: str, begin: int, room: int) -> tuple[int, int]:
+    """A span of whole words from ``begin`` within ``room`` characters (for a sentence too long for it)."""
+    end = text.rfind(" ", begin, begin + room + 1)
+    return (begin, end if end > begin else begin + room)
+
+
+def best_part(row: Row, room: int, weights: Mapping[str, float]) -> Row:
+    """The part of ``row`` within ``room`` characters that holds most of the question's words: the run of
+    whole sentences and lines, as long as fits, whose distinct question terms weigh most (``weights``, a
+    term's weight; more occurrences break a tie, then the earlier run). With no question word in reach it
+    is the opening; a single sentence longer than ``room`` is cut at a word."""
+    text = row.text
+    if len(text) <= room:
+        return row
+    units = _units(text)
+    counted = [Counter(t for t in terms(text[a:b]) if t in weights) for a, b in units]
+    best_key, best_span = None, None
+    for i, (a, _b) in enumerate(units):
+        held: Counter[str] = Counter()
+        j = i
+        while j < len(units) and len(text[a : units[j][1]].strip()) <= room:
+            held.update(counted[j])
+            j += 1
+        span = (a, units[j - 1][1]) if j > i else _words_within(text, a + _leading(text, a), room)
+        if j == i:
+            held = Counter(t for t in terms(text[span[0] : span[1]]) if t in weights)
+        key = (sum(weights[t] for t in held), sum(held.values()), -i)
+        if best_key is None or key > best_key:
+            best_key, best_span = key, span
+        if j == len(units):
+            break  # every later start holds a subset of this run
+    assert best_span is not None
+    return _part(row, *best_span)
+
+
+def _leading(text: str, at: int) -> int:
+    return len(text[at:]) - len(text[at:].lstrip())
+
+
+def _weights(question_terms: Sequence[str] | None, rows: Sequence[Row]) -> dict[str, float]:
+    """Each distinct question term's weight for choosing a part: its BM25 idf over ``rows`` (the rows this
+    answer read), so a word every row holds weighs little and a rare one much."""
+    if not question_terms:
+        return {}
+    wanted = set(question_terms)
+    df: Counter[str] = Counter()
+    for row in rows:
+        df.update(wanted & set(terms(row.text)))
+    n = len(rows)
+    return {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in wanted}
+
+
+def _hit_order(runs: Sequence[Stitched], owner: Mapping[int, int], hits: Sequence[int] | None) -> list[int]:
+    """The hits, best first (``hits``), then the best hit of any run they left out."""
+    ordered = [o for o in dict.fromkeys(hits or []) if o in owner]
+    seen = set(ordered)
+    ordered += [run.hit for run in runs if run.hit not in seen and run.hit in owner]
+    return ordered
+
+
+def _shares(lengths: Sequence[int], extra: Sequence[int], max_chars: int) -> list[int]:
+    """The most characters each hit (in order) may keep; the hits past those returned are left out.
+
+    The hits whose ``MIN_PART`` (or whole length, when shorter) and joining characters (``extra``) fit are
+    kept, each first given that least part; what is left goes to them in `SHARING`'s way."""
+    kept, need = 0, 0
+    for length, joining in zip(lengths, extra, strict=True):
+        need += min(length, MIN_PART) + joining
+        if need > max_chars:
+            break
+        kept += 1
+    if kept == 0:
+        return [max_chars]
+    shares = [min(length, MIN_PART) for length in lengths[:kept]]
+    left = max_chars - sum(shares) - sum(extra[:kept])
+    if SHARING == "by run":
+        return shares  # the rest goes to each run in turn, its hits then its neighbours (`fit`)
+    if SHARING == "best first":
+        for number, length in enumerate(lengths[:kept]):
+            more = min(length - shares[number], left)
+            shares[number] += more
+            left -= more
+        return shares
+    # Evenly (water filling): a hit shorter than its share keeps its whole text and leaves the rest.
+    room = left + sum(shares)
+    level = math.inf
+    for position, length in enumerate(sorted(lengths[:kept])):
+        share = room / (kept - position)
+        if length > share:
+            level = share
+            break
+        room -= length
+    return [int(min(length, level)) for length in lengths[:kept]]
 
 
 def fit(
-    runs: Sequence[Stitched], readable: Mapping[int, Row], max_chars: int, hits: Sequence[int] | None = None
+    runs: Sequence[Stitched],
+    readable: Mapping[int, Row],
+    max_chars: int,
+    hits: Sequence[int] | None = None,
+    question_terms: Sequence[str] | None = None,
 ) -> Fitted:
     """`runs` (best first: `stitch.stitch`'s or `stitch.stitch_sections`' over ``readable``) as they fit
     ``max_chars`` characters of text in all (see the module).
 
-    ``hits``: the ordinals of every hit, best first (None: each run's best hit only). A run's rows are
-    the readable ones between its first and last: a run may step over rows the search may not use, so
+    ``hits``: the ordinals of every hit, best first (None: each run's best hit only). ``question_terms``:
+    the question's terms, which choose a shortened hit's part (None: its opening). A run's rows are the
+    readable ones between its first and last: a run may step over rows the search may not use, so
     neighbours are counted among the readable rows, never by ordinal."""
-    kept: dict[int, Row] = dict(readable)
+    if sum(len(run.text) for run in runs) <= max_chars:
+        return Fitted(list(runs), dict(readable), False)
     members = [[o for o in range(run.first, run.last + 1) if o in readable] for run in runs]
-    # Each piece of a joined text is a row's text or a tail of it, after at most one space: when the rows
-    # and a space each fit in all, every text tried below fits, every run comes back whole, and the runs
-    # are those given (`stitch` joined each from these same rows), so the steps are skipped.
-    if sum(len(readable[o].text) + 1 for member in members for o in member) <= max_chars:
-        return Fitted(list(runs), kept, False)
     owner: dict[int, int] = {}  # a row's run: the first run holding it
     for number, member in enumerate(members):
         for o in member:
             owner.setdefault(o, number)
-    spans: list[list[int] | None] = [None] * len(runs)  # [first, last] kept, as indexes into members
-    texts = [""] * len(runs)
-    spent = 0
+    kept: dict[int, Row] = {}
+    placed: list[set[int]] = [set() for _ in runs]  # indexes into members
     cut = False
 
-    def joined(number: int, span: list[int]) -> str:
-        return join_rows([kept[o] for o in members[number][span[0] : span[1] + 1]])
+    def text_of(number: int, with_index: int | None = None, row: Row | None = None) -> str:
+        at = placed[number] if with_index is None else placed[number] | {with_index}
+        pieces = []
+        for index in sorted(at):
+            o = members[number][index]
+            pieces.append(row if index == with_index and row is not None else kept[o])
+        return join_rows(pieces)
 
-    def within(number: int, index: int) -> bool:
-        return 0 <= index < len(members[number])
-
-    def place(number: int, span: list[int], text: str) -> None:
-        nonlocal spent
-        spans[number], spent, texts[number] = span, spent - len(texts[number]) + len(text), text
-
-    # 1. Every hit, best first: a run's first hit alone, a later hit of the run with the rows between
-    # it and what the run holds (a run stays one stretch of rows).
-    for ordinal in _hit_order(runs, members, hits):
-        number = owner[ordinal]
-        at = members[number].index(ordinal)
-        span = spans[number]
-        if span is not None and span[0] <= at <= span[1]:
-            continue
-        trial = [at, at] if span is None else [min(span[0], at), max(span[1], at)]
-        text = joined(number, trial)
-        if spent - len(texts[number]) + len(text) <= max_chars:
-            place(number, trial, text)
-            continue
+    # 1. Every hit: whole when all fit, else each shortened to its best part.
+    order = _hit_order(runs, owner, hits)
+    lengths = [len(readable[o].text) for o in order]
+    extra, opened = [], set()
+    for o in order:
+        extra.append(len(ELISION) if owner[o] in opened else 0)
+        opened.add(owner[o])
+    for o in order:
+        placed[owner[o]].add(members[owner[o]].index(o))
+        kept[o] = readable[o]
+    if sum(len(text_of(number)) for number in set(owner[o] for o in order)) > max_chars:
         cut = True
-        if span is None:
-            opening = _opening(kept[ordinal], max_chars - spent, words=True)
-            if opening is not None:
-                kept[ordinal] = opening
-                place(number, trial, opening.text)
-        break
-    made = [number for number in range(len(runs)) if spans[number] is not None]
+        shares = _shares(lengths, extra, max_chars)
+        weights = _weights(question_terms, list(readable.values()))
+        placed = [set() for _ in runs]
+        kept = {}
+        for o, share in zip(order, shares, strict=False):
+            row = readable[o]
+            kept[o] = best_part(row, share, weights) if len(row.text) > share else row
+            placed[owner[o]].add(members[owner[o]].index(o))
+    made = [number for number in range(len(runs)) if placed[number]]
     cut = cut or len(made) < len(runs)
-    full = not cut
+    texts = {number: text_of(number) for number in made}
+    spent = sum(len(text) for text in texts.values())
 
-    # 2. Neighbours in rounds: the nearest row beyond each run's hits on either side, best run first.
-    base = {number: list(spans[number]) for number in made}
-    distance = 1
-    while full and any(
-        within(number, base[number][0] - distance) or within(number, base[number][1] + distance)
-        for number in made
-    ):
-        for number in made:
-            for index, side in ((base[number][0] - distance, 0), (base[number][1] + distance, 1)):
-                if not full or not within(number, index):
-                    continue
-                ordinal = members[number][index]
-                trial = list(spans[number])
-                trial[side] = index
-                text = joined(number, trial)
-                if spent - len(texts[number]) + len(text) <= max_chars:
-                    place(number, trial, text)
-                    continue
-                full, cut = False, True
-                room = max_chars - spent - 1  # the space that joins it
-                part = (
-                    _closing(kept[ordinal], room) if side == 0 else _opening(kept[ordinal], room, words=False)
-                )
-                if part is None:
-                    continue
-                kept[ordinal] = part
-                text = joined(number, trial)
-                if spent - len(texts[number]) + len(text) <= max_chars:
-                    place(number, trial, text)
-        distance += 1
-    if full:
-        cut = cut or any(spans[number] != [0, len(members[number]) - 1] for number in made)
-    fitted = [
-        replace(
-            runs[number],
-            first=members[number][spans[number][0]],
-            last=members[number][spans[number][1]],
-            text=texts[number],
-            passages=spans[number][1] - spans[number][0] + 1,
+    # 2. Neighbours, nearest first: in rounds over the runs (one step from a hit in each run, best run
+    # first, then two steps), or run by run (`NEIGHBOURS`).
+    hits_of = {number: sorted(placed[number]) for number in made}
+
+    def nearest(number: int, index: int) -> int:
+        return min(hits_of[number], key=lambda h: (abs(h - index), h))
+
+    def steps(number: int) -> list[tuple[int, int]]:
+        """(distance, index) of the run's rows that are not placed, nearest first, earlier first."""
+        return sorted(
+            (abs(nearest(number, index) - index), index)
+            for index in range(len(members[number]))
+            if index not in placed[number]
         )
-        for number in made
-    ]
-    return Fitted(fitted, kept, cut)
+
+    grow = {number: [] for number in made}
+    if SHARING == "by run":
+        for o in order:
+            if owner[o] in grow and o in kept and kept[o] is not readable[o]:
+                grow[owner[o]].append(o)
+    if NEIGHBOURS == "rounds" and SHARING != "by run":
+        queue = sorted(
+            (
+                (distance, position, index)
+                for position, number in enumerate(made)
+                for distance, index in steps(number)
+            ),
+        )
+        order_of = [(made[position], index) for _distance, position, index in queue]
+    else:
+        order_of = [
+            (number, index)
+            for number in made
+            for index in [members[number].index(o) for o in grow[number]]
+            + [index for _distance, index in steps(number)]
+        ]
+    weights = _weights(question_terms, list(readable.values())) if any(grow.values()) else {}
+    for number, index in order_of:
+        o = members[number][index]
+        if index in placed[number]:  # a shortened hit, grown to its whole text or as much as fits
+            text = text_of(number, index, readable[o])
+            if spent - len(texts[number]) + len(text) <= max_chars:
+                kept[o] = readable[o]
+            else:
+                part = best_part(readable[o], len(kept[o].text) + max_chars - spent, weights)
+                text = text_of(number, index, part)
+                if spent - len(texts[number]) + len(text) <= max_chars:
+                    kept[o] = part
+                    spent += len(text) - len(texts[number])
+                    texts[number] = text
+                break
+            spent += len(text) - len(texts[number])
+            texts[number] = text
+            continue
+        text = text_of(number, index, readable[o])
+        if spent - len(texts[number]) + len(text) <= max_chars:
+            kept[o] = readable[o]
+        else:
+            # What joins it: a space or a paragraph break where the text runs on, else an elision.
+            side = index < nearest(number, index)
+            for joining in (1, 2, len(ELISION)):
+                room = max_chars - spent - joining
+                part = _closing(readable[o], room) if side else _opening(readable[o], room)
+                if part is not None:
+                    text = text_of(number, index, part)
+                    if spent - len(texts[number]) + len(text) <= max_chars:
+                        break
+            else:
+                break  # not a sentence of it fits: the budget is spent
+            kept[o] = part
+            placed[number].add(index)
+            spent += len(text) - len(texts[number])
+            texts[number] = text
+            break  # the budget is spent
+        placed[number].add(index)
+        spent += len(text) - len(texts[number])
+        texts[number] = text
+    cut = cut or any(len(placed[number]) < len(members[number]) for number in made)
+    fitted = []
+    for number in made:
+        at = [members[number][index] for index in sorted(placed[number])]
+        fitted.append(replace(runs[number], first=at[0], last=at[-1], text=texts[number], passages=len(at)))
+    excerpts = {
+        o: (row.start - readable[o].start, row.end - readable[o].start)
+        for o, row in kept.items()
+        if row is not readable[o]
+    }
+    return Fitted(fitted, kept, cut, excerpts)

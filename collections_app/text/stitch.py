@@ -4,9 +4,12 @@ The behaviour is seed 000 ("The collection format", *A hit may arrive with the p
 around it*) and DESIGN.md §5 (*Around*):
 
 * each hit comes back with up to ``around`` paragraphs either side, in document order,
-  joined by a single space, carrying the best score of its pieces and a ``passages`` count;
-* neighbours come only from the rows this reader may read, and a row the reader may not
-  read breaks the run rather than being closed over;
+  carrying the best score of its pieces and a ``passages`` count;
+* pieces join as the document joins them where its text runs on, and with a visible elision
+  where it does not (:func:`join_rows`);
+* neighbours come only from the rows this reader may read; a row the reader may not read is
+  stepped over (the caller numbers the readable rows) and its place is an elision, as it is in
+  the collection without that row;
 * a run never crosses from one document into the next, although ordinals run on across the
   whole collection;
 * overlapping hits merge, and text that two chunks share is not repeated;
@@ -37,6 +40,9 @@ class Row:
     section: str
     index: int = 0  # position within its document, the k of the citation <document>#<k>
     pages: tuple[int, int] | None = None  # first and last page of its text (None: no pages)
+    # Shortened by the answer budget at its opening / its close: nothing joins it there without an elision.
+    cut_before: bool = False
+    cut_after: bool = False
 
 
 @dataclass(frozen=True)
@@ -221,38 +227,65 @@ def _run(first: int, last: int, readable: Mapping[int, Row], best: Mapping[int, 
     )
 
 
-def join_rows(rows: Sequence[Row]) -> str:
-    """The text of consecutive rows of one document, in order, without repeating shared text.
+# Where the document's text does not run on from one row to the next (a row between them that this
+# search may not use, a deleted one, a cut piece), the join says so rather than reading as one sentence
+# the document does not contain (seed 000: a run never bridges a gap silently).
+ELISION = "\n\n…\n\n"
 
-    Rows that do not overlap in the document are joined with a single space (seed 000: the
-    chunker trims each piece and steps over the whitespace it broke on, so joining with
-    nothing would glue two words together).
+
+def contiguous(before: Row, after: Row, covered_end: int | None = None) -> bool:
+    """Whether the document's text runs on from ``before`` (ending at ``covered_end``, its end when None)
+    to ``after``, two rows of one document in order: they overlap, or ``after`` is the piece cut right
+    after ``before`` (its position in the document, `Row.index`, is the next) and neither was shortened
+    on the side they meet. Positions, offsets and cuts are the rows' own, so a collection with the rows
+    between them deleted answers the same (the twin rule)."""
+    end = before.end if covered_end is None else covered_end
+    if before.cut_after or after.cut_before:
+        return False
+    return after.start < end or after.index == before.index + 1
+
+
+def _seam(whitespace: str, gap: int, following: str) -> str:
+    """What joins two contiguous rows: the whitespace between them as the document has it when it is
+    known (an overlap's), else read off the gap's width: none inside a word, a space for one character
+    (a new line before a heading), a paragraph break for more."""
+    if whitespace:
+        return "\n\n" if "\n\n" in whitespace else "\n" if "\n" in whitespace else " "
+    if gap <= 0:
+        return ""
+    if gap == 1:
+        return "\n" if following.startswith("#") else " "
+    return "\n\n"
+
+
+def join_rows(rows: Sequence[Row]) -> str:
+    """The text of rows of one document, in order, without repeating shared text, joined as the
+    document joins them (DESIGN.md §5, *Around*).
+
+    Where the text runs on (`contiguous`) the rows continue as the document stands, keeping its line
+    breaks so a heading stays on its own line (`_seam`); where it does not, the join is `ELISION`.
 
     A row that starts before the text so far ends (chunks made with an overlap, such as the
     structure strategy's 180 characters) contributes only what lies past that end:
     ``text[covered_end - start:]``, nothing when the row is wholly inside. That remainder
-    continues the document exactly where the previous text stopped, so:
-
-    * if it begins with whitespace, the whitespace is replaced by a single space (the same
-      normalisation as the plain join);
-    * otherwise it is appended directly, because the cut fell inside a word, and a space
-      there would split the word in two.
-
-    Either way the result reads as the document from the first row's start to the last
-    row's end, with the whitespace at each seam collapsed.
+    continues the document exactly where the previous text stopped: whitespace it opens with is
+    the document's own (collapsed to one space, new line or paragraph break), and with none the
+    cut fell inside a word and the rest of the word is glued on.
     """
     if not rows:
         return ""
     parts = [rows[0].text]
     covered_end = rows[0].end
-    for row in rows[1:]:
-        if row.start < covered_end:
+    for before, row in zip(rows, rows[1:], strict=False):
+        if not contiguous(before, row, covered_end):
+            parts.append(ELISION + row.text)
+        elif row.start < covered_end:
             tail = row.text[covered_end - row.start :]
             stripped = tail.lstrip()
             if stripped:
-                parts.append(" " + stripped if stripped != tail else stripped)
+                parts.append(_seam(tail[: len(tail) - len(stripped)], 0, stripped) + stripped)
         else:
-            parts.append(" " + row.text)
+            parts.append(_seam("", row.start - covered_end, row.text) + row.text)
         covered_end = max(covered_end, row.end)
     return "".join(parts)
 

@@ -148,3 +148,24 @@ def list_records(
         ],
         "next": _cursor(page[-1].created_at, page[-1].pk) if more else None,
     }
+
+
+# The read audit's target for a recall, which searches both kinds.
+RECALLED = "mem+ep"
+
+# What each read quotes, for the read audit (`ragsite.audit`): the records' ids as `<kind>:<id>`, and
+# the characters of their text the answer carries.
+
+
+def record_quoted(record: dict) -> tuple[list[str], int]:
+    return [f"{record['kind']}:{record['id']}"], len(record["text"])
+
+
+def listing_quoted(page: dict) -> tuple[list[str], int]:
+    records = page["records"]
+    return [f"{r['kind']}:{r['id']}" for r in records], sum(len(r["opening"]) for r in records)
+
+
+def recall_quoted(answer: dict) -> tuple[list[str], int]:
+    excerpts = answer["excerpts"]
+    return [f"{e['kind']}:{e['id']}" for e in excerpts], sum(len(e["text"]) for e in excerpts)

@@ -26,6 +26,7 @@ from collections_app.models import Agent
 from ragsite import embedding
 from ragsite.conf import settings
 from ragsite.embedders import Embedder, EmbeddingError
+from ragsite.instruments import RECALLS
 from ragsite.lexical import terms
 from ragsite.model_calls.rerank import reorder, rerank_status
 from ragsite.top import top_rows
@@ -324,6 +325,7 @@ def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST, max_chars
 
             selection = choose(chain(reordered, rest), text_then)
             excerpts = [_shown(text_then, excerpt) for excerpt in selection.excerpts]
+    RECALLS.labels(mode="lexical" if vector is None else "hybrid").inc()
     return {
         "excerpts": excerpts,
         "chars": selection.chars,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from collections_app.text.budget import fit
+from collections_app.text.budget import MIN_PART, fit
 from collections_app.text.stitch import Row, stitch
 
 
@@ -71,12 +71,16 @@ def test_a_hit_merged_into_another_hits_run_is_placed_before_any_neighbour():
         two[6].text
     )
     fitted = fit(runs, two, budget, [2, 6, 4])
+    # Every hit is placed first; Delta, between two of them, is a neighbour like Beta, and Beta comes
+    # first in the round (it is cut to its closing sentence and the budget is spent), so an elision
+    # stands where Delta was left out.
     assert [run.text for run in fitted.runs] == [
-        "Gamma hit one. Gamma hit two. Delta one. Delta two. Epsilon one. Epsilon two.",
+        "Beta two. Gamma hit one. Gamma hit two.\n\n…\n\nEpsilon one. Epsilon two.",
         "Eta hit one. Eta hit two.",
     ]
-    assert fitted.cut
-    # Without the hits, Epsilon is only a neighbour: Beta, nearer Gamma, takes the room first.
+    assert fitted.cut and fitted.excerpts == {1: (10, 19)}
+    assert [(run.first, run.last, run.passages) for run in fitted.runs] == [(1, 4, 3), (6, 6, 1)]
+    # Without the hits, Epsilon is only a neighbour and never placed before Gamma's nearer ones.
     assert "Epsilon" not in fit(runs, two, budget).runs[0].text
 
 
@@ -181,3 +185,68 @@ def test_the_shortcut_for_a_budget_that_holds_everything_answers_as_the_steps_do
     assert not shortcut.cut and not stepped.cut
     # One character less than the texts take: the steps cut, and the shortcut is not taken.
     assert fit(runs, made, exact - 1).cut
+
+
+# --- Hits shortened to their best part, never dropped for another's text --------------------------
+
+
+def long_hit(word: str, sentences: int = 30, at: int = 15) -> str:
+    """A paragraph of filler sentences with one sentence naming ``word`` at sentence ``at``."""
+    said = [f"Filler sentence number {n} says little of use here." for n in range(sentences)]
+    said[at] = f"The {word} answer sits in this sentence."
+    return " ".join(said)
+
+
+def test_every_hit_keeps_its_best_part_when_the_hits_do_not_fit_whole():
+    words = ["amber", "basalt", "cobalt", "delta", "ember"]
+    made = {}
+    for number, word in enumerate(words):
+        made.update(rows(long_hit(word, at=5 + 4 * number), document=number, first=number))
+    runs = stitch([(n, 0.9 - n / 10) for n in range(5)], made, around=0)
+    assert all(len(run.text) > 1000 for run in runs)
+    fitted = fit(runs, made, 2000, list(range(5)), ["which", "sentence", *words])
+    assert len(fitted.runs) == 5 and fitted.cut
+    assert sum(len(run.text) for run in fitted.runs) <= 2000
+    for run, word in zip(fitted.runs, words, strict=True):
+        assert f"The {word} answer sits in this sentence." in run.text
+        assert len(run.text) >= MIN_PART - 50  # about its least part in whole sentences; the best grow first
+        start, end = fitted.excerpts[run.hit]
+        assert made[run.hit].text[start:end] == run.text
+
+
+def test_a_short_hit_stays_whole_and_leaves_its_share_to_the_long_ones():
+    made = {**rows("Short amber hit.", document=1), **rows(long_hit("basalt"), document=2, first=1)}
+    runs = stitch([(0, 0.9), (1, 0.8)], made, around=0)
+    fitted = fit(runs, made, 700, [0, 1], ["amber", "basalt"])
+    assert [run.text for run in fitted.runs][0] == "Short amber hit."
+    assert 600 < len(fitted.runs[1].text) <= 700 - len("Short amber hit.")
+    assert "basalt" in fitted.runs[1].text and set(fitted.excerpts) == {1}
+
+
+def test_hits_are_left_out_only_when_each_cannot_keep_the_least_part():
+    made = {}
+    for number in range(10):
+        made.update(rows(long_hit(f"w{number}"), document=number, first=number))
+    runs = stitch([(n, 1 - n / 20) for n in range(10)], made, around=0)
+    fitted = fit(runs, made, 2000, list(range(10)))
+    assert len(fitted.runs) == 2000 // MIN_PART and [run.hit for run in fitted.runs] == list(range(6))
+
+
+def test_a_hit_with_no_question_word_keeps_its_opening():
+    made = rows(long_hit("amber"))
+    runs = stitch([(0, 0.9)], made, around=0)
+    fitted = fit(runs, made, 400, [0], ["nothing", "here"])
+    assert made[0].text.startswith(fitted.runs[0].text) and fitted.excerpts == {
+        0: (0, len(fitted.runs[0].text))
+    }
+
+
+def test_neighbours_come_only_after_every_hit_has_its_part():
+    made = rows("Before the hit.", long_hit("amber", sentences=10, at=2), "After the hit.")
+    other = rows(long_hit("basalt", sentences=10, at=8), document=2, first=3)
+    both = {**made, **other}
+    runs = stitch([(1, 0.9), (3, 0.8)], both, around=1)
+    whole = len(both[1].text) + len(both[3].text)
+    fitted = fit(runs, both, whole + 2, [1, 3], ["amber", "basalt"])
+    assert [run.text for run in fitted.runs] == [both[1].text, both[3].text]  # no room for a neighbour
+    assert not fitted.excerpts and fitted.cut

@@ -104,7 +104,9 @@ def rows_of(sections: list[tuple[str, list[str]]], document: int = 0) -> dict[in
     for name, pieces in sections:
         for text in pieces:
             n = len(rows)
-            rows[n] = Row(ordinal=n, document=document, start=at, end=at + len(text), text=text, section=name)
+            rows[n] = Row(
+                ordinal=n, document=document, start=at, end=at + len(text), text=text, section=name, index=n
+            )
             at += len(text) + 1
     return rows
 

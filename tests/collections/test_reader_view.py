@@ -1,10 +1,12 @@
 """A reader's view across the whole carried span, ids and stitching (issue 24, items 2-4)."""
 
+from datetime import timedelta
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collections_app.models import Label, Paragraph
+from collections_app.models import CollectionBuilt, Label, Paragraph
 from collections_app.services.agents import create_collection, create_reader
 from collections_app.services.builds import build_collection
 from collections_app.services.search import search_collection
@@ -103,11 +105,21 @@ def other(n: int) -> str:
     return f"Paragraph {WORDS[n]}-x names the payroll secret of the board and the {WORDS[n]} merger fund."
 
 
+def delete_rows(collection, rows) -> None:
+    """Delete stored paragraphs and move the build record on: the next search maps an index without them."""
+    Paragraph.objects.filter(pk__in=[row.pk for row in rows]).delete()
+    built = CollectionBuilt.objects.get(collection=collection)
+    built.passages -= len(rows)
+    built.built_at += timedelta(seconds=1)
+    built.save(update_fields=["passages", "built_at"])
+
+
 @pytest.fixture
 def twins(agent, knowledge_folder):
     """Make a per-reader collection with some paragraphs hidden from alice, and its twin.
 
-    The twin (``swap`` False) holds the same document without the hidden paragraphs; with ``swap`` it
+    The twin (``swap`` False) is the same collection with the hidden paragraphs deleted (DESIGN.md §5:
+    the gap they leave is in its source text too, so both answers mark it alike); with ``swap`` it
     holds them, hidden alike, saying something else: the reader's answer may depend on neither
     their place (overlap 0: a twin without them cuts the same pieces) nor their text (any overlap).
     """
@@ -119,11 +131,10 @@ def twins(agent, knowledge_folder):
         n = next(made)
         texts = [paragraph(i) for i in range(count)]
         swapped = [other(i) if i in hidden else texts[i] for i in range(count)]
-        kept = [i for i in range(count) if i not in hidden]
         pair = []
         for name, body, hides in (
             (f"x{n}", texts, hidden),
-            (f"y{n}", swapped, hidden) if swap else (f"y{n}", [texts[i] for i in kept], set()),
+            (f"y{n}", swapped, hidden) if swap else (f"y{n}", texts, set()),
         ):
             collection = create_collection(
                 agent=agent, name=name, method="structure", size=120, overlap=overlap, per_reader=True
@@ -134,6 +145,8 @@ def twins(agent, knowledge_folder):
             assert len(rows) == len(body)  # one piece a paragraph (plus what it carries)
             for i, row in enumerate(rows):
                 row.labels.add(secret if i in hides else public)
+            if not swap and name.startswith("y") and hidden:
+                delete_rows(collection, [rows[i] for i in hidden])
             pair.append(collection)
         return pair
 

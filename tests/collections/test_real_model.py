@@ -110,3 +110,34 @@ def test_the_window_and_tokens_strategies_cut_against_the_real_tokenizer(
         assert build_collection(collection=collection).status == "succeeded"
         counts = list(Paragraph.objects.filter(collection=collection).values_list("token_count", flat=True))
         assert counts and max(counts) <= embedding.get_embedder().window
+
+
+def test_the_demo_answers_its_own_questions_with_no_warning(
+    monkeypatch, local_model, django_capture_on_commit_callbacks
+):
+    """`make run`'s handbook reads its floor off its known answers: with the real model they separate from
+    the controls (no warning on the first login), and the floor read off them answers the questions the
+    demo and the walkthrough ask."""
+    from io import StringIO
+    from pathlib import Path
+
+    from django.core.management import call_command
+
+    from collections_app.models import Collection
+    from collections_app.services import known_answers
+
+    samples = Path(__file__).resolve().parents[2] / "collections_app" / "sample_docs"
+    monkeypatch.setenv("KNOWLEDGE_HANDBOOK_FOLDER", str(samples))
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("demo", stdout=StringIO(), stderr=StringIO())
+    handbook = Collection.objects.get(name="handbook")
+    report = known_answers.latest_report(handbook)
+    assert report.separates is True and report.warnings == [] and report.floor_source == "measured"
+    for question, answer in (
+        ("What do I do if I lose my laptop?", "A lost or stolen device is reported to the security desk"),
+        ("When does my first day start?", "Your first day starts at 09:00"),
+        ("How many leave days carry over?", "Carry-over is capped at five days"),
+    ):
+        found = search_collection(agent=handbook.agent, collection=handbook, question=question)
+        assert found["floor_source"] == "measured"
+        assert any(answer in " ".join(p["text"].split()) for p in found["paragraphs"]), question

@@ -58,6 +58,7 @@ def test_the_answering_paragraph_ranks_first_with_the_answer_shape(agent, handbo
         "first",
         "last",
         "pages",
+        "excerpts",
     }
     assert (best["document"], best["section"], best["passages"]) == ("leave.md", "Leave", 1)
     assert best["chunk_ids"] == [best["chunk_id"]] and best["chunk_id"].startswith("leave.md#")

@@ -15,17 +15,20 @@ from collections_app.text.stitch import Row, cut_hidden_overlap, join_rows, stit
 def plain_rows(layout: list[int], unreadable: frozenset[int] = frozenset()) -> dict[int, Row]:
     """Documents of ``layout[d]`` paragraphs each, ordinals running on across them.
 
-    Paragraph texts are "d<document>p<ordinal>", laid out 10 characters apart in their
-    document so that no two overlap; ``unreadable`` ordinals are left out.
+    Paragraph texts are "d<document>p<ordinal>", one space apart in their document, so that no
+    two overlap; ``unreadable`` ordinals are left out.
     """
     rows: dict[int, Row] = {}
     ordinal = 0
     for document, size in enumerate(layout):
+        start = 0
         for position in range(size):
             text = f"d{document}p{ordinal}"
             if ordinal not in unreadable:
-                start = 10 * position
-                rows[ordinal] = Row(ordinal, document, start, start + len(text), text, f"s{ordinal}")
+                rows[ordinal] = Row(
+                    ordinal, document, start, start + len(text), text, f"s{ordinal}", index=position
+                )
+            start += len(text) + 1
             ordinal += 1
     return rows
 
@@ -84,9 +87,9 @@ def test_text_shared_by_overlapping_chunks_is_not_repeated():
     before_space = Row(1, 0, 6, 22, document[6:22], "")  # "beta gamma delta"
     assert join_rows([Row(0, 0, 0, 10, "alpha beta", ""), before_space]) == "alpha beta gamma delta"
     # A chunk wholly inside what came before adds nothing.
-    inside = Row(1, 0, 6, 10, "beta", "")
-    tail = Row(2, 0, 23, 30, "epsilon", "")
-    assert join_rows([first, inside, tail]) == "alpha beta gamma epsilon"
+    inside = Row(1, 0, 6, 10, "beta", "", 1)
+    tail = Row(2, 0, 17, 30, "delta epsilon", "", 2)
+    assert join_rows([first, inside, tail]) == "alpha beta gamma delta epsilon"
 
 
 def test_a_run_scores_its_best_hit_and_takes_that_hits_section():
@@ -197,7 +200,7 @@ def overlapping_chunks(draw):
 @given(overlapping_chunks())
 def test_overlapping_chunks_join_to_the_document_text_without_repeats(case):
     text, spans = case
-    rows = [Row(i, 0, start, end, text[start:end], "") for i, (start, end) in enumerate(spans)]
+    rows = [Row(i, 0, start, end, text[start:end], "", i) for i, (start, end) in enumerate(spans)]
     assert join_rows(rows) == text[spans[0][0] : max(end for _, end in spans)]
 
 
@@ -218,7 +221,7 @@ def test_word_aligned_overlaps_read_as_the_document(words, data):
         last_word = data.draw(st.integers(max(first_word, last_word + 1), len(words) - 1))
         spans.append((first_word, last_word))
     rows = [
-        Row(i, 0, offsets[a][0], offsets[b][1], document[offsets[a][0] : offsets[b][1]], "")
+        Row(i, 0, offsets[a][0], offsets[b][1], document[offsets[a][0] : offsets[b][1]], "", i)
         for i, (a, b) in enumerate(spans)
     ]
     assert join_rows(rows) == document

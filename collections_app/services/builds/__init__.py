@@ -8,13 +8,14 @@ fails half way leaves the collection exactly as it was, still answering.
 The stages live beside this module: prepare, embed, review, commit."""
 
 import logging
+import time
 from collections.abc import Callable
 
 from django.db import transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
-from ragsite import embedding
+from ragsite import embedding, instruments
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
 from ragsite.locks import short_lock_waits
@@ -112,9 +113,25 @@ def run_build(build_id: int, *, report: Callable[[BuildRun], None] | None = None
     except Exception as exc:
         _finish(run, BuildRun.FAILED, error=f"unexpected {type(exc).__name__}; see the server log")
         logger.exception("build %s of %s/%s failed", run.pk, collection.agent.agent_id, collection.name)
+    observe_build(run)
     if announce:
         webhooks.build_finished(run=run)
     return run
+
+
+def observe_build(run: BuildRun) -> None:
+    """The build's outcome, duration and document counts, to the metrics (ragsite.instruments)."""
+    instruments.BUILDS.labels(outcome=run.status).inc()
+    if run.started_at is not None and run.finished_at is not None:
+        seconds = (run.finished_at - run.started_at).total_seconds()
+        instruments.BUILD_SECONDS.labels(outcome=run.status).observe(max(0.0, seconds))
+    for outcome, count in (
+        ("read", run.documents_read),
+        ("reused", run.documents_reused),
+        ("refused", run.documents_refused),
+    ):
+        instruments.DOCUMENTS.labels(outcome=outcome).inc(count)
+    instruments.OCR_PAGES.inc(run.ocr_pages)
 
 
 def build_collection(*, collection: Collection, requested_by: str = "", report=None) -> BuildRun:
@@ -174,7 +191,11 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
     # document only re-embeds the paragraphs whose text changed.
     changed = any(not p.reused and p.status != Document.REFUSED for p in prepared)
     known_vectors = _known_vectors(collection, embedder.model) if changed and reuse else {}
+    embedded_before, started = run.paragraphs_embedded, time.perf_counter()
     _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
+    if run.paragraphs_embedded > embedded_before:
+        instruments.EMBEDDED.labels(purpose="build").inc(run.paragraphs_embedded - embedded_before)
+        instruments.EMBED_SECONDS.labels(purpose="build").inc(time.perf_counter() - started)
 
     refused = [p.name for p in prepared if p.status == Document.REFUSED]
     # What the build knew is kept on the run even when the build is refused below (seed 000).

@@ -13,13 +13,14 @@ from django.utils import timezone
 from ragsite import embedding
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
-from ragsite.fusion import FUSION_WEIGHT
+from ragsite.fusion import FUSION_WEIGHT, floor_is_open
 from ragsite.lexical import BM25Index
 
 from ... import conf
 from ...conf import settings
 from ...errors import KnownAnswersLost
 from ...index.vector_codec import VectorFormatError, decode
+from ...limits import DEFAULT_MOST
 from ...measure import Question, ScratchIndex, floor_range, measured_floor, outcomes
 from ...models import (
     BuildRun,
@@ -39,7 +40,7 @@ from .the_set import _enqueue, known_answers, live_build_id, parse_jsonl, set_kn
 logger = logging.getLogger("ragsite.known_answers")
 
 
-DEPTH = 5  # found@5: how many paragraphs a search returns unless asked for more
+DEPTH = DEFAULT_MOST  # found@5: how many paragraphs a search returns unless asked for more
 # The sample handbook's own questions and controls (beside sample_docs/, so a build never reads it as a
 # document).
 SAMPLE_SET = Path(__file__).resolve().parents[2] / "sample_known_answers.jsonl"
@@ -55,6 +56,7 @@ class CandidateRow(NamedTuple):
     end: int
     text: str
     section: str
+    index: int  # its position in its document (the k of doc#k): stitching reads where the text runs on
     vector: bytes | None  # its stored windows (vector_codec); None: no vector
     context: str
 
@@ -160,7 +162,9 @@ def _live_paragraphs(collection: Collection) -> list[CandidateRow]:
     rows = (
         Paragraph.objects.filter(collection=collection)
         .order_by("ordinal")
-        .values_list("pk", "document_id", "start_char", "end_char", "text", "section", "embedding", "context")
+        .values_list(
+            "pk", "document_id", "start_char", "end_char", "text", "section", "index", "embedding", "context"
+        )
     )
     return [
         CandidateRow(document, document not in held_documents and pk not in held_paragraphs, *rest)
@@ -175,7 +179,15 @@ def _index(paragraphs: Sequence[CandidateRow], dimensions: int) -> tuple[Scratch
     and the paragraph's cosine is pooled from them as search pools it.
     """
     rows = [
-        Row(ordinal=i, document=p.document, start=p.start, end=p.end, text=p.text, section=p.section)
+        Row(
+            ordinal=i,
+            document=p.document,
+            start=p.start,
+            end=p.end,
+            text=p.text,
+            section=p.section,
+            index=p.index,
+        )
         for i, p in enumerate(paragraphs)
     ]
     contexts = [p.context for p in paragraphs]
@@ -270,6 +282,7 @@ def _measure(
             floor=floor,
             searchable=searchable,
             sections=returns_sections(collection.method),
+            max_chars=int(settings.ANSWER_MAX_CHARS),
         )
 
     answered, controls = ask(0.0)
@@ -278,7 +291,7 @@ def _measure(
     bands = floor_range(answer_scores, control_scores)
     read_off = measured_floor(answer_scores, control_scores, keep=conf.measured_floor_keep())
     floor, source = collection.floor_in_force(measured=read_off["floor"], default=float(settings.MIN_SCORE))
-    at_floor = ask(floor) if floor > 0 else (answered, controls)
+    at_floor = (answered, controls) if floor_is_open(floor) else ask(floor)
 
     results = _results(questions, (answered, controls), at_floor)
     found = [r for r in results if not r["control"] and r["found"]]

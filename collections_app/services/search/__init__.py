@@ -10,8 +10,10 @@ import logging
 
 import numpy as np
 
-from ragsite import fusion
+from ragsite import fusion, tracing
 from ragsite.fusion import LEXICAL, hybrid_scores
+from ragsite.instruments import SEARCHES
+from ragsite.lexical import terms
 
 from ...conf import settings
 from ...index.bm25_top import best_rows
@@ -71,75 +73,89 @@ def search_collection(
     `filters` (OpenAI's vector-store shape, services.filtering) keeps only the rows it describes, before
     ranking, exactly as a reader's labels do.
     """
-    plan = plan_search(
-        agent=agent,
-        collection=collection,
-        question=question,
-        reader=reader,
-        on_behalf_of=on_behalf_of,
-        most=most,
-        around=around,
-        min_score=min_score,
-        key=key,
-        mode=mode,
-        max_most=max_most,
-        nprobe=nprobe,
-        explain=explain,
-        max_chars=max_chars,
-        filters=filters,
-    )
-    asked = question_vector(plan)
-    ranking = _ranking(plan, asked.vector)
-    reranked = rerank(plan, ranking)
-    relevance = reranked.relevance
-    hits = [
-        (int(row), ranking.score_of(row) if relevance is None else relevance[int(row)])
-        for row in reranked.top
-    ]
-    paragraphs, runs, readable, cut = stitched(
-        plan.index,
-        plan.mask,
-        hits,
-        plan.around,
-        plan.max_chars,
-        per_reader=plan.reader is not None,
-        sections=returns_sections(plan.built.method),
-        every=plan.every,
-    )
-    if relevance is not None:
-        mark_reranked(
-            paragraphs, runs, {int(row): ranking.score_of(row) for row in reranked.top}, reranked.fused_rank
+    with tracing.span("search") as root:
+        with tracing.span("plan"):
+            plan = plan_search(
+                agent=agent,
+                collection=collection,
+                question=question,
+                reader=reader,
+                on_behalf_of=on_behalf_of,
+                most=most,
+                around=around,
+                min_score=min_score,
+                key=key,
+                mode=mode,
+                max_most=max_most,
+                nprobe=nprobe,
+                explain=explain,
+                max_chars=max_chars,
+                filters=filters,
+            )
+        with tracing.span("embed"):
+            asked = question_vector(plan)
+        with tracing.span("rank", mode=plan.mode or "default"):
+            ranking = _ranking(plan, asked.vector)
+        with tracing.span("rerank"):
+            reranked = rerank(plan, ranking)
+        relevance = reranked.relevance
+        hits = [
+            (int(row), ranking.score_of(row) if relevance is None else relevance[int(row)])
+            for row in reranked.top
+        ]
+        with tracing.span("stitch"):
+            paragraphs, runs, readable, cut = stitched(
+                plan.index,
+                plan.mask,
+                hits,
+                plan.around,
+                plan.max_chars,
+                per_reader=plan.reader is not None,
+                sections=returns_sections(plan.built.method),
+                every=plan.every,
+                question_terms=terms(plan.question),
+            )
+        if relevance is not None:
+            mark_reranked(
+                paragraphs,
+                runs,
+                {int(row): ranking.score_of(row) for row in reranked.top},
+                reranked.fused_rank,
+            )
+        answer = {
+            "paragraphs": paragraphs,
+            "floor": plan.floor,
+            "floor_source": plan.floor_source,
+            "around": plan.around,
+            "max_chars": plan.max_chars,
+            "chars": sum(len(paragraph["text"]) for paragraph in paragraphs),
+            "cut": cut,
+            "mode": ranking.mode,
+            "model": asked.model,
+            "refused": None,
+            "rerank": reranked.status,
+        }
+        if explain:
+            answer["explain"] = explained(plan, ranking, asked.vector, reranked.top, runs, readable)
+        with tracing.span("judge"):
+            verdict = judge(plan, paragraphs)
+        answer["judge"] = verdict.status
+        if verdict.refused is not None:
+            answer["refused"] = verdict.refused
+        if verdict.refused:
+            answer["paragraphs"], answer["chars"] = [], 0  # withheld: the answering call never sees them
+        logger.info(
+            "search %s/%s: mode %s, %d paragraphs, refused %s",
+            agent.agent_id,
+            plan.collection.name,
+            ranking.mode,
+            len(answer["paragraphs"]),
+            answer["refused"],
         )
-    answer = {
-        "paragraphs": paragraphs,
-        "floor": plan.floor,
-        "floor_source": plan.floor_source,
-        "around": plan.around,
-        "max_chars": plan.max_chars,
-        "chars": sum(len(paragraph["text"]) for paragraph in paragraphs),
-        "cut": cut,
-        "mode": ranking.mode,
-        "model": asked.model,
-        "refused": None,
-        "rerank": reranked.status,
-    }
-    if explain:
-        answer["explain"] = explained(plan, ranking, asked.vector, reranked.top, runs, readable)
-    verdict = judge(plan, paragraphs)
-    answer["judge"] = verdict.status
-    if verdict.refused is not None:
-        answer["refused"] = verdict.refused
-    if verdict.refused:
-        answer["paragraphs"], answer["chars"] = [], 0  # withheld: the answering call never sees them
-    logger.info(
-        "search %s/%s: mode %s, %d paragraphs, refused %s",
-        agent.agent_id,
-        plan.collection.name,
-        ranking.mode,
-        len(answer["paragraphs"]),
-        answer["refused"],
-    )
-    return answer
+        SEARCHES.labels(mode=ranking.mode).inc()
+        root.set_attribute("ragsite.mode", ranking.mode)
+        root.set_attribute("ragsite.paragraphs", len(answer["paragraphs"]))
+        return answer
 
 
 def _ranking(plan: SearchPlan, vector: np.ndarray | None) -> Ranking:

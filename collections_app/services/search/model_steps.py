@@ -6,6 +6,7 @@ paragraph) and each returns a small record, never a tuple to be read by position
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -13,6 +14,7 @@ import numpy as np
 from ragsite import embedding
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
+from ragsite.instruments import EMBED_SECONDS, EMBEDDED
 from ragsite.model_calls.judge import JudgeUnavailable, ask_judge
 from ragsite.model_calls.rerank import reorder, rerank_status
 from ragsite.top import top_rows
@@ -58,12 +60,15 @@ def _embedded(plan: SearchPlan) -> np.ndarray:
             f"{embedder.model}; rebuild the collection or restore the embedder",
             code=errors.MODEL_MISMATCH,
         )
+    started = time.perf_counter()
     try:
         embedded = embedder.embed_with_usage([plan.question])
     except EmbeddingError as exc:
         raise RagsiteError(
             f"the embedder failed: {exc}", code=errors.EMBEDDER_UNAVAILABLE, status=503
         ) from None
+    EMBED_SECONDS.labels(purpose="question").inc(time.perf_counter() - started)
+    EMBEDDED.labels(purpose="question").inc()
     vector = np.asarray(embedded.vectors[0], dtype=np.float32)
     if vector.shape[0] != plan.index.dimensions:
         raise Conflict(

@@ -38,6 +38,7 @@ def stitched(
     per_reader: bool = False,
     sections: bool = False,
     every: bool | None = None,
+    question_terms: list[str] | None = None,
 ) -> Stitching:
     """Hits widened by their readable neighbours, with texts read from the store for those rows only,
     within ``max_chars`` characters of text in all (`text.budget.fit`; None: no budget).
@@ -49,7 +50,8 @@ def stitched(
     `per_reader`: chunk ids count this reader's paragraphs only (`_citable`). `sections` (the parent
     strategy) with ``around`` above 0: each hit comes back with its section's readable rows around it
     (`stitch.stitch_sections`) instead of ``around`` neighbours either side. ``every``: whether every
-    row is in ``mask`` (None: read from it).
+    row is in ``mask`` (None: read from it). ``question_terms`` choose the part a hit the budget shortens
+    keeps (`text.budget.best_part`).
     """
     if not hits:
         return Stitching([], [], {})
@@ -92,14 +94,14 @@ def stitched(
         cut_hidden_copies(index, mask, readable)
     runs = _stitch_readable(mask, hits, readable, around, sectioned, every=every)
     runs = [run for run in runs if run.text.strip()]  # a hit wholly inside a hidden neighbour's copy
-    cut = False
+    cut, excerpts = False, {}
     if max_chars is not None:
         ranked = [row for row, _score in sorted(hits, key=lambda hit: -hit[1])]
-        fitted = fit(runs, readable, max_chars, ranked)
-        runs, readable, cut = fitted.runs, fitted.readable, fitted.cut
+        fitted = fit(runs, readable, max_chars, ranked, question_terms)
+        runs, readable, cut, excerpts = fitted.runs, fitted.readable, fitted.cut, fitted.excerpts
     at = positions(mask, every=every)
     cite = _citable(index, mask, readable) if per_reader else (lambda row: readable[row].index)
-    paragraphs = [_paragraph(run, names.get(run.document, ""), readable, at, cite) for run in runs]
+    paragraphs = [_paragraph(run, names.get(run.document, ""), readable, at, cite, excerpts) for run in runs]
     return Stitching(paragraphs, runs, readable, cut)
 
 
@@ -206,12 +208,14 @@ def _paragraph(
     readable: dict[int, Row],
     at: Callable[[int], int],
     cite: Callable[[int], int],
+    excerpts: dict[int, tuple[int, int]],
 ) -> dict:
     """One paragraph of the answer (`answer.ParagraphOut`), citable by seed 004's chunk id.
 
     `chunk_id` is `<document>#<k>` of the paragraph the question matched, k its position within
     its document: the id `export_index` writes in docs.jsonl, unchanged by rebuilds of other
-    documents. `chunk_ids` names every stored paragraph the text stitches, in document order.
+    documents. `chunk_ids` names every stored paragraph the text stitches, in document order; `excerpts`
+    each of them the budget shortened, with the part kept.
     """
     return {
         "text": run.text,
@@ -224,6 +228,11 @@ def _paragraph(
         "first": at(run.first),
         "last": at(run.last),
         "pages": pages_of([readable[o] for o in range(run.first, run.last + 1) if o in readable]),
+        "excerpts": [
+            {"chunk_id": f"{document}#{cite(o)}", "start": excerpts[o][0], "end": excerpts[o][1]}
+            for o in range(run.first, run.last + 1)
+            if o in readable and o in excerpts
+        ],
     }
 
 

@@ -12,7 +12,7 @@ def number_existing_builds(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("collections_app", "0021_webhook_secret_sealed"),
+        ("collections_app", "0022_read_audit_and_idp_groups"),
     ]
 
     operations = [
