@@ -5,6 +5,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# The login and key `make run` repeats in a box once the server answers (manage.py demo writes it,
+# config.serve shows and deletes it); under data/, beside the default store, readable by its owner only.
+START_SUMMARY ?= data/start-up-summary.txt
 # `make run NEW_KEY=1` issues another key for the demo agent (none is revoked).
 NEW_KEY ?=
 # The admin login `make run` makes sure exists (ADMIN_PASSWORD empty: generated, printed once).
@@ -53,7 +56,7 @@ migrate: install-server
 	$(PY) manage.py migrate --noinput
 
 demo: migrate
-	$(PY) manage.py demo --host $(HOST) --port $(PORT) $(if $(NEW_KEY),--new-key)
+	$(PY) manage.py demo --host $(HOST) --port $(PORT) $(if $(NEW_KEY),--new-key) --summary $(START_SUMMARY)
 
 # Tesseract reads scanned PDFs and images (OCR_LANGUAGES). Installed with apt-get where it works (as root
 # on Debian); elsewhere scans are refused as "needs OCR (not installed)" and this says how to add it.
@@ -67,7 +70,7 @@ ocr-tools:
 # config/serve.py runs both and stops both on Ctrl-C or SIGTERM (to it or to its process group).
 run: ocr-tools demo
 	@echo "Starting the task cluster and the web server on http://$(HOST):$(PORT)/ (Ctrl-C stops both)"
-	$(PY) -m config.serve $(HOST):$(PORT)
+	$(PY) -m config.serve $(HOST):$(PORT) --summary $(START_SUMMARY)
 
 test: install
 	$(PY) -m pytest

@@ -60,7 +60,8 @@ def create_collection(request, payload: CollectionIn):
         built_from=payload.built_from,
         method=payload.method,
         per_reader=payload.per_reader,
-        sync_every=payload.sync_every,
+        # Left out is not null: a folder is followed unless the agent says otherwise.
+        sync_every=payload.sync_every if "sync_every" in payload.model_fields_set else "default",
     )
     return Status(201, collection_out(collection))
 

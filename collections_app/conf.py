@@ -12,6 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from ragsite.conf import settings
 
+from .limits import MAX_SYNC_MINUTES
 from .text.ocr import OcrOptions
 
 __all__ = [
@@ -25,7 +26,18 @@ __all__ = [
     "measured_floor_keep",
     "ocr_options",
     "settings",
+    "sync_every",
 ]
+
+
+def sync_every() -> int | None:
+    """SYNC_EVERY: the minutes between folder checks a new folder collection starts with; None for 0."""
+    every = int(settings.SYNC_EVERY)
+    if not 0 <= every <= MAX_SYNC_MINUTES:
+        raise ImproperlyConfigured(
+            f"SYNC_EVERY must be 0 (off) or 1 to {MAX_SYNC_MINUTES} minutes, not {every}"
+        )
+    return every or None
 
 
 def measured_floor_keep() -> float:

@@ -9,8 +9,10 @@ searches a collection. A vector store's id is the collection's name. The search 
 `reader`, `onBehalfOf` and `around` are ragsite's extension fields (in the body, or as the
 `Ragsite-Reader` / `Ragsite-On-Behalf-Of` headers). What the search cannot honour is refused by
 name rather than ignored: weights other than the fusion's own, `rewrite_query: true`, several
-queries, the `none` ranker. Errors keep the project's shape `{"error": {"code", "message"}}`,
-whose `message` the SDK shows. docs/api.md has the whole contract.
+queries, the `none` ranker. Errors are OpenAI's error object, the project's `{"error": {"code",
+"message"}}` with OpenAI's `type` and `param` beside them; the SDK shows `message`. Routes OpenAI has
+and ragsite does not serve (create, update, delete, files) answer 404, as OpenAI answers a URL it
+lacks. docs/api.md has the whole contract.
 """
 
 from __future__ import annotations
@@ -68,28 +70,71 @@ def _answer(body: Any, status: int = 200) -> JsonResponse:
     return JsonResponse(body, status=status, safe=False, json_dumps_params={"ensure_ascii": False})
 
 
+# OpenAI's error object is {"message", "type", "param", "code"}: `type` from the status as OpenAI's own
+# API sends it, `param` the request field at fault when the code names one (null otherwise).
+PARAMS = {
+    "invalid_query": "query",
+    "invalid_max_num_results": "max_num_results",
+    "invalid_around": "around",
+    "invalid_filters": "filters",
+    "invalid_score_threshold": "ranking_options.score_threshold",
+    "unsupported_ranker": "ranking_options.ranker",
+    "invalid_hybrid_search": "ranking_options.hybrid_search",
+    "unsupported_hybrid_search": "ranking_options.hybrid_search",
+    "rewrite_unsupported": "rewrite_query",
+    "reader_required": "reader",
+    "invalid_limit": "limit",
+}
+
+
+def error_type(status: int) -> str:
+    if status >= 500:
+        return "server_error"
+    if status == 429:
+        return "requests"
+    return "invalid_request_error"
+
+
+def openai_error(code: str, message: str, status: int, *, param: str | None = None) -> JsonResponse:
+    """The project's error shape with OpenAI's `type` and `param` beside `code` and `message`."""
+    body = error_body(code, message)
+    body["error"].update(type=error_type(status), param=param or PARAMS.get(code))
+    return _answer(body, status)
+
+
+@csrf_exempt  # bearer keys, no cookies
+def not_found(request, rest: str = ""):
+    """A /v1/vector_stores route ragsite does not serve: 404 as OpenAI answers a URL it does not have."""
+    return openai_error(
+        "not_found",
+        f"ragsite does not serve {request.method} {request.path[:200]}: its vector stores are its "
+        "collections, listed, read and searched here and created, changed or deleted in the admin or "
+        "with /api/v1/collections",
+        404,
+    )
+
+
 def _view(method: str):
-    """Bearer auth, the allowed method, and the one error shape around a view taking (request, key, ...)."""
+    """Bearer auth, the allowed method, and OpenAI's error object around a view taking (request, key, ...)."""
 
     def decorate(view):
         @csrf_exempt  # bearer keys, no cookies: nothing for a cross-site request to ride on
         def wrapped(request, *args, **kwargs):
             if request.method != method:
-                response = _answer(error_body("method_not_allowed", f"this route answers {method} only"), 405)
-                response["Allow"] = method
-                return response
+                # Create, update and delete: OpenAI's own API answers a route it lacks with 404, and an
+                # SDK caller catches NotFoundError for it; 405 would be a bare APIStatusError.
+                return not_found(request)
             key = key_from_request(request)
             if key is None:
-                response = _answer(
-                    error_body("unauthorized", "a valid API key is required: Authorization: Bearer <key>"),
-                    401,
+                response = openai_error(
+                    "unauthorized", "a valid API key is required: Authorization: Bearer <key>", 401
                 )
                 response["WWW-Authenticate"] = "Bearer"
                 return response
             try:
                 return _answer(view(request, key, *args, **kwargs))
             except RagsiteError as exc:
-                response = _answer(exc.as_dict(), exc.status)
+                response = openai_error(exc.code, exc.message, exc.status)
                 for name, value in exc.headers.items():
                     response[name] = value
                 return response
@@ -179,8 +224,8 @@ def _body(request) -> dict:
         raise RagsiteError(f"a request body is at most {MAX_BODY_BYTES} bytes", code="too_large", status=413)
     try:
         body = parse_json(raw or b"null")
-    except BadBody as exc:
-        raise BadRequest(exc.message) from None
+    except BadBody as exc:  # the JSON API's code for the same body
+        raise RagsiteError(exc.message, code=exc.code) from None
     if not isinstance(body, dict):
         raise BadRequest("the request body must be a JSON object")
     unknown = sorted(set(body) - set(SEARCH_FIELDS))

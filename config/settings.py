@@ -61,9 +61,11 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     # django-ninja's own static files: the API docs page uses its bundled Swagger UI, not a CDN.
     "ninja",
-    "django_q",
     "collections_app",
     "memory_app",
+    # After the apps: collections_app's `qcluster` (stopping on a signal to its whole process group)
+    # takes the place of django-q2's own, since the first app holding a command's name wins.
+    "django_q",
 ]
 
 MIDDLEWARE = [
@@ -216,6 +218,8 @@ INDEX_LOAD_WAIT = env.float("INDEX_LOAD_WAIT", default=2.0)
 # more help only where a core is free while a build runs, docs/decisions/0051).
 INDEX_WRITE_PROCESSES = env.int("INDEX_WRITE_PROCESSES", default=1)
 MODEL_PRICES = env.json("MODEL_PRICES", default={})
+# The currency MODEL_PRICES is written in, and so the ledger's costs and agents' daily budgets: a label.
+LEDGER_CURRENCY = env("LEDGER_CURRENCY", default="USD")
 # Known answers (docs/measure.md): the share of answers a measured floor keeps when answers and
 # controls do not separate, and the gate — unset: off; N: refuse a build that loses more than N.
 MEASURED_FLOOR_KEEP = env.float("MEASURED_FLOOR_KEEP", default=0.95)
@@ -235,6 +239,8 @@ SYNC_RETRY_LIMIT = env.int("SYNC_RETRY_LIMIT", default=5)
 SYNC_RETRY_SECONDS = env.int("SYNC_RETRY_SECONDS", default=60)
 # A folder file is read only once its size and modification time have stood still this long.
 SYNC_SETTLE_SECONDS = env.float("SYNC_SETTLE_SECONDS", default=5.0)
+# Minutes between checks of a new folder collection's folder (services.sync); 0: built only when asked.
+SYNC_EVERY = env.int("SYNC_EVERY", default=5)
 # Per document, in a child process (collections_app.text.bounded): wall-clock seconds and address space.
 EXTRACT_TIMEOUT = env.float("EXTRACT_TIMEOUT", default=120.0)
 EXTRACT_MEMORY_MB = env.int("EXTRACT_MEMORY_MB", default=1024)
@@ -376,6 +382,7 @@ LOGGING = {
     # Upstream URLs (httpx logs each request at INFO) lose userinfo and query: ragsite.logs.
     "filters": {
         "redact_urls": {"()": "ragsite.logs.RedactUpstreamURLs"},
+        "task_cluster_routine": {"()": "ragsite.logs.TaskClusterRoutine"},
         "request_id": {"()": "ragsite.logs.WithRequestId"},
     },
     "handlers": {
@@ -386,5 +393,6 @@ LOGGING = {
         }
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {"django_q": {"level": "WARNING"}},
+    # django-q2 logs as "django-q"; its routine lines (schedules, tasks processed) are DEBUG here.
+    "loggers": {"django-q": {"level": LOG_LEVEL, "filters": ["task_cluster_routine"]}},
 }

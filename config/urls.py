@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
@@ -21,6 +21,23 @@ def api_not_found(request, rest=""):
     return JsonResponse(error_body("not_found", "no such API route"), status=404)
 
 
+# A small magnifier over a page, in the admin's blue: browsers ask every site for /favicon.ico, and a
+# missing one logged a "Not Found" warning under every admin page.
+FAVICON = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">'
+    '<rect x="5" y="3" width="17" height="22" rx="2" fill="#417690"/>'
+    '<path d="M9 9h9M9 13h9M9 17h5" stroke="#fff" stroke-width="2"/>'
+    '<circle cx="21" cy="20" r="6" fill="#fff" stroke="#205067" stroke-width="3"/>'
+    '<path d="M25 24l5 5" stroke="#205067" stroke-width="3.5" stroke-linecap="round"/></svg>'
+)
+
+
+def favicon(request):
+    response = HttpResponse(FAVICON, content_type="image/svg+xml")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
+
+
 def home(request):
     """`/`: where to go next (a new user opened the address `make run` printed and got a 404)."""
     return render(request, "home.html", {"docs_url": "/api/v1/docs"})
@@ -31,6 +48,7 @@ admin.site.login_template = "sso/admin_login.html"
 
 urlpatterns = [
     path("", home, name="home"),
+    path("favicon.ico", favicon, name="favicon"),
     # Before the admin's own: its login page carries the provider's button, its logout ends the provider's
     # session too (config/sso.py).
     path("admin/login/", admin_login, name="admin-login"),
@@ -49,6 +67,6 @@ urlpatterns = [
     path(
         "v1/vector_stores/<str:store_id>/search", openai_api.vector_store_search, name="vector-store-search"
     ),
-    re_path(r"^v1/vector_stores/(?P<rest>.*)$", api_not_found),
+    re_path(r"^v1/vector_stores/(?P<rest>.*)$", openai_api.not_found),
     re_path(r"^api/(?P<rest>.*)$", api_not_found),
 ]

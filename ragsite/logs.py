@@ -147,3 +147,37 @@ class JsonLines(WithoutInstallPaths):
         if record.exc_info:
             entry["exception"] = self.without_paths(self.formatException(record.exc_info))
         return json.dumps(entry, ensure_ascii=False)
+
+
+# django-q2's lines that repeat while nothing happens: a task made from a schedule (three sweeps a
+# minute), each task processed or enqueued, each process starting or stopping its loop. Failures and
+# the cluster's own start and stop stay at their level.
+TASK_CLUSTER_ROUTINE = (
+    "created task",
+    "Processed '",
+    "Enqueued [",
+    "ready for work at",
+    "stopped doing work",
+    "guarding cluster",
+    "monitoring at",
+    "stopped monitoring",
+    "pushing tasks at",
+    "stopped pushing",
+    "waiting for the monitor",
+    "stopping cluster processes",
+    "recycled worker",
+)
+
+
+class TaskClusterRoutine(logging.Filter):
+    """On the `django-q` logger: its routine INFO lines become DEBUG, shown only when LOG_LEVEL is DEBUG,
+    so a console keeps what a person needs (a build, a failure, the cluster starting and stopping)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO:
+            return True
+        message = record.getMessage()
+        if not any(phrase in message for phrase in TASK_CLUSTER_ROUTINE):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)

@@ -15,13 +15,19 @@ pytestmark = pytest.mark.django_db
 
 
 def demo(*args) -> tuple[str, str]:
+    """(the new key, or "", read off its labelled line; all that was said)."""
     out, err = StringIO(), StringIO()
     call_command("demo", *args, stdout=out, stderr=err)
-    return out.getvalue().strip(), err.getvalue()
+    assert out.getvalue() == ""  # everything once, labelled, on stderr
+    said = err.getvalue()
+    keys = [line.split("API key:")[1].split()[0] for line in said.splitlines() if "API key:" in line]
+    return (keys[0] if keys else ""), said
 
 
-def test_the_first_run_builds_the_handbook_and_prints_key_login_and_a_real_hint(settings):
-    key, said = demo("--host", "0.0.0.0", "--port", "8101")
+def test_the_first_run_builds_the_handbook_and_prints_key_login_and_a_real_hint(settings, tmp_path):
+    summary = tmp_path / "start" / "summary.txt"
+    key, said = demo("--host", "0.0.0.0", "--port", "8101", "--summary", str(summary))
+    assert said.count(key) == 2  # its labelled line, and the curl example using it
     assert authenticate(key).agent.agent_id == "demo"
     built = CollectionBuilt.objects.get(collection__name="handbook")
     assert built.passages > 0 and built.refused == []
@@ -33,6 +39,10 @@ def test_the_first_run_builds_the_handbook_and_prints_key_login_and_a_real_hint(
     assert "http://127.0.0.1:8101/admin/" in said
     assert f"Bearer {key}" in said and "http://127.0.0.1:8101/api/v1/collections/handbook/search" in said
     assert settings.KNOWLEDGE_ROOT not in said  # no deployment path printed
+    # The box `make run` repeats once the server answers: the login and the key, for the owner only.
+    box = summary.read_text()
+    assert f"password (shown once): {password}" in box and f"API key:  {key}" in box
+    assert "http://127.0.0.1:8101/v1" in box and summary.stat().st_mode & 0o077 == 0
 
 
 def test_a_second_run_reuses_everything_and_issues_a_key_only_when_asked():

@@ -83,6 +83,40 @@ def test_an_admin_permission_denied_and_a_500_are_logged_without_install_paths(
         assert root not in text, root
 
 
+def test_the_task_clusters_routine_lines_are_debug_and_its_start_and_failures_stay(caplog):
+    """An idle cluster made three schedule lines a minute at INFO, burying the one-time admin password."""
+    queue = logging.getLogger("django-q")  # django-q2's logger, as configured by settings.LOGGING
+    with caplog.at_level(logging.INFO):
+        queue.info("Process-1 created task thirty-lima from schedule [collections: check synced folders]")
+        queue.info("Processed 'collections_app.tasks.sweep_sync' (thirty-lima)")
+        queue.info("Process-2 ready for work at 1234")
+        queue.info("Q Cluster thirty-lima starting.")
+        queue.error("Failed 'collections_app.tasks.run_build' (x) - boom")
+    shown = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "django-q"]
+    assert shown == [
+        ("INFO", "Q Cluster thirty-lima starting."),
+        ("ERROR", "Failed 'collections_app.tasks.run_build' (x) - boom"),
+    ]
+    caplog.clear()
+    level = queue.level
+    queue.setLevel(logging.DEBUG)  # LOG_LEVEL=DEBUG shows them, as DEBUG
+    try:
+        with caplog.at_level(logging.DEBUG):
+            queue.info("Process-1 created task thirty-lima from schedule [x]")
+    finally:
+        queue.setLevel(level)
+    assert [(r.levelname, r.name) for r in caplog.records] == [("DEBUG", "django-q")]
+
+
+@pytest.mark.django_db
+def test_a_favicon_is_served_so_no_page_logs_a_not_found(client, caplog):
+    with caplog.at_level(logging.INFO):
+        icon = client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon["Content-Type"] == "image/svg+xml"
+    assert icon.content.startswith(b"<svg")
+    assert not [r for r in caplog.records if r.name == "django.request"]
+
+
 def test_json_lines_carry_the_request_id_and_no_question(client, db, knowledge_folder):
     """LOG_FORMAT=json: the configured console handler, given the JSON formatter, writes one object a
     line; a search's INFO line carries the id the answer's X-Request-ID names, and never the question."""

@@ -74,6 +74,61 @@ def test_a_real_qcluster_runs_an_enqueued_task(tmp_path):
     assert not worker_running()  # the heartbeat expires within seconds of the cluster stopping
 
 
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.qcluster
+@pytest.mark.django_db(transaction=True)
+def test_sigterm_to_the_clusters_process_group_stops_every_process_within_10_s(tmp_path):
+    """systemd and docker stop a service by signalling its whole group: the sentinel and workers die at
+    once, and django-q2's main process used to wait forever for the dead sentinel."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "Q_WORKERS": "2",
+        "LOG_LEVEL": "INFO",
+        "DATA_DIR": str(tmp_path),
+    }
+    log_path = tmp_path / "qcluster.log"
+    cluster = subprocess.Popen(
+        [sys.executable, "manage.py", "qcluster"],
+        cwd=ROOT,
+        env=env,
+        stdout=log_path.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while "running." not in log_path.read_text() and time.monotonic() < deadline:
+            assert cluster.poll() is None, log_path.read_text()[-2000:]
+            time.sleep(0.3)
+        time.sleep(2)  # the sentinel asleep in its wait on the stop event, where the hang began
+        members = subprocess.run(
+            ["ps", "-o", "pid=", "-g", str(cluster.pid)], capture_output=True, text=True
+        ).stdout.split()
+        assert len(members) >= 4, members  # main, sentinel, monitor, pusher, workers
+        os.killpg(cluster.pid, signal.SIGTERM)
+        stopped_by = time.monotonic() + 10
+        while time.monotonic() < stopped_by:
+            cluster.poll()  # reap the main process once it exits
+            if not group_alive(cluster.pid):
+                break
+            time.sleep(0.2)
+        assert not group_alive(cluster.pid), subprocess.run(
+            ["ps", "-o", "pid,stat,cmd", "-g", str(cluster.pid)], capture_output=True, text=True
+        ).stdout
+    finally:
+        if group_alive(cluster.pid):
+            os.killpg(cluster.pid, signal.SIGKILL)
+        cluster.wait(timeout=10)
+
+
 @pytest.mark.qcluster
 @pytest.mark.django_db(transaction=True)
 def test_webhook_deliveries_are_taken_by_their_own_cluster_only(tmp_path, settings):

@@ -134,6 +134,7 @@ NOT_READS = {
     ("DELETE", "/api/v1/memory/records/{kind}/{id}"): "deletes a record",
     ("GET", "/api/v1/memory/health"): "counts of records without nodes",
     ("*", ""): "the home page",
+    ("*", "favicon.ico"): "the site's icon, the same bytes for everyone",
     ("*", "admin/"): "staff pages (the admin)",
     ("*", "v1/embeddings"): "vectors of the caller's own input",
     ("*", "v1/tokenize"): "tokens of the caller's own input",

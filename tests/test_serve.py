@@ -75,7 +75,9 @@ def test_a_signal_to_the_process_group_stops_the_server_and_the_task_cluster(
     log = (tmp_path / "serve.log").open("w+")
     # Started with SIGINT ignored, the server ignored the SIGINT the launcher passed on and never stopped.
     command = [sys.executable, "-c", START_WITH_SIGINT, sigint_at_start, sys.executable]
-    command += ["-m", "config.serve", f"127.0.0.1:{port}"]
+    summary = tmp_path / "start-up-summary.txt"
+    summary.write_text('Admin:    http://127.0.0.1/admin/  user "admin", password (shown once): pw-123\n')
+    command += ["-m", "config.serve", f"127.0.0.1:{port}", "--summary", str(summary)]
     launcher = subprocess.Popen(
         command,
         cwd=ROOT,
@@ -94,6 +96,11 @@ def test_a_signal_to_the_process_group_stops_the_server_and_the_task_cluster(
             log.name and Path(log.name).read_text()
         )
         assert len(processes_with(str(tmp_path))) >= 4  # launcher, server, cluster, its sentinel and worker
+        # The login, repeated in a box below the start-up lines once the server answers; then gone.
+        assert wait_until(lambda: not summary.exists(), 15), Path(log.name).read_text()
+        shown = Path(log.name).read_text()
+        assert "│ Admin:    http://127.0.0.1/admin/" in shown and "pw-123" in shown
+        assert shown.rindex("pw-123") > shown.index("Quit the server with")
         os.killpg(launcher.pid, signum)  # as systemd, docker or a terminal's Ctrl-C would
         launcher.wait(timeout=45)
         assert wait_until(lambda: not processes_with(str(tmp_path)), 10), Path(log.name).read_text()[-3000:]

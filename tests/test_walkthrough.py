@@ -189,7 +189,7 @@ def test_from_make_run_to_a_labelled_rebuilt_searched_collection(processes, chro
     # make run: migrate, demo (agent, key, handbook, admin login), task cluster, web server.
     processes.run("migrate", "--noinput", env=env)
     demo = processes.run("demo", "--host", "127.0.0.1", "--port", str(port), env=env)
-    key = demo.stdout.strip().splitlines()[-1]
+    key = re.search(r"API key:  (\S+)", demo.stderr).group(1)  # said once, labelled
     password = re.search(r'user "admin", password \(shown once\): (\S+)', demo.stderr).group(1)
     assert f"{base}/admin/" in demo.stderr and f"Bearer {key}" in demo.stderr
     processes.start("qcluster", "qcluster", env=env)

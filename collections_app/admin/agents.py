@@ -190,6 +190,18 @@ class AgentAdmin(admin.ModelAdmin):
     readonly_fields = ["created_at", "spend"]
     inlines = [ApiKeyInline]
 
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if "daily_budget" in form.base_fields:
+            currency = settings.LEDGER_CURRENCY
+            field = form.base_fields["daily_budget"]
+            field.label = f"Daily budget ({currency})"
+            field.help_text = (
+                f"Spend per day in {currency}, as MODEL_PRICES prices model calls; over it, the judge is not "
+                "called for this agent until tomorrow. Empty = no budget."
+            )
+        return form
+
     def get_queryset(self, request):
         return (
             super()
@@ -222,10 +234,12 @@ class AgentAdmin(admin.ModelAdmin):
             spent = spent_today(agent)
             over = spent >= float(agent.daily_budget)
             state = format_html(
-                '<p class="{}" data-role="budget-state">Today: {} of a {} daily budget{}</p>',
+                '<p class="{}" data-role="budget-state">Today: {} {} of a {} {} daily budget{}</p>',
                 "rs-refused-names" if over else "rs-refused-empty",
                 f"{spent:.4f}",
+                settings.LEDGER_CURRENCY,
                 f"{agent.daily_budget:.4f}",
+                settings.LEDGER_CURRENCY,
                 " — over budget: the judge is not called for this agent until tomorrow" if over else "",
             )
         total_cost = sum(d.cost for d in days)
@@ -245,8 +259,9 @@ class AgentAdmin(admin.ModelAdmin):
         )
         table = format_html(
             '<table class="rs-spend-table"><thead><tr><th>day</th><th>calls</th><th>tokens in</th>'
-            "<th>tokens out</th><th>cost</th></tr></thead><tbody>{}</tbody>"
+            "<th>tokens out</th><th>cost ({})</th></tr></thead><tbody>{}</tbody>"
             "<tfoot><tr><th>30 days</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr></tfoot></table>",
+            settings.LEDGER_CURRENCY,
             rows or mark_safe('<tr><td colspan="5" class="rs-refused-none">no model calls</td></tr>'),
             f"{sum(d.calls for d in days):,}",
             f"{sum(d.tokens_in for d in days):,}",

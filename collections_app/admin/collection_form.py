@@ -3,7 +3,6 @@
 import json
 
 from django import forms
-from django.utils.html import escape
 
 from ..models import (
     Agent,
@@ -37,8 +36,8 @@ class CollectionForm(forms.ModelForm):
             self.fields["folder"].widget.attrs["data-agents"] = json.dumps(agents)
         sync_initial(self)
         if "name" in self.fields:
-            # The admin renders help text as HTML, so the placeholder's brackets are escaped.
-            self.fields["name"].help_text = escape(
+            # Plain text: the admin's fieldset template (templates/admin/includes) escapes help text.
+            self.fields["name"].help_text = (
                 "Letters, digits, '-' and '_'; the name cannot be changed once saved. The documents come "
                 "from the folder chosen below, or from KNOWLEDGE_<AGENT>__<NAME>_FOLDER when that is set (or "
                 "KNOWLEDGE_<NAME>_FOLDER, once bound below)."

@@ -18,7 +18,7 @@ from ..models import (
 )
 from ..services.documents import collection_health, delete_collection, deletion_summary
 from ..services.knowledge import describe_source
-from ..services.labels import set_per_reader
+from ..services.labels import PER_READER_SWITCHED, rebuild_after_switch, set_per_reader
 from .collection_form import CollectionForm
 from .common import (
     HISTORY_ROWS,
@@ -36,7 +36,7 @@ from .known_answers import KnownAnswersAdminMixin, known_answers_warnings
 from .measure import MeasureAdminMixin
 from .playground import PlaygroundAdminMixin
 from .sync import READONLY as SYNC_READONLY
-from .sync import SYNC_FIELDS, SyncAdminMixin
+from .sync import SYNC_FIELDS, SyncAdminMixin, folder_changed_notice
 
 
 def held_back_notice(collection: Collection) -> dict | None:
@@ -170,12 +170,21 @@ class CollectionAdmin(
             notes.append(f"{health['held_back']:,} in review or refused")
         if notes:
             text = format_html("{} ({})", text, ", ".join(notes))
+        if health["pending"] and not health["problems"]:
+            active = collection.runs.filter(status__in=[BuildRun.QUEUED, BuildRun.RUNNING]).exists()
+            return format_html(
+                '<span class="rs-badge rs-pending" data-role="rebuild-pending">{}</span> {}'
+                '<ul class="rs-warnings">{}</ul>',
+                "rebuilding" if active else "answers; needs a rebuild",
+                text,
+                format_html_join("", "<li>{}</li>", ((p,) for p in health["pending"])),
+            )
         if health["problems"]:
             return format_html(
                 '<span class="rs-badge rs-status-failed" data-role="not-searchable">cannot answer</span> {}'
                 '<ul class="rs-warnings">{}</ul>',
                 text,
-                format_html_join("", "<li>{}</li>", ((p,) for p in health["problems"])),
+                format_html_join("", "<li>{}</li>", ((p,) for p in health["problems"] + health["pending"])),
             )
         return text
 
@@ -293,7 +302,7 @@ class CollectionAdmin(
                 (
                     run.pk,
                     reverse("admin:collections_app_buildrun_change", args=[run.pk]),
-                    run.pk,
+                    run.number or run.pk,
                     status_badge(run.status),
                     run.percent,
                     run.created_at.strftime("%Y-%m-%d %H:%M"),
@@ -351,6 +360,7 @@ class CollectionAdmin(
                 runs=collection.measure_runs.select_related("collection").defer("report", "request")[:5],
                 can_rebuild=self.has_change_permission(request, collection),
                 held_back=held_back_notice(collection),
+                folder_changed=folder_changed_notice(collection),
             )
         return super().change_view(request, object_id, form_url, extra_context)
 
@@ -425,7 +435,9 @@ class CollectionAdmin(
         if run is not None:
             run.refresh_from_db()
             self.message_user(
-                request, f"Build {run.pk} of {collection.name} requested ({run.status}).", messages.SUCCESS
+                request,
+                f"Build {run.number} of {collection.name} requested ({run.status}).",
+                messages.SUCCESS,
             )
         return HttpResponseRedirect(reverse("admin:collections_app_collection_change", args=[collection.pk]))
 
@@ -441,12 +453,36 @@ class CollectionAdmin(
                 "sees, and every search of it must name a reader.",
                 messages.SUCCESS,
             )
+            collection.refresh_from_db()
+            self._rebuild_after_switch(request, collection)
         back = request.META.get("HTTP_REFERER", "")
         if not url_has_allowed_host_and_scheme(
             back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
         ):
             back = reverse("admin:collections_app_collection_change", args=[collection.pk])
         return HttpResponseRedirect(back)
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if change and obj.rebuild_needed == PER_READER_SWITCHED and "per_reader" in form.changed_data:
+            self._rebuild_after_switch(request, obj)
+
+    def _rebuild_after_switch(self, request, collection):
+        """Queue the rebuild a per-reader switch needs, and say so (or why not)."""
+        run, why = rebuild_after_switch(
+            collection=collection, requested_by=f"admin:{request.user.get_username()}"
+        )
+        if run is not None:
+            self.message_user(
+                request,
+                f"Build {run.number} of {collection.name} queued so that every paragraph's title and vector "
+                "follow the switch; until it is live, agents get the last build under the new rule.",
+                messages.SUCCESS,
+            )
+        else:
+            self.message_user(
+                request, f"Rebuild not queued ({why}): press Rebuild once it can start.", messages.WARNING
+            )
 
     def progress_view(self, request, object_id):
         """The progress bar's data: the latest build of the collection (or `?build=<id>`), as JSON."""

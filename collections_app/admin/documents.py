@@ -260,11 +260,13 @@ class DocumentAdmin(admin.ModelAdmin):
 
     @admin.display(description="warnings")
     def warnings_shown(self, document):
-        if not document.scan_warnings:
+        # Scan warnings sent it to review; notes (read_notes) did not, and are said beside them.
+        items = [*document.scan_warnings, *document.read_notes]
+        if not items:
             return "—"
         return format_html(
-            '<ul class="rs-warnings">{}</ul>',
-            format_html_join("", "<li>{}</li>", ((w,) for w in document.scan_warnings)),
+            '<ul class="rs-warnings" data-role="document-warnings">{}</ul>',
+            format_html_join("", "<li>{}</li>", ((w,) for w in items)),
         )
 
     @admin.display(description="conflicts")
@@ -466,7 +468,9 @@ class DocumentAdmin(admin.ModelAdmin):
                         run = request_build_or_say_why(self, request, collection)
                         if run is not None:
                             self.message_user(
-                                request, f"Build {run.pk} of {collection.name} requested.", messages.SUCCESS
+                                request,
+                                f"Build {run.number} of {collection.name} requested.",
+                                messages.SUCCESS,
                             )
                     return HttpResponseRedirect(
                         reverse("admin:collections_app_collection_change", args=[collection.pk])

@@ -24,7 +24,9 @@ from ..services.search import resolve_floor
 from .common import require
 
 # Sparkline geometry, in SVG user units.
-SPARK_WIDTH, SPARK_HEIGHT, SPARK_PAD = 160, 32, 3
+# The found@5 chart: its size, and the margins its axes' labels sit in (SVG user units).
+SPARK_WIDTH, SPARK_HEIGHT, SPARK_PAD = 360, 130, 6
+CHART_LEFT, CHART_BOTTOM = 40, 28
 
 
 class KnownAnswersForm(forms.Form):
@@ -32,8 +34,9 @@ class KnownAnswersForm(forms.Form):
         required=False,
         label="Known answers",
         widget=forms.Textarea(attrs={"rows": 14, "cols": 100, "spellcheck": "false"}),
-        help_text="One per line: “question | answer marker” (text the answering paragraph holds), "
-        "or “! question” "
+        help_text="One per line: “question | answer marker” (text the answering paragraph holds; it may "
+        "hold | itself, as a table row does: the first | ends the question, and a question writes its own "
+        "| as \\|), or “! question” "
         f"for a control the documents do not answer. At most {known_answers.MAX_KNOWN_ANSWERS}. Empty "
         "clears the set.",
     )
@@ -66,27 +69,44 @@ class KnownAnswersForm(forms.Form):
 
 
 def sparkline(reports: list[KnownAnswersReport]) -> dict | None:
-    """Points for an inline SVG: found@5 as a share of the answers, one point per build, oldest first."""
+    """A small chart for an inline SVG: found@5 as a share of the answers (the y axis, 0-100 %), one point
+    per measured build, oldest first (the x axis, labelled with the builds' numbers)."""
     measured = [r for r in reports if r.found_at_5 is not None and r.answers]
     if not measured:
         return None
-    step = (SPARK_WIDTH - 2 * SPARK_PAD) / max(1, len(measured) - 1)
+    left, right = CHART_LEFT, SPARK_WIDTH - SPARK_PAD
+    top, bottom = SPARK_PAD, SPARK_HEIGHT - CHART_BOTTOM
+    step = (right - left) / max(1, len(measured) - 1)
     points = []
     for number, report in enumerate(measured):
         share = report.found_at_5 / report.answers
+        cached = KnownAnswersReport._meta.get_field("build").is_cached(report)
+        build = report.build.number if cached and report.build is not None else None
         points.append(
             {
-                "x": round(SPARK_PAD + number * step, 1),
-                "y": round(SPARK_PAD + (1 - share) * (SPARK_HEIGHT - 2 * SPARK_PAD), 1),
-                "title": f"build {report.build_id}: {report.found_at_5} of {report.answers} found",
+                "x": round(left + number * step if len(measured) > 1 else (left + right) / 2, 1),
+                "y": round(top + (1 - share) * (bottom - top), 1),
+                "label": f"#{build or report.build_id}",
+                "title": f"build {build or report.build_id}: {report.found_at_5} of {report.answers} found",
             }
         )
+    # Label at most about eight builds along the axis, always the first and the last.
+    every = max(1, -(-len(points) // 8))
+    labelled = [p for n, p in enumerate(points) if n % every == 0 or n == len(points) - 1]
     return {
         "points": points,
         "path": " ".join(f"{p['x']},{p['y']}" for p in points),
         "last": points[-1],
         "width": SPARK_WIDTH,
         "height": SPARK_HEIGHT,
+        "left": left,
+        "right": right,
+        "top": top,
+        "bottom": bottom,
+        "middle": round((top + bottom) / 2, 1),
+        "labelled": labelled,
+        "label_y": SPARK_HEIGHT - CHART_BOTTOM + 14,
+        "title_y": SPARK_HEIGHT - 2,
     }
 
 

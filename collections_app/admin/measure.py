@@ -43,7 +43,8 @@ class MeasureForm(forms.Form):
     collection = forms.ModelChoiceField(queryset=Collection.objects.select_related("agent"))
     questions = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 10, "cols": 100}),
-        help_text="One per line: “question | answer marker”, or “! question” for a control the "
+        help_text="One per line: “question | answer marker” (the first | ends the question; the marker "
+        "may hold more, a question writes its own | as \\|), or “! question” for a control the "
         "documents do not "
         f"answer. At most {MAX_QUESTIONS} lines; questions up to {MAX_QUESTION_CHARS} characters.",
     )

@@ -9,6 +9,7 @@ from ragsite import audit
 from ragsite.errors import RagsiteError
 from ragsite.fusion import FUSION_WEIGHT
 
+from .. import errors
 from ..limits import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
 from ..models import (
     Agent,
@@ -24,6 +25,21 @@ from .common import (
     has_perm,
     require,
 )
+
+# What a librarian can do about a refusal the API states for programs; others keep the service's sentence.
+PLAIN_WORDS = {
+    "reader_required": "{name} answers per reader: pick a Reader above to see what that reader gets.",
+    errors.NOT_BUILT: "{name} has not been built yet: press Rebuild on its page, then ask again.",
+    errors.MODEL_MISMATCH: "{name} was built with another embedding model than this server's: rebuild it.",
+    errors.WIDTH_MISMATCH: "{name} was built with another embedding model than this server's: rebuild it.",
+    errors.EMBEDDER_UNAVAILABLE: "the embedding model did not answer; try again in a moment.",
+}
+
+
+def in_plain_words(exc: RagsiteError, collection) -> str:
+    """A search refusal as the playground says it: no API codes, no field names."""
+    said = PLAIN_WORDS.get(exc.code)
+    return said.format(name=f"Collection {collection.name}") if said else exc.message
 
 
 class PlaygroundForm(forms.Form):
@@ -60,7 +76,7 @@ class PlaygroundForm(forms.Form):
         max_value=MAX_MOST,
         label="Hits",
         help_text="How many matching paragraphs come back (the API's most). Neighbours then join hits that "
-        "sit together into one passage, so there can be fewer passages than hits.",
+        "sit together into one paragraph, so there can be fewer paragraphs than hits.",
     )
     compare_reader = forms.ModelChoiceField(
         queryset=Reader.objects.all(),
@@ -140,8 +156,8 @@ def _laid_out(answer: dict, collection: Collection, label: str) -> dict:
         **answer,
         "label": label,
         "results": results,
-        # "5 hits in 1 passage": `most` counts hits, and neighbours join hits into fewer passages.
-        "counted": f"{count_of(hit_count, 'hit')} in {count_of(len(results), 'passage')}",
+        # "5 hits in 1 paragraph": `most` counts hits, and neighbours join hits into fewer paragraphs.
+        "counted": f"{count_of(hit_count, 'hit')} in {count_of(len(results), 'paragraph')}",
         "weights": {
             "semantic": FUSION_WEIGHT,
             "lexical": round(1 - FUSION_WEIGHT, 6),
@@ -192,7 +208,7 @@ class PlaygroundAdminMixin:
                 )
                 read.answered(*quoted(answer))
         except RagsiteError as exc:
-            self.message_user(request, f"{label}: {exc.message} ({exc.code})", messages.ERROR)
+            self.message_user(request, f"{label}: {in_plain_words(exc, collection)}", messages.ERROR)
             return None
         return _laid_out(answer, collection, label)
 

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from .. import conf
 from ..models import CollectionSync
 from ..services import sync
 from .common import status_badge
@@ -24,6 +25,8 @@ SYNC_FIELDS = [
     "sync_outcome",
 ]
 READONLY = SYNC_FIELDS[2:]
+# The period offered when SYNC_EVERY is 0 (new collections do not sync) and a person ticks the box.
+DEFAULT_EVERY = 5
 
 
 def sync_form_fields() -> tuple[forms.Field, forms.Field]:
@@ -33,25 +36,44 @@ def sync_form_fields() -> tuple[forms.Field, forms.Field]:
             required=False,
             label="Keep in sync",
             help_text="Check the folder every few minutes and build when a file was added, changed "
-            "or deleted; "
-            "nothing is built while nothing changed.",
+            "or deleted; nothing is built while nothing changed. On for a new collection with a folder; "
+            "off, the folder is read only when you press Rebuild.",
         ),
         forms.IntegerField(
             required=False,
             min_value=sync.MIN_EVERY,
             max_value=sync.MAX_EVERY,
-            initial=15,
             label="Check every (minutes)",
         ),
     )
 
 
 def sync_initial(form: forms.ModelForm) -> None:
-    """Show the collection's current sync setting in the form."""
+    """Show the collection's current sync setting in the form; a new collection starts at SYNC_EVERY."""
     state = CollectionSync.objects.filter(collection=form.instance).first() if form.instance.pk else None
     if state is not None:
         form.fields["sync"].initial = state.enabled
         form.fields["sync_every"].initial = state.every
+    elif not form.instance.pk:
+        every = conf.sync_every()
+        form.fields["sync"].initial = every is not None
+        form.fields["sync_every"].initial = every or DEFAULT_EVERY
+    else:
+        form.fields["sync_every"].initial = conf.sync_every() or DEFAULT_EVERY
+
+
+def folder_changed_notice(collection) -> dict | None:
+    """The collection page's note when a check saw the folder change after the live build was made."""
+    state = CollectionSync.objects.select_related("last_build").filter(collection=collection).first()
+    if state is None or not sync.changed_since_build(collection, state):
+        return None
+    build = state.last_build
+    return {
+        "seen": _moment(state.last_changed_at, ""),
+        "outcome": state.last_outcome,
+        "build": build.pk if build is not None else None,
+        "status": build.status if build is not None else "",
+    }
 
 
 def _moment(value, empty: str):
@@ -69,9 +91,11 @@ class SyncAdminMixin:
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
-        if {"sync", "sync_every"} & set(form.changed_data):
+        # A new collection takes the box as shown (ticked by default), touched or not.
+        if not change or {"sync", "sync_every"} & set(form.changed_data):
             enabled, every = form.cleaned_data.get("sync"), form.cleaned_data.get("sync_every")
-            sync.set_sync(collection=obj, every=(every or 15) if enabled else None)
+            if enabled or change:
+                sync.set_sync(collection=obj, every=(every or DEFAULT_EVERY) if enabled else None)
 
     def _sync(self, collection):
         return (

@@ -185,6 +185,9 @@ class Document(models.Model):
     )
     summary = models.TextField(blank=True)
     scan_warnings = models.JSONField(default=list, blank=True)
+    # What a reader of the document page should know about how it was read, without sending it to review
+    # (a sheet's formulas with no saved value, text cut at the limit).
+    read_notes = models.JSONField(default=list, blank=True, db_default=[])
     conflicts = models.JSONField(default=list, blank=True)
     attributes = models.JSONField(
         default=dict, blank=True, db_default={}

@@ -27,6 +27,9 @@ class BuildRun(models.Model):
     transient = models.BooleanField(default=False, db_default=False)
     # Documents this build left waiting in review, wholly or for some paragraphs.
     documents_in_review = models.PositiveIntegerField(default=0, db_default=0)
+    # The collection's own count of builds (1 for its first), for people: "build 3 of handbook". URLs and
+    # the API keep the id, which is unique across collections.
+    number = models.PositiveIntegerField(default=0, db_default=0)
     # The collection's build_generation when this build was requested: with the id, its lease.
     generation = models.PositiveIntegerField(default=0, editable=False)
     documents_total = models.PositiveIntegerField(default=0)
@@ -54,7 +57,7 @@ class BuildRun(models.Model):
         get_latest_by = "created_at"
 
     def __str__(self):
-        return f"build {self.pk} of {self.collection} ({self.status})"
+        return f"build {self.number or self.pk} of {self.collection} ({self.status})"
 
     @property
     def percent(self) -> int:

@@ -8,6 +8,7 @@ from django.db import models
 from django.utils import timezone
 
 from ..fields import SealedSecretField
+from ..limits import MAX_SYNC_MINUTES
 
 # Related models by name, so this module needs no import of its siblings.
 COLLECTION, BUILD_RUN, AGENT = (
@@ -15,8 +16,6 @@ COLLECTION, BUILD_RUN, AGENT = (
     "collections_app.BuildRun",
     "collections_app.Agent",
 )
-# A week: a longer period is a schedule nobody would notice stopping.
-MAX_SYNC_MINUTES = 7 * 24 * 60
 
 
 class CollectionSync(models.Model):

@@ -48,6 +48,9 @@ class SyncOut(Schema):
         description="When that build failed for a reason that may pass (its worker died, the store was "
         "busy): when the folder's state is built again. null: no retry pending.",
     )
+    changed_since_build: bool = Field(
+        ..., description="A check saw the folder change after the live build was made; a build follows."
+    )
 
 
 class CollectionOut(Schema):
@@ -84,8 +87,8 @@ class CollectionIn(StrictSchema):
         ge=MIN_EVERY,
         le=MAX_EVERY,
         strict=True,
-        description="Check the folder every N minutes and build when it changed; "
-        "null: build only when asked.",
+        description="Check the folder every N minutes and build when it changed; null: build only when "
+        "asked. Left out: a collection with a folder checks it every SYNC_EVERY minutes (5 by default).",
     )
 
 

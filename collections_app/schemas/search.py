@@ -8,7 +8,7 @@ exactly what `SearchOut` declares. Adding a field is a field here, set where the
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from ninja import Field
 from pydantic import BaseModel, ConfigDict
@@ -80,8 +80,10 @@ class SearchIn(StrictSchema):
         strict=True,
         description="Characters of text the answer may hold; default ANSWER_MAX_CHARS.",
     )
-    filters: dict | None = Field(
+    # Any, checked by the search service: a malformed filter is `invalid_filters` here as on /v1.
+    filters: Any = Field(
         None,
+        json_schema_extra={"type": ["object", "null"]},
         description="Only paragraphs matching this filter take part, before ranking: OpenAI's vector-store "
         'shape, {"type": "eq"|"ne"|"gt"|"gte"|"lt"|"lte"|"in"|"nin", "key", "value"} or {"type": "and"|"or", '
         '"filters": [...]}, over document attributes and document, section, page (docs/collections.md).',

@@ -175,10 +175,17 @@ def create_collection(
     judge: bool = False,
     size: int | None = None,
     overlap: int | None = None,
-    sync_every: int | None = None,
+    sync_every: int | None | str = "default",
 ) -> Collection:
-    """A new collection of `agent`; with `sync_every` (minutes) it keeps itself current (services.sync)."""
+    """A new collection of `agent`; with `sync_every` (minutes) it keeps itself current (services.sync).
+
+    `"default"`: a folder collection checks its folder every SYNC_EVERY minutes, one of uploads only
+    is built when asked; None: built only when asked."""
+    from .. import conf
     from . import sync
+
+    if sync_every == "default":
+        sync_every = conf.sync_every() if folder else None
 
     _require_slug(name, "collection name")
     taken = collection_name_problem(agent=agent, name=name)

@@ -141,7 +141,8 @@ def delete_collection(*, collection: Collection, by: str = "") -> None:
 
 def collection_health(collection: Collection) -> dict:
     """What a librarian must know before trusting a collection: paragraphs stored and searchable, and
-    the reasons it cannot answer (never built, nothing searchable, a model this server cannot search)."""
+    the reasons it cannot answer (never built, nothing searchable, a model this server cannot search),
+    and apart from those (`pending`) why it needs a rebuild while it still answers from its last build."""
     from ragsite import embedding
 
     counts = Paragraph.objects.filter(collection=collection).aggregate(
@@ -169,6 +170,6 @@ def collection_health(collection: Collection) -> dict:
                 f"built with {built.model} but this server embeds with {model}: every search is refused "
                 "until it is rebuilt"
             )
-    if collection.rebuild_needed:
-        problems.append(collection.rebuild_needed)
-    return {**counts, "searchable": searchable, "problems": problems}
+    # A note such as "per reader was switched" is not a failure: searches go on answering meanwhile.
+    pending = [collection.rebuild_needed] if collection.rebuild_needed else []
+    return {**counts, "searchable": searchable, "problems": problems, "pending": pending}

@@ -140,3 +140,19 @@ def set_per_reader(*, collection, per_reader: bool) -> bool:
     if changed and CollectionBuilt.objects.filter(collection_id=collection.pk).exists():
         Collection.objects.filter(pk=collection.pk).update(rebuild_needed=PER_READER_SWITCHED)
     return changed
+
+
+def rebuild_after_switch(*, collection, requested_by: str):
+    """Queue the rebuild a switch of per-reader answering calls for: (the build, "") or (None, why not).
+
+    Until it is live agents get the last build, under the new rule (a reader is required, labels apply);
+    only the titles and vectors lag. A build already queued or running is left to finish, and the answer
+    says so: it may have read the collection before the switch."""
+    from ragsite.errors import RagsiteError
+
+    from .builds import request_build
+
+    try:
+        return request_build(collection=collection, requested_by=requested_by), ""
+    except RagsiteError as exc:
+        return None, exc.message

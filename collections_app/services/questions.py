@@ -77,7 +77,9 @@ def check_questions(questions: Sequence[Question], *, limit: int = MAX_QUESTIONS
 def parse_lines(text: str) -> list[dict]:
     """``question | answer marker`` lines and ``! question`` controls, as items; errors name the line.
 
-    The admin's textarea form of the same items (the marker is after the last ``|``).
+    The admin's textarea form of the same items. The first ``|`` ends the question, so a marker may
+    hold more (a table row, ``| Office suite | 120 |``); ``\\|`` is a ``|`` in the question (or, for
+    symmetry, in the marker).
     """
     items: list[dict] = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -85,15 +87,38 @@ def parse_lines(text: str) -> list[dict]:
         if not line:
             continue
         if line.startswith("!"):
-            control = line[1:].strip()
+            control = _unescape(line[1:].strip())
             if not control:
                 raise InvalidMeasure(f"line {number}: a control needs a question after the !")
             items.append({"question": control, "control": True})
             continue
-        question, bar, marker = line.rpartition("|")
-        if not bar or not question.strip() or not marker.strip():
+        question, marker = _split_line(line)
+        if marker is None or not question.strip() or not marker.strip():
             raise InvalidMeasure(
-                f"line {number}: write “question | answer marker”, or “! question” for a control"
+                f"line {number}: write “question | answer marker”, or “! question” for a control "
+                "(a question holding a | writes it \\|)"
             )
-        items.append({"question": question.strip(), "answer": marker.strip()})
+        items.append({"question": _unescape(question).strip(), "answer": _unescape(marker).strip()})
     return items
+
+
+def as_line(question: str, answer: str | None) -> str:
+    """One item as `parse_lines` reads it back: a control as ``! question``."""
+    if answer is None:
+        return f"! {question}"
+    escaped = question.replace("|", "\\|")
+    return f"{escaped} | {answer}"
+
+
+def _split_line(line: str) -> tuple[str, str | None]:
+    """(question, marker) at the first ``|`` not escaped as ``\\|``; (line, None) without one."""
+    at = 0
+    while (bar := line.find("|", at)) != -1:
+        if bar == 0 or line[bar - 1] != "\\":
+            return line[:bar], line[bar + 1 :]
+        at = bar + 1
+    return line, None
+
+
+def _unescape(text: str) -> str:
+    return text.replace("\\|", "|")

@@ -69,7 +69,21 @@ def describe(collection: Collection) -> dict | None:
         "outcome": sync.last_outcome,
         "build": sync.last_build_id,
         "retry_at": sync.retry_at,
+        "changed_since_build": changed_since_build(collection, sync),
     }
+
+
+def changed_since_build(collection: Collection, sync: CollectionSync | None = None) -> bool:
+    """Whether a check has seen the folder change after the live build was made (or it was never built):
+    what agents get is older than the folder until the build that follows lands."""
+    from ..models import CollectionBuilt
+
+    sync = sync or CollectionSync.objects.filter(collection=collection).first()
+    if sync is None or sync.last_changed_at is None:
+        return False
+    built = CollectionBuilt.objects.filter(collection=collection)
+    built_at = built.values_list("built_at", flat=True).first()
+    return built_at is None or sync.last_changed_at > built_at
 
 
 def sweep_due(now=None) -> list[int]:

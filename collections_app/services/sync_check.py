@@ -301,7 +301,9 @@ def _record(
     if sync.pk:
         sync.save()
     collection = sync.collection
-    logger.info(
+    # An unchanged folder every few minutes is routine: DEBUG, so the console shows what changed.
+    logger.log(
+        logging.INFO if check.changes else logging.DEBUG,
         "sync check of %s/%s: %s (%s files read)",
         collection.agent.agent_id,
         collection.name,

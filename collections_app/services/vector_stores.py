@@ -138,6 +138,12 @@ def document_attributes(*, agent: Agent, store_id: str, names: set[str]) -> dict
     )
 
 
+def page_span(pages: list[int]) -> str:
+    """[8, 11] as "8-11", [8, 8] as "8"."""
+    first, last = pages[0], pages[-1]
+    return str(first) if first == last else f"{first}-{last}"
+
+
 def results_page(answer: dict, *, query: str, attributes: dict[str, dict] | None = None) -> dict:
     """A search answer as `vector_store.search_results.page`: one result per answer paragraph, in order.
 
@@ -148,9 +154,13 @@ def results_page(answer: dict, *, query: str, attributes: dict[str, dict] | None
     data = []
     for paragraph in answer["paragraphs"]:
         extension = {k: paragraph[k] for k in ("chunk_id", "chunk_ids", "passages", "first", "last")}
-        for optional in ("page", "rerank_score", "fused_rank"):
+        for optional in ("pages", "rerank_score", "fused_rank"):
             if paragraph.get(optional) is not None:
                 extension[optional] = paragraph[optional]
+        # OpenAI's attribute values are strings, numbers or booleans (typed clients decode nothing else),
+        # so the pages travel as text there, "8-11" or "8", and as the answer's [first, last] above.
+        pages = paragraph.get("pages")
+        shown_pages = {"pages": page_span(pages)} if pages else {}
         data.append(
             {
                 "file_id": paragraph["document"],
@@ -161,6 +171,7 @@ def results_page(answer: dict, *, query: str, attributes: dict[str, dict] | None
                     "document": paragraph["document"],
                     "section": paragraph["section"],
                     "chunk_id": paragraph["chunk_id"],
+                    **shown_pages,
                 },
                 "content": [{"type": "text", "text": paragraph["text"]}],
                 "ragsite": extension,

@@ -10,7 +10,11 @@ page sees and the chunker needs:
   found on its destination page; otherwise lines set clearly larger than the body text, or in bold
   where the body is not, numbered by size (largest ``#``).
 - **Running headers and footers**: a line at the top or bottom of at least half the pages (three or
-  more), compared with its digits ignored, is page furniture and is dropped.
+  more), compared with its digits ignored, is page furniture and is dropped; so is an edge line that
+  prints its page's number (the same offset from the page's place on three pages or more), alone or
+  in a running head that changes with the chapter.
+- **OCR'd pages** keep Tesseract's blank lines as paragraph breaks, except between a line that does
+  not end a sentence and one that starts in lower case (one sentence cut into two blocks).
 - **Tables** as Markdown table rows, where pypdf's layout text lines a page's text up in columns
   (`pdf_tables`); a program listing set in a fixed-pitch font stays text.
 - **Scans**: a page with no usable text layer is rendered and read by OCR (`ocr`), when OCR options
@@ -30,6 +34,8 @@ from dataclasses import dataclass, field
 
 from .blocks import Block
 from .ocr import NotInstalled, OcrOptions, render_pdf_pages
+from .pdf_furniture import drop_furniture
+from .pdf_furniture import normal as _normal
 from .pdf_tables import find_tables
 from .tables import markdown_table
 
@@ -43,11 +49,8 @@ HEADING_RATIO = 1.15
 HEADING_MAX_CHARACTERS = 150
 # A gap this many times the page's usual line spacing separates paragraphs.
 PARAGRAPH_GAP = 1.4
-# Running heads: lines looked at on each edge of a page, and the pages needed to call a line furniture.
-EDGE_LINES = 2
 # Fixed-pitch fonts by name (bit 1 of a descriptor's /Flags says so too, when a PDF sets it).
 MONO_NAMES = ("mono", "nimbusmon", "courier", "consol", "cmtt", "code")
-FURNITURE_MIN_PAGES = 3
 
 
 class PdfProblem(Exception):
@@ -106,7 +109,7 @@ def read_pdf(
     for number in unreadable:
         lines[number] = []
     _ocr(data, unreadable, lines, ocr, result, on_ocr_page)
-    _drop_furniture(lines)
+    drop_furniture(lines)
     for number in range(1, len(pages) + 1):
         result.blocks.append(Block(_page_text(lines[number]), number))
     if not any(block.text.strip() for block in result.blocks):
@@ -260,10 +263,6 @@ def _tables(page, lines: list[_Line]) -> list[_Line]:
 # --- Headings ------------------------------------------------------------------------------------
 
 
-def _normal(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
 def _outline(reader) -> list[tuple[str, int, int]]:
     """(title, page number, depth) of each outline entry that points at a page, in outline order."""
     found: list[tuple[str, int, int]] = []
@@ -371,39 +370,32 @@ def _ocr(
         text = page.text.strip() if page else ""
         if text:
             result.ocr_pages += 1
-            lines[number] = [_Line(line.strip(), gap_before=not line.strip()) for line in text.splitlines()]
+            lines[number] = ocr_lines(text)
         elif page is not None and page.problem:
             result.warnings.append(f"page {number} was not read by OCR: {page.problem}")
         else:
             result.warnings.append(f"page {number} has no text layer, and OCR read nothing on it")
 
 
-def _furniture_key(text: str) -> str:
-    return re.sub(r"\d+", "#", _normal(text))
+# A line ending like a sentence or a label: a blank line after it, in OCR output, is a paragraph break.
+_CLOSED = re.compile(r"[.!?:;)\]\"'»”]$")
 
 
-def _drop_furniture(lines: dict[int, list[_Line]]) -> None:
-    """Drop running headers and footers: edge lines repeated on at least half the pages (three or more)."""
-    pages = [page for page in lines.values() if page]
-    if len(pages) < FURNITURE_MIN_PAGES:
-        return
-    seen: Counter = Counter()
-    for page in pages:
-        content = [line for line in page if line.text]
-        edges = content[:EDGE_LINES] + content[-EDGE_LINES:]
-        seen.update({_furniture_key(line.text) for line in edges if not line.heading})
-    needed = max(FURNITURE_MIN_PAGES, math.ceil(len(pages) / 2))
-    furniture = {key for key, count in seen.items() if count >= needed and key}
-    if not furniture:
-        return
-    for number, page in lines.items():
-        content = [line for line in page if line.text]
-        edges = {id(line) for line in content[:EDGE_LINES] + content[-EDGE_LINES:]}
-        lines[number] = [
-            line
-            for line in page
-            if not (id(line) in edges and not line.heading and _furniture_key(line.text) in furniture)
-        ]
+def ocr_lines(text: str) -> list[_Line]:
+    """Tesseract's text as lines. It separates the blocks it finds with blank lines, and sometimes cuts
+    one sentence into two blocks ("…on level 3" / "is retired on 30 June"): a blank line between a line
+    that does not end a sentence and one that starts in lower case is no paragraph break."""
+    out: list[_Line] = []
+    gap = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            gap = True
+            continue
+        continues = out and not _CLOSED.search(out[-1].text) and line[0].islower()
+        out.append(_Line(line, gap_before=gap and not continues))
+        gap = False
+    return out
 
 
 def _paragraph_gaps(page: list[_Line]) -> None:

@@ -10,7 +10,10 @@ Bounds: `MAX_ROWS` rows and `tables.MAX_COLUMNS` columns a sheet, `tables.MAX_CE
 and the document's `MAX_TEXT_CHARS`; rows are read as a stream (read-only mode parses a sheet's XML
 as it goes, and CSV is read line by line), and reading stops at whichever bound comes first. A
 workbook is checked against the zip limits before openpyxl opens it; formulas give their cached
-values (what Excel last showed), never a recalculation.
+values (what Excel last showed), never a recalculation. A workbook written by a program that saves
+no values (a script, an export) has formula cells with nothing cached: they read as empty, and each
+sheet holding some says so in the document's notes ("open and save it in a spreadsheet program"), so
+an empty Total column is never silent.
 """
 
 from __future__ import annotations
@@ -19,10 +22,19 @@ import codecs
 import csv
 import io
 import itertools
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterable, Iterator, Sequence
 
 from .blocks import Block
-from .reading import CORRUPT, MAX_TEXT_CHARS, UNSUPPORTED_TYPE, Unreadable, heading_block, open_package
+from .reading import (
+    CORRUPT,
+    MAX_TEXT_CHARS,
+    UNSUPPORTED_TYPE,
+    Note,
+    Unreadable,
+    heading_block,
+    open_package,
+)
 from .tables import MAX_COLUMNS, table_blocks
 
 MAX_ROWS = 100_000
@@ -31,6 +43,7 @@ SNIFF_CHARS = 65536
 
 
 def read_xlsx(data: bytes, warnings: list[str]) -> Iterator[Block]:
+    """The workbook's sheets as blocks; a sheet whose formulas have no saved value is a `Note`."""
     import openpyxl
 
     open_package(data, "Excel workbook").close()
@@ -50,8 +63,42 @@ def read_xlsx(data: bytes, warnings: list[str]) -> Iterator[Block]:
                 raise
             except Exception:  # one damaged sheet should not cost the others
                 warnings.append(f"sheet {sheet.title!r} could not be read")
+                continue
+            unsaved = _formulas_without_values(workbook, sheet)
+            if unsaved:
+                warnings.append(
+                    Note(
+                        f"sheet {sheet.title!r}: {unsaved:,} formula cell{'s' if unsaved != 1 else ''} "
+                        "with no saved value read as empty (the file was never opened in a spreadsheet "
+                        "program); open and save it in Excel or LibreOffice to have them read"
+                    )
+                )
     finally:
         workbook.close()
+
+
+def _formulas_without_values(workbook, sheet) -> int:
+    """Cells of the sheet holding a formula (``<f>``) but no cached value (``<v>``), counted from its XML
+    as a stream; 0 when that cannot be read (the text is read already, this is only a note)."""
+    path = getattr(sheet, "_worksheet_path", None)
+    archive = getattr(workbook, "_archive", None)
+    if path is None or archive is None:
+        return 0
+    unsaved = 0
+    try:
+        with archive.open(path) as source:
+            for _event, element in ElementTree.iterparse(source):
+                if element.tag.endswith("}c"):
+                    children = {child.tag.rsplit("}", 1)[-1]: child for child in element}
+                    value = children.get("v")
+                    if "f" in children and (value is None or not (value.text or "")):
+                        unsaved += 1
+                    element.clear()
+                elif element.tag.endswith("}row"):
+                    element.clear()
+    except (ElementTree.ParseError, OSError, KeyError):
+        return 0
+    return unsaved
 
 
 def read_csv(data: bytes, _warnings: list[str]) -> Iterator[Block]:

@@ -190,7 +190,16 @@ def test_the_rebuild_button_requests_a_build_through_the_service(admin_client, h
     run = handbook.runs.first()
     assert handbook.runs.count() == 2 and run.status == BuildRun.SUCCEEDED  # django-q is synchronous in tests
     assert run.requested_by == "admin:admin"
-    assert any(f"Build {run.pk} of handbook requested" in m for m in texts(response))
+    assert any("Build 2 of handbook requested" in m for m in texts(response))
+
+
+def test_build_numbers_count_each_collections_own_builds(admin_client, agent, knowledge_folder, handbook):
+    """The first build of a second collection is its build 1, whatever ids other collections used."""
+    other = make_built(agent, knowledge_folder, "other", {"a.md": "# A\n\nSome text about apples.\n"})
+    first = other.runs.get()
+    assert first.number == 1 and first.pk > 1 and handbook.runs.get().number == 1
+    history = admin_client.get(url("collection_change", other.pk)).content.decode()
+    assert f'href="{url("buildrun_change", first.pk)}">1</a>' in history
 
 
 def test_a_running_build_makes_rebuild_a_clear_message_not_an_error(admin_client, handbook):

@@ -132,3 +132,16 @@ def test_the_agent_page_shows_spend_as_a_table_and_a_chart(admin_client, agent, 
     assert "over budget: the judge is not called" in body
     listing = admin_client.get(url("agent_changelist")).content.decode()
     assert "2.0000 (over budget)" in listing
+
+
+def test_the_daily_budget_names_its_currency(admin_client, agent, settings):
+    from decimal import Decimal
+
+    from django.urls import reverse
+
+    agent.daily_budget = Decimal("2.5")
+    agent.save()
+    settings.LEDGER_CURRENCY = "EUR"
+    page = admin_client.get(reverse("admin:collections_app_agent_change", args=[agent.pk])).content.decode()
+    assert "Daily budget (EUR)" in page and "Spend per day in EUR" in page
+    assert "of a 2.5000 EUR daily budget" in page and "cost (EUR)" in page

@@ -77,7 +77,7 @@ def test_rebuild_and_the_bar_reads_100_percent(page, admin_user, handbook):
     )  # django-q runs synchronously in tests: the build is done when the page returns
     page.wait_for_selector("ul.messagelist")
     run = handbook.runs.first()
-    assert f"Build {run.pk} of handbook requested (succeeded)" in messages_text(page)
+    assert f"Build {run.number} of handbook requested (succeeded)" in messages_text(page)
     bar = page.locator("#build-progress [role=progressbar]")
     assert bar.get_attribute("aria-valuenow") == "100"
     assert page.inner_text("#build-progress [data-role=percent]") == "100 %"
@@ -206,7 +206,7 @@ def test_the_playground_shows_a_result(page, admin_user, handbook):
     page.select_option("#id_collection", str(never.pk))
     page.click("#playground-submit")
     page.wait_for_selector("ul.messagelist")
-    assert "has never been built" in messages_text(page)
+    assert "Collection never has not been built yet: press Rebuild" in messages_text(page)
 
 
 def test_upload_a_document_and_rebuild(page, admin_user, handbook):

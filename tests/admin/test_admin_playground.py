@@ -73,12 +73,17 @@ def test_the_playground_shows_reranked_positions_beside_the_fused_score(admin_cl
 def test_playground_errors_are_messages_not_server_errors(admin_client, agent, knowledge_folder):
     secret = make_built(agent, knowledge_folder, "secret", {"a.md": HANDBOOK["leave.md"]}, per_reader=True)
     never = create_collection(agent=agent, name="never")
-    for collection, expected in [(secret, "answers per reader"), (never, "has never been built")]:
+    for collection, expected in [
+        (secret, "Collection secret answers per reader: pick a Reader above"),
+        (never, "Collection never has not been built yet: press Rebuild"),
+    ]:
         response = admin_client.post(
             url("collection_playground"), {"collection": collection.pk, "question": "leave", "most": 5}
         )
         assert response.status_code == 200 and response.context["answers"] == []
-        assert any(expected in m for m in texts(response))
+        said = texts(response)
+        assert any(expected in m for m in said), said
+        assert not any("reader_required" in m or "not_built" in m for m in said)  # no API codes
     response = admin_client.post(
         url("collection_playground"), {"collection": secret.pk, "question": "", "most": 99}
     )

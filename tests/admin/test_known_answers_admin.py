@@ -110,6 +110,7 @@ def test_the_collection_page_shows_found_at_5_the_floor_and_a_sparkline(
         in page
     )
     assert page.count("<circle") == 3  # one point per measured build
+    assert 'data-role="axes"' in page and ">100 %</text>" in page and ">#1</text>" in page
     # The lost question is named on the panel and in the build history.
     assert (
         page.count("1 of 3 known answers no longer found: “what is mileage reimbursed at per kilometre”") == 2
@@ -151,3 +152,16 @@ def test_the_sparkline_rises_with_found_answers():
     assert ys[1] < ys[2] < ys[0]  # SVG y grows downwards: more found is higher
     assert line["points"][0]["x"] < line["points"][-1]["x"] <= line["width"]
     assert sparkline([]) is None
+
+
+def test_the_chart_has_axes_labelled_in_percent_and_build_numbers():
+    reports = [
+        KnownAnswersReport(build_id=n, answers=4, found_at_5=found) for n, found in enumerate([2, 4, 3], 1)
+    ]
+    chart = sparkline(reports)
+    assert chart["left"] < min(p["x"] for p in chart["points"]) + 1
+    assert max(p["y"] for p in chart["points"]) <= chart["bottom"]
+    assert [p["label"] for p in chart["labelled"]] == ["#1", "#2", "#3"]
+    many = [KnownAnswersReport(build_id=n, answers=2, found_at_5=1) for n in range(1, 31)]
+    labels = [p["label"] for p in sparkline(many)["labelled"]]
+    assert labels[0] == "#1" and labels[-1] == "#30" and len(labels) <= 9

@@ -210,7 +210,7 @@ def test_the_playground_counts_hits_and_passages_and_its_scores_add_up(
     cards = answer.locator(".rs-result")
     # Five hits side by side are stitched into one passage: the page says so instead of "Results: 5".
     assert (
-        answer.locator("[data-role=count]").inner_text() == f"5 hits in {cards.count()} passage"
+        answer.locator("[data-role=count]").inner_text() == f"5 hits in {cards.count()} paragraph"
         and cards.count() == 1
     )
     formula = answer.locator("[data-role=formula]").inner_text()

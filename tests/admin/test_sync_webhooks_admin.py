@@ -1,5 +1,7 @@
 """Folder sync and webhooks in the admin (issue 26): with Django's client, and by clicking in Chromium."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -171,3 +173,34 @@ def test_staff_register_a_webhook_and_switch_sync_on_by_clicking(
         delivery.refresh_from_db()
         assert (delivery.status, delivery.attempts, delivery.response_status) == ("delivered", 2, 200)
         assert len(receiver.requests) == 2
+
+
+@pytest.mark.django_db
+def test_a_new_folder_collection_syncs_and_its_page_says_when_the_folder_changed(
+    admin_client, agent, knowledge_root, run_on_commit
+):
+    from collections_app.models import Collection
+    from collections_app.services import sync_check
+
+    folder = knowledge_root(agent.agent_id, "share", HANDBOOK)
+    add = admin_client.get(url("collection_add")).content.decode()
+    assert re.search(r'<input[^>]*name="sync"[^>]*checked', add)  # ticked on a new collection
+    assert re.search(r'<input[^>]*name="sync_every"[^>]*value="5"', add)
+    form = {"agent": agent.pk, "name": "share", "folder": "share", "method": "fixed", "size": "80"}
+    form.update(built_from="", overlap="", min_score="", around="", sync="on", sync_every="5")
+    saved = admin_client.post(url("collection_add"), form)
+    assert saved.status_code == 302, saved.content.decode()[:3000]
+    collection = Collection.objects.get(name="share")
+    state = CollectionSync.objects.get(collection=collection)
+    assert state.enabled and state.every == 5
+    with run_on_commit(execute=True):
+        build_collection(collection=collection)
+    page = admin_client.get(url("collection_change", collection.pk)).content.decode()
+    assert "folder-changed" not in page
+    (folder / "leave.md").write_text("# Leave\n\nCarry-over is now capped at three days a year.\n")
+    with run_on_commit(execute=False):  # the check sees it; its build has not run yet
+        found = sync_check.check_source(collection=collection)
+    assert found.changed == ["leave.md"] and found.build is not None
+    page = admin_client.get(url("collection_change", collection.pk)).content.decode()
+    assert 'data-role="folder-changed"' in page and "since the last build" in page
+    assert f"build {found.build.pk}" in " ".join(page.split())

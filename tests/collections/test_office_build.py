@@ -139,3 +139,23 @@ def test_slides_and_sheets_give_their_paragraphs_pages(agent, knowledge_folder):
         mode="lexical",
     )
     assert answer["paragraphs"][0]["pages"] == [2, 2]
+
+
+def test_a_sheets_unsaved_formulas_are_said_on_the_document_page_and_kept_across_rebuilds(
+    agent, knowledge_folder, admin_client
+):
+    from django.urls import reverse
+
+    sheets = {"Budget": [["Item", "Price", "Count", "Total"], ["Laptop", 1450, 40, "=B2*C2"]]}
+    knowledge_folder("budget", {"it-budget.xlsx": xlsx_bytes(sheets)})
+    collection = create_collection(agent=agent, name="budget")
+    assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
+    document = Document.objects.get(collection=collection)
+    assert document.status == Document.ACTIVE and document.scan_warnings == []
+    assert "sheet 'Budget': 1 formula cell with no saved value" in document.read_notes[0]
+    again = build_collection(collection=collection)
+    assert again.documents_reused == 1
+    document.refresh_from_db()
+    assert len(document.read_notes) == 1  # a reused document keeps what its reading said
+    page = admin_client.get(reverse("admin:collections_app_document_change", args=[document.pk]))
+    assert "1 formula cell with no saved value" in page.content.decode()

@@ -91,6 +91,48 @@ def test_a_formula_gives_the_value_the_spreadsheet_last_showed_not_its_source():
     assert load_workbook(io.BytesIO(out.getvalue()))["Sheet"]["B2"].value == "=2+3"
 
 
+def test_formulas_with_no_saved_value_are_noted_per_sheet_and_saved_ones_are_not():
+    """An empty Total column must not be silent: each sheet says how many formulas read as empty."""
+    sheets = {
+        "Budget": [
+            ["Item", "Price", "Count", "Total"],
+            ["Laptop", 1450, 40, "=B2*C2"],
+            ["Pen", 2, 9, "=B3*C3"],
+        ],
+        "Notes": [["Topic"], ["Laptops are replaced every four years"]],
+    }
+    extracted = extract("it-budget.xlsx", xlsx_bytes(sheets))
+    assert extracted.notes == [
+        "sheet 'Budget': 2 formula cells with no saved value read as empty (the file was never opened in a "
+        "spreadsheet program); open and save it in Excel or LibreOffice to have them read"
+    ]
+    assert extracted.warnings == []  # a note, not a reason to hold the document back for review
+    # The same workbook as a spreadsheet program saves it, the values cached beside the formulas: silent.
+    saved = _with_cached_values(xlsx_bytes(sheets), {"B2*C2": "58000", "B3*C3": "18"})
+    cached = extract("it-budget.xlsx", saved)
+    assert cached.notes == [] and "| Laptop | 1450 | 40 | 58000 |" in cached.text
+
+
+def _with_cached_values(data: bytes, values: dict[str, str]) -> bytes:
+    """The workbook with a cached <v> after each named formula, as Excel writes it."""
+    import re
+    import zipfile
+
+    source, out = zipfile.ZipFile(io.BytesIO(data)), io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target:
+        for info in source.infolist():
+            body = source.read(info)
+            if info.filename.startswith("xl/worksheets/"):
+                for formula, value in values.items():
+                    body = re.sub(
+                        rb"<f>" + re.escape(formula.encode()) + rb"</f>(<v\s*/>|<v></v>)?",
+                        b"<f>" + formula.encode() + b"</f><v>" + value.encode() + b"</v>",
+                        body,
+                    )
+            target.writestr(info, body)
+    return out.getvalue()
+
+
 def test_a_long_table_is_divided_between_rows_and_every_block_repeats_the_header():
     rows = [["Code", "Meaning"]]
     rows += [[f"E{n:04d}", f"error number {n} means the pump stalled"] for n in range(200)]

@@ -87,6 +87,44 @@ def test_a_line_on_only_some_pages_is_not_furniture():
     assert "Approved" in text and "Draft" not in text  # Draft is on 4 of 5 pages: furniture
 
 
+def test_a_running_head_that_changes_with_the_chapter_and_bare_page_numbers_are_dropped():
+    """A texinfo manual: "Chapter 3: Utilities 7" heads only its chapter's pages, and a chapter's first
+    page prints its number alone, above the chapter's heading in the text layer."""
+    pages = [[("p", "Contents of the manual, one page.")]]  # an unnumbered title page
+    for chapter, title, count in ((1, "Introduction", 3), (2, "Utilities", 3), (3, "Reference", 4)):
+        printed = len(pages)  # this chapter's first printed page number
+        pages.append(
+            [("p", str(printed)), ("h", f"{chapter} {title}"), ("p", f"{chapter}.1 Overview of {title}.")]
+        )
+        for k in range(1, count):
+            pages.append(
+                [
+                    ("p", f"Chapter {chapter}: {title} {printed + k}"),
+                    ("p", f"{chapter}.{k + 1} Details of {title.lower()}, part {k}, read with care."),
+                ]
+            )
+    text = extract("manual.pdf", pdf_bytes(pages)).text
+    assert "Chapter 2: Utilities" not in text and "Chapter 3: Reference" not in text
+    lines = text.splitlines()
+    assert not [line for line in lines if line.strip().isdigit()]  # no page number of its own
+    assert "# 2 Utilities" in lines and "2.1 Overview of Utilities." in lines  # a section number is kept
+    assert "3.4 Details of reference, part 3, read with care." in lines
+
+
+def test_ocr_lines_of_one_sentence_stay_one_paragraph():
+    from collections_app.text.pdf import ocr_lines
+
+    read = ocr_lines(
+        "PRINTER NOTICE\n\nThe old printer on level 3\n\nis retired on 30 June.\n\nUse the new one.\n"
+    )
+    assert [(line.text, line.gap_before) for line in read] == [
+        ("PRINTER NOTICE", False),
+        ("The old printer on level 3", True),
+        ("is retired on 30 June.", False),  # the sentence goes on: no paragraph break
+        ("Use the new one.", True),
+    ]
+
+
 def test_a_gap_between_paragraphs_becomes_a_blank_line():
     long = "Everyone earns twenty five days of leave a year, accrued monthly and paid at the usual rate."
     text = extract("a.pdf", pdf_bytes([[("p", long), ("p", "Unused days lapse in March.")]])).text

@@ -249,3 +249,47 @@ def test_switching_per_reader_on_marks_a_rebuild_that_drops_a_plain_first_line_t
     assert contexts == {"doc"}
     collection.refresh_from_db()
     assert collection.rebuild_needed == ""
+
+
+def test_switching_per_reader_in_the_admin_queues_the_rebuild_and_says_so(
+    admin_client, agent, knowledge_folder, django_capture_on_commit_callbacks
+):
+    """The switch needs a rebuild; the admin queues it rather than leaving a red badge to the librarian."""
+    from django.contrib.messages import get_messages
+    from django.urls import reverse
+
+    collection = create_collection(agent=agent, name="switch", method="structure", size=120, overlap=0)
+    knowledge_folder("switch", {"doc.md": "\n\n".join(paragraph(i) for i in range(3)) + "\n"})
+    build_collection(collection=collection)
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = admin_client.post(
+            reverse("admin:collections_app_collection_per_reader", args=[collection.pk])
+        )
+    said = " ".join(str(m) for m in get_messages(answer.wsgi_request))
+    assert "Build 2 of switch queued" in said
+    latest = collection.runs.first()
+    assert latest.number == 2 and latest.status == "succeeded"  # tasks run synchronously in tests
+    collection.refresh_from_db()
+    assert collection.per_reader and collection.rebuild_needed == ""
+    contexts = set(Paragraph.objects.filter(collection=collection).values_list("context", flat=True))
+    assert contexts == {"doc"}
+    page = admin_client.get(reverse("admin:collections_app_collection_change", args=[collection.pk]))
+    assert 'data-role="not-searchable"' not in page.content.decode()
+
+
+def test_a_switch_whose_rebuild_cannot_start_shows_answers_not_cannot_answer(
+    admin_client, agent, knowledge_folder
+):
+    """While a switch waits for its rebuild the collection answers: the badge says so, never red."""
+    from django.urls import reverse
+
+    from collections_app.services.labels import set_per_reader
+
+    collection = create_collection(agent=agent, name="waits", method="structure", size=120, overlap=0)
+    knowledge_folder("waits", {"doc.md": paragraph(0) + "\n"})
+    build_collection(collection=collection)
+    set_per_reader(collection=collection, per_reader=True)  # as the service alone does: no rebuild
+    page = admin_client.get(reverse("admin:collections_app_collection_change", args=[collection.pk]))
+    body = page.content.decode()
+    assert 'data-role="rebuild-pending"' in body and "answers; needs a rebuild" in body
+    assert 'data-role="not-searchable"' not in body

@@ -38,8 +38,30 @@ def test_a_collection_created_with_sync_every_shows_its_sync_fields(caller, know
     )
     assert shown["outcome"] == "" and shown["build"] is None
     assert caller("get", "/collections/handbook").json()["sync"] == shown
-    plain = caller("post", "/collections", {"name": "plain", "folder": "hr-share"})
+    plain = caller("post", "/collections", {"name": "plain", "folder": "hr-share", "sync_every": None})
     assert plain.json()["sync"] is None
+
+
+def test_a_folder_collection_syncs_by_default_at_sync_every(caller, knowledge_root, settings):
+    knowledge_root("helpdesk", "hr-share", LEAVE)
+    settings.SYNC_EVERY = 4
+    followed = caller("post", "/collections", {"name": "followed", "folder": "hr-share"}).json()
+    assert followed["sync"]["sync_every"] == 4 and followed["sync"]["changed_since_build"] is False
+    # Uploads only: nothing to follow; and SYNC_EVERY 0 turns the default off.
+    assert caller("post", "/collections", {"name": "uploads"}).json()["sync"] is None
+    settings.SYNC_EVERY = 0
+    assert caller("post", "/collections", {"name": "asked", "folder": "hr-share"}).json()["sync"] is None
+
+
+def test_the_command_syncs_a_folder_by_default_and_no_sync_turns_it_off(agent, knowledge_root, settings):
+    knowledge_root(agent.agent_id, "kept", LEAVE)
+    knowledge_root(agent.agent_id, "asked", LEAVE)
+    call_command("create_collection", agent.agent_id, "kept", "--folder", "kept", stdout=StringIO())
+    call_command(
+        "create_collection", agent.agent_id, "asked", "--folder", "asked", "--no-sync", stdout=StringIO()
+    )
+    assert CollectionSync.objects.get(collection__name="kept").every == settings.SYNC_EVERY == 5
+    assert not CollectionSync.objects.filter(collection__name="asked").exists()
 
 
 def test_put_sync_sets_changes_and_stops_syncing(caller, knowledge_root):
@@ -69,7 +91,7 @@ def test_a_bad_sync_period_is_refused_in_the_error_shape_and_writes_nothing(
     caller, knowledge_root, body, status
 ):
     knowledge_root("helpdesk", "hr-share", LEAVE)
-    caller("post", "/collections", {"name": "handbook", "folder": "hr-share"})
+    caller("post", "/collections", {"name": "handbook", "folder": "hr-share", "sync_every": None})
     answer = caller("put", "/collections/handbook/sync", body)
     assert answer.status_code == status and set(answer.json()["error"]) == {"code", "message"}
     assert not CollectionSync.objects.exists()
@@ -78,7 +100,7 @@ def test_a_bad_sync_period_is_refused_in_the_error_shape_and_writes_nothing(
 def test_another_agents_collection_answers_404(caller, knowledge_root):
     other, _raw = create_agent(agent_id="other")
     knowledge_root("other", "share", LEAVE)
-    create_collection(agent=other, name="theirs", folder="share")
+    create_collection(agent=other, name="theirs", folder="share", sync_every=None)
     answer = caller("put", "/collections/theirs/sync", {"sync_every": 5})
     assert answer.status_code == 404 and answer.json()["error"]["code"]
     assert not CollectionSync.objects.exists()

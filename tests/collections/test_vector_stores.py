@@ -129,7 +129,9 @@ def test_what_the_search_cannot_honour_is_refused_by_name(client, handbook, keye
     _agent, raw = keyed
     response = search(client, raw, body)
     assert response.status_code == status
-    assert set(response.json()["error"]) == {"code", "message"} and response.json()["error"]["code"] == code
+    error = response.json()["error"]
+    assert set(error) == {"code", "message", "type", "param"} and error["code"] == code
+    assert error["type"] == "invalid_request_error"
 
 
 def test_the_fusions_own_weights_in_any_multiple_are_accepted(client, handbook, keyed):
@@ -183,13 +185,32 @@ def test_keys_methods_and_other_agents_stores(client, handbook, keyed):
     _agent, raw = keyed
     response = client.post("/v1/vector_stores/handbook/search", data="{}", content_type="application/json")
     assert response.status_code == 401 and response["WWW-Authenticate"] == "Bearer"
-    response = client.get("/v1/vector_stores/handbook/search", headers={"Authorization": f"Bearer {raw}"})
-    assert response.status_code == 405 and response.json()["error"]["code"] == "method_not_allowed"
+    # A route OpenAI has and ragsite does not serve (search by GET, create, update, delete) is 404, as
+    # OpenAI answers a URL it lacks: the SDK raises NotFoundError for it.
+    auth = {"Authorization": f"Bearer {raw}"}
+    for method, route in [
+        ("get", "/v1/vector_stores/handbook/search"),
+        ("post", "/v1/vector_stores"),
+        ("post", "/v1/vector_stores/handbook"),
+        ("delete", "/v1/vector_stores/handbook"),
+    ]:
+        response = getattr(client, method)(route, headers=auth)
+        error = response.json()["error"]
+        assert response.status_code == 404 and error["code"] == "not_found", route
+        assert error["type"] == "invalid_request_error" and error["param"] is None
     _other, other_raw = create_agent(agent_id="beta", name="Beta")
     for route in ("/v1/vector_stores/handbook", "/v1/vector_stores/nope"):
         missing = client.get(route, headers={"Authorization": f"Bearer {other_raw}"})
         assert missing.status_code == 404 and missing.json()["error"]["code"] == "unknown_collection"
     assert search(client, other_raw, {"query": QUESTION}).status_code == 404
+    assert client.post(
+        "/v1/vector_stores/handbook/search", data="{}", content_type="application/json"
+    ).json()["error"] == {
+        "code": "unauthorized",
+        "message": "a valid API key is required: Authorization: Bearer <key>",
+        "type": "invalid_request_error",
+        "param": None,
+    }
     assert (
         client.get("/v1/vector_stores/handbook/files", headers={"Authorization": f"Bearer {raw}"}).status_code
         == 404
@@ -288,3 +309,91 @@ def test_the_official_openai_sdk_searches_a_live_server(live_server, knowledge_f
         sdk.vector_stores.search("handbook", query=QUESTION, rewrite_query=True)
     with pytest.raises(NotFoundError):
         sdk.vector_stores.search("nope", query=QUESTION)
+
+
+@pytest.mark.parametrize(
+    "filters, code",
+    [
+        ("team", "invalid_filters"),
+        (["team"], "invalid_filters"),
+        ({"type": "eq", "key": "team"}, "invalid_filters"),
+        ({"type": "gt", "key": "year", "value": "2023"}, "invalid_filters"),
+    ],
+)
+def test_a_malformed_filter_has_one_code_on_both_routes(client, handbook, keyed, filters, code):
+    _agent, raw = keyed
+    openai_style = search(client, raw, {"query": QUESTION, "filters": filters})
+    api = client.post(
+        "/api/v1/collections/handbook/search",
+        data=json.dumps({"question": QUESTION, "filters": filters}),
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {raw}"},
+    )
+    assert openai_style.status_code == api.status_code == 400
+    assert openai_style.json()["error"]["code"] == api.json()["error"]["code"] == code
+    assert openai_style.json()["error"]["param"] == "filters"
+
+
+def test_a_body_too_deep_has_the_json_apis_code(client, handbook, keyed):
+    _agent, raw = keyed
+    deep = "[" * 5000 + "]" * 5000
+    body = '{"query": "x", "filters": ' + deep + "}"
+    answers = [
+        client.post(
+            route, data=body, content_type="application/json", headers={"Authorization": f"Bearer {raw}"}
+        )
+        for route in ("/v1/vector_stores/handbook/search", "/api/v1/collections/handbook/search")
+    ]
+    assert [a.status_code for a in answers] == [400, 400]
+    assert answers[0].json()["error"]["code"] == answers[1].json()["error"]["code"] == "malformed_json"
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_openai_sdk_sees_pages_and_whole_number_attributes(live_server, knowledge_folder):
+    """A PDF's hits carry their pages as an attribute (and in `ragsite`), a sidecar's 2022 stays 2022 on
+    the wire, and errors carry OpenAI's type and param, as the SDK reads them."""
+    from openai import BadRequestError, NotFoundError, OpenAI
+
+    from collections_app.samples import pdf_bytes
+    from tests.collections.test_pdf import MANUAL
+
+    agent, raw = create_agent(agent_id="pages", name="Pages")
+    collection = create_collection(agent=agent, name="manual")
+    knowledge_folder(
+        "manual",
+        {"manual.pdf": pdf_bytes(MANUAL), "manual.pdf.meta.json": '{"year": 2022, "team": "safety"}'},
+        agent=agent.agent_id,
+    )
+    assert build_collection(collection=collection).status == "succeeded"
+    sdk = OpenAI(api_key=raw, base_url=f"{live_server.url}/v1", max_retries=0)
+    question = "Where is the assembly point in case of fire?"
+    results = list(
+        sdk.vector_stores.search(
+            "manual",
+            query=question,
+            max_num_results=2,
+            ranking_options={"score_threshold": 0.0},
+            extra_body={"around": 0},
+        )
+    )
+    best = results[0]
+    assert "car park B" in best.content[0].text
+    assert best.attributes["pages"] == "4" and best.ragsite["pages"] == [4, 4]
+    spans = [r.ragsite["pages"] for r in results]
+    assert all(
+        r.attributes["pages"] == "-".join(map(str, sorted(set(p))))
+        for r, p in zip(results, spans, strict=True)
+    )
+    assert best.attributes["team"] == "safety" and best.attributes["year"] == 2022
+    raw_page = sdk.vector_stores.with_raw_response.search("manual", query=question, max_num_results=1)
+    wire = raw_page.http_response.json()["data"][0]["attributes"]
+    assert wire["year"] == 2022 and isinstance(wire["year"], int)  # the SDK's own type makes it 2022.0
+
+    with pytest.raises(BadRequestError) as refused:
+        sdk.vector_stores.search("manual", query=question, max_num_results=0)
+    assert refused.value.code == "invalid_max_num_results" and refused.value.param == "max_num_results"
+    assert refused.value.type == "invalid_request_error"
+    with pytest.raises(NotFoundError) as missing:
+        sdk.vector_stores.delete("manual")
+    assert missing.value.code == "not_found" and "admin" in missing.value.message

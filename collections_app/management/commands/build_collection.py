@@ -29,7 +29,9 @@ class Command(ServiceCommand):
             if json:
                 self.print_json({"build": run.pk, "status": run.status})
             else:
-                self.stdout.write(f"Build {run.pk} of {name} is {run.status}; a qcluster carries it out.")
+                self.stdout.write(
+                    f"Build {run.number} of {name} (id {run.pk}) is {run.status}; a qcluster carries it out."
+                )
             return
         show_bar = not json and sys.stderr.isatty()
         # A terminal gets a bar; a log file or pipe gets one line per phase rather than silence.

@@ -29,7 +29,11 @@ class Command(ServiceCommand):
             type=int,
             default=None,
             metavar="MINUTES",
-            help="check the folder every N minutes and build when it changed (see sync_collection)",
+            help="check the folder every N minutes and build when it changed (see sync_collection); "
+            "default: SYNC_EVERY for a collection with --folder",
+        )
+        parser.add_argument(
+            "--no-sync", action="store_true", help="build only when asked, never on a folder change"
         )
 
     def handle(self, *args, **o):
@@ -43,7 +47,7 @@ class Command(ServiceCommand):
             judge=o["judge"],
             size=o["size"],
             overlap=o["overlap"],
-            sync_every=o["sync_every"],
+            sync_every=None if o["no_sync"] else (o["sync_every"] or "default"),
         )
         self.stdout.write(
             f'Created collection "{collection.name}" for agent "{collection.agent.agent_id}" '

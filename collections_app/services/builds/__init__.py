@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from django.db import DatabaseError, transaction
-from django.db.models import F
+from django.db.models import F, Max
 from django.utils import timezone
 
 from ragsite import embedding, instruments
@@ -63,8 +63,10 @@ def request_build(*, collection: Collection, requested_by: str = "", enqueue: bo
         generation = (
             Collection.objects.filter(pk=collection.pk).values_list("build_generation", flat=True).get()
         )
+        last = collection.runs.aggregate(last=Max("number"))["last"] or 0
         run = BuildRun.objects.create(
             collection=collection,
+            number=last + 1,
             requested_by=requested_by[:200],
             heartbeat_at=timezone.now(),
             generation=generation,

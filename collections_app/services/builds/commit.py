@@ -71,6 +71,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             document.review_paragraphs = bool(item.held) and document.status == Document.ACTIVE
             document.fingerprint, document.summary = item.fingerprint, item.summary
             document.scan_warnings, document.conflicts = item.warnings, item.conflicts
+            document.read_notes = item.read_notes
             document.refusal, document.attributes = item.refusal, item.attributes
             document.ocr_pages = document.ocr_pages if item.reused else item.ocr_pages
             if item.status == Document.REFUSED:
@@ -201,6 +202,7 @@ BUILD_FIELDS = (
     "refusal",
     "summary",
     "scan_warnings",
+    "read_notes",
     "conflicts",
     "paragraph_count",
     "attributes",

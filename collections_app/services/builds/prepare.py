@@ -41,6 +41,7 @@ class Prepared:
     warnings: list[str] = field(default_factory=list)  # scan warnings: they send the document to review
     attributes: dict = field(default_factory=dict)  # from its sidecar (sources.Source.attributes)
     notes: list[str] = field(default_factory=list)  # told on the build, without sending it to review
+    read_notes: list[str] = field(default_factory=list)  # the extraction's notes, kept on the document
     conflicts: list[str] = field(default_factory=list)
     held: list[int] = field(default_factory=list)  # k of its paragraphs waiting in review (conflicts)
     pieces: list = field(default_factory=list)  # chunking.Piece
@@ -138,6 +139,7 @@ def _prepare(
     if unchanged:
         item.reused, item.kept = True, document.paragraph_count
         item.summary, item.warnings = document.summary, list(document.scan_warnings)
+        item.read_notes = list(document.read_notes)
         run.documents_reused += 1
         return item
     try:
@@ -146,7 +148,7 @@ def _prepare(
         return _refuse(item, collection, exc.reason, exc.category, run)
     del data
     pieces = chunk(extracted.text, method, size=size, overlap=overlap, tokens=embedder)
-    item.warnings = list(extracted.warnings)
+    item.warnings, item.read_notes = list(extracted.warnings), list(extracted.notes)
     item.notes += [f"{source.name}: {note}" for note in extracted.notes]  # after the sidecar's note
     if getattr(pieces, "truncated", False):
         # Seed 003 keeps the first 240 and says why; not a scan warning (which would send it to review).

@@ -22,6 +22,7 @@ def history(collection: Collection, limit: int = HISTORY) -> list[KnownAnswersRe
     reports = (
         KnownAnswersReport.objects.of_live_builds()
         .filter(collection=collection)
+        .select_related("build")  # the chart labels each point with its build's number
         .order_by("-build_id")[:limit]
     )
     return list(reversed(reports))

@@ -20,7 +20,7 @@ from ...models import (
     KnownAnswer,
     KnownAnswersReport,
 )
-from ..questions import InvalidMeasure, check_questions, parse_item
+from ..questions import InvalidMeasure, as_line, check_questions, parse_item
 from ..questions import parse_lines as parse_lines  # the admin's textarea form, read here too
 
 logger = logging.getLogger("ragsite.known_answers")
@@ -95,7 +95,7 @@ def as_items(questions: Iterable[Question]) -> list[dict]:
 
 def as_lines(questions: Iterable[Question]) -> str:
     """The set in the admin's textarea form (``question | marker`` / ``! control``)."""
-    return "\n".join(f"! {q.text}" if q.control else f"{q.text} | {q.answer}" for q in questions)
+    return "\n".join(as_line(q.text, None if q.control else q.answer) for q in questions)
 
 
 def set_known_answers(

@@ -1,0 +1,49 @@
+"""`manage.py qcluster`: django-q2's cluster, which also stops when its whole process group is signalled.
+
+SIGTERM to the group (systemd's and docker's way, `kill -- -PGID`) reaches the sentinel and its
+workers as well as the main process. The sentinel dies at once (its SIGTERM is the default), often
+asleep in a wait on the cluster's stop event; the main process's own stop then sets that event, whose
+`notify_all` waits for the dead sleeper to wake, forever. Here the main process stops the cluster
+from a thread and watches the sentinel meanwhile: once the sentinel is gone by a signal, there is
+nothing left to stop cleanly, and the process exits.
+"""
+
+import logging
+import os
+import signal
+import threading
+
+from django_q.cluster import Cluster
+from django_q.management.commands.qcluster import Command as ClusterCommand
+
+logger = logging.getLogger("ragsite.tasks")
+
+# How often a stop in progress checks whether the sentinel is still there to finish it.
+POLL_SECONDS = 0.1
+
+
+class Command(ClusterCommand):
+    def handle(self, *args, **options):
+        if options.get("run_once") or options.get("cluster_name"):  # django-q2's own, as it was
+            return super().handle(*args, **options)
+        cluster = Cluster()  # installs django-q2's handlers, replaced here
+        signal.signal(signal.SIGTERM, lambda signum, frame: stop(cluster))
+        signal.signal(signal.SIGINT, lambda signum, frame: stop(cluster))
+        cluster.start()
+
+
+def stop(cluster: Cluster) -> None:
+    """The cluster's own stop, unless its sentinel died of the same signal: then exit."""
+    if cluster.stop_event is None:  # stopped already
+        return
+    stopping = threading.Thread(target=cluster.stop, daemon=True, name="qcluster-stop")
+    stopping.start()
+    while stopping.is_alive():
+        stopping.join(POLL_SECONDS)
+        sentinel = cluster.sentinel
+        if stopping.is_alive() and sentinel is not None and not sentinel.is_alive():
+            code = sentinel.exitcode
+            if code is not None and code < 0:
+                logger.info("task cluster stopped: signal %s reached its whole process group", -code)
+                logging.shutdown()
+                os._exit(0)
