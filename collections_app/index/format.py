@@ -21,7 +21,7 @@ VECTOR_FILE = "vectors.f16"
 VECTOR_POSITION_FILE = "vector_at.i32"
 # Without lists (under IVF_MIN_PARAGRAPHS, where every search scans every vector) the same values widened
 # once, in vector order: a scan of float16 blocks cost 42-76 ms of CPU at 100,000 x 384 against 11-17 for
-# float32 (docs/decisions/XXXX-compact-index.md).
+# float32 (docs/decisions/0070-compact-index.md).
 FLAT_VECTOR_DTYPE = np.dtype("<f4")
 FLAT_VECTOR_FILE = "vectors.f32"
 

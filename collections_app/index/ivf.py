@@ -133,7 +133,7 @@ class IVFLists:
         With the list-ordered vectors (`ordered`, the index's float16 copy) each list is one contiguous
         block, widened to float32 by its bits (`vector_codec.half_products`: the cast's bits) and one
         matrix-vector product; without them (lists built in this process) ``gather(ids, query)`` reads the
-        rows. The widening still costs more than the product (docs/decisions/XXXX-compact-index.md).
+        rows. The widening still costs more than the product (docs/decisions/0070-compact-index.md).
         """
         query = np.asarray(query, dtype=np.float32)
         near = self.nearest_lists(query, nprobe)

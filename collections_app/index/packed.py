@@ -12,7 +12,7 @@ A term frequency is one byte; 255 says "look it up" in the escapes (``tf_escape_
 
 Reading a term is a view of its bytes, one widening, the escapes put back and one running sum: about
 3 ns a posting, where bit-packed gaps (tried first, 0.12 B a posting smaller) took 13-17 ns and made
-the pruned lexical search 9x slower (docs/decisions/XXXX-compact-index.md). Both directions are numpy
+the pruned lexical search 9x slower (docs/decisions/0070-compact-index.md). Both directions are numpy
 over whole arrays. The common terms a search asks for a few rows every question are decoded once and
 kept (`DECODED_POSTINGS` a process at most).
 
