@@ -1,9 +1,6 @@
 """Issue 26 end to end with a real django-q2 cluster: a synced folder keeps its collection current with no
 click, and a webhook receiver on 127.0.0.1 gets every event once, signed, a failed attempt retried."""
 
-import hashlib
-import hmac
-import json
 import os
 import signal
 import subprocess
@@ -20,6 +17,7 @@ from collections_app.services.agents import create_collection
 from collections_app.services.builds import request_build
 from collections_app.services.search import search_collection
 from ragsite.errors import Conflict
+from tests.collections.test_webhooks import verified
 from tests.conftest import HANDBOOK
 from tests.servers import WebhookReceiver, serving
 from tests.test_qcluster import ROOT, database_url
@@ -65,6 +63,8 @@ def enqueue_build(collection) -> BuildRun:
 @pytest.mark.django_db(transaction=True)
 def test_a_synced_folder_and_its_webhooks_through_a_real_cluster(agent, knowledge_folder, tmp_path, settings):
     settings.WEBHOOK_ALLOW_PRIVATE = True
+    # One cluster serves builds and deliveries here (an empty WEBHOOK_QUEUE); test_qcluster runs the two.
+    settings.WEBHOOK_QUEUE = ""
     folder = knowledge_folder("handbook", HANDBOOK)
     collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
     known_answers.set_known_answers(
@@ -85,6 +85,7 @@ def test_a_synced_folder_and_its_webhooks_through_a_real_cluster(agent, knowledg
             "INDEX_DIR": str(settings.INDEX_DIR),
             "KNOWN_ANSWERS_GATE": "0",
             "WEBHOOK_ALLOW_PRIVATE": "true",
+            "WEBHOOK_QUEUE": "",
         }
         log_path = tmp_path / "qcluster.log"
         cluster = subprocess.Popen(
@@ -178,10 +179,7 @@ def test_a_synced_folder_and_its_webhooks_through_a_real_cluster(agent, knowledg
                 os.killpg(cluster.pid, signal.SIGKILL)
     received = []
     for request in receiver.requests:
-        timestamp = request["headers"]["Ragsite-Timestamp"]
-        mac = hmac.new(hook.secret.encode(), timestamp.encode() + b"." + request["body"], hashlib.sha256)
-        assert request["headers"]["Ragsite-Signature"] == f"sha256={mac.hexdigest()}"
-        received.append(json.loads(request["body"]))
+        received.append(verified(request, hook.secret))  # as a receiver checks it (docs/webhooks.md)
     # Six requests: five deliveries, the first sent twice (its first attempt answered 500).
     assert len(received) == 6 and received[0] == received[1]
     delivered = {payload["id"]: payload["event"] for payload in received}
