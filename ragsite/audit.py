@@ -75,7 +75,16 @@ def set_writer(writer: Writer) -> None:
     _writer = writer
 
 
+def _storable(text: str | None) -> str | None:
+    """PostgreSQL's text holds no NUL: a hostile name or question is recorded with U+FFFD in its place
+    (SQLite's copy alike), so the entry is written and the read answers as it would unrecorded."""
+    return None if text is None else text.replace("\x00", "\ufffd")
+
+
 def write(read: Read) -> None:
+    for name in ("target", "question", "reader", "on_behalf_of", "staff"):
+        setattr(read, name, _storable(getattr(read, name)))
+    read.ids = [_storable(i) for i in read.ids]
     READS.labels(kind=read.kind, channel=read.channel, status=str(read.status)).inc()
     if _writer is None:
         # A read that cannot be recorded is not served: no silent gap in the trail.
