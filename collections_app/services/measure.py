@@ -36,7 +36,7 @@ from .questions import (
     parse_item,
     parse_items,
 )
-from .sources import collection_sources, document_extractor, read_bounded
+from .sources import StillWriting, collection_sources, document_extractor, read_settled
 
 logger = logging.getLogger("ragsite.measure")
 
@@ -119,8 +119,10 @@ def _read_corpus(collection: Collection) -> tuple[list[str], list[str], list[tup
     extractor = document_extractor()
     for source in collection_sources(collection):
         try:
-            data = read_bounded(source)
-        except (OSError, Unreadable):
+            # The same rule as a build: a file still being written waits out the window once, and one
+            # still moving after it is left out of the measurement as unreadable.
+            data = read_settled(source)
+        except (OSError, Unreadable, StillWriting):
             refused.append(source.name)
             continue
         if not source.name.lower().endswith(SUPPORTED_SUFFIXES):

@@ -262,3 +262,18 @@ def document_extractor() -> BoundedExtractor:
             ocr=conf.ocr_options(),
         )
     )
+
+
+def read_settled(source) -> bytes:
+    """`read_bounded`, waiting once for a file written to within the settle window to stand still (a
+    person who copies a folder and builds at once gets the files, a few seconds later); one still
+    moving after that wait is `StillWriting`."""
+    try:
+        return read_bounded(source)
+    except StillWriting:
+        try:
+            age = time.time() - source.path.stat().st_mtime_ns / 1e9
+        except OSError:
+            raise StillWriting(source.name) from None
+        time.sleep(min(max(0.1, settle_seconds() - age), settle_seconds()))
+        return read_bounded(source)

@@ -21,7 +21,7 @@ from ...text.context import context_version, contexts_for
 from ...text.extract import BAD_NAME, CORRUPT, EMPTY, TIMED_OUT, TOO_LARGE, Unreadable, summarize_opening
 from ...text.stitch import carried_openings
 from ..leases import LeaseLost
-from ..sources import UNREADABLE_MARK, StillWriting, read_bounded, settle_seconds, too_large_mark
+from ..sources import UNREADABLE_MARK, StillWriting, read_settled, settle_seconds, too_large_mark
 
 logger = logging.getLogger("ragsite.builds")
 
@@ -89,7 +89,7 @@ def _prepare(
     """Read, cut and place one source; ``reuse`` False: never keep its stored paragraphs as they are
     (their vectors are of another width). None: a new file still being written, left for a later build."""
     try:
-        data = _read_settled(source)
+        data = read_settled(source)
     except StillWriting:
         return _still_writing(source, document, run, reuse=reuse)
     except Unreadable as exc:
@@ -174,21 +174,6 @@ def _prepare(
         return _refuse(item, collection, "no text", EMPTY, run)
     run.documents_read += 1
     return item
-
-
-def _read_settled(source) -> bytes:
-    """`read_bounded`, waiting once for a file written to within the settle window to stand still (a
-    person who copies a folder and builds at once gets the files, a few seconds later); one still
-    moving after that wait is `StillWriting`."""
-    try:
-        return read_bounded(source)
-    except StillWriting:
-        try:
-            age = time.time() - source.path.stat().st_mtime_ns / 1e9
-        except OSError:
-            raise StillWriting(source.name) from None
-        time.sleep(min(max(0.1, settle_seconds() - age), settle_seconds()))
-        return read_bounded(source)
 
 
 def _still_writing(source, document, run: BuildRun, *, reuse: bool) -> Prepared | None:
