@@ -6,6 +6,7 @@ pages are counted, and a search over HTTP answers one question per file from tha
 section and the page the answer is on.
 """
 
+import re
 import shutil
 import sys
 import time
@@ -79,7 +80,7 @@ def test_make_run_builds_a_librarians_folder_and_answers_a_question_per_file_wit
     env = process_env(KNOWLEDGE_ROOT=str(root), DATA_DIR=str(tmp_path / "data"))
     processes.run("migrate", "--noinput", env=env)
     demo = processes.run("demo", "--host", "127.0.0.1", "--port", str(port), env=env)
-    key = demo.stdout.strip().splitlines()[-1]
+    key = re.search(r"API key:  (\S+)", demo.stderr).group(1)  # said once, labelled
     processes.start("serve", env=env, command=[sys.executable, "-m", "config.serve", f"127.0.0.1:{port}"])
     wait_for_server(base, processes, "serve", timeout=120)
 
