@@ -42,8 +42,11 @@ def stop(cluster: Cluster) -> None:
         stopping.join(POLL_SECONDS)
         sentinel = cluster.sentinel
         if stopping.is_alive() and sentinel is not None and not sentinel.is_alive():
+            # Gone by the signal (a negative exit code) or by an error the signal caused in it (with the
+            # Redis broker its connection breaks first, and it exits 1): either way nobody is left to
+            # finish the stop.
             code = sentinel.exitcode
-            if code is not None and code < 0:
-                logger.info("task cluster stopped: signal %s reached its whole process group", -code)
+            if code is not None:
+                logger.info("task cluster stopped: its sentinel ended (exit code %s) with the group", code)
                 logging.shutdown()
                 os._exit(0)
