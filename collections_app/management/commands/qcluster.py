@@ -41,12 +41,23 @@ def stop(cluster: Cluster) -> None:
     while stopping.is_alive():
         stopping.join(POLL_SECONDS)
         sentinel = cluster.sentinel
-        if stopping.is_alive() and sentinel is not None and not sentinel.is_alive():
-            # Gone by the signal (a negative exit code) or by an error the signal caused in it (with the
-            # Redis broker its connection breaks first, and it exits 1): either way nobody is left to
-            # finish the stop.
-            code = sentinel.exitcode
-            if code is not None:
-                logger.info("task cluster stopped: its sentinel ended (exit code %s) with the group", code)
-                logging.shutdown()
-                os._exit(0)
+        if stopping.is_alive() and sentinel is not None and gone(sentinel):
+            # Gone by the signal or by an error the signal caused in it (with the Redis broker its
+            # connection breaks first, and it exits 1): either way nobody is left to finish the stop.
+            logger.info("task cluster stopped: its sentinel ended with the group")
+            logging.shutdown()
+            os._exit(0)
+
+
+def gone(process) -> bool:
+    """Whether a child process has ended, even when its exit status was taken by a wait this signal
+    interrupted. The main process waits for the sentinel at exit (multiprocessing joins its children);
+    when the signal lands just after that wait reaped the sentinel and before it recorded the status,
+    `is_alive()` here finds no child to wait for and answers True for ever."""
+    if not process.is_alive():  # reaps it if it is a zombie
+        return True
+    try:
+        os.kill(process.pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
