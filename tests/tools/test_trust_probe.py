@@ -83,3 +83,21 @@ def test_issue_24s_families_run_quick_and_hold_on_sqlite(tmp_path):
     for family in families:
         row = figures[family]
         assert row["tried"] > 0 and row["held"] == row["tried"], (family, row)
+
+
+@pytest.mark.slow
+def test_issue_39s_families_run_quick_and_hold_on_sqlite(tmp_path):
+    """Hostile numbers on every surface, files copied slowly into a synced folder, and conflicting files
+    beside a live document, for each reader: every try held (about 30 s)."""
+    families = ["numbers", "partial", "conflicts"]
+    out = tmp_path / "trust.json"
+    command = [sys.executable, "tools/trust_probe/probe.py", "--quick", "--families", ",".join(families)]
+    done = subprocess.run(
+        [*command, "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    figures = json.loads(out.read_text())["sqlite"]
+    for family in families:
+        row = figures[family]
+        assert row["tried"] > 0 and row["held"] == row["tried"], (family, row)
+    assert figures["numbers"]["tried"] >= 200 and figures["conflicts"]["tried"] >= 30

@@ -38,6 +38,10 @@ Families (the 2026-12-01 review's, where this branch answers them):
 * busy, bigfile, diskfull (items 7-9) - tools/trust_probe/store.py: a store whose write lock another
   process holds (on PostgreSQL: rows), a 100 MB text, a 50 MB HTML and a DOCX bomb (the build
   process's peak memory), an index written to a full (tiny, namespaced tmpfs) disk.
+* numbers, partial, conflicts (issue 39) - tools/trust_probe/hostile_numbers.py and lifecycle.py: huge and
+  non-finite numbers in every number a client sends (API, /v1, MCP, paths) and in a synced sidecar;
+  files copied slowly into a synced folder beside temporary names; new and changed files that
+  contradict a live document of a per-reader collection, for each reader on the API, MCP and /v1.
 * rls (PostgreSQL only) - deliberately unfiltered queries on every agent-scoped table inside
   agent B's row-level-security scope (a request's, and inside B's build task and node-building
   task as a worker runs them): leaked = a row of agent A.
@@ -67,6 +71,8 @@ sys.path.insert(0, str(ROOT))
 
 # After ROOT joins sys.path: the families and their world live beside this script.
 from tools.trust_probe.hostile import bodies, files, secrets_family, stale  # noqa: E402
+from tools.trust_probe.hostile_numbers import numbers  # noqa: E402
+from tools.trust_probe.lifecycle import conflicts, partial  # noqa: E402
 from tools.trust_probe.store import bigfile, busy, diskfull  # noqa: E402
 from tools.trust_probe.tenancy import edit, floor, legacyvar  # noqa: E402
 from tools.trust_probe.twin import twins, wideoverlap  # noqa: E402
@@ -223,6 +229,9 @@ def child(database: str, postgres_url: str, quick: bool, chosen: set[str]) -> No
             run("bodies", bodies, base, world)
             run("files", files, base, world, scratch)
             run("diskfull", diskfull, base, world, scratch, quick)
+            run("numbers", numbers, base, world, scratch)
+            run("partial", partial, base, world, scratch)
+            run("conflicts", conflicts, base, world, scratch)
             run("busy", busy, base, world, database)
         run("bigfile", bigfile, scratch)
         run("stale", stale, scratch)

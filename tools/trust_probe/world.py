@@ -25,6 +25,9 @@ FAMILIES = (
     "busy",
     "bigfile",
     "diskfull",
+    "numbers",
+    "partial",
+    "conflicts",
     "rls",
 )
 
