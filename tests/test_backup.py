@@ -19,6 +19,7 @@ from collections_app.models import (
     Paragraph,
     Webhook,
 )
+from collections_app.samples import pdf_bytes
 from collections_app.services import known_answers, sync
 from collections_app.services.agents import create_collection, create_reader
 from collections_app.services.backup import VERSION, back_up, restore
@@ -41,8 +42,21 @@ FILES = {
     "travel.md": "# Travel\n\nMileage is paid back at 0.42 per kilometre for private cars.\n\n"
     "# Trains\n\nTrains are booked in standard class unless the trip is longer than four hours.\n",
     "policy.md": "# Travel\n\nMileage is paid back at 0.55 per kilometre for private cars.\n",
+    # Pages: each paragraph of a PDF knows the pages it is on.
+    "rooms.pdf": pdf_bytes(
+        [
+            [("h", "Rooms"), ("p", "The Oak room seats fourteen people and has a projector.")],
+            [("h", "Parking"), ("p", "Visitors park in the yellow bays behind the north gate.")],
+        ]
+    ),
 }
-QUESTIONS = ("how many days of leave carry over", "mileage per kilometre", "train class", "doctor's note")
+QUESTIONS = (
+    "how many days of leave carry over",
+    "mileage per kilometre",
+    "train class",
+    "doctor's note",
+    "where do visitors park",
+)
 LONG = (
     " ".join(
         f"On day {n} the team moved the {w} crates to the north dock and logged them in the ledger."
@@ -92,7 +106,7 @@ def answers(agent, collection, reader=None) -> list:
         found = search_collection(
             agent=agent, collection=collection, question=question, min_score=0, reader=reader
         )
-        out.append([(p["chunk_id"], p["text"], p["score"]) for p in found["paragraphs"]])
+        out.append([(p["chunk_id"], p["text"], p["score"], p["pages"]) for p in found["paragraphs"]])
     return out
 
 
@@ -118,10 +132,22 @@ def test_a_collection_and_its_agent_come_back_under_new_names_answering_the_same
         world.documents.order_by("name").values_list(*fields)
     )
     assert copy.documents.get(name="canteen.md").upload.read() == b"# Canteen\n\nLunch at noon.\n"
-    para = ("document__name", "index", "text", "section", "enabled", "in_review", "fingerprint", "embedding")
+    para = (
+        "document__name",
+        "index",
+        "text",
+        "section",
+        "page_first",
+        "page_last",
+        "enabled",
+        "in_review",
+        "fingerprint",
+        "embedding",
+    )
     assert list(Paragraph.objects.filter(collection=copy).order_by("ordinal").values_list(*para)) == list(
         Paragraph.objects.filter(collection=world).order_by("ordinal").values_list(*para)
     )
+    assert Paragraph.objects.filter(collection=copy, document__name="rooms.pdf", page_first=2).exists()
     assert list(
         Paragraph.objects.filter(collection=copy, labels__name="hr-only").values_list("text", flat=True)
     ) == [Paragraph.objects.get(collection=world, labels__name="hr-only").text]
@@ -245,7 +271,7 @@ copy = restore(open({str(tmp_path / "hr.tar.gz")!r}, "rb").read(), agent=agent)
 out = {{"search": [], "recall": None}}
 for question in {list(QUESTIONS)!r}:
     found = search_collection(agent=agent, collection=copy, question=question, min_score=0)
-    out["search"].append([(p["chunk_id"], p["text"], p["score"]) for p in found["paragraphs"]])
+    out["search"].append([(p["chunk_id"], p["text"], p["score"], p["pages"]) for p in found["paragraphs"]])
 report = known_answers.measure_build(build_id=known_answers.live_build_id(copy))
 out["known"] = [report.found_at_1, report.found_at_5, report.results]
 found = recall(agent=agent, query="which key opens the third locker", most=3)
@@ -292,3 +318,89 @@ def test_the_admin_action_downloads_one_archive_that_restores(world, agent, admi
         {"action": "download_backup", "_selected_action": [agent.pk]},
     )
     assert read_archive(agent_archive.content).manifest["kind"] == "agent"
+
+
+def test_measure_runs_come_back_with_their_reports(world, agent, django_capture_on_commit_callbacks):
+    from collections_app.models import MeasureRun
+    from collections_app.services.measure import request_measure
+
+    with django_capture_on_commit_callbacks(execute=True):
+        measured = request_measure(
+            collection=world,
+            questions=[{"question": "how many days of leave carry over", "answer": "five days"}],
+            controls=["what colour is the sky on mars"],
+            requested_by="librarian",
+        )
+    measured.refresh_from_db()
+    assert measured.status == MeasureRun.SUCCEEDED, measured.error
+    copy = restore(back_up(collection=world), agent=agent, name="hr-measured")
+    fields = ("status", "requested_by", "request", "report", "variants_total", "variants_done", "created_at")
+    assert list(MeasureRun.objects.filter(collection=copy).values_list(*fields)) == list(
+        MeasureRun.objects.filter(collection=world).values_list(*fields)
+    )
+
+
+def _members(data: bytes) -> bytes:
+    """Every member of an archive, uncompressed, end to end: what a reader of the file could see."""
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        return b"".join(tar.extractfile(m).read() for m in tar)
+
+
+def test_webhook_secrets_travel_only_when_asked_and_only_sealed_with_the_operators_key(world, agent):
+    from cryptography.fernet import Fernet
+
+    secret = Webhook.objects.get(agent=agent).secret
+    assert secret.startswith("whsec_")
+    key = Fernet.generate_key().decode()
+    sealed = back_up(agent=agent, credentials_key=key)
+    assert secret.encode() not in _members(sealed)  # never in plain text
+    assert read_archive(sealed).manifest["credentials"] == "fernet"
+    assert secret.encode() not in _members(back_up(collection=world))
+
+    # The operator's key brings the same secret back: receivers keep verifying.
+    kept = restore(sealed, name="alpha-kept", credentials_key=key)
+    assert Webhook.objects.get(agent=kept).secret == secret
+    # Without the key the hooks get new secrets; with another key nothing is written.
+    fresh = restore(sealed, name="alpha-fresh")
+    assert Webhook.objects.get(agent=fresh).secret not in ("", secret)
+    for wrong in (Fernet.generate_key().decode(), "not a key"):
+        with pytest.raises(RagsiteError) as refused:
+            restore(sealed, name="alpha-wrong", credentials_key=wrong)
+        assert refused.value.code == "invalid_backup" and "key" in refused.value.message
+    assert not Webhook.objects.filter(agent__agent_id="alpha-wrong").exists()
+    with pytest.raises(RagsiteError) as refused:
+        back_up(agent=agent, credentials_key="not a key")
+    assert refused.value.code == "invalid_backup" and "Fernet key" in refused.value.message
+
+
+def test_the_commands_carry_credentials_with_a_key_file(world, agent, tmp_path):
+    from cryptography.fernet import Fernet
+
+    key_file = tmp_path / "backup.key"
+    key_file.write_text(Fernet.generate_key().decode() + "\n")
+    archive = tmp_path / "alpha.tar.gz"
+    call_command("backup", "alpha", "--out", str(archive), "--with-credentials", str(key_file))
+    call_command("restore", str(archive), "--name", "alpha-2", "--credentials-key", str(key_file))
+    secret = Webhook.objects.get(agent=agent).secret
+    assert Webhook.objects.get(agent__agent_id="alpha-2").secret == secret
+    assert secret.encode() not in _members(archive.read_bytes())
+
+
+def test_an_archive_of_the_first_version_is_still_read(world, agent):
+    data = back_up(collection=world)
+    members = {}
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        for member in tar:
+            members[member.name] = tar.extractfile(member).read()
+    manifest = json.loads(members["manifest.json"])
+    manifest["version"] = 1
+    members["manifest.json"] = json.dumps(manifest).encode()
+    del members["measure_runs.jsonl"]  # version 1 had none
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, raw in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(raw)
+            tar.addfile(info, io.BytesIO(raw))
+    copy = restore(buffer.getvalue(), agent=agent, name="hr-v1")
+    assert answers(agent, copy) == answers(agent, world)

@@ -11,7 +11,9 @@ import tarfile
 from dataclasses import dataclass, field
 
 FORMAT = "ragsite-backup"
-VERSION = 1
+# 2: measure runs, and webhook secrets sealed with the operator's key when asked (1 is read as it was: an
+# archive of 1 holds neither). A reader of 1 refuses a 2 rather than dropping what it does not know.
+VERSION = 2
 MANIFEST = "manifest.json"
 FILE_FOLDERS = ("rag/", "uploads/")  # members kept as bytes, whatever their names
 # A member larger than this is refused on reading (a backup of a 100,000-paragraph collection with

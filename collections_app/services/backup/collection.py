@@ -1,11 +1,12 @@
 """One collection as a backup archive, and back: everything a librarian made, not only what search reads.
 
 The archive holds the collection's settings, its build record and history (with the known answers each
-build was measured on), every document (review state and decisions, attributes, default labels, the bytes
-of uploads), every paragraph (text, section, pages, offsets, vector, switches, labels), the known answers,
-the labels kept for documents that left, the sync settings, the labels and readers its paragraphs name,
-and, when search can export it, the collection as seed 004's `rag/<name>/` (for other tools: a restore
-reads the paragraphs, which hold what the export leaves out). No credential is ever in it.
+build was measured on, and the measure runs with their reports), every document (review state and
+decisions, attributes, default labels, the bytes of uploads), every paragraph (text, section, pages,
+offsets, vector, switches, labels), the known answers, the labels kept for documents that left, the sync
+settings, the labels and readers its paragraphs name, and, when search can export it, the collection as
+seed 004's `rag/<name>/` (for other tools: a restore reads the paragraphs, which hold what the export
+leaves out). No credential is ever in it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ...models import (
     KnownAnswer,
     KnownAnswersReport,
     Label,
+    MeasureRun,
     Paragraph,
     Reader,
 )
@@ -46,6 +48,7 @@ COLLECTION, BUILT, RUNS, REPORTS = (
 )
 DOCUMENTS, PARAGRAPHS, KNOWN = "documents.jsonl", "paragraphs.jsonl", "known_answers.jsonl"
 KEPT, SYNC, LABELS, READERS = "kept_labels.jsonl", "sync.jsonl", "labels.jsonl", "readers.jsonl"
+MEASURES = "measure_runs.jsonl"
 # What a store holds for one machine or one moment, not the collection's: never carried.
 COLLECTION_SKIP = ("agent_id", "build_generation")
 SYNC_KEEP = ("enabled", "every", "last_checked_at", "last_changed_at", "last_outcome")
@@ -104,6 +107,10 @@ def dump_collection(collection: Collection) -> Archive:
         row_of(report, skip=("collection_id",))
         for report in KnownAnswersReport.objects.filter(collection=collection).order_by("build_id")
     ]
+    measures = [
+        row_of(measure, skip=("collection_id",))
+        for measure in MeasureRun.objects.filter(collection=collection).order_by("pk")
+    ]
     built = CollectionBuilt.objects.filter(collection=collection).first()
     sync = CollectionSync.objects.filter(collection=collection).first()
     archive = Archive(
@@ -118,6 +125,7 @@ def dump_collection(collection: Collection) -> Archive:
             BUILT: [row_of(built, skip=("collection_id", "agent_id"))] if built else [],
             RUNS: runs,
             REPORTS: reports,
+            MEASURES: measures,
             DOCUMENTS: documents,
             PARAGRAPHS: paragraphs,
             KNOWN: [
@@ -185,6 +193,8 @@ def restore_collection(archive: Archive, *, agent: Agent, name: str | None = Non
                 KnownAnswersReport.objects.create(
                     collection=collection, build_id=runs[row["build_id"]], **values
                 )
+        for row in rows.get(MEASURES, []):
+            MeasureRun.objects.create(collection=collection, **fields_of(MeasureRun, row))
         documents = {}
         for row in rows.get(DOCUMENTS, []):
             values = fields_of(Document, row, skip=("default_labels", "upload"))
