@@ -27,6 +27,7 @@ from collections_app.services.backup.archive import read_archive
 from collections_app.services.builds import build_collection
 from collections_app.services.documents import set_paragraphs_enabled
 from collections_app.services.labels import add_labels, labels_named, set_per_reader
+from collections_app.services.review import approve_documents
 from collections_app.services.search import search_collection
 from collections_app.services.uploads import upload_document
 from memory_app import services as memory
@@ -42,6 +43,7 @@ FILES = {
     "travel.md": "# Travel\n\nMileage is paid back at 0.42 per kilometre for private cars.\n\n"
     "# Trains\n\nTrains are booked in standard class unless the trip is longer than four hours.\n",
     "policy.md": "# Travel\n\nMileage is paid back at 0.55 per kilometre for private cars.\n",
+    "leave-2025.md": "# Leave\n\nStaff carry over up to ten days of annual leave into the next year.\n",
     # Pages: each paragraph of a PDF knows the pages it is on.
     "rooms.pdf": pdf_bytes(
         [
@@ -83,6 +85,8 @@ def world(agent, knowledge_folder, settings):
     )
     run = build_collection(collection=collection)
     assert run.status == BuildRun.SUCCEEDED_WITH_REVIEW  # policy.md contradicts travel.md: it waits
+    # A librarian's decision: policy.md approved; leave-2025.md (contradicting leave.md) still waits.
+    approve_documents(collection.documents.filter(name="policy.md"), by="librarian")
     known_answers.measure_build(build_id=run.pk)
     [hr] = labels_named(["hr-only"], create=True)
     create_reader(external_id="alice@example.com", labels=["hr-only"])
@@ -127,10 +131,25 @@ def test_a_collection_and_its_agent_come_back_under_new_names_answering_the_same
     assert answers(copy_agent, copy, "alice@example.com") == answers(agent, world, "alice@example.com")
     assert answers(copy_agent, copy, "bob@example.com") == answers(agent, world, "bob@example.com")
     # Documents with their review states, decisions, attributes, uploads and labels.
-    fields = ("name", "status", "review_paragraphs", "fingerprint", "attributes", "source", "conflicts")
+    fields = (
+        "name",
+        "status",
+        "review_paragraphs",
+        "fingerprint",
+        "attributes",
+        "source",
+        "conflicts",
+        "approved_fingerprint",
+        "approved_by",
+        "approved_at",
+        "enabled",
+    )
     assert list(copy.documents.order_by("name").values_list(*fields)) == list(
         world.documents.order_by("name").values_list(*fields)
     )
+    assert copy.documents.get(name="policy.md").approved_by == "librarian"
+    waiting = Paragraph.objects.filter(in_review=True).values_list("document__name", "text")
+    assert set(waiting.filter(collection=copy)) == set(waiting.filter(collection=world)) != set()
     assert copy.documents.get(name="canteen.md").upload.read() == b"# Canteen\n\nLunch at noon.\n"
     para = (
         "document__name",
@@ -263,6 +282,7 @@ django.setup()
 from django.core.management import call_command
 call_command("migrate", verbosity=0)
 from collections_app.services.backup import restore
+from collections_app.services.review import approve_documents
 from collections_app.services.search import search_collection
 from collections_app.services import known_answers
 from memory_app.services import recall
