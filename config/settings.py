@@ -312,6 +312,11 @@ PASSWORD_LOGIN = env.bool("PASSWORD_LOGIN", default=True)
 READER_TOKEN_DISCOVERY_URL = env("READER_TOKEN_DISCOVERY_URL", default="")
 READER_TOKEN_AUDIENCES = env.list("READER_TOKEN_AUDIENCES", default=[])
 READER_PLAIN = env.bool("READER_PLAIN", default=True)
+# SCIM 2.0 provisioning (/scim/v2/, docs/operations.md): the identity provider's bearer token (empty:
+# provisioning is off), and the reader id a provisioned person reads as, from its userName and
+# externalId (e.g. "{externalId}@idp.example.org", so it is the reader its reader tokens name).
+SCIM_TOKEN = env("SCIM_TOKEN", default="")
+SCIM_READER_ID = env("SCIM_READER_ID", default="{userName}")
 
 # --- Traces (OpenTelemetry, docs/operations.md) ----------------------------------
 

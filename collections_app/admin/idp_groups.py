@@ -4,14 +4,22 @@ token may read (docs/operations.md, "Readers from the identity provider")."""
 from django.contrib import admin
 
 from ..models import IdpGroup
+from ..services.scim import refresh_group_members
 
 
 @admin.register(IdpGroup)
 class IdpGroupAdmin(admin.ModelAdmin):
-    list_display = ["name", "labels_shown"]
+    list_display = ["name", "labels_shown", "provisioned"]
     list_filter = ["labels"]
     search_fields = ["name"]
     filter_horizontal = ["labels"]
+
+    readonly_fields = ["provisioned", "external_id"]
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        # People provisioned over SCIM hold their groups' labels as stored, not read per search.
+        refresh_group_members(group=form.instance)
 
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("labels")
