@@ -36,6 +36,8 @@ from ..models import IdpGroup, Reader
 # Signature algorithms accepted (asymmetric only: a shared-secret token could be minted by any holder).
 ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"]
 MAX_TOKEN_CHARS = 16384
+# Where a GET (no body) or a client that cannot add body fields sends the token instead.
+READER_TOKEN_HEADER = "Ragsite-Reader-Token"
 LEEWAY_SECONDS = 60
 # The provider's discovery document and keys are kept this long per process (a key it has not
 # published yet is fetched at once).
