@@ -6,6 +6,7 @@ rows. The sweep spans agents and writes only build records, which carry no polic
 tables' owner.
 """
 
+from ragsite import tracing
 from ragsite.rls import task_scope
 
 from .models import Collection
@@ -18,10 +19,12 @@ from .services.agents import (
 )
 
 
-def run_build(build_id: int) -> str:
-    """Carry out a queued build; returns its final status."""
-    with task_scope(agent_id_of_build(build_id)):
-        return builds.run_build(build_id).status
+def run_build(build_id: int, trace: dict | None = None) -> str:
+    """Carry out a queued build; returns its final status. `trace`: the W3C trace context of the request
+    that queued it, so the task's span (and the build's under it) joins that request's trace."""
+    with tracing.continued("task", trace, **{"ragsite.task": "run_build"}):
+        with task_scope(agent_id_of_build(build_id)):
+            return builds.run_build(build_id).status
 
 
 def sweep_stale_builds() -> int:

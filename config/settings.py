@@ -71,6 +71,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # Outermost of all: the request's id on every log line written while it is answered.
     "config.middleware.RequestId",
+    # A span per request (OpenTelemetry, when configured): a search's and a queued build's spans join it.
+    "config.middleware.RequestTrace",
     # Times and counts every request by its route pattern, whatever answered it.
     "config.metrics.RequestMetrics",
     # Outermost but one, so it also sees the CSRF page and any other HTML error answered below it.

@@ -82,3 +82,58 @@ def test_without_the_endpoint_nothing_is_recorded(client, db):
     assert tracing.configure("") is False
     with tracing.span("search") as span:
         assert not span.is_recording() and tracing.current_trace_id() == ""
+
+
+def test_a_build_queued_by_a_request_continues_its_trace_in_the_worker(
+    client, db, knowledge_folder, collector, django_capture_on_commit_callbacks, monkeypatch
+):
+    """The request that queues a build is a span; the queued task carries its W3C trace context in its
+    arguments, and the worker's `task` span is its child, with the `build` span and its read, extract,
+    chunk, embed and write steps under it, in the same trace. The task runs here as a worker runs it:
+    taken from the broker and called after the request is over, so only what it carries links them."""
+    import importlib
+
+    from django_q.brokers import get_broker
+    from django_q.conf import Conf
+    from django_q.signing import SignedPackage
+
+    monkeypatch.setattr(Conf, "SYNC", False)  # queued for a worker, not run inside the request
+    agent, raw = create_agent(agent_id="traced", name="Traced")
+    knowledge_folder("handbook", HANDBOOK, agent="traced")
+    create_collection(agent=agent, name="handbook")
+    with django_capture_on_commit_callbacks(execute=True):
+        queued = client.post("/api/v1/collections/handbook/build", headers={"Authorization": f"Bearer {raw}"})
+    assert queued.status_code == 202, queued.content
+    broker = get_broker()
+    [(ack, payload)] = broker.dequeue()
+    task = SignedPackage.loads(payload)
+    assert set(task["kwargs"]["trace"]) <= {"traceparent", "tracestate"} and task["kwargs"]["trace"]
+    module, _, name = task["func"].rpartition(".")
+    assert getattr(importlib.import_module(module), name)(*task["args"], **task["kwargs"]) == "succeeded"
+    broker.acknowledge(ack)
+    tracing.flush()
+
+    [request] = [s for s in collector.spans if s.name == "request"]
+    [worker] = [s for s in collector.spans if s.name == "task"]
+    [build] = [s for s in collector.spans if s.name == "build"]
+    assert worker.parent_span_id == request.span_id and build.parent_span_id == worker.span_id
+    assert request.trace_id == worker.trace_id == build.trace_id
+    steps = [s for s in collector.spans if s.parent_span_id == build.span_id]
+    assert {s.name for s in steps} == {"read", "extract", "chunk", "embed", "write"}
+    assert sum(s.name == "read" for s in steps) == len(HANDBOOK)
+    attributes = {a.key: a.value for a in build.attributes}
+    assert attributes["ragsite.outcome"].string_value == "succeeded"
+    assert attributes["ragsite.documents_read"].int_value == len(HANDBOOK)
+    route = {a.key: a.value for a in request.attributes}["http.route"].string_value
+    assert "build" in route and "handbook" not in route  # the pattern, never the path asked for
+    everything = str([list(s.attributes) for s in collector.spans]) + str([s.name for s in collector.spans])
+    assert not any(word in everything for word in ("leave.md", "Carry-over", "Laptops", "Mileage"))
+
+
+def test_a_request_continues_its_callers_trace(client, db, collector):
+    caller = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    client.get("/api/v1/collections", headers={"traceparent": caller})
+    tracing.flush()
+    [request] = [s for s in collector.spans if s.name == "request"]
+    assert request.trace_id.hex() == "0af7651916cd43dd8448eb211c80319c"
+    assert request.parent_span_id.hex() == "b7ad6b7169203331"
