@@ -123,7 +123,7 @@ def search_collection(request, name: str, payload: SearchIn):
 
 @router.get(
     "/{name}/paragraph",
-    response=with_errors({200: CitedOut}, 404, 409),
+    response=with_errors({200: CitedOut}, 401, 404, 409, 503),
     summary="Read one cited paragraph by its chunk id",
 )
 def read_paragraph(request, name: str, params: Query[CitedIn]):

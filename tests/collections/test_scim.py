@@ -230,3 +230,20 @@ def test_the_twin_rule_holds_for_a_scim_provisioned_reader(client, scim, agent, 
             assert mine.json() == theirs.json()
             if around == 0:
                 assert len(mine.json()["paragraphs"]) == 8 - len(hidden)
+
+
+def test_labels_saved_on_a_group_in_the_admin_reach_its_provisioned_members(admin_client, scim, db):
+    hr = Label.objects.create(name="hr")
+    provision(scim, "fay@example.org", groups=["people-team"])
+    group = IdpGroup.objects.get(name="people-team")
+    assert not Reader.objects.get(external_id="fay@example.org").labels.exists()
+    saved = admin_client.post(
+        f"/admin/collections_app/idpgroup/{group.pk}/change/", {"name": "people-team", "labels": [hr.pk]}
+    )
+    assert saved.status_code == 302, saved.content[:2000]
+    assert list(Reader.objects.get(external_id="fay@example.org").labels.values_list("name", flat=True)) == [
+        "hr"
+    ]
+    listed = admin_client.get("/admin/collections_app/provisioneduser/")
+    assert listed.status_code == 200 and b"fay@example.org" in listed.content
+    assert admin_client.get("/admin/collections_app/provisioneduser/add/").status_code == 403
