@@ -23,9 +23,12 @@ from scim2_models import (
     InvalidValueException,
     ListResponse,
     NotFoundException,
+    NotImplementedException,
     PatchOp,
     PayloadTooLargeException,
+    ResponseParameters,
     SCIMException,
+    SearchRequest,
     UnauthorizedException,
     User,
 )
@@ -33,11 +36,12 @@ from scim2_models import (
 from ragsite.bodies import BadBody, parse_json
 
 from .conf import settings
-from .services import scim
+from .services import scim, scim_discovery
 
 CONTENT_TYPE = "application/scim+json"
 MAX_BODY_BYTES = 1 << 20  # a Group with some thousands of members fits; more is refused, 413
 DEFAULT_COUNT = 100
+DISCOVERY = ("ServiceProviderConfig", "ResourceTypes", "Schemas")
 
 _OPERATIONS = {
     "Users": {
@@ -118,15 +122,81 @@ def _page(request) -> tuple[int, int]:
     return max(start, 1), min(max(count, 0), scim.MAX_COUNT)
 
 
-def _shown(request, resource, kind: str, status: int = 200) -> HttpResponse:
-    location = request.build_absolute_uri(f"/scim/v2/{kind}/{resource.id}")
-    resource.meta.location = location
+def _located(request, resource, kind: str):
+    """The resource with its absolute `meta.location`, and its members' `$ref` (a Group's)."""
+    resource.meta.location = request.build_absolute_uri(f"/scim/v2/{kind}/{resource.id}")
+    for member in getattr(resource, "members", None) or []:
+        member.ref = request.build_absolute_uri(f"/scim/v2/Users/{member.value}")
+    return resource
+
+
+def _parameters(request, model) -> ResponseParameters:
+    """`attributes` / `excludedAttributes` of the query (RFC 7644 §3.9), checked against `model`."""
+    asked = {
+        "attributes": request.GET.get("attributes"),
+        "excludedAttributes": request.GET.get("excludedAttributes"),
+    }
+    try:
+        return ResponseParameters[model].model_validate({k: v for k, v in asked.items() if v})
+    except ValidationError as exc:
+        raise _Invalid(Error.from_validation_errors(exc)[0]) from None
+
+
+def _shown(request, resource, kind: str, model, status: int = 200) -> HttpResponse:
+    _located(request, resource, kind)
     context = Context.RESOURCE_CREATION_RESPONSE if status == 201 else Context.RESOURCE_QUERY_RESPONSE
-    return _answer(resource.model_dump_json(scim_ctx=context), status, Location=location)
+    body = resource.model_dump_json(scim_ctx=context, response_parameters=_parameters(request, model))
+    return _answer(body, status, Location=resource.meta.location)
+
+
+def _listed(request, operations, kind: str, *, filter, start: int, count: int, parameters) -> HttpResponse:
+    model = operations["model"]
+    total, found = operations["list"](filter=filter, start_index=start, count=count)
+    listed = ListResponse[model](
+        total_results=total,
+        start_index=start,
+        items_per_page=len(found),
+        resources=[_located(request, resource, kind) for resource in found],
+    )
+    return _answer(listed.model_dump_json(scim_ctx=Context.SEARCH_RESPONSE, response_parameters=parameters))
+
+
+def _not_allowed(method: str, allowed: str) -> HttpResponse:
+    response = _error(Error(status=405, detail=f"{method} is not allowed here ({allowed})"))
+    response["Allow"] = allowed
+    return response
+
+
+def _discovered(request, kind: str, resource_id: str | None) -> HttpResponse:
+    """`/ServiceProviderConfig`, `/ResourceTypes[/<id>]`, `/Schemas[/<id>]`: read only."""
+    if request.method != "GET":
+        return _not_allowed(request.method, "GET")
+    if kind == "ServiceProviderConfig":
+        if resource_id is not None:
+            raise NotFoundException(detail="the service provider's configuration has no sub-resources")
+        found = scim_discovery.service_provider_config()
+        return _answer(found.model_dump_json(scim_ctx=Context.RESOURCE_QUERY_RESPONSE))
+    one, every = {
+        "ResourceTypes": (scim_discovery.resource_type, scim_discovery.resource_types),
+        "Schemas": (scim_discovery.schema, scim_discovery.schemas),
+    }[kind]
+    if resource_id is not None:
+        return _answer(one(resource_id).model_dump_json(scim_ctx=Context.RESOURCE_QUERY_RESPONSE))
+    found = every()
+    listed = ListResponse[type(found[0])](
+        total_results=len(found), start_index=1, items_per_page=len(found), resources=found
+    )
+    return _answer(listed.model_dump_json(scim_ctx=Context.RESOURCE_QUERY_RESPONSE))
 
 
 def _handle(request, kind: str, resource_id: str | None) -> HttpResponse:
     _authorised(request)
+    if kind in DISCOVERY:
+        return _discovered(request, kind, resource_id)
+    if kind == ".search":
+        raise NotImplementedException(
+            detail="search one resource type at a time: /Users/.search, /Groups/.search"
+        )
     operations = _OPERATIONS.get(kind)
     if operations is None:
         raise NotFoundException(detail="SCIM here serves /scim/v2/Users and /scim/v2/Groups")
@@ -134,31 +204,33 @@ def _handle(request, kind: str, resource_id: str | None) -> HttpResponse:
     method = request.method
     if resource_id is None and method == "GET":
         start, count = _page(request)
-        total, found = operations["list"](filter=request.GET.get("filter"), start_index=start, count=count)
-        for resource in found:
-            resource.meta.location = request.build_absolute_uri(f"/scim/v2/{kind}/{resource.id}")
-        listed = ListResponse[model](
-            total_results=total, start_index=start, items_per_page=len(found), resources=found
+        filter, parameters = request.GET.get("filter"), _parameters(request, model)
+        return _listed(
+            request, operations, kind, filter=filter, start=start, count=count, parameters=parameters
         )
-        return _answer(listed.model_dump_json(scim_ctx=Context.RESOURCE_QUERY_RESPONSE))
+    if resource_id == ".search" and method == "POST":  # a query in a body (RFC 7644 §3.4.3)
+        asked = _body(request, SearchRequest[model], Context.SEARCH_REQUEST)
+        start = max(asked.start_index or 1, 1)
+        count = min(max(asked.count if asked.count is not None else DEFAULT_COUNT, 0), scim.MAX_COUNT)
+        filter = str(asked.filter) if asked.filter is not None else None
+        return _listed(request, operations, kind, filter=filter, start=start, count=count, parameters=asked)
     if resource_id is None and method == "POST":
         created = operations["create"](**{key: _body(request, model, Context.RESOURCE_CREATION_REQUEST)})
-        return _shown(request, created, kind, 201)
+        return _shown(request, created, kind, model, 201)
     if resource_id is not None and method == "GET":
-        return _shown(request, operations["get"](**{f"{key}_id": resource_id}), kind)
+        return _shown(request, operations["get"](**{f"{key}_id": resource_id}), kind, model)
     if resource_id is not None and method == "PUT":
         resource = _body(request, model, Context.RESOURCE_REPLACEMENT_REQUEST)
-        return _shown(request, operations["replace"](**{f"{key}_id": resource_id, key: resource}), kind)
+        replaced = operations["replace"](**{f"{key}_id": resource_id, key: resource})
+        return _shown(request, replaced, kind, model)
     if resource_id is not None and method == "PATCH":
         patch = _body(request, PatchOp[model], Context.RESOURCE_PATCH_REQUEST)
-        return _shown(request, operations["patch"](**{f"{key}_id": resource_id, "patch": patch}), kind)
+        patched = operations["patch"](**{f"{key}_id": resource_id, "patch": patch})
+        return _shown(request, patched, kind, model)
     if resource_id is not None and method == "DELETE":
         operations["delete"](**{f"{key}_id": resource_id})
         return HttpResponse(status=204)
-    allowed = "GET, POST" if resource_id is None else "GET, PUT, PATCH, DELETE"
-    response = _error(Error(status=405, detail=f"{method} is not allowed here ({allowed})"))
-    response["Allow"] = allowed
-    return response
+    return _not_allowed(method, "GET, POST" if resource_id is None else "GET, PUT, PATCH, DELETE")
 
 
 @csrf_exempt

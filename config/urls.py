@@ -69,9 +69,15 @@ urlpatterns = [
     ),
     re_path(r"^v1/vector_stores/(?P<rest>.*)$", openai_api.not_found),
     # SCIM 2.0 provisioning by the organisation's identity provider (collections_app/scim_api.py).
-    re_path(r"^scim/v2/(?P<kind>Users|Groups)$", scim_api.resources, name="scim"),
     re_path(
-        r"^scim/v2/(?P<kind>Users|Groups)/(?P<resource_id>[^/]+)$", scim_api.resources, name="scim-resource"
+        r"^scim/v2/(?P<kind>Users|Groups|ServiceProviderConfig|ResourceTypes|Schemas|\.search)$",
+        scim_api.resources,
+        name="scim",
+    ),
+    re_path(
+        r"^scim/v2/(?P<kind>Users|Groups|ResourceTypes|Schemas)/(?P<resource_id>[^/]+)$",
+        scim_api.resources,
+        name="scim-resource",
     ),
     re_path(r"^scim/(?P<rest>.*)$", scim_api.unknown),
     re_path(r"^api/(?P<rest>.*)$", api_not_found),

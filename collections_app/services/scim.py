@@ -307,6 +307,7 @@ def _group_resource(group: IdpGroup) -> Group:
         id=str(group.pk),
         display_name=group.name,
         external_id=group.external_id or None,
-        members=[GroupMember(value=str(p.pk), display=p.user_name) for p in group.members.all()] or None,
+        members=[GroupMember(value=str(p.pk), type="User", display=p.user_name) for p in group.members.all()]
+        or None,
         meta=Meta(resource_type="Group", last_modified=group.modified_at),
     )

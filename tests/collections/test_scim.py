@@ -147,7 +147,14 @@ def test_groups_give_their_members_the_labels_the_admin_mapped(client, scim, lab
     bob = provision(scim, "bob@example.org", groups=["hr"])
     assert documents(search(client, raw, {**ASKED, "reader": "bob@example.org"})) == {"leave.md"}
     group = scim("GET", 'Groups?filter=displayName eq "hr"').json()["Resources"][0]
-    assert group["members"] == [{"value": bob, "display": "bob@example.org"}]
+    assert group["members"] == [
+        {
+            "value": bob,
+            "$ref": f"http://testserver/scim/v2/Users/{bob}",
+            "type": "User",
+            "display": "bob@example.org",
+        }
+    ]
     assert IdpGroup.objects.filter(name="hr").count() == 1  # the admin's group, claimed, not doubled
     provision(scim, "carol@example.org", groups=["security-team"])
     move = {"op": "add", "path": "members", "value": [{"value": bob}]}
