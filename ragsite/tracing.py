@@ -13,8 +13,10 @@ worker, however long after and wherever it runs.
 
 from __future__ import annotations
 
+import functools
 from contextlib import contextmanager
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -85,6 +87,36 @@ def continued(name: str, carried: dict | None, **attributes):
         name, context=_context_of(carried), attributes=attributes or None
     ) as current:
         yield current
+
+
+def keeping_context(callback):
+    """`callback`, to run later (`transaction.on_commit`), in the trace context current now: a task it
+    queues then carries the trace of the request that asked for it, even when the commit comes after
+    the request's span has ended."""
+    saved = otel_context.get_current()
+
+    @functools.wraps(callback)
+    def run(*args, **kwargs):
+        token = otel_context.attach(saved)
+        try:
+            return callback(*args, **kwargs)
+        finally:
+            otel_context.detach(token)
+
+    return run
+
+
+def continues_trace(task):
+    """A django-q task that continues the trace of whoever queued it: its `trace` keyword (what
+    `carrier()` gave when it was queued; absent for a scheduled run) becomes the parent of a `task`
+    span named for the function, inside which the task runs."""
+
+    @functools.wraps(task)
+    def run(*args, trace: dict | None = None, **kwargs):
+        with continued("task", trace, **{"ragsite.task": task.__name__}):
+            return task(*args, **kwargs)
+
+    return run
 
 
 def incoming(headers) -> Context | None:

@@ -137,3 +137,70 @@ def test_a_request_continues_its_callers_trace(client, db, collector):
     [request] = [s for s in collector.spans if s.name == "request"]
     assert request.trace_id.hex() == "0af7651916cd43dd8448eb211c80319c"
     assert request.parent_span_id.hex() == "b7ad6b7169203331"
+
+
+def _queued_tasks() -> list[tuple[str, str, bool]]:
+    """Every `async_task(...)` in the apps' code: (module, the task's dotted path, passes `trace=`)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    found = []
+    for app in ("collections_app", "memory_app"):
+        for path in sorted((root / app).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "async_task":
+                    first = node.args[0] if node.args else None
+                    target = first.value if isinstance(first, ast.Constant) else "?"
+                    carries = any(keyword.arg == "trace" for keyword in node.keywords)
+                    found.append((str(path.relative_to(root)), target, carries))
+    return found
+
+
+def test_every_queued_task_carries_and_continues_the_trace_of_who_queued_it():
+    """A new `async_task` without `trace=`, or a task that does not continue it, fails here."""
+    import importlib
+
+    queued = _queued_tasks()
+    assert len(queued) >= 7
+    assert [(module, target) for module, target, carries in queued if not carries] == []
+    for _module, target, _carries in queued:
+        module, _, name = target.rpartition(".")
+        task = getattr(importlib.import_module(module), name)
+        assert getattr(task, "__wrapped__", None) is not None, f"{target} is not @tracing.continues_trace"
+
+
+def test_a_stored_memorys_node_task_continues_the_requests_trace(
+    client, db, collector, django_capture_on_commit_callbacks, monkeypatch
+):
+    import importlib
+
+    from django_q.brokers import get_broker
+    from django_q.conf import Conf
+    from django_q.signing import SignedPackage
+
+    monkeypatch.setattr(Conf, "SYNC", False)
+    _agent, raw = create_agent(agent_id="traced", name="Traced")
+    long_text = " ".join(f"word{i} of a long memory about the harbour" for i in range(300))
+    with django_capture_on_commit_callbacks(execute=True):
+        stored = client.post(
+            "/api/v1/memory/memories",
+            data=json.dumps({"text": long_text}),
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {raw}"},
+        )
+    assert stored.status_code in (200, 201), stored.content
+    broker = get_broker()
+    while (task := broker.dequeue()) is not None:
+        [(ack, payload)] = task
+        queued = SignedPackage.loads(payload)
+        module, _, name = queued["func"].rpartition(".")
+        getattr(importlib.import_module(module), name)(*queued["args"], **queued["kwargs"])
+        broker.acknowledge(ack)
+    tracing.flush()
+    [request] = [s for s in collector.spans if s.name == "request"]
+    tasks = [s for s in collector.spans if s.name == "task"]
+    assert tasks and all(s.parent_span_id == request.span_id for s in tasks)
+    named = {{a.key: a.value for a in s.attributes}["ragsite.task"].string_value for s in tasks}
+    assert "build_record_nodes" in named
+    assert "harbour" not in str([list(s.attributes) for s in collector.spans])

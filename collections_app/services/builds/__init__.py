@@ -72,15 +72,17 @@ def request_build(*, collection: Collection, requested_by: str = "", enqueue: bo
             generation=generation,
         )
         if enqueue:
-            carried = tracing.carrier()  # the request's trace, which the worker's build span continues
-            transaction.on_commit(lambda: _enqueue(run.pk, carried))
+            # In the request's trace context: the queued task carries it, and the worker's span continues it.
+            transaction.on_commit(tracing.keeping_context(lambda: _enqueue(run.pk)))
     return run
 
 
-def _enqueue(build_id: int, trace: dict[str, str]) -> None:
+def _enqueue(build_id: int) -> None:
     from django_q.tasks import async_task
 
-    async_task("collections_app.tasks.run_build", build_id, trace=trace, task_name=f"build-{build_id}")
+    async_task(
+        "collections_app.tasks.run_build", build_id, trace=tracing.carrier(), task_name=f"build-{build_id}"
+    )
 
 
 def run_build(build_id: int, *, report: Callable[[BuildRun], None] | None = None) -> BuildRun:
