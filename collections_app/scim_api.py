@@ -41,6 +41,7 @@ from .services import scim, scim_discovery
 CONTENT_TYPE = "application/scim+json"
 MAX_BODY_BYTES = 1 << 20  # a Group with some thousands of members fits; more is refused, 413
 DEFAULT_COUNT = 100
+MAX_START = 10**9  # far past any directory; bounded so the database's offset cannot overflow
 DISCOVERY = ("ServiceProviderConfig", "ResourceTypes", "Schemas")
 
 _OPERATIONS = {
@@ -94,7 +95,12 @@ def _authorised(request) -> None:
 
 
 def _body(request, model, context: Context):
-    if len(request.body) > MAX_BODY_BYTES:
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    # Checked before the body is read: past Django's own read limit it would answer an HTML 400.
+    if declared > MAX_BODY_BYTES or len(request.body) > MAX_BODY_BYTES:
         raise PayloadTooLargeException(detail=f"the request body is over {MAX_BODY_BYTES} bytes")
     try:
         data = parse_json(request.body)
@@ -119,7 +125,12 @@ def _page(request) -> tuple[int, int]:
         count = int(request.GET.get("count", DEFAULT_COUNT))
     except ValueError:
         raise InvalidValueException(detail="startIndex and count must be integers") from None
-    return max(start, 1), min(max(count, 0), scim.MAX_COUNT)
+    return _bounded(start, count)
+
+
+def _bounded(start: int, count: int) -> tuple[int, int]:
+    """startIndex from 1 (RFC 7644 §3.4.2.4: less is 1) to MAX_START; count from 0 to MAX_COUNT."""
+    return min(max(start, 1), MAX_START), min(max(count, 0), scim.MAX_COUNT)
 
 
 def _located(request, resource, kind: str):
@@ -210,8 +221,8 @@ def _handle(request, kind: str, resource_id: str | None) -> HttpResponse:
         )
     if resource_id == ".search" and method == "POST":  # a query in a body (RFC 7644 §3.4.3)
         asked = _body(request, SearchRequest[model], Context.SEARCH_REQUEST)
-        start = max(asked.start_index or 1, 1)
-        count = min(max(asked.count if asked.count is not None else DEFAULT_COUNT, 0), scim.MAX_COUNT)
+        count = asked.count if asked.count is not None else DEFAULT_COUNT
+        start, count = _bounded(asked.start_index or 1, count)
         filter = str(asked.filter) if asked.filter is not None else None
         return _listed(request, operations, kind, filter=filter, start=start, count=count, parameters=asked)
     if resource_id is None and method == "POST":

@@ -108,6 +108,8 @@ def test_malformed_patches_filters_and_members_are_400s_and_change_nothing(scim,
     stranger = {"schemas": [GROUP], "displayName": "hr", "members": [{"value": "999999"}]}
     scim_error(scim("POST", "Groups", stranger), 400, "invalidValue")
     scim_error(scim("POST", "Users", raw='{"userName": "' + "x" * (1 << 20) + '"}'), 413)
+    scim_error(scim("POST", "Users", raw='{"userName": "' + "x" * (3 << 20) + '"}'), 413)  # past Django's
+    assert scim("GET", f"Users?startIndex={10**30}&count=-5").json()["Resources"] == []
     assert scim("GET", f"Users/{user_id}").json()["active"] is True
     assert not IdpGroup.objects.exists()
 
