@@ -123,17 +123,19 @@ def search_collection(request, name: str, payload: SearchIn):
 
 @router.get(
     "/{name}/paragraph",
-    response=with_errors({200: CitedOut}, 404, 409),
+    response=with_errors({200: CitedOut}, 401, 404, 409, 503),
     summary="Read one cited paragraph by its chunk id",
 )
 def read_paragraph(request, name: str, params: Query[CitedIn]):
     """A per-reader collection's ids count that reader's paragraphs; one the reader may not read and one
     that does not exist answer the same 404."""
+    token = params.readerToken or request.headers.get(reader_tokens.READER_TOKEN_HEADER)
+    reader = reader_tokens.reader_named(reader=params.reader, token=token)
     with audit.reading(
-        kind=audit.PARAGRAPH, channel=audit.API, key=request.auth, target=name, reader=params.reader
+        kind=audit.PARAGRAPH, channel=audit.API, key=request.auth, target=name, reader=reader
     ) as read:
         shown = citations.read_cited(
-            agent=request.auth.agent, collection=name, chunk_id=params.chunk_id, reader=params.reader
+            agent=request.auth.agent, collection=name, chunk_id=params.chunk_id, reader=reader
         )
         read.answered([shown["chunk_id"]], len(shown["text"]))
     return shown

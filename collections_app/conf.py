@@ -25,6 +25,7 @@ __all__ = [
     "knowledge_root",
     "measured_floor_keep",
     "ocr_options",
+    "scim_reader_id",
     "settings",
     "sync_every",
 ]
@@ -145,3 +146,19 @@ def knowledge_root() -> Path | None:
     """`KNOWLEDGE_ROOT`: one folder per agent, whose sub-folders are that agent's sources; None when unset."""
     value = settings.KNOWLEDGE_ROOT
     return Path(value) if value else None
+
+
+SCIM_READER_FIELDS = ("userName", "externalId")
+
+
+def scim_reader_id(*, user_name: str, external_id: str | None) -> str:
+    """SCIM_READER_ID filled in for one provisioned person: the reader id it reads as."""
+    template = str(settings.SCIM_READER_ID)
+    named = set(re.findall(r"{([^{}]*)}", template))
+    if not named or not named <= set(SCIM_READER_FIELDS):
+        raise ImproperlyConfigured(
+            f"SCIM_READER_ID must name {{userName}} and/or {{externalId}} and nothing else, not {template!r}"
+        )
+    if "externalId" in named and not external_id:
+        raise ValueError("externalId")
+    return template.format(userName=user_name, externalId=external_id or "")

@@ -29,7 +29,7 @@ from ragsite.errors import RagsiteError, error_body
 from .limits import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
 from .schemas.search import quoted
 from .services.agents import key_from_request
-from .services.reader_tokens import reader_named
+from .services.reader_tokens import READER_TOKEN_HEADER, reader_named
 from .services.search import search_collection
 from .services.vector_stores import (
     DEFAULT_LISTED,
@@ -56,7 +56,6 @@ SEARCH_FIELDS = (
 RANKING_FIELDS = ("ranker", "score_threshold", "hybrid_search")
 RANKERS = ("auto", "default-2024-11-15")
 READER_HEADER, ON_BEHALF_OF_HEADER = "Ragsite-Reader", "Ragsite-On-Behalf-Of"
-READER_TOKEN_HEADER = "Ragsite-Reader-Token"
 EXTENSION_CHARS = {"reader": 200, "readerToken": 16384, "onBehalfOf": 100}
 # Weights whose embedding share differs from the fusion's by less than this are the fusion's own.
 WEIGHT_TOLERANCE = 1e-6

@@ -1,11 +1,16 @@
 """django-q2 tasks: thin adapters that take ids and call one service.
 
+A task queued by a request (or a build) carries that request's trace context (`trace=`), and
+`tracing.continues_trace` starts its span as a child of the request's, so one trace runs from the
+request through the queue to the work.
+
 A task that acts for one agent runs in that agent's row-level security scope on PostgreSQL
 (`ragsite.rls.task_scope`), so a query in it that forgets its agent filter sees only that agent's
 rows. The sweep spans agents and writes only build records, which carry no policy: it runs as the
 tables' owner.
 """
 
+from ragsite import tracing
 from ragsite.rls import task_scope
 
 from .models import Collection
@@ -18,6 +23,7 @@ from .services.agents import (
 )
 
 
+@tracing.continues_trace
 def run_build(build_id: int) -> str:
     """Carry out a queued build; returns its final status."""
     with task_scope(agent_id_of_build(build_id)):
@@ -29,12 +35,14 @@ def sweep_stale_builds() -> int:
     return builds.fail_stale_builds()
 
 
+@tracing.continues_trace
 def run_measure(measure_id: int) -> str:
     """Carry out a queued measurement; returns its final status."""
     with task_scope(agent_id_of_measure(measure_id)):
         return measure.run_measure(measure_id).status
 
 
+@tracing.continues_trace
 def measure_known_answers(build_id: int) -> str:
     """Ask a build its collection's known answers after it committed; returns the report's status or
     "skipped"."""
@@ -48,6 +56,7 @@ def sweep_sync() -> int:
     return len(sync.sweep_due())
 
 
+@tracing.continues_trace
 def check_collection_sync(collection_id: int) -> str:
     """Check one synced collection's folder and build it if something changed; returns what the check said."""
     with task_scope(agent_id_of_collection(collection_id)):
@@ -55,6 +64,7 @@ def check_collection_sync(collection_id: int) -> str:
         return sync_check.check_source(collection=collection).outcome if collection is not None else "gone"
 
 
+@tracing.continues_trace
 def deliver_webhook(delivery_id: int) -> str:
     """One attempt at a webhook delivery; returns its status."""
     with task_scope(agent_id_of_delivery(delivery_id)):

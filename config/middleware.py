@@ -8,6 +8,7 @@ Django's own HTML error pages. The status is kept; only the body becomes
 
 from django.http import HttpResponse, JsonResponse
 
+from ragsite import tracing
 from ragsite.errors import error_body, store_busy
 from ragsite.logs import reset_request_id, set_request_id
 from ragsite.rls import agent_scope, installed
@@ -96,3 +97,22 @@ class RequestId:
             reset_request_id(token)
         response["X-Request-ID"] = value
         return response
+
+
+class RequestTrace:
+    """Each request is a span (`request`, continuing a caller's `traceparent`), so what it does (a search,
+    a build it queues) joins one trace. Attributes: the method, the route pattern and the status, never
+    the path asked for."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        with tracing.request_span(request.headers, **{"http.request.method": request.method[:16]}) as span:
+            response = self.get_response(request)
+            if span.is_recording():
+                match = getattr(request, "resolver_match", None)
+                route = (match.route or match.url_name or "unnamed") if match is not None else "unmatched"
+                span.set_attribute("http.route", route)
+                span.set_attribute("http.response.status_code", response.status_code)
+            return response

@@ -71,6 +71,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # Outermost of all: the request's id on every log line written while it is answered.
     "config.middleware.RequestId",
+    # A span per request (OpenTelemetry, when configured): a search's and a queued build's spans join it.
+    "config.middleware.RequestTrace",
     # Times and counts every request by its route pattern, whatever answered it.
     "config.metrics.RequestMetrics",
     # Outermost but one, so it also sees the CSRF page and any other HTML error answered below it.
@@ -312,6 +314,11 @@ PASSWORD_LOGIN = env.bool("PASSWORD_LOGIN", default=True)
 READER_TOKEN_DISCOVERY_URL = env("READER_TOKEN_DISCOVERY_URL", default="")
 READER_TOKEN_AUDIENCES = env.list("READER_TOKEN_AUDIENCES", default=[])
 READER_PLAIN = env.bool("READER_PLAIN", default=True)
+# SCIM 2.0 provisioning (/scim/v2/, docs/operations.md): the identity provider's bearer token (empty:
+# provisioning is off), and the reader id a provisioned person reads as, from its userName and
+# externalId (e.g. "{externalId}@idp.example.org", so it is the reader its reader tokens name).
+SCIM_TOKEN = env("SCIM_TOKEN", default="")
+SCIM_READER_ID = env("SCIM_READER_ID", default="{userName}")
 
 # --- Traces (OpenTelemetry, docs/operations.md) ----------------------------------
 

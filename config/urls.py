@@ -4,7 +4,7 @@ from django.shortcuts import render
 from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
-from collections_app import embedding_server, openai_api
+from collections_app import embedding_server, openai_api, scim_api
 from ragsite.errors import error_body
 from ragsite.mcp.transport import mcp_endpoint
 
@@ -68,5 +68,17 @@ urlpatterns = [
         "v1/vector_stores/<str:store_id>/search", openai_api.vector_store_search, name="vector-store-search"
     ),
     re_path(r"^v1/vector_stores/(?P<rest>.*)$", openai_api.not_found),
+    # SCIM 2.0 provisioning by the organisation's identity provider (collections_app/scim_api.py).
+    re_path(
+        r"^scim/v2/(?P<kind>Users|Groups|ServiceProviderConfig|ResourceTypes|Schemas|\.search)$",
+        scim_api.resources,
+        name="scim",
+    ),
+    re_path(
+        r"^scim/v2/(?P<kind>Users|Groups|ResourceTypes|Schemas)/(?P<resource_id>[^/]+)$",
+        scim_api.resources,
+        name="scim-resource",
+    ),
+    re_path(r"^scim/(?P<rest>.*)$", scim_api.unknown),
     re_path(r"^api/(?P<rest>.*)$", api_not_found),
 ]

@@ -85,6 +85,8 @@ _NAMES = frozenset(
         "READER_TOKEN_DISCOVERY_URL",
         "READER_TOKEN_AUDIENCES",
         "READER_PLAIN",
+        "SCIM_TOKEN",
+        "SCIM_READER_ID",
         "OTEL_EXPORTER_OTLP_ENDPOINT",
         "OTEL_SERVICE_NAME",
         "WEBHOOK_QUEUE",

@@ -4,13 +4,22 @@
 over OTLP/HTTP in batches from a background thread; without the setting every span is a no-op that
 costs a function call. `span(name, **attributes)` is what the services use. Attributes are counts,
 modes and outcomes: never a question, a paragraph, a reader or a path.
+
+A trace crosses processes as W3C trace context (`traceparent`, `tracestate`): `incoming(headers)`
+continues a caller's trace in a request, `carrier()` gives the current span's context to put into a
+queued task's arguments, and `continued(name, carrier)` starts the task's span as its child in the
+worker, however long after and wherever it runs.
 """
 
 from __future__ import annotations
 
+import functools
 from contextlib import contextmanager
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from ragsite.conf import settings
 
@@ -47,6 +56,83 @@ def flush(timeout_millis: int = 10_000) -> None:
 @contextmanager
 def span(name: str, **attributes):
     with _state["tracer"].start_as_current_span(name, attributes=attributes or None) as current:
+        yield current
+
+
+_PROPAGATOR = TraceContextTextMapPropagator()
+CARRIED = ("traceparent", "tracestate")
+
+
+def carrier() -> dict[str, str]:
+    """The current span's trace context as W3C headers, to queue with a task; {} when nothing is traced."""
+    if _state["provider"] is None:
+        return {}
+    carried: dict[str, str] = {}
+    _PROPAGATOR.inject(carried)
+    return carried
+
+
+def _context_of(carried) -> Context | None:
+    if not isinstance(carried, dict):
+        return None
+    # Only the two W3C fields, as short strings: a carrier comes from a queued task's arguments.
+    clean = {k: v for k, v in carried.items() if k in CARRIED and isinstance(v, str) and len(v) <= 512}
+    return _PROPAGATOR.extract(clean) if clean else None
+
+
+@contextmanager
+def continued(name: str, carried: dict | None, **attributes):
+    """A span continuing the trace `carried` names (a task queued by a traced request), or a new trace."""
+    with _state["tracer"].start_as_current_span(
+        name, context=_context_of(carried), attributes=attributes or None
+    ) as current:
+        yield current
+
+
+def keeping_context(callback):
+    """`callback`, to run later (`transaction.on_commit`), in the trace context current now: a task it
+    queues then carries the trace of the request that asked for it, even when the commit comes after
+    the request's span has ended."""
+    saved = otel_context.get_current()
+
+    @functools.wraps(callback)
+    def run(*args, **kwargs):
+        token = otel_context.attach(saved)
+        try:
+            return callback(*args, **kwargs)
+        finally:
+            otel_context.detach(token)
+
+    return run
+
+
+def continues_trace(task):
+    """A django-q task that continues the trace of whoever queued it: its `trace` keyword (what
+    `carrier()` gave when it was queued; absent for a scheduled run) becomes the parent of a `task`
+    span named for the function, inside which the task runs."""
+
+    @functools.wraps(task)
+    def run(*args, trace: dict | None = None, **kwargs):
+        with continued("task", trace, **{"ragsite.task": task.__name__}):
+            return task(*args, **kwargs)
+
+    return run
+
+
+def incoming(headers) -> Context | None:
+    """The caller's trace context from a request's `traceparent`/`tracestate` headers, if it sent one."""
+    return _context_of({k: headers.get(k) for k in CARRIED if headers.get(k) is not None})
+
+
+@contextmanager
+def request_span(headers, **attributes):
+    """The span of one HTTP request, continuing the caller's trace when it names one."""
+    with _state["tracer"].start_as_current_span(
+        "request",
+        context=incoming(headers) if _state["provider"] is not None else None,
+        kind=trace.SpanKind.SERVER,
+        attributes=attributes or None,
+    ) as current:
         yield current
 
 

@@ -149,6 +149,15 @@ NOT_READS = {
     ("*", "admin/logout/"): "ends a staff session",
     ("*", "sso/login"): "sends staff to the identity provider",
     ("*", "sso/callback"): "signs staff in from the identity provider",
+    (
+        "*",
+        "^scim/v2/(?P<kind>Users|Groups|ServiceProviderConfig|ResourceTypes|Schemas|\\.search)$",
+    ): "the identity provider provisions readers, and SCIM's discovery; no text",
+    (
+        "*",
+        "^scim/v2/(?P<kind>Users|Groups|ResourceTypes|Schemas)/(?P<resource_id>[^/]+)$",
+    ): "one provisioned reader or group, or a resource type or schema",
+    ("*", "^scim/(?P<rest>.*)$"): "SCIM's 404",
     "build": "queues a build",
     "measure": "counts, ranks and scores of a scratch build, no paragraph text",
     "build_status": "a build's counts and outcome",

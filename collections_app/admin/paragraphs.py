@@ -119,7 +119,8 @@ class LabelAdmin(admin.ModelAdmin):
 
 @admin.register(Reader)
 class ReaderAdmin(admin.ModelAdmin):
-    list_display = ["external_id", "labels_shown"]
+    list_display = ["external_id", "labels_shown", "withdrawn_at"]
+    readonly_fields = ["withdrawn_at"]
     list_filter = ["labels"]
     search_fields = ["external_id"]
     filter_horizontal = ["labels"]

@@ -16,6 +16,7 @@ from .agents import (  # noqa: F401
     ApiKeyQuerySet,
     IdpGroup,
     Label,
+    ProvisionedUser,
     Reader,
     StoreMeta,
 )

@@ -117,6 +117,9 @@ class Reader(models.Model):
 
     external_id = models.CharField(max_length=200, unique=True)
     labels = models.ManyToManyField(Label, blank=True, related_name="readers")
+    # Set when the identity provider de-provisions the person (SCIM DELETE, or active=false): the
+    # reader then holds nothing, and neither a token nor a hand-given label gives it anything.
+    withdrawn_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["external_id"]
@@ -133,6 +136,11 @@ class IdpGroup(models.Model):
         max_length=200, unique=True, help_text="The group as the provider's token names it."
     )
     labels = models.ManyToManyField(Label, blank=True, related_name="idp_groups")
+    # The provider's own id for the group, and whether SCIM keeps it (it may also be typed here first
+    # and then claimed by the provider's first push of a group of that name).
+    external_id = models.CharField(max_length=200, blank=True, editable=False)
+    provisioned = models.BooleanField(default=False, editable=False)
+    modified_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["name"]
@@ -140,3 +148,26 @@ class IdpGroup(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class ProvisionedUser(models.Model):
+    """A person the identity provider keeps here over SCIM (`/scim/v2/Users`): the reader it names and
+    the groups it belongs to. Its reader's labels are those its groups give while it is active."""
+
+    user_name = models.CharField(max_length=200, unique=True)
+    external_id = models.CharField(max_length=200, blank=True)
+    display_name = models.CharField(max_length=200, blank=True)
+    reader = models.OneToOneField(Reader, on_delete=models.PROTECT, related_name="provisioned")
+    groups = models.ManyToManyField(IdpGroup, blank=True, related_name="members")
+    created_at = models.DateTimeField(auto_now_add=True)
+    modified_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["user_name"]
+
+    def __str__(self):
+        return self.user_name
+
+    @property
+    def active(self) -> bool:
+        return self.reader.withdrawn_at is None

@@ -109,6 +109,12 @@ class CitedIn(Schema):
     reader: str | None = Field(
         None, max_length=200, description="Required when the collection answers per reader."
     )
+    readerToken: str | None = Field(
+        None,
+        max_length=16384,
+        description="Instead of reader: that person's ID token, as for a search. A URL may be kept in "
+        "access logs: the Ragsite-Reader-Token header carries it as well and keeps it out of them.",
+    )
 
 
 class CitedOut(Schema):

@@ -15,7 +15,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from ragsite import embedding
+from ragsite import embedding, tracing
 from ragsite.bodies import refuse_nul
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import RagsiteError
@@ -315,14 +315,19 @@ def request_measure(
             },
         )
         if enqueue:
-            transaction.on_commit(lambda: _enqueue_measure(run.pk))
+            transaction.on_commit(tracing.keeping_context(lambda: _enqueue_measure(run.pk)))
     return run
 
 
 def _enqueue_measure(measure_id: int) -> None:
     from django_q.tasks import async_task
 
-    async_task("collections_app.tasks.run_measure", measure_id, task_name=f"measure-{measure_id}")
+    async_task(
+        "collections_app.tasks.run_measure",
+        measure_id,
+        trace=tracing.carrier(),
+        task_name=f"measure-{measure_id}",
+    )
 
 
 def run_measure(measure_id: int) -> MeasureRun:

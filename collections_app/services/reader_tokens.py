@@ -36,6 +36,8 @@ from ..models import IdpGroup, Reader
 # Signature algorithms accepted (asymmetric only: a shared-secret token could be minted by any holder).
 ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"]
 MAX_TOKEN_CHARS = 16384
+# Where a GET (no body) or a client that cannot add body fields sends the token instead.
+READER_TOKEN_HEADER = "Ragsite-Reader-Token"
 LEEWAY_SECONDS = 60
 # The provider's discovery document and keys are kept this long per process (a key it has not
 # published yet is fetched at once).
@@ -70,6 +72,8 @@ def token_reader(token: str) -> str:
     external_id = f"{claims['sub']}@{urlsplit(str(claims['iss'])).netloc}"[:200]
     wanted = set(IdpGroup.objects.filter(name__in=groups).values_list("labels", flat=True)) - {None}
     reader = Reader.objects.filter(external_id=external_id).first()
+    if reader is not None and reader.withdrawn_at is not None:
+        return external_id  # de-provisioned over SCIM: a token still valid gives it nothing
     held = set(reader.labels.values_list("pk", flat=True)) if reader is not None else None
     if held != wanted:  # a write only when the person's labels changed (or it is new)
         reader = reader or Reader.objects.create(external_id=external_id)

@@ -29,7 +29,8 @@ def resolve_reader(collection: Collection, reader: str | None) -> Reader | None:
         )
     if "\x00" in reader or len(reader) > 200:  # cannot be stored, so cannot be known; never queried
         return NO_LABELS
-    return Reader.objects.filter(external_id=reader).first() or NO_LABELS
+    # A reader the identity provider has withdrawn (services/scim.py) reads as one holding nothing.
+    return Reader.objects.filter(external_id=reader, withdrawn_at__isnull=True).first() or NO_LABELS
 
 
 # Rows of a document advance in start and end. Without the index's `carried_from` (an index written

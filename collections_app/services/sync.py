@@ -22,6 +22,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from ragsite import tracing
 from ragsite.errors import RagsiteError
 from ragsite.locks import short_lock_waits
 
@@ -101,7 +102,7 @@ def sweep_due(now=None) -> list[int]:
         if won:
             claimed.append(sync["collection_id"])
     for collection_id in claimed:
-        transaction.on_commit(lambda pk=collection_id: _enqueue(pk))
+        transaction.on_commit(tracing.keeping_context(lambda pk=collection_id: _enqueue(pk)))
     return claimed
 
 
@@ -109,5 +110,8 @@ def _enqueue(collection_id: int) -> None:
     from django_q.tasks import async_task
 
     async_task(
-        "collections_app.tasks.check_collection_sync", collection_id, task_name=f"sync-{collection_id}"
+        "collections_app.tasks.check_collection_sync",
+        collection_id,
+        trace=tracing.carrier(),
+        task_name=f"sync-{collection_id}",
     )

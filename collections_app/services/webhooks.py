@@ -28,6 +28,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from ragsite import tracing
 from ragsite.errors import RagsiteError
 from ragsite.instruments import WEBHOOK_DELIVERIES
 
@@ -164,7 +165,7 @@ def emit(*, agent_id: int, event: str, data: dict) -> int:
             "data": data,
         }
         delivery.save()
-        transaction.on_commit(lambda pk=delivery.pk: _enqueue(pk))
+        transaction.on_commit(tracing.keeping_context(lambda pk=delivery.pk: _enqueue(pk)))
     return len(hooks)
 
 
@@ -183,6 +184,7 @@ def _enqueue(delivery_id: int) -> None:
     async_task(
         "collections_app.tasks.deliver_webhook",
         delivery_id,
+        trace=tracing.carrier(),  # the build's trace, when a traced build finished
         task_name=f"webhook-{delivery_id}",
         cluster=queue,
     )
@@ -311,7 +313,7 @@ def retry_due(now=None) -> list[int]:
         .values_list("pk", flat=True)[:500]
     )
     for pk in due:
-        transaction.on_commit(lambda pk=pk: _enqueue(pk))
+        transaction.on_commit(tracing.keeping_context(lambda pk=pk: _enqueue(pk)))
     return due
 
 
@@ -326,7 +328,7 @@ def send_again(*, deliveries) -> int:
     )
     WebhookDelivery.objects.filter(pk__in=ids).update(status=WebhookDelivery.PENDING, next_attempt_at=now)
     for pk in ids:
-        transaction.on_commit(lambda pk=pk: _enqueue(pk))
+        transaction.on_commit(tracing.keeping_context(lambda pk=pk: _enqueue(pk)))
     return len(ids)
 
 

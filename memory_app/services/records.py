@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from collections_app.models import Agent
-from ragsite import embedding
+from ragsite import embedding, tracing
 from ragsite.errors import Conflict, NotFound, RagsiteError
 
 from ..models import KINDS, RECORD_MODELS, Episode, Memory, Record
@@ -37,11 +37,17 @@ def _queue_nodes(kind: str, id: int) -> None:
     def enqueue() -> None:
         from django_q.tasks import async_task
 
-        async_task("memory_app.tasks.build_record_nodes", kind, id, task_name=f"nodes-{kind}-{id}")
+        async_task(
+            "memory_app.tasks.build_record_nodes",
+            kind,
+            id,
+            trace=tracing.carrier(),
+            task_name=f"nodes-{kind}-{id}",
+        )
 
     # robust: a broker that is down must not turn a stored record into an error; the health
     # repair finds long records without nodes and builds them later.
-    transaction.on_commit(enqueue, robust=True)
+    transaction.on_commit(tracing.keeping_context(enqueue), robust=True)
 
 
 def _queue_vector(kind: str, id: int) -> None:
@@ -50,9 +56,15 @@ def _queue_vector(kind: str, id: int) -> None:
     def enqueue() -> None:
         from django_q.tasks import async_task
 
-        async_task("memory_app.tasks.embed_record_vector", kind, id, task_name=f"vector-{kind}-{id}")
+        async_task(
+            "memory_app.tasks.embed_record_vector",
+            kind,
+            id,
+            trace=tracing.carrier(),
+            task_name=f"vector-{kind}-{id}",
+        )
 
-    transaction.on_commit(enqueue, robust=True)
+    transaction.on_commit(tracing.keeping_context(enqueue), robust=True)
 
 
 def _store(model: type[Record], agent: Agent, text: str) -> tuple[Record, dict | None]:

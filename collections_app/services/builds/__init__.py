@@ -15,7 +15,7 @@ from django.db import DatabaseError, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
-from ragsite import embedding, instruments
+from ragsite import embedding, instruments, tracing
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError, StoreBusy
 from ragsite.locks import short_lock_waits
@@ -72,18 +72,34 @@ def request_build(*, collection: Collection, requested_by: str = "", enqueue: bo
             generation=generation,
         )
         if enqueue:
-            transaction.on_commit(lambda: _enqueue(run.pk))
+            # In the request's trace context: the queued task carries it, and the worker's span continues it.
+            transaction.on_commit(tracing.keeping_context(lambda: _enqueue(run.pk)))
     return run
 
 
 def _enqueue(build_id: int) -> None:
     from django_q.tasks import async_task
 
-    async_task("collections_app.tasks.run_build", build_id, task_name=f"build-{build_id}")
+    async_task(
+        "collections_app.tasks.run_build", build_id, trace=tracing.carrier(), task_name=f"build-{build_id}"
+    )
 
 
 def run_build(build_id: int, *, report: Callable[[BuildRun], None] | None = None) -> BuildRun:
-    """Carry out a queued build. Never raises for a refusal or failure: the BuildRun records it."""
+    """Carry out a queued build. Never raises for a refusal or failure: the BuildRun records it.
+
+    Traced as a `build` span (children: a `read`, `extract` and `chunk` per document read, `embed`,
+    `write`), carrying the build's id, outcome and counts, never a document's name or text."""
+    with tracing.span("build", **{"ragsite.build": build_id}) as span:
+        run = _run_build(build_id, report)
+        if span.is_recording():
+            span.set_attribute("ragsite.outcome", run.status)
+            for name in ("documents_read", "documents_reused", "documents_refused", "paragraphs_embedded"):
+                span.set_attribute(f"ragsite.{name}", getattr(run, name) or 0)
+    return run
+
+
+def _run_build(build_id: int, report: Callable[[BuildRun], None] | None) -> BuildRun:
     run = BuildRun.objects.select_related("collection__agent").get(pk=build_id)
     if run.status != BuildRun.QUEUED:
         return run
@@ -205,7 +221,9 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
     changed = any(not p.reused and p.status != Document.REFUSED for p in prepared)
     known_vectors = _known_vectors(collection, embedder.model) if changed and reuse else {}
     embedded_before, started = run.paragraphs_embedded, time.perf_counter()
-    _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
+    with tracing.span("embed") as span:
+        _embed_missing(prepared, embedder, known_vectors, run, progress, collection)
+        span.set_attribute("ragsite.paragraphs", run.paragraphs_embedded - embedded_before)
     if run.paragraphs_embedded > embedded_before:
         instruments.EMBEDDED.labels(purpose="build").inc(run.paragraphs_embedded - embedded_before)
         instruments.EMBED_SECONDS.labels(purpose="build").inc(time.perf_counter() - started)
@@ -234,6 +252,7 @@ def _build(collection: Collection, run: BuildRun, progress: Progress) -> None:
     measured = known_answers.gate_build(
         collection=collection, run=run, candidate=lambda: candidate_paragraphs(collection, prepared, existing)
     )
-    _commit(collection, run, prepared, existing, embedder, refused, previous)
+    with tracing.span("write"):
+        _commit(collection, run, prepared, existing, embedder, refused, previous)
     if run.status in BuildRun.LIVE:
         known_answers.after_build(run=run, measured=measured)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
+from ragsite import tracing
 from ragsite.errors import RagsiteError
 
 from ...models import (
@@ -89,7 +90,9 @@ def _prepare(
     """Read, cut and place one source; ``reuse`` False: never keep its stored paragraphs as they are
     (their vectors are of another width). None: a new file still being written, left for a later build."""
     try:
-        data = read_settled(source)
+        with tracing.span("read") as span:  # the bytes of one document; its name stays out of the span
+            data = read_settled(source)
+            span.set_attribute("ragsite.bytes", len(data))
     except StillWriting:
         return _still_writing(source, document, run, reuse=reuse)
     except Unreadable as exc:
@@ -143,11 +146,14 @@ def _prepare(
         run.documents_reused += 1
         return item
     try:
-        extracted = extractor.extract(source.name, data)
+        with tracing.span("extract", **{"ragsite.kind": source.kind or ""}):
+            extracted = extractor.extract(source.name, data)
     except Unreadable as exc:
         return _refuse(item, collection, exc.reason, exc.category, run)
     del data
-    pieces = chunk(extracted.text, method, size=size, overlap=overlap, tokens=embedder)
+    with tracing.span("chunk", **{"ragsite.method": method}) as span:
+        pieces = chunk(extracted.text, method, size=size, overlap=overlap, tokens=embedder)
+        span.set_attribute("ragsite.paragraphs", len(pieces))
     item.warnings, item.read_notes = list(extracted.warnings), list(extracted.notes)
     item.notes += [f"{source.name}: {note}" for note in extracted.notes]  # after the sidecar's note
     if getattr(pieces, "truncated", False):

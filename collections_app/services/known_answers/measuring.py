@@ -10,7 +10,7 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
-from ragsite import embedding
+from ragsite import embedding, tracing
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
 from ragsite.fusion import FUSION_WEIGHT, floor_is_open
@@ -69,7 +69,7 @@ def measure_again(*, collection_ids: Iterable[int]) -> None:
     ).distinct():
         live = live_build_id(collection)
         if live is not None:
-            transaction.on_commit(lambda live=live: _enqueue(live))
+            transaction.on_commit(tracing.keeping_context(lambda live=live: _enqueue(live)))
 
 
 def after_build(*, run: BuildRun, measured: dict | None) -> None:
@@ -77,7 +77,7 @@ def after_build(*, run: BuildRun, measured: dict | None) -> None:
     if measured is not None:
         _save(run, measured)
     elif KnownAnswer.objects.filter(collection_id=run.collection_id).exists():
-        transaction.on_commit(lambda: _enqueue(run.pk))
+        transaction.on_commit(tracing.keeping_context(lambda: _enqueue(run.pk)))
 
 
 def measure_build(*, build_id: int) -> KnownAnswersReport | None:

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 
 from django.db import transaction
 
+from ragsite import tracing
 from ragsite.bodies import refuse_nul
 from ragsite.errors import Conflict
 
@@ -148,7 +149,7 @@ def set_known_answers(
             and KnownAnswersReport.objects.filter(build_id=live, status=KnownAnswersReport.MEASURED).exists()
         )
         if checked and live is not None and not measured:
-            transaction.on_commit(lambda: _enqueue(live))
+            transaction.on_commit(tracing.keeping_context(lambda: _enqueue(live)))
     logger.info(
         "known answers of %s/%s set: %d items", collection.agent.agent_id, collection.name, len(checked)
     )
@@ -169,4 +170,9 @@ def live_build_id(collection: Collection) -> int | None:
 def _enqueue(build_id: int) -> None:
     from django_q.tasks import async_task
 
-    async_task("collections_app.tasks.measure_known_answers", build_id, task_name=f"known-answers-{build_id}")
+    async_task(
+        "collections_app.tasks.measure_known_answers",
+        build_id,
+        trace=tracing.carrier(),  # the build's trace: the known answers are its last step
+        task_name=f"known-answers-{build_id}",
+    )
