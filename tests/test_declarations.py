@@ -16,6 +16,7 @@ from collections_app.schemas.builds import BuildOut, BuildStatusIn, BuildStatusO
 from collections_app.schemas.collections import CollectionName, CollectionsOut, NoArguments
 from collections_app.schemas.measure import MeasureIn, MeasureOut
 from collections_app.schemas.search import SearchIn, SearchOut, search_arguments
+from collections_app.schemas.vector_stores import VectorStoreSearchIn, VectorStoresQuery
 from collections_app.services.search import search_collection
 from config.api import api
 from memory_app.schemas import (
@@ -176,3 +177,26 @@ def test_a_request_reaches_the_service_under_the_services_names_with_the_declare
         "most": RecallIn.model_fields["most"].default,
         "max_chars": 900,
     }
+
+
+def test_the_openapi_document_publishes_the_vector_stores_declarations(client):
+    """The OpenAI-compatible routes are plain Django views; their shapes reach the document from the
+    same declarations their views validate with (`collections_app.schemas.vector_stores`)."""
+    document = client.get("/api/v1/openapi.json").json()
+    paths = document["paths"]
+
+    def named(content: dict) -> str:
+        return content["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+
+    listing = paths["/v1/vector_stores"]["get"]
+    assert [p["name"] for p in listing["parameters"]] == list(VectorStoresQuery.model_fields)
+    assert named(listing["responses"]["200"]["content"]) == "VectorStoresOut"
+    assert (
+        named(paths["/v1/vector_stores/{store_id}"]["get"]["responses"]["200"]["content"]) == "VectorStoreOut"
+    )
+    searching = paths["/v1/vector_stores/{store_id}/search"]["post"]
+    assert named(searching["requestBody"]["content"]) == "VectorStoreSearchIn"
+    assert named(searching["responses"]["200"]["content"]) == "SearchResultsOut"
+    assert named(searching["responses"]["400"]["content"]) == "OpenAIErrorOut"
+    body = document["components"]["schemas"]["VectorStoreSearchIn"]
+    assert set(body["properties"]) == set(VectorStoreSearchIn.model_fields)
