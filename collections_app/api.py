@@ -11,7 +11,9 @@ from .schemas.builds import BuildOut, BuildsQuery, BuildStatusOut
 from .schemas.collections import CitedIn, CitedOut, CollectionIn, CollectionOut, SyncIn
 from .schemas.known_answers import KnownAnswersIn, KnownAnswersOut
 from .schemas.search import SearchIn, SearchOut, quoted, search_arguments
-from .services import agents, build_status, builds, citations, known_answers, reader_tokens, search, sync
+from .services import agents, builds, citations, known_answers, search, sync
+from .services.builds import status as build_status
+from .services.readers import tokens as reader_tokens
 
 router = Router(tags=["collections"])
 

@@ -19,10 +19,16 @@ from .schemas.collections import CollectionName, CollectionsOut, NoArguments
 from .schemas.measure import MeasureIn, MeasureOut
 from .schemas.search import SearchIn, SearchOut, quoted, search_arguments
 from .services.agents import get_collection
-from .services.build_status import build_status, collection_summaries, get_build, latest_build, wait_for_build
 from .services.builds import request_build
+from .services.builds.status import (
+    build_status,
+    collection_summaries,
+    get_build,
+    latest_build,
+    wait_for_build,
+)
 from .services.measure import DEFAULT_MOST, measure_collection, parse_items
-from .services.reader_tokens import reader_named
+from .services.readers.tokens import reader_named
 from .services.search import search_collection
 
 SEARCH_INPUT = tool_input(CollectionName, SearchIn)

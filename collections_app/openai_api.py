@@ -41,7 +41,7 @@ from .schemas.vector_stores import (
     VectorStoresQuery,
 )
 from .services.agents import key_from_request
-from .services.reader_tokens import reader_named
+from .services.readers.tokens import reader_named
 from .services.search import search_collection
 from .services.vector_stores import document_attributes, get_vector_store, list_vector_stores, results_page
 

@@ -91,7 +91,7 @@ class SearchIn(StrictSchema):
 
 
 # The request's fields the adapters resolve before searching: the reader, named or by its ID token
-# (`services.reader_tokens.reader_named`); every other field reaches the service as it was sent.
+# (`services.readers.tokens.reader_named`); every other field reaches the service as it was sent.
 RESOLVED_BY_ADAPTER = ("reader", "readerToken")
 
 
