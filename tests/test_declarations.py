@@ -200,3 +200,11 @@ def test_the_openapi_document_publishes_the_vector_stores_declarations(client):
     assert named(searching["responses"]["400"]["content"]) == "OpenAIErrorOut"
     body = document["components"]["schemas"]["VectorStoreSearchIn"]
     assert set(body["properties"]) == set(VectorStoreSearchIn.model_fields)
+
+
+def test_the_search_command_has_an_option_for_every_declared_request_field():
+    from collections_app.management.commands.search import NOT_OPTIONS, Command
+
+    parser = Command().create_parser("manage.py", "search")
+    options = {action.dest for action in parser._actions if action.option_strings}
+    assert set(SearchIn.model_fields) - set(NOT_OPTIONS) <= options
