@@ -43,7 +43,7 @@ def warm_indexes(*, verify: bool = True) -> list[Warmed]:
         try:
             same = (
                 index_store.verify_folder(collection_id=collection.pk, key=key, folder=folder)
-                if verify and _usable(folder)
+                if verify and _usable(folder, built.analyzer)
                 else None
             )
             if same is False:
@@ -54,7 +54,7 @@ def warm_indexes(*, verify: bool = True) -> list[Warmed]:
                 )
                 discard_copy(collection_id=collection.pk, key=key)
             stored = index_store.is_stored(collection_id=collection.pk, key=key)
-            if not _usable(folder):
+            if not _usable(folder, built.analyzer):
                 written = write_index(collection=collection)
                 outcome = "fetched" if stored else "written"
                 key, folder = written or (key, folder)
