@@ -3,6 +3,7 @@ the API and the admin with the rebuild that takes it live, and never in the seed
 
 import json
 import logging
+from io import StringIO
 
 import pytest
 from django.contrib.messages import get_messages
@@ -167,6 +168,8 @@ def test_a_new_collection_takes_the_analyzer_setting(agent, settings):
     settings.ANALYZER = "english"
     assert create_collection(agent=agent, name="stemmed").analyzer == "english"
     assert create_collection(agent=agent, name="asked", analyzer="cjk").analyzer == "cjk"
+    call_command("create_collection", "alpha", "by-command", "--analyzer", "french", stdout=StringIO())
+    assert Collection.objects.get(name="by-command").analyzer == "french"
 
 
 def test_an_unknown_analyzer_setting_fails_the_system_check(settings):
