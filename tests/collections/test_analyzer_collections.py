@@ -249,3 +249,29 @@ def test_the_admin_offers_every_analyzer_and_a_change_queues_the_rebuild(
     assert any("queued so that the keyword index reads words the new way" in m for m in said), said
     assert CollectionBuilt.objects.get(collection=collection).analyzer == "english"
     assert documents(collection, "policies", mode="lexical", min_score=0.01) == ["travel.md"]
+
+
+def test_known_answers_are_measured_in_the_builds_analyzer(
+    agent, knowledge_folder, django_capture_on_commit_callbacks
+):
+    from collections_app.models import KnownAnswersReport
+    from collections_app.services import known_answers
+
+    items = [{"question": "policies", "answer": "travel policy"}, {"question": "sourdough", "control": True}]
+    scores = {}
+    for analyzer in ("simple", "english"):
+        collection = create_collection(agent=agent, name=analyzer, method="structure", analyzer=analyzer)
+        knowledge_folder(analyzer, POLICY)
+        known_answers.set_known_answers(collection=collection, items=items)
+        with django_capture_on_commit_callbacks(execute=True):
+            run = build_collection(collection=collection)
+        result = KnownAnswersReport.objects.get(build=run).results[0]
+        answer = search_collection(
+            agent=agent, collection=collection, question="policies", min_score=0, most=2, around=0
+        )
+        travel = next(p for p in answer["paragraphs"] if p["document"] == "travel.md")
+        # The report scores the answer as a search of the live build scores the same paragraph.
+        assert result["score"] == pytest.approx(travel["score"], abs=1e-6)
+        scores[analyzer] = result["score"]
+    # The keyword leg met "policy" only when stemmed: english finds it above the floor, simple does not.
+    assert scores["english"] > 0.22 > scores["simple"]
