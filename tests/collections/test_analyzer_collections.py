@@ -275,3 +275,23 @@ def test_known_answers_are_measured_in_the_builds_analyzer(
         scores[analyzer] = result["score"]
     # The keyword leg met "policy" only when stemmed: english finds it above the floor, simple does not.
     assert scores["english"] > 0.22 > scores["simple"]
+
+
+def test_a_change_made_while_a_build_runs_is_the_analyzer_it_commits_with(
+    agent, knowledge_folder, monkeypatch
+):
+    from collections_app.services import builds
+
+    collection = create_collection(agent=agent, name="handbook", method="structure")
+    knowledge_folder("handbook", POLICY)
+    reading = builds.collection_sources
+
+    def sources_then_a_change(collection):
+        # The build has read its collection; a person changes the analyzer before it commits.
+        Collection.objects.filter(pk=collection.pk).update(analyzer="english")
+        return reading(collection)
+
+    monkeypatch.setattr(builds, "collection_sources", sources_then_a_change)
+    assert build_collection(collection=collection).status == "succeeded"
+    assert CollectionBuilt.objects.get(collection=collection).analyzer == "english"
+    assert documents(collection, "policies", mode="lexical", min_score=0.01) == ["travel.md"]
