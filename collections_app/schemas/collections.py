@@ -129,8 +129,9 @@ class AnalyzerOut(CollectionOut):
     )
     rebuild_note: str = Field(
         ...,
-        description='Why no build was queued: "unchanged", "never built" (the first build uses it), or a '
-        "build already queued or running (it indexes with the analyzer in force when it finishes).",
+        description='Why no build was queued ("" when one was): "unchanged", "never built" (the first '
+        "build uses it), or a build already queued or running (it indexes with the analyzer in force when "
+        "it commits).",
     )
 
 
