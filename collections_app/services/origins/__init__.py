@@ -1,0 +1,106 @@
+"""A collection's origin: a folder on this machine (the default) or a remote source read through its
+maintained client (docs/sources.md).
+
+`set_source` records a collection's kind, its settings (checked per kind) and its credentials (sealed at
+rest, never shown again); `origin_of` gives the collection's remote origin, or None for a folder, and
+the build (`services.sources.collection_sources`) and the sync check (`services.sync_check`) read it
+through the same two calls, a listing and a fetch, so change detection, renames, the build swap,
+webhooks and "keep in sync" are the folder's. Kinds read today: `folder`, `git`, `s3`; `webdav` and
+`web` are declared and refused as not available yet.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.db import transaction
+
+from ...models import Collection, CollectionSource
+from . import git, s3
+from .base import Entry, InvalidSource, Origin, SourceUnavailable
+
+__all__ = [
+    "AVAILABLE",
+    "Entry",
+    "InvalidSource",
+    "Origin",
+    "SourceUnavailable",
+    "describe",
+    "origin_of",
+    "set_source",
+]
+
+# Each remote kind: (settings checker, credentials checker, origin class).
+REMOTE = {
+    CollectionSource.GIT: (git.checked_settings, git.checked_credentials, git.GitOrigin),
+    CollectionSource.S3: (s3.checked_settings, s3.checked_credentials, s3.S3Origin),
+}
+AVAILABLE = (CollectionSource.FOLDER, *REMOTE)
+PLANNED = tuple(k for k in CollectionSource.KINDS if k not in AVAILABLE)
+
+
+def set_source(
+    *, collection: Collection, kind: str, settings: dict | None = None, credentials: dict | None = None
+) -> CollectionSource:
+    """Make `kind` the collection's origin. Settings are checked (URLs against SOURCE_ALLOWED_HOSTS);
+    credentials None keep those already set for the same kind, {} clear them. A change of origin
+    is built by the next build (or sync check); what is built keeps answering meanwhile."""
+    if kind in PLANNED:
+        raise InvalidSource(
+            f"a {kind} source is not available yet; sources read today: {', '.join(AVAILABLE)}",
+            code="source_not_available",
+        )
+    if kind not in AVAILABLE:
+        raise InvalidSource(f"a source's kind is one of {', '.join(AVAILABLE)}")
+    if settings is not None and not isinstance(settings, dict):
+        raise InvalidSource("a source's settings are an object")
+    if credentials is not None and not isinstance(credentials, dict):
+        raise InvalidSource("a source's credentials are an object")
+    current = CollectionSource.objects.filter(collection=collection).first()
+    if kind == CollectionSource.FOLDER:
+        if settings or credentials:
+            raise InvalidSource(
+                "a folder source takes no settings: its folder is named as today (docs/collections.md)"
+            )
+        checked, sealed = {}, ""
+    else:
+        check_settings, check_credentials, _origin = REMOTE[kind]
+        checked = check_settings(settings or {})
+        if credentials is None and current is not None and current.kind == kind:
+            sealed = current.credentials
+        else:
+            sealed = json.dumps(check_credentials(credentials or {})) if credentials else ""
+    with transaction.atomic():
+        source, _created = CollectionSource.objects.update_or_create(
+            collection=collection, defaults={"kind": kind, "settings": checked, "credentials": sealed}
+        )
+    return source
+
+
+def origin_of(collection: Collection) -> Origin | None:
+    """The collection's remote origin, or None when its documents are a folder's (or uploads)."""
+    source = CollectionSource.objects.filter(collection=collection).first()
+    if source is None or source.kind == CollectionSource.FOLDER:
+        return None
+    if source.kind not in REMOTE:
+        raise SourceUnavailable(f"a {source.kind} source is not available yet", code="source_not_available")
+    try:
+        credentials = json.loads(source.credentials) if source.credentials else {}
+    except ValueError:
+        credentials = None
+    if credentials is None:
+        raise SourceUnavailable(
+            f"the {source.kind} source's credentials cannot be read; set them again",
+            code="source_credentials_sealed",
+        )
+    _check, _check_credentials, origin = REMOTE[source.kind]
+    return origin(collection_id=collection.pk, settings=source.settings, credentials=credentials)
+
+
+def describe(collection: Collection) -> dict:
+    """What the API and the admin show of a collection's source: its kind and settings, and whether
+    credentials are set (never what they are)."""
+    source = CollectionSource.objects.filter(collection=collection).first()
+    if source is None:
+        return {"kind": CollectionSource.FOLDER, "settings": {}, "credentials": False}
+    return {"kind": source.kind, "settings": dict(source.settings), "credentials": bool(source.credentials)}

@@ -1,0 +1,99 @@
+"""Real source servers on loopback for the sources' tests: a bare git repository served by `git daemon`,
+and an S3 endpoint (moto's server) that boto3 speaks to as it would to AWS."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for(port: int, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
+
+
+def git(*args: str, cwd: Path | None = None) -> str:
+    environment = {
+        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
+        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org",
+        "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+        "PATH": "/usr/bin:/bin",
+    }  # fmt: skip
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env=environment, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+class Repository:
+    """A bare repository under `root` and a working copy that commits and pushes to it."""
+
+    def __init__(self, root: Path, name: str = "docs.git", branch: str = "main"):
+        self.root, self.branch = root, branch
+        self.bare = root / name
+        self.work = root.parent / f"{name}-work"
+        git("init", "--bare", "--quiet", "-b", branch, str(self.bare))
+        git("init", "--quiet", "-b", branch, str(self.work))
+
+    def commit(self, files: dict[str, str | None], message: str = "change") -> str:
+        """Write (or, for None, delete) files, commit and push; returns the new commit id."""
+        for name, text in files.items():
+            path = self.work / name
+            if text is None:
+                git("rm", "--quiet", name, cwd=self.work)
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            git("add", name, cwd=self.work)
+        git("commit", "--quiet", "-m", message, cwd=self.work)
+        git("push", "--quiet", str(self.bare), f"{self.branch}:{self.branch}", cwd=self.work)
+        return git("rev-parse", "HEAD", cwd=self.work)
+
+    def move(self, old: str, new: str) -> str:
+        git("mv", old, new, cwd=self.work)
+        git("commit", "--quiet", "-m", f"move {old}", cwd=self.work)
+        git("push", "--quiet", str(self.bare), f"{self.branch}:{self.branch}", cwd=self.work)
+        return git("rev-parse", "HEAD", cwd=self.work)
+
+
+class GitDaemon:
+    """`git daemon` serving every repository under `root` at git://127.0.0.1:<port>/; stop() and
+    start() again on the same port make an outage."""
+
+    def __init__(self, root: Path):
+        self.root, self.port, self.process = root, free_port(), None
+
+    def url(self, name: str = "docs.git") -> str:
+        return f"git://127.0.0.1:{self.port}/{name}"
+
+    def start(self) -> GitDaemon:
+        self.process = subprocess.Popen(
+            [
+                "git", "daemon", "--reuseaddr", "--export-all", "--informative-errors",
+                f"--base-path={self.root}", "--listen=127.0.0.1", f"--port={self.port}", str(self.root),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        wait_for(self.port)
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process = None
