@@ -97,3 +97,46 @@ class GitDaemon:
             self.process.terminate()
             self.process.wait(timeout=10)
             self.process = None
+
+
+class S3Server:
+    """moto's S3 server on 127.0.0.1 (ThreadedMotoServer: real HTTP, boto3 signs and parses as with AWS);
+    stop() and start() again on the same port make an outage. Its state lives in this process, so a
+    restart keeps the buckets."""
+
+    def __init__(self):
+        self.port, self.server = free_port(), None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> S3Server:
+        from moto.server import ThreadedMotoServer
+
+        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
+        self.server.start()
+        wait_for(self.port)
+        return self
+
+    def reset(self) -> None:
+        """Forget every bucket: moto keeps its state per process, across servers and tests."""
+        import httpx
+
+        httpx.post(f"{self.url}/moto-api/reset", timeout=10).raise_for_status()
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+    def client(self):
+        import boto3
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.url,
+            region_name="us-east-1",
+            aws_access_key_id="AKIDTEST",
+            aws_secret_access_key="test-secret",
+        )

@@ -37,13 +37,13 @@ def checked_settings(raw: dict) -> dict:
     region = raw.get("region") or "us-east-1"
     if not isinstance(region, str) or not REGION.match(region):
         raise InvalidSource("an s3 source's region is a region name such as eu-west-1")
-    endpoint = raw.get("endpoint_url") or f"https://s3.{region}.amazonaws.com"
-    checked_url(endpoint, schemes=("https", "http"), what="an s3 source's endpoint_url")
     bucket = raw.get("bucket")
     if not isinstance(bucket, str) or not BUCKET.match(bucket):
         raise InvalidSource(
             "an s3 source's bucket is a bucket name (3-63 lower-case letters, digits, . and -)"
         )
+    endpoint = raw.get("endpoint_url") or f"https://s3.{region}.amazonaws.com"
+    checked_url(endpoint, schemes=("https", "http"), what="an s3 source's endpoint_url")
     prefix = raw.get("prefix") or ""
     if not isinstance(prefix, str) or len(prefix) > 500:
         raise InvalidSource("an s3 source's prefix is at most 500 characters")
