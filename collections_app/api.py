@@ -8,10 +8,20 @@ from ragsite.schemas import with_errors
 
 from .models import Collection
 from .schemas.builds import BuildOut, BuildsQuery, BuildStatusOut
-from .schemas.collections import CitedIn, CitedOut, CollectionIn, CollectionOut, SyncIn
+from .schemas.collections import CitedIn, CitedOut, CollectionIn, CollectionOut, SourceIn, SyncIn
 from .schemas.known_answers import KnownAnswersIn, KnownAnswersOut
 from .schemas.search import SearchIn, SearchOut, quoted
-from .services import agents, build_status, builds, citations, known_answers, reader_tokens, search, sync
+from .services import (
+    agents,
+    build_status,
+    builds,
+    citations,
+    known_answers,
+    origins,
+    reader_tokens,
+    search,
+    sync,
+)
 
 router = Router(tags=["collections"])
 
@@ -20,6 +30,7 @@ def collection_out(collection: Collection) -> dict:
     built = getattr(collection, "built", None)
     return {
         "sync": sync.describe(collection),
+        "source": origins.describe(collection),
         "name": collection.name,
         "built_from": collection.built_from,
         "method": collection.method,
@@ -62,6 +73,7 @@ def create_collection(request, payload: CollectionIn):
         per_reader=payload.per_reader,
         # Left out is not null: a folder is followed unless the agent says otherwise.
         sync_every=payload.sync_every if "sync_every" in payload.model_fields_set else "default",
+        source=payload.source.model_dump() if payload.source is not None else None,
     )
     return Status(201, collection_out(collection))
 
@@ -85,6 +97,20 @@ def put_sync(request, name: str, payload: SyncIn):
     """The first check runs within a minute; each check builds only when the folder changed."""
     collection = agents.get_collection(agent=request.auth.agent, name=name)
     sync.set_sync(collection=collection, every=payload.sync_every)
+    return collection_out(collection)
+
+
+@router.put(
+    "/{name}/source",
+    response=with_errors({200: CollectionOut}, 404),
+    summary="Read a collection from a folder, a git repository or an S3 bucket",
+)
+def put_source(request, name: str, payload: SourceIn):
+    """The next build or sync check reads the new source; what is built keeps answering until then."""
+    collection = agents.get_collection(agent=request.auth.agent, name=name)
+    origins.set_source(
+        collection=collection, kind=payload.kind, settings=payload.settings, credentials=payload.credentials
+    )
     return collection_out(collection)
 
 

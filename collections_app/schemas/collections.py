@@ -1,6 +1,7 @@
 """A collection: created, described, kept in sync, its cited paragraphs, and the MCP list of them."""
 
 from datetime import datetime
+from typing import Literal
 
 from ninja import Field, Schema
 from pydantic import ConfigDict
@@ -53,6 +54,41 @@ class SyncOut(Schema):
     )
 
 
+SourceKind = Literal["folder", "s3", "webdav", "git", "web"]
+
+
+class SourceOut(Schema):
+    kind: SourceKind = Field(..., description="Where the documents come from (docs/sources.md).")
+    settings: dict[str, str] = Field(
+        ...,
+        description="The source's settings as checked (URL, bucket, prefix, branch, path); {} for a folder.",
+    )
+    credentials: bool = Field(..., description="Whether credentials are set; they are never shown.")
+
+
+class SourceIn(StrictSchema):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "example": {
+                "kind": "git",
+                "settings": {"url": "https://git.example.org/handbook.git", "branch": "main", "path": "docs"},
+            }
+        }
+    )
+
+    kind: SourceKind = Field(..., description="folder, git or s3 (webdav and web are not available yet).")
+    settings: dict[str, str] | None = Field(
+        None,
+        description="Per kind (docs/sources.md): git url, branch, path; s3 endpoint_url, bucket, prefix, "
+        "region.",
+    )
+    credentials: dict[str, str] | None = Field(
+        None,
+        description="git username and password, or token; s3 access_key_id and secret_access_key. Sealed at "
+        "rest and never shown. Left out: those already set for this kind are kept; {}: cleared.",
+    )
+
+
 class CollectionOut(Schema):
     name: str
     built_from: str
@@ -64,6 +100,7 @@ class CollectionOut(Schema):
     )
     built: BuildRecord | None  # null: never built
     sync: SyncOut | None = Field(..., description="null: the collection is built only when asked.")
+    source: SourceOut = Field(..., description="Where its documents come from.")
 
 
 class CollectionIn(StrictSchema):
@@ -89,6 +126,9 @@ class CollectionIn(StrictSchema):
         strict=True,
         description="Check the folder every N minutes and build when it changed; null: build only when "
         "asked. Left out: a collection with a folder checks it every SYNC_EVERY minutes (5 by default).",
+    )
+    source: SourceIn | None = Field(
+        None, description="A remote source instead of a folder (docs/sources.md); left out: a folder."
     )
 
 
