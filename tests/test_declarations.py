@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from collections_app.schemas.builds import BuildOut, BuildStatusIn, BuildStatusOut
-from collections_app.schemas.collections import CollectionName, CollectionsOut, NoArguments
+from collections_app.schemas.collections import CollectionName, CollectionsOut, NoArguments, SourceIn, SourceOut
 from collections_app.schemas.measure import MeasureIn, MeasureOut
 from collections_app.schemas.search import SearchIn, SearchOut
 from config.api import api
@@ -37,6 +37,7 @@ TOOLS = {
     "build_status": ((CollectionName, BuildStatusIn), BuildStatusOut),
     "collections": ((NoArguments,), CollectionsOut),
     "measure": ((CollectionName, MeasureIn), MeasureOut),
+    "set_source": ((CollectionName, SourceIn), SourceOut),
     "store": ((TextIn, KindIn), StoredOut),
     "recall": ((RecallIn,), RecallOut),
     "list_records": ((KindIn, ListQuery), ListOut),

@@ -97,6 +97,17 @@ API_READS = {
         _api_post("/v1/vector_stores/handbook/search", {"query": QUESTION}),
         ("vector_store_search", "openai", "handbook"),
     ),
+    ("*", "api/v1/retrieval"): (
+        _api_post(
+            "/api/v1/retrieval",
+            {
+                "knowledge_id": "handbook",
+                "query": QUESTION,
+                "retrieval_setting": {"top_k": 2, "score_threshold": 0.0},
+            },
+        ),
+        ("search", "dify", "handbook"),
+    ),
 }
 MCP_READS = {
     "search": (
@@ -119,6 +130,7 @@ NOT_READS = {
     ("POST", "/api/v1/collections/"): "creates a collection",
     ("GET", "/api/v1/collections/{name}"): "one collection's description and build record",
     ("PUT", "/api/v1/collections/{name}/sync"): "sets the sync period",
+    ("PUT", "/api/v1/collections/{name}/source"): "sets where the documents come from",
     ("POST", "/api/v1/collections/{name}/build"): "queues a build",
     (
         "GET",
@@ -150,6 +162,7 @@ NOT_READS = {
     ("*", "sso/login"): "sends staff to the identity provider",
     ("*", "sso/callback"): "signs staff in from the identity provider",
     "build": "queues a build",
+    "set_source": "sets where the documents come from; answers its settings, never credentials",
     "measure": "counts, ranks and scores of a scratch build, no paragraph text",
     "build_status": "a build's counts and outcome",
     "collections": "collection names and build records",

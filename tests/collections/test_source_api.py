@@ -99,3 +99,31 @@ def test_a_folder_beside_a_remote_source_is_refused(client, raw, served):
     body = {"name": "both", "folder": "x", "source": {"kind": "git", "settings": {"url": daemon.url()}}}
     refused = call(client, "post", "", raw, body)
     assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_source"
+
+
+def test_the_mcp_tool_sets_a_source_and_a_build_reads_it(client, raw, served):
+    from collections_app.models import Agent
+    from collections_app.services.agents import create_collection, get_collection
+    from collections_app.services.builds import build_collection
+    from tests.collections.test_mcp import call_tool, tool_error
+
+    _repository, daemon = served
+    create_collection(agent=Agent.objects.get(agent_id="alpha"), name="handbook", method="fixed", size=80)
+    arguments = {
+        "collection": "handbook",
+        "kind": "git",
+        "settings": {"url": daemon.url(), "path": "handbook"},
+        "credentials": {"username": "reader", "password": "pw-very-secret"},
+    }
+    result = call_tool(client, raw, "set_source", arguments)
+    assert result.get("isError") is not True, result
+    assert result["structuredContent"] == {
+        "kind": "git",
+        "settings": {"url": daemon.url(), "branch": "main", "path": "handbook"},
+        "credentials": True,
+    }
+    assert "pw-very-secret" not in json.dumps(result)
+    collection = get_collection(agent=Agent.objects.get(agent_id="alpha"), name="handbook")
+    assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
+    refused = call_tool(client, raw, "set_source", {**arguments, "settings": {"url": "file:///etc"}})
+    assert tool_error(refused)["code"] == "invalid_source"
