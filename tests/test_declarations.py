@@ -12,7 +12,13 @@ import pytest
 from pydantic import BaseModel
 
 from collections_app.schemas.builds import BuildOut, BuildStatusIn, BuildStatusOut
-from collections_app.schemas.collections import CollectionName, CollectionsOut, NoArguments, SourceIn, SourceOut
+from collections_app.schemas.collections import (
+    CollectionName,
+    CollectionsOut,
+    NoArguments,
+    SourceIn,
+    SourceOut,
+)
 from collections_app.schemas.measure import MeasureIn, MeasureOut
 from collections_app.schemas.search import SearchIn, SearchOut
 from config.api import api
