@@ -220,9 +220,10 @@ register(
     Tool(
         name="set_source",
         title="Where a collection's documents come from",
-        description="Make one of your collections read a folder, a git repository (url, branch, path) or an "
-        "S3-compatible bucket (endpoint_url, bucket, prefix, region); credentials are kept encrypted, never "
-        "shown. The next build or sync check reads the new source; the last build answers until then.",
+        description="Make one of your collections read a folder, a git repository (url, branch, path), "
+        "a WebDAV share (url, path) or an S3-compatible bucket (endpoint_url, bucket, prefix, region); "
+        "credentials are kept encrypted, never shown. The next build or sync check reads the new source; "
+        "the last build answers until then.",
         input_schema=SET_SOURCE_INPUT,
         output_schema=SET_SOURCE_ANSWER,
         handler=set_source_tool,

@@ -76,11 +76,11 @@ class SourceIn(StrictSchema):
         }
     )
 
-    kind: SourceKind = Field(..., description="folder, git or s3 (webdav and web are not available yet).")
+    kind: SourceKind = Field(..., description="folder, git, s3 or webdav (web is not available yet).")
     settings: dict[str, str] | None = Field(
         None,
         description="Per kind (docs/sources.md): git url, branch, path; s3 endpoint_url, bucket, prefix, "
-        "region.",
+        "region; webdav url, path.",
     )
     credentials: dict[str, str] | None = Field(
         None,

@@ -140,3 +140,58 @@ class S3Server:
             aws_access_key_id="AKIDTEST",
             aws_secret_access_key="test-secret",
         )
+
+
+class WebDavServer:
+    """wsgidav serving `folder` at http://127.0.0.1:<port>/share/, HTTP Basic for `reader` with
+    `password`; stop() and start() again on the same port make an outage."""
+
+    def __init__(self, folder: Path, password: str = "pw"):
+        self.folder, self.password, self.port = folder, password, free_port()
+        self.server, self.thread = None, None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/share/"
+
+    def start(self) -> WebDavServer:
+        import threading
+        from socketserver import ThreadingMixIn
+        from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+        from wsgidav.wsgidav_app import WsgiDAVApp
+
+        class Quiet(WSGIRequestHandler):
+            def log_message(self, *args):
+                pass
+
+        class Threading(ThreadingMixIn, WSGIServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        app = WsgiDAVApp(
+            {
+                "provider_mapping": {"/share": str(self.folder)},
+                "http_authenticator": {
+                    "accept_basic": True,
+                    "accept_digest": False,
+                    "default_to_digest": False,
+                },
+                "simple_dc": {"user_mapping": {"*": {"reader": {"password": self.password}}}},
+                "dir_browser": {"enable": False},
+                "logging": {"enable": False},
+                "verbose": 0,
+            }
+        )
+        self.server = make_server("127.0.0.1", self.port, app, server_class=Threading, handler_class=Quiet)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        wait_for(self.port)
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.thread.join(timeout=10)
+            self.server = None

@@ -189,7 +189,7 @@ def test_bad_settings_are_refused_saying_what(agent, given, why):
 
 def test_kinds_not_built_yet_are_refused_by_name(agent):
     collection = create_collection(agent=agent, name="share")
-    for kind in ("webdav", "web"):
+    for kind in ("web",):
         with pytest.raises(origins.InvalidSource) as refused:
             origins.set_source(collection=collection, kind=kind, settings={"url": "https://127.0.0.1/"})
         assert refused.value.code == "source_not_available"

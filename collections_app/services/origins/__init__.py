@@ -5,8 +5,8 @@ maintained client (docs/sources.md).
 rest, never shown again); `origin_of` gives the collection's remote origin, or None for a folder, and
 the build (`services.sources.collection_sources`) and the sync check (`services.sync_check`) read it
 through the same two calls, a listing and a fetch, so change detection, renames, the build swap,
-webhooks and "keep in sync" are the folder's. Kinds read today: `folder`, `git`, `s3`; `webdav` and
-`web` are declared and refused as not available yet.
+webhooks and "keep in sync" are the folder's. Kinds read today: `folder`, `git`, `s3`, `webdav`; `web`
+is declared and refused as not available yet.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import json
 from django.db import transaction
 
 from ...models import Collection, CollectionSource
-from . import git, s3
+from . import git, s3, webdav
 from .base import Entry, InvalidSource, Origin, SourceUnavailable
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
 REMOTE = {
     CollectionSource.GIT: (git.checked_settings, git.checked_credentials, git.GitOrigin),
     CollectionSource.S3: (s3.checked_settings, s3.checked_credentials, s3.S3Origin),
+    CollectionSource.WEBDAV: (webdav.checked_settings, webdav.checked_credentials, webdav.WebDavOrigin),
 }
 AVAILABLE = (CollectionSource.FOLDER, *REMOTE)
 PLANNED = tuple(k for k in CollectionSource.KINDS if k not in AVAILABLE)
