@@ -128,6 +128,11 @@ def source_folder(collection: Collection) -> SourceFolder:
 
 def describe_source(collection: Collection) -> str:
     """For people: where the documents come from, or why they cannot be read. Never a path."""
+    from .origins import summary
+
+    remote = summary(collection)
+    if remote:
+        return remote
     try:
         found = source_folder(collection)
     except RagsiteError as exc:

@@ -193,3 +193,32 @@ def test_kinds_not_built_yet_are_refused_by_name(agent):
         with pytest.raises(origins.InvalidSource) as refused:
             origins.set_source(collection=collection, kind=kind, settings={"url": "https://127.0.0.1/"})
         assert refused.value.code == "source_not_available"
+
+
+def test_rotating_the_keys_reseals_credentials_and_builds_nothing(handbook, settings):
+    from cryptography.fernet import Fernet
+    from django.core.management import call_command
+
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    settings.WEBHOOK_SECRET_KEYS = old
+    origins.set_source(
+        collection=handbook,
+        kind="s3",
+        settings=origins.describe(handbook)["settings"],
+        credentials={"access_key_id": "AKIDTEST", "secret_access_key": "test-secret"},
+    )
+    sealed_before = _raw_credentials()
+    settings.WEBHOOK_SECRET_KEYS = f"{new},{old}"
+    call_command("reseal_webhook_secrets")
+    assert _raw_credentials() != sealed_before
+    settings.WEBHOOK_SECRET_KEYS = new  # the old key dropped: the credentials still open
+    assert origins.origin_of(handbook).credentials["secret_access_key"] == "test-secret"
+    assert not BuildRun.objects.filter(collection=handbook).exists()
+    settings.WEBHOOK_SECRET_KEYS = Fernet.generate_key().decode()  # a key that opens nothing
+    assert origins.reseal_credentials() == (0, 1)
+
+
+def _raw_credentials() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT credentials FROM collections_app_collectionsource")
+        return cursor.fetchone()[0]

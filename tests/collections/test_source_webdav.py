@@ -153,3 +153,17 @@ def test_a_missing_folder_fails_and_empties_nothing(handbook, served):
     gone = build_collection(collection=handbook)
     assert gone.status == BuildRun.FAILED and "webdav source" in gone.error
     assert "0.42 per kilometre" in texts(handbook, "mileage per kilometre")
+
+
+def test_the_admin_page_names_the_source_and_its_last_check_never_its_credentials(
+    handbook, served, check, admin_client
+):
+    server, _folder = served
+    sync.set_sync(collection=handbook, every=5)
+    check(handbook)
+    server.stop()
+    check(handbook)
+    page = admin_client.get(f"/admin/collections_app/collection/{handbook.pk}/change/").content.decode()
+    assert "the WebDAV share: url " in page and "path handbook (credentials set)" in page
+    assert "the source cannot be read: the webdav source could not be reached" in page
+    assert "reader" not in page.split("the WebDAV share")[1][:200] and ":pw" not in page

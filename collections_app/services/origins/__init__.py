@@ -27,6 +27,7 @@ __all__ = [
     "SourceUnavailable",
     "describe",
     "origin_of",
+    "reseal_credentials",
     "set_source",
 ]
 
@@ -98,6 +99,25 @@ def origin_of(collection: Collection) -> Origin | None:
     return origin(collection_id=collection.pk, settings=source.settings, credentials=credentials)
 
 
+LABELS = {
+    CollectionSource.GIT: ("the git repository", ("url", "branch", "path")),
+    CollectionSource.S3: ("the S3 bucket", ("bucket", "prefix", "endpoint_url")),
+    CollectionSource.WEBDAV: ("the WebDAV share", ("url", "path")),
+}
+
+
+def summary(collection: Collection) -> str:
+    """For people (the admin): the remote source in a line, whether credentials are set, never what they
+    are; "" for a folder collection."""
+    source = CollectionSource.objects.filter(collection=collection).first()
+    if source is None or source.kind not in LABELS:
+        return ""
+    label, keys = LABELS[source.kind]
+    parts = [f"{key} {source.settings[key]}" for key in keys if source.settings.get(key)]
+    held = "credentials set" if source.credentials else "no credentials"
+    return f"{label}: {', '.join(parts)} ({held})"
+
+
 def describe(collection: Collection) -> dict:
     """What the API and the admin show of a collection's source: its kind and settings, and whether
     credentials are set (never what they are)."""
@@ -105,3 +125,16 @@ def describe(collection: Collection) -> dict:
     if source is None:
         return {"kind": CollectionSource.FOLDER, "settings": {}, "credentials": False}
     return {"kind": source.kind, "settings": dict(source.settings), "credentials": bool(source.credentials)}
+
+
+def reseal_credentials() -> tuple[int, int]:
+    """Seal every source's credentials again with the first of WEBHOOK_SECRET_KEYS (after a key was put in
+    front); returns (resealed, unreadable: stored, but no configured key opens them). Nothing is built."""
+    resealed = unreadable = 0
+    for source in CollectionSource.objects.exclude(credentials=""):
+        if not source.credentials:  # the field opens to "" when no configured key opens the row
+            unreadable += 1
+            continue
+        source.save(update_fields=["credentials"])
+        resealed += 1
+    return resealed, unreadable
