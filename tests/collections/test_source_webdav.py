@@ -167,3 +167,37 @@ def test_the_admin_page_names_the_source_and_its_last_check_never_its_credential
     assert "the WebDAV share: url " in page and "path handbook (credentials set)" in page
     assert "the source cannot be read: the webdav source could not be reached" in page
     assert "reader" not in page.split("the WebDAV share")[1][:200] and ":pw" not in page
+
+
+def test_a_document_over_the_size_limit_is_refused_by_name_without_a_download(
+    handbook, served, check, fetches
+):
+    from collections_app.services.sources import MAX_DOCUMENT_BYTES
+
+    _server, folder = served
+    with (folder / "huge.txt").open("wb") as handle:
+        handle.truncate(MAX_DOCUMENT_BYTES + 1)  # sparse: the listing says its size
+    sync.set_sync(collection=handbook, every=5)
+    first = check(handbook)
+    assert first.build.status == BuildRun.SUCCEEDED and "huge.txt" in first.build.refused
+    assert "huge.txt" not in fetches
+    assert check(handbook).outcome == "unchanged"  # refused, and not seen as changed at every check
+
+
+def test_a_server_that_never_answers_is_given_up_after_source_timeout(agent, settings):
+    import socket
+    import time
+
+    settings.SOURCE_TIMEOUT = 1
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # accepts connections, never answers a request
+        port = silent.getsockname()[1]
+        collection = create_collection(agent=agent, name="silent")
+        origins.set_source(
+            collection=collection, kind="webdav", settings={"url": f"http://127.0.0.1:{port}/"}
+        )
+        started = time.monotonic()
+        failed = build_collection(collection=collection)
+    assert failed.status == BuildRun.FAILED and "could not be reached (ReadTimeout)" in failed.error
+    assert time.monotonic() - started < 10
