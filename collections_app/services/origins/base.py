@@ -101,7 +101,8 @@ def check_host(host: str, port: int) -> None:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):
-        raise SourceUnavailable(f'the source host "{host}" does not resolve') from None
+        # A name that does not resolve cannot be checked, so it is not allowed (a 400 when it is set).
+        raise InvalidSource(f'the source host "{host}" does not resolve') from None
     addresses = list(dict.fromkeys(info[4][0].split("%", 1)[0] for info in infos))
     networks = []
     for entry in allowed:
