@@ -22,6 +22,7 @@ from .base import Entry, InvalidSource, Origin, SourceUnavailable
 __all__ = [
     "AVAILABLE",
     "Entry",
+    "checked_source",
     "InvalidSource",
     "Origin",
     "SourceUnavailable",
@@ -41,12 +42,9 @@ AVAILABLE = (CollectionSource.FOLDER, *REMOTE)
 PLANNED = tuple(k for k in CollectionSource.KINDS if k not in AVAILABLE)
 
 
-def set_source(
-    *, collection: Collection, kind: str, settings: dict | None = None, credentials: dict | None = None
-) -> CollectionSource:
-    """Make `kind` the collection's origin. Settings are checked (URLs against SOURCE_ALLOWED_HOSTS);
-    credentials None keep those already set for the same kind, {} clear them. A change of origin
-    is built by the next build (or sync check); what is built keeps answering meanwhile."""
+def checked_source(*, kind: str, settings: dict | None, credentials: dict | None) -> tuple[dict, dict | None]:
+    """(the settings as stored, the credentials as stored or None to keep those set) for `kind`, or
+    `InvalidSource` saying what is wrong; writes nothing (the admin's form asks it before saving)."""
     if kind in PLANNED:
         raise InvalidSource(
             f"a {kind} source is not available yet; sources read today: {', '.join(AVAILABLE)}",
@@ -58,20 +56,28 @@ def set_source(
         raise InvalidSource("a source's settings are an object")
     if credentials is not None and not isinstance(credentials, dict):
         raise InvalidSource("a source's credentials are an object")
-    current = CollectionSource.objects.filter(collection=collection).first()
     if kind == CollectionSource.FOLDER:
         if settings or credentials:
             raise InvalidSource(
                 "a folder source takes no settings: its folder is named as today (docs/collections.md)"
             )
-        checked, sealed = {}, ""
+        return {}, {}
+    check_settings, check_credentials, _origin = REMOTE[kind]
+    return check_settings(settings or {}), None if credentials is None else check_credentials(credentials)
+
+
+def set_source(
+    *, collection: Collection, kind: str, settings: dict | None = None, credentials: dict | None = None
+) -> CollectionSource:
+    """Make `kind` the collection's origin. Settings are checked (URLs against SOURCE_ALLOWED_HOSTS);
+    credentials None keep those already set for the same kind, {} clear them. A change of origin
+    is built by the next build (or sync check); what is built keeps answering meanwhile."""
+    checked, given = checked_source(kind=kind, settings=settings, credentials=credentials)
+    current = CollectionSource.objects.filter(collection=collection).first()
+    if given is None:
+        sealed = current.credentials if current is not None and current.kind == kind else ""
     else:
-        check_settings, check_credentials, _origin = REMOTE[kind]
-        checked = check_settings(settings or {})
-        if credentials is None and current is not None and current.kind == kind:
-            sealed = current.credentials
-        else:
-            sealed = json.dumps(check_credentials(credentials or {})) if credentials else ""
+        sealed = json.dumps(given) if given else ""
     with transaction.atomic():
         source, _created = CollectionSource.objects.update_or_create(
             collection=collection, defaults={"kind": kind, "settings": checked, "credentials": sealed}
