@@ -76,11 +76,11 @@ class SourceIn(StrictSchema):
         }
     )
 
-    kind: SourceKind = Field(..., description="folder, git, s3 or webdav (web is not available yet).")
+    kind: SourceKind = Field(..., description="folder, git, s3, webdav or web (docs/sources.md).")
     settings: dict[str, str] | None = Field(
         None,
         description="Per kind (docs/sources.md): git url, branch, path; s3 endpoint_url, bucket, prefix, "
-        "region; webdav url, path.",
+        "region; webdav url, path; web start_url, sitemap_url, include, exclude, max_pages, max_depth.",
     )
     credentials: dict[str, str] | None = Field(
         None,

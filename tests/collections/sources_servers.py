@@ -195,3 +195,52 @@ class WebDavServer:
             self.server.server_close()
             self.thread.join(timeout=10)
             self.server = None
+
+
+class Website:
+    """http.server on 127.0.0.1 serving `folder`, with `/old` redirecting to `/a.html` and `/away`
+    redirecting to another host name (localhost); stop() and start() on the same port make an outage."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.port, self.server, self.thread = folder, free_port(), None, None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def start(self) -> Website:
+        import functools
+        import threading
+        from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+        port = self.port
+
+        class Site(SimpleHTTPRequestHandler):
+            def do_GET(self):
+                moves = {"/old": "/a.html", "/away": f"http://localhost:{port}/a.html"}
+                if self.path in moves:
+                    self.send_response(301)
+                    self.send_header("Location", moves[self.path])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                super().do_GET()
+
+            def log_message(self, *args):
+                pass
+
+        ThreadingHTTPServer.allow_reuse_address = True
+        self.server = ThreadingHTTPServer(
+            ("127.0.0.1", self.port), functools.partial(Site, directory=str(self.folder))
+        )
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        wait_for(self.port)
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.thread.join(timeout=10)
+            self.server = None

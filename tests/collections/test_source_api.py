@@ -81,7 +81,7 @@ def test_put_source_changes_it_and_refuses_what_it_cannot_take(client, raw, serv
     for body, code in [
         ({"kind": "git", "settings": {"url": "file:///etc"}}, "invalid_source"),
         ({"kind": "git", "settings": {"url": "https://192.0.2.5/x.git"}}, "invalid_source"),
-        ({"kind": "web", "settings": {"url": "https://127.0.0.1/"}}, "source_not_available"),
+        ({"kind": "web", "settings": {"url": "https://127.0.0.1/"}}, "invalid_source"),
         ({"kind": "s3", "settings": {"bucket": "b" * 70}}, "invalid_source"),
     ]:
         refused = call(client, "put", "/handbook/source", raw, body)

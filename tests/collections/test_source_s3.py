@@ -187,12 +187,11 @@ def test_bad_settings_are_refused_saying_what(agent, given, why):
     assert why in refused.value.message
 
 
-def test_kinds_not_built_yet_are_refused_by_name(agent):
+def test_an_unknown_kind_is_refused_naming_the_kinds(agent):
     collection = create_collection(agent=agent, name="share")
-    for kind in ("web",):
-        with pytest.raises(origins.InvalidSource) as refused:
-            origins.set_source(collection=collection, kind=kind, settings={"url": "https://127.0.0.1/"})
-        assert refused.value.code == "source_not_available"
+    with pytest.raises(origins.InvalidSource) as refused:
+        origins.set_source(collection=collection, kind="ftp", settings={"url": "ftp://127.0.0.1/"})
+    assert "folder, git, s3, webdav, web" in refused.value.message
 
 
 def test_rotating_the_keys_reseals_credentials_and_builds_nothing(handbook, settings):

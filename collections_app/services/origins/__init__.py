@@ -5,8 +5,7 @@ maintained client (docs/sources.md).
 rest, never shown again); `origin_of` gives the collection's remote origin, or None for a folder, and
 the build (`services.sources.collection_sources`) and the sync check (`services.sync_check`) read it
 through the same two calls, a listing and a fetch, so change detection, renames, the build swap,
-webhooks and "keep in sync" are the folder's. Kinds read today: `folder`, `git`, `s3`, `webdav`; `web`
-is declared and refused as not available yet.
+webhooks and "keep in sync" are the folder's. Kinds: `folder`, `git`, `s3`, `webdav`, `web`.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import json
 from django.db import transaction
 
 from ...models import Collection, CollectionSource
-from . import git, s3, webdav
+from . import git, s3, web, webdav
 from .base import Entry, InvalidSource, Origin, SourceUnavailable
 
 __all__ = [
@@ -37,19 +36,14 @@ REMOTE = {
     CollectionSource.GIT: (git.checked_settings, git.checked_credentials, git.GitOrigin),
     CollectionSource.S3: (s3.checked_settings, s3.checked_credentials, s3.S3Origin),
     CollectionSource.WEBDAV: (webdav.checked_settings, webdav.checked_credentials, webdav.WebDavOrigin),
+    CollectionSource.WEB: (web.checked_settings, web.checked_credentials, web.WebOrigin),
 }
 AVAILABLE = (CollectionSource.FOLDER, *REMOTE)
-PLANNED = tuple(k for k in CollectionSource.KINDS if k not in AVAILABLE)
 
 
 def checked_source(*, kind: str, settings: dict | None, credentials: dict | None) -> tuple[dict, dict | None]:
     """(the settings as stored, the credentials as stored or None to keep those set) for `kind`, or
     `InvalidSource` saying what is wrong; writes nothing (the admin's form asks it before saving)."""
-    if kind in PLANNED:
-        raise InvalidSource(
-            f"a {kind} source is not available yet; sources read today: {', '.join(AVAILABLE)}",
-            code="source_not_available",
-        )
     if kind not in AVAILABLE:
         raise InvalidSource(f"a source's kind is one of {', '.join(AVAILABLE)}")
     if settings is not None and not isinstance(settings, dict):
@@ -90,8 +84,8 @@ def origin_of(collection: Collection) -> Origin | None:
     source = CollectionSource.objects.filter(collection=collection).first()
     if source is None or source.kind == CollectionSource.FOLDER:
         return None
-    if source.kind not in REMOTE:
-        raise SourceUnavailable(f"a {source.kind} source is not available yet", code="source_not_available")
+    if source.kind not in REMOTE:  # a kind this version does not know (written by a newer one)
+        raise SourceUnavailable(f"this server does not read {source.kind} sources", code="source_unknown")
     try:
         credentials = json.loads(source.credentials) if source.credentials else {}
     except ValueError:
@@ -109,6 +103,7 @@ LABELS = {
     CollectionSource.GIT: ("the git repository", ("url", "branch", "path")),
     CollectionSource.S3: ("the S3 bucket", ("bucket", "prefix", "endpoint_url")),
     CollectionSource.WEBDAV: ("the WebDAV share", ("url", "path")),
+    CollectionSource.WEB: ("the website", ("start_url", "sitemap_url")),
 }
 
 
