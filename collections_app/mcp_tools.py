@@ -221,7 +221,8 @@ register(
         name="set_source",
         title="Where a collection's documents come from",
         description="Make one of your collections read a folder, a git repository (url, branch, path), "
-        "a WebDAV share (url, path) or an S3-compatible bucket (endpoint_url, bucket, prefix, region); "
+        "a WebDAV share (url, path), an S3-compatible bucket (endpoint_url, bucket, prefix, region) or a "
+        "website (start_url, sitemap_url, include, exclude, max_pages, max_depth); "
         "credentials are kept encrypted, never shown. The next build or sync check reads the new source; "
         "the last build answers until then.",
         input_schema=SET_SOURCE_INPUT,

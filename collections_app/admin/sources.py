@@ -1,5 +1,5 @@
 """Collection sources in the admin: staff choose where a collection's documents come from (a folder, a
-git repository, an S3 bucket, a WebDAV share) with its settings, and give credentials that are sealed at
+git repository, an S3 bucket, a WebDAV share, a website) with its settings, and give credentials that are sealed at
 rest and never shown again (the field is always empty on the page; left empty, those set are kept).
 Saving goes through `services.origins.set_source`; nothing is built until the next build or sync check.
 """
@@ -31,7 +31,8 @@ class CollectionSourceForm(forms.ModelForm):
         required=False,
         widget=forms.Textarea(attrs={"rows": 4, "cols": 80}),
         help_text='A JSON object, per kind (docs/sources.md): git {"url", "branch", "path"}; s3 '
-        '{"endpoint_url", "bucket", "prefix", "region"}; webdav {"url", "path"}. A folder takes none.',
+        '{"endpoint_url", "bucket", "prefix", "region"}; webdav {"url", "path"}; web {"start_url", '
+        '"sitemap_url", "include", "exclude", "max_pages", "max_depth"}. A folder takes none.',
     )
     credentials_json = forms.CharField(
         label="credentials",
