@@ -1,6 +1,7 @@
 """Collection sources in the admin: staff choose where a collection's documents come from (a folder, a
 git repository, an S3 bucket, a WebDAV share, a website) with its settings, and give credentials that
-are sealed at rest and never shown again (the field is always empty on the page; left empty, those set are kept).
+are sealed at rest and never shown again (the field is always empty on the page; left empty, those set
+are kept).
 Saving goes through `services.origins.set_source`; nothing is built until the next build or sync check.
 """
 
