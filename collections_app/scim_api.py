@@ -9,9 +9,6 @@ the body with scim2-models in the context RFC 7644 gives the method, call the se
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-
 from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import ValidationError
@@ -34,6 +31,7 @@ from scim2_models import (
 )
 
 from ragsite.bodies import BadBody, parse_json
+from ragsite.security import bearer_matches
 
 from .conf import settings
 from .services import scim, scim_discovery
@@ -85,12 +83,7 @@ def _authorised(request) -> None:
     expected = str(settings.SCIM_TOKEN or "")
     if not expected:
         raise UnauthorizedException(detail="SCIM provisioning is off here (SCIM_TOKEN is not set)")
-    given = request.headers.get("Authorization", "")
-    # Hashed first, so the comparison takes as long whatever the lengths (hmac.compare_digest alone
-    # returns early on a length difference).
-    if not hmac.compare_digest(
-        hashlib.sha256(given.encode()).digest(), hashlib.sha256(f"Bearer {expected}".encode()).digest()
-    ):
+    if not bearer_matches(request.headers.get("Authorization", ""), expected):
         raise UnauthorizedException(detail="a valid bearer token is required")
 
 

@@ -8,7 +8,6 @@ local, so set the token there.
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import time
 
@@ -20,6 +19,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from collections_app.services.queue_gauges import TaskQueueCollector
 from ragsite.errors import error_body
 from ragsite.instruments import REQUEST_SECONDS, REQUESTS, exposition
+from ragsite.security import bearer_matches
 
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
 
@@ -35,8 +35,7 @@ def metrics(request):
 def _refusal(request) -> HttpResponse | None:
     token = settings.METRICS_TOKEN
     if token:
-        given = request.headers.get("Authorization", "")
-        if hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+        if bearer_matches(request.headers.get("Authorization", ""), token):
             return None
         response = JsonResponse(
             error_body("unauthorized", "/metrics needs Authorization: Bearer <METRICS_TOKEN>"), status=401

@@ -7,6 +7,9 @@ with such a key: a system check (`ragsite.E001`, run by `runserver`, `migrate`,
 `qcluster` and `check`) and the WSGI/ASGI entry points, which run no checks.
 """
 
+import hashlib
+import hmac
+
 from django.core.exceptions import ImproperlyConfigured
 
 # The key settings.py falls back to when none is set; public, so only ever for DEBUG.
@@ -49,3 +52,11 @@ def refuse_insecure_start() -> None:
     reason = insecure_start_reason(settings)
     if reason:
         raise ImproperlyConfigured(f"{reason} and DEBUG is off; refusing to start. {FIX}")
+
+
+def bearer_matches(authorization: str, token: str) -> bool:
+    """Whether an `Authorization` header carries `Bearer <token>`, compared in constant time. Both sides
+    are hashed first: `hmac.compare_digest` alone returns at once when the lengths differ, which tells a
+    prober the token's length."""
+    given = hashlib.sha256(authorization.encode("utf-8", "surrogatepass")).digest()
+    return hmac.compare_digest(given, hashlib.sha256(f"Bearer {token}".encode()).digest())

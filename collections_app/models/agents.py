@@ -127,6 +127,12 @@ class Reader(models.Model):
     def __str__(self):
         return self.external_id
 
+    def hold_only(self, label_ids: set[int]) -> None:
+        """Hold exactly `label_ids` (the labels its identity provider's groups give); written only when
+        that changes, which a token shown again or a SCIM push repeated usually does not."""
+        if set(self.labels.values_list("pk", flat=True)) != label_ids:
+            self.labels.set(label_ids)
+
 
 class IdpGroup(models.Model):
     """A group of the organisation's identity provider, and the labels its members read with: a reader
@@ -148,6 +154,11 @@ class IdpGroup(models.Model):
 
     def __str__(self):
         return self.name
+
+    @staticmethod
+    def labels_given(groups: "models.QuerySet[IdpGroup]") -> set[int]:
+        """The labels `groups` map to together (the admin's group -> labels mapping)."""
+        return set(groups.values_list("labels", flat=True)) - {None}
 
 
 class ProvisionedUser(models.Model):

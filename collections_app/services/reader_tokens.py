@@ -70,14 +70,11 @@ def token_reader(token: str) -> str:
     claims = verify(token)
     groups = _groups(claims.get(settings.OIDC_GROUPS_CLAIM))
     external_id = f"{claims['sub']}@{urlsplit(str(claims['iss'])).netloc}"[:200]
-    wanted = set(IdpGroup.objects.filter(name__in=groups).values_list("labels", flat=True)) - {None}
     reader = Reader.objects.filter(external_id=external_id).first()
     if reader is not None and reader.withdrawn_at is not None:
         return external_id  # de-provisioned over SCIM: a token still valid gives it nothing
-    held = set(reader.labels.values_list("pk", flat=True)) if reader is not None else None
-    if held != wanted:  # a write only when the person's labels changed (or it is new)
-        reader = reader or Reader.objects.create(external_id=external_id)
-        reader.labels.set(wanted)
+    reader = reader or Reader.objects.create(external_id=external_id)
+    reader.hold_only(IdpGroup.labels_given(IdpGroup.objects.filter(name__in=groups)))
     return external_id
 
 

@@ -134,8 +134,7 @@ def delete_group(*, group_id: str) -> None:
         stored = _group(group_id, for_update=True)
         members = list(stored.members.select_related("reader"))
         stored.delete()
-        for person in members:
-            refresh_labels(person)
+        _refresh_all(members)
 
 
 # --- Labels ------------------------------------------------------------------------------------
@@ -144,21 +143,21 @@ def delete_group(*, group_id: str) -> None:
 def refresh_labels(person: ProvisionedUser) -> None:
     """The person's reader holds the labels its groups give while it is active, nothing otherwise."""
     reader = person.reader
-    wanted = set()
-    if reader.withdrawn_at is None:
-        wanted = set(
-            IdpGroup.objects.filter(members=person).values_list("labels", flat=True).exclude(labels=None)
-        )
-    if set(reader.labels.values_list("pk", flat=True)) != wanted:
-        reader.labels.set(wanted)
+    active = reader.withdrawn_at is None
+    reader.hold_only(IdpGroup.labels_given(IdpGroup.objects.filter(members=person)) if active else set())
 
 
 def refresh_group_members(*, group: IdpGroup) -> int:
     """After a group's labels changed (in the admin): its provisioned members' readers follow."""
-    members = list(group.members.select_related("reader"))
-    for person in members:
+    return _refresh_all(group.members.select_related("reader"))
+
+
+def _refresh_all(people) -> int:
+    count = 0
+    for person in people:
         refresh_labels(person)
-    return len(members)
+        count += 1
+    return count
 
 
 # --- Storing -----------------------------------------------------------------------------------
@@ -211,8 +210,7 @@ def _store_group(stored: IdpGroup, group: Group) -> IdpGroup:
     stored.name, stored.external_id, stored.provisioned = name, _text(group.external_id, "externalId"), True
     stored.save()
     stored.members.set(wanted)
-    for person in ProvisionedUser.objects.filter(pk__in=before | wanted).select_related("reader"):
-        refresh_labels(person)
+    _refresh_all(ProvisionedUser.objects.filter(pk__in=before | wanted).select_related("reader"))
     return stored
 
 
