@@ -154,6 +154,7 @@ class JsonLines(WithoutInstallPaths):
 # the cluster's own start and stop stay at their level.
 TASK_CLUSTER_ROUTINE = (
     "created task",
+    " processing ",  # django-q2 1.11's worker: "<process> processing <task> '<function>' [<schedule>]"
     "Processed '",
     "Enqueued [",
     "ready for work at",

@@ -89,6 +89,11 @@ def test_the_task_clusters_routine_lines_are_debug_and_its_start_and_failures_st
     with caplog.at_level(logging.INFO):
         queue.info("Process-1 created task thirty-lima from schedule [collections: check synced folders]")
         queue.info("Processed 'collections_app.tasks.sweep_sync' (thirty-lima)")
+        # The line django-q2 1.11's worker writes for every task it takes (seen three a minute, idle).
+        queue.info(
+            "Process-066ade1f processing october-low-jupiter-papa 'collections_app.tasks.sweep_stale_builds'"
+            " [collections: fail builds whose worker died]"
+        )
         queue.info("Process-2 ready for work at 1234")
         queue.info("Q Cluster thirty-lima starting.")
         queue.error("Failed 'collections_app.tasks.run_build' (x) - boom")
