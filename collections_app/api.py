@@ -10,8 +10,10 @@ from .models import Collection
 from .schemas.builds import BuildOut, BuildsQuery, BuildStatusOut
 from .schemas.collections import CitedIn, CitedOut, CollectionIn, CollectionOut, SyncIn
 from .schemas.known_answers import KnownAnswersIn, KnownAnswersOut
-from .schemas.search import SearchIn, SearchOut, quoted
-from .services import agents, build_status, builds, citations, known_answers, reader_tokens, search, sync
+from .schemas.search import SearchIn, SearchOut, quoted, search_arguments
+from .services import agents, builds, citations, known_answers, search, sync
+from .services.builds import status as build_status
+from .services.readers import tokens as reader_tokens
 
 router = Router(tags=["collections"])
 
@@ -107,15 +109,9 @@ def search_collection(request, name: str, payload: SearchIn):
         answer = search.search_collection(
             agent=request.auth.agent,
             collection=name,
-            question=payload.question,
             reader=reader,
-            on_behalf_of=payload.onBehalfOf,
-            most=payload.most,
-            around=payload.around,
-            min_score=payload.min_score,
-            max_chars=payload.max_chars,
             key=request.auth,
-            filters=payload.filters,
+            **search_arguments(payload),
         )
         read.answered(*quoted(answer))
     return answer

@@ -17,7 +17,7 @@ from ragsite.errors import NotFound
 from ragsite.mcp import Caller, ResourceTemplate, register_resource
 
 from .services.citations import read_cited
-from .services.reader_tokens import MAX_TOKEN_CHARS, reader_named
+from .services.readers.tokens import MAX_TOKEN_CHARS, reader_named
 
 SCHEME_PREFIX = "ragsite://collections/"
 MIME_TYPE = "text/plain"

@@ -13,17 +13,22 @@ from ragsite.errors import Forbidden, NotFound
 from ragsite.mcp import Caller, Tool, register
 from ragsite.schemas import json_schema_of, tool_input
 
-from .limits import DEFAULT_MOST as SEARCH_MOST
 from .mcp_citations import search_links
 from .schemas.builds import BuildOut, BuildStatusIn, BuildStatusOut
 from .schemas.collections import CollectionName, CollectionsOut, NoArguments
 from .schemas.measure import MeasureIn, MeasureOut
-from .schemas.search import SearchIn, SearchOut, quoted
+from .schemas.search import SearchIn, SearchOut, quoted, search_arguments
 from .services.agents import get_collection
-from .services.build_status import build_status, collection_summaries, get_build, latest_build, wait_for_build
 from .services.builds import request_build
+from .services.builds.status import (
+    build_status,
+    collection_summaries,
+    get_build,
+    latest_build,
+    wait_for_build,
+)
 from .services.measure import DEFAULT_MOST, measure_collection, parse_items
-from .services.reader_tokens import reader_named
+from .services.readers.tokens import reader_named
 from .services.search import search_collection
 
 SEARCH_INPUT = tool_input(CollectionName, SearchIn)
@@ -44,15 +49,9 @@ def search(caller: Caller, arguments: dict) -> dict:
         answer = search_collection(
             agent=caller.agent,
             collection=arguments["collection"],
-            question=arguments["question"],
             reader=reader,
-            on_behalf_of=arguments.get("onBehalfOf"),
-            most=arguments.get("most", SEARCH_MOST),
-            around=arguments.get("around"),
-            min_score=arguments.get("min_score"),
-            max_chars=arguments.get("max_chars"),
             key=caller.key,
-            filters=arguments.get("filters"),
+            **search_arguments(arguments),
         )
         read.answered(*quoted(answer))
     return answer

@@ -1,5 +1,5 @@
-"""OpenAI-compatible vector stores over an agent's collections: thin views, the OpenAI request shape
-read here.
+"""OpenAI-compatible vector stores over an agent's collections: thin views over the requests and
+answers declared in `schemas/vector_stores.py`.
 
 `GET /v1/vector_stores`, `GET /v1/vector_stores/{id}` and `POST /v1/vector_stores/{id}/search`, with
 the agent keys of the JSON API as bearer tokens, so the official `openai` SDK (`client.vector_stores`)
@@ -17,52 +17,51 @@ lacks. docs/api.md has the whole contract.
 
 from __future__ import annotations
 
-from typing import Any
+from functools import wraps
+from typing import Any, TypeVar
 
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
+from pydantic import BaseModel, ValidationError
 
 from ragsite import audit, fusion
-from ragsite.bodies import BadBody, bounded_number, parse_json
+from ragsite.bodies import BadBody, parse_json
 from ragsite.errors import RagsiteError, error_body
+from ragsite.schemas import ERROR_MEANINGS, bounds
 
-from .limits import MAX_AROUND, MAX_MOST, MAX_QUESTION_CHARS
+from .limits import MAX_QUESTION_CHARS
 from .schemas.search import quoted
+from .schemas.vector_stores import (
+    HybridSearchIn,
+    OpenAIErrorOut,
+    SearchResultsOut,
+    VectorStoreOut,
+    VectorStoreSearchIn,
+    VectorStoresOut,
+    VectorStoresQuery,
+)
 from .services.agents import key_from_request
-from .services.reader_tokens import READER_TOKEN_HEADER, reader_named
+from .services.readers.tokens import READER_TOKEN_HEADER, reader_named
 from .services.search import search_collection
-from .services.vector_stores import (
-    DEFAULT_LISTED,
-    ListRequest,
-    document_attributes,
-    get_vector_store,
-    list_vector_stores,
-    results_page,
-)
+from .services.vector_stores import document_attributes, get_vector_store, list_vector_stores, results_page
 
+Declared = TypeVar("Declared", bound=BaseModel)
 MAX_BODY_BYTES = 1024 * 1024
-DEFAULT_RESULTS = 10  # OpenAI's default for max_num_results
-SEARCH_FIELDS = (
-    "query",
-    "filters",
-    "max_num_results",
-    "ranking_options",
-    "rewrite_query",
-    "reader",
-    "readerToken",
-    "onBehalfOf",
-    "around",
-)
-RANKING_FIELDS = ("ranker", "score_threshold", "hybrid_search")
-RANKERS = ("auto", "default-2024-11-15")
 READER_HEADER, ON_BEHALF_OF_HEADER = "Ragsite-Reader", "Ragsite-On-Behalf-Of"
-EXTENSION_CHARS = {"reader": 200, "readerToken": 16384, "onBehalfOf": 100}
 # Weights whose embedding share differs from the fusion's by less than this are the fusion's own.
 WEIGHT_TOLERANCE = 1e-6
 
 
 class BadRequest(RagsiteError):
     code = "invalid_request"
+
+
+class Refused(RagsiteError):
+    """A field the declaration refuses, with OpenAI's `param`: the field at fault."""
+
+    def __init__(self, message: str, *, code: str, param: str | None) -> None:
+        super().__init__(message, code=code)
+        self.param = param
 
 
 def _answer(body: Any, status: int = 200) -> JsonResponse:
@@ -83,6 +82,29 @@ PARAMS = {
     "rewrite_unsupported": "rewrite_query",
     "reader_required": "reader",
     "invalid_limit": "limit",
+    "invalid_order": "order",
+}
+# The code of a refusal by the declaration (`schemas.vector_stores`), by the field at fault; any other
+# field's (an extension's, `before`, an unknown one) is `invalid_request`.
+FIELD_CODES = {
+    "query": "invalid_query",
+    "max_num_results": "invalid_max_num_results",
+    "around": "invalid_around",
+    "ranking_options.score_threshold": "invalid_score_threshold",
+    "ranking_options.ranker": "unsupported_ranker",
+    "ranking_options.hybrid_search": "invalid_hybrid_search",
+    "rewrite_query": "rewrite_unsupported",
+    "limit": "invalid_limit",
+    "order": "invalid_order",
+}
+# Where pydantic's words would not say why a value is refused.
+WHY = {
+    "query": f"query must be a string of 1 to {MAX_QUESTION_CHARS} characters, or a list holding one: "
+    "ragsite searches one query at a time",
+    "ranking_options.ranker": "ranker must be auto or default-2024-11-15: ragsite's ranking (fusion, and the "
+    "reranker when one is configured) cannot be switched off per request",
+    "rewrite_query": "rewrite_query is not supported: ragsite searches the query as given; send false or "
+    "leave it out",
 }
 
 
@@ -117,6 +139,7 @@ def _view(method: str):
     """Bearer auth, the allowed method, and OpenAI's error object around a view taking (request, key, ...)."""
 
     def decorate(view):
+        @wraps(view)
         @csrf_exempt  # bearer keys, no cookies: nothing for a cross-site request to ride on
         def wrapped(request, *args, **kwargs):
             if request.method != method:
@@ -133,7 +156,7 @@ def _view(method: str):
             try:
                 return _answer(view(request, key, *args, **kwargs))
             except RagsiteError as exc:
-                response = openai_error(exc.code, exc.message, exc.status)
+                response = openai_error(exc.code, exc.message, exc.status, param=getattr(exc, "param", None))
                 for name, value in exc.headers.items():
                     response[name] = value
                 return response
@@ -145,22 +168,8 @@ def _view(method: str):
 
 @_view("GET")
 def vector_stores(request, key) -> dict:
-    query = request.GET
-    unknown = sorted(set(query) - {"limit", "order", "after", "before"})
-    if unknown:
-        raise BadRequest(f"unknown query parameter(s) {', '.join(repr(u[:40]) for u in unknown[:5])}")
-    limit = query.get("limit", str(DEFAULT_LISTED))
-    if not limit.isdigit():
-        raise RagsiteError("limit must be a whole number", code="invalid_limit")
-    return list_vector_stores(
-        agent=key.agent,
-        request=ListRequest(
-            limit=int(limit),
-            order=query.get("order", "desc"),
-            after=query.get("after"),
-            before=query.get("before"),
-        ),
-    )
+    listing = declared(VectorStoresQuery, dict(request.GET.items()), "query parameter")
+    return list_vector_stores(agent=key.agent, request=listing)
 
 
 @_view("GET")
@@ -170,21 +179,19 @@ def vector_store_detail(request, key, store_id: str) -> dict:
 
 @_view("POST")
 def vector_store_search(request, key, store_id: str) -> dict:
-    body = _body(request)
-    query = _query(body.get("query"))
-    options = _ranking_options(body.get("ranking_options"))
-    if body.get("rewrite_query") not in (None, False):
-        raise RagsiteError(
-            "rewrite_query is not supported: ragsite searches the query as given; send false or leave it out",
-            code="rewrite_unsupported",
-        )
+    # OpenAI's clients send null for a field left out; it means the default, as an absent field does.
+    body = {name: value for name, value in _body(request).items() if value is not None}
+    asked = declared(VectorStoreSearchIn, body, "field")
+    query = asked.query if isinstance(asked.query, str) else asked.query[0]
+    if not query.strip():
+        raise RagsiteError(WHY["query"], code="invalid_query")
+    options = asked.ranking_options
+    _check_weights(options.hybrid_search if options is not None else None)
     reader = reader_named(
-        reader=_extension(body, request, "reader", READER_HEADER),
-        token=_extension(body, request, "readerToken", READER_TOKEN_HEADER),
+        reader=_extension(asked, request, "reader", READER_HEADER),
+        token=_extension(asked, request, "readerToken", READER_TOKEN_HEADER),
     )
-    on_behalf_of = _extension(body, request, "onBehalfOf", ON_BEHALF_OF_HEADER)
-    most = _integer(body, "max_num_results", DEFAULT_RESULTS, 1, MAX_MOST)
-    around = _integer(body, "around", None, 0, MAX_AROUND)
+    on_behalf_of = _extension(asked, request, "onBehalfOf", ON_BEHALF_OF_HEADER)
     with audit.reading(
         kind=audit.VECTOR_STORE_SEARCH,
         channel=audit.OPENAI,
@@ -200,11 +207,11 @@ def vector_store_search(request, key, store_id: str) -> dict:
             question=query,
             reader=reader,
             on_behalf_of=on_behalf_of,
-            most=most,
-            around=around,
-            min_score=options.get("score_threshold"),
+            most=asked.max_num_results,
+            around=asked.around,
+            min_score=options.score_threshold if options is not None else None,
             key=key,
-            filters=body.get("filters"),
+            filters=asked.filters,
         )
         read.answered(*quoted(answer))
     names = {paragraph["document"] for paragraph in answer["paragraphs"]}
@@ -215,11 +222,11 @@ def vector_store_search(request, key, store_id: str) -> dict:
 
 def _body(request) -> dict:
     try:
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        declared_length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
-        declared = 0
-    raw = b"" if declared > MAX_BODY_BYTES else request.read(MAX_BODY_BYTES + 1)
-    if declared > MAX_BODY_BYTES or len(raw) > MAX_BODY_BYTES:
+        declared_length = 0
+    raw = b"" if declared_length > MAX_BODY_BYTES else request.read(MAX_BODY_BYTES + 1)
+    if declared_length > MAX_BODY_BYTES or len(raw) > MAX_BODY_BYTES:
         raise RagsiteError(f"a request body is at most {MAX_BODY_BYTES} bytes", code="too_large", status=413)
     try:
         body = parse_json(raw or b"null")
@@ -227,78 +234,61 @@ def _body(request) -> dict:
         raise RagsiteError(exc.message, code=exc.code) from None
     if not isinstance(body, dict):
         raise BadRequest("the request body must be a JSON object")
-    unknown = sorted(set(body) - set(SEARCH_FIELDS))
-    if unknown:
-        raise BadRequest(
-            f"unknown field(s) {', '.join(repr(u[:40]) for u in unknown[:5])}; a search takes "
-            f"{', '.join(SEARCH_FIELDS)}"
-        )
     return body
 
 
-def _query(value: Any) -> str:
-    if isinstance(value, list):
-        if len(value) != 1:
-            raise RagsiteError(
-                "ragsite searches one query at a time: send a string (or a list of one)", code="invalid_query"
-            )
-        value = value[0]
-    if not isinstance(value, str) or not value.strip():
-        raise RagsiteError("query must be a non-empty string", code="invalid_query")
-    if len(value) > MAX_QUESTION_CHARS:
-        raise RagsiteError(f"query is at most {MAX_QUESTION_CHARS} characters", code="invalid_query")
-    return value
-
-
-def _integer(body: dict, name: str, default: int | None, low: int, high: int) -> int | None:
-    value = body.get(name)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise RagsiteError(f"{name} must be a whole number from {low} to {high}", code=f"invalid_{name}")
-    return value
-
-
-def _ranking_options(value: Any) -> dict:
-    """`ranking_options` checked: the ranker ragsite has, a threshold in [0, 1], the fusion's own weights."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise BadRequest("ranking_options must be an object")
-    unknown = sorted(set(value) - set(RANKING_FIELDS))
+def declared(model: type[Declared], values: dict, what: str) -> Declared:
+    """``values`` read by their declaration, or the refusal of the first field at fault: its code
+    (`FIELD_CODES`) and OpenAI's `param` (the field's dotted path); an undeclared field is refused by
+    name, with the fields this takes."""
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        errors = exc.errors()
+    unknown = [str(error["loc"][-1]) for error in errors if error["type"] == "extra_forbidden"]
     if unknown:
-        raise BadRequest(f"unknown ranking option(s) {', '.join(repr(u[:40]) for u in unknown[:5])}")
-    ranker = value.get("ranker")
-    if ranker is not None and ranker not in RANKERS:
-        raise RagsiteError(
-            f"ranker must be one of {', '.join(RANKERS)}: ragsite's ranking (fusion, and the "
-            "reranker when one is configured) cannot be switched off per request",
-            code="unsupported_ranker",
+        raise BadRequest(
+            f"unknown {what}(s) {', '.join(repr(name[:40]) for name in unknown[:5])}; this takes "
+            f"{', '.join(model.model_fields)}"
         )
-    threshold = value.get("score_threshold")
-    if threshold is not None and not (bounded_number(threshold) and 0 <= threshold <= 1):
-        raise RagsiteError("score_threshold must be a number from 0 to 1", code="invalid_score_threshold")
-    _check_weights(value.get("hybrid_search"))
-    return {"score_threshold": None if threshold is None else float(threshold)}
+    error = errors[0]
+    path = _path(model, error["loc"])
+    # The field itself, or the nearest enclosing one with a code (a weight: its `hybrid_search`).
+    coded = [at for at in FIELD_CODES if path == at or path.startswith(at + ".")]
+    if coded:
+        at = max(coded, key=len)
+        raise Refused(WHY.get(at, f"{path}: {error['msg']}"), code=FIELD_CODES[at], param=at)
+    raise Refused(f"{path}: {error['msg']}", code="invalid_request", param=None)
 
 
-def _check_weights(hybrid: Any) -> None:
+def _path(model: type[BaseModel], loc: tuple) -> str:
+    """The dotted field path of a pydantic error's location, without the union members' tags it names."""
+    names = []
+    for part in loc:
+        fields = getattr(model, "model_fields", None)
+        if not isinstance(part, str) or fields is None or part not in fields:
+            break
+        names.append(part)
+        model = _model_in(fields[part].annotation)
+    return ".".join(names)
+
+
+def _model_in(annotation) -> type[BaseModel] | None:
+    """The model ``M`` or ``M | None`` names, if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    members = getattr(annotation, "__args__", ())
+    found = [a for a in members if isinstance(a, type) and issubclass(a, BaseModel)]
+    return found[0] if found else None
+
+
+def _check_weights(hybrid: HybridSearchIn | None) -> None:
     """Weights are honoured only when they are the fusion's: its scale is the one the floor is set on."""
     if hybrid is None:
         return
-    if not isinstance(hybrid, dict) or set(hybrid) - {"embedding_weight", "text_weight"}:
-        raise BadRequest("hybrid_search is {embedding_weight, text_weight}")
-    embedding, text = (
-        hybrid.get("embedding_weight", fusion.FUSION_WEIGHT),
-        hybrid.get("text_weight", 1 - fusion.FUSION_WEIGHT),
-    )
-    if not (
-        bounded_number(embedding)
-        and bounded_number(text)
-        and embedding >= 0
-        and text >= 0
-        and embedding + text > 0
-    ):
+    embedding = fusion.FUSION_WEIGHT if hybrid.embedding_weight is None else hybrid.embedding_weight
+    text = 1 - fusion.FUSION_WEIGHT if hybrid.text_weight is None else hybrid.text_weight
+    if embedding + text <= 0:
         raise RagsiteError(
             "embedding_weight and text_weight are numbers of at least 0, not both 0",
             code="invalid_hybrid_search",
@@ -312,15 +302,90 @@ def _check_weights(hybrid: Any) -> None:
         )
 
 
-def _extension(body: dict, request, field: str, header: str) -> str | None:
-    """A ragsite extension given in the body or as a header; both, differing, is refused."""
-    in_body, in_header = body.get(field), request.headers.get(header)
-    if in_body is not None and not isinstance(in_body, str):
-        raise BadRequest(f"{field} must be a string")
+def _extension(asked: VectorStoreSearchIn, request, field: str, header: str) -> str | None:
+    """A ragsite extension given in the body or as a header; both, differing, is refused. A header
+    is held to the field's declared length, as the body is."""
+    in_body, in_header = getattr(asked, field), request.headers.get(header)
     if in_body is not None and in_header is not None and in_body != in_header:
         raise BadRequest(f"{field} and the {header} header disagree; send one")
-    value = in_body if in_body is not None else in_header
-    most = EXTENSION_CHARS.get(field, 100)
-    if value is not None and len(value) > most:
-        raise BadRequest(f"{field} is at most {most} characters")
-    return value
+    _, longest = bounds(VectorStoreSearchIn, field)
+    if in_header is not None and len(in_header) > longest:
+        raise BadRequest(f"the {header} header is at most {longest} characters")
+    return in_body if in_body is not None else in_header
+
+
+# --- The routes in the OpenAPI document -----------------------------------------------------------
+
+# Each route: (path, method, the view, summary, its query or body model, its answer, the error statuses it
+# answers).
+ROUTES = (
+    (
+        "/v1/vector_stores",
+        "get",
+        vector_stores,
+        "List your vector stores",
+        VectorStoresQuery,
+        VectorStoresOut,
+        (400, 401, 404),
+    ),
+    (
+        "/v1/vector_stores/{store_id}",
+        "get",
+        vector_store_detail,
+        "One vector store",
+        None,
+        VectorStoreOut,
+        (401, 404),
+    ),
+    (
+        "/v1/vector_stores/{store_id}/search",
+        "post",
+        vector_store_search,
+        "Search a vector store: the collection's search in OpenAI's shapes",
+        VectorStoreSearchIn,
+        SearchResultsOut,
+        (400, 401, 403, 404, 409, 413, 429, 503),
+    ),
+)
+
+
+def openapi_routes() -> tuple[dict, list[type[BaseModel]]]:
+    """The vector-store routes as OpenAPI paths, and the models they name, for the JSON API's document
+    (`config/api.py`): these views are plain Django views, not django-ninja's, so their declarations
+    are published here rather than by ninja."""
+    paths: dict = {}
+    models: list[type[BaseModel]] = [OpenAIErrorOut]
+
+    def content(model: type[BaseModel]) -> dict:
+        return {"application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}
+
+    for path, method, view, summary, asked, answer, statuses in ROUTES:
+        operation: dict = {
+            "operationId": view.__name__,
+            "summary": summary,
+            "tags": ["vector stores (OpenAI)"],
+            "parameters": [],
+            "responses": {
+                "200": {"description": "OK", "content": content(answer)},
+                **{
+                    str(status): {"description": ERROR_MEANINGS[status], "content": content(OpenAIErrorOut)}
+                    for status in statuses
+                },
+            },
+        }
+        if "{store_id}" in path:
+            operation["parameters"].append(
+                {"name": "store_id", "in": "path", "required": True, "schema": {"type": "string"}}
+            )
+        if asked is not None and method == "get":
+            properties = asked.model_json_schema()["properties"]
+            operation["parameters"] += [
+                {"name": name, "in": "query", "required": False, "schema": properties[name]}
+                for name in asked.model_fields
+            ]
+        elif asked is not None:
+            operation["requestBody"] = {"required": True, "content": content(asked)}
+            models.append(asked)
+        models.append(answer)
+        paths.setdefault(path, {})[method] = operation
+    return paths, models

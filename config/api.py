@@ -16,6 +16,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from ninja.security import HttpBearer
 
+from collections_app import openai_api
 from collections_app.services.agents import request_key
 from ragsite.bodies import parse_json
 from ragsite.errors import RagsiteError, error_body, store_busy
@@ -39,6 +40,24 @@ class StrictJSON(Parser):
 
 
 class RagsiteAPI(NinjaAPI):
+    def get_openapi_schema(self, **kwargs):
+        """ninja's document, with the OpenAI-compatible vector stores' routes (plain Django views) added
+        from their declarations (`collections_app.schemas.vector_stores`)."""
+        schema = super().get_openapi_schema(**kwargs)
+        paths, models = openai_api.openapi_routes()
+        schema["paths"].update(paths)
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        for model in models:
+            published = model.model_json_schema(ref_template="#/components/schemas/{model}")
+            for name, definition in published.pop("$defs", {}).items():
+                components.setdefault(name, definition)
+            components.setdefault(model.__name__, published)
+        security = [{name: []} for name in schema["components"].get("securitySchemes", {})]
+        for operations in paths.values():
+            for operation in operations.values():
+                operation["security"] = security
+        return schema
+
     def get_openapi_operation_id(self, operation) -> str:
         # Readable ids for generated clients: the view's own name (`search_collection`),
         # not ninja's module-qualified default (`collections_app_api_search`).

@@ -40,7 +40,7 @@ control_socket_disable = True
 
 def on_starting(server):
     """Before the master binds its socket: every live build's index fetched and verified into INDEX_DIR
-    (services.index_warm), so no worker's first searches wait for a load. Nothing listens yet, so a
+    (services.indexes.warm), so no worker's first searches wait for a load. Nothing listens yet, so a
     load balancer sends this node no traffic until it is done."""
     import django
     from django.apps import apps
@@ -49,7 +49,7 @@ def on_starting(server):
         django.setup()
     from django.db import DatabaseError
 
-    from collections_app.services.index_warm import warm_indexes
+    from collections_app.services.indexes.warm import warm_indexes
 
     try:
         warmed = warm_indexes()

@@ -210,7 +210,7 @@ IVF_NPROBE = env.int("IVF_NPROBE", default=0)
 IVF_RECALL = env.float("IVF_RECALL", default=0.95)
 # Each build's search index (memory-mapped by every search process); rebuilt from the store when missing.
 INDEX_DIR = Path(env("INDEX_DIR", default=str(DATA_DIR / "indexes")))
-# A node without a build's index fetches it from the store (services.index_store): inside the search for
+# A node without a build's index fetches it from the store (services.indexes.store): inside the search for
 # a build of at most INDEX_LOAD_INLINE_ROWS paragraphs, else in the background while searches of that
 # collection wait at most INDEX_LOAD_WAIT seconds and then answer 503 index_loading with Retry-After.
 INDEX_LOAD_INLINE_ROWS = env.int("INDEX_LOAD_INLINE_ROWS", default=20000)

@@ -26,6 +26,7 @@ from .schemas import (
     RecordOut,
     StoredOut,
     TextIn,
+    recall_arguments,
 )
 from .services.reading import RECALLED, listing_quoted, recall_quoted, record_quoted
 
@@ -90,9 +91,7 @@ def recall_records(request, payload: RecallIn):
     with audit.reading(
         kind=audit.RECALL, channel=audit.API, key=request.auth, target=RECALLED, question=payload.question
     ) as read:
-        answer = services.recall(
-            agent=request.auth.agent, query=payload.question, most=payload.most, max_chars=payload.max_chars
-        )
+        answer = services.recall(agent=request.auth.agent, **recall_arguments(payload))
         read.answered(*recall_quoted(answer))
     return answer
 

@@ -14,8 +14,19 @@ from ragsite import audit
 from ragsite.mcp import Caller, InvalidArguments, Tool, register
 from ragsite.schemas import json_schema_of, tool_input
 
-from . import conf, services
-from .schemas import KindIn, ListOut, ListQuery, RecallIn, RecallOut, RecordOut, RecordRef, StoredOut, TextIn
+from . import services
+from .schemas import (
+    KindIn,
+    ListOut,
+    ListQuery,
+    RecallIn,
+    RecallOut,
+    RecordOut,
+    RecordRef,
+    StoredOut,
+    TextIn,
+    recall_arguments,
+)
 from .services.reading import DEFAULT_PAGE, RECALLED, listing_quoted, recall_quoted, record_quoted
 
 
@@ -34,14 +45,11 @@ def recall(caller: Caller, arguments: dict) -> dict:
         raise InvalidArguments(
             "recall takes 'question' (or its deprecated alias 'query'), exactly one of them"
         )
-    question = arguments.get("question", arguments.get("query"))
-    most = arguments.get("most", conf.DEFAULT_MOST)
+    recalled = recall_arguments(arguments)
     with audit.reading(
-        kind=audit.RECALL, channel=audit.MCP, key=caller.key, target=RECALLED, question=question
+        kind=audit.RECALL, channel=audit.MCP, key=caller.key, target=RECALLED, question=recalled["query"]
     ) as read:
-        answer = services.recall(
-            agent=caller.agent, query=question, most=most, max_chars=arguments.get("max_chars")
-        )
+        answer = services.recall(agent=caller.agent, **recalled)
         read.answered(*recall_quoted(answer))
     return answer
 

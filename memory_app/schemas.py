@@ -13,7 +13,7 @@ from ninja import Field, Schema
 from pydantic import AliasChoices, ConfigDict
 
 from ragsite.model_calls.rerank import RerankOut
-from ragsite.schemas import StrictSchema
+from ragsite.schemas import StrictSchema, arguments_of
 
 from . import conf
 from .models import MAX_TEXT_LENGTH
@@ -69,6 +69,12 @@ class RecallIn(StrictSchema):
         strict=True,
         description="Characters the excerpts may hold in all; default MEMORY_RECALL_MAX_CHARS.",
     )
+
+
+def recall_arguments(request: RecallIn | dict) -> dict:
+    """`services.recall`'s keyword arguments for a recall request (the API's validated body or the MCP
+    tool's arguments): every declared field, `question` as the service's `query`."""
+    return arguments_of(RecallIn, request, renamed={"question": "query"})
 
 
 class ListQuery(Schema):

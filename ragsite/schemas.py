@@ -6,12 +6,14 @@ bodies are strict: a field the endpoint does not take is refused with 422 naming
 tools refuse an unknown argument), rather than silently ignored, so a misspelt `min_scor` never
 quietly searches with the default floor. From an app's declarations (its `schemas` module): an MCP
 tool's input and output schemas (`tool_input`, `json_schema_of`), a service's limits (`bounds`),
-and the key outlines the reference docs give (`outline`).
+a service's keyword arguments from a request (`arguments_of`), and the key outlines the reference docs
+give (`outline`).
 """
 
 import copy
 import types
 import typing
+from collections.abc import Collection, Mapping
 
 from ninja import Schema
 from pydantic import AliasChoices, BaseModel, ConfigDict
@@ -179,6 +181,37 @@ def bounds(model: type[BaseModel], name: str) -> tuple:
         low = getattr(constraint, "ge", getattr(constraint, "min_length", low))
         high = getattr(constraint, "le", getattr(constraint, "max_length", high))
     return low, high
+
+
+def arguments_of(
+    model: type[BaseModel],
+    request: BaseModel | Mapping[str, typing.Any],
+    *,
+    renamed: Mapping[str, str] | None = None,
+    left_out: Collection[str] = (),
+) -> dict:
+    """The service's keyword arguments for a request declared by ``model``: every declared field but
+    those ``left_out`` (the adapter resolves them itself), under the service's name for it
+    (``renamed``, else the field's own), with the request's value or the declared default.
+
+    ``request`` is the API's validated body or an MCP tool's checked arguments, whose keys are the
+    published names (a field with alias choices is read under whichever was sent). The adapters pass
+    the request on whole this way, so a field added to the declaration reaches the service from every
+    interface without an adapter naming it (tests/test_declarations.py holds the service's keywords
+    to the declaration)."""
+    renamed = renamed or {}
+    arguments = {}
+    for name, field in model.model_fields.items():
+        if name in left_out:
+            continue
+        if isinstance(request, BaseModel):
+            value = getattr(request, name)
+        else:
+            names = (name, _published_name(name, field), *_alias_choices(field))
+            sent = [key for key in names if key in request]
+            value = request[sent[0]] if sent else field.get_default(call_default_factory=True)
+        arguments[renamed.get(name, name)] = value
+    return arguments
 
 
 def outline(model: type[BaseModel]) -> str:

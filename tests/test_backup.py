@@ -26,7 +26,7 @@ from collections_app.services.backup import VERSION, back_up, restore
 from collections_app.services.backup.archive import read_archive
 from collections_app.services.builds import build_collection
 from collections_app.services.documents import set_paragraphs_enabled
-from collections_app.services.labels import add_labels, labels_named, set_per_reader
+from collections_app.services.readers.labels import add_labels, labels_named, set_per_reader
 from collections_app.services.review import approve_documents
 from collections_app.services.search import search_collection
 from collections_app.services.uploads import upload_document

@@ -1,7 +1,8 @@
 """Every request and answer is declared once (`collections_app.schemas`, `memory_app.schemas`): each
 MCP tool's input and output schemas are generated from the declarations, each API route takes and
-answers declared models, and the OpenAPI document publishes exactly what they declare. A field
-written into one of these places by hand, and not into the declaration, fails here."""
+answers declared models, the OpenAPI document publishes exactly what they declare, and every field
+of a request reaches its service from every interface. A field written into one of these places by
+hand, and not into the declaration, fails here."""
 
 import importlib
 import inspect
@@ -14,7 +15,9 @@ from pydantic import BaseModel
 from collections_app.schemas.builds import BuildOut, BuildStatusIn, BuildStatusOut
 from collections_app.schemas.collections import CollectionName, CollectionsOut, NoArguments
 from collections_app.schemas.measure import MeasureIn, MeasureOut
-from collections_app.schemas.search import SearchIn, SearchOut
+from collections_app.schemas.search import SearchIn, SearchOut, search_arguments
+from collections_app.schemas.vector_stores import VectorStoreSearchIn, VectorStoresQuery
+from collections_app.services.search import search_collection
 from config.api import api
 from memory_app.schemas import (
     KindIn,
@@ -26,7 +29,9 @@ from memory_app.schemas import (
     RecordRef,
     StoredOut,
     TextIn,
+    recall_arguments,
 )
+from memory_app.services import recall
 from ragsite.mcp import registry
 from ragsite.schemas import json_schema_of, tool_input
 
@@ -120,3 +125,86 @@ def test_the_openapi_document_publishes_exactly_the_declarations(client):
         assert name in declared, f"OpenAPI publishes {name}, which no schemas module declares"
         published = set(component.get("properties", {}))
         assert published == set(declared[name].model_json_schema(by_alias=True).get("properties", {})), name
+
+
+# What a service takes beside the request an interface sends: who asks and about what (the route's
+# path, the tool's `collection`), the reader the adapter resolves, and the in-process options no
+# interface publishes (the benchmarks' `mode`, `max_most`, `nprobe`; the playground's `explain`).
+SERVICES = {
+    "search": (
+        search_collection,
+        search_arguments,
+        {"agent", "collection", "reader", "key", "mode", "max_most", "nprobe", "explain"},
+    ),
+    "recall": (recall, recall_arguments, {"agent"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SERVICES))
+def test_every_declared_request_field_is_a_keyword_of_its_service_and_no_other_is(name):
+    """The API and the MCP tool pass the request on whole (`*_arguments`), so a field declared and
+    not taken by the service, or taken by the service and never declared, is a change half made."""
+    service, arguments_for, beside = SERVICES[name]
+    taken = set(inspect.signature(service).parameters) - beside
+    assert set(arguments_for({})) == taken
+
+
+def test_a_request_reaches_the_service_under_the_services_names_with_the_declared_defaults():
+    body = SearchIn(
+        question="leave", onBehalfOf="payer", most=3, filters={"type": "eq", "key": "a", "value": 1}
+    )
+    assert search_arguments(body) == {
+        "question": "leave",
+        "on_behalf_of": "payer",
+        "most": 3,
+        "around": None,
+        "min_score": None,
+        "max_chars": None,
+        "filters": {"type": "eq", "key": "a", "value": 1},
+    }
+    # An MCP tool's arguments: published names, absent ones at the declared default.
+    assert search_arguments({"collection": "c", "question": "leave", "reader": "r"}) == search_arguments(
+        SearchIn(question="leave")
+    )
+    # The deprecated alias is read as the field it names.
+    assert recall_arguments({"query": "deadlines", "most": 2}) == {
+        "query": "deadlines",
+        "most": 2,
+        "max_chars": None,
+    }
+    assert recall_arguments(RecallIn(question="deadlines", max_chars=900)) == {
+        "query": "deadlines",
+        "most": RecallIn.model_fields["most"].default,
+        "max_chars": 900,
+    }
+
+
+def test_the_openapi_document_publishes_the_vector_stores_declarations(client):
+    """The OpenAI-compatible routes are plain Django views; their shapes reach the document from the
+    same declarations their views validate with (`collections_app.schemas.vector_stores`)."""
+    document = client.get("/api/v1/openapi.json").json()
+    paths = document["paths"]
+
+    def named(content: dict) -> str:
+        return content["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+
+    listing = paths["/v1/vector_stores"]["get"]
+    assert [p["name"] for p in listing["parameters"]] == list(VectorStoresQuery.model_fields)
+    assert named(listing["responses"]["200"]["content"]) == "VectorStoresOut"
+    assert (
+        named(paths["/v1/vector_stores/{store_id}"]["get"]["responses"]["200"]["content"]) == "VectorStoreOut"
+    )
+    searching = paths["/v1/vector_stores/{store_id}/search"]["post"]
+    assert named(searching["requestBody"]["content"]) == "VectorStoreSearchIn"
+    assert named(searching["responses"]["200"]["content"]) == "SearchResultsOut"
+    assert named(searching["responses"]["400"]["content"]) == "OpenAIErrorOut"
+    body = document["components"]["schemas"]["VectorStoreSearchIn"]
+    assert set(body["properties"]) == set(VectorStoreSearchIn.model_fields)
+
+
+def test_the_search_command_has_an_option_for_every_declared_request_field():
+    from collections_app.management.commands.search import NOT_OPTIONS, Command
+
+    parser = Command().create_parser("manage.py", "search")
+    options = {action.dest for action in parser._actions if action.option_strings}
+    assert set(SearchIn.model_fields) - set(NOT_OPTIONS) <= options

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from collections_app.services.build_status import worker_running
+from collections_app.services.builds.status import worker_running
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -75,7 +75,7 @@ UNFILTERED = {
     "collections": lambda: set(Collection.objects.values_list("agent__agent_id", flat=True)),
     "documents": lambda: set(Document.objects.values_list("collection__agent__agent_id", flat=True)),
     "built": lambda: set(CollectionBuilt.objects.values_list("agent_id", flat=True)),
-    # A build's stored index files and their chunks (services.index_store), by their own agent_id.
+    # A build's stored index files and their chunks (services.indexes.store), by their own agent_id.
     "index files": lambda: set(IndexFile.objects.values_list("agent_id", flat=True)),
     "index chunks": lambda: set(IndexChunk.objects.values_list("agent_id", flat=True)),
     "ledger": lambda: set(ModelCall.objects.values_list("agent__agent_id", flat=True)),

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from collections_app.services.build_status import worker_running
+from collections_app.services.builds.status import worker_running
 
 from .test_qcluster import ROOT, database_url
 

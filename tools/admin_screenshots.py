@@ -130,8 +130,8 @@ def populate() -> dict:
     from collections_app.services.agents import create_agent, create_collection, create_reader
     from collections_app.services.builds import build_collection
     from collections_app.services.documents import set_paragraphs_enabled
-    from collections_app.services.labels import add_labels
     from collections_app.services.ledger import record_call
+    from collections_app.services.readers.labels import add_labels
     from collections_app.services.review import approve_documents
 
     call_command("migrate", verbosity=0)

@@ -192,7 +192,7 @@ def main() -> None:
     )
     from collections_app.models import Document
     from collections_app.services import search as search_service
-    from collections_app.services.rows import current_build
+    from collections_app.services.search.rows import current_build
     from collections_app.text import context as context_module
     from collections_app.text import windows as windows_module
     from ragsite import embedding, fusion

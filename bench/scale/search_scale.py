@@ -204,7 +204,7 @@ def measure_child(n: int, args) -> dict:
     # ranking alone (what `search_collection` ranks with: pruned top-k, dense when pruning declines), and
     # bm25s followed by the one statement that reads its hits' texts, as a search must.
     from collections_app.index.bm25_top import best_rows
-    from collections_app.services.rows import stored_rows
+    from collections_app.services.search.rows import stored_rows
     from ragsite.top import top_rows
 
     def ranking(q):  # search_collection's lexical ranking: pruned, else every row's score (its `_lexical`)

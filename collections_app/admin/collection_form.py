@@ -9,7 +9,7 @@ from ..models import (
     Collection,
 )
 from ..services.knowledge import available_folders, binding_problem, collection_name_problem
-from ..services.labels import PER_READER_SWITCHED
+from ..services.readers.labels import PER_READER_SWITCHED
 from ..text.chunking import AVAILABLE
 from .sync import sync_form_fields, sync_initial
 

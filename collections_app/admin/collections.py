@@ -18,7 +18,7 @@ from ..models import (
 )
 from ..services.documents import collection_health, delete_collection, deletion_summary
 from ..services.knowledge import describe_source
-from ..services.labels import PER_READER_SWITCHED, rebuild_after_switch, set_per_reader
+from ..services.readers.labels import PER_READER_SWITCHED, rebuild_after_switch, set_per_reader
 from .collection_form import CollectionForm
 from .common import (
     HISTORY_ROWS,

@@ -13,8 +13,8 @@ from ..models import (
     BuildRun,
     Collection,
 )
-from ..services.build_status import build_phase, waiting_notice
 from ..services.builds import ACTIVE_STATES, request_build
+from ..services.builds.status import build_phase, waiting_notice
 
 HISTORY_ROWS = 20
 

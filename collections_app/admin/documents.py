@@ -19,9 +19,7 @@ from ..models import (
     Document,
 )
 from ..services.documents import delete_document, deletion_summary, set_documents_enabled
-from ..services.labels import (
-    set_default_labels,
-)
+from ..services.readers.labels import set_default_labels
 from ..services.review import (
     approval_warnings,
     approve_documents,

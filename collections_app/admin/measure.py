@@ -21,7 +21,7 @@ from ..limits import MAX_MOST, MAX_QUESTION_CHARS
 from ..models import Collection, MeasureRun
 from ..services import questions
 from ..services.measure import DEFAULT_MOST, MAX_MARKER_CHARS, MAX_QUESTIONS, parse_items, request_measure
-from ..services.measure_estimate import MeasureEstimate, estimate_measure
+from ..services.measure.estimate import MeasureEstimate, estimate_measure
 from .common import HISTORY_ROWS, duration
 from .known_answers import measure_lines
 

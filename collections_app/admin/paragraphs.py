@@ -18,12 +18,7 @@ from ..models import (
     Reader,
 )
 from ..services.documents import set_paragraphs_enabled
-from ..services.labels import (
-    add_labels,
-    labels_named,
-    remove_labels,
-    set_paragraph_labels,
-)
+from ..services.readers.labels import add_labels, labels_named, remove_labels, set_paragraph_labels
 from .common import (
     SearchableListFilter,
     count_of,

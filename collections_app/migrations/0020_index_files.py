@@ -1,5 +1,5 @@
 """Each live build's index files stored beside the build, chunked, so every web node can fetch them
-(issue 29, item 3; services.index_store).
+(issue 29, item 3; services.indexes.store).
 
 On PostgreSQL the two tables get the row-level-security policy of the other agent-scoped tables (by
 their own `agent_id`), and the chunks' column is stored without compression: the vectors and postings

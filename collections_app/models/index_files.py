@@ -3,7 +3,7 @@
 The build worker writes a build's index once (services.indexes) and stores its files here, chunked, in
 the transaction that makes the build live; a web node that lacks the files (a new machine, a fresh
 container, a deleted INDEX_DIR) fetches and verifies them instead of writing them again from the rows
-(services.index_store). Only the live build's files are kept. Every row carries `agent_id`, as the
+(services.indexes.store). Only the live build's files are kept. Every row carries `agent_id`, as the
 paragraphs do, so row-level security scopes them (migration 0020).
 """
 

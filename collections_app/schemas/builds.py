@@ -6,7 +6,7 @@ from ninja import Field, Schema
 
 from ragsite.schemas import StrictSchema
 
-from ..services.build_status import MAX_LISTED, MAX_WAIT_SECONDS
+from ..services.builds.status import MAX_LISTED, MAX_WAIT_SECONDS
 from .known_answers import BuildKnownAnswersOut
 
 

@@ -14,7 +14,7 @@ from ninja import Field
 from pydantic import BaseModel, ConfigDict
 
 from ragsite.model_calls.rerank import RerankOut
-from ragsite.schemas import StrictSchema
+from ragsite.schemas import StrictSchema, arguments_of
 
 from ..limits import (
     DEFAULT_MOST,
@@ -87,6 +87,19 @@ class SearchIn(StrictSchema):
         description="Only paragraphs matching this filter take part, before ranking: OpenAI's vector-store "
         'shape, {"type": "eq"|"ne"|"gt"|"gte"|"lt"|"lte"|"in"|"nin", "key", "value"} or {"type": "and"|"or", '
         '"filters": [...]}, over document attributes and document, section, page (docs/collections.md).',
+    )
+
+
+# The request's fields the adapters resolve before searching: the reader, named or by its ID token
+# (`services.readers.tokens.reader_named`); every other field reaches the service as it was sent.
+RESOLVED_BY_ADAPTER = ("reader", "readerToken")
+
+
+def search_arguments(request: SearchIn | dict) -> dict:
+    """`search_collection`'s keyword arguments for a search request (the API's validated body or the
+    MCP tool's arguments): each declared field but the reader, `onBehalfOf` as `on_behalf_of`."""
+    return arguments_of(
+        SearchIn, request, renamed={"onBehalfOf": "on_behalf_of"}, left_out=RESOLVED_BY_ADAPTER
     )
 
 

@@ -18,8 +18,8 @@ from ..models import Agent, Document, Paragraph
 from .agents import get_collection
 from .indexes import mapped_index
 from .readers import resolve_reader
-from .rows import search_state
 from .search.plan import citing_mask, readable_mask
+from .search.rows import search_state
 from .search.stitched import stitched
 
 

@@ -1,5 +1,5 @@
 """The task cluster's queue, read when /metrics is scraped: how many tasks wait in the broker, how long
-the oldest queued build has waited, and whether a cluster is reporting (services.build_status)."""
+the oldest queued build has waited, and whether a cluster is reporting (services.builds.status)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 
 from ..models import BuildRun
-from .build_status import worker_running
+from .builds.status import worker_running
 
 
 class TaskQueueCollector:

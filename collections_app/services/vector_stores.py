@@ -4,23 +4,20 @@ The search itself is `search.search_collection`, unchanged: this module names co
 vector stores (`vector_store`), pages through them (`list_vector_stores`), and turns a search
 answer into `vector_store.search_results.page` (`results_page`). What the OpenAI shape has no
 field for (the floor, the judge's verdict, stitching) travels in a `ragsite` extension object, on
-the page and on each result; the request side is parsed in `collections_app/openai_api.py`.
+the page and on each result. Both sides are declared in `schemas/vector_stores.py`; the request is
+read in `collections_app/openai_api.py`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from django.db.models import Count, Q
 
-from ragsite.errors import NotFound, RagsiteError
+from ragsite.errors import NotFound
 
 from ..models import Agent, BuildRun, Collection, Document
+from ..schemas.vector_stores import VectorStoresQuery
 from .agents import get_collection
 from .indexes import collection_root
-
-MAX_LISTED = 100
-DEFAULT_LISTED = 20
 
 
 def _timestamp(moment) -> int | None:
@@ -84,22 +81,9 @@ def get_vector_store(*, agent: Agent, store_id: str) -> dict:
     return vector_store(get_collection(agent=agent, name=store_id))
 
 
-@dataclass(frozen=True)
-class ListRequest:
-    """`GET /v1/vector_stores`' query: at most `limit`, by creation time, after or before an id."""
-
-    limit: int = DEFAULT_LISTED
-    order: str = "desc"
-    after: str | None = None
-    before: str | None = None
-
-
-def list_vector_stores(*, agent: Agent, request: ListRequest) -> dict:
-    """A cursor page of the agent's collections, newest first by default (OpenAI's `list` shape)."""
-    if not 1 <= request.limit <= MAX_LISTED:
-        raise RagsiteError(f"limit must be between 1 and {MAX_LISTED}", code="invalid_limit")
-    if request.order not in ("asc", "desc"):
-        raise RagsiteError('order must be "asc" or "desc"', code="invalid_order")
+def list_vector_stores(*, agent: Agent, request: VectorStoresQuery) -> dict:
+    """A cursor page of the agent's collections, newest first by default (OpenAI's `list` shape); the
+    query's limits are its declaration's (`schemas.vector_stores`), checked by the adapter."""
     ordering = ("created_at", "pk") if request.order == "asc" else ("-created_at", "-pk")
     collections = list(Collection.objects.filter(agent=agent).select_related("built").order_by(*ordering))
     names = [c.name for c in collections]

@@ -17,8 +17,8 @@ from collections_app.models import (
 )
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
-from collections_app.services.labels import set_default_labels
 from collections_app.services.measure import request_measure
+from collections_app.services.readers.labels import set_default_labels
 from collections_app.services.review import approve_documents
 from collections_app.services.uploads import upload_document
 

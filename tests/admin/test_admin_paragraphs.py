@@ -13,7 +13,7 @@ from collections_app.models import (
     Paragraph,
 )
 from collections_app.services.agents import create_reader
-from collections_app.services.labels import add_labels, labels_named, remove_labels
+from collections_app.services.readers.labels import add_labels, labels_named, remove_labels
 from collections_app.services.uploads import upload_document
 from ragsite.errors import RagsiteError
 

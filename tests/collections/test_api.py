@@ -197,7 +197,7 @@ def test_a_live_cluster_listed_after_a_dead_one_still_counts_as_running():
     from django_q.brokers import Broker, get_broker
     from django_q.conf import Conf
 
-    from collections_app.services.build_status import worker_running
+    from collections_app.services.builds.status import worker_running
 
     broker = get_broker()
     on_redis = type(broker).get_stats is not Broker.get_stats

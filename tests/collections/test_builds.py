@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from collections_app.models import BuildRun, CollectionBuilt, Document, Label, Paragraph
 from collections_app.services.agents import create_collection
-from collections_app.services.build_status import build_phase
 from collections_app.services.builds import EmptyBuild, build_collection, fail_stale_builds, request_build
+from collections_app.services.builds.status import build_phase
 from ragsite import embedding
 from ragsite.errors import Conflict
 
@@ -336,7 +336,7 @@ def test_a_rebuild_of_an_unchanged_folder_writes_nothing_but_the_build_record(ha
     }
     assert touched == set(), writes
     # Not a query per document (30 here): a constant number, one of them asking which webhooks to tell,
-    # six storing the new build's index files beside it (services.index_store: the old ones' go), and
+    # six storing the new build's index files beside it (services.indexes.store: the old ones' go), and
     # two checking, at the request and in the run, that the folder variable names this collection alone
     # (with one more on PostgreSQL bounding the request's lock wait).
     assert len(queries) < 49, len(queries)

@@ -15,7 +15,7 @@ from collections_app.services.builds import build_collection
 from collections_app.services.citations import read_cited
 from collections_app.services.documents import set_documents_enabled, set_paragraphs_enabled
 from collections_app.services.interchange import export_index
-from collections_app.services.labels import add_labels, labels_named, remove_labels
+from collections_app.services.readers.labels import add_labels, labels_named, remove_labels
 from collections_app.services.search import search_collection
 
 pytestmark = pytest.mark.django_db

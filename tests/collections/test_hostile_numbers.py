@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from collections_app import openai_api
 from collections_app.index.filters import FilterError, checked_attributes, parse_filter
 from collections_app.models import Document
+from collections_app.schemas.vector_stores import VectorStoreSearchIn
 from collections_app.services.agents import create_agent, create_collection
 from collections_app.services.builds import build_collection
 from ragsite.bodies import SAFE_INTEGER, bounded_number
@@ -164,7 +165,7 @@ def test_any_json_is_attributes_or_a_filter_error(raw):
 RANKING = st.fixed_dictionaries(
     {},
     optional={
-        "ranker": JSON | st.sampled_from(openai_api.RANKERS),
+        "ranker": JSON | st.sampled_from(["auto", "default-2024-11-15"]),
         "score_threshold": JSON,
         "hybrid_search": JSON
         | st.fixed_dictionaries({}, optional={"embedding_weight": JSON, "text_weight": JSON}),
@@ -176,9 +177,11 @@ RANKING = st.fixed_dictionaries(
 @given(RANKING | JSON)
 def test_any_json_is_ranking_options_or_a_refusal(raw):
     try:
-        options = openai_api._ranking_options(raw)
+        asked = openai_api.declared(VectorStoreSearchIn, {"query": "q", "ranking_options": raw}, "field")
+        options = asked.ranking_options
+        openai_api._check_weights(options.hybrid_search if options is not None else None)
     except RagsiteError as exc:
         assert exc.status == 400 and exc.message
         return
-    threshold = options.get("score_threshold")
+    threshold = options.score_threshold if options is not None else None
     assert threshold is None or 0 <= threshold <= 1

@@ -428,7 +428,7 @@ def test_a_per_reader_collection_answers_at_its_configured_floor_never_a_measure
     """Issue 24, item 6: a floor measured over every paragraph moves with paragraphs a reader may not read,
     so on a per-reader collection it is not used (and staff cannot ask for it), for every reader alike."""
     from collections_app.models import Reader
-    from collections_app.services.labels import set_per_reader
+    from collections_app.services.readers.labels import set_per_reader
 
     k.set_known_answers(collection=handbook, items=ITEMS, floor_measured=True)
     report = report_of(build(handbook))

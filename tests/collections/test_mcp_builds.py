@@ -8,8 +8,8 @@ from django.utils import timezone
 
 from collections_app.models import BuildRun
 from collections_app.services.agents import create_agent, create_collection
-from collections_app.services.build_status import build_status
 from collections_app.services.builds import build_collection, request_build
+from collections_app.services.builds.status import build_status
 
 from .test_mcp import call_tool, tool_error
 

@@ -11,7 +11,7 @@ from collections_app.models import BuildRun, MeasureRun, Paragraph
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
 from collections_app.services.measure import request_measure
-from collections_app.services.measure_estimate import estimate_measure
+from collections_app.services.measure.estimate import estimate_measure
 
 pytestmark = pytest.mark.django_db
 

@@ -12,9 +12,11 @@ from django.core.management import call_command
 from django.db import connection, connections
 
 from collections_app.models import BuildRun, CollectionBuilt, IndexChunk, IndexFile
-from collections_app.services import index_loading, index_store, indexes
+from collections_app.services import indexes
 from collections_app.services.agents import create_agent, create_collection, issue_key
 from collections_app.services.builds import build_collection
+from collections_app.services.indexes import loading as index_loading
+from collections_app.services.indexes import store as index_store
 from collections_app.services.search import forget_index
 from ragsite.errors import RagsiteError
 from tests.collections.test_search import post

@@ -14,9 +14,9 @@ from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 
 from collections_app.models import IdpGroup, Label, Reader
-from collections_app.services import reader_tokens
 from collections_app.services.agents import create_agent, create_collection, issue_key
 from collections_app.services.builds import build_collection
+from collections_app.services.readers import tokens as reader_tokens
 from tests.collections.test_reader_view import twins  # noqa: F401  (the twin fixture)
 
 AUDIENCE = "intranet-app"

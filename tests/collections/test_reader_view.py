@@ -233,7 +233,7 @@ def test_switching_per_reader_on_marks_a_rebuild_that_drops_a_plain_first_line_t
     """A per-reader collection never takes a plain first line (a paragraph labels may hide) as its
     documents' title; switching per-reader on a built collection says to rebuild, and the rebuild
     re-reads every document to change the titles, and so the vectors."""
-    from collections_app.services.labels import PER_READER_SWITCHED, set_per_reader
+    from collections_app.services.readers.labels import PER_READER_SWITCHED, set_per_reader
 
     collection = create_collection(agent=agent, name="switch", method="structure", size=120, overlap=0)
     knowledge_folder("switch", {"doc.md": "\n\n".join(paragraph(i) for i in range(3)) + "\n"})
@@ -283,7 +283,7 @@ def test_a_switch_whose_rebuild_cannot_start_shows_answers_not_cannot_answer(
     """While a switch waits for its rebuild the collection answers: the badge says so, never red."""
     from django.urls import reverse
 
-    from collections_app.services.labels import set_per_reader
+    from collections_app.services.readers.labels import set_per_reader
 
     collection = create_collection(agent=agent, name="waits", method="structure", size=120, overlap=0)
     knowledge_folder("waits", {"doc.md": paragraph(0) + "\n"})

@@ -411,6 +411,27 @@ def test_the_search_command_prints_json(handbook):
     assert answer["mode"] == "hybrid" and "five days" in answer["paragraphs"][0]["text"]
 
 
+def test_the_search_command_takes_the_declared_request(handbook):
+    """Its options are `SearchIn`'s fields (the reader by name), read as the API reads them."""
+    out = StringIO()
+    call_command(
+        "search",
+        "alpha",
+        "handbook",
+        QUESTION,
+        "--max-chars",
+        "400",
+        "--most",
+        "2",
+        "--filters",
+        '{"type": "eq", "key": "document", "value": "nowhere.md"}',
+        "--json",
+        stdout=out,
+    )
+    answer = json.loads(out.getvalue())
+    assert answer["max_chars"] == 400 and answer["paragraphs"] == []  # no document matches the filter
+
+
 def test_the_api_queues_a_build(client, handbook, api_key):
     response = post(client, api_key, "/api/v1/collections/handbook/build", {})
     assert response.status_code == 202 and response.json()["status"] in ("queued", "succeeded")

@@ -296,7 +296,7 @@ def test_a_lexical_search_that_leaves_the_common_words_out_answers_as_scoring_ev
 
 
 def test_the_build_record_is_read_every_search_and_made_again_only_when_its_row_changed(agent, handbook):
-    from collections_app.services.rows import current_build
+    from collections_app.services.search.rows import current_build
 
     first = current_build(handbook)
     assert current_build(handbook) is first  # the same row: the record already made
@@ -336,8 +336,8 @@ def test_sqlite_marks_every_commit_of_another_connection_and_every_change_of_its
 def test_a_paragraph_switched_off_after_the_state_was_last_read_is_not_served(agent, handbook, monkeypatch):
     # The state statement is skipped while the marks say nothing was written (a SQLite file; the test
     # database lives in memory, where the shortcut is not taken, so it is told otherwise here).
-    from collections_app.services import rows
     from collections_app.services.documents import set_paragraphs_enabled
+    from collections_app.services.search import rows
 
     if connection.vendor != "sqlite":
         pytest.skip("the marks are SQLite's")

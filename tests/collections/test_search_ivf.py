@@ -14,7 +14,7 @@ from collections_app.schemas.search import ParagraphOut, SearchOut
 from collections_app.services.agents import create_agent, create_collection, create_reader
 from collections_app.services.builds import build_collection
 from collections_app.services.interchange import export_index, import_index
-from collections_app.services.labels import set_per_reader
+from collections_app.services.readers.labels import set_per_reader
 from collections_app.services.search import approximate as candidates_module
 from collections_app.services.search import approximate as search_module
 from collections_app.services.search import collection_index, search_collection

@@ -6,11 +6,19 @@ import json
 import pytest
 
 from collections_app.models import Label, Paragraph
+from collections_app.schemas.vector_stores import (
+    ResultExtensionOut,
+    SearchResultOut,
+    SearchResultsOut,
+    VectorStoreOut,
+    VectorStoresOut,
+)
 from collections_app.services.agents import create_agent, create_collection, create_reader
 from collections_app.services.builds import build_collection
 from ragsite import fusion
 from tests.collections import test_mcp
 from tests.conftest import HANDBOOK
+from tests.declared import assert_declared, every_key, required_keys
 
 QUESTION, ANSWER = test_mcp.QUESTION, test_mcp.ANSWER
 keyed, handbook = test_mcp.keyed, test_mcp.handbook  # the same fixtures: agent "alpha", its "handbook"
@@ -62,6 +70,45 @@ def test_a_search_answers_the_same_paragraphs_as_the_api(client, handbook, keyed
     )
     assert page["ragsite"]["floor"] == 0 and page["ragsite"]["floor_source"] == "request"
     assert page["ragsite"]["refused"] is None and page["ragsite"]["around"] == 1
+
+
+def test_every_answer_is_its_declaration(client, handbook, keyed):
+    """The list, a store and a search page carry exactly the keys `schemas/vector_stores.py` declares,
+    the keys OpenAI's SDK reads among them, at every depth."""
+    _agent, raw = keyed
+    auth = {"Authorization": f"Bearer {raw}"}
+    listed = client.get("/v1/vector_stores", headers=auth).json()
+    assert listed["data"]
+    assert_declared(listed, VectorStoresOut)
+    store = client.get("/v1/vector_stores/handbook", headers=auth).json()
+    assert_declared(store, VectorStoreOut)
+    assert set(store) == every_key(VectorStoreOut)
+    page = search(client, raw, {"query": QUESTION, "ranking_options": {"score_threshold": 0}}).json()
+    assert page["data"]
+    assert_declared(page, SearchResultsOut)
+    assert set(page) == every_key(SearchResultsOut)
+    for result in page["data"]:
+        assert set(result) == every_key(SearchResultOut)
+        assert set(result["ragsite"]) >= required_keys(ResultExtensionOut)
+
+
+@pytest.mark.parametrize(
+    "query, code",
+    [
+        ("limit=0", "invalid_limit"),
+        ("limit=101", "invalid_limit"),
+        ("limit=ten", "invalid_limit"),
+        ("order=up", "invalid_order"),
+        ("page=2", "invalid_request"),
+    ],
+)
+def test_the_list_refuses_a_query_outside_its_declaration(client, keyed, query, code):
+    _agent, raw = keyed
+    response = client.get(f"/v1/vector_stores?{query}", headers={"Authorization": f"Bearer {raw}"})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == code
+    assert error["param"] == (None if code == "invalid_request" else query.split("=")[0])
 
 
 def test_defaults_are_openais_ten_results_and_the_collections_floor(client, handbook, keyed):
@@ -123,6 +170,14 @@ def test_score_threshold_is_the_floor(client, handbook, keyed):
         ({"query": QUESTION, "ranking_options": {"boost": 2}}, 400, "invalid_request"),
         ({"query": QUESTION, "top_k": 3}, 400, "invalid_request"),
         ({"query": QUESTION, "reader": 5}, 400, "invalid_request"),
+        ({"query": QUESTION, "reader": "r" * 201}, 400, "invalid_request"),
+        ({"query": "   "}, 400, "invalid_query"),
+        (
+            {"query": QUESTION, "ranking_options": {"hybrid_search": {"embedding_weight": -1}}},
+            400,
+            "invalid_hybrid_search",
+        ),
+        ({"query": QUESTION, "ranking_options": {"score_threshold": "0.5"}}, 400, "invalid_score_threshold"),
     ],
 )
 def test_what_the_search_cannot_honour_is_refused_by_name(client, handbook, keyed, body, status, code):
@@ -132,6 +187,18 @@ def test_what_the_search_cannot_honour_is_refused_by_name(client, handbook, keye
     error = response.json()["error"]
     assert set(error) == {"code", "message", "type", "param"} and error["code"] == code
     assert error["type"] == "invalid_request_error"
+    # OpenAI's `param`: the field at fault, as the code names it (an extension's is null).
+    field = {
+        "invalid_max_num_results": "max_num_results",
+        "invalid_around": "around",
+        "invalid_score_threshold": "ranking_options.score_threshold",
+        "unsupported_ranker": "ranking_options.ranker",
+        "invalid_hybrid_search": "ranking_options.hybrid_search",
+        "unsupported_hybrid_search": "ranking_options.hybrid_search",
+        "rewrite_unsupported": "rewrite_query",
+        "invalid_query": "query",
+    }
+    assert error["param"] == field.get(code)
 
 
 def test_the_fusions_own_weights_in_any_multiple_are_accepted(client, handbook, keyed):

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from collections_app.models import Webhook, WebhookDelivery
 from collections_app.services import webhooks
-from collections_app.services.webhook_transport import public
+from collections_app.services.webhooks.transport import public
 from tests.collections.test_webhooks import verified
 from tests.servers import WebhookReceiver, serving
 
@@ -121,7 +121,7 @@ def test_the_sweep_never_requeues_a_live_attempt_and_a_late_one_records_nothing(
 
 
 def test_an_attempt_that_lost_its_claim_records_nothing(hook_to, monkeypatch):
-    from collections_app.services import webhook_transport
+    from collections_app.services.webhooks import transport as webhook_transport
 
     with serving(WebhookReceiver()) as receiver:
         delivery = _delivery(hook_to(receiver.url))

@@ -228,7 +228,7 @@ KNOWN = [
 def floor(tally: Tally, base: str, world: dict, pairs: list[tuple[str, str, bool]], quick: bool) -> None:
     from collections_app.models import Collection, Reader
     from collections_app.services.known_answers import set_known_answers
-    from collections_app.services.labels import set_per_reader
+    from collections_app.services.readers.labels import set_per_reader
     from ragsite.errors import RagsiteError
 
     for x, y, _alike in pairs[: 2 if quick else len(pairs)]:

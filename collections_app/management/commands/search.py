@@ -1,6 +1,22 @@
+import json
+import re
+import types
+import typing
+
+from collections_app.schemas.search import SearchIn, search_arguments
 from collections_app.services.agents import get_agent
 from collections_app.services.search import search_collection
 from ragsite.commands import ServiceCommand
+
+# The reader is given by name here; an ID token (`readerToken`) is for agents, not the command line.
+NOT_OPTIONS = ("question", "readerToken")
+
+
+def option_type(annotation):
+    """How a declared field's value is read from the command line: its number or text type, or JSON."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        annotation = next(arg for arg in typing.get_args(annotation) if arg is not type(None))
+    return annotation if annotation in (int, float, str) else json.loads
 
 
 class Command(ServiceCommand):
@@ -10,23 +26,23 @@ class Command(ServiceCommand):
         parser.add_argument("agent_id")
         parser.add_argument("name")
         parser.add_argument("question")
-        parser.add_argument("--reader", default=None)
-        parser.add_argument("--on-behalf-of", default=None, dest="on_behalf_of")
-        parser.add_argument("--most", type=int, default=5)
-        parser.add_argument("--around", type=int, default=None)
-        parser.add_argument("--min-score", type=float, default=None, dest="min_score")
+        # Every other field of the declared request, as an option (`onBehalfOf` is --on-behalf-of), so
+        # the command takes what the API and the tool take, with the same defaults.
+        for name, field in SearchIn.model_fields.items():
+            if name in NOT_OPTIONS:
+                continue
+            parser.add_argument(
+                "--" + re.sub(r"(?<=[a-z])([A-Z])", r"-\1", name).lower().replace("_", "-"),
+                dest=name,
+                type=option_type(field.annotation),
+                default=field.default,
+                help=field.description,
+            )
         parser.add_argument("--json", action="store_true", help="print the answer as JSON")
 
     def handle(self, *args, **o):
         answer = search_collection(
-            agent=get_agent(o["agent_id"]),
-            collection=o["name"],
-            question=o["question"],
-            reader=o["reader"],
-            on_behalf_of=o["on_behalf_of"],
-            most=o["most"],
-            around=o["around"],
-            min_score=o["min_score"],
+            agent=get_agent(o["agent_id"]), collection=o["name"], reader=o["reader"], **search_arguments(o)
         )
         if o["json"]:
             self.print_json(answer)

@@ -1,4 +1,4 @@
-from collections_app.services.index_warm import warm_indexes
+from collections_app.services.indexes.warm import warm_indexes
 from ragsite.commands import ServiceCommand
 
 

@@ -27,11 +27,11 @@ from .. import known_answers, webhooks
 from ..knowledge import require_source
 from ..leases import ACTIVE_STATES, STALE_MESSAGE, Heartbeat, LeaseLost, fail_stale_builds
 from ..sources import collection_sources, document_extractor
-from ..swap import candidate_paragraphs
 from .commit import _commit
 from .embed import _embed_missing, _known_vectors
 from .prepare import Prepared, Progress, StillWritingBuild, _prepare
 from .review import _review, _review_warnings, held_passages, waiting
+from .swap import candidate_paragraphs
 
 __all__ = ["STALE_MESSAGE", "build_collection", "fail_stale_builds", "request_build", "run_build"]
 

@@ -15,10 +15,11 @@ from ...models import (
     Paragraph,
 )
 from ...text.context import context_version
-from .. import indexes, kept_labels, webhooks
+from .. import indexes, webhooks
 from ..leases import check_lease
-from ..swap import approved, replace_paragraphs
+from . import kept_labels
 from .review import _review_warnings, waiting
+from .swap import approved, replace_paragraphs
 
 logger = logging.getLogger("ragsite.builds")
 
@@ -40,7 +41,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
         # listed among the sources, so they never vanish here.
         gone = [document for name, document in existing.items() if name not in names]
         if gone:
-            # Their labels wait for their return (services.kept_labels), then they go in this same swap.
+            # Their labels wait for their return (builds.kept_labels), then they go in this same swap.
             kept_labels.keep(collection=collection, documents=gone)
             Document.objects.filter(pk__in=[document.pk for document in gone]).delete()
         returning = kept_labels.kept_for(collection) if any(not p.reused for p in prepared) else {}

@@ -8,8 +8,8 @@ from ...models import (
     Document,
     Paragraph,
 )
-from ..swap import approved
 from .prepare import Prepared
+from .swap import approved
 
 
 def _review_warnings(items) -> list[str]:

@@ -34,7 +34,7 @@ from ...models import (
 from ...text.chunking import returns_sections
 from ...text.stitch import Row
 from .. import webhooks
-from ..rows import search_state
+from ..search.rows import search_state
 from .the_set import _enqueue, known_answers, live_build_id, parse_jsonl, set_known_answers
 
 logger = logging.getLogger("ragsite.known_answers")

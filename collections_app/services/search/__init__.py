@@ -78,7 +78,7 @@ def search_collection(
     playground, never the API) adds ``explain``: each answer's pieces with their lexical and semantic
     parts, and how many paragraphs at or above the floor this reader's labels hid (a count only).
     `max_chars` bounds the characters of text in the answer (default ANSWER_MAX_CHARS; `text.budget`).
-    `filters` (OpenAI's vector-store shape, services.filtering) keeps only the rows it describes, before
+    `filters` (OpenAI's vector-store shape, search.filtering) keeps only the rows it describes, before
     ranking, exactly as a reader's labels do.
     """
     with tracing.span("search") as root:

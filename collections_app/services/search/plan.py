@@ -22,11 +22,11 @@ from ...limits import MAX_MOST
 from ...models import Agent, ApiKey, Collection, CollectionBuilt, Paragraph, Reader
 from ...schemas.search import SearchIn
 from ..agents import get_collection
-from ..filtering import filter_mask, parse_filters
 from ..indexes import mapped_index
 from ..ledger import check_runaway
 from ..readers import resolve_reader
-from ..rows import search_state
+from .filtering import filter_mask, parse_filters
+from .rows import search_state
 
 MODES = ("hybrid", "vector", "lexical")
 

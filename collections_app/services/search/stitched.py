@@ -15,7 +15,7 @@ from ...text import stitch as stitching
 from ...text.budget import fit
 from ...text.stitch import Row, Stitched, stitch, stitch_sections
 from ..readers import cut_hidden_copies
-from ..rows import stored_rows
+from .rows import stored_rows
 
 
 class Stitching(NamedTuple):

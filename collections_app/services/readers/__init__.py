@@ -9,9 +9,9 @@ import numpy as np
 
 from ragsite.errors import RagsiteError
 
-from ..index.mapped import MappedIndex
-from ..models import Collection, Paragraph, Reader
-from ..text.stitch import Row, cut_opening
+from ...index.mapped import MappedIndex
+from ...models import Collection, Paragraph, Reader
+from ...text.stitch import Row, cut_opening
 
 NO_LABELS = Reader(external_id="")  # an unsaved reader holding nothing: reads unlabelled paragraphs only
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from django.utils import timezone
 
-from ..models import Collection, Document, KeptLabels, Label, Paragraph
+from ...models import Collection, Document, KeptLabels, Label, Paragraph
 
 BATCH = 500  # ids per IN list, well under SQLite's variable limit
 

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 
-from ..models import Collection, CollectionBuilt, Document, Paragraph
+from ...models import Collection, CollectionBuilt, Document, Paragraph
 
 # Per collection: the build record's row as the database gave it, and the record made from it.
 _builds: dict[int, tuple[tuple, CollectionBuilt]] = {}

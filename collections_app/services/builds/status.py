@@ -14,9 +14,9 @@ from django.utils import timezone
 
 from ragsite.errors import NotFound, RagsiteError
 
-from ..conf import settings
-from ..models import Agent, BuildRun, Collection
-from . import known_answers
+from ...conf import settings
+from ...models import Agent, BuildRun, Collection
+from .. import known_answers
 
 MAX_LISTED = 50
 MAX_WAIT_SECONDS = 60

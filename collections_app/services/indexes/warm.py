@@ -1,7 +1,7 @@
 """A node made ready before it takes traffic: every live build's index in place and verified here.
 
 `manage.py warm_indexes` and gunicorn's master (config/gunicorn_conf.py) run this before any request
-arrives, so no search on a new node waits for a load (services.index_loading). Runs as the tables'
+arrives, so no search on a new node waits for a load (services.indexes.loading). Runs as the tables'
 owner, outside any agent's row-level-security scope: it reads every agent's builds.
 """
 
@@ -11,9 +11,8 @@ import logging
 import time
 from dataclasses import dataclass
 
-from ..models import CollectionBuilt
-from . import index_store
-from .indexes import _usable, build_key, collection_root, discard_copy, write_index
+from ...models import CollectionBuilt
+from . import _usable, build_key, collection_root, discard_copy, store, write_index
 
 logger = logging.getLogger("ragsite.search")
 
@@ -42,7 +41,7 @@ def warm_indexes(*, verify: bool = True) -> list[Warmed]:
         outcome = "ready"
         try:
             same = (
-                index_store.verify_folder(collection_id=collection.pk, key=key, folder=folder)
+                store.verify_folder(collection_id=collection.pk, key=key, folder=folder)
                 if verify and _usable(folder)
                 else None
             )
@@ -53,12 +52,12 @@ def warm_indexes(*, verify: bool = True) -> list[Warmed]:
                     collection.name,
                 )
                 discard_copy(collection_id=collection.pk, key=key)
-            stored = index_store.is_stored(collection_id=collection.pk, key=key)
+            stored = store.is_stored(collection_id=collection.pk, key=key)
             if not _usable(folder):
                 written = write_index(collection=collection)
                 outcome = "fetched" if stored else "written"
                 key, folder = written or (key, folder)
-            if not stored and index_store.store_if_missing(collection=collection, key=key, folder=folder):
+            if not stored and store.store_if_missing(collection=collection, key=key, folder=folder):
                 outcome = "stored" if outcome == "ready" else outcome
         except Exception as exc:  # noqa: BLE001 - one collection's failure must not keep the others cold
             logger.error(

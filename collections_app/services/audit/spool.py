@@ -19,8 +19,8 @@ from pathlib import Path
 
 from django.db import transaction
 
-from ..conf import settings
-from ..models import ReadAudit
+from ...conf import settings
+from ...models import ReadAudit
 
 logger = logging.getLogger("ragsite.audit")
 

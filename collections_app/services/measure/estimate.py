@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from ragsite import embedding
 
-from ..models import BuildRun, Collection, Paragraph
-from .measure import _counts_tokens, _variants
+from ...models import BuildRun, Collection, Paragraph
+from . import _counts_tokens, _variants
 
 # A build that embedded fewer paragraphs than this says too little about the model's speed.
 MIN_REFERENCE_PARAGRAPHS = 10

@@ -2,10 +2,10 @@
 
 The database stays the source of truth. The index of a build (``mapped_index``) is a derived copy
 keyed by the collection and the build's ``built_at``: written whole by the worker that committed the
-build and stored beside the build record (services.index_store), then fetched and verified by any
+build and stored beside the build record (services.indexes.store), then fetched and verified by any
 node that finds it missing or unusable, or written again from the rows when nothing is stored for the
 build (under a per-collection file lock, so one process fetches while the others wait and then map
-what it fetched). A large build's index is loaded off the request (services.index_loading): its
+what it fetched). A large build's index is loaded off the request (services.indexes.loading): its
 searches wait at most INDEX_LOAD_WAIT seconds, then answer 503 ``index_loading``. A search process
 maps each build once and keeps the mapping until a newer build replaces it.
 """
@@ -31,19 +31,19 @@ from django.db import DatabaseError
 
 from ragsite.errors import Conflict, RagsiteError
 
-from ..conf import settings
-from ..index.format import FORMAT, IndexUnusable
-from ..index.ivf import IVFLists, build_lists
-from ..index.mapped import MappedIndex
-from ..index.postings import row_postings
-from ..index.vector_codec import VectorFormatError, decode
-from ..index.writer import IndexWriter
-from ..models import Collection, CollectionBuilt, Paragraph
-from ..text.context import CONTEXT_VERSION
-from ..text.stitch import carried_openings
-from . import index_store
-from .index_gauges import MappedIndexes
-from .index_loading import load_in_background
+from ...conf import settings
+from ...index.format import FORMAT, IndexUnusable
+from ...index.ivf import IVFLists, build_lists
+from ...index.mapped import MappedIndex
+from ...index.postings import row_postings
+from ...index.vector_codec import VectorFormatError, decode
+from ...index.writer import IndexWriter
+from ...models import Collection, CollectionBuilt, Paragraph
+from ...text.context import CONTEXT_VERSION
+from ...text.stitch import carried_openings
+from . import store
+from .gauges import MappedIndexes
+from .loading import load_in_background
 
 logger = logging.getLogger("ragsite.search")
 
@@ -103,7 +103,7 @@ def write_index(
     record and the rows, so the record is read again afterwards and the work repeated if it moved.
     `keep_others`: leave the other builds' indexes (a build writing its own before it commits, whose
     transaction may still roll back to the build that answers now). `fetch`: first fetch the files stored
-    beside the build (index_store) when there are any; a build being committed has none yet.
+    beside the build (indexes.store) when there are any; a build being committed has none yet.
     """
     with _collection_lock(collection.pk):
         for _attempt in range(5):
@@ -167,7 +167,7 @@ def index_before_commit(*, collection: Collection) -> str:
 
     Called after the build record is written and before the transaction commits, so the rows it reads
     are the new build's. When the index cannot be written whole (a full disk), does not read back with
-    every row, or cannot be stored beside the build (services.index_store), this raises and the
+    every row, or cannot be stored beside the build (services.indexes.store), this raises and the
     transaction rolls back: the build fails and the previous build, whose index is left in place and
     stored, keeps answering. Returns the key to keep once the build commits.
     """
@@ -180,7 +180,7 @@ def index_before_commit(*, collection: Collection) -> str:
         if read_back != rows:
             raise IndexUnusable(f"it reads back {read_back} of {rows} rows")
         started = time.perf_counter()
-        size = index_store.store_files(collection=collection, key=key, folder=path)
+        size = store.store_files(collection=collection, key=key, folder=path)
         logger.info(
             "index of %s/%s stored beside the build: %d bytes in %.2fs",
             collection.agent.agent_id,
@@ -222,7 +222,7 @@ def index_committed_build(*, collection: Collection) -> None:
     try:
         written = write_index(collection=collection)
         if written is not None:
-            index_store.store_if_missing(collection=collection, key=written[0], folder=written[1])
+            store.store_if_missing(collection=collection, key=written[0], folder=written[1])
     except (OSError, RagsiteError, DatabaseError) as exc:
         logger.warning(
             "index of %s/%s not written now (%s); the first search will write it",
@@ -438,18 +438,16 @@ def _load_and_share(collection: Collection) -> tuple[str, Path] | None:
     the next node fetches it (a build stored before files were, or whose document was deleted since)."""
     written = write_index(collection=collection)
     if written is not None:
-        index_store.store_if_missing(collection=collection, key=written[0], folder=written[1])
+        store.store_if_missing(collection=collection, key=written[0], folder=written[1])
     return written
 
 
 def _fetched(collection: Collection, key: str) -> bool:
-    """Whether build `key`'s stored files were fetched and verified into place (index_store). A stored copy
+    """Whether build `key`'s stored files were fetched and verified into place (indexes.store). A stored copy
     that does not verify is logged, and the caller writes the index from the rows instead."""
     started = time.perf_counter()
     try:
-        folder = index_store.fetch_files(
-            collection_id=collection.pk, key=key, root=collection_root(collection.pk)
-        )
+        folder = store.fetch_files(collection_id=collection.pk, key=key, root=collection_root(collection.pk))
     except IndexUnusable as exc:
         logger.warning(
             "stored index of %s/%s unusable (%s): writing it from the rows",

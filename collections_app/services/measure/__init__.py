@@ -22,13 +22,13 @@ from ragsite.errors import RagsiteError
 from ragsite.fusion import FUSION_WEIGHT
 from ragsite.lexical import DEFAULT_B, DEFAULT_K1
 
-from ..conf import settings
-from ..limits import MAX_AROUND, MAX_MOST
-from ..measure import DEFAULT_AROUNDS, Question, Variant, VectorCache, default_sizes, grid, measure_variant
-from ..models import Collection, MeasureRun, ModelCall
-from ..text.chunking import AVAILABLE, TOKEN_METHODS, ChunkingError, resolve_sizes, validate_method
-from ..text.extract import SUPPORTED_SUFFIXES, Unreadable
-from .questions import (
+from ...conf import settings
+from ...limits import MAX_AROUND, MAX_MOST
+from ...measure import DEFAULT_AROUNDS, Question, Variant, VectorCache, default_sizes, grid, measure_variant
+from ...models import Collection, MeasureRun, ModelCall
+from ...text.chunking import AVAILABLE, TOKEN_METHODS, ChunkingError, resolve_sizes, validate_method
+from ...text.extract import SUPPORTED_SUFFIXES, Unreadable
+from ..questions import (
     MAX_MARKER_CHARS,
     MAX_QUESTIONS,
     InvalidMeasure,
@@ -36,7 +36,7 @@ from .questions import (
     parse_item,
     parse_items,
 )
-from .sources import StillWriting, collection_sources, document_extractor, read_settled
+from ..sources import StillWriting, collection_sources, document_extractor, read_settled
 
 logger = logging.getLogger("ragsite.measure")
 
@@ -224,7 +224,7 @@ def measure_collection(
         raise RagsiteError(f"the embedder failed: {exc}", code="embedder_unavailable", status=503) from None
     finally:
         if embedder.backend == "http" and tokens_used:
-            from .ledger import record_call
+            from ..ledger import record_call
 
             record_call(
                 agent=collection.agent,

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..interchange import fingerprint as text_fingerprint
-from ..models import Agent, BuildRun, Collection, Document, Paragraph
-from ..text.relabel import carry_labels, own_fingerprint
-from ..text.stitch import carried_openings
-from .known_answers import CandidateRow
+from ...interchange import fingerprint as text_fingerprint
+from ...models import Agent, BuildRun, Collection, Document, Paragraph
+from ...text.relabel import carry_labels, own_fingerprint
+from ...text.stitch import carried_openings
+from ..known_answers import CandidateRow
 
 # `item`s are builds.Prepared (not imported here: builds imports this module).
 

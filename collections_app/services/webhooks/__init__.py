@@ -13,7 +13,7 @@ and only by the attempt that claimed it.
 A payload carries ids, counts and names a board may show (agent, collection, model): never a path, a
 question, a paragraph, a document name or an error message, which could hold any of them.
 
-Where a delivery may go, and the bounded POST itself, are services.webhook_transport's.
+Where a delivery may go, and the bounded POST itself, are services.webhooks.transport's.
 """
 
 import hashlib
@@ -32,10 +32,10 @@ from ragsite import tracing
 from ragsite.errors import RagsiteError
 from ragsite.instruments import WEBHOOK_DELIVERIES
 
-from ..conf import settings
-from ..models import BuildRun, KnownAnswersReport, Webhook, WebhookDelivery
-from ..models.sync import new_secret
-from .webhook_transport import InvalidWebhook, post, validate_url
+from ...conf import settings
+from ...models import BuildRun, KnownAnswersReport, Webhook, WebhookDelivery
+from ...models.sync import new_secret
+from .transport import InvalidWebhook, post, validate_url
 
 __all__ = ["InvalidWebhook", "validate_url"]  # with the events below: what the admin and tasks use
 

@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 
 from ragsite.errors import RagsiteError
 
-from ..conf import settings
-from ..models import Webhook
+from ...conf import settings
+from ...models import Webhook
 
 MAX_URL_CHARS = Webhook._meta.get_field("url").max_length
 ANSWER_BYTES = 64 * 1024  # of the answer's body read (and ignored): its status is what counts

@@ -12,10 +12,10 @@ import numpy as np
 
 from ragsite.errors import RagsiteError
 
-from .. import errors
-from ..index.filters import SECTION, Filter, FilterError, RowFacts, keys_of, parse_filter, row_mask
-from ..index.mapped import MappedIndex
-from ..models import Collection, Document, Paragraph
+from ... import errors
+from ...index.filters import SECTION, Filter, FilterError, RowFacts, keys_of, parse_filter, row_mask
+from ...index.mapped import MappedIndex
+from ...models import Collection, Document, Paragraph
 
 
 def parse_filters(filters: object) -> Filter | None:

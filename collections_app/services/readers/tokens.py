@@ -30,8 +30,8 @@ from joserfc.jwk import KeySet
 
 from ragsite.errors import RagsiteError
 
-from ..conf import settings
-from ..models import IdpGroup, Reader
+from ...conf import settings
+from ...models import IdpGroup, Reader
 
 # Signature algorithms accepted (asymmetric only: a shared-secret token could be minted by any holder).
 ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"]

@@ -13,7 +13,7 @@ from django.db.models import QuerySet
 
 from ragsite.errors import RagsiteError
 
-from ..models import Document, Label, Paragraph
+from ...models import Document, Label, Paragraph
 
 LABEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 
@@ -130,7 +130,7 @@ def set_per_reader(*, collection, per_reader: bool) -> bool:
     are kept but ignored and every reader sees every paragraph. A built collection is marked for a
     rebuild (`PER_READER_SWITCHED`).
     """
-    from ..models import Collection, CollectionBuilt
+    from ...models import Collection, CollectionBuilt
 
     changed = bool(
         Collection.objects.filter(pk=collection.pk)
@@ -150,7 +150,7 @@ def rebuild_after_switch(*, collection, requested_by: str):
     says so: it may have read the collection before the switch."""
     from ragsite.errors import RagsiteError
 
-    from .builds import request_build
+    from ..builds import request_build
 
     try:
         return request_build(collection=collection, requested_by=requested_by), ""

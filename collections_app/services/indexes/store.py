@@ -23,10 +23,10 @@ from pathlib import Path
 
 from django.db import IntegrityError, connection, transaction
 
-from ..index.format import IndexUnusable
-from ..index.mapped import MappedIndex
-from ..index.writer import _fsync_dir  # the writer's own: a fetched folder lands as a written one
-from ..models import Collection, IndexChunk, IndexFile
+from ...index.format import IndexUnusable
+from ...index.mapped import MappedIndex
+from ...index.writer import _fsync_dir  # the writer's own: a fetched folder lands as a written one
+from ...models import Collection, IndexChunk, IndexFile
 
 logger = logging.getLogger("ragsite.search")
 

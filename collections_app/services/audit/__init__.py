@@ -3,7 +3,7 @@
 `write_read` is the writer `ragsite.audit` calls (installed at start by the AppConfig). It is one
 INSERT in the request, before the answer leaves: an answer that reached its caller has a committed
 entry, and a read whose entry could not be written fails. On SQLite, while another process holds the
-write lock, the entry is fsynced to a local spool instead (services.audit_spool) and moved in later.
+write lock, the entry is fsynced to a local spool instead (services.audit.spool) and moved in later.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from django.utils import timezone
 from ragsite.audit import Read, question_fields
 from ragsite.errors import store_busy
 
-from ..conf import settings
-from ..models import ReadAudit
-from . import audit_spool
-from .rows import AUDIT_WRITES
+from ...conf import settings
+from ...models import ReadAudit
+from ..search.rows import AUDIT_WRITES
+from . import spool
 
 # The columns an export carries, in order (the same for JSON Lines and CSV).
 EXPORT_FIELDS = (
@@ -77,12 +77,12 @@ def _insert_without_waiting(fields: dict) -> None:
         except OperationalError as exc:
             if store_busy(exc) is None:
                 raise
-            audit_spool.append(fields)
+            spool.append(fields)
             return
         _counted(1)
-        if audit_spool.due():
+        if spool.due():
             try:
-                _counted(audit_spool.drain())
+                _counted(spool.drain())
             except OperationalError as exc:  # taken again meanwhile: the entries wait for the next one
                 if store_busy(exc) is None:
                     raise
@@ -91,7 +91,7 @@ def _insert_without_waiting(fields: dict) -> None:
 
 
 def _counted(rows: int) -> None:
-    """Tell the search's change marks (services.rows) that these rows on this connection were the
+    """Tell the search's change marks (services.search.rows) that these rows on this connection were the
     audit's own, so the next search does not read its state again because of them."""
     raw = connection.connection
     seen_on, seen = getattr(connection, AUDIT_WRITES, (None, 0))
@@ -138,7 +138,7 @@ def retention_days() -> int:
 def purge_reads(*, now=None) -> int:
     """Move spooled entries in, then delete the entries older than AUDIT_RETENTION_DAYS (none when it
     is 0); returns how many were deleted."""
-    audit_spool.drain()
+    spool.drain()
     days = retention_days()
     if days == 0:
         return 0
