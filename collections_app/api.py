@@ -8,10 +8,18 @@ from ragsite.schemas import with_errors
 
 from .models import Collection
 from .schemas.builds import BuildOut, BuildsQuery, BuildStatusOut
-from .schemas.collections import CitedIn, CitedOut, CollectionIn, CollectionOut, SyncIn
+from .schemas.collections import (
+    AnalyzerIn,
+    AnalyzerOut,
+    CitedIn,
+    CitedOut,
+    CollectionIn,
+    CollectionOut,
+    SyncIn,
+)
 from .schemas.known_answers import KnownAnswersIn, KnownAnswersOut
 from .schemas.search import SearchIn, SearchOut, quoted, search_arguments
-from .services import agents, builds, citations, known_answers, search, sync
+from .services import agents, analyzers, builds, citations, known_answers, search, sync
 from .services.builds import status as build_status
 from .services.readers import tokens as reader_tokens
 
@@ -25,6 +33,7 @@ def collection_out(collection: Collection) -> dict:
         "name": collection.name,
         "built_from": collection.built_from,
         "method": collection.method,
+        "analyzer": collection.analyzer,
         "per_reader": collection.per_reader,
         "judge": collection.judge,
         "folder": collection.folder,
@@ -34,6 +43,7 @@ def collection_out(collection: Collection) -> dict:
             "model": built.model,
             "dimensions": built.dimensions,
             "method": built.method,
+            "analyzer": built.analyzer,
             "built_from": built.built_from,
             "passages": built.passages,
             "counts_include_restricted": collection.per_reader,
@@ -61,6 +71,7 @@ def create_collection(request, payload: CollectionIn):
         folder=payload.folder,
         built_from=payload.built_from,
         method=payload.method,
+        analyzer=payload.analyzer,
         per_reader=payload.per_reader,
         # Left out is not null: a folder is followed unless the agent says otherwise.
         sync_every=payload.sync_every if "sync_every" in payload.model_fields_set else "default",
@@ -88,6 +99,20 @@ def put_sync(request, name: str, payload: SyncIn):
     collection = agents.get_collection(agent=request.auth.agent, name=name)
     sync.set_sync(collection=collection, every=payload.sync_every)
     return collection_out(collection)
+
+
+@router.put(
+    "/{name}/analyzer",
+    response=with_errors({200: AnalyzerOut}, 404),
+    summary="Read the collection's words another way (queues a rebuild)",
+)
+def put_analyzer(request, name: str, payload: AnalyzerIn):
+    """Searches keep the live build's analyzer until the rebuild this queues is live."""
+    collection = agents.get_collection(agent=request.auth.agent, name=name)
+    _changed, run, why = analyzers.set_analyzer(
+        collection=collection, analyzer=payload.analyzer, requested_by="api"
+    )
+    return {**collection_out(collection), "rebuild": None if run is None else run.pk, "rebuild_note": why}
 
 
 @router.post(

@@ -1,6 +1,7 @@
 """System checks with stable ids: `manage.py check` and every start-up run them."""
 
 from django.core.checks import Error, Tags, Warning, register
+from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, connections
 
 from .store import schema_problem
@@ -62,8 +63,8 @@ def _number(value) -> bool:
 
 @register()
 def check_settings(app_configs=None, **kwargs):
-    """collections.E002-E006: settings a search, build or ledger would misread, caught before the first
-    request."""
+    """collections.E002-E006, E008, E009: settings a search, build or ledger would misread, caught before
+    the first request."""
     from ragsite.conf import settings
 
     from .limits import MAX_AROUND
@@ -155,6 +156,19 @@ def check_settings(app_configs=None, **kwargs):
                 id="collections.E008",
             )
         )
+    from .conf import default_analyzer
+
+    try:
+        default_analyzer()
+    except ImproperlyConfigured as exc:
+        errors.append(
+            Error(
+                str(exc),
+                hint="The analyzer new collections read words with; simple (seed 004's terms) is the default "
+                "(docs/configuration.md, docs/collections.md).",
+                id="collections.E009",
+            )
+        )
     problem = prices_problem(settings.MODEL_PRICES)
     if problem:
         errors.append(
@@ -172,8 +186,6 @@ def check_settings(app_configs=None, **kwargs):
 def check_ocr() -> list:
     """collections.E007 for an OCR setting out of bounds; collections.W002 when OCR is on but Tesseract
     (or one of its languages) is missing here, so scans would be refused as "needs OCR (not installed)"."""
-    from django.core.exceptions import ImproperlyConfigured
-
     from .conf import ocr_options
     from .text.ocr import NotInstalled, missing_languages
 

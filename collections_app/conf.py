@@ -10,12 +10,14 @@ from pathlib import Path
 from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 
+from ragsite.analyzers import UnknownAnalyzer, check_name
 from ragsite.conf import settings
 
 from .limits import MAX_SYNC_MINUTES
 from .text.ocr import OcrOptions
 
 __all__ = [
+    "default_analyzer",
     "folder_from_variable",
     "folder_variable",
     "variable_part",
@@ -29,6 +31,15 @@ __all__ = [
     "settings",
     "sync_every",
 ]
+
+
+def default_analyzer() -> str:
+    """ANALYZER: the analyzer a collection is created with when none is asked for (`ragsite.analyzers`)."""
+    name = settings.ANALYZER
+    try:
+        return check_name(name)
+    except UnknownAnalyzer as exc:
+        raise ImproperlyConfigured(f"ANALYZER: {exc}") from None
 
 
 def sync_every() -> int | None:

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ragsite.analyzers import SIMPLE, terms_of
+from ragsite.analyzers import analyzer as get_analyzer
 from ragsite.division import TokenCounter
 from ragsite.fusion import clears_floor
 from ragsite.lexical import BM25Index, terms
@@ -169,6 +171,7 @@ class ScratchIndex:
     # matrix row per row.
     window_row: np.ndarray | None = None
     context_bm25: BM25Index | None = None  # over each row's "title › section", as a build indexes it
+    analyzer: str = SIMPLE  # whose terms bm25 and context_bm25 hold (ragsite.analyzers), as a build's index
 
     @property
     def readable(self) -> dict[int, Row]:
@@ -208,11 +211,13 @@ def scratch_index(
     cache: VectorCache,
     tokens: TokenCounter | None = None,
     names: Sequence[str] | None = None,
+    analyzer: str = SIMPLE,
 ) -> ScratchIndex:
     """Chunk every document the variant's way and index the paragraphs, ordinals running across them.
 
     Each paragraph is indexed with its context (title › section, `context.py`) as a build indexes
-    it; ``names`` are the documents' names, which title a document without a heading.
+    it, in ``analyzer``'s terms (the collection's); ``names`` are the documents' names, which title a
+    document without a heading.
     Raises `ChunkingError` when the variant cannot chunk (a token method without a counter).
     """
     rows: list[Row] = []
@@ -253,10 +258,11 @@ def scratch_index(
             window_row = np.repeat(np.arange(len(windows)), [len(pieces) for pieces in windows])
     return ScratchIndex(
         rows=rows,
-        bm25=BM25Index.from_texts(texts),
+        bm25=BM25Index.from_terms(terms_of(analyzer, texts)),
         matrix=matrix,
         window_row=window_row,
-        context_bm25=BM25Index.from_texts(contexts) if any(contexts) else None,
+        context_bm25=BM25Index.from_terms(terms_of(analyzer, contexts)) if any(contexts) else None,
+        analyzer=analyzer,
     )
 
 
@@ -281,7 +287,7 @@ def rank(
     """
     return ranked_runs(
         index,
-        terms(question),
+        get_analyzer(index.analyzer).terms(question),
         vector if index.matrix is not None else None,
         weight=weight,
         most=most,
@@ -291,6 +297,7 @@ def rank(
         readable=searchable,
         sections=sections,
         max_chars=max_chars,
+        answer_terms=terms(question),
     )
 
 
@@ -460,10 +467,11 @@ def measure_variant(
     tokens: TokenCounter | None = None,
     names: Sequence[str] | None = None,
     max_chars: int | None = None,
+    analyzer: str = SIMPLE,
 ) -> dict:
     """One variant's row of the report: its paragraphs, each question's outcome (within ``max_chars``, the
-    answer budget, as a search answers), the floor range."""
-    index = scratch_index(documents, variant, cache=cache, tokens=tokens, names=names)
+    answer budget, as a search answers), the floor range; the keyword leg reads with ``analyzer``."""
+    index = scratch_index(documents, variant, cache=cache, tokens=tokens, names=names, analyzer=analyzer)
     vectors = cache.vectors([q.text for q in questions]) if index.matrix is not None else None
     answered, controls = outcomes(
         index,

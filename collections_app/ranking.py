@@ -154,10 +154,13 @@ def ranked_runs(
     readable: np.ndarray | None = None,
     sections: bool = False,
     max_chars: int | None = None,
+    answer_terms: list[str] | None = None,
 ) -> list[Stitched]:
     """`rank`, then stitch the hits with ``around`` readable neighbours from ``rows`` (by ordinal), or with
     ``sections`` (the parent strategy) and ``around`` above 0 with their sections (`stitch_sections`), and
-    fit them to ``max_chars`` characters as a search's answer is (None: no budget)."""
+    fit them to ``max_chars`` characters as a search's answer is (None: no budget). ``answer_terms``: the
+    question's seed-004 terms, which choose a shortened hit's part as a search's do (`text.budget`);
+    None: ``question_terms``, the same when the index's analyzer is simple."""
     if not index.size:
         return []
     ranking = rank(index, question_terms, vector, weight=weight, most=most, floor=floor, readable=readable)
@@ -166,7 +169,8 @@ def ranked_runs(
     if max_chars is None:
         return runs
     best_first = [row for row, _score in sorted(hits, key=lambda hit: -hit[1])]
-    return fit(runs, rows, max_chars, best_first, question_terms).runs
+    chosen_by = question_terms if answer_terms is None else answer_terms
+    return fit(runs, rows, max_chars, best_first, chosen_by).runs
 
 
 __all__ = [

@@ -205,6 +205,8 @@ RERANK_DEPTH = env.int("RERANK_DEPTH", default=30)
 
 MIN_SCORE = env.float("MIN_SCORE", default=0.22)
 AROUND = env.int("AROUND", default=1)
+# The analyzer a new collection's keyword leg reads words with (ragsite/analyzers.py): simple, cjk, english, …
+ANALYZER = env("ANALYZER", default="simple")
 IVF_MIN_PARAGRAPHS = env.int("IVF_MIN_PARAGRAPHS", default=50000)
 IVF_NPROBE = env.int("IVF_NPROBE", default=0)
 IVF_RECALL = env.float("IVF_RECALL", default=0.95)

@@ -25,6 +25,7 @@ _NAMES = frozenset(
         "JUDGE_TIMEOUT",
         "MIN_SCORE",
         "AROUND",
+        "ANALYZER",
         "MODEL_PRICES",
         "LEDGER_CURRENCY",
         "BUILD_HEARTBEAT_TIMEOUT",

@@ -97,7 +97,7 @@ def test_the_tree_is_read():
     assert "collections_app.services.search" in GRAPH and "ragsite.mcp.transport" in GRAPH
     assert "config.urls" in GRAPH and {"ragsite.rls", "ragsite.security"} <= MODULES
     assert all(any(_within(m, (folder,)) and m != folder for m in MODULES) for folder in PURE_FOLDERS)
-    assert "ragsite.lexical" in _project_edges("collections_app.services.search.plan")
+    assert "ragsite.analyzers" in _project_edges("collections_app.services.search.plan")
 
 
 def test_no_import_cycle_between_project_modules():

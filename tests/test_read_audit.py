@@ -119,6 +119,7 @@ NOT_READS = {
     ("POST", "/api/v1/collections/"): "creates a collection",
     ("GET", "/api/v1/collections/{name}"): "one collection's description and build record",
     ("PUT", "/api/v1/collections/{name}/sync"): "sets the sync period",
+    ("PUT", "/api/v1/collections/{name}/analyzer"): "sets the analyzer; queues a rebuild",
     ("POST", "/api/v1/collections/{name}/build"): "queues a build",
     (
         "GET",

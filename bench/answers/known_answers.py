@@ -174,6 +174,9 @@ def main() -> None:
         "--questions", type=Path, default=harness.KNOWN_ANSWERS / "questions.jsonl", help="their questions"
     )
     parser.add_argument(
+        "--analyzer", default="simple", help="the collection's analyzer (ragsite.analyzers: simple, english)"
+    )
+    parser.add_argument(
         "--json", type=Path, help="write every outcome here (default: bench/results/answers[-<corpus>].json)"
     )
     args = parser.parse_args()
@@ -188,11 +191,11 @@ def main() -> None:
     questions, controls = harness.load_items(args.questions)
     dev_set = args.corpus.resolve() == (harness.KNOWN_ANSWERS / "corpus").resolve()
     suffix = "" if dev_set else f"-{args.corpus.resolve().name}"
-    agent, collection = harness.built_collection(NAME + suffix, args.corpus)
+    agent, collection = harness.built_collection(NAME + suffix, args.corpus, analyzer=args.analyzer)
     default_floor = float(settings.MIN_SCORE)
     print(
         f"# {len(questions)} questions, {len(controls)} controls; default floor {default_floor}, "
-        f"around {settings.AROUND}",
+        f"around {settings.AROUND}, analyzer {args.analyzer}",
         file=sys.stderr,
     )
 
@@ -236,6 +239,7 @@ def main() -> None:
                     flush=True,
                 )
     figures = {"corpus": args.corpus.name, "questions": len(questions), "controls": len(controls)}
+    figures["analyzer"] = args.analyzer
     figures.update(default_floor=default_floor, search=outcomes, measure=table)
     print("# written to", results.save("answers" + suffix, figures, args.json), file=sys.stderr)
 

@@ -3,6 +3,7 @@
     python bench/beir/beir.py ../shared/datasets/scifact --mode hybrid --split test
     python bench/beir/beir.py ../shared/datasets/scifact --mode hybrid --split train --sweep
     python bench/beir/beir.py ../shared/datasets/scifact --mode vector --split test --ivf --nprobe 8
+    python bench/beir/beir.py ../shared/datasets/scifact --mode hybrid --split test --analyzer english
 
 Each corpus document (title and text) becomes one file of a collection folder; the
 collection is built by `build_collection` with the configured embedder (the local
@@ -187,6 +188,10 @@ def prepare(args):
     collection = Collection.objects.filter(agent=agent, name=name).first() or create_collection(
         agent=agent, name=name, method="structure", size=100_000, overlap=0, built_from=f"the {name} corpus"
     )
+    # The collection's analyzer (ragsite.analyzers): another than last run's only writes the keyword index
+    # again (the build reuses every paragraph and vector), and the build records it.
+    Collection.objects.filter(pk=collection.pk).update(analyzer=args.analyzer)
+    collection.analyzer = args.analyzer
     started = time.perf_counter()
     run = build_collection(collection=collection, requested_by="bench")
     if run.status != "succeeded":
@@ -256,6 +261,11 @@ def main() -> None:
         "(for A/B comparisons that cannot afford embedding the whole corpus)",
     )
     parser.add_argument(
+        "--analyzer",
+        default="simple",
+        help="the collection's analyzer (ragsite.analyzers: simple, english, cjk, ...)",
+    )
+    parser.add_argument(
         "--json", type=Path, help="write the figures here (default: bench/results/beir-*.json)"
     )
     args = parser.parse_args()
@@ -298,6 +308,8 @@ def main() -> None:
             file=sys.stderr,
         )
 
+    per_query: dict[str, float] = {}  # the last pass's nDCG@10 per query (paired comparisons of two runs)
+
     def evaluate(weight: float | None) -> tuple[float, float, float]:
         if weight is not None:
             fusion.FUSION_WEIGHT = weight
@@ -320,7 +332,8 @@ def main() -> None:
                 if doc_id not in seen:
                     seen.add(doc_id)
                     ranked.append(doc_id)
-            ndcg += ndcg_at_k(ranked, qrels[qid], k=10)
+            per_query[qid] = ndcg_at_k(ranked, qrels[qid], k=10)
+            ndcg += per_query[qid]
             recall += recall_at_k(ranked, set(qrels[qid]), k=100)
         elapsed = time.perf_counter() - started
         return ndcg / len(items), recall / len(items), 1000 * elapsed / len(items)
@@ -332,7 +345,10 @@ def main() -> None:
         "queries": len(items),
     }
     asked.update(ivf=args.ivf, sample=args.sample, limit=args.limit, store=args.store, windows=args.windows)
+    asked["analyzer"] = args.analyzer
     name = f"beir-{asked['dataset']}-{args.split}-{args.mode}" + ("-ivf" if args.ivf else "")
+    if args.analyzer != "simple":
+        name += f"-{args.analyzer}"
     if args.sweep:
         swept = []
         for weight in args.weights or [step / 10 for step in range(11)]:
@@ -352,10 +368,12 @@ def main() -> None:
         "ndcg@10": ndcg,
         "recall@100": recall,
         "ms": ms,
+        "ndcg@10_per_query": per_query,
     }
     print("# written to", results.save(name, figures, args.json), file=sys.stderr)
     print(
-        f"# {args.dataset.resolve().name} {args.split}, {len(items)} queries, mode {args.mode}, weight "
+        f"# {args.dataset.resolve().name} {args.split}, {len(items)} queries, mode {args.mode}, "
+        f"analyzer {args.analyzer}, weight "
         f"{fusion.FUSION_WEIGHT}, "
         f"{ms:.1f} ms per search",
         file=sys.stderr,

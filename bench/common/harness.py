@@ -71,9 +71,16 @@ def load_items(path: Path = KNOWN_ANSWERS / "questions.jsonl") -> tuple[list[dic
 
 
 def built_collection(
-    name: str, folder: Path, *, method: str = "structure", size: int | None = None, overlap: int | None = None
+    name: str,
+    folder: Path,
+    *,
+    method: str = "structure",
+    size: int | None = None,
+    overlap: int | None = None,
+    analyzer: str = "simple",
 ):
-    """The bench agent's collection ``name``, (re)built from ``folder`` the given way."""
+    """The bench agent's collection ``name``, (re)built from ``folder`` the given way, its keyword leg
+    reading words with ``analyzer`` (ragsite.analyzers; another than last run's rewrites only the index)."""
     from collections_app.conf import folder_variable
     from collections_app.models import Agent, Collection
     from collections_app.services.agents import create_agent, create_collection
@@ -89,8 +96,14 @@ def built_collection(
         overlap=overlap,
         built_from=f"the {name} bench corpus",
     )
-    if (collection.method, collection.size, collection.overlap) != (method, size, overlap):
+    if (collection.method, collection.size, collection.overlap, collection.analyzer) != (
+        method,
+        size,
+        overlap,
+        analyzer,
+    ):
         collection.method, collection.size, collection.overlap = method, size, overlap
+        collection.analyzer = analyzer
         collection.save()
     run = build_collection(collection=collection, requested_by="bench")
     if run.status != "succeeded":

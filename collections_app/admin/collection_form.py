@@ -4,10 +4,14 @@ import json
 
 from django import forms
 
+from ragsite.analyzers import ANALYZERS
+
+from .. import conf
 from ..models import (
     Agent,
     Collection,
 )
+from ..services.analyzers import ANALYZER_CHANGED
 from ..services.knowledge import available_folders, binding_problem, collection_name_problem
 from ..services.readers.labels import PER_READER_SWITCHED
 from ..text.chunking import AVAILABLE
@@ -21,6 +25,14 @@ class CollectionForm(forms.ModelForm):
         choices=[(name, name) for name in AVAILABLE], initial=Collection._meta.get_field("method").default
     )
 
+    # Every analyzer (ragsite.analyzers); a new collection starts at ANALYZER, as one made by the API does.
+    # Not required: a form posted without it (a script, an older page) keeps the collection's analyzer.
+    analyzer = forms.ChoiceField(
+        choices=[(name, name) for name in ANALYZERS],
+        required=False,
+        help_text=Collection._meta.get_field("analyzer").help_text,
+    )
+
     # The sub-folders of the agent's folder in KNOWLEDGE_ROOT as they are now (no restart needed), by name
     # only.
     folder = forms.ChoiceField(required=False, help_text=Collection._meta.get_field("folder").help_text)
@@ -30,6 +42,8 @@ class CollectionForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["folder"].choices = folder_choices(self.instance)
+        if "analyzer" in self.fields and not self.instance.pk:
+            self.fields["analyzer"].initial = conf.default_analyzer()
         if "agent" in self.fields:
             # The add page's script shows only the picked agent's group of folders (its optgroup label).
             agents = {str(pk): agent_id for pk, agent_id in Agent.objects.values_list("pk", "agent_id")}
@@ -77,12 +91,17 @@ class CollectionForm(forms.ModelForm):
             "method",
             "size",
             "overlap",
+            "analyzer",
             "per_reader",
             "judge",
             "min_score",
             "floor_measured",
             "around",
         ]
+
+    def clean_analyzer(self) -> str:
+        chosen = self.cleaned_data.get("analyzer")
+        return chosen or (self.instance.analyzer if self.instance.pk else conf.default_analyzer())
 
     def clean(self):
         cleaned = super().clean()
@@ -107,6 +126,10 @@ class CollectionForm(forms.ModelForm):
             self.add_error("folder_variable_bound", problem)
         if "per_reader" in self.changed_data and self.instance.pk and hasattr(self.instance, "built"):
             self.instance.rebuild_needed = PER_READER_SWITCHED
+        # Compared with the stored value, not `changed_data`: a form posted without the field keeps it.
+        self.analyzer_changed = bool(self.instance.pk) and cleaned.get("analyzer") != self.instance.analyzer
+        if self.analyzer_changed and hasattr(self.instance, "built"):
+            self.instance.rebuild_needed = ANALYZER_CHANGED
         if cleaned.get("per_reader") and cleaned.get("floor_measured"):
             self.add_error(
                 "floor_measured",

@@ -16,6 +16,7 @@ from ..models import (
     Document,
     KnownAnswersReport,
 )
+from ..services.analyzers import ANALYZER_CHANGED
 from ..services.documents import collection_health, delete_collection, deletion_summary
 from ..services.knowledge import describe_source
 from ..services.readers.labels import PER_READER_SWITCHED, rebuild_after_switch, set_per_reader
@@ -107,7 +108,7 @@ class CollectionAdmin(
             },
         ),
         ("Chunking", {"fields": ["method", "size", "overlap"]}),
-        ("Search", {"fields": ["per_reader", "judge", "min_score", "floor_measured", "around"]}),
+        ("Search", {"fields": ["analyzer", "per_reader", "judge", "min_score", "floor_measured", "around"]}),
         ("Builds", {"fields": ["current_build", "build_history"]}),
         ("Folder sync", {"fields": SYNC_FIELDS}),
     ]
@@ -466,19 +467,19 @@ class CollectionAdmin(
         super().save_model(request, obj, form, change)
         if change and obj.rebuild_needed == PER_READER_SWITCHED and "per_reader" in form.changed_data:
             self._rebuild_after_switch(request, obj)
+        elif change and obj.rebuild_needed == ANALYZER_CHANGED and form.analyzer_changed:
+            self._rebuild_after_switch(request, obj, follows="the keyword index reads words the new way")
 
-    def _rebuild_after_switch(self, request, collection):
-        """Queue the rebuild a per-reader switch needs, and say so (or why not)."""
+    def _rebuild_after_switch(
+        self, request, collection, follows="each paragraph's title and vector follow it"
+    ):
+        """Queue the rebuild a switch (per reader, the analyzer) needs, and say so (or why not)."""
         run, why = rebuild_after_switch(
             collection=collection, requested_by=f"admin:{request.user.get_username()}"
         )
         if run is not None:
-            self.message_user(
-                request,
-                f"Build {run.number} of {collection.name} queued so that every paragraph's title and vector "
-                "follow the switch; until it is live, agents get the last build under the new rule.",
-                messages.SUCCESS,
-            )
+            said = f"Build {run.number} of {collection.name} queued so that {follows}; until it is live"
+            self.message_user(request, f"{said}, agents get the last build.", messages.SUCCESS)
         else:
             self.message_user(
                 request, f"Rebuild not queued ({why}): press Rebuild once it can start.", messages.WARNING

@@ -6,7 +6,7 @@ in milliseconds (a process used to build its own copy from the rows: ~25 KB and 
 
 The directory of one build (``<root>/c<collection>/<key>/``) holds, little-endian:
 
-* ``meta.json`` — counts, width, BM25 constants, format version; written last;
+* ``meta.json`` — counts, width, BM25 constants, the terms' analyzer, format version; written last;
 * ``row_paragraph.i64``, ``row_document.i64`` — per row (rows in ordinal order): the paragraph and
   document ids; texts stay in the database and are read only for hits and their neighbours;
 * the vectors, once (``n_vectors × d``, the store's float16 values): ``vectors.f16`` in the IVF lists'
@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ragsite.analyzers import SIMPLE
 from ragsite.lexical import BM25Index, idf
 
 from ..text.context import lexical_with_context
@@ -112,7 +113,9 @@ class View:
 class MappedIndex:
     """One build's index, memory-mapped. Scores are float64 (BM25) and float32 (cosine)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, analyzer: str | None = None) -> None:
+        """Map the index at ``path``; with ``analyzer``, refuse one written with another (IndexUnusable),
+        whose terms a question analyzed that way would not meet."""
         self._term_ids: dict[str, int | None] = {}
         self.path = Path(path)
         try:
@@ -123,6 +126,10 @@ class MappedIndex:
         try:
             if meta.get("format") != FORMAT:
                 raise IndexUnusable(f"format {meta.get('format')!r} is not {FORMAT}")
+            # The terms' analyzer (ragsite.analyzers); an index from before analyzers holds seed 004's.
+            self.analyzer = str(meta.get("analyzer", SIMPLE))
+            if analyzer is not None and self.analyzer != analyzer:
+                raise IndexUnusable(f"its terms are the {self.analyzer} analyzer's, not the {analyzer}")
             rows, n_vectors, d = int(meta["rows"]), int(meta["vectors"]), int(meta["dimensions"])
             n_terms, n_postings = int(meta["terms"]), int(meta["postings"])
             self.k1, self.b = float(meta["k1"]), float(meta["b"])

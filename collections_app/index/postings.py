@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ragsite.analyzers import SIMPLE, Analyzer, analyzer
 from ragsite.lexical import terms
 
 from ..text.stitch import carried_terms_text
@@ -55,19 +56,57 @@ def block_postings(term_lists: Sequence[Sequence[str]]) -> BlockPostings:
     return BlockPostings(list(seen), keys // rows, doc, tf.astype(np.int32), lengths)
 
 
+def analyzed(postings: BlockPostings, under: Analyzer) -> BlockPostings:
+    """Seed-004 postings as analyzer ``under`` indexes the same rows: each distinct term replaced by its
+    `Analyzer.expand` terms, a row's frequencies of terms that become one summed, and each row's length
+    counted in the analyzer's terms: the postings `block_postings` makes of ``[under.terms(t) for t in
+    texts]`` (terms numbered otherwise; tests/collections/test_analyzers.py), each distinct term analyzed
+    once."""
+    if under.is_simple or not postings.vocabulary:
+        return postings
+    expansions = under.expansions(postings.vocabulary)
+    counts = np.fromiter(map(len, expansions), dtype=np.int64, count=len(expansions))
+    seen: dict[str, int] = {}
+    flat = np.fromiter(
+        map(seen.setdefault, chain.from_iterable(expansions), count()), np.int64, int(counts.sum())
+    )
+    # Ids made dense in order of first sight, as block_postings numbers them.
+    first = np.fromiter(seen.values(), dtype=np.int64, count=len(seen))
+    dense = np.empty(flat.size, dtype=np.int64)
+    dense[first] = np.arange(first.size, dtype=np.int64)
+    new_ids = dense[flat]
+    starts = np.zeros(counts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    # Every posting repeated once per term its old term expands to, each copy taking one of them.
+    per_posting = counts[postings.term]
+    source = np.repeat(np.arange(postings.term.size, dtype=np.int64), per_posting)
+    first_copy = np.repeat(np.cumsum(per_posting) - per_posting, per_posting)
+    within = np.arange(source.size, dtype=np.int64) - first_copy
+    term = new_ids[starts[postings.term[source]] + within]
+    rows = max(int(postings.lengths.size), 1)
+    keys, inverse = np.unique(term * rows + postings.doc[source], return_inverse=True)
+    tf = np.bincount(inverse, weights=postings.tf[source], minlength=keys.size).astype(np.int32)
+    lengths = np.bincount(
+        postings.doc, weights=postings.tf * per_posting, minlength=postings.lengths.size
+    ).astype(np.int64)
+    return BlockPostings(list(seen), keys // rows, (keys % rows).astype(np.int32), tf, lengths)
+
+
 def row_postings(
-    texts: Sequence[str], contexts: Sequence[str | None], carried: Sequence[int]
+    texts: Sequence[str], contexts: Sequence[str | None], carried: Sequence[int], analyzer_name: str = SIMPLE
 ) -> tuple[BlockPostings, BlockPostings, BlockPostings]:
     """A block of rows' three lexical fields: their texts, their contexts, and their carried openings
-    (the first ``carried[i]`` characters of text i, `stitch.carried_terms_text`).
+    (the first ``carried[i]`` characters of text i, `stitch.carried_terms_text`), under the build's
+    analyzer (`ragsite.analyzers`; a name, so a spawned tokenizing process can be handed it).
 
     The postings `block_postings` makes of their `lexical.terms`, found on the texts' bytes
-    (`byte_terms.text_postings`: a few times faster)."""
+    (`byte_terms.text_postings`: a few times faster), then `analyzed`."""
+    under = analyzer(analyzer_name)
     openings = [carried_terms_text(text, n) for text, n in zip(texts, carried, strict=True)]
     return (
-        BlockPostings(*text_postings(texts)),
-        BlockPostings(*text_postings([context or "" for context in contexts])),
-        BlockPostings(*text_postings(openings)),
+        analyzed(BlockPostings(*text_postings(texts)), under),
+        analyzed(BlockPostings(*text_postings([context or "" for context in contexts])), under),
+        analyzed(BlockPostings(*text_postings(openings)), under),
     )
 
 
@@ -84,4 +123,4 @@ def row_postings_of_terms(
     )
 
 
-__all__ = ["BlockPostings", "block_postings", "row_postings", "row_postings_of_terms"]
+__all__ = ["BlockPostings", "analyzed", "block_postings", "row_postings", "row_postings_of_terms"]

@@ -6,6 +6,8 @@ import numpy as np
 from django.db import models
 from django.utils import timezone
 
+from ragsite.analyzers import ANALYZERS, NAME_MAX_LENGTH, SIMPLE
+
 from .. import limits
 from ..errors import EmptyBuild
 from ..fields import DigestField
@@ -68,6 +70,16 @@ class Collection(models.Model):
     per_reader = models.BooleanField(
         default=False, help_text="Searches must name a reader; labels decide what it sees."
     )
+    # Validated against analyzers.ANALYZERS rather than fixed as choices (as `method`): a language the
+    # stemmer package adds needs no migration. Existing collections keep seed 004's terms.
+    analyzer = models.CharField(
+        max_length=NAME_MAX_LENGTH,
+        default=SIMPLE,
+        db_default=SIMPLE,
+        help_text="How the keyword leg reads words: simple (seed 004's terms), english and the other "
+        "Snowball languages (stemmed: 'policies' finds 'policy'), cjk (Chinese/Japanese/Korean as "
+        "character pairs). A change rebuilds the collection.",
+    )
     judge = models.BooleanField(default=False, help_text="Ask the judge model whether the paragraphs answer.")
     min_score = models.FloatField(null=True, blank=True, help_text="Floor override; empty = MIN_SCORE.")
     # db_default as well: code from before this column can still insert a collection into this store.
@@ -126,6 +138,8 @@ class Collection(models.Model):
         problem = built_from_problem(self.built_from or "")
         if problem:
             errors["built_from"] = problem
+        if self.analyzer not in ANALYZERS:
+            errors["analyzer"] = f"the analyzer is one of {', '.join(ANALYZERS)}"
         # The overrides obey the same ranges as MIN_SCORE and AROUND: a floor above 1 would answer
         # nothing to every question, silently.
         if self.min_score is not None and not 0 <= self.min_score <= 1:
@@ -336,6 +350,9 @@ class CollectionBuilt(models.Model):
     built_at = models.DateTimeField()
     # null: nobody recorded; []: nothing refused; ["a.pdf", …]: names only, never reasons or paths.
     refused = models.JSONField(null=True, blank=True)
+    # The analyzer this build's index was written with (the collection's when it was built), which its
+    # searches ask with: a changed collection analyzer applies from its rebuild on, never half-way.
+    analyzer = models.CharField(max_length=NAME_MAX_LENGTH, default=SIMPLE, db_default=SIMPLE)
     # The interchange index_id this build came from (import_index), which seeds the IVF's k-means++
     # (seed 004: fnv1a64(index_id)) whatever name it was imported under; blank: the collection's name.
     index_id = models.CharField(max_length=200, blank=True, default="")

@@ -1,14 +1,24 @@
 """A collection: created, described, kept in sync, its cited paragraphs, and the MCP list of them."""
 
 from datetime import datetime
+from typing import Literal
 
 from ninja import Field, Schema
 from pydantic import ConfigDict
 
+from ragsite.analyzers import ANALYZERS
 from ragsite.schemas import StrictSchema
 
 from ..services.sync import MAX_EVERY, MIN_EVERY
 from .builds import BuildStatusOut
+
+# One of ragsite.analyzers.ANALYZERS, published as an enum.
+AnalyzerName = Literal[ANALYZERS]  # type: ignore[valid-type]
+ANALYZER_HELP = (
+    "How the keyword leg reads words: simple (seed 004's terms, as they are), cjk (Chinese, Japanese and "
+    "Korean runs as overlapping character pairs), or a Snowball language (english, french, german, …: "
+    "each word stemmed, so 'policies' finds 'policy')."
+)
 
 
 class CollectionName(StrictSchema):
@@ -23,6 +33,9 @@ class BuildRecord(Schema):
     model: str
     dimensions: int
     method: str
+    analyzer: str = Field(
+        ..., description="The analyzer this build's index was written with: searches use it."
+    )
     built_from: str
     passages: int
     counts_include_restricted: bool = Field(
@@ -57,6 +70,7 @@ class CollectionOut(Schema):
     name: str
     built_from: str
     method: str
+    analyzer: str = Field(..., description=ANALYZER_HELP + " The next build indexes with it.")
     per_reader: bool
     judge: bool
     folder: str = Field(
@@ -81,6 +95,7 @@ class CollectionIn(StrictSchema):
         "", max_length=200, description='What the documents are, for people: "the HR share".'
     )
     method: str = Field("structure", max_length=40, description="The chunking method.")
+    analyzer: AnalyzerName | None = Field(None, description=ANALYZER_HELP + " Left out: ANALYZER (simple).")
     per_reader: bool = False
     sync_every: int | None = Field(
         None,
@@ -99,6 +114,24 @@ class SyncIn(StrictSchema):
         le=MAX_EVERY,
         strict=True,
         description="Minutes between checks of the folder; null stops syncing.",
+    )
+
+
+class AnalyzerIn(StrictSchema):
+    analyzer: AnalyzerName = Field(..., description=ANALYZER_HELP)
+
+
+class AnalyzerOut(CollectionOut):
+    rebuild: int | None = Field(
+        ...,
+        description="The build queued to index the collection the new way (GET builds/{build}); null: none "
+        "was queued (see rebuild_note).",
+    )
+    rebuild_note: str = Field(
+        ...,
+        description='Why no build was queued ("" when one was): "unchanged", "never built" (the first '
+        "build uses it), or a build already queued or running (it indexes with the analyzer in force when "
+        "it commits).",
     )
 
 
@@ -131,6 +164,7 @@ class CollectionSummary(Schema):
     built_from: str
     folder: str
     method: str
+    analyzer: str
     per_reader: bool
     last_build: BuildStatusOut | None = Field(
         ..., description="Its latest build's outcome; null: never built."

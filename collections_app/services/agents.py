@@ -171,6 +171,7 @@ def create_collection(
     folder: str = "",
     method: str = "structure",
     built_from: str = "",
+    analyzer: str | None = None,
     per_reader: bool = False,
     judge: bool = False,
     size: int | None = None,
@@ -180,9 +181,11 @@ def create_collection(
     """A new collection of `agent`; with `sync_every` (minutes) it keeps itself current (services.sync).
 
     `"default"`: a folder collection checks its folder every SYNC_EVERY minutes, one of uploads only
-    is built when asked; None: built only when asked."""
+    is built when asked; None: built only when asked. `analyzer`: how its keyword leg reads words
+    (ragsite.analyzers); None: ANALYZER."""
     from .. import conf
     from . import sync
+    from .analyzers import analyzer_or_default
 
     if sync_every == "default":
         sync_every = conf.sync_every() if folder else None
@@ -201,6 +204,7 @@ def create_collection(
     if problem:
         raise RagsiteError(problem, code="invalid_built_from")
     refuse_nul(built_from, field="built_from")
+    analyzer = analyzer_or_default(analyzer)
     validate_folder_name(folder)
     if folder and folder not in available_folders(agent):
         # Named only: the answer says which folder name is missing, never where it was looked for.
@@ -217,6 +221,7 @@ def create_collection(
                 folder=folder,
                 method=method,
                 built_from=built_from,
+                analyzer=analyzer,
                 per_reader=per_reader,
                 judge=judge,
                 size=size,

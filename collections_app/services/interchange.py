@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ragsite import embedding
+from ragsite.analyzers import SIMPLE
 from ragsite.errors import Conflict, NotFound, RagsiteError
 from ragsite.lexical import BM25Index
 
@@ -147,9 +148,15 @@ def export_index(*, collection: Collection, directory: Path) -> Path:
 
 def _search_postings(collection: Collection, built: CollectionBuilt, rows: list) -> BM25Index | None:
     """The build's own BM25 postings when the export holds exactly the rows its search index does
-    (every document active): one scoring implementation, and no second tokenisation of every text."""
+    (every document active) in seed 004's terms: one scoring implementation, and no second tokenisation
+    of every text. A collection searched with another analyzer (stemmed, bigrams) exports the seed's terms
+    all the same, tokenised here (``rag/<index_id>/`` is the seed's format whatever a collection uses)."""
+    if built.analyzer != SIMPLE:
+        return None
     _key, index = mapped_index(collection, built)
-    if index.size != len(rows) or not np.array_equal(index.row_paragraph, [r[7] for r in rows]):
+    if index.analyzer != SIMPLE or index.size != len(rows):
+        return None
+    if not np.array_equal(index.row_paragraph, [r[7] for r in rows]):
         return None  # some documents are held back: the export's statistics are its own rows'
     return index.bm25_index()
 
@@ -254,6 +261,9 @@ def import_index(*, agent: Agent, directory: Path, index_id: str, name: str | No
             model=index.meta.embedding_model,
             dimensions=index.meta.dim,
             method=method,
+            # The files' bm25.idx is seed 004's (simple) terms; the search index is written from the
+            # rows with the collection's own analyzer (services.indexes), as a build's is.
+            analyzer=collection.analyzer,
             built_from=collection.built_from,
             passages=len(index.chunks),
             # The format carries no refusals: "nobody recorded", never "nothing refused" (seed 000).

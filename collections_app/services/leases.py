@@ -116,13 +116,16 @@ def check_lease(collection: Collection, run: BuildRun) -> None:
 
     Both rows are locked (the collection's first, as request_build does), so neither the
     sweep nor a new request can change them between this check and the commit; a build
-    that lost its lease raises, and the transaction rolls back having written nothing."""
-    generation = (
+    that lost its lease raises, and the transaction rolls back having written nothing.
+
+    Reads `collection.analyzer` afresh from the locked row as well: a build writes its index with the
+    analyzer in force when it commits (services.analyzers), so a change made while it ran is not lost."""
+    generation, collection.analyzer = (
         Collection.objects.select_for_update()
         .filter(pk=collection.pk)
-        .values_list("build_generation", flat=True)
+        .values_list("build_generation", "analyzer")
         .first()
-    )
+    ) or (None, collection.analyzer)
     status = BuildRun.objects.select_for_update().filter(pk=run.pk).values_list("status", flat=True).first()
     if status != BuildRun.RUNNING or generation != run.generation:
         why = "a newer build was requested" if generation != run.generation else f"it was marked {status}"

@@ -20,6 +20,12 @@ class Command(ServiceCommand):
         parser.add_argument(
             "--built-from", default="", help='what the documents are, for people ("the HR share")'
         )
+        parser.add_argument(
+            "--analyzer",
+            default=None,
+            help="how the keyword leg reads words: simple, cjk, english or another Snowball language "
+            "(docs/collections.md); default: ANALYZER",
+        )
         parser.add_argument("--per-reader", action="store_true", help="searches must name a reader")
         parser.add_argument(
             "--judge", action="store_true", help="ask the judge model whether paragraphs answer"
@@ -43,6 +49,7 @@ class Command(ServiceCommand):
             folder=o["folder"],
             method=o["method"],
             built_from=o["built_from"],
+            analyzer=o["analyzer"],
             per_reader=o["per_reader"],
             judge=o["judge"],
             size=o["size"],
@@ -51,5 +58,5 @@ class Command(ServiceCommand):
         )
         self.stdout.write(
             f'Created collection "{collection.name}" for agent "{collection.agent.agent_id}" '
-            f"({collection.method})."
+            f"({collection.method}, {collection.analyzer} analyzer)."
         )

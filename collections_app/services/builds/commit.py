@@ -144,6 +144,9 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                 model=embedder.model,
                 dimensions=embedder.dimensions,
                 method=collection.method,
+                # As check_lease read it from the locked row, not when the build started: a change made
+                # while it ran is the one it indexes with (the paragraphs do not depend on it).
+                analyzer=collection.analyzer,
                 built_from=collection.built_from,
                 passages=passages,
                 built_at=now,

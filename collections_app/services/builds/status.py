@@ -166,6 +166,7 @@ def collection_summaries(*, agent: Agent) -> list[dict]:
                 "built_from": collection.built_from,
                 "folder": collection.folder,
                 "method": collection.method,
+                "analyzer": collection.analyzer,
                 "per_reader": collection.per_reader,
                 "last_build": None if run is None else build_status(run=run, running=running),
             }

@@ -112,7 +112,7 @@ def write_index(
                 return None
             key = build_key(built)
             path = collection_root(collection.pk) / key
-            if _usable(path):
+            if _usable(path, built.analyzer):
                 return key, path
             # Broken (torn, truncated, foreign): out of the way, so the rename below can land.
             shutil.rmtree(path, ignore_errors=True)
@@ -144,7 +144,7 @@ def write_index(
             path = writer.write(
                 collection_root(collection.pk),
                 key,
-                extra={"collection": collection.pk, "fresh_vectors": fresh},
+                extra={"collection": collection.pk, "fresh_vectors": fresh, "analyzer": built.analyzer},
                 parts=parts,
                 ivf=_lists_for(writer, built),
             )
@@ -232,11 +232,11 @@ def index_committed_build(*, collection: Collection) -> None:
         )
 
 
-def _usable(path: Path) -> bool:
+def _usable(path: Path, analyzer: str | None = None) -> bool:
     if not (path / "meta.json").exists():
         return False
     try:
-        MappedIndex(path)
+        MappedIndex(path, analyzer=analyzer)
     except IndexUnusable:
         return False
     return True
@@ -316,11 +316,11 @@ def _rows_into_writers(
             yield block, at
 
     def jobs():
-        """Each block with what tokenizing it takes: texts, contexts, carried openings' lengths."""
+        """Each block and what tokenizing it takes: texts, contexts, openings' lengths, analyzer name."""
         for block, at in blocks():
             lengths = openings[at : at + len(block), 0].tolist()
             lengths += [0] * (len(block) - len(lengths))  # rows that came since (then written again)
-            yield block, ([r[2] for r in block], [r[4] for r in block], lengths)
+            yield block, ([r[2] for r in block], [r[4] for r in block], lengths, built.analyzer)
 
     with _tokenizers(len(openings), processes) as pool:
         for block, (text, contexts, opening) in _in_order(pool, row_postings, jobs(), 2 * processes):
@@ -383,7 +383,7 @@ def mapped_index(collection: Collection, built: CollectionBuilt) -> tuple[str, M
         return cached
     path = collection_root(collection.pk) / key
     try:
-        index = MappedIndex(path)
+        index = MappedIndex(path, analyzer=built.analyzer)
     except IndexUnusable as exc:
         if (path / "meta.json").exists() or path.exists():
             logger.warning(
@@ -467,7 +467,7 @@ def _fetched(collection: Collection, key: str) -> bool:
 
 
 def _map_written(collection: Collection, key: str, path: Path) -> MappedIndex:
-    """Map an index just written; if it vanished meanwhile (someone cleaned INDEX_DIR), write it again."""
+    """Map an index just written (maybe a newer build's: searches use its analyzer); if gone, write again."""
     for _attempt in range(3):
         try:
             return MappedIndex(path)

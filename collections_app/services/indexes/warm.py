@@ -42,7 +42,7 @@ def warm_indexes(*, verify: bool = True) -> list[Warmed]:
         try:
             same = (
                 store.verify_folder(collection_id=collection.pk, key=key, folder=folder)
-                if verify and _usable(folder)
+                if verify and _usable(folder, built.analyzer)
                 else None
             )
             if same is False:
@@ -53,7 +53,7 @@ def warm_indexes(*, verify: bool = True) -> list[Warmed]:
                 )
                 discard_copy(collection_id=collection.pk, key=key)
             stored = store.is_stored(collection_id=collection.pk, key=key)
-            if not _usable(folder):
+            if not _usable(folder, built.analyzer):
                 written = write_index(collection=collection)
                 outcome = "fetched" if stored else "written"
                 key, folder = written or (key, folder)

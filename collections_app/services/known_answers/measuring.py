@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ragsite import embedding, tracing
+from ragsite.analyzers import terms_of
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError
 from ragsite.fusion import FUSION_WEIGHT, floor_is_open
@@ -100,7 +101,13 @@ def measure_build(*, build_id: int) -> KnownAnswersReport | None:
         return None  # a build landed while the rows were read: they may be either build's
     try:
         measurement = _measure(
-            collection, questions, paragraphs, model=built.model, dimensions=built.dimensions, before=run.pk
+            collection,
+            questions,
+            paragraphs,
+            model=built.model,
+            dimensions=built.dimensions,
+            analyzer=built.analyzer,
+            before=run.pk,
         )
     except (RagsiteError, EmbeddingError) as exc:
         message = exc.message if isinstance(exc, RagsiteError) else f"the embedder failed: {exc}"
@@ -137,6 +144,7 @@ def gate_build(
         candidate(),
         model=embedder.model,
         dimensions=embedder.dimensions,
+        analyzer=collection.analyzer,  # what the build being gated writes its index with
         before=run.pk,
     )
     lost = measurement["lost"]
@@ -172,8 +180,11 @@ def _live_paragraphs(collection: Collection) -> list[CandidateRow]:
     ]
 
 
-def _index(paragraphs: Sequence[CandidateRow], dimensions: int) -> tuple[ScratchIndex, np.ndarray]:
-    """An in-memory index over ``paragraphs`` (ordinals in order) and the mask of rows a search ranks.
+def _index(
+    paragraphs: Sequence[CandidateRow], dimensions: int, analyzer: str
+) -> tuple[ScratchIndex, np.ndarray]:
+    """An in-memory index over ``paragraphs`` (ordinals in order), in ``analyzer``'s terms, and the mask
+    of rows a search ranks.
 
     Stored vectors are float16 windows (vector_codec); every window of a paragraph is a matrix row,
     and the paragraph's cosine is pooled from them as search pools it.
@@ -212,13 +223,15 @@ def _index(paragraphs: Sequence[CandidateRow], dimensions: int) -> tuple[Scratch
         one_each = len(blocks) == len(paragraphs) and matrix.shape[0] == len(paragraphs)
         window_row = None if one_each else np.concatenate(owners)
     # The title and section beside each paragraph, as search ranks them (collections_app/text/context.py).
-    context_bm25 = BM25Index.from_texts(contexts) if any(contexts) else None
+    # In the terms of the live build's analyzer, as its search index holds them.
+    context_bm25 = BM25Index.from_terms(terms_of(analyzer, contexts)) if any(contexts) else None
     index = ScratchIndex(
         rows=rows,
-        bm25=BM25Index.from_texts(r.text for r in rows),
+        bm25=BM25Index.from_terms(terms_of(analyzer, [r.text for r in rows])),
         matrix=matrix,
         window_row=window_row,
         context_bm25=context_bm25,
+        analyzer=analyzer,
     )
     return index, searchable
 
@@ -240,7 +253,7 @@ def _question_vectors(
             code="width_mismatch",
         )
     if embedder.backend == "http" and embedded.tokens:
-        from .ledger import record_call
+        from ..ledger import record_call
 
         record_call(
             agent=collection.agent,
@@ -259,13 +272,14 @@ def _measure(
     *,
     model: str,
     dimensions: int,
+    analyzer: str,
     before: int,
 ) -> dict:
     """The report's fields: every question asked unfloored (scores, the bands, the measured floor),
     then at the floor in force (found@1/@5), and the answers lost since the live build before ``before``."""
     # Only the rows a search ranks, as if the others were deleted: search's statistics, ranks and
     # stitching all follow its row mask, so this answers exactly as a twin collection without them would.
-    index, searchable = _index([p for p in paragraphs if p.searched], dimensions)
+    index, searchable = _index([p for p in paragraphs if p.searched], dimensions, analyzer)
     vectors = None
     if index.matrix is not None:
         vectors = _question_vectors(collection, questions, model, index.matrix.shape[1])

@@ -213,6 +213,7 @@ def measure_collection(
                         tokens=embedder,
                         names=[name for name, _ in fingerprints],
                         max_chars=int(settings.ANSWER_MAX_CHARS),
+                        analyzer=collection.analyzer,
                     )
                 )
             except ChunkingError as exc:
@@ -260,6 +261,7 @@ def measure_collection(
         },
         "settings": {
             "fusion_weight": FUSION_WEIGHT,
+            "analyzer": collection.analyzer,
             "most": most,
             "floor": floor,
             "max_chars": int(settings.ANSWER_MAX_CHARS),

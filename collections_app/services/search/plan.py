@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ragsite.analyzers import analyzer
 from ragsite.bodies import encodable
 from ragsite.errors import Conflict, Forbidden, NotFound, RagsiteError
-from ragsite.lexical import terms
 from ragsite.schemas import bounds
 
 from ... import errors
@@ -160,7 +160,8 @@ def plan_search(
         agent=agent,
         collection=collection,
         question=question,
-        question_terms=None if mode == "vector" else terms(question),
+        # In the terms of the mapped index's analyzer (its build's; services.indexes refuses another).
+        question_terms=None if mode == "vector" else analyzer(index.analyzer).terms(question),
         most=most,
         around=around,
         max_chars=int(max_chars if max_chars is not None else settings.ANSWER_MAX_CHARS),
