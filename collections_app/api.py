@@ -15,11 +15,12 @@ from .schemas.collections import (
     CitedOut,
     CollectionIn,
     CollectionOut,
+    SourceIn,
     SyncIn,
 )
 from .schemas.known_answers import KnownAnswersIn, KnownAnswersOut
 from .schemas.search import SearchIn, SearchOut, quoted, search_arguments
-from .services import agents, analyzers, builds, citations, known_answers, search, sync
+from .services import agents, analyzers, builds, citations, known_answers, origins, search, sync
 from .services.builds import status as build_status
 from .services.readers import tokens as reader_tokens
 
@@ -30,6 +31,7 @@ def collection_out(collection: Collection) -> dict:
     built = getattr(collection, "built", None)
     return {
         "sync": sync.describe(collection),
+        "source": origins.describe(collection),
         "name": collection.name,
         "built_from": collection.built_from,
         "method": collection.method,
@@ -75,6 +77,7 @@ def create_collection(request, payload: CollectionIn):
         per_reader=payload.per_reader,
         # Left out is not null: a folder is followed unless the agent says otherwise.
         sync_every=payload.sync_every if "sync_every" in payload.model_fields_set else "default",
+        source=payload.source.model_dump() if payload.source is not None else None,
     )
     return Status(201, collection_out(collection))
 
@@ -113,6 +116,20 @@ def put_analyzer(request, name: str, payload: AnalyzerIn):
         collection=collection, analyzer=payload.analyzer, requested_by="api"
     )
     return {**collection_out(collection), "rebuild": None if run is None else run.pk, "rebuild_note": why}
+
+
+@router.put(
+    "/{name}/source",
+    response=with_errors({200: CollectionOut}, 404),
+    summary="Read a collection from a folder, a git repository or an S3 bucket",
+)
+def put_source(request, name: str, payload: SourceIn):
+    """The next build or sync check reads the new source; what is built keeps answering until then."""
+    collection = agents.get_collection(agent=request.auth.agent, name=name)
+    origins.set_source(
+        collection=collection, kind=payload.kind, settings=payload.settings, credentials=payload.credentials
+    )
+    return collection_out(collection)
 
 
 @router.post(

@@ -1,4 +1,5 @@
-"""The collections' MCP tools: `search`, `build`, `build_status`, `collections` and `measure`, thin adapters.
+"""The collections' MCP tools: `search`, `build`, `build_status`, `collections`, `measure` and `set_source`,
+thin adapters.
 
 Registered into the shared MCP transport (ragsite.mcp) when this module is imported by
 `CollectionsConfig.ready`. Every input and output schema is generated from the declarations in
@@ -15,7 +16,7 @@ from ragsite.schemas import json_schema_of, tool_input
 
 from .mcp_citations import search_links
 from .schemas.builds import BuildOut, BuildStatusIn, BuildStatusOut
-from .schemas.collections import CollectionName, CollectionsOut, NoArguments
+from .schemas.collections import CollectionName, CollectionsOut, NoArguments, SourceIn, SourceOut
 from .schemas.measure import MeasureIn, MeasureOut
 from .schemas.search import SearchIn, SearchOut, quoted, search_arguments
 from .services.agents import get_collection
@@ -28,6 +29,8 @@ from .services.builds.status import (
     wait_for_build,
 )
 from .services.measure import DEFAULT_MOST, measure_collection, parse_items
+from .services.origins import describe as describe_source
+from .services.origins import set_source
 from .services.readers.tokens import reader_named
 from .services.search import search_collection
 
@@ -191,5 +194,44 @@ register(
         output_schema=COLLECTIONS_ANSWER,
         handler=collections_tool,
         annotations={"readOnlyHint": True, "openWorldHint": False},
+    )
+)
+
+
+# --- set_source ---
+
+SET_SOURCE_INPUT = tool_input(CollectionName, SourceIn)
+SET_SOURCE_ANSWER = json_schema_of(SourceOut)
+
+
+def set_source_tool(caller: Caller, arguments: dict) -> dict:
+    collection = get_collection(agent=caller.agent, name=arguments["collection"])
+    set_source(
+        collection=collection,
+        kind=arguments["kind"],
+        settings=arguments.get("settings"),
+        credentials=arguments.get("credentials"),
+    )
+    return describe_source(collection)
+
+
+register(
+    Tool(
+        name="set_source",
+        title="Where a collection's documents come from",
+        description="Make one of your collections read a folder, a git repository (url, branch, path), "
+        "a WebDAV share (url, path), an S3-compatible bucket (endpoint_url, bucket, prefix, region) or a "
+        "website (start_url, sitemap_url, include, exclude, max_pages, max_depth); "
+        "credentials are kept encrypted, never shown. The next build or sync check reads the new source; "
+        "the last build answers until then.",
+        input_schema=SET_SOURCE_INPUT,
+        output_schema=SET_SOURCE_ANSWER,
+        handler=set_source_tool,
+        annotations={
+            "readOnlyHint": False,
+            "destructiveHint": False,
+            "idempotentHint": True,
+            "openWorldHint": True,
+        },
     )
 )

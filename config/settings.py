@@ -245,6 +245,12 @@ SYNC_RETRY_SECONDS = env.int("SYNC_RETRY_SECONDS", default=60)
 SYNC_SETTLE_SECONDS = env.float("SYNC_SETTLE_SECONDS", default=5.0)
 # Minutes between checks of a new folder collection's folder (services.sync); 0: built only when asked.
 SYNC_EVERY = env.int("SYNC_EVERY", default=5)
+# Remote sources (docs/sources.md): the hosts a collection's s3 or git source may reach (host names, IP
+# addresses or networks, comma-separated; empty = loopback only), and what one listing may hold and take.
+SOURCE_ALLOWED_HOSTS = env.list("SOURCE_ALLOWED_HOSTS", default=[])
+SOURCE_MAX_DOCUMENTS = env.int("SOURCE_MAX_DOCUMENTS", default=10000)
+SOURCE_TIMEOUT = env.float("SOURCE_TIMEOUT", default=60.0)
+SOURCE_CACHE_DIR = env("SOURCE_CACHE_DIR", default=str(DATA_DIR / "sources"))
 # Per document, in a child process (collections_app.text.bounded): wall-clock seconds and address space.
 EXTRACT_TIMEOUT = env.float("EXTRACT_TIMEOUT", default=120.0)
 EXTRACT_MEMORY_MB = env.int("EXTRACT_MEMORY_MB", default=1024)

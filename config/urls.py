@@ -4,7 +4,7 @@ from django.shortcuts import render
 from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
-from collections_app import embedding_server, openai_api, scim_api
+from collections_app import dify_api, embedding_server, openai_api, scim_api
 from ragsite.errors import error_body
 from ragsite.mcp.transport import mcp_endpoint
 
@@ -56,6 +56,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("sso/login", sso_login, name="sso-login"),
     path("sso/callback", sso_callback, name="sso-callback"),
+    # Dify's External Knowledge API: Dify appends /retrieval to the endpoint it is given (/api/v1).
+    path("api/v1/retrieval", dify_api.retrieval, name="dify-retrieval"),
     path("api/v1/", api.urls),
     path("v1/embeddings", embedding_server.embeddings, name="embeddings"),
     path("v1/tokenize", embedding_server.tokenize, name="tokenize"),

@@ -39,8 +39,8 @@ RECORDS = "records"
 KINDS = (SEARCH, PARAGRAPH, VECTOR_STORE_SEARCH, RECALL, RECORD, RECORDS)
 
 # Where the read came in: an agent's key (the API, MCP, the OpenAI-shaped routes) or a person in the admin.
-API, MCP, OPENAI, ADMIN = "api", "mcp", "openai", "admin"
-CHANNELS = (API, MCP, OPENAI, ADMIN)
+API, MCP, OPENAI, DIFY, ADMIN = "api", "mcp", "openai", "dify", "admin"
+CHANNELS = (API, MCP, OPENAI, DIFY, ADMIN)
 
 
 @dataclass

@@ -13,7 +13,13 @@ import pytest
 from pydantic import BaseModel
 
 from collections_app.schemas.builds import BuildOut, BuildStatusIn, BuildStatusOut
-from collections_app.schemas.collections import CollectionName, CollectionsOut, NoArguments
+from collections_app.schemas.collections import (
+    CollectionName,
+    CollectionsOut,
+    NoArguments,
+    SourceIn,
+    SourceOut,
+)
 from collections_app.schemas.measure import MeasureIn, MeasureOut
 from collections_app.schemas.search import SearchIn, SearchOut, search_arguments
 from collections_app.schemas.vector_stores import VectorStoreSearchIn, VectorStoresQuery
@@ -42,6 +48,7 @@ TOOLS = {
     "build_status": ((CollectionName, BuildStatusIn), BuildStatusOut),
     "collections": ((NoArguments,), CollectionsOut),
     "measure": ((CollectionName, MeasureIn), MeasureOut),
+    "set_source": ((CollectionName, SourceIn), SourceOut),
     "store": ((TextIn, KindIn), StoredOut),
     "recall": ((RecallIn,), RecallOut),
     "list_records": ((KindIn, ListQuery), ListOut),

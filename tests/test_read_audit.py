@@ -97,6 +97,17 @@ API_READS = {
         _api_post("/v1/vector_stores/handbook/search", {"query": QUESTION}),
         ("vector_store_search", "openai", "handbook"),
     ),
+    ("*", "api/v1/retrieval"): (
+        _api_post(
+            "/api/v1/retrieval",
+            {
+                "knowledge_id": "handbook",
+                "query": QUESTION,
+                "retrieval_setting": {"top_k": 2, "score_threshold": 0.0},
+            },
+        ),
+        ("search", "dify", "handbook"),
+    ),
 }
 MCP_READS = {
     "search": (
@@ -120,6 +131,7 @@ NOT_READS = {
     ("GET", "/api/v1/collections/{name}"): "one collection's description and build record",
     ("PUT", "/api/v1/collections/{name}/sync"): "sets the sync period",
     ("PUT", "/api/v1/collections/{name}/analyzer"): "sets the analyzer; queues a rebuild",
+    ("PUT", "/api/v1/collections/{name}/source"): "sets where the documents come from",
     ("POST", "/api/v1/collections/{name}/build"): "queues a build",
     (
         "GET",
@@ -160,6 +172,7 @@ NOT_READS = {
     ): "one provisioned reader or group, or a resource type or schema",
     ("*", "^scim/(?P<rest>.*)$"): "SCIM's 404",
     "build": "queues a build",
+    "set_source": "sets where the documents come from; answers its settings, never credentials",
     "measure": "counts, ranks and scores of a scratch build, no paragraph text",
     "build_status": "a build's counts and outcome",
     "collections": "collection names and build records",

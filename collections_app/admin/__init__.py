@@ -10,7 +10,17 @@ One module per area; importing them registers their ModelAdmins.
 
 from django.contrib import admin
 
-from . import agents, audit, builds, collections, documents, idp_groups, paragraphs, webhooks  # noqa: F401
+from . import (  # noqa: F401
+    agents,
+    audit,
+    builds,
+    collections,
+    documents,
+    idp_groups,
+    paragraphs,
+    sources,
+    webhooks,
+)
 
 admin.site.site_header = admin.site.site_title = "ragsite"
 admin.site.index_title = "Collections, documents, readers and agents"

@@ -16,7 +16,9 @@ from django.utils import timezone
 class ReadAudit(models.Model):
     at = models.DateTimeField(default=timezone.now)
     channel = models.CharField(
-        max_length=10, help_text="api, mcp, openai (/v1/vector_stores), or admin (the playground)."
+        max_length=10,
+        help_text="api, mcp, openai (/v1/vector_stores), dify (/api/v1/retrieval), or admin (the "
+        "playground).",
     )
     kind = models.CharField(max_length=24, help_text="What was read: search, paragraph, recall, record, …")
     agent_id = models.CharField(max_length=100)

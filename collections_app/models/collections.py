@@ -187,6 +187,9 @@ class Document(models.Model):
     source = models.CharField(max_length=10, choices=[(FOLDER, "folder"), (UPLOAD, "upload")], default=FOLDER)
     upload = models.FileField(upload_to=upload_to, null=True, blank=True, max_length=500)
     fingerprint = models.CharField(max_length=64, blank=True, help_text="SHA-256 of the file's bytes.")
+    # A remote source's change token for the version built (an ETag, a git blob id): the same token
+    # again is the same bytes, so neither a sync check nor a build downloads it (services.origins).
+    source_token = models.CharField(max_length=200, blank=True, default="", db_default="")
     status = models.CharField(max_length=20, choices=STATUS_CHOICES, default=ACTIVE)
     approved_fingerprint = models.CharField(
         max_length=64,

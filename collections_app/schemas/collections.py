@@ -66,6 +66,41 @@ class SyncOut(Schema):
     )
 
 
+SourceKind = Literal["folder", "s3", "webdav", "git", "web"]
+
+
+class SourceOut(Schema):
+    kind: SourceKind = Field(..., description="Where the documents come from (docs/sources.md).")
+    settings: dict[str, str] = Field(
+        ...,
+        description="The source's settings as checked (URL, bucket, prefix, branch, path); {} for a folder.",
+    )
+    credentials: bool = Field(..., description="Whether credentials are set; they are never shown.")
+
+
+class SourceIn(StrictSchema):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "example": {
+                "kind": "git",
+                "settings": {"url": "https://git.example.org/handbook.git", "branch": "main", "path": "docs"},
+            }
+        }
+    )
+
+    kind: SourceKind = Field(..., description="folder, git, s3, webdav or web (docs/sources.md).")
+    settings: dict[str, str] | None = Field(
+        None,
+        description="Per kind (docs/sources.md): git url, branch, path; s3 endpoint_url, bucket, prefix, "
+        "region; webdav url, path; web start_url, sitemap_url, include, exclude, max_pages, max_depth.",
+    )
+    credentials: dict[str, str] | None = Field(
+        None,
+        description="git username and password, or token; s3 access_key_id and secret_access_key. Sealed at "
+        "rest and never shown. Left out: those already set for this kind are kept; {}: cleared.",
+    )
+
+
 class CollectionOut(Schema):
     name: str
     built_from: str
@@ -78,6 +113,7 @@ class CollectionOut(Schema):
     )
     built: BuildRecord | None  # null: never built
     sync: SyncOut | None = Field(..., description="null: the collection is built only when asked.")
+    source: SourceOut = Field(..., description="Where its documents come from.")
 
 
 class CollectionIn(StrictSchema):
@@ -104,6 +140,9 @@ class CollectionIn(StrictSchema):
         strict=True,
         description="Check the folder every N minutes and build when it changed; null: build only when "
         "asked. Left out: a collection with a folder checks it every SYNC_EVERY minutes (5 by default).",
+    )
+    source: SourceIn | None = Field(
+        None, description="A remote source instead of a folder (docs/sources.md); left out: a folder."
     )
 
 

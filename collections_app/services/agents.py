@@ -177,18 +177,23 @@ def create_collection(
     size: int | None = None,
     overlap: int | None = None,
     sync_every: int | None | str = "default",
+    source: dict | None = None,
 ) -> Collection:
     """A new collection of `agent`; with `sync_every` (minutes) it keeps itself current (services.sync).
 
-    `"default"`: a folder collection checks its folder every SYNC_EVERY minutes, one of uploads only
-    is built when asked; None: built only when asked. `analyzer`: how its keyword leg reads words
-    (ragsite.analyzers); None: ANALYZER."""
+    `source` ({kind, settings, credentials}) makes it read a remote source (services.origins) rather
+    than a folder. `"default"`: a collection with a folder or a remote source checks it every
+    SYNC_EVERY minutes, one of uploads only is built when asked; None: built only when asked.
+    `analyzer`: how its keyword leg reads words (ragsite.analyzers); None: ANALYZER."""
     from .. import conf
-    from . import sync
+    from . import origins, sync
     from .analyzers import analyzer_or_default
 
+    remote = bool(source) and source.get("kind", "folder") != "folder"
+    if remote and folder:
+        raise RagsiteError("a collection reads a folder or a remote source, not both", code="invalid_source")
     if sync_every == "default":
-        sync_every = conf.sync_every() if folder else None
+        sync_every = conf.sync_every() if folder or remote else None
 
     _require_slug(name, "collection name")
     taken = collection_name_problem(agent=agent, name=name)
@@ -227,6 +232,13 @@ def create_collection(
                 size=size,
                 overlap=overlap,
             )
+            if source:
+                origins.set_source(
+                    collection=collection,
+                    kind=source.get("kind", "folder"),
+                    settings=source.get("settings"),
+                    credentials=source.get("credentials"),
+                )
             if sync_every is not None:
                 sync.set_sync(collection=collection, every=sync_every)
             return collection

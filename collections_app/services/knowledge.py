@@ -29,7 +29,7 @@ from django.db.models import Value
 from ragsite.errors import Conflict, RagsiteError
 
 from .. import conf
-from ..models import Agent, Collection, Document
+from ..models import Agent, Collection, CollectionSource, Document
 
 MAX_FOLDER_CHARS = 100
 # One path component of ordinary characters: a name, never a path.
@@ -128,6 +128,11 @@ def source_folder(collection: Collection) -> SourceFolder:
 
 def describe_source(collection: Collection) -> str:
     """For people: where the documents come from, or why they cannot be read. Never a path."""
+    from .origins import summary
+
+    remote = summary(collection)
+    if remote:
+        return remote
     try:
         found = source_folder(collection)
     except RagsiteError as exc:
@@ -139,8 +144,11 @@ def require_source(collection: Collection) -> None:
     """Refuse, before anything is queued, a build whose documents this process cannot see.
 
     The web process and the task cluster read the same environment and `.env`, so what
-    is refused here would have failed in the worker; the answer names the collection.
+    is refused here would have failed in the worker; the answer names the collection. A remote source
+    (services.origins) is not asked here: whether it answers is the build's to find out and record.
     """
+    if CollectionSource.objects.filter(collection=collection).exclude(kind=CollectionSource.FOLDER).exists():
+        return
     try:
         found = source_folder(collection)
     except RagsiteError as exc:

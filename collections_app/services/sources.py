@@ -23,6 +23,7 @@ from ..models import Collection, Document
 from ..text.bounded import BoundedExtractor, Limits, bounded_extractor
 from ..text.extract import BAD_NAME, TOO_LARGE, Unreadable
 from .knowledge import source_folder
+from .origins import SourceUnavailable, origin_of
 
 MAX_DOCUMENT_BYTES = 100 * 1024 * 1024
 MAX_NAME_LENGTH = Document._meta.get_field("name").max_length
@@ -84,20 +85,34 @@ class Source:
     bad_name: str = ""
     attributes: dict = field(default_factory=dict)
     attributes_note: str = ""  # why the sidecar was not taken, told on the build
+    token: str = ""  # a remote source's change token (services.origins.Entry.token); "" for a folder file
 
     def carried(self) -> dict:
         """What a build keeps of the source beside its text: its attributes, and a note on its sidecar."""
         return {
             "attributes": self.attributes,
             "notes": [self.attributes_note] if self.attributes_note else [],
+            "source_token": self.token,
         }
 
 
 def collection_sources(collection: Collection) -> list[Source]:
-    """The folder's documents (named relative to it) followed by uploads, sorted by name."""
+    """The source's documents (a folder's named relative to it, a remote source's relative to its path or
+    prefix) followed by uploads, sorted by name. A remote source that cannot be listed raises
+    `origins.SourceUnavailable`: the build fails and the last build keeps answering."""
     sources: dict[str, Source] = {}
+    origin = origin_of(collection)
     # KNOWLEDGE_ROOT/<agent>/<folder> or an override, by services.knowledge's precedence; raises by name.
-    folder = source_folder(collection).path
+    folder = source_folder(collection).path if origin is None else None
+    if origin is not None:
+        for entry in remote_entries(origin):
+            sources[entry.name] = Source(
+                name=entry.name,
+                read=lambda limit, e=entry: origin.fetch(e, limit),
+                size=lambda e=entry: e.size,
+                token=entry.token,
+                bad_name=_name_problem(entry.name),
+            )
     if folder is not None:
         for entry in folder_entries(folder):
             attributes, note = read_sidecar(entry.path, entry.name)
@@ -119,6 +134,11 @@ def collection_sources(collection: Collection) -> list[Source]:
                 size=lambda d=document: d.upload.size,
                 kind=Document.UPLOAD,
             ),
+        )
+    if not sources and origin is not None:
+        raise SourceUnavailable(
+            f"the {origin.kind} source lists no documents; the collection keeps what it has",
+            code="source_empty",
         )
     if not sources:
         raise RagsiteError(
@@ -157,6 +177,18 @@ def folder_entries(folder: Path) -> list[FolderEntry]:
         problem = _name_problem(name)
         entries.append(FolderEntry(name=_printable(name) if problem else name, path=path, bad_name=problem))
     return entries
+
+
+def remote_entries(origin) -> list:
+    """A remote source's listing as a build reads it: the names a folder would skip (hidden, partial,
+    sidecars, which a remote source does not read yet) left out, so the build and the sync check agree."""
+    return [
+        entry
+        for entry in origin.entries()
+        if not any(part.startswith(".") for part in entry.name.split("/"))
+        and not entry.name.endswith(SIDECAR_SUFFIX)
+        and not is_partial_name(entry.name)
+    ]
 
 
 def read_sidecar(path, name: str) -> tuple[dict, str]:

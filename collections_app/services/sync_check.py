@@ -17,12 +17,14 @@ from ..models import BuildRun, Collection, CollectionBuilt, CollectionSync, Docu
 from .builds import request_build
 from .knowledge import source_folder
 from .leases import ACTIVE_STATES
+from .origins import origin_of
 from .sources import (
     MAX_DOCUMENT_BYTES,
     SIDECAR_SUFFIX,
     UNREADABLE_MARK,
     folder_entries,
     read_sidecar,
+    remote_entries,
     settle_seconds,
     settled,
     too_large_mark,
@@ -94,18 +96,25 @@ def check_source(*, collection: Collection, now=None) -> Check:
 
 def _check(collection: Collection, sync: CollectionSync, check: Check, now) -> Check:
     try:
-        folder = source_folder(collection).path
+        origin = origin_of(collection)
+        folder = source_folder(collection).path if origin is None else None
+        # A remote source is listed, never downloaded: its tokens (ETag, blob id) say what changed.
+        listed = remote_entries(origin) if origin is not None else None
     except RagsiteError as exc:
         check.outcome = f"{UNREADABLE}: {exc.message}"
         return _failed(sync, check, now, reason=exc.code)
-    # A document is its bytes and the attributes its sidecar gives it (sources.read_sidecar).
-    stored = {
-        name: f"{fingerprint}+{attributes_signature(attributes)}"
-        for name, fingerprint, attributes in collection.documents.filter(source=Document.FOLDER).values_list(
-            "name", "fingerprint", "attributes"
-        )
-    }
-    snapshot, current = _scan(folder, sync.snapshot, check, stored) if folder is not None else ({}, {})
+    documents = collection.documents.filter(source=Document.FOLDER)
+    if listed is not None:
+        stored = dict(documents.values_list("name", "source_token"))
+        snapshot = {e.name: [e.size, 0, 0, e.token] for e in listed}
+        current = {e.name: e.token for e in listed}
+    else:
+        # A document is its bytes and the attributes its sidecar gives it (sources.read_sidecar).
+        stored = {
+            name: f"{fingerprint}+{attributes_signature(attributes)}"
+            for name, fingerprint, attributes in documents.values_list("name", "fingerprint", "attributes")
+        }
+        snapshot, current = _scan(folder, sync.snapshot, check, stored) if folder is not None else ({}, {})
     check.new = sorted(set(current) - set(stored))
     check.deleted = sorted(set(stored) - set(current))
     check.changed = sorted(name for name in set(current) & set(stored) if current[name] != stored[name])

@@ -71,6 +71,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             )
             document.review_paragraphs = bool(item.held) and document.status == Document.ACTIVE
             document.fingerprint, document.summary = item.fingerprint, item.summary
+            document.source_token = item.source_token
             document.scan_warnings, document.conflicts = item.warnings, item.conflicts
             document.read_notes = item.read_notes
             document.refusal, document.attributes = item.refusal, item.attributes
@@ -216,6 +217,7 @@ BUILD_FIELDS = (
     "built_model",
     "built_context",
     "ocr_pages",
+    "source_token",
 )
 
 

@@ -53,6 +53,7 @@ class Prepared:
     carried: list = field(default_factory=list)  # per piece, the characters it shares with earlier pieces
     pages: list = field(default_factory=list)  # per piece, its (first, last) page; (None, None) without pages
     ocr_pages: int = 0  # pages of this document read by OCR
+    source_token: str = ""  # a remote source's change token for these bytes (services.origins)
 
 
 class Progress:
@@ -89,6 +90,14 @@ def _prepare(
 ) -> Prepared | None:
     """Read, cut and place one source; ``reuse`` False: never keep its stored paragraphs as they are
     (their vectors are of another width). None: a new file still being written, left for a later build."""
+    if (
+        reuse
+        and source.token
+        and _same_remote_version(source, document, collection, embedder, method, size, overlap)
+    ):
+        # The remote source says these are the bytes this document was built from: not downloaded again.
+        run.documents_reused += 1
+        return _kept(source, document)
     try:
         with tracing.span("read") as span:  # the bytes of one document; its name stays out of the span
             data = read_settled(source)
@@ -100,7 +109,11 @@ def _prepare(
         # large to read is not "changed" at every check.
         fingerprint = _unread_fingerprint(source) if exc.category == TOO_LARGE else ""
         item = Prepared(
-            name=source.name, kind=source.kind, fingerprint=fingerprint, stored=exc.category != BAD_NAME
+            name=source.name,
+            kind=source.kind,
+            fingerprint=fingerprint,
+            stored=exc.category != BAD_NAME,
+            source_token=source.token,
         )
         return _refuse(item, collection, exc.reason, exc.category, run)
     except OSError as exc:
@@ -118,26 +131,15 @@ def _prepare(
             fingerprint=UNREADABLE_MARK,
             status=Document.REFUSED,
             refusal=CORRUPT,
+            source_token=source.token,
         )
     fingerprint = hashlib.sha256(data).hexdigest()
     item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint, **source.carried())
     unchanged = (
         reuse
         and document is not None
-        and document.status != Document.REFUSED
         and document.fingerprint == fingerprint
-        and (
-            document.built_method,
-            document.built_size,
-            document.built_overlap,
-            document.built_model,
-            document.built_context,
-        )
-        == (method, size, overlap, embedder.model, context_version(collection.per_reader))
-        and not (
-            source.name.lower().endswith(".pdf")  # built before pages: read once more
-            and document.paragraphs.filter(page_first=None).exists()
-        )
+        and _built_alike(source, document, collection, embedder, method, size, overlap)
     )
     if unchanged:
         item.reused, item.kept = True, document.paragraph_count
@@ -180,6 +182,50 @@ def _prepare(
         return _refuse(item, collection, "no text", EMPTY, run)
     run.documents_read += 1
     return item
+
+
+def _built_alike(source, document, collection, embedder, method, size, overlap) -> bool:
+    """Whether the document's stored paragraphs were cut and embedded as this build would cut them."""
+    return (
+        document.status != Document.REFUSED
+        and (
+            document.built_method,
+            document.built_size,
+            document.built_overlap,
+            document.built_model,
+            document.built_context,
+        )
+        == (method, size, overlap, embedder.model, context_version(collection.per_reader))
+        and not (
+            source.name.lower().endswith(".pdf")  # built before pages: read once more
+            and document.paragraphs.filter(page_first=None).exists()
+        )
+    )
+
+
+def _same_remote_version(source, document, collection, embedder, method, size, overlap) -> bool:
+    return (
+        document is not None
+        and bool(document.fingerprint)
+        and document.source_token == source.token
+        and _built_alike(source, document, collection, embedder, method, size, overlap)
+    )
+
+
+def _kept(source, document) -> Prepared:
+    """A document kept as the live build has it, its stored paragraphs reused."""
+    return Prepared(
+        name=source.name,
+        kind=source.kind,
+        fingerprint=document.fingerprint,
+        reused=True,
+        kept=document.paragraph_count,
+        summary=document.summary,
+        warnings=list(document.scan_warnings),
+        read_notes=list(document.read_notes),
+        attributes=document.attributes,
+        source_token=document.source_token,
+    )
 
 
 def _still_writing(source, document, run: BuildRun, *, reuse: bool) -> Prepared | None:

@@ -1,0 +1,33 @@
+"""Where a collection's documents come from when it is not a folder on this machine (docs/sources.md)."""
+
+from django.db import models
+from django.utils import timezone
+
+from ..fields import SealedSecretField
+
+COLLECTION = "collections_app.Collection"
+
+
+class CollectionSource(models.Model):
+    """A collection's origin: a folder (the default, also when a collection has no row), an S3-compatible
+    bucket, a WebDAV share, a git repository or a website.
+
+    `settings` holds what is not secret (an endpoint, a bucket, a branch, a path), checked per kind by
+    `services.origins.checked_settings`; `credentials` holds the secret part as JSON, sealed at rest with
+    the keys that seal webhook secrets (collections_app.sealed), and is never shown after it is set.
+    """
+
+    FOLDER, S3, WEBDAV, GIT, WEB = "folder", "s3", "webdav", "git", "web"
+    KINDS = (FOLDER, S3, WEBDAV, GIT, WEB)
+
+    collection = models.OneToOneField(COLLECTION, on_delete=models.CASCADE, related_name="origin")
+    kind = models.CharField(max_length=10, choices=[(k, k) for k in KINDS], default=FOLDER)
+    settings = models.JSONField(default=dict, blank=True)
+    credentials = SealedSecretField(max_length=4000, blank=True, default="", editable=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "collection source"
+
+    def __str__(self):
+        return f"{self.kind} source of {self.collection}"

@@ -1,0 +1,141 @@
+"""A collection's origin: a folder on this machine (the default) or a remote source read through its
+maintained client (docs/sources.md).
+
+`set_source` records a collection's kind, its settings (checked per kind) and its credentials (sealed at
+rest, never shown again); `origin_of` gives the collection's remote origin, or None for a folder, and
+the build (`services.sources.collection_sources`) and the sync check (`services.sync_check`) read it
+through the same two calls, a listing and a fetch, so change detection, renames, the build swap,
+webhooks and "keep in sync" are the folder's. Kinds: `folder`, `git`, `s3`, `webdav`, `web`.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.db import transaction
+
+from ...models import Collection, CollectionSource
+from . import git, s3, web, webdav
+from .base import Entry, InvalidSource, Origin, SourceUnavailable
+
+__all__ = [
+    "AVAILABLE",
+    "Entry",
+    "checked_source",
+    "InvalidSource",
+    "Origin",
+    "SourceUnavailable",
+    "describe",
+    "origin_of",
+    "reseal_credentials",
+    "set_source",
+]
+
+# Each remote kind: (settings checker, credentials checker, origin class).
+REMOTE = {
+    CollectionSource.GIT: (git.checked_settings, git.checked_credentials, git.GitOrigin),
+    CollectionSource.S3: (s3.checked_settings, s3.checked_credentials, s3.S3Origin),
+    CollectionSource.WEBDAV: (webdav.checked_settings, webdav.checked_credentials, webdav.WebDavOrigin),
+    CollectionSource.WEB: (web.checked_settings, web.checked_credentials, web.WebOrigin),
+}
+AVAILABLE = (CollectionSource.FOLDER, *REMOTE)
+
+
+def checked_source(*, kind: str, settings: dict | None, credentials: dict | None) -> tuple[dict, dict | None]:
+    """(the settings as stored, the credentials as stored or None to keep those set) for `kind`, or
+    `InvalidSource` saying what is wrong; writes nothing (the admin's form asks it before saving)."""
+    if kind not in AVAILABLE:
+        raise InvalidSource(f"a source's kind is one of {', '.join(AVAILABLE)}")
+    if settings is not None and not isinstance(settings, dict):
+        raise InvalidSource("a source's settings are an object")
+    if credentials is not None and not isinstance(credentials, dict):
+        raise InvalidSource("a source's credentials are an object")
+    if kind == CollectionSource.FOLDER:
+        if settings or credentials:
+            raise InvalidSource(
+                "a folder source takes no settings: its folder is named as today (docs/collections.md)"
+            )
+        return {}, {}
+    check_settings, check_credentials, _origin = REMOTE[kind]
+    return check_settings(settings or {}), None if credentials is None else check_credentials(credentials)
+
+
+def set_source(
+    *, collection: Collection, kind: str, settings: dict | None = None, credentials: dict | None = None
+) -> CollectionSource:
+    """Make `kind` the collection's origin. Settings are checked (URLs against SOURCE_ALLOWED_HOSTS);
+    credentials None keep those already set for the same kind, {} clear them. A change of origin
+    is built by the next build (or sync check); what is built keeps answering meanwhile."""
+    checked, given = checked_source(kind=kind, settings=settings, credentials=credentials)
+    current = CollectionSource.objects.filter(collection=collection).first()
+    if given is None:
+        sealed = current.credentials if current is not None and current.kind == kind else ""
+    else:
+        sealed = json.dumps(given) if given else ""
+    with transaction.atomic():
+        source, _created = CollectionSource.objects.update_or_create(
+            collection=collection, defaults={"kind": kind, "settings": checked, "credentials": sealed}
+        )
+    return source
+
+
+def origin_of(collection: Collection) -> Origin | None:
+    """The collection's remote origin, or None when its documents are a folder's (or uploads)."""
+    source = CollectionSource.objects.filter(collection=collection).first()
+    if source is None or source.kind == CollectionSource.FOLDER:
+        return None
+    if source.kind not in REMOTE:  # a kind this version does not know (written by a newer one)
+        raise SourceUnavailable(f"this server does not read {source.kind} sources", code="source_unknown")
+    try:
+        credentials = json.loads(source.credentials) if source.credentials else {}
+    except ValueError:
+        credentials = None
+    if credentials is None:
+        raise SourceUnavailable(
+            f"the {source.kind} source's credentials cannot be read; set them again",
+            code="source_credentials_sealed",
+        )
+    _check, _check_credentials, origin = REMOTE[source.kind]
+    return origin(collection_id=collection.pk, settings=source.settings, credentials=credentials)
+
+
+LABELS = {
+    CollectionSource.GIT: ("the git repository", ("url", "branch", "path")),
+    CollectionSource.S3: ("the S3 bucket", ("bucket", "prefix", "endpoint_url")),
+    CollectionSource.WEBDAV: ("the WebDAV share", ("url", "path")),
+    CollectionSource.WEB: ("the website", ("start_url", "sitemap_url")),
+}
+
+
+def summary(collection: Collection) -> str:
+    """For people (the admin): the remote source in a line, whether credentials are set, never what they
+    are; "" for a folder collection."""
+    source = CollectionSource.objects.filter(collection=collection).first()
+    if source is None or source.kind not in LABELS:
+        return ""
+    label, keys = LABELS[source.kind]
+    parts = [f"{key} {source.settings[key]}" for key in keys if source.settings.get(key)]
+    held = "credentials set" if source.credentials else "no credentials"
+    return f"{label}: {', '.join(parts)} ({held})"
+
+
+def describe(collection: Collection) -> dict:
+    """What the API and the admin show of a collection's source: its kind and settings, and whether
+    credentials are set (never what they are)."""
+    source = CollectionSource.objects.filter(collection=collection).first()
+    if source is None:
+        return {"kind": CollectionSource.FOLDER, "settings": {}, "credentials": False}
+    return {"kind": source.kind, "settings": dict(source.settings), "credentials": bool(source.credentials)}
+
+
+def reseal_credentials() -> tuple[int, int]:
+    """Seal every source's credentials again with the first of WEBHOOK_SECRET_KEYS (after a key was put in
+    front); returns (resealed, unreadable: stored, but no configured key opens them). Nothing is built."""
+    resealed = unreadable = 0
+    for source in CollectionSource.objects.exclude(credentials=""):
+        if not source.credentials:  # the field opens to "" when no configured key opens the row
+            unreadable += 1
+            continue
+        source.save(update_fields=["credentials"])
+        resealed += 1
+    return resealed, unreadable

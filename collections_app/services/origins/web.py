@@ -1,0 +1,263 @@
+"""A website as a collection's source, through httpx: a crawl from a start page and/or a sitemap.
+
+The crawl stays on the start page's host (scheme, name and port), honours its robots.txt (for the
+agent `ragsite`), follows links to at most `max_depth` hops and reads at most `max_pages` pages (and
+never more than SOURCE_MAX_DOCUMENTS), keeps only paths the `include` patterns take and `exclude`
+leaves (shell-style, comma-separated, on the URL's path), and skips addresses with a query string. A
+redirect is followed only to the same host, at most MAX_REDIRECTS in a row; a page that is missing or
+fails is left out, but a start page or sitemap that cannot be had fails the listing (the last build
+keeps answering). Only HTML, plain text and PDF answers are documents.
+
+A document's name is its URL's path (`/` is `index.html`, `/guide/` is `guide/index.html`, a path
+with no suffix gets `.html`), its token the SHA-256 of the page. Finding links needs the pages, so a
+listing reads them: a sync check of a website downloads it, within its caps (conditional requests are
+not made yet); the build then reads each page from the listing it made, not a second time.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import re
+import xml.etree.ElementTree as ElementTree
+from html.parser import HTMLParser
+from posixpath import splitext
+from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
+from urllib.robotparser import RobotFileParser
+
+from .base import Entry, InvalidSource, SourceUnavailable, checked_url, max_documents, timeout_seconds
+
+SETTINGS = ("start_url", "sitemap_url", "include", "exclude", "max_pages", "max_depth")
+AGENT = "ragsite"
+MAX_PAGE_BYTES = 10 * 1024 * 1024
+MAX_REDIRECTS = 5
+MAX_SITEMAPS = 20
+DEFAULT_PAGES, DEFAULT_DEPTH = 500, 5
+KINDS = {
+    "text/html": ".html",
+    "application/xhtml+xml": ".html",
+    "text/plain": ".txt",
+    "application/pdf": ".pdf",
+}
+SITEMAP = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
+
+
+def checked_settings(raw: dict) -> dict:
+    unknown = sorted(set(raw) - set(SETTINGS))
+    if unknown:
+        raise InvalidSource(f"a web source takes {', '.join(SETTINGS)}; not {', '.join(unknown[:5])}")
+    start, sitemap = raw.get("start_url") or "", raw.get("sitemap_url") or ""
+    if not start and not sitemap:
+        raise InvalidSource("a web source needs a start_url, a sitemap_url or both")
+    for url, what in ((start, "start_url"), (sitemap, "sitemap_url")):
+        if url:
+            checked_url(url, schemes=("https", "http"), what=f"a web source's {what}")
+    if start and sitemap and _origin(start) != _origin(sitemap):
+        raise InvalidSource("a web source's sitemap_url is on the start_url's host")
+    checked = {"start_url": start, "sitemap_url": sitemap}
+    for name in ("include", "exclude"):
+        value = raw.get(name) or ""
+        if not isinstance(value, str) or len(value) > 2000:
+            raise InvalidSource(f"a web source's {name} is comma-separated path patterns (/docs/*)")
+        checked[name] = value
+    for name, default, top in (("max_pages", DEFAULT_PAGES, 100_000), ("max_depth", DEFAULT_DEPTH, 50)):
+        value = str(raw.get(name) or default)
+        if not value.isdigit() or not 1 <= int(value) <= top:
+            raise InvalidSource(f"a web source's {name} is a whole number from 1 to {top}")
+        checked[name] = value
+    return checked
+
+
+def checked_credentials(raw: dict) -> dict:
+    if raw:
+        raise InvalidSource("a web source takes no credentials: it reads what the site shows anybody")
+    return {}
+
+
+def _origin(url: str) -> tuple[str, str]:
+    split = urlsplit(url)
+    return split.scheme, split.netloc.lower()
+
+
+class _Links(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.links: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a":
+            href = dict(attrs).get("href")
+            if href:
+                self.links.append(href)
+
+
+class WebOrigin:
+    kind = "web"
+
+    def __init__(self, *, collection_id: int, settings: dict, credentials: dict):
+        self.settings = settings
+        self.home = _origin(settings["start_url"] or settings["sitemap_url"])
+        self.pages: dict[str, bytes] = {}  # the listing's pages by URL, read by fetch
+
+    def entries(self) -> list[Entry]:
+        import httpx
+
+        seed = self.settings["start_url"] or self.settings["sitemap_url"]
+        checked_url(seed, schemes=("https", "http"), what="the web source's address")
+        limit = min(int(self.settings["max_pages"]), max_documents())
+        depth_limit = int(self.settings["max_depth"])
+        self.pages.clear()
+        entries: dict[str, Entry] = {}
+        with httpx.Client(
+            timeout=timeout_seconds(), follow_redirects=False, headers={"User-Agent": AGENT}
+        ) as web:
+            robots = self._robots(web)
+            queue: list[tuple[str, int]] = []
+            if self.settings["start_url"]:
+                queue.append((self.settings["start_url"], 0))
+            if self.settings["sitemap_url"]:
+                queue += [(url, depth_limit) for url in self._sitemap(web, self.settings["sitemap_url"])]
+            seen: set[str] = set()
+            first = True
+            while queue and len(entries) < limit:
+                url, depth = queue.pop(0)
+                url = self._normal(url)
+                if url is None or url in seen or not robots.can_fetch(AGENT, url) or not self._wanted(url):
+                    first = False
+                    continue
+                seen.add(url)
+                got = self._get(web, url, required=first and bool(self.settings["start_url"]))
+                first = False
+                if got is None:
+                    continue
+                final, kind, body = got
+                name = self._name(final, kind)
+                if name is None or name in entries:
+                    continue
+                token = hashlib.sha256(body).hexdigest()
+                entries[name] = Entry(name=name, size=len(body), token=token, key=final)
+                self.pages[final] = body
+                if kind == ".html" and depth < depth_limit:
+                    queue += [(urljoin(final, link), depth + 1) for link in _links(body)]
+        if not self.settings["start_url"] and not entries:
+            raise SourceUnavailable("the web source's sitemap lists no pages it may read")
+        return sorted(entries.values(), key=lambda e: e.name)
+
+    def fetch(self, entry: Entry, limit: int) -> bytes:
+        if entry.key in self.pages:
+            return self.pages[entry.key][:limit]
+        import httpx
+
+        with httpx.Client(
+            timeout=timeout_seconds(), follow_redirects=False, headers={"User-Agent": AGENT}
+        ) as web:
+            got = self._get(web, entry.key, required=True)
+        return got[2][:limit]
+
+    def _robots(self, web) -> RobotFileParser:
+        robots = RobotFileParser()
+        scheme, host = self.home
+        try:
+            answer = web.get(f"{scheme}://{host}/robots.txt")
+        except Exception as exc:
+            raise SourceUnavailable(f"the web source could not be reached ({type(exc).__name__})") from None
+        if answer.status_code in (401, 403):
+            robots.disallow_all = True
+        elif answer.status_code == 200:
+            robots.parse(answer.text[: 512 * 1024].splitlines())
+        else:
+            robots.allow_all = True
+        return robots
+
+    def _sitemap(self, web, url: str) -> list[str]:
+        found, sitemaps, read = [], [url], 0
+        while sitemaps and read < MAX_SITEMAPS:
+            got = self._get(web, sitemaps.pop(0), required=read == 0, sitemap=True)
+            read += 1
+            if got is None:
+                continue
+            try:
+                tree = ElementTree.fromstring(got[2])
+            except ElementTree.ParseError:
+                raise SourceUnavailable("the web source's sitemap is not XML") from None
+            locations = [(loc.text or "").strip() for loc in tree.iter(f"{SITEMAP}loc")]
+            if tree.tag == f"{SITEMAP}sitemapindex":
+                sitemaps += locations
+            else:
+                found += locations
+        return found
+
+    def _get(self, web, url: str, *, required: bool, sitemap: bool = False):
+        """(final URL, document suffix, body) of a page, following same-host redirects; None for a page
+        left out (missing, elsewhere, not a document); `SourceUnavailable` when `required`."""
+        for _hop in range(MAX_REDIRECTS + 1):
+            try:
+                with web.stream("GET", url) as answer:
+                    status = answer.status_code
+                    location = answer.headers.get("location")
+                    kind = KINDS.get(answer.headers.get("content-type", "").split(";")[0].strip().lower())
+                    body = bytearray()
+                    if status == 200:
+                        for block in answer.iter_bytes():
+                            body += block
+                            if len(body) > MAX_PAGE_BYTES:
+                                return _left_out(
+                                    required, f"a page is larger than {MAX_PAGE_BYTES >> 20} MiB"
+                                )
+            except Exception as exc:
+                return _left_out(required, f"could not be reached ({type(exc).__name__})")
+            if 300 <= status < 400 and location:
+                target = self._normal(urljoin(url, location))
+                if target is None:
+                    return _left_out(required, "redirected to another host")
+                url = target
+                continue
+            if status != 200:
+                return _left_out(required, f"answered {status}")
+            if sitemap:
+                return url, ".xml", bytes(body)
+            if kind is None:
+                return None
+            return url, kind, bytes(body)
+        return _left_out(required, f"redirected more than {MAX_REDIRECTS} times")
+
+    def _normal(self, url: str) -> str | None:
+        """The URL without its fragment, or None when it leaves the host or carries a query."""
+        split = urlsplit(url)
+        if (split.scheme, split.netloc.lower()) != self.home or split.query:
+            return None
+        return urlunsplit((split.scheme, split.netloc, split.path or "/", "", ""))
+
+    def _wanted(self, url: str) -> bool:
+        path = urlsplit(url).path
+        include = [p.strip() for p in self.settings["include"].split(",") if p.strip()]
+        exclude = [p.strip() for p in self.settings["exclude"].split(",") if p.strip()]
+        if include and not any(fnmatch.fnmatchcase(path, p) for p in include):
+            return False
+        return not any(fnmatch.fnmatchcase(path, p) for p in exclude)
+
+    @staticmethod
+    def _name(url: str, kind: str) -> str | None:
+        path = unquote(urlsplit(url).path).lstrip("/")
+        if not path or path.endswith("/"):
+            path += "index.html"
+        elif not splitext(path)[1]:
+            path += kind
+        if any(part in ("", ".", "..") for part in path.split("/")):
+            return None
+        return path
+
+
+def _links(body: bytes) -> list[str]:
+    parser = _Links()
+    try:
+        parser.feed(body.decode("utf-8", "replace"))
+    except Exception:  # a page too broken to parse gives no links; it is still a document
+        return []
+    return [link for link in parser.links if not re.match(r"^(mailto|javascript|tel|data):", link, re.I)]
+
+
+def _left_out(required: bool, why: str):
+    if required:
+        raise SourceUnavailable(f"the web source's start page or sitemap {why}")
+    return None

@@ -1,0 +1,246 @@
+"""Real source servers on loopback for the sources' tests: a bare git repository served by `git daemon`,
+and an S3 endpoint (moto's server) that boto3 speaks to as it would to AWS."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for(port: int, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
+
+
+def git(*args: str, cwd: Path | None = None) -> str:
+    environment = {
+        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
+        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org",
+        "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+        "PATH": "/usr/bin:/bin",
+    }  # fmt: skip
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env=environment, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+class Repository:
+    """A bare repository under `root` and a working copy that commits and pushes to it."""
+
+    def __init__(self, root: Path, name: str = "docs.git", branch: str = "main"):
+        self.root, self.branch = root, branch
+        self.bare = root / name
+        self.work = root.parent / f"{name}-work"
+        git("init", "--bare", "--quiet", "-b", branch, str(self.bare))
+        git("init", "--quiet", "-b", branch, str(self.work))
+
+    def commit(self, files: dict[str, str | None], message: str = "change") -> str:
+        """Write (or, for None, delete) files, commit and push; returns the new commit id."""
+        for name, text in files.items():
+            path = self.work / name
+            if text is None:
+                git("rm", "--quiet", name, cwd=self.work)
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            git("add", name, cwd=self.work)
+        git("commit", "--quiet", "-m", message, cwd=self.work)
+        git("push", "--quiet", str(self.bare), f"{self.branch}:{self.branch}", cwd=self.work)
+        return git("rev-parse", "HEAD", cwd=self.work)
+
+    def move(self, old: str, new: str) -> str:
+        git("mv", old, new, cwd=self.work)
+        git("commit", "--quiet", "-m", f"move {old}", cwd=self.work)
+        git("push", "--quiet", str(self.bare), f"{self.branch}:{self.branch}", cwd=self.work)
+        return git("rev-parse", "HEAD", cwd=self.work)
+
+
+class GitDaemon:
+    """`git daemon` serving every repository under `root` at git://127.0.0.1:<port>/; stop() and
+    start() again on the same port make an outage."""
+
+    def __init__(self, root: Path):
+        self.root, self.port, self.process = root, free_port(), None
+
+    def url(self, name: str = "docs.git") -> str:
+        return f"git://127.0.0.1:{self.port}/{name}"
+
+    def start(self) -> GitDaemon:
+        self.process = subprocess.Popen(
+            [
+                "git", "daemon", "--reuseaddr", "--export-all", "--informative-errors",
+                f"--base-path={self.root}", "--listen=127.0.0.1", f"--port={self.port}", str(self.root),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        wait_for(self.port)
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process = None
+
+
+class S3Server:
+    """moto's S3 server on 127.0.0.1 (ThreadedMotoServer: real HTTP, boto3 signs and parses as with AWS);
+    stop() and start() again on the same port make an outage. Its state lives in this process, so a
+    restart keeps the buckets."""
+
+    def __init__(self):
+        self.port, self.server = free_port(), None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> S3Server:
+        from moto.server import ThreadedMotoServer
+
+        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
+        self.server.start()
+        wait_for(self.port)
+        return self
+
+    def reset(self) -> None:
+        """Forget every bucket: moto keeps its state per process, across servers and tests."""
+        import httpx
+
+        httpx.post(f"{self.url}/moto-api/reset", timeout=10).raise_for_status()
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+    def client(self):
+        import boto3
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.url,
+            region_name="us-east-1",
+            aws_access_key_id="AKIDTEST",
+            aws_secret_access_key="test-secret",
+        )
+
+
+class WebDavServer:
+    """wsgidav serving `folder` at http://127.0.0.1:<port>/share/, HTTP Basic for `reader` with
+    `password`; stop() and start() again on the same port make an outage."""
+
+    def __init__(self, folder: Path, password: str = "pw"):
+        self.folder, self.password, self.port = folder, password, free_port()
+        self.server, self.thread = None, None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/share/"
+
+    def start(self) -> WebDavServer:
+        import threading
+        from socketserver import ThreadingMixIn
+        from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+        from wsgidav.wsgidav_app import WsgiDAVApp
+
+        class Quiet(WSGIRequestHandler):
+            def log_message(self, *args):
+                pass
+
+        class Threading(ThreadingMixIn, WSGIServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        app = WsgiDAVApp(
+            {
+                "provider_mapping": {"/share": str(self.folder)},
+                "http_authenticator": {
+                    "accept_basic": True,
+                    "accept_digest": False,
+                    "default_to_digest": False,
+                },
+                "simple_dc": {"user_mapping": {"*": {"reader": {"password": self.password}}}},
+                "dir_browser": {"enable": False},
+                "logging": {"enable": False},
+                "verbose": 0,
+            }
+        )
+        self.server = make_server("127.0.0.1", self.port, app, server_class=Threading, handler_class=Quiet)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        wait_for(self.port)
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.thread.join(timeout=10)
+            self.server = None
+
+
+class Website:
+    """http.server on 127.0.0.1 serving `folder`, with `/old` redirecting to `/a.html` and `/away`
+    redirecting to another host name (localhost); stop() and start() on the same port make an outage."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.port, self.server, self.thread = folder, free_port(), None, None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def start(self) -> Website:
+        import functools
+        import threading
+        from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+        port = self.port
+
+        class Site(SimpleHTTPRequestHandler):
+            def do_GET(self):
+                moves = {"/old": "/a.html", "/away": f"http://localhost:{port}/a.html"}
+                if self.path in moves:
+                    self.send_response(301)
+                    self.send_header("Location", moves[self.path])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                super().do_GET()
+
+            def log_message(self, *args):
+                pass
+
+        ThreadingHTTPServer.allow_reuse_address = True
+        self.server = ThreadingHTTPServer(
+            ("127.0.0.1", self.port), functools.partial(Site, directory=str(self.folder))
+        )
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        wait_for(self.port)
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.thread.join(timeout=10)
+            self.server = None

@@ -1,0 +1,213 @@
+"""A git repository as a collection's source (docs/sources.md): a bare repository made here, served by a
+real `git daemon` on loopback, built, kept in sync (add, change, delete, rename), and an outage that
+leaves the last build answering."""
+
+import pytest
+
+from collections_app.models import BuildRun, Document, Paragraph, Webhook
+from collections_app.services import origins, sync, sync_check, webhooks
+from collections_app.services.agents import create_collection
+from collections_app.services.builds import build_collection
+from collections_app.services.origins.git import GitOrigin
+from collections_app.services.search import search_collection
+from tests.collections.sources_servers import GitDaemon, Repository
+from tests.conftest import HANDBOOK
+from tests.servers import WebhookReceiver, serving
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def served(tmp_path, settings):
+    settings.SOURCE_CACHE_DIR = str(tmp_path / "cache")
+    settings.SOURCE_ALLOWED_HOSTS = []  # loopback only
+    settings.SOURCE_TIMEOUT = 15
+    repository = Repository(tmp_path / "repos")
+    repository.commit(
+        {**{f"handbook/{n}": t for n, t in HANDBOOK.items()}, "README.md": "# Not a document here\n"}
+    )
+    daemon = GitDaemon(tmp_path / "repos").start()
+    yield repository, daemon
+    daemon.stop()
+
+
+@pytest.fixture
+def handbook(agent, served):
+    _repository, daemon = served
+    collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
+    origins.set_source(
+        collection=collection,
+        kind="git",
+        settings={"url": daemon.url(), "branch": "main", "path": "handbook"},
+    )
+    return collection
+
+
+@pytest.fixture
+def check(django_capture_on_commit_callbacks):
+    def run(collection) -> sync_check.Check:
+        with django_capture_on_commit_callbacks(execute=True):
+            found = sync_check.check_source(collection=collection)
+        if found.build is not None:
+            found.build.refresh_from_db()
+        return found
+
+    return run
+
+
+@pytest.fixture
+def fetches(monkeypatch):
+    """The blobs the git source hands out (each call passes through to the real fetch)."""
+    fetched = []
+    real = GitOrigin.fetch
+
+    def counting(self, entry, limit):
+        fetched.append(entry.name)
+        return real(self, entry, limit)
+
+    monkeypatch.setattr(GitOrigin, "fetch", counting)
+    return fetched
+
+
+def texts(collection, question: str) -> str:
+    answer = search_collection(
+        agent=collection.agent, collection=collection, question=question, min_score=0, most=10
+    )
+    return " ".join(p["text"] for p in answer["paragraphs"])
+
+
+def test_a_git_source_builds_the_branch_under_its_path(handbook, served):
+    repository, _daemon = served
+    run = build_collection(collection=handbook)
+    assert run.status == BuildRun.SUCCEEDED, run.error
+    documents = {d.name: d for d in Document.objects.filter(collection=handbook)}
+    assert set(documents) == {"leave.md", "security.md", "travel.md"}  # README.md is outside handbook/
+    assert "0.42 per kilometre" in texts(handbook, "mileage per kilometre")
+    assert documents["travel.md"].source_token == _blob_id(repository, "handbook/travel.md")
+
+
+def test_a_sync_picks_up_an_add_a_change_a_delete_and_a_rename_in_one_build(handbook, served, check):
+    repository, _daemon = served
+    sync.set_sync(collection=handbook, every=5)
+    first = check(handbook)
+    assert first.never_built and first.build.status == BuildRun.SUCCEEDED
+    repository.commit(
+        {
+            "handbook/canteen.md": "# Canteen\n\nThe canteen serves lunch from noon until two.\n",
+            "handbook/travel.md": "# Travel\n\nMileage is reimbursed at 0.55 per kilometre.\n",
+            "handbook/leave.md": None,
+        }
+    )
+    repository.move("handbook/security.md", "handbook/site-security.md")
+    found = check(handbook)
+    assert (found.new, found.changed, found.deleted) == (
+        ["canteen.md", "site-security.md"],
+        ["travel.md"],
+        ["leave.md", "security.md"],
+    )
+    assert found.build.status == BuildRun.SUCCEEDED and found.build.requested_by == "sync"
+    assert "noon until two" in texts(handbook, "when does the canteen serve lunch")
+    mileage = texts(handbook, "mileage per kilometre")
+    assert "0.55 per kilometre" in mileage and "0.42" not in mileage
+    assert not Paragraph.objects.filter(collection=handbook, document__name="leave.md").exists()
+    # The renamed document is the same text: its paragraphs are not embedded again.
+    fresh = Paragraph.objects.filter(collection=handbook, document__name__in=["canteen.md", "travel.md"])
+    assert found.build.paragraphs_embedded == fresh.count()
+    assert "encryption" in texts(handbook, "laptops full-disk encryption")
+    assert check(handbook).outcome == "unchanged"
+
+
+def test_an_unchanged_source_downloads_nothing_and_a_change_downloads_only_itself(
+    handbook, served, check, fetches
+):
+    repository, _daemon = served
+    sync.set_sync(collection=handbook, every=5)
+    check(handbook)
+    assert sorted(fetches) == ["leave.md", "security.md", "travel.md"]
+    fetches.clear()
+    assert check(handbook).outcome == "unchanged" and fetches == []
+    rebuilt = build_collection(collection=handbook)  # a build asked by a person: nothing changed
+    assert rebuilt.status == BuildRun.SUCCEEDED and fetches == [] and rebuilt.documents_reused == 3
+    repository.commit({"handbook/travel.md": "# Travel\n\nTrains are booked in first class.\n"})
+    changed = check(handbook)
+    assert changed.changed == ["travel.md"] and fetches == ["travel.md"]
+    assert changed.build.documents_reused == 2 and changed.build.documents_read == 1
+
+
+def test_an_outage_keeps_the_last_build_answering_and_says_so(agent, handbook, served, check, settings):
+    repository, daemon = served
+    settings.WEBHOOK_ALLOW_PRIVATE = True
+    sync.set_sync(collection=handbook, every=5)
+    check(handbook)
+    with serving(WebhookReceiver()) as receiver:
+        Webhook.objects.create(
+            agent=agent, url=webhooks.validate_url(receiver.url), events=[Webhook.SYNC_FAILED]
+        )
+        daemon.stop()
+        away = check(handbook)
+        assert away.outcome.startswith(sync_check.UNREADABLE) and "git source" in away.outcome
+        assert away.build is None
+        assert [r for r in receiver.requests if b"sync.failed" in r["body"]]
+        # A build asked meanwhile fails, says why, and the collection keeps answering.
+        failed = build_collection(collection=handbook)
+        assert failed.status == BuildRun.FAILED and "git source" in failed.error
+        assert "0.42 per kilometre" in texts(handbook, "mileage per kilometre")
+        assert Document.objects.filter(collection=handbook).count() == 3
+        daemon.start()
+        repository.commit(
+            {"handbook/travel.md": "# Travel\n\nMileage is reimbursed at 0.60 per kilometre.\n"}
+        )
+        back = check(handbook)
+    assert back.build is not None and back.build.status == BuildRun.SUCCEEDED
+    assert "0.60 per kilometre" in texts(handbook, "mileage per kilometre")
+
+
+def test_a_source_over_the_document_cap_fails_its_build_and_keeps_the_collection(handbook, settings):
+    assert build_collection(collection=handbook).status == BuildRun.SUCCEEDED
+    settings.SOURCE_MAX_DOCUMENTS = 2
+    over = build_collection(collection=handbook)
+    assert over.status == BuildRun.FAILED and "SOURCE_MAX_DOCUMENTS" in over.error
+    assert "0.42 per kilometre" in texts(handbook, "mileage per kilometre")
+
+
+@pytest.mark.parametrize(
+    "url, why",
+    [
+        ("file:///srv/repos/docs.git", "not file"),
+        ("ssh://127.0.0.1/docs.git", "not ssh"),
+        ("ext::sh -c touch% /tmp/pwned", "not ext"),
+        ("https://user:secret@127.0.0.1/docs.git", "without a user name or password"),
+        ("https://192.0.2.10/docs.git", "SOURCE_ALLOWED_HOSTS is empty"),
+    ],
+)
+def test_only_network_urls_to_allowed_hosts_are_taken(agent, settings, url, why):
+    settings.SOURCE_ALLOWED_HOSTS = []
+    collection = create_collection(agent=agent, name="repo")
+    with pytest.raises(origins.InvalidSource) as refused:
+        origins.set_source(collection=collection, kind="git", settings={"url": url})
+    assert why in refused.value.message and "secret" not in refused.value.message
+
+
+def test_an_allow_list_admits_its_hosts_and_networks(agent, settings):
+    collection = create_collection(agent=agent, name="repo")
+    settings.SOURCE_ALLOWED_HOSTS = ["192.0.2.0/24"]
+    origins.set_source(collection=collection, kind="git", settings={"url": "https://192.0.2.10/docs.git"})
+    settings.SOURCE_ALLOWED_HOSTS = ["*"]  # any public host, not a private one
+    with pytest.raises(origins.InvalidSource):
+        origins.set_source(collection=collection, kind="git", settings={"url": "https://10.0.0.7/docs.git"})
+
+
+def test_a_branch_that_reads_as_an_option_is_refused(agent):
+    collection = create_collection(agent=agent, name="repo")
+    with pytest.raises(origins.InvalidSource):
+        origins.set_source(
+            collection=collection,
+            kind="git",
+            settings={"url": "git://127.0.0.1/docs.git", "branch": "--upload-pack=touch"},
+        )
+
+
+def _blob_id(repository, path: str) -> str:
+    from tests.collections.sources_servers import git
+
+    return git("rev-parse", f"HEAD:{path}", cwd=repository.work)

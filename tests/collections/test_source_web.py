@@ -1,0 +1,167 @@
+"""A website as a collection's source (docs/sources.md): http.server on loopback serving a small site
+with a sitemap, robots.txt, a redirect, a 404, a link to another host and a page that changes; the
+crawl keeps to its host and its caps, and a sync picks up a changed, a new and a removed page."""
+
+import pytest
+
+from collections_app.models import BuildRun, Document
+from collections_app.services import origins, sync, sync_check
+from collections_app.services.agents import create_collection
+from collections_app.services.builds import build_collection
+from collections_app.services.search import search_collection
+from tests.collections.sources_servers import Website
+
+pytestmark = pytest.mark.django_db
+
+
+def page(title: str, text: str, *links: str) -> str:
+    anchors = "".join(f'<a href="{link}">{link}</a> ' for link in links)
+    return (
+        f"<html><head><title>{title}</title></head><body><h1>{title}</h1><p>{text}</p>{anchors}</body></html>"
+    )
+
+
+@pytest.fixture
+def served(tmp_path, settings):
+    settings.SOURCE_ALLOWED_HOSTS = []
+    settings.SOURCE_TIMEOUT = 10
+    site = tmp_path / "site"
+    (site / "private").mkdir(parents=True)
+    (site / "guide").mkdir()
+    (site / "robots.txt").write_text("User-agent: *\nDisallow: /private/\n")
+    port_placeholder = "PORT"
+    (site / "index.html").write_text(
+        page(
+            "Handbook",
+            "Welcome to the staff handbook.",
+            "a.html",
+            "/old",
+            "/away",
+            "missing.html",
+            "private/secret.html",
+            f"http://localhost:{port_placeholder}/a.html",
+            "guide/",
+            "a.html?print=1",
+            "mailto:hr@example.org",
+        )
+    )
+    (site / "a.html").write_text(
+        page("Leave", "Carry-over of annual leave is capped at five days.", "c.html")
+    )
+    (site / "c.html").write_text(page("Deep", "Deep pages are read up to the depth cap."))
+    (site / "guide" / "index.html").write_text(page("Guide", "Mileage is reimbursed at 0.42 per kilometre."))
+    (site / "private" / "secret.html").write_text(page("Secret", "Salaries of the board."))
+    (site / "only-in-sitemap.html").write_text(page("Sitemap", "Badges are worn at all times on site."))
+    server = Website(site).start()
+    index = (site / "index.html").read_text().replace(port_placeholder, str(server.port))
+    (site / "index.html").write_text(index)
+    (site / "sitemap.xml").write_text(
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<url><loc>{server.url}only-in-sitemap.html</loc></url></urlset>"
+    )
+    yield server, site
+    server.stop()
+
+
+def make(agent, server, **extra):
+    collection = create_collection(agent=agent, name="site", method="fixed", size=80)
+    origins.set_source(
+        collection=collection,
+        kind="web",
+        settings={"start_url": server.url, "sitemap_url": server.url + "sitemap.xml", **extra},
+    )
+    return collection
+
+
+@pytest.fixture
+def check(django_capture_on_commit_callbacks):
+    def run(collection) -> sync_check.Check:
+        with django_capture_on_commit_callbacks(execute=True):
+            found = sync_check.check_source(collection=collection)
+        if found.build is not None:
+            found.build.refresh_from_db()
+        return found
+
+    return run
+
+
+def names(collection) -> set[str]:
+    return set(Document.objects.filter(collection=collection).values_list("name", flat=True))
+
+
+def texts(collection, question: str) -> str:
+    answer = search_collection(
+        agent=collection.agent, collection=collection, question=question, min_score=0, most=10
+    )
+    return " ".join(p["text"] for p in answer["paragraphs"])
+
+
+def test_a_crawl_keeps_to_its_host_robots_and_links(agent, served):
+    server, _site = served
+    collection = make(agent, server)
+    run = build_collection(collection=collection)
+    assert run.status == BuildRun.SUCCEEDED, run.error
+    # The redirect lands on a.html (read once); robots.txt keeps private/ out; the 404, the other host
+    # (localhost, also through /away), the query string and mailto: are left out; the sitemap adds its page.
+    assert names(collection) == {"index.html", "a.html", "c.html", "guide/index.html", "only-in-sitemap.html"}
+    assert "five days" in texts(collection, "annual leave carry-over")
+    assert "Salaries" not in texts(collection, "salaries of the board")
+
+
+def test_the_caps_and_patterns_bound_the_crawl(agent, served):
+    server, _site = served
+    shallow = make(agent, server, max_depth="1", exclude="/guide/*", sitemap_url="")
+    assert build_collection(collection=shallow).status == BuildRun.SUCCEEDED
+    assert names(shallow) == {"index.html", "a.html"}  # c.html is two links away; guide/ excluded
+    origins.set_source(collection=shallow, kind="web", settings={"start_url": server.url, "max_pages": "2"})
+    assert build_collection(collection=shallow).status == BuildRun.SUCCEEDED
+    assert len(names(shallow)) == 2
+
+
+def test_a_sync_picks_up_a_changed_a_new_and_a_removed_page(agent, served, check):
+    server, site = served
+    collection = make(agent, server)
+    sync.set_sync(collection=collection, every=5)
+    assert check(collection).build.status == BuildRun.SUCCEEDED
+    assert check(collection).outcome == "unchanged"
+    (site / "guide" / "index.html").write_text(page("Guide", "Mileage is reimbursed at 0.55 per kilometre."))
+    (site / "c.html").unlink()
+    (site / "a.html").write_text(
+        page("Leave", "Carry-over of annual leave is capped at five days.", "d.html")
+    )
+    (site / "d.html").write_text(page("Canteen", "The canteen serves lunch from noon until two."))
+    found = check(collection)
+    assert (found.new, found.changed, found.deleted) == (
+        ["d.html"],
+        ["a.html", "guide/index.html"],
+        ["c.html"],
+    )
+    assert found.build.status == BuildRun.SUCCEEDED
+    assert "0.55 per kilometre" in texts(collection, "mileage per kilometre")
+
+
+def test_an_unreachable_site_keeps_the_last_build_answering(agent, served, check):
+    server, _site = served
+    collection = make(agent, server)
+    sync.set_sync(collection=collection, every=5)
+    check(collection)
+    server.stop()
+    away = check(collection)
+    assert (
+        away.outcome.startswith(sync_check.UNREADABLE) and "web source could not be reached" in away.outcome
+    )
+    assert build_collection(collection=collection).status == BuildRun.FAILED
+    assert "five days" in texts(collection, "annual leave carry-over")
+
+
+def test_a_web_source_takes_no_credentials_and_needs_an_address(agent):
+    collection = create_collection(agent=agent, name="site")
+    with pytest.raises(origins.InvalidSource):
+        origins.set_source(collection=collection, kind="web", settings={})
+    with pytest.raises(origins.InvalidSource):
+        origins.set_source(
+            collection=collection,
+            kind="web",
+            settings={"start_url": "http://127.0.0.1:1/"},
+            credentials={"username": "x"},
+        )
