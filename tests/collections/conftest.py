@@ -14,3 +14,22 @@ def handbook(agent, knowledge_folder):
     knowledge_folder("handbook", HANDBOOK)
     assert build_collection(collection=collection).status == "succeeded"
     return collection
+
+
+@pytest.fixture
+def embedding_server(settings):
+    """A real OpenAI-compatible embedding endpoint on 127.0.0.1, as EMBED_URL."""
+    import threading
+
+    from ragsite import embedding
+    from tests.shared.test_embedders_http import FakeEmbeddingServer
+
+    server = FakeEmbeddingServer()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+    thread.start()
+    settings.EMBED_BACKEND, settings.EMBED_URL, settings.EMBED_MODEL = "http", server.url, "house-model"
+    embedding._embedder_for.cache_clear()
+    yield server
+    server.shutdown()
+    server.server_close()
+    embedding._embedder_for.cache_clear()

@@ -72,25 +72,6 @@ def test_the_api_answer_carries_chunk_ids(client, handbook, api_key):
     assert {"chunk_id", "chunk_ids"} <= set(schema["required"])
 
 
-@pytest.fixture
-def embedding_server(settings):
-    """A real OpenAI-compatible embedding endpoint on 127.0.0.1, as EMBED_URL."""
-    import threading
-
-    from ragsite import embedding
-    from tests.shared.test_embedders_http import FakeEmbeddingServer
-
-    server = FakeEmbeddingServer()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-    settings.EMBED_BACKEND, settings.EMBED_URL, settings.EMBED_MODEL = "http", server.url, "house-model"
-    embedding._embedder_for.cache_clear()
-    yield server
-    server.shutdown()
-    server.server_close()
-    embedding._embedder_for.cache_clear()
-
-
 def test_seed_refusal_2_a_question_of_another_width_is_refused_per_row_under_the_same_model_name(
     agent, knowledge_folder, embedding_server
 ):
