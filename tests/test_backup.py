@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
 from collections_app.models import (
     BuildRun,
     Collection,
     KnownAnswersReport,
     Paragraph,
+    Reader,
     Webhook,
 )
 from collections_app.samples import pdf_bytes
@@ -195,6 +197,23 @@ def test_a_collection_and_its_agent_come_back_under_new_names_answering_the_same
     [hook] = Webhook.objects.filter(agent=copy_agent)
     assert hook.url == "http://127.0.0.1:9/hook" and hook.secret != Webhook.objects.get(agent=agent).secret
     assert Webhook.objects.get(agent=agent).secret.encode() not in agent_archive
+
+
+def test_a_withdrawn_reader_comes_back_withdrawn_and_reads_nothing(world, agent):
+    """A person de-provisioned before the backup does not regain the labels by a restore elsewhere."""
+    set_per_reader(collection=world, per_reader=True)
+    alice = Reader.objects.get(external_id="alice@example.com")
+    alice.withdrawn_at = timezone.now()
+    alice.save(update_fields=["withdrawn_at"])
+    withdrawn_answers = answers(agent, world, "alice@example.com")
+    archive = back_up(collection=world)
+    alice.delete()  # the store the archive goes to has never heard of her
+    copy = restore(archive, agent=agent, name="hr-copy")
+
+    alice = Reader.objects.get(external_id="alice@example.com")
+    assert alice.withdrawn_at is not None and list(alice.labels.values_list("name", flat=True)) == ["hr-only"]
+    assert answers(agent, copy, "alice@example.com") == withdrawn_answers
+    assert answers(agent, copy, "alice@example.com") == answers(agent, copy, "bob@example.com")
 
 
 def test_an_archive_holds_no_secret_and_the_rag_files_of_what_search_reads(world, agent):

@@ -12,6 +12,7 @@ leaves out). No credential is ever in it.
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
@@ -98,7 +99,8 @@ def dump_collection(collection: Collection) -> Archive:
     readers = []
     for reader in Reader.objects.filter(labels__in=list(labels)).distinct().prefetch_related("labels"):
         held = sorted(label.name for label in reader.labels.all() if label.pk in labels)
-        readers.append({"external_id": reader.external_id, "labels": held})
+        withdrawn = reader.withdrawn_at.isoformat() if reader.withdrawn_at else None
+        readers.append({"external_id": reader.external_id, "labels": held, "withdrawn_at": withdrawn})
     runs = [
         {"id": run.pk, **row_of(run, skip=("collection_id",))}
         for run in BuildRun.objects.filter(collection=collection).order_by("pk")
@@ -237,7 +239,13 @@ def _restore_labels(labels: list[dict], readers: list[dict]) -> dict[str, int]:
         )
         ids[label.name] = label.pk
     for row in readers:
-        reader, _made = Reader.objects.get_or_create(external_id=row["external_id"])
+        # A reader de-provisioned when the archive was made comes back withdrawn, never holding its labels
+        # again; one this store already knows keeps this store's state (its provisioning is newer).
+        withdrawn = row.get("withdrawn_at")
+        reader, _made = Reader.objects.get_or_create(
+            external_id=row["external_id"],
+            defaults={"withdrawn_at": datetime.fromisoformat(withdrawn) if withdrawn else None},
+        )
         reader.labels.add(*[ids[n] for n in row.get("labels", []) if n in ids])
     return ids
 
