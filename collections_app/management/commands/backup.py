@@ -4,7 +4,7 @@ from django.core.management import CommandError
 
 from collections_app.services.agents import get_agent, get_collection
 from collections_app.services.backup import back_up
-from ragsite.commands import ServiceCommand
+from ragsite.commands import ServiceCommand, key_from_file
 
 
 class Command(ServiceCommand):
@@ -33,7 +33,7 @@ class Command(ServiceCommand):
             raise CommandError(
                 "a collection's archive holds no credentials: --with-credentials is an agent's"
             )
-        key = read_key(with_credentials) if with_credentials else None
+        key = key_from_file(with_credentials) if with_credentials else None
         if name:
             data = back_up(collection=get_collection(agent=agent, name=name))
         else:
@@ -44,11 +44,3 @@ class Command(ServiceCommand):
             self.print_json({"backup": what, "file": str(out), "bytes": len(data)})
         else:
             self.stdout.write(f"Backed up {what} to {out} ({len(data):,} bytes)")
-
-
-def read_key(path: Path) -> str:
-    """The operator's Fernet key from its file (a file, so the key is in no process list or shell history)."""
-    try:
-        return path.read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CommandError(f"cannot read the credentials key from {path}: {type(exc).__name__}") from None

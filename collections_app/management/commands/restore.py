@@ -2,10 +2,9 @@ from pathlib import Path
 
 from django.core.management import CommandError
 
-from collections_app.management.commands.backup import read_key
 from collections_app.services.agents import get_agent
 from collections_app.services.backup import restore
-from ragsite.commands import ServiceCommand
+from ragsite.commands import ServiceCommand, key_from_file
 
 
 class Command(ServiceCommand):
@@ -33,7 +32,7 @@ class Command(ServiceCommand):
             data = archive.read_bytes()
         except OSError as exc:
             raise CommandError(f"cannot read {archive}: {exc.strerror}") from None
-        key = read_key(credentials_key) if credentials_key else None
+        key = key_from_file(credentials_key) if credentials_key else None
         restored = restore(data, agent=get_agent(agent) if agent else None, name=name, credentials_key=key)
         what = (
             f"collection {restored.name}" if hasattr(restored, "documents") else f"agent {restored.agent_id}"
