@@ -61,6 +61,23 @@ def vector_store_search(client, raw, token):
     return {hit["filename"] for hit in answer.json()["data"]}
 
 
+def dify_retrieval(client, raw, token):
+    """Dify's request has no field for a reader: the token comes as the header a proxy adds."""
+    body = {
+        "knowledge_id": "handbook",
+        "query": "leave carry-over vault code",
+        "retrieval_setting": {"top_k": 5, "score_threshold": 0.0},
+    }
+    answer = client.post(
+        "/api/v1/retrieval",
+        data=json.dumps(body),
+        content_type="application/json",
+        headers=_bearer(raw, **{"Ragsite-Reader-Token": token}),
+    )
+    assert answer.status_code == 200, answer.content
+    return {record["title"] for record in answer.json()["records"]}
+
+
 def mcp_search(client, raw, token):
     arguments = {"collection": "handbook", "question": "leave carry-over vault code", "readerToken": token}
     result = call_tool(client, raw, "search", {**arguments, "min_score": 0})
@@ -88,6 +105,7 @@ WAYS_IN = {
     ("POST", "/api/v1/collections/{name}/search"): api_search,
     ("GET", "/api/v1/collections/{name}/paragraph"): api_paragraph,
     ("POST", "v1/vector_stores/<str:store_id>/search"): vector_store_search,
+    ("*", "api/v1/retrieval"): dify_retrieval,
     "search": mcp_search,
     "resource:ragsite://collections/": mcp_paragraph,
 }

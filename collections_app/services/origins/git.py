@@ -192,7 +192,8 @@ class GitOrigin:
         if header:
             config["http.extraHeader"] = header
         env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            # The process's own search path (not a setting), so git finds its helper programs.
+            "PATH": os.pathsep.join(os.get_exec_path()),
             "HOME": "/nonexistent",
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_CONFIG_GLOBAL": "/dev/null",
