@@ -10,7 +10,7 @@ from collections_app.services import origins, sync
 from collections_app.services.agents import create_collection, create_reader
 from collections_app.services.builds import build_collection
 from collections_app.services.search import search_collection
-from tests.collections.test_source_s3 import BUCKET, PREFIX, check, fetches, served  # noqa: F401
+from tests.collections.test_source_s3 import BUCKET, PREFIX, check, fetches, served  # noqa: F401 (fixtures)
 from tests.conftest import HANDBOOK
 
 pytestmark = pytest.mark.django_db
@@ -51,9 +51,9 @@ def s3_collection(agent, server, name, prefix=PREFIX):
 
 def test_a_tag_change_alone_relabels_without_a_download_or_an_embedding(
     agent,
-    served,
+    served,  # noqa: F811
     mapped,
-    check,
+    check,  # noqa: F811
     fetches,  # noqa: F811
 ):
     server, bucket = served
@@ -91,7 +91,11 @@ def test_a_tag_change_alone_relabels_without_a_download_or_an_embedding(
     assert hr.pk not in Paragraph.labels.through.objects.values_list("label_id", flat=True)
 
 
-def test_the_twin_rule_holds_for_labels_from_the_source(agent, served, mapped):  # noqa: F811
+def test_the_twin_rule_holds_for_labels_from_the_source(
+    agent,
+    served,  # noqa: F811
+    mapped,
+):
     server, bucket = served
     tag(bucket, "leave.md", "hr-team")
     tag(bucket, "travel.md", "everyone")
@@ -121,3 +125,52 @@ def test_the_twin_rule_holds_for_labels_from_the_source(agent, served, mapped): 
             assert answers[0] == answers[1], (reader, question)
             compared += 1
     assert compared == 8
+
+
+def test_git_path_rules_and_a_folders_posix_group_give_labels(agent, tmp_path, settings, mapped):
+    import grp
+    import os
+
+    from tests.collections.sources_servers import GitDaemon, Repository
+
+    settings.SOURCE_CACHE_DIR = str(tmp_path / "cache")
+    settings.SOURCE_ALLOWED_HOSTS = []
+    repository = Repository(tmp_path / "repos")
+    repository.commit({f"hr/{n}": t for n, t in HANDBOOK.items()} | {"open/readme.md": "# Open\n\nHello.\n"})
+    daemon = GitDaemon(tmp_path / "repos").start()
+    try:
+        repo = create_collection(agent=agent, name="repo", method="fixed", size=80, per_reader=True)
+        origins.set_source(
+            collection=repo,
+            kind="git",
+            settings={"url": daemon.url(), "reader_rules": [{"path": "hr/**", "readers": ["hr-team"]}]},
+        )
+        assert build_collection(collection=repo).status == BuildRun.SUCCEEDED
+        assert labels_of(repo, "hr/leave.md") == {"hr"} and labels_of(repo, "open/readme.md") == set()
+    finally:
+        daemon.stop()
+    with pytest.raises(origins.InvalidSource):
+        origins.set_source(collection=repo, kind="git", settings={"url": daemon.url(), "reader_rules": "hr"})
+    # A folder whose files' POSIX group names the readers (this test runs as root: chown works).
+    if os.geteuid() != 0:
+        pytest.skip("changing a file's group needs root")
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    for name, text in HANDBOOK.items():
+        (folder / name).write_text(text)
+    IdpGroup.objects.create(name=grp.getgrgid(1).gr_name).labels.add(mapped[0])  # "daemon" -> hr
+    os.chown(folder / "leave.md", -1, 1)
+    settings.KNOWLEDGE_ROOT = str(tmp_path)
+    os.environ["KNOWLEDGE_ALPHA__SHARED_FOLDER"] = str(folder)
+    try:
+        shared = create_collection(agent=agent, name="shared", method="fixed", size=80, per_reader=True)
+        origins.set_source(collection=shared, kind="folder", settings={"readers_from_group": True})
+        assert build_collection(collection=shared).status == BuildRun.SUCCEEDED
+        assert labels_of(shared, "leave.md") == {"hr"} and labels_of(shared, "travel.md") == set()
+        os.chown(folder / "leave.md", -1, 0)  # group root: not mapped
+        os.chown(folder / "travel.md", -1, 1)
+        again = build_collection(collection=shared)
+        assert again.paragraphs_embedded == 0 and again.documents_relabelled == 2
+        assert labels_of(shared, "leave.md") == set() and labels_of(shared, "travel.md") == {"hr"}
+    finally:
+        del os.environ["KNOWLEDGE_ALPHA__SHARED_FOLDER"]
