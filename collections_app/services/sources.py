@@ -20,7 +20,7 @@ from ragsite.errors import RagsiteError
 from .. import conf
 from ..conf import settings
 from ..index.filters import FilterError, checked_attributes
-from ..models import Collection, Document
+from ..models import Collection, CollectionSource, Document
 from ..text.bounded import BoundedExtractor, Limits, bounded_extractor
 from ..text.extract import BAD_NAME, TOO_LARGE, Unreadable
 from .knowledge import source_folder
@@ -108,10 +108,13 @@ def collection_sources(collection: Collection) -> list[Source]:
     prefix) followed by uploads, sorted by name. A remote source that cannot be listed raises
     `origins.SourceUnavailable`: the build fails and the last build keeps answering."""
     sources: dict[str, Source] = {}
-    origin = origin_of(collection)
+    row = CollectionSource.objects.filter(collection=collection).first()
+    origin = origin_of(collection, row)
     # KNOWLEDGE_ROOT/<agent>/<folder> or an override, by services.knowledge's precedence; raises by name.
     folder = source_folder(collection).path if origin is None else None
-    mapping = group_labels()  # the admin's identity-provider groups -> labels, read once per build
+    by_group = origin is None and readers_from_group(collection, row)
+    # The admin's identity-provider groups -> labels, read once per build, and only when it may be needed.
+    mapping = group_labels() if origin is not None or by_group else {}
     if origin is not None:
         for entry in remote_entries(origin):
             sources[entry.name] = Source(
@@ -124,7 +127,6 @@ def collection_sources(collection: Collection) -> list[Source]:
                 labels=labels_for(entry.readers, mapping),
             )
     if folder is not None:
-        by_group = readers_from_group(collection)
         for entry in folder_entries(folder):
             attributes, note = read_sidecar(entry.path, entry.name)
             groups = file_readers(entry.path) if by_group else ()

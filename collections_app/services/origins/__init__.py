@@ -83,9 +83,10 @@ def set_source(
     return source
 
 
-def readers_from_group(collection: Collection) -> bool:
+def readers_from_group(collection: Collection, source: CollectionSource | None | bool = False) -> bool:
     """Whether a folder collection's files give their readers by their POSIX group (origins.readers)."""
-    source = CollectionSource.objects.filter(collection=collection).first()
+    if source is False:
+        source = CollectionSource.objects.filter(collection=collection).first()
     return (
         source is not None
         and source.kind == CollectionSource.FOLDER
@@ -93,9 +94,11 @@ def readers_from_group(collection: Collection) -> bool:
     )
 
 
-def origin_of(collection: Collection) -> Origin | None:
-    """The collection's remote origin, or None when its documents are a folder's (or uploads)."""
-    source = CollectionSource.objects.filter(collection=collection).first()
+def origin_of(collection: Collection, source: CollectionSource | None | bool = False) -> Origin | None:
+    """The collection's remote origin, or None when its documents are a folder's (or uploads); `source`
+    its CollectionSource row when the caller read it already (None: it has none)."""
+    if source is False:
+        source = CollectionSource.objects.filter(collection=collection).first()
     if source is None or source.kind == CollectionSource.FOLDER:
         return None
     if source.kind not in REMOTE:  # a kind this version does not know (written by a newer one)
