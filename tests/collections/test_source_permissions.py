@@ -174,3 +174,48 @@ def test_git_path_rules_and_a_folders_posix_group_give_labels(agent, tmp_path, s
         assert labels_of(shared, "leave.md") == set() and labels_of(shared, "travel.md") == {"hr"}
     finally:
         del os.environ["KNOWLEDGE_ALPHA__SHARED_FOLDER"]
+
+
+def test_changing_a_webdav_sources_reader_rules_relabels_without_a_download(
+    agent,
+    tmp_path,
+    settings,
+    mapped,
+    check,  # noqa: F811
+    monkeypatch,
+):
+    from collections_app.services.origins.webdav import WebDavOrigin
+    from tests.collections.sources_servers import WebDavServer
+
+    settings.SOURCE_ALLOWED_HOSTS = []
+    share = tmp_path / "share"
+    (share / "hr").mkdir(parents=True)
+    for name, text in HANDBOOK.items():
+        (share / "hr" / name).write_text(text)
+    server = WebDavServer(share).start()
+    fetched = []
+    real = WebDavOrigin.fetch
+    monkeypatch.setattr(
+        WebDavOrigin, "fetch", lambda self, e, limit: fetched.append(e.name) or real(self, e, limit)
+    )
+    try:
+        dav = create_collection(agent=agent, name="dav", method="fixed", size=80, per_reader=True)
+        rules = {"url": server.url, "reader_rules": [{"path": "hr/leave.md", "readers": ["hr-team"]}]}
+        origins.set_source(
+            collection=dav,
+            kind="webdav",
+            settings=rules,
+            credentials={"username": "reader", "password": "pw"},
+        )
+        sync.set_sync(collection=dav, every=5)
+        assert check(dav).build.status == BuildRun.SUCCEEDED and len(fetched) == 3
+        assert labels_of(dav, "hr/leave.md") == {"hr"} and labels_of(dav, "hr/travel.md") == set()
+        fetched.clear()
+        rules["reader_rules"] = [{"path": "hr/*", "readers": ["everyone"]}]
+        origins.set_source(collection=dav, kind="webdav", settings=rules)
+        found = check(dav)
+        assert found.relabelled == ["hr/leave.md", "hr/security.md", "hr/travel.md"] and fetched == []
+        assert found.build.paragraphs_embedded == 0 and found.build.documents_relabelled == 3
+        assert labels_of(dav, "hr/leave.md") == {"staff"} and labels_of(dav, "hr/travel.md") == {"staff"}
+    finally:
+        server.stop()
