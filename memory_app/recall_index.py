@@ -23,7 +23,9 @@ the records' statistics (idf and average length), as `BM25Index.scored_as` does 
 
 from __future__ import annotations
 
+import math
 from collections import Counter
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -246,6 +248,10 @@ class Statistics:
         """`BM25Index.upper_bound` over the live records: sum of idf(q) * (k1 + 1), repeats counted."""
         return sum(self.idf(term) * count for term, count in Counter(query_terms).items()) * (self.k1 + 1)
 
+    # Whether `scores` may keep a term's weights on the level for the next question (the full
+    # statistics only: a subset's average length gives other weights).
+    cached = True
+
     def scores(self, level: Level, query_terms: list[str]) -> np.ndarray:
         """BM25 of every row of `level` with these statistics (a term no record holds weighs nothing)."""
         result = np.zeros(level.postings.rows, dtype=np.float64)
@@ -254,18 +260,69 @@ class Statistics:
             if self.frequency(term) <= 0:
                 continue
             term_id = self.vocabulary[term]
-            if term_id not in level.weights:
+            weighed = level.weights.get(term_id) if self.cached else None
+            if weighed is None:
                 docs, tf = level.postings.postings(term_id)
                 dl = level.postings.doc_len.array[docs]
                 # The seed's order of operations (see BM25Index._posting_weights).
-                level.weights[term_id] = (
-                    docs,
-                    tf * (self.k1 + 1) / (tf + self.k1 * (1 - self.b + self.b * dl / avgdl)),
-                )
-            docs, weights = level.weights[term_id]
+                weighed = (docs, tf * (self.k1 + 1) / (tf + self.k1 * (1 - self.b + self.b * dl / avgdl)))
+                if self.cached:
+                    level.weights[term_id] = weighed
+            docs, weights = weighed
             if docs.size:
                 result[docs] += (count * self.idf(term)) * weights
         return result
+
+
+class KeptStatistics(Statistics):
+    """The records' BM25 statistics over the rows a recall's filters keep, as a store holding only
+    those records would have them: their count, their total length, and each question term's
+    document frequency among them (counted when asked, from the records' postings)."""
+
+    cached = False
+
+    def __init__(self, full: Statistics, records: Level, keep: np.ndarray) -> None:
+        super().__init__(full.vocabulary, full.k1, full.b)
+        self._records, self._keep = records, keep
+        self.count = int(keep.sum())
+        self.length = int(records.postings.doc_len.array[keep].sum())
+        self._frequency: dict[str, int] = {}
+
+    def frequency(self, term: str) -> int:
+        if term not in self._frequency:
+            term_id = self.vocabulary.get(term)
+            held = 0
+            if term_id is not None:
+                docs, tf = self._records.postings.postings(term_id)
+                held = int(np.count_nonzero(self._keep[docs] & (tf > 0)))
+            self._frequency[term] = held
+        return self._frequency[term]
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Which of an agent's records a recall reads; None (or empty) for a filter not given.
+
+    Times are POSIX seconds (UTC). `since`/`until` bound the creation time, [since, until);
+    `valid_at` keeps the records whose validity [valid_from, valid_until) holds it (an open end
+    holds everything on its side); `kinds` keeps the records of those kinds; `tags` those carrying
+    every one of them."""
+
+    since: float | None = None
+    until: float | None = None
+    valid_at: float | None = None
+    kinds: Collection[str] | None = None
+    tags: Collection[str] = ()
+
+    @property
+    def any(self) -> bool:
+        return (
+            self.since is not None
+            or self.until is not None
+            or self.valid_at is not None
+            or self.kinds is not None
+            or bool(self.tags)
+        )
 
 
 @dataclass(slots=True)
@@ -290,13 +347,22 @@ class RecordRow:
     nodes: list[NodeRow] = field(default_factory=list)
     # Runs past the window but has no nodes of the current model yet: quoted by its opening.
     pending: bool = False
+    # What recall's filters read (POSIX seconds, UTC): created_at, and the validity's ends (-inf and
+    # +inf when open); the record's tags.
+    created: float = 0.0
+    valid_from: float = -math.inf
+    valid_until: float = math.inf
+    tags: tuple[str, ...] = ()
 
 
 class RecallIndex:
     """An agent's records, their nodes and the nodes' passages, scored together (see the module doc)."""
 
-    def __init__(self, width: int) -> None:
+    def __init__(self, width: int, terms: Callable[[str], list[str]] = terms) -> None:
         self.width = width
+        # How a text becomes the keyword leg's terms (an analyzer of ragsite.analyzers; seed 004's by
+        # default): the records, nodes, passages and the question are all read with it.
+        self.terms = terms
         self.vocabulary: dict[str, int] = {}
         self.statistics = Statistics(self.vocabulary)
         self.records = Level(self.vocabulary, width)
@@ -308,6 +374,10 @@ class RecallIndex:
         self.ids = _Growing(np.int64)
         self.kind_order = _Growing(np.int64)
         self.pending = _Growing(bool)
+        self.created = _Growing(np.float64)
+        self.valid_from = _Growing(np.float64)
+        self.valid_until = _Growing(np.float64)
+        self.tag_rows: dict[str, list[int]] = {}  # a tag's record rows, dead ones included
         self.node_owner = _Growing(np.int64)
         self.node_index = _Growing(np.int64)
         self.node_spans = _Growing(np.int64, 2)
@@ -336,7 +406,13 @@ class RecallIndex:
         self.ids.append([record.id for record in records])
         self.kind_order.append([record.kind_order for record in records])
         self.pending.append([record.pending and not record.nodes for record in records])
-        term_lists = [terms(record.text) for record in records]
+        self.created.append([record.created for record in records])
+        self.valid_from.append([record.valid_from for record in records])
+        self.valid_until.append([record.valid_until for record in records])
+        for row, record in enumerate(records, start=first):
+            for tag in record.tags:
+                self.tag_rows.setdefault(tag, []).append(row)
+        term_lists = [self.terms(record.text) for record in records]
         self.statistics.add(
             self.records.add(term_lists, [r.vector for r in records]), len(records), sum(map(len, term_lists))
         )
@@ -348,7 +424,7 @@ class RecallIndex:
             nodes.extend((row, node) for node in held)
         first_node = self.node_owner.size
         self.nodes.add(
-            [terms(self.texts[row][node.start : node.end]) for row, node in nodes],
+            [self.terms(self.texts[row][node.start : node.end]) for row, node in nodes],
             [node.vector for _row, node in nodes],
         )
         self.node_owner.append([row for row, _node in nodes])
@@ -364,7 +440,7 @@ class RecallIndex:
             passages.extend((node_row, span, vector) for span, vector in zip(spans, vectors, strict=True))
         first_passage = self.passage_node.size
         self.passages.add(
-            [terms(self.texts[self.node_owner.array[n]][a:b]) for n, (a, b), _v in passages],
+            [self.terms(self.texts[self.node_owner.array[n]][a:b]) for n, (a, b), _v in passages],
             [vector for _n, _span, vector in passages],
         )
         self.passage_node.append([node_row for node_row, _span, _vector in passages])
@@ -389,12 +465,45 @@ class RecallIndex:
         for level in (self.records, self.nodes, self.passages):
             level.weights.clear()
 
+    def kept(self, filters: Filters) -> np.ndarray | None:
+        """Per record row: whether it is alive and `filters` keep it; None when no filter is given."""
+        if not filters.any:
+            return None
+        keep = self.records.alive.array.copy()
+        if filters.since is not None:
+            keep &= self.created.array >= filters.since
+        if filters.until is not None:
+            keep &= self.created.array < filters.until
+        if filters.valid_at is not None:
+            keep &= (self.valid_from.array <= filters.valid_at) & (filters.valid_at < self.valid_until.array)
+        if filters.kinds is not None:
+            keep &= np.fromiter((kind in filters.kinds for kind in self.kinds), bool, len(self.kinds))
+        for tag in filters.tags:
+            tagged = np.zeros(keep.size, dtype=bool)
+            tagged[self.tag_rows.get(tag, [])] = True
+            keep &= tagged
+        return keep
+
+    def has_vectors_in(self, keep: np.ndarray | None) -> bool:
+        """`has_vectors` over the kept records (with their nodes and passages) alone."""
+        if keep is None:
+            return self.has_vectors
+        if (self.records.has_vector.array & keep).any():
+            return True
+        node_kept = keep[self.node_owner.array] if self.node_owner.size else np.zeros(0, bool)
+        if (self.nodes.has_vector.array & node_kept).any():
+            return True
+        if self.passage_node.size:
+            return bool((self.passages.has_vector.array & node_kept[self.passage_node.array]).any())
+        return False
+
     def level_scores(
         self,
         query_terms: list[str],
         vector: np.ndarray | None,
         weight: float,
         mix: tuple[float, float, float] = (0.0, 0.0, 0.0),
+        keep: np.ndarray | None = None,
     ) -> LevelScores:
         """The fused score of every record, node and passage row, each scored like a record.
 
@@ -403,8 +512,12 @@ class RecallIndex:
         passages, mixed with `mix` = (a, b, c): (best + a * itself + b * its second-best passage +
         c * its record) / (1 + a + b + c), still in [0, 1], and with (0, 0, 0) the best alone.
         Dead rows score 0. Nothing here depends on another agent: an index holds one agent's records.
+
+        `keep` (`kept`), when given, is the records a recall's filters keep: the statistics are
+        theirs alone (`KeptStatistics`), and every other record, node and passage scores 0, so the
+        scores are those of an index holding only the kept records.
         """
-        statistics = self.statistics
+        statistics = self.statistics if keep is None else KeptStatistics(self.statistics, self.records, keep)
         upper = statistics.upper_bound(query_terms)
 
         def fused(level: Level) -> np.ndarray:
@@ -432,6 +545,13 @@ class RecallIndex:
             record_of_node = records[self.node_owner.array] if records.size else np.zeros_like(nodes)
             nodes = (nodes + a * own + b * second + c * record_of_node) / (1.0 + a + b + c)
             nodes[~self.nodes.alive.array] = 0.0
+        if keep is not None:
+            records[~keep] = 0.0
+            if nodes.size:
+                node_kept = keep[self.node_owner.array]
+                nodes[~node_kept] = 0.0
+                if passages.size:
+                    passages[~node_kept[self.passage_node.array]] = 0.0
         return LevelScores(records, nodes, passages)
 
     def divided(self) -> np.ndarray:

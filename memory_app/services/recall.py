@@ -14,29 +14,42 @@ next recall: those records alone are read again.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from itertools import chain, islice
 
 import numpy as np
 
 from collections_app.models import Agent
 from ragsite import embedding
+from ragsite.analyzers import SIMPLE, analyzer
 from ragsite.conf import settings
 from ragsite.embedders import Embedder, EmbeddingError
+from ragsite.errors import RagsiteError
 from ragsite.instruments import RECALLS
-from ragsite.lexical import terms
 from ragsite.model_calls.rerank import reorder, rerank_status
+from ragsite.slots import restated
 from ragsite.top import top_rows
 
 from .. import conf
 from ..excerpts import NODE, PENDING, WHOLE, Candidate, Selection, select
 from ..models import KINDS, RECORD_MODELS, NodePassages, RecordNode
 from ..nodes import runs_past_window
-from ..recall_index import NodeRow, RecallIndex, RecordRow
-from .common import _can_embed, recall_generation, recent_changes, validate_max_chars, validate_query
+from ..recall_index import Filters, NodeRow, RecallIndex, RecordRow
+from .common import (
+    _can_embed,
+    recall_generation,
+    recent_changes,
+    validate_kinds,
+    validate_max_chars,
+    validate_moment,
+    validate_query,
+    validate_tags,
+)
 
 logger = logging.getLogger("memory_app")
 
@@ -58,6 +71,7 @@ class AgentIndex:
     model: str
     window: int | None  # the model's token window: a record past it without nodes is pending
     index: RecallIndex
+    analyzer: str = SIMPLE  # how the keyword leg reads words (MEMORY_ANALYZER when it was built)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -75,9 +89,10 @@ def current_index(agent: Agent, model: str, window: int | None = None) -> AgentI
     epoch, generation = recall_generation(agent.pk)
     with _cache_lock:
         cached = _cache.get(agent.pk)
-    if cached is None or (cached.model, cached.window, cached.epoch, cached.generation) != (
+    if cached is None or (cached.model, cached.window, cached.analyzer, cached.epoch, cached.generation) != (
         model,
         window,
+        conf.memory_analyzer(),
         epoch,
         generation,
     ):
@@ -97,9 +112,15 @@ def agent_index(agent: Agent, model: str, window: int | None = None) -> AgentInd
     epoch, generation = recall_generation(
         agent.pk
     )  # read before the rows, so a write in between only repeats
+    analyzer_name = conf.memory_analyzer()
     with _cache_lock:
         cached = _cache.get(agent.pk)
-    if cached is not None and (cached.model, cached.window, cached.epoch) == (model, window, epoch):
+    if cached is not None and (cached.model, cached.window, cached.analyzer, cached.epoch) == (
+        model,
+        window,
+        analyzer_name,
+        epoch,
+    ):
         with cached.lock:
             if cached.generation > generation:  # cannot happen within one epoch; start again if it does
                 cached = None
@@ -111,8 +132,9 @@ def agent_index(agent: Agent, model: str, window: int | None = None) -> AgentInd
     else:
         cached = None
     if cached is None:
+        records = _read(agent, model, window, None)
         cached = AgentIndex(
-            epoch, generation, model, window, _load(agent, model, _read(agent, model, window, None))
+            epoch, generation, model, window, _load(agent, analyzer_name, records), analyzer_name
         )
     with _cache_lock:
         _cache[agent.pk] = cached
@@ -160,9 +182,23 @@ def _read(agent: Agent, model: str, window: int | None, keys: set[tuple[str, int
                 text,
                 _vector(data, by, model),
                 pending=by == model and runs_past_window(tokens, window),
+                created=created_at.timestamp(),
+                valid_from=-math.inf if valid_from is None else valid_from.timestamp(),
+                valid_until=math.inf if valid_until is None else valid_until.timestamp(),
+                tags=tuple(tags or ()),
             )
-            for pk, text, data, by, tokens in rows.order_by("pk").values_list(
-                "pk", "text", "embedding", "embedding_model", "token_count"
+            for pk, text, data, by, tokens, created_at, valid_from, valid_until, tags in rows.order_by(
+                "pk"
+            ).values_list(
+                "pk",
+                "text",
+                "embedding",
+                "embedding_model",
+                "token_count",
+                "created_at",
+                "valid_from",
+                "valid_until",
+                "tags",
             )
         }
         passages = NodePassages.objects.filter(parent_kind=kind, embedding_model=model)
@@ -209,8 +245,8 @@ def _width(records: list[RecordRow]) -> int:
     return 0
 
 
-def _load(agent: Agent, model: str, records: list[RecordRow]) -> RecallIndex:
-    index = RecallIndex(_width(records))
+def _load(agent: Agent, analyzer_name: str, records: list[RecordRow]) -> RecallIndex:
+    index = RecallIndex(_width(records), analyzer(analyzer_name).terms)
     index.put(records)
     logger.debug(
         "recall index of %s: %d records, %d nodes", agent.agent_id, index.size, index.node_owner.size
@@ -267,7 +303,18 @@ def opening(text: str, length: int = conf.OPENING_LENGTH) -> tuple[int, int]:
     return 0, end
 
 
-def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST, max_chars: int | None = None) -> dict:
+def recall(
+    *,
+    agent: Agent,
+    query: str,
+    most: int = conf.DEFAULT_MOST,
+    max_chars: int | None = None,
+    since: datetime | str | None = None,
+    until: datetime | str | None = None,
+    valid_at: datetime | str | None = None,
+    kinds: list[str] | None = None,
+    tags: list[str] | None = None,
+) -> dict:
     """The excerpts of the agent's records that best answer `query`, best first, within `max_chars`.
 
     Candidates (`memory_app.excerpts`): each node of a divided record, scored as the best of itself
@@ -279,12 +326,19 @@ def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST, max_chars
     scoring 0 are left out. At most `most` excerpts and `max_chars` characters (default
     `MEMORY_RECALL_MAX_CHARS`); the last excerpt is cut to fit at sentence boundaries.
 
+    Filters, applied before anything is scored (`RecallIndex.kept`): `since`/`until` bound the
+    creation time, `valid_at` keeps the records valid then, `kinds` and `tags` (all of them) keep
+    those records; the answer is the one a store holding only the kept records would give.
+
     Answers `{"excerpts": [{"kind", "id", "score", "text", "start", "end", "nodes", "record_length",
-    "cut"}], "chars", "max_chars", "cut"}` where `nodes` is `{"first", "last"}` for an excerpt of
-    nodes, null for a whole record (or a cut of it), and "pending" for an opening.
+    "cut", "superseded_by"}], "chars", "max_chars", "cut"}` where `nodes` is `{"first", "last"}` for
+    an excerpt of nodes, null for a whole record (or a cut of it), and "pending" for an opening; an
+    excerpt another excerpt restates with other values (`ragsite.slots`) names its record in
+    `superseded_by`, and the newer one is placed first.
     """
     query, most = validate_query(query, most)
     max_chars = validate_max_chars(conf.recall_max_chars() if max_chars is None else max_chars)
+    filters = _filters(since, until, valid_at, kinds, tags)
     embedder = embedding.get_embedder()
     asked = _QueryVector(query, embedder)
     entry = current_index(agent, embedder.model, embedder.window)
@@ -300,13 +354,18 @@ def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST, max_chars
     # With the index current (the usual recall) there is nothing to overlap: the question is embedded
     # on this thread, which spares a thread's start and join and the two threads' contention for the
     # GIL. Should the agent have no vectors at all, the question is not embedded.
-    vector = asked.get() if entry.index.has_vectors else None
+    # Should the records the filters keep have no vectors at all, the question is not embedded either:
+    # the answer is the lexical one a store of those records alone would give.
+    with entry.lock:
+        has_vectors = entry.index.has_vectors_in(entry.index.kept(filters))
+    vector = asked.get() if has_vectors else None
     with entry.lock:
         generation = entry.generation
-        ordered, text_of, choose = _ordered(entry.index, query, most, max_chars, vector)
+        keep = entry.index.kept(filters)  # again: the index may have moved while the question was embedded
+        ordered, text_of, choose = _ordered(entry.index, query, most, max_chars, vector, keep)
         if not settings.RERANK_URL:
             selection, rerank = choose(ordered, text_of), rerank_status("not configured")
-            excerpts = [_shown(text_of, excerpt) for excerpt in selection.excerpts]
+            excerpts = superseded([_shown(text_of, excerpt) for excerpt in selection.excerpts], entry.index)
         else:
             # The reranker's first candidates, and their records' texts, taken now: the call is made
             # without the lock, so the agent's other recalls and index updates do not wait for it.
@@ -324,7 +383,7 @@ def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST, max_chars
                 return held[(kind, id)] if (kind, id) in held else text_of(kind, id)
 
             selection = choose(chain(reordered, rest), text_then)
-            excerpts = [_shown(text_then, excerpt) for excerpt in selection.excerpts]
+            excerpts = superseded([_shown(text_then, excerpt) for excerpt in selection.excerpts], entry.index)
     RECALLS.labels(mode="lexical" if vector is None else "hybrid").inc()
     return {
         "excerpts": excerpts,
@@ -353,14 +412,89 @@ def _shown(text_of: Callable[[str, int], str], excerpt) -> dict:
         "nodes": nodes,
         "record_length": len(text),
         "cut": excerpt.cut,
+        "superseded_by": None,
     }
 
 
+def _filters(since, until, valid_at, kinds, tags) -> Filters:
+    """A recall's filters, checked (400 `invalid_<name>`), as `RecallIndex.kept` reads them."""
+
+    def seconds(value, name: str) -> float | None:
+        moment = validate_moment(value, name)
+        return None if moment is None else moment.timestamp()
+
+    if tags is not None and not tags:
+        raise RagsiteError("tags, when given, names at least one tag", code="invalid_tags")
+    return Filters(
+        since=seconds(since, "since"),
+        until=seconds(until, "until"),
+        valid_at=seconds(valid_at, "valid_at"),
+        kinds=validate_kinds(kinds),
+        tags=tuple(validate_tags(tags)),
+    )
+
+
+def superseded(excerpts: list[dict], index: RecallIndex) -> list[dict]:
+    """The excerpts with each one another restates (`ragsite.slots.restated`: one slot, other values)
+    marked `superseded_by` that record, which is moved up to just before it when it ranked lower;
+    nothing is added or removed.
+
+    Of two records, the later is the one whose statement began to hold later: `valid_from` when the
+    record has one, else `created_at` (then the id). Excerpts of one record never supersede each
+    other, and a record the index no longer holds (a rerank's answer after a write) is left as it is.
+    """
+    if len(excerpts) < 2:
+        return excerpts
+
+    def stated(excerpt: dict) -> tuple[float, int] | None:
+        row = index.row_of.get((excerpt["kind"], excerpt["id"]))
+        if row is None:
+            return None
+        start = float(index.valid_from.array[row])
+        return (start if math.isfinite(start) else float(index.created.array[row]), excerpt["id"])
+
+    times = [stated(excerpt) for excerpt in excerpts]
+    keys = [(excerpt["kind"], excerpt["id"]) for excerpt in excerpts]
+    newest: dict[int, int] = {}  # an excerpt's position -> the position of the newest restating it
+    for older, when in enumerate(times):
+        for newer, later in enumerate(times):
+            if (
+                when is None
+                or later is None
+                or not later > when
+                or keys[older] == keys[newer]
+                or not restated(excerpts[older]["text"], excerpts[newer]["text"])
+            ):
+                continue
+            if older not in newest or later > times[newest[older]]:
+                newest[older] = newer
+    if not newest:
+        return excerpts
+    for older, newer in newest.items():
+        excerpts[older]["superseded_by"] = {"kind": excerpts[newer]["kind"], "id": excerpts[newer]["id"]}
+    # The newer excerpt takes the older one's place, just before it, when it was ranked lower; the
+    # others keep their order.
+    order = list(range(len(excerpts)))
+    for older, newer in sorted(newest.items()):
+        if order.index(newer) > order.index(older):
+            order.remove(newer)
+            order.insert(order.index(older), newer)
+    return [excerpts[position] for position in order]
+
+
 def _ordered(
-    index: RecallIndex, query: str, most: int, max_chars: int, vector: np.ndarray | None
+    index: RecallIndex,
+    query: str,
+    most: int,
+    max_chars: int,
+    vector: np.ndarray | None,
+    keep: np.ndarray | None = None,
 ) -> tuple[Iterator[Candidate], Callable[[str, int], str], Callable[..., Selection]]:
     """The candidates best first (lazily: read them under the index's lock), their records' texts,
-    and the selection to apply to them (`memory_app.excerpts.select` with this recall's limits)."""
+    and the selection to apply to them (`memory_app.excerpts.select` with this recall's limits).
+
+    `keep` (`RecallIndex.kept`): the records the recall's filters keep; no other record is scored,
+    counted in the statistics or offered as a candidate."""
 
     def text_of(kind: str, id: int) -> str:
         return index.texts[index.row_of[(kind, id)]]
@@ -371,22 +505,25 @@ def _ordered(
             texts,
             max_chars=max_chars,
             most=most,
-            terms_of=lambda text: set(terms(text)),
+            terms_of=lambda text: set(index.terms(text)),
             query_terms=set(query_terms),
             longest=max(1, int(conf.EXCERPT_SHARE * max_chars)),
         )
 
-    query_terms = terms(query)
+    query_terms = index.terms(query)
     if not index.size:
         return iter(()), text_of, choose
     if vector is not None:
         vector = np.asarray(vector, dtype=np.float32)
         if vector.shape != (index.width,):
             vector = None  # not comparable with the stored vectors: rank lexically
-    scored = index.level_scores(query_terms, vector, conf.RECALL_FUSION_WEIGHT, conf.NODE_SCORE_MIX)
+    scored = index.level_scores(
+        query_terms, vector, conf.RECALL_FUSION_WEIGHT, conf.NODE_SCORE_MIX, keep=keep
+    )
     divided = index.divided()
-    records = np.flatnonzero(index.records.alive.array & ~divided)
-    nodes = np.flatnonzero(index.nodes.alive.array)
+    alive = index.records.alive.array if keep is None else keep
+    records = np.flatnonzero(alive & ~divided)
+    nodes = np.flatnonzero(index.nodes.alive.array & alive[index.node_owner.array])
     owners = index.node_owner.array[nodes]
     # One array of candidates: record rows first, then node rows (position >= records.size).
     scores = np.concatenate([scored.records[records], scored.nodes[nodes]])
