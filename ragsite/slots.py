@@ -88,7 +88,16 @@ def statements(text: str) -> list[Statement]:
     return found
 
 
+def slots_of(text: str) -> dict[str, tuple[str, ...]]:
+    """{shape: values} of a text's statements (the last value a shape is given in the text)."""
+    return {s.shape: s.values for s in statements(text)}
+
+
+def conflict(one: dict[str, tuple[str, ...]], other: dict[str, tuple[str, ...]]) -> bool:
+    """Whether two texts' `slots_of` give one slot different values."""
+    return any(shape in other and other[shape] != values for shape, values in one.items())
+
+
 def restated(earlier: str, later: str) -> bool:
     """Whether `later` states a slot of `earlier` with other values (the rule above)."""
-    mine = {s.shape: s.values for s in statements(earlier)}
-    return any(s.shape in mine and mine[s.shape] != s.values for s in statements(later))
+    return conflict(slots_of(earlier), slots_of(later))

@@ -32,7 +32,7 @@ from ragsite.embedders import Embedder, EmbeddingError
 from ragsite.errors import RagsiteError
 from ragsite.instruments import RECALLS
 from ragsite.model_calls.rerank import reorder, rerank_status
-from ragsite.slots import restated
+from ragsite.slots import conflict, slots_of
 from ragsite.top import top_rows
 
 from .. import conf
@@ -455,6 +455,7 @@ def superseded(excerpts: list[dict], index: RecallIndex) -> list[dict]:
 
     times = [stated(excerpt) for excerpt in excerpts]
     keys = [(excerpt["kind"], excerpt["id"]) for excerpt in excerpts]
+    slots = [slots_of(excerpt["text"]) for excerpt in excerpts]
     newest: dict[int, int] = {}  # an excerpt's position -> the position of the newest restating it
     for older, when in enumerate(times):
         for newer, later in enumerate(times):
@@ -462,8 +463,10 @@ def superseded(excerpts: list[dict], index: RecallIndex) -> list[dict]:
                 when is None
                 or later is None
                 or not later > when
+                or not slots[older]
+                or not slots[newer]
                 or keys[older] == keys[newer]
-                or not restated(excerpts[older]["text"], excerpts[newer]["text"])
+                or not conflict(slots[older], slots[newer])
             ):
                 continue
             if older not in newest or later > times[newest[older]]:
