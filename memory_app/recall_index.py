@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -274,57 +274,6 @@ class Statistics:
         return result
 
 
-class KeptStatistics(Statistics):
-    """The records' BM25 statistics over the rows a recall's filters keep, as a store holding only
-    those records would have them: their count, their total length, and each question term's
-    document frequency among them (counted when asked, from the records' postings)."""
-
-    cached = False
-
-    def __init__(self, full: Statistics, records: Level, keep: np.ndarray) -> None:
-        super().__init__(full.vocabulary, full.k1, full.b)
-        self._records, self._keep = records, keep
-        self.count = int(keep.sum())
-        self.length = int(records.postings.doc_len.array[keep].sum())
-        self._frequency: dict[str, int] = {}
-
-    def frequency(self, term: str) -> int:
-        if term not in self._frequency:
-            term_id = self.vocabulary.get(term)
-            held = 0
-            if term_id is not None:
-                docs, tf = self._records.postings.postings(term_id)
-                held = int(np.count_nonzero(self._keep[docs] & (tf > 0)))
-            self._frequency[term] = held
-        return self._frequency[term]
-
-
-@dataclass(frozen=True, slots=True)
-class Filters:
-    """Which of an agent's records a recall reads; None (or empty) for a filter not given.
-
-    Times are POSIX seconds (UTC). `since`/`until` bound the creation time, [since, until);
-    `valid_at` keeps the records whose validity [valid_from, valid_until) holds it (an open end
-    holds everything on its side); `kinds` keeps the records of those kinds; `tags` those carrying
-    every one of them."""
-
-    since: float | None = None
-    until: float | None = None
-    valid_at: float | None = None
-    kinds: Collection[str] | None = None
-    tags: Collection[str] = ()
-
-    @property
-    def any(self) -> bool:
-        return (
-            self.since is not None
-            or self.until is not None
-            or self.valid_at is not None
-            or self.kinds is not None
-            or bool(self.tags)
-        )
-
-
 @dataclass(slots=True)
 class NodeRow:
     """One node as read from the store; `passages` None for a node built before passages existed."""
@@ -465,38 +414,6 @@ class RecallIndex:
         for level in (self.records, self.nodes, self.passages):
             level.weights.clear()
 
-    def kept(self, filters: Filters) -> np.ndarray | None:
-        """Per record row: whether it is alive and `filters` keep it; None when no filter is given."""
-        if not filters.any:
-            return None
-        keep = self.records.alive.array.copy()
-        if filters.since is not None:
-            keep &= self.created.array >= filters.since
-        if filters.until is not None:
-            keep &= self.created.array < filters.until
-        if filters.valid_at is not None:
-            keep &= (self.valid_from.array <= filters.valid_at) & (filters.valid_at < self.valid_until.array)
-        if filters.kinds is not None:
-            keep &= np.fromiter((kind in filters.kinds for kind in self.kinds), bool, len(self.kinds))
-        for tag in filters.tags:
-            tagged = np.zeros(keep.size, dtype=bool)
-            tagged[self.tag_rows.get(tag, [])] = True
-            keep &= tagged
-        return keep
-
-    def has_vectors_in(self, keep: np.ndarray | None) -> bool:
-        """`has_vectors` over the kept records (with their nodes and passages) alone."""
-        if keep is None:
-            return self.has_vectors
-        if (self.records.has_vector.array & keep).any():
-            return True
-        node_kept = keep[self.node_owner.array] if self.node_owner.size else np.zeros(0, bool)
-        if (self.nodes.has_vector.array & node_kept).any():
-            return True
-        if self.passage_node.size:
-            return bool((self.passages.has_vector.array & node_kept[self.passage_node.array]).any())
-        return False
-
     def level_scores(
         self,
         query_terms: list[str],
@@ -504,6 +421,7 @@ class RecallIndex:
         weight: float,
         mix: tuple[float, float, float] = (0.0, 0.0, 0.0),
         keep: np.ndarray | None = None,
+        statistics: Statistics | None = None,
     ) -> LevelScores:
         """The fused score of every record, node and passage row, each scored like a record.
 
@@ -513,11 +431,11 @@ class RecallIndex:
         c * its record) / (1 + a + b + c), still in [0, 1], and with (0, 0, 0) the best alone.
         Dead rows score 0. Nothing here depends on another agent: an index holds one agent's records.
 
-        `keep` (`kept`), when given, is the records a recall's filters keep: the statistics are
-        theirs alone (`KeptStatistics`), and every other record, node and passage scores 0, so the
-        scores are those of an index holding only the kept records.
+        `keep` (`memory_app.filters.kept`), when given, is the records a recall's filters keep, and
+        `statistics` theirs alone (`filters.KeptStatistics`): every other record, node and passage
+        scores 0, so the scores are those of an index holding only the kept records.
         """
-        statistics = self.statistics if keep is None else KeptStatistics(self.statistics, self.records, keep)
+        statistics = statistics or self.statistics
         upper = statistics.upper_bound(query_terms)
 
         def fused(level: Level) -> np.ndarray:

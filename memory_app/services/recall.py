@@ -14,7 +14,6 @@ next recall: those records alone are read again.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -26,30 +25,24 @@ import numpy as np
 
 from collections_app.models import Agent
 from ragsite import embedding
-from ragsite.analyzers import SIMPLE, analyzer
+from ragsite.analyzers import SIMPLE
 from ragsite.conf import settings
 from ragsite.embedders import Embedder, EmbeddingError
-from ragsite.errors import RagsiteError
 from ragsite.instruments import RECALLS
 from ragsite.model_calls.rerank import reorder, rerank_status
-from ragsite.slots import conflict, slots_of
 from ragsite.top import top_rows
 
 from .. import conf
 from ..excerpts import NODE, PENDING, WHOLE, Candidate, Selection, select
-from ..models import KINDS, RECORD_MODELS, NodePassages, RecordNode
-from ..nodes import runs_past_window
-from ..recall_index import Filters, NodeRow, RecallIndex, RecordRow
+from ..filters import KeptStatistics, has_vectors_in, kept, parse_filters, superseded
+from ..recall_index import RecallIndex
 from .common import (
     _can_embed,
     recall_generation,
-    recent_changes,
-    validate_kinds,
     validate_max_chars,
-    validate_moment,
     validate_query,
-    validate_tags,
 )
+from .recall_rows import _load, _read, _update
 
 logger = logging.getLogger("memory_app")
 
@@ -149,126 +142,6 @@ def forget_agent(agent_id: int) -> None:
         _cache.pop(agent_id, None)
 
 
-def _vector(data, model_of_row: str, model: str) -> np.ndarray | None:
-    if data is None or model_of_row != model:
-        return None
-    return np.frombuffer(bytes(data), dtype="<f4")
-
-
-def _read(agent: Agent, model: str, window: int | None, keys: set[tuple[str, int]] | None) -> list[RecordRow]:
-    """The agent's records (all, or those of `keys` that still exist) with their nodes of `model`.
-
-    A record is pending when `model` counted it past `window` (its nodes are queued or being rebuilt);
-    it stops being pending once it holds nodes of `model`.
-    """
-    records: list[RecordRow] = []
-    for kind, record_class in RECORD_MODELS.items():
-        rows = record_class.objects.filter(agent=agent)
-        nodes = RecordNode.objects.filter(parent_kind=kind, embedding_model=model, embedding__isnull=False)
-        if keys is not None:
-            wanted = sorted(id for key_kind, id in keys if key_kind == kind)
-            if not wanted:
-                continue
-            rows = rows.filter(pk__in=wanted)
-            nodes = nodes.filter(parent_id__in=wanted)
-        else:
-            nodes = nodes.filter(parent_id__in=record_class.objects.filter(agent=agent).values("pk"))
-        order = KINDS.index(kind)
-        these = {
-            pk: RecordRow(
-                kind,
-                pk,
-                order,
-                text,
-                _vector(data, by, model),
-                pending=by == model and runs_past_window(tokens, window),
-                created=created_at.timestamp(),
-                valid_from=-math.inf if valid_from is None else valid_from.timestamp(),
-                valid_until=math.inf if valid_until is None else valid_until.timestamp(),
-                tags=tuple(tags or ()),
-            )
-            for pk, text, data, by, tokens, created_at, valid_from, valid_until, tags in rows.order_by(
-                "pk"
-            ).values_list(
-                "pk",
-                "text",
-                "embedding",
-                "embedding_model",
-                "token_count",
-                "created_at",
-                "valid_from",
-                "valid_until",
-                "tags",
-            )
-        }
-        passages = NodePassages.objects.filter(parent_kind=kind, embedding_model=model)
-        passages = (
-            passages.filter(parent_id__in=wanted)
-            if keys is not None
-            else passages.filter(parent_id__in=record_class.objects.filter(agent=agent).values("pk"))
-        )
-        passages_of = {
-            (parent_id, index): (bounds, data)
-            for parent_id, index, bounds, data in passages.values_list(
-                "parent_id", "node_index", "bounds", "embeddings"
-            )
-        }
-        for parent_id, index, start, end, data in nodes.order_by("parent_id", "node_index").values_list(
-            "parent_id", "node_index", "start_char", "end_char", "embedding"
-        ):
-            record = these.get(parent_id)
-            if record is None:
-                continue
-            node = NodeRow(index, start, end, _vector(data, model, model))
-            bounds, passage_data = passages_of.get((parent_id, index), (None, None))
-            if bounds is not None:
-                bounds = np.frombuffer(bytes(bounds), dtype="<i4").tolist()
-                # Passages of an older division of the text (not yet rebuilt) are not this node's.
-                if bounds[0] == start and bounds[-1] == end:
-                    node.passages = list(zip(bounds[:-1], bounds[1:], strict=True))
-                    if passage_data is not None and node.vector is not None:
-                        node.passage_vectors = list(
-                            np.frombuffer(bytes(passage_data), dtype="<f2")
-                            .astype(np.float32)
-                            .reshape(len(node.passages), node.vector.size)
-                        )
-            record.nodes.append(node)
-        records.extend(these.values())
-    return records
-
-
-def _width(records: list[RecordRow]) -> int:
-    for record in records:
-        for vector in chain([record.vector], (node.vector for node in record.nodes)):
-            if vector is not None:
-                return vector.size
-    return 0
-
-
-def _load(agent: Agent, analyzer_name: str, records: list[RecordRow]) -> RecallIndex:
-    index = RecallIndex(_width(records), analyzer(analyzer_name).terms)
-    index.put(records)
-    logger.debug(
-        "recall index of %s: %d records, %d nodes", agent.agent_id, index.size, index.node_owner.size
-    )
-    return index
-
-
-def _update(agent: Agent, cached: AgentIndex, generation: int) -> bool:
-    """Replace the records changed since the cached generation; False when they are not known."""
-    keys = recent_changes(agent.pk, cached.generation, generation)
-    if keys is None:
-        return False
-    records = _read(agent, cached.model, cached.window, keys)
-    width = _width(records)
-    if width and width != cached.index.width:  # the first vectors, or another width: start again
-        return False
-    for kind, id in keys:
-        cached.index.drop(kind, id)
-    cached.index.put(records)
-    return True
-
-
 class _QueryVector:
     """The query's embedding, computed at most once and only when something needs it."""
 
@@ -338,7 +211,7 @@ def recall(
     """
     query, most = validate_query(query, most)
     max_chars = validate_max_chars(conf.recall_max_chars() if max_chars is None else max_chars)
-    filters = _filters(since, until, valid_at, kinds, tags)
+    filters = parse_filters(since, until, valid_at, kinds, tags)
     embedder = embedding.get_embedder()
     asked = _QueryVector(query, embedder)
     entry = current_index(agent, embedder.model, embedder.window)
@@ -357,11 +230,11 @@ def recall(
     # Should the records the filters keep have no vectors at all, the question is not embedded either:
     # the answer is the lexical one a store of those records alone would give.
     with entry.lock:
-        has_vectors = entry.index.has_vectors_in(entry.index.kept(filters))
+        has_vectors = has_vectors_in(entry.index, kept(entry.index, filters))
     vector = asked.get() if has_vectors else None
     with entry.lock:
         generation = entry.generation
-        keep = entry.index.kept(filters)  # again: the index may have moved while the question was embedded
+        keep = kept(entry.index, filters)  # again: the index may have moved while the question was embedded
         ordered, text_of, choose = _ordered(entry.index, query, most, max_chars, vector, keep)
         if not settings.RERANK_URL:
             selection, rerank = choose(ordered, text_of), rerank_status("not configured")
@@ -416,75 +289,6 @@ def _shown(text_of: Callable[[str, int], str], excerpt) -> dict:
     }
 
 
-def _filters(since, until, valid_at, kinds, tags) -> Filters:
-    """A recall's filters, checked (400 `invalid_<name>`), as `RecallIndex.kept` reads them."""
-
-    def seconds(value, name: str) -> float | None:
-        moment = validate_moment(value, name)
-        return None if moment is None else moment.timestamp()
-
-    if tags is not None and not tags:
-        raise RagsiteError("tags, when given, names at least one tag", code="invalid_tags")
-    return Filters(
-        since=seconds(since, "since"),
-        until=seconds(until, "until"),
-        valid_at=seconds(valid_at, "valid_at"),
-        kinds=validate_kinds(kinds),
-        tags=tuple(validate_tags(tags)),
-    )
-
-
-def superseded(excerpts: list[dict], index: RecallIndex) -> list[dict]:
-    """The excerpts with each one another restates (`ragsite.slots.restated`: one slot, other values)
-    marked `superseded_by` that record, which is moved up to just before it when it ranked lower;
-    nothing is added or removed.
-
-    Of two records, the later is the one whose statement began to hold later: `valid_from` when the
-    record has one, else `created_at` (then the id). Excerpts of one record never supersede each
-    other, and a record the index no longer holds (a rerank's answer after a write) is left as it is.
-    """
-    if len(excerpts) < 2:
-        return excerpts
-
-    def stated(excerpt: dict) -> tuple[float, int] | None:
-        row = index.row_of.get((excerpt["kind"], excerpt["id"]))
-        if row is None:
-            return None
-        start = float(index.valid_from.array[row])
-        return (start if math.isfinite(start) else float(index.created.array[row]), excerpt["id"])
-
-    times = [stated(excerpt) for excerpt in excerpts]
-    keys = [(excerpt["kind"], excerpt["id"]) for excerpt in excerpts]
-    slots = [slots_of(excerpt["text"]) for excerpt in excerpts]
-    newest: dict[int, int] = {}  # an excerpt's position -> the position of the newest restating it
-    for older, when in enumerate(times):
-        for newer, later in enumerate(times):
-            if (
-                when is None
-                or later is None
-                or not later > when
-                or not slots[older]
-                or not slots[newer]
-                or keys[older] == keys[newer]
-                or not conflict(slots[older], slots[newer])
-            ):
-                continue
-            if older not in newest or later > times[newest[older]]:
-                newest[older] = newer
-    if not newest:
-        return excerpts
-    for older, newer in newest.items():
-        excerpts[older]["superseded_by"] = {"kind": excerpts[newer]["kind"], "id": excerpts[newer]["id"]}
-    # The newer excerpt takes the older one's place, just before it, when it was ranked lower; the
-    # others keep their order.
-    order = list(range(len(excerpts)))
-    for older, newer in sorted(newest.items()):
-        if order.index(newer) > order.index(older):
-            order.remove(newer)
-            order.insert(order.index(older), newer)
-    return [excerpts[position] for position in order]
-
-
 def _ordered(
     index: RecallIndex,
     query: str,
@@ -496,7 +300,7 @@ def _ordered(
     """The candidates best first (lazily: read them under the index's lock), their records' texts,
     and the selection to apply to them (`memory_app.excerpts.select` with this recall's limits).
 
-    `keep` (`RecallIndex.kept`): the records the recall's filters keep; no other record is scored,
+    `keep` (`memory_app.filters.kept`): the records the recall's filters keep; no other record is scored,
     counted in the statistics or offered as a candidate."""
 
     def text_of(kind: str, id: int) -> str:
@@ -520,8 +324,9 @@ def _ordered(
         vector = np.asarray(vector, dtype=np.float32)
         if vector.shape != (index.width,):
             vector = None  # not comparable with the stored vectors: rank lexically
+    statistics = None if keep is None else KeptStatistics(index.statistics, index.records, keep)
     scored = index.level_scores(
-        query_terms, vector, conf.RECALL_FUSION_WEIGHT, conf.NODE_SCORE_MIX, keep=keep
+        query_terms, vector, conf.RECALL_FUSION_WEIGHT, conf.NODE_SCORE_MIX, keep=keep, statistics=statistics
     )
     divided = index.divided()
     alive = index.records.alive.array if keep is None else keep
