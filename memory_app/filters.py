@@ -23,7 +23,7 @@ from .services.common import validate_kinds, validate_moment, validate_tags
 
 
 def parse_filters(since, until, valid_at, kinds, tags) -> Filters:
-    """A recall's filters, checked (400 `invalid_<name>`), as `RecallIndex.kept` reads them."""
+    """A recall's filters, checked (400 `invalid_<name>`), as `kept` reads them."""
 
     def seconds(value, name: str) -> float | None:
         moment = validate_moment(value, name)

@@ -199,7 +199,7 @@ def recall(
     scoring 0 are left out. At most `most` excerpts and `max_chars` characters (default
     `MEMORY_RECALL_MAX_CHARS`); the last excerpt is cut to fit at sentence boundaries.
 
-    Filters, applied before anything is scored (`RecallIndex.kept`): `since`/`until` bound the
+    Filters, applied before anything is scored (`memory_app.filters.kept`): `since`/`until` bound the
     creation time, `valid_at` keeps the records valid then, `kinds` and `tags` (all of them) keep
     those records; the answer is the one a store holding only the kept records would give.
 
