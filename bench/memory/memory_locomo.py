@@ -54,6 +54,7 @@ PLOT = ROOT / "docs" / "img" / "memory-locomo.png"
 
 from locomo_data import (  # noqa: E402
     CATEGORIES,
+    PARTS,
     Session,
     Tally,
     found,
@@ -173,6 +174,7 @@ def recall_all(conversations, base: str, keys: dict[str, str], tally: Tally, fac
                         name,
                         question.category,
                         found(conversation, question, body.json()["excerpts"]),
+                        conversation.name,
                     )
                 began = time.perf_counter()
                 response = http.post(
@@ -184,6 +186,42 @@ def recall_all(conversations, base: str, keys: dict[str, str], tally: Tally, fac
         "questions": len(latencies),
         "p50_ms": 1000 * percentile(latencies, 50),
         "p95_ms": 1000 * percentile(latencies, 95),
+    }
+
+
+def recall_under_load(conversations, base: str, keys: dict[str, str], facts: dict, clients: int = 4) -> None:
+    """Every question again at most 5 (the default budget), from `clients` threads at once: p50/p95 of
+    each recall while the others run (the server has one worker process; its threads share the cores)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    asks = [(c.name, q.question) for c in conversations for q in c.questions]
+
+    def ask(chunk: list[tuple[str, str]]) -> list[float]:
+        times = []
+        with httpx.Client(timeout=60) as http:
+            for name, question in chunk:
+                began = time.perf_counter()
+                response = http.post(
+                    f"{base}/api/v1/memory/recall",
+                    json={"question": question, "most": 5},
+                    headers={"Authorization": f"Bearer {keys[name]}"},
+                )
+                times.append(time.perf_counter() - began)
+                response.raise_for_status()
+        return times
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        latencies = [t for times in pool.map(ask, [asks[i::clients] for i in range(clients)]) for t in times]
+    seconds = time.perf_counter() - started
+    facts["recall_load"] = {
+        "clients": clients,
+        "questions": len(latencies),
+        "p50_ms": 1000 * percentile(latencies, 50),
+        "p95_ms": 1000 * percentile(latencies, 95),
+        "per_s": len(latencies) / seconds,
     }
 
 
@@ -275,6 +313,7 @@ def baselines(conversations, tally: Tally, node_chars: float, facts: dict) -> No
                             name,
                             question.category,
                             found(conversation, question, shown),
+                            conversation.name,
                         )
     facts["baselines_s"] = time.perf_counter() - started
 
@@ -286,42 +325,106 @@ SWEEP_WEIGHTS = (0.1, 0.2, 0.25, 0.3, 0.4, 0.52, 0.6)
 SWEEP_EXPONENTS = (0.0, 0.15)
 
 
-def sweep(conversations, agents: dict, weights=SWEEP_WEIGHTS, exponents=SWEEP_EXPONENTS) -> dict:
-    """ragsite's recall in this process (the same store and code as the server) at other fusion
-    weights and per-excerpt length normalisations: evidence recall at each budget and at most 1."""
+def parse_variant(text: str) -> dict:
+    """``NAME=value,NAME=value`` (names of `memory_app.conf`, values Python literals) -> a dict."""
+    import ast
+
+    variant = {}
+    for part in filter(None, text.split(";")):
+        name, _, value = part.partition("=")
+        variant[name.strip()] = ast.literal_eval(value.strip())
+    return variant
+
+
+def sweep(conversations, agents: dict, variants: list[dict], baseline: Tally | None = None) -> dict:
+    """ragsite's recall in this process (the same store and code as the server) under each variant of
+    `memory_app.conf` (a dict of its names and values): evidence recall at each budget and at most 1
+    and 5, and, with the baselines' `baseline` tally of the same questions, the margin over the best
+    of them at each budget, per part of the split, with intervals. What chose the defaults."""
     from memory_app import conf, services
 
     results = {}
-    original = (conf.RECALL_FUSION_WEIGHT, conf.EXCERPT_LENGTH_EXPONENT)
-    asked = [(name, most, max_chars) for name, most, max_chars in settings_asked() if name != "most 3"]
-    try:
-        for weight in weights:
-            for exponent in exponents:
-                conf.RECALL_FUSION_WEIGHT, conf.EXCERPT_LENGTH_EXPONENT = weight, exponent
-                tally = Tally()
-                for conversation in conversations:
-                    for question in conversation.questions:
-                        for name, most, max_chars in asked:
-                            answer = services.recall(
-                                agent=agents[conversation.name],
-                                query=question.question,
-                                most=most,
-                                max_chars=max_chars,
-                            )
-                            tally.add(
-                                "ragsite",
-                                name,
-                                question.category,
-                                found(conversation, question, answer["excerpts"]),
-                            )
-                key = f"weight {weight} exponent {exponent}"
-                results[key] = {name: tally.figures("ragsite", name)[0] for name, _m, _c in asked}
-                print(
-                    key, " ".join(f"{name} {value:.1f}" for name, value in results[key].items()), flush=True
+    asked = [(name, most, max_chars) for name, most, max_chars in settings_asked() if name in ASKED_IN_SWEEP]
+    for variant in variants:
+        original = {name: getattr(conf, name) for name in variant}
+        try:
+            for name, value in variant.items():
+                setattr(conf, name, value)
+            tally = Tally()
+            if baseline is not None:
+                tally.scores.update(
+                    {key: rows for key, rows in baseline.scores.items() if key[0] != "ragsite"}
                 )
-    finally:
-        conf.RECALL_FUSION_WEIGHT, conf.EXCERPT_LENGTH_EXPONENT = original
+            for conversation in conversations:
+                for question in conversation.questions:
+                    for name, most, max_chars in asked:
+                        answer = services.recall(
+                            agent=agents[conversation.name],
+                            query=question.question,
+                            most=most,
+                            max_chars=max_chars,
+                        )
+                        tally.add(
+                            "ragsite",
+                            name,
+                            question.category,
+                            found(conversation, question, answer["excerpts"]),
+                            conversation.name,
+                        )
+        finally:
+            for name, value in original.items():
+                setattr(conf, name, value)
+        key = ";".join(f"{name}={value!r}" for name, value in variant.items()) or "defaults"
+        results[key] = summary(tally, [name for name, _m, _c in asked])
+        print(f"== {key}", flush=True)
+        for part, row in results[key].items():
+            print(
+                f"  {part:<7} "
+                + " ".join(f"{name} {value:.1f}" for name, value in row["recall"].items())
+                + (
+                    "  | margin "
+                    + " ".join(
+                        f"{name} {m[0]:+.1f} [{m[1]:+.1f},{m[2]:+.1f}]" for name, m in row["margin"].items()
+                    )
+                    + "  | multi-hop "
+                    + " ".join(f"{name} {m[0]:+.1f}" for name, m in row["multi_hop"].items())
+                    if row["margin"]
+                    else ""
+                ),
+                flush=True,
+            )
     return results
+
+
+ASKED_IN_SWEEP = ("1k", "2k", "4k", "8k", "most 1", "most 5")
+
+
+def summary(tally: Tally, names: list[str]) -> dict:
+    """Per part (all, tuning, check): ragsite's recall at each setting, and at each budget its margin over
+    the best baseline (estimate, low, high) over categories 1-4 and on multi-hop alone."""
+    out = {}
+    budgets = [name for name in names if name.endswith("k")]
+    has_baselines = len(tally.methods()) > 1
+    for part in (None, *PARTS):
+        row = {"recall": {name: tally.figures("ragsite", name, part=part)[0] for name in names}}
+        row["margin"] = (
+            {
+                name: tally.interval("ragsite", name, part=part, minus=tally.best_baseline(name, part=part))
+                for name in budgets
+            }
+            if has_baselines
+            else {}
+        )
+        row["multi_hop"] = (
+            {
+                name: tally.interval("ragsite", name, 1, part, minus=tally.best_baseline(name, 1, part))
+                for name in budgets
+            }
+            if has_baselines
+            else {}
+        )
+        out[part or "all"] = row
+    return out
 
 
 def _map_records(conversations, agents: dict) -> None:
@@ -373,6 +476,12 @@ def main() -> None:
     )
     parser.add_argument("--exponents", type=float, nargs="*", help="the sweep's length exponents")
     parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="instead of the weights: 'NAME=value;NAME=value' of memory_app.conf, repeatable ('' = defaults)",
+    )
+    parser.add_argument(
         "--only-sweep",
         action="store_true",
         help="the sweep alone, over the store of an earlier run (implies --reuse)",
@@ -384,6 +493,7 @@ def main() -> None:
         "--conversations", type=int, default=None, help="only the first N (a smaller run, to check it works)"
     )
     parser.add_argument("--json", type=Path, default=RESULTS, help="where the figures go")
+    parser.add_argument("--sweep-json", type=Path, default=None, help="--only-sweep: where its figures go")
     args = parser.parse_args()
     args.reuse = args.reuse or args.only_sweep
 
@@ -416,16 +526,26 @@ def main() -> None:
         keys[conversation.name] = issued[1] if isinstance(issued, tuple) else issued
         agents[conversation.name] = agent
 
+    variants = [parse_variant(v) for v in args.variant] or [
+        {"RECALL_FUSION_WEIGHT": w, "EXCERPT_LENGTH_EXPONENT": e}
+        for w in args.weights or SWEEP_WEIGHTS
+        for e in args.exponents or SWEEP_EXPONENTS
+    ]
     if args.only_sweep:
         _map_records(conversations, agents)
-        print(
-            json.dumps(
-                sweep(
-                    conversations, agents, args.weights or SWEEP_WEIGHTS, args.exponents or SWEEP_EXPONENTS
-                ),
-                indent=1,
-            )
+        from memory_app.models import RecordNode
+
+        node_chars = statistics.mean(
+            end - start
+            for start, end in RecordNode.objects.filter(
+                parent_kind="ep", parent_id__in=[s.record_id for c in conversations for s in c.sessions]
+            ).values_list("start_char", "end_char")
         )
+        baseline = Tally()
+        baselines(conversations, baseline, node_chars, {})
+        output = sweep(conversations, agents, variants, baseline)
+        if args.sweep_json:
+            args.sweep_json.write_text(json.dumps(output, indent=1))
         return
     facts: dict = {"machine": "2 cores shared with other agents' work", "questions": questions}
     port = free_port()
@@ -464,6 +584,7 @@ def main() -> None:
         read_nodes(conversations, base, keys, facts)
         print(f"stored and divided: {facts}", flush=True)
         recall_all(conversations, base, keys, tally, facts)
+        recall_under_load(conversations, base, keys, facts)
     finally:
         stop(server)
         stop(cluster)
@@ -476,6 +597,7 @@ def main() -> None:
         "figures": {
             f"{m} | {n}": tally.figures(m, n) for m in tally.methods() for n, _mo, _c in settings_asked()
         },
+        "margins": summary(tally, [name for name, _m, _c in settings_asked()]),
         "by_category": {
             f"{m} | {n} | {c}": tally.figures(m, n, c)[0]
             for m in tally.methods()
@@ -488,9 +610,7 @@ def main() -> None:
     if not args.no_plot:
         plot(tally, PLOT)
     if args.sweep:
-        output["sweep"] = sweep(
-            conversations, agents, args.weights or SWEEP_WEIGHTS, args.exponents or SWEEP_EXPONENTS
-        )
+        output["sweep"] = sweep(conversations, agents, variants, tally)
         args.json.write_text(json.dumps(output, indent=1))
 
 

@@ -33,6 +33,7 @@ from ragsite.top import top_rows
 
 from .. import conf
 from ..excerpts import NODE, PENDING, WHOLE, Candidate, Selection, select
+from ..expansion import found_terms
 from ..models import KINDS, RECORD_MODELS, NodePassages, RecordNode
 from ..nodes import runs_past_window
 from ..recall_index import NodeRow, RecallIndex, RecordRow
@@ -374,6 +375,8 @@ def _ordered(
             terms_of=lambda text: set(terms(text)),
             query_terms=set(query_terms),
             longest=max(1, int(conf.EXCERPT_SHARE * max_chars)),
+            repeat_penalty=conf.RECALL_REPEAT_PENALTY,
+            redundancy=conf.RECALL_REDUNDANCY if vector is not None else 0.0,
         )
 
     query_terms = terms(query)
@@ -408,14 +411,18 @@ def _ordered(
             * (np.maximum(lengths, 1.0) / conf.EXCERPT_LENGTH_REFERENCE) ** -conf.EXCERPT_LENGTH_EXPONENT
         )
 
+    if conf.RECALL_SECOND_PASS > 0 and scores.size:
+        scores = _second_pass(index, query_terms, vector, scores, records, nodes, kind_order, ids, node_index)
+
     def candidate(position: int) -> Candidate:
         score = float(scores[position])
         if position < records.size:
             row = int(records[position])
             kind, id = index.kinds[row], int(index.ids.array[row])
+            own = index.records.matrix.array[row] if with_vectors else None
             if index.pending.array[row]:
-                return Candidate(kind, id, PENDING, None, *opening(index.texts[row]), score)
-            return Candidate(kind, id, WHOLE, None, 0, len(index.texts[row]), score)
+                return Candidate(kind, id, PENDING, None, *opening(index.texts[row]), score, (), own)
+            return Candidate(kind, id, WHOLE, None, 0, len(index.texts[row]), score, (), own)
         node_row = int(nodes[position - records.size])
         row = int(index.node_owner.array[node_row])
         start, end = (int(v) for v in index.node_spans.array[node_row])
@@ -433,10 +440,51 @@ def _ordered(
             end,
             score,
             parts,
+            index.nodes.matrix.array[node_row] if with_vectors else None,
         )
 
+    with_vectors = vector is not None and conf.RECALL_REDUNDANCY > 0
     ordered = (candidate(int(p)) for p in _best_first(scores, kind_order, ids, node_index, 4 * most + 8))
     return ordered, text_of, choose
+
+
+def _second_pass(
+    index: RecallIndex,
+    query_terms: list[str],
+    vector: np.ndarray | None,
+    scores: np.ndarray,
+    records: np.ndarray,
+    nodes: np.ndarray,
+    kind_order: np.ndarray,
+    ids: np.ndarray,
+    node_index: np.ndarray,
+) -> np.ndarray:
+    """The candidates' scores after a second search with what the first found (`memory_app.expansion`):
+    the names and numbers of the `RECALL_SECOND_PASS_FROM` best candidates, added to the question's
+    terms, scored by the same fusion, and merged as (1 - w) * first + w * second, w =
+    `RECALL_SECOND_PASS`. Unchanged when the best candidates hold no such term."""
+    first = top_rows(scores, scores > 0, conf.RECALL_SECOND_PASS_FROM, ties=(kind_order, ids, node_index))
+    texts = []
+    for position in first.tolist():
+        if position < records.size:
+            texts.append(index.texts[int(records[position])][: conf.OPENING_LENGTH * 4])
+        else:
+            node_row = int(nodes[position - records.size])
+            start, end = (int(v) for v in index.node_spans.array[node_row])
+            texts.append(index.texts[int(index.node_owner.array[node_row])][start:end])
+    found = found_terms(
+        texts,
+        query_terms,
+        index.statistics.idf,
+        most=conf.RECALL_SECOND_PASS_TERMS,
+        least_idf=conf.RECALL_SECOND_PASS_LEAST_IDF,
+    )
+    if not found:
+        return scores
+    again = index.level_scores(query_terms + found, vector, conf.RECALL_FUSION_WEIGHT, conf.NODE_SCORE_MIX)
+    second = np.concatenate([again.records[records], again.nodes[nodes]])
+    weight = conf.RECALL_SECOND_PASS
+    return (1.0 - weight) * scores + weight * second
 
 
 def _reranked(
