@@ -460,9 +460,11 @@ def _second_pass(
     node_index: np.ndarray,
 ) -> np.ndarray:
     """The candidates' scores after a second search with what the first found (`memory_app.expansion`):
-    the names and numbers of the `RECALL_SECOND_PASS_FROM` best candidates, added to the question's
-    terms, scored by the same fusion, and merged as (1 - w) * first + w * second, w =
-    `RECALL_SECOND_PASS`. Unchanged when the best candidates hold no such term."""
+    the names and numbers of the `RECALL_SECOND_PASS_FROM` best candidates, searched alone (BM25 with
+    the agent's statistics, normalised by the fusion's bound: the hop from the first evidence to the
+    second is by those words, not the question's), and merged with the first pass as
+    (1 - w) * first + w * second, w = `RECALL_SECOND_PASS`. Unchanged when the best candidates hold no
+    such term."""
     first = top_rows(scores, scores > 0, conf.RECALL_SECOND_PASS_FROM, ties=(kind_order, ids, node_index))
     texts = []
     for position in first.tolist():
@@ -481,7 +483,7 @@ def _second_pass(
     )
     if not found:
         return scores
-    again = index.level_scores(query_terms + found, vector, conf.RECALL_FUSION_WEIGHT, conf.NODE_SCORE_MIX)
+    again = index.level_scores(found, None, conf.RECALL_FUSION_WEIGHT, conf.NODE_SCORE_MIX)
     second = np.concatenate([again.records[records], again.nodes[nodes]])
     weight = conf.RECALL_SECOND_PASS
     return (1.0 - weight) * scores + weight * second
