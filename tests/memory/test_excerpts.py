@@ -180,6 +180,7 @@ def test_diversity_reads_no_further_than_it_needs_and_keeps_ties_in_order():
             read.append(candidate.node)
             yield candidate
 
-    result = select(stream(), lambda kind, id: TEXTS[(kind, id)], max_chars=10_000, most=2, repeat_penalty=0.5)
+    texts = lambda kind, id: TEXTS[(kind, id)]  # noqa: E731
+    result = select(stream(), texts, max_chars=10_000, most=2, repeat_penalty=0.5)
     assert _places(result) == [(1, 0), (2, None)]  # equal scores keep the order they came in
     assert len(read) <= 4 and 1 not in read  # the last was never read
