@@ -1,5 +1,5 @@
 """A paragraph's entries: the items of a list, a definition or option list, a table or a run of Q/A items
-that it holds, each a unit a search scores on its own (issue 45, item 2).
+that it holds, each a unit a search scores on its own.
 
 A paragraph of the `structure` strategy packs several blocks, and a question about one option of a man
 page's long list meets the whole list: the paragraph that holds the right entry loses to one that
