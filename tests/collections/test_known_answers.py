@@ -322,25 +322,6 @@ def test_questions_and_markers_never_reach_a_log_line_or_the_ledger(
     assert not ModelCall.objects.exists()
 
 
-def test_measuring_with_an_embedding_endpoint_charges_its_tokens_to_the_collections_agent(
-    agent, knowledge_folder, embedding_server, django_capture_on_commit_callbacks
-):
-    """The questions are embedded by the endpoint to be measured: that call is in the ledger like any
-    other, charged to the collection's agent with the endpoint's token count, and says nothing of them."""
-    collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
-    knowledge_folder("handbook", HANDBOOK)
-    with django_capture_on_commit_callbacks(execute=True):
-        build_collection(collection=collection)
-    before = set(ModelCall.objects.values_list("pk", flat=True))
-    with django_capture_on_commit_callbacks(execute=True):
-        k.set_known_answers(collection=collection, items=ITEMS)
-    assert KnownAnswersReport.objects.get().answers == 4
-    (call,) = ModelCall.objects.exclude(pk__in=before)
-    assert (call.agent, call.collection, call.purpose) == (agent, collection, ModelCall.EMBED)
-    assert call.model == "house-model"
-    assert call.tokens_in == sum(len(item["question"].split()) + 2 for item in ITEMS)
-
-
 # --- The gate ----------------------------------------------------------------------------------
 
 

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from collections_app.models import BuildRun, Collection, KnownAnswer, KnownAnswersReport
+from collections_app.models import BuildRun, Collection, KnownAnswer, KnownAnswersReport, ModelCall
 from collections_app.services import known_answers as k
 from collections_app.services.agents import create_agent, create_collection
+from collections_app.services.builds import build_collection
 from tests.conftest import HANDBOOK, SAMPLE_DOCS
 
 from .test_known_answers import ITEMS, build, handbook  # noqa: F401
@@ -176,3 +177,22 @@ def test_a_builds_status_can_carry_its_own_report(handbook, knowledge_folder, bu
         "1 of 4 known answers no longer found"
     )
     assert k.for_build(BuildRun.objects.create(collection=handbook)) is None
+
+
+def test_measuring_with_an_embedding_endpoint_charges_its_tokens_to_the_collections_agent(
+    agent, knowledge_folder, embedding_server, django_capture_on_commit_callbacks
+):
+    """The questions are embedded by the endpoint to be measured: that call is in the ledger like any
+    other, charged to the collection's agent with the endpoint's token count, and says nothing of them."""
+    collection = create_collection(agent=agent, name="handbook", method="fixed", size=80)
+    knowledge_folder("handbook", HANDBOOK)
+    with django_capture_on_commit_callbacks(execute=True):
+        build_collection(collection=collection)
+    before = set(ModelCall.objects.values_list("pk", flat=True))
+    with django_capture_on_commit_callbacks(execute=True):
+        k.set_known_answers(collection=collection, items=ITEMS)
+    assert KnownAnswersReport.objects.get().answers == 4
+    (call,) = ModelCall.objects.exclude(pk__in=before)
+    assert (call.agent, call.collection, call.purpose) == (agent, collection, ModelCall.EMBED)
+    assert call.model == "house-model"
+    assert call.tokens_in == sum(len(item["question"].split()) + 2 for item in ITEMS)
