@@ -25,7 +25,7 @@ from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from ragsite import audit
-from ragsite.bodies import BadBody, bounded_number, parse_json
+from ragsite.bodies import bounded_number, json_object_of
 from ragsite.errors import RagsiteError, error_body
 
 from .limits import MAX_MOST, MAX_QUESTION_CHARS
@@ -227,19 +227,7 @@ def _condition(item: Any, where: str) -> dict:
 
 
 def _body(request) -> dict:
-    try:
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        declared = 0
-    raw = b"" if declared > MAX_BODY_BYTES else request.read(MAX_BODY_BYTES + 1)
-    if declared > MAX_BODY_BYTES or len(raw) > MAX_BODY_BYTES:
-        raise RagsiteError(f"a request body is at most {MAX_BODY_BYTES} bytes", code="too_large", status=413)
-    try:
-        body = parse_json(raw or b"null")
-    except BadBody as exc:
-        raise RagsiteError(exc.message, code=exc.code) from None
-    if not isinstance(body, dict):
-        raise BadRequest("the request body must be a JSON object")
+    body = json_object_of(request, MAX_BODY_BYTES)
     unknown = sorted(set(body) - set(FIELDS))
     if unknown:
         raise BadRequest(

@@ -25,7 +25,7 @@ from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ValidationError
 
 from ragsite import audit, fusion
-from ragsite.bodies import BadBody, parse_json
+from ragsite.bodies import json_object_of
 from ragsite.errors import RagsiteError, error_body
 from ragsite.schemas import ERROR_MEANINGS, bounds
 
@@ -221,20 +221,7 @@ def vector_store_search(request, key, store_id: str) -> dict:
 
 
 def _body(request) -> dict:
-    try:
-        declared_length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        declared_length = 0
-    raw = b"" if declared_length > MAX_BODY_BYTES else request.read(MAX_BODY_BYTES + 1)
-    if declared_length > MAX_BODY_BYTES or len(raw) > MAX_BODY_BYTES:
-        raise RagsiteError(f"a request body is at most {MAX_BODY_BYTES} bytes", code="too_large", status=413)
-    try:
-        body = parse_json(raw or b"null")
-    except BadBody as exc:  # the JSON API's code for the same body
-        raise RagsiteError(exc.message, code=exc.code) from None
-    if not isinstance(body, dict):
-        raise BadRequest("the request body must be a JSON object")
-    return body
+    return json_object_of(request, MAX_BODY_BYTES)
 
 
 def declared(model: type[Declared], values: dict, what: str) -> Declared:

@@ -92,3 +92,22 @@ def refuse_nul(value: object, *, field: str) -> None:
             stack.extend(item.values())
         elif isinstance(item, list | tuple):
             stack.extend(item)
+
+
+def json_object_of(request, max_bytes: int) -> dict:
+    """A request's body as a JSON object, read no further than ``max_bytes`` (413 past it, whatever
+    Content-Length claims); malformed JSON keeps its code (`BadBody`), anything but an object is a 400."""
+    try:
+        declared_length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared_length = 0
+    raw = b"" if declared_length > max_bytes else request.read(max_bytes + 1)
+    if declared_length > max_bytes or len(raw) > max_bytes:
+        raise RagsiteError(f"a request body is at most {max_bytes} bytes", code="too_large", status=413)
+    try:
+        body = parse_json(raw or b"null")
+    except BadBody as exc:  # the JSON API's code for the same body
+        raise RagsiteError(exc.message, code=exc.code) from None
+    if not isinstance(body, dict):
+        raise RagsiteError("the request body must be a JSON object", code="invalid_request")
+    return body

@@ -175,7 +175,7 @@ def test_a_source_over_the_document_cap_fails_its_build_and_keeps_the_collection
     [
         ("file:///srv/repos/docs.git", "not file"),
         ("ssh://127.0.0.1/docs.git", "not ssh"),
-        ("ext::sh -c touch% /tmp/pwned", "not ext"),
+        ("ext::sh -c touch% pwned", "not ext"),
         ("https://user:secret@127.0.0.1/docs.git", "without a user name or password"),
         ("https://192.0.2.10/docs.git", "SOURCE_ALLOWED_HOSTS is empty"),
     ],
