@@ -93,6 +93,7 @@ class BuildRunAdmin(admin.ModelAdmin):
         return (
             f"{run.documents_total} seen: {run.documents_read} read, {run.documents_reused} reused "
             f"unchanged, {run.documents_refused} refused"
+            + (f" ({run.documents_relabelled} of them re-labelled)" if run.documents_relabelled else "")
             + (f"; {count_of(run.ocr_pages, 'page')} read by OCR" if run.ocr_pages else "")
         )
 

@@ -309,7 +309,9 @@ class CollectionAdmin(
                     run.created_at.strftime("%Y-%m-%d %H:%M"),
                     run.passages,
                     f"{run.documents_read} read, {run.documents_reused} reused, {run.documents_refused} "
-                    "refused" + (f", {count_of(run.ocr_pages, 'page')} by OCR" if run.ocr_pages else ""),
+                    "refused"
+                    + (f", {run.documents_relabelled} re-labelled" if run.documents_relabelled else "")
+                    + (f", {count_of(run.ocr_pages, 'page')} by OCR" if run.ocr_pages else ""),
                     run.paragraphs_embedded,
                     refused_with_reasons(run.refused, run.refusal_reasons)
                     if run.status in BuildRun.LIVE

@@ -35,5 +35,5 @@ from .index_files import IndexChunk, IndexFile  # noqa: F401
 from .known_answers import KnownAnswer, KnownAnswersReport, KnownAnswersReportQuerySet  # noqa: F401
 from .ledger import ModelCall  # noqa: F401
 from .runs import BuildRun, MeasureRun  # noqa: F401
-from .sources import CollectionSource  # noqa: F401
+from .sources import CollectionSource, SourceLabel  # noqa: F401
 from .sync import CollectionSync, KeptLabels, Webhook, WebhookDelivery  # noqa: F401

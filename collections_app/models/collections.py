@@ -190,6 +190,11 @@ class Document(models.Model):
     # A remote source's change token for the version built (an ETag, a git blob id): the same token
     # again is the same bytes, so neither a sync check nor a build downloads it (services.origins).
     source_token = models.CharField(max_length=200, blank=True, default="", db_default="")
+    # The readers its source gives it (an S3 tag, a path rule, a file's group: group names), and the
+    # label ids they mapped to through the identity-provider groups when it was built. Its paragraphs
+    # hold those labels beside the ones people set (SourceLabel records which links are the source's).
+    source_readers = models.JSONField(default=list, blank=True, db_default=[])
+    source_labels = models.JSONField(default=list, blank=True, db_default=[])
     status = models.CharField(max_length=20, choices=STATUS_CHOICES, default=ACTIVE)
     approved_fingerprint = models.CharField(
         max_length=64,

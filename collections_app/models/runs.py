@@ -38,6 +38,8 @@ class BuildRun(models.Model):
     paragraphs_done = models.PositiveIntegerField(default=0)
     documents_read = models.PositiveIntegerField(default=0)
     documents_reused = models.PositiveIntegerField(default=0)
+    # Of those reused, how many had their source's labels changed (re-labelled, not read again).
+    documents_relabelled = models.PositiveIntegerField(default=0, db_default=0)
     ocr_pages = models.PositiveIntegerField(default=0, db_default=0)  # pages this build read by OCR
     documents_refused = models.PositiveIntegerField(default=0)
     passages = models.PositiveIntegerField(default=0)

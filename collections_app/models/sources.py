@@ -31,3 +31,20 @@ class CollectionSource(models.Model):
 
     def __str__(self):
         return f"{self.kind} source of {self.collection}"
+
+
+class SourceLabel(models.Model):
+    """A paragraph's label that its document's source gave (docs/sources.md, "Permissions"): the link itself
+    is in Paragraph.labels, where searches read it; this row says the source made it, so a build that sees
+    the source stop giving the label takes it away again, and never a label a person set."""
+
+    paragraph = models.ForeignKey("collections_app.Paragraph", on_delete=models.CASCADE, related_name="+")
+    label = models.ForeignKey("collections_app.Label", on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["paragraph", "label"], name="source_label_unique"),
+        ]
+
+    def __str__(self):
+        return f"label {self.label_id} on paragraph {self.paragraph_id}, from its source"

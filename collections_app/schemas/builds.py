@@ -35,6 +35,11 @@ class BuildStatusOut(Schema):
     passages: int
     documents_read: int
     documents_reused: int
+    documents_relabelled: int = Field(
+        ...,
+        description="Of those reused, documents whose source gave them other readers: re-labelled, "
+        "neither read nor embedded again (docs/sources.md).",
+    )
     documents_refused: int
     paragraphs_embedded: int
     refused: list[str] | None = Field(

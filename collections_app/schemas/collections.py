@@ -67,13 +67,17 @@ class SyncOut(Schema):
 
 
 SourceKind = Literal["folder", "s3", "webdav", "git", "web"]
+# A setting's value: most are strings; a folder's readers_from_group is true or false; a git or WebDAV
+# source's reader_rules is a list of {"path": "hr/**", "readers": ["hr"]} (docs/sources.md, "Permissions").
+SourceSetting = str | bool | list[dict[str, str | list[str]]]
 
 
 class SourceOut(Schema):
     kind: SourceKind = Field(..., description="Where the documents come from (docs/sources.md).")
-    settings: dict[str, str] = Field(
+    settings: dict[str, SourceSetting] = Field(
         ...,
-        description="The source's settings as checked (URL, bucket, prefix, branch, path); {} for a folder.",
+        description="The source's settings as checked (URL, bucket, prefix, branch, path, who may read); "
+        "{} for a folder that gives no readers.",
     )
     credentials: bool = Field(..., description="Whether credentials are set; they are never shown.")
 
@@ -89,10 +93,14 @@ class SourceIn(StrictSchema):
     )
 
     kind: SourceKind = Field(..., description="folder, git, s3, webdav or web (docs/sources.md).")
-    settings: dict[str, str] | None = Field(
+    settings: dict[str, SourceSetting] | None = Field(
         None,
-        description="Per kind (docs/sources.md): git url, branch, path; s3 endpoint_url, bucket, prefix, "
-        "region; webdav url, path; web start_url, sitemap_url, include, exclude, max_pages, max_depth.",
+        description="Per kind (docs/sources.md): git url, branch, path, reader_rules; s3 endpoint_url, "
+        "bucket, prefix, region, readers_tag; webdav url, path, reader_rules; web start_url, sitemap_url, "
+        "include, exclude, max_pages, max_depth; folder readers_from_group. reader_rules: "
+        '[{"path": "hr/**", "readers": ["hr"]}], each document\'s readers the groups of every rule its name '
+        "matches; readers_tag: the S3 object tag naming its reader groups (default readers). Groups become "
+        "labels through the identity-provider groups' labels.",
     )
     credentials: dict[str, str] | None = Field(
         None,

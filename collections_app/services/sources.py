@@ -8,6 +8,7 @@ name the store cannot hold is refused by a printable form of it before the file 
 process (`collections_app.text.bounded`).
 """
 
+import grp
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,11 +20,12 @@ from ragsite.errors import RagsiteError
 from .. import conf
 from ..conf import settings
 from ..index.filters import FilterError, checked_attributes
-from ..models import Collection, Document
+from ..models import Collection, CollectionSource, Document
 from ..text.bounded import BoundedExtractor, Limits, bounded_extractor
 from ..text.extract import BAD_NAME, TOO_LARGE, Unreadable
 from .knowledge import source_folder
-from .origins import SourceUnavailable, origin_of
+from .origins import SourceUnavailable, origin_of, readers_from_group
+from .origins.readers import group_labels, labels_for
 
 MAX_DOCUMENT_BYTES = 100 * 1024 * 1024
 MAX_NAME_LENGTH = Document._meta.get_field("name").max_length
@@ -86,13 +88,18 @@ class Source:
     attributes: dict = field(default_factory=dict)
     attributes_note: str = ""  # why the sidecar was not taken, told on the build
     token: str = ""  # a remote source's change token (services.origins.Entry.token); "" for a folder file
+    readers: tuple[str, ...] = ()  # the group names its source gives it (origins.readers)
+    labels: tuple[int, ...] = ()  # the label ids those groups map to (the identity-provider mapping)
 
     def carried(self) -> dict:
-        """What a build keeps of the source beside its text: its attributes, and a note on its sidecar."""
+        """What a build keeps of the source beside its text: its attributes, a note on its sidecar, and
+        what its source says of it (its change token, its readers and their labels)."""
         return {
             "attributes": self.attributes,
             "notes": [self.attributes_note] if self.attributes_note else [],
             "source_token": self.token,
+            "source_readers": list(self.readers),
+            "source_labels": list(self.labels),
         }
 
 
@@ -101,9 +108,13 @@ def collection_sources(collection: Collection) -> list[Source]:
     prefix) followed by uploads, sorted by name. A remote source that cannot be listed raises
     `origins.SourceUnavailable`: the build fails and the last build keeps answering."""
     sources: dict[str, Source] = {}
-    origin = origin_of(collection)
+    row = CollectionSource.objects.filter(collection=collection).first()
+    origin = origin_of(collection, row)
     # KNOWLEDGE_ROOT/<agent>/<folder> or an override, by services.knowledge's precedence; raises by name.
     folder = source_folder(collection).path if origin is None else None
+    by_group = origin is None and readers_from_group(collection, row)
+    # The admin's identity-provider groups -> labels, read once per build, and only when it may be needed.
+    mapping = group_labels() if origin is not None or by_group else {}
     if origin is not None:
         for entry in remote_entries(origin):
             sources[entry.name] = Source(
@@ -112,10 +123,13 @@ def collection_sources(collection: Collection) -> list[Source]:
                 size=lambda e=entry: e.size,
                 token=entry.token,
                 bad_name=_name_problem(entry.name),
+                readers=entry.readers,
+                labels=labels_for(entry.readers, mapping),
             )
     if folder is not None:
         for entry in folder_entries(folder):
             attributes, note = read_sidecar(entry.path, entry.name)
+            groups = file_readers(entry.path) if by_group else ()
             sources[entry.name] = Source(
                 name=entry.name,
                 read=_file_reader(entry.path),
@@ -124,6 +138,8 @@ def collection_sources(collection: Collection) -> list[Source]:
                 bad_name=entry.bad_name,
                 attributes=attributes,
                 attributes_note=note,
+                readers=groups,
+                labels=labels_for(groups, mapping),
             )
     for document in collection.documents.filter(source=Document.UPLOAD).exclude(upload=""):
         sources.setdefault(
@@ -177,6 +193,15 @@ def folder_entries(folder: Path) -> list[FolderEntry]:
         problem = _name_problem(name)
         entries.append(FolderEntry(name=_printable(name) if problem else name, path=path, bad_name=problem))
     return entries
+
+
+def file_readers(path: Path, stat=None) -> tuple[str, ...]:
+    """A folder file's readers: the name of its POSIX group (a group id with no name gives none)."""
+    try:
+        gid = (stat or path.stat()).st_gid
+        return (grp.getgrgid(gid).gr_name,)
+    except (KeyError, OSError):
+        return ()
 
 
 def remote_entries(origin) -> list:

@@ -17,11 +17,14 @@ from ..models import BuildRun, Collection, CollectionBuilt, CollectionSync, Docu
 from .builds import request_build
 from .knowledge import source_folder
 from .leases import ACTIVE_STATES
-from .origins import origin_of
+from .origins import origin_of, readers_from_group
+from .origins.readers import group_labels, labels_for
+from .origins.readers import signature as labels_signature
 from .sources import (
     MAX_DOCUMENT_BYTES,
     SIDECAR_SUFFIX,
     UNREADABLE_MARK,
+    file_readers,
     folder_entries,
     read_sidecar,
     remote_entries,
@@ -46,6 +49,7 @@ class Check:
     new: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    relabelled: list[str] = field(default_factory=list)  # the same bytes, other readers from the source
     uploads: bool = False  # documents uploaded or deleted in the admin since the last build
     never_built: bool = False
     fingerprinted: int = 0  # files read this check (their stat changed since the last one)
@@ -56,12 +60,19 @@ class Check:
 
     @property
     def changes(self) -> bool:
-        return bool(self.new or self.changed or self.deleted or self.uploads or self.never_built)
+        return bool(
+            self.new or self.changed or self.deleted or self.relabelled or self.uploads or self.never_built
+        )
 
     def summary(self) -> str:
         parts = [
             f"{len(names)} {what}"
-            for names, what in ((self.new, "new"), (self.changed, "changed"), (self.deleted, "deleted"))
+            for names, what in (
+                (self.new, "new"),
+                (self.changed, "changed"),
+                (self.deleted, "deleted"),
+                (self.relabelled, "re-labelled"),
+            )
             if names
         ]
         if self.unsettled:
@@ -104,20 +115,37 @@ def _check(collection: Collection, sync: CollectionSync, check: Check, now) -> C
         check.outcome = f"{UNREADABLE}: {exc.message}"
         return _failed(sync, check, now, reason=exc.code)
     documents = collection.documents.filter(source=Document.FOLDER)
+    # Beside its bytes, a document is the labels its source's readers map to (origins.readers): "|" and
+    # their signature end each state, so a change of them alone is told apart (`relabelled`).
+    mapping = group_labels()
     if listed is not None:
-        stored = dict(documents.values_list("name", "source_token"))
-        snapshot = {e.name: [e.size, 0, 0, e.token] for e in listed}
-        current = {e.name: e.token for e in listed}
+        stored = {
+            name: f"{token}|{labels_signature(labels)}"
+            for name, token, labels in documents.values_list("name", "source_token", "source_labels")
+        }
+        current = {e.name: f"{e.token}|{labels_signature(labels_for(e.readers, mapping))}" for e in listed}
+        snapshot = {e.name: [e.size, 0, 0, current[e.name]] for e in listed}
     else:
         # A document is its bytes and the attributes its sidecar gives it (sources.read_sidecar).
         stored = {
-            name: f"{fingerprint}+{attributes_signature(attributes)}"
-            for name, fingerprint, attributes in documents.values_list("name", "fingerprint", "attributes")
+            name: f"{fingerprint}+{attributes_signature(attributes)}|{labels_signature(labels)}"
+            for name, fingerprint, attributes, labels in documents.values_list(
+                "name", "fingerprint", "attributes", "source_labels"
+            )
         }
-        snapshot, current = _scan(folder, sync.snapshot, check, stored) if folder is not None else ({}, {})
+        by_group = folder is not None and readers_from_group(collection)
+
+        def labelled(path, stat) -> str:
+            return labels_signature(labels_for(file_readers(path, stat), mapping)) if by_group else ""
+
+        snapshot, current = (
+            _scan(folder, sync.snapshot, check, stored, labelled) if folder is not None else ({}, {})
+        )
     check.new = sorted(set(current) - set(stored))
     check.deleted = sorted(set(stored) - set(current))
-    check.changed = sorted(name for name in set(current) & set(stored) if current[name] != stored[name])
+    differ = sorted(name for name in set(current) & set(stored) if current[name] != stored[name])
+    check.relabelled = [n for n in differ if current[n].rsplit("|", 1)[0] == stored[n].rsplit("|", 1)[0]]
+    check.changed = [n for n in differ if n not in check.relabelled]
     check.uploads = bool(collection.rebuild_needed)
     check.never_built = not CollectionBuilt.objects.filter(collection=collection).exists()
     signature = _signature(current, check)
@@ -203,8 +231,11 @@ def attributes_signature(attributes: dict | None) -> str:
     return hashlib.sha256(json.dumps(attributes or {}, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _scan(folder, previous: dict, check: Check, stored: dict[str, str]) -> tuple[dict, dict[str, str]]:
-    """(the new snapshot, {name: "<fingerprint>+<attributes' signature>"}); a file or a sidecar is read only
+def _scan(
+    folder, previous: dict, check: Check, stored: dict[str, str], labelled
+) -> tuple[dict, dict[str, str]]:
+    """(the new snapshot, {name: "<fingerprint>+<attributes' signature>|<labels' signature>"}, the labels
+    those `labelled(path, stat)` gives its group); a file or a sidecar is read only
     when its stat changed since `previous`, and only once it has stood still for the settle window
     (`sources.settled`): until then a file is as the live build has it (a new one is not seen yet), so
     nothing half-written is built, and nothing is lost."""
@@ -233,7 +264,8 @@ def _scan(folder, previous: dict, check: Check, stored: dict[str, str]) -> tuple
             fingerprint = _fingerprint(entry.path, stat.st_size)
             check.fingerprinted += 1
         snapshot[entry.name] = [*key, fingerprint]
-        current[entry.name] = f"{fingerprint}+{sidecar[3] if sidecar else attributes_signature({})}"
+        attributes = sidecar[3] if sidecar else attributes_signature({})
+        current[entry.name] = f"{fingerprint}+{attributes}|{labelled(entry.path, stat)}"
     return snapshot, current
 
 

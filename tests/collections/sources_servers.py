@@ -244,3 +244,75 @@ class Website:
             self.server.server_close()
             self.thread.join(timeout=10)
             self.server = None
+
+
+class GitHttp:
+    """`git http-backend` (git's own smart-HTTP server, run as CGI) behind HTTP Basic on 127.0.0.1:
+    `user`/`password` are let in, anyone else is answered 401; stop() and start() make an outage."""
+
+    def __init__(self, root: Path, user: str = "reader", password: str = "pw"):
+        import base64
+
+        self.root, self.port, self.server, self.thread = root, free_port(), None, None
+        self.expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+    def url(self, name: str = "docs.git") -> str:
+        return f"http://127.0.0.1:{self.port}/{name}"
+
+    def start(self) -> GitHttp:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        root, expected = self.root, self.expected
+
+        class Backend(BaseHTTPRequestHandler):
+            def _serve(self):
+                if self.headers.get("Authorization") != expected:
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Basic realm="git"')
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                path, _, query = self.path.partition("?")
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                env = {
+                    "PATH": "/usr/bin:/bin", "GIT_PROJECT_ROOT": str(root), "GIT_HTTP_EXPORT_ALL": "1",
+                    "REQUEST_METHOD": self.command, "PATH_INFO": path, "QUERY_STRING": query,
+                    "CONTENT_TYPE": self.headers.get("Content-Type", ""), "CONTENT_LENGTH": str(len(body)),
+                    "REMOTE_USER": "reader", "REMOTE_ADDR": "127.0.0.1",
+                    "HTTP_GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+                }  # fmt: skip
+                out = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True).stdout
+                head, _, payload = out.partition(b"\r\n\r\n")
+                status, headers = 200, []
+                for line in head.decode("latin-1").split("\r\n"):
+                    key, _, value = line.partition(":")
+                    if key.lower() == "status":
+                        status = int(value.split()[0])
+                    elif key:
+                        headers.append((key, value.strip()))
+                self.send_response(status)
+                for key, value in headers:
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST = _serve
+
+            def log_message(self, *args):
+                pass
+
+        ThreadingHTTPServer.allow_reuse_address = True
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Backend)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        wait_for(self.port)
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.thread.join(timeout=10)
+            self.server = None

@@ -211,3 +211,38 @@ def _blob_id(repository, path: str) -> str:
     from tests.collections.sources_servers import git
 
     return git("rev-parse", f"HEAD:{path}", cwd=repository.work)
+
+
+def test_refused_credentials_keep_the_last_build_answering_and_say_so(agent, tmp_path, served, check):
+    """git http-backend behind HTTP Basic: the right password builds; a wrong one is refused, the
+    sync check says so, a build fails naming it, and the collection keeps answering."""
+    from tests.collections.sources_servers import GitHttp
+
+    server = GitHttp(tmp_path / "repos").start()
+    try:
+        collection = create_collection(agent=agent, name="private", method="fixed", size=80)
+        where = {"url": server.url(), "branch": "main", "path": "handbook"}
+        origins.set_source(
+            collection=collection,
+            kind="git",
+            settings=where,
+            credentials={"username": "reader", "password": "pw"},
+        )
+        sync.set_sync(collection=collection, every=5)
+        assert check(collection).build.status == BuildRun.SUCCEEDED
+        origins.set_source(
+            collection=collection,
+            kind="git",
+            settings=where,
+            credentials={"username": "reader", "password": "no"},
+        )
+        refused = check(collection)
+        assert refused.outcome.startswith(sync_check.UNREADABLE) and refused.build is None
+        assert "git source could not be read" in refused.outcome
+        assert "could not read Username" in refused.outcome  # git was refused, and may not ask
+        failed = build_collection(collection=collection)
+        assert failed.status == BuildRun.FAILED and "git source" in failed.error and "pw" not in failed.error
+        assert "0.42 per kilometre" in texts(collection, "mileage per kilometre")
+        assert Document.objects.filter(collection=collection).count() == 3
+    finally:
+        server.stop()

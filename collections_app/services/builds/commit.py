@@ -17,7 +17,7 @@ from ...models import (
 from ...text.context import context_version
 from .. import indexes, webhooks
 from ..leases import check_lease
-from . import kept_labels
+from . import kept_labels, source_labels
 from .review import _review_warnings, waiting
 from .swap import approved, replace_paragraphs
 
@@ -72,6 +72,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             document.review_paragraphs = bool(item.held) and document.status == Document.ACTIVE
             document.fingerprint, document.summary = item.fingerprint, item.summary
             document.source_token = item.source_token
+            document.source_readers, document.source_labels = item.source_readers, item.source_labels
             document.scan_warnings, document.conflicts = item.warnings, item.conflicts
             document.read_notes = item.read_notes
             document.refusal, document.attributes = item.refusal, item.attributes
@@ -115,6 +116,12 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                     run=run,
                     kept=kept_labels.paragraph_labels(kept) if kept else None,
                 )
+            if item.status != Document.REFUSED and (
+                not item.reused or before[BUILD_FIELDS.index("source_labels")] != item.source_labels
+            ):
+                # New paragraphs take their source's labels; reused ones follow a change of them alone.
+                if source_labels.apply(document=document, labels=item.source_labels) and item.reused:
+                    run.documents_relabelled += 1
             had_held = before[BUILD_FIELDS.index("review_paragraphs")]
             if item.status != Document.REFUSED and (item.held or had_held):
                 _hold_for_review(document, item.held)
@@ -128,6 +135,9 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
             unlabelled = Paragraph.objects.filter(collection=collection, labels__isnull=True).count()
             if unlabelled:
                 run.warnings.append(f"{unlabelled} paragraphs have no label, so any reader may read them")
+        unmapped = source_labels.unmapped_warning(prepared)
+        if unmapped:
+            run.warnings.append(unmapped)
         in_review = waiting(prepared, existing)
         run.warnings += _review_warnings(in_review)
         run.documents_in_review = len(in_review)
@@ -218,6 +228,8 @@ BUILD_FIELDS = (
     "built_context",
     "ocr_pages",
     "source_token",
+    "source_readers",
+    "source_labels",
 )
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from django.utils import timezone
 
-from ...models import Collection, Document, KeptLabels, Label, Paragraph
+from ...models import Collection, Document, KeptLabels, Label, Paragraph, SourceLabel
 
 BATCH = 500  # ids per IN list, well under SQLite's variable limit
 
@@ -28,10 +28,18 @@ def keep(*, collection: Collection, documents: Iterable[Document]) -> int:
     defaults_through = Document.default_labels.through
     for start in range(0, len(documents), BATCH):
         ids = [document.pk for document in documents[start : start + BATCH]]
-        for document_id, fingerprint, label_id in through.objects.filter(
+        # Only the labels people set: those its source gave come back from the source, if it still does.
+        given = {
+            (paragraph_id, label_id)
+            for paragraph_id, label_id in SourceLabel.objects.filter(
+                paragraph__document_id__in=ids
+            ).values_list("paragraph_id", "label_id")
+        }
+        for paragraph_id, document_id, fingerprint, label_id in through.objects.filter(
             paragraph__document_id__in=ids
-        ).values_list("paragraph__document_id", "paragraph__fingerprint", "label_id"):
-            paragraph_labels[document_id][fingerprint].add(label_id)
+        ).values_list("paragraph_id", "paragraph__document_id", "paragraph__fingerprint", "label_id"):
+            if (paragraph_id, label_id) not in given:
+                paragraph_labels[document_id][fingerprint].add(label_id)
         for document_id, label_id in defaults_through.objects.filter(document_id__in=ids).values_list(
             "document_id", "label_id"
         ):

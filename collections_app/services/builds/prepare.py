@@ -54,6 +54,8 @@ class Prepared:
     pages: list = field(default_factory=list)  # per piece, its (first, last) page; (None, None) without pages
     ocr_pages: int = 0  # pages of this document read by OCR
     source_token: str = ""  # a remote source's change token for these bytes (services.origins)
+    source_readers: list = field(default_factory=list)  # the group names its source gives it
+    source_labels: list = field(default_factory=list)  # the label ids they map to (origins.readers)
 
 
 class Progress:
@@ -114,6 +116,8 @@ def _prepare(
             fingerprint=fingerprint,
             stored=exc.category != BAD_NAME,
             source_token=source.token,
+            source_readers=list(source.readers),
+            source_labels=list(source.labels),
         )
         return _refuse(item, collection, exc.reason, exc.category, run)
     except OSError as exc:
@@ -132,6 +136,8 @@ def _prepare(
             status=Document.REFUSED,
             refusal=CORRUPT,
             source_token=source.token,
+            source_readers=list(source.readers),
+            source_labels=list(source.labels),
         )
     fingerprint = hashlib.sha256(data).hexdigest()
     item = Prepared(name=source.name, kind=source.kind, fingerprint=fingerprint, **source.carried())
@@ -225,6 +231,9 @@ def _kept(source, document) -> Prepared:
         read_notes=list(document.read_notes),
         attributes=document.attributes,
         source_token=document.source_token,
+        # What the source says of it now: a change of its readers alone re-labels it, unread.
+        source_readers=list(source.readers),
+        source_labels=list(source.labels),
     )
 
 
@@ -257,6 +266,9 @@ def _still_writing(source, document, run: BuildRun, *, reuse: bool) -> Prepared 
         summary=document.summary,
         warnings=list(document.scan_warnings),
         attributes=document.attributes,
+        source_token=document.source_token,
+        source_readers=list(document.source_readers),
+        source_labels=list(document.source_labels),
     )
 
 

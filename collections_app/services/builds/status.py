@@ -102,6 +102,7 @@ def build_status(*, run: BuildRun, running: bool | None = None) -> dict:
         "documents_read": run.documents_read,
         "documents_reused": run.documents_reused,
         "documents_refused": run.documents_refused,
+        "documents_relabelled": run.documents_relabelled,
         "paragraphs_embedded": run.paragraphs_embedded,
         # null: not recorded (the build has not finished); []: nothing refused; names otherwise.
         "refused": run.refused,

@@ -14,6 +14,7 @@ from ...models import Agent, BuildRun, Collection, Document, Paragraph
 from ...text.relabel import carry_labels, own_fingerprint
 from ...text.stitch import carried_openings
 from ..known_answers import CandidateRow
+from .source_labels import source_links
 
 # `item`s are builds.Prepared (not imported here: builds imports this module).
 
@@ -49,6 +50,9 @@ def replace_paragraphs(
         "paragraph_id", "label_id"
     ):
         labels_of[paragraph_id].add(label_id)
+    # Labels its source gave are not carried by text: the commit gives the new pieces the source's own.
+    for paragraph_id, given in source_links(pk for pk, *_rest in earlier).items():
+        labels_of[paragraph_id] -= given
     openings = carried_openings((0, start, end) for _pk, _text, start, end in earlier)
     old = [
         (own_fingerprint(text, carried), frozenset(labels_of[pk]))

@@ -15,7 +15,7 @@ import json
 from django.db import transaction
 
 from ...models import Collection, CollectionSource
-from . import git, s3, web, webdav
+from . import git, readers, s3, web, webdav
 from .base import Entry, InvalidSource, Origin, SourceUnavailable
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "SourceUnavailable",
     "describe",
     "origin_of",
+    "readers_from_group",
     "reseal_credentials",
     "set_source",
 ]
@@ -51,11 +52,14 @@ def checked_source(*, kind: str, settings: dict | None, credentials: dict | None
     if credentials is not None and not isinstance(credentials, dict):
         raise InvalidSource("a source's credentials are an object")
     if kind == CollectionSource.FOLDER:
-        if settings or credentials:
+        unknown = sorted(set(settings or {}) - {"readers_from_group"})
+        if unknown or credentials:
             raise InvalidSource(
-                "a folder source takes no settings: its folder is named as today (docs/collections.md)"
+                "a folder source takes only readers_from_group: its folder is named as today "
+                "(docs/collections.md)"
             )
-        return {}, {}
+        flag = readers.checked_flag((settings or {}).get("readers_from_group"), "readers_from_group")
+        return ({"readers_from_group": True} if flag else {}), {}
     check_settings, check_credentials, _origin = REMOTE[kind]
     return check_settings(settings or {}), None if credentials is None else check_credentials(credentials)
 
@@ -79,9 +83,22 @@ def set_source(
     return source
 
 
-def origin_of(collection: Collection) -> Origin | None:
-    """The collection's remote origin, or None when its documents are a folder's (or uploads)."""
-    source = CollectionSource.objects.filter(collection=collection).first()
+def readers_from_group(collection: Collection, source: CollectionSource | None | bool = False) -> bool:
+    """Whether a folder collection's files give their readers by their POSIX group (origins.readers)."""
+    if source is False:
+        source = CollectionSource.objects.filter(collection=collection).first()
+    return (
+        source is not None
+        and source.kind == CollectionSource.FOLDER
+        and bool(source.settings.get("readers_from_group"))
+    )
+
+
+def origin_of(collection: Collection, source: CollectionSource | None | bool = False) -> Origin | None:
+    """The collection's remote origin, or None when its documents are a folder's (or uploads); `source`
+    its CollectionSource row when the caller read it already (None: it has none)."""
+    if source is False:
+        source = CollectionSource.objects.filter(collection=collection).first()
     if source is None or source.kind == CollectionSource.FOLDER:
         return None
     if source.kind not in REMOTE:  # a kind this version does not know (written by a newer one)

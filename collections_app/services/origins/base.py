@@ -21,12 +21,14 @@ ANY_PUBLIC_HOST = "*"
 @dataclass(frozen=True)
 class Entry:
     """One document of a remote source: its name within the collection, its size in bytes, and a token
-    that changes when its bytes may have (an ETag, a git blob id), and `key` to fetch it by."""
+    that changes when its bytes may have (an ETag, a git blob id), and `key` to fetch it by; `readers`
+    the group names the source gives it (origins.readers), () when it gives none."""
 
     name: str
     size: int
     token: str
     key: str
+    readers: tuple[str, ...] = ()
 
 
 class Origin(Protocol):

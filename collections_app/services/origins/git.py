@@ -22,6 +22,7 @@ import subprocess
 from pathlib import Path, PurePosixPath
 
 from ...conf import settings
+from . import readers
 from .base import (
     Entry,
     InvalidSource,
@@ -35,7 +36,7 @@ from .base import (
 SCHEMES = ("https", "http", "git")
 BRANCH = re.compile(r"^[A-Za-z0-9._/-]{1,200}$")
 COMMIT = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
-SETTINGS = ("url", "branch", "path")
+SETTINGS = ("url", "branch", "path", "reader_rules")
 CREDENTIALS = ("username", "password", "token")
 
 
@@ -47,7 +48,12 @@ def checked_settings(raw: dict) -> dict:
     branch = raw.get("branch") or "main"
     if not isinstance(branch, str) or not BRANCH.match(branch) or ".." in branch or branch.startswith("-"):
         raise InvalidSource("a git source's branch is a branch name (letters, digits, . _ / -)")
-    return {"url": url, "branch": branch, "path": _clean_path(raw.get("path") or "")}
+    return {
+        "url": url,
+        "branch": branch,
+        "path": _clean_path(raw.get("path") or ""),
+        **readers.rules_setting(raw.get("reader_rules"), "git"),
+    }
 
 
 def checked_credentials(raw: dict) -> dict:
@@ -72,6 +78,7 @@ class GitOrigin:
     def __init__(self, *, collection_id: int, settings: dict, credentials: dict):
         self.url, self.branch, self.path = settings["url"], settings["branch"], settings["path"]
         self.credentials = credentials
+        self.rules = readers.PathRules(settings.get("reader_rules") or ())
         self.cache = Path(_cache_root()) / f"collection-{collection_id}.git"
 
     def entries(self) -> list[Entry]:
@@ -152,8 +159,15 @@ class GitOrigin:
             path = name.decode("utf-8", "surrogateescape")
             if not path.startswith(prefix):
                 continue
+            name = path[len(prefix) :]
             entries.append(
-                Entry(name=path[len(prefix) :], size=int(size), token=blob.decode(), key=blob.decode())
+                Entry(
+                    name=name,
+                    size=int(size),
+                    token=blob.decode(),
+                    key=blob.decode(),
+                    readers=self.rules.readers(name),
+                )
             )
             if len(entries) > max_documents():
                 raise too_many(self.kind)

@@ -11,7 +11,10 @@ and no retries: the sync check is the retry.
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
+from . import readers
 from .base import (
     Entry,
     InvalidSource,
@@ -22,7 +25,8 @@ from .base import (
     too_many,
 )
 
-SETTINGS = ("endpoint_url", "bucket", "prefix", "region")
+SETTINGS = ("endpoint_url", "bucket", "prefix", "region", "readers_tag")
+TAG_READS = 8  # GetObjectTagging requests in flight at once
 CREDENTIALS = ("access_key_id", "secret_access_key", "session_token")
 BUCKET = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
 REGION = re.compile(r"^[a-z0-9-]{1,40}$")
@@ -47,7 +51,13 @@ def checked_settings(raw: dict) -> dict:
     prefix = raw.get("prefix") or ""
     if not isinstance(prefix, str) or len(prefix) > 500:
         raise InvalidSource("an s3 source's prefix is at most 500 characters")
-    return {"endpoint_url": endpoint, "bucket": bucket, "prefix": prefix, "region": region}
+    return {
+        "endpoint_url": endpoint,
+        "bucket": bucket,
+        "prefix": prefix,
+        "region": region,
+        "readers_tag": readers.checked_tag(raw.get("readers_tag")),
+    }
 
 
 def checked_credentials(raw: dict) -> dict:
@@ -110,7 +120,25 @@ class S3Origin:
                     )
                     if len(entries) > max_documents():
                         raise too_many(self.kind)
+            entries = self._with_readers(entries)
         return sorted(entries, key=lambda e: e.name)
+
+    def _with_readers(self, entries: list[Entry]) -> list[Entry]:
+        """Each entry with the groups its `readers_tag` names (`GetObjectTagging`, a few at a time: S3's
+        listing carries no tags, and a tag changes no ETag). An empty `readers_tag` asks nothing."""
+        key = self.settings.get("readers_tag", readers.DEFAULT_TAG)
+        if not key or not entries:
+            return entries
+        client, bucket = self._client(), self.settings["bucket"]
+
+        def tagged(entry: Entry) -> Entry:
+            with _translated():
+                tags = client.get_object_tagging(Bucket=bucket, Key=entry.key).get("TagSet", [])
+            value = " ".join(tag.get("Value", "") for tag in tags if tag.get("Key") == key)
+            return replace(entry, readers=readers.split_groups(value))
+
+        with ThreadPoolExecutor(max_workers=TAG_READS) as pool:
+            return list(pool.map(tagged, entries))
 
     def fetch(self, entry: Entry, limit: int) -> bytes:
         if limit <= 0:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ElementTree
 from urllib.parse import quote, unquote, urljoin, urlsplit
 
+from . import readers
 from .base import (
     Entry,
     InvalidSource,
@@ -24,7 +25,7 @@ from .base import (
     too_many,
 )
 
-SETTINGS = ("url", "path")
+SETTINGS = ("url", "path", "reader_rules")
 CREDENTIALS = ("username", "password", "token")
 MAX_FOLDERS = 2000
 MAX_LISTING_BYTES = 16 * 1024 * 1024  # one PROPFIND answer
@@ -43,7 +44,11 @@ def checked_settings(raw: dict) -> dict:
     path = raw.get("path") or ""
     if not isinstance(path, str) or len(path) > 500 or any(p in ("..", ".") for p in path.split("/")):
         raise InvalidSource("a webdav source's path is a folder inside the share (no . or ..)")
-    return {"url": url, "path": path.strip("/")}
+    return {
+        "url": url,
+        "path": path.strip("/"),
+        **readers.rules_setting(raw.get("reader_rules"), "webdav"),
+    }
 
 
 def checked_credentials(raw: dict) -> dict:
@@ -60,6 +65,7 @@ class WebDavOrigin:
         root = settings["url"].rstrip("/") + "/"
         self.base = urljoin(root, quote(settings["path"]) + "/") if settings["path"] else root
         self.credentials = credentials
+        self.rules = readers.PathRules(settings.get("reader_rules") or ())
 
     def _client(self):
         import httpx
@@ -94,7 +100,9 @@ class WebDavOrigin:
                                 raise _too_many_folders()
                         continue
                     name = unquote(split.path[len(base_path) :])
-                    entries.append(Entry(name=name, size=size, token=token, key=url))
+                    entries.append(
+                        Entry(name=name, size=size, token=token, key=url, readers=self.rules.readers(name))
+                    )
                     if len(entries) > max_documents():
                         raise too_many(self.kind)
         return sorted(entries, key=lambda e: e.name)

@@ -1,0 +1,131 @@
+"""Who a source says may read a document, and the labels that becomes (docs/sources.md, "Permissions").
+
+A source names **groups**: an S3 object's tag (`readers_tag`), a git or WebDAV path rule
+(`reader_rules`), a folder file's POSIX group (`readers_from_group`). Group names become labels through
+the one mapping the admin keeps for the identity provider's groups (`IdpGroup` → labels, which reader
+tokens and SCIM use too): a group the admin has not mapped gives no label. Nothing here writes; the
+build records the labels on the document (`Document.source_labels`) and its paragraphs
+(`builds.source_labels`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+
+from ...models import IdpGroup
+from .base import InvalidSource
+
+MAX_RULES = 200
+MAX_GROUPS = 50  # group names one document may be given
+MAX_GROUP_CHARS = IdpGroup._meta.get_field("name").max_length
+SEPARATORS = re.compile(r"[,\s]+")
+DEFAULT_TAG = "readers"
+TAG_KEY = re.compile(r"^[\w .:/=+\-@]{1,128}$")
+
+
+def split_groups(text: str) -> tuple[str, ...]:
+    """The group names in a tag's value: split on commas and white space, empty parts dropped, each once."""
+    names = [part for part in SEPARATORS.split(text or "") if part]
+    return tuple(dict.fromkeys(name[:MAX_GROUP_CHARS] for name in names))[:MAX_GROUPS]
+
+
+def checked_tag(raw: object) -> str:
+    """An S3 source's `readers_tag`: the tag key naming an object's reader groups ("" reads no tags)."""
+    if raw is None:
+        return DEFAULT_TAG
+    if not isinstance(raw, str) or (raw and not TAG_KEY.match(raw)):
+        raise InvalidSource("an s3 source's readers_tag is a tag key (at most 128 characters), or empty")
+    return raw
+
+
+def checked_flag(raw: object, what: str) -> bool:
+    if raw in (None, "", False, "false", "0", "no"):
+        return False
+    if raw in (True, "true", "1", "yes"):
+        return True
+    raise InvalidSource(f"{what} is true or false")
+
+
+def checked_rules(raw: object, kind: str) -> list[dict]:
+    """A git or WebDAV source's `reader_rules`: `[{"path": "hr/**", "readers": ["hr"]}, ...]`, each path a
+    pattern on the document's name (`*` within a folder, `**` across folders, `?` one character)."""
+    what = f"a {kind} source's reader_rules"
+    if raw in (None, ""):
+        return []
+    if not isinstance(raw, list) or len(raw) > MAX_RULES:
+        raise InvalidSource(f'{what} are a list of at most {MAX_RULES} {{"path": ..., "readers": [...]}}')
+    rules = []
+    for rule in raw:
+        if not isinstance(rule, dict) or set(rule) != {"path", "readers"}:
+            raise InvalidSource(f'each of {what} is {{"path": "hr/**", "readers": ["hr"]}}')
+        path, readers = rule["path"], rule["readers"]
+        if not isinstance(path, str) or not 0 < len(path) <= 500:
+            raise InvalidSource(f"a path in {what} is a pattern of 1 to 500 characters")
+        if isinstance(readers, str):
+            readers = list(split_groups(readers))
+        if (
+            not isinstance(readers, list)
+            or not 0 < len(readers) <= MAX_GROUPS
+            or not all(isinstance(r, str) and 0 < len(r.strip()) <= MAX_GROUP_CHARS for r in readers)
+        ):
+            raise InvalidSource(f"the readers of a rule in {what} are 1 to {MAX_GROUPS} group names")
+        rules.append({"path": path.strip("/"), "readers": [r.strip() for r in readers]})
+    return rules
+
+
+def rules_setting(raw: object, kind: str) -> dict:
+    """{"reader_rules": the checked rules}, or {} when there are none (settings stay as they were)."""
+    rules = checked_rules(raw, kind)
+    return {"reader_rules": rules} if rules else {}
+
+
+def _pattern(path: str) -> re.Pattern:
+    out, i = [], 0
+    while i < len(path):
+        if path.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif path.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif path[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif path[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(path[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+class PathRules:
+    """A source's reader rules: a document's groups are those of every rule whose path matches its name."""
+
+    def __init__(self, rules: Iterable[dict]):
+        self.rules = [(_pattern(rule["path"]), tuple(rule["readers"])) for rule in rules]
+
+    def readers(self, name: str) -> tuple[str, ...]:
+        found = [group for pattern, groups in self.rules if pattern.match(name) for group in groups]
+        return tuple(dict.fromkeys(found))
+
+
+def group_labels() -> dict[str, frozenset[int]]:
+    """The admin's mapping as one read: {identity-provider group name: the label ids it gives}."""
+    mapping: dict[str, set[int]] = defaultdict(set)
+    for name, label_id in IdpGroup.labels.through.objects.values_list("idpgroup__name", "label_id"):
+        mapping[name].add(label_id)
+    return {name: frozenset(ids) for name, ids in mapping.items()}
+
+
+def labels_for(groups: Iterable[str], mapping: dict[str, frozenset[int]]) -> tuple[int, ...]:
+    """The label ids `groups` map to together, sorted; a group not mapped gives none."""
+    return tuple(sorted({label for group in groups for label in mapping.get(group, ())}))
+
+
+def signature(labels: Iterable[int]) -> str:
+    """How a sync check compares a document's source labels: sorted ids, comma-separated."""
+    return ",".join(str(label) for label in sorted(set(labels)))
