@@ -257,6 +257,9 @@ EXTRACT_MEMORY_MB = env.int("EXTRACT_MEMORY_MB", default=1024)
 # OCR of scanned PDF pages and images (collections_app.text.ocr), in that child too. Empty languages: off.
 # Characters of paragraph text one search answer holds at most, unless the request says (max_chars).
 ANSWER_MAX_CHARS = env.int("ANSWER_MAX_CHARS", default=10000)
+# Index a list's, a table's or a Q/A run's entries too (collections_app.text.entries), so a paragraph is
+# scored by its best entry as well as itself; off: it did not win on every measured set (docs/benchmarks.md).
+ENTRIES = env.bool("ENTRIES", default=False)
 OCR_LANGUAGES = env("OCR_LANGUAGES", default="eng")
 OCR_MAX_PAGES = env.int("OCR_MAX_PAGES", default=50)
 OCR_PAGE_SECONDS = env.float("OCR_PAGE_SECONDS", default=30.0)

@@ -58,6 +58,7 @@ _NAMES = frozenset(
         "EXTRACT_MEMORY_MB",
         "EMBED_SERVER_MAX_INPUTS",
         "ANSWER_MAX_CHARS",
+        "ENTRIES",
         "OCR_LANGUAGES",
         "OCR_MAX_PAGES",
         "OCR_PAGE_SECONDS",

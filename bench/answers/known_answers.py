@@ -177,6 +177,12 @@ def main() -> None:
         "--analyzer", default="simple", help="the collection's analyzer (ragsite.analyzers: simple, english)"
     )
     parser.add_argument(
+        "--entry-share",
+        type=float,
+        default=None,
+        help="with ENTRIES=1: the share of a best entry's lift that counts (ranking.ENTRY_SHARE)",
+    )
+    parser.add_argument(
         "--json", type=Path, help="write every outcome here (default: bench/results/answers[-<corpus>].json)"
     )
     args = parser.parse_args()
@@ -184,6 +190,10 @@ def main() -> None:
     harness.setup("known-answers", context=not args.no_context)
     from collections_app.conf import settings
 
+    if args.entry_share is not None:
+        from collections_app import ranking
+
+        ranking.ENTRY_SHARE = args.entry_share
     if args.context_weight is not None:
         from collections_app.text import context
 

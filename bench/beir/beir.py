@@ -266,6 +266,12 @@ def main() -> None:
         help="the collection's analyzer (ragsite.analyzers: simple, english, cjk, ...)",
     )
     parser.add_argument(
+        "--entry-share",
+        type=float,
+        default=None,
+        help="with ENTRIES=1: the share of a best entry's lift that counts (ranking.ENTRY_SHARE)",
+    )
+    parser.add_argument(
         "--json", type=Path, help="write the figures here (default: bench/results/beir-*.json)"
     )
     args = parser.parse_args()
@@ -277,6 +283,10 @@ def main() -> None:
     from collections_app.services import search as search_service
     from collections_app.services.search import approximate
 
+    if args.entry_share is not None:
+        from collections_app import ranking
+
+        ranking.ENTRY_SHARE = args.entry_share
     if args.context_weight is not None:
         from collections_app.text import context
 

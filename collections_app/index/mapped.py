@@ -18,6 +18,10 @@ The directory of one build (``<root>/c<collection>/<key>/``) holds, little-endia
   bytes a term, frequencies one byte each) — seed 004's BM25 postings, term ids in UTF-8 byte order;
   BM25's weights are computed from tf and the row's length as a search reads them;
 * ``vocab.bin`` + ``vocab_offsets.i64`` — the sorted vocabulary, searched in place (no dictionary);
+* ``entries/`` and ``entries_context/`` — with ENTRIES, the entries of a list, table or Q/A run
+  (`text.entries`) as rows of their own (their text and one vector each; their row's context), with
+  ``entry_row.i32`` (each one's row, ascending) and ``entry_span.i32`` (its start and end in the row's
+  text); ranking scores a row by its best entry too (`ranking.entry_scores`);
 * ``context/`` and ``carried/`` — further lexical fields over the same rows, when some row has one:
   each row's "title › section", and each row's *carried opening* (the text it shares with earlier
   rows, ``stitch.carried_openings``) with ``carried/carried_from.i32``, the first earlier row each
@@ -203,7 +207,7 @@ class MappedIndex:
         listed = meta.get("parts")
         parts = {
             n
-            for n in ("context", "carried")
+            for n in ("context", "carried", "entries", "entries_context")
             if (n in listed if listed is not None else (self.path / n).is_dir())
         }
         # The BM25 of each row's context ("title › section"), when the build has contexts.
@@ -220,6 +224,24 @@ class MappedIndex:
             self.carried_from = _map(self.path / "carried" / "carried_from.i32", "<i4", rows)
             if self.carried.size != rows:
                 raise IndexUnusable("the carried openings do not cover the same rows")
+        # A list's, table's or Q/A run's entries (text.entries), rows of their own in row order: their text
+        # with their row's context, their vectors, each one's row and its span within the row's text.
+        self.entries: MappedIndex | None = None
+        self.entry_row: np.ndarray | None = None
+        self.entry_span: np.ndarray | None = None
+        if "entries" in parts:
+            self.entries = MappedIndex(self.path / "entries")
+            count = self.entries.size
+            self.entry_row = _map(self.path / "entries" / "entry_row.i32", "<i4", count)
+            self.entry_span = _map(
+                self.path / "entries" / "entry_span.i32", "<i4", 2 * count, shape=(count, 2)
+            )
+            if count and (int(self.entry_row[-1]) >= rows or np.any(np.diff(self.entry_row) < 0)):
+                raise IndexUnusable("the entries do not name rows of this index in order")
+            if "entries_context" in parts:
+                self.entries.context = MappedIndex(self.path / "entries_context")
+                if self.entries.context.size != count:
+                    raise IndexUnusable("the entries' contexts do not cover the same entries")
         self.everyone = View(mask=None, n_docs=rows, length_sum=int(meta["doc_len_sum"]))
         # A paragraph's windows are consecutive rows of `vectors`: the first vector of each paragraph.
         self.has_vector = np.zeros(rows, dtype=bool)

@@ -306,6 +306,9 @@ class Paragraph(models.Model):
     fingerprint = DigestField(help_text="SHA-256 of the text (32 bytes in the row, hex in Python).")
     # float16 little-endian, one vector per window of the model (usually one): see vector_codec.
     embedding = models.BinaryField(null=True, blank=True)
+    # With ENTRIES: one vector (float16, as `embedding`) per entry of a list, table or Q/A run the
+    # paragraph holds (text.entries.entry_spans), in order; null: none, or built without entries.
+    entry_embedding = models.BinaryField(null=True, blank=True)
     labels = models.ManyToManyField(Label, blank=True, related_name="paragraphs")
     enabled = models.BooleanField(
         default=True,

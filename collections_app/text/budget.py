@@ -34,7 +34,7 @@ from ragsite.lexical import terms
 from .headings import SENTENCE_BREAK
 from .stitch import ELISION, Row, Stitched, join_rows
 
-__all__ = ["MIN_PART", "Fitted", "best_part", "fit"]
+__all__ = ["MIN_PART", "Fitted", "best_part", "centred_part", "fit"]
 
 # The least a shortened hit keeps (the whole hit when shorter): about three sentences of prose, enough to
 # hold an answer and the words around it.
@@ -144,6 +144,36 @@ def best_part(row: Row, room: int, weights: Mapping[str, float]) -> Row:
     return _part(row, *best_span)
 
 
+def centred_part(row: Row, room: int, span: tuple[int, int]) -> Row:
+    """The part of ``row`` within ``room`` characters centred on ``span`` (start and end in the document's
+    text, as ``row.start``): the sentences and lines that hold it, then those after and before it in turn
+    while they fit. A span longer than ``room`` keeps its opening, cut at a word."""
+    text = row.text
+    if len(text) <= room:
+        return row
+    a = min(max(span[0] - row.start, 0), len(text))
+    b = min(max(span[1] - row.start, a), len(text))
+    if a == b:
+        return best_part(row, room, {})
+    if b - a >= room:
+        return _part(row, *_words_within(text, a + _leading(text, a), room))
+    units = _units(text)
+    lo = next(i for i, (_u, v) in enumerate(units) if v > a)
+    hi = next(i for i, (_u, v) in enumerate(units) if v >= b)
+    begin, end = units[lo][0], units[hi][1]
+    if end - begin > room:
+        return _part(row, a, b)
+    before, after = lo - 1, hi + 1
+    grew = True
+    while grew:
+        grew = False
+        if after < len(units) and units[after][1] - begin <= room:
+            end, after, grew = units[after][1], after + 1, True
+        if before >= 0 and end - units[before][0] <= room:
+            begin, before, grew = units[before][0], before - 1, True
+    return _part(row, begin, end)
+
+
 def _leading(text: str, at: int) -> int:
     return len(text[at:]) - len(text[at:].lstrip())
 
@@ -159,6 +189,15 @@ def _weights(question_terms: Sequence[str] | None, rows: Sequence[Row]) -> dict[
         df.update(wanted & set(terms(row.text)))
     n = len(rows)
     return {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in wanted}
+
+
+def _shortened(
+    row: Row, room: int, weights: Mapping[str, float], focus: Mapping[int, tuple[int, int]] | None, o: int
+) -> Row:
+    """A hit cut to ``room`` characters: centred on its entry (``focus``) if it has one, else `best_part`."""
+    if focus and o in focus:
+        return centred_part(row, room, focus[o])
+    return best_part(row, room, weights)
 
 
 def _hit_order(runs: Sequence[Stitched], owner: Mapping[int, int], hits: Sequence[int] | None) -> list[int]:
@@ -210,12 +249,16 @@ def fit(
     max_chars: int,
     hits: Sequence[int] | None = None,
     question_terms: Sequence[str] | None = None,
+    *,
+    focus: Mapping[int, tuple[int, int]] | None = None,
 ) -> Fitted:
     """`runs` (best first: `stitch.stitch`'s or `stitch.stitch_sections`' over ``readable``) as they fit
     ``max_chars`` characters of text in all (see the module).
 
     ``hits``: the ordinals of every hit, best first (None: each run's best hit only). ``question_terms``:
-    the question's terms, which choose a shortened hit's part (None: its opening). A run's rows are the
+    the question's terms, which choose a shortened hit's part (None: its opening). ``focus``: for a hit
+    its best entry scored (`ranking.Ranking.focus`), that entry's (start, end) in the document's text: its
+    shortened part is centred on it (`centred_part`) rather than chosen by the words. A run's rows are the
     readable ones between its first and last: a run may step over rows the search may not use, so
     neighbours are counted among the readable rows, never by ordinal."""
     if sum(len(run.text) for run in runs) <= max_chars:
@@ -255,7 +298,7 @@ def fit(
         kept = {}
         for o, share in zip(order, shares, strict=False):
             row = readable[o]
-            kept[o] = best_part(row, share, weights) if len(row.text) > share else row
+            kept[o] = _shortened(row, share, weights, focus, o) if len(row.text) > share else row
             placed[owner[o]].add(members[owner[o]].index(o))
     made = [number for number in range(len(runs)) if placed[number]]
     cut = cut or len(made) < len(runs)
@@ -306,7 +349,7 @@ def fit(
             if spent - len(texts[number]) + len(text) <= max_chars:
                 kept[o] = readable[o]
             else:
-                part = best_part(readable[o], len(kept[o].text) + max_chars - spent, weights)
+                part = _shortened(readable[o], len(kept[o].text) + max_chars - spent, weights, focus, o)
                 text = text_of(number, index, part)
                 if spent - len(texts[number]) + len(text) <= max_chars:
                     kept[o] = part

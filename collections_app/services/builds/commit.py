@@ -14,10 +14,10 @@ from ...models import (
     Document,
     Paragraph,
 )
-from ...text.context import context_version
 from .. import indexes, webhooks
 from ..leases import check_lease
 from . import kept_labels, source_labels
+from .prepare import built_version
 from .review import _review_warnings, waiting
 from .swap import approved, replace_paragraphs
 
@@ -92,7 +92,7 @@ def _commit(collection, run, prepared, existing, embedder, refused, previous) ->
                 document.built_size, document.built_overlap, document.built_context = (
                     size,
                     overlap,
-                    context_version(collection.per_reader),
+                    built_version(collection),
                 )
                 document.paragraph_count = len(item.pieces)
             if document.pk is None:

@@ -11,6 +11,7 @@ from django.utils import timezone
 from ragsite import tracing
 from ragsite.errors import RagsiteError
 
+from ...conf import settings
 from ...models import (
     BuildRun,
     Collection,
@@ -19,6 +20,7 @@ from ...models import (
 from ...text.blocks import page_range
 from ...text.chunking import chunk
 from ...text.context import context_version, contexts_for
+from ...text.entries import ENTRIES_BUILT
 from ...text.extract import BAD_NAME, CORRUPT, EMPTY, TIMED_OUT, TOO_LARGE, Unreadable, summarize_opening
 from ...text.stitch import carried_openings
 from ..leases import LeaseLost
@@ -49,6 +51,7 @@ class Prepared:
     kept: int = 0  # paragraphs a reused document already has
     tokens: list = field(default_factory=list)
     vectors: list = field(default_factory=list)  # bytes | None per piece
+    entry_vectors: list = field(default_factory=list)  # per piece, its entries' vectors (ENTRIES) or None
     contexts: list = field(default_factory=list)  # "title › section" per piece (context.py)
     carried: list = field(default_factory=list)  # per piece, the characters it shares with earlier pieces
     pages: list = field(default_factory=list)  # per piece, its (first, last) page; (None, None) without pages
@@ -190,6 +193,12 @@ def _prepare(
     return item
 
 
+def built_version(collection) -> int:
+    """The context version this build gives its documents: `context.context_version`, plus ENTRIES_BUILT
+    when ENTRIES has their entries embedded too (so switching it reads each document again, once)."""
+    return context_version(collection.per_reader) + (ENTRIES_BUILT if settings.ENTRIES else 0)
+
+
 def _built_alike(source, document, collection, embedder, method, size, overlap) -> bool:
     """Whether the document's stored paragraphs were cut and embedded as this build would cut them."""
     return (
@@ -201,7 +210,7 @@ def _built_alike(source, document, collection, embedder, method, size, overlap) 
             document.built_model,
             document.built_context,
         )
-        == (method, size, overlap, embedder.model, context_version(collection.per_reader))
+        == (method, size, overlap, embedder.model, built_version(collection))
         and not (
             source.name.lower().endswith(".pdf")  # built before pages: read once more
             and document.paragraphs.filter(page_first=None).exists()

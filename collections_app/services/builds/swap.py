@@ -85,6 +85,7 @@ def replace_paragraphs(
                 token_count=item.tokens[index] if index < len(item.tokens) else None,
                 fingerprint=text_fingerprint(piece.text),
                 embedding=item.vectors[index] if item.vectors else None,
+                entry_embedding=item.entry_vectors[index] if item.entry_vectors else None,
                 enabled=text_fingerprint(piece.text) not in disabled and not carried_over[index].held_back,
             )
         )

@@ -125,6 +125,7 @@ def search_collection(
                 if plan.reader is not None
                 else citing_mask(plan.collection, plan.index, plan.held_back),
                 question_terms=terms(plan.question),
+                focus=ranking.focus(),
             )
         if relevance is not None:
             mark_reranked(
@@ -173,7 +174,13 @@ def _ranking(plan: SearchPlan, vector: np.ndarray | None) -> Ranking:
     """The ranking path this question takes; every path ends in the one floor and top k
     (`ranking.top_at_floor`)."""
     index, weight = plan.index, fusion.FUSION_WEIGHT
-    if vector is None and plan.view is None and not plan.explain and not settings.RERANK_URL:
+    if (
+        vector is None
+        and plan.view is None
+        and not plan.explain
+        and not settings.RERANK_URL
+        and getattr(index, "entries", None) is None  # entries are scored beside every row (`rank`)
+    ):
         # Lexical alone over every row's statistics, and nothing asks for every row's score (explain,
         # the reranker): the best rows are found without scoring every row, and only they are fused.
         found = best_rows(

@@ -15,14 +15,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ragsite.fusion import entry_score, may_enter
+from ragsite.fusion import entry_score, hybrid_scores, may_enter
 from ragsite.top import top_rows
 
 from ...conf import settings
 from ...index.ivf import IVFLists, build_lists
 from ...index.mapped import MappedIndex
 from ...models import Collection, CollectionBuilt
-from ...ranking import Lexical, Ranking, fused, top_at_floor
+from ...ranking import Entries, Lexical, Ranking, entry_scores, fused, top_at_floor
 from .plan import SearchPlan
 
 logger = logging.getLogger("ragsite.search")
@@ -63,9 +63,12 @@ def approximate_ranking(
 ) -> Ranking:
     """The approximate path's ranking: the candidates scored exactly, then the one floor and top k."""
     index, view = plan.index, plan.view
+    # A row's best entry is scored exactly over every entry (they are few beside the rows): its rows join
+    # the candidates, so the top k stays the exact path's (`scored_candidates`).
+    entries = entry_scores(index, plan.question_terms, vector, weight=weight, view=view)
 
     def score(rows: np.ndarray) -> tuple[np.ndarray, str]:
-        return fused(index, vector, lexical, weight=weight, view=view, rows=rows)
+        return fused(index, vector, lexical, weight=weight, view=view, rows=rows, entries=entries)
 
     lists = ivf_of(plan.collection, plan.built, plan.index_key, index)
     candidates, scores, mode = scored_candidates(
@@ -81,10 +84,11 @@ def approximate_ranking(
         most=plan.most,
         score=score,
         weight=weight,
+        entries=entries,
     )
     # The candidates are readable and ascending: ties go to the lower row, as on the exact path.
     top = top_at_floor(scores, plan.floor, plan.most, rows=candidates)
-    return Ranking(top=top, rows=candidates, scores=scores, mode=mode, lexical=lexical)
+    return Ranking(top=top, rows=candidates, scores=scores, mode=mode, lexical=lexical, entries=entries)
 
 
 def scored_candidates(
@@ -101,6 +105,7 @@ def scored_candidates(
     most: int,
     score: Callable[[np.ndarray], tuple[np.ndarray, str]],
     weight: float,
+    entries: Entries | None = None,
 ) -> tuple[np.ndarray, np.ndarray, str]:
     """The rows an approximate search scores (readable, ascending), their exact fused scores from
     `score`, and the mode.
@@ -115,10 +120,23 @@ def scored_candidates(
     outside them are never added (the IVF's approximation, measured by its own recall), nor more than
     EXTENSION_CAP x CANDIDATE_DEPTH rows: past that those with the best bounds are, and the answer
     stays approximate.
+
+    With ``entries`` (each row's best entry, scored exactly over every entry), the CANDIDATE_DEPTH rows
+    whose best entries score highest are candidates too, and after the first scoring every readable row
+    with entries left out whose bound reaches `S` (`_lifted_out`).
     """
     found, probe = candidates(name, lists, index, vector, bm25, mask, nprobe)
+    if entries is not None:
+        found = np.union1d(found, top_rows(entries.best, mask & np.isfinite(entries.best), CANDIDATE_DEPTH))
     scores, mode = score(found)
     threshold = entry_score(scores, floor, most)
+    if entries is not None:
+        more = _lifted_out(entries, mask, found, probe, bm25, upper, weight, threshold)
+        if more.size:
+            rows = np.concatenate([found, more])
+            order = np.argsort(rows, kind="stable")
+            found, scores = rows[order], np.concatenate([scores, score(more)[0]])[order]
+            threshold = entry_score(scores, floor, most)
     cosine_out = np.asarray([probe.cosine_out + COSINE_ROUNDING])
     lexical_out = None if bm25 is None else np.asarray([probe.lexical_out])
     if may_enter(threshold, cosine_out, lexical_out, upper or 0.0, weight=weight)[0].size == 0:
@@ -231,6 +249,35 @@ def _left_out(
     bound = np.concatenate([best.astype(np.float64) + COSINE_ROUNDING, np.zeros(bare.size)])
     keep = mask[known] & ~_within(known, found)
     return known[keep], bound[keep]
+
+
+def _lifted_out(
+    entries: Entries,
+    mask: np.ndarray,
+    found: np.ndarray,
+    probe: Probe,
+    bm25: np.ndarray | None,
+    upper: float | None,
+    weight: float,
+    threshold: float,
+) -> np.ndarray:
+    """Readable rows with entries that `found` left out and whose bound reaches ``threshold``: each leg
+    lifted by the row's best entry's as far as `ranking.lifted` can (share 1), the row's own cosine
+    bounded as a probed row's is (`Probe.cosine_out`), its BM25 exact."""
+    rows = np.flatnonzero(mask & np.isfinite(entries.best))
+    rows = rows[~_within(rows, found)]
+    if rows.size == 0:
+        return rows
+    cosine = np.full(rows.size, probe.cosine_out + COSINE_ROUNDING, dtype=np.float64)
+    if entries.cosine is not None:
+        cosine = np.maximum(cosine, entries.cosine[rows] + COSINE_ROUNDING)
+    lexical = None
+    if bm25 is not None:
+        lexical = np.asarray(bm25[rows], dtype=np.float64)
+        if entries.lexical is not None and upper:
+            lexical = np.maximum(lexical, entries.lexical[rows] * upper)
+    bound, _mode = hybrid_scores(cosine, lexical, upper or 0.0, weight=weight)
+    return rows[bound >= threshold]
 
 
 def _vectorless(index: MappedIndex, mask: np.ndarray) -> np.ndarray:

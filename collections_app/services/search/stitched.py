@@ -40,6 +40,7 @@ def stitched(
     every: bool | None = None,
     citing: np.ndarray | None = None,
     question_terms: list[str] | None = None,
+    focus: dict[int, tuple[int, int]] | None = None,
 ) -> Stitching:
     """Hits widened by their readable neighbours, with texts read from the store for those rows only,
     within ``max_chars`` characters of text in all (`text.budget.fit`; None: no budget).
@@ -77,6 +78,12 @@ def stitched(
                     at += step
         stored = _read(index, sorted(wanted))
     names = {found.document: found.name for found in stored.values()}
+    # A hit's best entry, from its span in the paragraph's text to one in the document's (`budget.fit`).
+    centred = {
+        row: (stored[row].start + a, stored[row].start + b)
+        for row, (a, b) in (focus or {}).items()
+        if row in stored
+    }
     readable = {}
     ordered = sorted(stored)
     # The rows' documents in one gather (indexing the mapped array a row at a time costs ~1 us a row).
@@ -100,7 +107,7 @@ def stitched(
     cut, excerpts = False, {}
     if max_chars is not None:
         ranked = [row for row, _score in sorted(hits, key=lambda hit: -hit[1])]
-        fitted = fit(runs, readable, max_chars, ranked, question_terms)
+        fitted = fit(runs, readable, max_chars, ranked, question_terms, focus=centred)
         runs, readable, cut, excerpts = fitted.runs, fitted.readable, fitted.cut, fitted.excerpts
     at = positions(mask, every=every)
     if per_reader:

@@ -1,0 +1,129 @@
+"""Entries as units (issue 45, item 2; ENTRIES): a paragraph that is a list, a table or a run of Q/A items is
+also indexed by its entries, scored by its best entry and itself, and shortened around that entry."""
+
+import pytest
+
+from collections_app.models import CollectionBuilt, Paragraph
+from collections_app.services import indexes
+from collections_app.services.agents import create_collection
+from collections_app.services.builds import build_collection
+from collections_app.services.search import approximate, collection_index, search_collection
+from collections_app.text.entries import entry_spans
+
+pytestmark = pytest.mark.django_db
+
+OPTIONS = [
+    ("-a, --all", "list every entry including the ones whose names start with a dot"),
+    ("-b, --bytes", "count the size in bytes rather than in blocks of the device"),
+    ("-c, --columns", "arrange the output in columns across the width of the terminal"),
+    ("-d, --directory", "show directories themselves instead of what they contain"),
+    ("-e, --escape", "print octal escapes for characters that cannot be shown"),
+    ("-f, --force", "go on when a file cannot be opened and report it at the end"),
+    ("-g, --group", "show the owning group beside each name in the long format"),
+    ("-h, --human", "print sizes with a unit suffix such as K, M and G"),
+    ("-i, --inode", "print the index number of each file before its name"),
+    ("-j, --journal", "write a line to the journal for every file that is touched"),
+    ("-k, --keep", "keep partial output when an error interrupts the work"),
+    ("-q, --quarantine-purge", "erase the quarantined temporary copies older than a week"),
+]
+QUESTION = "erase quarantined temporary copies"
+DISTRACTOR = (
+    "# Temporary copies\n\nTemporary copies are made often. Copies of copies are temporary too; the "
+    "temporary copies of temporary copies are copies like any copies, and a copy of temporary copies "
+    "stays a temporary copy among copies.\n"
+)
+
+
+def manual() -> str:
+    entries = "\n".join(f"       {term}\n              {text}\n" for term, text in OPTIONS)
+    return f"# tool(1)\n\n## OPTIONS\n\n{entries}"
+
+
+def build(agent, knowledge_folder, settings, entries: bool, name: str = "shelf"):
+    settings.ENTRIES = entries
+    collection = create_collection(agent=agent, name=name, method="structure", size=1800, overlap=0)
+    knowledge_folder(name, {"tool.md": manual(), "copies.md": DISTRACTOR})
+    assert build_collection(collection=collection).status == "succeeded"
+    return collection
+
+
+def ask(agent, collection, **kwargs):
+    kwargs.setdefault("around", 0)
+    return search_collection(agent=agent, collection=collection, question=QUESTION, **kwargs)
+
+
+def test_a_list_table_and_qa_run_have_entries_and_prose_has_none():
+    assert len(entry_spans(manual())) == len(OPTIONS)
+    table = "| flag | effect |\n|---|---|\n| -a | all |\n| -b | bytes |\n| -c | columns |"
+    assert len(entry_spans(table)) == 3
+    qa = "Q: Where do I park?\nA: Behind the office.\n\nQ: When does it open?\n\nAt eight."
+    assert [qa[a:b] for a, b in entry_spans(qa)] == [
+        "Q: Where do I park?\nA: Behind the office.",
+        "Q: When does it open?\n\nAt eight.",
+    ]
+    assert entry_spans(DISTRACTOR) == []
+    # What the row shares with an earlier one (its carried opening) is never read as an entry.
+    text = manual()
+    carried = text.index("-c, --columns")
+    assert all(a >= carried for a, _b in entry_spans(text, carried))
+
+
+def test_an_entry_deep_in_a_long_option_list_beats_a_paragraph_that_repeats_the_words(
+    agent, knowledge_folder, settings
+):
+    without = build(agent, knowledge_folder, settings, entries=False, name="plain")
+    assert "Temporary copies are made" in ask(agent, without, most=1)["paragraphs"][0]["text"]
+    assert not Paragraph.objects.filter(collection=without, entry_embedding__isnull=False).exists()
+
+    with_entries = build(agent, knowledge_folder, settings, entries=True)
+    top = ask(agent, with_entries, most=1)["paragraphs"][0]
+    assert "--quarantine-purge" in top["text"]
+
+
+def test_a_shortened_hit_is_centred_on_its_entry(agent, knowledge_folder, settings):
+    collection = build(agent, knowledge_folder, settings, entries=True)
+    answer = ask(agent, collection, most=1, max_chars=300)
+    paragraph = answer["paragraphs"][0]
+    assert answer["cut"] is True
+    assert "-q, --quarantine-purge" in paragraph["text"] and "older than a week" in paragraph["text"]
+    assert "--all" not in paragraph["text"]  # the list's opening, which the words would not choose either
+    (excerpt,) = paragraph["excerpts"]
+    stored = Paragraph.objects.get(collection=collection, text__contains="--quarantine-purge").text
+    assert stored[excerpt["start"] : excerpt["end"]].strip() == paragraph["text"].strip()
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_the_ivf_path_gives_the_exact_paths_answer_with_entries(agent, knowledge_folder, settings, mode):
+    settings.ENTRIES = True
+    collection = create_collection(agent=agent, name="many", method="fixed", size=400)
+    notes = {f"note-{i:02d}.md": f"# Note {i}\n\nThe survey {i} of crate {i} was filed.\n" for i in range(30)}
+    knowledge_folder("many", {"tool.md": manual(), "copies.md": DISTRACTOR, **notes})
+    assert build_collection(collection=collection).status in ("succeeded", "succeeded_with_review")
+    index = collection_index(collection, CollectionBuilt.objects.get(collection=collection))
+    assert index.entries is not None and index.entries.size >= 2
+    settings.IVF_MIN_PARAGRAPHS = 0
+    exact = ask(agent, collection, mode=mode, most=20, min_score=0.0)
+    settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 10_000
+    assert ask(agent, collection, mode=mode, most=20, min_score=0.0) == exact
+    # With one list probed, the rows that entries lift are still candidates: the top is the exact one.
+    approximate._ivf_cache.clear()
+    settings.IVF_NPROBE = 1
+    assert ask(agent, collection, mode=mode, most=3, min_score=0.0)["paragraphs"] == exact["paragraphs"][:3]
+
+
+def test_a_build_with_entries_is_one_transaction(agent, knowledge_folder, settings, monkeypatch):
+    collection = build(agent, knowledge_folder, settings, entries=False)
+    before = list(Paragraph.objects.filter(collection=collection).values_list("pk", "entry_embedding"))
+    built = CollectionBuilt.objects.get(collection=collection).built_at
+
+    def broken(*_args):
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(indexes, "_entry_writers", broken)
+    settings.ENTRIES = True  # every document is read again, its entries embedded: then the index fails
+    assert build_collection(collection=collection).status == "failed"
+    # Nothing of the failed build is left: the same rows, none with entry vectors, the same build answering.
+    after = Paragraph.objects.filter(collection=collection).values_list("pk", "entry_embedding")
+    assert list(after) == before
+    assert CollectionBuilt.objects.get(collection=collection).built_at == built
+    assert "Temporary copies" in ask(agent, collection, most=1)["paragraphs"][0]["text"]
