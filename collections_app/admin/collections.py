@@ -25,6 +25,7 @@ from .common import (
     HISTORY_ROWS,
     backup_download,
     count_of,
+    documents_line,
     progress_payload,
     refused_html,
     refused_with_reasons,
@@ -308,10 +309,7 @@ class CollectionAdmin(
                     run.percent,
                     run.created_at.strftime("%Y-%m-%d %H:%M"),
                     run.passages,
-                    f"{run.documents_read} read, {run.documents_reused} reused, {run.documents_refused} "
-                    "refused"
-                    + (f", {run.documents_relabelled} re-labelled" if run.documents_relabelled else "")
-                    + (f", {count_of(run.ocr_pages, 'page')} by OCR" if run.ocr_pages else ""),
+                    documents_line(run),
                     run.paragraphs_embedded,
                     refused_with_reasons(run.refused, run.refusal_reasons)
                     if run.status in BuildRun.LIVE

@@ -139,6 +139,16 @@ def count_of(number: int, noun: str, plural: str | None = None) -> str:
     return f"{number:,} {noun if number == 1 else (plural or noun + 's')}"
 
 
+def documents_line(run: BuildRun) -> str:
+    """A build's documents in one line of a collection's history: read, reused, refused, re-labelled
+    (a source's permissions changed, nothing downloaded) and read by OCR."""
+    return (
+        f"{run.documents_read} read, {run.documents_reused} reused, {run.documents_refused} refused"
+        + (f", {run.documents_relabelled} re-labelled" if run.documents_relabelled else "")
+        + (f", {count_of(run.ocr_pages, 'page')} by OCR" if run.ocr_pages else "")
+    )
+
+
 class SearchableListFilter(admin.SimpleListFilter):
     """A list filter offering every choice through a type-to-find box, never a silently cut list."""
 

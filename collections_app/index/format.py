@@ -6,6 +6,9 @@ Pure: numpy only; no models, no settings.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 import numpy as np
 
 # 2: the carried openings. 3: postings packed (index.packed), no written weights, one float16 copy of the
@@ -87,3 +90,40 @@ __all__ = [
     "vector_file",
     "weights_of",
 ]
+
+
+def map_exact(path: Path, dtype, count: int, shape=None) -> np.ndarray:
+    """A read-only map of ``count`` items; the file must hold exactly that many bytes."""
+    dtype = np.dtype(dtype)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise IndexUnusable(f"{path.name} is missing") from exc
+    if size != count * dtype.itemsize:
+        raise IndexUnusable(f"{path.name} holds {size} bytes, expected {count * dtype.itemsize}")
+    if count == 0:  # mmap cannot map an empty file
+        return np.zeros(shape or (0,), dtype=dtype)
+    # A plain ndarray over the same mapping: slicing a np.memmap builds a memmap object each time,
+    # which made the vocabulary's binary search cost more than the scoring.
+    try:
+        return np.memmap(path, dtype=dtype, mode="r", shape=shape or (count,)).view(np.ndarray)
+    except (OSError, ValueError) as exc:  # removed or cut short between the stat and the map
+        raise IndexUnusable(f"{path.name} could not be mapped") from exc
+
+
+@dataclass(frozen=True)
+class View:
+    """BM25 statistics of a subset of rows: N, the sum of their lengths, and the membership mask."""
+
+    mask: np.ndarray | None  # None: every row
+    n_docs: int
+    length_sum: int
+    # Rows scored on their text less their carried opening (their terms and length less its own),
+    # because an earlier row they share it with is outside the view; None: none.
+    cut: np.ndarray | None = None
+    doc_len: np.ndarray | None = None  # with cut rows: every row's length, the cut ones' less their openings
+
+    @property
+    def avgdl(self) -> float:
+        # Summed as integers and divided once, as lexical.BM25Index does: exact up to one rounding.
+        return self.length_sum / self.n_docs if self.n_docs else 0.0

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -55,8 +54,10 @@ from .format import (
     FORMAT,
     VECTOR_POSITION_FILE,
     IndexUnusable,
+    View,
     bm25_norms,
     bm25_weights,
+    map_exact,
     vector_file,
     weights_of,
 )
@@ -75,43 +76,6 @@ VECTOR_BLOCK = 512
 GATHER_BLOCK = 1024
 # Question terms whose ids an index remembers ("the", "of", "in" recur; a look-up is ~17 steps).
 TERMS_REMEMBERED = 1 << 14
-
-
-def _map(path: Path, dtype, count: int, shape=None) -> np.ndarray:
-    """A read-only map of ``count`` items; the file must hold exactly that many bytes."""
-    dtype = np.dtype(dtype)
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise IndexUnusable(f"{path.name} is missing") from exc
-    if size != count * dtype.itemsize:
-        raise IndexUnusable(f"{path.name} holds {size} bytes, expected {count * dtype.itemsize}")
-    if count == 0:  # mmap cannot map an empty file
-        return np.zeros(shape or (0,), dtype=dtype)
-    # A plain ndarray over the same mapping: slicing a np.memmap builds a memmap object each time,
-    # which made the vocabulary's binary search cost more than the scoring.
-    try:
-        return np.memmap(path, dtype=dtype, mode="r", shape=shape or (count,)).view(np.ndarray)
-    except (OSError, ValueError) as exc:  # removed or cut short between the stat and the map
-        raise IndexUnusable(f"{path.name} could not be mapped") from exc
-
-
-@dataclass(frozen=True)
-class View:
-    """BM25 statistics of a subset of rows: N, the sum of their lengths, and the membership mask."""
-
-    mask: np.ndarray | None  # None: every row
-    n_docs: int
-    length_sum: int
-    # Rows scored on their text less their carried opening (their terms and length less its own),
-    # because an earlier row they share it with is outside the view; None: none.
-    cut: np.ndarray | None = None
-    doc_len: np.ndarray | None = None  # with cut rows: every row's length, the cut ones' less their openings
-
-    @property
-    def avgdl(self) -> float:
-        # Summed as integers and divided once, as lexical.BM25Index does: exact up to one rounding.
-        return self.length_sum / self.n_docs if self.n_docs else 0.0
 
 
 class MappedIndex:
@@ -146,15 +110,17 @@ class MappedIndex:
                 "vocab_offsets": n_terms + 1,
             }
             for name, (filename, dtype) in ARRAYS.items():
-                setattr(self, name, _map(self.path / filename, dtype, counts[name]))
+                setattr(self, name, map_exact(self.path / filename, dtype, counts[name]))
             # float16 in the IVF lists' order (vector_at: each vector's place), or float32 in vector order.
             ordered = bool(meta["vectors_ordered"])
             dtype, filename = vector_file(ordered)
             if np.dtype(meta["vector_dtype"]) != dtype:
                 raise IndexUnusable(f"vectors of type {meta['vector_dtype']} are not {dtype.str}")
-            self.vectors = _map(self.path / filename, dtype, n_vectors * d, shape=(n_vectors, d))
-            self.vector_at = _map(self.path / VECTOR_POSITION_FILE, "<i4", n_vectors) if ordered else None
-            self.vocab = _map(self.path / "vocab.bin", np.uint8, int(meta["vocab_bytes"]))
+            self.vectors = map_exact(self.path / filename, dtype, n_vectors * d, shape=(n_vectors, d))
+            self.vector_at = (
+                map_exact(self.path / VECTOR_POSITION_FILE, "<i4", n_vectors) if ordered else None
+            )
+            self.vocab = map_exact(self.path / "vocab.bin", np.uint8, int(meta["vocab_bytes"]))
             packed_counts = {
                 "postings_gaps": int(meta["gap_bytes"]),
                 "term_at": n_terms,
@@ -168,7 +134,7 @@ class MappedIndex:
             }
             self.packed = PackedPostings(
                 {
-                    name: _map(self.path / filename, dtype, packed_counts[name])
+                    name: map_exact(self.path / filename, dtype, packed_counts[name])
                     for name, (filename, dtype) in PACKED_FILES.items()
                 },
                 self.indptr,
@@ -190,9 +156,9 @@ class MappedIndex:
                     int(info["ivf_rows"]),
                 )
                 arrays = {
-                    "ivf_centroids": _map(self.path / "ivf_centroids.bin", "<f4", nlist * dims),
-                    "ivf_offsets": _map(self.path / "ivf_offsets.bin", "<i8", nlist + 1),
-                    "ivf_members": _map(self.path / "ivf_members.bin", "<i8", members),
+                    "ivf_centroids": map_exact(self.path / "ivf_centroids.bin", "<f4", nlist * dims),
+                    "ivf_offsets": map_exact(self.path / "ivf_offsets.bin", "<i8", nlist + 1),
+                    "ivf_members": map_exact(self.path / "ivf_members.bin", "<i8", members),
                 }
                 if self.vector_at is not None:  # the vectors in list order (ivf.IVFLists.scan)
                     arrays["ivf_vectors"] = self.vectors
@@ -221,7 +187,7 @@ class MappedIndex:
         self.carried_from: np.ndarray | None = None
         if "carried" in parts:
             self.carried = MappedIndex(self.path / "carried")
-            self.carried_from = _map(self.path / "carried" / "carried_from.i32", "<i4", rows)
+            self.carried_from = map_exact(self.path / "carried" / "carried_from.i32", "<i4", rows)
             if self.carried.size != rows:
                 raise IndexUnusable("the carried openings do not cover the same rows")
         # A list's, table's or Q/A run's entries (text.entries), rows of their own in row order: their text
@@ -232,8 +198,8 @@ class MappedIndex:
         if "entries" in parts:
             self.entries = MappedIndex(self.path / "entries")
             count = self.entries.size
-            self.entry_row = _map(self.path / "entries" / "entry_row.i32", "<i4", count)
-            self.entry_span = _map(
+            self.entry_row = map_exact(self.path / "entries" / "entry_row.i32", "<i4", count)
+            self.entry_span = map_exact(
                 self.path / "entries" / "entry_span.i32", "<i4", 2 * count, shape=(count, 2)
             )
             if count and (int(self.entry_row[-1]) >= rows or np.any(np.diff(self.entry_row) < 0)):

@@ -119,7 +119,7 @@ def test_a_build_with_entries_is_one_transaction(agent, knowledge_folder, settin
     def broken(*_args):
         raise OSError("no space left on device")
 
-    monkeypatch.setattr(indexes, "_entry_writers", broken)
+    monkeypatch.setattr(indexes, "entry_writers", broken)
     settings.ENTRIES = True  # every document is read again, its entries embedded: then the index fails
     assert build_collection(collection=collection).status == "failed"
     # Nothing of the failed build is left: the same rows, none with entry vectors, the same build answering.

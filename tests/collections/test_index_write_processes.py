@@ -73,11 +73,11 @@ def test_when_the_tokenizing_processes_break_the_index_is_tokenized_here(
             raise indexes.BrokenProcessPool("a tokenizer died")
 
     @contextmanager
-    def broken_pool(rows, processes):
+    def broken_pool(rows, processes, rows_per_block):
         yield Broken() if processes > 1 else None
 
     settings.INDEX_WRITE_PROCESSES = 2
-    monkeypatch.setattr(indexes, "_tokenizers", broken_pool)
+    monkeypatch.setattr(indexes, "tokenizers", broken_pool)
     with caplog.at_level("WARNING", logger="ragsite.search"):
         found = indexes._write_rows(collection, built)
     assert any("tokenizing in this process" in r.getMessage() for r in caplog.records)

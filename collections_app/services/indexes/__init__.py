@@ -17,13 +17,10 @@ import logging
 import shutil
 import threading
 import time
-from collections import deque
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from datetime import UTC
 from functools import lru_cache
-from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
@@ -40,11 +37,12 @@ from ...index.vector_codec import VectorFormatError, decode
 from ...index.writer import IndexWriter
 from ...models import Collection, CollectionBuilt, Paragraph
 from ...text.context import CONTEXT_VERSION
-from ...text.entries import entry_spans
 from ...text.stitch import carried_openings
 from . import store
+from .entries import entry_writers
 from .gauges import MappedIndexes
 from .loading import load_in_background
+from .pool import in_order, tokenizers
 
 logger = logging.getLogger("ragsite.search")
 
@@ -134,7 +132,7 @@ def write_index(
             parts = {"context": context} if context.vocabulary else {}
             if carried.vocabulary:  # some row shares text with an earlier one (an overlapping strategy)
                 parts["carried"] = carried
-            entries = _entry_writers(collection, built)
+            entries = entry_writers(collection, built, ROWS_PER_BLOCK)
             if entries is not None:  # ENTRIES: a list's, table's or Q/A run's entries (text.entries)
                 parts["entries"], parts["entries_context"] = entries
             # Whether every vector was embedded without its row's carried opening (builds.py; an older
@@ -326,109 +324,13 @@ def _rows_into_writers(
             lengths += [0] * (len(block) - len(lengths))  # rows that came since (then written again)
             yield block, ([r[2] for r in block], [r[4] for r in block], lengths, built.analyzer)
 
-    with _tokenizers(len(openings), processes) as pool:
-        for block, (text, contexts, opening) in _in_order(pool, row_postings, jobs(), 2 * processes):
+    with tokenizers(len(openings), processes, ROWS_PER_BLOCK) as pool:
+        for block, (text, contexts, opening) in in_order(pool, row_postings, jobs(), 2 * processes):
             ids, documents = [r[0] for r in block], [r[1] for r in block]
             writer.add_postings(ids, documents, text, vectors_of(block))
             context.add_postings(ids, documents, contexts, [None] * len(block))
             carried.add_postings(ids, documents, opening, [None] * len(block))
     return writer, context, carried, len(openings) == carried.rows
-
-
-def _entry_writers(collection: Collection, built: CollectionBuilt) -> tuple[IndexWriter, IndexWriter] | None:
-    """With ENTRIES, the entries of the rows that have them (`entries.entry_spans` of each row's fresh
-    text, one stored vector each): their text and vectors, and the context of their row, as two parts
-    whose rows are entries in row order; ``entry_row.i32`` names each entry's row. None: no row has any.
-
-    A row whose stored entry vectors do not match its spans (another version's) is left without entries."""
-    if not settings.ENTRIES or not built.dimensions:
-        return None
-    if not Paragraph.objects.filter(collection=collection, entry_embedding__isnull=False).exists():
-        return None
-    rows = (
-        Paragraph.objects.filter(collection=collection)
-        .order_by("ordinal")
-        .values_list("document_id", "start_char", "end_char", "id", "text", "context", "entry_embedding")
-    )
-    current: list[tuple] = []
-
-    def positions():
-        for row in rows.iterator(chunk_size=ROWS_PER_BLOCK):
-            current[:] = [row]
-            yield row[:3]
-
-    entries, contexts = IndexWriter(built.dimensions), IndexWriter(0)
-    owners: list[int] = []
-    spans_of: list[tuple[int, int]] = []
-    block: list[tuple] = []
-
-    def flush():
-        if not block:
-            return
-        ids, documents = [b[0] for b in block], [b[1] for b in block]
-        texts, context, _carried = row_postings(
-            [b[2] for b in block], [b[3] for b in block], [0] * len(block), built.analyzer
-        )
-        entries.add_postings(ids, documents, texts, [b[4] for b in block])
-        contexts.add_postings(ids, documents, context, [None] * len(block))
-        block.clear()
-
-    for number, (carried, _first) in enumerate(carried_openings(positions())):
-        document_id, _start, _end, paragraph_id, text, context, blob = current[0]
-        if blob is None:
-            continue
-        spans = entry_spans(text, carried)
-        try:
-            vectors = decode(blob, built.dimensions)
-        except VectorFormatError:
-            vectors = None
-        if vectors is None or vectors.shape[0] != len(spans):
-            logger.warning(
-                "index of collection %s: a paragraph's entry vectors do not match its entries", collection.pk
-            )
-            continue
-        for (a, b), vector in zip(spans, vectors, strict=True):
-            block.append((paragraph_id, document_id, text[a:b], context, vector[None, :]))
-            owners.append(number)
-            spans_of.append((a, b))
-        if len(block) >= ROWS_PER_BLOCK:
-            flush()
-    flush()
-    if not owners:
-        return None
-    entries.arrays["entry_row.i32"] = np.asarray(owners, dtype=np.int32)
-    entries.arrays["entry_span.i32"] = np.asarray(spans_of, dtype=np.int32).reshape(-1)
-    return entries, contexts
-
-
-@contextmanager
-def _tokenizers(rows: int, processes: int):
-    """Processes that tokenize blocks of rows while this one reads the next and merges (None: tokenize
-    here): ``processes`` of them, for a collection of more than a few blocks. Spawned, not forked: a
-    web or task worker may hold threads and locks a fork would copy mid-use."""
-    if processes <= 1 or rows <= 2 * ROWS_PER_BLOCK:
-        yield None
-        return
-    with ProcessPoolExecutor(max_workers=processes, mp_context=get_context("spawn")) as pool:
-        yield pool
-
-
-def _in_order(pool: ProcessPoolExecutor | None, work, jobs, most: int):
-    """``(block, work(*args))`` for each ``(block, args)`` of ``jobs``, in order; with a pool, ``most``
-    blocks ahead at most (never every row's text in memory at once)."""
-    if pool is None:
-        for block, args in jobs:
-            yield block, work(*args)
-        return
-    ahead: deque = deque()
-    for block, args in jobs:
-        ahead.append((block, pool.submit(work, *args)))
-        if len(ahead) > most:
-            done, future = ahead.popleft()
-            yield done, future.result()
-    while ahead:
-        done, future = ahead.popleft()
-        yield done, future.result()
 
 
 def _lists_for(writer: IndexWriter, built: CollectionBuilt) -> IVFLists | None:
