@@ -19,16 +19,24 @@ so a Dify user and a ragsite log read the same refusal. docs/api.md has the cont
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
+from pydantic import BaseModel, ValidationError
 
 from ragsite import audit
-from ragsite.bodies import bounded_number, json_object_of
+from ragsite.bodies import json_object_of
 from ragsite.errors import RagsiteError, error_body
+from ragsite.schemas import field_path, plain_view_paths
 
 from .limits import MAX_MOST, MAX_QUESTION_CHARS
+from .schemas.dify import (
+    OPERATORS,
+    DifyErrorOut,
+    DifyRecordsOut,
+    DifyRetrievalIn,
+    MetadataConditionIn,
+    RetrievalSettingIn,
+)
 from .schemas.search import quoted
 from .services.agents import request_key
 from .services.readers.tokens import reader_named
@@ -36,28 +44,18 @@ from .services.search import search_collection
 from .services.vector_stores import document_attributes
 
 MAX_BODY_BYTES = 1024 * 1024
-FIELDS = ("knowledge_id", "query", "retrieval_setting", "metadata_condition")
-SETTING_FIELDS = ("top_k", "score_threshold")
 READER_HEADER, READER_TOKEN_HEADER = "Ragsite-Reader", "Ragsite-Reader-Token"
 ON_BEHALF_OF_HEADER = "Ragsite-On-Behalf-Of"
 HEADER_CHARS = {READER_HEADER: 200, READER_TOKEN_HEADER: 16384, ON_BEHALF_OF_HEADER: 100}
 # Dify's suggested error codes (its External Knowledge API page, "Error Handling").
 INVALID_AUTHORIZATION, AUTHORIZATION_FAILED, KNOWLEDGE_MISSING = 1001, 1002, 2001
-# Dify's comparison operators that the search's filters express exactly (index/filters.py); the others
-# (contains, start with, empty, before, ...) are refused by name rather than ignored.
-OPERATORS = {
-    "is": "eq",
-    "is not": "ne",
-    "in": "in",
-    "not in": "nin",
-    "=": "eq",
-    "≠": "ne",
-    ">": "gt",
-    "<": "lt",
-    "≥": "gte",
-    "≤": "lte",
+# Where pydantic's words would not say what to send.
+WHY = {
+    "query": f"query must be a non-empty string of at most {MAX_QUESTION_CHARS} characters",
+    "retrieval_setting.top_k": "retrieval_setting.top_k must be a whole number of at least 1",
+    "retrieval_setting.score_threshold": "retrieval_setting.score_threshold must be a number from 0 to 1",
+    "metadata_condition.logical_operator": "metadata_condition.logical_operator must be and or or",
 }
-MAX_CONDITIONS = 50
 
 
 class BadRequest(RagsiteError):
@@ -106,24 +104,21 @@ def retrieval(request):
 
 
 def _retrieve(request, key) -> dict:
-    body = _body(request)
-    knowledge_id = body.get("knowledge_id")
-    if not isinstance(knowledge_id, str) or not knowledge_id.strip():
-        raise BadRequest("knowledge_id must be a non-empty string: the collection's name")
-    query = body.get("query")
-    if not isinstance(query, str) or not query.strip():
-        raise BadRequest("query must be a non-empty string")
-    if len(query) > MAX_QUESTION_CHARS:
-        raise BadRequest(f"query is at most {MAX_QUESTION_CHARS} characters")
-    most, floor = retrieval_setting(body.get("retrieval_setting"))
-    filters = metadata_filters(body.get("metadata_condition"))
+    asked = _asked(json_object_of(request, MAX_BODY_BYTES))
+    knowledge_id, query = asked.knowledge_id, asked.query
+    if not knowledge_id.strip():
+        raise BadRequest("knowledge_id must name a collection")
+    if not query.strip():
+        raise BadRequest(WHY["query"])
+    most, floor = retrieval_setting(asked.retrieval_setting)
+    filters = metadata_filters(asked.metadata_condition)
     reader = reader_named(reader=_header(request, READER_HEADER), token=_header(request, READER_TOKEN_HEADER))
     on_behalf_of = _header(request, ON_BEHALF_OF_HEADER)
     with audit.reading(
         kind=audit.SEARCH,
         channel=audit.DIFY,
         key=key,
-        target=knowledge_id[:200],
+        target=knowledge_id,
         question=query,
         reader=reader,
         on_behalf_of=on_behalf_of,
@@ -165,76 +160,56 @@ def records(answer: dict, attributes: dict[str, dict]) -> list[dict]:
     ]
 
 
-def retrieval_setting(value: Any) -> tuple[int, float | None]:
-    """(most, floor) from Dify's `retrieval_setting`; both fields are required by Dify's contract."""
-    if not isinstance(value, dict):
-        raise BadRequest("retrieval_setting must be an object {top_k, score_threshold}")
-    unknown = sorted(set(value) - set(SETTING_FIELDS))
-    if unknown:
-        raise BadRequest(f"unknown retrieval_setting field(s) {', '.join(repr(u[:40]) for u in unknown[:5])}")
-    top_k = value.get("top_k")
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise BadRequest("retrieval_setting.top_k must be a whole number of at least 1")
-    threshold = value.get("score_threshold")
-    if (
-        threshold is None
-        or isinstance(threshold, bool)
-        or not (bounded_number(threshold) and 0 <= threshold <= 1)
-    ):
-        raise BadRequest("retrieval_setting.score_threshold must be a number from 0 to 1")
+def retrieval_setting(setting: RetrievalSettingIn) -> tuple[int, float | None]:
+    """(most, floor) from Dify's `retrieval_setting`."""
     # 0.0 is Dify's "threshold off": the collection's own floor answers, not no floor at all.
-    return min(top_k, MAX_MOST), float(threshold) if threshold > 0 else None
+    threshold = setting.score_threshold
+    return min(setting.top_k, MAX_MOST), float(threshold) if threshold > 0 else None
 
 
-def metadata_filters(value: Any) -> dict | None:
+def metadata_filters(condition: MetadataConditionIn | None) -> dict | None:
     """Dify's `metadata_condition` as the search's filters (OpenAI's vector-store shape, index/filters.py).
 
     `name` may be a string or, as Dify's older page shows it, a list of names: any of them matching
     is a match. An operator the filters cannot express exactly is refused, never dropped."""
-    if value is None:
+    if condition is None:
         return None
-    if not isinstance(value, dict) or set(value) - {"logical_operator", "conditions"}:
-        raise BadRequest("metadata_condition must be an object {logical_operator, conditions}")
-    logical = value.get("logical_operator", "and")
-    if logical not in ("and", "or"):
-        raise BadRequest("metadata_condition.logical_operator must be and or or")
-    conditions = value.get("conditions")
-    if not isinstance(conditions, list) or not conditions or len(conditions) > MAX_CONDITIONS:
-        raise BadRequest(f"metadata_condition.conditions must be a list of 1 to {MAX_CONDITIONS} conditions")
-    filters = [_condition(item, f"metadata_condition.conditions[{i}]") for i, item in enumerate(conditions)]
-    return filters[0] if len(filters) == 1 else {"type": logical, "filters": filters}
+    filters = [_condition(item, i) for i, item in enumerate(condition.conditions)]
+    return filters[0] if len(filters) == 1 else {"type": condition.logical_operator, "filters": filters}
 
 
-def _condition(item: Any, where: str) -> dict:
-    if not isinstance(item, dict) or set(item) - {"name", "comparison_operator", "value"}:
-        raise BadRequest(f"{where} must be an object {{name, comparison_operator, value}}")
-    operator = item.get("comparison_operator")
+def _condition(item, position: int) -> dict:
+    operator = item.comparison_operator
     if operator not in OPERATORS:
         raise RagsiteError(
-            f"{where}.comparison_operator {str(operator)[:40]!r} is not supported; ragsite filters with "
-            f"{', '.join(OPERATORS)}",
+            f"metadata_condition.conditions[{position}].comparison_operator {operator!r} is not "
+            f"supported; ragsite filters with {', '.join(OPERATORS)}",
             code="unsupported_operator",
         )
-    names = item.get("name")
-    names = [names] if isinstance(names, str) else names
-    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
-        raise BadRequest(f"{where}.name must be a metadata name or a list of them")
-    value = item.get("value")
+    names = [item.name] if isinstance(item.name, str) else item.name
+    value = item.value
     if OPERATORS[operator] in ("in", "nin") and isinstance(value, str):
         value = [part.strip() for part in value.split(",")]  # Dify's form sends a list as one string
     comparisons = [{"type": OPERATORS[operator], "key": name, "value": value} for name in names]
     return comparisons[0] if len(comparisons) == 1 else {"type": "or", "filters": comparisons}
 
 
-def _body(request) -> dict:
-    body = json_object_of(request, MAX_BODY_BYTES)
-    unknown = sorted(set(body) - set(FIELDS))
+def _asked(body: dict) -> DifyRetrievalIn:
+    """The body read by its declaration (`schemas.dify`), or a 400 naming the first field at fault; an
+    undeclared field is refused by name, with where it was."""
+    try:
+        return DifyRetrievalIn.model_validate(body)
+    except ValidationError as exc:
+        errors = exc.errors()
+    unknown = [error for error in errors if error["type"] == "extra_forbidden"]
     if unknown:
-        raise BadRequest(
-            f"unknown field(s) {', '.join(repr(u[:40]) for u in unknown[:5])}; retrieval takes "
-            f"{', '.join(FIELDS)}"
-        )
-    return body
+        where = field_path(DifyRetrievalIn, unknown[0]["loc"][:-1], positions=True)
+        names = ", ".join(repr(str(error["loc"][-1])[:40]) for error in unknown[:5])
+        raise BadRequest(f"unknown field(s) {names}" + (f" in {where}" if where else ""))
+    error = errors[0]
+    path = field_path(DifyRetrievalIn, error["loc"])
+    where = field_path(DifyRetrievalIn, error["loc"], positions=True)
+    raise BadRequest(WHY.get(path) or f"{where}: {error['msg']}")
 
 
 def _header(request, name: str) -> str | None:
@@ -242,3 +217,27 @@ def _header(request, name: str) -> str | None:
     if value is not None and len(value) > HEADER_CHARS[name]:
         raise BadRequest(f"the {name} header is at most {HEADER_CHARS[name]} characters")
     return value
+
+
+# Dify's route, published in the JSON API's OpenAPI document from its declarations (`schemas.dify`).
+ROUTES = (
+    (
+        "/api/v1/retrieval",
+        "post",
+        retrieval,
+        "Dify's External Knowledge API: a collection's search in Dify's shapes",
+        DifyRetrievalIn,
+        DifyRecordsOut,
+        (400, 403, 404, 409, 413, 429, 503),
+    ),
+)
+
+
+def openapi_routes() -> tuple[dict, list[type[BaseModel]]]:
+    """Dify's route as OpenAPI paths, and the models it names (`config/api.py`)."""
+    return plain_view_paths(
+        ROUTES,
+        tag="Dify external knowledge",
+        error_model=DifyErrorOut,
+        meanings={403: "No valid API key (Dify's error_code 1001 or 1002), or a payer not allowed."},
+    )

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 from ragsite import audit, fusion
 from ragsite.bodies import json_object_of
 from ragsite.errors import RagsiteError, error_body
-from ragsite.schemas import ERROR_MEANINGS, bounds
+from ragsite.schemas import bounds, field_path, plain_view_paths
 
 from .limits import MAX_QUESTION_CHARS
 from .schemas.search import quoted
@@ -239,34 +239,13 @@ def declared(model: type[Declared], values: dict, what: str) -> Declared:
             f"{', '.join(model.model_fields)}"
         )
     error = errors[0]
-    path = _path(model, error["loc"])
+    path = field_path(model, error["loc"])
     # The field itself, or the nearest enclosing one with a code (a weight: its `hybrid_search`).
     coded = [at for at in FIELD_CODES if path == at or path.startswith(at + ".")]
     if coded:
         at = max(coded, key=len)
         raise Refused(WHY.get(at, f"{path}: {error['msg']}"), code=FIELD_CODES[at], param=at)
     raise Refused(f"{path}: {error['msg']}", code="invalid_request", param=None)
-
-
-def _path(model: type[BaseModel], loc: tuple) -> str:
-    """The dotted field path of a pydantic error's location, without the union members' tags it names."""
-    names = []
-    for part in loc:
-        fields = getattr(model, "model_fields", None)
-        if not isinstance(part, str) or fields is None or part not in fields:
-            break
-        names.append(part)
-        model = _model_in(fields[part].annotation)
-    return ".".join(names)
-
-
-def _model_in(annotation) -> type[BaseModel] | None:
-    """The model ``M`` or ``M | None`` names, if any."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    members = getattr(annotation, "__args__", ())
-    found = [a for a in members if isinstance(a, type) and issubclass(a, BaseModel)]
-    return found[0] if found else None
 
 
 def _check_weights(hybrid: HybridSearchIn | None) -> None:
@@ -337,42 +316,5 @@ ROUTES = (
 
 
 def openapi_routes() -> tuple[dict, list[type[BaseModel]]]:
-    """The vector-store routes as OpenAPI paths, and the models they name, for the JSON API's document
-    (`config/api.py`): these views are plain Django views, not django-ninja's, so their declarations
-    are published here rather than by ninja."""
-    paths: dict = {}
-    models: list[type[BaseModel]] = [OpenAIErrorOut]
-
-    def content(model: type[BaseModel]) -> dict:
-        return {"application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}
-
-    for path, method, view, summary, asked, answer, statuses in ROUTES:
-        operation: dict = {
-            "operationId": view.__name__,
-            "summary": summary,
-            "tags": ["vector stores (OpenAI)"],
-            "parameters": [],
-            "responses": {
-                "200": {"description": "OK", "content": content(answer)},
-                **{
-                    str(status): {"description": ERROR_MEANINGS[status], "content": content(OpenAIErrorOut)}
-                    for status in statuses
-                },
-            },
-        }
-        if "{store_id}" in path:
-            operation["parameters"].append(
-                {"name": "store_id", "in": "path", "required": True, "schema": {"type": "string"}}
-            )
-        if asked is not None and method == "get":
-            properties = asked.model_json_schema()["properties"]
-            operation["parameters"] += [
-                {"name": name, "in": "query", "required": False, "schema": properties[name]}
-                for name in asked.model_fields
-            ]
-        elif asked is not None:
-            operation["requestBody"] = {"required": True, "content": content(asked)}
-            models.append(asked)
-        models.append(answer)
-        paths.setdefault(path, {})[method] = operation
-    return paths, models
+    """The vector-store routes as OpenAPI paths, and the models they name (`config/api.py`)."""
+    return plain_view_paths(ROUTES, tag="vector stores (OpenAI)", error_model=OpenAIErrorOut)

@@ -16,7 +16,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from ninja.security import HttpBearer
 
-from collections_app import openai_api
+from collections_app import dify_api, openai_api
 from collections_app.services.agents import request_key
 from ragsite.bodies import parse_json
 from ragsite.errors import RagsiteError, error_body, store_busy
@@ -41,10 +41,12 @@ class StrictJSON(Parser):
 
 class RagsiteAPI(NinjaAPI):
     def get_openapi_schema(self, **kwargs):
-        """ninja's document, with the OpenAI-compatible vector stores' routes (plain Django views) added
-        from their declarations (`collections_app.schemas.vector_stores`)."""
+        """ninja's document, with the OpenAI-compatible vector stores' routes and Dify's retrieval (plain
+        Django views) added from their declarations (`collections_app.schemas.vector_stores`, `.dify`)."""
         schema = super().get_openapi_schema(**kwargs)
         paths, models = openai_api.openapi_routes()
+        dify_paths, dify_models = dify_api.openapi_routes()
+        paths, models = {**paths, **dify_paths}, [*models, *dify_models]
         schema["paths"].update(paths)
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         for model in models:

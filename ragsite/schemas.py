@@ -11,6 +11,7 @@ give (`outline`).
 """
 
 import copy
+import re
 import types
 import typing
 from collections.abc import Collection, Mapping
@@ -242,3 +243,76 @@ def _nested_model(annotation) -> tuple[bool, type[BaseModel]] | None:
         others = [arg for arg in args if arg is not type(None)]
         return _nested_model(others[0]) if len(others) == 1 else None
     return None
+
+
+def field_path(model: type[BaseModel], loc: tuple, *, positions: bool = False) -> str:
+    """The dotted field path of a pydantic error's location in ``model``, without the union members'
+    tags it names: the field a refusal names. ``positions``: with a list item's position
+    (`conditions[0].name`), as a message to a person shows it."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]" if positions else ""
+            continue  # a position in a list of models: the path goes on into the item's fields
+        fields = getattr(model, "model_fields", None)
+        if fields is None or part not in fields:
+            break
+        path += ("." if path else "") + part
+        model = _model_in(fields[part].annotation)
+    return path
+
+
+def _model_in(annotation) -> type[BaseModel] | None:
+    """The model ``M``, ``M | None`` or ``list[M]`` names, if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for member in getattr(annotation, "__args__", ()):
+        found = _model_in(member)
+        if found is not None:
+            return found
+    return None
+
+
+def plain_view_paths(
+    routes, *, tag: str, error_model: type[BaseModel], meanings: Mapping[int, str] | None = None
+) -> tuple[dict, list[type[BaseModel]]]:
+    """Routes served by plain Django views (not django-ninja's: another API's shapes, the OpenAI vector
+    stores', Dify's) as OpenAPI paths, and the models they name, for the JSON API's document
+    (`config/api.py`), from their declarations. ``routes``: ``(path, method, view, summary, asked,
+    answer, statuses)``; ``meanings``: a status's meaning where it is not ERROR_MEANINGS' own."""
+    meanings = {**ERROR_MEANINGS, **(meanings or {})}
+    paths: dict = {}
+    models: list[type[BaseModel]] = [error_model]
+
+    def content(model: type[BaseModel]) -> dict:
+        return {"application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}
+
+    for path, method, view, summary, asked, answer, statuses in routes:
+        operation: dict = {
+            "operationId": view.__name__,
+            "summary": summary,
+            "tags": [tag],
+            "parameters": [
+                {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+                for name in re.findall(r"{(\w+)}", path)
+            ],
+            "responses": {
+                "200": {"description": "OK", "content": content(answer)},
+                **{
+                    str(status): {"description": meanings[status], "content": content(error_model)}
+                    for status in statuses
+                },
+            },
+        }
+        if asked is not None and method == "get":
+            properties = asked.model_json_schema()["properties"]
+            operation["parameters"] += [
+                {"name": name, "in": "query", "required": False, "schema": properties[name]}
+                for name in asked.model_fields
+            ]
+        elif asked is not None:
+            operation["requestBody"] = {"required": True, "content": content(asked)}
+            models.append(asked)
+        models.append(answer)
+        paths.setdefault(path, {})[method] = operation
+    return paths, models

@@ -209,6 +209,23 @@ def test_the_openapi_document_publishes_the_vector_stores_declarations(client):
     assert set(body["properties"]) == set(VectorStoreSearchIn.model_fields)
 
 
+def test_the_openapi_document_publishes_difys_retrieval_from_its_declarations(client):
+    from collections_app.schemas.dify import DifyRetrievalIn
+
+    document = client.get("/api/v1/openapi.json").json()
+    retrieval = document["paths"]["/api/v1/retrieval"]["post"]
+    content = retrieval["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    assert content.endswith("/DifyRetrievalIn")
+    assert retrieval["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/DifyRecordsOut"
+    )
+    assert retrieval["responses"]["403"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/DifyErrorOut"
+    )
+    body = document["components"]["schemas"]["DifyRetrievalIn"]
+    assert set(body["properties"]) == set(DifyRetrievalIn.model_fields)
+
+
 def test_the_search_command_has_an_option_for_every_declared_request_field():
     from collections_app.management.commands.search import NOT_OPTIONS, Command
 

@@ -7,10 +7,12 @@ import httpx
 import pytest
 
 from collections_app.models import Label, Paragraph
+from collections_app.schemas.dify import DifyErrorOut, DifyRecordsOut
 from collections_app.services.agents import create_agent, create_collection, create_reader
 from collections_app.services.builds import build_collection
 from tests.collections import test_mcp
 from tests.conftest import HANDBOOK
+from tests.declared import assert_declared
 
 QUESTION, ANSWER = test_mcp.QUESTION, test_mcp.ANSWER
 keyed, handbook = test_mcp.keyed, test_mcp.handbook  # agent "alpha" and its built "handbook"
@@ -69,6 +71,7 @@ def test_difys_example_request_gets_records_from_the_same_search_as_the_api(clie
     assert isinstance(best["metadata"], dict)  # never null: Dify's pipeline fails on null metadata
     assert best["metadata"]["chunk_id"] == api["paragraphs"][0]["chunk_id"]
     assert best["metadata"]["document"] == "leave.md"
+    assert_declared(response.json(), DifyRecordsOut)  # exactly the declared keys, at every depth
 
 
 def test_score_threshold_is_the_floor_and_zero_leaves_the_collections_own(client, handbook, keyed):
@@ -104,8 +107,10 @@ def test_difys_error_codes(client, handbook, keyed):
     _other, other_raw = create_agent(agent_id="beta", name="Beta")
     theirs = retrieve(client, DIFY_EXAMPLE, key=other_raw)
     assert theirs.status_code == 404 and theirs.json()["error_code"] == 2001
-    # Each refusal carries the project's error shape too.
+    # Each refusal carries the project's error shape too, and is exactly the declared error.
     assert missing.json()["error"]["code"] == "unknown_collection"
+    for answer in (refused, wrong, missing, theirs):
+        assert_declared(answer.json(), DifyErrorOut)
 
 
 @pytest.mark.parametrize(
@@ -113,7 +118,7 @@ def test_difys_error_codes(client, handbook, keyed):
     [
         ({"query": QUESTION, "retrieval_setting": {"top_k": 2, "score_threshold": 0.5}}, "knowledge_id"),
         ({**DIFY_EXAMPLE, "query": ""}, "query"),
-        ({**DIFY_EXAMPLE, "query": "x" * 2001}, "query is at most"),
+        ({**DIFY_EXAMPLE, "query": "x" * 2001}, "at most 2000 characters"),
         ({k: v for k, v in DIFY_EXAMPLE.items() if k != "retrieval_setting"}, "retrieval_setting"),
         ({**DIFY_EXAMPLE, "retrieval_setting": {"top_k": 0, "score_threshold": 0.5}}, "top_k"),
         ({**DIFY_EXAMPLE, "retrieval_setting": {"top_k": 2}}, "score_threshold"),
@@ -122,6 +127,21 @@ def test_difys_error_codes(client, handbook, keyed):
         ({**DIFY_EXAMPLE, "extra": 1}, "unknown field"),
         ({**DIFY_EXAMPLE, "metadata_condition": {"conditions": []}}, "conditions"),
         ({**DIFY_EXAMPLE, "metadata_condition": {"logical_operator": "xor", "conditions": []}}, "and or or"),
+        ({**DIFY_EXAMPLE, "retrieval_setting": {"top_k": True, "score_threshold": 0.5}}, "top_k"),
+        ({**DIFY_EXAMPLE, "retrieval_setting": {"top_k": 2, "score_threshold": "0.5"}}, "score_threshold"),
+        (
+            {**DIFY_EXAMPLE, "metadata_condition": {"conditions": [{"name": "a", "value": 1}]}},
+            "metadata_condition.conditions[0].comparison_operator",
+        ),
+        (
+            {
+                **DIFY_EXAMPLE,
+                "metadata_condition": {
+                    "conditions": [{"name": "a", "comparison_operator": "is", "value": 1, "zz": 2}]
+                },
+            },
+            "unknown field(s) 'zz' in metadata_condition.conditions[0]",
+        ),
     ],
 )
 def test_a_bad_request_is_a_400_saying_what(client, handbook, keyed, body, message):
