@@ -63,6 +63,7 @@ def progress_payload(run: BuildRun | None) -> dict:
     if run is None:
         return {
             "build": None,
+            "number": None,
             "status": "never built",
             "active": False,
             "percent": 0,
@@ -81,6 +82,7 @@ def progress_payload(run: BuildRun | None) -> dict:
         detail = "queued: waiting for a task worker to pick it up"
     return {
         "build": run.pk,
+        "number": run.number or run.pk,  # what the history and messages call it: "build 3 of policies"
         "status": run.status,
         "active": run.status in ACTIVE_STATES,
         "percent": run.percent,

@@ -200,6 +200,7 @@ def test_build_numbers_count_each_collections_own_builds(admin_client, agent, kn
     assert first.number == 1 and first.pk > 1 and handbook.runs.get().number == 1
     history = admin_client.get(url("collection_change", other.pk)).content.decode()
     assert f'href="{url("buildrun_change", first.pk)}">1</a>' in history
+    assert "<h2>Latest build (1)</h2>" in history  # the banner names it as the history does, not by id
 
 
 def test_a_running_build_makes_rebuild_a_clear_message_not_an_error(admin_client, handbook):
