@@ -45,6 +45,7 @@ class Migration(migrations.Migration):
                 (
                     "paragraph",
                     models.ForeignKey(
+                        db_index=False,
                         on_delete=django.db.models.deletion.CASCADE,
                         related_name="+",
                         to="collections_app.paragraph",

@@ -38,7 +38,10 @@ class SourceLabel(models.Model):
     is in Paragraph.labels, where searches read it; this row says the source made it, so a build that sees
     the source stop giving the label takes it away again, and never a label a person set."""
 
-    paragraph = models.ForeignKey("collections_app.Paragraph", on_delete=models.CASCADE, related_name="+")
+    # No index of its own: the unique (paragraph, label) index is led by it and serves its look-ups.
+    paragraph = models.ForeignKey(
+        "collections_app.Paragraph", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     label = models.ForeignKey("collections_app.Label", on_delete=models.CASCADE, related_name="+")
 
     class Meta:
