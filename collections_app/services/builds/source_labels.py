@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from ...models import Document, Label, Paragraph, SourceLabel
-from ..origins.readers import group_labels
+from ..origins.readers import UNMAPPED_LABEL, group_labels
 
 
 def source_links(paragraph_ids: Iterable[int]) -> dict[int, set[int]]:
@@ -80,7 +80,9 @@ def unmapped_warning(prepared: list) -> str:
     )
     shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
     return (
-        f"the source names reader groups no identity-provider group maps to a label ({shown}); they give no "
-        f"label, so {documents} documents got none from their source: map the groups in the admin "
-        "(identity provider groups) and build again"
+        f"the source names reader groups no identity-provider group maps to a label ({shown}): "
+        f"{documents} document{'' if documents == 1 else 's'} whose groups are all unmapped "
+        f"are held from every reader (label {UNMAPPED_LABEL}) until the groups are mapped in the admin "
+        "(identity provider groups); "
+        "a sync check then re-labels them"
     )

@@ -3,18 +3,18 @@
 A source names **groups**: an S3 object's tag (`readers_tag`), a git or WebDAV path rule
 (`reader_rules`), a folder file's POSIX group (`readers_from_group`). Group names become labels through
 the one mapping the admin keeps for the identity provider's groups (`IdpGroup` → labels, which reader
-tokens and SCIM use too): a group the admin has not mapped gives no label. Nothing here writes; the
-build records the labels on the document (`Document.source_labels`) and its paragraphs
-(`builds.source_labels`).
+tokens and SCIM use too): a group the admin has not mapped gives no label, and a document whose groups
+are all unmapped gets the reserved label `source-readers-unmapped` that no reader holds. Nothing here
+writes but that label, once; the build records the labels on the document (`Document.source_labels`)
+and its paragraphs (`builds.source_labels`).
 """
 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from collections.abc import Iterable
 
-from ...models import IdpGroup
+from ...models import IdpGroup, Label
 from .base import InvalidSource
 
 MAX_RULES = 200
@@ -22,6 +22,12 @@ MAX_GROUPS = 50  # group names one document may be given
 MAX_GROUP_CHARS = IdpGroup._meta.get_field("name").max_length
 SEPARATORS = re.compile(r"[,\s]+")
 DEFAULT_TAG = "readers"
+# The label of documents whose source names only groups the admin has not mapped (labels_for).
+UNMAPPED_LABEL = "source-readers-unmapped"
+UNMAPPED_DESCRIPTION = (
+    "Given by a build to documents whose source names reader groups none of which is mapped to a label: "
+    "no reader holds it, so they are read by nobody in a per-reader collection until the groups are mapped."
+)
 TAG_KEY = re.compile(r"^[\w .:/=+\-@]{1,128}$")
 
 
@@ -113,17 +119,37 @@ class PathRules:
         return tuple(dict.fromkeys(found))
 
 
-def group_labels() -> dict[str, frozenset[int]]:
-    """The admin's mapping as one read: {identity-provider group name: the label ids it gives}."""
-    mapping: dict[str, set[int]] = defaultdict(set)
+class GroupMapping(dict):
+    """{identity-provider group name: the label ids it gives}, and the reserved label that holds a
+    document back from every reader when its source names groups none of which is mapped."""
+
+    unmapped: int | None = None
+
+
+def group_labels() -> GroupMapping:
+    """The admin's mapping as one read, with the reserved label's id (made the first time it is needed:
+    the one write here)."""
+    mapping = GroupMapping()
     for name, label_id in IdpGroup.labels.through.objects.values_list("idpgroup__name", "label_id"):
-        mapping[name].add(label_id)
-    return {name: frozenset(ids) for name, ids in mapping.items()}
+        mapping.setdefault(name, set()).add(label_id)
+    for name, ids in mapping.items():
+        mapping[name] = frozenset(ids)
+    mapping.unmapped = Label.objects.get_or_create(
+        name=UNMAPPED_LABEL, defaults={"description": UNMAPPED_DESCRIPTION}
+    )[0].pk
+    return mapping
 
 
 def labels_for(groups: Iterable[str], mapping: dict[str, frozenset[int]]) -> tuple[int, ...]:
-    """The label ids `groups` map to together, sorted; a group not mapped gives none."""
-    return tuple(sorted({label for group in groups for label in mapping.get(group, ())}))
+    """The label ids `groups` map to together, sorted. A group not mapped gives none; when the source
+    names groups and not one of them is mapped, the document gets the reserved label alone, which no
+    reader holds unless an admin gives it: a restriction the mapping cannot yet express stays a
+    restriction (docs/decisions/0096), never an open document."""
+    groups = tuple(groups)
+    labels = tuple(sorted({label for group in groups for label in mapping.get(group, ())}))
+    if groups and not labels and getattr(mapping, "unmapped", None) is not None:
+        return (mapping.unmapped,)
+    return labels
 
 
 def signature(labels: Iterable[int]) -> str:
