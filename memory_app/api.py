@@ -23,10 +23,12 @@ from .schemas import (
     NodeOut,
     RecallIn,
     RecallOut,
+    RecordIn,
     RecordOut,
     StoredOut,
     TextIn,
     recall_arguments,
+    store_arguments,
 )
 from .services.reading import RECALLED, listing_quoted, recall_quoted, record_quoted
 
@@ -63,8 +65,8 @@ def _stored(record, nodes: dict | None) -> dict:
     exclude_none=True,
     summary="Store a memory",
 )
-def store_memory(request, payload: TextIn):
-    record, nodes = services.store_memory(agent=request.auth.agent, text=payload.text)
+def store_memory(request, payload: RecordIn):
+    record, nodes = services.store_memory(agent=request.auth.agent, **store_arguments(payload))
     return Status(201, _stored(record, nodes))
 
 
@@ -74,8 +76,8 @@ def store_memory(request, payload: TextIn):
     exclude_none=True,
     summary="Archive an episode",
 )
-def archive_episode(request, payload: TextIn):
-    record, nodes = services.archive_episode(agent=request.auth.agent, text=payload.text)
+def archive_episode(request, payload: RecordIn):
+    record, nodes = services.archive_episode(agent=request.auth.agent, **store_arguments(payload))
     return Status(201, _stored(record, nodes))
 
 

@@ -6,6 +6,9 @@ Settings are looked up through `ragsite.conf` when used, never at import time, s
 
 from __future__ import annotations
 
+from django.core.exceptions import ImproperlyConfigured
+
+from ragsite.analyzers import UnknownAnalyzer, check_name
 from ragsite.conf import settings
 
 from .models import MAX_TEXT_LENGTH
@@ -25,6 +28,7 @@ __all__ = [
     "REPAIR_LIMIT",
     "REPORT_IDS",
     "health_repair_minutes",
+    "memory_analyzer",
     "recall_max_chars",
 ]
 
@@ -70,3 +74,14 @@ def health_repair_minutes() -> int:
 def recall_max_chars() -> int:
     """`MEMORY_RECALL_MAX_CHARS`: the characters a recall answers when the caller does not say."""
     return int(settings.MEMORY_RECALL_MAX_CHARS)
+
+
+def memory_analyzer() -> str:
+    """`MEMORY_ANALYZER`: how recall's keyword leg reads words (a name of `ragsite.analyzers`: simple,
+    cjk, english, …); the default, simple, is seed 004's terms. Another name is ImproperlyConfigured,
+    which the system check memory.E003 reports at start."""
+    name = settings.MEMORY_ANALYZER
+    try:
+        return check_name(name)
+    except UnknownAnalyzer as exc:
+        raise ImproperlyConfigured(f"MEMORY_ANALYZER: {exc}") from None

@@ -21,18 +21,19 @@ from .schemas import (
     ListQuery,
     RecallIn,
     RecallOut,
+    RecordIn,
     RecordOut,
     RecordRef,
     StoredOut,
-    TextIn,
     recall_arguments,
+    store_arguments,
 )
 from .services.reading import DEFAULT_PAGE, RECALLED, listing_quoted, recall_quoted, record_quoted
 
 
 def store(caller: Caller, arguments: dict) -> dict:
     keep = services.archive_episode if arguments.get("kind") == "ep" else services.store_memory
-    record, nodes = keep(agent=caller.agent, text=arguments["text"])
+    record, nodes = keep(agent=caller.agent, **store_arguments(arguments))
     answer = {"id": record.pk, "kind": record.KIND, "text_length": len(record.text)}
     if nodes is not None:
         answer["nodes"] = nodes
@@ -99,8 +100,9 @@ register(
         name="store",
         title="Store a memory",
         description='Keep a text in your long memory: a memory ("mem", the default) or an episode\'s summary '
-        '("ep"). Answers with its id; a long record\'s nodes are built in the background ("nodes": queued).',
-        input_schema=tool_input(TextIn, KindIn),
+        '("ep"), with optional tags and the time what it states holds (valid_from, valid_until). Answers '
+        'with its id; a long record\'s nodes are built in the background ("nodes": queued).',
+        input_schema=tool_input(RecordIn, KindIn),
         output_schema=json_schema_of(StoredOut),
         handler=store,
         annotations={
@@ -118,7 +120,9 @@ register(
         description="Find the excerpts of your memories and episodes that best answer a question, "
         "best first, within a character budget (max_chars): several excerpts may come from one long "
         "record, a short record comes whole, and the last excerpt is cut at a sentence boundary when "
-        "the budget runs out.",
+        "the budget runs out. since/until (creation time), valid_at, kinds and tags keep only the "
+        "records they match, before ranking. An excerpt another one in the answer states anew "
+        "(a newer value for the same thing) says so in superseded_by.",
         input_schema=tool_input(RecallIn),
         output_schema=json_schema_of(RecallOut),
         handler=recall,

@@ -7,7 +7,7 @@ and docs/mcp.md. Adding a field to an answer is a field here, set where the serv
 """
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 from pydantic import AliasChoices, ConfigDict
@@ -16,7 +16,7 @@ from ragsite.model_calls.rerank import RerankOut
 from ragsite.schemas import StrictSchema, arguments_of
 
 from . import conf
-from .models import MAX_TEXT_LENGTH
+from .models import MAX_TAGS, MAX_TEXT_LENGTH, TAG_MAX_LENGTH
 from .services.reading import DEFAULT_PAGE, MAX_PAGE
 
 Kind = Literal["mem", "ep"]
@@ -30,6 +30,34 @@ class TextIn(StrictSchema):
     # The lengths are published, not checked here: the service checks them, so an over-long text
     # gets its own code (`text_too_long`) wherever it comes from.
     text: str = Field(..., json_schema_extra={"minLength": 1, "maxLength": MAX_TEXT_LENGTH})
+
+
+Tag = Annotated[str, Field(min_length=1, max_length=TAG_MAX_LENGTH)]
+# A time as the API and the MCP tools take it: an ISO 8601 string (a naive one is UTC), checked by the
+# service (`services.common.validate_moment`), so an impossible day or a number is `invalid_<field>` on
+# both; published with the date-time format.
+Moment = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+
+
+class RecordIn(TextIn):
+    """A record to store: its text, and optionally its tags and when what it states holds."""
+
+    tags: list[Tag] | None = Field(
+        None,
+        max_length=MAX_TAGS,
+        description=f"Up to {MAX_TAGS} tags of 1-{TAG_MAX_LENGTH} characters, for recall's `tags` filter.",
+    )
+    valid_from: Moment | None = Field(
+        None, description="ISO 8601: when what the record states began to hold (default: open)."
+    )
+    valid_until: Moment | None = Field(
+        None, description="ISO 8601: when it stopped holding, after valid_from (default: open)."
+    )
+
+
+def store_arguments(request: RecordIn | dict) -> dict:
+    """`services.store_memory`'s (and `archive_episode`'s) keyword arguments for a store request."""
+    return arguments_of(RecordIn, request)
 
 
 class KindIn(StrictSchema):
@@ -68,6 +96,19 @@ class RecallIn(StrictSchema):
         le=conf.MAX_RECALL_CHARS,
         strict=True,
         description="Characters the excerpts may hold in all; default MEMORY_RECALL_MAX_CHARS.",
+    )
+    # Filters, applied before ranking: a record they leave out is never scored, counted in the keyword
+    # statistics or quoted, so the answer is that of a store holding only the records they keep.
+    since: Moment | None = Field(None, description="ISO 8601: only records created at or after this time.")
+    until: Moment | None = Field(None, description="ISO 8601: only records created before this time.")
+    valid_at: Moment | None = Field(
+        None, description="ISO 8601: only records valid at this moment (valid_from <= it < valid_until)."
+    )
+    kinds: list[Kind] | None = Field(
+        None, min_length=1, max_length=2, description='Only these kinds: "mem", "ep" (default both).'
+    )
+    tags: list[Tag] | None = Field(
+        None, min_length=1, max_length=MAX_TAGS, description="Only records carrying every one of these tags."
     )
 
 
@@ -108,6 +149,11 @@ class NodeRange(Schema):
     last: int
 
 
+class RecordKey(Schema):
+    kind: Kind
+    id: int
+
+
 class ExcerptOut(Schema):
     kind: Kind
     id: int
@@ -122,6 +168,12 @@ class ExcerptOut(Schema):
     )
     record_length: int
     cut: bool
+    superseded_by: RecordKey | None = Field(
+        ...,
+        description="The record of another excerpt in this answer, placed before this one, that states the "
+        "same thing with another value and is newer (valid from, else created, later): this excerpt is "
+        "out of date. Null otherwise.",
+    )
 
 
 class RecallOut(Schema):
@@ -154,6 +206,9 @@ class RecordOut(Schema):
     token_count: int | None
     created_at: datetime
     updated_at: datetime
+    valid_from: datetime | None
+    valid_until: datetime | None
+    tags: list[str]
     locked: bool
     nodes: RecordNodes
 
@@ -165,6 +220,9 @@ class ListedOut(Schema):
     opening: str
     created_at: datetime
     updated_at: datetime
+    valid_from: datetime | None
+    valid_until: datetime | None
+    tags: list[str]
     locked: bool
     nodes: NodeStatus
 

@@ -31,13 +31,14 @@ from memory_app.schemas import (
     ListQuery,
     RecallIn,
     RecallOut,
+    RecordIn,
     RecordOut,
     RecordRef,
     StoredOut,
-    TextIn,
     recall_arguments,
+    store_arguments,
 )
-from memory_app.services import recall
+from memory_app.services import archive_episode, recall, store_memory
 from ragsite.mcp import registry
 from ragsite.schemas import json_schema_of, tool_input
 
@@ -49,7 +50,7 @@ TOOLS = {
     "collections": ((NoArguments,), CollectionsOut),
     "measure": ((CollectionName, MeasureIn), MeasureOut),
     "set_source": ((CollectionName, SourceIn), SourceOut),
-    "store": ((TextIn, KindIn), StoredOut),
+    "store": ((RecordIn, KindIn), StoredOut),
     "recall": ((RecallIn,), RecallOut),
     "list_records": ((KindIn, ListQuery), ListOut),
     "read_record": ((RecordRef,), RecordOut),
@@ -144,6 +145,8 @@ SERVICES = {
         {"agent", "collection", "reader", "key", "mode", "max_most", "nprobe", "explain"},
     ),
     "recall": (recall, recall_arguments, {"agent"}),
+    "store_memory": (store_memory, store_arguments, {"agent"}),
+    "archive_episode": (archive_episode, store_arguments, {"agent"}),
 }
 
 
@@ -174,15 +177,19 @@ def test_a_request_reaches_the_service_under_the_services_names_with_the_declare
         SearchIn(question="leave")
     )
     # The deprecated alias is read as the field it names.
+    unfiltered = {"since": None, "until": None, "valid_at": None, "kinds": None, "tags": None}
     assert recall_arguments({"query": "deadlines", "most": 2}) == {
         "query": "deadlines",
         "most": 2,
         "max_chars": None,
+        **unfiltered,
     }
-    assert recall_arguments(RecallIn(question="deadlines", max_chars=900)) == {
+    assert recall_arguments(RecallIn(question="deadlines", max_chars=900, tags=["work"])) == {
         "query": "deadlines",
         "most": RecallIn.model_fields["most"].default,
         "max_chars": 900,
+        **unfiltered,
+        "tags": ["work"],
     }
 
 

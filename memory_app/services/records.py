@@ -25,7 +25,9 @@ from .common import (
     raise_generation,
     record_model,
     utc_moment,
+    validate_tags,
     validate_text,
+    validate_validity,
 )
 
 logger = logging.getLogger("memory_app")
@@ -67,20 +69,35 @@ def _queue_vector(kind: str, id: int) -> None:
     transaction.on_commit(tracing.keeping_context(enqueue), robust=True)
 
 
-def _store(model: type[Record], agent: Agent, text: str) -> tuple[Record, dict | None]:
+def _store(
+    model: type[Record],
+    agent: Agent,
+    text: str,
+    tags: list[str] | None = None,
+    valid_from: datetime | str | None = None,
+    valid_until: datetime | str | None = None,
+) -> tuple[Record, dict | None]:
     """Count the text, write the row, and queue its vector (and its nodes, when it runs past the window).
+
+    Everything is checked before anything is counted or written: a bad tag or time is a 400 and
+    nothing is stored.
 
     The vector is made by a task, not here: embedding on the request path cost a store 0.2-0.6 s
     while node builds shared the cores (docs/decisions/0013). Until the task runs, recall scores
     the record by its words alone; the health repair embeds any whose task never ran.
     """
     text = validate_text(text)
+    tags = validate_tags(tags)
+    valid_from, valid_until = validate_validity(valid_from, valid_until)
     embedder = embedding.get_embedder()
     (prepared,) = _prepare_many([text], embedder, embed=False)
     with transaction.atomic():
         record = model.objects.create(
             agent=agent,
             text=text,
+            tags=tags,
+            valid_from=valid_from,
+            valid_until=valid_until,
             token_count=prepared.token_count,
             embedding=None,
             embedding_model=prepared.embedding_model,
@@ -92,15 +109,30 @@ def _store(model: type[Record], agent: Agent, text: str) -> tuple[Record, dict |
     return record, ({"status": QUEUED} if prepared.runs_past_window else None)
 
 
-def store_memory(*, agent: Agent, text: str) -> tuple[Memory, dict | None]:
-    """Store a memory; returns it and `{"status": "queued"}` when its nodes were queued, else None."""
-    record, nodes = _store(Memory, agent, text)
+def store_memory(
+    *,
+    agent: Agent,
+    text: str,
+    tags: list[str] | None = None,
+    valid_from: datetime | str | None = None,
+    valid_until: datetime | str | None = None,
+) -> tuple[Memory, dict | None]:
+    """Store a memory, with optional tags and validity; returns it and `{"status": "queued"}` when its
+    nodes were queued, else None."""
+    record, nodes = _store(Memory, agent, text, tags, valid_from, valid_until)
     return cast(Memory, record), nodes
 
 
-def archive_episode(*, agent: Agent, text: str) -> tuple[Episode, dict | None]:
+def archive_episode(
+    *,
+    agent: Agent,
+    text: str,
+    tags: list[str] | None = None,
+    valid_from: datetime | str | None = None,
+    valid_until: datetime | str | None = None,
+) -> tuple[Episode, dict | None]:
     """Archive an episode's summary; answers like `store_memory`."""
-    record, nodes = _store(Episode, agent, text)
+    record, nodes = _store(Episode, agent, text, tags, valid_from, valid_until)
     return cast(Episode, record), nodes
 
 
@@ -162,17 +194,18 @@ def export_records(*, agent: Agent) -> Iterator[dict]:
     """The agent's records as JSON-ready dicts, oldest first. Nodes are not exported: they are derived."""
     rows: list[tuple[datetime, str, int, dict]] = []
     for kind, model in RECORD_MODELS.items():
-        for pk, text, locked, created_at in model.objects.filter(agent=agent).values_list(
-            "pk", "text", "locked", "created_at"
-        ):
-            rows.append(
-                (
-                    created_at,
-                    kind,
-                    pk,
-                    {"kind": kind, "text": text, "locked": locked, "created_at": created_at.isoformat()},
-                )
-            )
+        for pk, text, locked, created_at, tags, valid_from, valid_until in model.objects.filter(
+            agent=agent
+        ).values_list("pk", "text", "locked", "created_at", "tags", "valid_from", "valid_until"):
+            item = {"kind": kind, "text": text, "locked": locked, "created_at": created_at.isoformat()}
+            # Written only when set, so a file of records without them reads as before.
+            if tags:
+                item["tags"] = tags
+            if valid_from is not None:
+                item["valid_from"] = valid_from.isoformat()
+            if valid_until is not None:
+                item["valid_until"] = valid_until.isoformat()
+            rows.append((created_at, kind, pk, item))
     rows.sort(key=lambda row: row[:3])
     for *_key, item in rows:
         yield item
@@ -184,6 +217,9 @@ class _ImportItem:
     text: str
     locked: bool
     created_at: datetime | None
+    tags: list[str]
+    valid_from: datetime | None
+    valid_until: datetime | None
 
 
 def _parse_import_line(number: int, line: str) -> _ImportItem | None:
@@ -217,7 +253,12 @@ def _parse_import_line(number: int, line: str) -> _ImportItem | None:
             created_at = None
         if created_at is None:
             raise refuse("created_at must be an ISO 8601 date and time that exists")
-    return _ImportItem(kind, text, locked, created_at)
+    try:
+        tags = validate_tags(item.get("tags"))
+        valid_from, valid_until = validate_validity(item.get("valid_from"), item.get("valid_until"))
+    except RagsiteError as exc:
+        raise refuse(exc.message) from None
+    return _ImportItem(kind, text, locked, created_at, tags, valid_from, valid_until)
 
 
 def import_records(*, agent: Agent, lines: Iterable[str]) -> dict:
@@ -240,6 +281,9 @@ def import_records(*, agent: Agent, lines: Iterable[str]) -> dict:
                     agent=agent,
                     text=item.text,
                     locked=item.locked,
+                    tags=item.tags,
+                    valid_from=item.valid_from,
+                    valid_until=item.valid_until,
                     token_count=prep.token_count,
                     embedding=prep.embedding,
                     embedding_model=prep.embedding_model,
