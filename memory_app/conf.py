@@ -25,6 +25,12 @@ __all__ = [
     "EXCERPT_SHARE",
     "NODE_SCORE_MIX",
     "RECALL_FUSION_WEIGHT",
+    "RECALL_REDUNDANCY",
+    "RECALL_SECOND_PASS",
+    "RECALL_SECOND_PASS_FROM",
+    "RECALL_SECOND_PASS_LEAST_IDF",
+    "RECALL_SECOND_PASS_TERMS",
+    "RECALL_REPEAT_PENALTY",
     "REPAIR_LIMIT",
     "REPORT_IDS",
     "health_repair_minutes",
@@ -62,6 +68,19 @@ EXCERPT_SHARE = 0.7
 # exponent measured cost recall somewhere (docs/decisions/0028).
 EXCERPT_LENGTH_EXPONENT = 0.0
 EXCERPT_LENGTH_REFERENCE = 1000
+# Diversity of what a recall quotes (memory_app.excerpts.diversified): a candidate's score is multiplied by
+# (1 - RECALL_REPEAT_PENALTY) for each candidate already taken from its record, and lowered by
+# RECALL_REDUNDANCY times its highest cosine with one taken; 0 and 0 take candidates in score order.
+RECALL_REPEAT_PENALTY = 0.0
+RECALL_REDUNDANCY = 0.0
+# Recall's second pass (services.recall._second_pass, memory_app.expansion): the names and numbers of the
+# first pass's RECALL_SECOND_PASS_FROM best candidates (at most RECALL_SECOND_PASS_TERMS of them, each
+# rarer than idf RECALL_SECOND_PASS_LEAST_IDF) are added to the question and searched again; the two
+# passes' scores merge as (1 - w) * first + w * second with w = RECALL_SECOND_PASS (0: one pass).
+RECALL_SECOND_PASS = 0.0
+RECALL_SECOND_PASS_FROM = 2
+RECALL_SECOND_PASS_TERMS = 4
+RECALL_SECOND_PASS_LEAST_IDF = 0.5
 # The health report lists at most this many record ids; its counts are always exact.
 REPORT_IDS = 1_000
 

@@ -34,6 +34,7 @@ from ragsite.top import top_rows
 
 from .. import conf
 from ..excerpts import NODE, PENDING, WHOLE, Candidate, Selection, select
+from ..expansion import found_terms
 from ..filters import KeptStatistics, has_vectors_in, kept, parse_filters, superseded
 from ..recall_index import RecallIndex
 from .common import (
@@ -315,6 +316,8 @@ def _ordered(
             terms_of=lambda text: set(index.terms(text)),
             query_terms=set(query_terms),
             longest=max(1, int(conf.EXCERPT_SHARE * max_chars)),
+            repeat_penalty=conf.RECALL_REPEAT_PENALTY,
+            redundancy=conf.RECALL_REDUNDANCY if vector is not None else 0.0,
         )
 
     query_terms = index.terms(query)
@@ -353,14 +356,20 @@ def _ordered(
             * (np.maximum(lengths, 1.0) / conf.EXCERPT_LENGTH_REFERENCE) ** -conf.EXCERPT_LENGTH_EXPONENT
         )
 
+    if conf.RECALL_SECOND_PASS > 0 and scores.size:
+        scores = _second_pass(
+            index, query_terms, scores, records, nodes, (kind_order, ids, node_index), keep, statistics
+        )
+
     def candidate(position: int) -> Candidate:
         score = float(scores[position])
         if position < records.size:
             row = int(records[position])
             kind, id = index.kinds[row], int(index.ids.array[row])
+            own = index.records.matrix.array[row] if with_vectors else None
             if index.pending.array[row]:
-                return Candidate(kind, id, PENDING, None, *opening(index.texts[row]), score)
-            return Candidate(kind, id, WHOLE, None, 0, len(index.texts[row]), score)
+                return Candidate(kind, id, PENDING, None, *opening(index.texts[row]), score, (), own)
+            return Candidate(kind, id, WHOLE, None, 0, len(index.texts[row]), score, (), own)
         node_row = int(nodes[position - records.size])
         row = int(index.node_owner.array[node_row])
         start, end = (int(v) for v in index.node_spans.array[node_row])
@@ -378,10 +387,58 @@ def _ordered(
             end,
             score,
             parts,
+            index.nodes.matrix.array[node_row] if with_vectors else None,
         )
 
+    with_vectors = vector is not None and conf.RECALL_REDUNDANCY > 0
     ordered = (candidate(int(p)) for p in _best_first(scores, kind_order, ids, node_index, 4 * most + 8))
     return ordered, text_of, choose
+
+
+def _second_pass(
+    index: RecallIndex,
+    query_terms: list[str],
+    scores: np.ndarray,
+    records: np.ndarray,
+    nodes: np.ndarray,
+    ties: tuple[np.ndarray, np.ndarray, np.ndarray],
+    keep: np.ndarray | None,
+    statistics: KeptStatistics | None,
+) -> np.ndarray:
+    """The candidates' scores after a second search with what the first found (`memory_app.expansion`):
+    the names and numbers of the `RECALL_SECOND_PASS_FROM` best candidates, searched alone (BM25 with
+    the agent's statistics, normalised by the fusion's bound: the hop from the first evidence to the
+    second is by those words, not the question's), and merged with the first pass as
+    (1 - w) * first + w * second, w = `RECALL_SECOND_PASS`. Unchanged when the best candidates hold no
+    such term.
+
+    The recall's filters pass through: `keep` and its `statistics` (None when unfiltered) score the
+    second search as the first, so a filtered-out record neither comes back nor weighs on a term's idf."""
+    first = top_rows(scores, scores > 0, conf.RECALL_SECOND_PASS_FROM, ties=ties)
+    texts = []
+    for position in first.tolist():
+        if position < records.size:
+            texts.append(index.texts[int(records[position])][: conf.OPENING_LENGTH * 4])
+        else:
+            node_row = int(nodes[position - records.size])
+            start, end = (int(v) for v in index.node_spans.array[node_row])
+            texts.append(index.texts[int(index.node_owner.array[node_row])][start:end])
+    found = found_terms(
+        texts,
+        query_terms,
+        (statistics or index.statistics).idf,
+        most=conf.RECALL_SECOND_PASS_TERMS,
+        least_idf=conf.RECALL_SECOND_PASS_LEAST_IDF,
+        analyze=index.terms,
+    )
+    if not found:
+        return scores
+    again = index.level_scores(
+        found, None, conf.RECALL_FUSION_WEIGHT, conf.NODE_SCORE_MIX, keep=keep, statistics=statistics
+    )
+    second = np.concatenate([again.records[records], again.nodes[nodes]])
+    weight = conf.RECALL_SECOND_PASS
+    return (1.0 - weight) * scores + weight * second
 
 
 def _reranked(
