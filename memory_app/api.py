@@ -15,6 +15,7 @@ from ragsite.schemas import with_errors
 
 from . import services
 from .schemas import (
+    ChangedOut,
     HealthOut,
     HealthQuery,
     Kind,
@@ -23,10 +24,12 @@ from .schemas import (
     NodeOut,
     RecallIn,
     RecallOut,
+    RecordChangeIn,
     RecordIn,
     RecordOut,
     StoredOut,
     TextIn,
+    change_arguments,
     recall_arguments,
     store_arguments,
 )
@@ -157,6 +160,16 @@ def memory_health(request, params: Query[HealthQuery]):
 def update_record(request, kind: Kind, id: int, payload: TextIn):
     record, nodes = services.update_text(agent=request.auth.agent, kind=kind, id=id, text=payload.text)
     return _stored(record, nodes)
+
+
+@router.patch(
+    "/records/{kind}/{id}",
+    response=with_errors({200: ChangedOut}, 404, 409),
+    summary="Change a record's tags and validity (only the fields sent; null clears one)",
+)
+def change_record(request, kind: Kind, id: int, payload: RecordChangeIn):
+    record = services.change_record(agent=request.auth.agent, kind=kind, id=id, **change_arguments(payload))
+    return services.changed_answer(record)
 
 
 @router.delete(

@@ -1,5 +1,5 @@
-"""Memory's MCP tools, `store`, `recall`, `list_records` and `read_record`: thin adapters over the
-memory services.
+"""Memory's MCP tools, `store`, `recall`, `list_records`, `read_record` and `change_record`: thin
+adapters over the memory services.
 
 Registered into the shared MCP transport (ragsite.mcp) when `MemoryConfig.ready` imports this module.
 Every input and output schema is generated from the declarations in `memory_app.schemas`, the same
@@ -16,15 +16,18 @@ from ragsite.schemas import json_schema_of, tool_input
 
 from . import services
 from .schemas import (
+    ChangedOut,
     KindIn,
     ListOut,
     ListQuery,
     RecallIn,
     RecallOut,
+    RecordChangeIn,
     RecordIn,
     RecordOut,
     RecordRef,
     StoredOut,
+    change_arguments,
     recall_arguments,
     store_arguments,
 )
@@ -95,6 +98,14 @@ def read_record(caller: Caller, arguments: dict) -> dict:
     return _json_times(record)
 
 
+def change_record(caller: Caller, arguments: dict) -> dict:
+    changes = {name: value for name, value in arguments.items() if name not in RecordRef.model_fields}
+    record = services.change_record(
+        agent=caller.agent, kind=arguments["kind"], id=arguments["id"], **change_arguments(changes)
+    )
+    return _json_times(services.changed_answer(record))
+
+
 register(
     Tool(
         name="store",
@@ -153,5 +164,24 @@ register(
         output_schema=json_schema_of(RecordOut),
         handler=read_record,
         annotations={"readOnlyHint": True, "openWorldHint": False},
+    )
+)
+register(
+    Tool(
+        name="change_record",
+        title="Change a record's tags and validity",
+        description="Change the tags and the validity (valid_from, valid_until) of one of your records, "
+        "named by kind and id: only the fields you send change; null clears one (tags: none; a validity "
+        "end: open). Mark a record out of date by giving it a valid_until. The text is not changed here. "
+        "Answers with the record's tags, validity and updated_at.",
+        input_schema=tool_input(RecordRef, RecordChangeIn),
+        output_schema=json_schema_of(ChangedOut),
+        handler=change_record,
+        annotations={
+            "readOnlyHint": False,
+            "destructiveHint": True,
+            "idempotentHint": True,
+            "openWorldHint": False,
+        },
     )
 )

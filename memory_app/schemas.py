@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
-from pydantic import AliasChoices, ConfigDict
+from pydantic import AliasChoices, BaseModel, ConfigDict
 
 from ragsite.model_calls.rerank import RerankOut
 from ragsite.schemas import StrictSchema, arguments_of
@@ -18,6 +18,7 @@ from ragsite.schemas import StrictSchema, arguments_of
 from . import conf
 from .models import MAX_TAGS, MAX_TEXT_LENGTH, TAG_MAX_LENGTH
 from .services.reading import DEFAULT_PAGE, MAX_PAGE
+from .services.records import UNCHANGED
 
 Kind = Literal["mem", "ep"]
 NodeStatus = Literal["built", "pending", "fits", "unknown"]
@@ -58,6 +59,40 @@ class RecordIn(TextIn):
 def store_arguments(request: RecordIn | dict) -> dict:
     """`services.store_memory`'s (and `archive_episode`'s) keyword arguments for a store request."""
     return arguments_of(RecordIn, request)
+
+
+class RecordChangeIn(StrictSchema):
+    """A change to a record's tags and validity (`PATCH /records/{kind}/{id}`, the MCP `change_record`
+    tool): only the fields sent change, as a JSON merge patch reads (RFC 7396): a field left out
+    keeps its value, null clears it. The text is changed by `PUT` (the API) alone."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"example": {"tags": ["home"], "valid_until": "2026-12-01T00:00:00Z"}}
+    )
+
+    tags: list[Tag] | None = Field(
+        None,
+        max_length=MAX_TAGS,
+        description=f"The record's tags, all of them (up to {MAX_TAGS} of 1-{TAG_MAX_LENGTH} characters), "
+        "replacing the stored ones; [] or null removes them. Left out: unchanged.",
+    )
+    valid_from: Moment | None = Field(
+        None,
+        description="ISO 8601: when what the record states began to hold; null: open. Left out: unchanged.",
+    )
+    valid_until: Moment | None = Field(
+        None,
+        description="ISO 8601: when it stopped holding, after valid_from; null: open. Left out: unchanged.",
+    )
+
+
+def change_arguments(request: RecordChangeIn | dict) -> dict:
+    """`services.change_record`'s keyword arguments for a change: each declared field the request
+    names (sent, even as null: the API's validated body or the MCP tool's arguments) with its value,
+    each other one `UNCHANGED`."""
+    sent = request.model_fields_set if isinstance(request, BaseModel) else set(request)
+    given = arguments_of(RecordChangeIn, request)
+    return {name: value if name in sent else UNCHANGED for name, value in given.items()}
 
 
 class KindIn(StrictSchema):
@@ -142,6 +177,17 @@ class StoredOut(Schema):
     kind: Kind
     text_length: int
     nodes: NodesStatus | None = None  # present only when the record runs past the window
+
+
+class ChangedOut(Schema):
+    """A record after a change of its tags and validity."""
+
+    id: int
+    kind: Kind
+    tags: list[str]
+    valid_from: datetime | None
+    valid_until: datetime | None
+    updated_at: datetime
 
 
 class NodeRange(Schema):

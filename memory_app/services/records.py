@@ -7,7 +7,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
 from django.db import transaction
 from django.utils import timezone
@@ -25,6 +25,7 @@ from .common import (
     raise_generation,
     record_model,
     utc_moment,
+    validate_moment,
     validate_tags,
     validate_text,
     validate_validity,
@@ -182,6 +183,77 @@ def update_text(*, agent: Agent, kind: str, id: int, text: str) -> tuple[Record,
         if prepared.runs_past_window:
             _queue_nodes(kind, record.pk)
     return record, ({"status": QUEUED} if prepared.runs_past_window else None)
+
+
+class _Unchanged:
+    """The value of a field a change does not name (distinct from None, which clears it)."""
+
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+
+UNCHANGED: Any = _Unchanged()
+
+
+def change_record(
+    *,
+    agent: Agent,
+    kind: str,
+    id: int,
+    tags: list[str] | None = UNCHANGED,
+    valid_from: datetime | str | None = UNCHANGED,
+    valid_until: datetime | str | None = UNCHANGED,
+) -> Record:
+    """Change a record's tags and validity, leaving its text, vector and nodes alone.
+
+    Only the fields given change (`UNCHANGED` is a field not given): `tags` replaces the stored tags
+    whole (None or [] removes them), `valid_from`/`valid_until` set that end (None opens it). Every
+    value is checked as a store checks it, and the validity that results (a given end with the
+    stored other) must still start before it ends; a bad value is a 400 naming it and nothing is
+    written. A change naming no field is refused (`empty_change`); a locked record is refused (409),
+    as its text is; another agent's record is a 404 like a missing one. The recall index reads the
+    record again on its next recall (the save raises the agent's recall generation).
+    """
+    given = {
+        name: value
+        for name, value in (("tags", tags), ("valid_from", valid_from), ("valid_until", valid_until))
+        if value is not UNCHANGED
+    }
+    if not given:
+        raise RagsiteError(
+            "name at least one of tags, valid_from, valid_until to change", code="empty_change"
+        )
+    if "tags" in given:
+        given["tags"] = validate_tags(given["tags"])
+    for end in ("valid_from", "valid_until"):
+        if end in given:
+            given[end] = validate_moment(given[end], end)
+    with transaction.atomic():
+        record = _writable_record(agent=agent, kind=kind, id=id)
+        start = given.get("valid_from", record.valid_from)
+        finish = given.get("valid_until", record.valid_until)
+        if start is not None and finish is not None and not start < finish:
+            raise RagsiteError(
+                f"valid_from ({start.isoformat()}) must be before valid_until ({finish.isoformat()})",
+                code="invalid_validity",
+            )
+        for name, value in given.items():
+            setattr(record, name, value)
+        record.updated_at = timezone.now()
+        record.save(update_fields=[*given, "updated_at"])
+    return record
+
+
+def changed_answer(record: Record) -> dict:
+    """What a change of tags and validity answers (`schemas.ChangedOut`)."""
+    return {
+        "id": record.pk,
+        "kind": record.KIND,
+        "tags": record.tags,
+        "valid_from": record.valid_from,
+        "valid_until": record.valid_until,
+        "updated_at": record.updated_at,
+    }
 
 
 def delete_record(*, agent: Agent, kind: str, id: int) -> None:
