@@ -5,6 +5,7 @@ import pytest
 
 from memory_app import conf, services
 from memory_app.expansion import found_terms
+from ragsite.analyzers import analyzer
 
 pytestmark = pytest.mark.django_db
 
@@ -30,6 +31,17 @@ def test_found_terms_are_the_rarest_names_and_numbers_the_question_lacks():
     assert found == ["jolene", "vermont", "2019"]
     assert found_terms(texts, [], lambda term: rare.get(term, 1.0), most=1) == ["jolene"]
     assert found_terms(["nothing named here"], [], lambda term: 5.0, most=3) == []
+
+
+def test_found_terms_are_the_recall_analyzers_terms():
+    """With a stemming analyzer the found names are looked up as the index holds them, and a name the
+    question already asks (in any inflection) is not searched again."""
+    english = analyzer("english").terms
+    texts = ["Caroline met the Jolenes in Vermonts."]
+    found = found_terms(texts, english("where did Caroline go"), lambda term: 2.0, most=4, analyze=english)
+    assert found == ["jolen", "vermont"]
+    # Seed 004's terms, the default, keep the words whole.
+    assert found_terms(texts, ["caroline"], lambda term: 2.0, most=4) == ["jolenes", "vermonts"]
 
 
 def _recalled(agent, weight, monkeypatch):
