@@ -271,6 +271,8 @@ MAX_UPLOAD_BYTES = env.int("MAX_UPLOAD_BYTES", default=50 * 1024 * 1024)
 HEALTH_REPAIR_MINUTES = env.int("HEALTH_REPAIR_MINUTES", default=15)
 # The characters a memory recall answers when the caller gives no max_chars (docs/memory.md).
 MEMORY_RECALL_MAX_CHARS = env.int("MEMORY_RECALL_MAX_CHARS", default=4000)
+# The analyzer memory recall's keyword leg reads words with (ragsite/analyzers.py), the names ANALYZER takes.
+MEMORY_ANALYZER = env("MEMORY_ANALYZER", default="simple")
 # Webhooks (docs/webhooks.md): a URL whose host resolves to a loopback, private, link-local or other
 # non-public address is refused unless this is on (a deployment whose receivers are on its own network).
 WEBHOOK_ALLOW_PRIVATE = env.bool("WEBHOOK_ALLOW_PRIVATE", default=False)

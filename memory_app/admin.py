@@ -273,7 +273,10 @@ class RecordAdmin(admin.ModelAdmin):
     # The text is read-only here: a change must go through the service, which re-embeds the
     # record and queues its nodes (the trigger alone would only delete them).
     fieldsets = [
-        (None, {"fields": ["agent", "locked", "created_at", "updated_at"]}),
+        (
+            None,
+            {"fields": ["agent", "locked", "created_at", "updated_at", "valid_from", "valid_until", "tags"]},
+        ),
         ("Text and nodes", {"fields": ["token_count", "embedding_model", "nodes", "text_by_node"]}),
     ]
     readonly_fields = [
@@ -282,6 +285,10 @@ class RecordAdmin(admin.ModelAdmin):
         "embedding_model",
         "created_at",
         "updated_at",
+        # Set by the agent that stores the record, checked by the service (docs/memory.md).
+        "valid_from",
+        "valid_until",
+        "tags",
         "nodes",
         "text_by_node",
     ]

@@ -15,6 +15,7 @@ from ragsite.schemas import with_errors
 
 from . import services
 from .schemas import (
+    ChangedOut,
     HealthOut,
     HealthQuery,
     Kind,
@@ -23,10 +24,14 @@ from .schemas import (
     NodeOut,
     RecallIn,
     RecallOut,
+    RecordChangeIn,
+    RecordIn,
     RecordOut,
     StoredOut,
     TextIn,
+    change_arguments,
     recall_arguments,
+    store_arguments,
 )
 from .services.reading import RECALLED, listing_quoted, recall_quoted, record_quoted
 
@@ -63,8 +68,8 @@ def _stored(record, nodes: dict | None) -> dict:
     exclude_none=True,
     summary="Store a memory",
 )
-def store_memory(request, payload: TextIn):
-    record, nodes = services.store_memory(agent=request.auth.agent, text=payload.text)
+def store_memory(request, payload: RecordIn):
+    record, nodes = services.store_memory(agent=request.auth.agent, **store_arguments(payload))
     return Status(201, _stored(record, nodes))
 
 
@@ -74,8 +79,8 @@ def store_memory(request, payload: TextIn):
     exclude_none=True,
     summary="Archive an episode",
 )
-def archive_episode(request, payload: TextIn):
-    record, nodes = services.archive_episode(agent=request.auth.agent, text=payload.text)
+def archive_episode(request, payload: RecordIn):
+    record, nodes = services.archive_episode(agent=request.auth.agent, **store_arguments(payload))
     return Status(201, _stored(record, nodes))
 
 
@@ -155,6 +160,16 @@ def memory_health(request, params: Query[HealthQuery]):
 def update_record(request, kind: Kind, id: int, payload: TextIn):
     record, nodes = services.update_text(agent=request.auth.agent, kind=kind, id=id, text=payload.text)
     return _stored(record, nodes)
+
+
+@router.patch(
+    "/records/{kind}/{id}",
+    response=with_errors({200: ChangedOut}, 404, 409),
+    summary="Change a record's tags and validity (only the fields sent; null clears one)",
+)
+def change_record(request, kind: Kind, id: int, payload: RecordChangeIn):
+    record = services.change_record(agent=request.auth.agent, kind=kind, id=id, **change_arguments(payload))
+    return services.changed_answer(record)
 
 
 @router.delete(

@@ -173,3 +173,22 @@ def check_recall_max_chars(app_configs=None, **kwargs):
             )
         ]
     return []
+
+
+@register()
+def check_memory_analyzer(app_configs=None, **kwargs):
+    """memory.E003: MEMORY_ANALYZER is not the name of an analyzer (ragsite.analyzers)."""
+    from .conf import memory_analyzer
+
+    try:
+        memory_analyzer()
+    except ImproperlyConfigured as exc:
+        return [
+            Error(
+                str(exc),
+                hint="The analyzer memory recall's keyword leg reads words with; simple (seed 004's terms) "
+                "is the default (docs/configuration.md, docs/memory.md).",
+                id="memory.E003",
+            )
+        ]
+    return []

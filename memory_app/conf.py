@@ -6,6 +6,9 @@ Settings are looked up through `ragsite.conf` when used, never at import time, s
 
 from __future__ import annotations
 
+from django.core.exceptions import ImproperlyConfigured
+
+from ragsite.analyzers import UnknownAnalyzer, check_name
 from ragsite.conf import settings
 
 from .models import MAX_TEXT_LENGTH
@@ -22,9 +25,16 @@ __all__ = [
     "EXCERPT_SHARE",
     "NODE_SCORE_MIX",
     "RECALL_FUSION_WEIGHT",
+    "RECALL_REDUNDANCY",
+    "RECALL_SECOND_PASS",
+    "RECALL_SECOND_PASS_FROM",
+    "RECALL_SECOND_PASS_LEAST_IDF",
+    "RECALL_SECOND_PASS_TERMS",
+    "RECALL_REPEAT_PENALTY",
     "REPAIR_LIMIT",
     "REPORT_IDS",
     "health_repair_minutes",
+    "memory_analyzer",
     "recall_max_chars",
 ]
 
@@ -58,6 +68,19 @@ EXCERPT_SHARE = 0.7
 # exponent measured cost recall somewhere (docs/decisions/0028).
 EXCERPT_LENGTH_EXPONENT = 0.0
 EXCERPT_LENGTH_REFERENCE = 1000
+# Diversity of what a recall quotes (memory_app.excerpts.diversified): a candidate's score is multiplied by
+# (1 - RECALL_REPEAT_PENALTY) for each candidate already taken from its record, and lowered by
+# RECALL_REDUNDANCY times its highest cosine with one taken; 0 and 0 take candidates in score order.
+RECALL_REPEAT_PENALTY = 0.0
+RECALL_REDUNDANCY = 0.0
+# Recall's second pass (services.recall._second_pass, memory_app.expansion): the names and numbers of the
+# first pass's RECALL_SECOND_PASS_FROM best candidates (at most RECALL_SECOND_PASS_TERMS of them, each
+# rarer than idf RECALL_SECOND_PASS_LEAST_IDF) are added to the question and searched again; the two
+# passes' scores merge as (1 - w) * first + w * second with w = RECALL_SECOND_PASS (0: one pass).
+RECALL_SECOND_PASS = 0.0
+RECALL_SECOND_PASS_FROM = 2
+RECALL_SECOND_PASS_TERMS = 4
+RECALL_SECOND_PASS_LEAST_IDF = 0.5
 # The health report lists at most this many record ids; its counts are always exact.
 REPORT_IDS = 1_000
 
@@ -70,3 +93,14 @@ def health_repair_minutes() -> int:
 def recall_max_chars() -> int:
     """`MEMORY_RECALL_MAX_CHARS`: the characters a recall answers when the caller does not say."""
     return int(settings.MEMORY_RECALL_MAX_CHARS)
+
+
+def memory_analyzer() -> str:
+    """`MEMORY_ANALYZER`: how recall's keyword leg reads words (a name of `ragsite.analyzers`: simple,
+    cjk, english, …); the default, simple, is seed 004's terms. Another name is ImproperlyConfigured,
+    which the system check memory.E003 reports at start."""
+    name = settings.MEMORY_ANALYZER
+    try:
+        return check_name(name)
+    except UnknownAnalyzer as exc:
+        raise ImproperlyConfigured(f"MEMORY_ANALYZER: {exc}") from None

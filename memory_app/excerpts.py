@@ -13,14 +13,17 @@ hands them here best first; this module turns them into the answer's excerpts:
   best-scoring part, and is the last one taken;
 * a cut keeps whole lines (one line of a conversation, a list's item), and whole sentences only
   when not one line fits;
-* each excerpt keeps the best score of its pieces and the range of nodes it covers.
+* each excerpt keeps the best score of its pieces and the range of nodes it covers;
+* with `repeat_penalty` or `redundancy`, the order is not the scores' alone: a candidate of a record
+  already quoted, or like what is already quoted, yields to a new place (see `diversified`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 # Where a quoted piece may start or end: after a line break, or after a sentence's stop (a
 # full-width 。．！？ anywhere, a half-width . ! ? before whitespace), the same sentence ends
@@ -44,6 +47,7 @@ class Candidate:
     end: int
     score: float
     parts: Sequence[tuple[int, int, float]] = ()  # (start, end, score) inside [start, end)
+    vector: Any = None  # its unit-length embedding (a numpy vector), for `redundancy`; None without
 
 
 @dataclass(slots=True)
@@ -155,6 +159,58 @@ def _touches(text: str, a: tuple[int, int], b: tuple[int, int]) -> bool:
     return s2 <= e1 or not text[e1:s2].strip()
 
 
+def diversified(
+    candidates: Iterable[Candidate], taken: list[Candidate], repeat_penalty: float, redundancy: float
+) -> Iterator[Candidate]:
+    """`candidates` (best first) in the order of their score once discounted for what `taken` holds
+    (the caller appends each candidate it keeps there before asking for the next one):
+
+    * times (1 - `repeat_penalty`) for each candidate already taken from the same record, neighbours
+      included: at a large budget a record's third and fourth node yield to a new record's first;
+    * minus `redundancy` times its highest cosine with a taken candidate's vector (maximal marginal
+      relevance), so a neighbour that says again what its strong excerpt said waits, and one that adds
+      new content does not.
+
+    Both only lower a score, so the order is exact while reading no further than needed: a candidate
+    is given once its discounted score is at least the raw score of the next one not yet read.
+    Equal scores keep the order they came in.
+    """
+    source = iter(candidates)
+    pool: list[tuple[int, Candidate]] = []
+    upcoming: Candidate | None = next(source, None)
+    read = 0
+    per_record: dict[tuple[str, int], int] = {}
+    counted = 0
+
+    def discounted(candidate: Candidate) -> float:
+        score = candidate.score * (1.0 - repeat_penalty) ** per_record.get((candidate.kind, candidate.id), 0)
+        if redundancy and candidate.vector is not None:
+            likeness = max(
+                (float(candidate.vector @ other.vector) for other in taken if other.vector is not None),
+                default=0.0,
+            )
+            score -= redundancy * max(0.0, likeness)
+        return score
+
+    while True:
+        for candidate in taken[counted:]:
+            key = (candidate.kind, candidate.id)
+            per_record[key] = per_record.get(key, 0) + 1
+        counted = len(taken)
+        scored = [(discounted(c), -order, order) for order, c in pool]
+        best = max(scored, default=None)
+        while upcoming is not None and (best is None or best[0] < upcoming.score):
+            pool.append((read, upcoming))
+            entry = (discounted(upcoming), -read, read)
+            best = entry if best is None or entry > best else best
+            read += 1
+            upcoming = next(source, None)
+        if best is None:
+            return
+        at = next(i for i, (order, _c) in enumerate(pool) if order == best[2])
+        yield pool.pop(at)[1]
+
+
 def select(
     candidates: Iterable[Candidate],
     text_of: Callable[[str, int], str],
@@ -164,13 +220,19 @@ def select(
     terms_of: Callable[[str], set[str]] | None = None,
     query_terms: set[str] | None = None,
     longest: int | None = None,
+    repeat_penalty: float = 0.0,
+    redundancy: float = 0.0,
 ) -> Selection:
     """Excerpts from `candidates` (best first): at most `most`, at most `max_chars` characters in all;
-    with `longest`, each candidate is first cut to its best part of at most that many characters."""
+    with `longest`, each candidate is first cut to its best part of at most that many characters; with
+    `repeat_penalty` or `redundancy`, taken in the order `diversified` gives."""
     held: list[Excerpt] = []
     of_record: dict[tuple[str, int], list[Excerpt]] = {}
     chars = 0
     cut = False
+    taken: list[Candidate] = []
+    if repeat_penalty or redundancy:
+        candidates = diversified(candidates, taken, repeat_penalty, redundancy)
     for candidate in candidates:
         if len(held) >= most or chars >= max_chars:
             break
@@ -207,6 +269,7 @@ def select(
             if cost > room:  # the whitespace between them tipped it over: quote it on its own
                 touching, merged_start, merged_end, cost = [], span[0], span[1], span[1] - span[0]
         _merge(candidate, span, touching, merged_start, merged_end, held, mine, partial=cut or shortened)
+        taken.append(candidate)
         chars += cost
         if cut:
             break

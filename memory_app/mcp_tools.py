@@ -1,5 +1,5 @@
-"""Memory's MCP tools, `store`, `recall`, `list_records` and `read_record`: thin adapters over the
-memory services.
+"""Memory's MCP tools, `store`, `recall`, `list_records`, `read_record` and `change_record`: thin
+adapters over the memory services.
 
 Registered into the shared MCP transport (ragsite.mcp) when `MemoryConfig.ready` imports this module.
 Every input and output schema is generated from the declarations in `memory_app.schemas`, the same
@@ -16,23 +16,27 @@ from ragsite.schemas import json_schema_of, tool_input
 
 from . import services
 from .schemas import (
+    ChangedOut,
     KindIn,
     ListOut,
     ListQuery,
     RecallIn,
     RecallOut,
+    RecordChangeIn,
+    RecordIn,
     RecordOut,
     RecordRef,
     StoredOut,
-    TextIn,
+    change_arguments,
     recall_arguments,
+    store_arguments,
 )
 from .services.reading import DEFAULT_PAGE, RECALLED, listing_quoted, recall_quoted, record_quoted
 
 
 def store(caller: Caller, arguments: dict) -> dict:
     keep = services.archive_episode if arguments.get("kind") == "ep" else services.store_memory
-    record, nodes = keep(agent=caller.agent, text=arguments["text"])
+    record, nodes = keep(agent=caller.agent, **store_arguments(arguments))
     answer = {"id": record.pk, "kind": record.KIND, "text_length": len(record.text)}
     if nodes is not None:
         answer["nodes"] = nodes
@@ -94,13 +98,22 @@ def read_record(caller: Caller, arguments: dict) -> dict:
     return _json_times(record)
 
 
+def change_record(caller: Caller, arguments: dict) -> dict:
+    changes = {name: value for name, value in arguments.items() if name not in RecordRef.model_fields}
+    record = services.change_record(
+        agent=caller.agent, kind=arguments["kind"], id=arguments["id"], **change_arguments(changes)
+    )
+    return _json_times(services.changed_answer(record))
+
+
 register(
     Tool(
         name="store",
         title="Store a memory",
         description='Keep a text in your long memory: a memory ("mem", the default) or an episode\'s summary '
-        '("ep"). Answers with its id; a long record\'s nodes are built in the background ("nodes": queued).',
-        input_schema=tool_input(TextIn, KindIn),
+        '("ep"), with optional tags and the time what it states holds (valid_from, valid_until). Answers '
+        'with its id; a long record\'s nodes are built in the background ("nodes": queued).',
+        input_schema=tool_input(RecordIn, KindIn),
         output_schema=json_schema_of(StoredOut),
         handler=store,
         annotations={
@@ -118,7 +131,9 @@ register(
         description="Find the excerpts of your memories and episodes that best answer a question, "
         "best first, within a character budget (max_chars): several excerpts may come from one long "
         "record, a short record comes whole, and the last excerpt is cut at a sentence boundary when "
-        "the budget runs out.",
+        "the budget runs out. since/until (creation time), valid_at, kinds and tags keep only the "
+        "records they match, before ranking. An excerpt another one in the answer states anew "
+        "(a newer value for the same thing) says so in superseded_by.",
         input_schema=tool_input(RecallIn),
         output_schema=json_schema_of(RecallOut),
         handler=recall,
@@ -149,5 +164,24 @@ register(
         output_schema=json_schema_of(RecordOut),
         handler=read_record,
         annotations={"readOnlyHint": True, "openWorldHint": False},
+    )
+)
+register(
+    Tool(
+        name="change_record",
+        title="Change a record's tags and validity",
+        description="Change the tags and the validity (valid_from, valid_until) of one of your records, "
+        "named by kind and id: only the fields you send change; null clears one (tags: none; a validity "
+        "end: open). Mark a record out of date by giving it a valid_until. The text is not changed here. "
+        "Answers with the record's tags, validity and updated_at.",
+        input_schema=tool_input(RecordRef, RecordChangeIn),
+        output_schema=json_schema_of(ChangedOut),
+        handler=change_record,
+        annotations={
+            "readOnlyHint": False,
+            "destructiveHint": True,
+            "idempotentHint": True,
+            "openWorldHint": False,
+        },
     )
 )

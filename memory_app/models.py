@@ -17,6 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 from django.db import models
+from django.db.models import F, Q
 from django.db.models.functions import Length
 from django.db.models.lookups import GreaterThan, LessThanOrEqual
 from django.utils import timezone
@@ -31,6 +32,10 @@ MEMORY = "mem"
 EPISODE = "ep"
 KINDS = (MEMORY, EPISODE)
 
+# A record's tags: at most this many, each 1 to TAG_MAX_LENGTH characters (services.common.validate_tags).
+MAX_TAGS = 20
+TAG_MAX_LENGTH = 64
+
 
 def text_length_constraint(table: str) -> models.CheckConstraint:
     """1 to MAX_TEXT_LENGTH characters, enforced by the database as well as by the services."""
@@ -38,6 +43,16 @@ def text_length_constraint(table: str) -> models.CheckConstraint:
     return models.CheckConstraint(
         condition=GreaterThan(length, 0) & LessThanOrEqual(length, MAX_TEXT_LENGTH),
         name=f"{table}_text_length",
+    )
+
+
+def validity_constraint(table: str) -> models.CheckConstraint:
+    """A validity that ends after it starts (either end may be open), enforced by the database too."""
+    return models.CheckConstraint(
+        condition=Q(valid_from__isnull=True)
+        | Q(valid_until__isnull=True)
+        | Q(valid_from__lt=F("valid_until")),
+        name=f"{table}_validity",
     )
 
 
@@ -61,6 +76,14 @@ class Record(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     updated_at = models.DateTimeField(default=timezone.now)
+    # When what the record states holds, as the agent said: [valid_from, valid_until), either end open.
+    # Recall's `valid_at` keeps the records valid at a moment; of two records stating one slot with
+    # different values, the one valid (else created) later supersedes the other (docs/memory.md).
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_until = models.DateTimeField(null=True, blank=True)
+    tags = models.JSONField(
+        default=list, blank=True, help_text=f"At most {MAX_TAGS} strings of 1-{TAG_MAX_LENGTH} characters."
+    )
 
     class Meta:
         abstract = True
@@ -71,6 +94,11 @@ class Record(models.Model):
     @property
     def kind(self) -> str:
         return self.KIND
+
+    @property
+    def stated_at(self):
+        """When what it states began to hold: `valid_from` when given, else `created_at`."""
+        return self.valid_from or self.created_at
 
     @property
     def vector(self) -> np.ndarray | None:
@@ -90,7 +118,7 @@ class Memory(Record):
         db_table = "memories"
         ordering = ["created_at", "id"]
         verbose_name_plural = "memories"
-        constraints = [text_length_constraint("memories")]
+        constraints = [text_length_constraint("memories"), validity_constraint("memories")]
 
 
 class Episode(Record):
@@ -103,7 +131,7 @@ class Episode(Record):
     class Meta:
         db_table = "episodes"
         ordering = ["created_at", "id"]
-        constraints = [text_length_constraint("episodes")]
+        constraints = [text_length_constraint("episodes"), validity_constraint("episodes")]
 
 
 RECORD_MODELS: dict[str, type[Record]] = {MEMORY: Memory, EPISODE: Episode}

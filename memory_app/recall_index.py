@@ -23,7 +23,9 @@ the records' statistics (idf and average length), as `BM25Index.scored_as` does 
 
 from __future__ import annotations
 
+import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -246,6 +248,10 @@ class Statistics:
         """`BM25Index.upper_bound` over the live records: sum of idf(q) * (k1 + 1), repeats counted."""
         return sum(self.idf(term) * count for term, count in Counter(query_terms).items()) * (self.k1 + 1)
 
+    # Whether `scores` may keep a term's weights on the level for the next question (the full
+    # statistics only: a subset's average length gives other weights).
+    cached = True
+
     def scores(self, level: Level, query_terms: list[str]) -> np.ndarray:
         """BM25 of every row of `level` with these statistics (a term no record holds weighs nothing)."""
         result = np.zeros(level.postings.rows, dtype=np.float64)
@@ -254,15 +260,15 @@ class Statistics:
             if self.frequency(term) <= 0:
                 continue
             term_id = self.vocabulary[term]
-            if term_id not in level.weights:
+            weighed = level.weights.get(term_id) if self.cached else None
+            if weighed is None:
                 docs, tf = level.postings.postings(term_id)
                 dl = level.postings.doc_len.array[docs]
                 # The seed's order of operations (see BM25Index._posting_weights).
-                level.weights[term_id] = (
-                    docs,
-                    tf * (self.k1 + 1) / (tf + self.k1 * (1 - self.b + self.b * dl / avgdl)),
-                )
-            docs, weights = level.weights[term_id]
+                weighed = (docs, tf * (self.k1 + 1) / (tf + self.k1 * (1 - self.b + self.b * dl / avgdl)))
+                if self.cached:
+                    level.weights[term_id] = weighed
+            docs, weights = weighed
             if docs.size:
                 result[docs] += (count * self.idf(term)) * weights
         return result
@@ -290,13 +296,22 @@ class RecordRow:
     nodes: list[NodeRow] = field(default_factory=list)
     # Runs past the window but has no nodes of the current model yet: quoted by its opening.
     pending: bool = False
+    # What recall's filters read (POSIX seconds, UTC): created_at, and the validity's ends (-inf and
+    # +inf when open); the record's tags.
+    created: float = 0.0
+    valid_from: float = -math.inf
+    valid_until: float = math.inf
+    tags: tuple[str, ...] = ()
 
 
 class RecallIndex:
     """An agent's records, their nodes and the nodes' passages, scored together (see the module doc)."""
 
-    def __init__(self, width: int) -> None:
+    def __init__(self, width: int, terms: Callable[[str], list[str]] = terms) -> None:
         self.width = width
+        # How a text becomes the keyword leg's terms (an analyzer of ragsite.analyzers; seed 004's by
+        # default): the records, nodes, passages and the question are all read with it.
+        self.terms = terms
         self.vocabulary: dict[str, int] = {}
         self.statistics = Statistics(self.vocabulary)
         self.records = Level(self.vocabulary, width)
@@ -308,6 +323,10 @@ class RecallIndex:
         self.ids = _Growing(np.int64)
         self.kind_order = _Growing(np.int64)
         self.pending = _Growing(bool)
+        self.created = _Growing(np.float64)
+        self.valid_from = _Growing(np.float64)
+        self.valid_until = _Growing(np.float64)
+        self.tag_rows: dict[str, list[int]] = {}  # a tag's record rows, dead ones included
         self.node_owner = _Growing(np.int64)
         self.node_index = _Growing(np.int64)
         self.node_spans = _Growing(np.int64, 2)
@@ -336,7 +355,13 @@ class RecallIndex:
         self.ids.append([record.id for record in records])
         self.kind_order.append([record.kind_order for record in records])
         self.pending.append([record.pending and not record.nodes for record in records])
-        term_lists = [terms(record.text) for record in records]
+        self.created.append([record.created for record in records])
+        self.valid_from.append([record.valid_from for record in records])
+        self.valid_until.append([record.valid_until for record in records])
+        for row, record in enumerate(records, start=first):
+            for tag in record.tags:
+                self.tag_rows.setdefault(tag, []).append(row)
+        term_lists = [self.terms(record.text) for record in records]
         self.statistics.add(
             self.records.add(term_lists, [r.vector for r in records]), len(records), sum(map(len, term_lists))
         )
@@ -348,7 +373,7 @@ class RecallIndex:
             nodes.extend((row, node) for node in held)
         first_node = self.node_owner.size
         self.nodes.add(
-            [terms(self.texts[row][node.start : node.end]) for row, node in nodes],
+            [self.terms(self.texts[row][node.start : node.end]) for row, node in nodes],
             [node.vector for _row, node in nodes],
         )
         self.node_owner.append([row for row, _node in nodes])
@@ -364,7 +389,7 @@ class RecallIndex:
             passages.extend((node_row, span, vector) for span, vector in zip(spans, vectors, strict=True))
         first_passage = self.passage_node.size
         self.passages.add(
-            [terms(self.texts[self.node_owner.array[n]][a:b]) for n, (a, b), _v in passages],
+            [self.terms(self.texts[self.node_owner.array[n]][a:b]) for n, (a, b), _v in passages],
             [vector for _n, _span, vector in passages],
         )
         self.passage_node.append([node_row for node_row, _span, _vector in passages])
@@ -395,6 +420,8 @@ class RecallIndex:
         vector: np.ndarray | None,
         weight: float,
         mix: tuple[float, float, float] = (0.0, 0.0, 0.0),
+        keep: np.ndarray | None = None,
+        statistics: Statistics | None = None,
     ) -> LevelScores:
         """The fused score of every record, node and passage row, each scored like a record.
 
@@ -403,8 +430,12 @@ class RecallIndex:
         passages, mixed with `mix` = (a, b, c): (best + a * itself + b * its second-best passage +
         c * its record) / (1 + a + b + c), still in [0, 1], and with (0, 0, 0) the best alone.
         Dead rows score 0. Nothing here depends on another agent: an index holds one agent's records.
+
+        `keep` (`memory_app.filters.kept`), when given, is the records a recall's filters keep, and
+        `statistics` theirs alone (`filters.KeptStatistics`): every other record, node and passage
+        scores 0, so the scores are those of an index holding only the kept records.
         """
-        statistics = self.statistics
+        statistics = statistics or self.statistics
         upper = statistics.upper_bound(query_terms)
 
         def fused(level: Level) -> np.ndarray:
@@ -432,6 +463,13 @@ class RecallIndex:
             record_of_node = records[self.node_owner.array] if records.size else np.zeros_like(nodes)
             nodes = (nodes + a * own + b * second + c * record_of_node) / (1.0 + a + b + c)
             nodes[~self.nodes.alive.array] = 0.0
+        if keep is not None:
+            records[~keep] = 0.0
+            if nodes.size:
+                node_kept = keep[self.node_owner.array]
+                nodes[~node_kept] = 0.0
+                if passages.size:
+                    passages[~node_kept[self.passage_node.array]] = 0.0
         return LevelScores(records, nodes, passages)
 
     def divided(self) -> np.ndarray:

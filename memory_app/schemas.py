@@ -7,17 +7,18 @@ and docs/mcp.md. Adding a field to an answer is a field here, set where the serv
 """
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
-from pydantic import AliasChoices, ConfigDict
+from pydantic import AliasChoices, BaseModel, ConfigDict
 
 from ragsite.model_calls.rerank import RerankOut
 from ragsite.schemas import StrictSchema, arguments_of
 
 from . import conf
-from .models import MAX_TEXT_LENGTH
+from .models import MAX_TAGS, MAX_TEXT_LENGTH, TAG_MAX_LENGTH
 from .services.reading import DEFAULT_PAGE, MAX_PAGE
+from .services.records import UNCHANGED
 
 Kind = Literal["mem", "ep"]
 NodeStatus = Literal["built", "pending", "fits", "unknown"]
@@ -30,6 +31,68 @@ class TextIn(StrictSchema):
     # The lengths are published, not checked here: the service checks them, so an over-long text
     # gets its own code (`text_too_long`) wherever it comes from.
     text: str = Field(..., json_schema_extra={"minLength": 1, "maxLength": MAX_TEXT_LENGTH})
+
+
+Tag = Annotated[str, Field(min_length=1, max_length=TAG_MAX_LENGTH)]
+# A time as the API and the MCP tools take it: an ISO 8601 string (a naive one is UTC), checked by the
+# service (`services.common.validate_moment`), so an impossible day or a number is `invalid_<field>` on
+# both; published with the date-time format.
+Moment = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+
+
+class RecordIn(TextIn):
+    """A record to store: its text, and optionally its tags and when what it states holds."""
+
+    tags: list[Tag] | None = Field(
+        None,
+        max_length=MAX_TAGS,
+        description=f"Up to {MAX_TAGS} tags of 1-{TAG_MAX_LENGTH} characters, for recall's `tags` filter.",
+    )
+    valid_from: Moment | None = Field(
+        None, description="ISO 8601: when what the record states began to hold (default: open)."
+    )
+    valid_until: Moment | None = Field(
+        None, description="ISO 8601: when it stopped holding, after valid_from (default: open)."
+    )
+
+
+def store_arguments(request: RecordIn | dict) -> dict:
+    """`services.store_memory`'s (and `archive_episode`'s) keyword arguments for a store request."""
+    return arguments_of(RecordIn, request)
+
+
+class RecordChangeIn(StrictSchema):
+    """A change to a record's tags and validity (`PATCH /records/{kind}/{id}`, the MCP `change_record`
+    tool): only the fields sent change, as a JSON merge patch reads (RFC 7396): a field left out
+    keeps its value, null clears it. The text is changed by `PUT` (the API) alone."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"example": {"tags": ["home"], "valid_until": "2026-12-01T00:00:00Z"}}
+    )
+
+    tags: list[Tag] | None = Field(
+        None,
+        max_length=MAX_TAGS,
+        description=f"The record's tags, all of them (up to {MAX_TAGS} of 1-{TAG_MAX_LENGTH} characters), "
+        "replacing the stored ones; [] or null removes them. Left out: unchanged.",
+    )
+    valid_from: Moment | None = Field(
+        None,
+        description="ISO 8601: when what the record states began to hold; null: open. Left out: unchanged.",
+    )
+    valid_until: Moment | None = Field(
+        None,
+        description="ISO 8601: when it stopped holding, after valid_from; null: open. Left out: unchanged.",
+    )
+
+
+def change_arguments(request: RecordChangeIn | dict) -> dict:
+    """`services.change_record`'s keyword arguments for a change: each declared field the request
+    names (sent, even as null: the API's validated body or the MCP tool's arguments) with its value,
+    each other one `UNCHANGED`."""
+    sent = request.model_fields_set if isinstance(request, BaseModel) else set(request)
+    given = arguments_of(RecordChangeIn, request)
+    return {name: value if name in sent else UNCHANGED for name, value in given.items()}
 
 
 class KindIn(StrictSchema):
@@ -69,6 +132,19 @@ class RecallIn(StrictSchema):
         strict=True,
         description="Characters the excerpts may hold in all; default MEMORY_RECALL_MAX_CHARS.",
     )
+    # Filters, applied before ranking: a record they leave out is never scored, counted in the keyword
+    # statistics or quoted, so the answer is that of a store holding only the records they keep.
+    since: Moment | None = Field(None, description="ISO 8601: only records created at or after this time.")
+    until: Moment | None = Field(None, description="ISO 8601: only records created before this time.")
+    valid_at: Moment | None = Field(
+        None, description="ISO 8601: only records valid at this moment (valid_from <= it < valid_until)."
+    )
+    kinds: list[Kind] | None = Field(
+        None, min_length=1, max_length=2, description='Only these kinds: "mem", "ep" (default both).'
+    )
+    tags: list[Tag] | None = Field(
+        None, min_length=1, max_length=MAX_TAGS, description="Only records carrying every one of these tags."
+    )
 
 
 def recall_arguments(request: RecallIn | dict) -> dict:
@@ -103,9 +179,25 @@ class StoredOut(Schema):
     nodes: NodesStatus | None = None  # present only when the record runs past the window
 
 
+class ChangedOut(Schema):
+    """A record after a change of its tags and validity."""
+
+    id: int
+    kind: Kind
+    tags: list[str]
+    valid_from: datetime | None
+    valid_until: datetime | None
+    updated_at: datetime
+
+
 class NodeRange(Schema):
     first: int
     last: int
+
+
+class RecordKey(Schema):
+    kind: Kind
+    id: int
 
 
 class ExcerptOut(Schema):
@@ -122,6 +214,12 @@ class ExcerptOut(Schema):
     )
     record_length: int
     cut: bool
+    superseded_by: RecordKey | None = Field(
+        ...,
+        description="The record of another excerpt in this answer, placed before this one, that states the "
+        "same thing with another value and is newer (valid from, else created, later): this excerpt is "
+        "out of date. Null otherwise.",
+    )
 
 
 class RecallOut(Schema):
@@ -154,6 +252,9 @@ class RecordOut(Schema):
     token_count: int | None
     created_at: datetime
     updated_at: datetime
+    valid_from: datetime | None
+    valid_until: datetime | None
+    tags: list[str]
     locked: bool
     nodes: RecordNodes
 
@@ -165,6 +266,9 @@ class ListedOut(Schema):
     opening: str
     created_at: datetime
     updated_at: datetime
+    valid_from: datetime | None
+    valid_until: datetime | None
+    tags: list[str]
     locked: bool
     nodes: NodeStatus
 

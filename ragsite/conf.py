@@ -40,6 +40,7 @@ _NAMES = frozenset(
         "MAX_UPLOAD_BYTES",
         "HEALTH_REPAIR_MINUTES",
         "MEMORY_RECALL_MAX_CHARS",
+        "MEMORY_ANALYZER",
         "IVF_MIN_PARAGRAPHS",
         "IVF_NPROBE",
         "IVF_RECALL",

@@ -26,18 +26,22 @@ from collections_app.schemas.vector_stores import VectorStoreSearchIn, VectorSto
 from collections_app.services.search import search_collection
 from config.api import api
 from memory_app.schemas import (
+    ChangedOut,
     KindIn,
     ListOut,
     ListQuery,
     RecallIn,
     RecallOut,
+    RecordChangeIn,
+    RecordIn,
     RecordOut,
     RecordRef,
     StoredOut,
-    TextIn,
+    change_arguments,
     recall_arguments,
+    store_arguments,
 )
-from memory_app.services import recall
+from memory_app.services import UNCHANGED, archive_episode, change_record, recall, store_memory
 from ragsite.mcp import registry
 from ragsite.schemas import json_schema_of, tool_input
 
@@ -49,10 +53,11 @@ TOOLS = {
     "collections": ((NoArguments,), CollectionsOut),
     "measure": ((CollectionName, MeasureIn), MeasureOut),
     "set_source": ((CollectionName, SourceIn), SourceOut),
-    "store": ((TextIn, KindIn), StoredOut),
+    "store": ((RecordIn, KindIn), StoredOut),
     "recall": ((RecallIn,), RecallOut),
     "list_records": ((KindIn, ListQuery), ListOut),
     "read_record": ((RecordRef,), RecordOut),
+    "change_record": ((RecordRef, RecordChangeIn), ChangedOut),
 }
 
 # Where declarations live; nothing else may define a model a route or a tool uses.
@@ -144,6 +149,9 @@ SERVICES = {
         {"agent", "collection", "reader", "key", "mode", "max_most", "nprobe", "explain"},
     ),
     "recall": (recall, recall_arguments, {"agent"}),
+    "store_memory": (store_memory, store_arguments, {"agent"}),
+    "archive_episode": (archive_episode, store_arguments, {"agent"}),
+    "change_record": (change_record, change_arguments, {"agent", "kind", "id"}),
 }
 
 
@@ -174,16 +182,30 @@ def test_a_request_reaches_the_service_under_the_services_names_with_the_declare
         SearchIn(question="leave")
     )
     # The deprecated alias is read as the field it names.
+    unfiltered = {"since": None, "until": None, "valid_at": None, "kinds": None, "tags": None}
     assert recall_arguments({"query": "deadlines", "most": 2}) == {
         "query": "deadlines",
         "most": 2,
         "max_chars": None,
+        **unfiltered,
     }
-    assert recall_arguments(RecallIn(question="deadlines", max_chars=900)) == {
+    assert recall_arguments(RecallIn(question="deadlines", max_chars=900, tags=["work"])) == {
         "query": "deadlines",
         "most": RecallIn.model_fields["most"].default,
         "max_chars": 900,
+        **unfiltered,
+        "tags": ["work"],
     }
+
+
+def test_a_change_reaches_the_service_with_only_the_fields_sent():
+    """A change is a merge patch: a field sent (even as null) is passed on, one left out is UNCHANGED,
+    from the API's validated body and from an MCP tool's arguments alike."""
+    unchanged = dict.fromkeys(RecordChangeIn.model_fields, UNCHANGED)
+    assert change_arguments({}) == unchanged
+    assert change_arguments(RecordChangeIn()) == unchanged
+    sent = {"tags": None, "valid_until": "2026-01-01T00:00:00Z"}
+    assert change_arguments(sent) == change_arguments(RecordChangeIn(**sent)) == {**unchanged, **sent}
 
 
 def test_the_openapi_document_publishes_the_vector_stores_declarations(client):

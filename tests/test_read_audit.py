@@ -144,6 +144,10 @@ NOT_READS = {
     ("POST", "/api/v1/memory/episodes"): "stores an episode; answers its id and length",
     ("GET", "/api/v1/memory/nodes/{kind}/{id}/{index}"): "a node's offsets and token count, no text",
     ("PUT", "/api/v1/memory/records/{kind}/{id}"): "replaces a record's text; answers its length",
+    (
+        "PATCH",
+        "/api/v1/memory/records/{kind}/{id}",
+    ): "changes a record's tags and validity; answers them, no text",
     ("DELETE", "/api/v1/memory/records/{kind}/{id}"): "deletes a record",
     ("GET", "/api/v1/memory/health"): "counts of records without nodes",
     ("*", ""): "the home page",
@@ -177,6 +181,7 @@ NOT_READS = {
     "build_status": "a build's counts and outcome",
     "collections": "collection names and build records",
     "store": "stores a record; answers its id and length",
+    "change_record": "changes a record's tags and validity; answers them, no text",
 }
 
 

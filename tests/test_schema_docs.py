@@ -38,6 +38,7 @@ MARKED = {
         "memory_app.schemas.RecordOut",
         "memory_app.schemas.ListOut",
         "memory_app.schemas.HealthOut",
+        "memory_app.schemas.ChangedOut",
     },
     "mcp.md": {
         "collections_app.schemas.search.SearchIn",
@@ -51,6 +52,8 @@ MARKED = {
         "memory_app.schemas.RecallOut",
         "memory_app.schemas.ListOut",
         "memory_app.schemas.RecordOut",
+        "memory_app.schemas.RecordChangeIn",
+        "memory_app.schemas.ChangedOut",
     },
 }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from locomo_data import BUDGETS, CATEGORIES, CATEGORY_NAMES, MOSTS, Tally, settings_asked
+from locomo_data import BUDGETS, CATEGORIES, CATEGORY_NAMES, MOSTS, PARTS, Tally, settings_asked
 
 
 def report(tally: Tally, facts: dict, questions: int) -> list[str]:
@@ -27,17 +27,7 @@ def report(tally: Tally, facts: dict, questions: int) -> list[str]:
             lines.append(
                 f"{method:<18}" + "".join(f"{tally.figures(method, n, category)[0]:>14.1f}" for n in names)
             )
-    best = {
-        name: max((tally.figures(m, name)[0], m) for m in tally.methods() if m != "ragsite") for name in names
-    }
-    lines += [
-        "",
-        "ragsite minus the best baseline (points): "
-        + ", ".join(
-            f"{name} {tally.figures('ragsite', name)[0] - best[name][0]:+.1f} ({best[name][1]})"
-            for name in names
-        ),
-    ]
+    lines += ["", *margins(tally)]
     store = facts.get("store", {})
     if store:
         lines += [
@@ -54,9 +44,49 @@ def report(tally: Tally, facts: dict, questions: int) -> list[str]:
         ]
     if "recall" in facts:
         lines += [
-            f"recall over HTTP at most 5 (default budget): p50 {facts['recall']['p50_ms']:.1f} ms, "
+            "recall over HTTP at most 5 (default budget), one client: "
+            f"p50 {facts['recall']['p50_ms']:.1f} ms, "
             f"p95 {facts['recall']['p95_ms']:.1f} ms over {facts['recall']['questions']} questions"
         ]
+    if "recall_load" in facts:
+        load = facts["recall_load"]
+        lines += [
+            f"recall under load ({load['clients']} clients at once, most 5): p50 {load['p50_ms']:.1f} ms, "
+            f"p95 {load['p95_ms']:.1f} ms over {load['questions']} recalls, {load['per_s']:.1f} recalls/s"
+        ]
+    return lines
+
+
+def _ci(estimate: float, low: float, high: float, signed: bool = False) -> str:
+    sign = "+" if signed else ""
+    return f"{estimate:{sign}.1f} [{low:{sign}.1f}, {high:{sign}.1f}]"
+
+
+def margins(tally: Tally) -> list[str]:
+    """At each budget, per part of the split (all, tuning, check) and per category (1-4 together, then
+    each): ragsite, the best baseline on those questions, and ragsite's margin over it, each with its
+    95 % bootstrap interval (the margin's paired, question by question)."""
+    budgets = [f"{b // 1000}k" for b in BUDGETS]
+    lines = []
+    for part in (None, *PARTS):
+        label = "all five" if part is None else f"{part} ({', '.join(PARTS[part])})"
+        for category in (None, *CATEGORIES):
+            what = (
+                "categories 1-4" if category is None else f"category {category} ({CATEGORY_NAMES[category]})"
+            )
+            count = len(tally.rows("ragsite", budgets[0], category, part))
+            lines += [
+                f"{label}, {what}: {count} questions; evidence recall % [95 % bootstrap interval]",
+                f"{'':<10}{'ragsite':>22}{'best baseline':>38}{'margin':>26}",
+            ]
+            for name in budgets:
+                best = tally.best_baseline(name, category, part)
+                lines.append(
+                    f"{name:<10}{_ci(*tally.interval('ragsite', name, category, part)):>22}"
+                    f"{_ci(*tally.interval(best, name, category, part)) + ' ' + best:>38}"
+                    f"{_ci(*tally.interval('ragsite', name, category, part, minus=best), signed=True):>26}"
+                )
+            lines.append("")
     return lines
 
 

@@ -52,9 +52,9 @@ WORK = ROOT / "data" / "bench"
 RESULTS = ROOT / "bench" / "results" / "memory_locomo.json"
 PLOT = ROOT / "docs" / "img" / "memory-locomo.png"
 
+from locomo_baselines import baselines  # noqa: E402
 from locomo_data import (  # noqa: E402
     CATEGORIES,
-    Session,
     Tally,
     found,
     load,
@@ -62,6 +62,7 @@ from locomo_data import (  # noqa: E402
     settings_asked,
 )
 from locomo_report import plot, report  # noqa: E402
+from locomo_sweep import SWEEP_EXPONENTS, SWEEP_WEIGHTS, parse_variant, summary, sweep  # noqa: E402
 
 from bench.common.results import provenance  # noqa: E402
 
@@ -173,6 +174,7 @@ def recall_all(conversations, base: str, keys: dict[str, str], tally: Tally, fac
                         name,
                         question.category,
                         found(conversation, question, body.json()["excerpts"]),
+                        conversation.name,
                     )
                 began = time.perf_counter()
                 response = http.post(
@@ -187,141 +189,40 @@ def recall_all(conversations, base: str, keys: dict[str, str], tally: Tally, fac
     }
 
 
-# --- The baselines --------------------------------------------------------------------------------
+def recall_under_load(conversations, base: str, keys: dict[str, str], facts: dict, clients: int = 4) -> None:
+    """Every question again at most 5 (the default budget), from `clients` threads at once: p50/p95 of
+    each recall while the others run (the server has one worker process; its threads share the cores)."""
+    from concurrent.futures import ThreadPoolExecutor
 
+    import httpx
 
-def windows(session: Session, size: float) -> list[tuple[int, int]]:
-    """Consecutive whole turn lines packed up to `size` characters (a longer turn is a window alone)."""
-    out, start, end = [], None, None
-    for a, b in session.lines:
-        if start is None:
-            start, end = a, b
-        elif b - start <= size:
-            end = b
-        else:
-            out.append((start, end))
-            start, end = a, b
-    if start is not None:
-        out.append((start, end))
-    return out
+    asks = [(c.name, q.question) for c in conversations for q in c.questions]
 
+    def ask(chunk: list[tuple[str, str]]) -> list[float]:
+        times = []
+        with httpx.Client(timeout=60) as http:
+            for name, question in chunk:
+                began = time.perf_counter()
+                response = http.post(
+                    f"{base}/api/v1/memory/recall",
+                    json={"question": question, "most": 5},
+                    headers={"Authorization": f"Bearer {keys[name]}"},
+                )
+                times.append(time.perf_counter() - began)
+                response.raise_for_status()
+        return times
 
-def minmax(values):
-    import numpy as np
-
-    values = np.asarray(values, dtype=np.float64)
-    spread = values.max() - values.min() if values.size else 0.0
-    return (values - values.min()) / spread if spread > 0 else np.zeros_like(values)
-
-
-def baselines(conversations, tally: Tally, node_chars: float, facts: dict) -> None:
-    import bm25s
-    import numpy as np
-
-    from memory_app.excerpts import WHOLE, Candidate, select
-    from ragsite import embedding
-
-    embedder = embedding.get_embedder()
     started = time.perf_counter()
-    for conversation in conversations:
-        texts = {("ep", s.record_id): s.text for s in conversation.sessions}
-        questions = [q.question for q in conversation.questions]
-        asked = np.asarray(embedder.embed(questions), dtype=np.float32)
-        for unit_name, unit_spans in (
-            ("turns", lambda s: s.lines),
-            ("windows", lambda s: windows(s, node_chars)),
-        ):
-            units = [(s, a, b) for s in conversation.sessions for a, b in unit_spans(s)]
-            unit_texts = [s.text[a:b] for s, a, b in units]
-            retriever = bm25s.BM25()
-            retriever.index(
-                bm25s.tokenize(unit_texts, stopwords="en", show_progress=False), show_progress=False
-            )
-            vectors = np.asarray(embedder.embed(unit_texts), dtype=np.float32)
-            for q, question in enumerate(conversation.questions):
-                tokens = bm25s.tokenize(
-                    [question.question], stopwords="en", return_ids=False, show_progress=False
-                )
-                lexical = retriever.get_scores(tokens[0])
-                cosine = vectors @ asked[q]
-                for method, scores in (
-                    ("bm25s", lexical),
-                    ("MiniLM", cosine),
-                    ("hybrid", 0.5 * minmax(lexical) + 0.5 * minmax(cosine)),
-                ):
-                    order = np.lexsort((np.arange(len(units)), -np.asarray(scores)))
-                    for name, most, max_chars in settings_asked():
-                        candidates = (
-                            Candidate(
-                                "ep",
-                                units[i][0].record_id,
-                                WHOLE,
-                                None,
-                                units[i][1],
-                                units[i][2],
-                                float(scores[i]),
-                            )
-                            for i in order
-                        )
-                        chosen = select(
-                            candidates,
-                            lambda kind, id, texts=texts: texts[(kind, id)],
-                            max_chars=max_chars,
-                            most=most,
-                        )
-                        shown = [{"id": e.id, "start": e.start, "end": e.end} for e in chosen.excerpts]
-                        tally.add(
-                            f"{method} {unit_name}",
-                            name,
-                            question.category,
-                            found(conversation, question, shown),
-                        )
-    facts["baselines_s"] = time.perf_counter() - started
-
-
-# --- In-process sweep ---------------------------------------------------------------------------
-
-
-SWEEP_WEIGHTS = (0.1, 0.2, 0.25, 0.3, 0.4, 0.52, 0.6)
-SWEEP_EXPONENTS = (0.0, 0.15)
-
-
-def sweep(conversations, agents: dict, weights=SWEEP_WEIGHTS, exponents=SWEEP_EXPONENTS) -> dict:
-    """ragsite's recall in this process (the same store and code as the server) at other fusion
-    weights and per-excerpt length normalisations: evidence recall at each budget and at most 1."""
-    from memory_app import conf, services
-
-    results = {}
-    original = (conf.RECALL_FUSION_WEIGHT, conf.EXCERPT_LENGTH_EXPONENT)
-    asked = [(name, most, max_chars) for name, most, max_chars in settings_asked() if name != "most 3"]
-    try:
-        for weight in weights:
-            for exponent in exponents:
-                conf.RECALL_FUSION_WEIGHT, conf.EXCERPT_LENGTH_EXPONENT = weight, exponent
-                tally = Tally()
-                for conversation in conversations:
-                    for question in conversation.questions:
-                        for name, most, max_chars in asked:
-                            answer = services.recall(
-                                agent=agents[conversation.name],
-                                query=question.question,
-                                most=most,
-                                max_chars=max_chars,
-                            )
-                            tally.add(
-                                "ragsite",
-                                name,
-                                question.category,
-                                found(conversation, question, answer["excerpts"]),
-                            )
-                key = f"weight {weight} exponent {exponent}"
-                results[key] = {name: tally.figures("ragsite", name)[0] for name, _m, _c in asked}
-                print(
-                    key, " ".join(f"{name} {value:.1f}" for name, value in results[key].items()), flush=True
-                )
-    finally:
-        conf.RECALL_FUSION_WEIGHT, conf.EXCERPT_LENGTH_EXPONENT = original
-    return results
+    with ThreadPoolExecutor(clients) as pool:
+        latencies = [t for times in pool.map(ask, [asks[i::clients] for i in range(clients)]) for t in times]
+    seconds = time.perf_counter() - started
+    facts["recall_load"] = {
+        "clients": clients,
+        "questions": len(latencies),
+        "p50_ms": 1000 * percentile(latencies, 50),
+        "p95_ms": 1000 * percentile(latencies, 95),
+        "per_s": len(latencies) / seconds,
+    }
 
 
 def _map_records(conversations, agents: dict) -> None:
@@ -373,6 +274,12 @@ def main() -> None:
     )
     parser.add_argument("--exponents", type=float, nargs="*", help="the sweep's length exponents")
     parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="instead of the weights: 'NAME=value;NAME=value' of memory_app.conf, repeatable ('' = defaults)",
+    )
+    parser.add_argument(
         "--only-sweep",
         action="store_true",
         help="the sweep alone, over the store of an earlier run (implies --reuse)",
@@ -384,6 +291,7 @@ def main() -> None:
         "--conversations", type=int, default=None, help="only the first N (a smaller run, to check it works)"
     )
     parser.add_argument("--json", type=Path, default=RESULTS, help="where the figures go")
+    parser.add_argument("--sweep-json", type=Path, default=None, help="--only-sweep: where its figures go")
     args = parser.parse_args()
     args.reuse = args.reuse or args.only_sweep
 
@@ -416,16 +324,26 @@ def main() -> None:
         keys[conversation.name] = issued[1] if isinstance(issued, tuple) else issued
         agents[conversation.name] = agent
 
+    variants = [parse_variant(v) for v in args.variant] or [
+        {"RECALL_FUSION_WEIGHT": w, "EXCERPT_LENGTH_EXPONENT": e}
+        for w in args.weights or SWEEP_WEIGHTS
+        for e in args.exponents or SWEEP_EXPONENTS
+    ]
     if args.only_sweep:
         _map_records(conversations, agents)
-        print(
-            json.dumps(
-                sweep(
-                    conversations, agents, args.weights or SWEEP_WEIGHTS, args.exponents or SWEEP_EXPONENTS
-                ),
-                indent=1,
-            )
+        from memory_app.models import RecordNode
+
+        node_chars = statistics.mean(
+            end - start
+            for start, end in RecordNode.objects.filter(
+                parent_kind="ep", parent_id__in=[s.record_id for c in conversations for s in c.sessions]
+            ).values_list("start_char", "end_char")
         )
+        baseline = Tally()
+        baselines(conversations, baseline, node_chars, {})
+        output = sweep(conversations, agents, variants, baseline)
+        if args.sweep_json:
+            args.sweep_json.write_text(json.dumps(output, indent=1))
         return
     facts: dict = {"machine": "2 cores shared with other agents' work", "questions": questions}
     port = free_port()
@@ -464,6 +382,7 @@ def main() -> None:
         read_nodes(conversations, base, keys, facts)
         print(f"stored and divided: {facts}", flush=True)
         recall_all(conversations, base, keys, tally, facts)
+        recall_under_load(conversations, base, keys, facts)
     finally:
         stop(server)
         stop(cluster)
@@ -476,6 +395,7 @@ def main() -> None:
         "figures": {
             f"{m} | {n}": tally.figures(m, n) for m in tally.methods() for n, _mo, _c in settings_asked()
         },
+        "margins": summary(tally, [name for name, _m, _c in settings_asked()]),
         "by_category": {
             f"{m} | {n} | {c}": tally.figures(m, n, c)[0]
             for m in tally.methods()
@@ -488,9 +408,7 @@ def main() -> None:
     if not args.no_plot:
         plot(tally, PLOT)
     if args.sweep:
-        output["sweep"] = sweep(
-            conversations, agents, args.weights or SWEEP_WEIGHTS, args.exponents or SWEEP_EXPONENTS
-        )
+        output["sweep"] = sweep(conversations, agents, variants, tally)
         args.json.write_text(json.dumps(output, indent=1))
 
 

@@ -1,8 +1,8 @@
 """Memory services: store, change and delete records, recall them, build and check their nodes.
 
-One module per verb family: `records` (store, update, delete, export, import), `reading` (read
-and list), `recall`, `nodes` (build and read a record's nodes), `health` (the check and its
-repair); `common` holds what they share.
+One module per verb family: `records` (store, update the text, change tags and validity, delete,
+export, import), `reading` (read and list), `recall`, `nodes` (build and read a record's nodes),
+`health` (the check and its repair); `common` holds what they share.
 
 Every interface (the API, the commands, the tasks) calls these and nothing else. The rules they
 keep (seed 002):
@@ -56,7 +56,10 @@ from .recall import (  # noqa: F401
     recall,
 )
 from .records import (  # noqa: F401
+    UNCHANGED,
     archive_episode,
+    change_record,
+    changed_answer,
     delete_record,
     export_records,
     import_records,

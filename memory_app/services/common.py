@@ -12,6 +12,7 @@ import numpy as np
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from collections_app.models import Agent
 from ragsite.bodies import encodable
@@ -19,7 +20,7 @@ from ragsite.embedders import Embedder, EmbeddingError
 from ragsite.errors import NotFound, RagsiteError
 
 from .. import conf
-from ..models import KINDS, MAX_TEXT_LENGTH, RECORD_MODELS, RecallGeneration, Record
+from ..models import KINDS, MAX_TAGS, MAX_TEXT_LENGTH, RECORD_MODELS, TAG_MAX_LENGTH, RecallGeneration, Record
 from ..nodes import FITS, runs_past_window
 
 logger = logging.getLogger("memory_app")
@@ -50,6 +51,77 @@ def utc_moment(moment: datetime | None, field: str) -> datetime | None:
             f"{field} is out of range: a date and time between 0001-01-01 and 9999-12-31 in UTC",
             code=f"invalid_{field}",
         ) from None
+
+
+def validate_moment(value: Any, field: str) -> datetime | None:
+    """An ISO 8601 date and time (a string, or a datetime the API already parsed) in UTC, or None.
+
+    A number is refused rather than read as a Unix time (the API and the MCP tools take the same
+    strings), and so are a day that does not exist (30 February) and a time with no UTC moment:
+    each a 400 `invalid_<field>` naming it."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            moment = parse_datetime(value.strip())
+        except ValueError:  # well-formed but no such day or hour
+            moment = None
+        if moment is None:
+            raise RagsiteError(
+                f"{field} must be an ISO 8601 date and time that exists, such as 2026-12-05T09:00:00Z",
+                code=f"invalid_{field}",
+            )
+        value = moment
+    if not isinstance(value, datetime):
+        raise RagsiteError(f"{field} must be an ISO 8601 date and time (a string)", code=f"invalid_{field}")
+    return utc_moment(value, field)
+
+
+def validate_validity(valid_from: Any, valid_until: Any) -> tuple[datetime | None, datetime | None]:
+    """A record's validity: two optional moments, the first strictly before the second."""
+    start, end = validate_moment(valid_from, "valid_from"), validate_moment(valid_until, "valid_until")
+    if start is not None and end is not None and not start < end:
+        raise RagsiteError("valid_from must be before valid_until", code="invalid_validity")
+    return start, end
+
+
+def validate_tags(tags: Any, field: str = "tags") -> list[str]:
+    """At most `MAX_TAGS` distinct tags, each a string of 1 to `TAG_MAX_LENGTH` characters once its
+    surrounding whitespace is trimmed, without control characters; in the order given, repeats dropped."""
+    if tags is None:
+        return []
+    if not isinstance(tags, list | tuple):
+        raise RagsiteError(f"{field} must be a list of strings", code=f"invalid_{field}")
+    if len(tags) > MAX_TAGS:
+        raise RagsiteError(f"{field} holds at most {MAX_TAGS} tags, not {len(tags)}", code=f"invalid_{field}")
+    kept: list[str] = []
+    for tag in tags:
+        if not isinstance(tag, str):
+            raise RagsiteError(f"each of {field} must be a string", code=f"invalid_{field}")
+        tag = tag.strip()
+        if not 1 <= len(tag) <= TAG_MAX_LENGTH:
+            raise RagsiteError(
+                f"each of {field} is 1 to {TAG_MAX_LENGTH} characters (not counting surrounding spaces)",
+                code=f"invalid_{field}",
+            )
+        if not encodable(tag) or any(ord(c) < 32 or ord(c) == 127 for c in tag):
+            raise RagsiteError(
+                f"{field} must not hold control characters or lone surrogates", code=f"invalid_{field}"
+            )
+        if tag not in kept:
+            kept.append(tag)
+    return kept
+
+
+def validate_kinds(kinds: Any) -> tuple[str, ...] | None:
+    """Which kinds a recall searches: None (both), or a non-empty list of "mem" and "ep"."""
+    if kinds is None:
+        return None
+    if not isinstance(kinds, list | tuple) or not kinds or any(kind not in KINDS for kind in kinds):
+        raise RagsiteError(
+            f"kinds must be a non-empty list of {', '.join(repr(k) for k in KINDS)}", code="invalid_kinds"
+        )
+    return tuple(kind for kind in KINDS if kind in kinds)
 
 
 def validate_text(text: Any) -> str:

@@ -64,6 +64,9 @@ def read_record(*, agent: Agent, kind: str, id: int) -> dict:
         "token_count": state.tokens,
         "created_at": record.created_at,
         "updated_at": record.updated_at,
+        "valid_from": record.valid_from,
+        "valid_until": record.valid_until,
+        "tags": list(record.tags or []),
         "locked": record.locked,
         "nodes": {
             "status": status,
@@ -141,6 +144,9 @@ def list_records(
                 "opening": record.text[slice(*opening(record.text, conf.OPENING_LENGTH))],
                 "created_at": record.created_at,
                 "updated_at": record.updated_at,
+                "valid_from": record.valid_from,
+                "valid_until": record.valid_until,
+                "tags": list(record.tags or []),
                 "locked": record.locked,
                 "nodes": status_of(states[(record.KIND, record.pk)]),
             }

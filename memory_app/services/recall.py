@@ -18,25 +18,32 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from itertools import chain, islice
 
 import numpy as np
 
 from collections_app.models import Agent
 from ragsite import embedding
+from ragsite.analyzers import SIMPLE
 from ragsite.conf import settings
 from ragsite.embedders import Embedder, EmbeddingError
 from ragsite.instruments import RECALLS
-from ragsite.lexical import terms
 from ragsite.model_calls.rerank import reorder, rerank_status
 from ragsite.top import top_rows
 
 from .. import conf
 from ..excerpts import NODE, PENDING, WHOLE, Candidate, Selection, select
-from ..models import KINDS, RECORD_MODELS, NodePassages, RecordNode
-from ..nodes import runs_past_window
-from ..recall_index import NodeRow, RecallIndex, RecordRow
-from .common import _can_embed, recall_generation, recent_changes, validate_max_chars, validate_query
+from ..expansion import found_terms
+from ..filters import KeptStatistics, has_vectors_in, kept, parse_filters, superseded
+from ..recall_index import RecallIndex
+from .common import (
+    _can_embed,
+    recall_generation,
+    validate_max_chars,
+    validate_query,
+)
+from .recall_rows import _load, _read, _update
 
 logger = logging.getLogger("memory_app")
 
@@ -58,6 +65,7 @@ class AgentIndex:
     model: str
     window: int | None  # the model's token window: a record past it without nodes is pending
     index: RecallIndex
+    analyzer: str = SIMPLE  # how the keyword leg reads words (MEMORY_ANALYZER when it was built)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -75,9 +83,10 @@ def current_index(agent: Agent, model: str, window: int | None = None) -> AgentI
     epoch, generation = recall_generation(agent.pk)
     with _cache_lock:
         cached = _cache.get(agent.pk)
-    if cached is None or (cached.model, cached.window, cached.epoch, cached.generation) != (
+    if cached is None or (cached.model, cached.window, cached.analyzer, cached.epoch, cached.generation) != (
         model,
         window,
+        conf.memory_analyzer(),
         epoch,
         generation,
     ):
@@ -97,9 +106,15 @@ def agent_index(agent: Agent, model: str, window: int | None = None) -> AgentInd
     epoch, generation = recall_generation(
         agent.pk
     )  # read before the rows, so a write in between only repeats
+    analyzer_name = conf.memory_analyzer()
     with _cache_lock:
         cached = _cache.get(agent.pk)
-    if cached is not None and (cached.model, cached.window, cached.epoch) == (model, window, epoch):
+    if cached is not None and (cached.model, cached.window, cached.analyzer, cached.epoch) == (
+        model,
+        window,
+        analyzer_name,
+        epoch,
+    ):
         with cached.lock:
             if cached.generation > generation:  # cannot happen within one epoch; start again if it does
                 cached = None
@@ -111,8 +126,9 @@ def agent_index(agent: Agent, model: str, window: int | None = None) -> AgentInd
     else:
         cached = None
     if cached is None:
+        records = _read(agent, model, window, None)
         cached = AgentIndex(
-            epoch, generation, model, window, _load(agent, model, _read(agent, model, window, None))
+            epoch, generation, model, window, _load(agent, analyzer_name, records), analyzer_name
         )
     with _cache_lock:
         _cache[agent.pk] = cached
@@ -125,112 +141,6 @@ def agent_index(agent: Agent, model: str, window: int | None = None) -> AgentInd
 def forget_agent(agent_id: int) -> None:
     with _cache_lock:
         _cache.pop(agent_id, None)
-
-
-def _vector(data, model_of_row: str, model: str) -> np.ndarray | None:
-    if data is None or model_of_row != model:
-        return None
-    return np.frombuffer(bytes(data), dtype="<f4")
-
-
-def _read(agent: Agent, model: str, window: int | None, keys: set[tuple[str, int]] | None) -> list[RecordRow]:
-    """The agent's records (all, or those of `keys` that still exist) with their nodes of `model`.
-
-    A record is pending when `model` counted it past `window` (its nodes are queued or being rebuilt);
-    it stops being pending once it holds nodes of `model`.
-    """
-    records: list[RecordRow] = []
-    for kind, record_class in RECORD_MODELS.items():
-        rows = record_class.objects.filter(agent=agent)
-        nodes = RecordNode.objects.filter(parent_kind=kind, embedding_model=model, embedding__isnull=False)
-        if keys is not None:
-            wanted = sorted(id for key_kind, id in keys if key_kind == kind)
-            if not wanted:
-                continue
-            rows = rows.filter(pk__in=wanted)
-            nodes = nodes.filter(parent_id__in=wanted)
-        else:
-            nodes = nodes.filter(parent_id__in=record_class.objects.filter(agent=agent).values("pk"))
-        order = KINDS.index(kind)
-        these = {
-            pk: RecordRow(
-                kind,
-                pk,
-                order,
-                text,
-                _vector(data, by, model),
-                pending=by == model and runs_past_window(tokens, window),
-            )
-            for pk, text, data, by, tokens in rows.order_by("pk").values_list(
-                "pk", "text", "embedding", "embedding_model", "token_count"
-            )
-        }
-        passages = NodePassages.objects.filter(parent_kind=kind, embedding_model=model)
-        passages = (
-            passages.filter(parent_id__in=wanted)
-            if keys is not None
-            else passages.filter(parent_id__in=record_class.objects.filter(agent=agent).values("pk"))
-        )
-        passages_of = {
-            (parent_id, index): (bounds, data)
-            for parent_id, index, bounds, data in passages.values_list(
-                "parent_id", "node_index", "bounds", "embeddings"
-            )
-        }
-        for parent_id, index, start, end, data in nodes.order_by("parent_id", "node_index").values_list(
-            "parent_id", "node_index", "start_char", "end_char", "embedding"
-        ):
-            record = these.get(parent_id)
-            if record is None:
-                continue
-            node = NodeRow(index, start, end, _vector(data, model, model))
-            bounds, passage_data = passages_of.get((parent_id, index), (None, None))
-            if bounds is not None:
-                bounds = np.frombuffer(bytes(bounds), dtype="<i4").tolist()
-                # Passages of an older division of the text (not yet rebuilt) are not this node's.
-                if bounds[0] == start and bounds[-1] == end:
-                    node.passages = list(zip(bounds[:-1], bounds[1:], strict=True))
-                    if passage_data is not None and node.vector is not None:
-                        node.passage_vectors = list(
-                            np.frombuffer(bytes(passage_data), dtype="<f2")
-                            .astype(np.float32)
-                            .reshape(len(node.passages), node.vector.size)
-                        )
-            record.nodes.append(node)
-        records.extend(these.values())
-    return records
-
-
-def _width(records: list[RecordRow]) -> int:
-    for record in records:
-        for vector in chain([record.vector], (node.vector for node in record.nodes)):
-            if vector is not None:
-                return vector.size
-    return 0
-
-
-def _load(agent: Agent, model: str, records: list[RecordRow]) -> RecallIndex:
-    index = RecallIndex(_width(records))
-    index.put(records)
-    logger.debug(
-        "recall index of %s: %d records, %d nodes", agent.agent_id, index.size, index.node_owner.size
-    )
-    return index
-
-
-def _update(agent: Agent, cached: AgentIndex, generation: int) -> bool:
-    """Replace the records changed since the cached generation; False when they are not known."""
-    keys = recent_changes(agent.pk, cached.generation, generation)
-    if keys is None:
-        return False
-    records = _read(agent, cached.model, cached.window, keys)
-    width = _width(records)
-    if width and width != cached.index.width:  # the first vectors, or another width: start again
-        return False
-    for kind, id in keys:
-        cached.index.drop(kind, id)
-    cached.index.put(records)
-    return True
 
 
 class _QueryVector:
@@ -267,7 +177,18 @@ def opening(text: str, length: int = conf.OPENING_LENGTH) -> tuple[int, int]:
     return 0, end
 
 
-def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST, max_chars: int | None = None) -> dict:
+def recall(
+    *,
+    agent: Agent,
+    query: str,
+    most: int = conf.DEFAULT_MOST,
+    max_chars: int | None = None,
+    since: datetime | str | None = None,
+    until: datetime | str | None = None,
+    valid_at: datetime | str | None = None,
+    kinds: list[str] | None = None,
+    tags: list[str] | None = None,
+) -> dict:
     """The excerpts of the agent's records that best answer `query`, best first, within `max_chars`.
 
     Candidates (`memory_app.excerpts`): each node of a divided record, scored as the best of itself
@@ -279,12 +200,19 @@ def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST, max_chars
     scoring 0 are left out. At most `most` excerpts and `max_chars` characters (default
     `MEMORY_RECALL_MAX_CHARS`); the last excerpt is cut to fit at sentence boundaries.
 
+    Filters, applied before anything is scored (`memory_app.filters.kept`): `since`/`until` bound the
+    creation time, `valid_at` keeps the records valid then, `kinds` and `tags` (all of them) keep
+    those records; the answer is the one a store holding only the kept records would give.
+
     Answers `{"excerpts": [{"kind", "id", "score", "text", "start", "end", "nodes", "record_length",
-    "cut"}], "chars", "max_chars", "cut"}` where `nodes` is `{"first", "last"}` for an excerpt of
-    nodes, null for a whole record (or a cut of it), and "pending" for an opening.
+    "cut", "superseded_by"}], "chars", "max_chars", "cut"}` where `nodes` is `{"first", "last"}` for
+    an excerpt of nodes, null for a whole record (or a cut of it), and "pending" for an opening; an
+    excerpt another excerpt restates with other values (`ragsite.slots`) names its record in
+    `superseded_by`, and the newer one is placed first.
     """
     query, most = validate_query(query, most)
     max_chars = validate_max_chars(conf.recall_max_chars() if max_chars is None else max_chars)
+    filters = parse_filters(since, until, valid_at, kinds, tags)
     embedder = embedding.get_embedder()
     asked = _QueryVector(query, embedder)
     entry = current_index(agent, embedder.model, embedder.window)
@@ -300,13 +228,18 @@ def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST, max_chars
     # With the index current (the usual recall) there is nothing to overlap: the question is embedded
     # on this thread, which spares a thread's start and join and the two threads' contention for the
     # GIL. Should the agent have no vectors at all, the question is not embedded.
-    vector = asked.get() if entry.index.has_vectors else None
+    # Should the records the filters keep have no vectors at all, the question is not embedded either:
+    # the answer is the lexical one a store of those records alone would give.
+    with entry.lock:
+        has_vectors = has_vectors_in(entry.index, kept(entry.index, filters))
+    vector = asked.get() if has_vectors else None
     with entry.lock:
         generation = entry.generation
-        ordered, text_of, choose = _ordered(entry.index, query, most, max_chars, vector)
+        keep = kept(entry.index, filters)  # again: the index may have moved while the question was embedded
+        ordered, text_of, choose = _ordered(entry.index, query, most, max_chars, vector, keep)
         if not settings.RERANK_URL:
             selection, rerank = choose(ordered, text_of), rerank_status("not configured")
-            excerpts = [_shown(text_of, excerpt) for excerpt in selection.excerpts]
+            excerpts = superseded([_shown(text_of, excerpt) for excerpt in selection.excerpts], entry.index)
         else:
             # The reranker's first candidates, and their records' texts, taken now: the call is made
             # without the lock, so the agent's other recalls and index updates do not wait for it.
@@ -324,7 +257,7 @@ def recall(*, agent: Agent, query: str, most: int = conf.DEFAULT_MOST, max_chars
                 return held[(kind, id)] if (kind, id) in held else text_of(kind, id)
 
             selection = choose(chain(reordered, rest), text_then)
-            excerpts = [_shown(text_then, excerpt) for excerpt in selection.excerpts]
+            excerpts = superseded([_shown(text_then, excerpt) for excerpt in selection.excerpts], entry.index)
     RECALLS.labels(mode="lexical" if vector is None else "hybrid").inc()
     return {
         "excerpts": excerpts,
@@ -353,14 +286,23 @@ def _shown(text_of: Callable[[str, int], str], excerpt) -> dict:
         "nodes": nodes,
         "record_length": len(text),
         "cut": excerpt.cut,
+        "superseded_by": None,
     }
 
 
 def _ordered(
-    index: RecallIndex, query: str, most: int, max_chars: int, vector: np.ndarray | None
+    index: RecallIndex,
+    query: str,
+    most: int,
+    max_chars: int,
+    vector: np.ndarray | None,
+    keep: np.ndarray | None = None,
 ) -> tuple[Iterator[Candidate], Callable[[str, int], str], Callable[..., Selection]]:
     """The candidates best first (lazily: read them under the index's lock), their records' texts,
-    and the selection to apply to them (`memory_app.excerpts.select` with this recall's limits)."""
+    and the selection to apply to them (`memory_app.excerpts.select` with this recall's limits).
+
+    `keep` (`memory_app.filters.kept`): the records the recall's filters keep; no other record is scored,
+    counted in the statistics or offered as a candidate."""
 
     def text_of(kind: str, id: int) -> str:
         return index.texts[index.row_of[(kind, id)]]
@@ -371,22 +313,28 @@ def _ordered(
             texts,
             max_chars=max_chars,
             most=most,
-            terms_of=lambda text: set(terms(text)),
+            terms_of=lambda text: set(index.terms(text)),
             query_terms=set(query_terms),
             longest=max(1, int(conf.EXCERPT_SHARE * max_chars)),
+            repeat_penalty=conf.RECALL_REPEAT_PENALTY,
+            redundancy=conf.RECALL_REDUNDANCY if vector is not None else 0.0,
         )
 
-    query_terms = terms(query)
+    query_terms = index.terms(query)
     if not index.size:
         return iter(()), text_of, choose
     if vector is not None:
         vector = np.asarray(vector, dtype=np.float32)
         if vector.shape != (index.width,):
             vector = None  # not comparable with the stored vectors: rank lexically
-    scored = index.level_scores(query_terms, vector, conf.RECALL_FUSION_WEIGHT, conf.NODE_SCORE_MIX)
+    statistics = None if keep is None else KeptStatistics(index.statistics, index.records, keep)
+    scored = index.level_scores(
+        query_terms, vector, conf.RECALL_FUSION_WEIGHT, conf.NODE_SCORE_MIX, keep=keep, statistics=statistics
+    )
     divided = index.divided()
-    records = np.flatnonzero(index.records.alive.array & ~divided)
-    nodes = np.flatnonzero(index.nodes.alive.array)
+    alive = index.records.alive.array if keep is None else keep
+    records = np.flatnonzero(alive & ~divided)
+    nodes = np.flatnonzero(index.nodes.alive.array & alive[index.node_owner.array])
     owners = index.node_owner.array[nodes]
     # One array of candidates: record rows first, then node rows (position >= records.size).
     scores = np.concatenate([scored.records[records], scored.nodes[nodes]])
@@ -408,14 +356,20 @@ def _ordered(
             * (np.maximum(lengths, 1.0) / conf.EXCERPT_LENGTH_REFERENCE) ** -conf.EXCERPT_LENGTH_EXPONENT
         )
 
+    if conf.RECALL_SECOND_PASS > 0 and scores.size:
+        scores = _second_pass(
+            index, query_terms, scores, records, nodes, (kind_order, ids, node_index), keep, statistics
+        )
+
     def candidate(position: int) -> Candidate:
         score = float(scores[position])
         if position < records.size:
             row = int(records[position])
             kind, id = index.kinds[row], int(index.ids.array[row])
+            own = index.records.matrix.array[row] if with_vectors else None
             if index.pending.array[row]:
-                return Candidate(kind, id, PENDING, None, *opening(index.texts[row]), score)
-            return Candidate(kind, id, WHOLE, None, 0, len(index.texts[row]), score)
+                return Candidate(kind, id, PENDING, None, *opening(index.texts[row]), score, (), own)
+            return Candidate(kind, id, WHOLE, None, 0, len(index.texts[row]), score, (), own)
         node_row = int(nodes[position - records.size])
         row = int(index.node_owner.array[node_row])
         start, end = (int(v) for v in index.node_spans.array[node_row])
@@ -433,10 +387,58 @@ def _ordered(
             end,
             score,
             parts,
+            index.nodes.matrix.array[node_row] if with_vectors else None,
         )
 
+    with_vectors = vector is not None and conf.RECALL_REDUNDANCY > 0
     ordered = (candidate(int(p)) for p in _best_first(scores, kind_order, ids, node_index, 4 * most + 8))
     return ordered, text_of, choose
+
+
+def _second_pass(
+    index: RecallIndex,
+    query_terms: list[str],
+    scores: np.ndarray,
+    records: np.ndarray,
+    nodes: np.ndarray,
+    ties: tuple[np.ndarray, np.ndarray, np.ndarray],
+    keep: np.ndarray | None,
+    statistics: KeptStatistics | None,
+) -> np.ndarray:
+    """The candidates' scores after a second search with what the first found (`memory_app.expansion`):
+    the names and numbers of the `RECALL_SECOND_PASS_FROM` best candidates, searched alone (BM25 with
+    the agent's statistics, normalised by the fusion's bound: the hop from the first evidence to the
+    second is by those words, not the question's), and merged with the first pass as
+    (1 - w) * first + w * second, w = `RECALL_SECOND_PASS`. Unchanged when the best candidates hold no
+    such term.
+
+    The recall's filters pass through: `keep` and its `statistics` (None when unfiltered) score the
+    second search as the first, so a filtered-out record neither comes back nor weighs on a term's idf."""
+    first = top_rows(scores, scores > 0, conf.RECALL_SECOND_PASS_FROM, ties=ties)
+    texts = []
+    for position in first.tolist():
+        if position < records.size:
+            texts.append(index.texts[int(records[position])][: conf.OPENING_LENGTH * 4])
+        else:
+            node_row = int(nodes[position - records.size])
+            start, end = (int(v) for v in index.node_spans.array[node_row])
+            texts.append(index.texts[int(index.node_owner.array[node_row])][start:end])
+    found = found_terms(
+        texts,
+        query_terms,
+        (statistics or index.statistics).idf,
+        most=conf.RECALL_SECOND_PASS_TERMS,
+        least_idf=conf.RECALL_SECOND_PASS_LEAST_IDF,
+        analyze=index.terms,
+    )
+    if not found:
+        return scores
+    again = index.level_scores(
+        found, None, conf.RECALL_FUSION_WEIGHT, conf.NODE_SCORE_MIX, keep=keep, statistics=statistics
+    )
+    second = np.concatenate([again.records[records], again.nodes[nodes]])
+    weight = conf.RECALL_SECOND_PASS
+    return (1.0 - weight) * scores + weight * second
 
 
 def _reranked(

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
 from django.db import transaction
 from django.utils import timezone
@@ -25,7 +25,10 @@ from .common import (
     raise_generation,
     record_model,
     utc_moment,
+    validate_moment,
+    validate_tags,
     validate_text,
+    validate_validity,
 )
 
 logger = logging.getLogger("memory_app")
@@ -67,20 +70,35 @@ def _queue_vector(kind: str, id: int) -> None:
     transaction.on_commit(tracing.keeping_context(enqueue), robust=True)
 
 
-def _store(model: type[Record], agent: Agent, text: str) -> tuple[Record, dict | None]:
+def _store(
+    model: type[Record],
+    agent: Agent,
+    text: str,
+    tags: list[str] | None = None,
+    valid_from: datetime | str | None = None,
+    valid_until: datetime | str | None = None,
+) -> tuple[Record, dict | None]:
     """Count the text, write the row, and queue its vector (and its nodes, when it runs past the window).
+
+    Everything is checked before anything is counted or written: a bad tag or time is a 400 and
+    nothing is stored.
 
     The vector is made by a task, not here: embedding on the request path cost a store 0.2-0.6 s
     while node builds shared the cores (docs/decisions/0013). Until the task runs, recall scores
     the record by its words alone; the health repair embeds any whose task never ran.
     """
     text = validate_text(text)
+    tags = validate_tags(tags)
+    valid_from, valid_until = validate_validity(valid_from, valid_until)
     embedder = embedding.get_embedder()
     (prepared,) = _prepare_many([text], embedder, embed=False)
     with transaction.atomic():
         record = model.objects.create(
             agent=agent,
             text=text,
+            tags=tags,
+            valid_from=valid_from,
+            valid_until=valid_until,
             token_count=prepared.token_count,
             embedding=None,
             embedding_model=prepared.embedding_model,
@@ -92,15 +110,30 @@ def _store(model: type[Record], agent: Agent, text: str) -> tuple[Record, dict |
     return record, ({"status": QUEUED} if prepared.runs_past_window else None)
 
 
-def store_memory(*, agent: Agent, text: str) -> tuple[Memory, dict | None]:
-    """Store a memory; returns it and `{"status": "queued"}` when its nodes were queued, else None."""
-    record, nodes = _store(Memory, agent, text)
+def store_memory(
+    *,
+    agent: Agent,
+    text: str,
+    tags: list[str] | None = None,
+    valid_from: datetime | str | None = None,
+    valid_until: datetime | str | None = None,
+) -> tuple[Memory, dict | None]:
+    """Store a memory, with optional tags and validity; returns it and `{"status": "queued"}` when its
+    nodes were queued, else None."""
+    record, nodes = _store(Memory, agent, text, tags, valid_from, valid_until)
     return cast(Memory, record), nodes
 
 
-def archive_episode(*, agent: Agent, text: str) -> tuple[Episode, dict | None]:
+def archive_episode(
+    *,
+    agent: Agent,
+    text: str,
+    tags: list[str] | None = None,
+    valid_from: datetime | str | None = None,
+    valid_until: datetime | str | None = None,
+) -> tuple[Episode, dict | None]:
     """Archive an episode's summary; answers like `store_memory`."""
-    record, nodes = _store(Episode, agent, text)
+    record, nodes = _store(Episode, agent, text, tags, valid_from, valid_until)
     return cast(Episode, record), nodes
 
 
@@ -152,6 +185,77 @@ def update_text(*, agent: Agent, kind: str, id: int, text: str) -> tuple[Record,
     return record, ({"status": QUEUED} if prepared.runs_past_window else None)
 
 
+class _Unchanged:
+    """The value of a field a change does not name (distinct from None, which clears it)."""
+
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+
+UNCHANGED: Any = _Unchanged()
+
+
+def change_record(
+    *,
+    agent: Agent,
+    kind: str,
+    id: int,
+    tags: list[str] | None = UNCHANGED,
+    valid_from: datetime | str | None = UNCHANGED,
+    valid_until: datetime | str | None = UNCHANGED,
+) -> Record:
+    """Change a record's tags and validity, leaving its text, vector and nodes alone.
+
+    Only the fields given change (`UNCHANGED` is a field not given): `tags` replaces the stored tags
+    whole (None or [] removes them), `valid_from`/`valid_until` set that end (None opens it). Every
+    value is checked as a store checks it, and the validity that results (a given end with the
+    stored other) must still start before it ends; a bad value is a 400 naming it and nothing is
+    written. A change naming no field is refused (`empty_change`); a locked record is refused (409),
+    as its text is; another agent's record is a 404 like a missing one. The recall index reads the
+    record again on its next recall (the save raises the agent's recall generation).
+    """
+    given = {
+        name: value
+        for name, value in (("tags", tags), ("valid_from", valid_from), ("valid_until", valid_until))
+        if value is not UNCHANGED
+    }
+    if not given:
+        raise RagsiteError(
+            "name at least one of tags, valid_from, valid_until to change", code="empty_change"
+        )
+    if "tags" in given:
+        given["tags"] = validate_tags(given["tags"])
+    for end in ("valid_from", "valid_until"):
+        if end in given:
+            given[end] = validate_moment(given[end], end)
+    with transaction.atomic():
+        record = _writable_record(agent=agent, kind=kind, id=id)
+        start = given.get("valid_from", record.valid_from)
+        finish = given.get("valid_until", record.valid_until)
+        if start is not None and finish is not None and not start < finish:
+            raise RagsiteError(
+                f"valid_from ({start.isoformat()}) must be before valid_until ({finish.isoformat()})",
+                code="invalid_validity",
+            )
+        for name, value in given.items():
+            setattr(record, name, value)
+        record.updated_at = timezone.now()
+        record.save(update_fields=[*given, "updated_at"])
+    return record
+
+
+def changed_answer(record: Record) -> dict:
+    """What a change of tags and validity answers (`schemas.ChangedOut`)."""
+    return {
+        "id": record.pk,
+        "kind": record.KIND,
+        "tags": record.tags,
+        "valid_from": record.valid_from,
+        "valid_until": record.valid_until,
+        "updated_at": record.updated_at,
+    }
+
+
 def delete_record(*, agent: Agent, kind: str, id: int) -> None:
     """Delete one of the agent's records (its nodes go with it, by trigger). A locked record is refused."""
     with transaction.atomic():
@@ -162,17 +266,18 @@ def export_records(*, agent: Agent) -> Iterator[dict]:
     """The agent's records as JSON-ready dicts, oldest first. Nodes are not exported: they are derived."""
     rows: list[tuple[datetime, str, int, dict]] = []
     for kind, model in RECORD_MODELS.items():
-        for pk, text, locked, created_at in model.objects.filter(agent=agent).values_list(
-            "pk", "text", "locked", "created_at"
-        ):
-            rows.append(
-                (
-                    created_at,
-                    kind,
-                    pk,
-                    {"kind": kind, "text": text, "locked": locked, "created_at": created_at.isoformat()},
-                )
-            )
+        for pk, text, locked, created_at, tags, valid_from, valid_until in model.objects.filter(
+            agent=agent
+        ).values_list("pk", "text", "locked", "created_at", "tags", "valid_from", "valid_until"):
+            item = {"kind": kind, "text": text, "locked": locked, "created_at": created_at.isoformat()}
+            # Written only when set, so a file of records without them reads as before.
+            if tags:
+                item["tags"] = tags
+            if valid_from is not None:
+                item["valid_from"] = valid_from.isoformat()
+            if valid_until is not None:
+                item["valid_until"] = valid_until.isoformat()
+            rows.append((created_at, kind, pk, item))
     rows.sort(key=lambda row: row[:3])
     for *_key, item in rows:
         yield item
@@ -184,6 +289,9 @@ class _ImportItem:
     text: str
     locked: bool
     created_at: datetime | None
+    tags: list[str]
+    valid_from: datetime | None
+    valid_until: datetime | None
 
 
 def _parse_import_line(number: int, line: str) -> _ImportItem | None:
@@ -217,7 +325,12 @@ def _parse_import_line(number: int, line: str) -> _ImportItem | None:
             created_at = None
         if created_at is None:
             raise refuse("created_at must be an ISO 8601 date and time that exists")
-    return _ImportItem(kind, text, locked, created_at)
+    try:
+        tags = validate_tags(item.get("tags"))
+        valid_from, valid_until = validate_validity(item.get("valid_from"), item.get("valid_until"))
+    except RagsiteError as exc:
+        raise refuse(exc.message) from None
+    return _ImportItem(kind, text, locked, created_at, tags, valid_from, valid_until)
 
 
 def import_records(*, agent: Agent, lines: Iterable[str]) -> dict:
@@ -240,6 +353,9 @@ def import_records(*, agent: Agent, lines: Iterable[str]) -> dict:
                     agent=agent,
                     text=item.text,
                     locked=item.locked,
+                    tags=item.tags,
+                    valid_from=item.valid_from,
+                    valid_until=item.valid_until,
                     token_count=prep.token_count,
                     embedding=prep.embedding,
                     embedding_model=prep.embedding_model,

@@ -81,6 +81,7 @@ def test_recall_answers_excerpts_within_its_budget(api):
         "nodes": None,
         "record_length": 33,
         "cut": False,
+        "superseded_by": None,
     }
     for excerpt in excerpts:
         if excerpt["id"] == long_id:

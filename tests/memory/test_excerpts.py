@@ -121,3 +121,66 @@ def test_a_cut_keeps_whole_lines_before_sentences():
     assert text[slice(*cut_to_fit(text, candidate, 50))] == "Ben: The museum was shut. We had tea instead."
     # No line fits: sentences then.
     assert text[slice(*cut_to_fit(text, candidate, 30))] == "Ben: The museum was shut."
+
+
+# --- Diversity (memory_app.excerpts.diversified) -----------------------------------------------------
+
+
+def _vector_node(index, score, vector):
+    start, end = spans()[index]
+    return Candidate("ep", 1, NODE, index, start, end, score, (), vector)
+
+
+def _places(result):
+    return [(e.id, e.first_node) for e in result.excerpts]
+
+
+def test_a_records_further_excerpt_yields_to_a_new_records_at_a_large_budget():
+    # Nodes 0 and 2 of record 1 do not touch: in score order they fill `most` 2, and record 2 is left out.
+    ranked = [node(0, 0.9), node(2, 0.8), whole(0.7)]
+    assert _places(chosen(ranked, most=2)) == [(1, 0), (1, 2)]
+    # A penalty of a half: 0.8 * 0.5 = 0.4 < 0.7, so the other record's excerpt comes second ...
+    fair = select(ranked, lambda kind, id: TEXTS[(kind, id)], max_chars=10_000, most=2, repeat_penalty=0.5)
+    assert _places(fair) == [(1, 0), (2, None)]
+    assert fair.excerpts[1].score == 0.7  # an excerpt keeps its own score, not the discounted one
+    # ... and with room for all three, every one is quoted, the penalised one last.
+    roomy = select(ranked, lambda kind, id: TEXTS[(kind, id)], max_chars=10_000, most=3, repeat_penalty=0.5)
+    assert _places(roomy) == [(1, 0), (2, None), (1, 2)]
+    # A penalty that leaves 0.8 above 0.7 changes nothing.
+    mild = select(ranked, lambda kind, id: TEXTS[(kind, id)], max_chars=10_000, most=2, repeat_penalty=0.1)
+    assert _places(mild) == [(1, 0), (1, 2)]
+
+
+def test_a_neighbour_that_says_again_what_was_quoted_waits_and_one_with_new_content_does_not():
+    import numpy as np
+
+    same, other = np.array([1.0, 0.0], np.float32), np.array([0.0, 1.0], np.float32)
+
+    def quoted(second_vector):
+        ranked = [
+            _vector_node(0, 0.9, same),
+            _vector_node(1, 0.8, second_vector),
+            Candidate("mem", 2, WHOLE, None, 0, len(SHORT), 0.7, (), other),
+        ]
+        result = select(ranked, lambda kind, id: TEXTS[(kind, id)], max_chars=10_000, most=2, redundancy=0.3)
+        return [(e.id, e.first_node, e.last_node) for e in result.excerpts]
+
+    # Node 1 touches node 0. Saying again what node 0 said (cosine 1): 0.8 - 0.3 = 0.5 < 0.7, so record 2
+    # comes second and fills `most` 2; node 1 is never quoted.
+    assert quoted(same) == [(1, 0, 0), (2, None, None)]
+    # New content (cosine 0): 0.8 stands, node 1 joins node 0's excerpt, then record 2.
+    assert quoted(other) == [(1, 0, 1), (2, None, None)]
+
+
+def test_diversity_reads_no_further_than_it_needs_and_keeps_ties_in_order():
+    read = []
+
+    def stream():
+        for candidate in [node(0, 0.9), whole(0.9), node(2, 0.2), node(3, 0.1), node(1, 0.05)]:
+            read.append(candidate.node)
+            yield candidate
+
+    texts = lambda kind, id: TEXTS[(kind, id)]  # noqa: E731
+    result = select(stream(), texts, max_chars=10_000, most=2, repeat_penalty=0.5)
+    assert _places(result) == [(1, 0), (2, None)]  # equal scores keep the order they came in
+    assert len(read) <= 4 and 1 not in read  # the last was never read

@@ -119,6 +119,7 @@ TOOLS = [
     ("recall", {"question": "vault", "max_chars": MARK}),
     ("list_records", {"limit": MARK}),
     ("read_record", {"kind": "mem", "id": MARK}),
+    ("change_record", {"kind": "mem", "id": MARK, "tags": ["x"]}),
     ("build_status", {"collection": "alpha", "build": MARK}),
     ("build_status", {"collection": "alpha", "wait_seconds": MARK}),
 ]

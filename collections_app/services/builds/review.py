@@ -3,6 +3,8 @@
 import re
 from collections import defaultdict
 
+from ragsite.slots import NUMBER, number_shape
+
 from ...models import (
     Collection,
     Document,
@@ -24,9 +26,7 @@ def _review_warnings(items) -> list[str]:
     return notes
 
 
-NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-
-
+# NUMBER and a block's shape (its numbers masked) are ragsite.slots', which memory's recall shares.
 BLOCK_BREAK = re.compile(r"\n[ \t]*\n")
 
 
@@ -61,9 +61,7 @@ def _review(prepared: list[Prepared], collection: Collection, existing: dict | N
             for block in BLOCK_BREAK.split(text):
                 block = " ".join(line for line in block.splitlines() if not line.lstrip().startswith("#"))
                 if NUMBER.search(block) and len(block) >= 40:
-                    shapes.setdefault(NUMBER.sub("#", " ".join(block.split())), []).append(
-                        (item.name, k, block)
-                    )
+                    shapes.setdefault(number_shape(block), []).append((item.name, k, block))
     live: dict | None = None  # read once, at the first conflict
     items = {item.name: item for item in readable}
     held: dict[str, set[int]] = {}
