@@ -238,8 +238,11 @@ def test_refused_credentials_keep_the_last_build_answering_and_say_so(agent, tmp
         )
         refused = check(collection)
         assert refused.outcome.startswith(sync_check.UNREADABLE) and refused.build is None
-        assert "git source could not be read" in refused.outcome
+        assert "git source refused the credentials" in refused.outcome
         assert "could not read Username" in refused.outcome  # git was refused, and may not ask
+        with pytest.raises(origins.SourceUnavailable) as said:
+            origins.origin_of(collection).entries()
+        assert said.value.code == "source_refused"  # as S3 and WebDAV say it
         failed = build_collection(collection=collection)
         assert failed.status == BuildRun.FAILED and "git source" in failed.error and "pw" not in failed.error
         assert "0.42 per kilometre" in texts(collection, "mileage per kilometre")

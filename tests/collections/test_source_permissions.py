@@ -219,3 +219,28 @@ def test_changing_a_webdav_sources_reader_rules_relabels_without_a_download(
         assert labels_of(dav, "hr/leave.md") == {"staff"} and labels_of(dav, "hr/travel.md") == {"staff"}
     finally:
         server.stop()
+
+
+def test_a_documents_admin_page_shows_its_sources_readers_and_their_labels(
+    agent,
+    served,  # noqa: F811
+    mapped,
+    admin_client,
+):
+    from collections_app.models import Document
+
+    server, bucket = served
+    tag(bucket, "leave.md", "hr-team")
+    tag(bucket, "travel.md", "nobody-mapped")
+    handbook = s3_collection(agent, server, "handbook")
+    assert build_collection(collection=handbook).status == BuildRun.SUCCEEDED
+    shown = {}
+    for document in Document.objects.filter(collection=handbook):
+        page = admin_client.get(f"/admin/collections_app/document/{document.pk}/change/")
+        assert page.status_code == 200
+        text = page.content.decode()
+        assert "Readers from its source" in text
+        shown[document.name] = text
+    assert 'data-role="source-readers">groups hr-team &rarr; labels hr</span>' in shown["leave.md"]
+    assert "groups nobody-mapped &rarr; labels none (no group is mapped to a label)" in shown["travel.md"]
+    assert "none: its source names no readers" in shown["security.md"]
