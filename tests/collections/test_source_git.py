@@ -9,8 +9,7 @@ from collections_app.services import origins, sync, sync_check, webhooks
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
 from collections_app.services.origins.git import GitOrigin
-from collections_app.services.search import search_collection
-from tests.collections.sources_servers import GitDaemon, Repository
+from tests.collections.sources_servers import GitDaemon, Repository, texts
 from tests.conftest import HANDBOOK
 from tests.servers import WebhookReceiver, serving
 
@@ -44,36 +43,9 @@ def handbook(agent, served):
 
 
 @pytest.fixture
-def check(django_capture_on_commit_callbacks):
-    def run(collection) -> sync_check.Check:
-        with django_capture_on_commit_callbacks(execute=True):
-            found = sync_check.check_source(collection=collection)
-        if found.build is not None:
-            found.build.refresh_from_db()
-        return found
-
-    return run
-
-
-@pytest.fixture
-def fetches(monkeypatch):
-    """The blobs the git source hands out (each call passes through to the real fetch)."""
-    fetched = []
-    real = GitOrigin.fetch
-
-    def counting(self, entry, limit):
-        fetched.append(entry.name)
-        return real(self, entry, limit)
-
-    monkeypatch.setattr(GitOrigin, "fetch", counting)
-    return fetched
-
-
-def texts(collection, question: str) -> str:
-    answer = search_collection(
-        agent=collection.agent, collection=collection, question=question, min_score=0, most=10
-    )
-    return " ".join(p["text"] for p in answer["paragraphs"])
+def fetches(fetches_of):
+    """The documents the git source downloads."""
+    return fetches_of(GitOrigin)
 
 
 def test_a_git_source_builds_the_branch_under_its_path(handbook, served):

@@ -10,7 +10,7 @@ from collections_app.services import origins, sync
 from collections_app.services.agents import create_collection, create_reader
 from collections_app.services.builds import build_collection
 from collections_app.services.search import search_collection
-from tests.collections.test_source_s3 import BUCKET, PREFIX, check, fetches, served  # noqa: F401 (fixtures)
+from tests.collections.test_source_s3 import BUCKET, PREFIX, fetches, served  # noqa: F401 (fixtures)
 from tests.conftest import HANDBOOK
 
 pytestmark = pytest.mark.django_db
@@ -53,7 +53,7 @@ def test_a_tag_change_alone_relabels_without_a_download_or_an_embedding(
     agent,
     served,  # noqa: F811
     mapped,
-    check,  # noqa: F811
+    check,
     fetches,  # noqa: F811
 ):
     server, bucket = served
@@ -181,8 +181,8 @@ def test_changing_a_webdav_sources_reader_rules_relabels_without_a_download(
     tmp_path,
     settings,
     mapped,
-    check,  # noqa: F811
-    monkeypatch,
+    check,
+    fetches_of,
 ):
     from collections_app.services.origins.webdav import WebDavOrigin
     from tests.collections.sources_servers import WebDavServer
@@ -193,11 +193,7 @@ def test_changing_a_webdav_sources_reader_rules_relabels_without_a_download(
     for name, text in HANDBOOK.items():
         (share / "hr" / name).write_text(text)
     server = WebDavServer(share).start()
-    fetched = []
-    real = WebDavOrigin.fetch
-    monkeypatch.setattr(
-        WebDavOrigin, "fetch", lambda self, e, limit: fetched.append(e.name) or real(self, e, limit)
-    )
+    fetched = fetches_of(WebDavOrigin)
     try:
         dav = create_collection(agent=agent, name="dav", method="fixed", size=80, per_reader=True)
         rules = {"url": server.url, "reader_rules": [{"path": "hr/leave.md", "readers": ["hr-team"]}]}

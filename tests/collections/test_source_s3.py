@@ -10,8 +10,7 @@ from collections_app.services import origins, sync, sync_check
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
 from collections_app.services.origins.s3 import S3Origin
-from collections_app.services.search import search_collection
-from tests.collections.sources_servers import S3Server
+from tests.collections.sources_servers import S3Server, texts
 from tests.conftest import HANDBOOK
 
 pytestmark = pytest.mark.django_db
@@ -48,36 +47,9 @@ def handbook(agent, served):
 
 
 @pytest.fixture
-def check(django_capture_on_commit_callbacks):
-    def run(collection) -> sync_check.Check:
-        with django_capture_on_commit_callbacks(execute=True):
-            found = sync_check.check_source(collection=collection)
-        if found.build is not None:
-            found.build.refresh_from_db()
-        return found
-
-    return run
-
-
-@pytest.fixture
-def fetches(monkeypatch):
-    """The objects the s3 source downloads (each call passes through to the real GetObject)."""
-    fetched = []
-    real = S3Origin.fetch
-
-    def counting(self, entry, limit):
-        fetched.append(entry.name)
-        return real(self, entry, limit)
-
-    monkeypatch.setattr(S3Origin, "fetch", counting)
-    return fetched
-
-
-def texts(collection, question: str) -> str:
-    answer = search_collection(
-        agent=collection.agent, collection=collection, question=question, min_score=0, most=10
-    )
-    return " ".join(p["text"] for p in answer["paragraphs"])
+def fetches(fetches_of):
+    """The documents the s3 source downloads."""
+    return fetches_of(S3Origin)
 
 
 def test_a_bucket_builds_the_objects_under_its_prefix(handbook, served):
