@@ -185,13 +185,23 @@ def _blob_id(repository, path: str) -> str:
     return git("rev-parse", f"HEAD:{path}", cwd=repository.work)
 
 
-def test_refused_credentials_keep_the_last_build_answering_and_say_so(agent, tmp_path, served, check):
+def test_refused_credentials_keep_the_last_build_answering_and_say_so(
+    agent, tmp_path, served, check, settings
+):
     """git http-backend behind HTTP Basic: the right password builds; a wrong one is refused, the
-    sync check says so, a build fails naming it, and the collection keeps answering."""
+    sync check says so (and the agent's hook hears `source_refused`), a build fails naming it, and the
+    collection keeps answering."""
+    import json
+
     from tests.collections.sources_servers import GitHttp
 
+    settings.WEBHOOK_ALLOW_PRIVATE = True
     server = GitHttp(tmp_path / "repos").start()
+    receiver = WebhookReceiver()
     try:
+        Webhook.objects.create(
+            agent=agent, url=webhooks.validate_url(receiver.url), events=[Webhook.SYNC_FAILED]
+        )
         collection = create_collection(agent=agent, name="private", method="fixed", size=80)
         where = {"url": server.url(), "branch": "main", "path": "handbook"}
         origins.set_source(
@@ -208,9 +218,12 @@ def test_refused_credentials_keep_the_last_build_answering_and_say_so(agent, tmp
             settings=where,
             credentials={"username": "reader", "password": "no"},
         )
-        refused = check(collection)
+        with serving(receiver):
+            refused = check(collection)
         assert refused.outcome.startswith(sync_check.UNREADABLE) and refused.build is None
         assert "git source refused the credentials" in refused.outcome
+        [told] = [json.loads(r["body"]) for r in receiver.requests]
+        assert told["event"] == "sync.failed" and told["data"]["sync"]["reason"] == "source_refused"
         assert "could not read Username" in refused.outcome  # git was refused, and may not ask
         with pytest.raises(origins.SourceUnavailable) as said:
             origins.origin_of(collection).entries()

@@ -237,3 +237,25 @@ def test_a_documents_admin_page_shows_its_sources_readers_and_their_labels(
     assert 'data-role="source-readers">groups hr-team &rarr; labels hr</span>' in shown["leave.md"]
     assert "groups nobody-mapped &rarr; labels none (no group is mapped to a label)" in shown["travel.md"]
     assert "none: its source names no readers" in shown["security.md"]
+
+
+def test_changing_a_git_sources_reader_rules_relabels_without_a_download(
+    agent, mapped, check, fetches_of, remote_handbook
+):
+    from collections_app.services.origins.git import GitOrigin
+
+    fetched = fetches_of(GitOrigin)
+    where, _credentials = remote_handbook("git")
+    repo = create_collection(agent=agent, name="repo", method="fixed", size=80, per_reader=True)
+    rules = {**where, "reader_rules": [{"path": "leave.md", "readers": ["hr-team"]}]}
+    origins.set_source(collection=repo, kind="git", settings=rules)
+    sync.set_sync(collection=repo, every=5)
+    assert check(repo).build.status == BuildRun.SUCCEEDED and len(fetched) == 3
+    assert labels_of(repo, "leave.md") == {"hr"} and labels_of(repo, "travel.md") == set()
+    fetched.clear()
+    rules["reader_rules"] = [{"path": "*.md", "readers": ["everyone"]}]
+    origins.set_source(collection=repo, kind="git", settings=rules)
+    found = check(repo)
+    assert found.relabelled == ["leave.md", "security.md", "travel.md"] and found.changed == []
+    assert fetched == [] and found.build.paragraphs_embedded == 0 and found.build.documents_relabelled == 3
+    assert labels_of(repo, "leave.md") == {"staff"} and labels_of(repo, "travel.md") == {"staff"}
