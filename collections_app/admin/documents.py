@@ -36,6 +36,7 @@ from .common import (
     require,
     status_badge,
 )
+from .sources import source_readers_line
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -115,6 +116,7 @@ class DocumentAdmin(admin.ModelAdmin):
         "collection",
         "name",
         "source",
+        "source_readers_shown",
         "status_shown",
         "enabled",
         "approval",
@@ -180,6 +182,10 @@ class DocumentAdmin(admin.ModelAdmin):
             )
         rows = format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", sorted(document.attributes.items()))
         return format_html('<table class="rs-attributes" data-role="attributes">{}</table>', rows)
+
+    @admin.display(description="readers from its source")
+    def source_readers_shown(self, document):
+        return source_readers_line(document)
 
     @admin.display(description="why in review")
     def review_shown(self, document):

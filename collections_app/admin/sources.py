@@ -9,8 +9,9 @@ import json
 
 from django import forms
 from django.contrib import admin
+from django.utils.html import format_html
 
-from ..models import CollectionSource
+from ..models import CollectionSource, Label
 from ..services import origins
 
 
@@ -98,3 +99,16 @@ class CollectionSourceAdmin(admin.ModelAdmin):
             credentials=form.cleaned_data["credentials"],
         )
         obj.pk, obj.credentials, obj.settings = saved.pk, saved.credentials, saved.settings
+
+
+def source_readers_line(document) -> str:
+    """A document's readers as its source gave them (group names) and the labels they became through the
+    identity-provider groups (docs/sources.md, "Permissions"); a group nobody mapped is named as such."""
+    if not document.source_readers:
+        return "none: its source names no readers"
+    labels = sorted(Label.objects.filter(pk__in=document.source_labels).values_list("name", flat=True))
+    return format_html(
+        '<span data-role="source-readers">groups {} &rarr; labels {}</span>',
+        ", ".join(document.source_readers),
+        ", ".join(labels) or "none (no group is mapped to a label)",
+    )

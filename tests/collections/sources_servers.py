@@ -316,3 +316,60 @@ class GitHttp:
             self.server.server_close()
             self.thread.join(timeout=10)
             self.server = None
+
+
+def texts(collection, question: str) -> str:
+    """The texts a question finds in `collection` (floor off, ten at most), joined."""
+    from collections_app.services.search import search_collection
+
+    answer = search_collection(
+        agent=collection.agent, collection=collection, question=question, min_score=0, most=10
+    )
+    return " ".join(p["text"] for p in answer["paragraphs"])
+
+
+def web_page(title: str, text: str, *links: str) -> str:
+    anchors = "".join(f'<a href="{link}">{link}</a> ' for link in links)
+    return (
+        f"<html><head><title>{title}</title></head><body><h1>{title}</h1><p>{text}</p>{anchors}</body></html>"
+    )
+
+
+def serve_handbook(kind: str, root: Path, files: dict[str, str], stop: list) -> tuple[dict, dict]:
+    """`files` served by a real server of `kind` under `root` (each server's stop() appended to `stop`);
+    returns the source's (settings, credentials) as a collection would be given them."""
+    if kind == "git":
+        repository = Repository(root / "repos")
+        repository.commit({f"handbook/{name}": text for name, text in files.items()})
+        daemon = GitDaemon(root / "repos").start()
+        stop.append(daemon.stop)
+        return {"url": daemon.url(), "branch": "main", "path": "handbook"}, {}
+    if kind == "s3":
+        server = S3Server().start()
+        stop.append(server.stop)
+        server.reset()
+        bucket = server.client()
+        bucket.create_bucket(Bucket="handbook-bucket")
+        for name, text in files.items():
+            bucket.put_object(Bucket="handbook-bucket", Key=f"policies/{name}", Body=text.encode())
+        settings = {"endpoint_url": server.url, "bucket": "handbook-bucket", "prefix": "policies/"}
+        return settings, {"access_key_id": "AKIDTEST", "secret_access_key": "test-secret"}
+    if kind == "webdav":
+        (root / "share" / "handbook").mkdir(parents=True)
+        for name, text in files.items():
+            (root / "share" / "handbook" / name).write_text(text)
+        server = WebDavServer(root / "share", password="dav-secret-pw").start()
+        stop.append(server.stop)
+        return {"url": server.url, "path": "handbook"}, {"username": "reader", "password": "dav-secret-pw"}
+    if kind == "web":
+        site = root / "site"
+        site.mkdir(parents=True)
+        pages = {name.rsplit(".", 1)[0] + ".html": text for name, text in files.items()}
+        (site / "index.html").write_text(web_page("Handbook", "The staff handbook.", *pages))
+        for name, text in pages.items():
+            title, _, body = text.partition("\n\n")
+            (site / name).write_text(web_page(title.lstrip("# "), body.replace("\n\n", "</p><p>")))
+        website = Website(site).start()
+        stop.append(website.stop)
+        return {"start_url": website.url}, {}
+    raise ValueError(kind)

@@ -7,21 +7,14 @@ import pytest
 
 from collections_app.models import BuildRun
 from collections_app.services.agents import create_agent
-from tests.collections.sources_servers import GitDaemon, Repository
-from tests.conftest import HANDBOOK
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def served(tmp_path, settings):
-    settings.SOURCE_CACHE_DIR = str(tmp_path / "cache")
-    settings.SOURCE_ALLOWED_HOSTS = []
-    repository = Repository(tmp_path / "repos")
-    repository.commit({f"handbook/{name}": text for name, text in HANDBOOK.items()})
-    daemon = GitDaemon(tmp_path / "repos").start()
-    yield repository, daemon
-    daemon.stop()
+def served(remote_handbook):
+    """The handbook in a git repository under handbook/, served by a real git daemon: its URL."""
+    return remote_handbook("git")[0]["url"]
 
 
 @pytest.fixture
@@ -39,10 +32,9 @@ def call(client, method, path, raw, body=None):
 
 
 def test_a_collection_created_with_a_git_source_builds_from_it(client, raw, served):
-    _repository, daemon = served
     source = {
         "kind": "git",
-        "settings": {"url": daemon.url(), "branch": "main", "path": "handbook"},
+        "settings": {"url": served, "branch": "main", "path": "handbook"},
         "credentials": {"token": "tok-very-secret"},
     }
     created = call(client, "post", "", raw, {"name": "handbook", "method": "fixed", "source": source})
@@ -50,7 +42,7 @@ def test_a_collection_created_with_a_git_source_builds_from_it(client, raw, serv
     answer = created.json()
     assert answer["source"] == {
         "kind": "git",
-        "settings": {"url": daemon.url(), "branch": "main", "path": "handbook"},
+        "settings": {"url": served, "branch": "main", "path": "handbook"},
         "credentials": True,
     }
     assert "tok-very-secret" not in created.content.decode()
@@ -69,14 +61,13 @@ def test_a_collection_created_with_a_git_source_builds_from_it(client, raw, serv
 
 
 def test_put_source_changes_it_and_refuses_what_it_cannot_take(client, raw, served):
-    _repository, daemon = served
     assert call(client, "post", "", raw, {"name": "handbook"}).status_code == 201
     assert call(client, "get", "/handbook", raw).json()["source"] == {
         "kind": "folder",
         "settings": {},
         "credentials": False,
     }
-    changed = call(client, "put", "/handbook/source", raw, {"kind": "git", "settings": {"url": daemon.url()}})
+    changed = call(client, "put", "/handbook/source", raw, {"kind": "git", "settings": {"url": served}})
     assert changed.status_code == 200 and changed.json()["source"]["settings"]["branch"] == "main"
     for body, code in [
         ({"kind": "git", "settings": {"url": "file:///etc"}}, "invalid_source"),
@@ -95,8 +86,7 @@ def test_put_source_changes_it_and_refuses_what_it_cannot_take(client, raw, serv
 
 
 def test_a_folder_beside_a_remote_source_is_refused(client, raw, served):
-    _repository, daemon = served
-    body = {"name": "both", "folder": "x", "source": {"kind": "git", "settings": {"url": daemon.url()}}}
+    body = {"name": "both", "folder": "x", "source": {"kind": "git", "settings": {"url": served}}}
     refused = call(client, "post", "", raw, body)
     assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_source"
 
@@ -107,19 +97,18 @@ def test_the_mcp_tool_sets_a_source_and_a_build_reads_it(client, raw, served):
     from collections_app.services.builds import build_collection
     from tests.collections.test_mcp import call_tool, tool_error
 
-    _repository, daemon = served
     create_collection(agent=Agent.objects.get(agent_id="alpha"), name="handbook", method="fixed", size=80)
     arguments = {
         "collection": "handbook",
         "kind": "git",
-        "settings": {"url": daemon.url(), "path": "handbook"},
+        "settings": {"url": served, "path": "handbook"},
         "credentials": {"username": "reader", "password": "pw-very-secret"},
     }
     result = call_tool(client, raw, "set_source", arguments)
     assert result.get("isError") is not True, result
     assert result["structuredContent"] == {
         "kind": "git",
-        "settings": {"url": daemon.url(), "branch": "main", "path": "handbook"},
+        "settings": {"url": served, "branch": "main", "path": "handbook"},
         "credentials": True,
     }
     assert "pw-very-secret" not in json.dumps(result)

@@ -9,8 +9,7 @@ from collections_app.services import origins, sync, sync_check, webhooks
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
 from collections_app.services.origins.git import GitOrigin
-from collections_app.services.search import search_collection
-from tests.collections.sources_servers import GitDaemon, Repository
+from tests.collections.sources_servers import GitDaemon, Repository, texts
 from tests.conftest import HANDBOOK
 from tests.servers import WebhookReceiver, serving
 
@@ -44,36 +43,9 @@ def handbook(agent, served):
 
 
 @pytest.fixture
-def check(django_capture_on_commit_callbacks):
-    def run(collection) -> sync_check.Check:
-        with django_capture_on_commit_callbacks(execute=True):
-            found = sync_check.check_source(collection=collection)
-        if found.build is not None:
-            found.build.refresh_from_db()
-        return found
-
-    return run
-
-
-@pytest.fixture
-def fetches(monkeypatch):
-    """The blobs the git source hands out (each call passes through to the real fetch)."""
-    fetched = []
-    real = GitOrigin.fetch
-
-    def counting(self, entry, limit):
-        fetched.append(entry.name)
-        return real(self, entry, limit)
-
-    monkeypatch.setattr(GitOrigin, "fetch", counting)
-    return fetched
-
-
-def texts(collection, question: str) -> str:
-    answer = search_collection(
-        agent=collection.agent, collection=collection, question=question, min_score=0, most=10
-    )
-    return " ".join(p["text"] for p in answer["paragraphs"])
+def fetches(fetches_of):
+    """The documents the git source downloads."""
+    return fetches_of(GitOrigin)
 
 
 def test_a_git_source_builds_the_branch_under_its_path(handbook, served):
@@ -213,13 +185,23 @@ def _blob_id(repository, path: str) -> str:
     return git("rev-parse", f"HEAD:{path}", cwd=repository.work)
 
 
-def test_refused_credentials_keep_the_last_build_answering_and_say_so(agent, tmp_path, served, check):
+def test_refused_credentials_keep_the_last_build_answering_and_say_so(
+    agent, tmp_path, served, check, settings
+):
     """git http-backend behind HTTP Basic: the right password builds; a wrong one is refused, the
-    sync check says so, a build fails naming it, and the collection keeps answering."""
+    sync check says so (and the agent's hook hears `source_refused`), a build fails naming it, and the
+    collection keeps answering."""
+    import json
+
     from tests.collections.sources_servers import GitHttp
 
+    settings.WEBHOOK_ALLOW_PRIVATE = True
     server = GitHttp(tmp_path / "repos").start()
+    receiver = WebhookReceiver()
     try:
+        Webhook.objects.create(
+            agent=agent, url=webhooks.validate_url(receiver.url), events=[Webhook.SYNC_FAILED]
+        )
         collection = create_collection(agent=agent, name="private", method="fixed", size=80)
         where = {"url": server.url(), "branch": "main", "path": "handbook"}
         origins.set_source(
@@ -236,10 +218,16 @@ def test_refused_credentials_keep_the_last_build_answering_and_say_so(agent, tmp
             settings=where,
             credentials={"username": "reader", "password": "no"},
         )
-        refused = check(collection)
+        with serving(receiver):
+            refused = check(collection)
         assert refused.outcome.startswith(sync_check.UNREADABLE) and refused.build is None
-        assert "git source could not be read" in refused.outcome
+        assert "git source refused the credentials" in refused.outcome
+        [told] = [json.loads(r["body"]) for r in receiver.requests]
+        assert told["event"] == "sync.failed" and told["data"]["sync"]["reason"] == "source_refused"
         assert "could not read Username" in refused.outcome  # git was refused, and may not ask
+        with pytest.raises(origins.SourceUnavailable) as said:
+            origins.origin_of(collection).entries()
+        assert said.value.code == "source_refused"  # as S3 and WebDAV say it
         failed = build_collection(collection=collection)
         assert failed.status == BuildRun.FAILED and "git source" in failed.error and "pw" not in failed.error
         assert "0.42 per kilometre" in texts(collection, "mileage per kilometre")

@@ -10,7 +10,7 @@ from collections_app.services import origins, sync
 from collections_app.services.agents import create_collection, create_reader
 from collections_app.services.builds import build_collection
 from collections_app.services.search import search_collection
-from tests.collections.test_source_s3 import BUCKET, PREFIX, check, fetches, served  # noqa: F401 (fixtures)
+from tests.collections.test_source_s3 import BUCKET, PREFIX, fetches, served  # noqa: F401 (fixtures)
 from tests.conftest import HANDBOOK
 
 pytestmark = pytest.mark.django_db
@@ -53,7 +53,7 @@ def test_a_tag_change_alone_relabels_without_a_download_or_an_embedding(
     agent,
     served,  # noqa: F811
     mapped,
-    check,  # noqa: F811
+    check,
     fetches,  # noqa: F811
 ):
     server, bucket = served
@@ -113,13 +113,10 @@ def test_the_twin_rule_holds_for_labels_from_the_source(
     compared = 0
     for reader in ("sam", "ghost"):
         for question in ("annual leave days", "mileage per kilometre", "laptops encryption", "holiday"):
-            answers = [
-                [
-                    (p["document"], p["text"], p["score"])
-                    for p in search_collection(
-                        agent=agent, collection=c, question=question, reader=reader, min_score=0
-                    )["paragraphs"]
-                ]
+            answers = [  # the whole answer: texts, scores, ids, passages, order, its own fields
+                search_collection(
+                    agent=agent, collection=c, question=question, reader=reader, min_score=0, around=1
+                )
                 for c in (labelled, twin)
             ]
             assert answers[0] == answers[1], (reader, question)
@@ -181,8 +178,8 @@ def test_changing_a_webdav_sources_reader_rules_relabels_without_a_download(
     tmp_path,
     settings,
     mapped,
-    check,  # noqa: F811
-    monkeypatch,
+    check,
+    fetches_of,
 ):
     from collections_app.services.origins.webdav import WebDavOrigin
     from tests.collections.sources_servers import WebDavServer
@@ -193,11 +190,7 @@ def test_changing_a_webdav_sources_reader_rules_relabels_without_a_download(
     for name, text in HANDBOOK.items():
         (share / "hr" / name).write_text(text)
     server = WebDavServer(share).start()
-    fetched = []
-    real = WebDavOrigin.fetch
-    monkeypatch.setattr(
-        WebDavOrigin, "fetch", lambda self, e, limit: fetched.append(e.name) or real(self, e, limit)
-    )
+    fetched = fetches_of(WebDavOrigin)
     try:
         dav = create_collection(agent=agent, name="dav", method="fixed", size=80, per_reader=True)
         rules = {"url": server.url, "reader_rules": [{"path": "hr/leave.md", "readers": ["hr-team"]}]}
@@ -219,3 +212,50 @@ def test_changing_a_webdav_sources_reader_rules_relabels_without_a_download(
         assert labels_of(dav, "hr/leave.md") == {"staff"} and labels_of(dav, "hr/travel.md") == {"staff"}
     finally:
         server.stop()
+
+
+def test_a_documents_admin_page_shows_its_sources_readers_and_their_labels(
+    agent,
+    served,  # noqa: F811
+    mapped,
+    admin_client,
+):
+    from collections_app.models import Document
+
+    server, bucket = served
+    tag(bucket, "leave.md", "hr-team")
+    tag(bucket, "travel.md", "nobody-mapped")
+    handbook = s3_collection(agent, server, "handbook")
+    assert build_collection(collection=handbook).status == BuildRun.SUCCEEDED
+    shown = {}
+    for document in Document.objects.filter(collection=handbook):
+        page = admin_client.get(f"/admin/collections_app/document/{document.pk}/change/")
+        assert page.status_code == 200
+        text = page.content.decode()
+        assert "Readers from its source" in text
+        shown[document.name] = text
+    assert 'data-role="source-readers">groups hr-team &rarr; labels hr</span>' in shown["leave.md"]
+    assert "groups nobody-mapped &rarr; labels none (no group is mapped to a label)" in shown["travel.md"]
+    assert "none: its source names no readers" in shown["security.md"]
+
+
+def test_changing_a_git_sources_reader_rules_relabels_without_a_download(
+    agent, mapped, check, fetches_of, remote_handbook
+):
+    from collections_app.services.origins.git import GitOrigin
+
+    fetched = fetches_of(GitOrigin)
+    where, _credentials = remote_handbook("git")
+    repo = create_collection(agent=agent, name="repo", method="fixed", size=80, per_reader=True)
+    rules = {**where, "reader_rules": [{"path": "leave.md", "readers": ["hr-team"]}]}
+    origins.set_source(collection=repo, kind="git", settings=rules)
+    sync.set_sync(collection=repo, every=5)
+    assert check(repo).build.status == BuildRun.SUCCEEDED and len(fetched) == 3
+    assert labels_of(repo, "leave.md") == {"hr"} and labels_of(repo, "travel.md") == set()
+    fetched.clear()
+    rules["reader_rules"] = [{"path": "*.md", "readers": ["everyone"]}]
+    origins.set_source(collection=repo, kind="git", settings=rules)
+    found = check(repo)
+    assert found.relabelled == ["leave.md", "security.md", "travel.md"] and found.changed == []
+    assert fetched == [] and found.build.paragraphs_embedded == 0 and found.build.documents_relabelled == 3
+    assert labels_of(repo, "leave.md") == {"staff"} and labels_of(repo, "travel.md") == {"staff"}

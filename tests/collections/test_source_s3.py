@@ -10,8 +10,7 @@ from collections_app.services import origins, sync, sync_check
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
 from collections_app.services.origins.s3 import S3Origin
-from collections_app.services.search import search_collection
-from tests.collections.sources_servers import S3Server
+from tests.collections.sources_servers import S3Server, texts
 from tests.conftest import HANDBOOK
 
 pytestmark = pytest.mark.django_db
@@ -48,36 +47,9 @@ def handbook(agent, served):
 
 
 @pytest.fixture
-def check(django_capture_on_commit_callbacks):
-    def run(collection) -> sync_check.Check:
-        with django_capture_on_commit_callbacks(execute=True):
-            found = sync_check.check_source(collection=collection)
-        if found.build is not None:
-            found.build.refresh_from_db()
-        return found
-
-    return run
-
-
-@pytest.fixture
-def fetches(monkeypatch):
-    """The objects the s3 source downloads (each call passes through to the real GetObject)."""
-    fetched = []
-    real = S3Origin.fetch
-
-    def counting(self, entry, limit):
-        fetched.append(entry.name)
-        return real(self, entry, limit)
-
-    monkeypatch.setattr(S3Origin, "fetch", counting)
-    return fetched
-
-
-def texts(collection, question: str) -> str:
-    answer = search_collection(
-        agent=collection.agent, collection=collection, question=question, min_score=0, most=10
-    )
-    return " ".join(p["text"] for p in answer["paragraphs"])
+def fetches(fetches_of):
+    """The documents the s3 source downloads."""
+    return fetches_of(S3Origin)
 
 
 def test_a_bucket_builds_the_objects_under_its_prefix(handbook, served):
@@ -221,3 +193,58 @@ def _raw_credentials() -> str:
     with connection.cursor() as cursor:
         cursor.execute("SELECT credentials FROM collections_app_collectionsource")
         return cursor.fetchone()[0]
+
+
+def test_refused_credentials_keep_the_last_build_answering_and_say_so(agent, served, check):
+    """moto's server checking signatures and IAM policies (its own `/moto-api/reset-auth`, what
+    INITIAL_NO_AUTH_ACTION_COUNT sets): an IAM user's key builds; a wrong secret and an unknown key are
+    refused, the sync check and the build say so, and the collection keeps answering."""
+    import boto3
+    import httpx
+
+    server, _bucket = served
+
+    iam = boto3.client(
+        "iam", endpoint_url=server.url, region_name="us-east-1",
+        aws_access_key_id="AKIDTEST", aws_secret_access_key="test-secret",
+    )  # fmt: skip
+    iam.create_user(UserName="reader")
+    iam.put_user_policy(
+        UserName="reader",
+        PolicyName="read-the-bucket",
+        PolicyDocument='{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", '
+        '"Resource": "*"}]}',
+    )
+    key = iam.create_access_key(UserName="reader")["AccessKey"]
+    where = {"endpoint_url": server.url, "bucket": BUCKET, "prefix": PREFIX}
+    collection = create_collection(agent=agent, name="private", method="fixed", size=80)
+    httpx.post(f"{server.url}/moto-api/reset-auth", content=b"0", timeout=10).raise_for_status()
+    try:
+        origins.set_source(
+            collection=collection,
+            kind="s3",
+            settings=where,
+            credentials={"access_key_id": key["AccessKeyId"], "secret_access_key": key["SecretAccessKey"]},
+        )
+        sync.set_sync(collection=collection, every=5)
+        assert check(collection).build.status == BuildRun.SUCCEEDED
+        for given, code in [
+            (
+                {"access_key_id": key["AccessKeyId"], "secret_access_key": "wrong-secret"},
+                "SignatureDoesNotMatch",
+            ),
+            ({"access_key_id": "AKIDNOBODY0000000000", "secret_access_key": "x"}, "InvalidAccessKeyId"),
+        ]:
+            origins.set_source(collection=collection, kind="s3", settings=where, credentials=given)
+            refused = check(collection)
+            assert refused.outcome.startswith(sync_check.UNREADABLE) and refused.build is None
+            assert f"the s3 source refused the credentials ({code})" in refused.outcome
+            with pytest.raises(origins.SourceUnavailable) as said:
+                origins.origin_of(collection).entries()
+            assert said.value.code == "source_refused"
+            failed = build_collection(collection=collection)
+            assert failed.status == BuildRun.FAILED and "refused the credentials" in failed.error
+            assert key["SecretAccessKey"] not in failed.error and "wrong-secret" not in failed.error
+            assert "0.42 per kilometre" in texts(collection, "mileage per kilometre")
+    finally:
+        httpx.post(f"{server.url}/moto-api/reset-auth", content=b"inf", timeout=10).raise_for_status()

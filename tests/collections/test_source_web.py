@@ -4,21 +4,14 @@ crawl keeps to its host and its caps, and a sync picks up a changed, a new and a
 
 import pytest
 
-from collections_app.models import BuildRun, Document
+from collections_app.models import BuildRun, Document, Paragraph
 from collections_app.services import origins, sync, sync_check
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
-from collections_app.services.search import search_collection
-from tests.collections.sources_servers import Website
+from tests.collections.sources_servers import Website, texts
+from tests.collections.sources_servers import web_page as page
 
 pytestmark = pytest.mark.django_db
-
-
-def page(title: str, text: str, *links: str) -> str:
-    anchors = "".join(f'<a href="{link}">{link}</a> ' for link in links)
-    return (
-        f"<html><head><title>{title}</title></head><body><h1>{title}</h1><p>{text}</p>{anchors}</body></html>"
-    )
 
 
 @pytest.fixture
@@ -73,27 +66,8 @@ def make(agent, server, **extra):
     return collection
 
 
-@pytest.fixture
-def check(django_capture_on_commit_callbacks):
-    def run(collection) -> sync_check.Check:
-        with django_capture_on_commit_callbacks(execute=True):
-            found = sync_check.check_source(collection=collection)
-        if found.build is not None:
-            found.build.refresh_from_db()
-        return found
-
-    return run
-
-
 def names(collection) -> set[str]:
     return set(Document.objects.filter(collection=collection).values_list("name", flat=True))
-
-
-def texts(collection, question: str) -> str:
-    answer = search_collection(
-        agent=collection.agent, collection=collection, question=question, min_score=0, most=10
-    )
-    return " ".join(p["text"] for p in answer["paragraphs"])
 
 
 def test_a_crawl_keeps_to_its_host_robots_and_links(agent, served):
@@ -118,26 +92,36 @@ def test_the_caps_and_patterns_bound_the_crawl(agent, served):
     assert len(names(shallow)) == 2
 
 
-def test_a_sync_picks_up_a_changed_a_new_and_a_removed_page(agent, served, check):
+def test_a_sync_picks_up_a_changed_a_new_a_removed_and_a_moved_page(agent, served, check):
     server, site = served
     collection = make(agent, server)
     sync.set_sync(collection=collection, every=5)
     assert check(collection).build.status == BuildRun.SUCCEEDED
     assert check(collection).outcome == "unchanged"
+    known = set(Paragraph.objects.filter(collection=collection).values_list("fingerprint", flat=True))
     (site / "guide" / "index.html").write_text(page("Guide", "Mileage is reimbursed at 0.55 per kilometre."))
     (site / "c.html").unlink()
     (site / "a.html").write_text(
         page("Leave", "Carry-over of annual leave is capped at five days.", "d.html")
     )
     (site / "d.html").write_text(page("Canteen", "The canteen serves lunch from noon until two."))
+    # A rename on a website: the page moves to another address, which the sitemap now lists.
+    (site / "only-in-sitemap.html").rename(site / "badges.html")
+    sitemap = site / "sitemap.xml"
+    sitemap.write_text(sitemap.read_text().replace("only-in-sitemap.html", "badges.html"))
     found = check(collection)
     assert (found.new, found.changed, found.deleted) == (
-        ["d.html"],
+        ["badges.html", "d.html"],
         ["a.html", "guide/index.html"],
-        ["c.html"],
+        ["c.html", "only-in-sitemap.html"],
     )
     assert found.build.status == BuildRun.SUCCEEDED
     assert "0.55 per kilometre" in texts(collection, "mileage per kilometre")
+    assert "worn at all times" in texts(collection, "badges worn on site")
+    # Only text never seen before is embedded: the moved page's is found by its text.
+    now = list(Paragraph.objects.filter(collection=collection).values_list("document__name", "fingerprint"))
+    assert any(name == "badges.html" and fingerprint in known for name, fingerprint in now)
+    assert found.build.paragraphs_embedded == len({f for _name, f in now if f not in known})
 
 
 def test_an_unreachable_site_keeps_the_last_build_answering(agent, served, check):

@@ -11,8 +11,7 @@ from collections_app.services import origins, sync, sync_check
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
 from collections_app.services.origins.webdav import WebDavOrigin
-from collections_app.services.search import search_collection
-from tests.collections.sources_servers import WebDavServer
+from tests.collections.sources_servers import WebDavServer, texts
 from tests.conftest import HANDBOOK
 
 pytestmark = pytest.mark.django_db
@@ -47,35 +46,9 @@ def handbook(agent, served):
 
 
 @pytest.fixture
-def check(django_capture_on_commit_callbacks):
-    def run(collection) -> sync_check.Check:
-        with django_capture_on_commit_callbacks(execute=True):
-            found = sync_check.check_source(collection=collection)
-        if found.build is not None:
-            found.build.refresh_from_db()
-        return found
-
-    return run
-
-
-@pytest.fixture
-def fetches(monkeypatch):
-    fetched = []
-    real = WebDavOrigin.fetch
-
-    def counting(self, entry, limit):
-        fetched.append(entry.name)
-        return real(self, entry, limit)
-
-    monkeypatch.setattr(WebDavOrigin, "fetch", counting)
-    return fetched
-
-
-def texts(collection, question: str) -> str:
-    answer = search_collection(
-        agent=collection.agent, collection=collection, question=question, min_score=0, most=10
-    )
-    return " ".join(p["text"] for p in answer["paragraphs"])
+def fetches(fetches_of):
+    """The documents the webdav source downloads."""
+    return fetches_of(WebDavOrigin)
 
 
 def test_a_share_builds_its_folder_and_sub_folders(handbook):

@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from collections_app.models import BuildRun, CollectionSync, KeptLabels, Label, Paragraph
-from collections_app.services import known_answers, sync, sync_check
+from collections_app.services import known_answers, sync
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import request_build
 from collections_app.services.search import search_collection
@@ -15,20 +15,6 @@ from ragsite.errors import RagsiteError
 from tests.conftest import HANDBOOK
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def check(django_capture_on_commit_callbacks):
-    """A check as the task runs it: its build is queued on commit and carried out at once (Conf.SYNC)."""
-
-    def run(collection) -> sync_check.Check:
-        with django_capture_on_commit_callbacks(execute=True):
-            found = sync_check.check_source(collection=collection)
-        if found.build is not None:
-            found.build.refresh_from_db()
-        return found
-
-    return run
 
 
 @pytest.fixture

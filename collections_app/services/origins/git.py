@@ -38,6 +38,15 @@ BRANCH = re.compile(r"^[A-Za-z0-9._/-]{1,200}$")
 COMMIT = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 SETTINGS = ("url", "branch", "path", "reader_rules")
 CREDENTIALS = ("username", "password", "token")
+# What git says when the server refused the credentials (or wanted some): git may not prompt, so a 401 it
+# would have answered with a password reads "could not read Username"; a 403 is curl's "returned error".
+REFUSALS = (
+    "could not read Username",
+    "could not read Password",
+    "Authentication failed",
+    "returned error: 401",
+    "returned error: 403",
+)
 
 
 def checked_settings(raw: dict) -> dict:
@@ -186,7 +195,13 @@ class GitOrigin:
                 f"the git source did not answer within {timeout_seconds():g} s (SOURCE_TIMEOUT)"
             ) from None
         if result.returncode != 0:
-            raise SourceUnavailable(f"the git source could not be read: {_said(result.stderr)}")
+            said = _said(result.stderr)
+            if any(refusal in said for refusal in REFUSALS):
+                # The same code as S3's and WebDAV's refusals: the credentials, not the network, are wrong.
+                raise SourceUnavailable(
+                    f"the git source refused the credentials ({said})", code="source_refused"
+                )
+            raise SourceUnavailable(f"the git source could not be read: {said}")
         return result.stdout
 
     def _environment(self, *, remote: bool = False) -> dict:
