@@ -44,7 +44,7 @@ _ASCII_TERM = re.compile(r"[a-z0-9_]+")
 
 # What `_computed_tables` finds, by (Python implementation, minor version, Unicode database), for
 # the Pythons it was checked on: `\w` is the class, and the rewrites. The pass over every code point
-# cost 0.5-1.4 s on a loaded machine, and a new node's first search waited for it (issue 43);
+# cost 0.5-1.4 s on a loaded machine, and a new node's first search waited for it (decisions/0094);
 # tests/shared/test_lexical.py computes it again on the Python that runs them and fails on a mismatch.
 KNOWN_TABLES = {("cpython", (3, 11), "14.0.0"): (r"\w+", (("\u03a3", "\u03c3"), ("\u0130", "i")))}
 

@@ -1,5 +1,5 @@
 """A build's vectors read at once, ahead of its texts, and its IVF lists made from them in a thread of
-their own while the texts are tokenized (issue 43 item 3).
+their own while the texts are tokenized (docs/decisions/0094).
 
 The two halves of writing an index need nothing of each other: the lists read only the vectors, the
 postings only the texts. k-means++ and Lloyd's rounds spend their time in BLAS and in numpy's loops over
