@@ -50,7 +50,8 @@ def warm() -> list[str]:
     resolver.resolve("/api/v1/openapi.json")
     resolver.reverse_dict  # noqa: B018  (builds the reverse look-up the admin's pages use)
     steps.append("urlconf")
-    lexical.terms(WARM_QUESTION)
+    # Not ASCII, so the term tables are made here (an ASCII text's terms need none, lexical.terms).
+    lexical.terms("\u00c9t\u00e9 " + WARM_QUESTION)
     steps.append("lexical tables")
     if settings.EMBED_BACKEND == "local":
         steps.append(_warm_local_embedder())

@@ -39,14 +39,28 @@ TERM_CATEGORIES = frozenset({"Lu", "Ll", "Lt", "Lm", "Lo", "Nd", "Nl", "No"})
 # Python gives "i" + U+0307 COMBINING DOT ABOVE. In Unicode 14 (Python 3.11) U+0130 is the
 # only such rune; tests/collections/test_lexical.py fails if a newer Python adds another.
 SIMPLE_LOWER_EXCEPTIONS = {"\u0130": "i"}
+_ASCII_TERM = re.compile(r"[a-z0-9_]+")
+
+
+# What `_computed_tables` finds, by (Python implementation, minor version, Unicode database), for
+# the Pythons it was checked on: `\w` is the class, and the rewrites. The pass over every code point
+# cost 0.5-1.4 s on a loaded machine, and a new node's first search waited for it (decisions/0094);
+# tests/shared/test_lexical.py computes it again on the Python that runs them and fails on a mismatch.
+KNOWN_TABLES = {("cpython", (3, 11), "14.0.0"): (r"\w+", (("\u03a3", "\u03c3"), ("\u0130", "i")))}
 
 
 @cache
 def _tables() -> tuple[re.Pattern[str], tuple[tuple[str, str], ...]]:
-    """The compiled ``[\\p{L}\\p{N}_]+`` of seed 004, and the rewrites :func:`go_lower` needs.
+    """The compiled ``[\\p{L}\\p{N}_]+`` of seed 004, and the rewrites :func:`go_lower` needs: known
+    for this Python (`KNOWN_TABLES`), else computed (`_computed_tables`), once per process."""
+    known = KNOWN_TABLES.get((sys.implementation.name, sys.version_info[:2], unicodedata.unidata_version))
+    if known is not None:
+        return re.compile(known[0]), known[1]
+    return _computed_tables()
 
-    One pass over every code point, made once per process on first use (about half a second)
-    rather than at import, so importing this module stays free.
+
+def _computed_tables() -> tuple[re.Pattern[str], tuple[tuple[str, str], ...]]:
+    """`_tables` from Python's Unicode database: one pass over every code point (0.5-1.4 s).
 
     The rewrites are the runes whose Python ``lower()`` is not one rune, each paired with its
     simple lowercase where ``SIMPLE_LOWER_EXCEPTIONS`` records one; a rune missing from it
@@ -117,6 +131,8 @@ def terms(text: str) -> list[str]:
     Note: the class is as current as Python's Unicode database (14.0 on Python 3.11); a
     character assigned in a later Unicode version than Python knows is not a letter here.
     """
+    if text.isascii():  # of ASCII, the class holds the letters, the digits and "_"
+        return _ASCII_TERM.findall(text.lower())
     return _tables()[0].findall(go_lower(text))
 
 

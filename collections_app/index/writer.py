@@ -64,10 +64,11 @@ class IndexWriter:
         paragraph_ids: Sequence[int],
         document_ids: Sequence[int],
         postings: BlockPostings,
-        vectors: Sequence[np.ndarray | None],
+        vectors: Sequence[np.ndarray | None] | None,
     ) -> None:
         """One block whose terms are already postings (`postings.block_postings`, perhaps made in another
-        process): its block-local term ids are mapped onto this writer's vocabulary, one step a term."""
+        process): its block-local term ids are mapped onto this writer's vocabulary, one step a term.
+        ``vectors``: each row's, or None when they come through `add_vectors`."""
         count = len(paragraph_ids)
         first = self.rows
         self._paragraph.append(np.asarray(paragraph_ids, dtype=np.int64))
@@ -86,13 +87,24 @@ class IndexWriter:
             self._post_doc.append(postings.doc + np.int32(first))
             self._post_tf.append(postings.tf)
         # The block's vectors as one array and their rows as another (not two small arrays a row).
-        rows = [offset for offset, windows in enumerate(vectors) if windows is not None]
+        rows = (
+            []
+            if vectors is None
+            else [offset for offset, windows in enumerate(vectors) if windows is not None]
+        )
         if rows:
             shaped = [np.asarray(vectors[i], dtype=np.float32).reshape(-1, self.dimensions) for i in rows]
             self._vectors.append(np.concatenate(shaped).astype(self.vector_dtype, copy=False))
             windows = np.fromiter((block.shape[0] for block in shaped), dtype=np.int64, count=len(rows))
             self._vector_row.append(np.repeat(np.asarray(rows, dtype=np.int32) + np.int32(first), windows))
         self.rows += count
+
+    def add_vectors(self, vectors: np.ndarray, rows: np.ndarray) -> None:
+        """Vectors of rows added (or to be added) through `add_postings` without theirs: ``vectors`` (n, d),
+        each row's windows consecutive and rows ascending, and ``rows`` each one's row."""
+        if vectors.shape[0]:
+            self._vectors.append(np.asarray(vectors, dtype=self.vector_dtype).reshape(-1, self.dimensions))
+            self._vector_row.append(np.asarray(rows, dtype=np.int32))
 
     def matrix(self) -> np.ndarray:
         """Every vector added, as one (n, d) array of `vector_dtype` (concatenated once, then kept)."""

@@ -84,3 +84,50 @@ def test_when_the_tokenizing_processes_break_the_index_is_tokenized_here(
     for mine, theirs in zip(found[:3], expected[:3], strict=True):
         assert mine.vocabulary == theirs.vocabulary and mine.rows == theirs.rows
     assert found[3] and expected[3]
+
+
+def test_the_ivf_lists_made_beside_the_texts_are_the_ones_made_from_the_rows_after_them(
+    agent, knowledge_folder, settings
+):
+    """The lists are made in a thread while the texts are tokenized (services.indexes.vectors), from
+    the vectors read ahead: the same lists, bit for bit, as `build_lists` over every stored vector."""
+    from collections_app.index.ivf import build_lists
+    from collections_app.index.mapped import MappedIndex
+    from collections_app.index.vector_codec import decode
+    from collections_app.models import Paragraph
+
+    collection = create_collection(agent=agent, name="shelf", method="fixed", size=60)
+    notes = {f"n{i}.md": f"# N {i}\n\nNote {i} on cobalt {i % 3}.\n" for i in range(20)}
+    knowledge_folder("shelf", {**HANDBOOK, **notes})
+    assert build_collection(collection=collection).status == "succeeded"
+    settings.IVF_MIN_PARAGRAPHS = 1
+    for entry in indexes.collection_root(collection.pk).iterdir():
+        if entry.is_dir():
+            indexes.shutil.rmtree(entry)
+    _key, path = indexes.write_index(collection=collection, fetch=False)  # from the rows, not the stored copy
+    built = CollectionBuilt.objects.get(collection=collection)
+    blobs = (
+        Paragraph.objects.filter(collection=collection)
+        .order_by("ordinal")
+        .values_list("embedding", flat=True)
+    )
+    matrix = np.concatenate([decode(blob, built.dimensions) for blob in blobs])
+    expected = build_lists(matrix, index_id=built.ivf_index_id, target_recall=float(settings.IVF_RECALL))
+    stored = MappedIndex(path).ivf
+    assert stored is not None and stored.nprobe == expected.nprobe
+    for name, array in expected.arrays().items():
+        assert np.array_equal(stored.arrays()[name], array), name
+
+
+def test_rows_that_differ_between_the_vectors_and_the_texts_read_are_not_written(
+    agent, knowledge_folder, monkeypatch
+):
+    """A build committed between the two reads: the rows met are not the same, so the write starts over."""
+    collection = create_collection(agent=agent, name="shelf", method="fixed", size=60)
+    knowledge_folder("shelf", HANDBOOK)
+    assert build_collection(collection=collection).status == "succeeded"
+    built = CollectionBuilt.objects.get(collection=collection)
+    vectors = indexes.read_vectors(collection, built, indexes.ROWS_PER_BLOCK)
+    assert indexes._write_rows(collection, built, vectors)[3]
+    other = vectors._replace(ids=vectors.ids + 1)  # the ids another build's rows would have
+    assert not indexes._write_rows(collection, built, other)[3]

@@ -162,6 +162,18 @@ def test_term_pattern_covers_exactly_letters_numbers_and_underscore():
     assert lexical._tables()[0].sub("", everything) == outside
 
 
+def test_known_tables_are_the_ones_this_python_computes():
+    # lexical.KNOWN_TABLES spares a new process the pass over every code point; it must be that pass's.
+    known, computed = lexical._tables(), lexical._computed_tables()
+    assert (known[0].pattern, known[1]) == (computed[0].pattern, computed[1])
+
+
+@settings(max_examples=200)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
+def test_terms_of_ascii_text_match_the_reference(text):
+    assert terms(text) == reference_terms(text)
+
+
 TRICKY = "aAzZ09_ -.,'\tİıIΣσςßẞ٣²Ⅻǅ\u212aé\u0301\u093f\u094dह🙂①\u00ad\u200d"
 
 

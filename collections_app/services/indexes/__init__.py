@@ -30,10 +30,8 @@ from ragsite.errors import Conflict, RagsiteError
 
 from ...conf import settings
 from ...index.format import FORMAT, IndexUnusable
-from ...index.ivf import IVFLists, build_lists
 from ...index.mapped import MappedIndex
 from ...index.postings import row_postings
-from ...index.vector_codec import VectorFormatError, decode
 from ...index.writer import IndexWriter
 from ...models import Collection, CollectionBuilt, Paragraph
 from ...text.context import CONTEXT_VERSION
@@ -43,6 +41,7 @@ from .entries import entry_writers
 from .gauges import MappedIndexes
 from .loading import load_in_background
 from .pool import in_order, tokenizers
+from .vectors import BuildVectors, lists_beside, read_vectors
 
 logger = logging.getLogger("ragsite.search")
 
@@ -120,7 +119,11 @@ def write_index(
                 if not keep_others:
                     remove_stale(collection_root(collection.pk), keep=key)
                 return key, path
-            writer, context, carried, consistent = _write_rows(collection, built)
+            # The vectors first, so the IVF lists are made from them while the texts are tokenized.
+            vectors = read_vectors(collection, built, ROWS_PER_BLOCK)
+            with lists_beside(vectors, built) as lists:
+                writer, context, carried, consistent = _write_rows(collection, built, vectors)
+                ivf = None if lists is None else lists.result()
             again = (
                 CollectionBuilt.objects.filter(collection=collection)
                 .values_list("built_at", "passages")
@@ -148,7 +151,7 @@ def write_index(
                 key,
                 extra={"collection": collection.pk, "fresh_vectors": fresh, "analyzer": built.analyzer},
                 parts=parts,
-                ivf=_lists_for(writer, built),
+                ivf=ivf,
             )
             if not keep_others:
                 remove_stale(collection_root(collection.pk), keep=key)
@@ -245,17 +248,19 @@ def _usable(path: Path, analyzer: str | None = None) -> bool:
 
 
 def _write_rows(
-    collection: Collection, built: CollectionBuilt
+    collection: Collection, built: CollectionBuilt, vectors: BuildVectors | None = None
 ) -> tuple[IndexWriter, IndexWriter, IndexWriter, bool]:
-    """The main field (texts and vectors), the contexts, the carried openings of every row, and
-    whether the two reads of the rows met the same rows (else a build committed between them).
+    """The main field (texts and `vectors`, read before; read here when None), the contexts, the carried
+    openings of every row, and whether the reads of the rows met the same rows (else a build committed
+    between them).
 
     Tokenized in INDEX_WRITE_PROCESSES spawned processes when the collection is large; when they
     cannot run (a spawned process imports the program's main module, and a script that does its work
     outside ``if __name__ == "__main__"`` breaks them), in this one."""
     processes = int(settings.INDEX_WRITE_PROCESSES)
+    vectors = read_vectors(collection, built, ROWS_PER_BLOCK) if vectors is None else vectors
     try:
-        return _rows_into_writers(collection, built, processes)
+        return _rows_into_writers(collection, built, vectors, processes)
     except BrokenProcessPool:
         if processes <= 1:
             raise
@@ -264,19 +269,20 @@ def _write_rows(
             collection.agent.agent_id,
             collection.name,
         )
-        return _rows_into_writers(collection, built, 1)
+        return _rows_into_writers(collection, built, vectors, 1)
 
 
 def _rows_into_writers(
-    collection: Collection, built: CollectionBuilt, processes: int
+    collection: Collection, built: CollectionBuilt, vectors: BuildVectors, processes: int
 ) -> tuple[IndexWriter, IndexWriter, IndexWriter, bool]:
     writer = IndexWriter(built.dimensions)
+    writer.add_vectors(vectors.matrix, vectors.row)
     context = IndexWriter(0)
     carried = IndexWriter(0)
     rows = (
         Paragraph.objects.filter(collection=collection)
         .order_by("ordinal")
-        .values_list("id", "document_id", "text", "embedding", "context")
+        .values_list("id", "document_id", "text", "context")
     )
     # Each row's carried opening and the first row it shares text with, from the positions alone.
     positions = (
@@ -289,22 +295,6 @@ def _rows_into_writers(
         dtype=np.int64,
     ).reshape(-1, 2)
     carried.arrays["carried_from.i32"] = openings[:, 1].astype(np.int32)
-
-    def vectors_of(block: list[tuple]) -> list[np.ndarray | None]:
-        vectors = []
-        for _id, _doc, _text, blob, _context in block:
-            if blob is None or not built.dimensions:
-                vectors.append(None)
-                continue
-            try:
-                vectors.append(decode(blob, built.dimensions))
-            except VectorFormatError:
-                raise Conflict(
-                    f'collection "{collection.name}" holds vectors that are not {built.dimensions} wide; '
-                    "rebuild it",
-                    code="width_mismatch",
-                ) from None
-        return vectors
 
     def blocks():
         block, at = [], 0
@@ -322,24 +312,18 @@ def _rows_into_writers(
         for block, at in blocks():
             lengths = openings[at : at + len(block), 0].tolist()
             lengths += [0] * (len(block) - len(lengths))  # rows that came since (then written again)
-            yield block, ([r[2] for r in block], [r[4] for r in block], lengths, built.analyzer)
+            yield block, ([r[2] for r in block], [r[3] for r in block], lengths, built.analyzer)
 
+    read: list[np.ndarray] = []
     with tokenizers(len(openings), processes, ROWS_PER_BLOCK) as pool:
         for block, (text, contexts, opening) in in_order(pool, row_postings, jobs(), 2 * processes):
             ids, documents = [r[0] for r in block], [r[1] for r in block]
-            writer.add_postings(ids, documents, text, vectors_of(block))
-            context.add_postings(ids, documents, contexts, [None] * len(block))
-            carried.add_postings(ids, documents, opening, [None] * len(block))
-    return writer, context, carried, len(openings) == carried.rows
-
-
-def _lists_for(writer: IndexWriter, built: CollectionBuilt) -> IVFLists | None:
-    """The IVF lists of a build that search will take the approximate path for (IVF_MIN_PARAGRAPHS)."""
-    threshold = int(settings.IVF_MIN_PARAGRAPHS)
-    if not writer._vectors or threshold <= 0 or writer.rows < threshold:
-        return None
-    vectors = np.asarray(writer.matrix(), dtype=np.float32)  # the writer's own when float32: no copy
-    return build_lists(vectors, index_id=built.ivf_index_id, target_recall=float(settings.IVF_RECALL))
+            read.append(np.asarray(ids, dtype=np.int64))
+            writer.add_postings(ids, documents, text, None)
+            context.add_postings(ids, documents, contexts, None)
+            carried.add_postings(ids, documents, opening, None)
+    same_rows = np.array_equal(np.concatenate(read) if read else np.zeros(0, np.int64), vectors.ids)
+    return writer, context, carried, len(openings) == carried.rows and same_rows
 
 
 def mapped_index(collection: Collection, built: CollectionBuilt) -> tuple[str, MappedIndex]:
