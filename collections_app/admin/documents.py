@@ -36,7 +36,7 @@ from .common import (
     require,
     status_badge,
 )
-from .sources import source_readers_line
+from .sources import DocumentSourceShown
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -95,7 +95,7 @@ class WaitingFilter(admin.SimpleListFilter):
 
 
 @admin.register(Document)
-class DocumentAdmin(admin.ModelAdmin):
+class DocumentAdmin(DocumentSourceShown, admin.ModelAdmin):
     form = DocumentDefaultLabelsForm
     list_display = [
         "name_shown",
@@ -103,19 +103,19 @@ class DocumentAdmin(admin.ModelAdmin):
         "review_shown",
         "paragraphs",
         "collection",
-        "source",
+        "origin_shown",
         "default_labels_shown",
     ]
     list_filter = [WaitingFilter, "status", "enabled", "collection", "source", "refusal"]
     search_fields = ["name"]
-    list_select_related = ["collection__agent"]
+    list_select_related = ["collection__agent", "collection__origin"]
     actions = ["approve", "enable_action", "disable_action"]
     delete_confirmation_template = "admin/collections_app/document/delete_confirmation.html"
     # `upload` is never a field here: its value is a storage path.
     fields = [
         "collection",
         "name",
-        "source",
+        "origin_shown",
         "source_readers_shown",
         "status_shown",
         "enabled",
@@ -172,20 +172,6 @@ class DocumentAdmin(admin.ModelAdmin):
                 '{} <span class="rs-refusal" data-role="refusal">{}</span>', badge, document.refusal
             )
         return badge
-
-    @admin.display(description="attributes")
-    def attributes_shown(self, document):
-        """What searches filter on: read from `<name>.meta.json` at each build, so shown, not edited here."""
-        if not document.attributes:
-            return format_html(
-                '<span class="help">none: write them in {}.meta.json beside the file</span>', document.name
-            )
-        rows = format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", sorted(document.attributes.items()))
-        return format_html('<table class="rs-attributes" data-role="attributes">{}</table>', rows)
-
-    @admin.display(description="readers from its source")
-    def source_readers_shown(self, document):
-        return source_readers_line(document)
 
     @admin.display(description="why in review")
     def review_shown(self, document):

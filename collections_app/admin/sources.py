@@ -9,10 +9,11 @@ import json
 
 from django import forms
 from django.contrib import admin
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
-from ..models import CollectionSource, Label
+from ..models import CollectionSource, Document, Label
 from ..services import origins
+from ..services.origins.readers import UNMAPPED_LABEL
 
 
 def _json_object(text: str, what: str) -> dict | None:
@@ -107,8 +108,49 @@ def source_readers_line(document) -> str:
     if not document.source_readers:
         return "none: its source names no readers"
     labels = sorted(Label.objects.filter(pk__in=document.source_labels).values_list("name", flat=True))
+    if labels == [UNMAPPED_LABEL]:
+        return format_html(
+            '<span data-role="source-readers">groups {} &rarr; no group is mapped to a label: held from '
+            "every reader (label {}) until one is</span>",
+            ", ".join(document.source_readers),
+            UNMAPPED_LABEL,
+        )
     return format_html(
         '<span data-role="source-readers">groups {} &rarr; labels {}</span>',
         ", ".join(document.source_readers),
-        ", ".join(labels) or "none (no group is mapped to a label)",
+        ", ".join(labels) or "none",
     )
+
+
+class DocumentSourceShown:
+    """The document page's and list's view of where a document came from: the collection's origin (not
+    the model's folder/upload split, which calls every document not uploaded "folder"), the readers
+    its source gave, and its attributes with where they are written."""
+
+    @admin.display(description="source", ordering="source")
+    def origin_shown(self, document):
+        if document.source == Document.UPLOAD:
+            return "upload"
+        origin = getattr(document.collection, "origin", None)
+        if origin is None or origin.kind not in origins.LABELS:
+            return "folder"
+        return origins.LABELS[origin.kind][0].removeprefix("the ")
+
+    @admin.display(description="readers from its source")
+    def source_readers_shown(self, document):
+        return source_readers_line(document)
+
+    @admin.display(description="attributes")
+    def attributes_shown(self, document):
+        """What searches filter on: read from `<name>.meta.json` at each build, so shown, not edited here."""
+        if not document.attributes:
+            origin = getattr(document.collection, "origin", None)
+            if document.source == Document.FOLDER and origin is not None and origin.kind in origins.LABELS:
+                return format_html(
+                    '<span class="help">{}</span>', "none: a remote source's sidecars are not read"
+                )
+            return format_html(
+                '<span class="help">none: write them in {}.meta.json beside the file</span>', document.name
+            )
+        rows = format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", sorted(document.attributes.items()))
+        return format_html('<table class="rs-attributes" data-role="attributes">{}</table>', rows)

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_IROTH
 
 from ragsite.bodies import BadBody, parse_json
 from ragsite.errors import RagsiteError
@@ -196,10 +197,14 @@ def folder_entries(folder: Path) -> list[FolderEntry]:
 
 
 def file_readers(path: Path, stat=None) -> tuple[str, ...]:
-    """A folder file's readers: the name of its POSIX group (a group id with no name gives none)."""
+    """A folder file's readers: the name of its POSIX group when the file is not readable by others, as
+    POSIX itself reads it (a world-readable file, mode o+r, names no group: every reader may read it; a
+    group id with no name gives none)."""
     try:
-        gid = (stat or path.stat()).st_gid
-        return (grp.getgrgid(gid).gr_name,)
+        stat = stat or path.stat()
+        if stat.st_mode & S_IROTH:
+            return ()
+        return (grp.getgrgid(stat.st_gid).gr_name,)
     except (KeyError, OSError):
         return ()
 

@@ -9,6 +9,7 @@ from collections_app.models import BuildRun, IdpGroup, Label, Paragraph
 from collections_app.services import origins, sync
 from collections_app.services.agents import create_collection, create_reader
 from collections_app.services.builds import build_collection
+from collections_app.services.origins.readers import UNMAPPED_LABEL
 from collections_app.services.search import search_collection
 from tests.collections.test_source_s3 import BUCKET, PREFIX, fetches, served  # noqa: F401 (fixtures)
 from tests.conftest import HANDBOOK
@@ -124,6 +125,47 @@ def test_the_twin_rule_holds_for_labels_from_the_source(
     assert compared == 8
 
 
+def test_a_document_whose_groups_are_all_unmapped_is_read_by_no_reader_until_they_are_mapped(
+    agent,
+    served,  # noqa: F811
+    mapped,
+    check,
+    fetches,  # noqa: F811
+):
+    server, bucket = served
+    hr, staff = mapped
+    tag(bucket, "leave.md", "board")  # a group the admin has not mapped
+    handbook = s3_collection(agent, server, "handbook")
+    sync.set_sync(collection=handbook, every=5)
+    first = check(handbook)
+    assert first.build.status == BuildRun.SUCCEEDED
+    assert labels_of(handbook, "leave.md") == {UNMAPPED_LABEL}
+    assert any("board" in w and "held from every reader" in w for w in first.build.warnings)
+    create_reader(external_id="sam", labels=["hr", "staff"])
+    create_reader(external_id="anyone", labels=[])
+
+    def documents_read_by(reader):
+        answer = search_collection(
+            agent=agent,
+            collection="handbook",
+            question="How many leave days carry over?",
+            reader=reader,
+            most=10,
+            min_score=0.0,
+        )
+        return {paragraph["document"] for paragraph in answer["paragraphs"]}
+
+    assert "leave.md" not in documents_read_by("sam") | documents_read_by("anyone")
+    assert "travel.md" in documents_read_by("anyone")  # an untagged document stays open
+    # The admin maps the group: the next check re-labels it, with nothing downloaded or embedded.
+    IdpGroup.objects.create(name="board").labels.add(hr)
+    fetches.clear()
+    found = check(handbook)
+    assert found.relabelled == ["leave.md"] and fetches == [] and found.build.paragraphs_embedded == 0
+    assert labels_of(handbook, "leave.md") == {"hr"}
+    assert "leave.md" in documents_read_by("sam") and "leave.md" not in documents_read_by("anyone")
+
+
 def test_git_path_rules_and_a_folders_posix_group_give_labels(agent, tmp_path, settings, mapped):
     import grp
     import os
@@ -157,18 +199,24 @@ def test_git_path_rules_and_a_folders_posix_group_give_labels(agent, tmp_path, s
         (folder / name).write_text(text)
     IdpGroup.objects.create(name=grp.getgrgid(1).gr_name).labels.add(mapped[0])  # "daemon" -> hr
     os.chown(folder / "leave.md", -1, 1)
+    os.chmod(folder / "leave.md", 0o640)  # not readable by others: its group names its readers
     settings.KNOWLEDGE_ROOT = str(tmp_path)
     os.environ["KNOWLEDGE_ALPHA__SHARED_FOLDER"] = str(folder)
     try:
         shared = create_collection(agent=agent, name="shared", method="fixed", size=80, per_reader=True)
         origins.set_source(collection=shared, kind="folder", settings={"readers_from_group": True})
         assert build_collection(collection=shared).status == BuildRun.SUCCEEDED
+        # travel.md is readable by others (0644): open to every reader, whatever its group.
         assert labels_of(shared, "leave.md") == {"hr"} and labels_of(shared, "travel.md") == set()
-        os.chown(folder / "leave.md", -1, 0)  # group root: not mapped
+        os.chown(folder / "leave.md", -1, 0)  # group root, mapped to nothing: held from every reader
         os.chown(folder / "travel.md", -1, 1)
+        os.chmod(folder / "travel.md", 0o640)
         again = build_collection(collection=shared)
         assert again.paragraphs_embedded == 0 and again.documents_relabelled == 2
-        assert labels_of(shared, "leave.md") == set() and labels_of(shared, "travel.md") == {"hr"}
+        assert labels_of(shared, "leave.md") == {UNMAPPED_LABEL} and labels_of(shared, "travel.md") == {"hr"}
+        os.chmod(folder / "leave.md", 0o644)  # a chmod alone re-labels: open again
+        third = build_collection(collection=shared)
+        assert third.documents_relabelled == 1 and labels_of(shared, "leave.md") == set()
     finally:
         del os.environ["KNOWLEDGE_ALPHA__SHARED_FOLDER"]
 
@@ -235,8 +283,16 @@ def test_a_documents_admin_page_shows_its_sources_readers_and_their_labels(
         assert "Readers from its source" in text
         shown[document.name] = text
     assert 'data-role="source-readers">groups hr-team &rarr; labels hr</span>' in shown["leave.md"]
-    assert "groups nobody-mapped &rarr; labels none (no group is mapped to a label)" in shown["travel.md"]
+    assert (
+        "groups nobody-mapped &rarr; no group is mapped to a label: held from every reader "
+        f"(label {UNMAPPED_LABEL}) until one is" in shown["travel.md"]
+    )
     assert "none: its source names no readers" in shown["security.md"]
+    # Where it came from is the collection's origin, not "folder"; no sidecar is asked for beside a file.
+    assert '<div class="readonly">S3 bucket</div>' in shown["leave.md"]
+    assert "sidecars are not read" in shown["leave.md"] and ".meta.json beside" not in shown["leave.md"]
+    listing = admin_client.get("/admin/collections_app/document/").content.decode()
+    assert '<td class="field-origin_shown">S3 bucket</td>' in listing
 
 
 def test_changing_a_git_sources_reader_rules_relabels_without_a_download(

@@ -97,12 +97,16 @@ def test_the_twin_rule_holds_for_a_folders_posix_groups(agent, readers, knowledg
     # Two groups of this machine stand for the organisation's: gid 1 for hr's, gid 2 for staff's.
     IdpGroup.objects.create(name=grp.getgrgid(1).gr_name).labels.add(hr)
     IdpGroup.objects.create(name=grp.getgrgid(2).gr_name).labels.add(staff)
-    groups = {"leave.md": 1, "travel.md": 2, "security.md": 0}  # root's group: mapped to nothing
+    # leave.md and travel.md are not readable by others (0640), so their groups name their readers;
+    # security.md is (0644): open to every reader, whatever its group.
+    groups = {"leave.md": 1, "travel.md": 2, "security.md": 0}
+    modes = {"leave.md": 0o640, "travel.md": 0o640, "security.md": 0o644}
 
     def folder_collection(name: str, files: dict):
         folder = knowledge_folder(name, files)
         for file in files:
             os.chown(folder / file, -1, groups[file])
+            os.chmod(folder / file, modes[file])
         collection = create_collection(agent=agent, name=name, method="fixed", size=80, per_reader=True)
         origins.set_source(collection=collection, kind="folder", settings={"readers_from_group": True})
         assert build_collection(collection=collection).status == BuildRun.SUCCEEDED

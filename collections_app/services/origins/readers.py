@@ -144,7 +144,7 @@ def labels_for(groups: Iterable[str], mapping: dict[str, frozenset[int]]) -> tup
     """The label ids `groups` map to together, sorted. A group not mapped gives none; when the source
     names groups and not one of them is mapped, the document gets the reserved label alone, which no
     reader holds unless an admin gives it: a restriction the mapping cannot yet express stays a
-    restriction (docs/decisions/0096), never an open document."""
+    restriction (docs/decisions/0093), never an open document."""
     groups = tuple(groups)
     labels = tuple(sorted({label for group in groups for label in mapping.get(group, ())}))
     if groups and not labels and getattr(mapping, "unmapped", None) is not None:
