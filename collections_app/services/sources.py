@@ -8,12 +8,10 @@ name the store cannot hold is refused by a printable form of it before the file 
 process (`collections_app.text.bounded`).
 """
 
-import grp
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from stat import S_IROTH
 
 from ragsite.bodies import BadBody, parse_json
 from ragsite.errors import RagsiteError
@@ -26,7 +24,7 @@ from ..text.bounded import BoundedExtractor, Limits, bounded_extractor
 from ..text.extract import BAD_NAME, TOO_LARGE, Unreadable
 from .knowledge import source_folder
 from .origins import SourceUnavailable, origin_of, readers_from_group
-from .origins.readers import group_labels, labels_for
+from .origins.readers import group_labels, labels_for, posix_readers
 
 MAX_DOCUMENT_BYTES = 100 * 1024 * 1024
 MAX_NAME_LENGTH = Document._meta.get_field("name").max_length
@@ -197,15 +195,11 @@ def folder_entries(folder: Path) -> list[FolderEntry]:
 
 
 def file_readers(path: Path, stat=None) -> tuple[str, ...]:
-    """A folder file's readers: the name of its POSIX group when the file is not readable by others, as
-    POSIX itself reads it (a world-readable file, mode o+r, names no group: every reader may read it; a
-    group id with no name gives none)."""
+    """A folder file's readers: the groups POSIX lets read it, its mode and access ACL
+    (`origins.readers.posix_readers`); none for a file anybody may read. A file gone meanwhile: none."""
     try:
-        stat = stat or path.stat()
-        if stat.st_mode & S_IROTH:
-            return ()
-        return (grp.getgrgid(stat.st_gid).gr_name,)
-    except (KeyError, OSError):
+        return posix_readers(path, stat or path.stat())
+    except OSError:
         return ()
 
 

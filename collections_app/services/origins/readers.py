@@ -11,8 +11,12 @@ and its paragraphs (`builds.source_labels`).
 
 from __future__ import annotations
 
+import grp
+import os
 import re
+import struct
 from collections.abc import Iterable
+from stat import S_IRGRP, S_IROTH
 
 from ...models import IdpGroup, Label
 from .base import InvalidSource
@@ -155,3 +159,50 @@ def labels_for(groups: Iterable[str], mapping: dict[str, frozenset[int]]) -> tup
 def signature(labels: Iterable[int]) -> str:
     """How a sync check compares a document's source labels: sorted ids, comma-separated."""
     return ",".join(str(label) for label in sorted(set(labels)))
+
+
+# POSIX access ACLs as Linux stores them (the `system.posix_acl_access` attribute): a version (2), then
+# entries of tag (u16), permissions (u16) and id (u32), little-endian (acl/include/acl_ea.h).
+ACL_ATTRIBUTE = "system.posix_acl_access"
+ACL_VERSION, ACL_GROUP_OBJ, ACL_GROUP, ACL_MASK, ACL_READ = 2, 0x04, 0x08, 0x10, 0x04
+ACL_ENTRY = struct.Struct("<HHI")
+OWNER_ONLY = "(owner only)"  # what a file no group and nobody else may read names: no group maps to it
+
+
+def posix_readers(path, stat) -> tuple[str, ...]:
+    """The groups that may read a folder's file, as POSIX decides it: none when anybody may (mode o+r:
+    open to every reader); else its owning group if that may read, and every group its access ACL lets
+    read (each within the ACL's mask). A group id with no name is named by its number; a file only its
+    owner may read names OWNER_ONLY, which no group maps to, so it is held rather than opened."""
+    if stat.st_mode & S_IROTH:
+        return ()
+    entries = _acl_entries(path)
+    if entries is None:  # no ACL: the mode's group bits are the owning group's
+        ids = [stat.st_gid] if stat.st_mode & S_IRGRP else []
+    else:
+        mask = next((perm for tag, perm, _id in entries if tag == ACL_MASK), ACL_READ)
+        ids = [
+            stat.st_gid if tag == ACL_GROUP_OBJ else gid
+            for tag, perm, gid in entries
+            if tag in (ACL_GROUP_OBJ, ACL_GROUP) and perm & mask & ACL_READ
+        ]
+    names = tuple(dict.fromkeys(_group_name(gid) for gid in ids))
+    return names or (OWNER_ONLY,)
+
+
+def _acl_entries(path) -> list[tuple[int, int, int]] | None:
+    """The access ACL's entries, or None when the file has none (or the file system keeps none)."""
+    try:
+        raw = os.getxattr(path, ACL_ATTRIBUTE)
+    except OSError:  # ENODATA: no ACL; ENOTSUP: a file system without them
+        return None
+    if len(raw) < 4 or struct.unpack_from("<I", raw)[0] != ACL_VERSION or (len(raw) - 4) % ACL_ENTRY.size:
+        return None
+    return list(ACL_ENTRY.iter_unpack(raw[4:]))
+
+
+def _group_name(gid: int) -> str:
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return str(gid)
