@@ -24,7 +24,7 @@ from ..text.bounded import BoundedExtractor, Limits, bounded_extractor
 from ..text.extract import BAD_NAME, TOO_LARGE, Unreadable
 from .knowledge import source_folder
 from .origins import SourceUnavailable, origin_of, readers_from_group
-from .origins.readers import group_labels, labels_for, posix_readers
+from .origins.readers import GroupMapping, group_labels, labels_for, posix_readers
 
 MAX_DOCUMENT_BYTES = 100 * 1024 * 1024
 MAX_NAME_LENGTH = Document._meta.get_field("name").max_length
@@ -113,7 +113,7 @@ def collection_sources(collection: Collection) -> list[Source]:
     folder = source_folder(collection).path if origin is None else None
     by_group = origin is None and readers_from_group(collection, row)
     # The admin's identity-provider groups -> labels, read once per build, and only when it may be needed.
-    mapping = group_labels() if origin is not None or by_group else {}
+    mapping = group_labels() if origin is not None or by_group else GroupMapping()
     if origin is not None:
         for entry in remote_entries(origin):
             sources[entry.name] = Source(

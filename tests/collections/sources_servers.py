@@ -142,7 +142,30 @@ class S3Server:
         )
 
 
-class WebDavServer:
+class ThreadedServer:
+    """A loopback server run in a thread of the test process (`self.server` made by a subclass's
+    start(), which ends with `return self._serve()`); stop() and start() again make an outage."""
+
+    server = thread = None
+    port: int
+
+    def _serve(self):
+        import threading
+
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        wait_for(self.port)
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.thread.join(timeout=10)
+            self.server = None
+
+
+class WebDavServer(ThreadedServer):
     """wsgidav serving `folder` at http://127.0.0.1:<port>/share/, HTTP Basic for `reader` with
     `password`; stop() and start() again on the same port make an outage."""
 
@@ -155,7 +178,6 @@ class WebDavServer:
         return f"http://127.0.0.1:{self.port}/share/"
 
     def start(self) -> WebDavServer:
-        import threading
         from socketserver import ThreadingMixIn
         from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
@@ -184,20 +206,10 @@ class WebDavServer:
             }
         )
         self.server = make_server("127.0.0.1", self.port, app, server_class=Threading, handler_class=Quiet)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        wait_for(self.port)
-        return self
-
-    def stop(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-            self.thread.join(timeout=10)
-            self.server = None
+        return self._serve()
 
 
-class Website:
+class Website(ThreadedServer):
     """http.server on 127.0.0.1 serving `folder`, with `/old` redirecting to `/a.html` and `/away`
     redirecting to another host name (localhost); stop() and start() on the same port make an outage."""
 
@@ -210,7 +222,6 @@ class Website:
 
     def start(self) -> Website:
         import functools
-        import threading
         from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
         port = self.port
@@ -233,20 +244,10 @@ class Website:
         self.server = ThreadingHTTPServer(
             ("127.0.0.1", self.port), functools.partial(Site, directory=str(self.folder))
         )
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        wait_for(self.port)
-        return self
-
-    def stop(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-            self.thread.join(timeout=10)
-            self.server = None
+        return self._serve()
 
 
-class GitHttp:
+class GitHttp(ThreadedServer):
     """`git http-backend` (git's own smart-HTTP server, run as CGI) behind HTTP Basic on 127.0.0.1:
     `user`/`password` are let in, anyone else is answered 401; stop() and start() make an outage."""
 
@@ -260,7 +261,6 @@ class GitHttp:
         return f"http://127.0.0.1:{self.port}/{name}"
 
     def start(self) -> GitHttp:
-        import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         root, expected = self.root, self.expected
@@ -305,17 +305,7 @@ class GitHttp:
 
         ThreadingHTTPServer.allow_reuse_address = True
         self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Backend)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        wait_for(self.port)
-        return self
-
-    def stop(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-            self.thread.join(timeout=10)
-            self.server = None
+        return self._serve()
 
 
 def texts(collection, question: str) -> str:

@@ -16,6 +16,7 @@ import os
 import re
 import struct
 from collections.abc import Iterable
+from functools import cached_property
 from stat import S_IRGRP, S_IROTH
 
 from ...models import IdpGroup, Label
@@ -127,33 +128,30 @@ class GroupMapping(dict):
     """{identity-provider group name: the label ids it gives}, and the reserved label that holds a
     document back from every reader when its source names groups none of which is mapped."""
 
-    unmapped: int | None = None
+    @cached_property
+    def unmapped(self) -> int:
+        """The reserved label's id, made the first time a build or check needs it (the one write here)."""
+        return Label.objects.get_or_create(
+            name=UNMAPPED_LABEL, defaults={"description": UNMAPPED_DESCRIPTION}
+        )[0].pk
 
 
 def group_labels() -> GroupMapping:
-    """The admin's mapping as one read, with the reserved label's id (made the first time it is needed:
-    the one write here)."""
-    mapping = GroupMapping()
+    """The admin's mapping as one read."""
+    ids: dict[str, set[int]] = {}
     for name, label_id in IdpGroup.labels.through.objects.values_list("idpgroup__name", "label_id"):
-        mapping.setdefault(name, set()).add(label_id)
-    for name, ids in mapping.items():
-        mapping[name] = frozenset(ids)
-    mapping.unmapped = Label.objects.get_or_create(
-        name=UNMAPPED_LABEL, defaults={"description": UNMAPPED_DESCRIPTION}
-    )[0].pk
-    return mapping
+        ids.setdefault(name, set()).add(label_id)
+    return GroupMapping({name: frozenset(labels) for name, labels in ids.items()})
 
 
-def labels_for(groups: Iterable[str], mapping: dict[str, frozenset[int]]) -> tuple[int, ...]:
+def labels_for(groups: Iterable[str], mapping: GroupMapping) -> tuple[int, ...]:
     """The label ids `groups` map to together, sorted. A group not mapped gives none; when the source
     names groups and not one of them is mapped, the document gets the reserved label alone, which no
     reader holds unless an admin gives it: a restriction the mapping cannot yet express stays a
     restriction (docs/decisions/0093), never an open document."""
     groups = tuple(groups)
     labels = tuple(sorted({label for group in groups for label in mapping.get(group, ())}))
-    if groups and not labels and getattr(mapping, "unmapped", None) is not None:
-        return (mapping.unmapped,)
-    return labels
+    return (mapping.unmapped,) if groups and not labels else labels
 
 
 def signature(labels: Iterable[int]) -> str:
