@@ -82,7 +82,6 @@ def unmapped_warning(prepared: list) -> str:
     return (
         f"the source names reader groups no identity-provider group maps to a label ({shown}): "
         f"{documents} document{'' if documents == 1 else 's'} whose groups are all unmapped "
-        f"{'is' if documents == 1 else 'are'} held from every reader (label {UNMAPPED_LABEL}) until the groups are mapped in the admin "
-        "(identity provider groups); "
-        "a sync check then re-labels them"
+        f"{'is' if documents == 1 else 'are'} held from every reader (label {UNMAPPED_LABEL}) until the "
+        "groups are mapped in the admin (identity provider groups); a sync check then re-labels them"
     )
