@@ -14,7 +14,7 @@ from ragsite import tracing
 from ragsite.rls import task_scope
 
 from .models import Collection
-from .services import audit, builds, known_answers, measure, sync, sync_check, webhooks
+from .services import audit, builds, known_answers, measure, origins, sync, sync_check, webhooks
 from .services.agents import (
     agent_id_of_build,
     agent_id_of_collection,
@@ -52,7 +52,9 @@ def measure_known_answers(build_id: int) -> str:
 
 
 def sweep_sync() -> int:
-    """Queue a check of every synced collection that is due; returns how many (spans agents: no scope)."""
+    """Queue a check of every synced collection that is due; returns how many (spans agents: no scope).
+    First drops this node's copies of sources no collection reads any more (a deletion on another node)."""
+    origins.prune_copies()
     return len(sync.sweep_due())
 
 

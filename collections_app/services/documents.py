@@ -19,6 +19,7 @@ from django.db.models import Count, Q, QuerySet
 
 from ..models import Collection, CollectionBuilt, Document, MeasureRun, Paragraph
 from .known_answers import measure_again
+from .origins import forget_copies
 from .search import forget_index
 
 logger = logging.getLogger("ragsite.documents")
@@ -123,7 +124,8 @@ def delete_document(*, document: Document, by: str = "") -> None:
 
 
 def delete_collection(*, collection: Collection, by: str = "") -> None:
-    """Delete a collection with its documents, paragraphs, build history, measure runs and uploaded files."""
+    """Delete a collection with its documents, paragraphs, build history, measure runs, uploaded files and
+    this node's copy of its remote source."""
     uploads = [
         (d.upload.storage, d.upload.name)
         for d in collection.documents.filter(source=Document.UPLOAD).exclude(upload="")
@@ -134,6 +136,7 @@ def delete_collection(*, collection: Collection, by: str = "") -> None:
         Paragraph.objects.filter(collection=collection).delete()
         collection.delete()
     forget_index(pk)
+    forget_copies(pk)
     for storage, path in uploads:
         storage.delete(path)
     logger.info("collection %s (%s) deleted by %s", name, pk, by or "?")

@@ -234,3 +234,39 @@ def test_refused_credentials_keep_the_last_build_answering_and_say_so(
         assert Document.objects.filter(collection=collection).count() == 3
     finally:
         server.stop()
+
+
+def test_the_repositorys_copy_goes_with_its_source_and_with_the_collection(
+    agent, handbook, served, settings, django_capture_on_commit_callbacks
+):
+    """A node's copy holds every file the repository had: it must not outlive what it was fetched for."""
+    from pathlib import Path
+
+    from collections_app.services.documents import delete_collection
+    from collections_app.tasks import sweep_sync
+
+    _repository, daemon = served
+    assert build_collection(collection=handbook).status == BuildRun.SUCCEEDED
+    copy = Path(settings.SOURCE_CACHE_DIR) / f"collection-{handbook.pk}.git"
+    assert copy.is_dir()
+
+    # Another branch of the same repository keeps the copy; another repository drops it.
+    with django_capture_on_commit_callbacks(execute=True):
+        origins.set_source(collection=handbook, kind="git", settings={"url": daemon.url(), "branch": "x"})
+    assert copy.is_dir()
+    with django_capture_on_commit_callbacks(execute=True):
+        origins.set_source(
+            collection=handbook, kind="git", settings={"url": daemon.url("other.git")}
+        )
+    assert not copy.is_dir()
+
+    # A copy a deletion elsewhere left behind goes at the next sync sweep; a live collection's stays.
+    origins.set_source(collection=handbook, kind="git", settings={"url": daemon.url(), "branch": "main"})
+    assert build_collection(collection=handbook).status == BuildRun.SUCCEEDED
+    stray = Path(settings.SOURCE_CACHE_DIR) / "collection-987654.git"
+    stray.mkdir()
+    sweep_sync()
+    assert not stray.exists() and copy.is_dir()
+
+    delete_collection(collection=handbook)
+    assert not copy.exists()

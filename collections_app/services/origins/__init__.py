@@ -26,7 +26,9 @@ __all__ = [
     "Origin",
     "SourceUnavailable",
     "describe",
+    "forget_copies",
     "origin_of",
+    "prune_copies",
     "readers_from_group",
     "reseal_credentials",
     "set_source",
@@ -80,7 +82,30 @@ def set_source(
         source, _created = CollectionSource.objects.update_or_create(
             collection=collection, defaults={"kind": kind, "settings": checked, "credentials": sealed}
         )
+        if _copy_outdated(current, source):
+            pk = collection.pk
+            transaction.on_commit(lambda: git.forget(pk))
     return source
+
+
+def _copy_outdated(before: CollectionSource | None, after: CollectionSource) -> bool:
+    """Whether this node's copy of a git repository no longer belongs to the collection's source."""
+    if before is None or before.kind != CollectionSource.GIT:
+        return False
+    return after.kind != CollectionSource.GIT or after.settings.get("url") != before.settings.get("url")
+
+
+def forget_copies(collection_id: int) -> None:
+    """Remove what this node keeps of a collection's remote source (a git repository's copy)."""
+    git.forget(collection_id)
+
+
+def prune_copies() -> list[int]:
+    """Remove this node's copies of sources no collection reads any more; the collection ids removed."""
+    keep = set(
+        CollectionSource.objects.filter(kind=CollectionSource.GIT).values_list("collection_id", flat=True)
+    )
+    return git.prune(keep)
 
 
 def readers_from_group(collection: Collection, source: CollectionSource | None | bool = False) -> bool:

@@ -88,7 +88,7 @@ class GitOrigin:
         self.url, self.branch, self.path = settings["url"], settings["branch"], settings["path"]
         self.credentials = credentials
         self.rules = readers.PathRules(settings.get("reader_rules") or ())
-        self.cache = Path(_cache_root()) / f"collection-{collection_id}.git"
+        self.cache = cache_of(collection_id)
 
     def entries(self) -> list[Entry]:
         checked_url(self.url, schemes=SCHEMES, what="the git source's url")  # the allow-list may have changed
@@ -251,3 +251,28 @@ def _said(stderr: bytes) -> str:
 
 def _cache_root() -> str:
     return str(settings.SOURCE_CACHE_DIR)
+
+
+def cache_of(collection_id: int) -> Path:
+    """This node's bare copy of a collection's repository."""
+    return Path(_cache_root()) / f"collection-{collection_id}.git"
+
+
+def forget(collection_id: int) -> None:
+    """Remove this node's copy of a collection's repository. A copy holds every file of the commits it
+    fetched, so it must not outlive the collection or its source: a deleted collection's files would
+    stay on disk, and a new URL would be fetched into the old repository's objects."""
+    shutil.rmtree(cache_of(collection_id), ignore_errors=True)
+
+
+def prune(keep: set[int]) -> list[int]:
+    """Remove this node's copies of every collection not in `keep` (those still read from git); the
+    copies a deletion on another node could not reach. Returns the collection ids removed."""
+    root = Path(_cache_root())
+    removed = []
+    for path in root.glob("collection-*.git") if root.is_dir() else ():
+        number = path.name[len("collection-") : -len(".git")]
+        if number.isdigit() and int(number) not in keep:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(int(number))
+    return sorted(removed)
