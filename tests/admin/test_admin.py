@@ -205,11 +205,11 @@ def test_build_numbers_count_each_collections_own_builds(admin_client, agent, kn
 
 def test_a_running_build_makes_rebuild_a_clear_message_not_an_error(admin_client, handbook):
     running = BuildRun.objects.create(
-        collection=handbook, status=BuildRun.RUNNING, heartbeat_at=timezone.now()
+        collection=handbook, status=BuildRun.RUNNING, heartbeat_at=timezone.now(), number=7
     )
     response = admin_client.post(url("collection_rebuild", handbook.pk), follow=True)
     assert response.status_code == 200
-    assert any(f"already running (build {running.pk})" in m for m in texts(response))
+    assert any(f"already running (build 7, id {running.pk})" in m for m in texts(response))
     assert handbook.runs.count() == 2
     response = admin_client.post(
         url("collection_changelist"),

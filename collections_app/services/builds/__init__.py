@@ -55,7 +55,9 @@ def request_build(*, collection: Collection, requested_by: str = "", enqueue: bo
         running = collection.runs.filter(status__in=ACTIVE_STATES).first()
         if running is not None:
             raise Conflict(
-                f'a build of "{collection.name}" is already {running.status} (build {running.pk})',
+                # The number is what the admin's history shows; the id is what the API's URL takes.
+                f'a build of "{collection.name}" is already {running.status} '
+                f"(build {running.number}, id {running.pk})",
                 code="build_running",
             )
         # A new generation: whatever build held the previous one can no longer commit.
