@@ -255,9 +255,7 @@ def test_the_repositorys_copy_goes_with_its_source_and_with_the_collection(
         origins.set_source(collection=handbook, kind="git", settings={"url": daemon.url(), "branch": "x"})
     assert copy.is_dir()
     with django_capture_on_commit_callbacks(execute=True):
-        origins.set_source(
-            collection=handbook, kind="git", settings={"url": daemon.url("other.git")}
-        )
+        origins.set_source(collection=handbook, kind="git", settings={"url": daemon.url("other.git")})
     assert not copy.is_dir()
 
     # A copy a deletion elsewhere left behind goes at the next sync sweep; a live collection's stays.
