@@ -1,7 +1,7 @@
 """A collection: created, described, kept in sync, its cited paragraphs, and the MCP list of them."""
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from ninja import Field, Schema
 from pydantic import ConfigDict
@@ -93,7 +93,9 @@ class SourceIn(StrictSchema):
     )
 
     kind: SourceKind = Field(..., description="folder, git, s3, webdav or web (docs/sources.md).")
-    settings: dict[str, SourceSetting] | None = Field(
+    # Any JSON value here: each kind's checker (services.origins) says what a setting must be, in one
+    # sentence; a union type here answered a wrong type with one error per member of the union.
+    settings: dict[str, Any] | None = Field(
         None,
         description="Per kind (docs/sources.md): git url, branch, path, reader_rules; s3 endpoint_url, "
         "bucket, prefix, region, readers_tag; webdav url, path, reader_rules; web start_url, sitemap_url, "

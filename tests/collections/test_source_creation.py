@@ -100,3 +100,28 @@ def test_a_source_set_through_mcp_builds_through_mcp(
     run = BuildRun.objects.get(pk=built["structuredContent"]["build"])
     assert run.status == BuildRun.SUCCEEDED, run.error
     assert answers(collection)
+
+
+def test_a_setting_of_the_wrong_type_is_one_sentence_and_a_number_may_be_a_number(raw, client):
+    """An agent writes JSON: `max_pages: 50` is taken, and a wrong shape is named by the kind's own rule,
+    not by one pydantic error per member of a union."""
+    headers = {"Authorization": f"Bearer {raw}"}
+
+    def created(name: str, kind: str, settings: dict):
+        body = {"name": name, "method": "fixed", "source": {"kind": kind, "settings": settings}}
+        return client.post(
+            "/api/v1/collections", data=json.dumps(body), content_type="application/json", headers=headers
+        )
+
+    site = {"start_url": "http://127.0.0.1:9/", "max_pages": 50, "max_depth": 3}
+    assert created("site", "web", site).status_code in (200, 201)
+    stored = CollectionSource.objects.get(collection__name="site").settings
+    assert (stored["max_pages"], stored["max_depth"]) == ("50", "3")
+
+    rules = {"url": "git://127.0.0.1:9/docs.git", "reader_rules": {"path": "hr/**", "readers": ["hr"]}}
+    refused = created("repo", "git", rules)
+    assert refused.status_code == 400  # invalid_source, as every other wrong setting
+    message = json.dumps(refused.json())
+    assert "reader_rules are a list of" in message
+    assert "valid string" not in message and "valid boolean" not in message
+    assert not CollectionSource.objects.filter(collection__name="repo").exists()
