@@ -22,7 +22,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from ragsite import tracing
+from ragsite import queue, tracing
 from ragsite.errors import RagsiteError
 from ragsite.locks import short_lock_waits
 
@@ -107,11 +107,4 @@ def sweep_due(now=None) -> list[int]:
 
 
 def _enqueue(collection_id: int) -> None:
-    from django_q.tasks import async_task
-
-    async_task(
-        "collections_app.tasks.check_collection_sync",
-        collection_id,
-        trace=tracing.carrier(),
-        task_name=f"sync-{collection_id}",
-    )
+    queue.enqueue("collections_app.tasks.check_collection_sync", collection_id, name=f"sync-{collection_id}")

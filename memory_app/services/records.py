@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from collections_app.models import Agent
-from ragsite import embedding, tracing
+from ragsite import embedding, queue, tracing
 from ragsite.errors import Conflict, NotFound, RagsiteError
 
 from ..models import KINDS, RECORD_MODELS, Episode, Memory, Record
@@ -38,15 +38,7 @@ def _queue_nodes(kind: str, id: int) -> None:
     """Enqueue `build_record_nodes` once the surrounding transaction commits."""
 
     def enqueue() -> None:
-        from django_q.tasks import async_task
-
-        async_task(
-            "memory_app.tasks.build_record_nodes",
-            kind,
-            id,
-            trace=tracing.carrier(),
-            task_name=f"nodes-{kind}-{id}",
-        )
+        queue.enqueue("memory_app.tasks.build_record_nodes", kind, id, name=f"nodes-{kind}-{id}")
 
     # robust: a broker that is down must not turn a stored record into an error; the health
     # repair finds long records without nodes and builds them later.
@@ -57,15 +49,7 @@ def _queue_vector(kind: str, id: int) -> None:
     """Enqueue `embed_record_vector` once the surrounding transaction commits (robust, as nodes are)."""
 
     def enqueue() -> None:
-        from django_q.tasks import async_task
-
-        async_task(
-            "memory_app.tasks.embed_record_vector",
-            kind,
-            id,
-            trace=tracing.carrier(),
-            task_name=f"vector-{kind}-{id}",
-        )
+        queue.enqueue("memory_app.tasks.embed_record_vector", kind, id, name=f"vector-{kind}-{id}")
 
     transaction.on_commit(tracing.keeping_context(enqueue), robust=True)
 

@@ -15,7 +15,7 @@ from django.db import DatabaseError, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
-from ragsite import embedding, instruments, tracing
+from ragsite import embedding, instruments, queue, tracing
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import Conflict, RagsiteError, StoreBusy
 from ragsite.locks import short_lock_waits
@@ -80,11 +80,7 @@ def request_build(*, collection: Collection, requested_by: str = "", enqueue: bo
 
 
 def _enqueue(build_id: int) -> None:
-    from django_q.tasks import async_task
-
-    async_task(
-        "collections_app.tasks.run_build", build_id, trace=tracing.carrier(), task_name=f"build-{build_id}"
-    )
+    queue.enqueue("collections_app.tasks.run_build", build_id, name=f"build-{build_id}")
 
 
 def run_build(build_id: int, *, report: Callable[[BuildRun], None] | None = None) -> BuildRun:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 
 from django.db import transaction
 
-from ragsite import tracing
+from ragsite import queue, tracing
 from ragsite.bodies import refuse_nul
 from ragsite.errors import Conflict
 
@@ -168,11 +168,5 @@ def live_build_id(collection: Collection) -> int | None:
 
 
 def _enqueue(build_id: int) -> None:
-    from django_q.tasks import async_task
-
-    async_task(
-        "collections_app.tasks.measure_known_answers",
-        build_id,
-        trace=tracing.carrier(),  # the build's trace: the known answers are its last step
-        task_name=f"known-answers-{build_id}",
-    )
+    # In the build's trace: the known answers are its last step.
+    queue.enqueue("collections_app.tasks.measure_known_answers", build_id, name=f"known-answers-{build_id}")

@@ -15,7 +15,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from ragsite import embedding, tracing
+from ragsite import embedding, queue, tracing
 from ragsite.bodies import refuse_nul
 from ragsite.embedders import EmbeddingError
 from ragsite.errors import RagsiteError
@@ -322,14 +322,7 @@ def request_measure(
 
 
 def _enqueue_measure(measure_id: int) -> None:
-    from django_q.tasks import async_task
-
-    async_task(
-        "collections_app.tasks.run_measure",
-        measure_id,
-        trace=tracing.carrier(),
-        task_name=f"measure-{measure_id}",
-    )
+    queue.enqueue("collections_app.tasks.run_measure", measure_id, name=f"measure-{measure_id}")
 
 
 def run_measure(measure_id: int) -> MeasureRun:

@@ -28,7 +28,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from ragsite import tracing
+from ragsite import queue, tracing
 from ragsite.errors import RagsiteError
 from ragsite.instruments import WEBHOOK_DELIVERIES
 
@@ -178,15 +178,12 @@ def _wants(events: list, event: str) -> bool:
 
 
 def _enqueue(delivery_id: int) -> None:
-    from django_q.tasks import async_task
-
-    queue = settings.WEBHOOK_QUEUE or None  # None: the main cluster
-    async_task(
+    # In the build's trace, when a traced build finished; WEBHOOK_QUEUE "" is the main cluster.
+    queue.enqueue(
         "collections_app.tasks.deliver_webhook",
         delivery_id,
-        trace=tracing.carrier(),  # the build's trace, when a traced build finished
-        task_name=f"webhook-{delivery_id}",
-        cluster=queue,
+        name=f"webhook-{delivery_id}",
+        cluster=settings.WEBHOOK_QUEUE or None,
     )
 
 
