@@ -44,7 +44,7 @@ import numpy as np
 from ragsite.top import top_rows
 
 from .kmeans import BLOCK_ROWS, default_nlist, kmeans_plus_plus_assigned, rng_for
-from .vector_codec import half_buffer, half_products, half_query
+from .vector_codec import half_products, half_query
 
 # --- Lloyd ---------------------------------------------------------------------------------------
 
@@ -131,9 +131,9 @@ class IVFLists:
         """Every probed vector's id and its product with ``query`` (float32), in list order.
 
         With the list-ordered vectors (`ordered`, the index's float16 copy) each list is one contiguous
-        block, widened to float32 by its bits (`vector_codec.half_products`: the cast's bits) and one
-        matrix-vector product; without them (lists built in this process) ``gather(ids, query)`` reads the
-        rows. The widening still costs more than the product (docs/decisions/0070-compact-index.md).
+        block, one float16 product (`vector_codec.half_products`, each row the bits the exact path gives
+        it); without them (lists built in this process) ``gather(ids, query)`` reads the
+        rows.
         """
         query = np.asarray(query, dtype=np.float32)
         near = self.nearest_lists(query, nprobe)
@@ -142,10 +142,9 @@ class IVFLists:
         if self.ordered is None:
             return ids, gather(ids, query)
         products = np.empty(ids.size, dtype=np.float32)
-        at, scaled = 0, half_query(query)
-        buffer = half_buffer(max(hi - lo for lo, hi in spans), self.ordered.shape[1]) if spans else None
+        at, prepared = 0, half_query(query)
         for lo, hi in spans:
-            products[at : at + hi - lo] = half_products(self.ordered[lo:hi], query, scaled, buffer)
+            products[at : at + hi - lo] = half_products(self.ordered[lo:hi], prepared)
             at += hi - lo
         return ids, products
 

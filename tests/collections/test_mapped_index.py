@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from collections_app.index.format import IndexUnusable
 from collections_app.index.ivf import build_lists
 from collections_app.index.mapped import MappedIndex
+from collections_app.index.vector_codec import half_products, half_query
 from collections_app.index.writer import IndexWriter
 from collections_app.services.indexes import remove_stale
 from collections_app.text.windows import LATER_WINDOW_SHARE
@@ -219,7 +220,12 @@ def test_vectors_scored_in_blocks_equal_one_product_over_all_of_them(tmp_path, m
     # With lists the one copy is float16 (as the store keeps them); without, float32 in vector order.
     kept = vectors.astype(np.float16).astype(np.float32) if lists else vectors
     assert index.vectors.dtype == (np.float16 if lists else np.float32)
+    # One product over them all: numpy's over float32, NumKong's over the float16 copy (vector_codec).
     whole = kept[members] @ question
+    if lists:
+        whole_half = half_products(kept[members].astype(np.float16), half_query(question))
+        assert np.allclose(whole_half, whole, atol=1e-6)
+        whole = whole_half
     assert np.array_equal(index.vector_matrix(), kept)
     assert np.allclose(index.cosine(question), kept @ question, atol=1e-6)  # the scan, in either order
     rows = index.cosine_of_rows(question, members)
