@@ -51,6 +51,7 @@ class Candidate:
     parts: Sequence[tuple[int, int, float]] = ()  # (start, end, score) inside [start, end)
     vector: Any = None  # its unit-length embedding (a numpy vector), for `redundancy`; None without
     rest: bool = False  # what `select` left of a candidate it cut (`rests_of`)
+    origin: tuple[int, int] | None = None  # a rest's: the span of the candidate it was left of
 
 
 @dataclass(slots=True)
@@ -67,6 +68,7 @@ class Excerpt:
     last_node: int | None
     cut: bool = False
     pieces: list[tuple[int, int]] = field(default_factory=list)
+    wanted: list[tuple[int, int]] = field(default_factory=list)  # the whole spans of its candidates
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +245,10 @@ def rests_of(
             continue
         parts = [(a, b, score) for a, b, score in candidate.parts if a < end and b > start]
         score = rest_score(candidate, parts)
-        out.append(replace(candidate, start=start, end=end, parts=parts, score=score, rest=True))
+        origin = candidate.origin or (candidate.start, candidate.end)
+        out.append(
+            replace(candidate, start=start, end=end, parts=parts, score=score, rest=True, origin=origin)
+        )
     return out
 
 
@@ -313,6 +318,7 @@ def select(
         span = _trim(text, candidate.start, candidate.end)
         if span[1] <= span[0]:
             continue
+        wanted = _trim(text, *candidate.origin) if candidate.origin else span
         limit = longest
         if piece and rest_score is not None and candidate.parts and not candidate.rest:
             limit = min(limit or span[1] - span[0], max(1, int(piece * (span[1] - span[0]))))
@@ -351,11 +357,18 @@ def select(
                 touching, merged_start, merged_end, cost = [], span[0], span[1], span[1] - span[0]
             if full and not touching:
                 break
-        _merge(candidate, span, touching, merged_start, merged_end, held, mine, partial=cut or shortened)
+        excerpt = _merge(
+            candidate, span, touching, merged_start, merged_end, held, mine, partial=cut or shortened
+        )
+        excerpt.wanted.append(wanted)
         taken.append(candidate)
         chars += cost
         if cut:
             break
+    for excerpt in held:
+        # An excerpt whose pieces were cut but whose rests then joined it quotes its candidates whole.
+        if excerpt.cut and all(excerpt.start <= a and b <= excerpt.end for a, b in excerpt.wanted):
+            excerpt.cut = False
     return Selection(held, chars, cut)
 
 
@@ -407,6 +420,7 @@ def _merge(
         if other is keep:
             continue
         keep.pieces.extend(other.pieces)
+        keep.wanted.extend(other.wanted)
         keep.score = max(keep.score, other.score)
         keep.cut = keep.cut or other.cut
         keep.first_node = _lowest(keep.first_node, other.first_node)

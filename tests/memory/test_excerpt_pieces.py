@@ -69,6 +69,8 @@ def test_a_budget_holds_the_best_lines_of_more_nodes_rather_than_fewer_whole_nod
     parts = chosen(nodes, 0.67, budget)
     # On: the best lines of each of the three, within the same budget.
     assert [e.id for e in parts.excerpts] == [1, 2, 3] and parts.chars <= budget
+    # The second and third are quoted by part of their node; the first's rest joined it again.
+    assert [e.cut for e in parts.excerpts] == [False, True, True]
     text = "\n".join(quoted(parts))
     assert FIRST[1] in text and SECOND[2] in text and THIRD[0] in text
 
@@ -80,6 +82,7 @@ def test_what_a_piece_leaves_out_comes_back_where_its_score_places_it_and_joins_
     # With room for everything, the first node's rest joins its excerpt: whole again, still one place.
     assert (one.id, one.start, one.end) == (1, 0, len(TEXTS[("ep", 1)]))
     assert (two.id, two.start, two.end) == (2, 0, len(TEXTS[("ep", 2)]))
+    assert not one.cut and not two.cut  # each quotes its node whole again
 
 
 def test_once_most_excerpts_are_held_only_their_own_rests_join_them():
