@@ -15,7 +15,9 @@ hands them here best first; this module turns them into the answer's excerpts:
   when not one line fits;
 * each excerpt keeps the best score of its pieces and the range of nodes it covers;
 * with `repeat_penalty` or `redundancy`, the order is not the scores' alone: a candidate of a record
-  already quoted, or like what is already quoted, yields to a new place (see `diversified`).
+  already quoted, or like what is already quoted, yields to a new place (see `diversified`);
+* with `piece` and `rest_score`, a node is quoted first by its best lines (a share of its length)
+  and what they leave out competes again as candidates of its own (`rests_of`, `node_rest_score`).
 """
 
 from __future__ import annotations
