@@ -23,6 +23,7 @@ __all__ = [
     "EXCERPT_LENGTH_EXPONENT",
     "EXCERPT_LENGTH_REFERENCE",
     "EXCERPT_SHARE",
+    "EXCERPT_PIECE",
     "NODE_SCORE_MIX",
     "RECALL_FUSION_WEIGHT",
     "RECALL_REDUNDANCY",
@@ -63,6 +64,12 @@ NODE_SCORE_MIX = (0.3, 0.3, 0.2)
 # whole lines that fits. One ~900-character node would otherwise spend a 1,000-character budget on
 # one place; larger budgets and `most` alone are unchanged by it (a node is shorter than 70 % of 2,000).
 EXCERPT_SHARE = 0.7
+# A node competes part by part (memory_app.excerpts.select, `piece`): it is first quoted by its best run of
+# whole lines of at most this share of its length, and what that leaves out is a candidate again, scored
+# by the passages it holds (excerpts.node_rest_score); with `most` excerpts held, the rests of theirs may
+# still join them. A large budget then holds more places rather than whole nodes. 0 turns it off (a node
+# is quoted whole). Chosen on LoCoMo's tuning part, checked on its check part: docs/decisions/0096.
+EXCERPT_PIECE = 0.67
 # Per-excerpt length normalisation: a candidate's score is multiplied by
 # (its characters / EXCERPT_LENGTH_REFERENCE) ** -EXCERPT_LENGTH_EXPONENT; 0 turns it off. Off: every
 # exponent measured cost recall somewhere (docs/decisions/0028).

@@ -15,14 +15,18 @@ hands them here best first; this module turns them into the answer's excerpts:
   when not one line fits;
 * each excerpt keeps the best score of its pieces and the range of nodes it covers;
 * with `repeat_penalty` or `redundancy`, the order is not the scores' alone: a candidate of a record
-  already quoted, or like what is already quoted, yields to a new place (see `diversified`).
+  already quoted, or like what is already quoted, yields to a new place (see `diversified`);
+* with `piece` and `rest_score`, a node is quoted first by its best lines (a share of its length)
+  and what they leave out competes again as candidates of its own (`rests_of`, `node_rest_score`).
 """
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import count
 from typing import Any
 
 # Where a quoted piece may start or end: after a line break, or after a sentence's stop (a
@@ -48,6 +52,8 @@ class Candidate:
     score: float
     parts: Sequence[tuple[int, int, float]] = ()  # (start, end, score) inside [start, end)
     vector: Any = None  # its unit-length embedding (a numpy vector), for `redundancy`; None without
+    rest: bool = False  # what `select` left of a candidate it cut (`rests_of`)
+    origin: tuple[int, int] | None = None  # a rest's: the span of the candidate it was left of
 
 
 @dataclass(slots=True)
@@ -64,6 +70,7 @@ class Excerpt:
     last_node: int | None
     cut: bool = False
     pieces: list[tuple[int, int]] = field(default_factory=list)
+    wanted: list[tuple[int, int]] = field(default_factory=list)  # the whole spans of its candidates
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +218,61 @@ def diversified(
         yield pool.pop(at)[1]
 
 
+def _with_rests(candidates: Iterable[Candidate], rests: list) -> Iterator[Candidate]:
+    """`candidates` (best first) with the rests `select` pushes onto the heap `rests` meanwhile
+    ((-score, order, candidate)), each given where its score places it; an equal score goes after."""
+    source = iter(candidates)
+    upcoming = next(source, None)
+    while True:
+        if rests and (upcoming is None or -rests[0][0] > upcoming.score):
+            yield heapq.heappop(rests)[2]
+        elif upcoming is not None:
+            yield upcoming
+            upcoming = next(source, None)
+        else:
+            return
+
+
+def rests_of(
+    text: str, candidate: Candidate, span: tuple[int, int], rest_score: Callable[[Candidate, list], float]
+) -> list[Candidate]:
+    """What a candidate quoted by `span` (its best part) leaves out: the run before and the run after,
+    each a candidate of its own, scored by `rest_score` from the parts it holds."""
+    out: list[Candidate] = []
+    if not candidate.parts:
+        return out  # nothing says what the rest is worth
+    for start, end in ((candidate.start, span[0]), (span[1], candidate.end)):
+        start, end = _trim(text, start, end)
+        if end <= start:
+            continue
+        parts = [(a, b, score) for a, b, score in candidate.parts if a < end and b > start]
+        score = rest_score(candidate, parts)
+        origin = candidate.origin or (candidate.start, candidate.end)
+        out.append(
+            replace(candidate, start=start, end=end, parts=parts, score=score, rest=True, origin=origin)
+        )
+    return out
+
+
+def node_rest_score(mix: tuple[float, float, float]) -> Callable[[Candidate, list], float]:
+    """The score of part of a node, for `select`'s `rest_score`: the node's score
+    (`RecallIndex.level_scores`: (best + a * itself + b * second-best passage + c * record) / (1 + a +
+    b + c)) with its best and second-best passages replaced by those inside the part. The node itself
+    and its record are not scored again: a part keeps their share."""
+    a, b, c = mix
+    norm = 1.0 + a + b + c
+
+    def top(parts, i: int) -> float:
+        ranked = sorted((score for _s, _e, score in parts), reverse=True)
+        return ranked[i] if len(ranked) > i else 0.0
+
+    def score(candidate: Candidate, parts: list) -> float:
+        lost = (top(candidate.parts, 0) - top(parts, 0)) + b * (top(candidate.parts, 1) - top(parts, 1))
+        return max(0.0, candidate.score - lost / norm)
+
+    return score
+
+
 def select(
     candidates: Iterable[Candidate],
     text_of: Callable[[str, int], str],
@@ -222,33 +284,60 @@ def select(
     longest: int | None = None,
     repeat_penalty: float = 0.0,
     redundancy: float = 0.0,
+    rest_score: Callable[[Candidate, list], float] | None = None,
+    piece: float | None = None,
 ) -> Selection:
     """Excerpts from `candidates` (best first): at most `most`, at most `max_chars` characters in all;
     with `longest`, each candidate is first cut to its best part of at most that many characters; with
-    `repeat_penalty` or `redundancy`, taken in the order `diversified` gives."""
+    `repeat_penalty` or `redundancy`, taken in the order `diversified` gives.
+
+    With `rest_score` as well, what a candidate cut to `longest` leaves out is not dropped: the run
+    before its best part and the run after are candidates again, each scored by `rest_score(candidate,
+    its parts inside the run)`, and taken when that score's turn comes (a run that touches the excerpt
+    is merged into it). A long node then competes part by part: its best lines first, the rest of it
+    as what the rest holds deserves."""
     held: list[Excerpt] = []
     of_record: dict[tuple[str, int], list[Excerpt]] = {}
     chars = 0
     cut = False
     taken: list[Candidate] = []
+    rests: list = []
+    pushed = count()  # orders rests of equal score as they came
+    if rest_score is not None:
+        candidates = _with_rests(candidates, rests)
     if repeat_penalty or redundancy:
         candidates = diversified(candidates, taken, repeat_penalty, redundancy)
-    for candidate in candidates:
-        if len(held) >= most or chars >= max_chars:
+    source = iter(candidates)
+    while True:
+        # Once `most` excerpts are held, only the rests of what they quote may still join them.
+        full = len(held) >= most
+        if full and not rests:
+            break
+        candidate = heapq.heappop(rests)[2] if full else next(source, None)
+        if candidate is None or chars >= max_chars:
             break
         text = text_of(candidate.kind, candidate.id)
         span = _trim(text, candidate.start, candidate.end)
         if span[1] <= span[0]:
             continue
-        shortened = longest is not None and span[1] - span[0] > longest
+        wanted = _trim(text, *candidate.origin) if candidate.origin else span
+        limit = longest
+        if piece and rest_score is not None and candidate.parts and not candidate.rest:
+            limit = min(limit or span[1] - span[0], max(1, int(piece * (span[1] - span[0]))))
+        shortened = not full and limit is not None and span[1] - span[0] > limit
         if shortened:
-            part = cut_to_fit(text, candidate, longest, terms_of, query_terms)
+            part = cut_to_fit(text, candidate, limit, terms_of, query_terms)
             if part is None:
                 continue
+            if rest_score is not None:
+                for rest in rests_of(text, candidate, part, rest_score):
+                    heapq.heappush(rests, (-rest.score, next(pushed), rest))
             span = part
             candidate = replace(candidate, start=span[0], end=span[1])
         mine = of_record.setdefault((candidate.kind, candidate.id), [])
         touching = [e for e in mine if _touches(text, (e.start, e.end), span)]
+        if full and not touching:
+            continue
         merged_start = min([span[0], *(e.start for e in touching)])
         merged_end = max([span[1], *(e.end for e in touching)])
         cost = (merged_end - merged_start) - sum(e.end - e.start for e in touching)
@@ -268,11 +357,20 @@ def select(
             cost = (merged_end - merged_start) - sum(e.end - e.start for e in touching)
             if cost > room:  # the whitespace between them tipped it over: quote it on its own
                 touching, merged_start, merged_end, cost = [], span[0], span[1], span[1] - span[0]
-        _merge(candidate, span, touching, merged_start, merged_end, held, mine, partial=cut or shortened)
+            if full and not touching:
+                break
+        excerpt = _merge(
+            candidate, span, touching, merged_start, merged_end, held, mine, partial=cut or shortened
+        )
+        excerpt.wanted.append(wanted)
         taken.append(candidate)
         chars += cost
         if cut:
             break
+    for excerpt in held:
+        # An excerpt whose pieces were cut but whose rests then joined it quotes its candidates whole.
+        if excerpt.cut and all(excerpt.start <= a and b <= excerpt.end for a, b in excerpt.wanted):
+            excerpt.cut = False
     return Selection(held, chars, cut)
 
 
@@ -324,6 +422,7 @@ def _merge(
         if other is keep:
             continue
         keep.pieces.extend(other.pieces)
+        keep.wanted.extend(other.wanted)
         keep.score = max(keep.score, other.score)
         keep.cut = keep.cut or other.cut
         keep.first_node = _lowest(keep.first_node, other.first_node)

@@ -184,9 +184,18 @@ class Tally:
         return list(dict.fromkeys(method for method, _ in self.scores))
 
 
+# What an agent asking nothing more gets: `most` 5 and MEMORY_RECALL_MAX_CHARS (4,000).
+DEFAULT_ASK = ("default", 5, 4000)
+
+
 def settings_asked() -> list[tuple[str, int, int]]:
-    """(name, most, max_chars) of every recall asked per question."""
-    return [(f"{b // 1000}k", 50, b) for b in BUDGETS] + [(f"most {m}", m, UNBOUNDED) for m in MOSTS]
+    """(name, most, max_chars) of every recall asked per question: each budget (with `most` 50), each
+    `most` (with no budget that binds), and the agent's default."""
+    return (
+        [(f"{b // 1000}k", 50, b) for b in BUDGETS]
+        + [(f"most {m}", m, UNBOUNDED) for m in MOSTS]
+        + [DEFAULT_ASK]
+    )
 
 
 def percentile(values: list[float], q: float) -> float:

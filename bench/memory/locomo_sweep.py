@@ -32,6 +32,7 @@ def sweep(conversations, agents: dict, variants: list[dict], baseline: Tally | N
     from memory_app import conf, services
 
     results = {}
+    reference: Tally | None = None
     asked = [(name, most, max_chars) for name, most, max_chars in settings_asked() if name in ASKED_IN_SWEEP]
     for variant in variants:
         original = {name: getattr(conf, name) for name in variant}
@@ -64,8 +65,12 @@ def sweep(conversations, agents: dict, variants: list[dict], baseline: Tally | N
                 setattr(conf, name, value)
         key = ";".join(f"{name}={value!r}" for name, value in variant.items()) or "defaults"
         results[key] = summary(tally, [name for name, _m, _c in asked])
+        if reference is None:
+            reference = tally
+        else:
+            results[key]["versus_first"] = versus(tally, reference, [name for name, _m, _c in asked])
         print(f"== {key}", flush=True)
-        for part, row in results[key].items():
+        for part, row in ((part, results[key][part]) for part in ("all", *PARTS)):
             print(
                 f"  {part:<7} "
                 + " ".join(f"{name} {value:.1f}" for name, value in row["recall"].items())
@@ -81,10 +86,34 @@ def sweep(conversations, agents: dict, variants: list[dict], baseline: Tally | N
                 ),
                 flush=True,
             )
+            if "versus_first" in results[key]:
+                print(
+                    f"  {'':<7} against the first variant: "
+                    + " ".join(
+                        f"{name} {m[0]:+.1f} [{m[1]:+.1f},{m[2]:+.1f}]"
+                        for name, m in results[key]["versus_first"][part].items()
+                    ),
+                    flush=True,
+                )
     return results
 
 
-ASKED_IN_SWEEP = ("1k", "2k", "4k", "8k", "most 1", "most 5")
+def versus(tally: Tally, reference: Tally, names: list[str]) -> dict:
+    """Per part (all, tuning, check) and setting: ragsite under this variant minus ragsite under the first
+    one (the reference), question by question, with its paired 95 % bootstrap interval."""
+    paired = Tally()
+    for name in names:
+        paired.scores[("ragsite", name)] = tally.scores[("ragsite", name)]
+        paired.scores[("reference", name)] = reference.scores[("ragsite", name)]
+    return {
+        part or "all": {
+            name: paired.interval("ragsite", name, part=part, minus="reference") for name in names
+        }
+        for part in (None, *PARTS)
+    }
+
+
+ASKED_IN_SWEEP = ("1k", "2k", "4k", "8k", "most 1", "most 5", "default")
 
 
 def summary(tally: Tally, names: list[str]) -> dict:

@@ -33,7 +33,7 @@ from ragsite.model_calls.rerank import reorder, rerank_status
 from ragsite.top import top_rows
 
 from .. import conf
-from ..excerpts import NODE, PENDING, WHOLE, Candidate, Selection, select
+from ..excerpts import NODE, PENDING, WHOLE, Candidate, Selection, node_rest_score, select
 from ..expansion import found_terms
 from ..filters import KeptStatistics, has_vectors_in, kept, parse_filters, superseded
 from ..recall_index import RecallIndex
@@ -316,6 +316,8 @@ def _ordered(
             terms_of=lambda text: set(index.terms(text)),
             query_terms=set(query_terms),
             longest=max(1, int(conf.EXCERPT_SHARE * max_chars)),
+            rest_score=node_rest_score(conf.NODE_SCORE_MIX) if conf.EXCERPT_PIECE else None,
+            piece=conf.EXCERPT_PIECE,
             repeat_penalty=conf.RECALL_REPEAT_PENALTY,
             redundancy=conf.RECALL_REDUNDANCY if vector is not None else 0.0,
         )
