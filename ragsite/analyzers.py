@@ -74,9 +74,16 @@ SNOWBALL_LANGUAGES = (
     "turkish",
     "yiddish",
 )
-ANALYZERS = (SIMPLE, CJK, *SNOWBALL_LANGUAGES)
+# "<language>_exact": the language's stems and the exact terms both (`StemAndExact`).
+EXACT_SUFFIX = "_exact"
+EXACT_LANGUAGES = tuple(f"{language}{EXACT_SUFFIX}" for language in SNOWBALL_LANGUAGES)
+ANALYZERS = (SIMPLE, CJK, *SNOWBALL_LANGUAGES, *EXACT_LANGUAGES)
 # The longest name, for the model field.
 NAME_MAX_LENGTH = 20
+# What a stem is prefixed with under a `StemAndExact` analyzer, so it is a term of its own beside the
+# exact form even where the two are spelt alike: no seed-004 term holds "~" (they are runs of letters,
+# digits and "_"), so a stem never meets an exact term.
+STEM_MARK = "~"
 
 # Han (CJK Unified Ideographs and extensions A-H, compatibility ideographs), Hiragana, Katakana (with
 # its phonetic extensions and half-width forms) and Hangul (syllables and jamo): the scripts written
@@ -176,6 +183,41 @@ class Snowball(Analyzer):
         return self._stemmer().stemWords(simple_terms(text))
 
 
+class StemAndExact(Snowball):
+    """Each term twice: as it is, and its Snowball stem marked with `STEM_MARK`.
+
+    Elasticsearch's multi-field "most_fields" pattern in one index: a question term scores where the
+    paragraph holds its stem (so "policies" meets "policy") and again where it holds the exact form, so
+    an exact match counts on top. Each half keeps its own idf: a rare form ("vacuuming") stays telling
+    where stemming alone merges it with a common one ("vacuum") that every paragraph of a chapter holds
+    (docs/decisions/0097). Both halves double every row's length alike, so BM25's length normalisation
+    is unchanged.
+    """
+
+    def __init__(self, language: str) -> None:
+        super().__init__(language)
+        self.name = f"{language}{EXACT_SUFFIX}"
+
+    def _stemmer(self) -> Stemmer.Stemmer:
+        stemmer = getattr(self._local, "stemmer", None)
+        if stemmer is None:
+            stemmer = self._local.stemmer = Stemmer.Stemmer(self.name.removesuffix(EXACT_SUFFIX))
+        return stemmer
+
+    def expand(self, term: str) -> tuple[str, ...]:
+        return (term, STEM_MARK + self._stemmer().stemWord(term))
+
+    def expansions(self, vocabulary: Sequence[str]) -> list[tuple[str, ...]]:
+        words = list(vocabulary)
+        stems = self._stemmer().stemWords(words)
+        return [(term, STEM_MARK + stem) for term, stem in zip(words, stems, strict=True)]
+
+    def terms(self, text: str) -> list[str]:
+        words = simple_terms(text)
+        stems = self._stemmer().stemWords(words)
+        return [term for pair in zip(words, stems, strict=True) for term in (pair[0], STEM_MARK + pair[1])]
+
+
 class Bigrams(Analyzer):
     """CJK runs as overlapping character bigrams; every other part of a term as it is."""
 
@@ -214,6 +256,8 @@ def analyzer(name: str) -> Analyzer:
         return Bigrams()
     if name in SNOWBALL_LANGUAGES:
         return Snowball(name)
+    if name in EXACT_LANGUAGES:
+        return StemAndExact(name.removesuffix(EXACT_SUFFIX))
     raise UnknownAnalyzer(f"analyzer must be one of {', '.join(ANALYZERS)}, not {name!r}")
 
 
@@ -233,10 +277,13 @@ def terms_of(name: str, texts: Iterable[str]) -> list[list[str]]:
 __all__ = [
     "ANALYZERS",
     "CJK",
+    "EXACT_LANGUAGES",
     "NAME_MAX_LENGTH",
     "SIMPLE",
     "SNOWBALL_LANGUAGES",
+    "STEM_MARK",
     "Analyzer",
+    "StemAndExact",
     "UnknownAnalyzer",
     "analyzer",
     "check_name",

@@ -177,6 +177,9 @@ def main() -> None:
         "--analyzer", default="simple", help="the collection's analyzer (ragsite.analyzers: simple, english)"
     )
     parser.add_argument(
+        "--weight", type=float, default=None, help="the hybrid cosine weight (ragsite.fusion.FUSION_WEIGHT)"
+    )
+    parser.add_argument(
         "--entry-share",
         type=float,
         default=None,
@@ -190,6 +193,10 @@ def main() -> None:
     harness.setup("known-answers", context=not args.no_context)
     from collections_app.conf import settings
 
+    if args.weight is not None:
+        from ragsite import fusion
+
+        fusion.FUSION_WEIGHT = args.weight
     if args.entry_share is not None:
         from collections_app import ranking
 

@@ -38,6 +38,26 @@ def test_english_gives_policies_and_policy_one_term_and_simple_two():
     assert english.terms("The runners were running") == ["the", "runner", "were", "run"]
 
 
+def test_english_exact_gives_each_term_as_it_is_and_its_marked_stem():
+    exact = analyzer("english_exact")
+    assert exact.terms("Policies vacuum") == ["policies", "~polici", "vacuum", "~vacuum"]
+    # The stems meet as english's do; the exact forms stay apart, and never meet a stem.
+    assert set(exact.terms("policy")) & set(exact.terms("policies")) == {"~polici"}
+    (german_stem,) = analyzer("german").terms("Häusern")
+    assert analyzer("german_exact").terms("Häusern") == ["häusern", "~" + german_stem]
+
+
+def test_english_exact_ranks_the_exact_form_above_a_stem_only_match():
+    # Under english the two paragraphs are the same terms; only the first holds the question's own
+    # word, which english cannot tell apart and english_exact counts on top.
+    paragraphs = ["Autovacuum starts vacuuming on a table.", "Autovacuum starts vacuum of a table."]
+    question = "vacuuming a table"
+    for name, first_wins in [("english_exact", True), ("english", False)]:
+        under = analyzer(name)
+        scores = BM25Index.from_terms(under.terms(p) for p in paragraphs).scores(under.terms(question))
+        assert bool(scores[0] > scores[1]) is first_wins, (name, scores)
+
+
 def test_another_snowball_language_stems_its_own_words():
     assert analyzer("french").terms("politiques") == analyzer("french").terms("politique")
     assert analyzer("german").terms("Häuser") == analyzer("german").terms("Häusern")
@@ -71,7 +91,7 @@ def _as_set(postings: BlockPostings):
 
 
 @settings(max_examples=60, deadline=None)
-@given(texts=TEXTS, name=st.sampled_from(["simple", "english", "cjk", "french"]))
+@given(texts=TEXTS, name=st.sampled_from(["simple", "english", "cjk", "french", "english_exact"]))
 def test_a_builds_postings_are_those_of_the_analyzers_terms(texts, name):
     under = analyzer(name)
     derived = analyzed(BlockPostings(*text_postings(texts)), under)
