@@ -12,7 +12,7 @@ Entries are found the way the parent strategy finds its pieces (`parent._items`:
 items, a term line over its indented description), plus Q/A items (a block opening ``Q:`` or
 ``Question:``, with the blocks after it up to the next). Only the text a row does not share with an
 earlier one (after its carried opening, `stitch.fresh_text`) is read, as its vector is: an entry never
-holds words of a paragraph whose labels may differ. A paragraph with fewer than two entries has none:
+holds words of a paragraph whose labels may differ. A paragraph with fewer than five entries has none:
 it is its own unit.
 
 Pure: no models, no settings. The build and the index writer both call `entry_spans` on the same text,
@@ -29,11 +29,17 @@ from .sections import section_units
 
 # At most this many entries a paragraph (a structure paragraph of 1,800 characters holds far fewer).
 MAX_ENTRIES = 64
-# Fewer than this and the paragraph is its own unit.
-MIN_ENTRIES = 2
+# Fewer than this and the paragraph is its own unit. A paragraph with two to four "entries" is mostly prose
+# around a few indented blocks the parent strategy reads as term and description (code such as
+# ``class B(Exception):`` over ``pass``, a ``positional arguments:`` label over one line), and such a short
+# block's cosine beats its paragraph's by chance; a list a question picks one entry from (an option list,
+# a table, a FAQ) has more. Measured: 5 to 8 keep the man shelf's gain and lose no dev-set question, 4 or
+# fewer lose dev-set questions, 9 gives up man-shelf gains (docs/benchmarks.md, *Entries as units*).
+MIN_ENTRIES = 5
 # Added to a document's built context version (`context.context_version`) when its paragraphs' entries
-# were embedded too: a build with ENTRIES switched reads such a document again, once.
-ENTRIES_BUILT = 1000
+# were embedded too: a build with ENTRIES switched reads such a document again, once. 2000 since entries
+# need `MIN_ENTRIES` 5 (1000 was 2): a document built at 1000 holds vectors for spans no longer read.
+ENTRIES_BUILT = 2000
 _QUESTION = re.compile(r"[ \t]*(?:[*_]{0,2})(?:Q|Question)[ \t]*\d{0,3}[ \t]*[:.)][ \t]*\S", re.IGNORECASE)
 
 
