@@ -77,8 +77,9 @@ class Collection(models.Model):
         default=SIMPLE,
         db_default=SIMPLE,
         help_text="How the keyword leg reads words: simple (seed 004's terms), english and the other "
-        "Snowball languages (stemmed: 'policies' finds 'policy'), cjk (Chinese/Japanese/Korean as "
-        "character pairs). A change rebuilds the collection.",
+        "Snowball languages (stemmed: 'policies' finds 'policy'), their _exact forms (english_exact: the "
+        "stem and the word as written both count), cjk (Chinese/Japanese/Korean as character pairs). A "
+        "change rebuilds the collection.",
     )
     judge = models.BooleanField(default=False, help_text="Ask the judge model whether the paragraphs answer.")
     min_score = models.FloatField(null=True, blank=True, help_text="Floor override; empty = MIN_SCORE.")

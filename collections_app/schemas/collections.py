@@ -17,7 +17,8 @@ AnalyzerName = Literal[ANALYZERS]  # type: ignore[valid-type]
 ANALYZER_HELP = (
     "How the keyword leg reads words: simple (seed 004's terms, as they are), cjk (Chinese, Japanese and "
     "Korean runs as overlapping character pairs), or a Snowball language (english, french, german, …: "
-    "each word stemmed, so 'policies' finds 'policy')."
+    "each word stemmed, so 'policies' finds 'policy'); a language's _exact form (english_exact, …) scores "
+    "each word's stem and the word as written, so an exact match counts on top of its stem."
 )
 
 
