@@ -169,6 +169,7 @@ def main() -> None:
         help="cosine s mapped to 0 before the clip, (cos - s) / (1 - s); 0 is the product's",
     )
     parser.add_argument("--sample", type=int, default=None, help="as beir.py --sample")
+    parser.add_argument("--analyzer", default="simple", help="as beir.py --analyzer")
     args = parser.parse_args()
     for weight in [*args.weights, *args.context_weights]:
         if not 0.0 <= weight <= 1.0:
@@ -188,6 +189,7 @@ def main() -> None:
             ivf=False,
             nprobe=None,
             later_share=None,
+            analyzer=args.analyzer,
         )
     )
     from collections_app.models import Document
