@@ -164,13 +164,13 @@ class Snowball(Analyzer):
     """
 
     def __init__(self, language: str) -> None:
-        self.name = language
+        self.name = self.language = language
         self._local = threading.local()
 
     def _stemmer(self) -> Stemmer.Stemmer:
         stemmer = getattr(self._local, "stemmer", None)
         if stemmer is None:
-            stemmer = self._local.stemmer = Stemmer.Stemmer(self.name)
+            stemmer = self._local.stemmer = Stemmer.Stemmer(self.language)
         return stemmer
 
     def expand(self, term: str) -> tuple[str, ...]:
@@ -198,12 +198,6 @@ class StemAndExact(Snowball):
         super().__init__(language)
         self.name = f"{language}{EXACT_SUFFIX}"
 
-    def _stemmer(self) -> Stemmer.Stemmer:
-        stemmer = getattr(self._local, "stemmer", None)
-        if stemmer is None:
-            stemmer = self._local.stemmer = Stemmer.Stemmer(self.name.removesuffix(EXACT_SUFFIX))
-        return stemmer
-
     def expand(self, term: str) -> tuple[str, ...]:
         return (term, STEM_MARK + self._stemmer().stemWord(term))
 
@@ -213,9 +207,7 @@ class StemAndExact(Snowball):
         return [(term, STEM_MARK + stem) for term, stem in zip(words, stems, strict=True)]
 
     def terms(self, text: str) -> list[str]:
-        words = simple_terms(text)
-        stems = self._stemmer().stemWords(words)
-        return [term for pair in zip(words, stems, strict=True) for term in (pair[0], STEM_MARK + pair[1])]
+        return [term for pair in self.expansions(simple_terms(text)) for term in pair]
 
 
 class Bigrams(Analyzer):
