@@ -214,8 +214,10 @@ def discard_copy(*, collection_id: int, key: str) -> None:
 
 
 def after_commit(*, collection: Collection, key: str) -> None:
-    """Once the build that wrote index `key` committed: the older builds' indexes go."""
-    remove_stale(collection_root(collection.pk), keep=key)
+    """Once the build that wrote index `key` committed: the older builds' indexes go (under the folder
+    lock, so no search of this node is between mapping one and having mapped it)."""
+    with _collection_lock(collection.pk):
+        remove_stale(collection_root(collection.pk), keep=key)
 
 
 def index_committed_build(*, collection: Collection) -> None:
@@ -423,16 +425,25 @@ def _fetched(collection: Collection, key: str) -> bool:
 
 
 def _map_written(collection: Collection, key: str, path: Path) -> MappedIndex:
-    """Map an index just written (maybe a newer build's: searches use its analyzer); if gone, write again."""
+    """Map an index just written (maybe a newer build's: searches use its analyzer); if gone, write again.
+
+    Mapped under the folder lock, which every process removing an index's files holds (`remove_stale`,
+    `discard_copy`): once mapped, the files may go, the mapping stays readable. Without the lock a
+    process writing a newer build could remove these files between their write and their mapping (seen
+    on a busy 2-core machine with three searches and a deleting loop: four lost races in a row).
+    """
     for _attempt in range(3):
-        try:
-            return MappedIndex(path)
-        except IndexUnusable:
-            written = write_index(collection=collection)
-            if written is None:
-                break
-            key, path = written
-    return MappedIndex(path)
+        with _collection_lock(collection.pk):
+            try:
+                return MappedIndex(path)
+            except IndexUnusable:
+                pass
+        written = write_index(collection=collection)
+        if written is None:
+            break
+        key, path = written
+    with _collection_lock(collection.pk):
+        return MappedIndex(path)
 
 
 def forget(collection_id: int) -> None:
