@@ -250,3 +250,31 @@ def test_neighbours_come_only_after_every_hit_has_its_part():
     fitted = fit(runs, both, whole + 2, [1, 3], ["amber", "basalt"])
     assert [run.text for run in fitted.runs] == [both[1].text, both[3].text]  # no room for a neighbour
     assert not fitted.excerpts and fitted.cut
+
+
+def test_by_hit_asking_for_a_lower_hit_in_the_best_hits_run_leaves_the_second_hit_what_it_had(
+    monkeypatch,
+):
+    # The "by hit" fill (budget.SHARING; "by run", the default, fails this: docs/benchmarks.md). Document
+    # 1 holds the hits ranked first and third, with short neighbours; document 2 the hit ranked second,
+    # whose answer sits in its closing sentences (no question word in reach: its least part is its
+    # opening). Growing the third hit because it shares the best hit's run took the second hit's room,
+    # so asking for three hits lost the answer asking for two found.
+    first = rows("Short before.", long_hit("amber"), "Short between.", long_hit("cobalt"), "Short after.")
+    second = rows(long_hit("basalt", at=28), document=2, first=5)
+    made = {**first, **second}
+    answer = "The basalt answer sits in this sentence."
+    monkeypatch.setattr("collections_app.text.budget.SHARING", "by hit")
+    budget = len(made[1].text) + len(made[5].text) + MIN_PART + 40
+    two = fit(stitch([(1, 0.9), (5, 0.8)], made, around=1), made, budget, [1, 5], ["nothing"])
+    assert answer in two.runs[1].text
+    runs = stitch([(1, 0.9), (5, 0.8), (3, 0.7)], made, around=1)
+    assert [(run.first, run.last) for run in runs] == [(0, 4), (5, 5)]
+    three = fit(runs, made, budget, [1, 5, 3], ["nothing"])
+    assert sum(len(run.text) for run in three.runs) <= budget and three.cut
+    # Every hit is there; the best two whole, the third shortened, its excerpt saying which part was kept.
+    assert answer in three.runs[1].text
+    assert three.readable[1] == made[1] and three.readable[5] == made[5]
+    start, end = three.excerpts[3]
+    assert end - start >= MIN_PART - 50 and made[3].text[start:end] in three.runs[0].text
+    assert three.readable[3].text == made[3].text[start:end]
