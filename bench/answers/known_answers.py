@@ -186,6 +186,13 @@ def main() -> None:
         help="with ENTRIES=1: the share of a best entry's lift that counts (ranking.ENTRY_SHARE)",
     )
     parser.add_argument(
+        "--sharing",
+        choices=("by run", "by hit", "best first", "even"),
+        default=None,
+        help="how the answer budget grows hits and neighbours after every hit's least part "
+        "(collections_app.text.budget.SHARING)",
+    )
+    parser.add_argument(
         "--json", type=Path, help="write every outcome here (default: bench/results/answers[-<corpus>].json)"
     )
     args = parser.parse_args()
@@ -201,6 +208,10 @@ def main() -> None:
         from collections_app import ranking
 
         ranking.ENTRY_SHARE = args.entry_share
+    if args.sharing is not None:
+        from collections_app.text import budget
+
+        budget.SHARING = args.sharing
     if args.context_weight is not None:
         from collections_app.text import context
 
@@ -257,6 +268,7 @@ def main() -> None:
                 )
     figures = {"corpus": args.corpus.name, "questions": len(questions), "controls": len(controls)}
     figures["analyzer"] = args.analyzer
+    figures["sharing"] = args.sharing or "default"
     figures.update(default_floor=default_floor, search=outcomes, measure=table)
     print("# written to", results.save("answers" + suffix, figures, args.json), file=sys.stderr)
 
