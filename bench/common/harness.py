@@ -153,11 +153,20 @@ class Ranked:
 
 
 def rank_all(agent, collection, question: str, *, mode: str | None = None) -> Ranked:
-    """The whole collection ranked for ``question`` by `search_collection`: floor 0, around 0."""
+    """The whole collection ranked for ``question`` by `search_collection`: floor 0, around 0.
+
+    Each hit's text is its paragraph's whole text, read by its chunk id: the answer's character budget
+    shortens hits past the first thirty or so to their least part, which may leave out the marker of an
+    answer the ranking did put there (floor.py asks where the answer ranks, not what an answer quotes).
+    """
     from collections_app.models import Paragraph
     from collections_app.services.search import search_collection
 
-    size = Paragraph.objects.filter(collection=collection).count()
+    rows = Paragraph.objects.filter(collection=collection).select_related("document").only(
+        "text", "index", "document__name"
+    )
+    whole = {row.chunk_id: row.text for row in rows}
+    size = len(whole)
     answer = search_collection(
         agent=agent,
         collection=collection,
@@ -170,7 +179,9 @@ def rank_all(agent, collection, question: str, *, mode: str | None = None) -> Ra
     )
     paragraphs = answer["paragraphs"]
     return Ranked(
-        [p["text"] for p in paragraphs], [p["score"] for p in paragraphs], [p["document"] for p in paragraphs]
+        [whole[p["chunk_id"]] for p in paragraphs],
+        [p["score"] for p in paragraphs],
+        [p["document"] for p in paragraphs],
     )
 
 
