@@ -162,8 +162,10 @@ def rank_all(agent, collection, question: str, *, mode: str | None = None) -> Ra
     from collections_app.models import Paragraph
     from collections_app.services.search import search_collection
 
-    rows = Paragraph.objects.filter(collection=collection).select_related("document").only(
-        "text", "index", "document__name"
+    rows = (
+        Paragraph.objects.filter(collection=collection)
+        .select_related("document")
+        .only("text", "index", "document__name")
     )
     whole = {row.chunk_id: row.text for row in rows}
     size = len(whole)
