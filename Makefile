@@ -85,7 +85,8 @@ lint: install
 # The benchmark suites (bench/README.md): each writes bench/results/*.json; docs/benchmarks.md has the
 # current figures. DATASETS names the folder of public data sets (scifact, locomo-dev) the suites read;
 # BENCH_ARGS is added to a suite's command line (a smaller run, say: BENCH_ARGS="--sizes 10000 --http 0").
-DATASETS ?= $(CURDIR)/../shared/datasets
+# A worktree sits a level deeper than a clone: the first of the two that exists, else the clone's.
+DATASETS ?= $(firstword $(wildcard $(CURDIR)/../shared/datasets $(CURDIR)/../../shared/datasets) $(CURDIR)/../shared/datasets)
 SCIFACT ?= $(DATASETS)/scifact
 LOCOMO ?= $(DATASETS)/locomo-dev
 BENCH_ARGS ?=

@@ -68,7 +68,21 @@ def clean_evidence(raw: list) -> list[str]:
     return ids
 
 
+class NoData(Exception):
+    """The LoCoMo folder is missing or holds no conversation: said plainly rather than failing later."""
+
+
+def default_folder(root: Path) -> Path:
+    """``shared/datasets/locomo-dev`` beside the repository, or beside a folder above it (a worktree
+    sits one level deeper than a clone); the first that exists, else the one beside the repository."""
+    beside = [folder / "shared" / "datasets" / "locomo-dev" for folder in root.parents]
+    return next((folder for folder in beside if folder.is_dir()), beside[0])
+
+
 def load(folder: Path) -> list[Conversation]:
+    """The conversations of `folder` (one JSON file each); `NoData` when it is not a folder or holds none."""
+    if not folder.is_dir():
+        raise NoData(f"no LoCoMo folder at {folder}: pass --data <locomo-dev> (make: LOCOMO=<folder>)")
     conversations = []
     for path in sorted(folder.glob("*.json")):
         data = json.loads(path.read_text())
@@ -96,6 +110,10 @@ def load(folder: Path) -> list[Conversation]:
             if evidence:
                 conversation.questions.append(Question(path.stem, qa["question"], qa["category"], evidence))
         conversations.append(conversation)
+    if not conversations:
+        raise NoData(
+            f"no conversation (*.json) in {folder}: pass --data <locomo-dev> (make: LOCOMO=<folder>)"
+        )
     return conversations
 
 

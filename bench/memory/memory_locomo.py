@@ -47,7 +47,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench" / "memory"))
-DATA = ROOT.parent / "shared" / "datasets" / "locomo-dev"
 WORK = ROOT / "data" / "bench"
 RESULTS = ROOT / "bench" / "results" / "memory_locomo.json"
 PLOT = ROOT / "docs" / "img" / "memory-locomo.png"
@@ -55,7 +54,9 @@ PLOT = ROOT / "docs" / "img" / "memory-locomo.png"
 from locomo_baselines import baselines  # noqa: E402
 from locomo_data import (  # noqa: E402
     CATEGORIES,
+    NoData,
     Tally,
+    default_folder,
     found,
     load,
     percentile,
@@ -266,7 +267,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=default_folder(ROOT),
+        help="LoCoMo's development conversations (default: shared/datasets/locomo-dev beside the repository "
+        "or a folder above it)",
+    )
     parser.add_argument("--store", type=Path, default=WORK / "memory-locomo.sqlite3")
     parser.add_argument("--sweep", action="store_true", help="also sweep the fusion weight in this process")
     parser.add_argument(
@@ -295,7 +302,12 @@ def main() -> None:
     args = parser.parse_args()
     args.reuse = args.reuse or args.only_sweep
 
-    conversations = load(args.data)[: args.conversations]
+    try:
+        conversations = load(args.data)[: args.conversations]
+    except NoData as exc:
+        raise SystemExit(str(exc)) from None
+    if not conversations:
+        raise SystemExit(f"--conversations {args.conversations} leaves no conversation to ask")
     questions = sum(len(c.questions) for c in conversations)
     WORK.mkdir(parents=True, exist_ok=True)
     if not args.reuse:
