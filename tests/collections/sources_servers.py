@@ -211,10 +211,14 @@ class WebDavServer(ThreadedServer):
 
 class Website(ThreadedServer):
     """http.server on 127.0.0.1 serving `folder`, with `/old` redirecting to `/a.html` and `/away`
-    redirecting to another host name (localhost); stop() and start() on the same port make an outage."""
+    redirecting to another host name (localhost); stop() and start() on the same port make an outage.
+    http.server answers If-Modified-Since (by the file's mtime, in whole seconds); with `etags`, each
+    file also gets a strong ETag of its bytes, and If-None-Match is answered. `answers` records each
+    request's (path, status); `date`, when set, is the Date every answer gives (a timestamp)."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, etags: bool = False):
         self.folder, self.port, self.server, self.thread = folder, free_port(), None, None
+        self.etags, self.answers, self.date = etags, [], None
 
     @property
     def url(self) -> str:
@@ -222,11 +226,14 @@ class Website(ThreadedServer):
 
     def start(self) -> Website:
         import functools
+        import hashlib
         from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
-        port = self.port
+        port, website = self.port, self
 
         class Site(SimpleHTTPRequestHandler):
+            etag = ""
+
             def do_GET(self):
                 moves = {"/old": "/a.html", "/away": f"http://localhost:{port}/a.html"}
                 if self.path in moves:
@@ -235,7 +242,25 @@ class Website(ThreadedServer):
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
+                file = Path(self.translate_path(self.path))
+                if website.etags and file.is_file():
+                    self.etag = '"' + hashlib.sha256(file.read_bytes()).hexdigest()[:20] + '"'
+                    if self.headers.get("If-None-Match") == self.etag:
+                        self.send_response(304)
+                        self.end_headers()
+                        return
                 super().do_GET()
+
+            def end_headers(self):
+                if self.etag:
+                    self.send_header("ETag", self.etag)
+                super().end_headers()
+
+            def date_time_string(self, timestamp=None):
+                return super().date_time_string(website.date if timestamp is None else timestamp)
+
+            def log_request(self, code="-", size="-"):
+                website.answers.append((self.path, int(code)))
 
             def log_message(self, *args):
                 pass

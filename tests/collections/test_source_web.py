@@ -2,12 +2,17 @@
 with a sitemap, robots.txt, a redirect, a 404, a link to another host and a page that changes; the
 crawl keeps to its host and its caps, and a sync picks up a changed, a new and a removed page."""
 
+import os
+import time
+
 import pytest
 
 from collections_app.models import BuildRun, Document, Paragraph
 from collections_app.services import origins, sync, sync_check
 from collections_app.services.agents import create_collection
 from collections_app.services.builds import build_collection
+from collections_app.services.documents import delete_collection
+from collections_app.services.origins import web
 from tests.collections.sources_servers import Website, texts
 from tests.collections.sources_servers import web_page as page
 
@@ -149,3 +154,98 @@ def test_a_web_source_takes_no_credentials_and_needs_an_address(agent):
             settings={"start_url": "http://127.0.0.1:1/"},
             credentials={"username": "x"},
         )
+
+
+def pages_asked(server, since: int) -> dict[str, int]:
+    """Each HTML page's status in the requests made since the `since`-th (robots.txt, sitemap left out)."""
+    return {path: status for path, status in server.answers[since:] if path.endswith((".html", "/"))}
+
+
+def test_an_unchanged_site_answers_a_sync_check_with_304s_and_a_changed_page_is_read(
+    agent, tmp_path, settings, check
+):
+    settings.SOURCE_ALLOWED_HOSTS, settings.SOURCE_TIMEOUT = [], 10
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(page("Handbook", "Welcome to the staff handbook.", "a.html", "b.html"))
+    (site / "a.html").write_text(page("Leave", "Carry-over of annual leave is capped at five days."))
+    (site / "b.html").write_text(page("Desk", "The service desk opens at eight."))
+    for file in site.iterdir():
+        os.utime(file, (time.time() - 3600, time.time() - 3600))  # written an hour ago: a strong date
+    server = Website(site, etags=True).start()
+    try:
+        collection = make_quiet(agent, server)
+        assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
+        since = len(server.answers)
+        found = check(collection)
+        assert found.outcome == "unchanged"
+        assert pages_asked(server, since) == {"/": 304, "/a.html": 304, "/b.html": 304}
+        (site / "b.html").write_text(page("Desk", "The service desk opens at nine.", "c.html"))
+        (site / "c.html").write_text(page("Canteen", "The canteen serves lunch from noon."))
+        since = len(server.answers)
+        found = check(collection)
+        assert (found.new, found.changed, found.deleted) == (["c.html"], ["b.html"], [])
+        assert found.build.status == BuildRun.SUCCEEDED
+        # The check downloads the changed and the new page; its build lists the site again (all 304 now)
+        # and downloads just those two to read them; the unchanged page is reused, never downloaded.
+        pages = [answer for answer in server.answers[since:] if answer[0] != "/robots.txt"]
+        assert pages == [
+            *[("/", 304), ("/a.html", 304), ("/b.html", 200), ("/c.html", 200)],
+            *[("/", 304), ("/a.html", 304), ("/b.html", 304), ("/c.html", 304)],
+            *[("/b.html", 200), ("/c.html", 200)],
+        ]
+        assert "opens at nine" in texts(collection, "when does the service desk open")
+        assert "lunch from noon" in texts(collection, "canteen lunch")
+        assert "five days" in texts(collection, "annual leave carry-over")
+    finally:
+        server.stop()
+
+
+def test_a_page_changed_in_the_second_it_was_read_is_not_taken_for_unchanged(
+    agent, tmp_path, settings, check
+):
+    """http.server's dates are whole seconds: a Last-Modified no earlier than a second before the answer's
+    Date may hide a later change in that second, so it is not used to ask conditionally."""
+    settings.SOURCE_ALLOWED_HOSTS, settings.SOURCE_TIMEOUT = [], 10
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(page("Handbook", "Welcome.", "a.html"))
+    (site / "a.html").write_text(page("Leave", "Carry-over of annual leave is capped at five days."))
+    written = int(time.time()) - 600
+    for file in site.iterdir():
+        os.utime(file, (written, written))
+    server = Website(site).start()
+    server.date = written + 0.5  # the site answers in the second its pages were written
+    try:
+        collection = make_quiet(agent, server)
+        assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
+        (site / "a.html").write_text(page("Leave", "Carry-over of annual leave is capped at ten days."))
+        os.utime(site / "a.html", (written, written))  # changed within that same second
+        server.date = None
+        found = check(collection)
+        assert found.changed == ["a.html"] and found.build.status == BuildRun.SUCCEEDED
+        assert "ten days" in texts(collection, "annual leave carry-over")
+        since = len(server.answers)
+        assert check(collection).outcome == "unchanged"
+        assert pages_asked(server, since) == {"/": 304, "/a.html": 304}  # dated a second before: strong
+    finally:
+        server.stop()
+
+
+def test_what_a_site_listing_remembers_goes_with_its_collection(agent, served, settings):
+    server, _site = served
+    collection = make(agent, server)
+    assert build_collection(collection=collection).status == BuildRun.SUCCEEDED
+    remembered = web.cache_of(collection.pk)
+    assert remembered.exists() and "five days" not in remembered.read_text()  # URLs and links, no text
+    stray = web.cache_of(987654)
+    stray.write_text("{}")
+    assert 987654 in origins.prune_copies() and not stray.exists() and remembered.exists()
+    delete_collection(collection=collection)
+    assert not remembered.exists()
+
+
+def make_quiet(agent, server):
+    collection = create_collection(agent=agent, name="quiet", method="fixed", size=80)
+    origins.set_source(collection=collection, kind="web", settings={"start_url": server.url})
+    return collection

@@ -96,16 +96,19 @@ def _copy_outdated(before: CollectionSource | None, after: CollectionSource) -> 
 
 
 def forget_copies(collection_id: int) -> None:
-    """Remove what this node keeps of a collection's remote source (a git repository's copy)."""
+    """Remove what this node keeps of a collection's remote source (a git repository's copy, what its
+    website's listings remembered)."""
     git.forget(collection_id)
+    web.forget(collection_id)
 
 
 def prune_copies() -> list[int]:
     """Remove this node's copies of sources no collection reads any more; the collection ids removed."""
-    keep = set(
-        CollectionSource.objects.filter(kind=CollectionSource.GIT).values_list("collection_id", flat=True)
+    kinds = dict(CollectionSource.objects.values_list("collection_id", "kind"))
+    gone = git.prune({pk for pk, kind in kinds.items() if kind == CollectionSource.GIT})
+    return sorted(
+        set(gone) | set(web.prune({pk for pk, kind in kinds.items() if kind == CollectionSource.WEB}))
     )
-    return git.prune(keep)
 
 
 def readers_from_group(collection: Collection, source: CollectionSource | None | bool = False) -> bool:

@@ -10,20 +10,34 @@ keeps answering). Only HTML, plain text and PDF answers are documents.
 
 A document's name is its URL's path (`/` is `index.html`, `/guide/` is `guide/index.html`, a path
 with no suffix gets `.html`), its token the SHA-256 of the page. Finding links needs the pages, so a
-listing reads them: a sync check of a website downloads it, within its caps (conditional requests are
-not made yet); the build then reads each page from the listing it made, not a second time.
+listing reads them; the build then reads each page from the listing it made, not a second time.
+
+A listing asks again conditionally (`If-None-Match`, `If-Modified-Since`) for each page this node read
+before: a page that answers 304 keeps the token, size and links remembered of it (`Remembered`, in a
+file per collection under SOURCE_CACHE_DIR, never its text), so a sync check of an unchanged site
+downloads nothing but its robots.txt and sitemaps. A last-modified date is used only when the answer's
+own date is at least a second later: with whole seconds, a page changed in the second it was read would
+otherwise look unchanged for ever (RFC 9110's weak validator rule).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import hashlib
+import json
+import os
 import re
+import tempfile
 import xml.etree.ElementTree as ElementTree
+from dataclasses import asdict, dataclass
+from email.utils import parsedate_to_datetime
 from html.parser import HTMLParser
+from pathlib import Path
 from posixpath import splitext
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 from urllib.robotparser import RobotFileParser
+
+from django.conf import settings as django_settings
 
 from .base import Entry, InvalidSource, SourceUnavailable, checked_url, max_documents, timeout_seconds
 
@@ -40,6 +54,31 @@ KINDS = {
     "application/pdf": ".pdf",
 }
 SITEMAP = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """What a listing keeps of a page that answered 200, to ask for it conditionally next time."""
+
+    kind: str
+    token: str
+    size: int
+    links: tuple[str, ...]
+    etag: str = ""
+    modified: str = ""
+
+
+@dataclass(frozen=True)
+class Page:
+    """A page's answer: its final URL, document suffix and body, or `body` None when it answered 304
+    to a conditional request (then `remembered` holds what is known of it)."""
+
+    url: str
+    kind: str
+    body: bytes | None
+    etag: str = ""
+    modified: str = ""
+    remembered: Remembered | None = None
 
 
 def checked_settings(raw: dict) -> dict:
@@ -96,8 +135,10 @@ class WebOrigin:
 
     def __init__(self, *, collection_id: int, settings: dict, credentials: dict):
         self.settings = settings
+        self.collection_id = collection_id
         self.home = _origin(settings["start_url"] or settings["sitemap_url"])
         self.pages: dict[str, bytes] = {}  # the listing's pages by URL, read by fetch
+        self.known: dict[str, Remembered] = {}  # what earlier listings kept, by URL (`remembered`)
 
     def entries(self) -> list[Entry]:
         import httpx
@@ -107,6 +148,8 @@ class WebOrigin:
         limit = min(int(self.settings["max_pages"]), max_documents())
         depth_limit = int(self.settings["max_depth"])
         self.pages.clear()
+        self.known = remembered(self.collection_id)
+        kept: dict[str, Remembered] = {}
         entries: dict[str, Entry] = {}
         with httpx.Client(
             timeout=timeout_seconds(), follow_redirects=False, headers={"User-Agent": AGENT}
@@ -130,17 +173,19 @@ class WebOrigin:
                 first = False
                 if got is None:
                     continue
-                final, kind, body = got
-                name = self._name(final, kind)
+                name = self._name(got.url, got.kind)
                 if name is None or name in entries:
                     continue
-                token = hashlib.sha256(body).hexdigest()
-                entries[name] = Entry(name=name, size=len(body), token=token, key=final)
-                self.pages[final] = body
-                if kind == ".html" and depth < depth_limit:
-                    queue += [(urljoin(final, link), depth + 1) for link in _links(body)]
+                page = got.remembered or _remember(got)
+                entries[name] = Entry(name=name, size=page.size, token=page.token, key=got.url)
+                kept[got.url] = page
+                if got.body is not None:
+                    self.pages[got.url] = got.body
+                if got.kind == ".html" and depth < depth_limit:
+                    queue += [(urljoin(got.url, link), depth + 1) for link in page.links]
         if not self.settings["start_url"] and not entries:
             raise SourceUnavailable("the web source's sitemap lists no pages it may read")
+        remember(self.collection_id, kept)
         return sorted(entries.values(), key=lambda e: e.name)
 
     def fetch(self, entry: Entry, limit: int) -> bytes:
@@ -151,8 +196,8 @@ class WebOrigin:
         with httpx.Client(
             timeout=timeout_seconds(), follow_redirects=False, headers={"User-Agent": AGENT}
         ) as web:
-            got = self._get(web, entry.key, required=True)
-        return got[2][:limit]
+            got = self._get(web, entry.key, required=True, conditional=False)
+        return got.body[:limit]
 
     def _robots(self, web) -> RobotFileParser:
         robots = RobotFileParser()
@@ -177,7 +222,7 @@ class WebOrigin:
             if got is None:
                 continue
             try:
-                tree = ElementTree.fromstring(got[2])
+                tree = ElementTree.fromstring(got.body)
             except ElementTree.ParseError:
                 raise SourceUnavailable("the web source's sitemap is not XML") from None
             locations = [(loc.text or "").strip() for loc in tree.iter(f"{SITEMAP}loc")]
@@ -187,15 +232,18 @@ class WebOrigin:
                 found += locations
         return found
 
-    def _get(self, web, url: str, *, required: bool, sitemap: bool = False):
-        """(final URL, document suffix, body) of a page, following same-host redirects; None for a page
-        left out (missing, elsewhere, not a document); `SourceUnavailable` when `required`."""
+    def _get(self, web, url: str, *, required: bool, sitemap: bool = False, conditional: bool = True):
+        """The `Page` at `url`, following same-host redirects, asked conditionally when an earlier listing
+        remembered it (`conditional`); None for a page left out (missing, elsewhere, not a document);
+        `SourceUnavailable` when `required`."""
         for _hop in range(MAX_REDIRECTS + 1):
+            known = self.known.get(url) if conditional and not sitemap else None
             try:
-                with web.stream("GET", url) as answer:
+                with web.stream("GET", url, headers=_conditions(known)) as answer:
                     status = answer.status_code
                     location = answer.headers.get("location")
                     kind = KINDS.get(answer.headers.get("content-type", "").split(";")[0].strip().lower())
+                    etag, modified = answer.headers.get("etag", ""), _strong_date(answer.headers)
                     body = bytearray()
                     if status == 200:
                         for block in answer.iter_bytes():
@@ -212,13 +260,15 @@ class WebOrigin:
                     return _left_out(required, "redirected to another host")
                 url = target
                 continue
+            if status == 304 and known is not None:
+                return Page(url, known.kind, None, remembered=known)
             if status != 200:
                 return _left_out(required, f"answered {status}")
             if sitemap:
-                return url, ".xml", bytes(body)
+                return Page(url, ".xml", bytes(body))
             if kind is None:
                 return None
-            return url, kind, bytes(body)
+            return Page(url, kind, bytes(body), etag=etag, modified=modified)
         return _left_out(required, f"redirected more than {MAX_REDIRECTS} times")
 
     def _normal(self, url: str) -> str | None:
@@ -261,3 +311,91 @@ def _left_out(required: bool, why: str):
     if required:
         raise SourceUnavailable(f"the web source's start page or sitemap {why}")
     return None
+
+
+def _remember(page: Page) -> Remembered:
+    links = tuple(_links(page.body)) if page.kind == ".html" else ()
+    return Remembered(
+        kind=page.kind,
+        token=hashlib.sha256(page.body).hexdigest(),
+        size=len(page.body),
+        links=links,
+        etag=page.etag,
+        modified=page.modified,
+    )
+
+
+def _conditions(known: Remembered | None) -> dict[str, str]:
+    if known is None:
+        return {}
+    asked = {"If-None-Match": known.etag} if known.etag else {}
+    if known.modified:
+        asked["If-Modified-Since"] = known.modified
+    return asked
+
+
+def _strong_date(headers) -> str:
+    """The answer's Last-Modified when its Date is at least a second later, else "" (a weak validator)."""
+    modified, date = headers.get("last-modified", ""), headers.get("date", "")
+    try:
+        if (
+            modified
+            and date
+            and (parsedate_to_datetime(date) - parsedate_to_datetime(modified)).total_seconds() >= 1
+        ):
+            return modified
+    except (TypeError, ValueError):
+        pass
+    return ""
+
+
+def cache_of(collection_id: int) -> Path:
+    """This node's file of what a collection's web listings remembered (URLs, tokens, links; no text)."""
+    return Path(str(django_settings.SOURCE_CACHE_DIR)) / f"collection-{collection_id}.web.json"
+
+
+def remembered(collection_id: int) -> dict[str, Remembered]:
+    """What the last listing on this node remembered, by URL; {} when there is none or it is unreadable
+    (then every page is asked for whole, as on a first listing)."""
+    try:
+        pages = json.loads(cache_of(collection_id).read_text())
+        return {url: Remembered(**{**page, "links": tuple(page["links"])}) for url, page in pages.items()}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return {}
+
+
+def remember(collection_id: int, pages: dict[str, Remembered]) -> None:
+    """Keep this listing's pages (only those: a page no longer listed is forgotten), written whole or not
+    at all, so a listing on another thread reads the last complete one."""
+    path = cache_of(collection_id)
+    scratch = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, scratch = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        with os.fdopen(handle, "w") as out:
+            json.dump({url: asdict(page) for url, page in pages.items()}, out)
+        os.replace(scratch, path)
+        scratch = None
+    except OSError:
+        pass  # the next listing asks for every page whole: slower, never wrong
+    finally:
+        if scratch is not None:
+            Path(scratch).unlink(missing_ok=True)
+
+
+def prune(keep: set[int]) -> list[int]:
+    """Remove what this node remembers of every collection not in `keep` (those still read from a
+    website). Returns the collection ids removed."""
+    root = Path(str(django_settings.SOURCE_CACHE_DIR))
+    removed = []
+    for path in root.glob("collection-*.web.json") if root.is_dir() else ():
+        number = path.name[len("collection-") : -len(".web.json")]
+        if number.isdigit() and int(number) not in keep:
+            path.unlink(missing_ok=True)
+            removed.append(int(number))
+    return sorted(removed)
+
+
+def forget(collection_id: int) -> None:
+    """Remove what this node remembers of a collection's website."""
+    cache_of(collection_id).unlink(missing_ok=True)
