@@ -147,3 +147,28 @@ def test_a_build_with_entries_is_one_transaction(agent, knowledge_folder, settin
     assert list(after) == before
     assert CollectionBuilt.objects.get(collection=collection).built_at == built
     assert "Temporary copies" in ask(agent, collection, most=1)["paragraphs"][0]["text"]
+
+
+def rebuilt(agent, knowledge_folder, settings, entries: bool, name: str, tools: list[str]):
+    """The queries of a rebuild of an unchanged folder of `tools` manuals, and the rows with entries."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.ENTRIES = entries
+    collection = create_collection(agent=agent, name=name, method="structure", size=1800, overlap=0)
+    knowledge_folder(name, {f"{tool}.md": manual().replace("tool(", f"{tool}(") for tool in tools})
+    assert build_collection(collection=collection).status == "succeeded"
+    with CaptureQueriesContext(connection) as queries:
+        assert build_collection(collection=collection).documents_reused == len(tools)
+    return len(queries), Paragraph.objects.filter(collection=collection, entry_embedding__isnull=False).count()
+
+
+def test_entries_cost_a_rebuild_no_query_of_their_own(agent, knowledge_folder, settings):
+    """The index's entries are gathered from the one read of the rows its paragraphs are written from: a
+    rebuild with entries asks the database what one without them asks, however many rows hold entries."""
+    tools = ["awk", "bash", "cat", "dd", "env", "find", "grep", "head", "ls", "sed", "tar", "zip"]
+    plain, none = rebuilt(agent, knowledge_folder, settings, False, "plain", tools[:3])
+    few, some = rebuilt(agent, knowledge_folder, settings, True, "few", tools[:3])
+    many, more = rebuilt(agent, knowledge_folder, settings, True, "many", tools)
+    assert none == 0 and 0 < some < more
+    assert plain == few == many
