@@ -113,9 +113,12 @@ def test_a_shortened_hit_is_centred_on_its_entry(agent, knowledge_folder, settin
 
 
 @pytest.mark.parametrize("mode", ["vector", "hybrid"])
-def test_the_ivf_path_gives_the_exact_paths_answer_with_entries(agent, knowledge_folder, settings, mode):
+@pytest.mark.parametrize("method, size", [("structure", 1800), ("fixed", 600)])
+def test_the_ivf_path_gives_the_exact_paths_answer_with_entries(
+    agent, knowledge_folder, settings, mode, method, size
+):
     settings.ENTRIES = True
-    collection = create_collection(agent=agent, name="many", method="structure", size=1800)
+    collection = create_collection(agent=agent, name="many", method=method, size=size)
     notes = {f"note-{i:02d}.md": f"# Note {i}\n\nThe survey {i} of crate {i} was filed.\n" for i in range(30)}
     knowledge_folder("many", {"tool.md": manual(), "copies.md": DISTRACTOR, **notes})
     assert build_collection(collection=collection).status in ("succeeded", "succeeded_with_review")
@@ -125,10 +128,16 @@ def test_the_ivf_path_gives_the_exact_paths_answer_with_entries(agent, knowledge
     exact = ask(agent, collection, mode=mode, most=20, min_score=0.0)
     settings.IVF_MIN_PARAGRAPHS, settings.IVF_NPROBE = 1, 10_000
     assert ask(agent, collection, mode=mode, most=20, min_score=0.0) == exact
-    # With one list probed, the rows that entries lift are still candidates: the top is the exact one.
+    # With one list probed, the rows that entries lift are still candidates, at their exact scores and in
+    # their exact order. A row without entries outside that list may be missed: the IVF's approximation,
+    # the same without entries (with fixed 600-character pieces a note ranked third is, entries or not).
     approximate._ivf_cache.clear()
     settings.IVF_NPROBE = 1
-    assert ask(agent, collection, mode=mode, most=3, min_score=0.0)["paragraphs"] == exact["paragraphs"][:3]
+    one = ask(agent, collection, mode=mode, most=3, min_score=0.0)["paragraphs"]
+    lifted = [hit for hit in exact["paragraphs"][:3] if "--" in hit["text"] or "OPTIONS" in hit["text"]]
+    assert lifted and [hit for hit in one if hit in lifted] == lifted
+    if method == "structure":  # every row of the exact top 3 is in the probed list or lifted
+        assert one == exact["paragraphs"][:3]
 
 
 def test_a_build_with_entries_is_one_transaction(agent, knowledge_folder, settings, monkeypatch):
