@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from datetime import UTC
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from django.db import DatabaseError
@@ -37,7 +38,7 @@ from ...models import Collection, CollectionBuilt, Paragraph
 from ...text.context import CONTEXT_VERSION
 from ...text.stitch import carried_openings
 from . import store
-from .entries import entry_writers
+from .entries import EntryRows, entry_rows, entry_writers
 from .gauges import MappedIndexes
 from .loading import load_in_background
 from .pool import in_order, tokenizers
@@ -122,7 +123,7 @@ def write_index(
             # The vectors first, so the IVF lists are made from them while the texts are tokenized.
             vectors = read_vectors(collection, built, ROWS_PER_BLOCK)
             with lists_beside(vectors, built) as lists:
-                writer, context, carried, consistent = _write_rows(collection, built, vectors)
+                writer, context, carried, consistent, gathered = _write_rows(collection, built, vectors)
                 ivf = None if lists is None else lists.result()
             again = (
                 CollectionBuilt.objects.filter(collection=collection)
@@ -135,7 +136,7 @@ def write_index(
             parts = {"context": context} if context.vocabulary else {}
             if carried.vocabulary:  # some row shares text with an earlier one (an overlapping strategy)
                 parts["carried"] = carried
-            entries = entry_writers(collection, built, ROWS_PER_BLOCK)
+            entries = entry_writers(gathered)
             if entries is not None:  # ENTRIES: a list's, table's or Q/A run's entries (text.entries)
                 parts["entries"], parts["entries_context"] = entries
             # Whether every vector was embedded without its row's carried opening (builds.py; an older
@@ -249,12 +250,20 @@ def _usable(path: Path, analyzer: str | None = None) -> bool:
     return True
 
 
+class Written(NamedTuple):
+    """The writers of an index's parts from one read of the rows (`_write_rows`)."""
+
+    main: IndexWriter  # the texts and vectors
+    context: IndexWriter
+    carried: IndexWriter  # every row's carried opening
+    consistent: bool  # the reads of the rows met the same rows (else a build committed between them)
+    entries: EntryRows | None  # with ENTRIES, the entries of the rows read (services.indexes.entries)
+
+
 def _write_rows(
     collection: Collection, built: CollectionBuilt, vectors: BuildVectors | None = None
-) -> tuple[IndexWriter, IndexWriter, IndexWriter, bool]:
-    """The main field (texts and `vectors`, read before; read here when None), the contexts, the carried
-    openings of every row, and whether the reads of the rows met the same rows (else a build committed
-    between them).
+) -> Written:
+    """The index's parts written from the rows (`Written`), with `vectors` read before (here when None).
 
     Tokenized in INDEX_WRITE_PROCESSES spawned processes when the collection is large; when they
     cannot run (a spawned process imports the program's main module, and a script that does its work
@@ -276,16 +285,15 @@ def _write_rows(
 
 def _rows_into_writers(
     collection: Collection, built: CollectionBuilt, vectors: BuildVectors, processes: int
-) -> tuple[IndexWriter, IndexWriter, IndexWriter, bool]:
+) -> Written:
     writer = IndexWriter(built.dimensions)
     writer.add_vectors(vectors.matrix, vectors.row)
     context = IndexWriter(0)
     carried = IndexWriter(0)
-    rows = (
-        Paragraph.objects.filter(collection=collection)
-        .order_by("ordinal")
-        .values_list("id", "document_id", "text", "context")
-    )
+    gathered = entry_rows(collection.pk, built, ROWS_PER_BLOCK)
+    # With ENTRIES, each row's entry vectors come with its text: the entries need no read of their own.
+    fields = ("id", "document_id", "text", "context") + (("entry_embedding",) if gathered else ())
+    rows = Paragraph.objects.filter(collection=collection).order_by("ordinal").values_list(*fields)
     # Each row's carried opening and the first row it shares text with, from the positions alone.
     positions = (
         Paragraph.objects.filter(collection=collection)
@@ -317,15 +325,21 @@ def _rows_into_writers(
             yield block, ([r[2] for r in block], [r[3] for r in block], lengths, built.analyzer)
 
     read: list[np.ndarray] = []
+    at = 0
     with tokenizers(len(openings), processes, ROWS_PER_BLOCK) as pool:
         for block, (text, contexts, opening) in in_order(pool, row_postings, jobs(), 2 * processes):
             ids, documents = [r[0] for r in block], [r[1] for r in block]
+            if gathered is not None:
+                for number, (pk, document, row_text, row_context, blob) in enumerate(block, start=at):
+                    start = int(openings[number, 0]) if number < len(openings) else 0
+                    gathered.add(number, pk, document, row_text, row_context, blob, start)
+            at += len(block)
             read.append(np.asarray(ids, dtype=np.int64))
             writer.add_postings(ids, documents, text, None)
             context.add_postings(ids, documents, contexts, None)
             carried.add_postings(ids, documents, opening, None)
     same_rows = np.array_equal(np.concatenate(read) if read else np.zeros(0, np.int64), vectors.ids)
-    return writer, context, carried, len(openings) == carried.rows and same_rows
+    return Written(writer, context, carried, len(openings) == carried.rows and same_rows, gathered)
 
 
 def mapped_index(collection: Collection, built: CollectionBuilt) -> tuple[str, MappedIndex]:

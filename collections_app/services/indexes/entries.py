@@ -1,5 +1,9 @@
 """The entries part of a build's mapped index (ENTRIES): a list's, table's or Q/A run's entries
-(`text.entries`) as rows of their own beside the paragraphs, written with the paragraphs' index."""
+(`text.entries`) as rows of their own beside the paragraphs, written with the paragraphs' index.
+
+The entries are gathered from the rows the paragraphs' writer reads anyway (`EntryRows.add`, a row at a
+time), so they cost the index no read of the rows of their own: not a query asking whether any row has
+entries, nor a second pass over every row's text."""
 
 from __future__ import annotations
 
@@ -11,76 +15,80 @@ from ...conf import settings
 from ...index.postings import row_postings
 from ...index.vector_codec import VectorFormatError, decode
 from ...index.writer import IndexWriter
-from ...models import Collection, CollectionBuilt, Paragraph
+from ...models import CollectionBuilt
 from ...text.entries import entry_spans
-from ...text.stitch import carried_openings
 
 logger = logging.getLogger("ragsite.search")
 
 
-def entry_writers(
-    collection: Collection, built: CollectionBuilt, rows_per_block: int
-) -> tuple[IndexWriter, IndexWriter] | None:
-    """With ENTRIES, the entries of the rows that have them (`entries.entry_spans` of each row's fresh
-    text, one stored vector each): their text and vectors, and the context of their row, as two parts
-    whose rows are entries in row order; ``entry_row.i32`` names each entry's row. None: no row has any.
+class EntryRows:
+    """The entries of the rows that have them, gathered while the rows are read in order: each row's
+    `entries.entry_spans` of its fresh text (after its carried opening), one stored vector each.
 
     A row whose stored entry vectors do not match its spans (another version's) is left without entries."""
-    if not settings.ENTRIES or not built.dimensions:
-        return None
-    if not Paragraph.objects.filter(collection=collection, entry_embedding__isnull=False).exists():
-        return None
-    rows = (
-        Paragraph.objects.filter(collection=collection)
-        .order_by("ordinal")
-        .values_list("document_id", "start_char", "end_char", "id", "text", "context", "entry_embedding")
-    )
-    current: list[tuple] = []
 
-    def positions():
-        for row in rows.iterator(chunk_size=rows_per_block):
-            current[:] = [row]
-            yield row[:3]
+    def __init__(self, collection_id: int, built: CollectionBuilt, rows_per_block: int):
+        self.collection_id = collection_id
+        self.dimensions = int(built.dimensions)
+        self.analyzer = built.analyzer
+        self.rows_per_block = rows_per_block
+        self.entries, self.contexts = IndexWriter(self.dimensions), IndexWriter(0)
+        self.owners: list[int] = []  # each entry's row number
+        self.spans: list[tuple[int, int]] = []
+        self._block: list[tuple] = []
 
-    entries, contexts = IndexWriter(built.dimensions), IndexWriter(0)
-    owners: list[int] = []
-    spans_of: list[tuple[int, int]] = []
-    block: list[tuple] = []
-
-    def flush():
-        if not block:
-            return
-        ids, documents = [b[0] for b in block], [b[1] for b in block]
-        texts, context, _carried = row_postings(
-            [b[2] for b in block], [b[3] for b in block], [0] * len(block), built.analyzer
-        )
-        entries.add_postings(ids, documents, texts, [b[4] for b in block])
-        contexts.add_postings(ids, documents, context, [None] * len(block))
-        block.clear()
-
-    for number, (carried, _first) in enumerate(carried_openings(positions())):
-        document_id, _start, _end, paragraph_id, text, context, blob = current[0]
+    def add(self, number: int, paragraph_id, document_id, text: str, context, blob, carried: int) -> None:
+        """Row `number` (in ordinal order) with its stored entry vectors `blob` (None: it has none)."""
         if blob is None:
-            continue
+            return
         spans = entry_spans(text, carried)
         try:
-            vectors = decode(blob, built.dimensions)
+            vectors = decode(blob, self.dimensions)
         except VectorFormatError:
             vectors = None
         if vectors is None or vectors.shape[0] != len(spans):
             logger.warning(
-                "index of collection %s: a paragraph's entry vectors do not match its entries", collection.pk
+                "index of collection %s: a paragraph's entry vectors do not match its entries",
+                self.collection_id,
             )
-            continue
+            return
         for (a, b), vector in zip(spans, vectors, strict=True):
-            block.append((paragraph_id, document_id, text[a:b], context, vector[None, :]))
-            owners.append(number)
-            spans_of.append((a, b))
-        if len(block) >= rows_per_block:
-            flush()
-    flush()
-    if not owners:
+            self._block.append((paragraph_id, document_id, text[a:b], context, vector[None, :]))
+            self.owners.append(number)
+            self.spans.append((a, b))
+        if len(self._block) >= self.rows_per_block:
+            self.flush()
+
+    def flush(self) -> None:
+        """Tokenize and add the entries gathered since the last flush."""
+        block = self._block
+        if not block:
+            return
+        ids, documents = [b[0] for b in block], [b[1] for b in block]
+        texts, context, _carried = row_postings(
+            [b[2] for b in block], [b[3] for b in block], [0] * len(block), self.analyzer
+        )
+        self.entries.add_postings(ids, documents, texts, [b[4] for b in block])
+        self.contexts.add_postings(ids, documents, context, [None] * len(block))
+        self._block = []
+
+
+def entry_rows(collection_id: int, built: CollectionBuilt, rows_per_block: int) -> EntryRows | None:
+    """Where to gather a build's entries while its rows are read; None without ENTRIES (or vectors)."""
+    if not settings.ENTRIES or not built.dimensions:
         return None
-    entries.arrays["entry_row.i32"] = np.asarray(owners, dtype=np.int32)
-    entries.arrays["entry_span.i32"] = np.asarray(spans_of, dtype=np.int32).reshape(-1)
-    return entries, contexts
+    return EntryRows(collection_id, built, rows_per_block)
+
+
+def entry_writers(gathered: EntryRows | None) -> tuple[IndexWriter, IndexWriter] | None:
+    """The entries gathered, as two parts whose rows are entries in row order (their text and vectors, and
+    the context of their row); ``entry_row.i32`` names each entry's row. None: no row has any."""
+    if gathered is None:
+        return None
+    gathered.flush()
+    if not gathered.owners:
+        return None
+    entries = gathered.entries
+    entries.arrays["entry_row.i32"] = np.asarray(gathered.owners, dtype=np.int32)
+    entries.arrays["entry_span.i32"] = np.asarray(gathered.spans, dtype=np.int32).reshape(-1)
+    return entries, gathered.contexts
