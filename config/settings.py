@@ -258,7 +258,7 @@ EXTRACT_MEMORY_MB = env.int("EXTRACT_MEMORY_MB", default=1024)
 # Characters of paragraph text one search answer holds at most, unless the request says (max_chars).
 ANSWER_MAX_CHARS = env.int("ANSWER_MAX_CHARS", default=10000)
 # Index a list's, a table's or a Q/A run's entries too (collections_app.text.entries), so a paragraph is
-# scored by its best entry as well as itself; on: the man shelf gains and no set loses (docs/decisions/0099).
+# scored by its best entry as well as itself; on: the man shelf gains and no set loses (docs/decisions/0098).
 ENTRIES = env.bool("ENTRIES", default=True)
 OCR_LANGUAGES = env("OCR_LANGUAGES", default="eng")
 OCR_MAX_PAGES = env.int("OCR_MAX_PAGES", default=50)
