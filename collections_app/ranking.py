@@ -181,10 +181,13 @@ def fused(
     view: Any = None,
     rows: np.ndarray | None = None,
     entries: Entries | None = None,
+    cosine: np.ndarray | None = None,
 ) -> tuple[np.ndarray, str]:
     """The fused score in [0, 1] of each of ``rows`` (None: every row), and the mode it was fused in;
-    with ``entries``, each leg of a row lifted by its best entry's (`lifted`)."""
-    cosine = None if vector is None else index.row_cosines(vector, rows, view)
+    with ``entries``, each leg of a row lifted by its best entry's (`lifted`). ``cosine``: the rows'
+    `row_cosines` when the caller has taken them (None: taken here)."""
+    if cosine is None and vector is not None:
+        cosine = index.row_cosines(vector, rows, view)
     if lexical_arm is None:
         bm25, upper = None, 0.0
     else:
