@@ -150,9 +150,19 @@ class Ranking:
             self._at = {int(r): i for i, r in enumerate(self.rows.tolist())}
         return float(self.scores[self._at[int(row)]])
 
+    def scores_of(self, rows: np.ndarray) -> list[float]:
+        """The fused scores of some of the scored rows, as `score_of` gives each (one gather, no table
+        of every candidate)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.rows is None or rows.size == 0:
+            return self.scores[rows].tolist()
+        # Each row's place among the scored ones: a few against a few hundred, compared at once.
+        at = np.argmax(np.asarray(self.rows)[:, None] == rows[None, :], axis=0)
+        return self.scores[at].tolist()
+
     def hits(self) -> list[tuple[int, float]]:
         """The top rows with their fused scores, best first: what stitching takes."""
-        return [(int(row), self.score_of(row)) for row in self.top]
+        return list(zip(np.asarray(self.top).tolist(), self.scores_of(self.top), strict=True))
 
     def focus(self) -> dict[int, tuple[int, int]]:
         """For each top row its best entry scored, that entry's span within the row's text: where its

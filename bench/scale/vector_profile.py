@@ -38,7 +38,9 @@ SWEEP_BYTES = 64 << 20
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument(
         "--dataset",
@@ -87,8 +89,14 @@ def main() -> None:
 
     def ours(q):
         return search_collection(
-            agent=agent, collection=collection, question=q, mode="vector", most=10, around=0,
-            min_score=0.0, max_chars=MAX_ANSWER_CHARS,
+            agent=agent,
+            collection=collection,
+            question=q,
+            mode="vector",
+            most=10,
+            around=0,
+            min_score=0.0,
+            max_chars=MAX_ANSWER_CHARS,
         )
 
     def faiss_ivf(q):

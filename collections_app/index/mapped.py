@@ -209,6 +209,10 @@ class MappedIndex:
                 if self.entries.context.size != count:
                     raise IndexUnusable("the entries' contexts do not cover the same entries")
         self.everyone = View(mask=None, n_docs=rows, length_sum=int(meta["doc_len_sum"]))
+        self.every_row = np.ones(
+            rows, dtype=bool
+        )  # a search's mask when nothing narrows it: shared, read only
+        self.every_row.flags.writeable = False
         # A paragraph's windows are consecutive rows of `vectors`: the first vector of each paragraph.
         self.has_vector = np.zeros(rows, dtype=bool)
         if n_vectors:
@@ -422,15 +426,10 @@ class MappedIndex:
             per_vector[listed[start : start + block.shape[0]]] = block  # list order: each to its place
         return self._pooled(per_vector)
 
-    def cosine_of_rows(
-        self,
-        query: np.ndarray | HalfQuery,
-        rows: np.ndarray,
-        known: tuple[np.ndarray, np.ndarray] | None = None,
-    ) -> np.ndarray:
-        """Exact cosine (pooled as `cosine` pools it) for the given rows only; -inf for a row without
-        a vector. ``known``: rows (ascending) whose cosine was already taken by the same product (an
-        IVF probe's, one vector a row), and those cosines; they are not read again."""
+    def cosine_of_rows(self, query: np.ndarray | HalfQuery, rows: np.ndarray, known=None) -> np.ndarray:
+        """Exact cosine (pooled as `cosine` pools it) for the given rows only; -inf for a row without a
+        vector. ``known``: rows (ascending) whose cosine a probe took, one vector a row, and those
+        cosines (`vector_codec.reused`)."""
         rows = np.asarray(rows, dtype=np.int64)
         result = np.full(rows.shape[0], -np.inf, dtype=np.float32)
         if rows.size == 0 or self.vectors.shape[0] == 0:

@@ -75,7 +75,9 @@ def approximate_ranking(
 
     def score(rows: np.ndarray, known: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, str]:
         cosine = index.row_cosines(question, rows, view, known)
-        return fused(index, vector, lexical, weight=weight, view=view, rows=rows, entries=entries, cosine=cosine)
+        return fused(
+            index, vector, lexical, weight=weight, view=view, rows=rows, entries=entries, cosine=cosine
+        )
 
     lists = ivf_of(plan.collection, plan.built, plan.index_key, index)
     candidates, scores, mode = scored_candidates(
