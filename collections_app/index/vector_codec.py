@@ -67,13 +67,13 @@ class HalfQuery:
     __slots__ = ("packed", "unscale", "vector")
 
     def __init__(self, query: np.ndarray):
-        self.vector = np.asarray(query, dtype=np.float32).ravel()
-        query = self.vector.astype(np.float64)
-        largest = float(np.max(np.abs(query))) if query.size else 0.0
+        self.vector = vector = np.asarray(query, dtype=np.float32).ravel()
+        largest = float(np.max(np.abs(vector))) if vector.size else 0.0
         # The largest component lands in [2**13, 2**14): float16's largest finite value is 65504.
         shift = 13 - math.floor(math.log2(largest)) if 0.0 < largest < math.inf else 0
-        scaled = np.ldexp(query, shift)
-        parts = np.empty((2, query.size), dtype=np.float16)
+        # Widened and scaled in one pass: a float32 times a power of two is exact in float64 (as ldexp).
+        scaled = np.multiply(vector, math.ldexp(1.0, shift), dtype=np.float64)
+        parts = np.empty((2, vector.size), dtype=np.float16)
         parts[0] = scaled  # rounded to float16 as astype rounds
         parts[1] = scaled - parts[0]  # the rest (float16 widens to float64 exactly), rounded again
         self.packed = numkong.dots_pack(parts, dtype="f16")

@@ -200,23 +200,28 @@ def candidates(
         # candidate's place (a reader who may read 1 % of the rows still gets K readable candidates).
         keep = mask[owners]
         members, closeness, owners = members[keep], closeness[keep], owners[keep]
-    # Windows of one paragraph can take several places: ask for more vectors than rows wanted.
-    order = top_rows(closeness, None, CANDIDATE_DEPTH * 2)
+    # Windows of one paragraph can take several places: ask for more vectors than rows wanted (one vector
+    # a row: the K best vectors are the K best rows, the first K of the 2K in the same order).
+    order = top_rows(closeness, None, CANDIDATE_DEPTH if one_each else CANDIDATE_DEPTH * 2)
     # A readable row left out has every window after the window that brought in the K-th row; with
     # fewer rows than K, after the windows looked at (and when those are all, none is left out).
     cosine_out = float(closeness[order[-1]]) if members.size > order.size else 0.0
     rows = owners[order]
-    _, first = np.unique(rows, return_index=True)
-    first = np.sort(first)[:CANDIDATE_DEPTH]
-    near = rows[first]
+    if one_each:
+        first = order  # each vector its own row: the rows are distinct, in the order found
+        near = rows
+    else:
+        _, first = np.unique(rows, return_index=True)
+        first = np.sort(first)[:CANDIDATE_DEPTH]
+        near, first = rows[first], order[first]
     if near.size == CANDIDATE_DEPTH:
-        cosine_out = float(closeness[order[first[-1]]])
+        cosine_out = float(closeness[first[-1]])
     known = None
     if one_each and index.vector_at is not None:
         # A row's cosine is its one vector's product, which the probe took; float16 products are the same
         # bits however they are taken (vector_codec.half_products), float32 ones through BLAS need not be.
         ascending = np.argsort(near, kind="stable")
-        known = near[ascending].astype(np.int64), closeness[order[first]][ascending]
+        known = near[ascending].astype(np.int64), closeness[first][ascending]
     lexical_out = 0.0
     if bm25 is not None:
         readable = mask & (bm25 > 0)
@@ -226,7 +231,7 @@ def candidates(
         lexical_out = float(bm25[lexical[-1]]) if lexical.size == CANDIDATE_DEPTH else 0.0
         if lexical_out > 0:
             near = np.concatenate([near, _tied(bm25, readable, lexical_out)])
-    found = np.unique(near)
+    found = known[0] if known is not None and bm25 is None else np.unique(near)  # ascending, distinct
     logger.debug(
         "search %s: IVF cosine, nprobe %d of %d lists, %d candidates of %d rows scored exactly",
         name,
