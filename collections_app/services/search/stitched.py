@@ -238,21 +238,23 @@ def _paragraph(
     documents. `chunk_ids` names every stored paragraph the text stitches, in document order; `excerpts`
     each of them the budget shortened, with the part kept.
     """
+    # The run's stored rows and their ids, each cited once (a hit is one of them).
+    ids = {o: f"{document}#{cite(o)}" for o in range(run.first, run.last + 1) if o in readable}
     return {
         "text": run.text,
         "score": round(run.score, 6),
         "document": document,
         "section": run.section,
         "passages": run.passages,
-        "chunk_id": f"{document}#{cite(run.hit)}",
-        "chunk_ids": [f"{document}#{cite(o)}" for o in range(run.first, run.last + 1) if o in readable],
+        "chunk_id": ids[run.hit] if run.hit in ids else f"{document}#{cite(run.hit)}",
+        "chunk_ids": list(ids.values()),
         "first": at(run.first),
         "last": at(run.last),
-        "pages": pages_of([readable[o] for o in range(run.first, run.last + 1) if o in readable]),
+        "pages": pages_of([readable[o] for o in ids]),
         "excerpts": [
-            {"chunk_id": f"{document}#{cite(o)}", "start": excerpts[o][0], "end": excerpts[o][1]}
-            for o in range(run.first, run.last + 1)
-            if o in readable and o in excerpts
+            {"chunk_id": chunk_id, "start": excerpts[o][0], "end": excerpts[o][1]}
+            for o, chunk_id in ids.items()
+            if o in excerpts
         ],
     }
 
