@@ -191,11 +191,9 @@ def candidates(
     members, closeness = lists.scan(vector, nprobe, index.products)
     vector_row = np.asarray(index.vector_row)
     one_each = index.window_starts is None and vector_row.size == index.size
-    if one_each:
-        owners = members.astype(vector_row.dtype)  # one vector a row, every row with one: vector i is row i
-    else:
-        owners = vector_row[members]
-    if not mask.all():
+    # One vector a row, every row with one: vector i is row i.
+    owners = members if one_each else vector_row[members]
+    if mask is not index.every_row and not mask.all():
         # Filtered inside the kernel: a window of a row this search may not use never takes a
         # candidate's place (a reader who may read 1 % of the rows still gets K readable candidates).
         keep = mask[owners]
@@ -221,7 +219,7 @@ def candidates(
         # A row's cosine is its one vector's product, which the probe took; float16 products are the same
         # bits however they are taken (vector_codec.half_products), float32 ones through BLAS need not be.
         ascending = np.argsort(near, kind="stable")
-        known = near[ascending].astype(np.int64), closeness[first][ascending]
+        known = near[ascending], closeness[first][ascending]
     lexical_out = 0.0
     if bm25 is not None:
         readable = mask & (bm25 > 0)
