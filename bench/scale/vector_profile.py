@@ -6,9 +6,10 @@
 Issue 43 item 4's goal is the whole vector search (`search_collection`, mode "vector", IVF) within
 2 x faiss IVFFlat (over ragsite's own lists, as bench/scale/scale_peers.py builds it) + reading the ten
 hits' texts (`rows.stored_rows`). This reuses search_scale.py's kept store and index (make them with
-`search_scale.py --sizes N --populate`), interleaves the three arms question by question after a
-64 MiB cache sweep, and prints each arm's p50 of the wall clock and of the process's CPU time, with the
-ratio. With --profile R, it then runs R searches under cProfile and prints the functions by their own
+`search_scale.py --sizes N --populate`), interleaves four arms (the whole search, ragsite's kernel as
+search_scale.py times it, faiss IVFFlat, the texts' read) question by question after a 64 MiB cache
+sweep, and prints each arm's p50 of the wall clock and of the process's CPU time, the ratio to the goal
+and what lies around the kernel and the texts. With --profile R, it then runs R searches under cProfile and prints the functions by their own
 and cumulative time, so the fixed cost around the kernel can be read off per step.
 """
 
