@@ -9,8 +9,9 @@ hits' texts (`rows.stored_rows`). This reuses search_scale.py's kept store and i
 `search_scale.py --sizes N --populate`), interleaves four arms (the whole search, ragsite's kernel as
 search_scale.py times it, faiss IVFFlat, the texts' read) question by question after a 64 MiB cache
 sweep, and prints each arm's p50 of the wall clock and of the process's CPU time, the ratio to the goal
-and what lies around the kernel and the texts. With --profile R, it then runs R searches under cProfile and prints the functions by their own
-and cumulative time, so the fixed cost around the kernel can be read off per step.
+and what lies around the kernel and the texts. With --profile R, it then runs R searches under
+cProfile and prints the functions by their own and cumulative time, so the fixed cost around the kernel
+can be read off per step.
 """
 
 from __future__ import annotations
