@@ -150,9 +150,19 @@ class Ranking:
             self._at = {int(r): i for i, r in enumerate(self.rows.tolist())}
         return float(self.scores[self._at[int(row)]])
 
+    def scores_of(self, rows: np.ndarray) -> list[float]:
+        """The fused scores of some of the scored rows, as `score_of` gives each (one gather, no table
+        of every candidate)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.rows is None or rows.size == 0:
+            return self.scores[rows].tolist()
+        # Each row's place among the scored ones: a few against a few hundred, compared at once.
+        at = np.argmax(np.asarray(self.rows)[:, None] == rows[None, :], axis=0)
+        return self.scores[at].tolist()
+
     def hits(self) -> list[tuple[int, float]]:
         """The top rows with their fused scores, best first: what stitching takes."""
-        return [(int(row), self.score_of(row)) for row in self.top]
+        return list(zip(np.asarray(self.top).tolist(), self.scores_of(self.top), strict=True))
 
     def focus(self) -> dict[int, tuple[int, int]]:
         """For each top row its best entry scored, that entry's span within the row's text: where its
@@ -181,10 +191,13 @@ def fused(
     view: Any = None,
     rows: np.ndarray | None = None,
     entries: Entries | None = None,
+    cosine: np.ndarray | None = None,
 ) -> tuple[np.ndarray, str]:
     """The fused score in [0, 1] of each of ``rows`` (None: every row), and the mode it was fused in;
-    with ``entries``, each leg of a row lifted by its best entry's (`lifted`)."""
-    cosine = None if vector is None else index.row_cosines(vector, rows, view)
+    with ``entries``, each leg of a row lifted by its best entry's (`lifted`). ``cosine``: the rows'
+    `row_cosines` when the caller has taken them (None: taken here)."""
+    if cosine is None and vector is not None:
+        cosine = index.row_cosines(vector, rows, view)
     if lexical_arm is None:
         bm25, upper = None, 0.0
     else:

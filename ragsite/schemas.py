@@ -11,6 +11,7 @@ give (`outline`).
 """
 
 import copy
+import functools
 import re
 import types
 import typing
@@ -174,6 +175,7 @@ def _plain(node: dict) -> dict:
     return node
 
 
+@functools.cache
 def bounds(model: type[BaseModel], name: str) -> tuple:
     """``(low, high)`` of a declared field: its ``ge``/``le``, or its ``min_length``/``max_length``
     (None where the declaration sets none), for a service that checks the same limits itself."""

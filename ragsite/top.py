@@ -45,11 +45,10 @@ def _at_or_above_kth(values: np.ndarray, k: int) -> np.ndarray:
     read once (it was three times: 0.21 -> 0.13 ms at 100,000 BM25 scores).
     """
     stride = values.size // (16 * k)
-    if stride >= 4:
-        sample = values[::stride]
-        near = np.flatnonzero(values >= np.partition(sample, sample.size - k)[sample.size - k])
-    else:
-        near = np.arange(values.size)
+    if stride < 4:  # few values (an IVF probe's few thousand): one partition of them all, no copy first
+        return np.flatnonzero(values >= np.partition(values, values.size - k)[values.size - k])
+    sample = values[::stride]
+    near = np.flatnonzero(values >= np.partition(sample, sample.size - k)[sample.size - k])
     near_values = values[near]
     return near[near_values >= np.partition(near_values, near_values.size - k)[near_values.size - k]]
 

@@ -44,7 +44,7 @@ import numpy as np
 from ragsite.top import top_rows
 
 from .kmeans import BLOCK_ROWS, default_nlist, kmeans_plus_plus_assigned, rng_for
-from .vector_codec import half_products, half_query
+from .vector_codec import HalfQuery, half_products_of_spans, half_query, question_vector
 
 # --- Lloyd ---------------------------------------------------------------------------------------
 
@@ -126,27 +126,26 @@ class IVFLists:
         return np.argpartition(-closeness, nprobe - 1)[:nprobe]
 
     def scan(
-        self, query: np.ndarray, nprobe: int | None, gather: Callable[[np.ndarray, np.ndarray], np.ndarray]
+        self,
+        query: np.ndarray | HalfQuery,
+        nprobe: int | None,
+        gather: Callable[[np.ndarray, np.ndarray | HalfQuery], np.ndarray],
     ) -> tuple[np.ndarray, np.ndarray]:
         """Every probed vector's id and its product with ``query`` (float32), in list order.
 
-        With the list-ordered vectors (`ordered`, the index's float16 copy) each list is one contiguous
-        block, one float16 product (`vector_codec.half_products`, each row the bits the exact path gives
-        it); without them (lists built in this process) ``gather(ids, query)`` reads the
-        rows.
+        ``query`` may come prepared (`vector_codec.half_query`, as a search prepares it once). With the
+        list-ordered vectors (`ordered`, the index's float16 copy) each list is one contiguous block,
+        their float16 products taken into one buffer (`vector_codec.half_products_of_spans`, each row the
+        bits the exact path gives it); without them (lists built in this process) ``gather(ids, query)``
+        reads the rows.
         """
-        query = np.asarray(query, dtype=np.float32)
-        near = self.nearest_lists(query, nprobe)
-        spans = [(int(self.offsets[c]), int(self.offsets[c + 1])) for c in near]
+        near = self.nearest_lists(question_vector(query), nprobe)
+        offsets = self.offsets
+        spans = [(int(offsets[c]), int(offsets[c + 1])) for c in near.tolist()]
         ids = np.concatenate([self.members[lo:hi] for lo, hi in spans]) if spans else self.members[:0]
         if self.ordered is None:
             return ids, gather(ids, query)
-        products = np.empty(ids.size, dtype=np.float32)
-        at, prepared = 0, half_query(query)
-        for lo, hi in spans:
-            products[at : at + hi - lo] = half_products(self.ordered[lo:hi], prepared)
-            at += hi - lo
-        return ids, products
+        return ids, half_products_of_spans(self.ordered, spans, half_query(query))
 
     def search(self, vectors: np.ndarray, query: np.ndarray, k: int, *, nprobe: int | None = None):
         """The best ``k`` rows (ids, dot products, best first, ties to the lower row) in the probed lists."""

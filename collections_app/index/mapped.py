@@ -64,7 +64,7 @@ from .format import (
 from .ivf import IVFLists
 from .packed import FILES as PACKED_FILES
 from .packed import PackedPostings
-from .vector_codec import half_products, half_query
+from .vector_codec import HalfQuery, half_products, half_query, question_vector, reused
 
 # Vectors per block when scanning every float16 one (`vector_codec.half_products`, no widened copy): a
 # 100,000 x 384 scan took 5.3 ms in blocks of 512, 5.0 in 2,048 and 5.3 in 65,536 (widening each block
@@ -209,6 +209,10 @@ class MappedIndex:
                 if self.entries.context.size != count:
                     raise IndexUnusable("the entries' contexts do not cover the same entries")
         self.everyone = View(mask=None, n_docs=rows, length_sum=int(meta["doc_len_sum"]))
+        self.every_row = np.ones(
+            rows, dtype=bool
+        )  # a search's mask when nothing narrows it: shared, read only
+        self.every_row.flags.writeable = False
         # A paragraph's windows are consecutive rows of `vectors`: the first vector of each paragraph.
         self.has_vector = np.zeros(rows, dtype=bool)
         if n_vectors:
@@ -370,8 +374,6 @@ class MappedIndex:
             b=self.b,
         )
 
-    # --- vectors
-
     # --- The ranking protocol (collections_app.ranking.Scorable) ---
 
     def lexical(self, question_terms: list[str], view: View | None = None) -> tuple[np.ndarray, float]:
@@ -385,7 +387,11 @@ class MappedIndex:
         return lexical_with_context(text, bound, context, context_bound)
 
     def row_cosines(
-        self, vector: np.ndarray, rows: np.ndarray | None = None, view: View | None = None
+        self,
+        vector: np.ndarray | HalfQuery,
+        rows: np.ndarray | None = None,
+        view: View | None = None,
+        known: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> np.ndarray:
         """The pooled cosine of each of ``rows`` (None: every row) with ``vector``; 0 for a row without
         a vector, and for a cut row of ``view`` whose vector may hold its carried opening.
@@ -394,8 +400,10 @@ class MappedIndex:
         of the rows it shares text with. An index over older vectors (or imported ones) says so in its
         meta; there a row that shares text with a row this reader may not read is ranked on its text
         alone until the collection is rebuilt (which re-embeds it once).
+
+        ``vector`` may come prepared (`vector_codec.half_query`); ``known`` as `cosine_of_rows` takes it.
         """
-        cosine = self.cosine(vector) if rows is None else self.cosine_of_rows(vector, rows)
+        cosine = self.cosine(vector) if rows is None else self.cosine_of_rows(vector, rows, known)
         cosine[np.isneginf(cosine)] = 0.0  # a row without a vector has no cosine to offer
         if view is not None and view.cut is not None and not self.meta.get("fresh_vectors"):
             cosine[view.cut if rows is None else view.cut[rows]] = 0.0
@@ -403,11 +411,11 @@ class MappedIndex:
 
     # --- Scoring ---
 
-    def cosine(self, query: np.ndarray) -> np.ndarray:
-        """Cosine of ``query`` with every row (from its windows, `windows.pool_windows`); -inf for rows
-        without a vector."""
-        query = np.asarray(query, dtype=np.float32)
+    def cosine(self, query: np.ndarray | HalfQuery) -> np.ndarray:
+        """Cosine of ``query`` (a vector, or one prepared by `vector_codec.half_query`) with every row
+        (from its windows, `windows.pool_windows`); -inf for rows without a vector."""
         if self.vector_at is None:  # float32 in vector order: one product
+            query = question_vector(query)
             return self._pooled(self.vectors @ query if self.vectors.shape[0] else np.zeros(0, np.float32))
         n_vectors = self.vectors.shape[0]
         per_vector = np.empty(n_vectors, dtype=np.float32)
@@ -418,10 +426,10 @@ class MappedIndex:
             per_vector[listed[start : start + block.shape[0]]] = block  # list order: each to its place
         return self._pooled(per_vector)
 
-    def cosine_of_rows(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Exact cosine (pooled as `cosine` pools it) for the given rows only; -inf for a row without
-        a vector."""
-        query = np.asarray(query, dtype=np.float32)
+    def cosine_of_rows(self, query: np.ndarray | HalfQuery, rows: np.ndarray, known=None) -> np.ndarray:
+        """Exact cosine (pooled as `cosine` pools it) for the given rows only; -inf for a row without a
+        vector. ``known``: rows (ascending) whose cosine a probe took, one vector a row, and those
+        cosines (`vector_codec.reused`)."""
         rows = np.asarray(rows, dtype=np.int64)
         result = np.full(rows.shape[0], -np.inf, dtype=np.float32)
         if rows.size == 0 or self.vectors.shape[0] == 0:
@@ -430,8 +438,7 @@ class MappedIndex:
         if self.window_starts is None and vector_row.size == self.size:
             # One vector a row, every row with one: vector i is row i, each row its only window (what the
             # pooling below gives for one window, without its spans).
-            per_vector = self.products(rows, query)
-            return lean_to_first(per_vector, per_vector)
+            return reused(known, rows, lambda missing: self.products(missing, query))
         # In the map's own type: an int64 key made numpy convert all of vector_row first
         # (0.4 ms a call at 100,000 rows, twice a search).
         keys = rows.astype(vector_row.dtype)
@@ -447,18 +454,19 @@ class MappedIndex:
             result[has] = lean_to_first(per_vector[(np.cumsum(spans) - spans)[has]], result[has])
         return result
 
-    def products(self, vector_ids: np.ndarray, query: np.ndarray) -> np.ndarray:
-        """Each given vector's (window's, not row's) product with ``query``, GATHER_BLOCK at a time
-        (one gather's values)."""
-        query = np.asarray(query, dtype=np.float32)
+    def products(self, vector_ids: np.ndarray, query: np.ndarray | HalfQuery) -> np.ndarray:
+        """Each given vector's (window's, not row's) product with ``query`` (a vector, or one prepared by
+        `vector_codec.half_query`), GATHER_BLOCK at a time (one gather's values)."""
         products = np.empty(len(vector_ids), dtype=np.float32)
-        places = vector_ids if self.vector_at is None else np.take(self.vector_at, vector_ids)
-        prepared = half_query(query) if self.vector_at is not None else None  # float32 vectors: numpy's
+        if self.vector_at is None:  # float32 vectors: numpy's product
+            places, prepared, vector = vector_ids, None, question_vector(query)
+        else:
+            places, prepared, vector = np.take(self.vector_at, vector_ids), half_query(query), None
         for start in range(0, products.size, GATHER_BLOCK):
             block = places[start : start + GATHER_BLOCK]
             gathered = self.vectors[block]
             products[start : start + block.size] = (
-                gathered @ query if prepared is None else half_products(gathered, prepared)
+                gathered @ vector if prepared is None else half_products(gathered, prepared)
             )
         return products
 

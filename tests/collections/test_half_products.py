@@ -22,18 +22,20 @@ UNIT = 2.0**-24  # float32's unit roundoff
 
 def bound(block: np.ndarray, query: np.ndarray) -> np.ndarray:
     """How far each product may be from the exact one, whatever order the kernel sums in:
-    (1.001 γ_d + 2**-21) Σ|x_i q_i| + 2**-36 max|q| Σ|x_i|.
+    (1.001 γ_d + 2**-21) Σ|x_i q_i| + 2**-36 max|q| Σ|x_i| + 2**-150.
 
     γ_d = d u / (1 - d u) is float32's bound for a sum of d products (numpy's own float32 product is
     within γ_d Σ|x_i q_i|); splitting the question into float16 parts leaves at most 2**-22 of each
     component out (the second term covers parts that fall among float16's subnormals), and the sum of
-    the two parts' products is rounded to float32 once more."""
+    the two parts' products is rounded to float32 once more: below float32's smallest subnormal (2**-149)
+    that rounding is absolute, half of it at most (a question of 1e-45 gives -0.0 for -4.9e-47)."""
     x = block.astype(np.float64)
     q = query.astype(np.float64)
     d = block.shape[1]
     gamma = d * UNIT / (1 - d * UNIT)
     largest = float(np.max(np.abs(q))) if q.size else 0.0
-    return (1.001 * gamma + 2.0**-21) * (np.abs(x) @ np.abs(q)) + 2.0**-36 * largest * np.abs(x).sum(axis=1)
+    relative = (1.001 * gamma + 2.0**-21) * (np.abs(x) @ np.abs(q))
+    return relative + 2.0**-36 * largest * np.abs(x).sum(axis=1) + 2.0**-150
 
 
 finite_halves = (

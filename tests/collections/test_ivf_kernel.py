@@ -10,6 +10,7 @@ import pytest
 
 from collections_app.index.ivf import build_lists
 from collections_app.index.mapped import MappedIndex
+from collections_app.index.vector_codec import half_query
 from collections_app.index.writer import IndexWriter
 from collections_app.services.search import approximate
 
@@ -117,3 +118,22 @@ def test_rows_tied_with_the_kth_lexical_candidate_are_candidates_wherever_their_
     found, _probe = approximate.candidates("k", index.ivf, index, question, bm25, mask, 1)
     probed = set(index.ivf.probe(question, 1).tolist()) & set(np.flatnonzero(mask).tolist())
     assert len(set(found.tolist()) - probed) <= 20
+
+
+def test_candidates_scored_from_the_probes_products_get_the_bits_a_gather_gives(written):
+    """A search prepares its question once and scores its vector candidates with the products the probe
+    took (`Probe.near`), partly or wholly: each row's cosine is the bits reading its vector again gives."""
+    index, _lists, _vectors = written
+    mask = np.ones(ROWS, dtype=bool)
+    for question in clustered(3, seed=5):
+        prepared = half_query(question)
+        found, probe = approximate.candidates("k", index.ivf, index, prepared, None, mask, 4)
+        assert probe.near is not None and np.array_equal(probe.near[0], found)
+        again = index.row_cosines(question, found).view(np.uint32)
+        assert np.array_equal(index.row_cosines(prepared, found, None, probe.near).view(np.uint32), again)
+        some = probe.near[0][::3], probe.near[1][::3]
+        assert np.array_equal(index.row_cosines(prepared, found, None, some).view(np.uint32), again)
+        others = np.setdiff1d(np.arange(ROWS), found)[:50]  # none known: all read
+        assert np.array_equal(
+            index.row_cosines(prepared, others, None, probe.near), index.row_cosines(question, others)
+        )

@@ -6,6 +6,7 @@ and records model calls in the ledger (`model_steps`). The question and the para
 the ledger or a log line. The answer's shape is declared once, in `answer`.
 """
 
+import functools
 import logging
 
 import numpy as np
@@ -13,7 +14,6 @@ import numpy as np
 from ragsite import fusion, tracing
 from ragsite.fusion import LEXICAL, hybrid_scores
 from ragsite.instruments import SEARCHES
-from ragsite.lexical import terms
 
 from ...conf import settings
 from ...index.bm25_top import best_rows
@@ -107,10 +107,10 @@ def search_collection(
         with tracing.span("rerank"):
             reranked = rerank(plan, ranking)
         relevance = reranked.relevance
-        hits = [
-            (int(row), ranking.score_of(row) if relevance is None else relevance[int(row)])
-            for row in reranked.top
-        ]
+        if relevance is None:
+            hits = list(zip(np.asarray(reranked.top).tolist(), ranking.scores_of(reranked.top), strict=True))
+        else:
+            hits = [(int(row), relevance[int(row)]) for row in reranked.top]
         with tracing.span("stitch"):
             paragraphs, runs, readable, cut = stitched(
                 plan.index,
@@ -124,7 +124,7 @@ def search_collection(
                 citing=None
                 if plan.reader is not None
                 else citing_mask(plan.collection, plan.index, plan.held_back),
-                question_terms=terms(plan.question),
+                question=plan.question,
                 focus=ranking.focus(),
             )
         if relevance is not None:
@@ -164,10 +164,17 @@ def search_collection(
             len(answer["paragraphs"]),
             answer["refused"],
         )
-        SEARCHES.labels(mode=ranking.mode).inc()
+        _searches(ranking.mode).inc()
         root.set_attribute("ragsite.mode", ranking.mode)
         root.set_attribute("ragsite.paragraphs", len(answer["paragraphs"]))
         return answer
+
+
+@functools.cache
+def _searches(mode: str):
+    """The search counter's series for ``mode``, looked up once a process (`labels` takes a lock and
+    builds its key at each call)."""
+    return SEARCHES.labels(mode=mode)
 
 
 def _ranking(plan: SearchPlan, vector: np.ndarray | None) -> Ranking:

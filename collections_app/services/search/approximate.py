@@ -21,6 +21,7 @@ from ragsite.top import top_rows
 from ...conf import settings
 from ...index.ivf import IVFLists, build_lists
 from ...index.mapped import MappedIndex
+from ...index.vector_codec import HalfQuery, half_query
 from ...models import Collection, CollectionBuilt
 from ...ranking import Entries, Lexical, Ranking, entry_scores, fused, top_at_floor
 from .plan import SearchPlan
@@ -50,6 +51,9 @@ class Probe(NamedTuple):
     closeness: np.ndarray  # each one's cosine with the question
     cosine_out: float  # no readable row left out has a probed window above this (0 when none is left)
     lexical_out: float  # no readable row left out has a BM25 above this
+    # The vector candidates (rows ascending) and their cosines, as the probe took them, when each row is
+    # one float16 vector: scoring the candidates reads these instead of the vectors again.
+    near: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def uses_ivf(index: MappedIndex) -> bool:
@@ -66,16 +70,21 @@ def approximate_ranking(
     # A row's best entry is scored exactly over every entry (they are few beside the rows): its rows join
     # the candidates, so the top k stays the exact path's (`scored_candidates`).
     entries = entry_scores(index, plan.question_terms, vector, weight=weight, view=view)
+    # The question prepared once for every float16 product this search takes (probe, candidates, more).
+    question = half_query(vector) if index.vector_at is not None else vector
 
-    def score(rows: np.ndarray) -> tuple[np.ndarray, str]:
-        return fused(index, vector, lexical, weight=weight, view=view, rows=rows, entries=entries)
+    def score(rows: np.ndarray, known: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, str]:
+        cosine = index.row_cosines(question, rows, view, known)
+        return fused(
+            index, vector, lexical, weight=weight, view=view, rows=rows, entries=entries, cosine=cosine
+        )
 
     lists = ivf_of(plan.collection, plan.built, plan.index_key, index)
     candidates, scores, mode = scored_candidates(
         plan.collection.name,
         lists,
         index,
-        vector,
+        question,
         bm25=None if lexical is None else lexical.scores,
         upper=None if lexical is None else lexical.upper,
         mask=plan.mask,
@@ -95,7 +104,7 @@ def scored_candidates(
     name: str,
     lists: IVFLists,
     index: MappedIndex,
-    vector: np.ndarray,
+    vector: np.ndarray | HalfQuery,
     *,
     bm25: np.ndarray | None,
     upper: float | None,
@@ -103,12 +112,13 @@ def scored_candidates(
     nprobe: int | None,
     floor: float,
     most: int,
-    score: Callable[[np.ndarray], tuple[np.ndarray, str]],
+    score: Callable[..., tuple[np.ndarray, str]],
     weight: float,
     entries: Entries | None = None,
 ) -> tuple[np.ndarray, np.ndarray, str]:
     """The rows an approximate search scores (readable, ascending), their exact fused scores from
-    `score`, and the mode.
+    `score` (given the rows, and the probe's cosines of the vector candidates, `Probe.near`), and the
+    mode. ``vector`` may come prepared (`vector_codec.half_query`).
 
     The candidates first (`candidates`), then one round of the threshold algorithm (`fusion.may_enter`)
     against `S`, the `most`-th candidate's score at or above the floor (or the floor). First one row
@@ -128,7 +138,7 @@ def scored_candidates(
     found, probe = candidates(name, lists, index, vector, bm25, mask, nprobe)
     if entries is not None:
         found = np.union1d(found, top_rows(entries.best, mask & np.isfinite(entries.best), CANDIDATE_DEPTH))
-    scores, mode = score(found)
+    scores, mode = score(found, probe.near)
     threshold = entry_score(scores, floor, most)
     if entries is not None:
         more = _lifted_out(entries, mask, found, probe, bm25, upper, weight, threshold)
@@ -165,7 +175,7 @@ def candidates(
     name: str,
     lists: IVFLists,
     index: MappedIndex,
-    vector: np.ndarray,
+    vector: np.ndarray | HalfQuery,
     bm25: np.ndarray | None,
     mask: np.ndarray,
     nprobe: int | None,
@@ -180,26 +190,36 @@ def candidates(
     nprobe = max(1, min(int(nprobe), lists.nlist))
     members, closeness = lists.scan(vector, nprobe, index.products)
     vector_row = np.asarray(index.vector_row)
-    if index.window_starts is None and vector_row.size == index.size:
-        owners = members.astype(vector_row.dtype)  # one vector a row, every row with one: vector i is row i
-    else:
-        owners = vector_row[members]
-    if not mask.all():
+    one_each = index.window_starts is None and vector_row.size == index.size
+    # One vector a row, every row with one: vector i is row i.
+    owners = members if one_each else vector_row[members]
+    if mask is not index.every_row and not mask.all():
         # Filtered inside the kernel: a window of a row this search may not use never takes a
         # candidate's place (a reader who may read 1 % of the rows still gets K readable candidates).
         keep = mask[owners]
         members, closeness, owners = members[keep], closeness[keep], owners[keep]
-    # Windows of one paragraph can take several places: ask for more vectors than rows wanted.
-    order = top_rows(closeness, None, CANDIDATE_DEPTH * 2)
+    # Windows of one paragraph can take several places: ask for more vectors than rows wanted (one vector
+    # a row: the K best vectors are the K best rows, the first K of the 2K in the same order).
+    order = top_rows(closeness, None, CANDIDATE_DEPTH if one_each else CANDIDATE_DEPTH * 2)
     # A readable row left out has every window after the window that brought in the K-th row; with
     # fewer rows than K, after the windows looked at (and when those are all, none is left out).
     cosine_out = float(closeness[order[-1]]) if members.size > order.size else 0.0
     rows = owners[order]
-    _, first = np.unique(rows, return_index=True)
-    first = np.sort(first)[:CANDIDATE_DEPTH]
-    near = rows[first]
+    if one_each:
+        first = order  # each vector its own row: the rows are distinct, in the order found
+        near = rows
+    else:
+        _, first = np.unique(rows, return_index=True)
+        first = np.sort(first)[:CANDIDATE_DEPTH]
+        near, first = rows[first], order[first]
     if near.size == CANDIDATE_DEPTH:
-        cosine_out = float(closeness[order[first[-1]]])
+        cosine_out = float(closeness[first[-1]])
+    known = None
+    if one_each and index.vector_at is not None:
+        # A row's cosine is its one vector's product, which the probe took; float16 products are the same
+        # bits however they are taken (vector_codec.half_products), float32 ones through BLAS need not be.
+        ascending = np.argsort(near, kind="stable")
+        known = near[ascending], closeness[first][ascending]
     lexical_out = 0.0
     if bm25 is not None:
         readable = mask & (bm25 > 0)
@@ -209,7 +229,7 @@ def candidates(
         lexical_out = float(bm25[lexical[-1]]) if lexical.size == CANDIDATE_DEPTH else 0.0
         if lexical_out > 0:
             near = np.concatenate([near, _tied(bm25, readable, lexical_out)])
-    found = np.unique(near)
+    found = known[0] if known is not None and bm25 is None else np.unique(near)  # ascending, distinct
     logger.debug(
         "search %s: IVF cosine, nprobe %d of %d lists, %d candidates of %d rows scored exactly",
         name,
@@ -218,7 +238,7 @@ def candidates(
         found.size,
         index.size,
     )
-    return found, Probe(members, closeness, max(cosine_out, 0.0), lexical_out)
+    return found, Probe(members, closeness, max(cosine_out, 0.0), lexical_out, known)
 
 
 def _tied(bm25: np.ndarray, readable: np.ndarray, kth: float) -> np.ndarray:

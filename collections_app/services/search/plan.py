@@ -145,7 +145,7 @@ def plan_search(
     index_key, index = mapped_index(collection, built)
     mask = readable_mask(collection, index, reader_obj, tuple(held_back))
     if parsed_filters is not None:
-        mask &= filter_mask(collection, index, parsed_filters, readable=mask)
+        mask = mask & filter_mask(collection, index, parsed_filters, readable=mask)
     # Nothing held back, no reader's labels, no filter (the usual case): the mask is every row, known
     # without reading it; otherwise it is read once here rather than once a step.
     narrowed = any(ids.size for ids in held_back) or collection.per_reader and reader_obj is not None
@@ -191,10 +191,12 @@ def readable_mask(
     """Rows this search may rank and stitch: active documents less the held-back documents and paragraphs
     (`rows.search_state`), and for a per-reader collection the reader's labels.
 
-    Any further per-row filter is one more `&=` here: ranking, statistics, stitching and positions all
-    follow this mask.
+    Any further per-row filter is one more `&` here: ranking, statistics, stitching and positions all
+    follow this mask, which nobody changes (when nothing narrows it, it is the index's `every_row`).
     """
     documents, paragraphs = held_back
+    if not documents.size and not paragraphs.size and not (collection.per_reader and reader is not None):
+        return index.every_row  # nothing narrows it (the usual case): the index's own, read only
     mask = np.ones(index.size, dtype=bool)
     if documents.size:
         mask &= ~np.isin(index.row_document, documents)

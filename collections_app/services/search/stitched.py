@@ -10,6 +10,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ragsite.lexical import terms
+
 from ...index.mapped import MappedIndex
 from ...text import stitch as stitching
 from ...text.budget import fit
@@ -39,7 +41,7 @@ def stitched(
     sections: bool = False,
     every: bool | None = None,
     citing: np.ndarray | None = None,
-    question_terms: list[str] | None = None,
+    question: str | None = None,
     focus: dict[int, tuple[int, int]] | None = None,
 ) -> Stitching:
     """Hits widened by their readable neighbours, with texts read from the store for those rows only,
@@ -55,7 +57,8 @@ def stitched(
     row is in ``mask`` (None: read from it). ``citing`` (not per reader): the rows in search before any
     filter, when a paragraph inside a document is switched off; a chunk id's k then counts those rows
     of its document, as export_index numbers docs.jsonl (None: every row counts, k is the stored index).
-    ``question_terms`` choose the part a hit the budget shortens keeps (`text.budget.best_part`).
+    The terms of ``question`` (seed 004's) choose the part a hit the budget shortens keeps
+    (`text.budget.best_part`); they are read only when the budget cuts.
     """
     if not hits:
         return Stitching([], [], {})
@@ -78,12 +81,6 @@ def stitched(
                     at += step
         stored = _read(index, sorted(wanted))
     names = {found.document: found.name for found in stored.values()}
-    # A hit's best entry, from its span in the paragraph's text to one in the document's (`budget.fit`).
-    centred = {
-        row: (stored[row].start + a, stored[row].start + b)
-        for row, (a, b) in (focus or {}).items()
-        if row in stored
-    }
     readable = {}
     ordered = sorted(stored)
     # The rows' documents in one gather (indexing the mapped array a row at a time costs ~1 us a row).
@@ -105,9 +102,16 @@ def stitched(
     runs = _stitch_readable(mask, hits, readable, around, sectioned, every=every)
     runs = [run for run in runs if run.text.strip()]  # a hit wholly inside a hidden neighbour's copy
     cut, excerpts = False, {}
-    if max_chars is not None:
+    if max_chars is not None and sum(len(run.text) for run in runs) > max_chars:  # else `fit` keeps all
         ranked = [row for row, _score in sorted(hits, key=lambda hit: -hit[1])]
-        fitted = fit(runs, readable, max_chars, ranked, question_terms, focus=centred)
+        # A hit's best entry, from its span in the paragraph's text to one in the document's.
+        centred = {
+            row: (stored[row].start + a, stored[row].start + b)
+            for row, (a, b) in (focus or {}).items()
+            if row in stored
+        }
+        asked = None if question is None else terms(question)
+        fitted = fit(runs, readable, max_chars, ranked, asked, focus=centred)
         runs, readable, cut, excerpts = fitted.runs, fitted.readable, fitted.cut, fitted.excerpts
     at = positions(mask, every=every)
     if per_reader:
@@ -234,21 +238,23 @@ def _paragraph(
     documents. `chunk_ids` names every stored paragraph the text stitches, in document order; `excerpts`
     each of them the budget shortened, with the part kept.
     """
+    # The run's stored rows and their ids, each cited once (a hit is one of them).
+    ids = {o: f"{document}#{cite(o)}" for o in range(run.first, run.last + 1) if o in readable}
     return {
         "text": run.text,
         "score": round(run.score, 6),
         "document": document,
         "section": run.section,
         "passages": run.passages,
-        "chunk_id": f"{document}#{cite(run.hit)}",
-        "chunk_ids": [f"{document}#{cite(o)}" for o in range(run.first, run.last + 1) if o in readable],
+        "chunk_id": ids[run.hit] if run.hit in ids else f"{document}#{cite(run.hit)}",
+        "chunk_ids": list(ids.values()),
         "first": at(run.first),
         "last": at(run.last),
-        "pages": pages_of([readable[o] for o in range(run.first, run.last + 1) if o in readable]),
+        "pages": pages_of([readable[o] for o in ids]),
         "excerpts": [
-            {"chunk_id": f"{document}#{cite(o)}", "start": excerpts[o][0], "end": excerpts[o][1]}
-            for o in range(run.first, run.last + 1)
-            if o in readable and o in excerpts
+            {"chunk_id": chunk_id, "start": excerpts[o][0], "end": excerpts[o][1]}
+            for o, chunk_id in ids.items()
+            if o in excerpts
         ],
     }
 
