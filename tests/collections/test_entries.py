@@ -169,7 +169,9 @@ def rebuilt(agent, knowledge_folder, settings, entries: bool, name: str, tools: 
     assert build_collection(collection=collection).status == "succeeded"
     with CaptureQueriesContext(connection) as queries:
         assert build_collection(collection=collection).documents_reused == len(tools)
-    return len(queries), Paragraph.objects.filter(collection=collection, entry_embedding__isnull=False).count()
+    return len(queries), Paragraph.objects.filter(
+        collection=collection, entry_embedding__isnull=False
+    ).count()
 
 
 def test_entries_cost_a_rebuild_no_query_of_their_own(agent, knowledge_folder, settings):
