@@ -146,10 +146,9 @@ def plan_search(
     mask = readable_mask(collection, index, reader_obj, tuple(held_back))
     if parsed_filters is not None:
         mask = mask & filter_mask(collection, index, parsed_filters, readable=mask)
-    # Nothing held back, no reader's labels, no filter (the usual case): the mask is every row, known
-    # without reading it; otherwise it is read once here rather than once a step.
-    narrowed = any(ids.size for ids in held_back) or collection.per_reader and reader_obj is not None
-    every = bool(mask.all()) if narrowed or parsed_filters is not None else True
+    # Nothing held back, no reader's labels, no filter (the usual case): the mask is the index's every
+    # row (`readable_mask`), known without reading it; otherwise it is read once here, not once a step.
+    every = mask is index.every_row or bool(mask.all())
     # A per-reader collection's BM25 statistics are those of the rows this reader may see, each row
     # less the opening it shares with a row the reader may not see, so no score depends on a paragraph
     # it cannot read (docs/security.md); a filtered search's are those of the rows its filter keeps,
