@@ -1,10 +1,12 @@
 """Measuring variants of a collection against questions whose answers are known (DESIGN.md §7).
 
-Each variant — a chunking method, a size, and an ``around`` — gets a scratch index held in memory:
-the documents chunked the variant's way, each paragraph embedded, a `BM25Index` and a matrix. Every
-question is then ranked by the ranking step a search uses (`collections_app.ranking`: fuse, floor,
-top k, stitch), so what a variant finds here is what a collection built that way would answer. Nothing is
-stored: the scratch index is thrown away with the variant.
+Each variant — a chunking method, a size, and an ``around`` — gets a scratch index held in memory
+(`collections_app.scratch`): the documents chunked the variant's way, each paragraph embedded, a
+`BM25Index` and a matrix, and with entries (ENTRIES) the entries of its lists, tables and Q/A runs as a
+build indexes them. Every question is then ranked by the ranking step a search uses
+(`collections_app.ranking`: fuse with the best entry, floor, top k, stitch), so what a variant finds here
+is what a collection built that way would answer. Nothing is stored: the scratch index is thrown away with
+the variant.
 
 A question *is found* when the answer marker appears in a returned paragraph's text, compared
 case-insensitively and with runs of whitespace collapsed to one space (stitching rejoins pieces
@@ -38,6 +40,7 @@ from ragsite.lexical import BM25Index, terms
 
 from .index.vector_codec import decode, encode
 from .ranking import ranked_runs
+from .scratch import ScratchIndex, add_entries
 from .text.chunking import (
     AVAILABLE,
     DEFAULT_SIZES,
@@ -47,9 +50,10 @@ from .text.chunking import (
     resolve_sizes,
     returns_sections,
 )
-from .text.context import contexts_for, embedding_text, lexical_with_context
+from .text.context import contexts_for, embedding_text
+from .text.entries import entry_spans
 from .text.stitch import Row, Stitched, carried_openings, fresh_text
-from .text.windows import model_windows, pool_windows
+from .text.windows import model_windows
 
 DEFAULT_AROUNDS = (0, 1)
 
@@ -159,51 +163,6 @@ class VectorCache:
         return np.stack([self._vectors[t] for t in texts])
 
 
-@dataclass
-class ScratchIndex:
-    """One variant's index, in memory: what a build would have stored, and what search loads."""
-
-    rows: list[Row]  # ordinal i is row i; document = position of the document in the corpus
-    bm25: BM25Index
-    matrix: np.ndarray | None  # (n, d) unit rows; None when lexical only
-    # With long paragraphs stored as several windows: the row of each matrix row (ascending), and a
-    # row's cosine is pooled from its windows as search pools it (windows.pool_windows). None: one
-    # matrix row per row.
-    window_row: np.ndarray | None = None
-    context_bm25: BM25Index | None = None  # over each row's "title › section", as a build indexes it
-    analyzer: str = SIMPLE  # whose terms bm25 and context_bm25 hold (ragsite.analyzers), as a build's index
-
-    @property
-    def readable(self) -> dict[int, Row]:
-        return {row.ordinal: row for row in self.rows}
-
-    # --- The ranking protocol (collections_app.ranking.Scorable); a scratch index has no views.
-
-    @property
-    def size(self) -> int:
-        return len(self.rows)
-
-    def lexical(self, question_terms: list[str], view=None) -> tuple[np.ndarray, float]:
-        """Each row's BM25 with its context's share (`context.lexical_with_context`), and the bound."""
-        context = self.context_bm25
-        return lexical_with_context(
-            self.bm25.scores(question_terms),
-            self.bm25.upper_bound(question_terms),
-            context.scores(question_terms) if context is not None else None,
-            context.upper_bound(question_terms) if context is not None else 0.0,
-        )
-
-    def row_cosines(self, vector: np.ndarray, rows: np.ndarray | None = None, view=None) -> np.ndarray:
-        """Each row's cosine, pooled from its windows as search pools them; 0 for a row without one."""
-        cosine = self.matrix @ np.asarray(vector, dtype=np.float32)
-        if self.window_row is not None:
-            pooled = np.full(len(self.rows), -np.inf, dtype=np.float32)
-            starts = np.flatnonzero(np.diff(self.window_row, prepend=-1))
-            pooled[self.window_row[starts]] = pool_windows(cosine, starts)
-            cosine = np.where(np.isneginf(pooled), 0.0, pooled).astype(np.float32)
-        return cosine if rows is None else cosine[rows]
-
-
 def scratch_index(
     documents: Sequence[str],
     variant: Variant,
@@ -212,20 +171,22 @@ def scratch_index(
     tokens: TokenCounter | None = None,
     names: Sequence[str] | None = None,
     analyzer: str = SIMPLE,
+    entries: bool = False,
 ) -> ScratchIndex:
     """Chunk every document the variant's way and index the paragraphs, ordinals running across them.
 
     Each paragraph is indexed with its context (title › section, `context.py`) as a build indexes
     it, in ``analyzer``'s terms (the collection's); ``names`` are the documents' names, which title a
-    document without a heading.
+    document without a heading. ``entries`` (ENTRIES): the entries of its lists, tables and Q/A runs
+    are embedded and indexed as a build with entries embeds and indexes them (`scratch.add_entries`).
     Raises `ChunkingError` when the variant cannot chunk (a token method without a counter).
     """
     rows: list[Row] = []
     contexts: list[str] = []
     for number, text in enumerate(documents):
         pieces = chunk(text, variant.method, size=variant.size, overlap=variant.overlap, tokens=tokens)
-        starts, entries = [p.start for p in pieces], [p.entry for p in pieces]
-        contexts.extend(contexts_for(names[number] if names else "", text, starts, entries))
+        starts, labels = [p.start for p in pieces], [p.entry for p in pieces]
+        contexts.extend(contexts_for(names[number] if names else "", text, starts, labels))
         for k, piece in enumerate(pieces):
             rows.append(
                 Row(
@@ -256,7 +217,7 @@ def scratch_index(
         matrix = decode(encode(matrix), matrix.shape[1])
         if any(len(pieces) > 1 for pieces in windows):
             window_row = np.repeat(np.arange(len(windows)), [len(pieces) for pieces in windows])
-    return ScratchIndex(
+    index = ScratchIndex(
         rows=rows,
         bm25=BM25Index.from_terms(terms_of(analyzer, texts)),
         matrix=matrix,
@@ -264,6 +225,29 @@ def scratch_index(
         context_bm25=BM25Index.from_terms(terms_of(analyzer, contexts)) if any(contexts) else None,
         analyzer=analyzer,
     )
+    if entries and matrix is not None:  # a lexical build has no entries (services.indexes.entries)
+        spans = [entry_spans(text, n) for text, n in zip(texts, carried, strict=True)]
+        _embed_entries(index, cache, contexts, spans)
+    return index
+
+
+def _embed_entries(
+    index: ScratchIndex, cache: VectorCache, contexts: Sequence[str], spans: Sequence[list[tuple[int, int]]]
+) -> None:
+    """Each row's entries embedded with its context, one vector an entry, as a build embeds them
+    (`services.builds.embed`), through the store's float16, then added to ``index``."""
+    wanted = [
+        embedding_text(row.text[a:b], context)
+        for row, context, row_spans in zip(index.rows, contexts, spans, strict=True)
+        for a, b in row_spans
+    ]
+    if not wanted:
+        return
+    matrix = cache.vectors(wanted)
+    matrix = decode(encode(matrix), matrix.shape[1])
+    ends = np.cumsum([len(row_spans) for row_spans in spans])
+    blocks = np.split(matrix, ends[:-1])
+    add_entries(index, contexts, spans, [block if len(block) else None for block in blocks])
 
 
 def rank(
@@ -468,10 +452,14 @@ def measure_variant(
     names: Sequence[str] | None = None,
     max_chars: int | None = None,
     analyzer: str = SIMPLE,
+    entries: bool = False,
 ) -> dict:
     """One variant's row of the report: its paragraphs, each question's outcome (within ``max_chars``, the
-    answer budget, as a search answers), the floor range; the keyword leg reads with ``analyzer``."""
-    index = scratch_index(documents, variant, cache=cache, tokens=tokens, names=names, analyzer=analyzer)
+    answer budget, as a search answers), the floor range; the keyword leg reads with ``analyzer``, and
+    ``entries`` (ENTRIES) scores a paragraph by its best entry too, as a search does."""
+    index = scratch_index(
+        documents, variant, cache=cache, tokens=tokens, names=names, analyzer=analyzer, entries=entries
+    )
     vectors = cache.vectors([q.text for q in questions]) if index.matrix is not None else None
     answered, controls = outcomes(
         index,

@@ -203,17 +203,31 @@ def fused(
     else:
         bm25 = lexical_arm.scores if rows is None else lexical_arm.scores[rows]
         upper = lexical_arm.upper or 0.0
-    if entries is not None:
-        # Each leg of a row lifted by its best entry's on that leg (`ENTRY_SHARE`): the entry's cosine, and
-        # its BM25 on [0, 1] read back onto the row's scale by the row's bound.
-        def of(values: np.ndarray) -> np.ndarray:
-            return values if rows is None else values[rows]
-
-        if cosine is not None and entries.cosine is not None:
-            cosine = lifted(cosine, of(entries.cosine))
-        if bm25 is not None and entries.lexical is not None and upper > 0:
-            bm25 = lifted(np.asarray(bm25, dtype=np.float64), of(entries.lexical) * upper)
+    cosine, bm25 = lifted_legs(cosine, bm25, upper, entries, rows)
     return hybrid_scores(cosine, bm25, upper, weight=weight)
+
+
+def lifted_legs(
+    cosine: np.ndarray | None,
+    bm25: np.ndarray | None,
+    upper: float,
+    entries: Entries | None,
+    rows: np.ndarray | None = None,
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The two legs of ``rows`` (None: every row), each lifted by the row's best entry's on that leg
+    (`ENTRY_SHARE`): the entry's cosine, and its BM25 on [0, 1] read back onto the row's scale by the row's
+    bound ``upper``. What `fused` fuses, and what the playground's explanation shows a piece made of."""
+    if entries is None:
+        return cosine, bm25
+
+    def of(values: np.ndarray) -> np.ndarray:
+        return values if rows is None else values[rows]
+
+    if cosine is not None and entries.cosine is not None:
+        cosine = lifted(cosine, of(entries.cosine))
+    if bm25 is not None and entries.lexical is not None and upper > 0:
+        bm25 = lifted(np.asarray(bm25, dtype=np.float64), of(entries.lexical) * upper)
+    return cosine, bm25
 
 
 def top_at_floor(
@@ -306,6 +320,7 @@ __all__ = [
     "fused",
     "lexical",
     "lifted",
+    "lifted_legs",
     "rank",
     "ranked_runs",
     "top_at_floor",

@@ -31,6 +31,7 @@ PURE = (
     "collections_app.ranking",
     "collections_app.interchange",
     "collections_app.measure",
+    "collections_app.scratch",
     "collections_app.metrics",
     "memory_app.nodes",
     "memory_app.recall_index",

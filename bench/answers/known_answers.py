@@ -2,6 +2,7 @@
 
     python bench/answers/known_answers.py                  # per mode: default settings, and unfloored
     python bench/answers/known_answers.py --measure        # also through `measure`, each chunking strategy
+    python bench/answers/known_answers.py --known-answers  # also as the collection's known-answers check
     python bench/answers/known_answers.py --json out.json  # every outcome there, not bench/results/
     python bench/answers/known_answers.py --corpus data/bench/man-shelf \
         --questions bench/answers/man_shelf/questions.jsonl   # the man shelf (tools/man_shelf.py renders it)
@@ -20,7 +21,11 @@ stitching, compared as `measure` compares). A control is empty when nothing come
 
 ``--measure`` runs the same questions through `measure_collection` (in batches within its limit
 of 50 questions), each available chunking strategy at its default size, around 0 and 1,
-unfloored and at the default floor.
+unfloored and at the default floor (``--measure-methods`` narrows the strategies).
+
+``--known-answers`` gives the collection the questions and controls as its known answers and measures its
+live build as the check after every build does (`measure_build`: found@1 and found@5, at the floor in
+force, the default one).
 """
 
 from __future__ import annotations
@@ -97,12 +102,31 @@ def evaluate(
     }
 
 
-def measure(collection, questions, controls, *, floor: float | None) -> list[dict]:
-    """found@1/5/10 per chunking strategy (default size) and around, through `measure_collection`."""
+def known_answers(collection, questions, controls) -> dict:
+    """found@1 and found@5 and the controls left empty, as the collection's known-answers check reports its
+    live build (`measure_build`, at the floor in force)."""
+    from collections_app.services.known_answers import live_build_id, measure_build, set_known_answers
+
+    items = [*questions, *({"question": control, "control": True} for control in controls)]
+    set_known_answers(collection=collection, items=items, floor_measured=False)
+    report = measure_build(build_id=live_build_id(collection))
+    empty = [not r["returned"] for r in report.results if r["control"]]
+    return {
+        "found": {1: report.found_at_1 / report.answers, 5: report.found_at_5 / report.answers},
+        "controls_empty": sum(empty) / len(empty) if empty else None,
+        "floor": report.floor,
+        "questions": [r for r in report.results if not r["control"]],
+    }
+
+
+def measure(collection, questions, controls, *, floor: float | None, methods=None) -> list[dict]:
+    """found@1/5/10 per chunking strategy (default size; ``methods``, default all) and around, through
+    `measure_collection`."""
     from collections_app.services.measure import MAX_QUESTIONS, measure_collection
     from collections_app.text.chunking import AVAILABLE
 
-    variants = [{"method": method, "around": around} for method in AVAILABLE for around in (0, 1)]
+    chosen = methods or AVAILABLE
+    variants = [{"method": method, "around": around} for method in chosen for around in (0, 1)]
     # Within measure's limit of questions per run: answerable questions and controls shared out evenly.
     batches = max(1, -(-(len(questions) + len(controls)) // MAX_QUESTIONS))
     rows: dict[tuple, dict] = {}
@@ -153,6 +177,10 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--measure", action="store_true", help="also through measure, per chunking strategy")
+    parser.add_argument("--measure-methods", nargs="+", default=None, help="measure only these strategies")
+    parser.add_argument(
+        "--known-answers", action="store_true", help="also as the collection's known-answers check"
+    )
     parser.add_argument("--modes", nargs="+", choices=harness.MODES, default=list(harness.MODES))
     parser.add_argument(
         "--context-weight",
@@ -258,7 +286,7 @@ def main() -> None:
         )
         print("|---|---|---|---|---|---|---|---|")
         for floor in (None, default_floor):
-            for row in measure(collection, questions, controls, floor=floor):
+            for row in measure(collection, questions, controls, floor=floor, methods=args.measure_methods):
                 table.append(row)
                 print(
                     f"| {row['method']} ({row['size']}) | {row['around']} | {row['paragraphs']} | "
@@ -266,10 +294,21 @@ def main() -> None:
                     f"{percent(row['found'][10])} | {percent(row['controls_empty'])} |",
                     flush=True,
                 )
+    checked = None
+    if args.known_answers:
+        checked = known_answers(collection, questions, controls)
+        print("\n| known answers | floor | found@1 | found@5 | controls empty |")
+        print("|---|---|---|---|---|")
+        print(
+            f"| live build | {checked['floor']} | {percent(checked['found'][1])} | "
+            f"{percent(checked['found'][5])} | {percent(checked['controls_empty'])} |",
+            flush=True,
+        )
     figures = {"corpus": args.corpus.name, "questions": len(questions), "controls": len(controls)}
     figures["analyzer"] = args.analyzer
     figures["sharing"] = args.sharing or "default"
-    figures.update(default_floor=default_floor, search=outcomes, measure=table)
+    figures.update(default_floor=default_floor, search=outcomes, measure=table, known_answers=checked)
+    figures["entries"] = bool(settings.ENTRIES)
     print("# written to", results.save("answers" + suffix, figures, args.json), file=sys.stderr)
 
 

@@ -183,3 +183,64 @@ def test_entries_cost_a_rebuild_no_query_of_their_own(agent, knowledge_folder, s
     many, more = rebuilt(agent, knowledge_folder, settings, True, "many", tools)
     assert none == 0 and 0 < some < more
     assert plain == few == many
+
+
+# --- Known answers and measure rank with entries as a search does (issue 45, item 1) -----------------
+
+MARKER = "older than a week"  # only in the option the question asks for
+
+
+def search_rank(agent, collection) -> int | None:
+    """The rank a search at the defaults an agent meets gives the paragraph holding the marker."""
+    answer = search_collection(agent=agent, collection=collection, question=QUESTION)
+    texts = [" ".join(p["text"].split()).casefold() for p in answer["paragraphs"]]
+    return next((rank for rank, text in enumerate(texts, start=1) if MARKER in text), None)
+
+
+@pytest.mark.parametrize("entries", [True, False])
+def test_known_answers_and_measure_rank_an_entry_where_a_search_ranks_it(
+    agent, knowledge_folder, settings, entries
+):
+    from collections_app.models import KnownAnswersReport
+    from collections_app.services import known_answers
+    from collections_app.services.measure import measure_collection
+
+    settings.KNOWN_ANSWERS_GATE = 1  # the build is measured before its swap (the candidate's rows)
+    settings.ENTRIES = entries
+    collection = create_collection(agent=agent, name="shelf", method="structure", size=1800, overlap=0)
+    knowledge_folder("shelf", {"tool.md": manual(), "copies.md": DISTRACTOR})
+    known_answers.set_known_answers(collection=collection, items=[{"question": QUESTION, "answer": MARKER}])
+    run = build_collection(collection=collection)
+    assert run.status == "succeeded"
+    searched = search_rank(agent, collection)
+    # With entries the option deep in the list is the first answer; without, the paragraph repeating the
+    # question's words is, and every measurement must say so too.
+    assert searched == (1 if entries else 2)
+
+    gated = KnownAnswersReport.objects.get(build=run)
+    live = known_answers.measure_build(build_id=run.pk)  # the live build's rows, after the swap
+    for report in (gated, live):
+        (result,) = report.results
+        assert (result["rank"], result["found_at_1"]) == (searched, entries)
+        assert report.found_at_1 == int(entries)
+
+    measured = measure_collection(
+        collection=collection,
+        questions=[{"question": QUESTION, "answer": MARKER}],
+        variants=[{"method": "structure", "size": 1800, "around": 1}],
+    )
+    (outcome,) = measured["variants"][0]["questions"]
+    assert (outcome["rank"], outcome["found_at_1"]) == (searched, entries)
+
+
+def test_the_playgrounds_explanation_adds_up_to_the_score_an_entry_gave(agent, knowledge_folder, settings):
+    from ragsite.fusion import FUSION_WEIGHT
+
+    collection = build(agent, knowledge_folder, settings, entries=True)
+    answer = ask(agent, collection, most=1, explain=True)  # what the admin's playground asks
+    [run] = answer["paragraphs"]
+    [hit] = [piece for pieces in answer["explain"]["pieces"] for piece in pieces if piece["hit"]]
+    assert "--quarantine-purge" in hit["text"] and hit["score"] == run["score"]
+    assert hit["score"] == pytest.approx(
+        FUSION_WEIGHT * hit["semantic"] + (1 - FUSION_WEIGHT) * hit["lexical"], abs=1e-5
+    )

@@ -14,6 +14,7 @@ from ...models import Agent, BuildRun, Collection, Document, Paragraph
 from ...text.relabel import carry_labels, own_fingerprint
 from ...text.stitch import carried_openings
 from ..known_answers import CandidateRow
+from ..known_answers.scratch import STORED_FIELDS
 from .source_labels import source_links
 
 # `item`s are builds.Prepared (not imported here: builds imports this module).
@@ -123,7 +124,8 @@ def candidate_paragraphs(collection: Collection, prepared: list, existing: dict)
     """The paragraphs `_commit` will leave, in its ordinal order, for measuring a build before its swap.
 
     One tuple per paragraph: (document, searched, start, end, text, section, index, vector bytes or None,
-    context), where ``document`` tells documents apart and ``searched`` says whether a search ranks it.
+    context, entry vector bytes or None), where ``document`` tells documents apart and ``searched`` says
+    whether a search ranks it.
     """
     reused = {existing[p.name].pk for p in prepared if p.reused}
     stored: dict[int, list[tuple]] = defaultdict(list)
@@ -131,9 +133,7 @@ def candidate_paragraphs(collection: Collection, prepared: list, existing: dict)
         rows = (
             Paragraph.objects.filter(collection=collection)
             .order_by("document_id", "index")
-            .values_list(
-                "document_id", "start_char", "end_char", "text", "section", "index", "embedding", "context"
-            )
+            .values_list("document_id", *STORED_FIELDS)
         )
         for document_id, *row in rows.iterator(chunk_size=2000):
             if document_id in reused:
@@ -158,6 +158,7 @@ def candidate_paragraphs(collection: Collection, prepared: list, existing: dict)
                     i,
                     item.vectors[i] if item.vectors else None,
                     item.contexts[i],
+                    item.entry_vectors[i] if item.entry_vectors else None,
                 )
                 for i, p in enumerate(item.pieces)
             ]

@@ -42,11 +42,8 @@ class EntryRows:
         if blob is None:
             return
         spans = entry_spans(text, carried)
-        try:
-            vectors = decode(blob, self.dimensions)
-        except VectorFormatError:
-            vectors = None
-        if vectors is None or vectors.shape[0] != len(spans):
+        vectors = stored_entries(blob, spans, self.dimensions)
+        if vectors is None:
             logger.warning(
                 "index of collection %s: a paragraph's entry vectors do not match its entries",
                 self.collection_id,
@@ -71,6 +68,16 @@ class EntryRows:
         self.entries.add_postings(ids, documents, texts, [b[4] for b in block])
         self.contexts.add_postings(ids, documents, context, [None] * len(block))
         self._block = []
+
+
+def stored_entries(blob, spans: list[tuple[int, int]], dimensions: int) -> np.ndarray | None:
+    """A row's stored entry vectors (`Paragraph.entry_embedding`), one matrix row for each of its entries
+    ``spans``; None when they do not match them (another version's, or another width's)."""
+    try:
+        vectors = decode(blob, dimensions)
+    except VectorFormatError:
+        return None
+    return vectors if vectors.shape[0] == len(spans) else None
 
 
 def entry_rows(collection_id: int, built: CollectionBuilt, rows_per_block: int) -> EntryRows | None:

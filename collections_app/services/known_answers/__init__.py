@@ -9,15 +9,17 @@ documents cannot answer — the format measure reads. Every build is asked them:
   keep answering — the same path, and as atomic, as the refusal of an empty build.
 
 Either way the questions are ranked by the pure `measure.outcomes`, the steps a search takes,
-over the rows the search would load, and the result is one row: the build's `KnownAnswersReport`.
+over the rows the search would load, with their entries when ENTRIES is on (`scratch`), and the result is
+one row: the build's `KnownAnswersReport`.
 Nothing else is written — not a paragraph, document or build record of the live collection
 (the one other write is the ledger's count of embedding tokens with the "http" embedder, as a
 build records). Questions and markers are the librarian's data: no log line and no ledger row
 holds one.
 
 The package splits along that story: `the_set` (the questions, read, checked and replaced),
-`measuring` (asking them of a build: the task, the gate, the report) and `reading` (the reports for
-the admin, the API and the build status). Its callers reach every public name from here.
+`measuring` (asking them of a build: the task, the gate, the report), `scratch` (the rows asked and the
+in-memory index over them) and `reading` (the reports for the admin, the API and the build status). Its
+callers reach every public name from here.
 """
 
 from .measuring import (
@@ -25,7 +27,6 @@ from .measuring import (
     EVERY_LABEL,
     LOST_NAMED,
     SAMPLE_SET,
-    CandidateRow,
     after_build,
     gate_build,
     give_sample_set,
@@ -33,6 +34,7 @@ from .measuring import (
     measure_build,
 )
 from .reading import HISTORY, describe, for_build, history, latest_report, summary
+from .scratch import CandidateRow
 from .the_set import (
     MAX_FILE_BYTES,
     MAX_KNOWN_ANSWERS,

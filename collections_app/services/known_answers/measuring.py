@@ -4,38 +4,32 @@
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
-import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
 from ragsite import embedding, tracing
-from ragsite.analyzers import terms_of
 from ragsite.embedders import EmbeddingError
-from ragsite.errors import Conflict, RagsiteError
+from ragsite.errors import RagsiteError
 from ragsite.fusion import FUSION_WEIGHT, floor_is_open
-from ragsite.lexical import BM25Index
 
 from ... import conf
 from ...conf import settings
 from ...errors import KnownAnswersLost
-from ...index.vector_codec import VectorFormatError, decode
 from ...limits import DEFAULT_MOST
-from ...measure import Question, ScratchIndex, floor_range, measured_floor, outcomes
+from ...measure import Question, floor_range, measured_floor, outcomes
 from ...models import (
     BuildRun,
     Collection,
     CollectionBuilt,
     KnownAnswer,
     KnownAnswersReport,
-    ModelCall,
     Paragraph,
 )
 from ...text.chunking import returns_sections
-from ...text.stitch import Row
 from .. import webhooks
 from ..search.rows import search_state
+from .scratch import STORED_FIELDS, CandidateRow, asked_index, question_vectors
 from .the_set import _enqueue, known_answers, live_build_id, parse_jsonl, set_known_answers
 
 logger = logging.getLogger("ragsite.known_answers")
@@ -46,20 +40,6 @@ DEPTH = DEFAULT_MOST  # found@5: how many paragraphs a search returns unless ask
 # document).
 SAMPLE_SET = Path(__file__).resolve().parents[2] / "sample_known_answers.jsonl"
 LOST_NAMED = 10  # lost questions a warning names before saying "and N more"
-
-
-class CandidateRow(NamedTuple):
-    """One paragraph as the known answers are measured against it: a live one, or one a build would leave."""
-
-    document: int  # tells documents apart
-    searched: bool  # whether a search ranks it (search's row mask before labels: rows.search_state)
-    start: int
-    end: int
-    text: str
-    section: str
-    index: int  # its position in its document (the k of doc#k): stitching reads where the text runs on
-    vector: bytes | None  # its stored windows (vector_codec); None: no vector
-    context: str
 
 
 def measure_again(*, collection_ids: Iterable[int]) -> None:
@@ -170,99 +150,12 @@ def _live_paragraphs(collection: Collection) -> list[CandidateRow]:
     rows = (
         Paragraph.objects.filter(collection=collection)
         .order_by("ordinal")
-        .values_list(
-            "pk", "document_id", "start_char", "end_char", "text", "section", "index", "embedding", "context"
-        )
+        .values_list("pk", "document_id", *STORED_FIELDS)
     )
     return [
         CandidateRow(document, document not in held_documents and pk not in held_paragraphs, *rest)
         for pk, document, *rest in rows.iterator(chunk_size=2000)
     ]
-
-
-def _index(
-    paragraphs: Sequence[CandidateRow], dimensions: int, analyzer: str
-) -> tuple[ScratchIndex, np.ndarray]:
-    """An in-memory index over ``paragraphs`` (ordinals in order), in ``analyzer``'s terms, and the mask
-    of rows a search ranks.
-
-    Stored vectors are float16 windows (vector_codec); every window of a paragraph is a matrix row,
-    and the paragraph's cosine is pooled from them as search pools it.
-    """
-    rows = [
-        Row(
-            ordinal=i,
-            document=p.document,
-            start=p.start,
-            end=p.end,
-            text=p.text,
-            section=p.section,
-            index=p.index,
-        )
-        for i, p in enumerate(paragraphs)
-    ]
-    contexts = [p.context for p in paragraphs]
-    searchable = np.array([p.searched for p in paragraphs], dtype=bool)
-    blocks, owners = [], []
-    for i, paragraph in enumerate(paragraphs):
-        if paragraph.vector is None:
-            continue
-        try:
-            windows = decode(paragraph.vector, dimensions)
-        except VectorFormatError:
-            raise Conflict(
-                f"the paragraphs hold vectors that are not {dimensions} wide; rebuild the collection",
-                code="width_mismatch",
-            ) from None
-        blocks.append(windows)
-        owners.append(np.full(windows.shape[0], i, dtype=np.int64))
-    matrix = window_row = None
-    if blocks:
-        matrix = np.concatenate(blocks)
-        # One vector for every paragraph: matrix row i is paragraph i, as without windows.
-        one_each = len(blocks) == len(paragraphs) and matrix.shape[0] == len(paragraphs)
-        window_row = None if one_each else np.concatenate(owners)
-    # The title and section beside each paragraph, as search ranks them (collections_app/text/context.py).
-    # In the terms of the live build's analyzer, as its search index holds them.
-    context_bm25 = BM25Index.from_terms(terms_of(analyzer, contexts)) if any(contexts) else None
-    index = ScratchIndex(
-        rows=rows,
-        bm25=BM25Index.from_terms(terms_of(analyzer, [r.text for r in rows])),
-        matrix=matrix,
-        window_row=window_row,
-        context_bm25=context_bm25,
-        analyzer=analyzer,
-    )
-    return index, searchable
-
-
-def _question_vectors(
-    collection: Collection, questions: Sequence[Question], model: str, width: int
-) -> np.ndarray:
-    embedder = embedding.get_embedder()
-    if embedder.model != model:
-        raise Conflict(
-            f"the build was made with {model} but this server embeds with {embedder.model}",
-            code="model_mismatch",
-        )
-    embedded = embedder.embed_with_usage([q.text for q in questions])
-    vectors = np.asarray(embedded.vectors, dtype=np.float32)
-    if vectors.shape[1] != width:
-        raise Conflict(
-            f"the questions were embedded with {vectors.shape[1]} dimensions but the paragraphs have {width}",
-            code="width_mismatch",
-        )
-    if embedder.backend == "http" and embedded.tokens:
-        from ..ledger import record_call
-
-        record_call(
-            agent=collection.agent,
-            collection=collection,
-            purpose=ModelCall.EMBED,
-            model=embedder.model,
-            tokens_in=embedded.tokens,
-        )
-    return vectors
 
 
 def _measure(
@@ -277,12 +170,11 @@ def _measure(
 ) -> dict:
     """The report's fields: every question asked unfloored (scores, the bands, the measured floor),
     then at the floor in force (found@1/@5), and the answers lost since the live build before ``before``."""
-    # Only the rows a search ranks, as if the others were deleted: search's statistics, ranks and
-    # stitching all follow its row mask, so this answers exactly as a twin collection without them would.
-    index, searchable = _index([p for p in paragraphs if p.searched], dimensions, analyzer)
+    # Only the rows a search ranks, with their entries as the index writer gives them with ENTRIES on.
+    index = asked_index(paragraphs, dimensions, analyzer, entries=bool(settings.ENTRIES))
     vectors = None
     if index.matrix is not None:
-        vectors = _question_vectors(collection, questions, model, index.matrix.shape[1])
+        vectors = question_vectors(collection, questions, model, index.matrix.shape[1])
     around = int(collection.around if collection.around is not None else settings.AROUND)
 
     def ask(floor: float):
@@ -294,7 +186,6 @@ def _measure(
             most=DEPTH,
             around=around,
             floor=floor,
-            searchable=searchable,
             sections=returns_sections(collection.method),
             max_chars=int(settings.ANSWER_MAX_CHARS),
         )

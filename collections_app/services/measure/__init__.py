@@ -1,7 +1,8 @@
 """Measuring a collection: its documents, variant by variant, against questions with known answers.
 
 The documents are read and extracted once, exactly as a build reads them (`collection_sources`,
-`extract`); each variant is then built in memory and ranked by the pure `collections_app.measure`.
+`extract`); each variant is then built in memory and ranked by the pure `collections_app.measure`, with
+the entries of its lists, tables and Q/A runs when ENTRIES is on, as a build would index them.
 Nothing is written to the collection, its paragraphs or its build record — the live collection
 answers as before while and after it is measured. The one write, and only with the "http"
 embedder, is the ledger entry for the embedding tokens the measurement spent, as a build records.
@@ -214,6 +215,7 @@ def measure_collection(
                         names=[name for name, _ in fingerprints],
                         max_chars=int(settings.ANSWER_MAX_CHARS),
                         analyzer=collection.analyzer,
+                        entries=bool(settings.ENTRIES),  # as a build with this setting indexes them
                     )
                 )
             except ChunkingError as exc:
@@ -262,6 +264,7 @@ def measure_collection(
         "settings": {
             "fusion_weight": FUSION_WEIGHT,
             "analyzer": collection.analyzer,
+            "entries": bool(settings.ENTRIES),
             "most": most,
             "floor": floor,
             "max_chars": int(settings.ANSWER_MAX_CHARS),

@@ -8,7 +8,7 @@ import numpy as np
 from ragsite import fusion
 from ragsite.fusion import hybrid_scores, normalise_bm25, normalise_cosine
 
-from ...ranking import Ranking, clears_floor
+from ...ranking import Ranking, clears_floor, lifted_legs
 from ...text.stitch import Row, Stitched
 from .plan import SearchPlan, readable_mask
 from .stitched import positions
@@ -25,7 +25,8 @@ def explain(
     """Each answer's pieces with their lexical and semantic parts, and how many rows this reader's
     labels hid.
 
-    Each piece's parts are scored exactly (its cosine from the index, its BM25 from this search's).
+    Each piece's parts are scored exactly (its cosine from the index, its BM25 from this search's), each
+    lifted by its best entry's as ranking lifts it (`ranking.lifted_legs`).
     ``hidden_by_labels`` counts readable-to-everyone rows at or above the floor this reader cannot see;
     on the approximate path it counts among the candidates only.
     """
@@ -39,6 +40,8 @@ def explain(
         parts_rows = np.asarray(parts, dtype=np.int64)
         cosine = None if vector is None else index.row_cosines(vector, parts_rows, plan.view)
         lexical = None if lexical_arm is None else lexical_arm.scores[parts_rows]
+        # Each part lifted by the piece's best entry as ranking lifts it: a hit's parts add up to its score.
+        cosine, lexical = lifted_legs(cosine, lexical, upper, ranking.entries, parts_rows)
         fused, _mode = hybrid_scores(cosine, lexical, upper, weight=fusion.FUSION_WEIGHT)
         semantic = normalise_cosine(cosine) if cosine is not None else None
         lexical01 = normalise_bm25(lexical, upper) if lexical is not None else None
