@@ -74,7 +74,8 @@ def test_lines_that_start_items_or_follow_a_sentence_end_stay_units():
     listing = (
         "Options:\n- keep the notices of the original work intact in every copy\n"
         "- mark modified files with a prominent notice saying what was changed\n"
-        + "Unrelated closing words that say nothing of interest here at all. " * 6
+        + "Unrelated closing words that say nothing of interest here at all. "
+        * 6
     )
     part = best_part(row_of(listing), 80, {"modified": 1.0, "notice": 1.0})
     assert part.text.startswith("- mark modified files")
