@@ -57,7 +57,7 @@ def evaluate(
                 for i in questions
             ]
             found[k] = sum(
-                harness.found_rank(a, i["answer"]) is not None
+                harness.found_rank(a, i["answer"], i.get("document")) is not None
                 for a, i in zip(answers, questions, strict=True)
             ) / len(questions)
         return {
@@ -73,12 +73,12 @@ def evaluate(
         paragraphs = harness.ask(
             agent, collection, item["question"], mode=mode, most=max(DEPTHS), min_score=floor
         )
-        rank = harness.found_rank(paragraphs, item["answer"])
+        rank = harness.found_rank(paragraphs, item["answer"], item.get("document"))
         score = paragraphs[rank - 1]["score"] if rank else None
         # Found at 1: the answer of one paragraph holds the marker (issue 28, item 4), not rank 1 of a
         # deeper answer, whose first paragraph may have a lower hit merged into it.
         alone = harness.ask(agent, collection, item["question"], mode=mode, most=1, min_score=floor)
-        first = rank == 1 and harness.found_rank(alone, item["answer"]) == 1
+        first = rank == 1 and harness.found_rank(alone, item["answer"], item.get("document")) == 1
         outcomes.append({"question": item["question"], "rank": rank, "score": score, "at_1": first})
     empty = []
     for question in controls:

@@ -105,12 +105,24 @@ def _closing(row: Row, room: int) -> Row | None:
 
 
 def _units(text: str) -> list[tuple[int, int]]:
-    """The text's sentences and lines, as (start, end) spans that cover it in order."""
+    """The text's sentences and lines, as (start, end) spans that cover it in order. A line that only wraps
+    a sentence (`_wraps`) is not a unit of its own: a part never starts in a sentence's middle."""
     cuts = {0, len(text)}
     cuts.update(match.end(1) for match in SENTENCE_BREAK.finditer(text))
-    cuts.update(at + 1 for at, character in enumerate(text) if character == "\n")
+    cuts.update(at + 1 for at, character in enumerate(text) if character == "\n" and not _wraps(text, at))
     bounds = sorted(cuts)
     return [(a, b) for a, b in zip(bounds, bounds[1:], strict=False) if a < b]
+
+
+def _wraps(text: str, at: int) -> bool:
+    """Whether the line break at ``at`` only wraps a sentence, as a PDF's or a plain-text file's hard-wrapped
+    lines do: the line before it ends in a word or a comma, not a sentence's or a clause's end, and the
+    next line goes on in lower case (a list item, a heading or a new sentence starts otherwise)."""
+    before = text[at - 1] if at > 0 else "\n"
+    if before.isspace() or before in ".!?:;":
+        return False
+    following = text[at + 1 : at + 80].lstrip(" \t")
+    return bool(following) and following[0].islower()
 
 
 def _words_within(text: str, begin: int, room: int) -> tuple[int, int]:

@@ -46,3 +46,36 @@ def test_a_part_never_passes_its_room_and_leaves_at_most_a_word_of_it_unused(sen
     if len(text) > room:
         longest = max(len(word) for word in text.split())
         assert len(part.text) >= room - longest - 2
+
+
+# A licence as a PDF or a plain-text file gives it: every line wrapped at about 70 columns.
+WRAPPED = (
+    "Corresponding Source conveyed under this section must be accompanied by the\n"
+    "Installation Information.  A separable portion of the object code, whose source\n"
+    "code is excluded from the Corresponding Source as a System Library, need not be\n"
+    "included in conveying the object code work.\n"
+    '"Installation Information" for a User Product means any methods, procedures,\n'
+    "authorization keys, or other information required to install and execute\n"
+    "modified versions of a covered work in that User Product from a modified\n"
+    "version of its Corresponding Source.  The information must suffice to ensure\n"
+    "that the continued functioning of the modified object code is in no case\n"
+    "prevented or interfered with solely because modification has been made.\n"
+)
+
+
+def test_a_part_of_hard_wrapped_prose_starts_at_a_sentence_not_at_a_wrapped_line():
+    weights = {"information": 1.0, "install": 2.0, "modified": 1.5, "versions": 1.0, "functioning": 1.0}
+    part = best_part(row_of(WRAPPED), MIN_PART, weights)
+    assert part.text.startswith('"Installation Information" for a User Product means')
+    assert WRAPPED[part.start : part.end] == part.text
+
+
+def test_lines_that_start_items_or_follow_a_sentence_end_stay_units():
+    listing = (
+        "Options:\n- keep the notices of the original work intact in every copy\n"
+        "- mark modified files with a prominent notice saying what was changed\n"
+        + "Unrelated closing words that say nothing of interest here at all. "
+        * 6
+    )
+    part = best_part(row_of(listing), 80, {"modified": 1.0, "notice": 1.0})
+    assert part.text.startswith("- mark modified files")
