@@ -157,7 +157,7 @@ class Ranking:
         if self.rows is None or rows.size == 0:
             return self.scores[rows].tolist()
         # Each row's place among the scored ones: a few against a few hundred, compared at once.
-        at = np.argmax(np.asarray(self.rows)[:, None] == rows[None, :], axis=0)
+        at = (np.asarray(self.rows)[:, None] == rows[None, :]).argmax(axis=0)
         return self.scores[at].tolist()
 
     def hits(self) -> list[tuple[int, float]]:

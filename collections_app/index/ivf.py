@@ -129,7 +129,7 @@ class IVFLists:
         if nprobe >= self.nlist:
             return np.arange(self.nlist)
         closeness = self.centroids @ np.asarray(query, dtype=np.float32)
-        return np.argpartition(-closeness, nprobe - 1)[:nprobe]
+        return (-closeness).argpartition(nprobe - 1)[:nprobe]
 
     def scan(
         self,

@@ -68,7 +68,7 @@ class HalfQuery:
 
     def __init__(self, query: np.ndarray):
         self.vector = vector = np.asarray(query, dtype=np.float32).ravel()
-        largest = float(max(vector.max(), -vector.min())) if vector.size else 0.0
+        largest = float(max(np.maximum.reduce(vector), -np.minimum.reduce(vector))) if vector.size else 0.0
         # The largest component lands in [2**13, 2**14): float16's largest finite value is 65504.
         shift = 13 - math.floor(math.log2(largest)) if 0.0 < largest < math.inf else 0
         # Widened and scaled in one pass: a float32 times a power of two is exact in float64 (as ldexp).

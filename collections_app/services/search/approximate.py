@@ -178,7 +178,7 @@ def _top_and_entry(rows: np.ndarray, scores: np.ndarray, floor: float, most: int
     top = top_at_floor(scores, floor, most, rows=rows)
     if top.size < most:
         return top, float(floor)
-    return top, float(scores[np.searchsorted(rows, top[-1])])
+    return top, float(scores[rows.searchsorted(top[-1])])
 
 
 def candidates(
@@ -228,7 +228,7 @@ def candidates(
     if one_each and index.vector_at is not None:
         # A row's cosine is its one vector's product, which the probe took; float16 products are the same
         # bits however they are taken (vector_codec.half_products), float32 ones through BLAS need not be.
-        ascending = np.argsort(near, kind="stable")
+        ascending = near.argsort(kind="stable")
         known = near[ascending], closeness[first][ascending]
     lexical_out = 0.0
     if bm25 is not None:
