@@ -230,7 +230,7 @@ def top_at_floor(
     or the rows ``rows``, all readable (ties then go to the earlier of them).
     """
     if rows is not None:
-        return rows[top_rows(scores, clears_floor(scores, floor), most)]
+        return rows[top_rows(scores, None if floor_is_open(floor) else clears_floor(scores, floor), most)]
     # A floor every score clears, over rows all readable: no mask to build or apply.
     if floor_is_open(floor):
         eligible = None if readable is None or readable.all() else readable

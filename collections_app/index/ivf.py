@@ -125,9 +125,10 @@ class IVFLists:
     def nearest_lists(self, query: np.ndarray, nprobe: int | None = None) -> np.ndarray:
         """The ``nprobe`` lists whose centroids are nearest ``query`` (default: the measured nprobe)."""
         nprobe = self.nprobe if nprobe is None else nprobe
-        nprobe = max(1, min(int(nprobe), self.nlist))
-        if nprobe >= self.nlist:
-            return np.arange(self.nlist)
+        nlist = self.nlist
+        nprobe = max(1, min(int(nprobe), nlist))
+        if nprobe >= nlist:
+            return np.arange(nlist)
         closeness = self.centroids @ np.asarray(query, dtype=np.float32)
         return (-closeness).argpartition(nprobe - 1)[:nprobe]
 

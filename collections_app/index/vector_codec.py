@@ -125,7 +125,7 @@ def half_products_of_spans(matrix: np.ndarray, spans: list[tuple[int, int]], que
 def _combined(parts: np.ndarray, query: HalfQuery) -> np.ndarray:
     """The two parts' products (n, 2) added in float64, scaled back and rounded to float32 (the scaling
     in float64, then one rounding, as the output's cast)."""
-    both = np.add(parts[:, 0], parts[:, 1], dtype=np.float64)
+    both = np.add.reduce(parts, axis=1, dtype=np.float64)  # each row's part 0 + part 1
     return np.multiply(both, query.unscale, out=np.empty(both.size, dtype=np.float32), casting="unsafe")
 
 
