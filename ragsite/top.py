@@ -29,9 +29,12 @@ def top_rows(
     if k <= 0 or values.size == 0:
         return np.zeros(0, dtype=np.int64)
     keep = _at_or_above_kth(values, k) if values.size > k else np.arange(values.size)
-    rows = keep if candidates is None else candidates[keep]
-    keys = [key[rows] for key in reversed(ties)]
-    keep = keep[np.lexsort((keep, *keys, -values[keep]))][:k]
+    if ties:
+        rows = keep if candidates is None else candidates[keep]
+        keys = [key[rows] for key in reversed(ties)]
+        keep = keep[np.lexsort((keep, *keys, -values[keep]))][:k]
+    else:  # ``keep`` ascending: a stable sort by score alone leaves equal ones in row order (one sort)
+        keep = keep[(-values[keep]).argsort(kind="stable")][:k]
     return keep if candidates is None else candidates[keep]
 
 
