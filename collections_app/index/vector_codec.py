@@ -137,8 +137,8 @@ def reused(
     (`half_products`), so a probe's product is the bits a gather would give: not read twice."""
     if known is None or known[0].size == 0:
         return take(ids)
-    if ids is known[0]:  # the probe's own rows (a vector search's candidates): nothing to look up
-        return known[1]
+    if ids is known[0]:  # the probe's own rows (a vector search's candidates): nothing to look up, and
+        return known[1]  # the products are the caller's from here on (the probe reads them no more)
     at = np.minimum(np.searchsorted(known[0], ids), known[0].size - 1)
     found = known[0][at] == ids
     if found.all():
