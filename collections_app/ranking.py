@@ -157,7 +157,7 @@ class Ranking:
         if self.rows is None or rows.size == 0:
             return self.scores[rows].tolist()
         # Each row's place among the scored ones: a few against a few hundred, compared at once.
-        at = np.argmax(np.asarray(self.rows)[:, None] == rows[None, :], axis=0)
+        at = (np.asarray(self.rows)[:, None] == rows[None, :]).argmax(axis=0)
         return self.scores[at].tolist()
 
     def hits(self) -> list[tuple[int, float]]:
@@ -244,7 +244,7 @@ def top_at_floor(
     or the rows ``rows``, all readable (ties then go to the earlier of them).
     """
     if rows is not None:
-        return rows[top_rows(scores, clears_floor(scores, floor), most)]
+        return rows[top_rows(scores, None if floor_is_open(floor) else clears_floor(scores, floor), most)]
     # A floor every score clears, over rows all readable: no mask to build or apply.
     if floor_is_open(floor):
         eligible = None if readable is None or readable.all() else readable

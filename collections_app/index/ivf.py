@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -106,6 +107,11 @@ class IVFLists:
     def nlist(self) -> int:
         return int(self.centroids.shape[0])
 
+    @cached_property
+    def bounds(self) -> list[int]:
+        """``offsets`` as a list, read once: a probe's spans are ten lookups, not ten numpy scalars."""
+        return self.offsets.tolist()
+
     def list_rows(self, c: int) -> np.ndarray:
         return self.members[int(self.offsets[c]) : int(self.offsets[c + 1])]
 
@@ -119,11 +125,12 @@ class IVFLists:
     def nearest_lists(self, query: np.ndarray, nprobe: int | None = None) -> np.ndarray:
         """The ``nprobe`` lists whose centroids are nearest ``query`` (default: the measured nprobe)."""
         nprobe = self.nprobe if nprobe is None else nprobe
-        nprobe = max(1, min(int(nprobe), self.nlist))
-        if nprobe >= self.nlist:
-            return np.arange(self.nlist)
+        nlist = self.nlist
+        nprobe = max(1, min(int(nprobe), nlist))
+        if nprobe >= nlist:
+            return np.arange(nlist)
         closeness = self.centroids @ np.asarray(query, dtype=np.float32)
-        return np.argpartition(-closeness, nprobe - 1)[:nprobe]
+        return (-closeness).argpartition(nprobe - 1)[:nprobe]
 
     def scan(
         self,
@@ -140,8 +147,8 @@ class IVFLists:
         reads the rows.
         """
         near = self.nearest_lists(question_vector(query), nprobe)
-        offsets = self.offsets
-        spans = [(int(offsets[c]), int(offsets[c + 1])) for c in near.tolist()]
+        bounds = self.bounds
+        spans = [(bounds[c], bounds[c + 1]) for c in near.tolist()]
         ids = np.concatenate([self.members[lo:hi] for lo, hi in spans]) if spans else self.members[:0]
         if self.ordered is None:
             return ids, gather(ids, query)

@@ -404,7 +404,8 @@ class MappedIndex:
         ``vector`` may come prepared (`vector_codec.half_query`); ``known`` as `cosine_of_rows` takes it.
         """
         cosine = self.cosine(vector) if rows is None else self.cosine_of_rows(vector, rows, known)
-        cosine[np.isneginf(cosine)] = 0.0  # a row without a vector has no cosine to offer
+        if cosine.size and np.minimum.reduce(cosine) == -np.inf:  # every row with a vector: none to find
+            cosine[np.isneginf(cosine)] = 0.0  # a row without a vector has no cosine to offer
         if view is not None and view.cut is not None and not self.meta.get("fresh_vectors"):
             cosine[view.cut if rows is None else view.cut[rows]] = 0.0
         return cosine

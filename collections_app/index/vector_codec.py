@@ -68,14 +68,15 @@ class HalfQuery:
 
     def __init__(self, query: np.ndarray):
         self.vector = vector = np.asarray(query, dtype=np.float32).ravel()
-        largest = float(np.max(np.abs(vector))) if vector.size else 0.0
+        largest = float(max(np.maximum.reduce(vector), -np.minimum.reduce(vector))) if vector.size else 0.0
         # The largest component lands in [2**13, 2**14): float16's largest finite value is 65504.
         shift = 13 - math.floor(math.log2(largest)) if 0.0 < largest < math.inf else 0
         # Widened and scaled in one pass: a float32 times a power of two is exact in float64 (as ldexp).
         scaled = np.multiply(vector, math.ldexp(1.0, shift), dtype=np.float64)
         parts = np.empty((2, vector.size), dtype=np.float16)
         parts[0] = scaled  # rounded to float16 as astype rounds
-        parts[1] = scaled - parts[0]  # the rest (float16 widens to float64 exactly), rounded again
+        # The rest (float16 widens to float64 exactly), rounded again, with no float64 temporary.
+        np.subtract(scaled, parts[0], out=parts[1], casting="unsafe")
         self.packed = numkong.dots_pack(parts, dtype="f16")
         self.unscale = math.ldexp(1.0, -shift)
 
@@ -122,10 +123,10 @@ def half_products_of_spans(matrix: np.ndarray, spans: list[tuple[int, int]], que
 
 
 def _combined(parts: np.ndarray, query: HalfQuery) -> np.ndarray:
-    """The two parts' products (n, 2) added in float64, scaled back and rounded to float32."""
-    both = np.add(parts[:, 0], parts[:, 1], dtype=np.float64)
-    both *= query.unscale
-    return both.astype(np.float32)
+    """The two parts' products (n, 2) added in float64, scaled back and rounded to float32 (the scaling
+    in float64, then one rounding, as the output's cast)."""
+    both = np.add.reduce(parts, axis=1, dtype=np.float64)  # each row's part 0 + part 1
+    return np.multiply(both, query.unscale, out=np.empty(both.size, dtype=np.float32), casting="unsafe")
 
 
 def reused(
@@ -136,6 +137,8 @@ def reused(
     (`half_products`), so a probe's product is the bits a gather would give: not read twice."""
     if known is None or known[0].size == 0:
         return take(ids)
+    if ids is known[0]:  # the probe's own rows (a vector search's candidates): nothing to look up, and
+        return known[1]  # the products are the caller's from here on (the probe reads them no more)
     at = np.minimum(np.searchsorted(known[0], ids), known[0].size - 1)
     found = known[0][at] == ids
     if found.all():

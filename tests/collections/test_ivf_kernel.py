@@ -7,12 +7,16 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from collections_app.index.ivf import build_lists
 from collections_app.index.mapped import MappedIndex
 from collections_app.index.vector_codec import half_query
 from collections_app.index.writer import IndexWriter
+from collections_app.ranking import top_at_floor
 from collections_app.services.search import approximate
+from ragsite.fusion import entry_score
 
 ROWS, DIMENSIONS = 3000, 16
 
@@ -137,3 +141,19 @@ def test_candidates_scored_from_the_probes_products_get_the_bits_a_gather_gives(
         assert np.array_equal(
             index.row_cosines(prepared, others, None, probe.near), index.row_cosines(question, others)
         )
+
+
+@given(
+    st.lists(st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.5, 0.75, 1.0]), min_size=0, max_size=40),
+    st.sampled_from([0.0, 0.3, 0.5, 0.9]),
+    st.integers(1, 12),
+)
+def test_the_candidates_top_and_entry_score_are_the_floor_rules_own(values, floor, most):
+    """The top the approximate path answers with and the score a row left out must reach come from one
+    pass over the scored candidates: the same rows as `top_at_floor` and the same score as
+    `fusion.entry_score`, ties and floors included."""
+    scores = np.asarray(values, dtype=np.float64)
+    rows = np.arange(scores.size, dtype=np.int64) * 3 + 1  # readable, ascending, not their positions
+    top, threshold = approximate._top_and_entry(rows, scores, floor, most)
+    assert top.tolist() == top_at_floor(scores, floor, most, rows=rows).tolist()
+    assert threshold == entry_score(scores, floor, most)

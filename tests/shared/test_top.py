@@ -71,3 +71,24 @@ def test_tie_keys_order_equal_scores_as_a_full_sort_by_score_then_keys_would(siz
     positive = rows[scores > 0]
     full = positive[np.lexsort((positive, ident[positive], kind[positive], -scores[positive]))][:k]
     assert np.array_equal(top_rows(scores, scores > 0, k, ties=(kind, ident)), full)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    size=st.integers(0, 5000),
+    k=st.integers(0, 120),
+    levels=st.sampled_from([1, 3, 0]),
+    masked=st.booleans(),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    seed=st.integers(0, 2**31),
+)
+def test_the_best_rows_are_a_stable_full_sorts_first_k(size, k, levels, masked, dtype, seed):
+    """Without tie keys: the first k of every eligible row sorted by score, best first, equal scores in
+    row order (a search's candidates and its top), whether few or many rows tie at the k-th."""
+    rng = np.random.default_rng(seed)
+    drawn = rng.integers(0, levels + 1, size) / levels if levels else rng.standard_normal(size)
+    scores = drawn.astype(dtype)
+    eligible = rng.random(size) < 0.7 if masked else None
+    rows = np.arange(size) if eligible is None else np.flatnonzero(eligible)
+    full = rows[np.argsort(-scores[rows], kind="stable")][: max(k, 0)]
+    assert np.array_equal(top_rows(scores, eligible, k), full)

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ragsite.fusion import entry_score, hybrid_scores, may_enter
+from ragsite.fusion import hybrid_scores, may_enter
 from ragsite.top import top_rows
 
 from ...conf import settings
@@ -80,7 +80,7 @@ def approximate_ranking(
         )
 
     lists = ivf_of(plan.collection, plan.built, plan.index_key, index)
-    candidates, scores, mode = scored_candidates(
+    candidates, scores, mode, top = scored_candidates(
         plan.collection.name,
         lists,
         index,
@@ -95,8 +95,6 @@ def approximate_ranking(
         weight=weight,
         entries=entries,
     )
-    # The candidates are readable and ascending: ties go to the lower row, as on the exact path.
-    top = top_at_floor(scores, plan.floor, plan.most, rows=candidates)
     return Ranking(top=top, rows=candidates, scores=scores, mode=mode, lexical=lexical, entries=entries)
 
 
@@ -115,10 +113,11 @@ def scored_candidates(
     score: Callable[..., tuple[np.ndarray, str]],
     weight: float,
     entries: Entries | None = None,
-) -> tuple[np.ndarray, np.ndarray, str]:
+) -> tuple[np.ndarray, np.ndarray, str, np.ndarray]:
     """The rows an approximate search scores (readable, ascending), their exact fused scores from
-    `score` (given the rows, and the probe's cosines of the vector candidates, `Probe.near`), and the
-    mode. ``vector`` may come prepared (`vector_codec.half_query`).
+    `score` (given the rows, and the probe's cosines of the vector candidates, `Probe.near`), the
+    mode, and the top `most` of those rows at or above `floor` (`ranking.top_at_floor`). ``vector``
+    may come prepared (`vector_codec.half_query`).
 
     The candidates first (`candidates`), then one round of the threshold algorithm (`fusion.may_enter`)
     against `S`, the `most`-th candidate's score at or above the floor (or the floor). First one row
@@ -139,18 +138,18 @@ def scored_candidates(
     if entries is not None:
         found = np.union1d(found, top_rows(entries.best, mask & np.isfinite(entries.best), CANDIDATE_DEPTH))
     scores, mode = score(found, probe.near)
-    threshold = entry_score(scores, floor, most)
+    top, threshold = _top_and_entry(found, scores, floor, most)
     if entries is not None:
         more = _lifted_out(entries, mask, found, probe, bm25, upper, weight, threshold)
         if more.size:
             rows = np.concatenate([found, more])
             order = np.argsort(rows, kind="stable")
             found, scores = rows[order], np.concatenate([scores, score(more)[0]])[order]
-            threshold = entry_score(scores, floor, most)
+            top, threshold = _top_and_entry(found, scores, floor, most)
     cosine_out = np.asarray([probe.cosine_out + COSINE_ROUNDING])
     lexical_out = None if bm25 is None else np.asarray([probe.lexical_out])
     if may_enter(threshold, cosine_out, lexical_out, upper or 0.0, weight=weight)[0].size == 0:
-        return found, scores, mode
+        return found, scores, mode, top
     known, bound = _left_out(index, mask, probe, found)
     cap = EXTENSION_CAP * CANDIDATE_DEPTH
     reach, whole = may_enter(
@@ -165,10 +164,21 @@ def scored_candidates(
         "search %s: the candidates' bound did not hold, %d more rows scored exactly", name, more.size
     )
     if more.size == 0:
-        return found, scores, mode
+        return found, scores, mode, top
     rows = np.concatenate([found, more])
     order = np.argsort(rows, kind="stable")  # ascending again: top_rows breaks ties to the lower row
-    return rows[order], np.concatenate([scores, score(more)[0]])[order], mode
+    found, scores = rows[order], np.concatenate([scores, score(more)[0]])[order]
+    return found, scores, mode, _top_and_entry(found, scores, floor, most)[0]
+
+
+def _top_and_entry(rows: np.ndarray, scores: np.ndarray, floor: float, most: int) -> tuple[np.ndarray, float]:
+    """The top ``most`` of ``rows`` (readable, ascending, so ties go to the lower row as on the exact path)
+    at or above ``floor`` (`ranking.top_at_floor`), and `fusion.entry_score` of their scores, read off
+    that top: the ``most``-th best score at or above the floor is its last one's (else the floor)."""
+    top = top_at_floor(scores, floor, most, rows=rows)
+    if top.size < most:
+        return top, float(floor)
+    return top, float(scores[rows.searchsorted(top[-1])])
 
 
 def candidates(
@@ -218,7 +228,7 @@ def candidates(
     if one_each and index.vector_at is not None:
         # A row's cosine is its one vector's product, which the probe took; float16 products are the same
         # bits however they are taken (vector_codec.half_products), float32 ones through BLAS need not be.
-        ascending = np.argsort(near, kind="stable")
+        ascending = near.argsort(kind="stable")
         known = near[ascending], closeness[first][ascending]
     lexical_out = 0.0
     if bm25 is not None:

@@ -68,6 +68,8 @@ def stitched(
     sectioned = sections and around > 0
     if sectioned:
         stored = _section_rows(index, mask, [row for row, _score in hits])
+    elif around == 0:  # the hits alone
+        stored = _read(index, sorted({row for row, _score in hits}))
     else:
         wanted: set[int] = set()
         for row, _score in hits:
@@ -239,7 +241,10 @@ def _paragraph(
     each of them the budget shortened, with the part kept.
     """
     # The run's stored rows and their ids, each cited once (a hit is one of them).
-    ids = {o: f"{document}#{cite(o)}" for o in range(run.first, run.last + 1) if o in readable}
+    if run.first == run.last:  # one row (every run of a search without neighbours)
+        ids = {run.first: f"{document}#{cite(run.first)}"} if run.first in readable else {}
+    else:
+        ids = {o: f"{document}#{cite(o)}" for o in range(run.first, run.last + 1) if o in readable}
     return {
         "text": run.text,
         "score": round(run.score, 6),
@@ -255,7 +260,9 @@ def _paragraph(
             {"chunk_id": chunk_id, "start": excerpts[o][0], "end": excerpts[o][1]}
             for o, chunk_id in ids.items()
             if o in excerpts
-        ],
+        ]
+        if excerpts
+        else [],
     }
 
 
