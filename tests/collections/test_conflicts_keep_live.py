@@ -128,3 +128,21 @@ def test_a_scan_warning_still_holds_the_whole_document(live, knowledge_folder):
     assert copy.status == Document.NEEDS_REVIEW
     assert live.documents.get(name="security-handbook.md").status == Document.ACTIVE
     assert "extension 4242" in answer(live, "who do I call when my laptop is stolen")
+
+
+def test_an_unchanged_rebuild_marks_the_waiting_paragraph_again_in_one_statement_that_writes_nothing(live):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    (live.folder_path / "password-policy.md").write_text(POLICY)
+    assert build_collection(collection=live).status == BuildRun.SUCCEEDED_WITH_REVIEW
+    with CaptureQueriesContext(connection) as queries:
+        run = build_collection(collection=live)
+    assert run.status == BuildRun.SUCCEEDED_WITH_REVIEW and run.documents_in_review == 1
+    table = Paragraph._meta.db_table
+    marks = [q["sql"] for q in queries.captured_queries if q["sql"].startswith(f'UPDATE "{table}"')]
+    assert len(marks) == 1  # the waiting document's paragraphs, looked at once; the live one's not at all
+    policy = live.documents.get(name="password-policy.md")
+    waiting = Paragraph.objects.filter(document=policy, in_review=True)
+    assert list(waiting.values_list("index", flat=True)) == [0]
+    assert "rotated every 180 days" in answer(live, "How often are staff passwords rotated?")

@@ -4,6 +4,7 @@ import logging
 from collections import defaultdict
 
 from django.db import transaction
+from django.db.models import Case, Q, Value, When
 from django.utils import timezone
 
 from ...models import (
@@ -234,11 +235,16 @@ BUILD_FIELDS = (
 
 
 def _hold_for_review(document: Document, held: list[int]) -> None:
-    """Mark the document's paragraphs ``held`` (by k) as waiting in review, and only those."""
+    """Mark the document's paragraphs ``held`` (by k) as waiting in review, and only those: one statement,
+    which writes only the rows whose mark changes (none at an unchanged rebuild)."""
     rows = Paragraph.objects.filter(document=document)
-    rows.filter(in_review=True).exclude(index__in=held).update(in_review=False)
-    if held:
-        rows.filter(index__in=held, in_review=False).update(in_review=True)
+    if not held:
+        rows.filter(in_review=True).update(in_review=False)
+        return
+    wanted = Q(index__in=held)
+    rows.filter((Q(in_review=True) & ~wanted) | (Q(in_review=False) & wanted)).update(
+        in_review=Case(When(wanted, then=Value(True)), default=Value(False))
+    )
 
 
 def _document_state(document: Document) -> tuple:
