@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -51,9 +52,15 @@ def wilson(found: int, n: int, z: float = 1.96) -> tuple[int, int]:
     return math.floor((centre - half) * n), math.ceil((centre + half) * n)
 
 
-def install_passages(size: int):
-    """Make `entry_spans` give a prose paragraph its passages, everywhere the build, the index writer,
-    measure and the known answers read it; returns the list-only `entry_spans`."""
+# An entry that opens with a list's marker: an option flag, a bullet, a number, a table row (after any
+# heading lines over it).
+MARKER = re.compile(r"(?:[ \t]*#+[^\n]*\n)*[ \t]*(?:--?[A-Za-z0-9]|[*+\u2022-][ \t]|\d{1,3}[.)][ \t]|\|)")
+
+
+def install_passages(size: int, flagged: int | None = None):
+    """Make `entry_spans` give a prose paragraph its passages (``size`` 0: none), everywhere the build, the
+    index writer, measure and the known answers read it, and with ``flagged`` a list of that many entries or
+    more, each opening with a marker, its entries; returns the list-only `entry_spans` (with ``flagged``)."""
     from collections_app import measure
     from collections_app.services.builds import embed, prepare
     from collections_app.services.indexes import entries as index_entries
@@ -61,7 +68,18 @@ def install_passages(size: int):
     from collections_app.text import entries
     from collections_app.text.budget import _units
 
-    lists_only = entries.entry_spans
+    unflagged = entries.entry_spans
+
+    def lists_only(text: str, carried: int = 0) -> list[tuple[int, int]]:
+        spans = unflagged(text, carried)
+        if spans or flagged is None:
+            return spans
+        least, entries.MIN_ENTRIES = entries.MIN_ENTRIES, 1
+        try:
+            few = unflagged(text, carried)
+        finally:
+            entries.MIN_ENTRIES = least
+        return few if len(few) >= flagged and all(MARKER.match(text, a) for a, _b in few) else []
 
     def passage_spans(text: str, start: int) -> list[tuple[int, int]]:
         spans: list[tuple[int, int]] = []
@@ -77,7 +95,7 @@ def install_passages(size: int):
             end = b
         if begin is not None:
             spans.append((begin, end))
-        return spans[: entries.MAX_ENTRIES] if len(spans) >= 2 else []
+        return spans[: entries.MAX_ENTRIES] if size and len(spans) >= 2 else []
 
     def entry_spans(text: str, carried: int = 0) -> list[tuple[int, int]]:
         return lists_only(text, carried) or passage_spans(text, max(int(carried), 0))
@@ -85,7 +103,7 @@ def install_passages(size: int):
     for module in (entries, embed, index_entries, scratch, measure):
         module.entry_spans = entry_spans
     # Read every document again, as a change of what an entry is must (`entries.ENTRIES_BUILT`).
-    prepare.ENTRIES_BUILT = entries.ENTRIES_BUILT = 10_000 + size
+    prepare.ENTRIES_BUILT = entries.ENTRIES_BUILT = 10_000 + 100 * size + (flagged or 0)
     return lists_only
 
 
@@ -97,9 +115,15 @@ def main() -> None:
     parser.add_argument("size", type=int, help="a passage's most characters")
     parser.add_argument("shares", nargs="*", default=["0,0", "1,1"], help="cosine,bm25 shares of passages")
     parser.add_argument("--json", type=Path, help="every question's outcome per share")
+    parser.add_argument(
+        "--flagged",
+        type=int,
+        default=None,
+        help="a list whose every entry opens with a marker needs this many",
+    )
     args = parser.parse_args()
 
-    store = f"passages{args.size}"
+    store = f"passages{args.size}" + (f"-flagged{args.flagged}" if args.flagged else "")
     harness.setup(store, environ={"INDEX_DIR": str(ROOT / "data" / "bench" / f"{store}-indexes")})
     import numpy as np
 
@@ -110,7 +134,7 @@ def main() -> None:
     from collections_app.services.search import search_collection
     from collections_app.services.search.rows import search_state
 
-    lists_only = install_passages(args.size)
+    lists_only = install_passages(args.size, args.flagged)
     whole = ranking.lifted_legs
     state = {"passage_rows": None, "share": (1.0, 1.0)}
 
@@ -149,6 +173,14 @@ def main() -> None:
         index = mapped_index(collection, search_state(collection)[0])[1]
         texts = dict(Paragraph.objects.filter(collection=collection).values_list("pk", "text"))
         state["passage_rows"] = np.array([not lists_only(texts[int(pk)]) for pk in index.row_paragraph])
+        has = np.zeros(index.size, dtype=bool)
+        if index.entries is not None:
+            has[np.asarray(index.entry_row)] = True
+        print(
+            f"# {name}: {index.size} rows, {int(has.sum())} with entries, "
+            f"{int((has & state['passage_rows']).sum())} of them passages",
+            file=sys.stderr,
+        )
         for pair in shares:
             state["share"] = pair
             result = evaluate(agent, collection, questions, controls, mode="hybrid", floor=None)
