@@ -48,7 +48,7 @@ def evaluate(
     """found@1/5/10 over the answerable questions and the share of controls left empty. ``each``: found@k
     in an answer asked for k paragraphs (as an agent asking for k gets), not in the first k of 10."""
     if each:
-        found = {}
+        held = {}
         for k in DEPTHS:
             answers = [
                 harness.ask(
@@ -56,16 +56,19 @@ def evaluate(
                 )
                 for i in questions
             ]
-            found[k] = sum(
+            held[k] = [
                 harness.found_rank(a, i["answer"], i.get("document")) is not None
                 for a, i in zip(answers, questions, strict=True)
-            ) / len(questions)
+            ]
         return {
             "mode": mode,
             "floor": floor,
-            "found": found,
+            "found": {k: sum(held[k]) / len(questions) for k in DEPTHS},
             "controls_empty": None,
-            "questions": [],
+            "questions": [
+                {"question": item["question"], **{f"found_{k}": held[k][n] for k in DEPTHS}}
+                for n, item in enumerate(questions)
+            ],
             "controls": [],
         }
     outcomes = []
@@ -191,7 +194,9 @@ def main() -> None:
     parser.add_argument(
         "--no-context", action="store_true", help="index paragraphs without title and section"
     )
-    parser.add_argument("--each", action="store_true", help="found@k in an answer asked for k paragraphs")
+    parser.add_argument(
+        "--each", action="store_true", help="found@k in an answer asked for k paragraphs (default floor only)"
+    )
     parser.add_argument(
         "--max-chars", type=int, default=None, help="the answer budget (default ANSWER_MAX_CHARS)"
     )
@@ -215,7 +220,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--sharing",
-        choices=("by run", "by hit", "best first", "even"),
+        choices=("by run", "outward", "by hit", "best first", "even"),
         default=None,
         help="how the answer budget grows hits and neighbours after every hit's least part "
         "(collections_app.text.budget.SHARING)",
@@ -259,7 +264,7 @@ def main() -> None:
     print("| mode | floor | found@1 | found@5 | found@10 | controls empty |")
     print("|---|---|---|---|---|---|")
     for mode in args.modes:
-        for floor in (None, 0.0):
+        for floor in (None,) if args.each else (None, 0.0):
             result = evaluate(
                 agent,
                 collection,

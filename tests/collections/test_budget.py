@@ -278,3 +278,25 @@ def test_by_hit_asking_for_a_lower_hit_in_the_best_hits_run_leaves_the_second_hi
     start, end = three.excerpts[3]
     assert end - start >= MIN_PART - 50 and made[3].text[start:end] in three.runs[0].text
     assert three.readable[3].text == made[3].text[start:end]
+
+
+def test_outward_a_neighbour_kept_whole_stays_whole_when_asking_for_more_makes_it_a_hit(monkeypatch):
+    # The "outward" fill (budget.SHARING; "by run", the default, fails this: docs/benchmarks.md). Document
+    # 1 holds the best hit (row 1), the answer's row next to it (row 2, its answer in its closing
+    # sentences) and a long row after that (row 3); document 2 the hit ranked second. Asked for two, row 2
+    # is a neighbour of the best hit and comes whole. Asked for four, rows 3 and 2 are the hits ranked
+    # third and fourth: each run grows from its best hit outward, nearest row first, so row 2 comes whole
+    # again, in the same turn, rather than after row 3 is grown back to whole because it ranked higher.
+    first = rows("Short before.", long_hit("amber"), long_hit("basalt", at=28), long_hit("cobalt"), "After.")
+    second = rows(long_hit("delta", sentences=80), document=2, first=5)  # too long to be whole
+    made = {**first, **second}
+    monkeypatch.setattr("collections_app.text.budget.SHARING", "outward")
+    budget = len(made[0].text) + len(made[1].text) + len(made[2].text) + 2 * MIN_PART + 60
+    two = fit(stitch([(1, 0.9), (5, 0.8)], made, around=1), made, budget, [1, 5], ["nothing"])
+    assert two.readable[2] == made[2] and made[2].text in two.runs[0].text
+    hits = [(1, 0.9), (5, 0.8), (3, 0.7), (2, 0.6)]
+    four = fit(stitch(hits, made, around=1), made, budget, [1, 5, 3, 2], ["nothing"])
+    assert sum(len(run.text) for run in four.runs) <= budget and four.cut
+    assert four.readable[2] == made[2] and made[2].text in four.runs[0].text
+    # Every hit is there: the lower ones keep at least their least part, the second hit its own run.
+    assert [run.hit for run in four.runs] == [1, 5] and len(four.readable[3].text) >= MIN_PART - 50
