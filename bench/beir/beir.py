@@ -121,6 +121,26 @@ def cached_embedder(embedder, path: Path):
     return lambda backend=None: cached
 
 
+def product_build(
+    dataset: Path, split: str, *, sample: int | None = None, analyzer: str = "simple"
+) -> argparse.Namespace:
+    """The arguments `prepare` takes for the product's own build of ``dataset``: hybrid, float16 vectors,
+    every window, the exact path, the `simple` analyzer unless told (what `beir.py --mode hybrid` builds,
+    with its store and caches)."""
+    return argparse.Namespace(
+        dataset=dataset,
+        mode="hybrid",
+        split=split,
+        store="float16",
+        windows="all",
+        later_share=None,
+        sample=sample,
+        ivf=False,
+        nprobe=None,
+        analyzer=analyzer,
+    )
+
+
 def prepare(args):
     """Point Django at the variant's scratch store, build the corpus's collection there, and load the split.
 

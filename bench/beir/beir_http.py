@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench" / "memory"))
 
-from beir import prepare  # noqa: E402
+from beir import prepare, product_build  # noqa: E402
 from memory_locomo import free_port, start, stop  # noqa: E402
 
 from bench.common import results  # noqa: E402
@@ -43,19 +43,7 @@ def main() -> None:
     args = parser.parse_args()
     # The server checks the keys this process issues: one secret for both, made for this run.
     os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
-    built = argparse.Namespace(
-        dataset=args.dataset,
-        mode="hybrid",
-        split=args.split,
-        store="float16",
-        windows="all",
-        later_share=None,
-        sample=None,
-        ivf=False,
-        nprobe=None,
-        analyzer="simple",
-    )
-    agent, collection, queries, qrels = prepare(built)
+    agent, collection, queries, qrels = prepare(product_build(args.dataset, args.split))
     import httpx
 
     from collections_app.metrics import ndcg_at_k

@@ -34,7 +34,6 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -179,18 +178,7 @@ def main() -> None:
 
     # The product's build: float16 vectors, every window, the store and caches of `beir.py --mode hybrid`.
     agent, collection, queries, qrels = beir.prepare(
-        SimpleNamespace(
-            dataset=args.dataset,
-            mode="hybrid",
-            split=args.split,
-            store="float16",
-            windows="all",
-            sample=args.sample,
-            ivf=False,
-            nprobe=None,
-            later_share=None,
-            analyzer=args.analyzer,
-        )
+        beir.product_build(args.dataset, args.split, sample=args.sample, analyzer=args.analyzer)
     )
     from collections_app.models import Document
     from collections_app.services import search as search_service

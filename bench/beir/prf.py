@@ -43,7 +43,6 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -267,20 +266,7 @@ def main() -> None:
     settings_list = args.only or list(CHOSEN if args.chosen else DEFAULT)
 
     # The product's build: float16 vectors, every window, the store and caches of `beir.py --mode hybrid`.
-    _agent, collection, queries, qrels = beir.prepare(
-        SimpleNamespace(
-            dataset=args.dataset,
-            mode="hybrid",
-            split=args.split,
-            store="float16",
-            windows="all",
-            sample=None,
-            ivf=False,
-            nprobe=None,
-            later_share=None,
-            analyzer="simple",
-        )
-    )
+    _agent, collection, queries, qrels = beir.prepare(beir.product_build(args.dataset, args.split))
     from collections_app.models import Document
     from collections_app.services import search as search_service
     from collections_app.services.search.rows import current_build
