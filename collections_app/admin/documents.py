@@ -9,6 +9,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from ragsite.errors import RagsiteError
@@ -213,7 +214,7 @@ class DocumentAdmin(DocumentSourceShown, admin.ModelAdmin):
             rows = format_html_join(
                 "",
                 '<tr><td><a href="{}" data-role="mine">{}</a><div class="rs-text">{}</div></td>'
-                '<td><a href="{}" data-role="theirs">{}</a><div class="rs-text">{}</div></td></tr>',
+                '<td><a href="{}" data-role="theirs">{}</a>{}<div class="rs-text">{}</div></td></tr>',
                 (
                     (
                         reverse(paragraph, args=[pair.mine_paragraph]),
@@ -221,11 +222,18 @@ class DocumentAdmin(DocumentSourceShown, admin.ModelAdmin):
                         pair.mine,
                         reverse(paragraph, args=[pair.theirs_paragraph]),
                         pair.theirs_chunk_id,
+                        # Both sides wait when neither was answering (a first build): say so on this side.
+                        mark_safe(' <span data-role="theirs-waits">waits in review too</span>')
+                        if pair.theirs_in_review
+                        else "",
                         pair.theirs,
                     )
                     for pair in pairs
                 ),
             )
+            state = other.get_status_display()
+            if other.status == Document.ACTIVE and other.review_paragraphs:
+                state = f"{state}, some paragraphs in review"
             parts.append(
                 format_html(
                     '<table class="rs-side-by-side" data-other="{}"><thead><tr><th>this document</th>'
@@ -233,7 +241,7 @@ class DocumentAdmin(DocumentSourceShown, admin.ModelAdmin):
                     other.name,
                     url,
                     other.name,
-                    other.get_status_display(),
+                    state,
                     rows,
                 )
             )

@@ -121,13 +121,16 @@ def _laid_out(answer: dict, collection: Collection, label: str) -> dict:
     }
     results = []
     for paragraph, parts in zip(answer["paragraphs"], pieces, strict=False):
+        # A piece is named as the answer cites it (`chunk_ids`, the same rows in document order): with a
+        # paragraph of its document switched off or in review, that is not its stored index (decision 0073).
+        cited = paragraph.get("chunk_ids") or []
         shown = []
-        for piece in parts:
+        for i, piece in enumerate(parts):
             row = found.get(piece["paragraph"])
             shown.append(
                 {
                     **piece,
-                    "chunk_id": row.chunk_id if row else "",
+                    "chunk_id": cited[i] if len(cited) == len(parts) else (row.chunk_id if row else ""),
                     "url": reverse("admin:collections_app_paragraph_change", args=[piece["paragraph"]]),
                     "percent": round(100 * piece["score"], 1),
                 }

@@ -41,6 +41,11 @@ class BuildStatusOut(Schema):
         "neither read nor embedded again (docs/sources.md).",
     )
     documents_refused: int
+    documents_in_review: int = Field(
+        ...,
+        description="Documents this build left waiting for a person, wholly or for some paragraphs "
+        "(status succeeded_with_review; the warnings name them).",
+    )
     paragraphs_embedded: int
     refused: list[str] | None = Field(
         ..., description="null: not recorded yet; []: nothing refused; names otherwise."

@@ -112,6 +112,7 @@ class ConflictingPair:
     theirs_paragraph: int | None = None
     mine_chunk_id: str = ""
     theirs_chunk_id: str = ""
+    theirs_in_review: bool = False  # the other side is held back too (neither was answering)
 
 
 def conflicting_documents(document: Document) -> list[Document]:
@@ -129,15 +130,19 @@ def conflicting_paragraphs(document: Document, other: Document) -> list[Conflict
     """The blocks of the two documents that match except for their numbers, side by side (the build's
     rule)."""
 
-    def blocks(doc: Document) -> dict[str, tuple[str, int, str]]:
-        shapes: dict[str, tuple[str, int, str]] = {}
-        rows = Paragraph.objects.filter(document=doc).order_by("index").values_list("pk", "index", "text")
-        for pk, index, text in rows:
+    def blocks(doc: Document) -> dict[str, tuple[str, int, str, bool]]:
+        shapes: dict[str, tuple[str, int, str, bool]] = {}
+        rows = (
+            Paragraph.objects.filter(document=doc)
+            .order_by("index")
+            .values_list("pk", "index", "text", "in_review")
+        )
+        for pk, index, text, in_review in rows:
             for block in BLOCK_BREAK.split(text):
                 block = " ".join(line for line in block.splitlines() if not line.lstrip().startswith("#"))
                 flat = " ".join(block.split())
                 if NUMBER.search(flat) and len(flat) >= 40:
-                    shapes.setdefault(NUMBER.sub("#", flat), (flat, pk, f"{doc.name}#{index}"))
+                    shapes.setdefault(NUMBER.sub("#", flat), (flat, pk, f"{doc.name}#{index}", in_review))
         return shapes
 
     mine, theirs = blocks(document), blocks(other)
@@ -150,6 +155,7 @@ def conflicting_paragraphs(document: Document, other: Document) -> list[Conflict
             theirs_paragraph=theirs[shape][1],
             mine_chunk_id=mine[shape][2],
             theirs_chunk_id=theirs[shape][2],
+            theirs_in_review=theirs[shape][3],
         )
         for shape in mine
         if shape in theirs and mine[shape][0] != theirs[shape][0]

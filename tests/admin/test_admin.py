@@ -378,6 +378,17 @@ def test_documents_filter_by_status_and_show_warnings_and_conflicts(admin_client
     assert "leave.md" in body and "policy-2023.md" in body
 
 
+def test_the_side_by_side_view_says_when_the_other_paragraph_waits_too(admin_client, conflicting, admin_user):
+    """On a first build both sides of a conflict wait: the other document is not shown as plainly searched."""
+    older, newer = conflicting.documents.order_by("name")
+    side = admin_client.get(url("document_change", older.pk)).content.decode()
+    assert "policy-2024.md</a> (active, some paragraphs in review)</th>" in side
+    assert side.count('data-role="theirs-waits"') == 1
+    approve_documents([newer], by=admin_user)
+    side = admin_client.get(url("document_change", older.pk)).content.decode()
+    assert "policy-2024.md</a> (active)</th>" in side and 'data-role="theirs-waits"' not in side
+
+
 def test_the_approve_action_and_button_go_through_the_service(admin_client, conflicting):
     first, second = conflicting.documents.order_by("name")
     response = admin_client.post(

@@ -119,3 +119,25 @@ def test_viewing_collections_alone_does_not_open_the_playground(handbook, staff_
     client.force_login(staff_user)  # permissions are cached on the user object
     assert "Search playground" in client.get(url("collection_changelist")).content.decode()
     assert "capped at five" in client.post(url("collection_playground"), ask).content.decode()
+
+
+def test_the_playground_names_each_piece_as_the_agent_cites_it(admin_client, handbook):
+    """With a paragraph switched off inside a document, the later ones are cited one lower (decision 0073):
+    the playground names every stitched piece by the id the agent's answer gives it, so one paragraph does
+    not show two ids on the same page."""
+    from collections_app.services.documents import set_paragraphs_enabled
+
+    leave = list(Paragraph.objects.filter(collection=handbook, document__name="leave.md").order_by("index"))
+    assert len(leave) >= 3
+    set_paragraphs_enabled(paragraphs=[leave[0]], enabled=False)
+    response = admin_client.post(
+        url("collection_playground"),
+        {"collection": handbook.pk, "question": "unused days lapse on the first of April", "most": 1},
+    )
+    [answer] = response.context["answers"]
+    best = answer["results"][0]
+    named = [piece["chunk_id"] for piece in best["pieces"]]
+    assert len(named) >= 2 and named == best["chunk_ids"], (named, best["chunk_ids"])
+    assert best["hit"]["chunk_id"] == best["chunk_id"]
+    # The link still opens the stored paragraph, whose own page keeps its stored index.
+    assert best["hit"]["url"] == url("paragraph_change", best["hit"]["paragraph"])

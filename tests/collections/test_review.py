@@ -86,3 +86,18 @@ def test_an_approval_sticks_across_rebuilds_and_is_not_warned_about_again(pair):
     [side] = conflicting_paragraphs(pair.documents.get(name="overtime-2024.md"), new)
     assert (side.mine_chunk_id, side.theirs_chunk_id) == ("overtime-2024.md#0", "overtime-2025.md#0")
     assert side.theirs_paragraph == new.paragraphs.get().pk
+
+
+def test_the_build_status_counts_the_documents_left_in_review(agent_key, knowledge_folder, client):
+    """An agent reading `succeeded_with_review` over the API learns how many documents wait without
+    parsing the warnings (the count the webhook and the admin already give)."""
+    agent, raw = agent_key
+    collection = create_collection(agent=agent, name="hr")
+    knowledge_folder(
+        "hr",
+        {"overtime-2024.md": OLD, "overtime-2025.md": NEW, "leave.md": "# Leave\n\nTake it.\n"},
+        agent=agent.agent_id,
+    )
+    run = build_collection(collection=collection)
+    answer = client.get(f"/api/v1/collections/hr/builds/{run.pk}", HTTP_AUTHORIZATION=f"Bearer {raw}").json()
+    assert (answer["status"], answer["documents_in_review"]) == ("succeeded_with_review", 2)

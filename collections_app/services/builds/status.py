@@ -103,6 +103,7 @@ def build_status(*, run: BuildRun, running: bool | None = None) -> dict:
         "documents_reused": run.documents_reused,
         "documents_refused": run.documents_refused,
         "documents_relabelled": run.documents_relabelled,
+        "documents_in_review": run.documents_in_review,
         "paragraphs_embedded": run.paragraphs_embedded,
         # null: not recorded (the build has not finished); []: nothing refused; names otherwise.
         "refused": run.refused,
