@@ -4,8 +4,10 @@ bounds (schemes, hosts, counts, time) a listing and a fetch are held to."""
 from __future__ import annotations
 
 import ipaddress
+import shutil
 import socket
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit
 
@@ -53,6 +55,33 @@ class SourceUnavailable(RagsiteError):
 class InvalidSource(RagsiteError):
     code = "invalid_source"
     status = 400
+
+
+def cached(collection_id: int, suffix: str) -> Path:
+    """This node's copy of what a collection's remote source keeps between listings, under SOURCE_CACHE_DIR
+    (``suffix`` tells the kinds apart: ``.git`` a bare repository, ``.web.json`` a website's listing)."""
+    return Path(str(settings.SOURCE_CACHE_DIR)) / f"collection-{collection_id}{suffix}"
+
+
+def remove_cached(path: Path) -> None:
+    """Remove a cached copy, a folder or a file; nothing when it is not there."""
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def prune_cached(suffix: str, keep: set[int]) -> list[int]:
+    """Remove this node's ``suffix`` copies of every collection not in ``keep`` (those a deletion on another
+    node could not reach); the collection ids removed."""
+    root = cached(0, suffix).parent
+    removed = []
+    for path in root.glob(f"collection-*{suffix}") if root.is_dir() else ():
+        number = path.name[len("collection-") : -len(suffix)]
+        if number.isdigit() and int(number) not in keep:
+            remove_cached(path)
+            removed.append(int(number))
+    return sorted(removed)
 
 
 def timeout_seconds() -> float:

@@ -21,14 +21,16 @@ import shutil
 import subprocess
 from pathlib import Path, PurePosixPath
 
-from ...conf import settings
 from . import readers
 from .base import (
     Entry,
     InvalidSource,
     SourceUnavailable,
+    cached,
     checked_url,
     max_documents,
+    prune_cached,
+    remove_cached,
     timeout_seconds,
     too_many,
 )
@@ -249,30 +251,19 @@ def _said(stderr: bytes) -> str:
     return (lines[-1] if lines else "git failed")[:200]
 
 
-def _cache_root() -> str:
-    return str(settings.SOURCE_CACHE_DIR)
-
-
 def cache_of(collection_id: int) -> Path:
     """This node's bare copy of a collection's repository."""
-    return Path(_cache_root()) / f"collection-{collection_id}.git"
+    return cached(collection_id, ".git")
 
 
 def forget(collection_id: int) -> None:
     """Remove this node's copy of a collection's repository. A copy holds every file of the commits it
     fetched, so it must not outlive the collection or its source: a deleted collection's files would
     stay on disk, and a new URL would be fetched into the old repository's objects."""
-    shutil.rmtree(cache_of(collection_id), ignore_errors=True)
+    remove_cached(cache_of(collection_id))
 
 
 def prune(keep: set[int]) -> list[int]:
     """Remove this node's copies of every collection not in `keep` (those still read from git); the
     copies a deletion on another node could not reach. Returns the collection ids removed."""
-    root = Path(_cache_root())
-    removed = []
-    for path in root.glob("collection-*.git") if root.is_dir() else ():
-        number = path.name[len("collection-") : -len(".git")]
-        if number.isdigit() and int(number) not in keep:
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(int(number))
-    return sorted(removed)
+    return prune_cached(".git", keep)

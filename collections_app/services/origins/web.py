@@ -37,9 +37,17 @@ from posixpath import splitext
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 from urllib.robotparser import RobotFileParser
 
-from django.conf import settings as django_settings
-
-from .base import Entry, InvalidSource, SourceUnavailable, checked_url, max_documents, timeout_seconds
+from .base import (
+    Entry,
+    InvalidSource,
+    SourceUnavailable,
+    cached,
+    checked_url,
+    max_documents,
+    prune_cached,
+    remove_cached,
+    timeout_seconds,
+)
 
 SETTINGS = ("start_url", "sitemap_url", "include", "exclude", "max_pages", "max_depth")
 AGENT = "ragsite"
@@ -351,7 +359,7 @@ def _strong_date(headers) -> str:
 
 def cache_of(collection_id: int) -> Path:
     """This node's file of what a collection's web listings remembered (URLs, tokens, links; no text)."""
-    return Path(str(django_settings.SOURCE_CACHE_DIR)) / f"collection-{collection_id}.web.json"
+    return cached(collection_id, ".web.json")
 
 
 def remembered(collection_id: int) -> dict[str, Remembered]:
@@ -386,16 +394,9 @@ def remember(collection_id: int, pages: dict[str, Remembered]) -> None:
 def prune(keep: set[int]) -> list[int]:
     """Remove what this node remembers of every collection not in `keep` (those still read from a
     website). Returns the collection ids removed."""
-    root = Path(str(django_settings.SOURCE_CACHE_DIR))
-    removed = []
-    for path in root.glob("collection-*.web.json") if root.is_dir() else ():
-        number = path.name[len("collection-") : -len(".web.json")]
-        if number.isdigit() and int(number) not in keep:
-            path.unlink(missing_ok=True)
-            removed.append(int(number))
-    return sorted(removed)
+    return prune_cached(".web.json", keep)
 
 
 def forget(collection_id: int) -> None:
     """Remove what this node remembers of a collection's website."""
-    cache_of(collection_id).unlink(missing_ok=True)
+    remove_cached(cache_of(collection_id))
