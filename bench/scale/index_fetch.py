@@ -21,13 +21,13 @@ import json
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench" / "scale"))
-from scale_store import WORK, setup_django  # noqa: E402
+from index_size import timed  # noqa: E402
+from scale_store import WORK, kept_index  # noqa: E402
 
 from bench.common.results import provenance  # noqa: E402
 
@@ -42,25 +42,15 @@ def copy_with_fsync(source: Path, target: Path) -> None:
             os.fsync(dst.fileno())
 
 
-def timed(work) -> dict:
-    load, wall, cpu = os.getloadavg()[0], time.perf_counter(), time.process_time()
-    work()
-    return {"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu, "load": load}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=100_000, help="the kept store's size")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    setup_django(args.rows)
-    from collections_app.models import Collection, CollectionBuilt
-    from collections_app.services.indexes import build_key, collection_root
+    collection, folder = kept_index(args.rows)
     from collections_app.services.indexes.store import fetch_files, is_stored, store_files
 
-    collection = Collection.objects.get(agent__agent_id="scale", name="scale")
-    key = build_key(CollectionBuilt.objects.get(collection=collection))
-    folder = collection_root(collection.pk) / key
+    key = folder.name
     if not (folder / "meta.json").exists():
         raise SystemExit(f"no index for the {args.rows:,} store: run search_scale.py --populate first")
     stored = None

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench" / "scale"))
-from scale_store import WORK, setup_django  # noqa: E402
+from scale_store import WORK, kept_index  # noqa: E402
 
 
 def cpu_seconds() -> float:
@@ -48,14 +48,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000, help="the kept store's size")
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
-    setup_django(args.rows)
+    collection, folder = kept_index(args.rows)
     import tantivy
 
-    from collections_app.models import Collection, CollectionBuilt, Paragraph
-    from collections_app.services.indexes import build_key, collection_root, write_index
+    from collections_app.models import Paragraph
+    from collections_app.services.indexes import write_index
 
-    collection = Collection.objects.get(agent__agent_id="scale", name="scale")
-    folder = collection_root(collection.pk) / build_key(CollectionBuilt.objects.get(collection=collection))
     texts = Paragraph.objects.filter(collection=collection).order_by("ordinal").values_list("text", flat=True)
 
     def ours():

@@ -108,6 +108,19 @@ def setup_django(n: int) -> None:
     django.setup()
 
 
+def kept_index(n: int):
+    """Django set up on the kept N-paragraph store, and its collection with the folder of its build's index
+    (`services.indexes`), for the scripts that measure that index (index_size.py, index_fetch.py)."""
+    setup_django(n)
+    from collections_app.models import Collection, CollectionBuilt
+    from collections_app.services.indexes import build_key, collection_root
+
+    collection = Collection.objects.get(agent__agent_id="scale", name="scale")
+    return collection, collection_root(collection.pk) / build_key(
+        CollectionBuilt.objects.get(collection=collection)
+    )
+
+
 def _dotenv() -> str:
     path = ROOT / ".env"
     return path.read_text(encoding="utf-8") if path.exists() else ""
